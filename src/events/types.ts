@@ -1,0 +1,84 @@
+import { z } from 'zod';
+
+/**
+ * Every event type of the one event vocabulary (DESIGN D11). The value is what is stored in `type` of the
+ * envelope and written to the event log.
+ */
+export const StreamEventType = {
+  RUN_START: 'run.started',
+  RUN_END: 'run.completed',
+  RUN_ERROR: 'run.failed',
+  NODE_START: 'node.started',
+  PREP_COMPLETE: 'node.prep_completed',
+  EXEC_COMPLETE: 'node.exec_completed',
+  NODE_END: 'node.completed',
+  NODE_RETRY: 'node.retry',
+  ERROR: 'error',
+  ROUTE: 'route.taken',
+  ROUTE_MISSING: 'route.missing',
+  BACKPACK_PACK: 'backpack.packed',
+  BACKPACK_UNPACK: 'backpack.unpacked',
+  BACKPACK_QUARANTINE: 'backpack.quarantined',
+  ACCESS_DENIED: 'access.denied',
+  CHECKPOINT_SAVED: 'checkpoint.saved',
+  MEMORY_WRITTEN: 'memory.written',
+  MEMORY_RETRIEVED: 'memory.retrieved',
+  TOOL_CALL: 'tool.called',
+  TOOL_RESULT: 'tool.result',
+  MODEL_START: 'model.started',
+  MODEL_DELTA: 'model.delta',
+  MODEL_END: 'model.completed',
+  CUSTOM: 'custom',
+} as const;
+
+/** One of the values of {@link StreamEventType}. */
+export type StreamEventTypeValue = (typeof StreamEventType)[keyof typeof StreamEventType];
+
+const eventTypeValues = Object.values(StreamEventType) as [StreamEventTypeValue, ...StreamEventTypeValue[]];
+
+/** zod schema of an event type value. */
+export const StreamEventTypeSchema = z.enum(eventTypeValues);
+
+/**
+ * The one event envelope (DESIGN D11): what the streamer emits is exactly the line the EventStore writes.
+ * `seq` increases by one per event within a run; `timestamp` is milliseconds since the epoch.
+ */
+export const StreamEventSchema = z.object({
+  v: z.literal(1),
+  id: z.string().min(1),
+  seq: z.number().int().nonnegative(),
+  timestamp: z.number().int().nonnegative(),
+  runId: z.string().min(1),
+  sessionKey: z.string().min(1).optional(),
+  type: StreamEventTypeSchema,
+  namespace: z.string().optional(),
+  nodeId: z.string().optional(),
+  nodeName: z.string().optional(),
+  spanId: z.string().optional(),
+  parentSpanId: z.string().optional(),
+  payload: z.record(z.string(), z.unknown()),
+  redaction: z.object({ containsSecrets: z.boolean() }).optional(),
+});
+
+/** An event as emitted, stored and read back. */
+export type StreamEvent = z.infer<typeof StreamEventSchema>;
+
+/**
+ * What a producer hands to an emitter: the envelope without the fields the streamer assigns
+ * (`v`, `id`, `seq`, `timestamp`, `runId` default to the streamer's, `sessionKey`).
+ */
+export interface EventInput {
+  type: StreamEventTypeValue;
+  payload?: Record<string, unknown>;
+  namespace?: string;
+  nodeId?: string;
+  nodeName?: string;
+  spanId?: string;
+  parentSpanId?: string;
+  runId?: string;
+}
+
+/** Anything that accepts events: the EventStreamer, or a test double. The Backpack emits through this. */
+export interface EventSink {
+  emit(event: EventInput): void;
+}

@@ -1,0 +1,6 @@
+/**
+ * backpackflow public API. This file only re-exports; each module's own index says what it offers.
+ */
+export * from './flow/index.js';
+export * from './backpack/index.js';
+export * from './events/index.js';
