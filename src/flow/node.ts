@@ -1,0 +1,257 @@
+import { DEFAULT_ACTION, FlowAction } from './actions.js';
+import { checkConcurrency, mapConcurrent } from './concurrency.js';
+import { NodeExecutionError } from './errors.js';
+import { ROOT_SCOPE, type RunScope } from './scope.js';
+
+/** Options every node takes. */
+export interface BaseNodeOptions {
+  /** Stable id of the node; needed to resume a run. Default: class name and a process-local counter. */
+  id?: string;
+}
+
+/** What `exec` learns about the attempt it is making. */
+export interface Attempt {
+  /** 1-based number of this attempt. */
+  readonly attempt: number;
+  /** Total attempts allowed (`maxRetries`). */
+  readonly maxAttempts: number;
+}
+
+const SINGLE_ATTEMPT: Attempt = Object.freeze({ attempt: 1, maxAttempts: 1 });
+let unnamedNodes = 0;
+
+/**
+ * A step of a flow: `prep(shared)` reads what it needs, `exec(prepRes)` does the work, `post(shared, prepRes,
+ * execRes)` writes results and returns the action that picks the next node (undefined means `'default'`).
+ *
+ * Nodes are reused, never cloned (DESIGN D3): one instance may run many times, also concurrently, so nothing a run
+ * needs may be kept in its fields. Per-run data lives in `shared` or in what `prep` returns.
+ */
+export class BaseNode<S = any, P = any, E = any> {
+  /** The node's id; unique within a flow. */
+  readonly id: string;
+  readonly #successors = new Map<string, BaseNode<S>>();
+
+  constructor(options: BaseNodeOptions = {}) {
+    this.id = options.id ?? `${new.target.name}#${++unnamedNodes}`;
+  }
+
+  /** Reads from shared state what `exec` needs. `scope` tells where the node runs (path, batch params). */
+  prep(_shared: S, _scope: RunScope): P | Promise<P> {
+    return undefined as P;
+  }
+
+  /** Does the work; gets no shared state, so that it can be retried safely. */
+  exec(_prepRes: P, _attempt: Attempt): E | Promise<E> {
+    return undefined as E;
+  }
+
+  /** Writes results to shared state and returns the action to route on (undefined means `'default'`). */
+  post(_shared: S, _prepRes: P, _execRes: E): string | undefined | Promise<string | undefined> {
+    return undefined;
+  }
+
+  /** Routes `action` to `node`; a later call for the same action replaces the earlier one. */
+  on(action: string, node: BaseNode<S>): this {
+    if (typeof action !== 'string' || action === '') {
+      throw new TypeError(`Node '${this.id}': action must be a non-empty string, got ${JSON.stringify(action)}`);
+    }
+    if (!(node instanceof BaseNode)) {
+      throw new TypeError(`Node '${this.id}': successor for action '${action}' must be a node, got ${String(node)}`);
+    }
+    this.#successors.set(action, node);
+    return this;
+  }
+
+  /** Routes `'default'` to `node` and returns `node`, so that `a.next(b).next(c)` builds a chain. */
+  next<T extends BaseNode<S>>(node: T): T {
+    this.on(DEFAULT_ACTION, node);
+    return node;
+  }
+
+  /** Routes `'complete'` to `node`. */
+  onComplete(node: BaseNode<S>): this {
+    return this.on(FlowAction.COMPLETE, node);
+  }
+
+  /** Routes `'error'` to `node`. */
+  onError(node: BaseNode<S>): this {
+    return this.on(FlowAction.ERROR, node);
+  }
+
+  /** Routes `'success'` to `node`. */
+  onSuccess(node: BaseNode<S>): this {
+    return this.on(FlowAction.SUCCESS, node);
+  }
+
+  /** Routes `'failure'` to `node`. */
+  onFailure(node: BaseNode<S>): this {
+    return this.on(FlowAction.FAILURE, node);
+  }
+
+  /** Routes `'retry'` to `node`. */
+  onRetry(node: BaseNode<S>): this {
+    return this.on(FlowAction.RETRY, node);
+  }
+
+  /** The node that `action` routes to (undefined action means `'default'`), or undefined. */
+  getNextNode(action?: string): BaseNode<S> | undefined {
+    return this.#successors.get(action ?? DEFAULT_ACTION);
+  }
+
+  /** A copy of the routing table: action to node. Changing it changes nothing. */
+  get successors(): ReadonlyMap<string, BaseNode<S>> {
+    return new Map(this.#successors);
+  }
+
+  /** Number of routes out of this node (0 means the flow ends quietly after it). */
+  get successorCount(): number {
+    return this.#successors.size;
+  }
+
+  /** Runs exec for a prep result; `Node` adds retries here. */
+  protected async _exec(prepRes: P, _scope: RunScope): Promise<E> {
+    return this.exec(prepRes, SINGLE_ATTEMPT);
+  }
+
+  /** One full execution: prep, exec, post. Flows call this; returns the action. */
+  async _run(shared: S, scope: RunScope = ROOT_SCOPE): Promise<string | undefined> {
+    const prepRes = await this.prep(shared, scope);
+    const execRes = await this._exec(prepRes, scope);
+    return this.post(shared, prepRes, execRes);
+  }
+
+  /** Runs this node alone; successors are not followed (use a flow for that). */
+  run(shared: S): Promise<string | undefined> {
+    return this._run(shared, ROOT_SCOPE);
+  }
+}
+
+/** Options of a node with retries. */
+export interface NodeOptions extends BaseNodeOptions {
+  /** Total attempts of exec, at least 1. Default 1 (no retry). */
+  maxRetries?: number;
+  /** Milliseconds to wait between attempts. Default 0. */
+  retryDelayMs?: number;
+}
+
+/**
+ * A node whose exec is retried: up to `maxRetries` attempts with `retryDelayMs` between them; after the last
+ * failure `execFallback(prepRes, error)` decides (by default it throws a {@link NodeExecutionError}).
+ */
+export class Node<S = any, P = any, E = any> extends BaseNode<S, P, E> {
+  /** Total attempts of exec. */
+  readonly maxRetries: number;
+  /** Milliseconds between attempts. */
+  readonly retryDelayMs: number;
+
+  constructor(options: NodeOptions = {}) {
+    super(options);
+    const { maxRetries = 1, retryDelayMs = 0 } = options;
+    if (!Number.isInteger(maxRetries) || maxRetries < 1) {
+      throw new RangeError(`Node '${this.id}': maxRetries is the total number of attempts, an integer >= 1; got ${maxRetries}`);
+    }
+    if (!Number.isFinite(retryDelayMs) || retryDelayMs < 0) {
+      throw new RangeError(`Node '${this.id}': retryDelayMs must be a number >= 0; got ${retryDelayMs}`);
+    }
+    this.maxRetries = maxRetries;
+    this.retryDelayMs = retryDelayMs;
+  }
+
+  /** Runs after the last attempt failed; its result stands in for exec's. Default: throw NodeExecutionError. */
+  execFallback(_prepRes: P, error: unknown): E | Promise<E> {
+    throw new NodeExecutionError(this.id, this.maxRetries, this.maxRetries, error);
+  }
+
+  /** Called when an attempt failed and another one follows (for reporting); must not throw. */
+  protected onAttemptFailed(_error: unknown, _attempt: Attempt, _delayMs: number, _scope: RunScope): void {}
+
+  protected override async _exec(prepRes: P, scope: RunScope): Promise<E> {
+    const maxAttempts = this.maxRetries;
+    for (let attempt = 1; ; attempt++) {
+      const info: Attempt = maxAttempts === 1 ? SINGLE_ATTEMPT : { attempt, maxAttempts };
+      try {
+        return await this.exec(prepRes, info);
+      } catch (error) {
+        if (attempt >= maxAttempts) return this.execFallback(prepRes, error);
+        this.onAttemptFailed(error, info, this.retryDelayMs, scope);
+        if (this.retryDelayMs > 0) await delay(this.retryDelayMs, scope.signal);
+      }
+    }
+  }
+}
+
+/**
+ * A node whose prep returns a list of items; exec runs once per item, in order, each with its own retries; post gets
+ * the items and the results in the same order.
+ */
+export class BatchNode<S = any, I = any, R = any> extends Node<S, any, any> {
+  override prep(_shared: S, _scope: RunScope): I[] | Promise<I[]> {
+    return [];
+  }
+  override exec(_item: I, _attempt: Attempt): R | Promise<R> {
+    return undefined as R;
+  }
+  override post(_shared: S, _items: I[], _results: R[]): string | undefined | Promise<string | undefined> {
+    return undefined;
+  }
+  override execFallback(_item: I, error: unknown): R | Promise<R> {
+    throw new NodeExecutionError(this.id, this.maxRetries, this.maxRetries, error);
+  }
+
+  /** Runs exec for one item, with that item's own attempts. */
+  protected execItem(item: I, scope: RunScope): Promise<R> {
+    return super._exec(item, scope);
+  }
+
+  protected override async _exec(items: I[], scope: RunScope): Promise<R[]> {
+    checkItems(this.id, items);
+    const results: R[] = [];
+    for (const item of items) results.push(await this.execItem(item, scope));
+    return results;
+  }
+}
+
+/** Options of a parallel batch node. */
+export interface ParallelBatchNodeOptions extends NodeOptions {
+  /** Most items in flight at once. Default: all of them. */
+  concurrency?: number;
+}
+
+/** A batch node that runs its items concurrently (up to `concurrency` at once); each item has its own attempts. */
+export class ParallelBatchNode<S = any, I = any, R = any> extends BatchNode<S, I, R> {
+  /** Most items in flight at once (Infinity when unlimited). */
+  readonly concurrency: number;
+
+  constructor(options: ParallelBatchNodeOptions = {}) {
+    super(options);
+    this.concurrency = checkConcurrency(`Node '${this.id}'`, options.concurrency);
+  }
+
+  protected override async _exec(items: I[], scope: RunScope): Promise<R[]> {
+    checkItems(this.id, items);
+    return mapConcurrent(items, this.concurrency, (item) => this.execItem(item, scope));
+  }
+}
+
+function checkItems(nodeId: string, items: unknown): asserts items is unknown[] {
+  if (!Array.isArray(items)) {
+    throw new TypeError(`Batch node '${nodeId}': prep must return an array of items, got ${typeof items}`);
+  }
+}
+
+/** Waits `ms`, or rejects early with the signal's reason when it aborts. */
+export function delay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
