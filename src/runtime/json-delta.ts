@@ -1,0 +1,72 @@
+/**
+ * Structural deltas between JSON values, so that a chain of checkpoints stores what changed, not the whole state at
+ * every step. An agent that appends 200 bytes to a list at each of 400 steps writes about 200 bytes per step,
+ * where whole-value checkpoints would write steps × state.
+ *
+ * A delta is one of:
+ * - `{ r: value }`: replace with `value`;
+ * - `{ a: items }`: the array grew by `items` at its end (everything before is unchanged);
+ * - `{ o: { key: delta }, d: [keys] }`: an object whose listed keys changed (`d`: keys deleted).
+ * `diffJson` picks whichever is shorter when serialized.
+ */
+
+/** Any JSON value. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** A delta from one JSON value to another (see the module comment). */
+export type JsonDelta = { r: JsonValue } | { a: JsonValue[] } | { o: Record<string, JsonDelta>; d?: string[] };
+
+function isObject(value: JsonValue): value is { [key: string]: JsonValue } {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Deep equality of two JSON values. */
+export function jsonEqual(a: JsonValue, b: JsonValue): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i]!, b[i]!)) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const key of keys) if (!(key in b) || !jsonEqual(a[key]!, b[key]!)) return false;
+  return true;
+}
+
+/** The shortest delta that turns `prev` into `next`; undefined when they are equal. */
+export function diffJson(prev: JsonValue, next: JsonValue): JsonDelta | undefined {
+  if (jsonEqual(prev, next)) return undefined;
+  const replace: JsonDelta = { r: next };
+  if (Array.isArray(prev) && Array.isArray(next) && next.length > prev.length) {
+    for (let i = 0; i < prev.length; i++) if (!jsonEqual(prev[i]!, next[i]!)) return replace;
+    return { a: next.slice(prev.length) };
+  }
+  if (isObject(prev) && isObject(next)) {
+    const changed: Record<string, JsonDelta> = {};
+    const deleted = Object.keys(prev).filter((key) => !(key in next));
+    for (const [key, value] of Object.entries(next)) {
+      const delta = key in prev ? diffJson(prev[key]!, value) : { r: value };
+      if (delta) changed[key] = delta;
+    }
+    const patch: JsonDelta = deleted.length ? { o: changed, d: deleted } : { o: changed };
+    return JSON.stringify(patch).length < JSON.stringify(replace).length ? patch : replace;
+  }
+  return replace;
+}
+
+/** Applies `delta` to `prev` (which is not modified) and returns the new value. */
+export function applyJsonDelta(prev: JsonValue | undefined, delta: JsonDelta): JsonValue {
+  if ('r' in delta) return delta.r;
+  if ('a' in delta) {
+    if (!Array.isArray(prev)) throw new TypeError('JSON delta: an append applies to an array');
+    return [...prev, ...delta.a];
+  }
+  if (prev === undefined || !isObject(prev)) throw new TypeError('JSON delta: an object patch applies to an object');
+  const next: { [key: string]: JsonValue } = { ...prev };
+  for (const key of delta.d ?? []) delete next[key];
+  for (const [key, inner] of Object.entries(delta.o)) next[key] = applyJsonDelta(prev[key], inner);
+  return next;
+}
