@@ -82,3 +82,54 @@ export interface EventInput {
 export interface EventSink {
   emit(event: EventInput): void;
 }
+
+/** The name and message of an error, as event payloads carry it (never the stack or the error object). */
+export interface ErrorSummary {
+  name: string;
+  message: string;
+}
+
+/**
+ * Payloads of the events the flow layer and the Backpack emit, by event type. Every node event also carries
+ * `nodeId`, `nodeName` (class name), `namespace`, `spanId` (one per node execution) and `parentSpanId` (the span of
+ * the enclosing composite node or of the flow run). A run's span is the root of its tree: the `run.started` event
+ * carries a `spanId` that the top-level nodes use as their `parentSpanId`.
+ *
+ * | type | payload |
+ * |---|---|
+ * | `run.started` | `{ flowNamespace, entryNodeId, resumed? }` |
+ * | `run.completed` | `{ durationMs, steps, action }` |
+ * | `run.failed` | `{ durationMs, steps?, error: { name, message } }` |
+ * | `node.started` | `{}` |
+ * | `node.prep_completed` | `{ durationMs }` |
+ * | `node.exec_completed` | `{ durationMs, attempts }` |
+ * | `node.completed` | `{ action, durationMs }` |
+ * | `node.retry` | `{ attempt, maxRetries, delayMs, error: { name, message } }` (attempt: the one that failed; maxRetries: total attempts) |
+ * | `error` | `{ phase: 'prep' \| 'exec' \| 'post' \| 'contract', error: { name, message } }` |
+ * | `route.taken` | `{ action, from, to }` (node ids) |
+ * | `route.missing` | `{ action, from, available: string[] }` |
+ * | `backpack.packed` | `{ key, version, valueSummary, tags? }` |
+ * | `backpack.unpacked` | `{ key, found, sourceNodeId?, sourceNamespace? }` |
+ * | `backpack.quarantined` | `{ key, reason }` |
+ * | `access.denied` | `{ key, operation: 'read' \| 'write', rule }` |
+ *
+ * Payloads never hold full backpack values, only short summaries. Types not listed here (checkpoint, memory,
+ * tool, model, custom) carry payloads defined by the module that emits them.
+ */
+export interface EventPayloadMap {
+  'run.started': { flowNamespace: string; entryNodeId: string | null; resumed?: boolean };
+  'run.completed': { durationMs: number; steps: number; action: string };
+  'run.failed': { durationMs: number; steps?: number; error: ErrorSummary };
+  'node.started': Record<string, never>;
+  'node.prep_completed': { durationMs: number };
+  'node.exec_completed': { durationMs: number; attempts: number };
+  'node.completed': { action: string; durationMs: number };
+  'node.retry': { attempt: number; maxRetries: number; delayMs: number; error: ErrorSummary };
+  error: { phase: 'prep' | 'exec' | 'post' | 'contract'; error: ErrorSummary };
+  'route.taken': { action: string; from: string; to: string };
+  'route.missing': { action: string; from: string; available: string[] };
+  'backpack.packed': { key: string; version: number; valueSummary: string; tags?: string[] };
+  'backpack.unpacked': { key: string; found: boolean; sourceNodeId?: string; sourceNamespace?: string };
+  'backpack.quarantined': { key: string; reason: string };
+  'access.denied': { key: string; operation: 'read' | 'write'; rule: string };
+}
