@@ -1,0 +1,193 @@
+import { createColors } from 'picocolors';
+import type { EventStreamer } from './streamer.js';
+import { StreamEventType, type ErrorSummary, type EventPayloadMap, type StreamEvent } from './types.js';
+
+/** Options of {@link FlowVisualizer}. */
+export interface FlowVisualizerOptions {
+  /** Where the trace goes. Default: `process.stdout`. */
+  output?: NodeJS.WritableStream;
+  /** Colors (ANSI codes). Default: on when `output` is a terminal and `NO_COLOR` is not set. */
+  color?: boolean;
+  /** Also print every pack and unpack. Quarantines and access denials are always printed. */
+  showBackpack?: boolean;
+}
+
+type Colors = ReturnType<typeof createColors>;
+
+const INDENT = '│  ';
+
+/**
+ * Prints the live, hierarchical trace of flow runs (PRD-004 §8.2): one line per run, node start and end, retry,
+ * error, route, quarantine and access denial (and pack/unpack with `showBackpack`), indented by the depth of the
+ * event's span in the span tree (`parentSpanId`). Lines that belong to a node (retries, errors, backpack
+ * accesses) sit one level below it; a route sits at the level of the nodes it connects.
+ *
+ * ```
+ * ▶ run youtube.research run-1
+ * │  ⚙ YouTubeResearchAgentNode youtube.research.agent
+ * │  │  ⚙ YouTubeSearchNode youtube.research.agent.search
+ * │  │  │  ↻ attempt 1/3 failed: TimeoutError: slow; retrying in 10ms
+ * │  │  ✓ YouTubeSearchNode 12.5ms → default
+ * │  │  → route default: search → analysis
+ * ```
+ *
+ * Errors are red when colored; with `color: false` the output holds no ANSI codes at all.
+ */
+export class FlowVisualizer {
+  readonly #output: NodeJS.WritableStream;
+  readonly #c: Colors;
+  readonly #showBackpack: boolean;
+  /** Depth and run of each span still open. Node spans close at their end; a run's spans close with the run. */
+  readonly #spans = new Map<string, { depth: number; runId: string }>();
+  readonly #unsubscribe: () => void;
+
+  constructor(streamer: EventStreamer, options: FlowVisualizerOptions = {}) {
+    this.#output = options.output ?? process.stdout;
+    const isTTY = (this.#output as { isTTY?: boolean }).isTTY === true;
+    this.#c = createColors(options.color ?? (isTTY && process.env.NO_COLOR === undefined));
+    this.#showBackpack = options.showBackpack ?? false;
+    this.#unsubscribe = streamer.on('*', (event) => this.#render(event));
+  }
+
+  /** Stops printing. Calling it again does nothing. */
+  detach(): void {
+    this.#unsubscribe();
+  }
+
+  #render(event: StreamEvent): void {
+    const spanDepth = this.#openSpan(event);
+    const text = this.#describe(event);
+    if (text !== undefined) {
+      const ownLine = event.type.startsWith('run.') || event.type === StreamEventType.NODE_START || event.type === StreamEventType.NODE_END;
+      const depth = ownLine ? spanDepth : spanDepth + 1;
+      const indent = depth > 0 ? this.#c.dim(INDENT.repeat(depth)) : '';
+      this.#output.write(`${indent}${text}\n`);
+    }
+    this.#closeSpans(event);
+  }
+
+  /**
+   * The depth of the event's span, registering the span on first sight: a span is one level below its parent.
+   * An event without a span of its own belongs to its parent span's level (-1 when there is none).
+   */
+  #openSpan(event: StreamEvent): number {
+    const parent = event.parentSpanId === undefined ? undefined : this.#spans.get(event.parentSpanId);
+    const parentDepth = parent === undefined ? -1 : parent.depth;
+    if (event.spanId === undefined) return parentDepth;
+    let span = this.#spans.get(event.spanId);
+    if (span === undefined) {
+      span = { depth: parentDepth + 1, runId: event.runId };
+      this.#spans.set(event.spanId, span);
+    }
+    return span.depth;
+  }
+
+  #closeSpans(event: StreamEvent): void {
+    if (event.type === StreamEventType.RUN_END || event.type === StreamEventType.RUN_ERROR) {
+      for (const [spanId, span] of this.#spans) if (span.runId === event.runId) this.#spans.delete(spanId);
+    } else if ((event.type === StreamEventType.NODE_END || event.type === StreamEventType.ERROR) && event.spanId !== undefined) {
+      this.#spans.delete(event.spanId);
+    }
+  }
+
+  /** The line for `event` (without indentation), or undefined for events the trace does not show. */
+  #describe(event: StreamEvent): string | undefined {
+    const c = this.#c;
+    const name = event.nodeName ?? event.nodeId ?? '(node)';
+    switch (event.type) {
+      case StreamEventType.RUN_START: {
+        const p = event.payload as Partial<EventPayloadMap['run.started']>;
+        const flow = p.flowNamespace || event.namespace || '(root flow)';
+        return `${c.bold('▶ run')} ${c.bold(flow)} ${c.dim(event.runId)}${p.resumed ? c.yellow(' (resumed)') : ''}`;
+      }
+      case StreamEventType.RUN_END: {
+        const p = event.payload as Partial<EventPayloadMap['run.completed']>;
+        return `${c.green('■ run completed')}${steps(p.steps)}${separated(duration(c, p.durationMs))}${action(c, p.action)}`;
+      }
+      case StreamEventType.RUN_ERROR: {
+        const p = event.payload as Partial<EventPayloadMap['run.failed']>;
+        return c.red(`■ run failed${steps(p.steps)}${separated(formatDuration(p.durationMs))}: ${formatError(p.error)}`);
+      }
+      case StreamEventType.NODE_START:
+        return `${c.cyan('⚙')} ${c.bold(name)}${event.namespace ? ` ${c.dim(event.namespace)}` : ''}`;
+      case StreamEventType.NODE_END: {
+        const p = event.payload as Partial<EventPayloadMap['node.completed']>;
+        return `${c.green('✓')} ${name}${duration(c, p.durationMs)}${action(c, p.action)}`;
+      }
+      case StreamEventType.NODE_RETRY: {
+        const p = event.payload as Partial<EventPayloadMap['node.retry']>;
+        const wait = typeof p.delayMs === 'number' ? `; retrying in ${formatMs(p.delayMs)}` : '; retrying';
+        return c.yellow(`↻ attempt ${p.attempt ?? '?'}/${p.maxRetries ?? '?'} failed: ${formatError(p.error)}${wait}`);
+      }
+      case StreamEventType.ERROR: {
+        const p = event.payload as Partial<EventPayloadMap['error']>;
+        const who = event.nodeName ?? event.nodeId;
+        return c.red(`✗ ${who === undefined ? '' : `${who} `}failed${p.phase ? ` in ${p.phase}` : ''}: ${formatError(p.error)}`);
+      }
+      case StreamEventType.ROUTE: {
+        const p = event.payload as Partial<EventPayloadMap['route.taken']>;
+        return c.cyan(`→ route ${p.action}: ${p.from} → ${p.to}`);
+      }
+      case StreamEventType.ROUTE_MISSING: {
+        const p = event.payload as Partial<EventPayloadMap['route.missing']>;
+        const available = p.available && p.available.length > 0 ? p.available.join(', ') : 'none';
+        return c.yellow(`⚠ no route for '${p.action}' from ${p.from} (available: ${available}); the flow ends here`);
+      }
+      case StreamEventType.BACKPACK_QUARANTINE: {
+        const p = event.payload as Partial<EventPayloadMap['backpack.quarantined']>;
+        return c.magenta(`⊘ quarantined ${p.key}: ${p.reason}`);
+      }
+      case StreamEventType.ACCESS_DENIED: {
+        const p = event.payload as Partial<EventPayloadMap['access.denied']>;
+        return c.magenta(`⛔ access denied: ${name} may not ${p.operation} ${p.key} (${p.rule})`);
+      }
+      case StreamEventType.BACKPACK_PACK: {
+        if (!this.#showBackpack) return undefined;
+        const p = event.payload as Partial<EventPayloadMap['backpack.packed']>;
+        const tags = p.tags && p.tags.length > 0 ? c.dim(` [${p.tags.join(', ')}]`) : '';
+        return `${c.blue('+ pack')} ${p.key} v${p.version} = ${p.valueSummary}${tags}`;
+      }
+      case StreamEventType.BACKPACK_UNPACK: {
+        if (!this.#showBackpack) return undefined;
+        const p = event.payload as Partial<EventPayloadMap['backpack.unpacked']>;
+        return `${c.blue('· unpack')} ${p.key}${p.found === false ? c.dim(' (not found)') : ''}`;
+      }
+      default:
+        return undefined;
+    }
+  }
+}
+
+function steps(count: number | undefined): string {
+  return typeof count === 'number' ? ` · ${count} step${count === 1 ? '' : 's'}` : '';
+}
+
+/** ` 2.0ms` → ` · 2.0ms`, for the run summary lines. */
+function separated(text: string): string {
+  return text === '' ? '' : ` ·${text}`;
+}
+
+function duration(c: Colors, ms: number | undefined): string {
+  const text = formatDuration(ms);
+  return text === '' ? '' : c.dim(text);
+}
+
+function action(c: Colors, name: string | undefined): string {
+  return name === undefined ? '' : ` → ${c.cyan(name)}`;
+}
+
+function formatDuration(ms: number | undefined): string {
+  return typeof ms === 'number' && Number.isFinite(ms) ? ` ${formatMs(ms)}` : '';
+}
+
+/** `0.42ms`, `12.5ms`, `1.50s`: stable text for logs and tests. */
+function formatMs(ms: number): string {
+  if (ms < 1) return `${ms.toFixed(2)}ms`;
+  if (ms < 1000) return `${ms.toFixed(1)}ms`;
+  return `${(ms / 1000).toFixed(2)}s`;
+}
+
+function formatError(error: ErrorSummary | undefined): string {
+  if (error === undefined) return 'unknown error';
+  return `${error.name}: ${error.message}`.replace(/\s*\n\s*/g, ' ');
+}
