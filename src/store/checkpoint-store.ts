@@ -1,0 +1,118 @@
+import { promises as fsp } from 'node:fs';
+import { writeJsonAtomic, readTextIfExists } from './atomic.js';
+import { CheckpointStoreError } from './errors.js';
+import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
+import { redact } from './redact.js';
+import { CheckpointSchema, type Checkpoint, type Durability } from './types.js';
+
+/** Options of {@link CheckpointStore}. */
+export interface CheckpointStoreOptions {
+  dataDir: string;
+  sessionKey: string;
+  runId: string;
+  /** `'always'` and `'batch'` (default) fsync every save (a save is a step boundary); `'never'` does not (saves stay
+   * atomic against a process crash, not against power loss). */
+  durability?: Durability;
+}
+
+function issues(error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }): string {
+  return error.issues.map((i) => `${i.path.length ? i.path.map(String).join('.') : '(checkpoint)'}: ${i.message}`).join('; ');
+}
+
+/**
+ * Checkpoints of one run: `checkpoint.latest.json` and `checkpoint/<stepId>.json`. Every save validates the
+ * checkpoint, checks it belongs to this run, redacts secrets in `state` and `meta`, and writes atomically (temp
+ * file, fsync, rename), so a crash leaves the previous or the new checkpoint, never a torn one. Every load
+ * validates too; a corrupt file is a {@link CheckpointStoreError} naming its path.
+ */
+export class CheckpointStore {
+  readonly sessionKey: string;
+  readonly runId: string;
+  readonly paths: RunPaths;
+  private readonly fsync: boolean;
+
+  /** Validates the ids (InvalidIdError before any file is touched); opens nothing. */
+  constructor(options: CheckpointStoreOptions) {
+    this.paths = runPaths(options.dataDir, options.sessionKey, options.runId);
+    this.sessionKey = options.sessionKey;
+    this.runId = options.runId;
+    this.fsync = (options.durability ?? 'batch') !== 'never';
+  }
+
+  private prepare(checkpoint: Checkpoint, path: string): Checkpoint {
+    const parsed = CheckpointSchema.safeParse(checkpoint);
+    if (!parsed.success) throw new CheckpointStoreError(`invalid checkpoint for ${path}: ${issues(parsed.error)}`, { path });
+    const valid = parsed.data;
+    if (valid.runId !== this.runId || valid.sessionKey !== this.sessionKey) {
+      throw new CheckpointStoreError(
+        `checkpoint of run ${valid.sessionKey}/${valid.runId} cannot be saved in run ${this.sessionKey}/${this.runId} (${path})`,
+        { path },
+      );
+    }
+    const state = redact(valid.state);
+    const meta = redact(valid.meta);
+    if (!state.redacted && !meta.redacted) return valid;
+    const out: Checkpoint = { ...valid, state: state.value, redaction: { containsSecrets: true } };
+    if (meta.value !== undefined) out.meta = meta.value;
+    return out;
+  }
+
+  private async save(checkpoint: Checkpoint, path: string): Promise<void> {
+    const stored = this.prepare(checkpoint, path);
+    await writeJsonAtomic(path, stored, { fsync: this.fsync });
+  }
+
+  private async load(path: string): Promise<Checkpoint | null> {
+    const text = await readTextIfExists(path);
+    if (text === undefined) return null;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (error) {
+      throw new CheckpointStoreError(`corrupt checkpoint ${path}: not JSON (${(error as Error).message})`, { path, cause: error });
+    }
+    const parsed = CheckpointSchema.safeParse(json);
+    if (!parsed.success) throw new CheckpointStoreError(`corrupt checkpoint ${path}: ${issues(parsed.error)}`, { path });
+    return parsed.data;
+  }
+
+  /** Replaces the latest checkpoint. */
+  async saveLatest(checkpoint: Checkpoint): Promise<void> {
+    await this.save(checkpoint, this.paths.checkpointLatest);
+  }
+
+  /** The latest checkpoint, or null when none was saved. */
+  async loadLatest(): Promise<Checkpoint | null> {
+    return this.load(this.paths.checkpointLatest);
+  }
+
+  /** Saves a historical checkpoint under `checkpoint/<stepId>.json` (stepId: a number or a valid id). */
+  async saveHistorical(checkpoint: Checkpoint, stepId: string | number): Promise<void> {
+    await this.save(checkpoint, historicalCheckpointPath(this.paths, String(stepId)));
+  }
+
+  /** The historical checkpoint saved under `stepId`, or null when there is none. */
+  async loadHistorical(stepId: string | number): Promise<Checkpoint | null> {
+    return this.load(historicalCheckpointPath(this.paths, String(stepId)));
+  }
+
+  /** The step ids of the historical checkpoints, numeric ones in numeric order, then the others by name. */
+  async listHistorical(): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await fsp.readdir(this.paths.checkpointDir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const ids = names.filter((n) => n.endsWith('.json') && !n.startsWith('.')).map((n) => n.slice(0, -'.json'.length));
+    return ids.sort((a, b) => {
+      const na = /^\d+$/.test(a) ? Number(a) : NaN;
+      const nb = /^\d+$/.test(b) ? Number(b) : NaN;
+      if (!Number.isNaN(na) && !Number.isNaN(nb)) return na - nb || (a < b ? -1 : a > b ? 1 : 0);
+      if (!Number.isNaN(na)) return -1;
+      if (!Number.isNaN(nb)) return 1;
+      return a < b ? -1 : a > b ? 1 : 0;
+    });
+  }
+}

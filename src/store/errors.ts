@@ -1,0 +1,64 @@
+/**
+ * Error classes of the storage layer. Every message names what was wrong and where (path, id, line), so that a
+ * caller can act on it without reading the source.
+ */
+
+/** Base class of every storage error. `path` is the file or directory involved, when there is one. */
+export class StoreError extends Error {
+  readonly path: string | undefined;
+
+  constructor(message: string, options: { path?: string; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.path = options.path;
+  }
+}
+
+/** An id (session key, run id, step id, memory id) that cannot be used in a path. Thrown before any file is touched. */
+export class InvalidIdError extends StoreError {
+  readonly id: string;
+  readonly kind: string;
+
+  constructor(kind: string, id: string, reason: string) {
+    super(`invalid ${kind} ${JSON.stringify(id.length > 160 ? id.slice(0, 160) + '…' : id)}: ${reason}`);
+    this.id = id;
+    this.kind = kind;
+  }
+}
+
+/** A failure of the event log: invalid event, corrupt line (with its 1-based `line`), write failure. */
+export class EventStoreError extends StoreError {
+  /** 1-based line number in events.jsonl, when the error concerns one line. */
+  readonly line: number | undefined;
+
+  constructor(message: string, options: { path?: string; line?: number; cause?: unknown } = {}) {
+    super(message, options);
+    this.line = options.line;
+  }
+}
+
+/** Who holds a writer lock, as recorded in the lock file. */
+export interface LockHolder {
+  pid: number;
+  host: string;
+  createdAt: number;
+}
+
+/** A second writer on the same run: the lock is held by a live process (or by another instance in this one). */
+export class LockError extends EventStoreError {
+  readonly holder: LockHolder | undefined;
+
+  constructor(message: string, options: { path: string; holder?: LockHolder; cause?: unknown }) {
+    super(message, options);
+    this.holder = options.holder;
+  }
+}
+
+/** A checkpoint that is invalid on save, or a checkpoint file that is corrupt on load. */
+export class CheckpointStoreError extends StoreError {}
+
+/** A memory item that is invalid, or a memory file that cannot be read or written. */
+export class MemoryStoreError extends StoreError {}
+
+/** A run projection that cannot be computed, read or written. */
+export class ProjectionStoreError extends StoreError {}

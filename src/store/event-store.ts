@@ -1,0 +1,665 @@
+import {
+  closeSync,
+  fdatasync,
+  fdatasyncSync,
+  fstatSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  promises as fsp,
+  readFileSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
+import { StreamEventSchema, type StreamEvent } from '../events/types.js';
+import { writeFileAtomic } from './atomic.js';
+import { EventStoreError } from './errors.js';
+import { endOfLastLine, readLines } from './lines.js';
+import { acquireLock, type FileLock } from './lock.js';
+import { runPaths, type RunPaths } from './paths.js';
+import { redact } from './redact.js';
+import type { Durability } from './types.js';
+
+/** Options of {@link EventStore}. */
+export interface EventStoreOptions {
+  dataDir: string;
+  sessionKey: string;
+  runId: string;
+  /** When appends reach the disk: `'always'` fsyncs each append before it resolves, `'batch'` (default) on
+   * {@link EventStore.flush} and {@link EventStore.close}, `'never'` leaves it to the OS. */
+  durability?: Durability;
+  /** One index entry every this many events (default 1000). */
+  indexInterval?: number;
+}
+
+/** A line of events.jsonl that is not a valid event. `line` is 1-based. */
+export interface CorruptLine {
+  line: number;
+  offset: number;
+  error: string;
+}
+
+/** How readers treat a corrupt line in the middle of the log. */
+export interface ReadOptions {
+  /**
+   * `'error'` (default): throw an {@link EventStoreError} naming the line. `'skip'`: skip it and report it with
+   * `process.emitWarning`. A function: skip it and hand it to the function. Never silent.
+   */
+  onCorrupt?: 'error' | 'skip' | ((corrupt: CorruptLine) => void);
+}
+
+/** Result of {@link EventStore.verify}. */
+export interface VerifyResult {
+  /** No corrupt line (a torn tail alone does not make a log invalid: it is cut on the next open). */
+  ok: boolean;
+  /** Complete lines in the log. */
+  lines: number;
+  /** Valid events among them. */
+  events: number;
+  corruptLines: CorruptLine[];
+  /** Bytes after the last complete line or of an unfinished batch, which readers ignore and the writer cuts. */
+  tornTailBytes: number;
+}
+
+/** One entry of events.idx.jsonl: the event at 0-based `line` starts at byte `offset` and has `seq`. */
+export interface IndexEntry {
+  line: number;
+  offset: number;
+  seq: number;
+}
+
+/** What {@link EventStore.open} found in the log. */
+export interface OpenedLog {
+  /** seq of the last stored event, undefined for an empty log. */
+  lastSeq: number | undefined;
+  /** Number of events (lines) in the log. */
+  eventCount: number;
+}
+
+interface PendingBatch {
+  gen: number;
+  start: number;
+  end: number;
+}
+
+const PENDING_RECORD_BYTES = 96;
+const DEFAULT_INDEX_INTERVAL = 1000;
+
+function fdatasyncAsync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+}
+
+function describeIssues(error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }): string {
+  return error.issues.map((issue) => `${issue.path.length ? issue.path.map(String).join('.') : '(event)'}: ${issue.message}`).join('; ');
+}
+
+function writeAll(fd: number, data: Buffer): void {
+  let written = 0;
+  while (written < data.length) written += writeSync(fd, data, written, data.length - written);
+}
+
+function readPending(path: string): PendingBatch | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    const parsed = JSON.parse(text) as PendingBatch;
+    return typeof parsed.gen === 'number' && typeof parsed.start === 'number' && typeof parsed.end === 'number' ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The append-only event log of one run: `sessions/<sessionKey>/runs/<runId>/events.jsonl`, one {@link StreamEvent}
+ * per line, with `events.idx.jsonl` recording the byte offset of every `indexInterval`-th event so that
+ * {@link readPage} seeks instead of scanning.
+ *
+ * Writing: the first append (or {@link open}) takes the run's writer lock (`events.lock`, one writer per run across
+ * processes, stale locks of dead processes recovered), cuts a torn last line and an unfinished batch, and catches
+ * the index up with the log. Appends are validated (zod), checked against the run (runId, sessionKey, increasing
+ * seq), redacted, and written with one `write` on an open descriptor.
+ *
+ * Batches are all-or-nothing across a crash. One `write` is not enough: Linux may stop a large write at a page
+ * boundary when the process is killed, leaving complete lines of half a batch. So before writing a batch of two or
+ * more events the writer records `{ gen, start, end }` in `events.pending` (one small in-place write). A batch is
+ * committed once the log is at least `end` bytes long. Readers treat bytes from `start` on as invisible while the
+ * log is shorter than `end`, and the next writer truncates them. Readers read the marker, the log size, and the
+ * marker again, retrying if `gen` changed, so a batch being written concurrently is never half seen.
+ *
+ * Reading needs no lock and never loads the whole log. Readers ignore a torn last line; a corrupt line in the middle
+ * is an error naming its line number unless the reader asks to skip (see {@link ReadOptions}).
+ */
+export class EventStore {
+  readonly sessionKey: string;
+  readonly runId: string;
+  readonly durability: Durability;
+  readonly paths: RunPaths;
+  private indexInterval: number;
+
+  private opening: Promise<OpenedLog> | undefined;
+  private fd: number | undefined;
+  private indexFd: number | undefined;
+  private pendingFd: number | undefined;
+  private lock: FileLock | undefined;
+  private size = 0;
+  private lineCount = 0;
+  private last: number | undefined;
+  private batchGen = 0;
+  private entries: IndexEntry[] = [];
+  private readerIndex: { entries: IndexEntry[]; bytes: number } | undefined;
+  private readonly inflight = new Set<Promise<void>>();
+  private closed = false;
+
+  /** Validates the ids (throws InvalidIdError before any file is touched); opens nothing yet. */
+  constructor(options: EventStoreOptions) {
+    this.paths = runPaths(options.dataDir, options.sessionKey, options.runId);
+    this.sessionKey = options.sessionKey;
+    this.runId = options.runId;
+    this.durability = options.durability ?? 'batch';
+    if (!['always', 'batch', 'never'].includes(this.durability)) {
+      throw new EventStoreError(`durability must be 'always', 'batch' or 'never', got ${JSON.stringify(this.durability)}`);
+    }
+    this.indexInterval = options.indexInterval ?? DEFAULT_INDEX_INTERVAL;
+    if (!Number.isInteger(this.indexInterval) || this.indexInterval < 1) {
+      throw new EventStoreError(`indexInterval must be a positive integer, got ${String(options.indexInterval)}`);
+    }
+  }
+
+  /** seq of the last stored event (after {@link open} or an append), undefined when the log is empty. */
+  get lastSeq(): number | undefined {
+    return this.last;
+  }
+
+  /** Number of events in the log as known to this writer (after {@link open}). */
+  get eventCount(): number {
+    return this.lineCount;
+  }
+
+  /**
+   * Opens the log for writing: takes the lock (LockError when another writer holds it), repairs the tail, catches
+   * the index up, and reports the last seq so that a resumed run continues the numbering. Idempotent.
+   */
+  open(): Promise<OpenedLog> {
+    if (this.closed) return Promise.reject(new EventStoreError(`event store of run ${this.runId} is closed`, { path: this.paths.events }));
+    this.opening ??= this.openWriter().catch((error: unknown) => {
+      this.opening = undefined;
+      throw error;
+    });
+    return this.opening;
+  }
+
+  private async openWriter(): Promise<OpenedLog> {
+    mkdirSync(this.paths.dir, { recursive: true });
+    const lock = acquireLock(this.paths.lock, `run ${this.runId} of session ${this.sessionKey}`);
+    try {
+      const fd = openSync(this.paths.events, 'a+');
+      this.fd = fd;
+      this.pendingFd = openSync(this.paths.pendingBatch, 'a+');
+      let size = fstatSync(fd).size;
+      const pending = readPending(this.paths.pendingBatch);
+      if (pending) {
+        this.batchGen = pending.gen;
+        if (size > pending.start && size < pending.end) {
+          ftruncateSync(fd, pending.start);
+          size = pending.start;
+        }
+      }
+      this.writePending({ gen: this.batchGen + 1, start: 0, end: 0 });
+      const handle = await fsp.open(this.paths.events, 'r');
+      try {
+        const end = await endOfLastLine(handle, size);
+        if (end < size) {
+          ftruncateSync(fd, end);
+          size = end;
+        }
+      } finally {
+        await handle.close();
+      }
+      if (size > 0) fdatasyncSync(fd);
+      this.size = size;
+      await this.recoverIndex();
+      this.lock = lock;
+      return { lastSeq: this.last, eventCount: this.lineCount };
+    } catch (error) {
+      this.closeDescriptors();
+      lock.release();
+      throw error;
+    }
+  }
+
+  /** Loads the index, drops entries that do not match the log, rebuilds it if needed, then indexes the tail. */
+  private async recoverIndex(): Promise<void> {
+    let entries = this.parseIndex(await fsp.readFile(this.paths.index, 'utf8').catch(() => ''));
+    const valid = entries.filter((e) => e.offset < this.size);
+    let rewrite = valid.length !== entries.length;
+    entries = valid;
+    const lastEntry = entries[entries.length - 1];
+    if (lastEntry && !(await this.entryMatches(lastEntry))) {
+      entries = [];
+      rewrite = true;
+    }
+    const from = entries[entries.length - 1] ?? { line: 0, offset: 0, seq: -1 };
+    let lastText: string | undefined;
+    let count = from.line;
+    for await (const raw of readLines(this.paths.events, from.offset, this.size, from.line)) {
+      const previous = entries[entries.length - 1];
+      if (previous === undefined || raw.index - previous.line >= this.indexInterval) {
+        const seq = this.seqOf(raw.text);
+        if (seq !== undefined) {
+          entries.push({ line: raw.index, offset: raw.offset, seq });
+          rewrite = true;
+        }
+      }
+      lastText = raw.text;
+      count = raw.index + 1;
+    }
+    this.lineCount = count;
+    this.last = lastText === undefined ? undefined : this.seqOf(lastText);
+    if (this.last === undefined && count > 0) this.last = await this.lastValidSeq();
+    this.entries = entries;
+    if (rewrite) await writeFileAtomic(this.paths.index, entries.map((e) => JSON.stringify(e) + '\n').join(''));
+    this.indexFd = openSync(this.paths.index, 'a');
+  }
+
+  private async lastValidSeq(): Promise<number | undefined> {
+    let last: number | undefined;
+    for await (const raw of readLines(this.paths.events, 0, this.size, 0)) last = this.seqOf(raw.text) ?? last;
+    return last;
+  }
+
+  private seqOf(text: string): number | undefined {
+    try {
+      const seq = (JSON.parse(text) as { seq?: unknown }).seq;
+      return typeof seq === 'number' ? seq : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private parseIndex(text: string): IndexEntry[] {
+    const entries: IndexEntry[] = [];
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      try {
+        const e = JSON.parse(line) as IndexEntry;
+        if (!Number.isInteger(e.line) || !Number.isInteger(e.offset) || typeof e.seq !== 'number') break;
+        if (entries.length > 0 && (e.line <= entries[entries.length - 1]!.line || e.offset <= entries[entries.length - 1]!.offset)) break;
+        entries.push({ line: e.line, offset: e.offset, seq: e.seq });
+      } catch {
+        break;
+      }
+    }
+    return entries;
+  }
+
+  /** Whether the log has a line starting at `entry.offset` whose seq is `entry.seq`. */
+  private async entryMatches(entry: IndexEntry): Promise<boolean> {
+    if (entry.offset > 0) {
+      const handle = await fsp.open(this.paths.events, 'r');
+      try {
+        const byte = Buffer.alloc(1);
+        await handle.read(byte, 0, 1, entry.offset - 1);
+        if (byte[0] !== 0x0a) return false;
+      } finally {
+        await handle.close();
+      }
+    }
+    for await (const raw of readLines(this.paths.events, entry.offset, this.size, entry.line)) {
+      return this.seqOf(raw.text) === entry.seq;
+    }
+    return false;
+  }
+
+  private writePending(record: PendingBatch): void {
+    const text = JSON.stringify(record).padEnd(PENDING_RECORD_BYTES, ' ');
+    ftruncateSync(this.pendingFd!, 0);
+    writeAll(this.pendingFd!, Buffer.from(text));
+    this.batchGen = record.gen;
+  }
+
+  /** Validates an event for this run and returns its stored form (redacted) and line. */
+  private prepare(event: StreamEvent, previousSeq: number | undefined, position: string): { line: string; seq: number } {
+    const parsed = StreamEventSchema.safeParse(event);
+    if (!parsed.success) {
+      throw new EventStoreError(`invalid event${position}: ${describeIssues(parsed.error)}`, { path: this.paths.events });
+    }
+    const valid = parsed.data;
+    if (valid.runId !== this.runId) {
+      throw new EventStoreError(`event${position} belongs to run ${JSON.stringify(valid.runId)}, this log is run ${JSON.stringify(this.runId)}`, {
+        path: this.paths.events,
+      });
+    }
+    if (valid.sessionKey !== undefined && valid.sessionKey !== this.sessionKey) {
+      throw new EventStoreError(
+        `event${position} has sessionKey ${JSON.stringify(valid.sessionKey)}, this log is session ${JSON.stringify(this.sessionKey)}`,
+        { path: this.paths.events },
+      );
+    }
+    if (previousSeq !== undefined && valid.seq <= previousSeq) {
+      throw new EventStoreError(
+        `event${position} has seq ${valid.seq}, not greater than the last stored seq ${previousSeq}; continue from lastSeq + 1`,
+        { path: this.paths.events },
+      );
+    }
+    const { value: payload, redacted } = redact(valid.payload);
+    const stored: StreamEvent = redacted ? { ...valid, payload, redaction: { containsSecrets: true } } : valid;
+    return { line: JSON.stringify(stored) + '\n', seq: valid.seq };
+  }
+
+  /** Appends one event. Resolves once written (and, with durability 'always', fsynced). */
+  async append(event: StreamEvent): Promise<void> {
+    if (this.fd === undefined) await this.open();
+    const { line, seq } = this.prepare(event, this.last, '');
+    this.writeLines([line], [seq], Buffer.from(line), false);
+    await this.syncIfAlways();
+  }
+
+  /**
+   * Appends several events atomically: after a crash either all of them are in the log or none. Every event is
+   * validated before anything is written; one invalid event rejects the whole batch.
+   */
+  async appendBatch(events: StreamEvent[]): Promise<void> {
+    if (!Array.isArray(events)) throw new EventStoreError('appendBatch expects an array of events', { path: this.paths.events });
+    if (events.length === 0) return;
+    if (this.fd === undefined) await this.open();
+    const lines: string[] = [];
+    const seqs: number[] = [];
+    let previous = this.last;
+    events.forEach((event, i) => {
+      const { line, seq } = this.prepare(event, previous, ` ${i} of the batch`);
+      lines.push(line);
+      seqs.push(seq);
+      previous = seq;
+    });
+    const data = Buffer.from(lines.join(''));
+    this.writeLines(lines, seqs, data, lines.length > 1);
+    await this.syncIfAlways();
+  }
+
+  private writeLines(lines: string[], seqs: number[], data: Buffer, framed: boolean): void {
+    this.assertWritable();
+    const start = this.size;
+    if (framed) {
+      this.writePending({ gen: this.batchGen + 1, start, end: start + data.length });
+      if (this.durability === 'always') fdatasyncSync(this.pendingFd!);
+    }
+    try {
+      writeAll(this.fd!, data);
+    } catch (error) {
+      ftruncateSync(this.fd!, start);
+      throw new EventStoreError(`could not append to ${this.paths.events}: ${(error as Error).message}`, { path: this.paths.events, cause: error });
+    }
+    let offset = start;
+    let indexText = '';
+    for (let i = 0; i < lines.length; i++) {
+      const line = this.lineCount + i;
+      const lastEntry = this.entries[this.entries.length - 1];
+      if (lastEntry === undefined || line - lastEntry.line >= this.indexInterval) {
+        const entry = { line, offset, seq: seqs[i]! };
+        this.entries.push(entry);
+        indexText += JSON.stringify(entry) + '\n';
+      }
+      offset += Buffer.byteLength(lines[i]!);
+    }
+    this.size = start + data.length;
+    this.lineCount += lines.length;
+    this.last = seqs[seqs.length - 1];
+    if (indexText) writeAll(this.indexFd!, Buffer.from(indexText));
+  }
+
+  private assertWritable(): void {
+    if (this.closed || this.fd === undefined) throw new EventStoreError(`event store of run ${this.runId} is closed`, { path: this.paths.events });
+  }
+
+  private async syncIfAlways(): Promise<void> {
+    if (this.durability !== 'always') return;
+    const sync = fdatasyncAsync(this.fd!);
+    this.inflight.add(sync);
+    try {
+      await sync;
+    } finally {
+      this.inflight.delete(sync);
+    }
+  }
+
+  /** Makes every append so far durable (fsync) unless durability is 'never'. The runtime calls it at each step boundary. */
+  async flush(): Promise<void> {
+    if (this.fd === undefined || this.durability === 'never') return;
+    await Promise.all(this.inflight);
+    await fdatasyncAsync(this.fd);
+  }
+
+  /** Flushes (unless durability is 'never'), closes the files and releases the writer lock. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.opening) await this.opening.catch(() => undefined);
+    if (this.fd !== undefined) await this.flush();
+    this.closed = true;
+    this.closeDescriptors();
+    this.lock?.release();
+    this.lock = undefined;
+  }
+
+  private closeDescriptors(): void {
+    for (const fd of [this.fd, this.indexFd, this.pendingFd]) if (fd !== undefined) closeSync(fd);
+    this.fd = this.indexFd = this.pendingFd = undefined;
+  }
+
+  /**
+   * Bytes of the log that hold committed, complete lines: excludes a batch being written (or left unfinished by a
+   * crash) and a torn last line. Safe against a concurrent writer (see the class comment).
+   */
+  private async committedEnd(): Promise<number> {
+    for (let attempt = 0; ; attempt++) {
+      const before = readPending(this.paths.pendingBatch);
+      let size: number;
+      try {
+        size = statSync(this.paths.events).size;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+        throw error;
+      }
+      const after = readPending(this.paths.pendingBatch);
+      if (before?.gen !== after?.gen && attempt < 100) continue;
+      if (after && size > after.start && size < after.end) size = after.start;
+      if (size === 0) return 0;
+      const handle = await fsp.open(this.paths.events, 'r');
+      try {
+        return await endOfLastLine(handle, size);
+      } finally {
+        await handle.close();
+      }
+    }
+  }
+
+  private corruptHandler(options: ReadOptions): (corrupt: CorruptLine) => void {
+    const mode = options.onCorrupt ?? 'error';
+    if (typeof mode === 'function') return mode;
+    if (mode === 'skip') {
+      return (c) => process.emitWarning(`skipped corrupt line ${c.line} of ${this.paths.events}: ${c.error}`, 'EventStoreCorruptLine');
+    }
+    return (c) => {
+      throw new EventStoreError(`corrupt event at line ${c.line} of ${this.paths.events}: ${c.error}`, { path: this.paths.events, line: c.line });
+    };
+  }
+
+  private decodeLine(text: string, index: number, offset: number): StreamEvent | CorruptLine {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (error) {
+      return { line: index + 1, offset, error: `not JSON (${(error as Error).message})` };
+    }
+    const parsed = StreamEventSchema.safeParse(json);
+    if (!parsed.success) return { line: index + 1, offset, error: `not a valid event (${describeIssues(parsed.error)})` };
+    return parsed.data;
+  }
+
+  /** Streams every event in order without loading the log into memory. */
+  async *readStream(options: ReadOptions = {}): AsyncGenerator<StreamEvent> {
+    const onCorrupt = this.corruptHandler(options);
+    const end = await this.committedEnd();
+    for await (const raw of readLines(this.paths.events, 0, end, 0)) {
+      const decoded = this.decodeLine(raw.text, raw.index, raw.offset);
+      if ('error' in decoded) onCorrupt(decoded);
+      else yield decoded;
+    }
+  }
+
+  /** Every event, in order. */
+  async readAll(options: ReadOptions = {}): Promise<StreamEvent[]> {
+    const events: StreamEvent[] = [];
+    for await (const event of this.readStream(options)) events.push(event);
+    return events;
+  }
+
+  /** The events for which `predicate` holds, in order (streamed, so only the matches are kept in memory). */
+  async readFiltered(predicate: (event: StreamEvent) => boolean, options: ReadOptions = {}): Promise<StreamEvent[]> {
+    const events: StreamEvent[] = [];
+    for await (const event of this.readStream(options)) if (predicate(event)) events.push(event);
+    return events;
+  }
+
+  /**
+   * Up to `pageSize` events starting at event number `offset` (0-based line number in the log). Seeks to the nearest
+   * indexed byte offset at or before `offset`, so the cost does not grow with `offset`. A corrupt line counts as a
+   * line (it is reported per `options`, see {@link ReadOptions}).
+   */
+  async readPage(pageSize: number, offset: number, options: ReadOptions = {}): Promise<StreamEvent[]> {
+    if (!Number.isInteger(pageSize) || pageSize < 0) throw new EventStoreError(`readPage: pageSize must be a non-negative integer, got ${pageSize}`);
+    if (!Number.isInteger(offset) || offset < 0) throw new EventStoreError(`readPage: offset must be a non-negative integer, got ${offset}`);
+    if (pageSize === 0) return [];
+    const onCorrupt = this.corruptHandler(options);
+    const end = await this.committedEnd();
+    const entries = await this.indexEntries();
+    let entry = this.nearestEntry(entries, offset, end);
+    let events = await this.scanPage(entry, pageSize, offset, end, onCorrupt);
+    if (events === undefined) {
+      // The index disagrees with the log (rebuilt or replaced behind our back): forget it and scan from the start.
+      this.readerIndex = undefined;
+      entry = { line: 0, offset: 0, seq: -1 };
+      events = (await this.scanPage(entry, pageSize, offset, end, onCorrupt))!;
+    }
+    return events;
+  }
+
+  private async scanPage(
+    entry: IndexEntry,
+    pageSize: number,
+    offset: number,
+    end: number,
+    onCorrupt: (c: CorruptLine) => void,
+  ): Promise<StreamEvent[] | undefined> {
+    const events: StreamEvent[] = [];
+    const last = offset + pageSize;
+    let first = true;
+    for await (const raw of readLines(this.paths.events, entry.offset, end, entry.line, (i) => i >= offset || (first && entry.seq >= 0))) {
+      if (first && entry.seq >= 0) {
+        if (this.seqOf(raw.text) !== entry.seq) return undefined;
+      }
+      first = false;
+      if (raw.index < offset) continue;
+      if (raw.index >= last) break;
+      const decoded = this.decodeLine(raw.text, raw.index, raw.offset);
+      if ('error' in decoded) onCorrupt(decoded);
+      else events.push(decoded);
+    }
+    return events;
+  }
+
+  private nearestEntry(entries: IndexEntry[], line: number, end: number): IndexEntry {
+    let lo = 0;
+    let hi = entries.length - 1;
+    let best: IndexEntry = { line: 0, offset: 0, seq: -1 };
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const e = entries[mid]!;
+      if (e.line <= line && e.offset < end) {
+        best = e;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return best;
+  }
+
+  /** The index entries: the writer's own, or the file's, read incrementally and cached by readers. */
+  private async indexEntries(): Promise<IndexEntry[]> {
+    if (this.fd !== undefined) return this.entries;
+    let size: number;
+    try {
+      size = statSync(this.paths.index).size;
+    } catch {
+      this.readerIndex = undefined;
+      return [];
+    }
+    let cache = this.readerIndex;
+    if (cache === undefined || size < cache.bytes) cache = { entries: [], bytes: 0 };
+    if (size > cache.bytes) {
+      const handle = await fsp.open(this.paths.index, 'r');
+      try {
+        const buffer = Buffer.alloc(size - cache.bytes);
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, cache.bytes);
+        const complete = buffer.subarray(0, bytesRead).lastIndexOf(0x0a) + 1;
+        const fresh = this.parseIndex(buffer.toString('utf8', 0, complete));
+        const lastLine = cache.entries[cache.entries.length - 1]?.line ?? -1;
+        cache = { entries: cache.entries.concat(fresh.filter((e) => e.line > lastLine)), bytes: cache.bytes + complete };
+      } finally {
+        await handle.close();
+      }
+    }
+    this.readerIndex = cache;
+    return cache.entries;
+  }
+
+  /**
+   * Rebuilds events.idx.jsonl with one entry every `eventsPerEntry` events (and uses that interval for later
+   * appends). Takes the writer lock if this store does not hold it yet. The file is replaced atomically.
+   */
+  async buildIndex(eventsPerEntry: number = this.indexInterval): Promise<void> {
+    if (!Number.isInteger(eventsPerEntry) || eventsPerEntry < 1) {
+      throw new EventStoreError(`buildIndex: eventsPerEntry must be a positive integer, got ${eventsPerEntry}`, { path: this.paths.index });
+    }
+    if (this.fd === undefined) await this.open();
+    const entries: IndexEntry[] = [];
+    for await (const raw of readLines(this.paths.events, 0, this.size, 0, (i) => i % eventsPerEntry === 0)) {
+      if (raw.index % eventsPerEntry !== 0) continue;
+      const seq = this.seqOf(raw.text);
+      if (seq !== undefined) entries.push({ line: raw.index, offset: raw.offset, seq });
+    }
+    closeSync(this.indexFd!);
+    this.indexFd = undefined;
+    await writeFileAtomic(this.paths.index, entries.map((e) => JSON.stringify(e) + '\n').join(''));
+    this.indexFd = openSync(this.paths.index, 'a');
+    this.entries = entries;
+    this.indexInterval = eventsPerEntry;
+  }
+
+  /**
+   * Checks every line of the log: reports corrupt lines with their 1-based numbers, and the torn tail (bytes a
+   * crash left after the last complete line or in an unfinished batch). Reads only; never repairs.
+   */
+  async verify(): Promise<VerifyResult> {
+    const end = await this.committedEnd();
+    let size = 0;
+    try {
+      size = statSync(this.paths.events).size;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+    const corruptLines: CorruptLine[] = [];
+    let lines = 0;
+    let events = 0;
+    for await (const raw of readLines(this.paths.events, 0, end, 0)) {
+      lines++;
+      const decoded = this.decodeLine(raw.text, raw.index, raw.offset);
+      if ('error' in decoded) corruptLines.push(decoded);
+      else events++;
+    }
+    return { ok: corruptLines.length === 0, lines, events, corruptLines, tornTailBytes: size - end };
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * The storage layer (DESIGN D15-D17): event log, checkpoints, long-term memory, run projections, and the
+ * utilities they share (ids, path safety, redaction, atomic writes, writer locks).
+ */
+export { EventStore } from './event-store.js';
+export type { EventStoreOptions, ReadOptions, CorruptLine, VerifyResult, IndexEntry, OpenedLog } from './event-store.js';
+export { CheckpointStore } from './checkpoint-store.js';
+export type { CheckpointStoreOptions } from './checkpoint-store.js';
+export { MemoryStore } from './memory-store.js';
+export type { MemoryStoreOptions, ScoredMemoryItem } from './memory-store.js';
+export { ProjectionStore } from './projection-store.js';
+export type { ProjectionStoreOptions } from './projection-store.js';
+export { foldRunMeta, emptyRunMeta } from './run-meta.js';
+export { KeywordIndex, tokenize, BM25_K1, BM25_B } from './keyword-index.js';
+export type { KeywordIndexFile, ScoredId } from './keyword-index.js';
+export { CheckpointSchema, MemoryItemSchema, RunMetaSchema, TokenUsageSchema } from './types.js';
+export type { Checkpoint, MemoryItem, RunMeta, Durability } from './types.js';
+export {
+  StoreError,
+  EventStoreError,
+  LockError,
+  CheckpointStoreError,
+  MemoryStoreError,
+  ProjectionStoreError,
+  InvalidIdError,
+} from './errors.js';
+export type { LockHolder } from './errors.js';
+export { generateId, newRunId, newSessionKey, newEventId, newMemoryId } from './ids.js';
+export {
+  assertValidId,
+  isValidId,
+  idProblem,
+  MAX_ID_LENGTH,
+  runPaths,
+  runsDir,
+  sessionsDir,
+  memoryPaths,
+  memoryItemPath,
+  historicalCheckpointPath,
+} from './paths.js';
+export type { RunPaths, MemoryPaths } from './paths.js';
+export { redact, containsSecrets, isSecretKey, REDACTED } from './redact.js';
+export type { RedactionResult } from './redact.js';
+export { writeFileAtomic, writeJsonAtomic } from './atomic.js';
+export type { AtomicWriteOptions } from './atomic.js';
+export { acquireLock } from './lock.js';
+export type { FileLock } from './lock.js';
+export { listSessions, listRunIds } from './layout.js';
+export type { RunRef } from './layout.js';

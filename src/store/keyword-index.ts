@@ -1,0 +1,186 @@
+/**
+ * The inverted index behind MemoryStore search, and its tokenizer.
+ *
+ * Tokenizing: lowercase, split on anything that is not a letter or digit (Unicode-aware), drop tokens shorter than
+ * two characters and a short list of English stopwords. Item content and keywords are tokenized alike.
+ *
+ * Ranking: BM25 with k1 = 1.2 and b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5)); query terms are deduplicated;
+ * equal scores are ordered by id (ascending), so results are deterministic.
+ */
+
+/** BM25 term-frequency saturation. */
+export const BM25_K1 = 1.2;
+/** BM25 length normalisation. */
+export const BM25_B = 0.75;
+
+const STOPWORDS = new Set(
+  'a an and are as at be but by for from has have if in into is it its of on or so than that the their then there these this those to was were will with'.split(
+    ' ',
+  ),
+);
+
+/** Tokens of `text` as the index sees them (see the module comment). */
+export function tokenize(text: string): string[] {
+  const out: string[] = [];
+  for (const raw of text.toLowerCase().split(/[^\p{L}\p{N}]+/u)) {
+    if (raw.length >= 2 && !STOPWORDS.has(raw)) out.push(raw);
+  }
+  return out;
+}
+
+/** The persisted form (`keyword.json`): term → { id: term frequency }, document lengths, document count. */
+export interface KeywordIndexFile {
+  v: 1;
+  N: number;
+  totalLength: number;
+  docs: Record<string, number>;
+  terms: Record<string, Record<string, number>>;
+}
+
+/** One ranked hit. */
+export interface ScoredId {
+  id: string;
+  score: number;
+}
+
+/**
+ * In-memory inverted index with integer document slots, so that scoring a query touches typed arrays rather than
+ * maps keyed by id.
+ */
+export class KeywordIndex {
+  private readonly postings = new Map<string, Map<number, number>>();
+  private readonly slotOf = new Map<string, number>();
+  private ids: string[] = [];
+  private lengths: number[] = [];
+  private termsOf: string[][] = [];
+  private readonly free: number[] = [];
+  private totalLength = 0;
+  private scores = new Float64Array(0);
+
+  /** Number of indexed documents. */
+  get size(): number {
+    return this.slotOf.size;
+  }
+
+  /** Whether `id` is indexed. */
+  has(id: string): boolean {
+    return this.slotOf.has(id);
+  }
+
+  /** Every indexed id. */
+  idList(): string[] {
+    return [...this.slotOf.keys()];
+  }
+
+  /** Indexes (or re-indexes) a document from its tokens. */
+  set(id: string, tokens: string[]): void {
+    this.delete(id);
+    const slot = this.free.pop() ?? this.ids.length;
+    const tf = new Map<string, number>();
+    for (const t of tokens) tf.set(t, (tf.get(t) ?? 0) + 1);
+    this.ids[slot] = id;
+    this.lengths[slot] = tokens.length;
+    this.termsOf[slot] = [...tf.keys()];
+    this.slotOf.set(id, slot);
+    this.totalLength += tokens.length;
+    for (const [term, count] of tf) {
+      let posting = this.postings.get(term);
+      if (posting === undefined) this.postings.set(term, (posting = new Map()));
+      posting.set(slot, count);
+    }
+  }
+
+  /** Removes a document; returns whether it was indexed. */
+  delete(id: string): boolean {
+    const slot = this.slotOf.get(id);
+    if (slot === undefined) return false;
+    for (const term of this.termsOf[slot]!) {
+      const posting = this.postings.get(term)!;
+      posting.delete(slot);
+      if (posting.size === 0) this.postings.delete(term);
+    }
+    this.totalLength -= this.lengths[slot]!;
+    this.slotOf.delete(id);
+    this.ids[slot] = '';
+    this.termsOf[slot] = [];
+    this.lengths[slot] = 0;
+    this.free.push(slot);
+    return true;
+  }
+
+  /** The `topK` best documents for `query` by BM25, ties by id. Documents matching no query term are not returned. */
+  search(query: string, topK: number): ScoredId[] {
+    const n = this.slotOf.size;
+    if (n === 0 || topK <= 0) return [];
+    const terms = [...new Set(tokenize(query))];
+    if (this.scores.length < this.ids.length) this.scores = new Float64Array(this.ids.length);
+    const scores = this.scores;
+    const touched: number[] = [];
+    const avgdl = this.totalLength / n || 1;
+    for (const term of terms) {
+      const posting = this.postings.get(term);
+      if (posting === undefined) continue;
+      const idf = Math.log(1 + (n - posting.size + 0.5) / (posting.size + 0.5));
+      for (const [slot, tf] of posting) {
+        if (scores[slot] === 0) touched.push(slot);
+        const norm = BM25_K1 * (1 - BM25_B + (BM25_B * this.lengths[slot]!) / avgdl);
+        scores[slot]! += (idf * tf * (BM25_K1 + 1)) / (tf + norm);
+      }
+    }
+    const best: ScoredId[] = [];
+    for (const slot of touched) {
+      const hit = { id: this.ids[slot]!, score: scores[slot]! };
+      scores[slot] = 0;
+      if (best.length === topK && !better(hit, best[best.length - 1]!)) continue;
+      let i = best.length;
+      while (i > 0 && better(hit, best[i - 1]!)) i--;
+      best.splice(i, 0, hit);
+      if (best.length > topK) best.pop();
+    }
+    return best;
+  }
+
+  /** The persisted form. */
+  toJSON(): KeywordIndexFile {
+    const docs: Record<string, number> = {};
+    for (const [id, slot] of this.slotOf) docs[id] = this.lengths[slot]!;
+    const terms: Record<string, Record<string, number>> = {};
+    for (const [term, posting] of this.postings) {
+      const entry: Record<string, number> = {};
+      for (const [slot, tf] of posting) entry[this.ids[slot]!] = tf;
+      terms[term] = entry;
+    }
+    return { v: 1, N: this.slotOf.size, totalLength: this.totalLength, docs, terms };
+  }
+
+  /** Loads the persisted form; throws an Error saying what is wrong when it is not a consistent index. */
+  static fromJSON(file: unknown): KeywordIndex {
+    const f = file as Partial<KeywordIndexFile> | null;
+    if (f === null || typeof f !== 'object' || f.v !== 1) throw new Error('not a version 1 keyword index');
+    if (typeof f.docs !== 'object' || f.docs === null || typeof f.terms !== 'object' || f.terms === null) throw new Error('docs or terms missing');
+    const index = new KeywordIndex();
+    const tokens = new Map<string, string[]>();
+    for (const [id, length] of Object.entries(f.docs)) {
+      if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) throw new Error(`bad length for ${id}`);
+      tokens.set(id, []);
+    }
+    for (const [term, posting] of Object.entries(f.terms)) {
+      if (typeof posting !== 'object' || posting === null) throw new Error(`bad posting for term ${term}`);
+      for (const [id, tf] of Object.entries(posting)) {
+        const list = tokens.get(id);
+        if (list === undefined || typeof tf !== 'number' || !Number.isInteger(tf) || tf < 1) throw new Error(`bad posting ${term} → ${id}`);
+        for (let i = 0; i < tf; i++) list.push(term);
+      }
+    }
+    for (const [id, list] of tokens) {
+      if (list.length !== f.docs[id]) throw new Error(`document ${id}: length ${String(f.docs[id])} does not match its postings (${list.length})`);
+      index.set(id, list);
+    }
+    if (f.N !== index.size || f.totalLength !== index.totalLength) throw new Error('N or totalLength does not match the documents');
+    return index;
+  }
+}
+
+function better(a: ScoredId, b: ScoredId): boolean {
+  return a.score > b.score || (a.score === b.score && a.id < b.id);
+}

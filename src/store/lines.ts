@@ -1,0 +1,81 @@
+import { promises as fsp } from 'node:fs';
+
+const NEWLINE = 0x0a;
+const CHUNK = 64 * 1024;
+
+/** One complete line of a JSONL file: its text (without the newline), byte offset and 0-based line index. */
+export interface RawLine {
+  text: string;
+  offset: number;
+  index: number;
+}
+
+/**
+ * Yields the complete lines of `path` between byte offsets `start` (a line start) and `end`, reading 64 KB chunks,
+ * so memory stays flat whatever the file size. `firstIndex` is the line index of the line at `start`. Bytes after
+ * the last newline before `end` (a torn tail) are not yielded. `parse(index)` decides whether a line's text is
+ * decoded; lines it rejects are yielded with empty text (counting lines without decoding them is cheap).
+ */
+export async function* readLines(
+  path: string,
+  start: number,
+  end: number,
+  firstIndex: number,
+  decode: (index: number) => boolean = () => true,
+): AsyncGenerator<RawLine> {
+  if (end <= start) return;
+  const handle = await fsp.open(path, 'r');
+  try {
+    let carry: Buffer | undefined;
+    let carryOffset = start;
+    let position = start;
+    let index = firstIndex;
+    const buffer = Buffer.allocUnsafe(CHUNK);
+    while (position < end) {
+      const { bytesRead } = await handle.read(buffer, 0, Math.min(CHUNK, end - position), position);
+      if (bytesRead === 0) break;
+      const chunk = buffer.subarray(0, bytesRead);
+      let lineStart = 0;
+      let nl = chunk.indexOf(NEWLINE, 0);
+      while (nl !== -1) {
+        let text = '';
+        const wanted = decode(index);
+        if (carry !== undefined) {
+          if (wanted) text = Buffer.concat([carry, chunk.subarray(0, nl)]).toString('utf8');
+          yield { text, offset: carryOffset, index };
+          carry = undefined;
+        } else {
+          if (wanted) text = chunk.toString('utf8', lineStart, nl);
+          yield { text, offset: position + lineStart, index };
+        }
+        index++;
+        lineStart = nl + 1;
+        nl = chunk.indexOf(NEWLINE, lineStart);
+      }
+      if (lineStart < bytesRead) {
+        const rest = Buffer.from(chunk.subarray(lineStart));
+        if (carry === undefined) {
+          carry = rest;
+          carryOffset = position + lineStart;
+        } else carry = Buffer.concat([carry, rest]);
+      }
+      position += bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Byte offset just after the last newline of the first `size` bytes of an open file (0 when there is none). */
+export async function endOfLastLine(handle: fsp.FileHandle, size: number): Promise<number> {
+  let position = size;
+  const buffer = Buffer.allocUnsafe(CHUNK);
+  while (position > 0) {
+    const length = Math.min(CHUNK, position);
+    position -= length;
+    const { bytesRead } = await handle.read(buffer, 0, length, position);
+    const nl = buffer.subarray(0, bytesRead).lastIndexOf(NEWLINE);
+    if (nl !== -1) return position + nl + 1;
+  }
+  return 0;
+}

@@ -1,0 +1,243 @@
+import { promises as fsp } from 'node:fs';
+import { readTextIfExists, writeJsonAtomic } from './atomic.js';
+import { LockError, MemoryStoreError } from './errors.js';
+import { KeywordIndex, tokenize } from './keyword-index.js';
+import { acquireLock, type FileLock } from './lock.js';
+import { assertValidId, memoryItemPath, memoryPaths, type MemoryPaths } from './paths.js';
+import { redact } from './redact.js';
+import { MemoryItemSchema, type Durability, type MemoryItem } from './types.js';
+
+/** Options of {@link MemoryStore}. */
+export interface MemoryStoreOptions {
+  dataDir: string;
+  /** `'always'`/`'batch'` (default) fsync item and index files; `'never'` does not (writes stay atomic). */
+  durability?: Durability;
+}
+
+/** A search hit with its BM25 score. */
+export interface ScoredMemoryItem {
+  item: MemoryItem;
+  score: number;
+}
+
+function issues(error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }): string {
+  return error.issues.map((i) => `${i.path.length ? i.path.map(String).join('.') : '(item)'}: ${i.message}`).join('; ');
+}
+
+function tokensOf(item: MemoryItem): string[] {
+  const tokens = tokenize(item.content);
+  for (const keyword of item.keywords ?? []) tokens.push(...tokenize(keyword));
+  return tokens;
+}
+
+/**
+ * Long-term memory shared by runs: items in `memory/shared/items/<id>.json`, an inverted index in
+ * `memory/shared/index/keyword.json`, searched by BM25 (see keyword-index.ts).
+ *
+ * The index lives in memory after the first use and is rewritten atomically after each write or delete (one
+ * rewrite per {@link writeMany}). On load it is rebuilt from the items when missing or corrupt, and reconciled
+ * with them otherwise: an item file written at or after the index file's mtime is re-indexed (a crash between the
+ * item write and the index write), an indexed id without a file is dropped (a crash during a delete).
+ * Items are redacted (content, keywords, metadata) before they are written.
+ * Writes take the memory writer lock (`index/keyword.lock`) on first use and keep it until {@link close}, so two
+ * processes cannot interleave index rewrites.
+ */
+export class MemoryStore {
+  readonly paths: MemoryPaths;
+  private readonly fsync: boolean;
+  private index: Promise<KeywordIndex> | undefined;
+  private lock: FileLock | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(options: MemoryStoreOptions) {
+    this.paths = memoryPaths(options.dataDir);
+    this.fsync = (options.durability ?? 'batch') !== 'never';
+  }
+
+  private loadIndex(): Promise<KeywordIndex> {
+    this.index ??= this.readOrRebuildIndex().catch((error: unknown) => {
+      this.index = undefined;
+      throw error;
+    });
+    return this.index;
+  }
+
+  private async listItemFiles(): Promise<string[]> {
+    try {
+      return (await fsp.readdir(this.paths.itemsDir)).filter((n) => n.endsWith('.json') && !n.startsWith('.'));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+  }
+
+  private async readOrRebuildIndex(): Promise<KeywordIndex> {
+    const text = await readTextIfExists(this.paths.keywordIndex);
+    let index: KeywordIndex | undefined;
+    if (text !== undefined) {
+      try {
+        index = KeywordIndex.fromJSON(JSON.parse(text));
+      } catch (error) {
+        process.emitWarning(`rebuilding corrupt memory index ${this.paths.keywordIndex}: ${(error as Error).message}`, 'MemoryStoreIndex');
+      }
+    }
+    const files = await this.listItemFiles();
+    const onDisk = new Set(files.map((f) => f.slice(0, -'.json'.length)));
+    let changed = index === undefined;
+    if (index === undefined) {
+      index = new KeywordIndex();
+      for (const id of onDisk) {
+        const item = await this.get(id);
+        if (item) index.set(id, tokensOf(item));
+      }
+    } else {
+      const indexTime = (await fsp.stat(this.paths.keywordIndex)).mtimeMs;
+      for (const id of index.idList()) {
+        if (!onDisk.has(id)) {
+          index.delete(id);
+          changed = true;
+        }
+      }
+      for (const id of onDisk) {
+        const stat = await fsp.stat(memoryItemPath(this.paths, id));
+        if (index.has(id) && stat.mtimeMs < indexTime) continue;
+        const item = await this.get(id);
+        if (item) index.set(id, tokensOf(item));
+        changed = true;
+      }
+    }
+    if (changed && (text !== undefined || index.size > 0)) await this.persistRepair(index);
+    return index;
+  }
+
+  /** Persists a repaired index if no other process is writing memory (that writer persists its own index). */
+  private async persistRepair(index: KeywordIndex): Promise<void> {
+    let lock = this.lock;
+    if (lock === undefined) {
+      try {
+        await fsp.mkdir(this.paths.indexDir, { recursive: true });
+        lock = acquireLock(this.lockPath, 'shared memory');
+      } catch (error) {
+        if (error instanceof LockError) return;
+        throw error;
+      }
+    }
+    try {
+      await this.persistIndex(index);
+    } finally {
+      if (lock !== this.lock) lock.release();
+    }
+  }
+
+  private get lockPath(): string {
+    return `${this.paths.keywordIndex.slice(0, -'.json'.length)}.lock`;
+  }
+
+  private async persistIndex(index: KeywordIndex): Promise<void> {
+    await writeJsonAtomic(this.paths.keywordIndex, index.toJSON(), { fsync: this.fsync });
+  }
+
+  /** Runs write operations one at a time, under the memory writer lock. */
+  private exclusive<T>(op: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(async () => {
+      if (this.lock === undefined) {
+        await fsp.mkdir(this.paths.indexDir, { recursive: true });
+        this.lock = acquireLock(this.lockPath, 'shared memory');
+      }
+      return op();
+    });
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private prepare(item: MemoryItem): MemoryItem {
+    const parsed = MemoryItemSchema.safeParse(item);
+    if (!parsed.success) throw new MemoryStoreError(`invalid memory item ${JSON.stringify(item?.id)}: ${issues(parsed.error)}`);
+    const valid = parsed.data;
+    assertValidId(valid.id, 'memory id');
+    const { id, createdAt, updatedAt, ...rest } = valid;
+    const { value } = redact(rest);
+    const out: MemoryItem = { id, ...value, createdAt };
+    if (updatedAt !== undefined) out.updatedAt = updatedAt;
+    return out;
+  }
+
+  /** Writes (or replaces) one item and updates the index. */
+  async write(item: MemoryItem): Promise<void> {
+    await this.writeMany([item]);
+  }
+
+  /** Writes several items and rewrites the index once. Every item is validated before anything is written. */
+  async writeMany(items: MemoryItem[]): Promise<void> {
+    const prepared = items.map((item) => this.prepare(item));
+    await this.exclusive(async () => {
+      const index = await this.loadIndex();
+      await fsp.mkdir(this.paths.itemsDir, { recursive: true });
+      for (const item of prepared) {
+        await writeJsonAtomic(memoryItemPath(this.paths, item.id), item, { fsync: this.fsync });
+        index.set(item.id, tokensOf(item));
+      }
+      await this.persistIndex(index);
+    });
+  }
+
+  /** The item with `id`, or null. A file that is not a valid item is a {@link MemoryStoreError} naming its path. */
+  async get(id: string): Promise<MemoryItem | null> {
+    const path = memoryItemPath(this.paths, id);
+    const text = await readTextIfExists(path);
+    if (text === undefined) return null;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (error) {
+      throw new MemoryStoreError(`corrupt memory item ${path}: not JSON (${(error as Error).message})`, { path, cause: error });
+    }
+    const parsed = MemoryItemSchema.safeParse(json);
+    if (!parsed.success) throw new MemoryStoreError(`corrupt memory item ${path}: ${issues(parsed.error)}`, { path });
+    return parsed.data;
+  }
+
+  /** Deletes an item; returns whether it existed. */
+  async delete(id: string): Promise<boolean> {
+    const path = memoryItemPath(this.paths, id);
+    return this.exclusive(async () => {
+      const index = await this.loadIndex();
+      let existed = true;
+      try {
+        await fsp.unlink(path);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        existed = false;
+      }
+      if (index.delete(id) || existed) await this.persistIndex(index);
+      return existed;
+    });
+  }
+
+  /** The `topK` items best matching `query` by BM25 (ties by id), with their scores. */
+  async searchScored(query: string, topK: number): Promise<ScoredMemoryItem[]> {
+    if (typeof query !== 'string') throw new MemoryStoreError(`search query must be a string, got ${typeof query}`);
+    if (!Number.isInteger(topK) || topK < 0) throw new MemoryStoreError(`search topK must be a non-negative integer, got ${topK}`);
+    const index = await this.loadIndex();
+    const hits = index.search(query, topK);
+    const items = await Promise.all(hits.map((hit) => this.get(hit.id)));
+    const out: ScoredMemoryItem[] = [];
+    hits.forEach((hit, i) => {
+      const item = items[i];
+      if (item) out.push({ item, score: hit.score });
+    });
+    return out;
+  }
+
+  /** The `topK` items best matching `query` by BM25, best first, ties by id. */
+  async search(query: string, topK: number): Promise<MemoryItem[]> {
+    return (await this.searchScored(query, topK)).map((hit) => hit.item);
+  }
+
+  /** Waits for pending writes and releases the memory writer lock. */
+  async close(): Promise<void> {
+    await this.queue;
+    this.lock?.release();
+    this.lock = undefined;
+  }
+}

@@ -1,0 +1,112 @@
+import { join } from 'node:path';
+import { InvalidIdError } from './errors.js';
+
+/** Longest id accepted in a path segment. */
+export const MAX_ID_LENGTH = 128;
+
+const ID_CHARS = /^[A-Za-z0-9_.-]+$/;
+
+/**
+ * Why `id` cannot be used as one path segment, or undefined when it can. Allowed: 1-128 characters from
+ * `[A-Za-z0-9_.-]`, not `.` alone and without `..` anywhere, so no id can name a parent, a separator or a NUL.
+ */
+export function idProblem(id: unknown): string | undefined {
+  if (typeof id !== 'string') return `must be a string, got ${id === null ? 'null' : typeof id}`;
+  if (id.length === 0) return 'must not be empty';
+  if (id.length > MAX_ID_LENGTH) return `is ${id.length} characters long, the limit is ${MAX_ID_LENGTH}`;
+  if (id.includes('\0')) return 'contains a NUL character';
+  if (id.includes('/') || id.includes('\\')) return 'contains a path separator (/ or \\)';
+  if (id.includes('..')) return "contains '..'";
+  if (id === '.') return "is '.'";
+  if (!ID_CHARS.test(id)) {
+    const bad = [...id].find((c) => !/[A-Za-z0-9_.-]/.test(c))!;
+    return `contains ${JSON.stringify(bad)}; only letters, digits, '_', '-' and '.' are allowed`;
+  }
+  return undefined;
+}
+
+/** Whether `id` is safe as one path segment (see {@link idProblem}). */
+export function isValidId(id: unknown): id is string {
+  return idProblem(id) === undefined;
+}
+
+/**
+ * Throws an {@link InvalidIdError} naming `kind` and the reason unless `id` is safe as one path segment.
+ * Every store calls this on every id before it builds a path, so no input can escape the data directory.
+ */
+export function assertValidId(id: unknown, kind: string): asserts id is string {
+  const problem = idProblem(id);
+  if (problem !== undefined) throw new InvalidIdError(kind, String(id), problem);
+}
+
+/** Directory holding every session: `<dataDir>/sessions`. */
+export function sessionsDir(dataDir: string): string {
+  return join(dataDir, 'sessions');
+}
+
+/** Directory holding a session's runs: `<dataDir>/sessions/<sessionKey>/runs`. */
+export function runsDir(dataDir: string, sessionKey: string): string {
+  assertValidId(sessionKey, 'sessionKey');
+  return join(dataDir, 'sessions', sessionKey, 'runs');
+}
+
+/** Every file of one run, after validating both ids. */
+export interface RunPaths {
+  dir: string;
+  events: string;
+  index: string;
+  lock: string;
+  /** Marker of the batch being written, so that a crash never exposes half a batch (see EventStore). */
+  pendingBatch: string;
+  checkpointLatest: string;
+  checkpointDir: string;
+  projectionsDir: string;
+  runMeta: string;
+}
+
+/** Paths of one run under `<dataDir>/sessions/<sessionKey>/runs/<runId>/`. */
+export function runPaths(dataDir: string, sessionKey: string, runId: string): RunPaths {
+  assertValidId(sessionKey, 'sessionKey');
+  assertValidId(runId, 'runId');
+  const dir = join(dataDir, 'sessions', sessionKey, 'runs', runId);
+  return {
+    dir,
+    events: join(dir, 'events.jsonl'),
+    index: join(dir, 'events.idx.jsonl'),
+    lock: join(dir, 'events.lock'),
+    pendingBatch: join(dir, 'events.pending'),
+    checkpointLatest: join(dir, 'checkpoint.latest.json'),
+    checkpointDir: join(dir, 'checkpoint'),
+    projectionsDir: join(dir, 'projections'),
+    runMeta: join(dir, 'projections', 'run.meta.json'),
+  };
+}
+
+/** Path of a historical checkpoint: `<run>/checkpoint/<stepId>.json`. */
+export function historicalCheckpointPath(paths: RunPaths, stepId: string): string {
+  assertValidId(stepId, 'stepId');
+  return join(paths.checkpointDir, `${stepId}.json`);
+}
+
+/** Paths of the shared memory: `<dataDir>/memory/shared/{items,index}`. */
+export interface MemoryPaths {
+  itemsDir: string;
+  indexDir: string;
+  keywordIndex: string;
+}
+
+/** Paths of the shared memory under `dataDir`. */
+export function memoryPaths(dataDir: string): MemoryPaths {
+  const root = join(dataDir, 'memory', 'shared');
+  return {
+    itemsDir: join(root, 'items'),
+    indexDir: join(root, 'index'),
+    keywordIndex: join(root, 'index', 'keyword.json'),
+  };
+}
+
+/** Path of one memory item, after validating its id. */
+export function memoryItemPath(paths: MemoryPaths, id: string): string {
+  assertValidId(id, 'memory id');
+  return join(paths.itemsDir, `${id}.json`);
+}

@@ -1,0 +1,97 @@
+import { writeJsonAtomic, readTextIfExists } from './atomic.js';
+import { ProjectionStoreError } from './errors.js';
+import { EventStore, type ReadOptions } from './event-store.js';
+import { assertValidId, runPaths } from './paths.js';
+import { emptyRunMeta, foldRunMeta } from './run-meta.js';
+import { RunMetaSchema, type Durability, type RunMeta } from './types.js';
+import type { StreamEvent } from '../events/types.js';
+
+/** Options of {@link ProjectionStore}. */
+export interface ProjectionStoreOptions {
+  dataDir: string;
+  sessionKey: string;
+  /** `'always'`/`'batch'` (default) fsync each persisted projection; `'never'` does not (writes stay atomic). */
+  durability?: Durability;
+}
+
+/**
+ * Run projections of one session: `runs/<runId>/projections/run.meta.json`, folded from the run's events
+ * ({@link foldRunMeta}). {@link generateRunMeta} is the full fold over the log; {@link updateRunMeta} folds one
+ * event into the cached projection and equals the full fold over the same events.
+ */
+export class ProjectionStore {
+  readonly dataDir: string;
+  readonly sessionKey: string;
+  private readonly fsync: boolean;
+  private readonly cache = new Map<string, RunMeta>();
+
+  /** Validates the session key (InvalidIdError before any file is touched). */
+  constructor(options: ProjectionStoreOptions) {
+    assertValidId(options.sessionKey, 'sessionKey');
+    this.dataDir = options.dataDir;
+    this.sessionKey = options.sessionKey;
+    this.fsync = (options.durability ?? 'batch') !== 'never';
+  }
+
+  private metaPath(runId: string): string {
+    return runPaths(this.dataDir, this.sessionKey, runId).runMeta;
+  }
+
+  /** Folds every event of the run's log, persists the projection and returns it. */
+  async generateRunMeta(runId: string, options: ReadOptions = {}): Promise<RunMeta> {
+    const path = this.metaPath(runId);
+    const events = new EventStore({ dataDir: this.dataDir, sessionKey: this.sessionKey, runId });
+    let meta = emptyRunMeta(this.sessionKey, runId);
+    for await (const event of events.readStream(options)) meta = foldRunMeta(meta, event);
+    if (meta.eventCount === 0) throw new ProjectionStoreError(`run ${this.sessionKey}/${runId} has no events to project`, { path });
+    await this.persist(meta);
+    return meta;
+  }
+
+  /**
+   * Folds one event into its run's projection (loaded from disk the first time) and, unless `persist` is false,
+   * writes it atomically. Events already folded (seq <= lastSeq) change nothing. Returns the new projection.
+   */
+  async updateRunMeta(event: StreamEvent, options: { persist?: boolean } = {}): Promise<RunMeta> {
+    const path = this.metaPath(event.runId);
+    if (event.sessionKey !== undefined && event.sessionKey !== this.sessionKey) {
+      throw new ProjectionStoreError(`event of session ${event.sessionKey} cannot update a projection of session ${this.sessionKey}`, { path });
+    }
+    const current = this.cache.get(event.runId) ?? (await this.loadRunMeta(event.runId)) ?? emptyRunMeta(this.sessionKey, event.runId);
+    const next = foldRunMeta(current, event);
+    this.cache.set(event.runId, next);
+    if (options.persist !== false && next !== current) await this.persist(next);
+    return next;
+  }
+
+  /** Writes the cached projection of `runId` (after updates with `persist: false`). */
+  async flush(runId: string): Promise<void> {
+    const meta = this.cache.get(runId);
+    if (meta) await this.persist(meta);
+  }
+
+  private async persist(meta: RunMeta): Promise<void> {
+    this.cache.set(meta.runId, meta);
+    await writeJsonAtomic(this.metaPath(meta.runId), meta, { fsync: this.fsync });
+  }
+
+  /** The persisted projection of `runId`, or null when there is none. A corrupt file is an error naming its path. */
+  async loadRunMeta(runId: string): Promise<RunMeta | null> {
+    const path = this.metaPath(runId);
+    const text = await readTextIfExists(path);
+    if (text === undefined) return null;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (error) {
+      throw new ProjectionStoreError(`corrupt run projection ${path}: not JSON (${(error as Error).message})`, { path, cause: error });
+    }
+    const parsed = RunMetaSchema.safeParse(json);
+    if (!parsed.success) {
+      throw new ProjectionStoreError(`corrupt run projection ${path}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, {
+        path,
+      });
+    }
+    return parsed.data;
+  }
+}

@@ -1,0 +1,73 @@
+import { z } from 'zod';
+
+/** When writes reach the disk: fsync on every write (`'always'`), at step/batch boundaries (`'batch'`), or never. */
+export type Durability = 'always' | 'batch' | 'never';
+
+/**
+ * A checkpoint of a run at a step boundary. `position` is the stack of node ids, outermost flow first, so a run
+ * stopped inside a composite node's internal flow resumes there. `state` is opaque to the store: the runtime puts a
+ * Backpack keyframe or a delta there. `redaction` says whether secrets were replaced before it was written.
+ */
+export const CheckpointSchema = z.object({
+  v: z.literal(1),
+  runId: z.string().min(1),
+  sessionKey: z.string().min(1),
+  step: z.number().int().nonnegative(),
+  createdAt: z.number().int().nonnegative(),
+  position: z.array(z.string()),
+  state: z.json(),
+  meta: z.record(z.string(), z.unknown()).optional(),
+  redaction: z.object({ containsSecrets: z.boolean() }).optional(),
+});
+
+/** A checkpoint as saved and loaded. */
+export type Checkpoint = z.infer<typeof CheckpointSchema>;
+
+/** A long-term memory item. `id` is used as a file name, so it must be a valid id. */
+export const MemoryItemSchema = z.object({
+  id: z.string().min(1),
+  content: z.string(),
+  keywords: z.array(z.string()).optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  createdAt: z.number().int().nonnegative(),
+  updatedAt: z.number().int().nonnegative().optional(),
+});
+
+/** A memory item as written and read. */
+export type MemoryItem = z.infer<typeof MemoryItemSchema>;
+
+/** Token counts summed over `model.completed` events. */
+export const TokenUsageSchema = z.object({
+  input: z.number().nonnegative(),
+  output: z.number().nonnegative(),
+  total: z.number().nonnegative(),
+});
+
+/**
+ * The projection of one run's events (`projections/run.meta.json`), for listing runs without reading their logs.
+ * `nodeIds` holds the distinct nodes started (namespace when the event has one, else node id), in first-start order;
+ * it is what makes the incremental fold equal to the full fold.
+ */
+export const RunMetaSchema = z.object({
+  v: z.literal(1),
+  runId: z.string().min(1),
+  sessionKey: z.string().min(1),
+  status: z.enum(['running', 'completed', 'failed']),
+  startedAt: z.number(),
+  endedAt: z.number().optional(),
+  durationMs: z.number().optional(),
+  updatedAt: z.number(),
+  lastSeq: z.number().int(),
+  eventCount: z.number().int().nonnegative(),
+  stepCount: z.number().int().nonnegative(),
+  nodeCount: z.number().int().nonnegative(),
+  nodeIds: z.array(z.string()),
+  toolCallCount: z.number().int().nonnegative(),
+  errorCount: z.number().int().nonnegative(),
+  tokenUsage: TokenUsageSchema,
+  lastNodeId: z.string().optional(),
+  error: z.string().optional(),
+});
+
+/** Metadata of a run, folded from its events. */
+export type RunMeta = z.infer<typeof RunMetaSchema>;
