@@ -1,0 +1,374 @@
+/**
+ * The commit history (DESIGN D8): commits in seq order, a base state for everything pruned, and keyframes.
+ *
+ * The retained window is `base` (the state after commit `baseSeq`) followed by commits `baseSeq+1 .. headSeq`.
+ * Pruning (by count or by bytes) folds the oldest commit into the base, so every state inside the window stays exact.
+ * A keyframe (a copy of the state's maps; items are immutable and shared) is taken once at least
+ * `max(keyframeInterval, items in state)` commits have passed since the last one: keyframes then cost O(1) amortized
+ * memory per commit, and the state at any retained seq costs O(interval + items): copy the nearest keyframe at or
+ * before it and replay the commits in between.
+ */
+import type { Actor } from './actor.js';
+import { summarizeValue } from './codec.js';
+import { HistoryPrunedError, InvalidCommitError } from './errors.js';
+import type { BackpackCommit, CommitAction, ItemAccessControl } from './types.js';
+import { copyStoredValue } from './values.js';
+
+/** Commit flag: the value was above maxValueBytes; `value` is an UnavailableValue. */
+export const LARGE = 1;
+/** Commit flag: the value holds typed arrays, which reads copy. */
+export const COPY_ON_READ = 2;
+/** Commit flag (unpack): the key was found. */
+export const FOUND = 4;
+/** Commit flag: `previousValue` holds typed arrays, which reads copy. */
+export const PREV_COPY_ON_READ = 8;
+
+/** What a quarantine commit moved out of the active state. */
+export interface QuarantineDetail {
+  item: Commit;
+  reason: string;
+}
+
+/**
+ * One commit. A pack commit is also the item it created: the active state maps each key to its latest pack commit,
+ * so state, keyframes and history share one immutable object per write.
+ */
+export class Commit {
+  constructor(
+    readonly seq: number,
+    /** Prefix of the commit id: the Backpack (lineage) that made the commit. */
+    readonly lineage: string,
+    readonly timestamp: number,
+    readonly action: CommitAction,
+    readonly key: string,
+    readonly actor: Actor,
+    /** pack: the stored, frozen value (an UnavailableValue when LARGE). */
+    readonly value: unknown,
+    /** pack, delete, quarantine: the stored value the key had before. */
+    readonly previousValue: unknown,
+    /** pack: the item's version. */
+    readonly version: number,
+    /** pack: the item's tags. */
+    readonly tags: readonly string[],
+    /** pack: the item's own access rules. */
+    readonly acl: Readonly<ItemAccessControl> | undefined,
+    /** Approximate bytes this commit keeps alive (counted against maxHistoryBytes). */
+    readonly bytes: number,
+    /** LARGE | COPY_ON_READ | FOUND. */
+    readonly flags: number,
+    /** quarantine: what was moved out; clear: the items that were removed. */
+    readonly detail: QuarantineDetail | readonly Commit[] | undefined,
+  ) {}
+
+  /** `lineage-seq`. */
+  get commitId(): string {
+    return `${this.lineage}-${this.seq}`;
+  }
+
+  /** The quarantine detail (for quarantine commits). */
+  get quarantined(): QuarantineDetail {
+    return this.detail as QuarantineDetail;
+  }
+
+  /** The value as a reader gets it (typed arrays copied). */
+  readValue(): unknown {
+    return this.flags & COPY_ON_READ ? copyStoredValue(this.key, this.value) : this.value;
+  }
+
+  /** The previous value as a reader gets it (typed arrays copied). */
+  readPreviousValue(): unknown {
+    return this.flags & PREV_COPY_ON_READ ? copyStoredValue(this.key, this.previousValue) : this.previousValue;
+  }
+}
+
+/** Fixed per-commit overhead added to a value's size in the byte budget. */
+export const COMMIT_OVERHEAD_BYTES = 160;
+
+/** The state: active items and quarantined items (each a commit). */
+export interface State {
+  items: Map<string, Commit>;
+  quarantined: Map<string, Commit>;
+}
+
+/** Applies one commit to a state (the one definition of what each action does to the state). */
+export function applyCommit(state: State, commit: Commit): void {
+  switch (commit.action) {
+    case 'pack':
+      state.items.set(commit.key, commit);
+      break;
+    case 'delete':
+      state.items.delete(commit.key);
+      break;
+    case 'quarantine':
+      state.items.delete(commit.key);
+      state.quarantined.set(commit.key, commit);
+      break;
+    case 'clear':
+      state.items.clear();
+      break;
+    case 'unpack':
+      break;
+  }
+}
+
+function copyState(state: State): State {
+  return { items: new Map(state.items), quarantined: new Map(state.quarantined) };
+}
+
+interface Keyframe extends State {
+  seq: number;
+}
+
+/** Retention limits. */
+export interface HistoryLimits {
+  maxHistorySize: number;
+  maxHistoryBytes: number;
+  keyframeInterval: number;
+}
+
+/** Where a retained window starts. */
+export interface HistoryBase {
+  state: State;
+  seq: number;
+  /** Timestamp of commit `seq` (-Infinity when nothing precedes the window). */
+  timestamp: number;
+  /** Nodes that acted in commits before the window. */
+  prunedNodes: Iterable<string>;
+  /** Lineages whose commit ids this history may have held. */
+  lineages: Iterable<string>;
+}
+
+/** The commit log with its base state, keyframes and retention. */
+export class History {
+  #commits: Commit[] = [];
+  #start = 0;
+  #bytes = 0;
+  #base: State;
+  #baseSeq: number;
+  #baseTimestamp: number;
+  #keyframes: Keyframe[] = [];
+  #lastKeyframeSeq: number;
+  #lastTimestamp: number;
+  readonly #prunedNodes: Set<string>;
+  readonly #lineages: Set<string>;
+
+  constructor(
+    readonly limits: HistoryLimits,
+    base: HistoryBase,
+  ) {
+    this.#base = base.state;
+    this.#baseSeq = base.seq;
+    this.#baseTimestamp = base.timestamp;
+    this.#lastKeyframeSeq = base.seq;
+    this.#lastTimestamp = base.timestamp;
+    this.#prunedNodes = new Set(base.prunedNodes);
+    this.#lineages = new Set(base.lineages);
+  }
+
+  /** Seq of the latest commit (the base seq when the window is empty). */
+  get headSeq(): number {
+    return this.#baseSeq + this.#commits.length - this.#start;
+  }
+
+  /** Seq of the state the window starts from. */
+  get baseSeq(): number {
+    return this.#baseSeq;
+  }
+
+  /** Timestamp of commit `baseSeq`. */
+  get baseTimestamp(): number {
+    return this.#baseTimestamp;
+  }
+
+  /** Commits in the window. */
+  get length(): number {
+    return this.#commits.length - this.#start;
+  }
+
+  /** Approximate bytes held by retained commits. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** The base state (not a copy; do not mutate). */
+  get base(): State {
+    return this.#base;
+  }
+
+  /** Nodes that acted before the window. */
+  get prunedNodes(): ReadonlySet<string> {
+    return this.#prunedNodes;
+  }
+
+  /** Lineages known to this history. */
+  get lineages(): ReadonlySet<string> {
+    return this.#lineages;
+  }
+
+  /** A timestamp for the next commit: now, but never earlier than the previous commit's (so history stays sorted). */
+  now(): number {
+    const t = Date.now();
+    return t > this.#lastTimestamp ? t : this.#lastTimestamp;
+  }
+
+  /** Adds `lineage` to the lineages whose commit ids this history recognises. */
+  addLineage(lineage: string): void {
+    this.#lineages.add(lineage);
+  }
+
+  /** Appends a commit (seq must be headSeq + 1) that has already been applied to `state`, then keyframes and prunes. */
+  append(commit: Commit, state: State): void {
+    this.#commits.push(commit);
+    this.#bytes += commit.bytes;
+    this.#lastTimestamp = commit.timestamp;
+    const since = commit.seq - this.#lastKeyframeSeq;
+    if (since >= this.limits.keyframeInterval && since >= state.items.size + state.quarantined.size) {
+      this.#keyframes.push({ seq: commit.seq, ...copyState(state) });
+      this.#lastKeyframeSeq = commit.seq;
+    }
+    const { maxHistorySize, maxHistoryBytes } = this.limits;
+    while (this.length > 0 && (this.length > maxHistorySize || this.#bytes > maxHistoryBytes)) this.#pruneOldest();
+  }
+
+  #pruneOldest(): void {
+    const oldest = this.#commits[this.#start]!;
+    this.#commits[this.#start] = undefined as unknown as Commit;
+    this.#start++;
+    applyCommit(this.#base, oldest);
+    this.#baseSeq = oldest.seq;
+    this.#baseTimestamp = oldest.timestamp;
+    this.#bytes -= oldest.bytes;
+    if (oldest.actor.nodeId !== undefined) this.#prunedNodes.add(oldest.actor.nodeId);
+    while (this.#keyframes.length > 0 && this.#keyframes[0]!.seq <= this.#baseSeq) this.#keyframes.shift();
+    if (this.#start >= 1024 && this.#start * 2 >= this.#commits.length) {
+      this.#commits = this.#commits.slice(this.#start);
+      this.#start = 0;
+    }
+  }
+
+  /** The commit with `seq` (must be inside the window). */
+  at(seq: number): Commit {
+    return this.#commits[this.#start + seq - this.#baseSeq - 1]!;
+  }
+
+  /** Retained commits with seq > `sinceSeq`, oldest first. */
+  commitsSince(sinceSeq: number): Commit[] {
+    const from = Math.max(sinceSeq, this.#baseSeq);
+    return this.#commits.slice(this.#start + from - this.#baseSeq);
+  }
+
+  /** A fresh copy of the state after commit `seq` (baseSeq <= seq <= headSeq). */
+  stateAt(seq: number): State {
+    if (seq < this.#baseSeq) {
+      throw new HistoryPrunedError(`The state at seq ${seq}`, `the oldest retained state is seq ${this.#baseSeq}`);
+    }
+    let from: State = this.#base;
+    let fromSeq = this.#baseSeq;
+    let lo = 0;
+    let hi = this.#keyframes.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.#keyframes[mid]!.seq <= seq) {
+        from = this.#keyframes[mid]!;
+        fromSeq = this.#keyframes[mid]!.seq;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    const state = copyState(from);
+    for (let s = fromSeq + 1; s <= seq; s++) applyCommit(state, this.at(s));
+    return state;
+  }
+
+  /** Seq of the state after every commit with timestamp <= `timestamp`. */
+  seqAtTimestamp(timestamp: number): number {
+    let lo = this.#start;
+    let hi = this.#commits.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.#commits[mid]!.timestamp <= timestamp) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    if (found >= 0) return this.#commits[found]!.seq;
+    if (timestamp >= this.#baseTimestamp) return this.#baseSeq;
+    throw new HistoryPrunedError(
+      `The state at timestamp ${timestamp} (${new Date(timestamp).toISOString()})`,
+      `the oldest retained state is at ${Number.isFinite(this.#baseTimestamp) ? new Date(this.#baseTimestamp).toISOString() : 'the start'}, seq ${this.#baseSeq}`,
+    );
+  }
+
+  /** Seq of the commit `commitId`. */
+  seqOfCommit(commitId: string): number {
+    const dash = typeof commitId === 'string' ? commitId.lastIndexOf('-') : -1;
+    const seq = dash > 0 ? Number(commitId.slice(dash + 1)) : Number.NaN;
+    const lineage = dash > 0 ? commitId.slice(0, dash) : '';
+    if (Number.isSafeInteger(seq) && seq > this.#baseSeq && seq <= this.headSeq && this.at(seq).lineage === lineage) return seq;
+    if (Number.isSafeInteger(seq) && seq <= this.#baseSeq && this.#lineages.has(lineage)) {
+      throw new HistoryPrunedError(`Commit '${commitId}'`, `the oldest retained commit is seq ${this.#baseSeq + 1}`);
+    }
+    throw new InvalidCommitError(
+      `Commit '${String(commitId)}' is not in this Backpack's history (retained seqs ${this.#baseSeq + 1}..${this.headSeq}); take ids from getHistory()`,
+    );
+  }
+
+  /** Seq of the state just before the first commit by `nodeId`. */
+  seqBeforeNode(nodeId: string): number {
+    if (this.#prunedNodes.has(nodeId)) {
+      throw new HistoryPrunedError(`The first commit of node '${nodeId}'`, `the oldest retained commit is seq ${this.#baseSeq + 1}`);
+    }
+    for (let i = this.#start; i < this.#commits.length; i++) {
+      if (this.#commits[i]!.actor.nodeId === nodeId) return this.#commits[i]!.seq - 1;
+    }
+    throw new InvalidCommitError(`No commit by node '${nodeId}' in this Backpack's history; the node has not packed or read anything`, nodeId);
+  }
+}
+
+/** The public form of a commit. */
+export function toPublicCommit(c: Commit): BackpackCommit {
+  let valueSummary: string;
+  let newValue: unknown;
+  let previousValue = c.readPreviousValue();
+  let reason: string | undefined;
+  switch (c.action) {
+    case 'pack':
+      newValue = c.readValue();
+      valueSummary = summarizeValue(c.value);
+      break;
+    case 'unpack':
+      valueSummary = c.flags & FOUND ? '[accessed]' : '[not found]';
+      break;
+    case 'delete':
+      valueSummary = '[deleted]';
+      break;
+    case 'quarantine':
+      reason = c.quarantined.reason;
+      previousValue = c.quarantined.item.readValue();
+      valueSummary = `[quarantined] ${reason}`;
+      break;
+    case 'clear': {
+      const cleared = c.detail as readonly Commit[];
+      const values: Record<string, unknown> = {};
+      for (const item of cleared) values[item.key] = item.readValue();
+      previousValue = values;
+      valueSummary = `[cleared ${cleared.length} item${cleared.length === 1 ? '' : 's'}]`;
+      break;
+    }
+  }
+  const commit: BackpackCommit = {
+    seq: c.seq,
+    commitId: c.commitId,
+    timestamp: c.timestamp,
+    nodeId: c.actor.nodeId,
+    nodeName: c.actor.nodeName,
+    namespace: c.actor.namespace,
+    action: c.action,
+    key: c.key,
+    valueSummary,
+    newValue,
+    previousValue,
+  };
+  if (reason !== undefined) commit.reason = reason;
+  return Object.freeze(commit);
+}
