@@ -392,8 +392,11 @@ export class EventStore {
       writeAll(this.fd!, data);
     } catch (error) {
       ftruncateSync(this.fd!, start);
+      if (framed) this.writePending({ gen: this.batchGen + 1, start: 0, end: 0 });
       throw new EventStoreError(`could not append to ${this.paths.events}: ${(error as Error).message}`, { path: this.paths.events, cause: error });
     }
+    // Committed: clear the marker so that later damage to the log (a shorter line) is never taken for this batch.
+    if (framed) this.writePending({ gen: this.batchGen + 1, start: 0, end: 0 });
     let offset = start;
     let indexText = '';
     for (let i = 0; i < lines.length; i++) {

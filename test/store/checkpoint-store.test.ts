@@ -1,0 +1,76 @@
+import { readFileSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CheckpointStore, CheckpointStoreError, type Checkpoint } from '../../src/store/index.js';
+import { SECRETS, tempDir } from './helpers.js';
+
+const checkpoint = (step: number, state: Checkpoint['state'] = { count: step }): Checkpoint => ({
+  v: 1,
+  runId: 'run-1',
+  sessionKey: 'sess',
+  step,
+  createdAt: 1_700_000_000_000 + step,
+  position: ['outer', 'inner'],
+  state,
+});
+
+describe('CheckpointStore', () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let store: CheckpointStore;
+  beforeEach(() => {
+    tmp = tempDir();
+    store = new CheckpointStore({ dataDir: tmp.dir, sessionKey: 'sess', runId: 'run-1' });
+  });
+  afterEach(() => tmp.cleanup());
+
+  it('returns null when no checkpoint exists', async () => {
+    expect(await store.loadLatest()).toBeNull();
+    expect(await store.loadHistorical(3)).toBeNull();
+    expect(await store.listHistorical()).toEqual([]);
+  });
+
+  it('saves and loads the latest checkpoint at checkpoint.latest.json, replacing the previous one', async () => {
+    await store.saveLatest(checkpoint(1));
+    await store.saveLatest(checkpoint(2, { nested: { list: [1, 'a', null, true] } }));
+    expect(await store.loadLatest()).toEqual(checkpoint(2, { nested: { list: [1, 'a', null, true] } }));
+    expect(JSON.parse(readFileSync(store.paths.checkpointLatest, 'utf8')).step).toBe(2);
+    expect(readdirSync(store.paths.dir)).toEqual(['checkpoint.latest.json']);
+  });
+
+  it('saves historical checkpoints under checkpoint/<stepId>.json and lists them in numeric order', async () => {
+    for (const step of [10, 2, 1, 33]) await store.saveHistorical(checkpoint(step), step);
+    await store.saveHistorical(checkpoint(5), 'final');
+    expect(await store.listHistorical()).toEqual(['1', '2', '10', '33', 'final']);
+    expect(await store.loadHistorical(10)).toEqual(checkpoint(10));
+    expect(readdirSync(store.paths.checkpointDir).sort()).toEqual(['1.json', '10.json', '2.json', '33.json', 'final.json']);
+  });
+
+  it('rejects an invalid checkpoint with the path of the problem', async () => {
+    const bad = { ...checkpoint(1), position: 'outer' } as unknown as Checkpoint;
+    await expect(store.saveLatest(bad)).rejects.toThrow(/invalid checkpoint .*position:/);
+    await expect(store.saveLatest({ ...checkpoint(1), state: { f: () => 1 } } as unknown as Checkpoint)).rejects.toThrow(CheckpointStoreError);
+    expect(await store.loadLatest()).toBeNull();
+  });
+
+  it('rejects a checkpoint of another run', async () => {
+    await expect(store.saveLatest({ ...checkpoint(1), runId: 'run-2' })).rejects.toThrow(/sess\/run-2 cannot be saved in run sess\/run-1/);
+  });
+
+  it('reports a corrupt file with its path', async () => {
+    mkdirSync(store.paths.dir, { recursive: true });
+    writeFileSync(store.paths.checkpointLatest, '{"v":1,"runId":');
+    await expect(store.loadLatest()).rejects.toThrow(new RegExp(`corrupt checkpoint ${store.paths.checkpointLatest}: not JSON`));
+    writeFileSync(store.paths.checkpointLatest, JSON.stringify({ ...checkpoint(1), step: 'x' }));
+    await expect(store.loadLatest()).rejects.toThrow(/corrupt checkpoint .*step:/);
+  });
+
+  it('never writes secrets in state or meta, and marks the checkpoint', async () => {
+    await store.saveLatest({ ...checkpoint(1, { items: { token: 'plain-token-value', note: `use ${SECRETS.openai}` } }), meta: { auth: SECRETS.bearer } });
+    const raw = readFileSync(store.paths.checkpointLatest, 'utf8');
+    expect(raw).not.toContain('plain-token-value');
+    expect(raw).not.toContain(SECRETS.openai);
+    expect(raw).not.toContain(SECRETS.bearer.slice(7));
+    const loaded = await store.loadLatest();
+    expect(loaded?.redaction).toEqual({ containsSecrets: true });
+    expect(loaded?.state).toEqual({ items: { token: '[REDACTED]', note: 'use [REDACTED]' } });
+  });
+});

@@ -1,0 +1,307 @@
+import { appendFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { EventStore, EventStoreError, LockError, type CorruptLine } from '../../src/store/index.js';
+import { spawnFixture } from './child.js';
+import { SECRETS, makeEvent, tempDir } from './helpers.js';
+
+const RUN = 'run-1';
+
+describe('EventStore', () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let stores: EventStore[];
+  const open = (options: Partial<ConstructorParameters<typeof EventStore>[0]> = {}): EventStore => {
+    const store = new EventStore({ dataDir: tmp.dir, sessionKey: 'sess', runId: RUN, ...options });
+    stores.push(store);
+    return store;
+  };
+  const fill = async (store: EventStore, count: number, from = 0): Promise<void> => {
+    await store.appendBatch(Array.from({ length: count }, (_, i) => makeEvent(RUN, from + i)));
+  };
+
+  beforeEach(() => {
+    tmp = tempDir();
+    stores = [];
+  });
+  afterEach(async () => {
+    for (const store of stores) await store.close();
+    tmp.cleanup();
+  });
+
+  describe('appending and reading', () => {
+    it('writes one JSON event per line under sessions/<sessionKey>/runs/<runId>/events.jsonl and reads them back', async () => {
+      const store = open();
+      await store.append(makeEvent(RUN, 0, { type: 'run.started' }));
+      await store.append(makeEvent(RUN, 1));
+      const lines = readFileSync(store.paths.events, 'utf8').trimEnd().split('\n');
+      expect(store.paths.events).toBe(`${tmp.dir}/sessions/sess/runs/${RUN}/events.jsonl`);
+      expect(lines.map((l) => (JSON.parse(l) as { seq: number }).seq)).toEqual([0, 1]);
+      expect(await store.readAll()).toEqual([makeEvent(RUN, 0, { type: 'run.started' }), makeEvent(RUN, 1)]);
+    });
+
+    it('streams events and filters them', async () => {
+      const store = open();
+      await fill(store, 50);
+      let count = 0;
+      for await (const event of store.readStream()) expect(event.seq).toBe(count++);
+      expect(count).toBe(50);
+      expect((await store.readFiltered((e) => e.seq % 10 === 0)).map((e) => e.seq)).toEqual([0, 10, 20, 30, 40]);
+    });
+
+    it('reads an absent log as empty', async () => {
+      expect(await open().readAll()).toEqual([]);
+      expect(await open({ runId: 'other' }).readPage(10, 0)).toEqual([]);
+    });
+
+    it('rejects an invalid event with the zod path, writing nothing', async () => {
+      const store = open();
+      await store.append(makeEvent(RUN, 0));
+      const bad = { ...makeEvent(RUN, 1), type: 'nope' } as unknown as ReturnType<typeof makeEvent>;
+      await expect(store.append(bad)).rejects.toThrow(/invalid event: type:/);
+      await expect(store.append({ ...makeEvent(RUN, 1), seq: -1 })).rejects.toThrow(EventStoreError);
+      expect((await store.readAll()).length).toBe(1);
+    });
+
+    it('rejects an event of another run or session', async () => {
+      const store = open();
+      await expect(store.append(makeEvent('other-run', 0))).rejects.toThrow(/belongs to run "other-run"/);
+      await expect(store.append(makeEvent(RUN, 0, { sessionKey: 'x' }))).rejects.toThrow(/sessionKey "x"/);
+    });
+
+    it('requires increasing seq and reports the last stored seq on reopen', async () => {
+      const store = open();
+      await fill(store, 3);
+      await expect(store.append(makeEvent(RUN, 2))).rejects.toThrow(/seq 2, not greater than the last stored seq 2/);
+      await store.close();
+      const again = open();
+      expect(await again.open()).toEqual({ lastSeq: 2, eventCount: 3 });
+      await again.append(makeEvent(RUN, 3));
+      expect(again.lastSeq).toBe(3);
+    });
+
+    it('appendBatch writes all or nothing when one event is invalid', async () => {
+      const store = open();
+      await fill(store, 2);
+      const batch = [makeEvent(RUN, 2), makeEvent(RUN, 3), { ...makeEvent(RUN, 4), v: 2 } as unknown as ReturnType<typeof makeEvent>];
+      await expect(store.appendBatch(batch)).rejects.toThrow(/event 2 of the batch/);
+      await expect(store.appendBatch([makeEvent(RUN, 5), makeEvent(RUN, 4)])).rejects.toThrow(/event 1 of the batch has seq 4/);
+      expect((await store.readAll()).map((e) => e.seq)).toEqual([0, 1]);
+    });
+
+    it('rejects appends after close', async () => {
+      const store = open();
+      await store.append(makeEvent(RUN, 0));
+      await store.close();
+      await expect(store.append(makeEvent(RUN, 1))).rejects.toThrow(/closed/);
+    });
+  });
+
+  describe('redaction', () => {
+    it('never writes secrets from payloads and marks the event', async () => {
+      const store = open({ durability: 'always' });
+      await store.append(
+        makeEvent(RUN, 0, {
+          payload: { headers: { Authorization: 'x' }, apiKey: 'plain-secret-value', text: `keys: ${Object.values(SECRETS).join(' and ')}` },
+        }),
+      );
+      await store.append(makeEvent(RUN, 1, { payload: { text: 'nothing here' } }));
+      const raw = readFileSync(store.paths.events, 'utf8');
+      for (const secret of [...Object.values(SECRETS), 'plain-secret-value']) expect(raw).not.toContain(secret.slice(8, 28));
+      const [first, second] = await store.readAll();
+      expect(first!.redaction).toEqual({ containsSecrets: true });
+      expect(first!.payload['apiKey']).toBe('[REDACTED]');
+      expect(second!.redaction).toBeUndefined();
+    });
+  });
+
+  describe('index and readPage', () => {
+    it('returns the same page as slicing the whole log, at every offset', async () => {
+      const store = open({ indexInterval: 7 });
+      await fill(store, 100);
+      const all = await store.readAll();
+      for (const offset of [0, 1, 6, 7, 8, 50, 93, 99, 100, 150]) {
+        expect(await store.readPage(10, offset)).toEqual(all.slice(offset, offset + 10));
+      }
+      const reader = open();
+      expect(await reader.readPage(5, 70)).toEqual(all.slice(70, 75));
+    });
+
+    it('records { line, offset, seq } every indexInterval events', async () => {
+      const store = open({ indexInterval: 10 });
+      await fill(store, 25);
+      await store.append(makeEvent(RUN, 25));
+      const entries = readFileSync(store.paths.index, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { line: number; offset: number; seq: number });
+      expect(entries.map((e) => e.line)).toEqual([0, 10, 20]);
+      const log = readFileSync(store.paths.events);
+      for (const e of entries) expect(JSON.parse(log.subarray(e.offset, log.indexOf(10, e.offset)).toString()).seq).toBe(e.seq);
+    });
+
+    it('seeks through the index instead of scanning from the start', async () => {
+      const store = open({ indexInterval: 100 });
+      await fill(store, 1000);
+      await store.close();
+      // Corrupt line 3: a scan from the start would hit it; a seek to offset 900 does not.
+      const text = readFileSync(store.paths.events, 'utf8').split('\n');
+      text[2] = '{"broken":';
+      writeFileSync(store.paths.events, text.join('\n'));
+      const reader = open();
+      expect((await reader.readPage(10, 900)).map((e) => e.seq)).toEqual(Array.from({ length: 10 }, (_, i) => 900 + i));
+      await expect(reader.readAll()).rejects.toThrow(/line 3/);
+    });
+
+    it('buildIndex rebuilds the index with a new interval', async () => {
+      const store = open({ indexInterval: 1000 });
+      await fill(store, 30);
+      await store.buildIndex(5);
+      const lines = readFileSync(store.paths.index, 'utf8').trimEnd().split('\n');
+      expect(lines.map((l) => (JSON.parse(l) as { line: number }).line)).toEqual([0, 5, 10, 15, 20, 25]);
+      await fill(store, 6, 30);
+      expect(readFileSync(store.paths.index, 'utf8').trimEnd().split('\n').length).toBe(8);
+      await expect(store.buildIndex(0)).rejects.toThrow(/positive integer/);
+    });
+
+    it('catches a missing or wrong index up with the log on open', async () => {
+      const store = open({ indexInterval: 10 });
+      await fill(store, 45);
+      await store.close();
+      const good = readFileSync(store.paths.index, 'utf8');
+      writeFileSync(store.paths.index, good.split('\n').slice(0, 2).join('\n') + '\n');
+      await open({ indexInterval: 10 }).open();
+      await stores[stores.length - 1]!.close();
+      expect(readFileSync(store.paths.index, 'utf8')).toBe(good);
+      writeFileSync(store.paths.index, '{"line":10,"offset":3,"seq":10}\n');
+      const again = open({ indexInterval: 10 });
+      await again.open();
+      expect(readFileSync(store.paths.index, 'utf8')).toBe(good);
+    });
+
+    it('a reader with a stale index still returns the right page', async () => {
+      const store = open({ indexInterval: 10 });
+      await fill(store, 40);
+      await store.close();
+      writeFileSync(store.paths.index, '{"line":0,"offset":0,"seq":0}\n{"line":30,"offset":5,"seq":30}\n');
+      const reader = open();
+      expect((await reader.readPage(3, 31)).map((e) => e.seq)).toEqual([31, 32, 33]);
+    });
+
+    it('validates readPage arguments', async () => {
+      const store = open();
+      await expect(store.readPage(-1, 0)).rejects.toThrow(/pageSize/);
+      await expect(store.readPage(1, 1.5)).rejects.toThrow(/offset/);
+    });
+  });
+
+  describe('crash damage', () => {
+    it('cuts a torn last line on open; readers ignore it before that', async () => {
+      const store = open();
+      await fill(store, 3);
+      await store.close();
+      appendFileSync(store.paths.events, '{"v":1,"id":"half');
+      const reader = open();
+      expect((await reader.readAll()).length).toBe(3);
+      expect((await reader.verify()).tornTailBytes).toBe('{"v":1,"id":"half'.length);
+      const writer = open();
+      expect(await writer.open()).toEqual({ lastSeq: 2, eventCount: 3 });
+      await writer.append(makeEvent(RUN, 3));
+      expect((await writer.readAll()).map((e) => e.seq)).toEqual([0, 1, 2, 3]);
+      expect(await writer.verify()).toMatchObject({ ok: true, lines: 4, tornTailBytes: 0 });
+    });
+
+    it('hides and then cuts a batch left unfinished by a crash', async () => {
+      const store = open();
+      await fill(store, 2);
+      await store.close();
+      const size = readFileSync(store.paths.events).length;
+      // What a crash in the middle of a 3-event batch leaves: the marker and two of its three lines.
+      const lines = [2, 3, 4].map((seq) => JSON.stringify(makeEvent(RUN, seq)) + '\n');
+      writeFileSync(store.paths.pendingBatch, JSON.stringify({ gen: 99, start: size, end: size + lines.join('').length }));
+      appendFileSync(store.paths.events, lines[0]! + lines[1]!);
+      const reader = open();
+      expect((await reader.readAll()).map((e) => e.seq)).toEqual([0, 1]);
+      expect((await reader.verify()).tornTailBytes).toBe(lines[0]!.length + lines[1]!.length);
+      const writer = open();
+      expect(await writer.open()).toEqual({ lastSeq: 1, eventCount: 2 });
+      expect(readFileSync(store.paths.events).length).toBe(size);
+      await writer.appendBatch([makeEvent(RUN, 2), makeEvent(RUN, 3)]);
+      expect((await open().readAll()).map((e) => e.seq)).toEqual([0, 1, 2, 3]);
+    });
+
+    it('reports a corrupt middle line by number, and skips it only when asked, never silently', async () => {
+      const store = open();
+      await fill(store, 5);
+      await store.close();
+      const text = readFileSync(store.paths.events, 'utf8').split('\n');
+      text[1] = 'garbage';
+      text[3] = JSON.stringify({ ...makeEvent(RUN, 3), type: 'bogus' });
+      writeFileSync(store.paths.events, text.join('\n'));
+      const reader = open();
+      await expect(reader.readAll()).rejects.toMatchObject({ line: 2, message: expect.stringMatching(/corrupt event at line 2 .*not JSON/) });
+      const seen: CorruptLine[] = [];
+      expect((await reader.readAll({ onCorrupt: (c) => seen.push(c) })).map((e) => e.seq)).toEqual([0, 2, 4]);
+      expect(seen.map((c) => c.line)).toEqual([2, 4]);
+      expect(seen[1]!.error).toMatch(/not a valid event \(type:/);
+      const warnings: string[] = [];
+      const onWarning = (w: Error): void => void warnings.push(w.message);
+      process.on('warning', onWarning);
+      try {
+        expect((await reader.readPage(10, 0, { onCorrupt: 'skip' })).length).toBe(3);
+        await new Promise((r) => setImmediate(r));
+      } finally {
+        process.off('warning', onWarning);
+      }
+      expect(warnings.join('\n')).toMatch(/skipped corrupt line 2/);
+      const report = await reader.verify();
+      expect(report).toMatchObject({ ok: false, lines: 5, events: 3 });
+      expect(report.corruptLines.map((c) => c.line)).toEqual([2, 4]);
+    });
+  });
+
+  describe('single writer', () => {
+    it('refuses a second writer in the same process, naming the holder', async () => {
+      const first = open();
+      await first.append(makeEvent(RUN, 0));
+      const second = open();
+      const error = await second.append(makeEvent(RUN, 1)).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockError);
+      expect((error as LockError).message).toMatch(/already has a writer: another store instance in this process holds .*events\.lock/);
+      expect((error as LockError).holder?.pid).toBe(process.pid);
+      expect((await second.readAll()).length).toBe(1);
+      await first.close();
+      expect(existsSync(first.paths.lock)).toBe(false);
+      await second.append(makeEvent(RUN, 1));
+    });
+
+    it('refuses a writer while another process holds the lock, and recovers the lock once that process is killed', async () => {
+      const child = spawnFixture('hold-lock.ts', [tmp.dir, 'sess', RUN]);
+      try {
+        await child.waitFor('ready');
+        const store = open();
+        await expect(store.open()).rejects.toThrow(new RegExp(`pid ${child.process.pid} on `));
+        child.process.kill('SIGKILL');
+        await child.exited;
+        await store.append(makeEvent(RUN, 0));
+        expect(JSON.parse(readFileSync(store.paths.lock, 'utf8')).pid).toBe(process.pid);
+      } finally {
+        child.process.kill('SIGKILL');
+      }
+    });
+
+    it('recovers a lock file left by a dead process and leaves no stray files', async () => {
+      const store = open();
+      await store.open();
+      await store.close();
+      writeFileSync(store.paths.lock, JSON.stringify({ pid: 2 ** 22 + 12345, host: (await import('node:os')).hostname(), createdAt: 1 }));
+      const again = open();
+      await again.append(makeEvent(RUN, 0));
+      await again.close();
+      expect(readdirSync(again.paths.dir).sort()).toEqual(['events.idx.jsonl', 'events.jsonl', 'events.pending']);
+    });
+
+    it('does not judge a lock from another host stale', async () => {
+      const store = open();
+      await store.open();
+      await store.close();
+      writeFileSync(store.paths.lock, JSON.stringify({ pid: 2 ** 22 + 12345, host: 'elsewhere', createdAt: 1 }));
+      await expect(open().open()).rejects.toThrow(/on elsewhere/);
+    });
+  });
+});

@@ -1,0 +1,145 @@
+import { readFileSync, readdirSync, rmSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MemoryStore, MemoryStoreError, tokenize, type MemoryItem } from '../../src/store/index.js';
+import { SECRETS, tempDir } from './helpers.js';
+
+const item = (id: string, content: string, extra: Partial<MemoryItem> = {}): MemoryItem => ({ id, content, createdAt: 1, ...extra });
+
+describe('tokenize', () => {
+  it('lowercases, splits on non-alphanumerics, drops short tokens and stopwords', () => {
+    expect(tokenize('The Quick-brown fox, a X; jumps_over café 42')).toEqual(['quick', 'brown', 'fox', 'jumps', 'over', 'café', '42']);
+  });
+});
+
+describe('MemoryStore', () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let stores: MemoryStore[];
+  const open = (): MemoryStore => {
+    const store = new MemoryStore({ dataDir: tmp.dir, durability: 'never' });
+    stores.push(store);
+    return store;
+  };
+  beforeEach(() => {
+    tmp = tempDir();
+    stores = [];
+  });
+  afterEach(async () => {
+    for (const s of stores) await s.close();
+    tmp.cleanup();
+  });
+
+  it('writes items to memory/shared/items/<id>.json and gets them back; null when absent', async () => {
+    const store = open();
+    await store.write(item('m1', 'hello world', { keywords: ['greeting'], metadata: { source: 'test' }, updatedAt: 2 }));
+    expect(await store.get('m1')).toEqual(item('m1', 'hello world', { keywords: ['greeting'], metadata: { source: 'test' }, updatedAt: 2 }));
+    expect(await store.get('nope')).toBeNull();
+    expect(readdirSync(store.paths.itemsDir)).toEqual(['m1.json']);
+  });
+
+  it('ranks by BM25: rarer terms and more occurrences in shorter documents rank higher', async () => {
+    const store = open();
+    await store.writeMany([
+      item('a', 'cat cat cat'),
+      item('b', 'cat dog'),
+      item('c', 'dog dog bird bird fish fish'),
+      item('d', 'cat ' + 'filler '.repeat(30)),
+      item('e', 'unrelated words only'),
+    ]);
+    const hits = await store.searchScored('cat', 10);
+    expect(hits.map((h) => h.item.id)).toEqual(['a', 'b', 'd']);
+    expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score);
+    // N = 5, df(cat) = 3: idf = ln(1 + (5 - 3 + 0.5) / 3.5); doc a has tf 3, length 3, avgdl = (3+2+6+31+3)/5.
+    const avgdl = 45 / 5;
+    const idf = Math.log(1 + 2.5 / 3.5);
+    const expected = (idf * 3 * 2.2) / (3 + 1.2 * (0.25 + (0.75 * 3) / avgdl));
+    expect(hits[0]!.score).toBeCloseTo(expected, 10);
+    expect((await store.search('bird dog', 1)).map((i) => i.id)).toEqual(['c']);
+    expect(await store.search('absent', 5)).toEqual([]);
+  });
+
+  it('breaks ties by id, deterministically', async () => {
+    const store = open();
+    await store.writeMany(['z', 'b', 'm', 'a'].map((id) => item(id, 'same words here')));
+    expect((await store.search('words', 3)).map((i) => i.id)).toEqual(['a', 'b', 'm']);
+  });
+
+  it('matches keywords as well as content', async () => {
+    const store = open();
+    await store.write(item('k', 'plain text', { keywords: ['Postgres', 'migration-plan'] }));
+    expect((await store.search('postgres plan', 5)).map((i) => i.id)).toEqual(['k']);
+  });
+
+  it('keeps keyword.json in step with writes, replacements and deletes', async () => {
+    const store = open();
+    await store.write(item('m1', 'alpha beta'));
+    await store.write(item('m2', 'beta gamma'));
+    await store.write(item('m1', 'delta'));
+    expect(await store.delete('m2')).toBe(true);
+    expect(await store.delete('m2')).toBe(false);
+    const index = JSON.parse(readFileSync(store.paths.keywordIndex, 'utf8'));
+    expect(index).toEqual({ v: 1, N: 1, totalLength: 1, docs: { m1: 1 }, terms: { delta: { m1: 1 } } });
+    expect(await store.get('m2')).toBeNull();
+    expect(await open().search('beta', 5)).toEqual([]);
+  });
+
+  it('rebuilds the index from the items when it is missing or corrupt', async () => {
+    const store = open();
+    await store.writeMany([item('a', 'red apple'), item('b', 'green apple')]);
+    await store.close();
+    const good = readFileSync(store.paths.keywordIndex, 'utf8');
+    rmSync(store.paths.keywordIndex);
+    expect((await open().search('apple', 5)).map((i) => i.id)).toEqual(['a', 'b']);
+    expect(JSON.parse(readFileSync(store.paths.keywordIndex, 'utf8'))).toEqual(JSON.parse(good));
+    writeFileSync(store.paths.keywordIndex, good.slice(0, 20));
+    expect((await open().search('green', 5)).map((i) => i.id)).toEqual(['b']);
+    writeFileSync(store.paths.keywordIndex, JSON.stringify({ ...JSON.parse(good), N: 7 }));
+    expect((await open().search('red', 5)).map((i) => i.id)).toEqual(['a']);
+    expect(JSON.parse(readFileSync(store.paths.keywordIndex, 'utf8'))).toEqual(JSON.parse(good));
+  });
+
+  it('reconciles the index with items written or deleted after it (a crash between the two writes)', async () => {
+    const store = open();
+    await store.writeMany([item('a', 'old words'), item('b', 'bee')]);
+    await store.close();
+    const past = new Date(Date.now() - 60_000);
+    utimesSync(store.paths.keywordIndex, past, past);
+    writeFileSync(`${store.paths.itemsDir}/a.json`, JSON.stringify(item('a', 'new words')));
+    writeFileSync(`${store.paths.itemsDir}/c.json`, JSON.stringify(item('c', 'new item')));
+    unlinkSync(`${store.paths.itemsDir}/b.json`);
+    const fresh = open();
+    expect((await fresh.search('new', 5)).map((i) => i.id)).toEqual(['a', 'c']);
+    expect(await fresh.search('old', 5)).toEqual([]);
+    expect(await fresh.search('bee', 5)).toEqual([]);
+  });
+
+  it('validates items and ids before writing anything', async () => {
+    const store = open();
+    await expect(store.write({ id: 'x', content: 5 } as unknown as MemoryItem)).rejects.toThrow(/invalid memory item "x": content/);
+    await expect(store.writeMany([item('ok', 'fine'), item('../x', 'bad')])).rejects.toThrow(/invalid memory id/);
+    expect(await store.get('ok')).toBeNull();
+    await expect(store.search('x', -1)).rejects.toThrow(MemoryStoreError);
+  });
+
+  it('reports a corrupt item file with its path', async () => {
+    const store = open();
+    await store.write(item('a', 'x'));
+    writeFileSync(`${store.paths.itemsDir}/a.json`, '{oops');
+    await expect(store.get('a')).rejects.toThrow(/corrupt memory item .*a\.json: not JSON/);
+  });
+
+  it('never writes secrets in content, keywords or metadata', async () => {
+    const store = open();
+    await store.write(item('s', `remember ${SECRETS.jwt}`, { keywords: [SECRETS.openai], metadata: { password: 'pw-plain-123' } }));
+    const raw = readFileSync(`${store.paths.itemsDir}/s.json`, 'utf8') + readFileSync(store.paths.keywordIndex, 'utf8');
+    for (const secret of [SECRETS.jwt, SECRETS.openai, 'pw-plain-123']) expect(raw).not.toContain(secret);
+    expect((await store.get('s'))?.content).toBe('remember [REDACTED]');
+  });
+
+  it('lets one process at a time write memory', async () => {
+    const first = open();
+    await first.write(item('a', 'x'));
+    await expect(open().write(item('b', 'y'))).rejects.toThrow(/shared memory already has a writer/);
+    await first.close();
+    await open().write(item('b', 'y'));
+  });
+});
