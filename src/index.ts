@@ -4,3 +4,4 @@
 export * from './flow/index.js';
 export * from './backpack/index.js';
 export * from './events/index.js';
+export * from './nodes/index.js';

@@ -336,7 +336,7 @@ describe('nested flows', () => {
 
 describe('BatchFlow and ParallelBatchFlow', () => {
   type S = { seen: string[] };
-  class Record extends Node<S> {
+  class RecordFile extends Node<S> {
     override prep(_s: S, scope: RunScope) {
       return scope.params;
     }
@@ -357,8 +357,8 @@ describe('BatchFlow and ParallelBatchFlow', () => {
         return files;
       }
     }
-    const first = new Record({ id: 'read' });
-    first.next(new Record({ id: 'write' }));
+    const first = new RecordFile({ id: 'read' });
+    first.next(new RecordFile({ id: 'write' }));
     const s: S = { seen: [] };
     await new PerFile({ start: first }).run(s);
     expect(s.seen).toEqual(['read:a.txt', 'write:a.txt', 'read:b.txt', 'write:b.txt', 'read:c.txt', 'write:c.txt']);
@@ -422,7 +422,7 @@ describe('BatchFlow and ParallelBatchFlow', () => {
         return [1, 2] as unknown as Record<string, unknown>[];
       }
     }
-    await expect(new Bad({ id: 'bad', start: new Record() }).run({ seen: [] })).rejects.toThrow(
+    await expect(new Bad({ id: 'bad', start: new RecordFile() }).run({ seen: [] })).rejects.toThrow(
       `Batch flow 'bad': prep must return an array of parameter objects`,
     );
   });

@@ -1,0 +1,321 @@
+import type { ZodType } from 'zod';
+import type { Backpack, BackpackHandle, NodePermissions } from '../backpack/index.js';
+import { newSpanId, StreamEventType, type EventStreamer } from '../events/index.js';
+import { FlowError, Node, type Attempt, type BaseNode, type RunScope } from '../flow/index.js';
+import { ContractValidationError, type ContractViolation } from './errors.js';
+import { currentExecution, type NodeExecution } from './execution.js';
+import type { Flow } from './flow.js';
+
+/**
+ * How a BackpackNode is configured: an id, optional namespace segment and retry settings, and any params of its own
+ * (these are what a flow exports to JSON).
+ */
+export interface BackpackNodeConfig {
+  /** Unique within its flow. */
+  id: string;
+  /** Namespace segment; wins over the class's static `namespaceSegment` and the id (DESIGN D4). */
+  namespaceSegment?: string;
+  /** Total attempts of exec (D1). */
+  maxRetries?: number;
+  /** Milliseconds between attempts. */
+  retryDelayMs?: number;
+  [param: string]: unknown;
+}
+
+/** What the flow hands a node it creates. */
+export interface NodeContext {
+  /** The node's full namespace. */
+  namespace: string;
+  /** The flow's backpack (the owner's view); the node gets a handle bound to its identity. */
+  backpack: Backpack;
+  eventStreamer: EventStreamer;
+  /** The flow the node belongs to. */
+  flow: Flow;
+  /** Non-serializable things the node may need (LLM clients, the context engine), from the flow. */
+  deps?: DependencyLookup;
+}
+
+/** Read access to injected dependencies; the serialization module's DependencyContainer is one. */
+export interface DependencyLookup {
+  get<T = unknown>(key: string): T;
+  has(key: string): boolean;
+}
+
+/** Zod schemas per backpack key: a node's data contract. */
+export type DataContract = Record<string, ZodType>;
+
+/** A BackpackNode class as `Flow.addNode` takes it. */
+export interface BackpackNodeClass<T extends BackpackNode = BackpackNode> {
+  new (config: any, context: NodeContext): T;
+  namespaceSegment?: string;
+  inputs?: DataContract;
+  outputs?: DataContract;
+  paramsSchema?: ZodType;
+}
+
+const SEGMENT_KEYS = new Set(['id', 'namespaceSegment', 'maxRetries', 'retryDelayMs']);
+
+/**
+ * A node that works on the Backpack. The flow that adds it assigns its namespace and gives it a handle bound to its
+ * identity (DESIGN D6): everything it packs carries its id, class name and namespace, and the Backpack checks its
+ * permissions on every access. `prep(backpack)` and `post(backpack, prepRes, execRes)` receive that handle; `exec` is
+ * retried per `maxRetries` (D1). Optional `static inputs` / `static outputs` contracts are checked before `prep` and
+ * after `post`.
+ *
+ * A composite node runs an internal flow: build it once up front by overriding `buildInternalFlow(flow)` (then the
+ * default `exec` runs it), or call `createInternalFlow()` inside `exec` (once per execution) (D13).
+ */
+export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
+  /** The namespace segment of every node of this class, unless its config names one. */
+  static namespaceSegment?: string;
+  /** Contract checked before prep: schema per backpack key. */
+  static inputs?: DataContract;
+  /** Contract checked after post: schema per backpack key. */
+  static outputs?: DataContract;
+  /**
+   * Schema of the node's params (its config without id, segment and retry settings), checked when the node is
+   * created. Mark secret params with `.meta({ secret: true })`: they export as `'***'` (DESIGN D14).
+   */
+  static paramsSchema?: ZodType;
+
+  /** The node's full namespace, assigned by its flow. */
+  readonly namespace: string;
+  /** The configuration the node was created with (its params are what exports to JSON). */
+  readonly config: Readonly<BackpackNodeConfig>;
+  /** The flow's event streamer. */
+  readonly eventStreamer: EventStreamer;
+  /** The flow this node belongs to. */
+  readonly flow: Flow;
+  /** Injected dependencies (from the flow), if any. */
+  readonly deps: DependencyLookup | undefined;
+  /**
+   * Access rules registered with the Backpack when the node is added to a flow (D9). Declare as a class field:
+   * `override readonly permissions = { read: ['query'], write: ['answer'] }`.
+   */
+  readonly permissions?: NodePermissions;
+
+  readonly #handle: BackpackHandle;
+  #internalFlow: Flow | undefined;
+  #internalFlowDeclared = false;
+
+  constructor(config: BackpackNodeConfig, context: NodeContext) {
+    super(config);
+    if (!context || typeof context.namespace !== 'string') {
+      throw new TypeError(
+        `${new.target.name} '${config?.id}': a BackpackNode is created by its flow: use flow.addNode(${new.target.name}, { id: ... })`,
+      );
+    }
+    this.config = Object.freeze({ ...config });
+    const schema = new.target.paramsSchema;
+    if (schema) {
+      const result = schema.safeParse(this.params);
+      if (!result.success) {
+        const problems = result.error.issues.map((i) => `params.${i.path.join('.') || '(root)'}: ${i.message}`);
+        throw new TypeError(`${new.target.name} '${config.id}': invalid params: ${problems.join('; ')}`);
+      }
+    }
+    this.namespace = context.namespace;
+    this.eventStreamer = context.eventStreamer;
+    this.flow = context.flow;
+    this.deps = context.deps;
+    this.#handle = context.backpack.forNode({ nodeId: this.id, nodeName: new.target.name, namespace: this.namespace });
+  }
+
+  /** Routes `action` to `node`; refused once the node's flow has run (internal flows are immutable after their first run). */
+  override on(action: string, node: BaseNode): this {
+    if (this.flow?.sealed) {
+      throw new FlowError(`Node '${this.id}' belongs to flow '${this.flow.id}', which has already run: its routes cannot change`);
+    }
+    return super.on(action, node);
+  }
+
+  /** The node's params: its config without id, namespace segment and retry settings. */
+  get params(): Readonly<Record<string, unknown>> {
+    const params: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(this.config)) if (!SEGMENT_KEYS.has(key)) params[key] = value;
+    return params;
+  }
+
+  /** The backpack as this node sees it: in an execution, that execution's handle. */
+  get backpack(): BackpackHandle {
+    const execution = currentExecution.getStore();
+    return execution?.node === this ? execution.handle : this.#handle;
+  }
+
+  /** Packs `value` under `key` as this node. */
+  pack(key: string, value: unknown, options?: Parameters<BackpackHandle['pack']>[2]): void {
+    this.backpack.pack(key, value, options);
+  }
+
+  /** The value under `key` if this node may read it, else undefined. */
+  unpack<T = unknown>(key: string): T | undefined {
+    return this.backpack.unpack(key) as T | undefined;
+  }
+
+  /** The value under `key`; throws if it is missing or this node may not read it. */
+  unpackRequired<T = unknown>(key: string): T {
+    return this.backpack.unpackRequired(key) as T;
+  }
+
+  /** Values of the items whose source namespace matches `pattern` (D5), as far as this node may read them. */
+  unpackByNamespace(pattern: string): Record<string, unknown> {
+    return this.backpack.unpackByNamespace(pattern);
+  }
+
+  /** The internal flow of a composite node (the latest one built), if any. */
+  get internalFlow(): Flow | undefined {
+    this.#declareInternalFlow();
+    return this.#internalFlow;
+  }
+
+  /** True when the node has an internal flow. */
+  isComposite(): boolean {
+    return this.internalFlow !== undefined;
+  }
+
+  /**
+   * Override to declare the internal flow once, up front: add nodes to `flow` and wire them. Then `exportFlow` sees the
+   * internal flow before any run, and the default `exec` runs it.
+   */
+  protected buildInternalFlow?(flow: Flow): void;
+
+  /**
+   * Creates the internal flow: it inherits this node's namespace, backpack and event streamer. Inside an execution it
+   * may be called once per execution (each execution builds a fresh flow, so the node runs any number of times);
+   * outside an execution, once per node. A second call throws.
+   */
+  createInternalFlow(): Flow {
+    const execution = currentExecution.getStore();
+    if (execution?.node === this) {
+      if (execution.internalFlowCreated) {
+        throw new FlowError(`Internal flow already created for node '${this.id}' in this execution: call createInternalFlow() once per execution`);
+      }
+      execution.internalFlowCreated = true;
+    } else if (this.#internalFlow) {
+      throw new FlowError(`Internal flow already exists for node '${this.id}': call createInternalFlow() only once`);
+    }
+    this.#internalFlow = this.flow.createChildFlow(this);
+    return this.#internalFlow;
+  }
+
+  /**
+   * Gives the node a ready internal flow (a flow loader does this for a composite loaded from config); the default
+   * `exec` runs it. Replaces any declared one.
+   */
+  attachInternalFlow(flow: Flow): void {
+    this.#internalFlowDeclared = true;
+    this.#internalFlow = flow;
+  }
+
+  #declareInternalFlow(): void {
+    if (this.#internalFlowDeclared || !this.buildInternalFlow) return;
+    this.#internalFlowDeclared = true;
+    const flow = this.flow.createChildFlow(this);
+    this.buildInternalFlow(flow);
+    this.#internalFlow = flow;
+  }
+
+  /** Reads what exec needs, through this node's backpack handle. */
+  override prep(_backpack: BackpackHandle, _scope: RunScope): P | Promise<P> {
+    return undefined as P;
+  }
+
+  /** Default exec: runs the declared or attached internal flow, if there is one, and returns its last action. */
+  override exec(_prepRes: P, _attempt: Attempt): E | Promise<E> {
+    const flow = this.internalFlow;
+    if (flow && this.#internalFlowDeclared) return flow.run() as Promise<E>;
+    return undefined as E;
+  }
+
+  /** Writes results through this node's backpack handle and returns the action to route on. */
+  override post(_backpack: BackpackHandle, _prepRes: P, _execRes: E): string | undefined | Promise<string | undefined> {
+    return undefined;
+  }
+
+  protected override onAttemptFailed(error: unknown, attempt: Attempt, delayMs: number, _scope: RunScope): void {
+    const execution = currentExecution.getStore();
+    if (execution?.node === this) execution.failedAttempts++;
+    this.#emit(StreamEventType.NODE_RETRY, execution, {
+      attempt: attempt.attempt,
+      maxRetries: attempt.maxAttempts,
+      delayMs,
+      error: describeError(error),
+    });
+  }
+
+  /** One execution: contracts, prep, exec with retries, post, each reported as an event of this node's span. */
+  override _run(_shared: unknown, scope: RunScope): Promise<string | undefined> {
+    const spanId = newSpanId();
+    const execution: NodeExecution = {
+      node: this,
+      scope,
+      spanId,
+      handle: this.#handle.backpack.forNode(this.#handle.identity, { runId: scope.runId, spanId }),
+      internalFlowCreated: false,
+      failedAttempts: 0,
+    };
+    return currentExecution.run(execution, () => this.#lifecycle(execution));
+  }
+
+  async #lifecycle(execution: NodeExecution): Promise<string | undefined> {
+    const { handle, scope } = execution;
+    const ctor = this.constructor as BackpackNodeClass;
+    const started = performance.now();
+    this.#emit(StreamEventType.NODE_START, execution, {});
+    let phase: 'contract' | 'prep' | 'exec' | 'post' = 'contract';
+    try {
+      if (ctor.inputs) this.#checkContract('input', ctor.inputs, handle);
+      phase = 'prep';
+      let mark = performance.now();
+      const prepRes = await this.prep(handle, scope);
+      this.#emit(StreamEventType.PREP_COMPLETE, execution, { durationMs: performance.now() - mark });
+      phase = 'exec';
+      mark = performance.now();
+      const execRes = await this._exec(prepRes, scope);
+      this.#emit(StreamEventType.EXEC_COMPLETE, execution, {
+        durationMs: performance.now() - mark,
+        attempts: execution.failedAttempts + 1,
+      });
+      phase = 'post';
+      const action = await this.post(handle, prepRes, execRes);
+      phase = 'contract';
+      if (ctor.outputs) this.#checkContract('output', ctor.outputs, handle);
+      this.#emit(StreamEventType.NODE_END, execution, { action: action ?? 'default', durationMs: performance.now() - started });
+      return action;
+    } catch (error) {
+      this.#emit(StreamEventType.ERROR, execution, { phase, error: describeError(error) });
+      throw error;
+    }
+  }
+
+  #checkContract(direction: 'input' | 'output', contract: DataContract, handle: BackpackHandle): void {
+    const violations: ContractViolation[] = [];
+    for (const [key, schema] of Object.entries(contract)) {
+      const result = schema.safeParse(handle.peek(key));
+      if (result.success) continue;
+      for (const issue of result.error.issues) {
+        const missing = issue.path.length === 0 && !handle.has(key);
+        violations.push({ key, path: issue.path.join('.'), message: missing ? `missing (${issue.message})` : issue.message });
+      }
+    }
+    if (violations.length > 0) throw new ContractValidationError(this.id, direction, violations);
+  }
+
+  #emit(type: (typeof StreamEventType)[keyof typeof StreamEventType], execution: NodeExecution | undefined, payload: Record<string, unknown>): void {
+    this.eventStreamer.emit({
+      type,
+      nodeId: this.id,
+      nodeName: this.constructor.name,
+      namespace: this.namespace,
+      runId: execution?.scope.runId,
+      spanId: execution?.spanId,
+      parentSpanId: execution?.scope.spanId,
+      payload,
+    });
+  }
+}
+
+/** The name and message of an error, for event payloads. */
+export function describeError(error: unknown): { name: string; message: string } {
+  return error instanceof Error ? { name: error.name, message: error.message } : { name: 'Error', message: String(error) };
+}

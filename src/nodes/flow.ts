@@ -1,0 +1,280 @@
+import { Backpack, type BackpackHandle, type BackpackOptions } from '../backpack/index.js';
+import { EventStreamer, StreamEventType, newRunId, newSpanId } from '../events/index.js';
+import {
+  BaseFlow,
+  BaseNode,
+  FlowError,
+  ROOT_SCOPE,
+  enterScope,
+  missingRouteMessage,
+  type MissingRoutePolicy,
+  type RunScope,
+} from '../flow/index.js';
+import { BackpackNode, describeError, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
+import { currentExecution } from './execution.js';
+import { checkNamespace, composeNamespace } from './namespace.js';
+
+/** Options of a namespaced flow. */
+export interface FlowOptions {
+  /** Id of the flow (as a node inside another flow). Default: its namespace, or `'flow'`. */
+  id?: string;
+  /** The flow's namespace; its nodes' namespaces are composed under it. Default: empty (top level). */
+  namespace?: string;
+  /** The Backpack to share (or a node's handle, whose backpack is used). Default: a new one. */
+  backpack?: Backpack | BackpackHandle;
+  /** Options for the Backpack the flow creates when none is given. */
+  backpackOptions?: BackpackOptions;
+  /** Where the flow's events go. Default: a new EventStreamer. */
+  eventStreamer?: EventStreamer;
+  /** Most steps per execution (default 1000). */
+  maxSteps?: number;
+  /** What to do with an action that has no route (default 'warn': end the flow and emit `route.missing`). */
+  onMissingRoute?: MissingRoutePolicy;
+  /** Dependencies handed to every node (and inherited by internal flows and subflows). */
+  deps?: DependencyLookup;
+}
+
+/** Something that turns a flow config (JSON) into a Flow: the serialization module's FlowLoader. */
+export interface FlowConfigLoader {
+  loadFlow(config: unknown, deps?: unknown): Promise<Flow>;
+}
+
+let defaultConfigLoader: FlowConfigLoader | undefined;
+
+/** Sets the loader `Flow.fromConfig` uses when none is passed (the serialization module sets its default loader). */
+export function setDefaultFlowConfigLoader(loader: FlowConfigLoader): void {
+  defaultConfigLoader = loader;
+}
+
+/** Options for running a flow at the top level. */
+export interface FlowRunOptions {
+  /** Run id for the events (default: a new one). */
+  runId?: string;
+  /** Aborts the run before its next step. */
+  signal?: AbortSignal;
+  /** Resume position: node ids from the outermost flow inwards. */
+  resume?: string[];
+  /** Called after every step, awaited (the durable runtime checkpoints here). */
+  onStep?: RunScope['onStep'];
+}
+
+/**
+ * A flow of BackpackNodes with graph-assigned namespaces (tech spec decision 5, DESIGN D4): `addNode(NodeClass,
+ * config)` creates a node whose namespace is this flow's namespace plus the node's segment, bound to the flow's
+ * Backpack and event streamer. The first node added is the entry unless `setEntryNode` says otherwise. Every step,
+ * route and state access is reported as an event.
+ */
+export class Flow extends BaseFlow<any> {
+  /** The flow's namespace ('' at the top level). */
+  readonly namespace: string;
+  /** The Backpack every node of the flow shares. */
+  readonly backpack: Backpack;
+  /** The stream every event of the flow goes to. */
+  readonly eventStreamer: EventStreamer;
+  /** Dependencies handed to every node. */
+  readonly deps: DependencyLookup | undefined;
+  readonly #nodes = new Map<string, BaseNode>();
+  readonly #namespaces = new Map<string, string>();
+  #sealed = false;
+
+  constructor(options: FlowOptions = {}) {
+    const namespace = options.namespace ? checkNamespace(options.namespace, 'Flow namespace') : '';
+    super({ id: options.id ?? (namespace || 'flow'), maxSteps: options.maxSteps, onMissingRoute: options.onMissingRoute });
+    this.namespace = namespace;
+    this.eventStreamer = options.eventStreamer ?? new EventStreamer();
+    this.deps = options.deps;
+    const given = options.backpack;
+    this.backpack =
+      given instanceof Backpack ? given : given ? given.backpack : new Backpack(undefined, { ...options.backpackOptions, eventStreamer: this.eventStreamer });
+  }
+
+  /**
+   * Loads a flow from its JSON config with the node types registered on the loader (default: the package's default
+   * FlowLoader). Refuses an invalid config with every problem and its JSON path.
+   */
+  static fromConfig(config: unknown, options: { loader?: FlowConfigLoader; deps?: unknown } = {}): Promise<Flow> {
+    const loader = options.loader ?? defaultConfigLoader;
+    if (!loader) return Promise.reject(new FlowError('Flow.fromConfig: no flow loader is set; pass { loader } or import the package entry point'));
+    return loader.loadFlow(config, options.deps);
+  }
+
+  /**
+   * Creates a node of `NodeClass` with `config`, composes its namespace (config segment, else the class's static
+   * `namespaceSegment`, else the id), registers its permissions with the Backpack and returns it.
+   */
+  addNode<T extends BackpackNode>(NodeClass: BackpackNodeClass<T>, config: BackpackNodeConfig): T {
+    this.#checkOpen('add a node');
+    if (typeof NodeClass !== 'function' || (NodeClass !== BackpackNode && !(NodeClass.prototype instanceof BackpackNode))) {
+      throw new TypeError(`Flow '${this.id}': addNode takes a BackpackNode class, got ${String(NodeClass)}`);
+    }
+    if (!config || typeof config.id !== 'string' || config.id === '') {
+      throw new TypeError(`Flow '${this.id}': addNode(${NodeClass.name}, config) needs config.id, a non-empty string`);
+    }
+    if (this.#nodes.has(config.id)) {
+      throw new FlowError(`Flow '${this.id}' already has a node with id '${config.id}': node ids must be unique within a flow`);
+    }
+    const segment = checkNamespace(config.namespaceSegment ?? NodeClass.namespaceSegment ?? config.id, `Namespace segment of node '${config.id}'`);
+    const namespace = composeNamespace(this.namespace, segment);
+    const holder = this.#namespaces.get(namespace);
+    if (holder !== undefined) {
+      throw new FlowError(
+        `Nodes '${holder}' and '${config.id}' of flow '${this.id}' would share namespace '${namespace}': ` +
+          `give one of them its own segment with config.namespaceSegment`,
+      );
+    }
+    const node = new NodeClass(config, { namespace, backpack: this.backpack, eventStreamer: this.eventStreamer, flow: this, deps: this.deps });
+    if (node.permissions) this.backpack.registerPermissions(node.id, node.permissions);
+    this.#nodes.set(node.id, node);
+    this.#namespaces.set(namespace, node.id);
+    if (!this.entryNode) super.setEntryNode(node);
+    return node;
+  }
+
+  override setEntryNode(node: BaseNode): this {
+    this.#checkOpen('change the entry node');
+    if (node instanceof BackpackNode && this.#nodes.get(node.id) !== node) {
+      throw new FlowError(`Flow '${this.id}': entry node '${node.id}' was not added to this flow (use flow.addNode)`);
+    }
+    return super.setEntryNode(node);
+  }
+
+  /** The node added with `id`, or undefined. */
+  getNode(id: string): BaseNode | undefined {
+    return this.#nodes.get(id);
+  }
+
+  /** Every node added to this flow, in the order added. */
+  getAllNodes(): BaseNode[] {
+    return [...this.#nodes.values()];
+  }
+
+  /** True once the flow has run: its nodes and routes can no longer change. */
+  get sealed(): boolean {
+    return this.#sealed;
+  }
+
+  /**
+   * A flow nested under this one's namespace (`namespace` is a segment, or several), sharing its Backpack and
+   * event streamer. Route to it like to any node.
+   */
+  addSubflow(options: { namespace: string; id?: string; maxSteps?: number; onMissingRoute?: MissingRoutePolicy }): Flow {
+    this.#checkOpen('add a subflow');
+    const segment = checkNamespace(options.namespace, `Subflow namespace of flow '${this.id}'`);
+    return new Flow({
+      id: options.id ?? segment,
+      namespace: composeNamespace(this.namespace, segment),
+      backpack: this.backpack,
+      eventStreamer: this.eventStreamer,
+      deps: this.deps,
+      maxSteps: options.maxSteps ?? this.maxSteps,
+      onMissingRoute: options.onMissingRoute ?? this.onMissingRoute,
+    });
+  }
+
+  /** The internal flow of a composite node: the node's namespace, this flow's Backpack and streamer. */
+  createChildFlow(node: BackpackNode): Flow {
+    return new Flow({
+      id: node.id,
+      namespace: node.namespace,
+      backpack: this.backpack,
+      eventStreamer: this.eventStreamer,
+      deps: this.deps,
+      maxSteps: this.maxSteps,
+      onMissingRoute: this.onMissingRoute,
+    });
+  }
+
+  /**
+   * Runs the flow. `input` entries are packed into the Backpack first (by the owner, attributed to no node). Inside
+   * a node's execution (a composite's internal flow), the flow runs as part of that execution: same run, nested span.
+   * At the top level it is a run of its own, reported by `run.started` and `run.completed` or `run.failed`.
+   */
+  override async run(input?: Record<string, unknown>, options: FlowRunOptions = {}): Promise<string | undefined> {
+    if (input !== undefined) {
+      if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+        throw new TypeError(`Flow '${this.id}': run(input) takes an object of backpack keys to values`);
+      }
+      for (const [key, value] of Object.entries(input)) this.backpack.pack(key, value);
+    }
+    const parent = currentExecution.getStore();
+    if (parent) {
+      return this.execute(this.backpack, enterScope(parent.scope, parent.node.id, { spanId: parent.spanId }));
+    }
+    return this.#runTopLevel(options);
+  }
+
+  async #runTopLevel(options: FlowRunOptions): Promise<string | undefined> {
+    const runId = options.runId ?? newRunId();
+    const spanId = newSpanId();
+    const scope: RunScope = { ...ROOT_SCOPE, runId, spanId, signal: options.signal, resume: options.resume, onStep: options.onStep };
+    const started = performance.now();
+    let steps = 0;
+    const countingScope: RunScope = { ...scope, onStep: options.onStep ? (b) => (steps++, options.onStep!(b)) : () => void steps++ };
+    this.eventStreamer.emit({
+      type: StreamEventType.RUN_START,
+      runId,
+      spanId,
+      namespace: this.namespace || undefined,
+      payload: { flowNamespace: this.namespace, entryNodeId: this.entryNode?.id ?? null, resumed: Boolean(options.resume?.length) },
+    });
+    try {
+      const action = await this.execute(this.backpack, countingScope);
+      this.eventStreamer.emit({
+        type: StreamEventType.RUN_END,
+        runId,
+        spanId,
+        namespace: this.namespace || undefined,
+        payload: { durationMs: performance.now() - started, steps, action: action ?? 'default' },
+      });
+      return action;
+    } catch (error) {
+      this.eventStreamer.emit({
+        type: StreamEventType.RUN_ERROR,
+        runId,
+        spanId,
+        namespace: this.namespace || undefined,
+        payload: { durationMs: performance.now() - started, steps, error: describeError(error) },
+      });
+      throw error;
+    }
+  }
+
+  protected override execute(shared: Backpack, scope: RunScope): Promise<string | undefined> {
+    this.#sealed = true;
+    return super.execute(shared, scope);
+  }
+
+  protected override routeTaken(from: BaseNode, action: string, to: BaseNode, scope: RunScope): void {
+    this.eventStreamer.emit({
+      type: StreamEventType.ROUTE,
+      runId: scope.runId,
+      parentSpanId: scope.spanId,
+      nodeId: from.id,
+      namespace: namespaceOf(from, this.namespace),
+      payload: { action, from: from.id, to: to.id },
+    });
+  }
+
+  protected override routeMissing(from: BaseNode, action: string, scope: RunScope): void {
+    if (this.onMissingRoute === 'end') return;
+    if (this.onMissingRoute === 'throw') throw new FlowError(missingRouteMessage(this.id, from, action));
+    this.eventStreamer.emit({
+      type: StreamEventType.ROUTE_MISSING,
+      runId: scope.runId,
+      parentSpanId: scope.spanId,
+      nodeId: from.id,
+      namespace: namespaceOf(from, this.namespace),
+      payload: { action, from: from.id, available: [...from.successors.keys()] },
+    });
+  }
+
+  #checkOpen(what: string): void {
+    if (this.#sealed) {
+      throw new FlowError(`Flow '${this.id}' has already run and cannot change: cannot ${what}. Build a new flow instead.`);
+    }
+  }
+}
+
+function namespaceOf(node: BaseNode, fallback: string): string | undefined {
+  return node instanceof BackpackNode || node instanceof Flow ? node.namespace || undefined : fallback || undefined;
+}

@@ -1,0 +1,7 @@
+export { BackpackNode, describeError } from './backpack-node.js';
+export type { BackpackNodeConfig, BackpackNodeClass, NodeContext, DataContract, DependencyLookup } from './backpack-node.js';
+export { Flow, setDefaultFlowConfigLoader } from './flow.js';
+export type { FlowOptions, FlowRunOptions, FlowConfigLoader } from './flow.js';
+export { ContractValidationError } from './errors.js';
+export type { ContractViolation } from './errors.js';
+export { composeNamespace, checkNamespace } from './namespace.js';
