@@ -1,0 +1,607 @@
+import { resolve as resolvePath } from 'node:path';
+import { authorize, checkAgentId, checkIdentity, type AgentIdentity, type AgentRole } from './agents.js';
+import { composeFrames, type ComposedContext, type CompositionPolicy } from './compose.js';
+import { ContextError } from './errors.js';
+import {
+  checkFrameInput,
+  checkFrameType,
+  computeFrameId,
+  nodeBasisHash,
+  synthesisBasisHash,
+  type Frame,
+  type FrameInput,
+} from './frames.js';
+import { compareCodePoints, isHexId, loadHashBackend, type HashBackend } from './hash.js';
+import { IgnoreRules } from './ignore-rules.js';
+import { displayPath, parentPath, toWorkspacePath } from './paths.js';
+import { scanWorkspace } from './scan.js';
+import { MerkleStore } from './store.js';
+import { headEntry, markStale, recordFrame, type StoreState } from './state.js';
+import {
+  policyFromKey,
+  resolvePolicy,
+  type CustomSynthesisFn,
+  type ResolvedPolicy,
+  type SynthesisChild,
+  type SynthesisPolicy,
+} from './synthesis.js';
+import type { NodeRecord, Tree } from './tree.js';
+import { validateStore, type ValidationReport } from './validate.js';
+import { candidatesOf, checkMaxFrames, comparatorFor, filterCandidates, type ContextView } from './view.js';
+import { startWatch, type ContextWatcher, type WatchEvent, type WatchOptions } from './watch.js';
+
+/** Options for {@link ContextEngine.open}. */
+export interface ContextEngineOptions {
+  /** Extra `.gitignore`-syntax patterns, relative to the workspace root. */
+  readonly ignore?: readonly string[];
+  /** Apply the default ignored names (`.git`, `node_modules`, …; default true). `.merkle/` is always ignored. */
+  readonly defaultIgnores?: boolean;
+  /** Force a BLAKE3 implementation (default: native, falling back to wasm). */
+  readonly hashBackend?: 'native' | 'wasm';
+  /** How long a writer waits for the workspace lock (default 10 s). */
+  readonly lockTimeoutMs?: number;
+}
+
+/** Result of {@link ContextEngine.scan}. */
+export interface ScanReport {
+  readonly root: string;
+  readonly nodes: number;
+  /** Files and symlinks read and hashed by this scan (the rest came from the stat cache). */
+  readonly hashed: number;
+  /** Whether the stored tree changed. */
+  readonly changed: boolean;
+  /** Paths whose NodeID changed, appeared or disappeared, in code-point order. */
+  readonly changedPaths: string[];
+}
+
+/** Result of {@link ContextEngine.status}. */
+export interface StatusReport {
+  /** Root NodeID, null before the first scan. */
+  readonly root: string | null;
+  readonly nodes: number;
+  readonly frames: number;
+  readonly heads: number;
+  /** Heads marked stale or made for a node version that is no longer current. */
+  readonly stale: number;
+  readonly agents: number;
+}
+
+/** The spec's NodeContext: a node and the frames a view selects. */
+export interface NodeContext {
+  readonly nodeId: string;
+  readonly nodeRecord: NodeRecord;
+  readonly frames: Frame[];
+  /** All frames attached to the node, whatever the view selects. */
+  readonly frameCount: number;
+}
+
+/** One frame of a node's frame set, without its content. */
+export interface FrameSummary {
+  readonly frameId: string;
+  readonly type: string;
+  readonly agentId: string;
+  readonly seq: number;
+  readonly nodeId: string;
+  readonly isHead: boolean;
+}
+
+/** A head, named by node path and frame type. */
+export interface HeadRef {
+  readonly path: string;
+  readonly type: string;
+  readonly frameId: string;
+}
+
+/** Result of {@link ContextEngine.regenerate}. */
+export interface RegenerateResult {
+  /** New frames, bottom-up. */
+  readonly regenerated: string[];
+  /** Agent-written heads whose basis changed: only their agent can renew them. */
+  readonly needsAgent: HeadRef[];
+  /** Heads outside the scope that depend on a regenerated frame, now marked stale (not regenerated). */
+  readonly markedStale: HeadRef[];
+}
+
+/** Options for {@link ContextEngine.regenerate}. */
+export interface RegenerateOptions {
+  /** Regenerate the node's whole subtree, bottom-up (default: the node only). */
+  readonly recursive?: boolean;
+}
+
+/**
+ * Read and write access bound to one agent (the spec's AgentAdapter). The role is checked on every call.
+ */
+export interface AgentAdapter {
+  readonly agentId: string;
+  readContext(node: string, view?: ContextView): Promise<NodeContext>;
+  writeContext(node: string, frame: FrameInput): Promise<string>;
+  synthesize(node: string, frameType: string, policy?: SynthesisPolicy): Promise<string>;
+}
+
+interface Transaction {
+  readonly tree: Tree;
+  readonly state: StoreState;
+  readonly agents: Readonly<Record<string, AgentIdentity>>;
+  /** Frames made in this transaction, written before the state. */
+  readonly pending: Map<string, Frame>;
+}
+
+/**
+ * A content-addressed, Merkle-hashed view of one workspace with immutable frames attached by agents
+ * (DESIGN.md D18). All state lives in `<workspace>/.merkle/`; writers serialize on a workspace lock, readers never
+ * lock and never write.
+ */
+export class ContextEngine {
+  private readonly store: MerkleStore;
+  private readonly policies = new Map<string, CustomSynthesisFn>();
+
+  private constructor(
+    /** Absolute workspace root. */
+    readonly workspaceRoot: string,
+    private readonly backend: HashBackend,
+    private readonly options: ContextEngineOptions,
+  ) {
+    this.store = new MerkleStore(workspaceRoot, backend);
+  }
+
+  /** Opens the engine for a workspace directory. Nothing is written until a write operation runs. */
+  static async open(workspaceRoot: string, options: ContextEngineOptions = {}): Promise<ContextEngine> {
+    const backend = await loadHashBackend(options.hashBackend);
+    return new ContextEngine(resolvePath(workspaceRoot), backend, options);
+  }
+
+  /** The BLAKE3 implementation in use. */
+  get hashBackend(): 'native' | 'wasm' {
+    return this.backend.name;
+  }
+
+  // ── Workspace ────────────────────────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Scans the workspace into the tree (respecting `.gitignore`, default ignores and `.merkle/`). Files whose size,
+   * mtime and inode are unchanged are not re-read unless `force`. `paths` limits the walk to the directories holding
+   * those paths (used by `watch`). The tree file is rewritten only when something changed.
+   */
+  async scan(options: { force?: boolean; paths?: readonly string[] } = {}): Promise<ScanReport> {
+    const release = await this.store.lock(this.options.lockTimeoutMs);
+    try {
+      let previous: ReturnType<MerkleStore['readTree']>;
+      try {
+        previous = this.store.readTree();
+      } catch (error) {
+        if (!options.force) throw error;
+        previous = undefined; // a forced scan rebuilds a corrupt tree from the filesystem
+      }
+      const result = scanWorkspace({
+        workspaceRoot: this.workspaceRoot,
+        rules: new IgnoreRules(this.workspaceRoot, { patterns: this.options.ignore, defaults: this.options.defaultIgnores }),
+        backend: this.backend,
+        previous: previous?.tree,
+        force: options.force,
+        racyFromMs: previous?.writtenMs,
+        only: options.paths?.map((p) => toWorkspacePath(this.workspaceRoot, p)),
+      });
+      if (result.changed) this.store.writeTree(result.tree);
+      return {
+        root: result.tree.rootId,
+        nodes: result.tree.size,
+        hashed: result.hashed,
+        changed: result.changed,
+        changedPaths: result.changed ? diffTrees(previous?.tree, result.tree) : [],
+      };
+    } finally {
+      release();
+    }
+  }
+
+  /** Root id and counts. Read-only. */
+  async status(): Promise<StatusReport> {
+    const tree = this.store.readTree()?.tree;
+    const state = this.store.readState();
+    let frames = 0;
+    let heads = 0;
+    let stale = 0;
+    for (const entries of Object.values(state.frames)) frames += entries.length;
+    for (const [path, byType] of Object.entries(state.heads)) {
+      for (const type of Object.keys(byType)) {
+        heads++;
+        if (this.isStale(tree, state, path, type)) stale++;
+      }
+    }
+    return {
+      root: tree?.rootId ?? null,
+      nodes: tree?.size ?? 0,
+      frames,
+      heads,
+      stale,
+      agents: Object.keys(this.store.readAgents()).length,
+    };
+  }
+
+  /** Verifies every stored structure (tree ids, frames, heads, basis index, agents). Read-only. */
+  async validate(): Promise<ValidationReport> {
+    return validateStore({
+      store: this.store,
+      backend: this.backend,
+      workspaceRoot: this.workspaceRoot,
+      rules: new IgnoreRules(this.workspaceRoot, { patterns: this.options.ignore, defaults: this.options.defaultIgnores }),
+    });
+  }
+
+  // ── Agents ───────────────────────────────────────────────────────────────────────────────────────────────────
+
+  /** Registers (or updates) an agent; persisted in `.merkle/agents.json`. */
+  async registerAgent(identity: { agentId: string; role: AgentRole; capabilities?: readonly string[] }): Promise<AgentIdentity> {
+    const agent = checkIdentity(identity);
+    const release = await this.store.lock(this.options.lockTimeoutMs);
+    try {
+      this.store.writeAgents({ ...this.store.readAgents(), [agent.agentId]: agent });
+      return agent;
+    } finally {
+      release();
+    }
+  }
+
+  /** Registered agents, by id. */
+  async listAgents(): Promise<AgentIdentity[]> {
+    return Object.values(this.store.readAgents());
+  }
+
+  /** Access bound to one agent, enforcing its role on every call. */
+  as(agentId: string): AgentAdapter {
+    checkAgentId(agentId, 'as');
+    return {
+      agentId,
+      readContext: async (node, view) => {
+        this.requireAgent(agentId, 'getNode');
+        return this.getNode(node, view);
+      },
+      writeContext: (node, frame) => this.putFrame(node, frame, agentId),
+      synthesize: (node, frameType, policy) => this.synthesizeBranch(node, frameType, agentId, policy),
+    };
+  }
+
+  /** Registers a deterministic custom synthesis function under `name` (for policy `{ kind: 'custom', name }`). */
+  registerSynthesisPolicy(name: string, fn: CustomSynthesisFn): void {
+    checkFrameType(name, 'registerSynthesisPolicy');
+    if (typeof fn !== 'function') throw new ContextError('INVALID_ARGUMENT', `registerSynthesisPolicy('${name}'): fn must be a function`);
+    this.policies.set(name, fn);
+  }
+
+  // ── Reads ────────────────────────────────────────────────────────────────────────────────────────────────────
+
+  /** Resolves a NodeID or workspace path to its node in the current tree. */
+  async resolveNode(node: string): Promise<NodeRecord> {
+    return this.resolve(this.requireTree(), node, 'resolveNode');
+  }
+
+  /** The spec's GetNode: the node and the frames `view` selects, in the view's deterministic order. Read-only. */
+  async getNode(node: string, view: ContextView = {}): Promise<NodeContext> {
+    const record = this.resolve(this.requireTree(), node, 'getNode');
+    const state = this.store.readState();
+    const all = candidatesOf(record.path, state.frames[record.path], state.heads[record.path]);
+    const selected = filterCandidates(all, view).sort(comparatorFor(view.ordering ?? 'recency', view, 'getNode'));
+    const maxFrames = checkMaxFrames(view.maxFrames, 'getNode', 50);
+    const frames = selected.slice(0, maxFrames).map((c) => this.store.readFrame(c.entry.frameId));
+    return { nodeId: record.nodeId, nodeRecord: record, frames, frameCount: all.length };
+  }
+
+  /** Every frame attached to a node, oldest first, optionally of one type. Read-only. */
+  async listFrames(node: string, options: { type?: string } = {}): Promise<FrameSummary[]> {
+    const record = this.resolve(this.requireTree(), node, 'listFrames');
+    const state = this.store.readState();
+    return candidatesOf(record.path, state.frames[record.path], state.heads[record.path])
+      .filter((c) => options.type === undefined || c.entry.type === options.type)
+      .map((c) => ({
+        frameId: c.entry.frameId,
+        type: c.entry.type,
+        agentId: c.entry.agentId,
+        seq: c.entry.seq,
+        nodeId: c.entry.nodeId,
+        isHead: c.isHead,
+      }));
+  }
+
+  /** The head FrameID of `type` on a node, or null. Read-only. */
+  async getHead(node: string, type: string): Promise<string | null> {
+    checkFrameType(type, 'getHead');
+    const record = this.resolve(this.requireTree(), node, 'getHead');
+    return this.store.readState().heads[record.path]?.[type] ?? null;
+  }
+
+  /** One frame by id, verified against its id. */
+  async getFrame(frameId: string): Promise<Frame> {
+    if (!isHexId(frameId)) throw new ContextError('INVALID_ARGUMENT', `getFrame: '${frameId}' is not a 64-hex FrameID`);
+    return this.store.readFrame(frameId);
+  }
+
+  /** Multi-frame composition: bounded, deterministic, read-only; unreadable sources and frames are skipped. */
+  async compose(node: string, policy: CompositionPolicy): Promise<ComposedContext> {
+    const tree = this.requireTree();
+    const record = this.resolve(tree, node, 'compose');
+    return composeFrames(
+      {
+        tree,
+        state: this.store.readState(),
+        readFrame: (id) => this.store.readFrame(id),
+        resolve: (ref) => this.resolve(tree, ref, 'compose'),
+      },
+      record,
+      policy,
+    );
+  }
+
+  // ── Writes ───────────────────────────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * The spec's PutFrame: appends an immutable frame to a node (its FrameID covers the node version, the agent, the
+   * type, the content and the metadata) and makes it the head of its type, atomically. Re-putting an identical
+   * frame changes nothing and returns the same id.
+   */
+  async putFrame(node: string, frame: FrameInput, agentId: string): Promise<string> {
+    const where = `putFrame(${JSON.stringify(node)})`;
+    const input = checkFrameInput(frame, checkAgentId(agentId, where), where);
+    return this.transact((tx) => {
+      authorize(tx.agents, agentId, 'put-frame', input.type);
+      const record = this.resolve(tx.tree, node, 'putFrame');
+      const basisHash = nodeBasisHash(record.nodeId, agentId, this.backend);
+      const frameId = computeFrameId({ basisHash, path: record.path, agentId, ...input }, this.backend);
+      const stored: Frame = {
+        v: 1,
+        frameId,
+        nodeId: record.nodeId,
+        path: record.path,
+        type: input.type,
+        agentId,
+        content: input.content,
+        metadata: input.metadata,
+        basis: { kind: 'node', hash: basisHash },
+      };
+      tx.pending.set(frameId, stored);
+      recordFrame(tx.state, record.path, { frameId, type: input.type, agentId, nodeId: record.nodeId, at: Date.now() }, basisHash);
+      return frameId;
+    });
+  }
+
+  /**
+   * Branch synthesis: synthesizes `frameType` for every directory of the subtree at `dir`, bottom-up, from the child
+   * frames (file heads of the policy's source type, directory frames just synthesized), and returns the FrameID
+   * made for `dir`. Only `synthesis` agents may call it; nothing else ever synthesizes implicitly.
+   */
+  async synthesizeBranch(
+    dir: string,
+    frameType: string,
+    agentId: string,
+    policy: SynthesisPolicy = { kind: 'concatenation' },
+  ): Promise<string> {
+    checkFrameType(frameType, 'synthesizeBranch');
+    checkAgentId(agentId, 'synthesizeBranch');
+    const resolved = resolvePolicy(policy, frameType, this.policies);
+    return this.transact((tx) => {
+      authorize(tx.agents, agentId, 'synthesize', frameType);
+      const top = this.resolve(tx.tree, dir, 'synthesizeBranch');
+      if (top.kind !== 'dir') {
+        throw new ContextError('NOT_A_DIRECTORY', `synthesizeBranch: '${displayPath(top.path)}' (${top.nodeId}) is a ${top.kind}, not a directory`, {
+          path: top.path,
+          nodeId: top.nodeId,
+        });
+      }
+      let frameId = '';
+      for (const d of tx.tree.directoriesBottomUp(top.path)) frameId = this.synthesizeOne(tx, d, frameType, agentId, resolved);
+      return frameId;
+    });
+  }
+
+  /**
+   * Regenerates synthesized heads whose basis changed (or that were invalidated) on `node`, or on its whole subtree
+   * bottom-up with `recursive`. Old frames stay readable; unchanged heads are not touched; heads outside the scope
+   * that depend on a regenerated frame are marked stale, not regenerated. Idempotent.
+   */
+  async regenerate(node: string, options: RegenerateOptions = {}): Promise<RegenerateResult> {
+    return this.transact((tx) => {
+      const top = this.resolve(tx.tree, node, 'regenerate');
+      const scope = options.recursive ? [...tx.tree.walk(top.path)].reverse() : [top];
+      const regenerated: string[] = [];
+      const needsAgent: HeadRef[] = [];
+      const replaced = new Set<string>();
+      for (const record of scope) {
+        const heads = tx.state.heads[record.path];
+        if (heads === undefined) continue;
+        for (const type of Object.keys(heads).sort()) {
+          const headId = heads[type];
+          const stale = this.isStale(tx.tree, tx.state, record.path, type);
+          const frame = this.readFrameIn(tx, headId);
+          if (frame.basis.kind === 'node' || record.kind !== 'dir') {
+            if (stale) needsAgent.push({ path: record.path, type, frameId: headId });
+            continue;
+          }
+          const policy = resolvePolicy(policyFromKey(frame.basis.policy), type, this.policies);
+          authorize(tx.agents, frame.agentId, 'regenerate', type);
+          const basisHash = synthesisBasisHash(
+            record.nodeId,
+            type,
+            policy.sourceType,
+            frame.agentId,
+            policy.key,
+            this.childFrames(tx, record, type, policy).map((c) => c.frameId),
+            this.backend,
+          );
+          if (basisHash === frame.basis.hash && !stale) continue;
+          const newId = this.synthesizeOne(tx, record, type, frame.agentId, policy);
+          if (newId !== headId) {
+            regenerated.push(newId);
+            replaced.add(headId);
+          }
+        }
+      }
+      const markedStale = this.markDependentsStale(tx, top, replaced);
+      return { regenerated, needsAgent, markedStale };
+    });
+  }
+
+  /** Marks every head of a node stale (a later `regenerate` renews synthesized ones). Idempotent. */
+  async invalidate(node: string): Promise<{ invalidated: HeadRef[] }> {
+    return this.transact((tx) => {
+      const record = this.resolve(tx.tree, node, 'invalidate');
+      const heads = tx.state.heads[record.path] ?? {};
+      const invalidated: HeadRef[] = [];
+      for (const type of Object.keys(heads).sort()) {
+        markStale(tx.state, record.path, type);
+        invalidated.push({ path: record.path, type, frameId: heads[type] });
+      }
+      return { invalidated };
+    });
+  }
+
+  /**
+   * Watches the workspace (chokidar) and rescans the directories of changed paths, reporting changed nodes to
+   * `onChange`. Opt-in; call `close()` on the result to stop.
+   */
+  watch(onChange: (event: WatchEvent) => void, options: WatchOptions = {}): Promise<ContextWatcher> {
+    return startWatch(this, onChange, options);
+  }
+
+  // ── Internals ────────────────────────────────────────────────────────────────────────────────────────────────
+
+  private async transact<T>(fn: (tx: Transaction) => T): Promise<T> {
+    const release = await this.store.lock(this.options.lockTimeoutMs);
+    try {
+      const tx: Transaction = {
+        tree: this.requireTree(),
+        state: this.store.readStateForUpdate(),
+        agents: this.store.readAgents(),
+        pending: new Map(),
+      };
+      const result = fn(tx);
+      // Frames first, then the state that references them: a crash in between leaves only unreferenced frames.
+      this.store.writeFrames(tx.pending.values());
+      this.store.writeState(tx.state);
+      return result;
+    } finally {
+      release();
+    }
+  }
+
+  private requireTree(): Tree {
+    const stored = this.store.readTree();
+    if (stored === undefined) {
+      throw new ContextError('NOT_SCANNED', `workspace ${this.workspaceRoot} has not been scanned; run 'merkle scan' first`, {
+        workspace: this.workspaceRoot,
+      });
+    }
+    return stored.tree;
+  }
+
+  private requireAgent(agentId: string, where: string): AgentIdentity {
+    const agent = this.store.readAgents()[agentId];
+    if (agent === undefined) {
+      throw new ContextError('UNKNOWN_AGENT', `${where}: agent '${agentId}' is not registered; register it first (merkle agent add ${agentId} --role <role>)`, {
+        agentId,
+      });
+    }
+    return agent;
+  }
+
+  private resolve(tree: Tree, ref: string, where: string): NodeRecord {
+    if (typeof ref !== 'string') {
+      throw new ContextError('INVALID_ARGUMENT', `${where}: node must be a NodeID or a workspace path, got ${JSON.stringify(ref)}`);
+    }
+    if (isHexId(ref)) {
+      const byId = tree.getById(ref);
+      if (byId !== undefined) return byId;
+      if (tree.get(ref) === undefined) {
+        throw new ContextError(
+          'UNKNOWN_NODE',
+          `${where}: node ${ref} is not in the current tree of ${this.workspaceRoot} (an id from an older scan, or a typo); use a path or a current id from 'merkle status'`,
+          { nodeId: ref, workspace: this.workspaceRoot },
+        );
+      }
+    }
+    const path = toWorkspacePath(this.workspaceRoot, ref);
+    const record = tree.get(path);
+    if (record === undefined) {
+      throw new ContextError(
+        'UNKNOWN_NODE',
+        `${where}: no node at '${displayPath(path)}' in ${this.workspaceRoot}; it does not exist, is ignored, or was added since the last scan (run 'merkle scan')`,
+        { path, workspace: this.workspaceRoot },
+      );
+    }
+    return record;
+  }
+
+  private isStale(tree: Tree | undefined, state: Readonly<StoreState>, path: string, type: string): boolean {
+    if (state.stale[path]?.includes(type)) return true;
+    const entry = headEntry(state, path, type);
+    const current = tree?.get(path);
+    return entry === undefined || current === undefined || entry.nodeId !== current.nodeId;
+  }
+
+  private readFrameIn(tx: Transaction, frameId: string): Frame {
+    return tx.pending.get(frameId) ?? this.store.readFrame(frameId);
+  }
+
+  /** Child frames of a directory in basis order (child path, then FrameID), after the policy's selection. */
+  private childFrames(tx: Transaction, dir: NodeRecord, frameType: string, policy: ResolvedPolicy): SynthesisChild[] {
+    const children: SynthesisChild[] = [];
+    for (const childPath of dir.children ?? []) {
+      const child = tx.tree.get(childPath)!;
+      const heads = tx.state.heads[childPath];
+      if (heads === undefined) continue;
+      const types =
+        child.kind === 'dir' ? [frameType] : policy.sourceType === '*' ? Object.keys(heads) : [policy.sourceType];
+      const ids = types.map((t) => heads[t]).filter((id): id is string => id !== undefined).sort();
+      for (const id of ids) {
+        const frame = this.readFrameIn(tx, id);
+        children.push({ path: childPath, kind: child.kind, frameId: id, type: frame.type, agentId: frame.agentId, content: frame.content });
+      }
+    }
+    return policy.select(children);
+  }
+
+  /** Synthesizes one directory from its children's current frames and records the frame as its head. */
+  private synthesizeOne(tx: Transaction, dir: NodeRecord, frameType: string, agentId: string, policy: ResolvedPolicy): string {
+    const children = this.childFrames(tx, dir, frameType, policy);
+    const childFrameIds = children.map((c) => c.frameId);
+    const basisHash = synthesisBasisHash(dir.nodeId, frameType, policy.sourceType, agentId, policy.key, childFrameIds, this.backend);
+    const content = policy.render({ path: dir.path, frameType, children });
+    const metadata = { agent_id: agentId };
+    const frameId = computeFrameId({ basisHash, path: dir.path, type: frameType, agentId, content, metadata }, this.backend);
+    tx.pending.set(frameId, {
+      v: 1,
+      frameId,
+      nodeId: dir.nodeId,
+      path: dir.path,
+      type: frameType,
+      agentId,
+      content,
+      metadata,
+      basis: { kind: 'synthesis', hash: basisHash, sourceType: policy.sourceType, policy: policy.key, childFrameIds },
+    });
+    recordFrame(tx.state, dir.path, { frameId, type: frameType, agentId, nodeId: dir.nodeId, at: Date.now() }, basisHash);
+    return frameId;
+  }
+
+  /** Marks the synthesized heads of `top`'s parent that were built from a replaced frame as stale. */
+  private markDependentsStale(tx: Transaction, top: NodeRecord, replaced: ReadonlySet<string>): HeadRef[] {
+    const parent = parentPath(top.path);
+    if (parent === undefined || replaced.size === 0) return [];
+    const marked: HeadRef[] = [];
+    const heads = tx.state.heads[parent] ?? {};
+    for (const type of Object.keys(heads).sort()) {
+      const frame = this.readFrameIn(tx, heads[type]);
+      if (frame.basis.kind === 'synthesis' && frame.basis.childFrameIds.some((id) => replaced.has(id))) {
+        markStale(tx.state, parent, type);
+        marked.push({ path: parent, type, frameId: heads[type] });
+      }
+    }
+    return marked;
+  }
+}
+
+/** Paths whose node appeared, disappeared or changed id between two trees, in code-point order. */
+function diffTrees(before: Tree | undefined, after: Tree): string[] {
+  const changed: string[] = [];
+  for (const node of after.walk()) if (before?.get(node.path)?.nodeId !== node.nodeId) changed.push(node.path);
+  if (before !== undefined) for (const node of before.walk()) if (after.get(node.path) === undefined) changed.push(node.path);
+  return changed.sort(compareCodePoints);
+}

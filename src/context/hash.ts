@@ -1,0 +1,182 @@
+/**
+ * BLAKE3 hashing and the canonical byte encoding of every identifier the context engine derives.
+ *
+ * ## Canonical encoding (format version 1)
+ *
+ * All identifiers are 32-byte BLAKE3 digests (default, unkeyed mode), written as 64 lowercase hex characters.
+ * Integers are unsigned 32-bit big-endian (`u32`). A string is `str(s) = u32(byteLength) || UTF-8 bytes`.
+ * Identifiers inside an encoding are their 32 raw bytes (`id32`), never hex. Each derived hash starts with
+ * `str(tag)` so that no two kinds of object can collide:
+ *
+ * | value | bytes hashed |
+ * |---|---|
+ * | content hash of a file | the file's raw bytes (no tag: equals `b3sum`) |
+ * | content hash of a symlink | UTF-8 bytes of the link target |
+ * | file NodeID | `str("merkle.node.file.v1") str(path) id32(contentHash)` |
+ * | symlink NodeID | `str("merkle.node.symlink.v1") str(path) id32(contentHash)` |
+ * | directory NodeID | `str("merkle.node.dir.v1") str(path) u32(n)` then per child, in name order: `u8(kind) str(name) id32(childId)` |
+ * | basis of an agent-written frame | `str("merkle.basis.node.v1") id32(nodeId) str(agentId)` |
+ * | basis of a synthesized frame | `str("merkle.basis.synthesis.v1") id32(dirNodeId) str(frameType) str(sourceType) str(agentId) str(policyKey) u32(n) id32(childFrameId)…` |
+ * | FrameID | `str("merkle.frame.v1") id32(basis) str(path) str(frameType) str(agentId) str(content) str(canonicalJson(metadata))` |
+ *
+ * - `path` is workspace-relative, POSIX separators, Unicode NFC, no leading `./` or trailing `/`; the root is `""`.
+ *   The absolute location of the workspace is never hashed, so moving a workspace changes no identifier.
+ * - `kind` is 1 for a file, 2 for a directory, 3 for a symlink. Children are ordered by Unicode code point of their
+ *   NFC name (equal to UTF-8 byte order), never by locale.
+ * - Child frame ids of a synthesis basis are ordered by the child's path, then by FrameID.
+ * - `policyKey` is `canonicalJson` of the synthesis policy (see `synthesis.ts`).
+ * - `canonicalJson` is JSON with object keys sorted by code point, no whitespace, and `undefined` members dropped.
+ *
+ * @module
+ */
+import { ContextError } from './errors.js';
+
+/** A BLAKE3 implementation: one-shot digests and incremental hashers, all synchronous once loaded. */
+export interface HashBackend {
+  /** `'native'` (@napi-rs/blake-hash) or `'wasm'` (hash-wasm). */
+  readonly name: 'native' | 'wasm';
+  /** The 32-byte BLAKE3 digest of `data`. */
+  digest(data: Uint8Array): Buffer;
+  /** An incremental hasher for data that does not fit in one buffer (large files). */
+  hasher(): { update(data: Uint8Array): void; digest(): Buffer };
+}
+
+async function loadNative(): Promise<HashBackend> {
+  const mod = await import('@napi-rs/blake-hash');
+  return {
+    name: 'native',
+    digest: (data) => mod.blake3(data),
+    hasher: () => {
+      const h = new mod.Blake3Hasher();
+      return { update: (data) => void h.update(data), digest: () => h.digestBuffer() };
+    },
+  };
+}
+
+async function loadWasm(): Promise<HashBackend> {
+  const { createBLAKE3 } = await import('hash-wasm');
+  // One wasm instance serves every call: all use of it is synchronous, so calls never interleave.
+  const instance = await createBLAKE3(256);
+  return {
+    name: 'wasm',
+    digest: (data) => Buffer.from(instance.init().update(data).digest('binary')),
+    hasher: () => {
+      const parts: Uint8Array[] = [];
+      return {
+        update: (data) => void parts.push(Uint8Array.from(data)),
+        digest: () => {
+          instance.init();
+          for (const part of parts) instance.update(part);
+          return Buffer.from(instance.digest('binary'));
+        },
+      };
+    },
+  };
+}
+
+/**
+ * Loads a BLAKE3 backend: the native one unless it fails to load (or `prefer` is `'wasm'`), then hash-wasm.
+ * Both produce identical digests.
+ */
+export async function loadHashBackend(prefer: 'native' | 'wasm' = 'native'): Promise<HashBackend> {
+  if (prefer === 'native') {
+    try {
+      return await loadNative();
+    } catch {
+      // The prebuilt native binary is missing for this platform: use the portable implementation.
+    }
+  }
+  return loadWasm();
+}
+
+/** Kind codes used in directory encodings. */
+export const KIND_CODE = { file: 1, dir: 2, symlink: 3 } as const;
+
+/** Builds one canonical encoding (see the module documentation) and hashes it. */
+export class Encoder {
+  private readonly parts: Uint8Array[] = [];
+
+  constructor(tag: string) {
+    this.str(tag);
+  }
+
+  /** Appends `u32(n)`. */
+  u32(n: number): this {
+    const b = Buffer.allocUnsafe(4);
+    b.writeUInt32BE(n, 0);
+    this.parts.push(b);
+    return this;
+  }
+
+  /** Appends `u8(n)`. */
+  u8(n: number): this {
+    this.parts.push(Uint8Array.of(n));
+    return this;
+  }
+
+  /** Appends `str(s)`. */
+  str(s: string): this {
+    const bytes = Buffer.from(s, 'utf8');
+    this.u32(bytes.length);
+    this.parts.push(bytes);
+    return this;
+  }
+
+  /** Appends the 32 raw bytes of a hex identifier. */
+  id(hex: string): this {
+    this.parts.push(idBytes(hex));
+    return this;
+  }
+
+  /** The BLAKE3 digest of everything appended, as hex. */
+  hash(backend: HashBackend): string {
+    return backend.digest(Buffer.concat(this.parts)).toString('hex');
+  }
+}
+
+const HEX_ID = /^[0-9a-f]{64}$/;
+
+/** True when `value` is a 64-character lowercase hex identifier. */
+export function isHexId(value: string): boolean {
+  return HEX_ID.test(value);
+}
+
+/** The 32 bytes of a hex identifier; throws a ContextError naming the bad value. */
+export function idBytes(hex: string): Buffer {
+  if (!isHexId(hex)) throw new ContextError('INVALID_ARGUMENT', `not a 64-hex identifier: '${hex}'`, { value: hex });
+  return Buffer.from(hex, 'hex');
+}
+
+/** JSON with sorted object keys and no whitespace: the canonical form hashed into FrameIDs and policy keys. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value).sort(compareCodePoints)) {
+      const v = (value as Record<string, unknown>)[key];
+      if (v !== undefined) out[key] = sortKeys(v);
+    }
+    return out;
+  }
+  return value;
+}
+
+/** Orders strings by Unicode code point (= UTF-8 byte order), independent of locale. */
+export function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    // UTF-16 order differs from code point order only between a surrogate and a unit at or above U+E000.
+    const xs = x >= 0xd800 && x <= 0xdfff;
+    const ys = y >= 0xd800 && y <= 0xdfff;
+    if (xs !== ys) return xs ? 1 : -1;
+    return x - y;
+  }
+  return a.length - b.length;
+}

@@ -1,0 +1,89 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import ignore, { type Ignore } from 'ignore';
+import { joinPath, parentPath } from './paths.js';
+
+/** The store folder: never part of the tree, whatever the rules say. */
+export const STORE_DIR = '.merkle';
+
+/** Names ignored by default wherever they appear (whole path components, never substrings). */
+export const DEFAULT_IGNORED_NAMES: readonly string[] = ['.git', '.hg', '.svn', 'node_modules', '.DS_Store'];
+
+/** Options for {@link IgnoreRules}. */
+export interface IgnoreOptions {
+  /** Extra `.gitignore`-syntax patterns, relative to the workspace root. */
+  readonly patterns?: readonly string[];
+  /** Apply {@link DEFAULT_IGNORED_NAMES} (default true). `.merkle/` is ignored regardless. */
+  readonly defaults?: boolean;
+}
+
+/**
+ * Decides which workspace paths are part of the tree: `.gitignore` files at any depth (with git's semantics:
+ * patterns are relative to the directory holding the file, deeper files override shallower ones, negation works),
+ * extra patterns, and default names. Matching is by whole path components, never by substring.
+ */
+export class IgnoreRules {
+  private readonly names: Set<string>;
+  /** Matcher per directory path; null when that directory has no rules. */
+  private readonly matchers = new Map<string, Ignore | null>();
+  private readonly chains = new Map<string, readonly { prefix: string; matcher: Ignore }[]>();
+
+  constructor(
+    private readonly workspaceRoot: string,
+    options: IgnoreOptions = {},
+  ) {
+    this.names = new Set(options.defaults === false ? [STORE_DIR] : [STORE_DIR, ...DEFAULT_IGNORED_NAMES]);
+    const root = this.loadGitignore('');
+    const extra = options.patterns ?? [];
+    if (extra.length > 0) this.matchers.set('', ignore().add(root ?? []).add([...extra]));
+    else this.matchers.set('', root);
+  }
+
+  /** True when the entry `name` inside directory `dir` (workspace paths) is excluded from the tree. */
+  ignores(dir: string, name: string, isDir: boolean): boolean {
+    if (this.names.has(name)) return true;
+    const chain = this.chainFor(dir);
+    if (chain.length === 0) return false;
+    const path = joinPath(dir, name);
+    let ignored = false;
+    // Shallow to deep, so that a deeper .gitignore overrides a shallower one (negations included).
+    for (const { prefix, matcher } of chain) {
+      const sub = prefix === '' ? path : path.slice(prefix.length + 1);
+      const result = matcher.test(isDir ? `${sub}/` : sub);
+      if (result.ignored) ignored = true;
+      else if (result.unignored) ignored = false;
+    }
+    return ignored;
+  }
+
+  /** The matchers that apply inside `dir`: its own and its ancestors', root first. */
+  private chainFor(dir: string): readonly { prefix: string; matcher: Ignore }[] {
+    let chain = this.chains.get(dir);
+    if (chain === undefined) {
+      const parent = dir === '' ? [] : this.chainFor(parentPath(dir) ?? '');
+      const own = this.matcherFor(dir);
+      chain = own === null ? parent : [...parent, { prefix: dir, matcher: own }];
+      this.chains.set(dir, chain);
+    }
+    return chain;
+  }
+
+  private matcherFor(dir: string): Ignore | null {
+    let matcher = this.matchers.get(dir);
+    if (matcher === undefined) {
+      matcher = this.loadGitignore(dir);
+      this.matchers.set(dir, matcher);
+    }
+    return matcher;
+  }
+
+  private loadGitignore(dir: string): Ignore | null {
+    let text: string;
+    try {
+      text = readFileSync(join(this.workspaceRoot, dir, '.gitignore'), 'utf8');
+    } catch {
+      return null;
+    }
+    return ignore().add(text);
+  }
+}

@@ -1,0 +1,86 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { ContextError } from './errors.js';
+
+interface LockHolder {
+  pid: number;
+  host: string;
+  time: string;
+  token: string;
+}
+
+/** Options for {@link acquireLock}. */
+export interface LockOptions {
+  /** Give up after this long (default 10 s). */
+  readonly timeoutMs?: number;
+}
+
+/**
+ * Takes the workspace write lock: a file created with O_EXCL holding pid, host, time and a random token.
+ * Waits (with backoff) while another live writer holds it; a lock left by a dead process on this host is recovered.
+ * Returns the release function, which removes the file only while it is still ours.
+ */
+export async function acquireLock(file: string, options: LockOptions = {}): Promise<() => void> {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const me: LockHolder = { pid: process.pid, host: hostname(), time: new Date().toISOString(), token: randomBytes(8).toString('hex') };
+  const body = JSON.stringify(me);
+  const deadline = Date.now() + timeoutMs;
+  let delay = 2;
+  for (;;) {
+    try {
+      writeFileSync(file, body, { flag: 'wx' });
+      return () => releaseLock(file, body);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const held = readHolder(file);
+    if (held !== undefined && isStale(held.holder)) {
+      // Remove the dead writer's lock only if it is still the same file we judged stale.
+      if (readHolder(file)?.raw === held.raw) tryUnlink(file);
+      continue;
+    }
+    if (Date.now() >= deadline) {
+      const who = held === undefined ? 'another writer' : `pid ${held.holder.pid} on ${held.holder.host} since ${held.holder.time}`;
+      throw new ContextError(
+        'LOCK_TIMEOUT',
+        `workspace lock ${file} is held by ${who}; waited ${timeoutMs} ms. If that process is gone, delete the file.`,
+        { file },
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 50);
+  }
+}
+
+function releaseLock(file: string, body: string): void {
+  if (readHolder(file)?.raw === body) tryUnlink(file);
+}
+
+function readHolder(file: string): { raw: string; holder: LockHolder } | undefined {
+  try {
+    const raw = readFileSync(file, 'utf8');
+    return { raw, holder: JSON.parse(raw) as LockHolder };
+  } catch {
+    // Missing, or caught between create and write: treat as held by an unknown writer for this round.
+    return undefined;
+  }
+}
+
+function isStale(holder: LockHolder): boolean {
+  if (holder.host !== hostname() || typeof holder.pid !== 'number') return false;
+  try {
+    process.kill(holder.pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+function tryUnlink(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // Already gone: someone else released or recovered it.
+  }
+}

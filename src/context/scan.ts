@@ -1,0 +1,229 @@
+import { closeSync, existsSync, lstatSync, openSync, readFileSync, readSync, readlinkSync, type Stats } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fdir } from 'fdir';
+import { ContextError } from './errors.js';
+import type { HashBackend } from './hash.js';
+import type { IgnoreRules } from './ignore-rules.js';
+import { baseName, joinPath, parentPath } from './paths.js';
+import { Tree, leafNodeId, type LeafRecord, type NodeRecord } from './tree.js';
+
+/** Files above this size are hashed in chunks rather than read whole. */
+const STREAM_THRESHOLD = 16 * 1024 * 1024;
+const CHUNK = 4 * 1024 * 1024;
+
+/** Inputs of one scan. */
+export interface ScanInput {
+  readonly workspaceRoot: string;
+  readonly rules: IgnoreRules;
+  readonly backend: HashBackend;
+  /** The tree of the previous scan, whose stat cache lets unchanged files go unread. */
+  readonly previous?: Tree;
+  /** Re-read every file, ignoring the stat cache. */
+  readonly force?: boolean;
+  /**
+   * Cache entries whose mtime is at or after this instant (the previous tree's write time) are re-read: the file
+   * may have changed again within the same timestamp tick (git's "racy" entries).
+   */
+  readonly racyFromMs?: number;
+  /** Only re-walk these directories (workspace paths); everything else is taken from `previous`. */
+  readonly only?: readonly string[];
+}
+
+/** What a scan did. */
+export interface ScanResult {
+  /** The new tree, or `previous` itself when nothing changed. */
+  readonly tree: Tree;
+  /** False when the tree (stat cache included) is identical to `previous`. */
+  readonly changed: boolean;
+  /** Files and symlinks read and hashed. */
+  readonly hashed: number;
+}
+
+/**
+ * Walks the workspace (or the `only` subtrees), reusing cached records of files whose size, mtime and inode are
+ * unchanged, hashing the rest, and builds the tree. Paths are stored NFC; the filesystem spelling is used for I/O.
+ */
+export function scanWorkspace(input: ScanInput): ScanResult {
+  const root = resolve(input.workspaceRoot);
+  const previous = input.force ? undefined : input.previous;
+  const racyFrom = input.racyFromMs ?? Number.POSITIVE_INFINITY;
+  const subtrees = input.only === undefined || input.previous === undefined ? [''] : prune(input.only, root, input.rules);
+
+  const leaves = new Map<string, LeafRecord>();
+  const dirs = new Set<string>(['']);
+  if (subtrees[0] !== '' && input.previous !== undefined) {
+    for (const node of input.previous.records()) {
+      if (subtrees.some((s) => isUnder(node.path, s))) continue;
+      if (node.kind === 'dir') dirs.add(node.path);
+      else leaves.set(node.path, node);
+    }
+  }
+
+  let hashed = 0;
+  let dirty = input.previous === undefined || input.force === true;
+  for (const subtree of subtrees) {
+    const walked = walk(root, subtree, input.rules);
+    for (const dir of walked.dirs) dirs.add(dir);
+    for (const [path, fsPath] of walked.files) {
+      const abs = join(root, fsPath);
+      let stat: Stats;
+      try {
+        stat = lstatSync(abs);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // deleted since the walk
+        throw scanError(path, error);
+      }
+      const kind = stat.isSymbolicLink() ? 'symlink' : stat.isFile() ? 'file' : undefined;
+      if (kind === undefined) continue; // sockets, fifos, devices have no content to hash
+      const cached = previous?.get(path);
+      if (
+        cached !== undefined &&
+        cached.kind === kind &&
+        cached.size === stat.size &&
+        cached.mtimeMs === stat.mtimeMs &&
+        cached.ino === stat.ino &&
+        cached.mtimeMs < racyFrom
+      ) {
+        leaves.set(path, cached);
+        continue;
+      }
+      const contentHash = hashContent(abs, kind, stat.size, input.backend, path);
+      hashed++;
+      const nodeId = leafNodeId(kind, path, contentHash, input.backend);
+      const record: LeafRecord = { path, kind, nodeId, contentHash, size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino };
+      if (!sameLeaf(cached, record)) dirty = true;
+      leaves.set(path, record);
+    }
+  }
+
+  if (!dirty && input.previous !== undefined && !sameShape(input.previous, leaves, dirs)) dirty = true;
+  if (!dirty && input.previous !== undefined) return { tree: input.previous, changed: false, hashed };
+  return { tree: Tree.build(leaves.values(), dirs, input.backend), changed: true, hashed };
+}
+
+function walk(root: string, subtree: string, rules: IgnoreRules): { files: Map<string, string>; dirs: string[] } {
+  const base = subtree === '' ? root : join(root, subtree);
+  const rootPrefixLength = root.length + 1;
+  const files = new Map<string, string>();
+  const dirs: string[] = [];
+  const crawled = new fdir()
+    .withRelativePaths()
+    .withDirs()
+    .withPathSeparator('/')
+    .withErrors()
+    .exclude((name, dirPath) => {
+      // dirPath is the absolute path of the candidate directory, with a trailing separator.
+      const rel = dirPath.slice(rootPrefixLength, -1).normalize('NFC');
+      return rules.ignores(parentPath(rel) ?? '', name.normalize('NFC'), true);
+    })
+    .filter((path, isDir) => {
+      if (isDir) return true;
+      const nfc = path.normalize('NFC');
+      return !rules.ignores(parentPath(nfc) ?? '', baseName(nfc), false);
+    })
+    .crawl(base)
+    .sync();
+  for (const rel of crawled) {
+    if (rel === '.' || rel === './' || rel === '') {
+      dirs.push(subtree);
+      continue;
+    }
+    const fsPath = subtree === '' ? rel : joinPath(subtree, rel);
+    if (rel.endsWith('/')) {
+      dirs.push(fsPath.slice(0, -1).normalize('NFC'));
+    } else {
+      const nfc = fsPath.normalize('NFC');
+      if (files.has(nfc)) {
+        throw new ContextError('SCAN_FAILED', `two files in ${root} have the same NFC name '${nfc}'; rename one`, { path: nfc });
+      }
+      files.set(nfc, fsPath);
+    }
+  }
+  return { files, dirs };
+}
+
+/** The directories to re-walk: nearest existing, non-ignored directory of each path, without nested duplicates. */
+function prune(paths: readonly string[], root: string, rules: IgnoreRules): string[] {
+  const dirs = new Set<string>();
+  for (const path of paths) {
+    let dir: string | undefined = path;
+    while (dir !== undefined && dir !== '' && !isDirectory(join(root, dir))) dir = parentPath(dir);
+    if (dir === undefined || dir === '' || isIgnoredPath(dir, rules)) {
+      if (dir === '' || dir === undefined) return [''];
+      continue;
+    }
+    dirs.add(dir);
+  }
+  const sorted = [...dirs].sort((a, b) => a.length - b.length);
+  const kept: string[] = [];
+  for (const dir of sorted) if (!kept.some((k) => isUnder(dir, k))) kept.push(dir);
+  return kept;
+}
+
+function isIgnoredPath(path: string, rules: IgnoreRules): boolean {
+  const parts = path.split('/');
+  let dir = '';
+  for (const part of parts) {
+    if (rules.ignores(dir, part, true)) return true;
+    dir = joinPath(dir, part);
+  }
+  return false;
+}
+
+function isDirectory(abs: string): boolean {
+  return existsSync(abs) && lstatSync(abs).isDirectory();
+}
+
+function isUnder(path: string, dir: string): boolean {
+  return dir === '' || path === dir || path.startsWith(`${dir}/`);
+}
+
+function hashContent(abs: string, kind: 'file' | 'symlink', size: number, backend: HashBackend, path: string): string {
+  try {
+    if (kind === 'symlink') return backend.digest(Buffer.from(readlinkSync(abs), 'utf8')).toString('hex');
+    if (size <= STREAM_THRESHOLD) return backend.digest(readFileSync(abs)).toString('hex');
+    const hasher = backend.hasher();
+    const fd = openSync(abs, 'r');
+    try {
+      const buffer = Buffer.allocUnsafe(CHUNK);
+      for (let n = readSync(fd, buffer, 0, CHUNK, null); n > 0; n = readSync(fd, buffer, 0, CHUNK, null)) {
+        hasher.update(buffer.subarray(0, n));
+      }
+    } finally {
+      closeSync(fd);
+    }
+    return hasher.digest().toString('hex');
+  } catch (error) {
+    throw scanError(path, error);
+  }
+}
+
+function scanError(path: string, error: unknown): ContextError {
+  const reason = error instanceof Error ? error.message : String(error);
+  return new ContextError('SCAN_FAILED', `cannot read '${path}': ${reason}`, { path });
+}
+
+function sameLeaf(a: NodeRecord | undefined, b: LeafRecord): boolean {
+  return (
+    a !== undefined &&
+    a.kind === b.kind &&
+    a.nodeId === b.nodeId &&
+    a.size === b.size &&
+    a.mtimeMs === b.mtimeMs &&
+    a.ino === b.ino
+  );
+}
+
+function sameShape(previous: Tree, leaves: Map<string, LeafRecord>, dirs: Set<string>): boolean {
+  let count = 0;
+  for (const node of previous.records()) {
+    count++;
+    if (node.kind === 'dir') {
+      if (!dirs.has(node.path)) return false;
+      continue;
+    }
+    const leaf = leaves.get(node.path);
+    if (leaf === undefined || (leaf !== node && !sameLeaf(node, leaf))) return false;
+  }
+  return count === leaves.size + dirs.size;
+}

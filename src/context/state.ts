@@ -1,0 +1,80 @@
+/** One frame in a node's frame set: what listing, views and composition need without reading the frame file. */
+export interface FrameEntry {
+  readonly frameId: string;
+  /** Workspace-wide append sequence: the logical time used for recency (never the clock). */
+  readonly seq: number;
+  readonly type: string;
+  readonly agentId: string;
+  /** The node version the frame was made for; a head whose nodeId differs from the tree's is stale. */
+  readonly nodeId: string;
+  /** Wall-clock append time (ms since epoch), for date-range filters only. */
+  readonly at: number;
+}
+
+/**
+ * Everything mutable about frames, persisted as one sealed file (`.merkle/state.json`) replaced atomically, so
+ * a frame append, its head update and its basis-index entry land together or not at all.
+ */
+export interface StoreState {
+  readonly v: 1;
+  /** Last sequence number handed out. */
+  seq: number;
+  /** Frame sets, append-only, by node path. */
+  frames: Record<string, FrameEntry[]>;
+  /** Current frame per node path and frame type. */
+  heads: Record<string, Record<string, string>>;
+  /** Heads explicitly marked stale (invalidate, or a dependency regenerated), by path: sorted frame types. */
+  stale: Record<string, string[]>;
+  /** Basis index: basis hash → frame ids made from that basis. */
+  basis: Record<string, string[]>;
+}
+
+/** A state with no frames. */
+export function emptyState(): StoreState {
+  return { v: 1, seq: 0, frames: {}, heads: {}, stale: {}, basis: {} };
+}
+
+/** Appends a frame to its node's set (unless already there), makes it the head for its type and indexes its basis. */
+export function recordFrame(
+  state: StoreState,
+  path: string,
+  entry: Omit<FrameEntry, 'seq'>,
+  basisHash: string,
+): boolean {
+  const set = (state.frames[path] ??= []);
+  let added = false;
+  if (!set.some((e) => e.frameId === entry.frameId)) {
+    state.seq += 1;
+    set.push({ ...entry, seq: state.seq });
+    added = true;
+  }
+  (state.heads[path] ??= {})[entry.type] = entry.frameId;
+  const ids = (state.basis[basisHash] ??= []);
+  if (!ids.includes(entry.frameId)) ids.push(entry.frameId);
+  clearStale(state, path, entry.type);
+  return added;
+}
+
+/** Marks the head of `type` on `path` stale; false when it already was. */
+export function markStale(state: StoreState, path: string, type: string): boolean {
+  const types = state.stale[path] ?? [];
+  if (types.includes(type)) return false;
+  state.stale[path] = [...types, type].sort();
+  return true;
+}
+
+/** Clears the stale mark of `type` on `path`. */
+export function clearStale(state: StoreState, path: string, type: string): void {
+  const types = state.stale[path];
+  if (types === undefined) return;
+  const rest = types.filter((t) => t !== type);
+  if (rest.length === 0) delete state.stale[path];
+  else state.stale[path] = rest;
+}
+
+/** The frame entry of a head, if the node has one for `type`. */
+export function headEntry(state: StoreState, path: string, type: string): FrameEntry | undefined {
+  const id = state.heads[path]?.[type];
+  if (id === undefined) return undefined;
+  return state.frames[path]?.find((e) => e.frameId === id);
+}

@@ -1,0 +1,152 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { HashBackend } from './hash.js';
+import type { IgnoreRules } from './ignore-rules.js';
+import { displayPath } from './paths.js';
+import { scanWorkspace } from './scan.js';
+import type { StoreState } from './state.js';
+import type { MerkleStore } from './store.js';
+import { Tree, leafNodeId } from './tree.js';
+
+/** Result of `validate`: `ok` is false when any error was found. Warnings do not fail validation. */
+export interface ValidationReport {
+  readonly ok: boolean;
+  readonly errors: string[];
+  readonly warnings: string[];
+}
+
+/** What {@link validateStore} checks. */
+export interface ValidateInput {
+  readonly store: MerkleStore;
+  readonly backend: HashBackend;
+  readonly workspaceRoot: string;
+  readonly rules: IgnoreRules;
+}
+
+/**
+ * Verifies the whole store without writing: tree checksum and every NodeID re-derived; every frame in every frame
+ * set read and verified against its id and its entry; heads, stale marks and the basis index referencing existing
+ * frames; agents readable. Warns about a workspace changed since the last scan, unreferenced frame files and
+ * stale heads.
+ */
+export function validateStore(input: ValidateInput): ValidationReport {
+  const errors: string[] = [];
+  const warnings: string[] = [];
+  const attempt = <T>(what: () => T): T | undefined => {
+    try {
+      return what();
+    } catch (error) {
+      errors.push((error as Error).message);
+      return undefined;
+    }
+  };
+
+  const stored = attempt(() => input.store.readTree());
+  const tree = stored?.tree;
+  if (stored === null || (stored === undefined && errors.length === 0)) warnings.push('workspace not scanned yet');
+  if (tree !== undefined) {
+    checkTreeIds(tree, input.backend, errors);
+    const rescan = attempt(() =>
+      scanWorkspace({ workspaceRoot: input.workspaceRoot, rules: input.rules, backend: input.backend, previous: tree, racyFromMs: stored?.writtenMs }),
+    );
+    if (rescan?.changed) warnings.push(`workspace changed since the last scan (root would be ${rescan.tree.rootId}); run 'merkle scan'`);
+  }
+
+  const state = attempt(() => input.store.readState());
+  const agents = attempt(() => input.store.readAgents()) ?? {};
+  if (state !== undefined) checkState(state, tree, agents, input.store, errors, warnings);
+  if (state !== undefined) checkOrphans(state, input.store, warnings);
+  return { ok: errors.length === 0, errors, warnings };
+}
+
+function checkTreeIds(tree: Tree, backend: HashBackend, errors: string[]): void {
+  const leaves = [];
+  const dirs = [];
+  for (const node of tree.records()) {
+    if (node.kind === 'dir') dirs.push(node.path);
+    else leaves.push(node);
+  }
+  // Leaf ids are re-derived from path and content hash; directory ids from the rebuilt children.
+  const rebuilt = Tree.build(
+    leaves.map((leaf) => ({ ...leaf, nodeId: leafNodeId(leaf.kind, leaf.path, leaf.contentHash, backend) })),
+    dirs,
+    backend,
+  );
+  for (const node of tree.records()) {
+    const expected = rebuilt.get(node.path)?.nodeId;
+    if (expected !== node.nodeId) errors.push(`tree: node '${displayPath(node.path)}' has id ${node.nodeId}, expected ${expected ?? 'none'}`);
+  }
+}
+
+function checkState(
+  state: Readonly<StoreState>,
+  tree: Tree | undefined,
+  agents: Record<string, unknown>,
+  store: MerkleStore,
+  errors: string[],
+  warnings: string[],
+): void {
+  const known = new Map<string, string>();
+  const seqs = new Set<number>();
+  for (const [path, entries] of Object.entries(state.frames)) {
+    for (const entry of entries) {
+      known.set(entry.frameId, path);
+      if (seqs.has(entry.seq) || entry.seq > state.seq) errors.push(`state: frame ${entry.frameId} has a duplicate or future seq ${entry.seq}`);
+      seqs.add(entry.seq);
+      try {
+        const frame = store.readFrame(entry.frameId);
+        if (frame.path !== path || frame.type !== entry.type || frame.agentId !== entry.agentId || frame.nodeId !== entry.nodeId) {
+          errors.push(`state: entry of frame ${entry.frameId} under '${displayPath(path)}' does not match the stored frame`);
+        }
+      } catch (error) {
+        errors.push((error as Error).message);
+      }
+      if (!(entry.agentId in agents)) warnings.push(`frame ${entry.frameId} was written by agent '${entry.agentId}', which is no longer registered`);
+    }
+  }
+  for (const [path, heads] of Object.entries(state.heads)) {
+    if (tree !== undefined && tree.get(path) === undefined) warnings.push(`heads on '${displayPath(path)}', which is no longer in the tree`);
+    for (const [type, id] of Object.entries(heads)) {
+      const entry = state.frames[path]?.find((e) => e.frameId === id);
+      if (entry === undefined || entry.type !== type) errors.push(`state: head '${type}' of '${displayPath(path)}' points to ${id}, not in that node's frames`);
+    }
+  }
+  for (const [path, types] of Object.entries(state.stale)) {
+    for (const type of types) {
+      if (state.heads[path]?.[type] === undefined) errors.push(`state: stale mark '${type}' on '${displayPath(path)}' has no head`);
+      else warnings.push(`head '${type}' of '${displayPath(path)}' is stale; run 'merkle regenerate ${displayPath(path)}'`);
+    }
+  }
+  for (const [basis, ids] of Object.entries(state.basis)) {
+    for (const id of ids) {
+      if (!known.has(id)) {
+        errors.push(`basis index: ${basis} lists frame ${id}, which is in no frame set`);
+        continue;
+      }
+      try {
+        if (store.readFrame(id).basis.hash !== basis) errors.push(`basis index: frame ${id} is listed under ${basis} but has another basis`);
+      } catch {
+        // Already reported above.
+      }
+    }
+  }
+}
+
+function checkOrphans(state: Readonly<StoreState>, store: MerkleStore, warnings: string[]): void {
+  const referenced = new Set<string>();
+  for (const entries of Object.values(state.frames)) for (const e of entries) referenced.add(e.frameId);
+  const root = join(store.dir, 'frames');
+  let shards: string[];
+  try {
+    shards = readdirSync(root);
+  } catch {
+    return;
+  }
+  for (const shard of shards) {
+    for (const name of readdirSync(join(root, shard))) {
+      const id = name.slice(0, 64);
+      if (!name.endsWith('.json') || name.length !== 69) warnings.push(`leftover file ${join(root, shard, name)} (an interrupted write); safe to delete`);
+      else if (!referenced.has(id)) warnings.push(`frame file ${id} is referenced by no frame set (an interrupted write); safe to delete`);
+    }
+  }
+}
