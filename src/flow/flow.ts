@@ -4,11 +4,11 @@ import { FlowError } from './errors.js';
 import { BaseNode, type BaseNodeOptions } from './node.js';
 import { ROOT_SCOPE, enterScope, type RunScope } from './scope.js';
 
-/** What a flow does when a node returns an action that has no route: see {@link FlowOptions.onMissingRoute}. */
+/** What a flow does when a node returns an action that has no route: see {@link BaseFlowOptions.onMissingRoute}. */
 export type MissingRoutePolicy = 'end' | 'warn' | 'throw';
 
 /** Options of a flow. */
-export interface FlowOptions<S = any> extends BaseNodeOptions {
+export interface BaseFlowOptions<S = any> extends BaseNodeOptions {
   /** The entry node (also settable with `setEntryNode`). */
   start?: BaseNode<S>;
   /** Most steps one execution of the flow may take; a cycle beyond it is an error. Default 1000. */
@@ -35,7 +35,7 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
   readonly onMissingRoute: MissingRoutePolicy;
   #entry: BaseNode<S> | undefined;
 
-  constructor(options: FlowOptions<S> = {}) {
+  constructor(options: BaseFlowOptions<S> = {}) {
     super(options);
     const { maxSteps = 1000, onMissingRoute = 'warn' } = options;
     if (!Number.isInteger(maxSteps) || maxSteps < 1) {
@@ -172,7 +172,7 @@ export class BatchFlow<S = any> extends BaseFlow<S> {
 }
 
 /** Options of a parallel batch flow. */
-export interface ParallelBatchFlowOptions<S = any> extends FlowOptions<S> {
+export interface ParallelBatchFlowOptions<S = any> extends BaseFlowOptions<S> {
   /** Most runs in flight at once. Default: all of them. */
   concurrency?: number;
 }

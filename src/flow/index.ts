@@ -3,7 +3,7 @@ export { FlowError, NodeExecutionError } from './errors.js';
 export { BaseNode, Node, BatchNode, ParallelBatchNode, delay } from './node.js';
 export type { BaseNodeOptions, NodeOptions, ParallelBatchNodeOptions, Attempt } from './node.js';
 export { BaseFlow, BatchFlow, ParallelBatchFlow, missingRouteMessage } from './flow.js';
-export type { FlowOptions, ParallelBatchFlowOptions, MissingRoutePolicy } from './flow.js';
+export type { BaseFlowOptions, ParallelBatchFlowOptions, MissingRoutePolicy } from './flow.js';
 export { ROOT_SCOPE, enterScope } from './scope.js';
 export type { RunScope, StepBoundary } from './scope.js';
 export { mapConcurrent } from './concurrency.js';
