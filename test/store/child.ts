@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -14,9 +15,30 @@ export interface Child {
   exited: Promise<void>;
 }
 
-/** Spawns `node --import tsx test/store/fixtures/<script> ...args`. */
-export function spawnFixture(script: string, args: string[]): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'fixtures', script), ...args], {
+/**
+ * Bundles fixture scripts (with the store sources and zod) into `outDir` as `<name>.mjs`. A bundled child starts
+ * in about a third of the time of `node --import tsx`, which matters when a test spawns 50 or more of them.
+ */
+export async function bundleFixtures(scripts: string[], outDir: string): Promise<void> {
+  await build({
+    entryPoints: scripts.map((s) => join(here, 'fixtures', s)),
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    outdir: outDir,
+    outExtension: { '.js': '.mjs' },
+    logLevel: 'error',
+  });
+}
+
+/**
+ * Spawns a fixture: `node --import tsx test/store/fixtures/<script> ...args`, or, when `bundleDir` is given, the
+ * bundle {@link bundleFixtures} wrote there.
+ */
+export function spawnFixture(script: string, args: string[], bundleDir?: string): Child {
+  const entry = bundleDir === undefined ? ['--import', 'tsx', join(here, 'fixtures', script)] : [join(bundleDir, script.replace(/\.ts$/, '.mjs'))];
+  const child = spawn(process.execPath, [...entry, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];
