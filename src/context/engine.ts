@@ -275,6 +275,12 @@ export class ContextEngine {
     return this.resolve(this.requireTree(), node, 'resolveNode');
   }
 
+  /** The nodes of the subtree at `under` (default the whole tree), parents before children, children in order. */
+  async listNodes(under = ''): Promise<NodeRecord[]> {
+    const tree = this.requireTree();
+    return [...tree.walk(this.resolve(tree, under, 'listNodes').path)];
+  }
+
   /** The spec's GetNode: the node and the frames `view` selects, in the view's deterministic order. Read-only. */
   async getNode(node: string, view: ContextView = {}): Promise<NodeContext> {
     const record = this.resolve(this.requireTree(), node, 'getNode');

@@ -1,0 +1,90 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
+import { ContextEngine, type ContextEngineOptions } from '../../src/context/index.js';
+
+const created: string[] = [];
+
+afterEach(() => {
+  for (const dir of created.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh temp directory, removed after the test. */
+export function tempDir(prefix = 'merkle-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  created.push(dir);
+  return dir;
+}
+
+/** Writes `files` (path → content; a path ending in '/' is an empty directory) under `root`. */
+export function writeTree(root: string, files: Record<string, string>): void {
+  for (const [path, content] of Object.entries(files)) {
+    if (path.endsWith('/')) {
+      mkdirSync(join(root, path), { recursive: true });
+      continue;
+    }
+    mkdirSync(dirname(join(root, path)), { recursive: true });
+    writeFileSync(join(root, path), content);
+  }
+}
+
+/** The small workspace most tests use. */
+export const SAMPLE: Record<string, string> = {
+  'README.md': '# sample\n',
+  'src/main.ts': 'export const main = 1;\n',
+  'src/util/strings.ts': 'export const s = "x";\n',
+  'src/util/numbers.ts': 'export const n = 2;\n',
+  'docs/guide.md': 'guide\n',
+  'empty/': '',
+};
+
+/** A temp workspace with `files`, scanned, with a writer `w`, a synthesis agent `s` and a reader `r`. */
+export async function openSample(
+  files: Record<string, string> = SAMPLE,
+  options: ContextEngineOptions = {},
+): Promise<{ root: string; engine: ContextEngine }> {
+  const root = tempDir();
+  writeTree(root, files);
+  const engine = await ContextEngine.open(root, options);
+  await engine.scan();
+  await engine.registerAgent({ agentId: 'w', role: 'writer' });
+  await engine.registerAgent({ agentId: 's', role: 'synthesis' });
+  await engine.registerAgent({ agentId: 'r', role: 'reader' });
+  return { root, engine };
+}
+
+/** Every file of `.merkle/` (lock excluded) with the SHA-256 of its bytes: equal snapshots mean a byte-identical store. */
+export function snapshotStore(root: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (dir: string, rel: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = rel === '' ? entry.name : `${rel}/${entry.name}`;
+      if (entry.isDirectory()) walk(join(dir, entry.name), path);
+      else if (path !== 'lock') out[path] = createHash('sha256').update(readFileSync(join(dir, entry.name))).digest('hex');
+    }
+  };
+  try {
+    walk(join(root, '.merkle'), '');
+  } catch {
+    // no store yet
+  }
+  return out;
+}
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The built CLI, as the package `bin` runs it. */
+export const MERKLE_BIN = join(repoRoot, 'dist', 'cli', 'merkle.js');
+
+/** Runs the built `merkle` binary; never rejects. */
+export function runMerkle(args: readonly string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [MERKLE_BIN, ...args], { cwd }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}

@@ -1,0 +1,177 @@
+import { cpSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ContextEngine, ContextError } from '../../src/context/index.js';
+import { SAMPLE, openSample, snapshotStore, tempDir, writeTree } from './helpers.js';
+
+async function idsByPath(engine: ContextEngine, paths: readonly string[]): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const path of paths) out[path] = (await engine.resolveNode(path)).nodeId;
+  return out;
+}
+
+const ALL = ['', 'README.md', 'src', 'src/main.ts', 'src/util', 'src/util/strings.ts', 'src/util/numbers.ts', 'docs', 'docs/guide.md', 'empty'];
+
+describe('scan: the Merkle tree', () => {
+  it('gives the same root and ids for the same tree in any location, and after the workspace is moved', async () => {
+    const { root: a, engine: ea } = await openSample();
+    const b = tempDir();
+    writeTree(b, SAMPLE);
+    const eb = await ContextEngine.open(b);
+    const scanB = await eb.scan();
+    expect(scanB.root).toBe((await ea.status()).root);
+    expect(await idsByPath(eb, ALL)).toEqual(await idsByPath(ea, ALL));
+
+    const frameId = await ea.putFrame('src/main.ts', { type: 'note', content: 'entry point' }, 'w');
+    const moved = join(tempDir(), 'moved-workspace');
+    renameSync(a, moved);
+    const em = await ContextEngine.open(moved);
+    const movedScan = await em.scan();
+    expect(movedScan.changed).toBe(false); // nothing absolute is stored: the stat cache still matches
+    expect(movedScan.hashed).toBe(0);
+    expect(await idsByPath(em, ALL)).toEqual(await idsByPath(eb, ALL));
+    expect(await em.getHead('src/main.ts', 'note')).toBe(frameId);
+    expect((await em.validate()).ok).toBe(true);
+    rmSync(moved, { recursive: true, force: true });
+  });
+
+  it('changing one byte of one file changes exactly that file id and its ancestors', async () => {
+    const { root, engine } = await openSample();
+    const before = await idsByPath(engine, ALL);
+    writeFileSync(join(root, 'src/util/strings.ts'), 'export const s = "y";\n');
+    const report = await engine.scan();
+    const after = await idsByPath(engine, ALL);
+    const changed = ALL.filter((p) => before[p] !== after[p]).sort();
+    expect(changed).toEqual(['', 'src', 'src/util', 'src/util/strings.ts']);
+    expect(report.changedPaths).toEqual(['', 'src', 'src/util', 'src/util/strings.ts']);
+  });
+
+  it('directory ids depend on sorted children, not on creation order', async () => {
+    const a = tempDir();
+    writeTree(a, { 'd/z.txt': 'z', 'd/a.txt': 'a', 'd/m/': '' });
+    const b = tempDir();
+    writeTree(b, { 'd/m/': '', 'd/a.txt': 'a', 'd/z.txt': 'z' });
+    const ea = await ContextEngine.open(a);
+    const eb = await ContextEngine.open(b);
+    expect((await ea.scan()).root).toBe((await eb.scan()).root);
+    expect((await ea.resolveNode('d')).children).toEqual(['d/a.txt', 'd/m', 'd/z.txt']);
+  });
+
+  it('a rescan re-reads only files whose size, mtime or inode changed', async () => {
+    const { root, engine } = await openSample();
+    expect((await engine.scan()).hashed).toBe(0);
+
+    writeFileSync(join(root, 'docs/guide.md'), 'guide, longer\n');
+    expect((await engine.scan()).hashed).toBe(1);
+
+    // Same size and same mtime, new inode: the cache must notice the replacement.
+    const file = join(root, 'README.md');
+    const { mtime } = statSync(file);
+    writeFileSync(join(root, 'README.tmp'), '# SAMPLE\n');
+    utimesSync(join(root, 'README.tmp'), mtime, mtime);
+    renameSync(join(root, 'README.tmp'), file);
+    const report = await engine.scan();
+    expect(report.hashed).toBe(1);
+    expect(report.changedPaths).toContain('README.md');
+
+    expect((await engine.scan({ force: true })).hashed).toBe(5);
+  });
+
+  it('an unchanged rescan leaves the store byte-identical', async () => {
+    const { root, engine } = await openSample();
+    const before = snapshotStore(root);
+    const report = await engine.scan();
+    expect(report.changed).toBe(false);
+    expect(snapshotStore(root)).toEqual(before);
+  });
+
+  it('follows .gitignore by whole path components, nested files and negation; .merkle is always ignored', async () => {
+    const root = tempDir();
+    writeTree(root, {
+      '.gitignore': 'build\n*.log\n!keep.log\n',
+      'build/out.js': 'x',
+      'rebuild.txt': 'not ignored: build is a component, not a substring',
+      'src/build': 'ignored: a file named build matches at any depth',
+      'src/build.ts': 'not ignored: build.ts is another name',
+      'src/app.log': 'ignored',
+      'src/keep.log': 'kept by negation',
+      'src/.gitignore': 'secret.txt\n',
+      'src/secret.txt': 'ignored by the nested file',
+      'docs/secret.txt': 'not ignored: the nested rule is relative to src/',
+      'node_modules/pkg/index.js': 'ignored by default',
+    });
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    const paths = (await engine.listNodes()).map((n) => n.path).sort();
+    expect(paths).toEqual(['', '.gitignore', 'docs', 'docs/secret.txt', 'rebuild.txt', 'src', 'src/.gitignore', 'src/build.ts', 'src/keep.log']);
+    // .merkle/ exists now and is not part of the tree even without default ignores.
+    const bare = await ContextEngine.open(root, { defaultIgnores: false });
+    await bare.scan();
+    const bareTree = (await bare.listNodes()).map((n) => n.path);
+    expect(bareTree).toContain('node_modules/pkg/index.js');
+    expect(bareTree.some((p) => p.startsWith('.merkle'))).toBe(false);
+  });
+
+  it('extra ignore patterns apply from the workspace root', async () => {
+    const root = tempDir();
+    writeTree(root, { 'a/tmp/x': '1', 'a/y': '2' });
+    const engine = await ContextEngine.open(root, { ignore: ['tmp/'] });
+    await engine.scan();
+    expect((await engine.listNodes()).map((n) => n.path).sort()).toEqual(['', 'a', 'a/y']);
+  });
+
+  it('stores paths as NFC and hashes symlinks by their target', async () => {
+    const root = tempDir();
+    const nfd = 'cafe\u0301.txt';
+    writeTree(root, { [nfd]: 'coffee', 'target.txt': 't' });
+    symlinkSync('target.txt', join(root, 'link'));
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    const nfc = (await engine.resolveNode('caf\u00e9.txt')).path;
+    expect(nfc).toBe('caf\u00e9.txt');
+    const link = await engine.resolveNode('link');
+    expect(link.kind).toBe('symlink');
+    const other = tempDir();
+    writeTree(other, { 'caf\u00e9.txt': 'coffee', 'target.txt': 't' });
+    symlinkSync('target.txt', join(other, 'link'));
+    const engine2 = await ContextEngine.open(other);
+    expect((await engine2.scan()).root).toBe((await engine.status()).root);
+  });
+
+  it('an empty workspace and empty directories have stable ids', async () => {
+    const a = tempDir();
+    const b = tempDir();
+    writeTree(a, { 'e/': '' });
+    writeTree(b, { 'e/': '' });
+    const ra = (await (await ContextEngine.open(a)).scan()).root;
+    const rb = (await (await ContextEngine.open(b)).scan()).root;
+    expect(ra).toBe(rb);
+    expect(ra).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('verifies the stored tree on read and rebuilds it with a forced scan', async () => {
+    const { root, engine } = await openSample();
+    const file = join(root, '.merkle', 'tree');
+    const bytes = readFileSync(file);
+    bytes[bytes.length - 40] ^= 0xff;
+    writeFileSync(file, bytes);
+    const fresh = await ContextEngine.open(root);
+    await expect(fresh.status()).rejects.toThrow(/corrupt tree file .*tree: checksum mismatch/);
+    await expect(fresh.scan()).rejects.toBeInstanceOf(ContextError);
+    const report = await fresh.scan({ force: true });
+    expect(report.root).toBe((await engine.status()).root);
+    expect((await fresh.validate()).ok).toBe(true);
+  });
+
+  it('a copied workspace (new inodes) re-reads files but keeps every id', async () => {
+    const { root, engine } = await openSample();
+    const copy = join(tempDir(), 'copy');
+    cpSync(root, copy, { recursive: true });
+    const copied = await ContextEngine.open(copy);
+    const report = await copied.scan();
+    expect(report.hashed).toBe(5);
+    expect(report.root).toBe((await engine.status()).root);
+    expect(report.changed).toBe(true); // the stat cache changed, the ids did not
+    expect(report.changedPaths).toEqual([]);
+  });
+});
