@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { closeSync, fsync, mkdirSync, openSync, promises as fsp, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 /** Options of {@link writeFileAtomic}. */
@@ -9,12 +9,26 @@ export interface AtomicWriteOptions {
   fsync?: boolean;
 }
 
+function fsyncAsync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fsync(fd, (error) => (error ? reject(error) : resolve())));
+}
+
 async function fsyncDir(dir: string): Promise<void> {
-  const handle = await fsp.open(dir, 'r');
+  const fd = openSync(dir, 'r');
   try {
-    await handle.sync();
+    await fsyncAsync(fd);
   } finally {
-    await handle.close();
+    closeSync(fd);
+  }
+}
+
+function openTemp(temp: string): number {
+  try {
+    return openSync(temp, 'wx');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    mkdirSync(dirname(temp), { recursive: true });
+    return openSync(temp, 'wx');
   }
 }
 
@@ -22,23 +36,27 @@ async function fsyncDir(dir: string): Promise<void> {
  * Writes `data` to `path` so that a reader (or a process after a crash) sees either the old file or the new one,
  * never a mix: temp file in the same directory, write, fsync, rename over `path`, fsync the directory.
  * Creates the directory when missing. The temp file is removed when the write fails.
+ *
+ * The cheap system calls are synchronous (a thread-pool round trip costs more than they do); the fsyncs, which can
+ * take milliseconds on a real disk, run on the thread pool so that they do not block the event loop.
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
   const sync = options.fsync ?? true;
   const dir = dirname(path);
-  await fsp.mkdir(dir, { recursive: true });
   const temp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  let handle: fsp.FileHandle | undefined;
+  const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+  const fd = openTemp(temp);
   try {
-    handle = await fsp.open(temp, 'wx');
-    await handle.writeFile(data);
-    if (sync) await handle.sync();
-    await handle.close();
-    handle = undefined;
-    await fsp.rename(temp, path);
+    try {
+      let written = 0;
+      while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+      if (sync) await fsyncAsync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, path);
   } catch (error) {
-    await handle?.close().catch(() => undefined);
-    await fsp.rm(temp, { force: true }).catch(() => undefined);
+    rmSync(temp, { force: true });
     throw error;
   }
   if (sync) await fsyncDir(dir);

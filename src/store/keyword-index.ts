@@ -159,23 +159,32 @@ export class KeywordIndex {
     if (f === null || typeof f !== 'object' || f.v !== 1) throw new Error('not a version 1 keyword index');
     if (typeof f.docs !== 'object' || f.docs === null || typeof f.terms !== 'object' || f.terms === null) throw new Error('docs or terms missing');
     const index = new KeywordIndex();
-    const tokens = new Map<string, string[]>();
+    const counted: number[] = [];
     for (const [id, length] of Object.entries(f.docs)) {
       if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) throw new Error(`bad length for ${id}`);
-      tokens.set(id, []);
+      const slot = index.ids.length;
+      index.ids.push(id);
+      index.lengths.push(length);
+      index.termsOf.push([]);
+      index.slotOf.set(id, slot);
+      index.totalLength += length;
+      counted.push(0);
     }
     for (const [term, posting] of Object.entries(f.terms)) {
       if (typeof posting !== 'object' || posting === null) throw new Error(`bad posting for term ${term}`);
+      const map = new Map<number, number>();
       for (const [id, tf] of Object.entries(posting)) {
-        const list = tokens.get(id);
-        if (list === undefined || typeof tf !== 'number' || !Number.isInteger(tf) || tf < 1) throw new Error(`bad posting ${term} → ${id}`);
-        for (let i = 0; i < tf; i++) list.push(term);
+        const slot = index.slotOf.get(id);
+        if (slot === undefined || typeof tf !== 'number' || !Number.isInteger(tf) || tf < 1) throw new Error(`bad posting ${term} → ${id}`);
+        map.set(slot, tf);
+        index.termsOf[slot]!.push(term);
+        counted[slot]! += tf;
       }
+      if (map.size > 0) index.postings.set(term, map);
     }
-    for (const [id, list] of tokens) {
-      if (list.length !== f.docs[id]) throw new Error(`document ${id}: length ${String(f.docs[id])} does not match its postings (${list.length})`);
-      index.set(id, list);
-    }
+    counted.forEach((sum, slot) => {
+      if (sum !== index.lengths[slot]) throw new Error(`document ${index.ids[slot]}: length ${index.lengths[slot]} does not match its postings (${sum})`);
+    });
     if (f.N !== index.size || f.totalLength !== index.totalLength) throw new Error('N or totalLength does not match the documents');
     return index;
   }

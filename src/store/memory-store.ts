@@ -1,9 +1,10 @@
 import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
 import { readTextIfExists, writeJsonAtomic } from './atomic.js';
 import { LockError, MemoryStoreError } from './errors.js';
 import { KeywordIndex, tokenize } from './keyword-index.js';
 import { acquireLock, type FileLock } from './lock.js';
-import { assertValidId, memoryItemPath, memoryPaths, type MemoryPaths } from './paths.js';
+import { assertValidId, isValidId, memoryItemPath, memoryPaths, type MemoryPaths } from './paths.js';
 import { redact } from './redact.js';
 import { MemoryItemSchema, type Durability, type MemoryItem } from './types.js';
 
@@ -35,9 +36,9 @@ function tokensOf(item: MemoryItem): string[] {
  * `memory/shared/index/keyword.json`, searched by BM25 (see keyword-index.ts).
  *
  * The index lives in memory after the first use and is rewritten atomically after each write or delete (one
- * rewrite per {@link writeMany}). On load it is rebuilt from the items when missing or corrupt, and reconciled
- * with them otherwise: an item file written at or after the index file's mtime is re-indexed (a crash between the
- * item write and the index write), an indexed id without a file is dropped (a crash during a delete).
+ * rewrite per {@link writeMany}). Each operation first records the ids it changes in `index/pending.json` and
+ * removes that record once the index is rewritten; on load, a record left by a crash gets those items re-indexed
+ * as they are on disk. A missing or corrupt index (or record) is rebuilt from all the items.
  * Items are redacted (content, keywords, metadata) before they are written.
  * Writes take the memory writer lock (`index/keyword.lock`) on first use and keep it until {@link close}, so two
  * processes cannot interleave index rewrites.
@@ -81,33 +82,51 @@ export class MemoryStore {
         process.emitWarning(`rebuilding corrupt memory index ${this.paths.keywordIndex}: ${(error as Error).message}`, 'MemoryStoreIndex');
       }
     }
-    const files = await this.listItemFiles();
-    const onDisk = new Set(files.map((f) => f.slice(0, -'.json'.length)));
-    let changed = index === undefined;
-    if (index === undefined) {
-      index = new KeywordIndex();
-      for (const id of onDisk) {
+    const pending = await this.readPending();
+    if (index !== undefined && pending !== 'corrupt') {
+      if (pending === undefined) return index;
+      // A crash interrupted an operation on these items: index them as they are on disk now.
+      for (const id of pending) {
         const item = await this.get(id);
         if (item) index.set(id, tokensOf(item));
+        else index.delete(id);
       }
     } else {
-      const indexTime = (await fsp.stat(this.paths.keywordIndex)).mtimeMs;
-      for (const id of index.idList()) {
-        if (!onDisk.has(id)) {
-          index.delete(id);
-          changed = true;
-        }
-      }
-      for (const id of onDisk) {
-        const stat = await fsp.stat(memoryItemPath(this.paths, id));
-        if (index.has(id) && stat.mtimeMs < indexTime) continue;
-        const item = await this.get(id);
-        if (item) index.set(id, tokensOf(item));
-        changed = true;
+      index = new KeywordIndex();
+      for (const file of await this.listItemFiles()) {
+        const item = await this.get(file.slice(0, -'.json'.length));
+        if (item) index.set(item.id, tokensOf(item));
       }
     }
-    if (changed && (text !== undefined || index.size > 0)) await this.persistRepair(index);
+    if (text !== undefined || pending !== undefined || index.size > 0) await this.persistRepair(index);
     return index;
+  }
+
+  /** Ids of the operation a crash interrupted (from `index/pending.json`), undefined when none, 'corrupt'. */
+  private async readPending(): Promise<string[] | undefined | 'corrupt'> {
+    const text = await readTextIfExists(this.pendingPath);
+    if (text === undefined) return undefined;
+    try {
+      const parsed = JSON.parse(text) as { ids?: unknown };
+      if (Array.isArray(parsed.ids) && parsed.ids.every((id) => isValidId(id))) return parsed.ids as string[];
+    } catch {
+      // fall through
+    }
+    return 'corrupt';
+  }
+
+  private get pendingPath(): string {
+    return join(this.paths.indexDir, 'pending.json');
+  }
+
+  /** Records the ids an operation is about to change, so that a crash before the index is rewritten is repaired. */
+  private async beginChange(ids: string[]): Promise<void> {
+    await writeJsonAtomic(this.pendingPath, { ids }, { fsync: this.fsync });
+  }
+
+  private async endChange(index: KeywordIndex): Promise<void> {
+    await this.persistIndex(index);
+    await fsp.rm(this.pendingPath, { force: true });
   }
 
   /** Persists a repaired index if no other process is writing memory (that writer persists its own index). */
@@ -123,7 +142,7 @@ export class MemoryStore {
       }
     }
     try {
-      await this.persistIndex(index);
+      await this.endChange(index);
     } finally {
       if (lock !== this.lock) lock.release();
     }
@@ -172,12 +191,12 @@ export class MemoryStore {
     const prepared = items.map((item) => this.prepare(item));
     await this.exclusive(async () => {
       const index = await this.loadIndex();
-      await fsp.mkdir(this.paths.itemsDir, { recursive: true });
+      await this.beginChange(prepared.map((item) => item.id));
       for (const item of prepared) {
         await writeJsonAtomic(memoryItemPath(this.paths, item.id), item, { fsync: this.fsync });
         index.set(item.id, tokensOf(item));
       }
-      await this.persistIndex(index);
+      await this.endChange(index);
     });
   }
 
@@ -202,14 +221,17 @@ export class MemoryStore {
     const path = memoryItemPath(this.paths, id);
     return this.exclusive(async () => {
       const index = await this.loadIndex();
-      let existed = true;
-      try {
-        await fsp.unlink(path);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-        existed = false;
-      }
-      if (index.delete(id) || existed) await this.persistIndex(index);
+      if (!index.has(id) && (await readTextIfExists(path)) === undefined) return false;
+      await this.beginChange([id]);
+      const existed = await fsp.unlink(path).then(
+        () => true,
+        (error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') throw error;
+          return false;
+        },
+      );
+      index.delete(id);
+      await this.endChange(index);
       return existed;
     });
   }

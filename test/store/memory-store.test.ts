@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync, rmSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryStore, MemoryStoreError, tokenize, type MemoryItem } from '../../src/store/index.js';
 import { SECRETS, tempDir } from './helpers.js';
@@ -97,12 +97,12 @@ describe('MemoryStore', () => {
     expect(JSON.parse(readFileSync(store.paths.keywordIndex, 'utf8'))).toEqual(JSON.parse(good));
   });
 
-  it('reconciles the index with items written or deleted after it (a crash between the two writes)', async () => {
+  it('repairs the index after a crash between item files and index (the pending record)', async () => {
     const store = open();
     await store.writeMany([item('a', 'old words'), item('b', 'bee')]);
     await store.close();
-    const past = new Date(Date.now() - 60_000);
-    utimesSync(store.paths.keywordIndex, past, past);
+    // What a crash leaves: the record of the ids being changed, the item files changed, the index not rewritten.
+    writeFileSync(`${store.paths.indexDir}/pending.json`, JSON.stringify({ ids: ['a', 'b', 'c'] }));
     writeFileSync(`${store.paths.itemsDir}/a.json`, JSON.stringify(item('a', 'new words')));
     writeFileSync(`${store.paths.itemsDir}/c.json`, JSON.stringify(item('c', 'new item')));
     unlinkSync(`${store.paths.itemsDir}/b.json`);
@@ -110,6 +110,15 @@ describe('MemoryStore', () => {
     expect((await fresh.search('new', 5)).map((i) => i.id)).toEqual(['a', 'c']);
     expect(await fresh.search('old', 5)).toEqual([]);
     expect(await fresh.search('bee', 5)).toEqual([]);
+    expect(existsSync(`${store.paths.indexDir}/pending.json`)).toBe(false);
+    expect(Object.keys(JSON.parse(readFileSync(store.paths.keywordIndex, 'utf8')).docs).sort()).toEqual(['a', 'c']);
+  });
+
+  it('removes its pending record after each operation', async () => {
+    const store = open();
+    await store.write(item('a', 'x'));
+    await store.delete('a');
+    expect(readdirSync(store.paths.indexDir).sort()).toEqual(['keyword.json', 'keyword.lock']);
   });
 
   it('validates items and ids before writing anything', async () => {

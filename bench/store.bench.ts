@@ -1,0 +1,163 @@
+/**
+ * `npm run bench:store`: the storage layer's costs (medians).
+ * - appends per durability mode, and the store's share of a flow step (5 events, then flush at the step boundary);
+ * - readPage(100) at offsets 0, 500k and 999,900 of a 1M-event log (must be flat in the offset: the index seeks);
+ * - MemoryStore.search over 100k items;
+ * - CheckpointStore.saveLatest of a 10 KB state.
+ * Building the 1M-event log and the 100k-item memory is reported separately (not a target).
+ */
+import { createWriteStream, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import type { StreamEvent } from '../src/events/types.js';
+import { CheckpointStore, EventStore, MemoryStore, runPaths, type Durability, type MemoryItem } from '../src/store/index.js';
+import { median, printTable, timeMedianMs, type BenchRow } from './harness.js';
+
+const root = mkdtempSync(join(tmpdir(), 'bpf-bench-store-'));
+const rows: BenchRow[] = [];
+const notes: string[] = [];
+
+function event(runId: string, seq: number): StreamEvent {
+  return {
+    v: 1,
+    id: `evt-${seq}`,
+    seq,
+    timestamp: 1_700_000_000_000 + seq,
+    runId,
+    sessionKey: 'bench',
+    type: 'node.completed',
+    namespace: 'agent.step',
+    nodeId: `node-${seq % 17}`,
+    payload: { action: 'default', durationMs: 3, note: 'a short payload like the engine emits' },
+  };
+}
+
+async function appendCosts(): Promise<void> {
+  for (const durability of ['never', 'batch', 'always'] as Durability[]) {
+    const runId = `append-${durability}`;
+    const store = new EventStore({ dataDir: root, sessionKey: 'bench', runId, durability });
+    await store.open();
+    let seq = 0;
+    const count = durability === 'always' ? 300 : 20_000;
+    const perAppend: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const start = performance.now();
+      await store.append(event(runId, seq++));
+      perAppend.push(performance.now() - start);
+    }
+    rows.push({ name: `append, durability '${durability}' (per event)`, median: median(perAppend) * 1000, unit: 'µs' });
+    if (durability !== 'always') {
+      const steps: number[] = [];
+      for (let s = 0; s < (durability === 'batch' ? 500 : 5000); s++) {
+        const start = performance.now();
+        for (let e = 0; e < 5; e++) await store.append(event(runId, seq++));
+        await store.flush();
+        steps.push(performance.now() - start);
+      }
+      rows.push({
+        name: `store share of a step: 5 appends + flush, '${durability}'`,
+        median: median(steps) * 1000,
+        unit: 'µs',
+        target: durability === 'batch' ? 400 : 50,
+        anchor: durability === 'batch' ? 'runFlow target <= 400 µs per step (LangGraph.js +600-1,100 µs)' : 'runFlow target <= 50 µs per step',
+      });
+    }
+    await store.close();
+  }
+}
+
+async function pagingCosts(): Promise<void> {
+  const runId = 'paging';
+  const paths = runPaths(root, 'bench', runId);
+  const total = 1_000_000;
+  const buildStart = performance.now();
+  const { mkdirSync } = await import('node:fs');
+  mkdirSync(paths.dir, { recursive: true });
+  const out = createWriteStream(paths.events);
+  let chunk = '';
+  for (let seq = 0; seq < total; seq++) {
+    chunk += JSON.stringify(event(runId, seq)) + '\n';
+    if (chunk.length > 1 << 20) {
+      if (!out.write(chunk)) await once(out, 'drain');
+      chunk = '';
+    }
+  }
+  out.end(chunk);
+  await once(out, 'finish');
+  const writeMs = performance.now() - buildStart;
+  const writer = new EventStore({ dataDir: root, sessionKey: 'bench', runId });
+  const indexStart = performance.now();
+  await writer.buildIndex(1000);
+  const indexMs = performance.now() - indexStart;
+  await writer.close();
+  notes.push(
+    `1M-event log: ${(statSync(paths.events).size / 1e6).toFixed(0)} MB written in ${(writeMs / 1000).toFixed(1)} s (one stream), ` +
+      `indexed (buildIndex(1000)) in ${(indexMs / 1000).toFixed(1)} s`,
+  );
+  const reader = new EventStore({ dataDir: root, sessionKey: 'bench', runId });
+  const coldStart = performance.now();
+  await reader.readPage(100, 0);
+  notes.push(`first readPage of a fresh reader (loads the index): ${(performance.now() - coldStart).toFixed(2)} ms`);
+  for (const offset of [0, 500_000, 999_900]) {
+    const page = await reader.readPage(100, offset);
+    if (page.length !== 100 || page[0]!.seq !== offset) throw new Error(`readPage(100, ${offset}) returned the wrong page`);
+    const ms = await timeMedianMs(() => reader.readPage(100, offset), 50, 5);
+    rows.push({ name: `readPage(100) at offset ${offset.toLocaleString('en-US')} of 1M`, median: ms, unit: 'ms', target: 2, anchor: 'the original scans from the start' });
+  }
+}
+
+const WORDS = Array.from({ length: 5000 }, (_, i) => `w${i.toString(36)}`);
+function zipfWord(): string {
+  // Rank r with probability ~ 1/r: common words are common, like text.
+  return WORDS[Math.min(WORDS.length - 1, Math.floor(Math.exp(Math.random() * Math.log(WORDS.length))) - 1)]!;
+}
+
+async function searchCosts(): Promise<void> {
+  const dataDir = join(root, 'memory-data');
+  const store = new MemoryStore({ dataDir, durability: 'never' });
+  const items: MemoryItem[] = Array.from({ length: 100_000 }, (_, i) => ({
+    id: `mem-${i}`,
+    content: Array.from({ length: 30 }, zipfWord).join(' '),
+    keywords: [zipfWord()],
+    createdAt: i,
+  }));
+  const buildStart = performance.now();
+  for (let i = 0; i < items.length; i += 25_000) await store.writeMany(items.slice(i, i + 25_000));
+  notes.push(`100k memory items written (writeMany) in ${((performance.now() - buildStart) / 1000).toFixed(1)} s`);
+  await store.close();
+  const reader = new MemoryStore({ dataDir });
+  const loadStart = performance.now();
+  await reader.search('warm up', 1);
+  notes.push(`MemoryStore load of the 100k-item index (first search): ${(performance.now() - loadStart).toFixed(0)} ms`);
+  const queries = Array.from({ length: 200 }, () => `${zipfWord()} ${zipfWord()} ${zipfWord()}`);
+  let q = 0;
+  const ms = await timeMedianMs(() => reader.search(queries[q++ % queries.length]!, 10), 200, 20);
+  rows.push({ name: 'MemoryStore.search(3 words, top 10) over 100k items', median: ms, unit: 'ms', target: 5 });
+}
+
+async function checkpointCosts(): Promise<void> {
+  const state = { items: Array.from({ length: 50 }, (_, i) => ({ key: `k${i}`, value: 'v'.repeat(180) })) };
+  for (const durability of ['batch', 'never'] as Durability[]) {
+    const store = new CheckpointStore({ dataDir: root, sessionKey: 'bench', runId: `ckpt-${durability}`, durability });
+    let step = 0;
+    const ms = await timeMedianMs(
+      () => store.saveLatest({ v: 1, runId: `ckpt-${durability}`, sessionKey: 'bench', step: step++, createdAt: Date.now(), position: ['a'], state }),
+      200,
+      10,
+    );
+    rows.push({ name: `CheckpointStore.saveLatest, 10 KB state, '${durability}'`, median: ms * 1000, unit: 'µs' });
+  }
+}
+
+try {
+  await appendCosts();
+  await checkpointCosts();
+  await pagingCosts();
+  await searchCosts();
+} finally {
+  rmSync(root, { recursive: true, force: true });
+}
+const ok = printTable('Storage layer (medians)', rows);
+console.log(notes.map((n) => `- ${n}`).join('\n'));
+process.exitCode = ok ? 0 : 1;
