@@ -61,7 +61,7 @@ describe('context APIs (spec §2)', () => {
 
   it('errors are deterministic and clear: same condition, same error', async () => {
     const { engine } = await openSample();
-    const attempt = () => engine.putFrame('nope.txt', { type: 'summary', content: 'x' }, 'w').catch((e: Error) => e);
+    const attempt = () => engine.putFrame('nope.txt', { type: 'summary', content: 'x' }, 'w').then(() => new Error('resolved'), (e: Error) => e);
     const [a, b] = [await attempt(), await attempt()];
     expect(a).toMatchObject({ code: 'UNKNOWN_NODE' });
     expect(b.message).toBe(a.message);
