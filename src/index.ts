@@ -5,3 +5,4 @@ export * from './flow/index.js';
 export * from './backpack/index.js';
 export * from './events/index.js';
 export * from './nodes/index.js';
+export * from './runtime/index.js';

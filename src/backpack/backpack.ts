@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { ZodType } from 'zod';
 import { checkItemAccessControl, checkPermissions, deniedBy, formatPath } from './access.js';
 import { Actor, AS_ACTOR, OWNER, type OpContext } from './actor.js';
-import { summarizeValue } from './codec.js';
+import { decodeValue, encodeValue, summarizeValue } from './codec.js';
 import { diffBackpacks } from './diff.js';
 import { AccessDeniedError, BackpackError, HistoryPrunedError, KeyNotFoundError } from './errors.js';
 import { BackpackHandle } from './handle.js';
@@ -20,10 +20,12 @@ import {
   PREV_COPY_ON_READ,
   toPublicCommit,
   type HistoryLimits,
+  type QuarantineDetail,
   type State,
 } from './history.js';
 import { compileNamespacePattern } from './patterns.js';
 import { parseBackpackJSON, serializeBackpack, type BackpackJSON, type RestoredParts } from './serialize.js';
+import { BackpackStateSchema, type BackpackState, type QuarantinedStateItem, type StateItem } from './state.js';
 import type {
   AccessDenial,
   BackpackCommit,
@@ -432,6 +434,104 @@ export class Backpack {
     for (const c of parts.commits) backpack.#replay(c);
     for (const [c, value] of parts.large) backpack.#large.set(c, value);
     return backpack;
+  }
+
+  // ---------------------------------------------------------------- state form (durable runs)
+
+  /**
+   * The state-only form (no history): active and quarantined items with values through the value codec and their
+   * provenance. With `keys`, only those keys. Durable runs checkpoint this form.
+   */
+  exportState(keys?: Iterable<string>): BackpackState {
+    const items: BackpackState['items'] = {};
+    const quarantined: BackpackState['quarantined'] = {};
+    const pick = (key: string): void => {
+      const item = this.#items.get(key);
+      if (item) items[key] = this.#stateItem(item);
+      const q = this.#quarantined.get(key);
+      if (q) {
+        const detail: QuarantinedStateItem['quarantine'] = { reason: q.quarantined.reason, timestamp: q.timestamp };
+        if (q.actor.nodeId !== undefined) detail.nodeId = q.actor.nodeId;
+        quarantined[key] = { ...this.#stateItem(q.quarantined.item), quarantine: detail };
+      }
+    };
+    if (keys === undefined) {
+      for (const key of this.#items.keys()) pick(key);
+      for (const key of this.#quarantined.keys()) if (!this.#items.has(key)) pick(key);
+    } else for (const key of new Set(keys)) pick(key);
+    return { version: 1, items, quarantined };
+  }
+
+  /**
+   * Replaces the whole state with `state` (from {@link exportState}), keeping each item's provenance, version and
+   * timestamp. History restarts with that state as its base; permissions and options stay. Throws BackpackError
+   * naming the JSON path of the first problem, before anything changes.
+   */
+  importState(state: unknown): void {
+    const parsed = BackpackStateSchema.safeParse(state);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new BackpackError(`Invalid Backpack state at '${formatPath(issue.path) || '(root)'}': ${issue.message}`);
+    }
+    const large = new Map<Commit, unknown>();
+    let seq = 0;
+    let timestamp = Number.NEGATIVE_INFINITY;
+    const toCommit = (key: string, item: StateItem): Commit => {
+      const m = item.metadata;
+      const actor = m.sourceNodeId === undefined && m.sourceNodeName === undefined && m.sourceNamespace === undefined
+        ? OWNER
+        : new Actor(m.sourceNodeId, m.sourceNodeName, m.sourceNamespace);
+      const prepared = prepareValue(key, decodeValue(item.value));
+      let flags = prepared.copyOnRead ? COPY_ON_READ : 0;
+      let stored = prepared.value;
+      let bytes = prepared.bytes;
+      if (bytes > this.#options.maxValueBytes && !(stored instanceof UnavailableValue)) {
+        flags |= LARGE;
+        stored = new UnavailableValue(key, bytes, summarizeValue(prepared.value), `larger than maxValueBytes (${bytes} > ${this.#options.maxValueBytes}); history keeps only this reference`);
+        bytes = 200;
+      }
+      timestamp = Math.max(timestamp, m.timestamp);
+      const acl = item.accessControl ? checkItemAccessControl(key, item.accessControl) : undefined;
+      const commit = new Commit(++seq, this.#lineage, m.timestamp, 'pack', key, actor, stored, undefined, m.version, Object.freeze([...m.tags]), acl, bytes, flags, undefined);
+      if (flags & LARGE) large.set(commit, prepared.value);
+      return commit;
+    };
+    const base: State = { items: new Map(), quarantined: new Map() };
+    for (const [key, item] of Object.entries(parsed.data.items)) base.items.set(key, toCommit(key, item));
+    for (const [key, q] of Object.entries(parsed.data.quarantined)) {
+      const item = toCommit(key, q);
+      const actor = q.quarantine.nodeId === undefined ? OWNER : new Actor(q.quarantine.nodeId, undefined, undefined);
+      const detail: QuarantineDetail = { item, reason: q.quarantine.reason };
+      base.quarantined.set(key, new Commit(++seq, this.#lineage, q.quarantine.timestamp, 'quarantine', key, actor, undefined, item.value, 0, NO_TAGS, undefined, 0, 0, detail));
+      timestamp = Math.max(timestamp, q.quarantine.timestamp);
+    }
+    this.#history = new History(this.#options, { state: base, seq, timestamp, prunedNodes: [], lineages: [this.#lineage] });
+    this.#large = large;
+    this.#setState({ items: new Map(base.items), quarantined: new Map(base.quarantined) });
+  }
+
+  /**
+   * Keys whose item changed (packed, deleted, quarantined or cleared) in the commits after `seq`; undefined when some
+   * of those commits were pruned, so the caller must compare every key.
+   */
+  changedKeysSince(seq: number): string[] | undefined {
+    if (seq < this.#history.baseSeq) return undefined;
+    const keys = new Set<string>();
+    for (const c of this.#history.commitsSince(seq)) {
+      if (c.action === 'clear') for (const item of c.detail as readonly Commit[]) keys.add(item.key);
+      else if (c.action !== 'unpack') keys.add(c.key);
+    }
+    return [...keys];
+  }
+
+  #stateItem(item: Commit): StateItem {
+    const metadata: StateItem['metadata'] = { timestamp: item.timestamp, version: item.version, tags: [...item.tags] };
+    if (item.actor.nodeId !== undefined) metadata.sourceNodeId = item.actor.nodeId;
+    if (item.actor.nodeName !== undefined) metadata.sourceNodeName = item.actor.nodeName;
+    if (item.actor.namespace !== undefined) metadata.sourceNamespace = item.actor.namespace;
+    const out: StateItem = { value: encodeValue(this.#valueOf(item)), metadata };
+    if (item.acl) out.accessControl = JSON.parse(JSON.stringify(item.acl)) as StateItem['accessControl'];
+    return out;
   }
 
   // ---------------------------------------------------------------- handles

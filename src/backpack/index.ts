@@ -7,3 +7,4 @@ export { BackpackError, AccessDeniedError, KeyNotFoundError, HistoryPrunedError,
 export { BackpackJSONSchema, type BackpackJSON } from './serialize.js';
 export { NodePermissionsSchema, ItemAccessControlSchema } from './access.js';
 export type * from './types.js';
+export { BackpackStateSchema, StateItemSchema, QuarantinedStateItemSchema, type BackpackState, type StateItem, type QuarantinedStateItem } from './state.js';

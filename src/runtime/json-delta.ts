@@ -11,7 +11,9 @@
  */
 
 /** Any JSON value. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+import type { JsonValue } from '../backpack/index.js';
+
+export type { JsonValue };
 
 /** A delta from one JSON value to another (see the module comment). */
 export type JsonDelta = { r: JsonValue } | { a: JsonValue[] } | { o: Record<string, JsonDelta>; d?: string[] };

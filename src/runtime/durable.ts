@@ -1,0 +1,309 @@
+import { resolve } from 'node:path';
+import type { Backpack, BackpackState } from '../backpack/index.js';
+import { StreamEventType, newRunId, type StreamEvent } from '../events/index.js';
+import type { StepBoundary } from '../flow/index.js';
+import type { Flow } from '../nodes/index.js';
+import {
+  CheckpointStore,
+  EventStore,
+  ProjectionStore,
+  StoreError,
+  assertValidId,
+  listRunIds,
+  type Checkpoint,
+  type Durability,
+  type RunMeta,
+} from '../store/index.js';
+import { applyStateDelta, StateTracker, type StateDelta } from './state-tracker.js';
+
+/**
+ * Durable runs (DESIGN D16). A run's directory holds its event log, its projection and its checkpoints:
+ *
+ * - Every step boundary appends the step's events and one `checkpoint.saved` event, as one atomic batch with one
+ *   fsync (durability 'batch'). That event holds the position (a stack of node ids, outermost first) and a
+ *   structural delta of the keys the step changed, so checkpoint history grows with the work, not with steps × state.
+ * - Every `keyframeInterval` steps (and at step 0) the whole state is written to `checkpoint/<step>.json` and
+ *   `checkpoint.latest.json` (atomic: temp file, fsync, rename).
+ * - The state at step N is the last keyframe at or before N plus the deltas after it; a resume starts from the last
+ *   recorded step. A step that had not reached its boundary when the process died runs again.
+ */
+
+/** Where runs are stored. */
+export interface RunLocation {
+  /** Data directory (default `.backpackflow` in the working directory). */
+  dataDir?: string;
+  /** Session the run belongs to (default `'default'`). */
+  sessionKey?: string;
+}
+
+/** Options of {@link runFlow}. */
+export interface RunFlowOptions extends RunLocation {
+  /** Run id (default: a new one). */
+  runId?: string;
+  /** Packed into the Backpack before the first step. */
+  input?: Record<string, unknown>;
+  /** When writes reach the disk (default 'batch': one fsync per step). */
+  durability?: Durability;
+  /** A full-state keyframe every this many steps (default 50). */
+  keyframeInterval?: number;
+  /** Stops the run before its next step. */
+  signal?: AbortSignal;
+}
+
+/** How a durable run ended. */
+export interface RunResult {
+  runId: string;
+  sessionKey: string;
+  dataDir: string;
+  /** The last action of the flow. */
+  action: string | undefined;
+  /** Step number of the last step (steps of a resumed run continue the numbering). */
+  steps: number;
+}
+
+/** A recorded point of a run: the Backpack state and the position after a step. */
+export interface RunPoint {
+  step: number;
+  /** Node ids from the outermost flow inwards where the run continues; empty when the run had ended. */
+  position: string[];
+  state: BackpackState;
+}
+
+const DEFAULT_DATA_DIR = '.backpackflow';
+const DEFAULT_SESSION = 'default';
+
+/** Checkpoint `state` of a keyframe. */
+interface KeyframeState {
+  kind: 'keyframe';
+  backpack: BackpackState;
+}
+
+/** Payload of a `checkpoint.saved` event. */
+interface CheckpointPayload {
+  step: number;
+  position: string[];
+  delta?: StateDelta;
+  keyframe: boolean;
+}
+
+function locate(options: RunLocation): { dataDir: string; sessionKey: string } {
+  const sessionKey = options.sessionKey ?? DEFAULT_SESSION;
+  assertValidId(sessionKey, 'sessionKey');
+  return { dataDir: resolve(options.dataDir ?? DEFAULT_DATA_DIR), sessionKey };
+}
+
+/** Runs `flow` durably: every event persisted, the projection kept current, a checkpoint at every step. */
+export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise<RunResult> {
+  const { dataDir, sessionKey } = locate(options);
+  const runId = options.runId ?? newRunId();
+  assertValidId(runId, 'runId');
+  for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
+  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal }, {
+    step: 0,
+    position: [],
+    fresh: true,
+  });
+}
+
+/** Options of {@link resumeRun}. */
+export interface ResumeRunOptions extends RunLocation {
+  runId: string;
+  durability?: Durability;
+  keyframeInterval?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Continues a run that stopped (a crash, a failure, an abort), in this process or another: restores the Backpack
+ * of its last recorded step into `flow` (built the same way as the original) and goes on from the recorded position,
+ * nested flows included. Refuses a run that completed.
+ */
+export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<RunResult> {
+  const { dataDir, sessionKey } = locate(options);
+  assertValidId(options.runId, 'runId');
+  const meta = await new ProjectionStore({ dataDir, sessionKey }).loadRunMeta(options.runId);
+  if (meta?.status === 'completed') {
+    throw new StoreError(`run ${sessionKey}/${options.runId} already completed; fork it to run again from a step`);
+  }
+  const point = await loadRunPoint({ dataDir, sessionKey, runId: options.runId });
+  if (point.position.length === 0) throw new StoreError(`run ${sessionKey}/${options.runId} has no step left to run`);
+  flow.backpack.importState(point.state);
+  return execute(flow, { dataDir, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal }, {
+    step: point.step,
+    position: point.position,
+    fresh: false,
+  });
+}
+
+/** Options of {@link forkRun}. */
+export interface ForkRunOptions extends RunLocation {
+  /** The recorded run to fork. */
+  runId: string;
+  /** The step whose state and position the new run starts from. */
+  atStep: number;
+  /** Id of the new run (default: a new one). */
+  newRunId?: string;
+  durability?: Durability;
+  keyframeInterval?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Starts a new run from a recorded step of another: the Backpack and position of that step, into `flow`. The
+ * recorded run is never touched (time travel creates, it does not rewrite).
+ */
+export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunResult> {
+  const { dataDir, sessionKey } = locate(options);
+  const point = await loadRunPoint({ dataDir, sessionKey, runId: options.runId, step: options.atStep });
+  if (point.position.length === 0) throw new StoreError(`run ${sessionKey}/${options.runId} had ended at step ${options.atStep}: nothing to run from there`);
+  const runId = options.newRunId ?? newRunId();
+  assertValidId(runId, 'runId');
+  if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
+  flow.backpack.importState(point.state);
+  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal }, {
+    step: point.step,
+    position: point.position,
+    fresh: true,
+    forkedFrom: { runId: options.runId, step: point.step },
+  });
+}
+
+/** Projections of the stored runs (of one session, or of all), oldest first. */
+export async function listRuns(options: RunLocation = {}): Promise<RunMeta[]> {
+  const dataDir = resolve(options.dataDir ?? DEFAULT_DATA_DIR);
+  const out: RunMeta[] = [];
+  const projections = new Map<string, ProjectionStore>();
+  for (const ref of await listRunIds(dataDir, options.sessionKey)) {
+    let store = projections.get(ref.sessionKey);
+    if (!store) projections.set(ref.sessionKey, (store = new ProjectionStore({ dataDir, sessionKey: ref.sessionKey })));
+    const meta = (await store.loadRunMeta(ref.runId)) ?? (await store.generateRunMeta(ref.runId).catch(() => null));
+    if (meta) out.push(meta);
+  }
+  return out.sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId));
+}
+
+/**
+ * The recorded state and position of a run after `step` (default: its last recorded step): the last keyframe at or
+ * before it plus the deltas of the steps after that keyframe.
+ */
+export async function loadRunPoint(options: RunLocation & { runId: string; step?: number }): Promise<RunPoint> {
+  const { dataDir, sessionKey } = locate(options);
+  const { runId, step } = options;
+  assertValidId(runId, 'runId');
+  if (step !== undefined && (!Number.isInteger(step) || step < 0)) throw new StoreError(`step must be an integer >= 0, got ${String(step)}`);
+  const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId });
+  let keyframe: Checkpoint | null;
+  if (step === undefined) {
+    keyframe = await checkpoints.loadLatest();
+  } else {
+    const steps = (await checkpoints.listHistorical()).map(Number).filter((s) => s <= step);
+    keyframe = steps.length ? await checkpoints.loadHistorical(Math.max(...steps)) : null;
+  }
+  if (!keyframe) throw new StoreError(`run ${sessionKey}/${runId} has no checkpoint${step === undefined ? '' : ` at or before step ${step}`} in ${dataDir}`);
+  const point: RunPoint = { step: keyframe.step, position: [...keyframe.position], state: (keyframe.state as unknown as KeyframeState).backpack };
+  const events = new EventStore({ dataDir, sessionKey, runId });
+  for await (const event of events.readStream()) {
+    if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
+    const saved = event.payload as unknown as CheckpointPayload;
+    if (saved.step <= point.step) continue;
+    if (step !== undefined && saved.step > step) break;
+    if (saved.delta) applyStateDelta(point.state, saved.delta);
+    point.step = saved.step;
+    point.position = saved.position;
+  }
+  if (step !== undefined && point.step !== step) {
+    throw new StoreError(`run ${sessionKey}/${runId} has no step ${step}; its last recorded step is ${point.step}`);
+  }
+  return point;
+}
+
+interface ExecuteTarget {
+  dataDir: string;
+  sessionKey: string;
+  runId: string;
+  durability: Durability | undefined;
+  keyframeInterval: number | undefined;
+  signal: AbortSignal | undefined;
+}
+
+interface StartPoint {
+  step: number;
+  position: string[];
+  /** A new run (write a step keyframe first), or one that continues its own log. */
+  fresh: boolean;
+  forkedFrom?: { runId: string; step: number };
+}
+
+/** Wires a flow run to the stores: events in, checkpoints at step boundaries, projection, and the writer lock. */
+async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Promise<RunResult> {
+  const { dataDir, sessionKey, runId } = target;
+  const keyframeInterval = target.keyframeInterval ?? 50;
+  if (!Number.isInteger(keyframeInterval) || keyframeInterval < 1) throw new RangeError(`keyframeInterval must be an integer >= 1, got ${keyframeInterval}`);
+  const durability = target.durability ?? 'batch';
+  const events = new EventStore({ dataDir, sessionKey, runId, durability });
+  const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId, durability });
+  const projection = new ProjectionStore({ dataDir, sessionKey, durability });
+  const opened = await events.open();
+  const streamer = flow.eventStreamer;
+  streamer.setNextSeq(runId, (opened.lastSeq ?? 0) + 1);
+
+  const backpack: Backpack = flow.backpack;
+  const tracker = new StateTracker(backpack);
+  let buffer: StreamEvent[] = [];
+  let step = start.step;
+  const unsubscribe = streamer.on('*', (event) => {
+    if (event.runId === runId) buffer.push(event);
+  });
+  const persist = async (): Promise<void> => {
+    const batch = buffer;
+    buffer = [];
+    if (batch.length === 0) return;
+    await events.appendBatch(batch);
+    await events.flush();
+    for (const event of batch) await projection.updateRunMeta(event, { persist: false });
+  };
+  const keyframe = async (position: string[]): Promise<void> => {
+    const checkpoint: Checkpoint = {
+      v: 1,
+      runId,
+      sessionKey,
+      step,
+      createdAt: Date.now(),
+      position,
+      state: { kind: 'keyframe', backpack: tracker.state } as unknown as Checkpoint['state'],
+      ...(start.forkedFrom ? { meta: { forkedFrom: start.forkedFrom } } : {}),
+    };
+    await checkpoints.saveHistorical(checkpoint, step);
+    await checkpoints.saveLatest(checkpoint);
+  };
+  const onStep = async (boundary: StepBoundary): Promise<void> => {
+    // The end of a nested flow is not a resumable position; its changes go with the enclosing node's boundary.
+    if (boundary.next === undefined && boundary.path.length > 0) return;
+    step++;
+    const position = boundary.next === undefined ? [] : [...boundary.path, boundary.next];
+    const delta = tracker.next();
+    const isKeyframe = step % keyframeInterval === 0;
+    if (isKeyframe) await keyframe(position);
+    const payload: CheckpointPayload = { step, position, keyframe: isKeyframe, ...(delta ? { delta } : {}) };
+    streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload: payload as unknown as Record<string, unknown> });
+    await persist();
+  };
+
+  try {
+    if (start.fresh) await keyframe(start.position.length ? start.position : entryPosition(flow));
+    const action = await flow.run(undefined, { runId, signal: target.signal, onStep, resume: start.position.length ? [...start.position] : undefined });
+    await persist();
+    return { runId, sessionKey, dataDir, action, steps: step };
+  } catch (error) {
+    await persist().catch(() => undefined);
+    throw error;
+  } finally {
+    unsubscribe();
+    await projection.flush(runId).catch(() => undefined);
+    await events.close();
+  }
+}
+
+function entryPosition(flow: Flow): string[] {
+  return flow.entryNode ? [flow.entryNode.id] : [];
+}

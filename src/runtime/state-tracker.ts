@@ -1,0 +1,84 @@
+import type { Backpack, BackpackState, JsonValue, QuarantinedStateItem, StateItem } from '../backpack/index.js';
+import { applyJsonDelta, diffJson, type JsonDelta } from './json-delta.js';
+
+/** What changed in a Backpack's state between two step boundaries. Values travel as structural JSON deltas. */
+export interface StateDelta {
+  /** Items packed since: metadata, item rules, and the value as a delta from the item's previous value. */
+  set?: Record<string, { metadata: StateItem['metadata']; accessControl?: StateItem['accessControl']; value?: JsonDelta }>;
+  /** Keys that left the active state (deleted, cleared or quarantined). */
+  removed?: string[];
+  /** Items quarantined since, whole. */
+  quarantined?: Record<string, QuarantinedStateItem>;
+}
+
+/** Applies `delta` to `state` in place (keys new to the state go last, as in the Backpack). */
+export function applyStateDelta(state: BackpackState, delta: StateDelta): void {
+  for (const key of delta.removed ?? []) delete state.items[key];
+  for (const [key, change] of Object.entries(delta.set ?? {})) {
+    const previous = state.items[key];
+    if (!previous && change.value === undefined) throw new TypeError(`state delta: key '${key}' is new but carries no value`);
+    const value = change.value === undefined ? previous!.value : applyJsonDelta(previous?.value as JsonValue | undefined, change.value);
+    const item: StateItem = { value, metadata: change.metadata };
+    if (change.accessControl) item.accessControl = change.accessControl;
+    if (!previous) delete state.items[key];
+    state.items[key] = item;
+  }
+  for (const [key, item] of Object.entries(delta.quarantined ?? {})) state.quarantined[key] = item;
+}
+
+/**
+ * Follows a Backpack from step boundary to step boundary and tells what changed, as a {@link StateDelta}. It keeps
+ * the state form of the last boundary, so only the keys committed since are exported and compared.
+ */
+export class StateTracker {
+  #state: BackpackState;
+  #seq: number;
+
+  constructor(private readonly backpack: Backpack) {
+    this.#state = backpack.exportState();
+    this.#seq = backpack.headSeq;
+  }
+
+  /** The state at the last boundary (the tracker's own copy: do not modify it). */
+  get state(): BackpackState {
+    return this.#state;
+  }
+
+  /** The delta since the last boundary, or undefined when nothing changed; moves the boundary to now. */
+  next(): StateDelta | undefined {
+    // Normally only the keys committed since the last boundary are compared; if history was pruned past it, all.
+    const changed = this.backpack.changedKeysSince(this.#seq);
+    this.#seq = this.backpack.headSeq;
+    if (changed?.length === 0) return undefined;
+    const now = this.backpack.exportState(changed);
+    const keys = changed ?? new Set([...Object.keys(this.#state.items), ...Object.keys(now.items), ...Object.keys(now.quarantined)]);
+    const delta: StateDelta = {};
+    for (const key of keys) {
+      const item = now.items[key];
+      const previous = this.#state.items[key];
+      if (item) {
+        const value = previous ? diffJson(previous.value as JsonValue, item.value as JsonValue) : { r: item.value as JsonValue };
+        if (value || !previous || !sameMeta(previous, item)) {
+          (delta.set ??= {})[key] = {
+            metadata: item.metadata,
+            ...(item.accessControl ? { accessControl: item.accessControl } : {}),
+            ...(value ? { value } : {}),
+          };
+        }
+      } else if (previous) {
+        (delta.removed ??= []).push(key);
+      }
+      const quarantined = now.quarantined[key];
+      if (quarantined && JSON.stringify(quarantined) !== JSON.stringify(this.#state.quarantined[key])) {
+        (delta.quarantined ??= {})[key] = quarantined;
+      }
+    }
+    if (!delta.set && !delta.removed && !delta.quarantined) return undefined;
+    applyStateDelta(this.#state, delta);
+    return delta;
+  }
+}
+
+function sameMeta(a: StateItem, b: StateItem): boolean {
+  return JSON.stringify(a.metadata) === JSON.stringify(b.metadata) && JSON.stringify(a.accessControl) === JSON.stringify(b.accessControl);
+}
