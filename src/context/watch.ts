@@ -1,5 +1,5 @@
 import { relative, sep } from 'node:path';
-import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
+import type { FSWatcher } from 'chokidar';
 import type { ContextEngine, ScanReport } from './engine.js';
 import { DEFAULT_IGNORED_NAMES, STORE_DIR } from './ignore-rules.js';
 
@@ -38,6 +38,8 @@ export async function startWatch(
 ): Promise<ContextWatcher> {
   const root = engine.workspaceRoot;
   const skipped = new Set([STORE_DIR, ...DEFAULT_IGNORED_NAMES]);
+  // Loaded on demand: watching is opt-in, and commands that never watch should not pay for chokidar.
+  const { watch: chokidarWatch } = await import('chokidar');
   const watcher: FSWatcher = chokidarWatch(root, {
     ignoreInitial: true,
     // A cheap pre-filter; the scan applies the full ignore rules.

@@ -1,0 +1,183 @@
+import { execFile } from 'node:child_process';
+import { chmodSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { MERKLE_BIN, runMerkle, snapshotStore, tempDir, writeTree, SAMPLE } from './helpers.js';
+
+async function json(args: string[], cwd: string): Promise<any> {
+  const r = await runMerkle([...args, '--json'], cwd);
+  if (r.code !== 0) throw new Error(`merkle ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+async function workspace(): Promise<string> {
+  const root = tempDir();
+  writeTree(root, SAMPLE);
+  await json(['scan'], root);
+  await json(['agent', 'add', 'w', '--role', 'writer'], root);
+  await json(['agent', 'add', 's', '--role', 'synthesis'], root);
+  return root;
+}
+
+describe('merkle CLI (spec §6, end to end through the built binary)', () => {
+  it('runs the whole workflow with the documented JSON documents', async () => {
+    const root = await workspace();
+    const frameFile = join(tempDir(), 'frame.json');
+    writeFileSync(frameFile, JSON.stringify({ type: 'summary', content: 'the entry point', metadata: { lines: 1 } }));
+    const textFile = join(tempDir(), 'note.txt');
+    writeFileSync(textFile, 'plain text note');
+
+    const status0 = await json(['status'], root);
+    expect(status0).toEqual({ root: expect.stringMatching(/^[0-9a-f]{64}$/), nodes: 10, frames: 0, heads: 0, stale: 0 });
+    const { frameId } = await json(['put-frame', 'src/main.ts', frameFile, '--agent', 'w'], root);
+    const { frameId: noteId } = await json(['put-frame', 'src/main.ts', textFile, '--agent', 'w', '--type', 'note'], root);
+    expect(await json(['get-head', 'src/main.ts', '--type', 'summary'], root)).toEqual({ frameId });
+    expect(await json(['get-head', 'README.md', '--type', 'summary'], root)).toEqual({ frameId: null });
+    expect(await json(['list-frames', 'src/main.ts'], root)).toEqual([
+      { frameId, type: 'summary', agentId: 'w' },
+      { frameId: noteId, type: 'note', agentId: 'w' },
+    ]);
+    expect(await json(['list-frames', 'src/main.ts', '--type', 'note'], root)).toEqual([{ frameId: noteId, type: 'note', agentId: 'w' }]);
+    const node = await json(['get-node', 'src/main.ts', '--max-frames', '1'], root);
+    expect(node).toEqual({
+      nodeId: expect.stringMatching(/^[0-9a-f]{64}$/),
+      path: 'src/main.ts',
+      type: 'file',
+      frames: [{ frameId: noteId, type: 'note', agentId: 'w', content: 'plain text note' }],
+      frameCount: 2,
+    });
+    expect((await json(['get-node', node.nodeId], root)).frameCount).toBe(2);
+
+    const synth = await json(['synthesize', 'src', '--type', 'summary', '--agent', 's', '--policy', 'summarization'], root);
+    expect(synth.frameId).toMatch(/^[0-9a-f]{64}$/);
+    expect((await json(['get-node', 'src'], root)).frames[0].content).toBe(
+      'src: 2 child frame(s) of type summary\n- main.ts: the entry point\n- util/: src/util: 0 child frame(s) of type summary\n',
+    );
+    expect(await json(['regenerate', 'src', '--recursive'], root)).toEqual({ regenerated: [] });
+    expect(await json(['invalidate', 'src'], root)).toEqual({ invalidated: [{ path: 'src', type: 'summary', frameId: synth.frameId }] });
+    expect((await json(['status'], root)).stale).toBe(1);
+    expect(await json(['regenerate', 'src'], root)).toEqual({ regenerated: [] }); // same basis: same frame, stale mark cleared
+    expect((await json(['status'], root)).stale).toBe(0);
+
+    const composed = await json(['compose', 'src/main.ts', '--max-frames', '2', '--source', 'current', '--source', 'parent', '--ordering', 'type'], root);
+    expect(composed.frames.map((f: { type: string; source: string }) => `${f.type}/${f.source}`)).toEqual(['note/current', 'summary/parent']);
+    expect(await json(['validate'], root)).toEqual({ ok: true, errors: [], warnings: [] });
+    expect((await json(['agent', 'list'], root)).map((a: { agentId: string }) => a.agentId)).toEqual(['s', 'w']);
+
+    const human = await runMerkle(['status'], root);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toContain('frames 4'); // two put, two synthesized (src and src/util)
+  });
+
+  it('is reproducible and idempotent: re-running commands gives the same output and a byte-identical store', async () => {
+    const root = await workspace();
+    const frameFile = join(tempDir(), 'f.json');
+    writeFileSync(frameFile, JSON.stringify({ type: 'summary', content: 'x' }));
+    const commands = [
+      ['scan'],
+      ['put-frame', 'README.md', frameFile, '--agent', 'w'],
+      ['synthesize', '.', '--type', 'summary', '--agent', 's'],
+      ['regenerate', '.', '--recursive'],
+      ['invalidate', 'docs'],
+      ['agent', 'add', 'w', '--role', 'writer'],
+      ['status'],
+      ['get-node', '.'],
+      ['validate'],
+    ];
+    const first: string[] = [];
+    for (const c of commands) first.push((await runMerkle([...c, '--json'], root)).stdout);
+    const snapshot = snapshotStore(root);
+    for (const [i, c] of commands.entries()) {
+      const again = await runMerkle([...c, '--json'], root);
+      expect(again.stdout, c.join(' ')).toBe(first[i]);
+    }
+    expect(snapshotStore(root)).toEqual(snapshot);
+  });
+
+  it('reports errors on stderr with exit 1 and bad usage with exit 2, leaving the store intact', async () => {
+    const root = await workspace();
+    const before = snapshotStore(root);
+    const frameFile = join(tempDir(), 'f.json');
+    writeFileSync(frameFile, JSON.stringify({ type: 'summary', content: 'x' }));
+
+    const unknown = await runMerkle(['get-node', 'missing/file.ts'], root);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("no node at 'missing/file.ts'");
+    const ghost = await runMerkle(['put-frame', 'README.md', frameFile, '--agent', 'ghost'], root);
+    expect(ghost.code).toBe(1);
+    expect(ghost.stderr).toContain("agent 'ghost' is not registered");
+    const noFile = await runMerkle(['put-frame', 'README.md', '/nonexistent/frame.json', '--agent', 'w'], root);
+    expect(noFile.code).toBe(1);
+    expect(noFile.stderr).toContain('/nonexistent/frame.json');
+    const elsewhere = await runMerkle(['status', '--workspace', join(root, 'nope')], root);
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stderr).toContain('is not a directory');
+
+    for (const usage of [
+      ['frobnicate'],
+      ['put-frame', 'README.md', frameFile],
+      ['get-node', '.', '--max-frames', 'many'],
+      ['agent', 'add', 'x', '--role', 'boss'],
+      ['synthesize', '.', '--type', 't', '--agent', 's', '--policy', 'filtering'],
+    ]) {
+      const r = await runMerkle(usage, root);
+      expect(r.code, usage.join(' ')).toBe(2);
+      expect(r.stderr.length).toBeGreaterThan(0);
+    }
+    expect(snapshotStore(root)).toEqual(before);
+  });
+
+  it('validate reports a corrupted frame with exit 1', async () => {
+    const root = await workspace();
+    const frameFile = join(tempDir(), 'f.json');
+    writeFileSync(frameFile, JSON.stringify({ type: 'summary', content: 'original' }));
+    const { frameId } = await json(['put-frame', 'README.md', frameFile, '--agent', 'w'], root);
+    const file = join(root, '.merkle', 'frames', frameId.slice(0, 2), `${frameId}.json`);
+    chmodSync(file, 0o644);
+    writeFileSync(file, readFileSync(file, 'utf8').replace('original', 'tampered'));
+    const r = await runMerkle(['validate', '--json'], root);
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout);
+    expect(report.ok).toBe(false);
+    expect(report.errors.join('\n')).toContain(frameId);
+  });
+
+  it('keeps workspaces isolated', async () => {
+    const a = await workspace();
+    const b = await workspace();
+    const snapshotB = snapshotStore(b);
+    const frameFile = join(tempDir(), 'f.json');
+    writeFileSync(frameFile, JSON.stringify({ type: 'summary', content: 'only in a' }));
+    await json(['--workspace', a, 'put-frame', 'README.md', frameFile, '--agent', 'w'], b);
+    expect(snapshotStore(b)).toEqual(snapshotB);
+    expect((await json(['status'], a)).frames).toBe(1);
+    expect((await json(['status'], b)).frames).toBe(0);
+  });
+
+  it('two processes writing frames at once serialize on the workspace lock', async () => {
+    const root = await workspace();
+    const dir = tempDir();
+    const script = (tag: string) =>
+      `for i in 1 2 3 4 5 6; do printf '%s' "${tag} $i" > ${dir}/${tag}-$i.txt; "${process.execPath}" "${MERKLE_BIN}" put-frame README.md ${dir}/${tag}-$i.txt --agent w --type note > /dev/null || exit 1; done`;
+    const run = (tag: string) =>
+      new Promise<number>((resolve) => {
+        execFile('sh', ['-c', script(tag)], { cwd: root }, (error) => resolve(error === null ? 0 : 1));
+      });
+    expect(await Promise.all([run('left'), run('right')])).toEqual([0, 0]);
+    const frames = await json(['list-frames', 'README.md'], root);
+    expect(frames).toHaveLength(12);
+    const node = await json(['get-node', 'README.md', '--max-frames', '100'], root);
+    expect(node.frames.map((f: { content: string }) => f.content).sort()).toEqual(
+      ['left', 'right'].flatMap((t) => [1, 2, 3, 4, 5, 6].map((i) => `${t} ${i}`)).sort(),
+    );
+    expect(await json(['validate'], root)).toMatchObject({ ok: true, errors: [] });
+  });
+
+  it('keeps the core free of CLI dependencies', () => {
+    const dir = join(MERKLE_BIN, '..', '..', '..', 'src', 'context');
+    for (const name of readdirSync(dir)) {
+      const text = readFileSync(join(dir, name), 'utf8');
+      expect(text, name).not.toMatch(/from '(commander|picocolors|cli-progress)'|from '\.\.\//);
+    }
+  });
+});
