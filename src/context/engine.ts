@@ -607,7 +607,10 @@ export class ContextEngine {
 /** Paths whose node appeared, disappeared or changed id between two trees, in code-point order. */
 function diffTrees(before: Tree | undefined, after: Tree): string[] {
   const changed: string[] = [];
-  for (const node of after.walk()) if (before?.get(node.path)?.nodeId !== node.nodeId) changed.push(node.path);
-  if (before !== undefined) for (const node of before.walk()) if (after.get(node.path) === undefined) changed.push(node.path);
+  for (const node of after.records()) {
+    const was = before?.get(node.path);
+    if (was !== node && was?.nodeId !== node.nodeId) changed.push(node.path);
+  }
+  if (before !== undefined) for (const node of before.records()) if (after.get(node.path) === undefined) changed.push(node.path);
   return changed.sort(compareCodePoints);
 }

@@ -92,45 +92,57 @@ export async function loadHashBackend(prefer: 'native' | 'wasm' = 'native'): Pro
 /** Kind codes used in directory encodings. */
 export const KIND_CODE = { file: 1, dir: 2, symlink: 3 } as const;
 
-/** Builds one canonical encoding (see the module documentation) and hashes it. */
+/** Builds one canonical encoding (see the module documentation) in a single growing buffer, and hashes it. */
 export class Encoder {
-  private readonly parts: Uint8Array[] = [];
+  private buf = Buffer.allocUnsafe(256);
+  private length = 0;
 
   constructor(tag: string) {
     this.str(tag);
   }
 
+  private reserve(bytes: number): void {
+    if (this.length + bytes <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.length + bytes));
+    this.buf.copy(next, 0, 0, this.length);
+    this.buf = next;
+  }
+
   /** Appends `u32(n)`. */
   u32(n: number): this {
-    const b = Buffer.allocUnsafe(4);
-    b.writeUInt32BE(n, 0);
-    this.parts.push(b);
+    this.reserve(4);
+    this.length = this.buf.writeUInt32BE(n, this.length);
     return this;
   }
 
   /** Appends `u8(n)`. */
   u8(n: number): this {
-    this.parts.push(Uint8Array.of(n));
+    this.reserve(1);
+    this.length = this.buf.writeUInt8(n, this.length);
     return this;
   }
 
   /** Appends `str(s)`. */
   str(s: string): this {
-    const bytes = Buffer.from(s, 'utf8');
-    this.u32(bytes.length);
-    this.parts.push(bytes);
+    // At most 3 bytes per UTF-16 unit; the exact length is written after encoding.
+    this.reserve(4 + s.length * 3);
+    const written = this.buf.write(s, this.length + 4, 'utf8');
+    this.buf.writeUInt32BE(written, this.length);
+    this.length += 4 + written;
     return this;
   }
 
   /** Appends the 32 raw bytes of a hex identifier. */
   id(hex: string): this {
-    this.parts.push(idBytes(hex));
+    this.reserve(32);
+    if (hex.length !== 64 || this.buf.write(hex, this.length, 'hex') !== 32) idBytes(hex); // throws the clear error
+    this.length += 32;
     return this;
   }
 
   /** The BLAKE3 digest of everything appended, as hex. */
   hash(backend: HashBackend): string {
-    return backend.digest(Buffer.concat(this.parts)).toString('hex');
+    return backend.digest(this.buf.subarray(0, this.length)).toString('hex');
   }
 }
 

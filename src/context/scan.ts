@@ -4,7 +4,7 @@ import { fdir } from 'fdir';
 import { ContextError } from './errors.js';
 import type { HashBackend } from './hash.js';
 import type { IgnoreRules } from './ignore-rules.js';
-import { baseName, joinPath, parentPath } from './paths.js';
+import { joinPath, parentPath } from './paths.js';
 import { Tree, leafNodeId, type LeafRecord, type NodeRecord } from './tree.js';
 
 /** Files above this size are hashed in chunks rather than read whole. */
@@ -98,7 +98,7 @@ export function scanWorkspace(input: ScanInput): ScanResult {
 
   if (!dirty && input.previous !== undefined && !sameShape(input.previous, leaves, dirs)) dirty = true;
   if (!dirty && input.previous !== undefined) return { tree: input.previous, changed: false, hashed };
-  return { tree: Tree.build(leaves.values(), dirs, input.backend), changed: true, hashed };
+  return { tree: Tree.build(leaves.values(), dirs, input.backend, previous), changed: true, hashed };
 }
 
 function walk(root: string, subtree: string, rules: IgnoreRules): { files: Map<string, string>; dirs: string[] } {
@@ -113,13 +113,8 @@ function walk(root: string, subtree: string, rules: IgnoreRules): { files: Map<s
     .withErrors()
     .exclude((name, dirPath) => {
       // dirPath is the absolute path of the candidate directory, with a trailing separator.
-      const rel = dirPath.slice(rootPrefixLength, -1).normalize('NFC');
-      return rules.ignores(parentPath(rel) ?? '', name.normalize('NFC'), true);
-    })
-    .filter((path, isDir) => {
-      if (isDir) return true;
-      const nfc = path.normalize('NFC');
-      return !rules.ignores(parentPath(nfc) ?? '', baseName(nfc), false);
+      const rel = nfc(dirPath.slice(rootPrefixLength, -1));
+      return rules.ignores(parentPath(rel) ?? '', nfc(name), true);
     })
     .crawl(base)
     .sync();
@@ -130,16 +125,25 @@ function walk(root: string, subtree: string, rules: IgnoreRules): { files: Map<s
     }
     const fsPath = subtree === '' ? rel : joinPath(subtree, rel);
     if (rel.endsWith('/')) {
-      dirs.push(fsPath.slice(0, -1).normalize('NFC'));
-    } else {
-      const nfc = fsPath.normalize('NFC');
-      if (files.has(nfc)) {
-        throw new ContextError('SCAN_FAILED', `two files in ${root} have the same NFC name '${nfc}'; rename one`, { path: nfc });
-      }
-      files.set(nfc, fsPath);
+      dirs.push(nfc(fsPath.slice(0, -1)));
+      continue;
     }
+    const path = nfc(fsPath);
+    const slash = path.lastIndexOf('/');
+    if (rules.ignores(slash < 0 ? '' : path.slice(0, slash), path.slice(slash + 1), false)) continue;
+    if (files.has(path)) {
+      throw new ContextError('SCAN_FAILED', `two files in ${root} have the same NFC name '${path}'; rename one`, { path });
+    }
+    files.set(path, fsPath);
   }
   return { files, dirs };
+}
+
+const NON_ASCII = /[^ -~\t\n\r]/;
+
+/** NFC form of a path; ASCII (the common case) is already NFC. */
+function nfc(path: string): string {
+  return NON_ASCII.test(path) ? path.normalize('NFC') : path;
 }
 
 /** The directories to re-walk: nearest existing, non-ignored directory of each path, without nested duplicates. */

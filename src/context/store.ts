@@ -66,7 +66,11 @@ export class MerkleStore {
   /** Replaces the stored tree. */
   writeTree(tree: Tree): void {
     this.ensure();
-    writeFileAtomic.sync(join(this.dir, 'tree'), tree.encode(this.backend));
+    const file = join(this.dir, 'tree');
+    writeFileAtomic.sync(file, tree.encode(this.backend));
+    const stat = statSync(file);
+    // The tree just written is the tree in memory: the next read need not decode it again.
+    this.treeCache = { key: `${stat.ino}:${stat.mtimeMs}:${stat.size}`, value: tree };
   }
 
   /** The frame state (empty before any frame was written). Shared and read-only: see {@link readStateForUpdate}. */

@@ -39,8 +39,11 @@ export class Tree {
 
   private constructor(private readonly nodes: ReadonlyMap<string, NodeRecord>) {}
 
-  /** Builds the tree from its leaves and directory paths, computing directory NodeIDs bottom-up. */
-  static build(leaves: Iterable<LeafRecord>, dirs: Iterable<string>, backend: HashBackend): Tree {
+  /**
+   * Builds the tree from its leaves and directory paths, computing directory NodeIDs bottom-up. A directory of
+   * `previous` whose children are the same nodes with the same ids keeps its record (no re-hashing).
+   */
+  static build(leaves: Iterable<LeafRecord>, dirs: Iterable<string>, backend: HashBackend, previous?: Tree): Tree {
     const childNames = new Map<string, string[]>();
     childNames.set('', []);
     for (const dir of dirs) if (!childNames.has(dir)) childNames.set(dir, []);
@@ -61,7 +64,13 @@ export class Tree {
     // Deepest directories first, so every child id exists before its parent's is computed.
     const order = [...childNames.keys()].sort((a, b) => depth(b) - depth(a) || compareCodePoints(a, b));
     for (const dir of order) {
-      const children = childNames.get(dir)!.sort((a, b) => compareCodePoints(baseName(a), baseName(b)));
+      const list = childNames.get(dir)!;
+      const kept = previous === undefined ? undefined : unchangedDir(previous, dir, list, nodes);
+      if (kept !== undefined) {
+        nodes.set(dir, kept);
+        continue;
+      }
+      const children = list.sort((a, b) => compareCodePoints(baseName(a), baseName(b)));
       const enc = new Encoder('merkle.node.dir.v1').str(dir).u32(children.length);
       for (const child of children) {
         const node = nodes.get(child)!;
@@ -132,28 +141,26 @@ export class Tree {
 
   /** The binary stored form: magic, format, BLAKE3 of the body, body (see {@link Tree.decode}). */
   encode(backend: HashBackend): Buffer {
-    const parts: Buffer[] = [];
-    const count = Buffer.allocUnsafe(4);
-    count.writeUInt32BE(this.nodes.size, 0);
-    parts.push(count);
-    for (const node of this.walk()) {
-      const path = Buffer.from(node.path, 'utf8');
-      const fixed = Buffer.alloc(1 + 4 + path.length + 24 + 32 + 32);
-      let o = fixed.writeUInt8(KIND_CODE[node.kind], 0);
-      o = fixed.writeUInt32BE(path.length, o);
-      o += path.copy(fixed, o);
-      o = fixed.writeDoubleBE(node.size, o);
-      o = fixed.writeDoubleBE(node.mtimeMs, o);
-      o = fixed.writeDoubleBE(node.ino, o);
-      if (node.contentHash !== '') fixed.write(node.contentHash, o, 'hex');
-      fixed.write(node.nodeId, o + 32, 'hex');
-      parts.push(fixed);
+    const records = [...this.walk()];
+    let size = 12 + 32 + 4;
+    for (const node of records) size += 1 + 4 + Buffer.byteLength(node.path) + 24 + 64;
+    const out = Buffer.alloc(size);
+    MAGIC.copy(out, 0);
+    out.writeUInt32BE(FORMAT, 8);
+    let o = out.writeUInt32BE(records.length, 44);
+    for (const node of records) {
+      o = out.writeUInt8(KIND_CODE[node.kind], o);
+      const len = out.write(node.path, o + 4, 'utf8');
+      o = out.writeUInt32BE(len, o) + len;
+      o = out.writeDoubleBE(node.size, o);
+      o = out.writeDoubleBE(node.mtimeMs, o);
+      o = out.writeDoubleBE(node.ino, o);
+      if (node.contentHash !== '') out.write(node.contentHash, o, 'hex');
+      out.write(node.nodeId, o + 32, 'hex');
+      o += 64;
     }
-    const body = Buffer.concat(parts);
-    const header = Buffer.alloc(8 + 4);
-    MAGIC.copy(header, 0);
-    header.writeUInt32BE(FORMAT, 8);
-    return Buffer.concat([header, backend.digest(body), body]);
+    backend.digest(out.subarray(44)).copy(out, 12);
+    return out;
   }
 
   /**
@@ -202,6 +209,19 @@ export function leafNodeId(kind: NodeKind, path: string, contentHash: string, ba
 
 function corruptTree(where: string, why: string): never {
   throw new ContextError('CORRUPT_STORE', `corrupt tree file ${where}: ${why}; run 'merkle scan --force'`, { file: where });
+}
+
+/** The previous record of `dir` when its children are the same nodes with the same ids, else undefined. */
+function unchangedDir(previous: Tree, dir: string, children: readonly string[], nodes: ReadonlyMap<string, NodeRecord>): NodeRecord | undefined {
+  const before = previous.get(dir);
+  if (before === undefined || before.kind !== 'dir' || before.children!.length !== children.length) return undefined;
+  for (const child of children) {
+    const was = previous.get(child);
+    const now = nodes.get(child)!;
+    // Same parent and same count: every child that existed before under this path is the same set of children.
+    if (was === undefined || was.nodeId !== now.nodeId || was.kind !== now.kind) return undefined;
+  }
+  return before;
 }
 
 function depth(path: string): number {

@@ -1,0 +1,130 @@
+/**
+ * `npm run bench:context`: the context engine on a generated tree of 100,000 files in 1,000 directories, beside git
+ * on the same tree in the same run. Scan rows are ratios to git (target <= 1.0x or 1.2x); the anchor column gives
+ * both absolute medians. Engine timings are in-process API calls (`merkle` CLI start-up, ~0.1 s, is not included).
+ *
+ * Environment: BENCH_DIRS / BENCH_FILES_PER_DIR shrink the tree for a quick run.
+ */
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, lstatSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ContextEngine } from '../src/context/index.js';
+import { median, printTable, timeMedianMs, type BenchRow } from './harness.js';
+
+const DIRS = Number(process.env.BENCH_DIRS ?? 1000);
+const FILES_PER_DIR = Number(process.env.BENCH_FILES_PER_DIR ?? 100);
+
+function git(root: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 28 });
+}
+
+function generate(root: string): void {
+  for (let d = 0; d < DIRS; d++) {
+    const dir = join(root, `pkg${String(d).padStart(4, '0')}`);
+    mkdirSync(dir);
+    for (let f = 0; f < FILES_PER_DIR; f++) {
+      writeFileSync(join(dir, `file${f}.ts`), `// ${d}/${f}\nexport const value${f} = ${d * FILES_PER_DIR + f};\n`.repeat(1 + (f % 5)));
+    }
+  }
+}
+
+async function timeRuns(runs: number, before: () => unknown, fn: () => unknown): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    await before();
+    const start = performance.now();
+    await fn();
+    times.push(performance.now() - start);
+  }
+  return median(times);
+}
+
+function ratioRow(name: string, ours: number, theirs: number, target: number, gitLabel: string): BenchRow {
+  return {
+    name,
+    median: ours / theirs,
+    unit: 'x git',
+    target,
+    anchor: `merkle ${ours.toFixed(0)} ms, ${gitLabel} ${theirs.toFixed(0)} ms`,
+  };
+}
+
+async function main(): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'merkle-bench-'));
+  try {
+    let t = performance.now();
+    generate(root);
+    console.log(`generated ${DIRS * FILES_PER_DIR} files in ${DIRS} directories under ${root} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    const freshRepo = () => {
+      rmSync(join(root, '.git'), { recursive: true, force: true });
+      git(root, 'init', '-q');
+      appendFileSync(join(root, '.git', 'info', 'exclude'), '.merkle/\n');
+    };
+
+    // First scan: everything read and hashed (a fresh store each run), against git hashing and storing every blob
+    // into a fresh repository and writing the tree.
+    const gitFirst = await timeRuns(3, freshRepo, () => git(root, 'add', '-A') && git(root, 'write-tree'));
+    const oursFirst = await timeRuns(
+      3,
+      () => rmSync(join(root, '.merkle'), { recursive: true, force: true }),
+      async () => (await ContextEngine.open(root)).scan(),
+    );
+
+    // Rescan with nothing changed: stat cache against git's index.
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    git(root, 'status', '--porcelain');
+    const gitClean = await timeMedianMs(() => git(root, 'status', '--porcelain'), 7);
+    const oursClean = await timeMedianMs(() => engine.scan(), 7);
+
+    // The floor of any single-threaded Node rescan: one lstatSync per file, nothing else.
+    const files: string[] = [];
+    for (let d = 0; d < DIRS; d++) for (let f = 0; f < FILES_PER_DIR; f++) files.push(join(root, `pkg${String(d).padStart(4, '0')}`, `file${f}.ts`));
+    const lstatFloor = await timeMedianMs(() => {
+      for (const file of files) lstatSync(file);
+    }, 5);
+
+    // Rescan after changing one file (a different file each run).
+    let n = 0;
+    const touch = () => appendFileSync(join(root, `pkg${String(n++ % DIRS).padStart(4, '0')}`, 'file1.ts'), '// edit\n');
+    const gitOne = await timeRuns(7, touch, () => git(root, 'status', '--porcelain'));
+    const oursOne = await timeRuns(7, touch, () => engine.scan());
+    await engine.scan();
+
+    // Frames: one per directory, then a view and a whole-tree synthesis.
+    await engine.registerAgent({ agentId: 'writer', role: 'writer' });
+    await engine.registerAgent({ agentId: 'synth', role: 'synthesis' });
+    t = performance.now();
+    for (let d = 0; d < DIRS; d++) {
+      await engine.putFrame(`pkg${String(d).padStart(4, '0')}/file0.ts`, { type: 'summary', content: `summary of package ${d}` }, 'writer');
+    }
+    const putMs = (performance.now() - t) / DIRS;
+    const target = 'pkg0000/file0.ts';
+    for (let i = 0; i < 20; i++) await engine.putFrame(target, { type: i % 2 ? 'note' : 'review', content: `frame ${i}` }, 'writer');
+    const view = { maxFrames: 5, types: ['note', 'summary'], ordering: 'recency' as const };
+    const getNodeMs = await timeMedianMs(() => engine.getNode(target, view), 1000, 50);
+
+    let run = 0;
+    const synthMs = await timeRuns(
+      3,
+      () => undefined,
+      () => engine.synthesizeBranch('', `summary-${run++}`, 'synth', { kind: 'summarization', sourceType: 'summary' }),
+    );
+
+    const ok = printTable(`context engine: ${DIRS * FILES_PER_DIR} files in ${DIRS} directories`, [
+      ratioRow('first scan vs git add -A && git write-tree', oursFirst, gitFirst, 1.0, 'git'),
+      ratioRow('rescan, nothing changed vs git status', oursClean, gitClean, 1.0, 'git'),
+      ratioRow('rescan after changing one file vs git status', oursOne, gitOne, 1.2, 'git'),
+      { name: 'getNode with a view (5 of 21 frames)', median: getNodeMs, unit: 'ms', target: 1 },
+      { name: `synthesize the whole tree bottom-up (${DIRS + 1} directories)`, median: synthMs, unit: 'ms', target: 2000 },
+      { name: `floor: lstatSync of all ${files.length} files, no engine`, median: lstatFloor, unit: 'ms', anchor: `git status ${gitClean.toFixed(0)} ms` },
+      { name: 'putFrame (one transaction each, store of ~1,000 frames)', median: putMs, unit: 'ms', anchor: 'mean, no target' },
+    ]);
+    if (!ok) process.exitCode = 1;
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+await main();
