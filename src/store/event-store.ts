@@ -98,7 +98,11 @@ function writeAll(fd: number, data: Buffer): void {
   while (written < data.length) written += writeSync(fd, data, written, data.length - written);
 }
 
-function readPending(path: string): PendingBatch | undefined {
+/**
+ * The batch marker: undefined when there is none (no file, or empty), 'torn' when it is being rewritten as we read
+ * it (the caller reads again).
+ */
+function readPending(path: string): PendingBatch | undefined | 'torn' {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -106,12 +110,14 @@ function readPending(path: string): PendingBatch | undefined {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
+  if (text.trim() === '') return undefined;
   try {
     const parsed = JSON.parse(text) as PendingBatch;
-    return typeof parsed.gen === 'number' && typeof parsed.start === 'number' && typeof parsed.end === 'number' ? parsed : undefined;
+    if (typeof parsed.gen === 'number' && typeof parsed.start === 'number' && typeof parsed.end === 'number') return parsed;
   } catch {
-    return undefined;
+    // fall through
   }
+  return 'torn';
 }
 
 /**
@@ -199,10 +205,11 @@ export class EventStore {
     try {
       const fd = openSync(this.paths.events, 'a+');
       this.fd = fd;
-      this.pendingFd = openSync(this.paths.pendingBatch, 'a+');
       let size = fstatSync(fd).size;
       const pending = readPending(this.paths.pendingBatch);
-      if (pending) {
+      // Not append mode: the marker is rewritten in place (positional writes of a fixed-size record).
+      this.pendingFd = openSync(this.paths.pendingBatch, 'w');
+      if (pending !== undefined && pending !== 'torn') {
         this.batchGen = pending.gen;
         if (size > pending.start && size < pending.end) {
           ftruncateSync(fd, pending.start);
@@ -315,10 +322,11 @@ export class EventStore {
     return false;
   }
 
+  /** Rewrites the marker in place: one positional write of a fixed-size record, so the file is never empty. */
   private writePending(record: PendingBatch): void {
-    const text = JSON.stringify(record).padEnd(PENDING_RECORD_BYTES, ' ');
-    ftruncateSync(this.pendingFd!, 0);
-    writeAll(this.pendingFd!, Buffer.from(text));
+    const data = Buffer.from(JSON.stringify(record).padEnd(PENDING_RECORD_BYTES, ' '));
+    let written = 0;
+    while (written < data.length) written += writeSync(this.pendingFd!, data, written, data.length - written, written);
     this.batchGen = record.gen;
   }
 
@@ -468,8 +476,8 @@ export class EventStore {
         throw error;
       }
       const after = readPending(this.paths.pendingBatch);
-      if (before?.gen !== after?.gen && attempt < 100) continue;
-      if (after && size > after.start && size < after.end) size = after.start;
+      if (attempt < 100 && (before === 'torn' || after === 'torn' || before?.gen !== after?.gen)) continue;
+      if (after !== undefined && after !== 'torn' && size > after.start && size < after.end) size = after.start;
       if (size === 0) return 0;
       const handle = await fsp.open(this.paths.events, 'r');
       try {

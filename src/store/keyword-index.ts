@@ -43,12 +43,18 @@ export interface ScoredId {
   score: number;
 }
 
+/** Documents containing a term: parallel arrays of document slots and term frequencies. */
+interface Posting {
+  slots: number[];
+  tfs: number[];
+}
+
 /**
- * In-memory inverted index with integer document slots, so that scoring a query touches typed arrays rather than
- * maps keyed by id.
+ * In-memory inverted index with integer document slots and postings as parallel arrays, so that scoring a query
+ * walks arrays rather than maps keyed by id.
  */
 export class KeywordIndex {
-  private readonly postings = new Map<string, Map<number, number>>();
+  private readonly postings = new Map<string, Posting>();
   private readonly slotOf = new Map<string, number>();
   private ids: string[] = [];
   private lengths: number[] = [];
@@ -85,8 +91,9 @@ export class KeywordIndex {
     this.totalLength += tokens.length;
     for (const [term, count] of tf) {
       let posting = this.postings.get(term);
-      if (posting === undefined) this.postings.set(term, (posting = new Map()));
-      posting.set(slot, count);
+      if (posting === undefined) this.postings.set(term, (posting = { slots: [], tfs: [] }));
+      posting.slots.push(slot);
+      posting.tfs.push(count);
     }
   }
 
@@ -96,8 +103,13 @@ export class KeywordIndex {
     if (slot === undefined) return false;
     for (const term of this.termsOf[slot]!) {
       const posting = this.postings.get(term)!;
-      posting.delete(slot);
-      if (posting.size === 0) this.postings.delete(term);
+      const at = posting.slots.lastIndexOf(slot);
+      const last = posting.slots.length - 1;
+      posting.slots[at] = posting.slots[last]!;
+      posting.tfs[at] = posting.tfs[last]!;
+      posting.slots.pop();
+      posting.tfs.pop();
+      if (posting.slots.length === 0) this.postings.delete(term);
     }
     this.totalLength -= this.lengths[slot]!;
     this.slotOf.delete(id);
@@ -120,10 +132,15 @@ export class KeywordIndex {
     for (const term of terms) {
       const posting = this.postings.get(term);
       if (posting === undefined) continue;
-      const idf = Math.log(1 + (n - posting.size + 0.5) / (posting.size + 0.5));
-      for (const [slot, tf] of posting) {
+      const { slots, tfs } = posting;
+      const df = slots.length;
+      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
+      const lengths = this.lengths;
+      for (let i = 0; i < df; i++) {
+        const slot = slots[i]!;
+        const tf = tfs[i]!;
         if (scores[slot] === 0) touched.push(slot);
-        const norm = BM25_K1 * (1 - BM25_B + (BM25_B * this.lengths[slot]!) / avgdl);
+        const norm = BM25_K1 * (1 - BM25_B + (BM25_B * lengths[slot]!) / avgdl);
         scores[slot]! += (idf * tf * (BM25_K1 + 1)) / (tf + norm);
       }
     }
@@ -147,7 +164,7 @@ export class KeywordIndex {
     const terms: Record<string, Record<string, number>> = {};
     for (const [term, posting] of this.postings) {
       const entry: Record<string, number> = {};
-      for (const [slot, tf] of posting) entry[this.ids[slot]!] = tf;
+      for (let i = 0; i < posting.slots.length; i++) entry[this.ids[posting.slots[i]!]!] = posting.tfs[i]!;
       terms[term] = entry;
     }
     return { v: 1, N: this.slotOf.size, totalLength: this.totalLength, docs, terms };
@@ -172,15 +189,17 @@ export class KeywordIndex {
     }
     for (const [term, posting] of Object.entries(f.terms)) {
       if (typeof posting !== 'object' || posting === null) throw new Error(`bad posting for term ${term}`);
-      const map = new Map<number, number>();
-      for (const [id, tf] of Object.entries(posting)) {
+      const entry: Posting = { slots: [], tfs: [] };
+      for (const id in posting) {
+        const tf = (posting as Record<string, unknown>)[id];
         const slot = index.slotOf.get(id);
         if (slot === undefined || typeof tf !== 'number' || !Number.isInteger(tf) || tf < 1) throw new Error(`bad posting ${term} → ${id}`);
-        map.set(slot, tf);
+        entry.slots.push(slot);
+        entry.tfs.push(tf);
         index.termsOf[slot]!.push(term);
         counted[slot]! += tf;
       }
-      if (map.size > 0) index.postings.set(term, map);
+      if (entry.slots.length > 0) index.postings.set(term, entry);
     }
     counted.forEach((sum, slot) => {
       if (sum !== index.lengths[slot]) throw new Error(`document ${index.ids[slot]}: length ${index.lengths[slot]} does not match its postings (${sum})`);

@@ -63,14 +63,23 @@ describe('CheckpointStore', () => {
     await expect(store.loadLatest()).rejects.toThrow(/corrupt checkpoint .*step:/);
   });
 
-  it('never writes secrets in state or meta, and marks the checkpoint', async () => {
-    await store.saveLatest({ ...checkpoint(1, { items: { token: 'plain-token-value', note: `use ${SECRETS.openai}` } }), meta: { auth: SECRETS.bearer } });
-    const raw = readFileSync(store.paths.checkpointLatest, 'utf8');
-    expect(raw).not.toContain('plain-token-value');
-    expect(raw).not.toContain(SECRETS.openai);
-    expect(raw).not.toContain(SECRETS.bearer.slice(7));
+  it('never writes secrets in state or meta (latest and historical), and marks the checkpoint', async () => {
+    const state = { items: { token: 'plain-token-value', notes: Object.values(SECRETS).map((s) => `use ${s}`) } };
+    await store.saveLatest({ ...checkpoint(1, state), meta: { auth: SECRETS.bearer } });
+    await store.saveHistorical({ ...checkpoint(1, state) }, 1);
+    for (const path of [store.paths.checkpointLatest, `${store.paths.checkpointDir}/1.json`]) {
+      const raw = readFileSync(path, 'utf8');
+      for (const secret of ['plain-token-value', ...Object.values(SECRETS)]) expect(raw).not.toContain(secret.slice(7, 27));
+    }
     const loaded = await store.loadLatest();
     expect(loaded?.redaction).toEqual({ containsSecrets: true });
-    expect(loaded?.state).toEqual({ items: { token: '[REDACTED]', note: 'use [REDACTED]' } });
+    expect(loaded?.state).toEqual({ items: { token: '[REDACTED]', notes: Object.values(SECRETS).map(() => 'use [REDACTED]') } });
+    expect(loaded?.meta).toEqual({ auth: '[REDACTED]' });
+    expect((await store.loadHistorical(1))?.redaction).toEqual({ containsSecrets: true });
+  });
+
+  it('leaves no redaction mark on a checkpoint without secrets', async () => {
+    await store.saveLatest(checkpoint(1));
+    expect((await store.loadLatest())?.redaction).toBeUndefined();
   });
 });
