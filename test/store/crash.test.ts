@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StreamEvent } from '../../src/events/types.js';
 import { CheckpointStore, EventStore, KeywordIndex, MemoryStore, type Durability } from '../../src/store/index.js';
 import { bundleFixtures, spawnFixture, type Child } from './child.js';
 import { tempDir } from './helpers.js';
@@ -39,6 +40,18 @@ async function trials(count: number, run: (trial: number) => Promise<void>): Pro
   if (rejected) throw (rejected as PromiseRejectedResult).reason;
 }
 
+/** Every batch the crash-events fixture wrote is either entirely in `events` or not at all. */
+function expectWholeBatches(events: StreamEvent[], context: string): void {
+  const sizes = new Map<string, { n: number; seen: number }>();
+  for (const e of events) {
+    const key = `${String(e.payload['writer'])}:${String(e.payload['batch'])}`;
+    const entry = sizes.get(key) ?? { n: Number(e.payload['n']), seen: 0 };
+    entry.seen++;
+    sizes.set(key, entry);
+  }
+  for (const [key, { n, seen }] of sizes) expect(seen, `${context} batch ${key}`).toBe(n);
+}
+
 function acks(child: Child): string[] {
   return child.lines.filter((l) => l.startsWith('ack ')).map((l) => l.slice(4));
 }
@@ -70,14 +83,7 @@ describe('crash safety (SIGKILL at random moments)', () => {
         expect(report.corruptLines, `trial ${trial}`).toEqual([]);
         const events = await reader.readAll();
         expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
-        const sizes = new Map<string, { n: number; seen: number }>();
-        for (const e of events) {
-          const key = `${String(e.payload['writer'])}:${String(e.payload['batch'])}`;
-          const entry = sizes.get(key) ?? { n: Number(e.payload['n']), seen: 0 };
-          entry.seen++;
-          sizes.set(key, entry);
-        }
-        for (const [key, { n, seen }] of sizes) expect(seen, `trial ${trial} batch ${key}`).toBe(n);
+        expectWholeBatches(events, `trial ${trial}`);
         if (durability === 'always' && acked.length > 0) expect(events.length - 1).toBeGreaterThanOrEqual(acked[acked.length - 1]!);
         const page = await reader.readPage(10, Math.max(0, events.length - 5));
         expect(page).toEqual(events.slice(Math.max(0, events.length - 5)));
@@ -90,6 +96,29 @@ describe('crash safety (SIGKILL at random moments)', () => {
     });
     expect(acknowledged).toBeGreaterThan(TRIALS);
   }, 120_000);
+
+  it('a reader running alongside the writer never sees half a batch or a torn line', async () => {
+    const runId = 'concurrent-read';
+    const child = spawnFixture('crash-events.ts', [tmp.dir, runId, 'never'], bundles);
+    try {
+      await child.waitFor('ready');
+      const reader = new EventStore({ dataDir: tmp.dir, sessionKey: 'crash', runId });
+      let reads = 0;
+      let longest = 0;
+      const until = Date.now() + 400;
+      while (Date.now() < until) {
+        const events = await reader.readAll();
+        expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+        expectWholeBatches(events, `read ${reads}`);
+        longest = Math.max(longest, events.length);
+        reads++;
+      }
+      expect(longest).toBeGreaterThan(0);
+    } finally {
+      child.process.kill('SIGKILL');
+      await child.exited;
+    }
+  });
 
   it(`checkpoints: ${TRIALS} kills always leave whole, valid checkpoint files no older than the last acknowledged save`, async () => {
     await trials(TRIALS, async (trial) => {
