@@ -53,8 +53,8 @@ export class ProjectionStore {
    * writes it atomically. Events already folded (seq <= lastSeq) change nothing. Returns the new projection.
    */
   async updateRunMeta(event: StreamEvent, options: { persist?: boolean } = {}): Promise<RunMeta> {
-    const path = this.metaPath(event.runId);
     if (event.sessionKey !== undefined && event.sessionKey !== this.sessionKey) {
+      const path = this.metaPath(event.runId);
       throw new ProjectionStoreError(`event of session ${event.sessionKey} cannot update a projection of session ${this.sessionKey}`, { path });
     }
     const current = this.cache.get(event.runId) ?? (await this.loadRunMeta(event.runId)) ?? emptyRunMeta(this.sessionKey, event.runId);
