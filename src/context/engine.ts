@@ -15,6 +15,7 @@ import { compareCodePoints, isHexId, loadHashBackend, type HashBackend } from '.
 import { IgnoreRules } from './ignore-rules.js';
 import { displayPath, parentPath, toWorkspacePath } from './paths.js';
 import { scanWorkspace } from './scan.js';
+import { StatPool } from './stat-pool.js';
 import { MerkleStore } from './store.js';
 import { headEntry, markStale, recordFrame, type StoreState } from './state.js';
 import {
@@ -40,6 +41,8 @@ export interface ContextEngineOptions {
   readonly hashBackend?: 'native' | 'wasm';
   /** How long a writer waits for the workspace lock (default 10 s). */
   readonly lockTimeoutMs?: number;
+  /** Trees with at least this many nodes are stat'ed on two threads during a rescan (default 20,000). */
+  readonly parallelStatThreshold?: number;
 }
 
 /** Result of {@link ContextEngine.scan}. */
@@ -134,6 +137,7 @@ interface Transaction {
 export class ContextEngine {
   private readonly store: MerkleStore;
   private readonly policies = new Map<string, CustomSynthesisFn>();
+  private readonly statPool = new StatPool();
 
   private constructor(
     /** Absolute workspace root. */
@@ -172,7 +176,8 @@ export class ContextEngine {
         if (!options.force) throw error;
         previous = undefined; // a forced scan rebuilds a corrupt tree from the filesystem
       }
-      const result = scanWorkspace({
+      const parallel = (previous?.tree.size ?? 0) >= (this.options.parallelStatThreshold ?? 20_000);
+      const result = await scanWorkspace({
         workspaceRoot: this.workspaceRoot,
         rules: new IgnoreRules(this.workspaceRoot, { patterns: this.options.ignore, defaults: this.options.defaultIgnores }),
         backend: this.backend,
@@ -180,6 +185,7 @@ export class ContextEngine {
         force: options.force,
         racyFromMs: previous?.writtenMs,
         only: options.paths?.map((p) => toWorkspacePath(this.workspaceRoot, p)),
+        statMany: parallel ? this.statPool.statMany : undefined,
       });
       if (result.changed) this.store.writeTree(result.tree);
       return {
@@ -192,6 +198,11 @@ export class ContextEngine {
     } finally {
       release();
     }
+  }
+
+  /** Releases the helper thread used by large rescans (the engine stays usable; it is re-created on demand). */
+  async close(): Promise<void> {
+    await this.statPool.close();
   }
 
   /** Root id and counts. Read-only. */

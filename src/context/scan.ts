@@ -1,10 +1,11 @@
-import { closeSync, existsSync, lstatSync, openSync, readFileSync, readSync, readlinkSync, type Stats } from 'node:fs';
+import { closeSync, existsSync, lstatSync, openSync, readFileSync, readSync, readlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fdir } from 'fdir';
 import { ContextError } from './errors.js';
 import type { HashBackend } from './hash.js';
 import type { IgnoreRules } from './ignore-rules.js';
 import { joinPath, parentPath } from './paths.js';
+import { STAT_FIELDS, statSerial, type StatMany } from './stat-pool.js';
 import { Tree, leafNodeId, type LeafRecord, type NodeRecord } from './tree.js';
 
 /** Files above this size are hashed in chunks rather than read whole. */
@@ -27,6 +28,8 @@ export interface ScanInput {
   readonly racyFromMs?: number;
   /** Only re-walk these directories (workspace paths); everything else is taken from `previous`. */
   readonly only?: readonly string[];
+  /** How to lstat the files found (default: serially on this thread). */
+  readonly statMany?: StatMany;
 }
 
 /** What a scan did. */
@@ -43,7 +46,7 @@ export interface ScanResult {
  * Walks the workspace (or the `only` subtrees), reusing cached records of files whose size, mtime and inode are
  * unchanged, hashing the rest, and builds the tree. Paths are stored NFC; the filesystem spelling is used for I/O.
  */
-export function scanWorkspace(input: ScanInput): ScanResult {
+export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const root = resolve(input.workspaceRoot);
   const previous = input.force ? undefined : input.previous;
   const racyFrom = input.racyFromMs ?? Number.POSITIVE_INFINITY;
@@ -61,39 +64,43 @@ export function scanWorkspace(input: ScanInput): ScanResult {
 
   let hashed = 0;
   let dirty = input.previous === undefined || input.force === true;
+  const paths: string[] = [];
+  const fsPaths: string[] = [];
   for (const subtree of subtrees) {
     const walked = walk(root, subtree, input.rules);
     for (const dir of walked.dirs) dirs.add(dir);
     for (const [path, fsPath] of walked.files) {
-      const abs = join(root, fsPath);
-      let stat: Stats;
-      try {
-        stat = lstatSync(abs);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // deleted since the walk
-        throw scanError(path, error);
-      }
-      const kind = stat.isSymbolicLink() ? 'symlink' : stat.isFile() ? 'file' : undefined;
-      if (kind === undefined) continue; // sockets, fifos, devices have no content to hash
-      const cached = previous?.get(path);
-      if (
-        cached !== undefined &&
-        cached.kind === kind &&
-        cached.size === stat.size &&
-        cached.mtimeMs === stat.mtimeMs &&
-        cached.ino === stat.ino &&
-        cached.mtimeMs < racyFrom
-      ) {
-        leaves.set(path, cached);
-        continue;
-      }
-      const contentHash = hashContent(abs, kind, stat.size, input.backend, path);
-      hashed++;
-      const nodeId = leafNodeId(kind, path, contentHash, input.backend);
-      const record: LeafRecord = { path, kind, nodeId, contentHash, size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino };
-      if (!sameLeaf(cached, record)) dirty = true;
-      leaves.set(path, record);
+      paths.push(path);
+      fsPaths.push(`${root}/${fsPath}`);
     }
+  }
+  const stats = await (input.statMany ?? statSerial)(fsPaths);
+  for (let i = 0; i < paths.length; i++) {
+    const path = paths[i];
+    const j = i * STAT_FIELDS;
+    const kind = stats[j] === 1 ? 'file' : stats[j] === 2 ? 'symlink' : undefined;
+    if (kind === undefined) continue; // deleted since the walk, or a socket, fifo or device: no content to hash
+    const size = stats[j + 1];
+    const mtimeMs = stats[j + 2];
+    const ino = stats[j + 3];
+    const cached = previous?.get(path);
+    if (
+      cached !== undefined &&
+      cached.kind === kind &&
+      cached.size === size &&
+      cached.mtimeMs === mtimeMs &&
+      cached.ino === ino &&
+      cached.mtimeMs < racyFrom
+    ) {
+      leaves.set(path, cached);
+      continue;
+    }
+    const contentHash = hashContent(fsPaths[i], kind, size, input.backend, path);
+    hashed++;
+    const nodeId = leafNodeId(kind, path, contentHash, input.backend);
+    const record: LeafRecord = { path, kind, nodeId, contentHash, size, mtimeMs, ino };
+    if (!sameLeaf(cached, record)) dirty = true;
+    leaves.set(path, record);
   }
 
   if (!dirty && input.previous !== undefined && !sameShape(input.previous, leaves, dirs)) dirty = true;

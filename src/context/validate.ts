@@ -29,7 +29,7 @@ export interface ValidateInput {
  * frames; agents readable. Warns about a workspace changed since the last scan, unreferenced frame files and
  * stale heads.
  */
-export function validateStore(input: ValidateInput): ValidationReport {
+export async function validateStore(input: ValidateInput): Promise<ValidationReport> {
   const errors: string[] = [];
   const warnings: string[] = [];
   const attempt = <T>(what: () => T): T | undefined => {
@@ -46,9 +46,12 @@ export function validateStore(input: ValidateInput): ValidationReport {
   if (stored === null || (stored === undefined && errors.length === 0)) warnings.push('workspace not scanned yet');
   if (tree !== undefined) {
     checkTreeIds(tree, input.backend, errors);
-    const rescan = attempt(() =>
-      scanWorkspace({ workspaceRoot: input.workspaceRoot, rules: input.rules, backend: input.backend, previous: tree, racyFromMs: stored?.writtenMs }),
-    );
+    let rescan: Awaited<ReturnType<typeof scanWorkspace>> | undefined;
+    try {
+      rescan = await scanWorkspace({ workspaceRoot: input.workspaceRoot, rules: input.rules, backend: input.backend, previous: tree, racyFromMs: stored?.writtenMs });
+    } catch (error) {
+      errors.push((error as Error).message);
+    }
     if (rescan?.changed) warnings.push(`workspace changed since the last scan (root would be ${rescan.tree.rootId}); run 'merkle scan'`);
   }
 

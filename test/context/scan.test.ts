@@ -175,3 +175,23 @@ describe('scan: the Merkle tree', () => {
     expect(report.changedPaths).toEqual([]);
   });
 });
+
+describe('scan: parallel stat', () => {
+  it('stat on two threads gives the same tree and cache decisions as one thread', async () => {
+    const { root, engine } = await openSample();
+    const parallel = await ContextEngine.open(root, { parallelStatThreshold: 0 });
+    try {
+      expect(await parallel.scan()).toMatchObject({ changed: false, hashed: 0 });
+      writeFileSync(join(root, 'src/main.ts'), 'export const main = 2;\n');
+      rmSync(join(root, 'docs/guide.md'));
+      const report = await parallel.scan();
+      expect(report).toMatchObject({ changed: true, hashed: 1 });
+      expect(report.changedPaths).toEqual(['', 'docs', 'docs/guide.md', 'src', 'src/main.ts']);
+      const serial = await ContextEngine.open(root);
+      expect((await serial.scan({ force: true })).root).toBe(report.root);
+      expect((await engine.status()).root).toBe(report.root);
+    } finally {
+      await parallel.close();
+    }
+  });
+});

@@ -1,0 +1,111 @@
+import { lstatSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
+
+/** Per path, four numbers: kind (0 missing, 1 file, 2 symlink, 3 other), size, mtimeMs, ino. */
+export const STAT_FIELDS = 4;
+
+/** lstat of many paths, in order, into {@link STAT_FIELDS} numbers per path. */
+export type StatMany = (paths: readonly string[]) => Promise<Float64Array>;
+
+function statInto(paths: readonly string[], out: Float64Array, from: number, to: number, offset: number): void {
+  for (let i = from; i < to; i++) {
+    const j = (i - offset) * STAT_FIELDS;
+    const st = lstatSync(paths[i], { throwIfNoEntry: false });
+    if (st === undefined) {
+      out[j] = 0;
+      continue;
+    }
+    out[j] = st.isFile() ? 1 : st.isSymbolicLink() ? 2 : 3;
+    out[j + 1] = st.size;
+    out[j + 2] = st.mtimeMs;
+    out[j + 3] = st.ino;
+  }
+}
+
+/** Single-threaded lstat of every path. */
+export const statSerial: StatMany = async (paths) => {
+  const out = new Float64Array(paths.length * STAT_FIELDS);
+  statInto(paths, out, 0, paths.length, 0);
+  return out;
+};
+
+// The worker needs only node:fs, so it runs from source in every runtime (node, tsx, vitest).
+const WORKER_SOURCE = `
+const { parentPort } = require('node:worker_threads');
+const { lstatSync } = require('node:fs');
+parentPort.on('message', ({ id, paths }) => {
+  const out = new Float64Array(paths.length * ${STAT_FIELDS});
+  let error;
+  try {
+    for (let i = 0; i < paths.length; i++) {
+      const j = i * ${STAT_FIELDS};
+      const st = lstatSync(paths[i], { throwIfNoEntry: false });
+      if (st === undefined) { out[j] = 0; continue; }
+      out[j] = st.isFile() ? 1 : st.isSymbolicLink() ? 2 : 3;
+      out[j + 1] = st.size; out[j + 2] = st.mtimeMs; out[j + 3] = st.ino;
+    }
+  } catch (e) { error = String(e && e.message || e); }
+  parentPort.postMessage({ id, out, error }, [out.buffer]);
+});`;
+
+/**
+ * Splits lstat work between this thread and one helper thread: a rescan is dominated by one lstat per file, and the
+ * kernel serves them in parallel. The helper is created on first use and does not keep the process alive.
+ */
+export class StatPool {
+  private worker: Worker | undefined;
+  private nextId = 0;
+  private readonly waiting = new Map<number, { resolve: (out: Float64Array) => void; reject: (error: Error) => void }>();
+
+  /** Stats `paths` in order; the first half on the helper thread, the rest here. */
+  readonly statMany: StatMany = async (paths) => {
+    const half = paths.length >> 1;
+    const theirs = this.request(paths.slice(0, half));
+    const mine = new Float64Array((paths.length - half) * STAT_FIELDS);
+    statInto(paths, mine, half, paths.length, half);
+    const first = await theirs;
+    const out = new Float64Array(paths.length * STAT_FIELDS);
+    out.set(first, 0);
+    out.set(mine, half * STAT_FIELDS);
+    return out;
+  };
+
+  /** Stops the helper thread. */
+  async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = undefined;
+    if (worker !== undefined) await worker.terminate();
+  }
+
+  private request(paths: string[]): Promise<Float64Array> {
+    const worker = this.ensureWorker();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      worker.ref();
+      worker.postMessage({ id, paths });
+    });
+  }
+
+  private ensureWorker(): Worker {
+    if (this.worker !== undefined) return this.worker;
+    const worker = new Worker(WORKER_SOURCE, { eval: true });
+    worker.unref();
+    worker.on('message', ({ id, out, error }: { id: number; out: Float64Array; error?: string }) => {
+      const waiter = this.waiting.get(id);
+      this.waiting.delete(id);
+      if (this.waiting.size === 0) worker.unref();
+      if (error !== undefined) waiter?.reject(new Error(error));
+      else waiter?.resolve(out);
+    });
+    const fail = (error: Error) => {
+      for (const waiter of this.waiting.values()) waiter.reject(error);
+      this.waiting.clear();
+      if (this.worker === worker) this.worker = undefined;
+    };
+    worker.on('error', fail);
+    worker.on('exit', () => fail(new Error('stat helper thread exited')));
+    this.worker = worker;
+    return worker;
+  }
+}
