@@ -62,6 +62,8 @@ export class KeywordIndex {
   private readonly free: number[] = [];
   private totalLength = 0;
   private scores = new Float64Array(0);
+  private touched = new Int32Array(0);
+  private norms: Float64Array | undefined;
 
   /** Number of indexed documents. */
   get size(): number {
@@ -81,6 +83,7 @@ export class KeywordIndex {
   /** Indexes (or re-indexes) a document from its tokens. */
   set(id: string, tokens: string[]): void {
     this.delete(id);
+    this.norms = undefined;
     const slot = this.free.pop() ?? this.ids.length;
     const tf = new Map<string, number>();
     for (const t of tokens) tf.set(t, (tf.get(t) ?? 0) + 1);
@@ -101,6 +104,7 @@ export class KeywordIndex {
   delete(id: string): boolean {
     const slot = this.slotOf.get(id);
     if (slot === undefined) return false;
+    this.norms = undefined;
     for (const term of this.termsOf[slot]!) {
       const posting = this.postings.get(term)!;
       const at = posting.slots.lastIndexOf(slot);
@@ -125,36 +129,56 @@ export class KeywordIndex {
     const n = this.slotOf.size;
     if (n === 0 || topK <= 0) return [];
     const terms = [...new Set(tokenize(query))];
-    if (this.scores.length < this.ids.length) this.scores = new Float64Array(this.ids.length);
+    const slotCount = this.ids.length;
+    if (this.scores.length < slotCount) {
+      this.scores = new Float64Array(slotCount * 2);
+      this.touched = new Int32Array(slotCount * 2);
+    }
     const scores = this.scores;
-    const touched: number[] = [];
-    const avgdl = this.totalLength / n || 1;
+    const touched = this.touched;
+    const norms = this.lengthNorms();
+    let touchedCount = 0;
     for (const term of terms) {
       const posting = this.postings.get(term);
       if (posting === undefined) continue;
       const { slots, tfs } = posting;
       const df = slots.length;
       const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
-      const lengths = this.lengths;
+      const weight = idf * (BM25_K1 + 1);
       for (let i = 0; i < df; i++) {
         const slot = slots[i]!;
         const tf = tfs[i]!;
-        if (scores[slot] === 0) touched.push(slot);
-        const norm = BM25_K1 * (1 - BM25_B + (BM25_B * lengths[slot]!) / avgdl);
-        scores[slot]! += (idf * tf * (BM25_K1 + 1)) / (tf + norm);
+        if (scores[slot] === 0) touched[touchedCount++] = slot;
+        scores[slot]! += (weight * tf) / (tf + norms[slot]!);
       }
     }
     const best: ScoredId[] = [];
-    for (const slot of touched) {
-      const hit = { id: this.ids[slot]!, score: scores[slot]! };
+    let floor = -Infinity;
+    for (let t = 0; t < touchedCount; t++) {
+      const slot = touched[t]!;
+      const score = scores[slot]!;
       scores[slot] = 0;
+      if (best.length === topK && score < floor) continue;
+      const hit = { id: this.ids[slot]!, score };
       if (best.length === topK && !better(hit, best[best.length - 1]!)) continue;
       let i = best.length;
       while (i > 0 && better(hit, best[i - 1]!)) i--;
       best.splice(i, 0, hit);
       if (best.length > topK) best.pop();
+      if (best.length === topK) floor = best[best.length - 1]!.score;
     }
     return best;
+  }
+
+  /** k1 * (1 - b + b * length / avgdl) per slot, cached until the next change. */
+  private lengthNorms(): Float64Array {
+    if (this.norms === undefined) {
+      const avgdl = this.totalLength / this.slotOf.size || 1;
+      const norms = new Float64Array(this.ids.length);
+      for (let slot = 0; slot < norms.length; slot++) norms[slot] = BM25_K1 * (1 - BM25_B + (BM25_B * this.lengths[slot]!) / avgdl);
+      this.norms = norms;
+    }
+    return this.norms;
   }
 
   /** The persisted form. */

@@ -1,4 +1,4 @@
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readTextIfExists, writeJsonAtomic } from './atomic.js';
 import { LockError, MemoryStoreError } from './errors.js';
@@ -202,9 +202,22 @@ export class MemoryStore {
 
   /** The item with `id`, or null. A file that is not a valid item is a {@link MemoryStoreError} naming its path. */
   async get(id: string): Promise<MemoryItem | null> {
+    return this.readItem(id);
+  }
+
+  /**
+   * Reads one item file synchronously: item files are small, and a search reads its top K of them, where K thread-pool
+   * round trips would cost more than the ranking itself.
+   */
+  private readItem(id: string): MemoryItem | null {
     const path = memoryItemPath(this.paths, id);
-    const text = await readTextIfExists(path);
-    if (text === undefined) return null;
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -241,13 +254,11 @@ export class MemoryStore {
     if (typeof query !== 'string') throw new MemoryStoreError(`search query must be a string, got ${typeof query}`);
     if (!Number.isInteger(topK) || topK < 0) throw new MemoryStoreError(`search topK must be a non-negative integer, got ${topK}`);
     const index = await this.loadIndex();
-    const hits = index.search(query, topK);
-    const items = await Promise.all(hits.map((hit) => this.get(hit.id)));
     const out: ScoredMemoryItem[] = [];
-    hits.forEach((hit, i) => {
-      const item = items[i];
+    for (const hit of index.search(query, topK)) {
+      const item = this.readItem(hit.id);
       if (item) out.push({ item, score: hit.score });
-    });
+    }
     return out;
   }
 
