@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { LockError, type LockHolder } from './errors.js';
 
@@ -48,14 +48,18 @@ function describe(holder: LockHolder): string {
   return `pid ${holder.pid} on ${holder.host} since ${new Date(holder.createdAt).toISOString()}`;
 }
 
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
 /**
  * Takes an exclusive lock file holding `{ pid, host, createdAt }`. The file appears atomically with its content
  * (written to a temp file, then hard-linked to `path`, which fails when `path` exists), so no reader ever sees an
  * empty lock. When the lock exists:
  * - held by a live process (this one included, e.g. a second store instance): {@link LockError} naming the holder;
- * - held by a dead process on this host: stale, recovered. Recovery renames the stale file away (only one contender
- *   can rename a given file) and checks that what it moved is the stale lock it judged; if a contender moved a fresh
- *   lock instead, it puts it back and tries again.
+ * - held by a dead process on this host: stale, recovered. Only the holder of a second lock, `<path>.recover`, may
+ *   remove a stale lock, and it checks again under that lock that the file is still the stale one; so two
+ *   processes recovering at once never remove a lock that a third has just taken.
  * A lock from another host is never judged stale (its pid means nothing here).
  */
 export function acquireLock(path: string, what: string): FileLock {
@@ -63,13 +67,8 @@ export function acquireLock(path: string, what: string): FileLock {
   const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   writeFileSync(temp, JSON.stringify(holder));
   try {
-    for (let attempt = 0; attempt < 20; attempt++) {
-      try {
-        linkSync(temp, path);
-        return makeLock(path, holder);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      }
+    for (let attempt = 0; attempt < 500; attempt++) {
+      if (tryLink(temp, path)) return makeLock(path, holder);
       const current = readHolder(path);
       if (current === 'missing') continue;
       if (current === 'unreadable') {
@@ -82,7 +81,7 @@ export function acquireLock(path: string, what: string): FileLock {
           holder: current,
         });
       }
-      recoverStale(path, current);
+      if (!recoverStale(path, current, temp)) sleepSync(2);
     }
     throw new LockError(`could not take ${path} for ${what}: it kept changing hands`, { path });
   } finally {
@@ -90,24 +89,32 @@ export function acquireLock(path: string, what: string): FileLock {
   }
 }
 
-function recoverStale(path: string, stale: LockHolder): void {
-  const moved = `${path}.stale.${process.pid}.${randomBytes(6).toString('hex')}`;
+function tryLink(from: string, to: string): boolean {
   try {
-    renameSync(path, moved);
+    linkSync(from, to);
+    return true;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw error;
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    return false;
   }
-  const took = readHolder(moved);
-  if (typeof took === 'object' && !sameHolder(took, stale)) {
-    // We moved a fresh lock taken by a contender after we read the stale one: put it back.
-    try {
-      linkSync(moved, path);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
+}
+
+/** Removes `path` if it still holds `stale`, under the recovery lock. Returns false when another process holds that. */
+function recoverStale(path: string, stale: LockHolder, temp: string): boolean {
+  const recover = `${path}.recover`;
+  if (!tryLink(temp, recover)) {
+    const other = readHolder(recover);
+    // A recoverer that died in the few microseconds it holds the recovery lock would block everyone: clear it.
+    if (typeof other === 'object' && other.host === HOST && !processAlive(other.pid)) rmSync(recover, { force: true });
+    return false;
   }
-  rmSync(moved, { force: true });
+  try {
+    const current = readHolder(path);
+    if (typeof current === 'object' && sameHolder(current, stale)) rmSync(path, { force: true });
+  } finally {
+    rmSync(recover, { force: true });
+  }
+  return true;
 }
 
 function makeLock(path: string, holder: LockHolder): FileLock {

@@ -3,7 +3,8 @@
  * report ready); the parent then checks what is on disk. The fixtures are bundled once and trials run a few at a
  * time, to keep the suite fast.
  */
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../src/events/types.js';
@@ -62,7 +63,7 @@ describe('crash safety (SIGKILL at random moments)', () => {
   beforeAll(async () => {
     tmp = tempDir();
     bundles = join(tmp.dir, 'bundles');
-    await bundleFixtures(['crash-events.ts', 'crash-checkpoints.ts', 'crash-memory.ts'], bundles);
+    await bundleFixtures(['crash-events.ts', 'crash-checkpoints.ts', 'crash-memory.ts', 'try-lock.ts'], bundles);
   });
   afterAll(() => tmp.cleanup());
 
@@ -117,6 +118,32 @@ describe('crash safety (SIGKILL at random moments)', () => {
     } finally {
       child.process.kill('SIGKILL');
       await child.exited;
+    }
+  });
+
+  it('processes racing to recover a stale lock: exactly one becomes the writer', async () => {
+    for (let round = 0; round < 3; round++) {
+      const runId = `lock-race-${round}`;
+      const paths = new EventStore({ dataDir: tmp.dir, sessionKey: 'crash', runId }).paths;
+      mkdirSync(paths.dir, { recursive: true });
+      writeFileSync(paths.lock, JSON.stringify({ pid: 2 ** 22 + 4321, host: hostname(), createdAt: 1 }));
+      const children = Array.from({ length: 6 }, () => spawnFixture('try-lock.ts', [tmp.dir, runId], bundles));
+      try {
+        const outcomes = await Promise.all(
+          children.map(async (child) => {
+            while (child.lines.length === 0) {
+              if (child.process.exitCode !== null) break;
+              await new Promise((r) => setTimeout(r, 5));
+            }
+            return child.lines[0] ?? 'no output';
+          }),
+        );
+        expect(outcomes.filter((o) => o === 'locked'), outcomes.join(', ')).toHaveLength(1);
+        expect(outcomes.filter((o) => o === 'refused')).toHaveLength(5);
+      } finally {
+        for (const child of children) child.process.kill('SIGKILL');
+        await Promise.all(children.map((c) => c.exited));
+      }
     }
   });
 
