@@ -3,7 +3,7 @@ import { writeJsonAtomic, readTextIfExists } from './atomic.js';
 import { CheckpointStoreError } from './errors.js';
 import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
 import { redact } from './redact.js';
-import { CheckpointSchema, type Checkpoint, type Durability } from './types.js';
+import { CheckpointSchema, durabilityOf, type Checkpoint, type Durability } from './types.js';
 
 /** Options of {@link CheckpointStore}. */
 export interface CheckpointStoreOptions {
@@ -36,7 +36,7 @@ export class CheckpointStore {
     this.paths = runPaths(options.dataDir, options.sessionKey, options.runId);
     this.sessionKey = options.sessionKey;
     this.runId = options.runId;
-    this.fsync = (options.durability ?? 'batch') !== 'never';
+    this.fsync = durabilityOf(options, 'CheckpointStore') !== 'never';
   }
 
   private prepare(checkpoint: Checkpoint, path: string): Checkpoint {

@@ -18,7 +18,7 @@ import { endOfLastLine, readLines } from './lines.js';
 import { acquireLock, type FileLock } from './lock.js';
 import { runPaths, type RunPaths } from './paths.js';
 import { redact } from './redact.js';
-import type { Durability } from './types.js';
+import { durabilityOf, type Durability } from './types.js';
 
 /** Options of {@link EventStore}. */
 export interface EventStoreOptions {
@@ -166,10 +166,7 @@ export class EventStore {
     this.paths = runPaths(options.dataDir, options.sessionKey, options.runId);
     this.sessionKey = options.sessionKey;
     this.runId = options.runId;
-    this.durability = options.durability ?? 'batch';
-    if (!['always', 'batch', 'never'].includes(this.durability)) {
-      throw new EventStoreError(`durability must be 'always', 'batch' or 'never', got ${JSON.stringify(this.durability)}`);
-    }
+    this.durability = durabilityOf(options, 'EventStore');
     this.indexInterval = options.indexInterval ?? DEFAULT_INDEX_INTERVAL;
     if (!Number.isInteger(this.indexInterval) || this.indexInterval < 1) {
       throw new EventStoreError(`indexInterval must be a positive integer, got ${String(options.indexInterval)}`);

@@ -6,7 +6,7 @@ import { KeywordIndex, tokenize } from './keyword-index.js';
 import { acquireLock, type FileLock } from './lock.js';
 import { assertValidId, isValidId, memoryItemPath, memoryPaths, type MemoryPaths } from './paths.js';
 import { redact } from './redact.js';
-import { MemoryItemSchema, type Durability, type MemoryItem } from './types.js';
+import { MemoryItemSchema, durabilityOf, type Durability, type MemoryItem } from './types.js';
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -52,7 +52,7 @@ export class MemoryStore {
 
   constructor(options: MemoryStoreOptions) {
     this.paths = memoryPaths(options.dataDir);
-    this.fsync = (options.durability ?? 'batch') !== 'never';
+    this.fsync = durabilityOf(options, 'MemoryStore') !== 'never';
   }
 
   private loadIndex(): Promise<KeywordIndex> {

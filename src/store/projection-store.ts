@@ -3,7 +3,7 @@ import { ProjectionStoreError } from './errors.js';
 import { EventStore, type ReadOptions } from './event-store.js';
 import { assertValidId, runPaths } from './paths.js';
 import { emptyRunMeta, foldRunMeta } from './run-meta.js';
-import { RunMetaSchema, type Durability, type RunMeta } from './types.js';
+import { RunMetaSchema, durabilityOf, type Durability, type RunMeta } from './types.js';
 import type { StreamEvent } from '../events/types.js';
 
 /** Options of {@link ProjectionStore}. */
@@ -30,7 +30,7 @@ export class ProjectionStore {
     assertValidId(options.sessionKey, 'sessionKey');
     this.dataDir = options.dataDir;
     this.sessionKey = options.sessionKey;
-    this.fsync = (options.durability ?? 'batch') !== 'never';
+    this.fsync = durabilityOf(options, 'ProjectionStore') !== 'never';
   }
 
   private metaPath(runId: string): string {

@@ -3,6 +3,15 @@ import { z } from 'zod';
 /** When writes reach the disk: fsync on every write (`'always'`), at step/batch boundaries (`'batch'`), or never. */
 export type Durability = 'always' | 'batch' | 'never';
 
+/** The durability in `options` (default `'batch'`); throws a TypeError naming `owner` for any other value. */
+export function durabilityOf(options: { durability?: Durability }, owner: string): Durability {
+  const value = options.durability ?? 'batch';
+  if (value !== 'always' && value !== 'batch' && value !== 'never') {
+    throw new TypeError(`${owner}: durability must be 'always', 'batch' or 'never', got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
 /**
  * A checkpoint of a run at a step boundary. `position` is the stack of node ids, outermost flow first, so a run
  * stopped inside a composite node's internal flow resumes there. `state` is opaque to the store: the runtime puts a

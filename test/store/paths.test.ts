@@ -81,3 +81,13 @@ describe('id generation', () => {
     expect(() => generateId('a/b')).toThrow(/id prefix/);
   });
 });
+
+describe('durability option', () => {
+  it('is rejected by every store when it is not always, batch or never', () => {
+    const durability = 'sometimes' as unknown as 'never';
+    expect(() => new EventStore({ dataDir: '/x', sessionKey: 's', runId: 'r', durability })).toThrow(/EventStore: durability must be/);
+    expect(() => new CheckpointStore({ dataDir: '/x', sessionKey: 's', runId: 'r', durability })).toThrow(/CheckpointStore: durability/);
+    expect(() => new MemoryStore({ dataDir: '/x', durability })).toThrow(/MemoryStore: durability/);
+    expect(() => new ProjectionStore({ dataDir: '/x', sessionKey: 's', durability })).toThrow(/ProjectionStore: durability/);
+  });
+});
