@@ -160,6 +160,8 @@ export class EventStore {
   private readerIndex: { entries: IndexEntry[]; bytes: number } | undefined;
   private readonly inflight = new Set<Promise<void>>();
   private closed = false;
+  /** Set once {@link open} has finished repairing the log: appends before that wait for it. */
+  private writable = false;
 
   /** Validates the ids (throws InvalidIdError before any file is touched); opens nothing yet. */
   constructor(options: EventStoreOptions) {
@@ -228,6 +230,7 @@ export class EventStore {
       this.size = size;
       await this.recoverIndex();
       this.lock = lock;
+      this.writable = true;
       return { lastSeq: this.last, eventCount: this.lineCount };
     } catch (error) {
       this.closeDescriptors();
@@ -358,7 +361,7 @@ export class EventStore {
 
   /** Appends one event. Resolves once written (and, with durability 'always', fsynced). */
   async append(event: StreamEvent): Promise<void> {
-    if (this.fd === undefined) await this.open();
+    if (!this.writable) await this.open();
     const { line, seq } = this.prepare(event, this.last, '');
     this.writeLines([line], [seq], Buffer.from(line), false);
     await this.syncIfAlways();
@@ -371,7 +374,7 @@ export class EventStore {
   async appendBatch(events: StreamEvent[]): Promise<void> {
     if (!Array.isArray(events)) throw new EventStoreError('appendBatch expects an array of events', { path: this.paths.events });
     if (events.length === 0) return;
-    if (this.fd === undefined) await this.open();
+    if (!this.writable) await this.open();
     const lines: string[] = [];
     const seqs: number[] = [];
     let previous = this.last;
@@ -421,7 +424,7 @@ export class EventStore {
   }
 
   private assertWritable(): void {
-    if (this.closed || this.fd === undefined) throw new EventStoreError(`event store of run ${this.runId} is closed`, { path: this.paths.events });
+    if (this.closed || !this.writable) throw new EventStoreError(`event store of run ${this.runId} is closed`, { path: this.paths.events });
   }
 
   private async syncIfAlways(): Promise<void> {
@@ -437,17 +440,18 @@ export class EventStore {
 
   /** Makes every append so far durable (fsync) unless durability is 'never'. The runtime calls it at each step boundary. */
   async flush(): Promise<void> {
-    if (this.fd === undefined || this.durability === 'never') return;
+    if (!this.writable || this.durability === 'never') return;
     await Promise.all(this.inflight);
-    await fdatasyncAsync(this.fd);
+    await fdatasyncAsync(this.fd!);
   }
 
   /** Flushes (unless durability is 'never'), closes the files and releases the writer lock. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     if (this.opening) await this.opening.catch(() => undefined);
-    if (this.fd !== undefined) await this.flush();
+    await this.flush();
     this.closed = true;
+    this.writable = false;
     this.closeDescriptors();
     this.lock?.release();
     this.lock = undefined;
@@ -597,7 +601,7 @@ export class EventStore {
 
   /** The index entries: the writer's own, or the file's, read incrementally and cached by readers. */
   private async indexEntries(): Promise<IndexEntry[]> {
-    if (this.fd !== undefined) return this.entries;
+    if (this.writable) return this.entries;
     let size: number;
     try {
       size = statSync(this.paths.index).size;
@@ -632,7 +636,7 @@ export class EventStore {
     if (!Number.isInteger(eventsPerEntry) || eventsPerEntry < 1) {
       throw new EventStoreError(`buildIndex: eventsPerEntry must be a positive integer, got ${eventsPerEntry}`, { path: this.paths.index });
     }
-    if (this.fd === undefined) await this.open();
+    if (!this.writable) await this.open();
     const entries: IndexEntry[] = [];
     for await (const raw of readLines(this.paths.events, 0, this.size, 0, (i) => i % eventsPerEntry === 0)) {
       if (raw.index % eventsPerEntry !== 0) continue;

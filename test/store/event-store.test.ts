@@ -206,6 +206,16 @@ describe('EventStore', () => {
       expect(await writer.verify()).toMatchObject({ ok: true, lines: 4, tornTailBytes: 0 });
     });
 
+    it('appends issued together before the log is open wait for its repair, in call order', async () => {
+      const store = open();
+      await fill(store, 3);
+      await store.close();
+      appendFileSync(store.paths.events, '{"v":1,"torn');
+      const writer = open();
+      await Promise.all([writer.append(makeEvent(RUN, 3)), writer.appendBatch([makeEvent(RUN, 4), makeEvent(RUN, 5)]), writer.append(makeEvent(RUN, 6))]);
+      expect((await writer.readAll()).map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    });
+
     it('hides and then cuts a batch left unfinished by a crash', async () => {
       const store = open();
       await fill(store, 2);
