@@ -289,7 +289,7 @@ export class ContextEngine {
   /** The nodes of the subtree at `under` (default the whole tree), parents before children, children in order. */
   async listNodes(under = ''): Promise<NodeRecord[]> {
     const tree = this.requireTree();
-    return [...tree.walk(this.resolve(tree, under, 'listNodes').path)];
+    return tree.walk(this.resolve(tree, under, 'listNodes').path);
   }
 
   /** The spec's GetNode: the node and the frames `view` selects, in the view's deterministic order. Read-only. */
@@ -417,7 +417,7 @@ export class ContextEngine {
   async regenerate(node: string, options: RegenerateOptions = {}): Promise<RegenerateResult> {
     return this.transact((tx) => {
       const top = this.resolve(tx.tree, node, 'regenerate');
-      const scope = options.recursive ? [...tx.tree.walk(top.path)].reverse() : [top];
+      const scope = options.recursive ? tx.tree.walk(top.path).reverse() : [top];
       const regenerated: string[] = [];
       const needsAgent: HeadRef[] = [];
       const replaced = new Set<string>();

@@ -115,23 +115,25 @@ export class Tree {
   }
 
   /** Every node in canonical depth-first order (parents before children). */
-  *walk(from = ''): Generator<NodeRecord> {
+  walk(from = ''): NodeRecord[] {
     const start = this.nodes.get(from);
-    if (start === undefined) return;
+    if (start === undefined) return [];
+    const out: NodeRecord[] = [];
     const stack: NodeRecord[] = [start];
     while (stack.length > 0) {
       const node = stack.pop()!;
-      yield node;
-      const children = node.children ?? [];
-      for (let i = children.length - 1; i >= 0; i--) stack.push(this.nodes.get(children[i])!);
+      out.push(node);
+      const children = node.children;
+      if (children !== undefined) for (let i = children.length - 1; i >= 0; i--) stack.push(this.nodes.get(children[i])!);
     }
+    return out;
   }
 
   /** Directories under `from` (included) in bottom-up order: every directory after all of its subdirectories. */
   directoriesBottomUp(from = ''): NodeRecord[] {
-    const dirs: NodeRecord[] = [];
-    for (const node of this.walk(from)) if (node.kind === 'dir') dirs.push(node);
-    return dirs.reverse();
+    return this.walk(from)
+      .filter((node) => node.kind === 'dir')
+      .reverse();
   }
 
   /** Every record, in no particular order. */
@@ -141,7 +143,7 @@ export class Tree {
 
   /** The binary stored form: magic, format, BLAKE3 of the body, body (see {@link Tree.decode}). */
   encode(backend: HashBackend): Buffer {
-    const records = [...this.walk()];
+    const records = this.walk();
     let size = 12 + 32 + 4;
     for (const node of records) size += 1 + 4 + Buffer.byteLength(node.path) + 24 + 64;
     const out = Buffer.alloc(size);

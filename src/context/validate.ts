@@ -43,7 +43,7 @@ export async function validateStore(input: ValidateInput): Promise<ValidationRep
 
   const stored = attempt(() => input.store.readTree());
   const tree = stored?.tree;
-  if (stored === null || (stored === undefined && errors.length === 0)) warnings.push('workspace not scanned yet');
+  if (stored === undefined && errors.length === 0) warnings.push("workspace not scanned yet; run 'merkle scan'");
   if (tree !== undefined) {
     checkTreeIds(tree, input.backend, errors);
     let rescan: Awaited<ReturnType<typeof scanWorkspace>> | undefined;
