@@ -30,6 +30,7 @@ export class CheckpointStore {
   readonly runId: string;
   readonly paths: RunPaths;
   private readonly fsync: boolean;
+  private queue: Promise<unknown> = Promise.resolve();
 
   /** Validates the ids (InvalidIdError before any file is touched); opens nothing. */
   constructor(options: CheckpointStoreOptions) {
@@ -57,9 +58,12 @@ export class CheckpointStore {
     return out;
   }
 
-  private async save(checkpoint: Checkpoint, path: string): Promise<void> {
+  /** Saves run one after another, so that the last save called is the one left on disk. */
+  private save(checkpoint: Checkpoint, path: string): Promise<void> {
     const stored = this.prepare(checkpoint, path);
-    await writeJsonAtomic(path, stored, { fsync: this.fsync });
+    const next = this.queue.then(() => writeJsonAtomic(path, stored, { fsync: this.fsync }));
+    this.queue = next.catch(() => undefined);
+    return next;
   }
 
   private async load(path: string): Promise<Checkpoint | null> {

@@ -24,6 +24,7 @@ export class ProjectionStore {
   readonly sessionKey: string;
   private readonly fsync: boolean;
   private readonly cache = new Map<string, RunMeta>();
+  private readonly queues = new Map<string, Promise<unknown>>();
 
   /** Validates the session key (InvalidIdError before any file is touched). */
   constructor(options: ProjectionStoreOptions) {
@@ -53,14 +54,23 @@ export class ProjectionStore {
    * writes it atomically. Events already folded (seq <= lastSeq) change nothing. Returns the new projection.
    */
   async updateRunMeta(event: StreamEvent, options: { persist?: boolean } = {}): Promise<RunMeta> {
+    const path = this.metaPath(event.runId);
     if (event.sessionKey !== undefined && event.sessionKey !== this.sessionKey) {
-      const path = this.metaPath(event.runId);
       throw new ProjectionStoreError(`event of session ${event.sessionKey} cannot update a projection of session ${this.sessionKey}`, { path });
     }
-    const current = this.cache.get(event.runId) ?? (await this.loadRunMeta(event.runId)) ?? emptyRunMeta(this.sessionKey, event.runId);
-    const next = foldRunMeta(current, event);
-    this.cache.set(event.runId, next);
-    if (options.persist !== false && next !== current) await this.persist(next);
+    // Updates of one run run one after another, so that calls not awaited by the caller still fold every event.
+    const previous = this.queues.get(event.runId) ?? Promise.resolve();
+    const next = previous.then(async () => {
+      const current = this.cache.get(event.runId) ?? (await this.loadRunMeta(event.runId)) ?? emptyRunMeta(this.sessionKey, event.runId);
+      const folded = foldRunMeta(current, event);
+      this.cache.set(event.runId, folded);
+      if (options.persist !== false && folded !== current) await this.persist(folded);
+      return folded;
+    });
+    this.queues.set(
+      event.runId,
+      next.catch(() => undefined),
+    );
     return next;
   }
 

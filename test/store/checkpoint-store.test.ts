@@ -44,6 +44,11 @@ describe('CheckpointStore', () => {
     expect(readdirSync(store.paths.checkpointDir).sort()).toEqual(['1.json', '10.json', '2.json', '33.json', 'final.json']);
   });
 
+  it('keeps the last save called when saves are not awaited one by one', async () => {
+    await Promise.all(Array.from({ length: 8 }, (_, i) => store.saveLatest(checkpoint(i, { blob: 'x'.repeat((8 - i) * 20_000) }))));
+    expect((await store.loadLatest())?.step).toBe(7);
+  });
+
   it('rejects an invalid checkpoint with the path of the problem', async () => {
     const bad = { ...checkpoint(1), position: 'outer' } as unknown as Checkpoint;
     await expect(store.saveLatest(bad)).rejects.toThrow(/invalid checkpoint .*position:/);

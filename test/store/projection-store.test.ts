@@ -101,6 +101,13 @@ describe('ProjectionStore', () => {
     expect(await second.loadRunMeta(RUN)).toEqual(full);
   });
 
+  it('updateRunMeta folds every event even when the caller does not await each call', async () => {
+    const events = runEvents();
+    const projections = new ProjectionStore({ dataDir: tmp.dir, sessionKey: 'sess', durability: 'never' });
+    await Promise.all(events.map((event) => projections.updateRunMeta(event)));
+    expect(await projections.loadRunMeta(RUN)).toEqual(events.reduce(foldRunMeta, emptyRunMeta('sess', RUN)));
+  });
+
   it('updateRunMeta with persist: false defers the write to flush', async () => {
     const projections = new ProjectionStore({ dataDir: tmp.dir, sessionKey: 'sess', durability: 'never' });
     await projections.updateRunMeta(makeEvent(RUN, 0, { type: 'run.started' }), { persist: false });
