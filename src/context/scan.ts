@@ -64,16 +64,10 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
 
   let hashed = 0;
   let dirty = input.previous === undefined || input.force === true;
-  const paths: string[] = [];
-  const fsPaths: string[] = [];
-  for (const subtree of subtrees) {
-    const walked = walk(root, subtree, input.rules);
-    for (const dir of walked.dirs) dirs.add(dir);
-    for (const [path, fsPath] of walked.files) {
-      paths.push(path);
-      fsPaths.push(`${root}/${fsPath}`);
-    }
-  }
+  const walked: Walked = { paths: [], fsPaths: [], dirs: [] };
+  for (const subtree of subtrees) walk(root, subtree, input.rules, walked);
+  for (const dir of walked.dirs) dirs.add(dir);
+  const { paths, fsPaths } = walked;
   const stats = await (input.statMany ?? statSerial)(fsPaths);
   for (let i = 0; i < paths.length; i++) {
     const path = paths[i];
@@ -108,11 +102,16 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   return { tree: Tree.build(leaves.values(), dirs, input.backend, previous), changed: true, hashed };
 }
 
-function walk(root: string, subtree: string, rules: IgnoreRules): { files: Map<string, string>; dirs: string[] } {
+/** The files (NFC workspace path and filesystem path, in parallel arrays) and directories of one subtree. */
+interface Walked {
+  readonly paths: string[];
+  readonly fsPaths: string[];
+  readonly dirs: string[];
+}
+
+function walk(root: string, subtree: string, rules: IgnoreRules, into: Walked): void {
   const base = subtree === '' ? root : join(root, subtree);
   const rootPrefixLength = root.length + 1;
-  const files = new Map<string, string>();
-  const dirs: string[] = [];
   const crawled = new fdir()
     .withRelativePaths()
     .withDirs()
@@ -125,25 +124,31 @@ function walk(root: string, subtree: string, rules: IgnoreRules): { files: Map<s
     })
     .crawl(base)
     .sync();
+  // Only names that NFC changes can collide; ASCII names (the common case) skip the check.
+  let normalized: Set<string> | undefined;
   for (const rel of crawled) {
     if (rel === '.' || rel === './' || rel === '') {
-      dirs.push(subtree);
+      into.dirs.push(subtree);
       continue;
     }
     const fsPath = subtree === '' ? rel : joinPath(subtree, rel);
     if (rel.endsWith('/')) {
-      dirs.push(nfc(fsPath.slice(0, -1)));
+      into.dirs.push(nfc(fsPath.slice(0, -1)));
       continue;
     }
     const path = nfc(fsPath);
     const slash = path.lastIndexOf('/');
     if (rules.ignores(slash < 0 ? '' : path.slice(0, slash), path.slice(slash + 1), false)) continue;
-    if (files.has(path)) {
-      throw new ContextError('SCAN_FAILED', `two files in ${root} have the same NFC name '${path}'; rename one`, { path });
+    if (path !== fsPath || normalized?.has(path)) {
+      normalized ??= new Set(into.paths);
+      if (normalized.has(path)) {
+        throw new ContextError('SCAN_FAILED', `two files in ${root} have the same NFC name '${path}'; rename one`, { path });
+      }
+      normalized.add(path);
     }
-    files.set(path, fsPath);
+    into.paths.push(path);
+    into.fsPaths.push(`${root}/${fsPath}`);
   }
-  return { files, dirs };
 }
 
 const NON_ASCII = /[^ -~\t\n\r]/;
