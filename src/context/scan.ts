@@ -52,21 +52,14 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const racyFrom = input.racyFromMs ?? Number.POSITIVE_INFINITY;
   const subtrees = input.only === undefined || input.previous === undefined ? [''] : prune(input.only, root, input.rules);
 
-  const leaves = new Map<string, LeafRecord>();
-  const dirs = new Set<string>(['']);
-  if (subtrees[0] !== '' && input.previous !== undefined) {
-    for (const node of input.previous.records()) {
-      if (subtrees.some((s) => isUnder(node.path, s))) continue;
-      if (node.kind === 'dir') dirs.add(node.path);
-      else leaves.set(node.path, node);
-    }
-  }
+  const partial = subtrees[0] !== '' && input.previous !== undefined;
+  // Leaves found by this scan, then (for a partial scan) the previous leaves outside the walked subtrees.
+  const found: LeafRecord[] = [];
 
   let hashed = 0;
   let dirty = input.previous === undefined || input.force === true;
   const walked: Walked = { paths: [], fsPaths: [], dirs: [] };
   for (const subtree of subtrees) walk(root, subtree, input.rules, walked);
-  for (const dir of walked.dirs) dirs.add(dir);
   const { paths, fsPaths } = walked;
   const stats = await (input.statMany ?? statSerial)(fsPaths);
   for (let i = 0; i < paths.length; i++) {
@@ -86,7 +79,7 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
       cached.ino === ino &&
       cached.mtimeMs < racyFrom
     ) {
-      leaves.set(path, cached);
+      found.push(cached);
       continue;
     }
     const contentHash = hashContent(fsPaths[i], kind, size, input.backend, path);
@@ -94,12 +87,21 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
     const nodeId = leafNodeId(kind, path, contentHash, input.backend);
     const record: LeafRecord = { path, kind, nodeId, contentHash, size, mtimeMs, ino };
     if (!sameLeaf(cached, record)) dirty = true;
-    leaves.set(path, record);
+    found.push(record);
   }
 
-  if (!dirty && input.previous !== undefined && !sameShape(input.previous, leaves, dirs)) dirty = true;
+  const dirs = new Set<string>(['', ...walked.dirs]);
+  if (partial) {
+    for (const node of input.previous!.records()) {
+      if (subtrees.some((s) => isUnder(node.path, s))) continue;
+      if (node.kind === 'dir') dirs.add(node.path);
+      else found.push(node);
+    }
+  }
+  // Every found leaf that is not new came from `previous` under the same path, so equal counts mean equal sets.
+  if (!dirty && input.previous !== undefined && !sameShape(input.previous, found.length, dirs)) dirty = true;
   if (!dirty && input.previous !== undefined) return { tree: input.previous, changed: false, hashed };
-  return { tree: Tree.build(leaves.values(), dirs, input.backend, previous), changed: true, hashed };
+  return { tree: Tree.build(found, dirs, input.backend, previous), changed: true, hashed };
 }
 
 /** The files (NFC workspace path and filesystem path, in parallel arrays) and directories of one subtree. */
@@ -230,16 +232,8 @@ function sameLeaf(a: NodeRecord | undefined, b: LeafRecord): boolean {
   );
 }
 
-function sameShape(previous: Tree, leaves: Map<string, LeafRecord>, dirs: Set<string>): boolean {
-  let count = 0;
-  for (const node of previous.records()) {
-    count++;
-    if (node.kind === 'dir') {
-      if (!dirs.has(node.path)) return false;
-      continue;
-    }
-    const leaf = leaves.get(node.path);
-    if (leaf === undefined || (leaf !== node && !sameLeaf(node, leaf))) return false;
-  }
-  return count === leaves.size + dirs.size;
+function sameShape(previous: Tree, leafCount: number, dirs: ReadonlySet<string>): boolean {
+  if (previous.leafCount !== leafCount || previous.size - previous.leafCount !== dirs.size) return false;
+  for (const dir of dirs) if (previous.get(dir)?.kind !== 'dir') return false;
+  return true;
 }

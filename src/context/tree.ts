@@ -36,8 +36,14 @@ const KIND_BY_CODE: Record<number, NodeKind> = { 1: 'file', 2: 'dir', 3: 'symlin
  */
 export class Tree {
   private byIdCache: Map<string, NodeRecord> | undefined;
+  /** Number of files and symlinks. */
+  readonly leafCount: number;
 
-  private constructor(private readonly nodes: ReadonlyMap<string, NodeRecord>) {}
+  private constructor(private readonly nodes: ReadonlyMap<string, NodeRecord>) {
+    let leaves = 0;
+    for (const node of nodes.values()) if (node.kind !== 'dir') leaves++;
+    this.leafCount = leaves;
+  }
 
   /**
    * Builds the tree from its leaves and directory paths, computing directory NodeIDs bottom-up. A directory of

@@ -195,3 +195,19 @@ describe('scan: parallel stat', () => {
     }
   });
 });
+
+describe('scan: limited to changed paths', () => {
+  it('rescanning only the changed paths gives the same tree as a full scan', async () => {
+    const { root, engine } = await openSample();
+    writeTree(root, { 'src/new/a.ts': 'a', 'src/new/deeper/b.ts': 'b' });
+    rmSync(join(root, 'src/util'), { recursive: true });
+    writeFileSync(join(root, 'README.md'), '# changed\n');
+    const partial = await engine.scan({ paths: ['src/new/a.ts', 'src/new/deeper/b.ts', 'src/util/strings.ts', 'src/util', 'README.md'] });
+    expect(partial.changedPaths).toEqual(['', 'README.md', 'src', 'src/new', 'src/new/a.ts', 'src/new/deeper', 'src/new/deeper/b.ts', 'src/util', 'src/util/numbers.ts', 'src/util/strings.ts']);
+    const full = await (await ContextEngine.open(root)).scan({ force: true });
+    expect(full.root).toBe(partial.root);
+    expect((await engine.listNodes()).map((n) => n.path)).not.toContain('src/util');
+    // Paths that are ignored or outside any directory still on disk fall back to safe choices.
+    expect((await engine.scan({ paths: ['node_modules/x.js'] })).changed).toBe(false);
+  });
+});
