@@ -58,7 +58,10 @@ export class KeywordIndex {
   private readonly slotOf = new Map<string, number>();
   private ids: string[] = [];
   private lengths: number[] = [];
-  private termsOf: string[][] = [];
+  /** Distinct terms of each slot set since load; undefined for a slot loaded from a file (see `loaded`). */
+  private termsOf: Array<string[] | undefined> = [];
+  /** Terms of the slots loaded from a file, in compressed-row form (cheaper to build than 100k small arrays). */
+  private loaded: { offsets: Int32Array; termIds: Int32Array; terms: string[] } | undefined;
   private readonly free: number[] = [];
   private totalLength = 0;
   private scores = new Float64Array(0);
@@ -105,7 +108,7 @@ export class KeywordIndex {
     const slot = this.slotOf.get(id);
     if (slot === undefined) return false;
     this.norms = undefined;
-    for (const term of this.termsOf[slot]!) {
+    for (const term of this.termsOfSlot(slot)) {
       const posting = this.postings.get(term)!;
       const at = posting.slots.lastIndexOf(slot);
       const last = posting.slots.length - 1;
@@ -122,6 +125,15 @@ export class KeywordIndex {
     this.lengths[slot] = 0;
     this.free.push(slot);
     return true;
+  }
+
+  private termsOfSlot(slot: number): string[] {
+    const own = this.termsOf[slot];
+    if (own !== undefined || this.loaded === undefined) return own ?? [];
+    const { offsets, termIds, terms } = this.loaded;
+    const out: string[] = [];
+    for (let i = offsets[slot]!; i < offsets[slot + 1]!; i++) out.push(terms[termIds[i]!]!);
+    return out;
   }
 
   /** The `topK` best documents for `query` by BM25, ties by id. Documents matching no query term are not returned. */
@@ -200,35 +212,55 @@ export class KeywordIndex {
     if (f === null || typeof f !== 'object' || f.v !== 1) throw new Error('not a version 1 keyword index');
     if (typeof f.docs !== 'object' || f.docs === null || typeof f.terms !== 'object' || f.terms === null) throw new Error('docs or terms missing');
     const index = new KeywordIndex();
-    const counted: number[] = [];
     for (const [id, length] of Object.entries(f.docs)) {
       if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) throw new Error(`bad length for ${id}`);
-      const slot = index.ids.length;
+      index.slotOf.set(id, index.ids.length);
       index.ids.push(id);
       index.lengths.push(length);
-      index.termsOf.push([]);
-      index.slotOf.set(id, slot);
+      index.termsOf.push(undefined);
       index.totalLength += length;
-      counted.push(0);
     }
+    const docCount = index.ids.length;
+    // (slot, term) pairs: at most one per token, so totalLength bounds their number.
+    const pairSlots = new Int32Array(index.totalLength);
+    const pairTerms = new Int32Array(index.totalLength);
+    const counted = new Float64Array(docCount);
+    const terms: string[] = [];
+    let pairs = 0;
     for (const [term, posting] of Object.entries(f.terms)) {
       if (typeof posting !== 'object' || posting === null) throw new Error(`bad posting for term ${term}`);
       const entry: Posting = { slots: [], tfs: [] };
-      for (const id in posting) {
-        const tf = (posting as Record<string, unknown>)[id];
+      const record = posting as Record<string, unknown>;
+      const ids = Object.keys(record);
+      const termId = terms.length;
+      terms.push(term);
+      for (let i = 0; i < ids.length; i++) {
+        const id = ids[i]!;
+        const tf = record[id];
         const slot = index.slotOf.get(id);
         if (slot === undefined || typeof tf !== 'number' || !Number.isInteger(tf) || tf < 1) throw new Error(`bad posting ${term} → ${id}`);
+        if (pairs === pairSlots.length) throw new Error('postings hold more tokens than the document lengths');
         entry.slots.push(slot);
         entry.tfs.push(tf);
-        index.termsOf[slot]!.push(term);
+        pairSlots[pairs] = slot;
+        pairTerms[pairs++] = termId;
         counted[slot]! += tf;
       }
       if (entry.slots.length > 0) index.postings.set(term, entry);
     }
-    counted.forEach((sum, slot) => {
-      if (sum !== index.lengths[slot]) throw new Error(`document ${index.ids[slot]}: length ${index.lengths[slot]} does not match its postings (${sum})`);
-    });
+    for (let slot = 0; slot < docCount; slot++) {
+      if (counted[slot] !== index.lengths[slot]) {
+        throw new Error(`document ${index.ids[slot]}: length ${index.lengths[slot]} does not match its postings (${counted[slot]})`);
+      }
+    }
     if (f.N !== index.size || f.totalLength !== index.totalLength) throw new Error('N or totalLength does not match the documents');
+    const offsets = new Int32Array(docCount + 1);
+    for (let i = 0; i < pairs; i++) offsets[pairSlots[i]! + 1]!++;
+    for (let slot = 0; slot < docCount; slot++) offsets[slot + 1]! += offsets[slot]!;
+    const fill = offsets.slice(0, docCount);
+    const termIds = new Int32Array(pairs);
+    for (let i = 0; i < pairs; i++) termIds[fill[pairSlots[i]!]!++] = pairTerms[i]!;
+    index.loaded = { offsets, termIds, terms };
     return index;
   }
 }

@@ -50,6 +50,7 @@ export class MemoryStore {
   private lock: FileLock | undefined;
   private queue: Promise<unknown> = Promise.resolve();
 
+  /** Opens nothing yet: the index is loaded (or rebuilt) on first use. */
   constructor(options: MemoryStoreOptions) {
     this.paths = memoryPaths(options.dataDir);
     this.fsync = durabilityOf(options, 'MemoryStore') !== 'never';
