@@ -14,7 +14,7 @@ import {
 import { StreamEventSchema, type StreamEvent } from '../events/types.js';
 import { writeFileAtomic } from './atomic.js';
 import { EventStoreError } from './errors.js';
-import { endOfLastLine, readLines } from './lines.js';
+import { endOfLastLine, readLines, type RawLine } from './lines.js';
 import { acquireLock, type FileLock } from './lock.js';
 import { runPaths, type RunPaths } from './paths.js';
 import { redact } from './redact.js';
@@ -46,6 +46,11 @@ export interface ReadOptions {
    * `process.emitWarning`. A function: skip it and hand it to the function. Never silent.
    */
   onCorrupt?: 'error' | 'skip' | ((corrupt: CorruptLine) => void);
+  /**
+   * Start at this event number (0-based line of the log; default 0), found through the index, so that reading
+   * the tail of a long log (e.g. replaying the events after a checkpoint) does not scan it from the start.
+   */
+  from?: number;
 }
 
 /** Result of {@link EventStore.verify}. */
@@ -512,14 +517,43 @@ export class EventStore {
     return parsed.data;
   }
 
-  /** Streams every event in order without loading the log into memory. */
+  /** Streams every event (from `options.from` on) in order, without loading the log into memory. */
   async *readStream(options: ReadOptions = {}): AsyncGenerator<StreamEvent> {
+    const from = options.from ?? 0;
+    if (!Number.isInteger(from) || from < 0) throw new EventStoreError(`read: from must be a non-negative integer, got ${from}`);
     const onCorrupt = this.corruptHandler(options);
-    const end = await this.committedEnd();
-    for await (const raw of readLines(this.paths.events, 0, end, 0)) {
+    for await (const raw of this.linesFrom(from)) {
       const decoded = this.decodeLine(raw.text, raw.index, raw.offset);
       if ('error' in decoded) onCorrupt(decoded);
       else yield decoded;
+    }
+  }
+
+  /**
+   * The committed lines from line `from` on, reading from the nearest indexed offset at or before it. The indexed
+   * line must have the indexed seq; if not (an index rebuilt or replaced behind this reader's back), the index is
+   * dropped and the log is read from the start.
+   */
+  private async *linesFrom(from: number): AsyncGenerator<RawLine> {
+    const end = await this.committedEnd();
+    let entry = from === 0 ? undefined : this.nearestEntry(await this.indexEntries(), from, end);
+    for (;;) {
+      const start = entry ?? { line: 0, offset: 0, seq: -1 };
+      let first = entry !== undefined;
+      let stale = false;
+      for await (const raw of readLines(this.paths.events, start.offset, end, start.line, (i) => i >= from || first)) {
+        if (first) {
+          first = false;
+          if (this.seqOf(raw.text) !== start.seq) {
+            stale = true;
+            break;
+          }
+        }
+        if (raw.index >= from) yield raw;
+      }
+      if (!stale) return;
+      this.readerIndex = undefined;
+      entry = undefined;
     }
   }
 
@@ -545,38 +579,11 @@ export class EventStore {
   async readPage(pageSize: number, offset: number, options: ReadOptions = {}): Promise<StreamEvent[]> {
     if (!Number.isInteger(pageSize) || pageSize < 0) throw new EventStoreError(`readPage: pageSize must be a non-negative integer, got ${pageSize}`);
     if (!Number.isInteger(offset) || offset < 0) throw new EventStoreError(`readPage: offset must be a non-negative integer, got ${offset}`);
-    if (pageSize === 0) return [];
-    const onCorrupt = this.corruptHandler(options);
-    const end = await this.committedEnd();
-    const entries = await this.indexEntries();
-    let entry = this.nearestEntry(entries, offset, end);
-    let events = await this.scanPage(entry, pageSize, offset, end, onCorrupt);
-    if (events === undefined) {
-      // The index disagrees with the log (rebuilt or replaced behind our back): forget it and scan from the start.
-      this.readerIndex = undefined;
-      entry = { line: 0, offset: 0, seq: -1 };
-      events = (await this.scanPage(entry, pageSize, offset, end, onCorrupt))!;
-    }
-    return events;
-  }
-
-  private async scanPage(
-    entry: IndexEntry,
-    pageSize: number,
-    offset: number,
-    end: number,
-    onCorrupt: (c: CorruptLine) => void,
-  ): Promise<StreamEvent[] | undefined> {
     const events: StreamEvent[] = [];
-    const last = offset + pageSize;
-    let first = true;
-    for await (const raw of readLines(this.paths.events, entry.offset, end, entry.line, (i) => i >= offset || (first && entry.seq >= 0))) {
-      if (first && entry.seq >= 0) {
-        if (this.seqOf(raw.text) !== entry.seq) return undefined;
-      }
-      first = false;
-      if (raw.index < offset) continue;
-      if (raw.index >= last) break;
+    if (pageSize === 0) return events;
+    const onCorrupt = this.corruptHandler(options);
+    for await (const raw of this.linesFrom(offset)) {
+      if (raw.index >= offset + pageSize) break;
       const decoded = this.decodeLine(raw.text, raw.index, raw.offset);
       if ('error' in decoded) onCorrupt(decoded);
       else events.push(decoded);
@@ -584,10 +591,11 @@ export class EventStore {
     return events;
   }
 
-  private nearestEntry(entries: IndexEntry[], line: number, end: number): IndexEntry {
+  /** The last index entry at or before `line` inside the committed log, or undefined (read from the start). */
+  private nearestEntry(entries: IndexEntry[], line: number, end: number): IndexEntry | undefined {
     let lo = 0;
     let hi = entries.length - 1;
-    let best: IndexEntry = { line: 0, offset: 0, seq: -1 };
+    let best: IndexEntry | undefined;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
       const e = entries[mid]!;

@@ -148,6 +148,21 @@ describe('EventStore', () => {
       await expect(reader.readAll()).rejects.toThrow(/line 3/);
     });
 
+    it('readStream/readAll from an event number seek through the index too', async () => {
+      const store = open({ indexInterval: 100 });
+      await fill(store, 1000);
+      await store.close();
+      const text = readFileSync(store.paths.events, 'utf8').split('\n');
+      text[4] = 'not json';
+      writeFileSync(store.paths.events, text.join('\n'));
+      const reader = open();
+      expect((await reader.readAll({ from: 995 })).map((e) => e.seq)).toEqual([995, 996, 997, 998, 999]);
+      expect((await reader.readFiltered((e) => e.seq % 2 === 0, { from: 990 })).length).toBe(5);
+      expect(await reader.readAll({ from: 5000 })).toEqual([]);
+      await expect(reader.readAll({ from: 3 })).rejects.toThrow(/line 5/);
+      await expect(reader.readAll({ from: -1 })).rejects.toThrow(/from must be a non-negative integer/);
+    });
+
     it('buildIndex rebuilds the index with a new interval', async () => {
       const store = open({ indexInterval: 1000 });
       await fill(store, 30);
