@@ -2,6 +2,7 @@ import { writeJsonAtomic, readTextIfExists } from './atomic.js';
 import { ProjectionStoreError } from './errors.js';
 import { EventStore, type ReadOptions } from './event-store.js';
 import { assertValidId, runPaths } from './paths.js';
+import { redact } from './redact.js';
 import { emptyRunMeta, foldRunMeta } from './run-meta.js';
 import { RunMetaSchema, durabilityOf, type Durability, type RunMeta } from './types.js';
 import type { StreamEvent } from '../events/types.js';
@@ -80,9 +81,10 @@ export class ProjectionStore {
     if (meta) await this.persist(meta);
   }
 
+  /** Writes a projection; secrets (e.g. a token quoted in a run's error message) are redacted first. */
   private async persist(meta: RunMeta): Promise<void> {
     this.cache.set(meta.runId, meta);
-    await writeJsonAtomic(this.metaPath(meta.runId), meta, { fsync: this.fsync });
+    await writeJsonAtomic(this.metaPath(meta.runId), redact(meta).value, { fsync: this.fsync });
   }
 
   /** The persisted projection of `runId`, or null when there is none. A corrupt file is an error naming its path. */

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StreamEventType, type StreamEvent, type StreamEventTypeValue } from '../../src/events/types.js';
 import { EventStore, ProjectionStore, emptyRunMeta, foldRunMeta } from '../../src/store/index.js';
-import { makeEvent, tempDir } from './helpers.js';
+import { SECRETS, makeEvent, tempDir } from './helpers.js';
 
 const RUN = 'run-1';
 
@@ -106,6 +106,15 @@ describe('ProjectionStore', () => {
     const projections = new ProjectionStore({ dataDir: tmp.dir, sessionKey: 'sess', durability: 'never' });
     await Promise.all(events.map((event) => projections.updateRunMeta(event)));
     expect(await projections.loadRunMeta(RUN)).toEqual(events.reduce(foldRunMeta, emptyRunMeta('sess', RUN)));
+  });
+
+  it('never writes a secret quoted in an error message', async () => {
+    const projections = new ProjectionStore({ dataDir: tmp.dir, sessionKey: 'sess' });
+    await projections.updateRunMeta(makeEvent(RUN, 0, { type: 'run.started' }));
+    await projections.updateRunMeta(makeEvent(RUN, 1, { type: 'run.failed', payload: { error: `401 for ${SECRETS.bearer}` } }));
+    const raw = readFileSync(`${tmp.dir}/sessions/sess/runs/${RUN}/projections/run.meta.json`, 'utf8');
+    expect(raw).not.toContain(SECRETS.bearer.slice(7));
+    expect((await projections.loadRunMeta(RUN))?.error).toBe('401 for [REDACTED]');
   });
 
   it('updateRunMeta with persist: false defers the write to flush', async () => {
