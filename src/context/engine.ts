@@ -615,13 +615,20 @@ export class ContextEngine {
   }
 }
 
-/** Paths whose node appeared, disappeared or changed id between two trees, in code-point order. */
+/**
+ * Paths whose node appeared, disappeared or changed id between two trees, in code-point order. Equal directory ids
+ * mean equal subtrees (ids cover paths and contents), so only changed branches are visited.
+ */
 function diffTrees(before: Tree | undefined, after: Tree): string[] {
   const changed: string[] = [];
-  for (const node of after.records()) {
-    const was = before?.get(node.path);
-    if (was !== node && was?.nodeId !== node.nodeId) changed.push(node.path);
+  const stack = [''];
+  while (stack.length > 0) {
+    const path = stack.pop()!;
+    const a = before?.get(path);
+    const b = after.get(path);
+    if (a !== undefined && b !== undefined && a.nodeId === b.nodeId) continue;
+    changed.push(path);
+    stack.push(...(a?.children ?? []), ...(b?.children ?? []).filter((c) => !a?.children?.includes(c)));
   }
-  if (before !== undefined) for (const node of before.records()) if (after.get(node.path) === undefined) changed.push(node.path);
   return changed.sort(compareCodePoints);
 }

@@ -57,11 +57,13 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const found: LeafRecord[] = [];
 
   let hashed = 0;
-  let dirty = input.previous === undefined || input.force === true;
+  // Directories whose set of children, or a child's id, may have changed: only these get new ids.
+  const touched = new Set<string>();
   const walked: Walked = { paths: [], fsPaths: [], dirs: [] };
   for (const subtree of subtrees) walk(root, subtree, input.rules, walked);
   const { paths, fsPaths } = walked;
   const stats = await (input.statMany ?? statSerial)(fsPaths);
+  let added = 0;
   for (let i = 0; i < paths.length; i++) {
     const path = paths[i];
     const j = i * STAT_FIELDS;
@@ -86,8 +88,13 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
     hashed++;
     const nodeId = leafNodeId(kind, path, contentHash, input.backend);
     const record: LeafRecord = { path, kind, nodeId, contentHash, size, mtimeMs, ino };
-    if (!sameLeaf(cached, record)) dirty = true;
+    if (cached === undefined || cached.kind === 'dir') added++;
+    if (sameLeaf(cached, record)) {
+      found.push(cached!); // a racy entry re-read: unchanged
+      continue;
+    }
     found.push(record);
+    touched.add(parentPath(path) ?? '');
   }
 
   const dirs = new Set<string>(['', ...walked.dirs]);
@@ -98,10 +105,37 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
       else found.push(node);
     }
   }
-  // Every found leaf that is not new came from `previous` under the same path, so equal counts mean equal sets.
-  if (!dirty && input.previous !== undefined && !sameShape(input.previous, found.length, dirs)) dirty = true;
-  if (!dirty && input.previous !== undefined) return { tree: input.previous, changed: false, hashed };
-  return { tree: Tree.build(found, dirs, input.backend, previous), changed: true, hashed };
+  const before = input.force ? undefined : input.previous;
+  if (before === undefined) return { tree: Tree.build(found, dirs, input.backend), changed: true, hashed };
+  markStructuralChanges(before, found, added, dirs, touched);
+  if (touched.size === 0) return { tree: before, changed: false, hashed };
+  return { tree: Tree.build(found, dirs, input.backend, before, touched), changed: true, hashed };
+}
+
+/**
+ * Adds to `touched` the parents of removed leaves and of added or removed directories. Every found leaf that is
+ * not new came from `previous` under the same path, so when the counts agree nothing was removed.
+ */
+function markStructuralChanges(previous: Tree, found: readonly LeafRecord[], added: number, dirs: ReadonlySet<string>, touched: Set<string>): void {
+  if (found.length - added !== previous.leafCount) {
+    const present = new Set(found.map((leaf) => leaf.path));
+    for (const node of previous.records()) {
+      if (node.kind !== 'dir' && !present.has(node.path)) touched.add(parentPath(node.path) ?? '');
+    }
+  }
+  let addedDirs = 0;
+  for (const dir of dirs) {
+    if (previous.get(dir)?.kind !== 'dir') {
+      addedDirs++;
+      touched.add(dir);
+      touched.add(parentPath(dir) ?? '');
+    }
+  }
+  if (dirs.size - addedDirs !== previous.size - previous.leafCount) {
+    for (const node of previous.records()) {
+      if (node.kind === 'dir' && !dirs.has(node.path)) touched.add(parentPath(node.path) ?? '');
+    }
+  }
 }
 
 /** The files (NFC workspace path and filesystem path, in parallel arrays) and directories of one subtree. */
@@ -230,10 +264,4 @@ function sameLeaf(a: NodeRecord | undefined, b: LeafRecord): boolean {
     a.mtimeMs === b.mtimeMs &&
     a.ino === b.ino
   );
-}
-
-function sameShape(previous: Tree, leafCount: number, dirs: ReadonlySet<string>): boolean {
-  if (previous.leafCount !== leafCount || previous.size - previous.leafCount !== dirs.size) return false;
-  for (const dir of dirs) if (previous.get(dir)?.kind !== 'dir') return false;
-  return true;
 }

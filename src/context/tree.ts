@@ -46,10 +46,11 @@ export class Tree {
   }
 
   /**
-   * Builds the tree from its leaves and directory paths, computing directory NodeIDs bottom-up. A directory of
-   * `previous` whose children are the same nodes with the same ids keeps its record (no re-hashing).
+   * Builds the tree from its leaves and directory paths, computing directory NodeIDs bottom-up. With `previous`
+   * and `touched` (directories whose children or child ids may have changed), every other directory of `previous`
+   * keeps its record; touched directories and their ancestors are re-hashed.
    */
-  static build(leaves: Iterable<LeafRecord>, dirs: Iterable<string>, backend: HashBackend, previous?: Tree): Tree {
+  static build(leaves: Iterable<LeafRecord>, dirs: Iterable<string>, backend: HashBackend, previous?: Tree, touched?: ReadonlySet<string>): Tree {
     const childNames = new Map<string, string[]>();
     childNames.set('', []);
     for (const dir of dirs) if (!childNames.has(dir)) childNames.set(dir, []);
@@ -67,12 +68,16 @@ export class Tree {
       }
       list.push(path);
     }
+    const dirty = new Set<string>();
+    for (const dir of touched ?? []) {
+      for (let d: string | undefined = dir; d !== undefined && !dirty.has(d); d = parentPath(d)) dirty.add(d);
+    }
     // Deepest directories first, so every child id exists before its parent's is computed.
     const order = [...childNames.keys()].sort((a, b) => depth(b) - depth(a) || compareCodePoints(a, b));
     for (const dir of order) {
       const list = childNames.get(dir)!;
-      const kept = previous === undefined ? undefined : unchangedDir(previous, dir, list, nodes);
-      if (kept !== undefined) {
+      const kept = previous !== undefined && !dirty.has(dir) ? previous.get(dir) : undefined;
+      if (kept !== undefined && kept.kind === 'dir') {
         nodes.set(dir, kept);
         continue;
       }
@@ -217,19 +222,6 @@ export function leafNodeId(kind: NodeKind, path: string, contentHash: string, ba
 
 function corruptTree(where: string, why: string): never {
   throw new ContextError('CORRUPT_STORE', `corrupt tree file ${where}: ${why}; run 'merkle scan --force'`, { file: where });
-}
-
-/** The previous record of `dir` when its children are the same nodes with the same ids, else undefined. */
-function unchangedDir(previous: Tree, dir: string, children: readonly string[], nodes: ReadonlyMap<string, NodeRecord>): NodeRecord | undefined {
-  const before = previous.get(dir);
-  if (before === undefined || before.kind !== 'dir' || before.children!.length !== children.length) return undefined;
-  for (const child of children) {
-    const was = previous.get(child);
-    const now = nodes.get(child)!;
-    // Same parent and same count: every child that existed before under this path is the same set of children.
-    if (was === undefined || was.nodeId !== now.nodeId || was.kind !== now.kind) return undefined;
-  }
-  return before;
 }
 
 function depth(path: string): number {
