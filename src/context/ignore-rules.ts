@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import { joinPath, parentPath } from './paths.js';
@@ -78,12 +78,13 @@ export class IgnoreRules {
   }
 
   private loadGitignore(dir: string): Ignore | null {
-    let text: string;
+    const file = join(this.workspaceRoot, dir, '.gitignore');
+    // Most directories have none: a cheap existence check instead of a failed read and its exception.
+    if (!existsSync(file)) return null;
     try {
-      text = readFileSync(join(this.workspaceRoot, dir, '.gitignore'), 'utf8');
+      return ignore().add(readFileSync(file, 'utf8'));
     } catch {
-      return null;
+      return null; // unreadable or a directory: no rules from it
     }
-    return ignore().add(text);
   }
 }
