@@ -1,4 +1,4 @@
-import { promises as fsp, readFileSync } from 'node:fs';
+import { promises as fsp, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { readTextIfExists, writeJsonAtomic } from './atomic.js';
 import { LockError, MemoryStoreError } from './errors.js';
@@ -13,6 +13,8 @@ export interface MemoryStoreOptions {
   dataDir: string;
   /** `'always'`/`'batch'` (default) fsync item and index files; `'never'` does not (writes stay atomic). */
   durability?: Durability;
+  /** How long a write waits for another process holding the memory lock (default 10,000 ms). */
+  lockTimeoutMs?: number;
 }
 
 /** A search hit with its BM25 score. */
@@ -40,28 +42,43 @@ function tokensOf(item: MemoryItem): string[] {
  * removes that record once the index is rewritten; on load, a record left by a crash gets those items re-indexed
  * as they are on disk. A missing or corrupt index (or record) is rebuilt from all the items.
  * Items are redacted (content, keywords, metadata) before they are written.
- * Writes take the memory writer lock (`index/keyword.lock`) on first use and keep it until {@link close}, so two
- * processes cannot interleave index rewrites.
+ * Every write or delete runs under the memory lock (`index/keyword.lock`, waiting up to `lockTimeoutMs` for
+ * another process to finish), and first reloads the index if another process rewrote keyword.json since this
+ * store read it (compared by inode, size and mtime); searches reload it too. So several processes can share one
+ * memory without losing each other's writes.
  */
 export class MemoryStore {
   readonly paths: MemoryPaths;
   private readonly fsync: boolean;
-  private index: Promise<KeywordIndex> | undefined;
-  private lock: FileLock | undefined;
+  private readonly lockTimeoutMs: number;
+  private index: KeywordIndex | undefined;
+  /** Identity of the keyword.json the in-memory index matches (inode, size, mtime). */
+  private indexStamp: string | undefined;
+  private loading: Promise<KeywordIndex> | undefined;
   private queue: Promise<unknown> = Promise.resolve();
 
   /** Opens nothing yet: the index is loaded (or rebuilt) on first use. */
   constructor(options: MemoryStoreOptions) {
     this.paths = memoryPaths(options.dataDir);
     this.fsync = durabilityOf(options, 'MemoryStore') !== 'never';
+    this.lockTimeoutMs = options.lockTimeoutMs ?? 10_000;
   }
 
-  private loadIndex(): Promise<KeywordIndex> {
-    this.index ??= this.readOrRebuildIndex().catch((error: unknown) => {
-      this.index = undefined;
+  private stampOf(path: string): string | undefined {
+    try {
+      const stat = statSync(path);
+      return `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw error;
-    });
-    return this.index;
+    }
+  }
+
+  /** The index, reloaded when keyword.json changed since it was read (another process wrote). */
+  private currentIndex(locked: boolean): Promise<KeywordIndex> {
+    if (this.index !== undefined && this.stampOf(this.paths.keywordIndex) === this.indexStamp) return Promise.resolve(this.index);
+    this.loading ??= this.readOrRebuildIndex(locked).finally(() => (this.loading = undefined));
+    return this.loading;
   }
 
   private async listItemFiles(): Promise<string[]> {
@@ -73,7 +90,8 @@ export class MemoryStore {
     }
   }
 
-  private async readOrRebuildIndex(): Promise<KeywordIndex> {
+  private async readOrRebuildIndex(locked: boolean): Promise<KeywordIndex> {
+    const stamp = this.stampOf(this.paths.keywordIndex);
     const text = await readTextIfExists(this.paths.keywordIndex);
     let index: KeywordIndex | undefined;
     if (text !== undefined) {
@@ -84,22 +102,25 @@ export class MemoryStore {
       }
     }
     const pending = await this.readPending();
-    if (index !== undefined && pending !== 'corrupt') {
-      if (pending === undefined) return index;
+    this.index = index;
+    this.indexStamp = stamp;
+    if (index !== undefined && pending === undefined) return index;
+    if (index !== undefined && pending !== undefined && pending !== 'corrupt') {
       // A crash interrupted an operation on these items: index them as they are on disk now.
       for (const id of pending) {
-        const item = await this.get(id);
+        const item = this.readItem(id);
         if (item) index.set(id, tokensOf(item));
         else index.delete(id);
       }
     } else {
       index = new KeywordIndex();
       for (const file of await this.listItemFiles()) {
-        const item = await this.get(file.slice(0, -'.json'.length));
+        const item = this.readItem(file.slice(0, -'.json'.length));
         if (item) index.set(item.id, tokensOf(item));
       }
     }
-    if (text !== undefined || pending !== undefined || index.size > 0) await this.persistRepair(index);
+    this.index = index;
+    if (text !== undefined || pending !== undefined || index.size > 0) await this.persistRepair(index, locked);
     return index;
   }
 
@@ -130,10 +151,10 @@ export class MemoryStore {
     await fsp.rm(this.pendingPath, { force: true });
   }
 
-  /** Persists a repaired index if no other process is writing memory (that writer persists its own index). */
-  private async persistRepair(index: KeywordIndex): Promise<void> {
-    let lock = this.lock;
-    if (lock === undefined) {
+  /** Persists a repaired index, unless another process holds the memory lock (it persists its own index then). */
+  private async persistRepair(index: KeywordIndex, locked: boolean): Promise<void> {
+    let lock: FileLock | undefined;
+    if (!locked) {
       try {
         await fsp.mkdir(this.paths.indexDir, { recursive: true });
         lock = acquireLock(this.lockPath, 'shared memory');
@@ -145,7 +166,7 @@ export class MemoryStore {
     try {
       await this.endChange(index);
     } finally {
-      if (lock !== this.lock) lock.release();
+      lock?.release();
     }
   }
 
@@ -155,16 +176,32 @@ export class MemoryStore {
 
   private async persistIndex(index: KeywordIndex): Promise<void> {
     await writeJsonAtomic(this.paths.keywordIndex, index.toJSON(), { fsync: this.fsync });
+    this.indexStamp = this.stampOf(this.paths.keywordIndex);
   }
 
-  /** Runs write operations one at a time, under the memory writer lock. */
-  private exclusive<T>(op: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(async () => {
-      if (this.lock === undefined) {
-        await fsp.mkdir(this.paths.indexDir, { recursive: true });
-        this.lock = acquireLock(this.lockPath, 'shared memory');
+  /** Takes the memory lock, waiting while a live process holds it, up to `lockTimeoutMs`. */
+  private async lockMemory(): Promise<FileLock> {
+    await fsp.mkdir(this.paths.indexDir, { recursive: true });
+    const deadline = Date.now() + this.lockTimeoutMs;
+    for (;;) {
+      try {
+        return acquireLock(this.lockPath, 'shared memory');
+      } catch (error) {
+        if (!(error instanceof LockError) || error.holder === undefined || Date.now() >= deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 5));
       }
-      return op();
+    }
+  }
+
+  /** Runs write operations one at a time, each under the memory lock and on an up-to-date index. */
+  private exclusive<T>(op: (index: KeywordIndex) => Promise<T>): Promise<T> {
+    const run = this.queue.then(async () => {
+      const lock = await this.lockMemory();
+      try {
+        return await op(await this.currentIndex(true));
+      } finally {
+        lock.release();
+      }
     });
     this.queue = run.catch(() => undefined);
     return run;
@@ -190,8 +227,7 @@ export class MemoryStore {
   /** Writes several items and rewrites the index once. Every item is validated before anything is written. */
   async writeMany(items: MemoryItem[]): Promise<void> {
     const prepared = items.map((item) => this.prepare(item));
-    await this.exclusive(async () => {
-      const index = await this.loadIndex();
+    await this.exclusive(async (index) => {
       await this.beginChange(prepared.map((item) => item.id));
       for (const item of prepared) {
         await writeJsonAtomic(memoryItemPath(this.paths, item.id), item, { fsync: this.fsync });
@@ -233,8 +269,7 @@ export class MemoryStore {
   /** Deletes an item; returns whether it existed. */
   async delete(id: string): Promise<boolean> {
     const path = memoryItemPath(this.paths, id);
-    return this.exclusive(async () => {
-      const index = await this.loadIndex();
+    return this.exclusive(async (index) => {
       if (!index.has(id) && (await readTextIfExists(path)) === undefined) return false;
       await this.beginChange([id]);
       const existed = await fsp.unlink(path).then(
@@ -254,7 +289,7 @@ export class MemoryStore {
   async searchScored(query: string, topK: number): Promise<ScoredMemoryItem[]> {
     if (typeof query !== 'string') throw new MemoryStoreError(`search query must be a string, got ${typeof query}`);
     if (!Number.isInteger(topK) || topK < 0) throw new MemoryStoreError(`search topK must be a non-negative integer, got ${topK}`);
-    const index = await this.loadIndex();
+    const index = await this.currentIndex(false);
     const out: ScoredMemoryItem[] = [];
     for (const hit of index.search(query, topK)) {
       const item = this.readItem(hit.id);
@@ -268,10 +303,8 @@ export class MemoryStore {
     return (await this.searchScored(query, topK)).map((hit) => hit.item);
   }
 
-  /** Waits for pending writes and releases the memory writer lock. */
+  /** Waits for pending writes (the lock is only held during an operation). */
   async close(): Promise<void> {
     await this.queue;
-    this.lock?.release();
-    this.lock = undefined;
   }
 }

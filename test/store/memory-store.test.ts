@@ -2,6 +2,7 @@ import { existsSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSyn
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryStore, MemoryStoreError, tokenize, type MemoryItem } from '../../src/store/index.js';
 import { SECRETS, tempDir } from './helpers.js';
+import { hostname } from 'node:os';
 
 const item = (id: string, content: string, extra: Partial<MemoryItem> = {}): MemoryItem => ({ id, content, createdAt: 1, ...extra });
 
@@ -118,7 +119,7 @@ describe('MemoryStore', () => {
     const store = open();
     await store.write(item('a', 'x'));
     await store.delete('a');
-    expect(readdirSync(store.paths.indexDir).sort()).toEqual(['keyword.json', 'keyword.lock']);
+    expect(readdirSync(store.paths.indexDir).sort()).toEqual(['keyword.json']);
   });
 
   it('validates items and ids before writing anything', async () => {
@@ -144,11 +145,29 @@ describe('MemoryStore', () => {
     expect((await store.get('s'))?.content).toBe('remember [REDACTED]');
   });
 
-  it('lets one process at a time write memory', async () => {
+  it('two stores on one data directory (as two processes) see and keep each other\'s writes', async () => {
     const first = open();
-    await first.write(item('a', 'x'));
-    await expect(open().write(item('b', 'y'))).rejects.toThrow(/shared memory already has a writer/);
-    await first.close();
-    await open().write(item('b', 'y'));
+    const second = open();
+    await first.write(item('a', 'alpha shared'));
+    await second.write(item('b', 'beta shared'));
+    await first.write(item('c', 'gamma shared'));
+    expect((await second.search('shared', 10)).map((i) => i.id)).toEqual(['a', 'b', 'c']);
+    expect((await first.search('beta', 10)).map((i) => i.id)).toEqual(['b']);
+    await second.delete('a');
+    expect(await first.search('alpha', 10)).toEqual([]);
+    expect(Object.keys(JSON.parse(readFileSync(first.paths.keywordIndex, 'utf8')).docs).sort()).toEqual(['b', 'c']);
+  });
+
+  it('waits for the memory lock and reports its holder after lockTimeoutMs', async () => {
+    const store = new MemoryStore({ dataDir: tmp.dir, durability: 'never', lockTimeoutMs: 50 });
+    stores.push(store);
+    await store.write(item('a', 'x'));
+    const lockPath = `${store.paths.indexDir}/keyword.lock`;
+    writeFileSync(lockPath, JSON.stringify({ pid: process.pid, host: hostname(), createdAt: 1 }));
+    await expect(store.write(item('b', 'y'))).rejects.toThrow(/shared memory already has a writer/);
+    const waiting = store.write(item('c', 'zed'));
+    setTimeout(() => rmSync(lockPath), 10);
+    await waiting;
+    expect((await store.search('zed', 5)).map((i) => i.id)).toEqual(['c']);
   });
 });
