@@ -611,6 +611,16 @@ export class Backpack {
         return undefined;
       }
     }
+    this.#recordRead(actor, ctx, key, item);
+    if (item === undefined) {
+      if (required) throw new KeyNotFoundError(key, actor.nodeId);
+      return undefined;
+    }
+    return this.#valueOf(item);
+  }
+
+  /** The `unpack` commit and event of an allowed read. */
+  #recordRead(actor: Actor, ctx: OpContext, key: string, item: Commit | undefined): void {
     if (this.#options.recordReads) {
       this.#commit(actor, 'unpack', key, undefined, undefined, 0, NO_TAGS, undefined, 0, item ? FOUND : 0, undefined);
     }
@@ -620,17 +630,15 @@ export class Backpack {
       if (item?.actor.namespace !== undefined) payload.sourceNamespace = item.actor.namespace;
       this.#emit('backpack.unpacked', payload, actor, ctx);
     }
-    if (item === undefined) {
-      if (required) throw new KeyNotFoundError(key, actor.nodeId);
-      return undefined;
-    }
-    return this.#valueOf(item);
   }
 
   #unpackByNamespace(actor: Actor, ctx: OpContext, pattern: string): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     for (const item of this.#itemsByNamespace(actor, pattern)) {
-      Object.defineProperty(out, item.key, { value: this.#unpack(actor, ctx, item.key, false), enumerable: true, writable: true, configurable: true });
+      this.#recordRead(actor, ctx, item.key, item);
+      const value = this.#valueOf(item);
+      if (item.key === '__proto__') Object.defineProperty(out, item.key, { value, enumerable: true, writable: true, configurable: true });
+      else out[item.key] = value;
     }
     return out;
   }

@@ -23,6 +23,9 @@ export const FOUND = 4;
 /** Commit flag: `previousValue` holds typed arrays, which reads copy. */
 export const PREV_COPY_ON_READ = 8;
 
+/** Commit timestamps are stored relative to this (integers stay exact). */
+const EPOCH = Date.now();
+
 /** What a quarantine commit moved out of the active state. */
 export interface QuarantineDetail {
   item: Commit;
@@ -34,31 +37,82 @@ export interface QuarantineDetail {
  * so state, keyframes and history share one immutable object per write.
  */
 export class Commit {
+  // Fields are packed to keep a commit small (10,000 of them are retained by default): the timestamp relative to
+  // EPOCH (a small integer, stored unboxed), version and flags in one number, tags and item rules in one slot
+  // (rules are rare), and one slot for what came before (a value, a quarantine detail or the cleared items).
+  readonly #t: number;
+  readonly #versionFlags: number;
+  readonly #meta: readonly string[] | { tags: readonly string[]; acl: Readonly<ItemAccessControl> };
+  readonly #prior: unknown;
+
+  /**
+   * @param value pack: the stored, frozen value (an UnavailableValue when LARGE)
+   * @param previousValue pack, delete: the stored value the key had before (quarantine: derived from `detail`)
+   * @param version pack: the item's version
+   * @param bytes approximate bytes this commit keeps alive (counted against maxHistoryBytes)
+   * @param flags LARGE | COPY_ON_READ | FOUND | PREV_COPY_ON_READ
+   * @param detail quarantine: what was moved out; clear: the items that were removed
+   */
   constructor(
     readonly seq: number,
     /** Prefix of the commit id: the Backpack (lineage) that made the commit. */
     readonly lineage: string,
-    readonly timestamp: number,
+    timestamp: number,
     readonly action: CommitAction,
     readonly key: string,
     readonly actor: Actor,
-    /** pack: the stored, frozen value (an UnavailableValue when LARGE). */
     readonly value: unknown,
-    /** pack, delete, quarantine: the stored value the key had before. */
-    readonly previousValue: unknown,
-    /** pack: the item's version. */
-    readonly version: number,
-    /** pack: the item's tags. */
-    readonly tags: readonly string[],
-    /** pack: the item's own access rules. */
-    readonly acl: Readonly<ItemAccessControl> | undefined,
-    /** Approximate bytes this commit keeps alive (counted against maxHistoryBytes). */
+    previousValue: unknown,
+    version: number,
+    tags: readonly string[],
+    acl: Readonly<ItemAccessControl> | undefined,
     readonly bytes: number,
-    /** LARGE | COPY_ON_READ | FOUND. */
-    readonly flags: number,
-    /** quarantine: what was moved out; clear: the items that were removed. */
-    readonly detail: QuarantineDetail | readonly Commit[] | undefined,
-  ) {}
+    flags: number,
+    detail: QuarantineDetail | readonly Commit[] | undefined,
+  ) {
+    this.#t = timestamp - EPOCH;
+    this.#versionFlags = version * 16 + flags;
+    this.#meta = acl === undefined ? tags : { tags, acl };
+    this.#prior = action === 'quarantine' || action === 'clear' ? detail : previousValue;
+  }
+
+  /** Milliseconds since the epoch. */
+  get timestamp(): number {
+    return this.#t + EPOCH;
+  }
+
+  /** pack: the item's version (0 for other actions). */
+  get version(): number {
+    return Math.floor(this.#versionFlags / 16);
+  }
+
+  /** LARGE | COPY_ON_READ | FOUND | PREV_COPY_ON_READ. */
+  get flags(): number {
+    return this.#versionFlags % 16;
+  }
+
+  /** pack: the item's tags. */
+  get tags(): readonly string[] {
+    const meta = this.#meta;
+    return Array.isArray(meta) ? meta : (meta as { tags: readonly string[] }).tags;
+  }
+
+  /** pack: the item's own access rules. */
+  get acl(): Readonly<ItemAccessControl> | undefined {
+    const meta = this.#meta;
+    return Array.isArray(meta) ? undefined : (meta as { acl: Readonly<ItemAccessControl> }).acl;
+  }
+
+  /** pack, delete, quarantine: the stored value the key had before. */
+  get previousValue(): unknown {
+    if (this.action === 'quarantine') return (this.#prior as QuarantineDetail).item.value;
+    return this.action === 'clear' ? undefined : this.#prior;
+  }
+
+  /** quarantine: what was moved out; clear: the items that were removed. */
+  get detail(): QuarantineDetail | readonly Commit[] | undefined {
+    return this.action === 'quarantine' || this.action === 'clear' ? (this.#prior as QuarantineDetail | readonly Commit[]) : undefined;
+  }
 
   /** `lineage-seq`. */
   get commitId(): string {
@@ -115,8 +169,29 @@ function copyState(state: State): State {
   return { items: new Map(state.items), quarantined: new Map(state.quarantined) };
 }
 
-interface Keyframe extends State {
+const NO_COMMITS: readonly Commit[] = Object.freeze([]);
+
+/** A state kept as arrays of commits: far smaller than two Maps, and as fast to turn back into Maps. */
+interface Keyframe {
   seq: number;
+  items: readonly Commit[];
+  quarantined: readonly Commit[];
+}
+
+function toKeyframe(seq: number, state: State): Keyframe {
+  return {
+    seq,
+    items: [...state.items.values()],
+    quarantined: state.quarantined.size === 0 ? NO_COMMITS : [...state.quarantined.values()],
+  };
+}
+
+function fromKeyframe(kf: Keyframe): State {
+  const items = new Map<string, Commit>();
+  for (const c of kf.items) items.set(c.key, c);
+  const quarantined = new Map<string, Commit>();
+  for (const c of kf.quarantined) quarantined.set(c.key, c);
+  return { items, quarantined };
 }
 
 /** Retention limits. */
@@ -223,7 +298,7 @@ export class History {
     this.#lastTimestamp = commit.timestamp;
     const since = commit.seq - this.#lastKeyframeSeq;
     if (since >= this.limits.keyframeInterval && since >= state.items.size + state.quarantined.size) {
-      this.#keyframes.push({ seq: commit.seq, ...copyState(state) });
+      this.#keyframes.push(toKeyframe(commit.seq, state));
       this.#lastKeyframeSeq = commit.seq;
     }
     const { maxHistorySize, maxHistoryBytes } = this.limits;
@@ -262,19 +337,18 @@ export class History {
     if (seq < this.#baseSeq) {
       throw new HistoryPrunedError(`The state at seq ${seq}`, `the oldest retained state is seq ${this.#baseSeq}`);
     }
-    let from: State = this.#base;
-    let fromSeq = this.#baseSeq;
+    let from: Keyframe | undefined;
     let lo = 0;
     let hi = this.#keyframes.length - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
       if (this.#keyframes[mid]!.seq <= seq) {
         from = this.#keyframes[mid]!;
-        fromSeq = this.#keyframes[mid]!.seq;
         lo = mid + 1;
       } else hi = mid - 1;
     }
-    const state = copyState(from);
+    const state = from ? fromKeyframe(from) : copyState(this.#base);
+    const fromSeq = from ? from.seq : this.#baseSeq;
     for (let s = fromSeq + 1; s <= seq; s++) applyCommit(state, this.at(s));
     return state;
   }

@@ -19,7 +19,7 @@ const CommitJSONSchema = z
   .object({
     seq: int.min(1),
     lineage: z.string().min(1),
-    timestamp: z.number(),
+    timestamp: int,
     action: z.enum(['pack', 'unpack', 'delete', 'quarantine', 'clear']),
     key: z.string().min(1),
     nodeId: z.string().min(1).optional(),
@@ -71,7 +71,7 @@ export const BackpackJSONSchema = z
         lineages: z.array(z.string().min(1)),
         prunedNodeIds: z.array(z.string()),
         baseSeq: int.min(0),
-        baseTimestamp: z.number().nullable(),
+        baseTimestamp: int.nullable(),
         base: z.object({ items: z.array(CommitJSONSchema), quarantined: z.array(QuarantinedJSONSchema) }).strict(),
         commits: z.array(CommitJSONSchema),
       })
