@@ -88,3 +88,27 @@ export function runMerkle(args: readonly string[], cwd: string): Promise<{ code:
     });
   });
 }
+
+/** Runs the built CLI with `--json` and parses its output; throws with stderr on a non-zero exit. */
+export async function json(args: string[], cwd: string): Promise<any> {
+  const r = await runMerkle([...args, '--json'], cwd);
+  if (r.code !== 0) throw new Error(`merkle ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/** A scanned sample workspace with agents `w` (writer) and `s` (synthesis), set up through the CLI or (faster) the API. */
+export async function workspace(viaCli = false): Promise<string> {
+  const root = tempDir();
+  writeTree(root, SAMPLE);
+  if (viaCli) {
+    await json(['scan'], root);
+    await json(['agent', 'add', 'w', '--role', 'writer'], root);
+    await json(['agent', 'add', 's', '--role', 'synthesis'], root);
+    return root;
+  }
+  const engine = await ContextEngine.open(root);
+  await engine.scan();
+  await engine.registerAgent({ agentId: 'w', role: 'writer' });
+  await engine.registerAgent({ agentId: 's', role: 'synthesis' });
+  return root;
+}
