@@ -117,23 +117,31 @@ program
   .option('--type <t>', 'only frames of this type (repeatable)', collect)
   .option('--agent <id>', 'only frames by this agent (repeatable)', collect)
   .option('--heads-only', 'only current heads')
-  .action(async (node: string, opts: { maxFrames?: number; ordering?: ContextView['ordering']; type?: string[]; agent?: string[]; headsOnly?: boolean }) => {
-    const ctx = await (await engine()).getNode(node, {
-      maxFrames: opts.maxFrames,
-      ordering: opts.ordering,
-      types: opts.type,
-      agents: opts.agent,
-      headsOnly: opts.headsOnly,
-    });
-    const frames = ctx.frames.map((f) => ({ frameId: f.frameId, type: f.type, agentId: f.agentId, content: f.content }));
-    print({ nodeId: ctx.nodeId, path: ctx.nodeRecord.path, type: ctx.nodeRecord.kind, frames, frameCount: ctx.frameCount }, () =>
-      [
-        `${pc.bold(show(ctx.nodeRecord.path))} ${pc.dim(ctx.nodeRecord.kind)} ${ctx.nodeId}`,
-        `${ctx.frameCount} frame(s)${frames.length < ctx.frameCount ? `, ${frames.length} shown` : ''}`,
-        ...frames.map((f) => `${pc.cyan(f.type)} ${pc.dim(f.agentId)} ${f.frameId}\n${indent(f.content)}`),
-      ].join('\n'),
-    );
-  });
+  .option('--view <json>', 'a whole ContextView as JSON, e.g. \'{"maxFrames":5,"types":["summary"]}\' (flags override it)')
+  .action(
+    async (
+      node: string,
+      opts: { maxFrames?: number; ordering?: ContextView['ordering']; type?: string[]; agent?: string[]; headsOnly?: boolean; view?: string },
+    ) => {
+      const base = opts.view === undefined ? {} : parseView(opts.view);
+      const ctx = await (await engine()).getNode(node, {
+        ...base,
+        ...(opts.maxFrames !== undefined && { maxFrames: opts.maxFrames }),
+        ...(opts.ordering !== undefined && { ordering: opts.ordering }),
+        ...(opts.type !== undefined && { types: opts.type }),
+        ...(opts.agent !== undefined && { agents: opts.agent }),
+        ...(opts.headsOnly !== undefined && { headsOnly: opts.headsOnly }),
+      });
+      const frames = ctx.frames.map((f) => ({ frameId: f.frameId, type: f.type, agentId: f.agentId, content: f.content }));
+      print({ nodeId: ctx.nodeId, path: ctx.nodeRecord.path, type: ctx.nodeRecord.kind, frames, frameCount: ctx.frameCount }, () =>
+        [
+          `${pc.bold(show(ctx.nodeRecord.path))} ${pc.dim(ctx.nodeRecord.kind)} ${ctx.nodeId}`,
+          `${ctx.frameCount} frame(s)${frames.length < ctx.frameCount ? `, ${frames.length} shown` : ''}`,
+          ...frames.map((f) => `${pc.cyan(f.type)} ${pc.dim(f.agentId)} ${f.frameId}\n${indent(f.content)}`),
+        ].join('\n'),
+      );
+    },
+  );
 
 program
   .command('put-frame <node> <frame-file>')
@@ -329,6 +337,17 @@ function readFrameFile(file: string, type: string | undefined): { type: string; 
   }
   if (type === undefined) throw new UsageError(`frame file ${file} is plain text; pass --type <t>`);
   return { type, content: text };
+}
+
+function parseView(text: string): ContextView {
+  let view: unknown;
+  try {
+    view = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`--view is not valid JSON: ${(error as Error).message}`);
+  }
+  if (view === null || typeof view !== 'object' || Array.isArray(view)) throw new UsageError('--view must be a JSON object (a ContextView)');
+  return view as ContextView;
 }
 
 function indent(text: string): string {

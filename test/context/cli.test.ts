@@ -31,6 +31,8 @@ describe('merkle CLI (spec §6, end to end through the built binary)', () => {
       frameCount: 2,
     });
     expect((await json(['get-node', node.nodeId], root)).frameCount).toBe(2);
+    const viewed = await json(['get-node', 'src/main.ts', '--view', '{"maxFrames":5,"types":["summary"]}'], root);
+    expect(viewed.frames.map((f: { frameId: string }) => f.frameId)).toEqual([frameId]);
 
     const synth = await json(['synthesize', 'src', '--type', 'summary', '--agent', 's', '--policy', 'summarization'], root);
     expect(synth.frameId).toMatch(/^[0-9a-f]{64}$/);
@@ -101,6 +103,7 @@ describe('merkle CLI (spec §6, end to end through the built binary)', () => {
       ['frobnicate'],
       ['put-frame', 'README.md', frameFile],
       ['get-node', '.', '--max-frames', 'many'],
+      ['get-node', '.', '--view', '{not json'],
       ['agent', 'add', 'x', '--role', 'boss'],
       ['synthesize', '.', '--type', 't', '--agent', 's', '--policy', 'filtering'],
     ]) {
