@@ -8,7 +8,6 @@ export * from './nodes/index.js';
 export * from './store/index.js';
 export * from './runtime/index.js';
 export * from './context/index.js';
-// Names that two modules define: the event stream's ids and the node layer's NodeContext are the public ones.
-export { newRunId } from './events/index.js';
+// A name two modules define: the node layer's NodeContext is the public one.
 export type { NodeContext } from './nodes/index.js';
 export type { NodeContext as ContextNode } from './context/index.js';

@@ -25,7 +25,7 @@ export {
   InvalidIdError,
 } from './errors.js';
 export type { LockHolder } from './errors.js';
-export { generateId, newRunId, newSessionKey, newEventId, newMemoryId } from './ids.js';
+export { newSessionKey, newMemoryId } from './ids.js';
 export {
   assertValidId,
   isValidId,

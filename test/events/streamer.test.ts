@@ -49,7 +49,7 @@ describe('EventStreamer.emit', () => {
   it('generates a default runId when none is given, different per streamer', () => {
     const a = new EventStreamer();
     const b = new EventStreamer();
-    expect(a.runId).toMatch(/^run-[a-z0-9-]+$/);
+    expect(a.runId).toMatch(/^run_[0-9a-z]{11}_[0-9a-z]{10}$/);
     expect(a.runId).not.toBe(b.runId);
     expect(a.emit({ type: NODE_START }).runId).toBe(a.runId);
   });
@@ -107,7 +107,7 @@ describe('ids', () => {
       ids.add(newSpanId());
     }
     expect(ids.size).toBe(2000);
-    for (const id of ids) expect(id).toMatch(/^[a-z0-9-]+$/);
+    for (const id of ids) expect(id).toMatch(/^[a-z0-9_-]+$/);
   });
 });
 

@@ -8,11 +8,10 @@ import {
   MemoryStore,
   ProjectionStore,
   assertValidId,
-  generateId,
   isValidId,
-  newRunId,
   runPaths,
 } from '../../src/store/index.js';
+import { generateId, newRunId } from '../../src/events/index.js';
 import { tempDir } from './helpers.js';
 
 const bad: Array<[string, RegExp]> = [
