@@ -13,6 +13,7 @@ import { once } from 'node:events';
 import type { StreamEvent } from '../src/events/types.js';
 import { CheckpointStore, EventStore, MemoryStore, runPaths, type Durability, type MemoryItem } from '../src/store/index.js';
 import { median, printTable, timeMedianMs, type BenchRow } from './harness.js';
+import { runtimeRows } from './runtime-rows.js';
 
 const root = mkdtempSync(join(tmpdir(), 'bpf-bench-store-'));
 const rows: BenchRow[] = [];
@@ -155,6 +156,7 @@ try {
   await checkpointCosts();
   await pagingCosts();
   await searchCosts();
+  rows.push(...(await runtimeRows()));
 } finally {
   rmSync(root, { recursive: true, force: true });
 }

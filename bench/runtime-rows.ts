@@ -1,0 +1,68 @@
+/**
+ * Durable-run measures for `npm run bench:store` (issue 6): per-step overhead of runFlow over flow.run for each
+ * durability, and bytes on disk after 400 steps that each append 200 bytes to a list.
+ */
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../src/index.js';
+import { median, type BenchRow } from './harness.js';
+
+class Append extends BackpackNode<string[], string[]> {
+  override prep(backpack: BackpackHandle): string[] {
+    return (backpack.unpack('log') as string[] | undefined) ?? [];
+  }
+  override exec(log: string[]): string[] {
+    return [...log, `${log.length} ${'x'.repeat(190)}`];
+  }
+  override post(backpack: BackpackHandle, _prev: string[], next: string[]): string | undefined {
+    backpack.pack('log', next);
+    return next.length < (this.config.steps as number) ? 'again' : undefined;
+  }
+}
+
+function loopFlow(steps: number): Flow {
+  const flow = new Flow({ namespace: 'bench', maxSteps: steps + 1 });
+  const node = flow.addNode(Append, { id: 'append', steps });
+  node.on('again', node);
+  return flow;
+}
+
+function bytesUnder(dir: string): number {
+  return readdirSync(dir, { withFileTypes: true }).reduce((sum, e) => {
+    const path = join(dir, e.name);
+    return sum + (e.isDirectory() ? bytesUnder(path) : statSync(path).size);
+  }, 0);
+}
+
+async function perStepMs(run: (flow: Flow, i: number) => Promise<unknown>, steps: number, runs: number): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < runs + 2; i++) {
+    const flow = loopFlow(steps);
+    const start = performance.now();
+    await run(flow, i);
+    if (i >= 2) times.push((performance.now() - start) / steps);
+  }
+  return median(times);
+}
+
+/** Measures and returns the rows. */
+export async function runtimeRows(): Promise<BenchRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'bpf-bench-runtime-'));
+  try {
+    const STEPS = 200;
+    const RUNS = 9;
+    const plain = await perStepMs((flow) => flow.run(), STEPS, RUNS);
+    const batch = await perStepMs((flow, i) => runFlow(flow, { dataDir: dir, runId: `batch-${i}`, durability: 'batch' }), STEPS, RUNS);
+    const never = await perStepMs((flow, i) => runFlow(flow, { dataDir: dir, runId: `never-${i}`, durability: 'never' }), STEPS, RUNS);
+    await runFlow(loopFlow(400), { dataDir: dir, runId: 'disk-400' });
+    const bytes = bytesUnder(join(dir, 'sessions', 'default', 'runs', 'disk-400'));
+    return [
+      { name: "runFlow per-step overhead over flow.run, durability 'batch' (fsync per step)", median: (batch - plain) * 1000, unit: 'µs', target: 400, anchor: 'LangGraph.js +600-1,100 µs' },
+      { name: "runFlow per-step overhead over flow.run, durability 'never'", median: (never - plain) * 1000, unit: 'µs', target: 50 },
+      { name: 'bytes on disk after 400 steps appending 200 bytes each', median: bytes / 1e6, unit: 'MB', target: 2, anchor: 'LangGraph SqliteSaver 20.9 MB' },
+    ];
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
