@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { AccessDeniedError, Backpack, BackpackError, type BackpackEvent } from '../../src/backpack/index.js';
+
+const research = { nodeId: 'research-1', nodeName: 'ResearchNode', namespace: 'sales.research' };
+const chat = { nodeId: 'chat-1', nodeName: 'ChatNode', namespace: 'sales.chat' };
+
+describe('BackpackHandle (D6)', () => {
+  it('attributes packs to its identity', () => {
+    const bp = new Backpack();
+    const h = bp.forNode(research);
+    h.pack('facts', ['a'], { tags: ['verified'] });
+    expect(bp.getItem('facts')!.metadata).toMatchObject({ sourceNodeId: 'research-1', sourceNodeName: 'ResearchNode', sourceNamespace: 'sales.research', tags: ['verified'] });
+    expect(h.identity).toEqual(research);
+    expect(h.backpack).toBe(bp);
+  });
+
+  it('refuses provenance that differs from its identity, naming both', () => {
+    const bp = new Backpack();
+    const h = bp.forNode(research);
+    expect(() => h.pack('k', 1, { nodeId: 'other' } as never)).toThrow(BackpackError);
+    expect(() => h.pack('k', 1, { namespace: 'admin' } as never)).toThrow(/'research-1' cannot pack 'k' as namespace 'admin'/);
+    expect(() => h.pack('k', 1, { nodeName: 'Admin' } as never)).toThrow(/nodeName/);
+    expect(() => h.delete('k', { nodeId: 'other' })).toThrow(BackpackError);
+    expect(() => h.quarantine('k', { reason: 'r', nodeId: 'other' })).toThrow(BackpackError);
+    h.pack('k', 1, { nodeId: 'research-1' } as never);
+    expect(bp.has('k')).toBe(true);
+  });
+
+  it('keeps attribution correct for two handles used concurrently', async () => {
+    const bp = new Backpack();
+    const a = bp.forNode(research);
+    const b = bp.forNode(chat);
+    await Promise.all([
+      (async () => {
+        for (let i = 0; i < 20; i++) {
+          a.pack(`a${i}`, i);
+          await Promise.resolve();
+        }
+      })(),
+      (async () => {
+        for (let i = 0; i < 20; i++) {
+          b.pack(`b${i}`, i);
+          await Promise.resolve();
+        }
+      })(),
+    ]);
+    for (const c of bp.getHistory()) expect(c.nodeId).toBe(c.key.startsWith('a') ? 'research-1' : 'chat-1');
+  });
+
+  it('checks its own permissions on every read and write', () => {
+    const bp = new Backpack({ secret: 's', open: 'o' }, { strictMode: true });
+    bp.registerPermissions('chat-1', { read: ['open'], write: ['reply'] });
+    const h = bp.forNode(chat);
+    expect(h.unpack('open')).toBe('o');
+    expect(() => h.unpack('secret')).toThrow(AccessDeniedError);
+    expect(() => h.unpackRequired('secret')).toThrow(AccessDeniedError);
+    expect(() => h.pack('secret', 'x')).toThrow(AccessDeniedError);
+    expect(() => h.delete('open')).toThrow(AccessDeniedError);
+    h.pack('reply', 'hi');
+    expect(h.getItem('reply')).toBeUndefined();
+    expect(bp.getItem('reply')!.metadata.sourceNodeId).toBe('chat-1');
+  });
+
+  it('deletes and quarantines as its node', () => {
+    const bp = new Backpack({ a: 1, b: 2 });
+    const h = bp.forNode(chat);
+    expect(h.delete('a')).toBe(true);
+    expect(h.quarantine('b', { reason: 'stale' })).toBe(true);
+    expect(h.quarantine('missing', { reason: 'stale' })).toBe(false);
+    expect(bp.getHistory().slice(-2).map((c) => [c.action, c.nodeId])).toEqual([
+      ['delete', 'chat-1'],
+      ['quarantine', 'chat-1'],
+    ]);
+    expect(bp.getQuarantined().get('b')!.quarantine.nodeId).toBe('chat-1');
+  });
+
+  it("emits events with the handle's identity, run and span, and summaries instead of values", () => {
+    const events: BackpackEvent[] = [];
+    const bp = new Backpack(undefined, { eventStreamer: { emit: (e) => events.push(e) } });
+    const h = bp.forNode(research, { runId: 'run-1', spanId: 'span-1' });
+    h.pack('doc', 'x'.repeat(1000), { tags: ['t'] });
+    h.unpack('doc');
+    h.unpack('missing');
+    h.quarantine('doc', { reason: 'bad' });
+    expect(events.map((e) => e.type)).toEqual(['backpack.packed', 'backpack.unpacked', 'backpack.unpacked', 'backpack.quarantined']);
+    for (const e of events) expect(e).toMatchObject({ nodeId: 'research-1', nodeName: 'ResearchNode', namespace: 'sales.research', runId: 'run-1', spanId: 'span-1' });
+    expect(events[0]!.payload).toMatchObject({ key: 'doc', version: 1, tags: ['t'] });
+    expect((events[0]!.payload.valueSummary as string).length).toBeLessThanOrEqual(80);
+    expect(events[1]!.payload).toEqual({ key: 'doc', found: true, sourceNodeId: 'research-1', sourceNamespace: 'sales.research' });
+    expect(events[2]!.payload).toEqual({ key: 'missing', found: false });
+    expect(events[3]!.payload).toEqual({ key: 'doc', reason: 'bad' });
+    expect(JSON.stringify(events).length).toBeLessThan(2000);
+  });
+
+  it('emits nothing without an event sink, and the raw Backpack emits without run or span', () => {
+    const events: BackpackEvent[] = [];
+    const bp = new Backpack(undefined, { eventStreamer: { emit: (e) => events.push(e) } });
+    bp.pack('a', 1);
+    expect(events[0]).toEqual({ type: 'backpack.packed', payload: { key: 'a', version: 1, valueSummary: '1' } });
+    const silent = new Backpack();
+    expect(() => silent.forNode(chat).pack('a', 1)).not.toThrow();
+  });
+
+  it('validates the identity', () => {
+    const bp = new Backpack();
+    expect(() => bp.forNode({ nodeId: '', nodeName: 'X', namespace: 'x' })).toThrow(/non-empty nodeId/);
+    expect(() => bp.forNode({ nodeId: 'x', nodeName: 'X' } as never)).toThrow(/nodeName and namespace/);
+  });
+});
