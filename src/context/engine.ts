@@ -185,7 +185,7 @@ export class ContextEngine {
         force: options.force,
         racyFromMs: previous?.writtenMs,
         only: options.paths?.map((p) => toWorkspacePath(this.workspaceRoot, p)),
-        statMany: parallel ? this.statPool.statMany : undefined,
+        helper: parallel ? this.statPool : undefined,
       });
       if (result.changed) this.store.writeTree(result.tree);
       return {

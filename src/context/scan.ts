@@ -5,7 +5,7 @@ import { ContextError } from './errors.js';
 import type { HashBackend } from './hash.js';
 import type { IgnoreRules } from './ignore-rules.js';
 import { joinPath, parentPath } from './paths.js';
-import { STAT_FIELDS, statSerial, type StatMany } from './stat-pool.js';
+import { STAT_FIELDS, statOne, statSerial } from './stat-pool.js';
 import { Tree, leafNodeId, type LeafRecord, type NodeRecord } from './tree.js';
 
 /** Files above this size are hashed in chunks rather than read whole. */
@@ -28,9 +28,15 @@ export interface ScanInput {
   readonly racyFromMs?: number;
   /** Only re-walk these directories (workspace paths); everything else is taken from `previous`. */
   readonly only?: readonly string[];
-  /** How to lstat the files found (default: serially on this thread). */
-  readonly statMany?: StatMany;
+  /**
+   * A helper thread for large rescans: while this thread walks the workspace, it stats the files the previous
+   * tree knows (the likely result of the walk); this thread then stats its share and anything new.
+   */
+  readonly helper?: { statOnHelper(paths: string[]): Promise<Float64Array> };
 }
+
+/** Share of the known files given to the helper: this thread also walks the tree, so it takes fewer. */
+const HELPER_SHARE = 0.62;
 
 /** What a scan did. */
 export interface ScanResult {
@@ -59,10 +65,11 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   let hashed = 0;
   // Directories whose set of children, or a child's id, may have changed: only these get new ids.
   const touched = new Set<string>();
+  const prefetch = input.helper !== undefined && previous !== undefined && !partial ? startPrefetch(root, previous, input.helper) : undefined;
   const walked: Walked = { paths: [], fsPaths: [], dirs: [] };
   for (const subtree of subtrees) walk(root, subtree, input.rules, walked);
   const { paths, fsPaths } = walked;
-  const stats = await (input.statMany ?? statSerial)(fsPaths);
+  const stats = prefetch === undefined ? await statSerial(fsPaths) : await prefetch.complete(paths, fsPaths);
   let added = 0;
   for (let i = 0; i < paths.length; i++) {
     const path = paths[i];
@@ -136,6 +143,42 @@ function markStructuralChanges(previous: Tree, found: readonly LeafRecord[], add
       if (node.kind === 'dir' && !dirs.has(node.path)) touched.add(parentPath(node.path) ?? '');
     }
   }
+}
+
+/**
+ * Stats the first {@link HELPER_SHARE} of the previous tree's files on the helper thread, started before the walk;
+ * `complete` stats the walked files the helper did not cover (its share of known files, new files, and any file
+ * the helper could not find under its NFC spelling) and returns stats in walk order.
+ */
+function startPrefetch(root: string, previous: Tree, helper: NonNullable<ScanInput['helper']>) {
+  const { leaves, index } = previous.leafOrder();
+  const share = Math.round(leaves.length * HELPER_SHARE);
+  const request: string[] = new Array(share);
+  for (let i = 0; i < share; i++) request[i] = `${root}/${leaves[i].path}`;
+  const pending = helper.statOnHelper(request);
+  return {
+    async complete(paths: readonly string[], fsPaths: readonly string[]): Promise<Float64Array> {
+      const out = new Float64Array(paths.length * STAT_FIELDS);
+      const slots = new Int32Array(paths.length);
+      for (let i = 0; i < paths.length; i++) {
+        const slot = index.get(paths[i]);
+        if (slot !== undefined && slot < share) slots[i] = slot;
+        else {
+          slots[i] = -1;
+          statOne(fsPaths[i], out, i);
+        }
+      }
+      const helped = await pending;
+      for (let i = 0; i < paths.length; i++) {
+        const slot = slots[i];
+        if (slot < 0) continue;
+        const from = slot * STAT_FIELDS;
+        if (helped[from] === 0) statOne(fsPaths[i], out, i); // not found under the stored spelling
+        else out.set(helped.subarray(from, from + STAT_FIELDS), i * STAT_FIELDS);
+      }
+      return out;
+    },
+  };
 }
 
 /** The files (NFC workspace path and filesystem path, in parallel arrays) and directories of one subtree. */

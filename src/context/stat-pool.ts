@@ -4,9 +4,6 @@ import { Worker } from 'node:worker_threads';
 /** Per path, four numbers: kind (0 missing, 1 file, 2 symlink, 3 other), size, mtimeMs, ino. */
 export const STAT_FIELDS = 4;
 
-/** lstat of many paths, in order, into {@link STAT_FIELDS} numbers per path. */
-export type StatMany = (paths: readonly string[]) => Promise<Float64Array>;
-
 function statInto(paths: readonly string[], out: Float64Array, from: number, to: number, offset: number): void {
   for (let i = from; i < to; i++) {
     const j = (i - offset) * STAT_FIELDS;
@@ -22,8 +19,13 @@ function statInto(paths: readonly string[], out: Float64Array, from: number, to:
   }
 }
 
-/** Single-threaded lstat of every path. */
-export const statSerial: StatMany = async (paths) => {
+/** lstat of one path into slot `i` of `out`. */
+export function statOne(path: string, out: Float64Array, i: number): void {
+  statInto([path], out, 0, 1, -i);
+}
+
+/** Single-threaded lstat of every path, into {@link STAT_FIELDS} numbers per path. */
+export const statSerial = async (paths: readonly string[]): Promise<Float64Array> => {
   const out = new Float64Array(paths.length * STAT_FIELDS);
   statInto(paths, out, 0, paths.length, 0);
   return out;
@@ -49,32 +51,25 @@ parentPort.on('message', ({ id, paths }) => {
 });`;
 
 /**
- * Splits lstat work between this thread and one helper thread: a rescan is dominated by one lstat per file, and the
- * kernel serves them in parallel. The helper is created on first use and does not keep the process alive.
+ * One helper thread for lstat work: a rescan is dominated by one lstat per file, and the kernel serves them in
+ * parallel, so the helper stats known files while the calling thread walks the workspace. Created on first use;
+ * it does not keep the process alive.
  */
 export class StatPool {
   private worker: Worker | undefined;
   private nextId = 0;
   private readonly waiting = new Map<number, { resolve: (out: Float64Array) => void; reject: (error: Error) => void }>();
 
-  /** Stats `paths` in order; the first half on the helper thread, the rest here. */
-  readonly statMany: StatMany = async (paths) => {
-    const half = paths.length >> 1;
-    const theirs = this.request(paths.slice(0, half));
-    const mine = new Float64Array((paths.length - half) * STAT_FIELDS);
-    statInto(paths, mine, half, paths.length, half);
-    const first = await theirs;
-    const out = new Float64Array(paths.length * STAT_FIELDS);
-    out.set(first, 0);
-    out.set(mine, half * STAT_FIELDS);
-    return out;
-  };
-
   /** Stops the helper thread. */
   async close(): Promise<void> {
     const worker = this.worker;
     this.worker = undefined;
     if (worker !== undefined) await worker.terminate();
+  }
+
+  /** Stats `paths` on the helper thread while this thread does other work. */
+  statOnHelper(paths: string[]): Promise<Float64Array> {
+    return this.request(paths);
   }
 
   private request(paths: string[]): Promise<Float64Array> {

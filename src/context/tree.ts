@@ -36,6 +36,7 @@ const KIND_BY_CODE: Record<number, NodeKind> = { 1: 'file', 2: 'dir', 3: 'symlin
  */
 export class Tree {
   private byIdCache: Map<string, NodeRecord> | undefined;
+  private leafOrderCache: { leaves: NodeRecord[]; index: Map<string, number> } | undefined;
   /** Number of files and symlinks. */
   readonly leafCount: number;
 
@@ -145,6 +146,21 @@ export class Tree {
     return this.walk(from)
       .filter((node) => node.kind === 'dir')
       .reverse();
+  }
+
+  /** Files and symlinks in a fixed order, with each path's position in it (built once per tree). */
+  leafOrder(): { leaves: readonly NodeRecord[]; index: ReadonlyMap<string, number> } {
+    if (this.leafOrderCache === undefined) {
+      const leaves: NodeRecord[] = [];
+      const index = new Map<string, number>();
+      for (const node of this.nodes.values()) {
+        if (node.kind === 'dir') continue;
+        index.set(node.path, leaves.length);
+        leaves.push(node);
+      }
+      this.leafOrderCache = { leaves, index };
+    }
+    return this.leafOrderCache;
   }
 
   /** Every record, in no particular order. */

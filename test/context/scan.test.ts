@@ -190,6 +190,11 @@ describe('scan: parallel stat', () => {
       const serial = await ContextEngine.open(root);
       expect((await serial.scan({ force: true })).root).toBe(report.root);
       expect((await engine.status()).root).toBe(report.root);
+      // A name stored as NFC but spelled NFD on disk: the helper misses it, this thread finds it.
+      writeTree(root, { 'docs/cafe\u0301.md': 'coffee' });
+      expect((await parallel.scan()).hashed).toBe(1);
+      expect(await parallel.scan()).toMatchObject({ changed: false, hashed: 0 });
+      expect((await parallel.resolveNode('docs/caf\u00e9.md')).kind).toBe('file');
     } finally {
       await parallel.close();
     }
