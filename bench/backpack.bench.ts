@@ -69,6 +69,19 @@ for (const commits of [1000, 10_000]) {
 }
 
 {
+  // PRD-001 SC-5: the Backpack work of a typical node execution (5 reads, 3 writes) on a full 10,000-commit history.
+  const bp = filled(10_000);
+  bp.registerPermissions('node', { read: ['research.*'], write: ['out.*'] });
+  let run = 0;
+  const ms = await timeMedianMs(() => {
+    const h = bp.forNode({ nodeId: 'node', nodeName: 'Node', namespace: 'sales.node' }, { runId: 'r', spanId: `s${run++}` });
+    for (let i = 0; i < 5; i++) h.unpack(KEYS[i]!);
+    for (let i = 0; i < 3; i++) h.pack(`out.${i}`, { answer: i, text: 'summary' });
+  }, 500, 50);
+  rows.push({ name: 'node execution: 5 unpacks + 3 packs (SC-5)', median: ms * 1000, unit: 'µs', target: 5000 });
+}
+
+{
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as () => void;
   const measure = (keys: number): number => {
