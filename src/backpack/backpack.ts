@@ -1,6 +1,21 @@
 /**
  * The Backpack: the state every node shares, with provenance per key, commit history, time travel, diff, access
  * control and quarantine ("Git for your agent's state"; PRD-001, tech spec, DESIGN D5-D10).
+ *
+ * Choices where the specs are silent:
+ * - Reads are commits (`unpack`, as the specs say) unless `recordReads: false`; they count against maxHistorySize
+ *   like any commit. Allowed reads are what `getAccessLog(node, 'read')` lists; denials are kept apart
+ *   (`getAccessDenials`) because a denied read changes nothing.
+ * - A denied write always throws AccessDeniedError (strict or not): a write that silently did not happen would be
+ *   worse than an error. Graceful mode applies to reads.
+ * - Namespace queries skip items the node may not read, without recording a denial (a query is not a request for a
+ *   particular key); `has`, `peek` and `getItem` through a handle also just hide what the node may not read.
+ * - Snapshots (`getSnapshot*`) are new Backpacks holding the state at that point as their base, with no history of
+ *   their own and no event sink; `replayFromCommit` also carries the history up to the commit and the event sink, so
+ *   a flow can run on from there.
+ * - Commit ids are `<lineage>-<seq>`, lineage being a random id per Backpack, so a pruned commit is told apart from
+ *   an unknown one (HistoryPrunedError vs InvalidCommitError).
+ * - `clear` empties the active state; quarantined items stay (quarantine is the debugging trace).
  */
 import { randomUUID } from 'node:crypto';
 import type { ZodType } from 'zod';
@@ -64,9 +79,9 @@ export const DEFAULT_OPTIONS: Readonly<ResolvedOptions> = Object.freeze({
   recordReads: true,
 });
 
-function resolveOptions(options: BackpackOptions | undefined): ResolvedOptions {
+function resolveOptions(options: BackpackOptions | undefined): Readonly<ResolvedOptions> {
   const resolved = { ...DEFAULT_OPTIONS };
-  if (options === undefined) return resolved;
+  if (options === undefined) return Object.freeze(resolved);
   if (typeof options !== 'object' || options === null) throw new BackpackError('Backpack options must be an object');
   for (const name of ['maxHistorySize', 'maxHistoryBytes', 'maxValueBytes', 'keyframeInterval'] as const) {
     const v = options[name];
@@ -87,7 +102,7 @@ function resolveOptions(options: BackpackOptions | undefined): ResolvedOptions {
   if (sink !== undefined && (typeof sink !== 'object' || sink === null || typeof sink.emit !== 'function')) {
     throw new BackpackError("Backpack option 'eventStreamer' must have an emit(event) method");
   }
-  return resolved;
+  return Object.freeze(resolved);
 }
 
 function checkKey(key: unknown): asserts key is string {
@@ -136,7 +151,7 @@ export class Backpack {
   #denials: AccessDenial[] = [];
   #history: History;
   #lineage: string;
-  readonly #options: ResolvedOptions;
+  readonly #options: Readonly<ResolvedOptions>;
   readonly #sink: BackpackEventSink | undefined;
 
   /**

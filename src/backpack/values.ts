@@ -2,6 +2,8 @@
  * Values are data and immutable (DESIGN D7): `prepareValue` checks a value, copies it and freezes the copy in one
  * walk, and measures its approximate encoded size. Maps, Sets and Dates become frozen subclasses whose mutators
  * throw; typed arrays cannot be frozen in JavaScript, so values holding them are copied again on every read.
+ * Objects with a null prototype are stored as plain objects (JSON cannot tell them apart); instances of other
+ * classes are rejected rather than silently stripped of their prototype.
  */
 import { BackpackError } from './errors.js';
 
