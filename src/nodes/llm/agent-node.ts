@@ -1,0 +1,93 @@
+import type { ModelMessage } from 'ai';
+import { z } from 'zod';
+import type { BackpackHandle } from '../../backpack/index.js';
+import type { RunScope } from '../../flow/index.js';
+import { toPlainMessages } from './chat-node.js';
+import { llmParamsShape, type LlmParams } from './llm-node.js';
+import { promptParamsShape, readPrompt, type Prompt, type PromptParams } from './prompt.js';
+import { ToolUsingNode } from './tool-nodes.js';
+import { toModelTools, toolResultMessage, type ToolResultRecord } from './tools.js';
+
+/** Params of {@link AgentNode}. */
+export const agentParamsSchema = z
+  .strictObject({
+    ...llmParamsShape,
+    ...promptParamsShape,
+    /** Names of tools from the `tools` dependency. */
+    tools: z.array(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/)).optional(),
+    /** Most model calls with tools; then one last call without tools forces an answer. Default 5. */
+    maxSteps: z.number().int().min(1).max(100).optional(),
+    /** Attempts per tool call; failed attempts that are retried are quarantined. Default 1. */
+    toolAttempts: z.number().int().min(1).max(10).optional(),
+    /** Backpack key the answer is packed under. Default `'answer'`. */
+    outputKey: z.string().min(1).optional(),
+    /** Backpack key every tool result of the run is packed under. Default `'toolResults'`. */
+    toolResultsKey: z.string().min(1).optional(),
+  })
+  .refine((p) => p.promptKey !== undefined || p.messagesKey !== undefined, { message: 'set promptKey or messagesKey (where the prompt is in the backpack)' });
+
+type AgentParams = LlmParams & PromptParams & { tools?: string[]; maxSteps?: number; toolAttempts?: number; outputKey?: string; toolResultsKey?: string };
+
+interface AgentPrep extends Prompt {
+  signal?: AbortSignal;
+}
+
+/** What an agent run produced. */
+export interface AgentResult {
+  answer: string;
+  messages: ModelMessage[];
+  toolResults: ToolResultRecord[];
+  /** Model calls made. */
+  steps: number;
+  /** True when `maxSteps` ran out and the answer was forced. */
+  stoppedAtMaxSteps: boolean;
+}
+
+/**
+ * A tool-calling agent: calls the model with the tools; while it calls tools, runs them (TOOL_CALL / TOOL_RESULT events)
+ * and gives it their results, up to `maxSteps` model calls; then packs the answer under `outputKey`, the tool results
+ * under `toolResultsKey` and, with `messagesKey`, the whole conversation. A failing tool's error is shown to the model.
+ */
+export class AgentNode extends ToolUsingNode<AgentPrep, AgentResult> {
+  static override paramsSchema: z.ZodType = agentParamsSchema;
+
+  /** The node's params, typed. */
+  protected get agentParams(): AgentParams {
+    return this.params as AgentParams;
+  }
+
+  override prep(backpack: BackpackHandle, scope: RunScope): AgentPrep {
+    return { ...readPrompt(this.id, backpack, this.agentParams, this.agentParams.systemPrompt), signal: scope.signal };
+  }
+
+  override async exec(prep: AgentPrep): Promise<AgentResult> {
+    const p = this.agentParams;
+    const tools = this.tools;
+    const modelTools = toModelTools(tools);
+    const maxSteps = p.maxSteps ?? 5;
+    const messages = [...prep.messages];
+    const toolResults: ToolResultRecord[] = [];
+    for (let step = 1; step <= maxSteps; step++) {
+      const reply = await this.callModel({ system: prep.system, messages, tools: modelTools, signal: prep.signal, purpose: `step ${step}` });
+      messages.push(...reply.responseMessages);
+      if (reply.toolCalls.length === 0) return { answer: reply.text, messages, toolResults, steps: step, stoppedAtMaxSteps: false };
+      const results: ToolResultRecord[] = [];
+      for (const call of reply.toolCalls) {
+        results.push(await this.runTool(call, tools.get(call.toolName), { attempts: p.toolAttempts ?? 1, signal: prep.signal, backpack: this.backpack }));
+      }
+      toolResults.push(...results);
+      messages.push(toolResultMessage(results));
+    }
+    const final = await this.callModel({ system: prep.system, messages, signal: prep.signal, purpose: 'final answer' });
+    messages.push(...final.responseMessages);
+    return { answer: final.text, messages, toolResults, steps: maxSteps + 1, stoppedAtMaxSteps: true };
+  }
+
+  override post(backpack: BackpackHandle, _prep: AgentPrep, result: AgentResult): undefined {
+    const p = this.agentParams;
+    backpack.pack(p.outputKey ?? 'answer', result.answer);
+    backpack.pack(p.toolResultsKey ?? 'toolResults', result.toolResults);
+    if (p.messagesKey !== undefined) backpack.pack(p.messagesKey, toPlainMessages(result.messages));
+    return undefined;
+  }
+}

@@ -1,0 +1,281 @@
+import { generateText, streamText, type ModelMessage, type ToolSet } from 'ai';
+import { z } from 'zod';
+import type { BackpackHandle } from '../../backpack/index.js';
+import { StreamEventType } from '../../events/index.js';
+import type { Attempt, RunScope } from '../../flow/index.js';
+import { BackpackNode, describeError, type BackpackNodeConfig, type NodeContext } from '../backpack-node.js';
+import { currentExecution } from '../execution.js';
+import { InvalidModelOutputError, redactSecrets } from './errors.js';
+import { defaultProviders, resolveModel, type ProviderRegistry, type ResolvedModel } from './providers.js';
+import { callWithRetry, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
+import type { LlmTool, ToolCallRecord, ToolResultRecord } from './tools.js';
+
+/** Params every LLM node takes (DESIGN D14: they export to JSON; `apiKey` is secret). */
+export const llmParamsShape = {
+  /** `"provider:modelId"`, e.g. `"openai:gpt-4o"`; an injected model (dependency `modelRef`) wins. */
+  model: z.string().min(1).optional(),
+  /** Dependency key of an injected AI SDK model. Default `'model'`. */
+  modelRef: z.string().min(1).optional(),
+  /** API key, or `${ENV_NAME}`; default: the provider's env var (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...). */
+  apiKey: z.string().min(1).meta({ secret: true }).optional(),
+  /** Base URL of the API (required for `openai-compatible`). */
+  baseURL: z.url().optional(),
+  /** System prompt. */
+  systemPrompt: z.string().optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  maxOutputTokens: z.number().int().positive().optional(),
+  /** Time limit of one model call attempt, in ms. */
+  timeoutMs: z.number().int().positive().optional(),
+  /** Retries of model calls on 429, 5xx and unreadable responses. */
+  retry: z
+    .strictObject({
+      maxAttempts: z.number().int().min(1).max(20).optional(),
+      baseDelayMs: z.number().min(0).optional(),
+      maxDelayMs: z.number().min(0).optional(),
+    })
+    .optional(),
+};
+
+/** Params of every LLM node. */
+export const llmParamsSchema = z.strictObject(llmParamsShape);
+/** The params of every LLM node, typed. */
+export type LlmParams = z.infer<typeof llmParamsSchema>;
+
+/** What one model call is asked. */
+export interface ModelRequest {
+  system?: string;
+  messages: ModelMessage[];
+  tools?: ToolSet;
+  /** An AI SDK output specification (e.g. `Output.object({ schema })`). */
+  output?: Parameters<typeof generateText>[0]['output'];
+  stream?: boolean;
+  /** The run's abort signal. */
+  signal?: AbortSignal;
+  /** Names the call in events and errors (e.g. 'chat', 'decision', 'step 2'). */
+  purpose: string;
+}
+
+/** What one model call answered. */
+export interface ModelReply {
+  text: string;
+  toolCalls: ToolCallRecord[];
+  /** The structured output, when the request had an output specification. */
+  output?: unknown;
+  usage: { inputTokens?: number; outputTokens?: number; totalTokens?: number };
+  finishReason: string;
+  /** The assistant messages of the answer, to append to a conversation. */
+  responseMessages: ModelMessage[];
+}
+
+/**
+ * Base of the built-in LLM nodes: resolves the model (injected, or `"provider:modelId"` through the provider
+ * registry), calls it with our retries (429/5xx with backoff and Retry-After; the SDK's own retries are off), per-call
+ * timeout and the run's abort signal, and reports MODEL_START / MODEL_DELTA / MODEL_END events with token usage.
+ * Failed attempts (of model calls, of exec and of tools) are packed and quarantined at once (PRD-001 §3.5): they stay
+ * in the trace and never reach a later prompt. Secrets never appear in events or errors.
+ */
+export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
+  static override paramsSchema: z.ZodType = llmParamsSchema;
+  /** Provider registry used to resolve model names; tests or apps may set another per class. */
+  static providers: ProviderRegistry = defaultProviders;
+
+  constructor(config: BackpackNodeConfig, context: NodeContext) {
+    super(config, context);
+  }
+
+  /** The node's params, typed. */
+  protected get llmParams(): LlmParams {
+    return this.params as LlmParams;
+  }
+
+  /** The retry policy of model calls. */
+  protected get retryPolicy(): RetryPolicy {
+    return { ...DEFAULT_RETRY_POLICY, ...dropUndefined(this.llmParams.retry ?? {}) };
+  }
+
+  /** Resolves the node's model. */
+  protected resolveModel(): Promise<ResolvedModel> {
+    const p = this.llmParams;
+    return resolveModel(p.model, {
+      deps: this.deps,
+      modelRef: p.modelRef,
+      apiKey: p.apiKey,
+      baseURL: p.baseURL,
+      providers: (this.constructor as typeof LlmNode).providers,
+      owner: `node '${this.id}'`,
+    });
+  }
+
+  /** Calls the model once (with retries) and reports it. */
+  protected async callModel(request: ModelRequest): Promise<ModelReply> {
+    const resolved = await this.resolveModel();
+    const what = `node '${this.id}': model ${resolved.label} (${request.purpose})`;
+    const started = performance.now();
+    const p = this.llmParams;
+    this.emitEvent(StreamEventType.MODEL_START, { model: resolved.label, purpose: request.purpose, stream: request.stream === true, messages: request.messages.length });
+    let attempt = 1;
+    try {
+      const reply = await callWithRetry(
+        (signal) => (request.stream ? this.#stream(resolved, request, signal, attempt) : this.#generate(resolved, request, signal)),
+        {
+          what,
+          policy: this.retryPolicy,
+          timeoutMs: p.timeoutMs,
+          signal: request.signal,
+          secrets: this.#secrets(resolved),
+          onRetry: (error, n, delayMs) => {
+            attempt = n + 1;
+            this.recordFailedAttempt(`model-${request.purpose}`, n, { error: error.message, status: error.status });
+            this.emitEvent(StreamEventType.MODEL_END, { model: resolved.label, purpose: request.purpose, attempt: n, error: describeError(error), retryInMs: delayMs });
+          },
+        },
+      );
+      this.emitEvent(StreamEventType.MODEL_END, {
+        model: resolved.label,
+        purpose: request.purpose,
+        attempt,
+        finishReason: reply.finishReason,
+        usage: reply.usage,
+        durationMs: performance.now() - started,
+      });
+      return reply;
+    } catch (error) {
+      const safe = this.#safeError(error, resolved);
+      this.emitEvent(StreamEventType.MODEL_END, { model: resolved.label, purpose: request.purpose, attempt, error: describeError(safe), durationMs: performance.now() - started });
+      throw safe;
+    }
+  }
+
+  #common(resolved: ResolvedModel, request: ModelRequest, signal: AbortSignal) {
+    const p = this.llmParams;
+    return {
+      model: resolved.model,
+      system: request.system,
+      messages: request.messages,
+      tools: request.tools,
+      temperature: p.temperature,
+      maxOutputTokens: p.maxOutputTokens,
+      maxRetries: 0,
+      abortSignal: signal,
+    };
+  }
+
+  async #generate(resolved: ResolvedModel, request: ModelRequest, signal: AbortSignal): Promise<ModelReply> {
+    const result = await generateText({ ...this.#common(resolved, request, signal), output: request.output });
+    return {
+      text: result.text,
+      toolCalls: result.toolCalls.map((c) => ({ toolCallId: c.toolCallId, toolName: c.toolName, input: c.input })),
+      output: request.output ? result.output : undefined,
+      usage: usageOf(result.usage),
+      finishReason: result.finishReason,
+      responseMessages: result.response.messages as ModelMessage[],
+    };
+  }
+
+  async #stream(resolved: ResolvedModel, request: ModelRequest, signal: AbortSignal, attempt: number): Promise<ModelReply> {
+    const result = streamText({ ...this.#common(resolved, request, signal), onError: () => {} });
+    let index = 0;
+    for await (const part of result.fullStream) {
+      if (part.type === 'error') throw part.error;
+      if (part.type === 'abort') throw signal.reason ?? new Error('stream aborted');
+      if (part.type === 'text-delta' && part.text !== '') {
+        this.emitEvent(StreamEventType.MODEL_DELTA, { model: resolved.label, purpose: request.purpose, attempt, index: index++, delta: part.text });
+      }
+    }
+    const [text, toolCalls, usage, finishReason, response] = await Promise.all([result.text, result.toolCalls, result.usage, result.finishReason, result.response]);
+    return {
+      text,
+      toolCalls: toolCalls.map((c) => ({ toolCallId: c.toolCallId, toolName: c.toolName, input: c.input })),
+      usage: usageOf(usage),
+      finishReason,
+      responseMessages: response.messages as ModelMessage[],
+    };
+  }
+
+  #secrets(resolved?: ResolvedModel): string[] {
+    const key = this.llmParams.apiKey;
+    return [...(resolved?.secrets ?? []), ...(key ? [key] : [])];
+  }
+
+  #safeError(error: unknown, resolved: ResolvedModel): unknown {
+    if (error instanceof Error && !(error instanceof DOMException)) {
+      const clean = redactSecrets(error.message, this.#secrets(resolved));
+      if (clean !== error.message) error.message = clean;
+    }
+    return error;
+  }
+
+  /**
+   * Runs one tool call: validates the input against the tool's schema, executes it with up to `attempts` attempts,
+   * and reports TOOL_CALL and TOOL_RESULT. A failed attempt that is retried is packed and quarantined; the final
+   * failure is returned as an error result for the model to see (PRD-001 §3.5), never thrown.
+   */
+  protected async runTool(call: ToolCallRecord, tool: LlmTool | undefined, options: { attempts: number; signal?: AbortSignal; backpack: BackpackHandle }): Promise<ToolResultRecord> {
+    this.emitEvent(StreamEventType.TOOL_CALL, { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input });
+    const started = performance.now();
+    const finish = (record: ToolResultRecord): ToolResultRecord => {
+      this.emitEvent(StreamEventType.TOOL_RESULT, { ...record, durationMs: performance.now() - started });
+      return record;
+    };
+    if (!tool) return finish({ toolCallId: call.toolCallId, toolName: call.toolName, error: `Unknown tool '${call.toolName}'`, attempts: 0 });
+    const parsed = tool.inputSchema.safeParse(call.input);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`).join('; ');
+      return finish({ toolCallId: call.toolCallId, toolName: call.toolName, error: `Invalid input for tool '${call.toolName}': ${problems}`, attempts: 0 });
+    }
+    for (let attempt = 1; ; attempt++) {
+      options.signal?.throwIfAborted();
+      try {
+        const output = await tool.execute(parsed.data, { signal: options.signal, backpack: options.backpack, toolCallId: call.toolCallId });
+        return finish({ toolCallId: call.toolCallId, toolName: call.toolName, output: output === undefined ? null : output, attempts: attempt });
+      } catch (error) {
+        if (options.signal?.aborted) throw options.signal.reason;
+        const message = `Tool '${call.toolName}' failed: ${error instanceof Error ? error.message : String(error)}`;
+        if (attempt >= options.attempts) return finish({ toolCallId: call.toolCallId, toolName: call.toolName, error: message, attempts: attempt });
+        this.recordFailedAttempt(`tool-${call.toolName}-${call.toolCallId}`, attempt, { error: message, input: call.input });
+      }
+    }
+  }
+
+  /**
+   * Keeps a failed attempt in the trace but out of the active state: packs it under
+   * `<nodeId>.failed.<label>.<attempt>` and quarantines it at once (PRD-001 §3.5, "retry failures").
+   */
+  protected recordFailedAttempt(label: string, attempt: number, data: Record<string, unknown>): void {
+    const key = `${this.id}.failed.${label}.${attempt}`;
+    this.backpack.pack(key, { attempt, ...data });
+    this.backpack.quarantine(key, { reason: `attempt ${attempt} failed; a later attempt follows` });
+  }
+
+  /** Quarantines the exec attempt that failed before the node retries it. */
+  protected override onAttemptFailed(error: unknown, attempt: Attempt, delayMs: number, scope: RunScope): void {
+    super.onAttemptFailed(error, attempt, delayMs, scope);
+    const data: Record<string, unknown> = { error: error instanceof Error ? error.message : String(error) };
+    if (error instanceof InvalidModelOutputError && typeof error.output === 'string') data.output = error.output;
+    this.recordFailedAttempt('exec', attempt.attempt, data);
+  }
+
+  /** Emits an event of this node's current execution. */
+  protected emitEvent(type: (typeof StreamEventType)[keyof typeof StreamEventType], payload: Record<string, unknown>): void {
+    const execution = currentExecution.getStore();
+    const own = execution?.node === this ? execution : undefined;
+    this.eventStreamer.emit({
+      type,
+      nodeId: this.id,
+      nodeName: this.constructor.name,
+      namespace: this.namespace,
+      runId: own?.scope.runId,
+      spanId: own?.spanId,
+      parentSpanId: own?.scope.spanId,
+      payload,
+    });
+  }
+}
+
+function usageOf(usage: { inputTokens: number | undefined; outputTokens: number | undefined; totalTokens: number | undefined }): ModelReply['usage'] {
+  return dropUndefined({ inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, totalTokens: usage.totalTokens });
+}
+
+function dropUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

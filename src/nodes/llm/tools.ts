@@ -1,0 +1,103 @@
+import { tool as aiTool, zodSchema, type JSONValue, type ToolModelMessage, type ToolSet } from 'ai';
+import type { ZodType } from 'zod';
+import type { BackpackHandle } from '../../backpack/index.js';
+import type { DependencyLookup } from '../backpack-node.js';
+import { LlmError } from './errors.js';
+
+/** What a tool's `execute` gets besides its input. */
+export interface ToolContext {
+  /** Fires when the run is aborted. */
+  signal: AbortSignal | undefined;
+  /** The calling node's backpack handle. */
+  backpack: BackpackHandle;
+  /** Id of the tool call, as the model named it. */
+  toolCallId: string;
+}
+
+/** A zod-typed function the model may call. */
+export interface LlmTool<I = any, O = unknown> {
+  /** Tells the model what the tool does. */
+  description: string;
+  /** Schema of the input; the model's arguments are validated against it before `execute` runs. */
+  inputSchema: ZodType<I>;
+  /** Does the work; a thrown error is shown to the model as the tool's result. The result must be JSON data. */
+  execute(input: I, context: ToolContext): O | Promise<O>;
+}
+
+/** Defines a tool (an identity function that gives `execute` its input type from the schema). */
+export function defineTool<I, O>(definition: LlmTool<I, O>): LlmTool<I, O> {
+  return definition;
+}
+
+/** A tool call the model made. */
+export interface ToolCallRecord {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+}
+
+/** The outcome of a tool call: its output, or the error the model is shown. */
+export interface ToolResultRecord {
+  toolCallId: string;
+  toolName: string;
+  /** The tool's output (absent when it failed). */
+  output?: unknown;
+  /** The error message the model sees when the tool failed. */
+  error?: string;
+  /** Attempts made. */
+  attempts: number;
+}
+
+/** The dependency key of a toolbox: a record of tool name to {@link LlmTool}. */
+export const TOOLBOX_DEP = 'tools';
+
+/**
+ * The tools a node offers: those registered on it plus those its `tools` param names from the `tools` dependency.
+ * Throws naming the node and tool when a named tool is not in the toolbox.
+ */
+export function collectTools(
+  nodeId: string,
+  registered: ReadonlyMap<string, LlmTool>,
+  names: readonly string[] | undefined,
+  deps: DependencyLookup | undefined,
+): Map<string, LlmTool> {
+  const tools = new Map(registered);
+  if (!names?.length) return tools;
+  const toolbox = deps?.has(TOOLBOX_DEP) ? (deps.get(TOOLBOX_DEP) as Record<string, LlmTool>) : undefined;
+  for (const name of names) {
+    if (tools.has(name)) continue;
+    const found = toolbox?.[name];
+    if (!found || typeof found.execute !== 'function') {
+      throw new LlmError(`Node '${nodeId}': tool '${name}' is neither registered on the node nor in the '${TOOLBOX_DEP}' dependency`);
+    }
+    tools.set(name, found);
+  }
+  return tools;
+}
+
+/** The tools as the AI SDK takes them for a model call: description and input schema, no execute (we execute). */
+export function toModelTools(tools: ReadonlyMap<string, LlmTool>): ToolSet {
+  const set: ToolSet = {};
+  for (const [name, t] of tools) set[name] = aiTool({ description: t.description, inputSchema: zodSchema(t.inputSchema) });
+  return set;
+}
+
+/** Checks a tool's name (the OpenAI API allows letters, digits, '_' and '-', up to 64). */
+export function checkToolName(nodeId: string, name: string): void {
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) {
+    throw new LlmError(`Node '${nodeId}': tool name '${name}' is invalid: use 1-64 letters, digits, '_' or '-'`);
+  }
+}
+
+/** The tool message that gives the model the results of its tool calls (errors as error text). */
+export function toolResultMessage(results: readonly ToolResultRecord[]): ToolModelMessage {
+  return {
+    role: 'tool',
+    content: results.map((r) => ({
+      type: 'tool-result' as const,
+      toolCallId: r.toolCallId,
+      toolName: r.toolName,
+      output: r.error !== undefined ? { type: 'error-text' as const, value: r.error } : { type: 'json' as const, value: r.output as JSONValue },
+    })),
+  };
+}
