@@ -22,7 +22,8 @@ export function diffBackpacks(before: ItemSource, after: ItemSource): BackpackDi
     if (!a) result.added.push(key);
     else if (!b) result.deleted.push(key);
     else result.modified.push(key);
-    result.details[key] = { before: a?.value, after: b?.value, changedBy: b?.metadata.sourceNodeId };
+    const detail = { before: a?.value, after: b?.value, changedBy: b?.metadata.sourceNodeId };
+    Object.defineProperty(result.details, key, { value: detail, enumerable: true, writable: true, configurable: true });
   }
   return result;
 }

@@ -424,7 +424,9 @@ export function toPublicCommit(c: Commit): BackpackCommit {
     case 'clear': {
       const cleared = c.detail as readonly Commit[];
       const values: Record<string, unknown> = {};
-      for (const item of cleared) values[item.key] = item.readValue();
+      for (const item of cleared) {
+        Object.defineProperty(values, item.key, { value: item.readValue(), enumerable: true, writable: true, configurable: true });
+      }
       previousValue = values;
       valueSummary = `[cleared ${cleared.length} item${cleared.length === 1 ? '' : 's'}]`;
       break;

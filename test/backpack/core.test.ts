@@ -160,3 +160,27 @@ describe('Backpack.validate', () => {
     expect(result.errors.every((e) => e.message.length > 0)).toBe(true);
   });
 });
+
+describe('unusual keys and values', () => {
+  it('handles a __proto__ key like any other key', () => {
+    const bp = new Backpack();
+    bp.pack('__proto__', { polluted: true });
+    bp.pack('v', JSON.parse('{"__proto__": {"x": 1}}'));
+    expect(bp.unpack('__proto__')).toEqual({ polluted: true });
+    expect(Object.keys(bp.toObject())).toEqual(['__proto__', 'v']);
+    expect(Object.keys(bp.unpack<object>('v')!)).toEqual(['__proto__']);
+    expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
+    bp.clear();
+    expect(Object.keys(bp.getHistory().at(-1)!.previousValue as object)).toEqual(['__proto__', 'v']);
+    expect(Backpack.diff(new Backpack(), new Backpack({ ['__proto__']: 1 })).added).toEqual(['__proto__']);
+  });
+
+  it('copies typed arrays in previous values read from history', () => {
+    const bp = new Backpack();
+    bp.pack('t', new Int32Array([1]));
+    bp.pack('t', 2);
+    const prev = bp.getHistory()[1]!.previousValue as Int32Array;
+    prev[0] = 42;
+    expect(bp.getHistory()[1]!.previousValue).toEqual(new Int32Array([1]));
+  });
+});
