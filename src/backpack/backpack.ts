@@ -320,7 +320,7 @@ export class Backpack {
 
   /** Recorded access denials (the newest maxHistorySize), optionally of one node. */
   getAccessDenials(nodeId?: string): AccessDenial[] {
-    return this.#denials.filter((d) => nodeId === undefined || d.nodeId === nodeId);
+    return this.#recentDenials().filter((d) => nodeId === undefined || d.nodeId === nodeId);
   }
 
   // ---------------------------------------------------------------- quarantine
@@ -420,7 +420,7 @@ export class Backpack {
       history: this.#history,
       large: this.#large,
       permissions: this.#permissions,
-      denials: this.#denials,
+      denials: this.#recentDenials(),
     });
   }
 
@@ -853,8 +853,17 @@ export class Backpack {
   #deny(actor: Actor, ctx: OpContext, key: string, operation: 'read' | 'write', rule: string): void {
     const denial: AccessDenial = Object.freeze({ timestamp: Date.now(), nodeId: actor.nodeId!, key, operation, rule });
     this.#denials.push(denial);
-    if (this.#denials.length > Math.max(this.#options.maxHistorySize, 1)) this.#denials.shift();
+    // Trimmed in batches so a denial costs O(1) amortized; readers see only the newest maxHistorySize.
+    if (this.#denials.length > 2 * this.#denialLimit) this.#denials = this.#recentDenials();
     if (this.#sink) this.#emit('access.denied', { key, operation, rule }, actor, ctx);
+  }
+
+  get #denialLimit(): number {
+    return Math.max(this.#options.maxHistorySize, 1);
+  }
+
+  #recentDenials(): AccessDenial[] {
+    return this.#denials.slice(-this.#denialLimit);
   }
 
   #emit(type: BackpackEvent['type'], payload: Record<string, unknown>, actor: Actor, ctx: OpContext): void {

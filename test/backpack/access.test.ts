@@ -156,3 +156,13 @@ describe('access control (D9)', () => {
     expect(bp.size).toBe(2);
   });
 });
+
+describe('access denial log', () => {
+  it('keeps the newest maxHistorySize denials', () => {
+    const bp = new Backpack({ s: 1 }, { maxHistorySize: 3 });
+    bp.registerPermissions('n', { read: [] });
+    for (let i = 0; i < 10; i++) bp.unpack(`k${i}`, 'n');
+    expect(bp.getAccessDenials().map((d) => d.key)).toEqual(['k7', 'k8', 'k9']);
+    expect(bp.toJSON().accessDenials.map((d) => d.key)).toEqual(['k7', 'k8', 'k9']);
+  });
+});

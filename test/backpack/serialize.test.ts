@@ -54,6 +54,14 @@ describe('toJSON / fromJSON', () => {
     expect(back.headSeq).toBe(bp.headSeq + 1);
   });
 
+  it('restores values as frozen copies, like pack does', () => {
+    const back = Backpack.fromJSON(new Backpack({ o: { list: [1] }, m: new Map([['k', 1]]) }).toJSON());
+    const o = back.unpack<{ list: number[] }>('o')!;
+    expect(() => o.list.push(2)).toThrow(TypeError);
+    expect(() => back.unpack<Map<string, number>>('m')!.set('x', 2)).toThrow(/frozen/);
+    expect(back.unpack('o')).toEqual({ list: [1] });
+  });
+
   it('takes the event sink as an option, since it is not serialized', () => {
     const events: BackpackEvent[] = [];
     const back = Backpack.fromJSON(new Backpack({ a: 1 }).toJSON(), { eventStreamer: { emit: (e) => events.push(e) } });
