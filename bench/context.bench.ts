@@ -40,6 +40,22 @@ async function timeRuns(runs: number, before: () => unknown, fn: () => unknown):
   return median(times);
 }
 
+/** Per run: `before`, then time `a`, then time `b`; returns both medians. */
+async function alternate(runs: number, before: () => unknown, a: () => unknown, b: () => unknown): Promise<[number, number]> {
+  const ta: number[] = [];
+  const tb: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    await before();
+    let start = performance.now();
+    await a();
+    ta.push(performance.now() - start);
+    start = performance.now();
+    await b();
+    tb.push(performance.now() - start);
+  }
+  return [median(ta), median(tb)];
+}
+
 function ratioRow(name: string, ours: number, theirs: number, target: number, gitLabel: string): BenchRow {
   return {
     name,
@@ -71,12 +87,12 @@ async function main(): Promise<void> {
       async () => (await ContextEngine.open(root)).scan(),
     );
 
-    // Rescan with nothing changed: stat cache against git's index.
+    // Rescan with nothing changed: stat cache against git's index. Runs alternate between git and the engine so
+    // that load from other processes hits both alike.
     const engine = await ContextEngine.open(root);
     await engine.scan();
     git(root, 'status', '--porcelain');
-    const gitClean = await timeMedianMs(() => git(root, 'status', '--porcelain'), 7);
-    const oursClean = await timeMedianMs(() => engine.scan(), 7);
+    const [gitClean, oursClean] = await alternate(9, () => undefined, () => git(root, 'status', '--porcelain'), () => engine.scan());
 
     // The floor of any single-threaded Node rescan: one lstatSync per file, nothing else.
     const files: string[] = [];
@@ -85,11 +101,10 @@ async function main(): Promise<void> {
       for (const file of files) lstatSync(file);
     }, 5);
 
-    // Rescan after changing one file (a different file each run).
+    // Rescan after changing one file (a different file each run), seen by git status and then by the engine.
     let n = 0;
     const touch = () => appendFileSync(join(root, `pkg${String(n++ % DIRS).padStart(4, '0')}`, 'file1.ts'), '// edit\n');
-    const gitOne = await timeRuns(7, touch, () => git(root, 'status', '--porcelain'));
-    const oursOne = await timeRuns(7, touch, () => engine.scan());
+    const [gitOne, oursOne] = await alternate(9, touch, () => git(root, 'status', '--porcelain'), () => engine.scan());
     await engine.scan();
 
     // Frames: one per directory, then a view and a whole-tree synthesis.
