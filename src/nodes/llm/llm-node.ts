@@ -168,7 +168,7 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
       output: request.output ? result.output : undefined,
       usage: usageOf(result.usage),
       finishReason: result.finishReason,
-      responseMessages: result.response.messages as ModelMessage[],
+      responseMessages: assistantMessages(result.response.messages),
     };
   }
 
@@ -188,7 +188,7 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
       toolCalls: toolCalls.map((c) => ({ toolCallId: c.toolCallId, toolName: c.toolName, input: c.input })),
       usage: usageOf(usage),
       finishReason,
-      responseMessages: response.messages as ModelMessage[],
+      responseMessages: assistantMessages(response.messages),
     };
   }
 
@@ -270,6 +270,14 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
       payload,
     });
   }
+}
+
+/**
+ * The assistant turns of a response. The SDK also answers invalid tool calls (unknown tool, bad input) with tool
+ * messages of its own; the nodes run and answer every tool call themselves, so those are dropped (no duplicates).
+ */
+function assistantMessages(messages: readonly ModelMessage[]): ModelMessage[] {
+  return messages.filter((m) => m.role === 'assistant');
 }
 
 function usageOf(usage: { inputTokens: number | undefined; outputTokens: number | undefined; totalTokens: number | undefined }): ModelReply['usage'] {
