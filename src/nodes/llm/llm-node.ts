@@ -17,7 +17,7 @@ export const llmParamsShape = {
   /** Dependency key of an injected AI SDK model. Default `'model'`. */
   modelRef: z.string().min(1).optional(),
   /** API key, or `${ENV_NAME}`; default: the provider's env var (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...). */
-  apiKey: z.string().min(1).meta({ secret: true }).optional(),
+  apiKey: z.string().min(1).optional().meta({ secret: true }),
   /** Base URL of the API (required for `openai-compatible`). */
   baseURL: z.url().optional(),
   /** System prompt. */
