@@ -69,7 +69,7 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const walked: Walked = { paths: [], fsPaths: [], dirs: [] };
   for (const subtree of subtrees) walk(root, subtree, input.rules, walked);
   const { paths, fsPaths } = walked;
-  const stats = prefetch === undefined ? await statSerial(fsPaths) : await prefetch.complete(paths, fsPaths);
+  const { stats, known } = prefetch === undefined ? { stats: await statSerial(fsPaths), known: undefined } : await prefetch.complete(paths, fsPaths);
   let added = 0;
   for (let i = 0; i < paths.length; i++) {
     const path = paths[i];
@@ -79,7 +79,7 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
     const size = stats[j + 1];
     const mtimeMs = stats[j + 2];
     const ino = stats[j + 3];
-    const cached = previous?.get(path);
+    const cached = known === undefined ? previous?.get(path) : known[i];
     if (
       cached !== undefined &&
       cached.kind === kind &&
@@ -157,15 +157,19 @@ function startPrefetch(root: string, previous: Tree, helper: NonNullable<ScanInp
   for (let i = 0; i < share; i++) request[i] = `${root}/${leaves[i].path}`;
   const pending = helper.statOnHelper(request);
   return {
-    async complete(paths: readonly string[], fsPaths: readonly string[]): Promise<Float64Array> {
-      const out = new Float64Array(paths.length * STAT_FIELDS);
+    /** Stats in walk order, and the previous record of each walked path (undefined when new). */
+    async complete(paths: readonly string[], fsPaths: readonly string[]): Promise<{ stats: Float64Array; known: (NodeRecord | undefined)[] }> {
+      const stats = new Float64Array(paths.length * STAT_FIELDS);
+      const known: (NodeRecord | undefined)[] = new Array(paths.length);
       const slots = new Int32Array(paths.length);
       for (let i = 0; i < paths.length; i++) {
-        const slot = index.get(paths[i]);
-        if (slot !== undefined && slot < share) slots[i] = slot;
+        // A walk of an unchanged directory finds its files in the same order as the walk that built `previous`.
+        const slot = i < leaves.length && leaves[i].path === paths[i] ? i : (index().get(paths[i]) ?? -1);
+        known[i] = slot < 0 ? undefined : leaves[slot];
+        if (slot >= 0 && slot < share) slots[i] = slot;
         else {
           slots[i] = -1;
-          statOne(fsPaths[i], out, i);
+          statOne(fsPaths[i], stats, i);
         }
       }
       const helped = await pending;
@@ -173,10 +177,10 @@ function startPrefetch(root: string, previous: Tree, helper: NonNullable<ScanInp
         const slot = slots[i];
         if (slot < 0) continue;
         const from = slot * STAT_FIELDS;
-        if (helped[from] === 0) statOne(fsPaths[i], out, i); // not found under the stored spelling
-        else out.set(helped.subarray(from, from + STAT_FIELDS), i * STAT_FIELDS);
+        if (helped[from] === 0) statOne(fsPaths[i], stats, i); // not found under the stored spelling
+        else stats.set(helped.subarray(from, from + STAT_FIELDS), i * STAT_FIELDS);
       }
-      return out;
+      return { stats, known };
     },
   };
 }

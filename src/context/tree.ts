@@ -36,7 +36,7 @@ const KIND_BY_CODE: Record<number, NodeKind> = { 1: 'file', 2: 'dir', 3: 'symlin
  */
 export class Tree {
   private byIdCache: Map<string, NodeRecord> | undefined;
-  private leafOrderCache: { leaves: NodeRecord[]; index: Map<string, number> } | undefined;
+  private leafOrderCache: { leaves: NodeRecord[]; index(): Map<string, number> } | undefined;
   /** Number of files and symlinks. */
   readonly leafCount: number;
 
@@ -148,17 +148,19 @@ export class Tree {
       .reverse();
   }
 
-  /** Files and symlinks in a fixed order, with each path's position in it (built once per tree). */
-  leafOrder(): { leaves: readonly NodeRecord[]; index: ReadonlyMap<string, number> } {
+  /**
+   * Files and symlinks in insertion order (for a tree built by a scan, the order the walk found them), and a
+   * path → position index built on first use. Both are computed once per tree.
+   */
+  leafOrder(): { leaves: readonly NodeRecord[]; index(): ReadonlyMap<string, number> } {
     if (this.leafOrderCache === undefined) {
       const leaves: NodeRecord[] = [];
-      const index = new Map<string, number>();
-      for (const node of this.nodes.values()) {
-        if (node.kind === 'dir') continue;
-        index.set(node.path, leaves.length);
-        leaves.push(node);
-      }
-      this.leafOrderCache = { leaves, index };
+      for (const node of this.nodes.values()) if (node.kind !== 'dir') leaves.push(node);
+      let index: Map<string, number> | undefined;
+      this.leafOrderCache = {
+        leaves,
+        index: () => (index ??= new Map(leaves.map((leaf, i) => [leaf.path, i]))),
+      };
     }
     return this.leafOrderCache;
   }
