@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { StreamEventType } from '../../src/events/index.js';
-import { Flow } from '../../src/nodes/index.js';
+import { BackpackNode, Flow, type BackpackHandle } from '../../src/nodes/index.js';
 import {
   AgentNode,
   ANSWER_ACTION,
   defineTool,
   FinalAnswerNode,
+  flowTool,
   TOOLS_ACTION,
   ToolExecutionNode,
   ToolParamGenerationNode,
@@ -89,6 +90,29 @@ describe('AgentNode', () => {
     expect(server.requests).toHaveLength(3);
     expect(server.requests[2]!.body.tools).toBeUndefined();
     expect(flow.backpack.unpack('answer')).toBe('forced answer');
+  });
+
+  it('takes a tool made of nodes: the flow runs in the tool namespace with the validated input', async () => {
+    class Doubler extends BackpackNode {
+      override post(backpack: BackpackHandle): undefined {
+        const { n } = backpack.unpackRequired<{ n: number }>('toolInput');
+        backpack.pack('toolOutput', { doubled: n * 2 });
+        return undefined;
+      }
+    }
+    const { streamer, events } = recordingStreamer();
+    const flow = new Flow({ eventStreamer: streamer });
+    const agent = flow.addNode(AgentNode, { id: 'agent', promptKey: 'question', ...connection() });
+    agent.registerTool(
+      'double',
+      flowTool({ description: 'Doubles n', inputSchema: z.object({ n: z.number() }), inputKey: 'toolInput', outputKey: 'toolOutput', build: (f) => void f.addNode(Doubler, { id: 'doubler' }) }),
+    );
+    server.enqueue({ kind: 'tool_calls', calls: [{ id: 'c1', name: 'double', arguments: { n: 21 } }] }, { kind: 'text', text: '42' });
+    await flow.run({ question: 'double 21' });
+    expect(JSON.parse(String(server.requests[1]!.body.messages.at(-1)!.content))).toEqual({ doubled: 42 });
+    expect(flow.backpack.getItem('toolOutput')?.metadata.sourceNamespace).toBe('agent.tools.double.doubler');
+    const agentSpan = events.find((e) => e.type === StreamEventType.NODE_START && e.nodeId === 'agent')!.spanId;
+    expect(events.find((e) => e.type === StreamEventType.NODE_START && e.nodeId === 'doubler')!.parentSpanId).toBe(agentSpan);
   });
 
   it('names a tool that is neither registered nor in the toolbox', async () => {

@@ -31,8 +31,8 @@ export {
 export type { ProviderFactory, ProviderSettings, ProviderEntry, ResolveModelOptions, ResolvedModel } from './providers.js';
 export { callWithRetry, classifyError, parseRetryAfter, backoffDelay, DEFAULT_RETRY_POLICY } from './retry.js';
 export type { RetryPolicy, CallOptions } from './retry.js';
-export { defineTool, collectTools, toModelTools, toolResultMessage, TOOLBOX_DEP } from './tools.js';
-export type { LlmTool, ToolContext, ToolCallRecord, ToolResultRecord } from './tools.js';
+export { defineTool, flowTool, collectTools, toModelTools, toolResultMessage, TOOLBOX_DEP } from './tools.js';
+export type { LlmTool, FlowToolDefinition, ToolContext, ToolCallRecord, ToolResultRecord } from './tools.js';
 export { LlmError, ModelResolutionError, ModelCallError, ModelTimeoutError, InvalidModelOutputError, redactSecrets } from './errors.js';
 
 import type { BackpackNodeClass } from '../backpack-node.js';

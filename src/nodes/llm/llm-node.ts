@@ -226,7 +226,7 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     for (let attempt = 1; ; attempt++) {
       options.signal?.throwIfAborted();
       try {
-        const output = await tool.execute(parsed.data, { signal: options.signal, backpack: options.backpack, toolCallId: call.toolCallId });
+        const output = await tool.execute(parsed.data, { signal: options.signal, backpack: options.backpack, toolCallId: call.toolCallId, toolName: call.toolName, node: this });
         return finish({ toolCallId: call.toolCallId, toolName: call.toolName, output: output === undefined ? null : output, attempts: attempt });
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason;

@@ -1,7 +1,8 @@
 import { tool as aiTool, zodSchema, type JSONValue, type ToolModelMessage, type ToolSet } from 'ai';
 import type { ZodType } from 'zod';
 import type { BackpackHandle } from '../../backpack/index.js';
-import type { DependencyLookup } from '../backpack-node.js';
+import type { BackpackNode, DependencyLookup } from '../backpack-node.js';
+import { Flow } from '../flow.js';
 import { LlmError } from './errors.js';
 
 /** What a tool's `execute` gets besides its input. */
@@ -12,6 +13,10 @@ export interface ToolContext {
   backpack: BackpackHandle;
   /** Id of the tool call, as the model named it. */
   toolCallId: string;
+  /** Name the tool was called by. */
+  toolName: string;
+  /** The node that runs the tool. */
+  node: BackpackNode;
 }
 
 /** A zod-typed function the model may call. */
@@ -27,6 +32,45 @@ export interface LlmTool<I = any, O = unknown> {
 /** Defines a tool (an identity function that gives `execute` its input type from the schema). */
 export function defineTool<I, O>(definition: LlmTool<I, O>): LlmTool<I, O> {
   return definition;
+}
+
+/** How a flow of nodes becomes a tool: see {@link flowTool}. */
+export interface FlowToolDefinition<I> {
+  description: string;
+  inputSchema: ZodType<I>;
+  /** Adds the tool's nodes to `flow` (a fresh flow per call, sharing the caller's backpack, streamer and deps). */
+  build(flow: Flow): void;
+  /** Backpack key the input is packed under before the flow runs. */
+  inputKey: string;
+  /** Backpack key the flow leaves its result under; that value is the tool's output. */
+  outputKey: string;
+}
+
+/**
+ * A tool made of nodes: each call builds a flow with `build` in the namespace `<caller>.tools.<toolName>`, packs the
+ * validated input under `inputKey`, runs the flow as part of the caller's execution (nested span, same backpack) and
+ * returns the value under `outputKey`. Throws (an error result for the model) when the flow leaves no output.
+ */
+export function flowTool<I>(definition: FlowToolDefinition<I>): LlmTool<I> {
+  return {
+    description: definition.description,
+    inputSchema: definition.inputSchema,
+    async execute(input, context) {
+      const caller = context.node;
+      const flow = new Flow({
+        id: `tool-${context.toolName}`,
+        namespace: `${caller.namespace}.tools.${context.toolName}`,
+        backpack: caller.flow.backpack,
+        eventStreamer: caller.eventStreamer,
+        deps: caller.deps,
+      });
+      definition.build(flow);
+      await flow.run({ [definition.inputKey]: input });
+      const output = flow.backpack.unpack(definition.outputKey);
+      if (output === undefined) throw new LlmError(`the tool's flow left nothing under '${definition.outputKey}'`);
+      return output;
+    },
+  };
 }
 
 /** A tool call the model made. */
