@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { StreamEventType } from '../../src/events/index.js';
-import { BackpackNode, Flow, type BackpackHandle } from '../../src/nodes/index.js';
+import type { BackpackHandle } from '../../src/backpack/index.js';
+import { BackpackNode, Flow } from '../../src/nodes/index.js';
 import {
   AgentNode,
   ANSWER_ACTION,
