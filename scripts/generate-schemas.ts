@@ -8,6 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { StreamEventSchema } from '../src/events/types.js';
+import { FlowConfigSchema } from '../src/serialization/schema.js';
 
 /** One generated file: its path relative to the repository root, the zod schema, and the title and description it gets. */
 export interface SchemaFileEntry {
@@ -25,6 +26,12 @@ export const schemaFiles: readonly SchemaFileEntry[] = [
     title: 'backpackflow event',
     description:
       'One event of the backpackflow event stream, as emitted by EventStreamer and written as one line of events.jsonl.',
+  },
+  {
+    file: 'schema/flow-config.schema.json',
+    schema: FlowConfigSchema,
+    title: 'backpackflow flow config',
+    description: 'A flow as JSON: namespace, nodes (with nested internal flows), edges, dependencies and subflows. Loaded by FlowLoader.loadFlow.',
   },
 ];
 

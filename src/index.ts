@@ -6,6 +6,7 @@ export * from './backpack/index.js';
 export * from './events/index.js';
 export * from './nodes/index.js';
 export * from './store/index.js';
+export * from './serialization/index.js';
 export * from './runtime/index.js';
 export * from './context/index.js';
 // A name two modules define: the node layer's NodeContext is the public one.

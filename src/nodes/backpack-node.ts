@@ -315,6 +315,11 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   }
 }
 
+/** The node whose execution the current async context belongs to, if any (a nested `loadFlow` shares its flow's Backpack). */
+export function currentNode(): BackpackNode | undefined {
+  return currentExecution.getStore()?.node;
+}
+
 /** The name and message of an error, for event payloads. */
 export function describeError(error: unknown): { name: string; message: string } {
   return error instanceof Error ? { name: error.name, message: error.message } : { name: 'Error', message: String(error) };

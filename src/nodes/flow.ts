@@ -75,6 +75,7 @@ export class Flow extends BaseFlow<any> {
   readonly deps: DependencyLookup | undefined;
   readonly #nodes = new Map<string, BaseNode>();
   readonly #namespaces = new Map<string, string>();
+  readonly #subflows: Flow[] = [];
   #sealed = false;
 
   constructor(options: FlowOptions = {}) {
@@ -160,7 +161,7 @@ export class Flow extends BaseFlow<any> {
   addSubflow(options: { namespace: string; id?: string; maxSteps?: number; onMissingRoute?: MissingRoutePolicy }): Flow {
     this.#checkOpen('add a subflow');
     const segment = checkNamespace(options.namespace, `Subflow namespace of flow '${this.id}'`);
-    return new Flow({
+    const subflow = new Flow({
       id: options.id ?? segment,
       namespace: composeNamespace(this.namespace, segment),
       backpack: this.backpack,
@@ -169,18 +170,28 @@ export class Flow extends BaseFlow<any> {
       maxSteps: options.maxSteps ?? this.maxSteps,
       onMissingRoute: options.onMissingRoute ?? this.onMissingRoute,
     });
+    this.#subflows.push(subflow);
+    return subflow;
   }
 
-  /** The internal flow of a composite node: the node's namespace, this flow's Backpack and streamer. */
-  createChildFlow(node: BackpackNode): Flow {
+  /** The subflows added with `addSubflow`, in order. */
+  getSubflows(): Flow[] {
+    return [...this.#subflows];
+  }
+
+  /**
+   * The internal flow of a composite node: the node's namespace, this flow's Backpack, streamer and dependencies,
+   * and (unless overridden) its step limit and missing-route policy.
+   */
+  createChildFlow(node: BackpackNode, overrides: { maxSteps?: number; onMissingRoute?: MissingRoutePolicy } = {}): Flow {
     return new Flow({
       id: node.id,
       namespace: node.namespace,
       backpack: this.backpack,
       eventStreamer: this.eventStreamer,
       deps: this.deps,
-      maxSteps: this.maxSteps,
-      onMissingRoute: this.onMissingRoute,
+      maxSteps: overrides.maxSteps ?? this.maxSteps,
+      onMissingRoute: overrides.onMissingRoute ?? this.onMissingRoute,
     });
   }
 

@@ -1,4 +1,4 @@
-export { BackpackNode, describeError } from './backpack-node.js';
+export { BackpackNode, currentNode, describeError } from './backpack-node.js';
 export type { BackpackNodeConfig, BackpackNodeClass, NodeContext, DataContract, DependencyLookup } from './backpack-node.js';
 export { Flow, setDefaultFlowConfigLoader } from './flow.js';
 export type { FlowOptions, FlowRunOptions, FlowConfigLoader } from './flow.js';

@@ -1,0 +1,389 @@
+import type { ZodType } from 'zod';
+import type { Backpack } from '../backpack/index.js';
+import type { EventStreamer } from '../events/index.js';
+import {
+  BackpackNode,
+  Flow,
+  checkNamespace,
+  composeNamespace,
+  currentNode,
+  type BackpackNodeClass,
+  type BackpackNodeConfig,
+  type DependencyLookup,
+  type FlowConfigLoader,
+} from '../nodes/index.js';
+import { DependencyContainer } from './container.js';
+import { FlowConfigError, pointer, type ConfigProblem } from './errors.js';
+import { flattenEdges, flattenNodes, findNode, getCompositeNodes, getMaxDepth } from './query.js';
+import { FlowConfigSchema, SUPPORTED_MAJOR_VERSION, type FlowConfig, type FlowEdge, type NodeConfig } from './schema.js';
+import { maskSecrets, resolveEnvRefs } from './secrets.js';
+
+/** Options of {@link FlowLoader.exportFlow}. */
+export interface ExportOptions {
+  /** Levels of internal flows to include (default 10); 0 exports the top level only. */
+  depth?: number;
+  /** Export secret params as they are instead of `'***'` (default false). */
+  includeSensitive?: boolean;
+}
+
+/** Options of {@link FlowLoader.loadFlow}. */
+export interface LoadOptions {
+  /** Where `${ENV_NAME}` references resolve from (default `process.env`). */
+  env?: Record<string, string | undefined>;
+  /** The Backpack to share (default: the Backpack of the node whose execution calls loadFlow, else a new one). */
+  backpack?: Backpack;
+  /** The event streamer to use (default: the calling node's flow's, else a new one). */
+  eventStreamer?: EventStreamer;
+  /** Most nesting levels accepted (default 10). */
+  maxDepth?: number;
+}
+
+/** Result of {@link FlowLoader.validateConfig}. */
+export interface ConfigValidationReport {
+  valid: boolean;
+  errors: ConfigProblem[];
+}
+
+/** Context a node class's `static fromConfig` receives. */
+export interface NodeLoadContext {
+  /** The flow the node must be added to (with `flow.addNode`). */
+  flow: Flow;
+  loader: FlowLoader;
+  /** JSON path of the node's config. */
+  path: string;
+}
+
+/** A node class as the loader sees it: optionally with its own `fromConfig`. */
+export type LoadableNodeClass = BackpackNodeClass & {
+  fromConfig?(config: BackpackNodeConfig, context: NodeLoadContext, deps: DependencyLookup | undefined): BackpackNode | Promise<BackpackNode>;
+};
+
+/** A node instance as the exporter sees it: optionally with its own `toConfig`. */
+interface ExportableNode extends BackpackNode {
+  toConfig?(): NodeConfig;
+}
+
+const RESERVED_PARAMS = new Set(['id', 'namespaceSegment', 'maxRetries', 'retryDelayMs']);
+const DEFAULT_DEPTH = 10;
+const DEFAULT_MAX_STEPS = 1000;
+const DEFAULT_MISSING_ROUTE = 'warn';
+
+/**
+ * Turns flow configs (JSON) into running flows and flows back into configs (PRD-004 §4-§6, DESIGN D13-D14). Node
+ * classes are registered under a type name; `loadFlow` validates the whole config first and refuses it with every
+ * problem and its JSON path; `exportFlow` of a loaded flow gives back the normalized config.
+ */
+export class FlowLoader implements FlowConfigLoader {
+  readonly #types = new Map<string, LoadableNodeClass>();
+  readonly #names = new Map<LoadableNodeClass, string>();
+  /** Params as written in the config (before `${ENV}` resolution), so exports never contain resolved secrets. */
+  readonly #rawParams = new WeakMap<BackpackNode, Record<string, unknown>>();
+  readonly #dependencies = new WeakMap<Flow, Record<string, string>>();
+
+  /** Registers `NodeClass` under `type`. Registering another class under a taken type is an error. */
+  register(type: string, NodeClass: LoadableNodeClass): this {
+    if (typeof type !== 'string' || type === '') throw new TypeError(`FlowLoader.register: type must be a non-empty string, got ${JSON.stringify(type)}`);
+    if (typeof NodeClass !== 'function' || (NodeClass !== BackpackNode && !(NodeClass.prototype instanceof BackpackNode))) {
+      throw new TypeError(`FlowLoader.register('${type}'): expected a BackpackNode class`);
+    }
+    const existing = this.#types.get(type);
+    if (existing && existing !== NodeClass) throw new Error(`FlowLoader.register: type '${type}' is already registered to ${existing.name}`);
+    this.#types.set(type, NodeClass);
+    if (!this.#names.has(NodeClass)) this.#names.set(NodeClass, type);
+    return this;
+  }
+
+  /** True when `type` is registered. */
+  isRegistered(type: string): boolean {
+    return this.#types.has(type);
+  }
+
+  /** Registered type names, sorted. */
+  getRegisteredTypes(): string[] {
+    return [...this.#types.keys()].sort();
+  }
+
+  /** Every problem of `config`, each with its JSON path; valid when there is none. Does not resolve `${ENV}`. */
+  validateConfig(config: unknown, options: { maxDepth?: number } = {}): ConfigValidationReport {
+    const errors = this.#problems(config, options.maxDepth ?? DEFAULT_DEPTH);
+    return { valid: errors.length === 0, errors };
+  }
+
+  /**
+   * Builds a Flow from `config`: validates it (a FlowConfigError lists every problem), resolves `${ENV}` params,
+   * creates the nodes with the registered classes, internal flows, subflows and edges. `deps` reach every node as
+   * `this.deps`. Inside a node's execution the new flow shares that node's Backpack and streamer.
+   */
+  async loadFlow(config: unknown, deps?: DependencyLookup | Record<string, unknown>, options: LoadOptions = {}): Promise<Flow> {
+    const problems = this.#problems(config, options.maxDepth ?? DEFAULT_DEPTH);
+    if (problems.length > 0) throw new FlowConfigError(problems);
+    const parsed = FlowConfigSchema.parse(config);
+    const caller = currentNode();
+    const flow = new Flow({
+      namespace: parsed.namespace || undefined,
+      backpack: options.backpack ?? caller?.flow.backpack,
+      eventStreamer: options.eventStreamer ?? caller?.eventStreamer,
+      deps: toLookup(deps),
+      maxSteps: parsed.maxSteps,
+      onMissingRoute: parsed.onMissingRoute,
+    });
+    const loadProblems: ConfigProblem[] = [];
+    await this.#populate(flow, parsed, '', options.env ?? process.env, loadProblems);
+    if (loadProblems.length > 0) throw new FlowConfigError(loadProblems, 'Flow config could not be loaded');
+    return flow;
+  }
+
+  /** The config of `flow`, nested flows included down to `depth`; secret params masked unless `includeSensitive`. */
+  exportFlow(flow: Flow, options: ExportOptions = {}): FlowConfig {
+    const depth = options.depth ?? DEFAULT_DEPTH;
+    if (!Number.isInteger(depth) || depth < 0) throw new RangeError(`exportFlow: depth must be an integer >= 0, got ${depth}`);
+    return this.#export(flow, depth, options.includeSensitive ?? false, [], { maxSteps: DEFAULT_MAX_STEPS, onMissingRoute: DEFAULT_MISSING_ROUTE }, flow.namespace);
+  }
+
+  /** See {@link flattenNodes}. */
+  flattenNodes(config: FlowConfig): NodeConfig[] {
+    return flattenNodes(config);
+  }
+  /** See {@link flattenEdges}. */
+  flattenEdges(config: FlowConfig): FlowEdge[] {
+    return flattenEdges(config);
+  }
+  /** See {@link findNode}. */
+  findNode(config: FlowConfig, path: string): NodeConfig | undefined {
+    return findNode(config, path);
+  }
+  /** See {@link getCompositeNodes}. */
+  getCompositeNodes(config: FlowConfig): NodeConfig[] {
+    return getCompositeNodes(config);
+  }
+  /** See {@link getMaxDepth}. */
+  getMaxDepth(config: FlowConfig): number {
+    return getMaxDepth(config);
+  }
+
+  // ------------------------------------------------------------------ validation
+
+  #problems(config: unknown, maxDepth: number): ConfigProblem[] {
+    const structural = checkNesting(config, maxDepth);
+    if (structural.length > 0) return structural;
+    const parsed = FlowConfigSchema.safeParse(config);
+    if (!parsed.success) return parsed.error.issues.map((issue) => ({ path: pointer(issue.path), message: issue.message }));
+    const problems: ConfigProblem[] = [];
+    const major = Number(parsed.data.version.split('.')[0]);
+    if (major !== SUPPORTED_MAJOR_VERSION) {
+      problems.push({ path: '/version', message: `version ${parsed.data.version} is not supported; this loader reads ${SUPPORTED_MAJOR_VERSION}.x.x` });
+    }
+    this.#checkFlow(parsed.data, '', parsed.data.namespace, true, problems);
+    return problems;
+  }
+
+  #checkFlow(cfg: FlowConfig, path: string, namespace: string, top: boolean, problems: ConfigProblem[]): void {
+    if (namespace) {
+      try {
+        checkNamespace(namespace, 'namespace');
+      } catch (error) {
+        problems.push({ path: `${path}/namespace`, message: (error as Error).message });
+      }
+    }
+    const ids = new Map<string, string>();
+    const namespaces = new Map<string, string>();
+    cfg.nodes.forEach((node, i) => {
+      const at = `${path}/nodes/${i}`;
+      const NodeClass = this.#types.get(node.type);
+      if (!NodeClass) {
+        const known = this.getRegisteredTypes();
+        problems.push({ path: `${at}/type`, message: `unknown node type '${node.type}'${known.length ? ` (registered: ${known.join(', ')})` : ' (no types are registered)'}` });
+      }
+      if (ids.has(node.id)) problems.push({ path: `${at}/id`, message: `duplicate node id '${node.id}' (also ${ids.get(node.id)})` });
+      else ids.set(node.id, at);
+      for (const key of Object.keys(node.params)) {
+        if (RESERVED_PARAMS.has(key)) problems.push({ path: `${at}/params/${key}`, message: `'${key}' is a node setting, not a param: put it beside params` });
+      }
+      const segment = node.namespaceSegment ?? NodeClass?.namespaceSegment ?? node.id;
+      const nodeNamespace = composeNamespace(namespace, segment);
+      if (namespaces.has(nodeNamespace)) {
+        problems.push({ path: `${at}/namespaceSegment`, message: `namespace '${nodeNamespace}' is also taken by ${namespaces.get(nodeNamespace)}: give this node its own namespaceSegment` });
+      } else namespaces.set(nodeNamespace, at);
+      const schema = NodeClass?.paramsSchema as ZodType | undefined;
+      if (schema) {
+        const result = schema.safeParse(node.params);
+        if (!result.success) for (const issue of result.error.issues) problems.push({ path: `${at}/params${pointer(issue.path)}`, message: issue.message });
+      }
+      if (node.internalFlow) {
+        const inner = node.internalFlow;
+        if (inner.namespace && inner.namespace !== nodeNamespace) {
+          problems.push({ path: `${at}/internalFlow/namespace`, message: `an internal flow has its node's namespace '${nodeNamespace}', not '${inner.namespace}'` });
+        }
+        if (inner.version !== cfg.version) problems.push({ path: `${at}/internalFlow/version`, message: `version ${inner.version} differs from the enclosing flow's ${cfg.version}` });
+        this.#checkFlow(inner, `${at}/internalFlow`, nodeNamespace, false, problems);
+      }
+    });
+    (cfg.subflows ?? []).forEach((sub, k) => {
+      const at = `${path}/subflows/${k}`;
+      if (!sub.namespace) problems.push({ path: `${at}/namespace`, message: 'a subflow needs a namespace segment' });
+      else if (ids.has(sub.namespace)) problems.push({ path: `${at}/namespace`, message: `subflow '${sub.namespace}' has the id of ${ids.get(sub.namespace)}` });
+      else ids.set(sub.namespace, at);
+      this.#checkFlow(sub, at, composeNamespace(namespace, sub.namespace), false, problems);
+    });
+    cfg.edges.forEach((edge, j) => {
+      for (const end of ['from', 'to'] as const) {
+        if (!ids.has(edge[end])) problems.push({ path: `${path}/edges/${j}/${end}`, message: `edge ${end} '${edge[end]}': no node or subflow with that id in this flow` });
+      }
+    });
+    if (cfg.entry !== undefined && !ids.has(cfg.entry)) problems.push({ path: `${path}/entry`, message: `entry '${cfg.entry}': no node or subflow with that id` });
+    if (!top && cfg.nodes.length === 0 && (cfg.subflows ?? []).length === 0) problems.push({ path: `${path}/nodes`, message: 'a nested flow needs at least one node' });
+  }
+
+  // ------------------------------------------------------------------ loading
+
+  async #populate(flow: Flow, cfg: FlowConfig, path: string, env: Record<string, string | undefined>, problems: ConfigProblem[]): Promise<void> {
+    const targets = new Map<string, BackpackNode | Flow>();
+    for (const [i, node] of cfg.nodes.entries()) {
+      const at = `${path}/nodes/${i}`;
+      const NodeClass = this.#types.get(node.type)!;
+      const params = resolveEnvRefs(node.params, `${at}/params`, env, problems);
+      const nodeConfig: BackpackNodeConfig = { id: node.id, ...params };
+      if (node.namespaceSegment !== undefined) nodeConfig.namespaceSegment = node.namespaceSegment;
+      if (node.maxRetries !== undefined) nodeConfig.maxRetries = node.maxRetries;
+      if (node.retryDelayMs !== undefined) nodeConfig.retryDelayMs = node.retryDelayMs;
+      let instance: BackpackNode;
+      try {
+        instance = NodeClass.fromConfig
+          ? await NodeClass.fromConfig(nodeConfig, { flow, loader: this, path: at }, flow.deps)
+          : flow.addNode(NodeClass, nodeConfig);
+      } catch (error) {
+        problems.push({ path: at, message: `could not create node '${node.id}': ${(error as Error).message}` });
+        continue;
+      }
+      this.#rawParams.set(instance, node.params);
+      targets.set(node.id, instance);
+      if (node.internalFlow) {
+        const inner = node.internalFlow;
+        const child = flow.createChildFlow(instance, { maxSteps: inner.maxSteps, onMissingRoute: inner.onMissingRoute });
+        await this.#populate(child, inner, `${at}/internalFlow`, env, problems);
+        instance.attachInternalFlow(child);
+      }
+    }
+    for (const [k, sub] of (cfg.subflows ?? []).entries()) {
+      const subflow = flow.addSubflow({ namespace: sub.namespace, maxSteps: sub.maxSteps, onMissingRoute: sub.onMissingRoute });
+      await this.#populate(subflow, sub, `${path}/subflows/${k}`, env, problems);
+      targets.set(sub.namespace, subflow);
+    }
+    for (const edge of cfg.edges) {
+      const from = targets.get(edge.from);
+      const to = targets.get(edge.to);
+      if (from && to) from.on(edge.condition, to);
+    }
+    if (cfg.entry !== undefined && targets.has(cfg.entry)) flow.setEntryNode(targets.get(cfg.entry)!);
+    else if (!flow.entryNode && cfg.subflows?.length) flow.setEntryNode(targets.get(cfg.subflows[0]!.namespace)!);
+    this.#dependencies.set(flow, cfg.dependencies);
+  }
+
+  // ------------------------------------------------------------------ export
+
+  #export(
+    flow: Flow,
+    depth: number,
+    includeSensitive: boolean,
+    ancestors: Flow[],
+    inherited: { maxSteps: number; onMissingRoute: string },
+    namespace: string,
+  ): FlowConfig {
+    if (ancestors.includes(flow)) {
+      const cycle = [...ancestors.slice(ancestors.indexOf(flow)), flow].map((f) => `'${f.namespace || f.id}'`).join(' → ');
+      throw new FlowConfigError([{ path: '', message: `circular nesting: ${cycle}` }], 'Cannot export flow');
+    }
+    const chain = [...ancestors, flow];
+    const nodes = flow.getAllNodes();
+    const members = new Set<unknown>([...nodes, ...flow.getSubflows()]);
+    const config: FlowConfig = { version: '2.0.0', namespace, nodes: [], edges: [], dependencies: { ...(this.#dependencies.get(flow) ?? {}) } };
+    for (const node of nodes) {
+      if (!(node instanceof BackpackNode)) throw new FlowConfigError([{ path: '', message: `node '${node.id}' is not a BackpackNode and cannot be exported` }], 'Cannot export flow');
+      config.nodes.push(this.#exportNode(node as ExportableNode, depth, includeSensitive, chain, flow));
+    }
+    for (const node of [...nodes, ...flow.getSubflows()]) {
+      for (const [action, target] of node.successors) if (members.has(target)) config.edges.push({ from: node.id, to: target.id, condition: action });
+    }
+    const subflows = flow.getSubflows().map((sub) =>
+      this.#export(sub, depth, includeSensitive, chain, { maxSteps: flow.maxSteps, onMissingRoute: flow.onMissingRoute }, relativeNamespace(sub.namespace, flow.namespace)),
+    );
+    if (subflows.length > 0) config.subflows = subflows;
+    const first = nodes[0] ?? flow.getSubflows()[0];
+    if (flow.entryNode && flow.entryNode !== first) config.entry = flow.entryNode.id;
+    if (flow.maxSteps !== inherited.maxSteps) config.maxSteps = flow.maxSteps;
+    if (flow.onMissingRoute !== inherited.onMissingRoute) config.onMissingRoute = flow.onMissingRoute;
+    return config;
+  }
+
+  #exportNode(node: ExportableNode, depth: number, includeSensitive: boolean, chain: Flow[], flow: Flow): NodeConfig {
+    if (typeof node.toConfig === 'function') return node.toConfig();
+    const NodeClass = node.constructor as LoadableNodeClass;
+    const raw = this.#rawParams.get(node) ?? { ...node.params };
+    const out: NodeConfig = {
+      type: this.#names.get(NodeClass) ?? NodeClass.name,
+      id: node.id,
+      params: includeSensitive ? structuredClone(raw) : maskSecrets(raw, NodeClass.paramsSchema as ZodType | undefined),
+    };
+    if (node.config.namespaceSegment !== undefined) out.namespaceSegment = node.config.namespaceSegment;
+    if (node.config.maxRetries !== undefined) out.maxRetries = node.config.maxRetries;
+    if (node.config.retryDelayMs !== undefined) out.retryDelayMs = node.config.retryDelayMs;
+    const inner = depth > 0 ? node.internalFlow : undefined;
+    if (inner) out.internalFlow = this.#export(inner, depth - 1, includeSensitive, chain, { maxSteps: flow.maxSteps, onMissingRoute: flow.onMissingRoute }, inner.namespace);
+    return out;
+  }
+}
+
+/** A config normalized as `exportFlow` writes it: defaults filled, settings equal to the inherited ones dropped. */
+export function normalizeFlowConfig(config: unknown): FlowConfig {
+  const parsed = FlowConfigSchema.parse(config);
+  const strip = (cfg: FlowConfig, inherited: { maxSteps: number; onMissingRoute: string }): FlowConfig => {
+    const own = { maxSteps: cfg.maxSteps ?? inherited.maxSteps, onMissingRoute: cfg.onMissingRoute ?? inherited.onMissingRoute };
+    const out: FlowConfig = { ...cfg, nodes: cfg.nodes.map((n) => (n.internalFlow ? { ...n, internalFlow: strip(n.internalFlow, own) } : n)) };
+    if (cfg.subflows) out.subflows = cfg.subflows.map((s) => strip(s, own));
+    if (out.maxSteps === inherited.maxSteps) delete out.maxSteps;
+    if (out.onMissingRoute === inherited.onMissingRoute) delete out.onMissingRoute;
+    return out;
+  };
+  return strip(parsed, { maxSteps: DEFAULT_MAX_STEPS, onMissingRoute: DEFAULT_MISSING_ROUTE });
+}
+
+function relativeNamespace(namespace: string, parent: string): string {
+  return parent && namespace.startsWith(parent + '.') ? namespace.slice(parent.length + 1) : namespace;
+}
+
+function toLookup(deps: DependencyLookup | Record<string, unknown> | undefined): DependencyLookup {
+  if (deps === undefined) return new DependencyContainer();
+  if (typeof (deps as DependencyLookup).get === 'function' && typeof (deps as DependencyLookup).has === 'function') return deps as DependencyLookup;
+  const container = new DependencyContainer();
+  for (const [key, value] of Object.entries(deps)) container.register(key, value);
+  return container;
+}
+
+/** Nesting problems found before schema validation: a flow that contains itself (by identity), or too deep a nesting. */
+function checkNesting(config: unknown, maxDepth: number): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const visit = (flow: unknown, path: string, chain: { flow: unknown; path: string }[], depth: number): void => {
+    if (!flow || typeof flow !== 'object') return;
+    const ancestor = chain.find((c) => c.flow === flow);
+    if (ancestor) {
+      problems.push({ path, message: `circular nesting: this flow is its own ancestor at ${ancestor.path || '/'}` });
+      return;
+    }
+    if (depth > maxDepth) {
+      problems.push({ path, message: `nesting deeper than the maximum depth ${maxDepth}` });
+      return;
+    }
+    const next = [...chain, { flow, path }];
+    const { nodes, subflows } = flow as { nodes?: unknown; subflows?: unknown };
+    if (Array.isArray(nodes)) {
+      nodes.forEach((node, i) => {
+        if (node && typeof node === 'object' && 'internalFlow' in node) {
+          visit((node as { internalFlow: unknown }).internalFlow, `${path}/nodes/${i}/internalFlow`, next, depth + 1);
+        }
+      });
+    }
+    if (Array.isArray(subflows)) subflows.forEach((sub, k) => visit(sub, `${path}/subflows/${k}`, next, depth));
+  };
+  visit(config, '', [], 0);
+  return problems;
+}

@@ -1,0 +1,74 @@
+import type { ZodType } from 'zod';
+import type { ConfigProblem } from './errors.js';
+
+/** What a masked secret exports as. */
+export const MASK = '***';
+
+const SECRET_WORDS = new Set(['apikey', 'token', 'secret', 'password', 'passwd', 'credential', 'credentials']);
+
+/**
+ * True when a param's name says it holds a secret: its last word is token, secret, password or credential, or it
+ * ends in a compound `...Key` (`apiKey`, `OPENAI_API_KEY`, `privateKey`). A bare `key` (a backpack key name) is not.
+ */
+export function isSecretParamName(name: string): boolean {
+  const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+  const last = words[words.length - 1];
+  if (last === undefined) return false;
+  return SECRET_WORDS.has(last) || (last === 'key' && words.length > 1);
+}
+
+/** Names of the params a schema marks secret with `.meta({ secret: true })` (top level of an object schema). */
+function schemaSecrets(schema: ZodType | undefined): Set<string> {
+  const out = new Set<string>();
+  const shape = (schema as { shape?: Record<string, ZodType> } | undefined)?.shape;
+  if (!shape) return out;
+  for (const [key, field] of Object.entries(shape)) {
+    if ((field.meta?.() as { secret?: unknown } | undefined)?.secret === true) out.add(key);
+  }
+  return out;
+}
+
+/** A copy of `params` with every secret (schema-marked or secret-named, at any depth) replaced by `'***'`. */
+export function maskSecrets(params: Record<string, unknown>, schema?: ZodType): Record<string, unknown> {
+  const marked = schemaSecrets(schema);
+  const walk = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(walk);
+    if (value && typeof value === 'object') {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, isSecretParamName(k) && v !== undefined && v !== null ? MASK : walk(v)]));
+    }
+    return value;
+  };
+  return Object.fromEntries(
+    Object.entries(params).map(([k, v]) => [k, (marked.has(k) || isSecretParamName(k)) && v !== undefined && v !== null ? MASK : walk(v)]),
+  );
+}
+
+const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/**
+ * Resolves `${ENV_NAME}` references in every string of `params` from `env`. A missing variable is a problem at the
+ * JSON path of the string (the params are returned with it left as written).
+ */
+export function resolveEnvRefs(
+  params: Record<string, unknown>,
+  path: string,
+  env: Record<string, string | undefined>,
+  problems: ConfigProblem[],
+): Record<string, unknown> {
+  const walk = (value: unknown, at: string): unknown => {
+    if (typeof value === 'string') {
+      return value.replace(ENV_REF, (ref, name: string) => {
+        const resolved = env[name];
+        if (resolved === undefined) {
+          problems.push({ path: at, message: `environment variable ${name} is not set (referenced as ${ref})` });
+          return ref;
+        }
+        return resolved;
+      });
+    }
+    if (Array.isArray(value)) return value.map((v, i) => walk(v, `${at}/${i}`));
+    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, `${at}/${k}`)]));
+    return value;
+  };
+  return walk(params, path) as Record<string, unknown>;
+}
