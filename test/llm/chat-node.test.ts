@@ -95,6 +95,17 @@ describe('ChatNode against an OpenAI-compatible server', () => {
     expect(quarantined.get('chat.failed.model-chat.1')!.value).toMatchObject({ status: 429 });
   });
 
+  it('retries a streaming call that failed before its first chunk', async () => {
+    const { flow, events } = chatFlow({ stream: true });
+    server.enqueue({ kind: 'error', status: 502, message: 'bad gateway' }, { kind: 'text', text: 'streamed after retry' });
+    await flow.run({ question: 'q' });
+    expect(flow.backpack.unpack('response')).toBe('streamed after retry');
+    expect(server.requests.map((r) => r.body.stream)).toEqual([true, true]);
+    const ends = events.filter((e) => e.type === StreamEventType.MODEL_END);
+    expect(ends.map((e) => e.payload.error === undefined)).toEqual([false, true]);
+    expect(ends[1]!.payload.attempt).toBe(2);
+  });
+
   it('retries a malformed JSON response', async () => {
     const { flow } = chatFlow();
     server.enqueue({ kind: 'malformed' }, { kind: 'text', text: 'ok now' });

@@ -1,7 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FlowAction } from '../../src/flow/index.js';
 import { BackpackNode, Flow } from '../../src/nodes/index.js';
 import { DecisionNode } from '../../src/nodes/llm/index.js';
+import { startOpenAIServer, type OpenAIServer } from './fixtures/openai-server.js';
 import { depsOf, scriptedModel } from './helpers.js';
 
 /** A node that records that it ran, to see where the flow routed. */
@@ -61,5 +62,21 @@ describe('DecisionNode', () => {
     expect(() => flow.addNode(DecisionNode, { id: 'd1', promptKey: 'p', actions: [] })).toThrow(/params\.actions/);
     expect(() => flow.addNode(DecisionNode, { id: 'd2', promptKey: 'p', actions: ['ok', 'error'] })).toThrow(/'error' is reserved/);
     expect(() => flow.addNode(DecisionNode, { id: 'd3', promptKey: 'p', actions: ['has space'] })).toThrow(/params\.actions/);
+  });
+
+  describe('over HTTP', () => {
+    let server: OpenAIServer;
+    beforeAll(async () => (server = await startOpenAIServer()));
+    afterAll(() => server.close());
+
+    it('asks the provider for JSON and routes on the parsed choice', async () => {
+      const flow = new Flow();
+      const decide = flow.addNode(DecisionNode, { id: 'decide', promptKey: 'ticket', actions: ['refund', 'escalate'], model: 'openai-compatible:m', baseURL: server.baseURL });
+      decide.on('escalate', flow.addNode(Marker, { id: 'humans' }));
+      server.enqueue({ kind: 'text', text: '{"action":"escalate","reason":"unclear"}' });
+      await flow.run({ ticket: 'my order is weird' });
+      expect(server.requests[0]!.body.response_format).toMatchObject({ type: expect.stringMatching(/^json/) });
+      expect(flow.backpack.unpack('routedTo')).toBe('humans');
+    });
   });
 });
