@@ -37,7 +37,7 @@ describe('AgentNode', () => {
   it('runs the tool loop: tool calls, results back to the model, answer; TOOL_CALL and TOOL_RESULT events', async () => {
     const { streamer, events } = recordingStreamer();
     const flow = new Flow({ eventStreamer: streamer });
-    const agent = flow.addNode(AgentNode, { id: 'agent', promptKey: 'question', ...connection() });
+    const agent = flow.addNode(AgentNode, { id: 'agent', promptFrom: 'question', ...connection() });
     agent.registerTool('weather', weather);
     server.enqueue({ kind: 'tool_calls', calls: [{ id: 'call_1', name: 'weather', arguments: { city: 'Oslo' } }] }, { kind: 'text', text: 'It is 4 degrees in Oslo.' });
     await flow.run({ question: 'How warm is Oslo?' });
@@ -61,7 +61,7 @@ describe('AgentNode', () => {
     const flow = new Flow({
       deps: depsOf({ tools: { broken: defineTool({ description: 'fails', inputSchema: z.object({}), execute: () => Promise.reject(new Error('index offline')) }), weather } }),
     });
-    flow.addNode(AgentNode, { id: 'agent', promptKey: 'question', tools: ['broken', 'weather'], ...connection() });
+    flow.addNode(AgentNode, { id: 'agent', promptFrom: 'question', tools: ['broken', 'weather'], ...connection() });
     server.enqueue(
       {
         kind: 'tool_calls',
@@ -84,7 +84,7 @@ describe('AgentNode', () => {
 
   it('stops calling tools after maxSteps and asks for an answer without tools', async () => {
     const flow = new Flow();
-    flow.addNode(AgentNode, { id: 'agent', promptKey: 'question', maxSteps: 2, ...connection() }).registerTool('weather', weather);
+    flow.addNode(AgentNode, { id: 'agent', promptFrom: 'question', maxSteps: 2, ...connection() }).registerTool('weather', weather);
     let n = 0;
     server.respondWith((req) => (req.body.tools ? { kind: 'tool_calls', calls: [{ id: `c${++n}`, name: 'weather', arguments: { city: 'Rome' } }] } : { kind: 'text', text: 'forced answer' }));
     await flow.run({ question: 'loop forever' });
@@ -103,10 +103,10 @@ describe('AgentNode', () => {
     }
     const { streamer, events } = recordingStreamer();
     const flow = new Flow({ eventStreamer: streamer });
-    const agent = flow.addNode(AgentNode, { id: 'agent', promptKey: 'question', ...connection() });
+    const agent = flow.addNode(AgentNode, { id: 'agent', promptFrom: 'question', ...connection() });
     agent.registerTool(
       'double',
-      flowTool({ description: 'Doubles n', inputSchema: z.object({ n: z.number() }), inputKey: 'toolInput', outputKey: 'toolOutput', build: (f) => void f.addNode(Doubler, { id: 'doubler' }) }),
+      flowTool({ description: 'Doubles n', inputSchema: z.object({ n: z.number() }), inputTo: 'toolInput', outputFrom: 'toolOutput', build: (f) => void f.addNode(Doubler, { id: 'doubler' }) }),
     );
     server.enqueue({ kind: 'tool_calls', calls: [{ id: 'c1', name: 'double', arguments: { n: 21 } }] }, { kind: 'text', text: '42' });
     await flow.run({ question: 'double 21' });
@@ -118,7 +118,7 @@ describe('AgentNode', () => {
 
   it('names a tool that is neither registered nor in the toolbox', async () => {
     const flow = new Flow();
-    flow.addNode(AgentNode, { id: 'agent', promptKey: 'question', tools: ['ghost'], ...connection() });
+    flow.addNode(AgentNode, { id: 'agent', promptFrom: 'question', tools: ['ghost'], ...connection() });
     await expect(flow.run({ question: 'q' })).rejects.toThrow(/Node 'agent': tool 'ghost' is neither registered on the node nor in the 'tools' dependency/);
     expect(server.requests).toHaveLength(0);
   });
@@ -127,9 +127,9 @@ describe('AgentNode', () => {
 describe('tool loop as separate nodes (state hygiene, PRD-001 SC-1)', () => {
   function handBuiltFlow(lookup: ReturnType<typeof defineTool>) {
     const flow = new Flow({ deps: depsOf({ tools: { lookup } }) });
-    const plan = flow.addNode(ToolParamGenerationNode, { id: 'plan', promptKey: 'question', messagesKey: 'messages', tools: ['lookup'], ...connection() });
-    const run = flow.addNode(ToolExecutionNode, { id: 'run-tools', tools: ['lookup'], messagesKey: 'messages', toolAttempts: 2 });
-    const final = flow.addNode(FinalAnswerNode, { id: 'final', messagesKey: 'messages', contextNamespace: '**', ...connection() });
+    const plan = flow.addNode(ToolParamGenerationNode, { id: 'plan', promptFrom: 'question', conversation: 'messages', tools: ['lookup'], ...connection() });
+    const run = flow.addNode(ToolExecutionNode, { id: 'run-tools', tools: ['lookup'], conversation: 'messages', toolAttempts: 2 });
+    const final = flow.addNode(FinalAnswerNode, { id: 'final', conversation: 'messages', contextNamespace: '**', ...connection() });
     plan.on(TOOLS_ACTION, run);
     run.next(plan);
     plan.on(ANSWER_ACTION, final);

@@ -22,7 +22,7 @@ function chatFlow(params: Record<string, unknown> = {}) {
     model: 'openai-compatible:test-model',
     baseURL: server.baseURL,
     apiKey: SECRET,
-    promptKey: 'question',
+    promptFrom: 'question',
     retry: { baseDelayMs: 1, maxDelayMs: 200 },
     ...params,
   });
@@ -30,8 +30,8 @@ function chatFlow(params: Record<string, unknown> = {}) {
 }
 
 describe('ChatNode against an OpenAI-compatible server', () => {
-  it('sends the system prompt, prompt and temperature, and packs the answer under outputKey', async () => {
-    const { flow } = chatFlow({ systemPrompt: 'You are terse.', temperature: 0.2, outputKey: 'reply' });
+  it('sends the system prompt, prompt and temperature, and packs the answer under outputTo', async () => {
+    const { flow } = chatFlow({ systemPrompt: 'You are terse.', temperature: 0.2, outputTo: 'reply' });
     server.enqueue({ kind: 'text', text: 'Paris.' });
     await flow.run({ question: 'Capital of France?' });
     expect(flow.backpack.unpack('reply')).toBe('Paris.');
@@ -65,8 +65,8 @@ describe('ChatNode against an OpenAI-compatible server', () => {
     expect(model.every((e) => e.nodeId === 'chat' && e.runId !== undefined && e.spanId !== undefined)).toBe(true);
   });
 
-  it('extends the conversation under messagesKey and adds context keys to the system prompt', async () => {
-    const { flow } = chatFlow({ promptKey: undefined, messagesKey: 'conversation', contextKeys: ['profile'] });
+  it('extends the conversation under conversation and adds context keys to the system prompt', async () => {
+    const { flow } = chatFlow({ promptFrom: undefined, conversation: 'conversation', contextFrom: ['profile'] });
     server.enqueue({ kind: 'text', text: 'Hello Ada.' });
     await flow.run({ conversation: [{ role: 'user', content: 'Hi' }], profile: { name: 'Ada' } });
     expect(server.requests[0]!.body.messages[0]).toEqual({ role: 'system', content: 'Context:\nprofile: {"name":"Ada"}' });
@@ -157,9 +157,9 @@ describe('ChatNode against an OpenAI-compatible server', () => {
   it('refuses params without a prompt source, and exports as BaseChatCompletionNode too', () => {
     expect(BaseChatCompletionNode).toBe(ChatNode);
     const flow = new Flow();
-    expect(() => flow.addNode(ChatNode, { id: 'bad', model: 'openai:gpt-4o' })).toThrow(/ChatNode 'bad': invalid params: .*set promptKey or messagesKey/);
-    expect(() => flow.addNode(ChatNode, { id: 'bad2', model: 'openai:gpt-4o', promptKey: 'q', temperature: 7 })).toThrow(/params\.temperature/);
-    expect(() => flow.addNode(ChatNode, { id: 'bad3', promptKey: 'q', modle: 'x' })).toThrow(/modle/);
+    expect(() => flow.addNode(ChatNode, { id: 'bad', model: 'openai:gpt-4o' })).toThrow(/ChatNode 'bad': invalid params: .*set promptFrom or conversation/);
+    expect(() => flow.addNode(ChatNode, { id: 'bad2', model: 'openai:gpt-4o', promptFrom: 'q', temperature: 7 })).toThrow(/params\.temperature/);
+    expect(() => flow.addNode(ChatNode, { id: 'bad3', promptFrom: 'q', modle: 'x' })).toThrow(/modle/);
   });
 
   it('names the missing prompt key', async () => {

@@ -18,7 +18,7 @@ function decisionFlow(answers: string[], params: Record<string, unknown> = {}) {
   const flow = new Flow({ deps: depsOf({ model: scripted.model }) });
   const decide = flow.addNode(DecisionNode, {
     id: 'decide',
-    promptKey: 'ticket',
+    promptFrom: 'ticket',
     actions: { refund: 'the customer wants money back', escalate: 'anything else' },
     ...params,
   });
@@ -59,9 +59,9 @@ describe('DecisionNode', () => {
 
   it('validates its actions at construction', () => {
     const flow = new Flow();
-    expect(() => flow.addNode(DecisionNode, { id: 'd1', promptKey: 'p', actions: [] })).toThrow(/params\.actions/);
-    expect(() => flow.addNode(DecisionNode, { id: 'd2', promptKey: 'p', actions: ['ok', 'error'] })).toThrow(/'error' is reserved/);
-    expect(() => flow.addNode(DecisionNode, { id: 'd3', promptKey: 'p', actions: ['has space'] })).toThrow(/params\.actions/);
+    expect(() => flow.addNode(DecisionNode, { id: 'd1', promptFrom: 'p', actions: [] })).toThrow(/params\.actions/);
+    expect(() => flow.addNode(DecisionNode, { id: 'd2', promptFrom: 'p', actions: ['ok', 'error'] })).toThrow(/'error' is reserved/);
+    expect(() => flow.addNode(DecisionNode, { id: 'd3', promptFrom: 'p', actions: ['has space'] })).toThrow(/params\.actions/);
   });
 
   describe('over HTTP', () => {
@@ -71,7 +71,7 @@ describe('DecisionNode', () => {
 
     it('asks the provider for JSON and routes on the parsed choice', async () => {
       const flow = new Flow();
-      const decide = flow.addNode(DecisionNode, { id: 'decide', promptKey: 'ticket', actions: ['refund', 'escalate'], model: 'openai-compatible:m', baseURL: server.baseURL });
+      const decide = flow.addNode(DecisionNode, { id: 'decide', promptFrom: 'ticket', actions: ['refund', 'escalate'], model: 'openai-compatible:m', baseURL: server.baseURL });
       decide.on('escalate', flow.addNode(Marker, { id: 'humans' }));
       server.enqueue({ kind: 'text', text: '{"action":"escalate","reason":"unclear"}' });
       await flow.run({ ticket: 'my order is weird' });

@@ -20,13 +20,13 @@ export const agentParamsSchema = z
     /** Attempts per tool call; failed attempts that are retried are quarantined. Default 1. */
     toolAttempts: z.number().int().min(1).max(10).optional(),
     /** Backpack key the answer is packed under. Default `'answer'`. */
-    outputKey: z.string().min(1).optional(),
+    outputTo: z.string().min(1).optional(),
     /** Backpack key every tool result of the run is packed under. Default `'toolResults'`. */
-    toolResultsKey: z.string().min(1).optional(),
+    toolResultsTo: z.string().min(1).optional(),
   })
-  .refine((p) => p.promptKey !== undefined || p.messagesKey !== undefined, { message: 'set promptKey or messagesKey (where the prompt is in the backpack)' });
+  .refine((p) => p.promptFrom !== undefined || p.conversation !== undefined, { message: 'set promptFrom or conversation (where the prompt is in the backpack)' });
 
-type AgentParams = LlmParams & PromptParams & { tools?: string[]; maxSteps?: number; toolAttempts?: number; outputKey?: string; toolResultsKey?: string };
+type AgentParams = LlmParams & PromptParams & { tools?: string[]; maxSteps?: number; toolAttempts?: number; outputTo?: string; toolResultsTo?: string };
 
 interface AgentPrep extends Prompt {
   signal?: AbortSignal;
@@ -45,8 +45,8 @@ export interface AgentResult {
 
 /**
  * A tool-calling agent: calls the model with the tools; while it calls tools, runs them (TOOL_CALL / TOOL_RESULT events)
- * and gives it their results, up to `maxSteps` model calls; then packs the answer under `outputKey`, the tool results
- * under `toolResultsKey` and, with `messagesKey`, the whole conversation. A failing tool's error is shown to the model.
+ * and gives it their results, up to `maxSteps` model calls; then packs the answer under `outputTo`, the tool results
+ * under `toolResultsTo` and, with `conversation`, the whole conversation. A failing tool's error is shown to the model.
  */
 export class AgentNode extends ToolUsingNode<AgentPrep, AgentResult> {
   static override paramsSchema: z.ZodType = agentParamsSchema;
@@ -85,9 +85,9 @@ export class AgentNode extends ToolUsingNode<AgentPrep, AgentResult> {
 
   override post(backpack: BackpackHandle, _prep: AgentPrep, result: AgentResult): undefined {
     const p = this.agentParams;
-    backpack.pack(p.outputKey ?? 'answer', result.answer);
-    backpack.pack(p.toolResultsKey ?? 'toolResults', result.toolResults);
-    if (p.messagesKey !== undefined) backpack.pack(p.messagesKey, toPlainMessages(result.messages));
+    backpack.pack(p.outputTo ?? 'answer', result.answer);
+    backpack.pack(p.toolResultsTo ?? 'toolResults', result.toolResults);
+    if (p.conversation !== undefined) backpack.pack(p.conversation, toPlainMessages(result.messages));
     return undefined;
   }
 }

@@ -11,14 +11,14 @@ export const chatParamsSchema = z
     ...llmParamsShape,
     ...promptParamsShape,
     /** Backpack key the response text is packed under. Default `'response'`. */
-    outputKey: z.string().min(1).optional(),
+    outputTo: z.string().min(1).optional(),
     /** Stream the response (MODEL_DELTA events). Default false. */
     stream: z.boolean().optional(),
   })
-  .refine((p) => p.promptKey !== undefined || p.messagesKey !== undefined, { message: 'set promptKey or messagesKey (where the prompt is in the backpack)' });
+  .refine((p) => p.promptFrom !== undefined || p.conversation !== undefined, { message: 'set promptFrom or conversation (where the prompt is in the backpack)' });
 
 /** The params of a ChatNode, typed. */
-export type ChatParams = LlmParams & PromptParams & { outputKey?: string; stream?: boolean };
+export type ChatParams = LlmParams & PromptParams & { outputTo?: string; stream?: boolean };
 
 /** What ChatNode's prep reads. */
 export interface ChatPrep extends Prompt {
@@ -26,9 +26,9 @@ export interface ChatPrep extends Prompt {
 }
 
 /**
- * A chat-completion node (PRD-004 §3.2): reads its prompt (`promptKey`) or conversation (`messagesKey`) and context
- * from the backpack, calls the model (streaming when `stream` is set) and packs the answer under `outputKey`
- * (default `'response'`). With `messagesKey`, the conversation is packed back with the new turn appended.
+ * A chat-completion node (PRD-004 §3.2): reads its prompt (`promptFrom`) or conversation (`conversation`) and context
+ * from the backpack, calls the model (streaming when `stream` is set) and packs the answer under `outputTo`
+ * (default `'response'`). With `conversation`, the conversation is packed back with the new turn appended.
  */
 export class ChatNode extends LlmNode<ChatPrep, ModelReply> {
   static override paramsSchema: z.ZodType = chatParamsSchema;
@@ -48,10 +48,10 @@ export class ChatNode extends LlmNode<ChatPrep, ModelReply> {
 
   override post(backpack: BackpackHandle, prep: ChatPrep, reply: ModelReply): string | undefined {
     const p = this.chatParams;
-    backpack.pack(p.outputKey ?? 'response', reply.text);
-    if (p.messagesKey !== undefined) {
+    backpack.pack(p.outputTo ?? 'response', reply.text);
+    if (p.conversation !== undefined) {
       const conversation: ModelMessage[] = [...prep.messages, ...reply.responseMessages];
-      backpack.pack(p.messagesKey, toPlainMessages(conversation));
+      backpack.pack(p.conversation, toPlainMessages(conversation));
     }
     return undefined;
   }

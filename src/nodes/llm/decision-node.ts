@@ -16,16 +16,16 @@ export const decisionParamsSchema = z
     /** The actions the model chooses from: a list, or action to a description of when to choose it. */
     actions: z.union([z.array(actionName).min(1), z.record(actionName, z.string())]),
     /** Backpack key the decision (`{ action, reason }`) is packed under. Default `'decision'`. */
-    decisionKey: z.string().min(1).optional(),
+    decisionTo: z.string().min(1).optional(),
     /** Model answers asked for before routing to `'error'` when none is a valid choice. Default 3. */
     decisionAttempts: z.number().int().min(1).max(10).optional(),
   })
-  .refine((p) => p.promptKey !== undefined || p.messagesKey !== undefined, { message: 'set promptKey or messagesKey (where the prompt is in the backpack)' })
+  .refine((p) => p.promptFrom !== undefined || p.conversation !== undefined, { message: 'set promptFrom or conversation (where the prompt is in the backpack)' })
   .refine((p) => (Array.isArray(p.actions) ? p.actions.length : Object.keys(p.actions).length) > 0, { message: 'declare at least one action', path: ['actions'] })
   .refine((p) => !actionList(p.actions).includes(FlowAction.ERROR), { message: `'${FlowAction.ERROR}' is reserved for an invalid decision`, path: ['actions'] });
 
 /** The params of a DecisionNode, typed. */
-export type DecisionParams = LlmParams & PromptParams & { actions: string[] | Record<string, string>; decisionKey?: string; decisionAttempts?: number };
+export type DecisionParams = LlmParams & PromptParams & { actions: string[] | Record<string, string>; decisionTo?: string; decisionAttempts?: number };
 
 /** A decision as packed: the chosen action and the model's reason, or the error when no valid choice came. */
 export interface Decision {
@@ -44,7 +44,7 @@ function actionList(actions: string[] | Record<string, string>): string[] {
 
 /**
  * The model chooses one of the node's declared `actions` (structured output, validated with zod); the node packs
- * `{ action, reason }` under `decisionKey` and returns the action, so the flow routes on it. An answer that is not a
+ * `{ action, reason }` under `decisionTo` and returns the action, so the flow routes on it. An answer that is not a
  * valid choice is quarantined and the model asked again (up to `decisionAttempts`); then the node routes to
  * `FlowAction.ERROR`.
  */
@@ -95,7 +95,7 @@ export class DecisionNode extends LlmNode<DecisionPrep, Decision> {
   }
 
   override post(backpack: BackpackHandle, _prep: DecisionPrep, decision: Decision): string {
-    backpack.pack(this.decisionParams.decisionKey ?? 'decision', decision);
+    backpack.pack(this.decisionParams.decisionTo ?? 'decision', decision);
     return decision.action;
   }
 }

@@ -6,20 +6,20 @@ import { LlmError } from './errors.js';
 /** Params that say where a node's prompt comes from in the backpack. */
 export const promptParamsShape = {
   /** Backpack key of the user prompt (a string; other values are sent as JSON). */
-  promptKey: z.string().min(1).optional(),
+  promptFrom: z.string().min(1).optional(),
   /** Backpack key of a conversation: an array of AI SDK model messages (`{ role, content }`). */
-  messagesKey: z.string().min(1).optional(),
+  conversation: z.string().min(1).optional(),
   /** Backpack keys whose values are given to the model as context (in the system prompt). */
-  contextKeys: z.array(z.string().min(1)).optional(),
+  contextFrom: z.array(z.string().min(1)).optional(),
   /** Namespace pattern (D5): the readable active items from matching namespaces are given as context. */
   contextNamespace: z.string().min(1).optional(),
 };
 
 /** The prompt params, typed. */
 export interface PromptParams {
-  promptKey?: string;
-  messagesKey?: string;
-  contextKeys?: string[];
+  promptFrom?: string;
+  conversation?: string;
+  contextFrom?: string[];
   contextNamespace?: string;
 }
 
@@ -32,8 +32,8 @@ export interface Prompt {
 const messageSchema = z.looseObject({ role: z.enum(['system', 'user', 'assistant', 'tool']), content: z.unknown() });
 
 /**
- * Reads a node's prompt from the backpack: the conversation under `messagesKey`, then the prompt under `promptKey` as
- * a user message; context values (from `contextKeys` and `contextNamespace`) go into the system prompt. Only active
+ * Reads a node's prompt from the backpack: the conversation under `conversation`, then the prompt under `promptFrom` as
+ * a user message; context values (from `contextFrom` and `contextNamespace`) go into the system prompt. Only active
  * items are read, so quarantined data never reaches the model. Throws naming the node and key when the prompt is
  * missing or malformed. With `promptOnlyToStart`, the prompt is added only when the conversation is still empty (a loop
  * that packs the conversation back must not ask the question twice).
@@ -46,26 +46,26 @@ export function readPrompt(
   options: { promptOnlyToStart?: boolean } = {},
 ): Prompt {
   const messages: ModelMessage[] = [];
-  if (params.messagesKey !== undefined) {
-    const value = backpack.unpack(params.messagesKey);
+  if (params.conversation !== undefined) {
+    const value = backpack.unpack(params.conversation);
     if (value !== undefined) {
       const parsed = z.array(messageSchema).safeParse(value);
       if (!parsed.success) {
         const issue = parsed.error.issues[0]!;
-        throw new LlmError(`Node '${nodeId}': backpack key '${params.messagesKey}' must hold an array of messages ({ role, content }); at [${issue.path.join('.')}]: ${issue.message}`);
+        throw new LlmError(`Node '${nodeId}': backpack key '${params.conversation}' must hold an array of messages ({ role, content }); at [${issue.path.join('.')}]: ${issue.message}`);
       }
       messages.push(...(structuredClone(value) as ModelMessage[]));
     }
   }
-  if (params.promptKey !== undefined && !(options.promptOnlyToStart && messages.length > 0)) {
-    const value = backpack.unpackRequired(params.promptKey);
+  if (params.promptFrom !== undefined && !(options.promptOnlyToStart && messages.length > 0)) {
+    const value = backpack.unpackRequired(params.promptFrom);
     messages.push({ role: 'user', content: typeof value === 'string' ? value : JSON.stringify(value) });
   }
   if (messages.length === 0) {
     throw new LlmError(
-      params.messagesKey === undefined && params.promptKey === undefined
-        ? `Node '${nodeId}': no prompt: set the promptKey or messagesKey param`
-        : `Node '${nodeId}': no prompt: backpack key '${params.messagesKey}' is missing or empty`,
+      params.conversation === undefined && params.promptFrom === undefined
+        ? `Node '${nodeId}': no prompt: set the promptFrom or conversation param`
+        : `Node '${nodeId}': no prompt: backpack key '${params.conversation}' is missing or empty`,
     );
   }
   const context = readContext(backpack, params);
@@ -78,11 +78,11 @@ function readContext(backpack: BackpackHandle, params: PromptParams): string | u
   if (params.contextNamespace !== undefined) {
     for (const [key, value] of Object.entries(backpack.unpackByNamespace(params.contextNamespace))) entries.set(key, value);
   }
-  for (const key of params.contextKeys ?? []) {
+  for (const key of params.contextFrom ?? []) {
     const value = backpack.unpack(key);
     if (value !== undefined) entries.set(key, value);
   }
-  for (const key of [params.promptKey, params.messagesKey]) if (key !== undefined) entries.delete(key);
+  for (const key of [params.promptFrom, params.conversation]) if (key !== undefined) entries.delete(key);
   if (entries.size === 0) return undefined;
   const lines = [...entries].map(([key, value]) => `${key}: ${typeof value === 'string' ? value : JSON.stringify(value)}`);
   return `Context:\n${lines.join('\n')}`;

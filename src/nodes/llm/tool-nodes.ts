@@ -46,22 +46,22 @@ export const toolParamGenerationParamsSchema = z
     /** Names of tools from the `tools` dependency. */
     tools: toolNames.optional(),
     /** Backpack key the tool calls are packed under. Default `'toolCalls'`. */
-    toolCallsKey: z.string().min(1).optional(),
+    toolCallsIn: z.string().min(1).optional(),
     /** Backpack key a direct answer (no tool call) is packed under. Default `'answer'`. */
-    outputKey: z.string().min(1).optional(),
+    outputTo: z.string().min(1).optional(),
   })
-  .refine((p) => p.messagesKey !== undefined, { message: 'set messagesKey (the conversation the tool loop extends)' });
+  .refine((p) => p.conversation !== undefined, { message: 'set conversation (the conversation the tool loop extends)' });
 
-type ToolStepParams = LlmParams & PromptParams & { tools?: string[]; toolCallsKey?: string; outputKey?: string };
+type ToolStepParams = LlmParams & PromptParams & { tools?: string[]; toolCallsIn?: string; outputTo?: string };
 
 interface StepPrep extends Prompt {
   signal?: AbortSignal;
 }
 
 /**
- * One step of a tool-calling loop, as a node: the model sees the conversation (`messagesKey`, started from
- * `promptKey`) and the tools, and either calls tools (their calls are packed under `toolCallsKey`, action `'tools'`)
- * or answers (packed under `outputKey`, action `'answer'`). The conversation is packed back with the model's turn.
+ * One step of a tool-calling loop, as a node: the model sees the conversation (`conversation`, started from
+ * `promptFrom`) and the tools, and either calls tools (their calls are packed under `toolCallsIn`, action `'tools'`)
+ * or answers (packed under `outputTo`, action `'answer'`). The conversation is packed back with the model's turn.
  */
 export class ToolParamGenerationNode extends ToolUsingNode<StepPrep, ModelReply> {
   static override paramsSchema: z.ZodType = toolParamGenerationParamsSchema;
@@ -77,13 +77,13 @@ export class ToolParamGenerationNode extends ToolUsingNode<StepPrep, ModelReply>
 
   override post(backpack: BackpackHandle, prep: StepPrep, reply: ModelReply): string {
     const p = this.params as ToolStepParams;
-    backpack.pack(p.messagesKey!, toPlainMessages([...prep.messages, ...reply.responseMessages]));
+    backpack.pack(p.conversation!, toPlainMessages([...prep.messages, ...reply.responseMessages]));
     if (reply.toolCalls.length > 0) {
-      backpack.pack(p.toolCallsKey ?? 'toolCalls', reply.toolCalls);
+      backpack.pack(p.toolCallsIn ?? 'toolCalls', reply.toolCalls);
       return TOOLS_ACTION;
     }
-    backpack.delete(p.toolCallsKey ?? 'toolCalls');
-    backpack.pack(p.outputKey ?? 'answer', reply.text);
+    backpack.delete(p.toolCallsIn ?? 'toolCalls');
+    backpack.pack(p.outputTo ?? 'answer', reply.text);
     return ANSWER_ACTION;
   }
 }
@@ -93,11 +93,11 @@ export const toolExecutionParamsSchema = z.strictObject({
   /** Names of tools from the `tools` dependency. */
   tools: toolNames.optional(),
   /** Backpack key of the tool calls to run. Default `'toolCalls'`. */
-  toolCallsKey: z.string().min(1).optional(),
+  toolCallsIn: z.string().min(1).optional(),
   /** Backpack key the results are packed under. Default `'toolResults'`. */
-  toolResultsKey: z.string().min(1).optional(),
+  toolResultsTo: z.string().min(1).optional(),
   /** Conversation the tool results are appended to (as a tool message), if set. */
-  messagesKey: z.string().min(1).optional(),
+  conversation: z.string().min(1).optional(),
   /** Attempts per tool call; failed attempts that are retried are quarantined. Default 1. */
   toolAttempts: z.number().int().min(1).max(10).optional(),
 });
@@ -113,8 +113,8 @@ interface ExecutionPrep {
 const toolCallsSchema = z.array(z.object({ toolCallId: z.string(), toolName: z.string(), input: z.unknown() }));
 
 /**
- * Runs the tool calls packed under `toolCallsKey` with the node's tools, in order, and packs their results under
- * `toolResultsKey` (appending them to the conversation under `messagesKey` when set). A failing tool does not fail the
+ * Runs the tool calls packed under `toolCallsIn` with the node's tools, in order, and packs their results under
+ * `toolResultsTo` (appending them to the conversation under `conversation` when set). A failing tool does not fail the
  * node: its error becomes its result, for the model to see; a failed attempt that is retried is quarantined.
  */
 export class ToolExecutionNode extends ToolUsingNode<ExecutionPrep, ToolResultRecord[]> {
@@ -122,10 +122,10 @@ export class ToolExecutionNode extends ToolUsingNode<ExecutionPrep, ToolResultRe
 
   override prep(backpack: BackpackHandle, scope: RunScope): ExecutionPrep {
     const p = this.params as ToolExecutionParams;
-    const key = p.toolCallsKey ?? 'toolCalls';
+    const key = p.toolCallsIn ?? 'toolCalls';
     const parsed = toolCallsSchema.safeParse(backpack.unpackRequired(key));
     if (!parsed.success) throw new LlmError(`Node '${this.id}': backpack key '${key}' must hold tool calls ({ toolCallId, toolName, input }[]): ${parsed.error.issues[0]!.message}`);
-    const messages = p.messagesKey === undefined ? undefined : (backpack.unpack<ModelMessage[]>(p.messagesKey) ?? []);
+    const messages = p.conversation === undefined ? undefined : (backpack.unpack<ModelMessage[]>(p.conversation) ?? []);
     return { calls: parsed.data, messages: messages ? [...messages] : undefined, signal: scope.signal };
   }
 
@@ -139,10 +139,10 @@ export class ToolExecutionNode extends ToolUsingNode<ExecutionPrep, ToolResultRe
 
   override post(backpack: BackpackHandle, prep: ExecutionPrep, results: ToolResultRecord[]): undefined {
     const p = this.params as ToolExecutionParams;
-    backpack.pack(p.toolResultsKey ?? 'toolResults', results);
-    backpack.delete(p.toolCallsKey ?? 'toolCalls');
-    if (p.messagesKey !== undefined && prep.messages) {
-      backpack.pack(p.messagesKey, toPlainMessages([...prep.messages, toolResultMessage(results)]));
+    backpack.pack(p.toolResultsTo ?? 'toolResults', results);
+    backpack.delete(p.toolCallsIn ?? 'toolCalls');
+    if (p.conversation !== undefined && prep.messages) {
+      backpack.pack(p.conversation, toPlainMessages([...prep.messages, toolResultMessage(results)]));
     }
     return undefined;
   }
@@ -152,14 +152,14 @@ export class ToolExecutionNode extends ToolUsingNode<ExecutionPrep, ToolResultRe
 export const finalAnswerParamsSchema = chatParamsSchema;
 
 /**
- * Writes the final answer from the conversation and context (a chat node with `outputKey` defaulting to `'answer'`
+ * Writes the final answer from the conversation and context (a chat node with `outputTo` defaulting to `'answer'`
  * and no tools). It does not pack the conversation back.
  */
 export class FinalAnswerNode extends ChatNode {
   static override paramsSchema: z.ZodType = finalAnswerParamsSchema;
 
   override post(backpack: BackpackHandle, _prep: unknown, reply: ModelReply): undefined {
-    backpack.pack((this.params as ChatParams).outputKey ?? 'answer', reply.text);
+    backpack.pack((this.params as ChatParams).outputTo ?? 'answer', reply.text);
     return undefined;
   }
 }

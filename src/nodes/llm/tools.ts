@@ -41,15 +41,15 @@ export interface FlowToolDefinition<I> {
   /** Adds the tool's nodes to `flow` (a fresh flow per call, sharing the caller's backpack, streamer and deps). */
   build(flow: Flow): void;
   /** Backpack key the input is packed under before the flow runs. */
-  inputKey: string;
+  inputTo: string;
   /** Backpack key the flow leaves its result under; that value is the tool's output. */
-  outputKey: string;
+  outputFrom: string;
 }
 
 /**
  * A tool made of nodes: each call builds a flow with `build` in the namespace `<caller>.tools.<toolName>`, packs the
- * validated input under `inputKey`, runs the flow as part of the caller's execution (nested span, same backpack) and
- * returns the value under `outputKey`. Throws (an error result for the model) when the flow leaves no output.
+ * validated input under `inputTo`, runs the flow as part of the caller's execution (nested span, same backpack) and
+ * returns the value under `outputFrom`. Throws (an error result for the model) when the flow leaves no output.
  */
 export function flowTool<I>(definition: FlowToolDefinition<I>): LlmTool<I> {
   return {
@@ -65,9 +65,9 @@ export function flowTool<I>(definition: FlowToolDefinition<I>): LlmTool<I> {
         deps: caller.deps,
       });
       definition.build(flow);
-      await flow.run({ [definition.inputKey]: input });
-      const output = flow.backpack.unpack(definition.outputKey);
-      if (output === undefined) throw new LlmError(`the tool's flow left nothing under '${definition.outputKey}'`);
+      await flow.run({ [definition.inputTo]: input });
+      const output = flow.backpack.unpack(definition.outputFrom);
+      if (output === undefined) throw new LlmError(`the tool's flow left nothing under '${definition.outputFrom}'`);
       return output;
     },
   };
