@@ -7,6 +7,7 @@
  *   tsx examples/research-agent/main.ts --loopback "..."
  *     runs against a local OpenAI-compatible test server with a scripted model (what CI runs).
  */
+import { pathToFileURL } from 'node:url';
 import { startOpenAIServer } from '../../test/llm/fixtures/openai-server.js';
 import { researchResponder } from '../../test/llm/fixtures/research-responder.js';
 import { StreamEventType } from '../../src/events/index.js';
@@ -39,7 +40,7 @@ async function main(argv: string[]): Promise<void> {
   console.log(await runResearch(query, { model, ...(baseURL ? { baseURL } : {}) }, console.log));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   main(process.argv.slice(2)).catch((error: unknown) => {
     console.error(error instanceof Error ? error.message : error);
     process.exitCode = 1;

@@ -3,7 +3,7 @@ import { StreamEventType } from '../../src/events/index.js';
 import { Flow } from '../../src/nodes/index.js';
 import { BaseChatCompletionNode, ChatNode, ModelCallError, ModelTimeoutError } from '../../src/nodes/llm/index.js';
 import { startOpenAIServer, type OpenAIServer } from './fixtures/openai-server.js';
-import { failureOf, recordingStreamer, rootCause } from './helpers.js';
+import { depsOf, failureOf, recordingStreamer, rootCause, scriptedModel } from './helpers.js';
 
 const SECRET = 'sk-test-SECRET-0123456789';
 let server: OpenAIServer;
@@ -152,6 +152,29 @@ describe('ChatNode against an OpenAI-compatible server', () => {
     setTimeout(() => controller.abort(new Error('user cancelled')), 30);
     const error = rootCause(await failureOf(flow.run({ question: 'q' }, { signal: controller.signal })));
     expect(error.message).toBe('user cancelled');
+  });
+
+  it('retries when the server cannot be reached, then fails with a clear message', async () => {
+    const closed = await startOpenAIServer();
+    await closed.close();
+    const { flow } = chatFlow({ baseURL: closed.baseURL, retry: { maxAttempts: 2, baseDelayMs: 1 } });
+    const error = rootCause(await failureOf(flow.run({ question: 'q' })));
+    expect(error).toBeInstanceOf(ModelCallError);
+    expect(error.message).toMatch(/no answer from the provider .*gave up after 2 attempts/);
+    expect((error as ModelCallError).status).toBeUndefined();
+  });
+
+  it('uses a model injected through the dependencies instead of the model param', async () => {
+    const { model, prompts } = scriptedModel(['from the mock']);
+    const { streamer, events } = recordingStreamer();
+    const flow = new Flow({ eventStreamer: streamer, deps: depsOf({ model }) });
+    flow.addNode(ChatNode, { id: 'chat', promptFrom: 'question', systemPrompt: 'sys' });
+    await flow.run({ question: 'hello mock' });
+    expect(flow.backpack.unpack('response')).toBe('from the mock');
+    expect(prompts[0]).toContain('hello mock');
+    expect(events.find((e) => e.type === StreamEventType.MODEL_START)!.payload.model).toBe('injected:model');
+    expect(events.find((e) => e.type === StreamEventType.MODEL_END)!.payload.usage).toEqual({ inputTokens: 7, outputTokens: 3, totalTokens: 10 });
+    expect(server.requests).toHaveLength(0);
   });
 
   it('refuses params without a prompt source, and exports as BaseChatCompletionNode too', () => {
