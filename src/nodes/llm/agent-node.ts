@@ -68,7 +68,7 @@ export class AgentNode extends ToolUsingNode<AgentPrep, AgentResult> {
     const messages = [...prep.messages];
     const toolResults: ToolResultRecord[] = [];
     for (let step = 1; step <= maxSteps; step++) {
-      const reply = await this.callModel({ system: prep.system, messages, tools: modelTools, signal: prep.signal, purpose: `step ${step}` });
+      const reply = await this.callModel({ system: prep.system, messages, tools: modelTools, signal: prep.signal, purpose: `step-${step}` });
       messages.push(...reply.responseMessages);
       if (reply.toolCalls.length === 0) return { answer: reply.text, messages, toolResults, steps: step, stoppedAtMaxSteps: false };
       const results: ToolResultRecord[] = [];
@@ -78,7 +78,7 @@ export class AgentNode extends ToolUsingNode<AgentPrep, AgentResult> {
       toolResults.push(...results);
       messages.push(toolResultMessage(results));
     }
-    const final = await this.callModel({ system: prep.system, messages, signal: prep.signal, purpose: 'final answer' });
+    const final = await this.callModel({ system: prep.system, messages, signal: prep.signal, purpose: 'final-answer' });
     messages.push(...final.responseMessages);
     return { answer: final.text, messages, toolResults, steps: maxSteps + 1, stoppedAtMaxSteps: true };
   }

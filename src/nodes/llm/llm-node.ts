@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { BackpackHandle } from '../../backpack/index.js';
 import { StreamEventType } from '../../events/index.js';
 import type { Attempt, RunScope } from '../../flow/index.js';
-import { BackpackNode, describeError, type BackpackNodeConfig, type NodeContext } from '../backpack-node.js';
+import { BackpackNode, describeError } from '../backpack-node.js';
 import { currentExecution } from '../execution.js';
 import { InvalidModelOutputError, redactSecrets } from './errors.js';
 import { defaultProviders, resolveModel, type ProviderRegistry, type ResolvedModel } from './providers.js';
@@ -51,7 +51,7 @@ export interface ModelRequest {
   stream?: boolean;
   /** The run's abort signal. */
   signal?: AbortSignal;
-  /** Names the call in events and errors (e.g. 'chat', 'decision', 'step 2'). */
+  /** Names the call in events, errors and failed-attempt keys (e.g. 'chat', 'decision', 'step-2'). */
   purpose: string;
 }
 
@@ -78,10 +78,6 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
   static override paramsSchema: z.ZodType = llmParamsSchema;
   /** Provider registry used to resolve model names; tests or apps may set another per class. */
   static providers: ProviderRegistry = defaultProviders;
-
-  constructor(config: BackpackNodeConfig, context: NodeContext) {
-    super(config, context);
-  }
 
   /** The node's params, typed. */
   protected get llmParams(): LlmParams {
