@@ -188,6 +188,10 @@ describe('ChatNode against an OpenAI-compatible server', () => {
   it('names the missing prompt key', async () => {
     const { flow } = chatFlow();
     await expect(flow.run()).rejects.toThrow(/question/);
+    const { flow: conversationFlow } = chatFlow({ promptFrom: undefined, conversation: 'history' });
+    await expect(conversationFlow.run({ history: [{ role: 'robot', content: 'x' }] })).rejects.toThrow(
+      /Node 'chat': backpack key 'history' must hold an array of messages \(\{ role, content \}\); at \[0\.role\]/,
+    );
     expect(server.requests).toHaveLength(0);
   });
 });

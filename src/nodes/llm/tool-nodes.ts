@@ -50,7 +50,7 @@ export const toolParamGenerationParamsSchema = z
     /** Backpack key a direct answer (no tool call) is packed under. Default `'answer'`. */
     outputTo: z.string().min(1).optional(),
   })
-  .refine((p) => p.conversation !== undefined, { message: 'set conversation (the conversation the tool loop extends)' });
+  .refine((p) => p.conversation !== undefined, { message: 'set conversation (the backpack key of the conversation the tool loop extends)' });
 
 type ToolStepParams = LlmParams & PromptParams & { tools?: string[]; toolCallsIn?: string; outputTo?: string };
 
