@@ -5,6 +5,7 @@ export * from './flow/index.js';
 export * from './backpack/index.js';
 export * from './events/index.js';
 export * from './nodes/index.js';
+export * from './nodes/llm/index.js';
 export * from './store/index.js';
 export * from './serialization/index.js';
 export * from './runtime/index.js';

@@ -45,12 +45,17 @@ async function loadNative(): Promise<HashBackend> {
   const mod = await import('@napi-rs/blake-hash');
   return {
     name: 'native',
-    digest: (data) => mod.blake3(data),
+    digest: (data) => mod.blake3(asBuffer(data)),
     hasher: () => {
       const h = new mod.Blake3Hasher();
-      return { update: (data) => void h.update(data), digest: () => h.digestBuffer() };
+      return { update: (data) => void h.update(asBuffer(data)), digest: () => h.digestBuffer() };
     },
   };
+}
+
+/** A Buffer view of `data` without copying (the native binding takes Buffers). */
+function asBuffer(data: Uint8Array): Buffer {
+  return Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
 }
 
 async function loadWasm(): Promise<HashBackend> {
