@@ -1,4 +1,5 @@
 import { setDefaultFlowConfigLoader } from '../nodes/index.js';
+import { llmNodeTypes } from '../nodes/llm/index.js';
 import { FlowLoader } from './loader.js';
 
 export { FlowLoader, normalizeFlowConfig } from './loader.js';
@@ -12,7 +13,9 @@ export { parseFlowConfig } from './parse.js';
 export { maskSecrets, isSecretParamName, MASK } from './secrets.js';
 
 /**
- * The loader `Flow.fromConfig` uses: register your node types on it (`defaultFlowLoader.register('Chat', ChatNode)`).
+ * The loader `Flow.fromConfig` uses. The built-in LLM nodes are registered on it (`ChatNode`,
+ * `BaseChatCompletionNode`, `DecisionNode`, `AgentNode`, ...); register your own node types too.
  */
 export const defaultFlowLoader = new FlowLoader();
+for (const [type, NodeClass] of Object.entries(llmNodeTypes)) defaultFlowLoader.register(type, NodeClass);
 setDefaultFlowConfigLoader(defaultFlowLoader);

@@ -30,3 +30,15 @@ describe('secret param names', () => {
     for (const name of ['key', 'keywords', 'maxTokens', 'model', 'keyName']) expect(isSecretParamName(name), name).toBe(false);
   });
 });
+
+describe('the default loader', () => {
+  it('knows the built-in LLM node types', async () => {
+    const { defaultFlowLoader, ChatNode } = await import('../../src/index.js');
+    for (const type of ['ChatNode', 'BaseChatCompletionNode', 'DecisionNode', 'AgentNode', 'ToolParamGenerationNode', 'ToolExecutionNode', 'FinalAnswerNode']) {
+      expect(defaultFlowLoader.isRegistered(type), type).toBe(true);
+    }
+    const config = { version: '2.0.0', nodes: [{ type: 'BaseChatCompletionNode', id: 'chat', params: { model: 'openai:gpt-4o', promptFrom: 'question' } }] };
+    expect(defaultFlowLoader.validateConfig(config).errors).toEqual([]);
+    expect(ChatNode.name).toBe('ChatNode');
+  });
+});
