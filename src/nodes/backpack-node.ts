@@ -235,7 +235,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   protected override onAttemptFailed(error: unknown, attempt: Attempt, delayMs: number, _scope: RunScope): void {
     const execution = currentExecution.getStore();
     if (execution?.node === this) execution.failedAttempts++;
-    this.#emit(StreamEventType.NODE_RETRY, execution, {
+    this.emitEvent(StreamEventType.NODE_RETRY, {
       attempt: attempt.attempt,
       maxRetries: attempt.maxAttempts,
       delayMs,
@@ -261,18 +261,18 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     const { handle, scope } = execution;
     const ctor = this.constructor as BackpackNodeClass;
     const started = performance.now();
-    this.#emit(StreamEventType.NODE_START, execution, {});
+    this.emitEvent(StreamEventType.NODE_START, {});
     let phase: 'contract' | 'prep' | 'exec' | 'post' = 'contract';
     try {
       if (ctor.inputs) this.#checkContract('input', ctor.inputs, handle);
       phase = 'prep';
       let mark = performance.now();
       const prepRes = await this.prep(handle, scope);
-      this.#emit(StreamEventType.PREP_COMPLETE, execution, { durationMs: performance.now() - mark });
+      this.emitEvent(StreamEventType.PREP_COMPLETE, { durationMs: performance.now() - mark });
       phase = 'exec';
       mark = performance.now();
       const execRes = await this._exec(prepRes, scope);
-      this.#emit(StreamEventType.EXEC_COMPLETE, execution, {
+      this.emitEvent(StreamEventType.EXEC_COMPLETE, {
         durationMs: performance.now() - mark,
         attempts: execution.failedAttempts + 1,
       });
@@ -280,10 +280,10 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       const action = await this.post(handle, prepRes, execRes);
       phase = 'contract';
       if (ctor.outputs) this.#checkContract('output', ctor.outputs, handle);
-      this.#emit(StreamEventType.NODE_END, execution, { action: action ?? 'default', durationMs: performance.now() - started });
+      this.emitEvent(StreamEventType.NODE_END, { action: action ?? 'default', durationMs: performance.now() - started });
       return action;
     } catch (error) {
-      this.#emit(StreamEventType.ERROR, execution, { phase, error: describeError(error) });
+      this.emitEvent(StreamEventType.ERROR, { phase, error: describeError(error) });
       throw error;
     }
   }
@@ -301,18 +301,22 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     if (violations.length > 0) throw new ContractValidationError(this.id, direction, violations);
   }
 
-  #emit(type: (typeof StreamEventType)[keyof typeof StreamEventType], execution: NodeExecution | undefined, payload: Record<string, unknown>): void {
+  /** Emits an event of this node: its id, class, namespace, and (inside an execution) its run and span. */
+  protected emitEvent(type: (typeof StreamEventType)[keyof typeof StreamEventType], payload: Record<string, unknown>): void {
+    const execution = currentExecution.getStore();
+    const own = execution?.node === this ? execution : undefined;
     this.eventStreamer.emit({
       type,
       nodeId: this.id,
       nodeName: this.constructor.name,
       namespace: this.namespace,
-      runId: execution?.scope.runId,
-      spanId: execution?.spanId,
-      parentSpanId: execution?.scope.spanId,
+      runId: own?.scope.runId,
+      spanId: own?.spanId,
+      parentSpanId: own?.scope.spanId,
       payload,
     });
   }
+
 }
 
 /** The node whose execution the current async context belongs to, if any (a nested `loadFlow` shares its flow's Backpack). */

@@ -76,3 +76,25 @@ export async function readTextIfExists(path: string): Promise<string | undefined
     throw error;
   }
 }
+
+/**
+ * The file at `path` parsed as JSON and validated with `schema`, or undefined when it does not exist. A file that is
+ * not JSON or does not fit the schema throws `corrupt(reason)`, the reason naming what is wrong where.
+ */
+export async function readJsonIfExists<T>(
+  path: string,
+  schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> } } },
+  corrupt: (reason: string, cause?: unknown) => Error,
+): Promise<T | undefined> {
+  const text = await readTextIfExists(path);
+  if (text === undefined) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw corrupt(`not JSON (${(error as Error).message})`, error);
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) throw corrupt(parsed.error.issues.map((i) => `${i.path.length ? i.path.map(String).join('.') : '(root)'}: ${i.message}`).join('; '));
+  return parsed.data;
+}

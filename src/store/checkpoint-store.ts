@@ -1,5 +1,5 @@
 import { promises as fsp } from 'node:fs';
-import { writeJsonAtomic, readTextIfExists } from './atomic.js';
+import { readJsonIfExists, writeJsonAtomic } from './atomic.js';
 import { CheckpointStoreError } from './errors.js';
 import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
 import { redact } from './redact.js';
@@ -67,18 +67,10 @@ export class CheckpointStore {
   }
 
   private async load(path: string): Promise<Checkpoint | null> {
-    const text = await readTextIfExists(path);
-    if (text === undefined) return null;
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (error) {
-      throw new CheckpointStoreError(`corrupt checkpoint ${path}: not JSON (${(error as Error).message})`, { path, cause: error });
-    }
-    const parsed = CheckpointSchema.safeParse(json);
-    if (!parsed.success) throw new CheckpointStoreError(`corrupt checkpoint ${path}: ${issues(parsed.error)}`, { path });
-    return parsed.data;
+    const checkpoint = await readJsonIfExists(path, CheckpointSchema, (reason, cause) => new CheckpointStoreError(`corrupt checkpoint ${path}: ${reason}`, { path, cause }));
+    return checkpoint ?? null;
   }
+
 
   /** Replaces the latest checkpoint. */
   async saveLatest(checkpoint: Checkpoint): Promise<void> {

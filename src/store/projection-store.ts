@@ -1,4 +1,4 @@
-import { writeJsonAtomic, readTextIfExists } from './atomic.js';
+import { readJsonIfExists, writeJsonAtomic } from './atomic.js';
 import { ProjectionStoreError } from './errors.js';
 import { EventStore, type ReadOptions } from './event-store.js';
 import { assertValidId, runPaths } from './paths.js';
@@ -90,20 +90,8 @@ export class ProjectionStore {
   /** The persisted projection of `runId`, or null when there is none. A corrupt file is an error naming its path. */
   async loadRunMeta(runId: string): Promise<RunMeta | null> {
     const path = this.metaPath(runId);
-    const text = await readTextIfExists(path);
-    if (text === undefined) return null;
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (error) {
-      throw new ProjectionStoreError(`corrupt run projection ${path}: not JSON (${(error as Error).message})`, { path, cause: error });
-    }
-    const parsed = RunMetaSchema.safeParse(json);
-    if (!parsed.success) {
-      throw new ProjectionStoreError(`corrupt run projection ${path}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, {
-        path,
-      });
-    }
-    return parsed.data;
+    const meta = await readJsonIfExists(path, RunMetaSchema, (reason, cause) => new ProjectionStoreError(`corrupt run projection ${path}: ${reason}`, { path, cause }));
+    return meta ?? null;
   }
+
 }

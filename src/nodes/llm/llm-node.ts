@@ -4,7 +4,6 @@ import type { BackpackHandle } from '../../backpack/index.js';
 import { StreamEventType } from '../../events/index.js';
 import type { Attempt, RunScope } from '../../flow/index.js';
 import { BackpackNode, describeError } from '../backpack-node.js';
-import { currentExecution } from '../execution.js';
 import { InvalidModelOutputError, redactSecrets } from './errors.js';
 import { defaultProviders, resolveModel, type ProviderRegistry, type ResolvedModel } from './providers.js';
 import { callWithRetry, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
@@ -251,21 +250,7 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     this.recordFailedAttempt('exec', attempt.attempt, data);
   }
 
-  /** Emits an event of this node's current execution. */
-  protected emitEvent(type: (typeof StreamEventType)[keyof typeof StreamEventType], payload: Record<string, unknown>): void {
-    const execution = currentExecution.getStore();
-    const own = execution?.node === this ? execution : undefined;
-    this.eventStreamer.emit({
-      type,
-      nodeId: this.id,
-      nodeName: this.constructor.name,
-      namespace: this.namespace,
-      runId: own?.scope.runId,
-      spanId: own?.spanId,
-      parentSpanId: own?.scope.spanId,
-      payload,
-    });
-  }
+
 }
 
 /**
