@@ -1,0 +1,222 @@
+/**
+ * What `runs state`, `runs diff`, `runs blame` and `runs events` compute from a stored run. Each returns plain data
+ * (what `--json` prints); the human renderers are in render.ts.
+ */
+import { decodeValue, summarizeValue, type BackpackState, type JsonValue } from '../../backpack/index.js';
+import { StreamEventType, type StreamEvent } from '../../events/index.js';
+
+/** Who wrote a value: the provenance of a Backpack item. */
+export interface Provenance {
+  nodeId: string | null;
+  nodeName: string | null;
+  namespace: string | null;
+  version: number;
+  timestamp: number;
+  tags: string[];
+}
+
+/** One key of the Backpack at a step. */
+export interface StateEntry {
+  key: string;
+  /** The value in the value codec's JSON form (exact for Dates, Maps, BigInts, ...). */
+  value: JsonValue;
+  summary: string;
+  provenance: Provenance;
+}
+
+/** A quarantined key at a step. */
+export interface QuarantinedEntry extends StateEntry {
+  quarantine: { reason: string; nodeId: string | null; timestamp: number };
+}
+
+/** The Backpack of a run at one step (`runs state`). */
+export interface StateReport {
+  runId: string;
+  step: number;
+  /** Where the run continues after this step (node ids, outermost first); empty when it had ended. */
+  position: string[];
+  items: StateEntry[];
+  quarantined: QuarantinedEntry[];
+}
+
+type Item = BackpackState['items'][string];
+
+function provenance(item: Item): Provenance {
+  const m = item.metadata;
+  return {
+    nodeId: m.sourceNodeId ?? null,
+    nodeName: m.sourceNodeName ?? null,
+    namespace: m.sourceNamespace ?? null,
+    version: m.version,
+    timestamp: m.timestamp,
+    tags: [...m.tags],
+  };
+}
+
+/** Short text of a stored (codec JSON) value. */
+export function summarizeStored(value: unknown): string {
+  try {
+    return summarizeValue(decodeValue(value));
+  } catch {
+    return summarizeValue(value);
+  }
+}
+
+function entry(key: string, item: Item): StateEntry {
+  return { key, value: item.value as JsonValue, summary: summarizeStored(item.value), provenance: provenance(item) };
+}
+
+/** The report of `runs state` from a loaded run point. */
+export function stateReport(runId: string, point: { step: number; position: string[]; state: BackpackState }): StateReport {
+  return {
+    runId,
+    step: point.step,
+    position: [...point.position],
+    items: Object.entries(point.state.items).map(([key, item]) => entry(key, item)),
+    quarantined: Object.entries(point.state.quarantined).map(([key, item]) => ({
+      ...entry(key, item),
+      quarantine: { reason: item.quarantine.reason, nodeId: item.quarantine.nodeId ?? null, timestamp: item.quarantine.timestamp },
+    })),
+  };
+}
+
+/** One changed key between two steps. */
+export interface DiffChange {
+  key: string;
+  change: 'added' | 'modified' | 'deleted' | 'quarantined';
+  before: string | null;
+  after: string | null;
+  /** Provenance of the value at `to` (for a deleted or quarantined key: of the value it had at `from`). */
+  by: Provenance;
+  /** For a quarantined key: why and by which node. */
+  quarantine?: { reason: string; nodeId: string | null };
+}
+
+/** What changed in the Backpack from one step to another (`runs diff`). */
+export interface DiffReport {
+  runId: string;
+  from: number;
+  to: number;
+  changes: DiffChange[];
+  counts: { added: number; modified: number; deleted: number; quarantined: number };
+}
+
+function sameItem(a: Item, b: Item): boolean {
+  return a.metadata.version === b.metadata.version && a.metadata.timestamp === b.metadata.timestamp && JSON.stringify(a.value) === JSON.stringify(b.value);
+}
+
+/** The changes of the active Backpack between two states, keys in the order they appear (from, then new keys). */
+export function diffStates(runId: string, from: { step: number; state: BackpackState }, to: { step: number; state: BackpackState }): DiffReport {
+  const changes: DiffChange[] = [];
+  const before = from.state.items;
+  const after = to.state.items;
+  for (const [key, old] of Object.entries(before)) {
+    const now = after[key];
+    if (now === undefined) {
+      const q = to.state.quarantined[key];
+      changes.push({
+        key,
+        change: q ? 'quarantined' : 'deleted',
+        before: summarizeStored(old.value),
+        after: null,
+        by: provenance(old),
+        ...(q ? { quarantine: { reason: q.quarantine.reason, nodeId: q.quarantine.nodeId ?? null } } : {}),
+      });
+    } else if (!sameItem(old, now)) {
+      changes.push({ key, change: 'modified', before: summarizeStored(old.value), after: summarizeStored(now.value), by: provenance(now) });
+    }
+  }
+  for (const [key, now] of Object.entries(after)) {
+    if (!(key in before)) changes.push({ key, change: 'added', before: null, after: summarizeStored(now.value), by: provenance(now) });
+  }
+  // A key written and quarantined between the two steps never was active at either: report its quarantine.
+  for (const [key, q] of Object.entries(to.state.quarantined)) {
+    if (key in before || key in from.state.quarantined) continue;
+    changes.push({ key, change: 'quarantined', before: null, after: null, by: provenance(q), quarantine: { reason: q.quarantine.reason, nodeId: q.quarantine.nodeId ?? null } });
+  }
+  const counts = { added: 0, modified: 0, deleted: 0, quarantined: 0 };
+  for (const c of changes) counts[c.change]++;
+  return { runId, from: from.step, to: to.step, changes, counts };
+}
+
+/** One write of a key (`runs blame`). */
+export interface BlameEntry {
+  /** The step whose boundary recorded the write (0: before the first node, e.g. the run's input). */
+  step: number;
+  seq: number | null;
+  timestamp: number;
+  nodeId: string | null;
+  nodeName: string | null;
+  namespace: string | null;
+  version: number | null;
+  summary: string;
+  /** 'pack', or 'quarantine' when a node moved the key out of the active state. */
+  action: 'pack' | 'quarantine';
+  reason?: string;
+}
+
+/** Every write of a key in a run. */
+export interface BlameReport {
+  runId: string;
+  key: string;
+  writes: BlameEntry[];
+}
+
+/**
+ * Every write of `key`: the run's input (the state at its first step, when it holds the key and no stored event
+ * packed it there), then each stored `backpack.packed` / `backpack.quarantined` event of the key, with the step
+ * whose boundary recorded it.
+ */
+export function blame(runId: string, key: string, events: StreamEvent[], initial: { step: number; state: BackpackState } | undefined): BlameReport {
+  const writes: BlameEntry[] = [];
+  const seed = initial?.state.items[key];
+  if (initial && seed) {
+    const p = provenance(seed);
+    writes.push({
+      step: initial.step,
+      seq: null,
+      timestamp: p.timestamp,
+      nodeId: p.nodeId,
+      nodeName: p.nodeName,
+      namespace: p.namespace,
+      version: p.version,
+      summary: summarizeStored(seed.value),
+      action: 'pack',
+    });
+  }
+  let step = initial?.step ?? 0;
+  for (const event of events) {
+    if (event.type === StreamEventType.CHECKPOINT_SAVED) {
+      step = Number((event.payload as { step?: unknown }).step) || step;
+      continue;
+    }
+    if (event.type !== StreamEventType.BACKPACK_PACK && event.type !== StreamEventType.BACKPACK_QUARANTINE) continue;
+    const p = event.payload as { key?: unknown; version?: unknown; valueSummary?: unknown; reason?: unknown };
+    if (p.key !== key) continue;
+    const quarantine = event.type === StreamEventType.BACKPACK_QUARANTINE;
+    writes.push({
+      step: step + 1,
+      seq: event.seq,
+      timestamp: event.timestamp,
+      nodeId: event.nodeId ?? null,
+      nodeName: event.nodeName ?? null,
+      namespace: event.namespace ?? null,
+      version: typeof p.version === 'number' ? p.version : null,
+      summary: quarantine ? '(quarantined)' : String(p.valueSummary ?? ''),
+      action: quarantine ? 'quarantine' : 'pack',
+      ...(quarantine ? { reason: String(p.reason ?? '') } : {}),
+    });
+  }
+  return { runId, key, writes };
+}
+
+/** A page of a run's events (`runs events`). */
+export interface EventsPage {
+  runId: string;
+  page: number;
+  pageSize: number;
+  /** Events matching the filters, over all pages. */
+  total: number;
+  pages: number;
+  events: StreamEvent[];
+}

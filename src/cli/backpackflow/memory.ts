@@ -1,0 +1,35 @@
+/** The `memory` commands: search and add items of the long-term memory shared by runs. */
+import { resolve } from 'node:path';
+import { Command } from 'commander';
+import { MemoryStore, newMemoryId } from '../../store/index.js';
+import { nonNegativeInteger } from './errors.js';
+import { colors as c, print, type CommonOptions } from './output.js';
+import { common } from './runs.js';
+
+/** The `memory` command group. */
+export function memoryCommand(): Command {
+  const memory = new Command('memory').description('search and add long-term memory');
+
+  common(memory.command('search <query>').description('the items best matching a query (BM25), best first'))
+    .option('-k, --top <k>', 'how many', nonNegativeInteger('--top'), 5)
+    .action(async (query: string, options: CommonOptions & { top: number }) => {
+      const store = new MemoryStore({ dataDir: resolve(options.dataDir) });
+      const hits = await store.searchScored(query, options.top);
+      const json = hits.map((h) => ({ id: h.item.id, score: h.score, content: h.item.content, keywords: h.item.keywords ?? [], metadata: h.item.metadata ?? {} }));
+      print(options, json, () =>
+        hits.length === 0 ? `no memory matches '${query}'` : hits.map((h, i) => `${i + 1}. ${c.dim(`[${h.score.toFixed(3)}] ${h.item.id}`)}\n   ${h.item.content}`).join('\n'),
+      );
+    });
+
+  common(memory.command('add <text>').description('store a memory item'))
+    .option('--keywords <words...>', 'extra keywords to index the item under')
+    .action(async (text: string, options: CommonOptions & { keywords?: string[] }) => {
+      const store = new MemoryStore({ dataDir: resolve(options.dataDir) });
+      const item = { id: newMemoryId(), content: text, ...(options.keywords ? { keywords: options.keywords } : {}), metadata: { source: 'cli', session: options.session }, createdAt: Date.now() };
+      await store.write(item);
+      await store.close();
+      print(options, item, () => `added memory ${c.bold(item.id)}`);
+    });
+
+  return memory;
+}

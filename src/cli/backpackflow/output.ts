@@ -1,0 +1,32 @@
+import pc from 'picocolors';
+
+/** Options every data command takes. */
+export interface CommonOptions {
+  dataDir: string;
+  session: string;
+  json?: boolean;
+}
+
+/** Prints one JSON document with `--json`, else the human text. */
+export function print(options: { json?: boolean }, json: unknown, human: () => string): void {
+  const text = options.json ? JSON.stringify(json, null, 2) : human();
+  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+}
+
+/** Colors on stdout when it is a terminal and NO_COLOR is unset. */
+export const colors = pc.createColors(process.stdout.isTTY === true && process.env.NO_COLOR === undefined);
+
+/** `0.42ms`, `12.5ms`, `1.50s`. */
+export function formatMs(ms: number | undefined): string {
+  if (typeof ms !== 'number' || !Number.isFinite(ms)) return '';
+  if (ms < 1) return `${ms.toFixed(2)}ms`;
+  if (ms < 1000) return `${ms.toFixed(1)}ms`;
+  return `${(ms / 1000).toFixed(2)}s`;
+}
+
+/** Left-aligned columns separated by two spaces. */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  return [colors.bold(line(header)), ...rows.map(line)].join('\n');
+}

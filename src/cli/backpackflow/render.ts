@@ -1,0 +1,103 @@
+/** Human text of the `runs` reports (the `--json` form is the report itself). */
+import type { StreamEvent } from '../../events/index.js';
+import type { RunMeta } from '../../store/index.js';
+import type { BlameReport, DiffReport, EventsPage, Provenance, StateReport } from './inspect.js';
+import { colors as c, formatMs, table } from './output.js';
+
+function who(p: Provenance): string {
+  if (p.nodeId === null && p.namespace === null) return '(input)';
+  return `${p.nodeId ?? '?'}${p.namespace ? ` @ ${p.namespace}` : ''}`;
+}
+
+function time(ms: number): string {
+  return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+/** `runs list`. */
+export function renderRuns(runs: RunMeta[]): string {
+  if (runs.length === 0) return 'no runs';
+  return table(
+    ['RUN', 'SESSION', 'STATUS', 'NODE RUNS', 'EVENTS', 'ERRORS', 'STARTED', 'DURATION'],
+    runs.map((r) => [
+      r.runId,
+      r.sessionKey,
+      r.status,
+      String(r.stepCount),
+      String(r.eventCount),
+      String(r.errorCount),
+      time(r.startedAt),
+      r.durationMs === undefined ? '' : formatMs(r.durationMs),
+    ]),
+  );
+}
+
+/** `runs state`. */
+export function renderState(report: StateReport): string {
+  const where = report.position.length ? `next: ${report.position.join(' › ')}` : 'run ended';
+  const lines = [`${c.bold(`backpack of ${report.runId} at step ${report.step}`)} ${c.dim(`(${where})`)}`];
+  if (report.items.length === 0) lines.push(c.dim('(empty)'));
+  for (const item of report.items) {
+    lines.push(`${c.bold(item.key)} = ${item.summary}`);
+    lines.push(c.dim(`    v${item.provenance.version} by ${who(item.provenance)} at ${time(item.provenance.timestamp)}${item.provenance.tags.length ? ` [${item.provenance.tags.join(', ')}]` : ''}`));
+  }
+  if (report.quarantined.length) lines.push(c.magenta('quarantined:'));
+  for (const item of report.quarantined) {
+    lines.push(`${c.magenta(`⊘ ${item.key}`)} = ${item.summary}`);
+    lines.push(c.dim(`    v${item.provenance.version} by ${who(item.provenance)}; quarantined by ${item.quarantine.nodeId ?? '?'}: ${item.quarantine.reason}`));
+  }
+  return lines.join('\n');
+}
+
+/** `runs diff`. */
+export function renderDiff(report: DiffReport): string {
+  const { added, modified, deleted, quarantined } = report.counts;
+  const lines = [
+    c.bold(`diff of ${report.runId}, step ${report.from} → ${report.to}: ${added} added, ${modified} modified, ${deleted} deleted, ${quarantined} quarantined`),
+  ];
+  for (const change of report.changes) {
+    switch (change.change) {
+      case 'added':
+        lines.push(`${c.green(`+ ${change.key}`)} = ${change.after}  ${c.dim(`by ${who(change.by)}`)}`);
+        break;
+      case 'modified':
+        lines.push(`${c.yellow(`~ ${change.key}`)}: ${change.before} → ${change.after}  ${c.dim(`by ${who(change.by)}`)}`);
+        break;
+      case 'deleted':
+        lines.push(`${c.red(`- ${change.key}`)} (was ${change.before}, written by ${who(change.by)})`);
+        break;
+      case 'quarantined':
+        lines.push(
+          `${c.magenta(`⊘ ${change.key}`)} (${change.before === null ? 'written' : `was ${change.before}, written`} by ${who(change.by)}) quarantined by ${change.quarantine?.nodeId ?? '?'}: ${change.quarantine?.reason ?? ''}`,
+        );
+        break;
+    }
+  }
+  return lines.join('\n');
+}
+
+/** `runs blame`. */
+export function renderBlame(report: BlameReport): string {
+  if (report.writes.length === 0) return `no write of '${report.key}' in run ${report.runId}`;
+  return table(
+    ['STEP', 'NODE', 'NAMESPACE', 'VERSION', 'VALUE'],
+    report.writes.map((w) => [
+      String(w.step),
+      w.nodeId ?? '(input)',
+      w.namespace ?? '',
+      w.version === null ? '' : `v${w.version}`,
+      w.action === 'quarantine' ? `⊘ quarantined: ${w.reason ?? ''}` : w.summary,
+    ]),
+  );
+}
+
+function eventLine(e: StreamEvent): string {
+  const payload = JSON.stringify(e.payload);
+  return `${String(e.seq).padStart(5)} ${time(e.timestamp)} ${c.cyan(e.type.padEnd(20))} ${e.namespace ?? ''}${e.nodeId ? c.dim(` (${e.nodeId})`) : ''} ${c.dim(payload.length > 120 ? `${payload.slice(0, 119)}…` : payload)}`;
+}
+
+/** `runs events`. */
+export function renderEvents(page: EventsPage): string {
+  const lines = page.events.map(eventLine);
+  lines.push(c.dim(`page ${page.page}/${Math.max(1, page.pages)} · ${page.total} event${page.total === 1 ? '' : 's'}`));
+  return lines.join('\n');
+}

@@ -1,0 +1,58 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { StreamEventType, type StreamEvent } from '../../events/index.js';
+import { loadRunPoint, type RunPoint } from '../../runtime/index.js';
+import { EventStore, isValidId, listRunIds, runPaths } from '../../store/index.js';
+import { CliError } from './errors.js';
+
+/** Where the CLI finds runs. */
+export interface RunRefOptions {
+  dataDir: string;
+  session: string;
+  runId: string;
+}
+
+/** The run's event store, after checking that the run exists (a clear error naming the run otherwise). */
+export async function openRun(options: RunRefOptions): Promise<EventStore> {
+  const dataDir = resolve(options.dataDir);
+  if (!isValidId(options.session)) throw new CliError(`invalid session '${options.session}': use letters, digits, '.', '_' and '-'`);
+  if (!isValidId(options.runId) || !existsSync(runPaths(dataDir, options.session, options.runId).events)) {
+    const known = (await listRunIds(dataDir, options.session)).length;
+    throw new CliError(
+      `unknown run id '${options.runId}' in session '${options.session}' of ${dataDir} (${known} run${known === 1 ? '' : 's'} there; 'backpackflow runs list' shows them)`,
+    );
+  }
+  return new EventStore({ dataDir, sessionKey: options.session, runId: options.runId });
+}
+
+/** Every stored event of a run, in order. */
+export async function readRunEvents(options: RunRefOptions): Promise<StreamEvent[]> {
+  return (await openRun(options)).readAll();
+}
+
+/** The recorded steps of a run: 0 through the last `checkpoint.saved` step. */
+export function lastStep(events: StreamEvent[]): number {
+  let last = 0;
+  for (const event of events) {
+    if (event.type === StreamEventType.CHECKPOINT_SAVED) last = Math.max(last, Number((event.payload as { step?: unknown }).step) || 0);
+  }
+  return last;
+}
+
+/** The first recorded step of a run: 0, or for a fork the step it started from. */
+export function firstStep(events: StreamEvent[]): number {
+  for (const event of events) {
+    if (event.type === StreamEventType.CHECKPOINT_SAVED) return Math.max(0, Number((event.payload as { step?: unknown }).step) - 1);
+  }
+  return 0;
+}
+
+/** The run's state at `step` (default: the last), or a CliError giving the valid range. */
+export async function runPointAt(options: RunRefOptions, step: number | undefined, events: StreamEvent[]): Promise<RunPoint> {
+  const first = firstStep(events);
+  const last = Math.max(first, lastStep(events));
+  if (step !== undefined && (step > last || step < first)) {
+    throw new CliError(`invalid step ${step} for run '${options.runId}': its recorded steps are ${first}..${last}`);
+  }
+  return loadRunPoint({ dataDir: resolve(options.dataDir), sessionKey: options.session, runId: options.runId, step });
+}

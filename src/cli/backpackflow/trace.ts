@@ -1,0 +1,191 @@
+/**
+ * The trace of a stored run as a tree (`runs show`): node executions nested by span (`parentSpanId`), with their
+ * durations, actions, retries, errors, quarantines and the routes taken between them, in the order they happened.
+ */
+import { StreamEventType, type StreamEvent } from '../../events/index.js';
+import { colors, formatMs } from './output.js';
+
+/** One line under a span, in the order it happened. */
+export type TraceItem =
+  | { kind: 'node'; node: TraceNode }
+  | { kind: 'route'; action: string; from: string; to: string }
+  | { kind: 'route-missing'; action: string; from: string; available: string[] }
+  | { kind: 'retry'; attempt: number; maxRetries: number; error: string }
+  | { kind: 'error'; phase: string; error: string }
+  | { kind: 'quarantine'; key: string; reason: string }
+  | { kind: 'access-denied'; key: string; operation: string; rule: string };
+
+/** One node execution. */
+export interface TraceNode {
+  spanId: string;
+  nodeId: string | null;
+  nodeName: string | null;
+  namespace: string | null;
+  startedAt: number;
+  durationMs: number | null;
+  /** The action it returned; null while running or when it failed. */
+  action: string | null;
+  status: 'completed' | 'failed' | 'incomplete';
+  items: TraceItem[];
+}
+
+/** The whole trace of a run. */
+export interface RunTrace {
+  runId: string;
+  flowNamespace: string | null;
+  status: 'completed' | 'failed' | 'incomplete';
+  durationMs: number | null;
+  action: string | null;
+  error: string | null;
+  /** How many times the run was started (1, plus one per resume). */
+  starts: number;
+  items: TraceItem[];
+}
+
+function errorText(error: unknown): string {
+  if (error && typeof error === 'object') {
+    const e = error as { name?: unknown; message?: unknown };
+    return `${String(e.name ?? 'Error')}: ${String(e.message ?? '')}`.replace(/\s*\n\s*/g, ' ');
+  }
+  return String(error ?? 'unknown error');
+}
+
+/** Builds the trace tree of a run from its stored events. */
+export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
+  const trace: RunTrace = { runId, flowNamespace: null, status: 'incomplete', durationMs: null, action: null, error: null, starts: 0, items: [] };
+  const nodes = new Map<string, TraceNode>();
+  /** Where the lines of an event go: its own node, else its parent's, else the run's top level. */
+  const home = (spanId: string | undefined): TraceItem[] => (spanId !== undefined ? nodes.get(spanId)?.items : undefined) ?? trace.items;
+  const ownerOf = (event: StreamEvent): TraceItem[] =>
+    event.spanId !== undefined && nodes.has(event.spanId) ? home(event.spanId) : home(event.parentSpanId);
+  for (const event of events) {
+    const p = event.payload as Record<string, unknown>;
+    switch (event.type) {
+      case StreamEventType.RUN_START:
+        trace.starts++;
+        trace.flowNamespace ??= typeof p['flowNamespace'] === 'string' ? p['flowNamespace'] : (event.namespace ?? null);
+        trace.status = 'incomplete';
+        break;
+      case StreamEventType.RUN_END:
+        trace.status = 'completed';
+        trace.durationMs = typeof p['durationMs'] === 'number' ? p['durationMs'] : null;
+        trace.action = typeof p['action'] === 'string' ? p['action'] : null;
+        break;
+      case StreamEventType.RUN_ERROR:
+        trace.status = 'failed';
+        trace.durationMs = typeof p['durationMs'] === 'number' ? p['durationMs'] : null;
+        trace.error = errorText(p['error']);
+        break;
+      case StreamEventType.NODE_START: {
+        if (event.spanId === undefined) break;
+        const node: TraceNode = {
+          spanId: event.spanId,
+          nodeId: event.nodeId ?? null,
+          nodeName: event.nodeName ?? null,
+          namespace: event.namespace ?? null,
+          startedAt: event.timestamp,
+          durationMs: null,
+          action: null,
+          status: 'incomplete',
+          items: [],
+        };
+        home(event.parentSpanId).push({ kind: 'node', node });
+        nodes.set(event.spanId, node);
+        break;
+      }
+      case StreamEventType.NODE_END: {
+        const node = event.spanId === undefined ? undefined : nodes.get(event.spanId);
+        if (!node) break;
+        node.status = 'completed';
+        node.durationMs = typeof p['durationMs'] === 'number' ? p['durationMs'] : event.timestamp - node.startedAt;
+        node.action = typeof p['action'] === 'string' ? p['action'] : null;
+        break;
+      }
+      case StreamEventType.NODE_RETRY:
+        ownerOf(event).push({ kind: 'retry', attempt: Number(p['attempt']), maxRetries: Number(p['maxRetries']), error: errorText(p['error']) });
+        break;
+      case StreamEventType.ERROR: {
+        ownerOf(event).push({ kind: 'error', phase: String(p['phase'] ?? 'unknown'), error: errorText(p['error']) });
+        const node = event.spanId === undefined ? undefined : nodes.get(event.spanId);
+        if (node && node.status === 'incomplete') {
+          node.status = 'failed';
+          node.durationMs = event.timestamp - node.startedAt;
+        }
+        break;
+      }
+      case StreamEventType.ROUTE:
+        home(event.parentSpanId).push({ kind: 'route', action: String(p['action']), from: String(p['from']), to: String(p['to']) });
+        break;
+      case StreamEventType.ROUTE_MISSING:
+        home(event.parentSpanId).push({
+          kind: 'route-missing',
+          action: String(p['action']),
+          from: String(p['from']),
+          available: Array.isArray(p['available']) ? p['available'].map(String) : [],
+        });
+        break;
+      case StreamEventType.BACKPACK_QUARANTINE:
+        ownerOf(event).push({ kind: 'quarantine', key: String(p['key']), reason: String(p['reason'] ?? '') });
+        break;
+      case StreamEventType.ACCESS_DENIED:
+        ownerOf(event).push({ kind: 'access-denied', key: String(p['key']), operation: String(p['operation']), rule: String(p['rule'] ?? '') });
+        break;
+      default:
+        break;
+    }
+  }
+  return trace;
+}
+
+const c = colors;
+
+function nodeLine(node: TraceNode): string {
+  const name = node.nodeName ?? node.nodeId ?? '(node)';
+  const ns = node.namespace ? ` ${c.dim(node.namespace)}` : '';
+  const time = node.durationMs === null ? '' : ` ${c.dim(formatMs(node.durationMs))}`;
+  const mark = node.status === 'completed' ? c.green('✓') : node.status === 'failed' ? c.red('✗') : c.yellow('…');
+  const action = node.action === null ? (node.status === 'incomplete' ? c.yellow(' (did not finish)') : '') : ` → ${c.cyan(node.action)}`;
+  return `${mark} ${c.bold(name)}${ns}${time}${action}`;
+}
+
+function itemLine(item: Exclude<TraceItem, { kind: 'node' }>): string {
+  switch (item.kind) {
+    case 'route':
+      return c.cyan(`→ route ${item.action}: ${item.from} → ${item.to}`);
+    case 'route-missing':
+      return c.yellow(`⚠ no route for '${item.action}' from ${item.from} (available: ${item.available.join(', ') || 'none'})`);
+    case 'retry':
+      return c.yellow(`↻ attempt ${item.attempt}/${item.maxRetries} failed: ${item.error}`);
+    case 'error':
+      return c.red(`✗ error in ${item.phase}: ${item.error}`);
+    case 'quarantine':
+      return c.magenta(`⊘ quarantined ${item.key}: ${item.reason}`);
+    case 'access-denied':
+      return c.magenta(`⛔ access denied: ${item.operation} ${item.key} (${item.rule})`);
+  }
+}
+
+function renderItems(items: TraceItem[], prefix: string, out: string[]): void {
+  items.forEach((item, i) => {
+    const last = i === items.length - 1;
+    const branch = c.dim(last ? '└─ ' : '├─ ');
+    if (item.kind === 'node') {
+      out.push(`${prefix}${branch}${nodeLine(item.node)}`);
+      renderItems(item.node.items, prefix + c.dim(last ? '   ' : '│  '), out);
+    } else {
+      out.push(`${prefix}${branch}${itemLine(item)}`);
+    }
+  });
+}
+
+/** The trace as an indented tree of text lines. */
+export function renderTrace(trace: RunTrace): string {
+  const status =
+    trace.status === 'completed' ? c.green('completed') : trace.status === 'failed' ? c.red(`failed: ${trace.error ?? ''}`) : c.yellow('incomplete');
+  const time = trace.durationMs === null ? '' : ` · ${formatMs(trace.durationMs)}`;
+  const action = trace.action === null ? '' : ` → ${c.cyan(trace.action)}`;
+  const resumed = trace.starts > 1 ? c.yellow(` · resumed ${trace.starts - 1}×`) : '';
+  const out = [`${c.bold('run')} ${trace.runId} ${c.dim(trace.flowNamespace || '(root flow)')} ${status}${time}${action}${resumed}`];
+  renderItems(trace.items, '', out);
+  return out.join('\n');
+}
