@@ -58,9 +58,12 @@ export type LoadableNodeClass = BackpackNodeClass & {
   fromConfig?(config: BackpackNodeConfig, context: NodeLoadContext, deps: DependencyLookup | undefined): BackpackNode | Promise<BackpackNode>;
 };
 
-/** A node instance as the exporter sees it: optionally with its own `toConfig`. */
-interface ExportableNode extends BackpackNode {
-  toConfig?(): NodeConfig;
+/**
+ * A node instance as the exporter sees it: optionally with its own `toConfig`, whose `type` and `params` replace the
+ * defaults (secrets in them are still masked; the internal flow is still exported by the loader).
+ */
+export interface ExportableNode extends BackpackNode {
+  toConfig?(): Partial<Pick<NodeConfig, 'type' | 'params'>>;
 }
 
 const RESERVED_PARAMS = new Set(['id', 'namespaceSegment', 'maxRetries', 'retryDelayMs']);
@@ -316,11 +319,11 @@ export class FlowLoader implements FlowConfigLoader {
   }
 
   #exportNode(node: ExportableNode, depth: number, includeSensitive: boolean, chain: Flow[], flow: Flow): NodeConfig {
-    if (typeof node.toConfig === 'function') return node.toConfig();
+    const own = typeof node.toConfig === 'function' ? node.toConfig() : {};
     const NodeClass = node.constructor as LoadableNodeClass;
-    const raw = this.#rawParams.get(node) ?? { ...node.params };
+    const raw = own.params ?? this.#rawParams.get(node) ?? dataOnly(node.params);
     const out: NodeConfig = {
-      type: this.#names.get(NodeClass) ?? NodeClass.name,
+      type: own.type ?? this.#names.get(NodeClass) ?? NodeClass.name,
       id: node.id,
       params: includeSensitive ? structuredClone(raw) : maskSecrets(raw, NodeClass.paramsSchema as ZodType | undefined),
     };
@@ -345,6 +348,21 @@ export function normalizeFlowConfig(config: unknown): FlowConfig {
     return out;
   };
   return strip(parsed, { maxSteps: DEFAULT_MAX_STEPS, onMissingRoute: DEFAULT_MISSING_ROUTE });
+}
+
+/** The params that are data: runtime objects (functions, class instances, symbols) stay out of a config. */
+function dataOnly(params: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(params)) if (isData(value)) out[key] = value;
+  return out;
+}
+
+function isData(value: unknown): boolean {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))) return true;
+  if (Array.isArray(value)) return value.every(isData);
+  if (typeof value !== 'object') return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return (proto === Object.prototype || proto === null) && Object.values(value).every(isData);
 }
 
 function relativeNamespace(namespace: string, parent: string): string {

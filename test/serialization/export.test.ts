@@ -1,0 +1,178 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { renderSchemaFile, repositoryRoot, schemaFiles } from '../../scripts/generate-schemas.js';
+import {
+  BackpackNode,
+  Flow,
+  FlowLoader,
+  normalizeFlowConfig,
+  parseFlowConfig,
+  type BackpackHandle,
+  type BackpackNodeConfig,
+  type DependencyLookup,
+  type NodeLoadContext,
+} from '../../src/index.js';
+import { register, TemplateNode, TextSourceNode } from '../../examples/flows/nodes.js';
+
+const examplesDir = join(import.meta.dirname, '..', '..', 'examples', 'flows');
+const exampleFiles = readdirSync(examplesDir).filter((f) => f.endsWith('.json'));
+
+describe('schema/flow-config.schema.json', () => {
+  const entry = schemaFiles.find((e) => e.file === 'schema/flow-config.schema.json');
+
+  it('is listed in scripts/generate-schemas.ts and up to date (regenerate with `npm run schemas`)', () => {
+    expect(entry, 'flow-config entry missing from scripts/generate-schemas.ts').toBeDefined();
+    const committed = readFileSync(join(repositoryRoot, entry!.file), 'utf8');
+    expect(committed, 'schema/flow-config.schema.json is stale: run `npm run schemas` and commit it').toBe(renderSchemaFile(entry!));
+  });
+
+  it('is recursive through internalFlow and subflows and closed to unknown keys', () => {
+    const schema = JSON.parse(renderSchemaFile(entry!)) as { properties: Record<string, any>; required: string[]; additionalProperties: boolean };
+    expect(schema.required).toEqual(expect.arrayContaining(['version', 'nodes']));
+    expect(schema.additionalProperties).toBe(false);
+    expect(schema.properties.nodes.items.properties.internalFlow).toEqual({ $ref: '#' });
+    expect(schema.properties.subflows.items).toEqual({ $ref: '#' });
+  });
+});
+
+describe('every JSON flow in examples/flows', () => {
+  it('there is at least one', () => expect(exampleFiles.length).toBeGreaterThan(0));
+
+  it.each(exampleFiles)('%s validates, loads, runs, and exports back to its normalized config', async (file) => {
+    const loader = new FlowLoader();
+    register(loader);
+    const config = parseFlowConfig(readFileSync(join(examplesDir, file), 'utf8'), file);
+    expect(loader.validateConfig(config).errors).toEqual([]);
+    const flow = await loader.loadFlow(config);
+    const before = flow.backpack.keys().length;
+    await flow.run();
+    expect(flow.backpack.keys().length).toBeGreaterThan(before);
+    expect(loader.exportFlow(flow)).toEqual(normalizeFlowConfig(config));
+  });
+});
+
+describe('export defaults for hand-built flows', () => {
+  it('an unregistered class exports under its class name, and validating that export reports the unknown type', () => {
+    class Unlisted extends BackpackNode {}
+    const flow = new Flow({ namespace: 'app' });
+    flow.addNode(Unlisted, { id: 'u', mode: 'fast' });
+    const loader = new FlowLoader();
+    const config = loader.exportFlow(flow);
+    expect(config.nodes).toEqual([{ type: 'Unlisted', id: 'u', params: { mode: 'fast' } }]);
+    expect(loader.validateConfig(config).errors).toEqual([{ path: '/nodes/0/type', message: "unknown node type 'Unlisted' (no types are registered)" }]);
+  });
+
+  it('runtime objects among the params stay out of the export; data params, settings and secrets are kept (masked)', () => {
+    const flow = new Flow();
+    flow.addNode(BackpackNode, {
+      id: 'n',
+      namespaceSegment: 'seg',
+      maxRetries: 3,
+      retryDelayMs: 5,
+      client: new Map(),
+      callback: () => 1,
+      limits: { max: 2, tags: ['a'] },
+      password: 'hunter2',
+    });
+    const loader = new FlowLoader().register('Plain', BackpackNode);
+    expect(loader.exportFlow(flow).nodes[0]).toEqual({
+      type: 'Plain',
+      id: 'n',
+      namespaceSegment: 'seg',
+      maxRetries: 3,
+      retryDelayMs: 5,
+      params: { limits: { max: 2, tags: ['a'] }, password: '***' },
+    });
+  });
+
+  it('edges follow node order then action order, and only link nodes of the same flow', () => {
+    const flow = new Flow({ namespace: 'g' });
+    const a = flow.addNode(TextSourceNode, { id: 'a', key: 'k', text: 't' });
+    const b = flow.addNode(TemplateNode, { id: 'b', template: 'x', to: 'y' });
+    const other = new Flow({ namespace: 'elsewhere' }).addNode(TemplateNode, { id: 'z', template: 'x', to: 'y' });
+    b.on('retry', a).on('done', b);
+    a.on('error', other).on('default', b);
+    const loader = new FlowLoader();
+    register(loader);
+    expect(loader.exportFlow(flow).edges).toEqual([
+      { from: 'a', to: 'b', condition: 'default' },
+      { from: 'b', to: 'a', condition: 'retry' },
+      { from: 'b', to: 'b', condition: 'done' },
+    ]);
+  });
+
+  it('an entry node other than the first, and non-default flow settings, are exported and load back', async () => {
+    const loader = new FlowLoader();
+    register(loader);
+    const flow = new Flow({ namespace: 'e', maxSteps: 7, onMissingRoute: 'throw' });
+    const first = flow.addNode(TextSourceNode, { id: 'first', key: 'k', text: 'one' });
+    const second = flow.addNode(TextSourceNode, { id: 'second', key: 'k', text: 'two' });
+    second.next(first);
+    flow.setEntryNode(second);
+    const config = loader.exportFlow(flow);
+    expect(config).toMatchObject({ entry: 'second', maxSteps: 7, onMissingRoute: 'throw' });
+    const loaded = await loader.loadFlow(config);
+    expect(loaded.entryNode?.id).toBe('second');
+    await loaded.run();
+    expect(loaded.backpack.peek('k')).toBe('one');
+    expect(loader.exportFlow(loaded)).toEqual(config);
+  });
+});
+
+describe('node hooks: toConfig and static fromConfig', () => {
+  class Greeter extends BackpackNode {
+    static override paramsSchema = z.object({ greeting: z.string(), token: z.string() });
+    static fromConfig(config: BackpackNodeConfig, context: NodeLoadContext, deps: DependencyLookup | undefined): Greeter {
+      const node = context.flow.addNode(Greeter, { ...config, greeting: String(config['greeting']).toUpperCase() });
+      node.suffix = deps?.has('suffix') ? deps.get<string>('suffix') : '';
+      return node;
+    }
+    suffix = '';
+    toConfig() {
+      return { type: 'greeter/v2', params: { greeting: String(this.params.greeting).toLowerCase(), token: this.params.token } };
+    }
+    override post(backpack: BackpackHandle): undefined {
+      backpack.pack('greeting', `${String(this.params.greeting)}${this.suffix}`);
+      return undefined;
+    }
+  }
+
+  it('fromConfig builds the node with the dependencies; toConfig decides type and params, secrets still masked', async () => {
+    const loader = new FlowLoader().register('greeter/v2', Greeter);
+    const config = { version: '2.0.0', namespace: 'h', nodes: [{ type: 'greeter/v2', id: 'g', params: { greeting: 'hello', token: 'tok-1' } }] };
+    const flow = await loader.loadFlow(config, { suffix: '!' });
+    await flow.run();
+    expect(flow.backpack.peek('greeting')).toBe('HELLO!');
+    expect(loader.exportFlow(flow).nodes[0]).toEqual({ type: 'greeter/v2', id: 'g', params: { greeting: 'hello', token: '***' } });
+    expect(loader.exportFlow(flow, { includeSensitive: true }).nodes[0]!.params.token).toBe('tok-1');
+  });
+
+  it('a composite with toConfig still exports its internal flow', async () => {
+    class Box extends BackpackNode {
+      toConfig() {
+        return { type: 'Box' };
+      }
+    }
+    const loader = new FlowLoader().register('Box', Box);
+    register(loader);
+    const config = {
+      version: '2.0.0',
+      namespace: 'b',
+      nodes: [
+        {
+          type: 'Box',
+          id: 'box',
+          params: { label: 'x' },
+          internalFlow: { version: '2.0.0', namespace: 'b.box', nodes: [{ type: 'TextSource', id: 's', params: { key: 'k', text: 'v' } }] },
+        },
+      ],
+    };
+    const flow = await loader.loadFlow(config);
+    await flow.run();
+    await flow.run();
+    expect(flow.backpack.getVersion('k')).toBe(2);
+    expect(loader.exportFlow(flow)).toEqual(normalizeFlowConfig(config));
+  });
+});
