@@ -115,18 +115,22 @@ export class FlowLoader implements FlowConfigLoader {
   /**
    * Builds a Flow from `config`: validates it (a FlowConfigError lists every problem), resolves `${ENV}` params,
    * creates the nodes with the registered classes, internal flows, subflows and edges. `deps` reach every node as
-   * `this.deps`. Inside a node's execution the new flow shares that node's Backpack and streamer.
+   * `this.deps`; every key a `dependencies` map of the config declares must be in them. Inside a node's execution the
+   * new flow shares that node's Backpack and streamer (and, when no `deps` are given, its dependencies).
    */
   async loadFlow(config: unknown, deps?: DependencyLookup | Record<string, unknown>, options: LoadOptions = {}): Promise<Flow> {
     const problems = this.#problems(config, options.maxDepth ?? DEFAULT_DEPTH);
     if (problems.length > 0) throw new FlowConfigError(problems);
     const parsed = FlowConfigSchema.parse(config);
     const caller = currentNode();
+    const lookup = deps === undefined && caller?.deps ? caller.deps : toLookup(deps);
+    const missing = missingDependencies(parsed, '', lookup);
+    if (missing.length > 0) throw new FlowConfigError(missing, 'Flow config needs dependencies that were not given');
     const flow = new Flow({
       namespace: parsed.namespace || undefined,
       backpack: options.backpack ?? caller?.flow.backpack,
       eventStreamer: options.eventStreamer ?? caller?.eventStreamer,
-      deps: toLookup(deps),
+      deps: lookup,
       maxSteps: parsed.maxSteps,
       onMissingRoute: parsed.onMissingRoute,
     });
@@ -367,6 +371,19 @@ function isData(value: unknown): boolean {
 
 function relativeNamespace(namespace: string, parent: string): string {
   return parent && namespace.startsWith(parent + '.') ? namespace.slice(parent.length + 1) : namespace;
+}
+
+/** Every key a flow's `dependencies` (at any level) declares that `deps` does not have, at its JSON path. */
+function missingDependencies(cfg: FlowConfig, path: string, deps: DependencyLookup): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  for (const [key, description] of Object.entries(cfg.dependencies)) {
+    if (!deps.has(key)) {
+      problems.push({ path: `${path}/dependencies${pointer([key])}`, message: `dependency '${key}' (${description}) is not in the DependencyContainer passed to loadFlow` });
+    }
+  }
+  cfg.nodes.forEach((node, i) => node.internalFlow && problems.push(...missingDependencies(node.internalFlow, `${path}/nodes/${i}/internalFlow`, deps)));
+  (cfg.subflows ?? []).forEach((sub, k) => problems.push(...missingDependencies(sub, `${path}/subflows/${k}`, deps)));
+  return problems;
 }
 
 function toLookup(deps: DependencyLookup | Record<string, unknown> | undefined): DependencyLookup {

@@ -5,7 +5,9 @@ import { z } from 'zod';
 import { renderSchemaFile, repositoryRoot, schemaFiles } from '../../scripts/generate-schemas.js';
 import {
   BackpackNode,
+  DependencyContainer,
   Flow,
+  FlowConfigError,
   FlowLoader,
   normalizeFlowConfig,
   parseFlowConfig,
@@ -173,6 +175,41 @@ describe('node hooks: toConfig and static fromConfig', () => {
     await flow.run();
     await flow.run();
     expect(flow.backpack.getVersion('k')).toBe(2);
+    expect(loader.exportFlow(flow)).toEqual(normalizeFlowConfig(config));
+  });
+});
+
+describe('declared dependencies', () => {
+  const config = {
+    version: '2.0.0',
+    namespace: 'd',
+    nodes: [
+      {
+        type: 'Pipeline',
+        id: 'p',
+        internalFlow: { version: '2.0.0', namespace: 'd.p', nodes: [{ type: 'TextSource', id: 's', params: { key: 'k', text: 'v' } }], dependencies: { engine: 'context engine' } },
+      },
+    ],
+    dependencies: { llm: 'the LLM client' },
+  };
+
+  it('a declared key missing from the container is an error naming it and its JSON path', async () => {
+    const loader = new FlowLoader();
+    register(loader);
+    const error = (await loader.loadFlow(config, new DependencyContainer().register('llm', {})).catch((e: unknown) => e)) as FlowConfigError;
+    expect(error).toBeInstanceOf(FlowConfigError);
+    expect(error.errors).toEqual([
+      { path: '/nodes/0/internalFlow/dependencies/engine', message: "dependency 'engine' (context engine) is not in the DependencyContainer passed to loadFlow" },
+    ]);
+  });
+
+  it('with every declared key given, the flow loads, runs and exports its dependencies back', async () => {
+    const loader = new FlowLoader();
+    register(loader);
+    const deps = new DependencyContainer().register('llm', {}).registerFactory('engine', () => ({}));
+    const flow = await loader.loadFlow(config, deps);
+    expect(flow.deps).toBe(deps);
+    await flow.run();
     expect(loader.exportFlow(flow)).toEqual(normalizeFlowConfig(config));
   });
 });
