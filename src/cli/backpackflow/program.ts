@@ -1,6 +1,6 @@
 /** The `backpackflow` command line: commands, exit codes (0 ok, 1 error, 2 usage) and error reporting. */
 import { Command, CommanderError } from 'commander';
-// demo: added below
+import { demoCommand } from './demo-command.js';
 import { CliError, UsageError } from './errors.js';
 import { runCommand, validateCommand } from './flow-commands.js';
 import { memoryCommand } from './memory.js';
@@ -21,7 +21,7 @@ export function buildProgram(): Command {
   program.addCommand(validateCommand());
   program.addCommand(runsCommand());
   program.addCommand(memoryCommand());
-  // demo
+  program.addCommand(demoCommand());
   overrideExits(program);
   return program;
 }

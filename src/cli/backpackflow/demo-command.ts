@@ -1,0 +1,99 @@
+/** `backpackflow demo`: the offline research agent over a workspace, run durably, then how to inspect it. */
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import cliProgress from 'cli-progress';
+import { Command } from 'commander';
+import { decodeValue } from '../../backpack/index.js';
+import { ContextEngine } from '../../context/index.js';
+import { FlowVisualizer } from '../../events/index.js';
+import { loadRunPoint, runFlow } from '../../runtime/index.js';
+import { MemoryStore } from '../../store/index.js';
+import { buildDemoFlow } from './demo/flow.js';
+import type { Progress } from './demo/nodes.js';
+import { CliError } from './errors.js';
+import { colors as c, print } from './output.js';
+
+const DEFAULT_QUESTION = 'how are durable runs checkpointed and resumed?';
+
+interface DemoOptions {
+  workspace: string;
+  dataDir: string;
+  question: string;
+  json?: boolean;
+}
+
+function progressBar(enabled: boolean): { progress?: Progress; stop(): void } {
+  if (!enabled) return { stop: () => undefined };
+  const bar = new cliProgress.SingleBar({ format: 'summarizing {bar} {value}/{total} files', clearOnComplete: true, hideCursor: true }, cliProgress.Presets.shades_classic);
+  let started = false;
+  return {
+    progress: (done, total) => {
+      if (!started) bar.start(total, done);
+      started = true;
+      bar.update(done);
+    },
+    stop: () => started && bar.stop(),
+  };
+}
+
+/** The `demo` command. */
+export function demoCommand(): Command {
+  return new Command('demo')
+    .description('an offline research agent over a workspace: scan, summarize, synthesize, remember, answer, guard')
+    .option('-w, --workspace <dir>', 'workspace to research', '.')
+    .option('-d, --data-dir <dir>', 'data directory', '.backpackflow')
+    .option('-q, --question <text>', 'question to answer', DEFAULT_QUESTION)
+    .option('--json', 'print one JSON document')
+    .action(async (options: DemoOptions) => {
+      const workspace = resolve(options.workspace);
+      if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) throw new CliError(`workspace ${workspace} is not a directory`);
+      const dataDir = resolve(options.dataDir);
+      const engine = await ContextEngine.open(workspace, { ignore: [options.dataDir, 'dist', 'coverage'] });
+      const memory = new MemoryStore({ dataDir });
+      const bar = progressBar(!options.json && process.stdout.isTTY === true);
+      const flow = buildDemoFlow({ engine, memory, progress: bar.progress });
+      const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout });
+      try {
+        const result = await runFlow(flow, { dataDir, input: { question: options.question } });
+        bar.stop();
+        const point = await loadRunPoint({ dataDir, runId: result.runId });
+        const value = (key: string): any => (point.state.items[key] ? decodeValue(point.state.items[key].value) : undefined);
+        const summaries = value('summaries') as { written: number; reused: number };
+        const report = {
+          runId: result.runId,
+          dataDir,
+          workspace,
+          question: options.question,
+          answer: value('answer') as { text: string; sources: string[] },
+          scan: value('scan'),
+          summaries: { written: summaries.written, reused: summaries.reused },
+          synthesis: value('synthesis'),
+          memory: value('memory'),
+          quarantined: Object.entries(point.state.quarantined).map(([key, q]) => ({ key, reason: q.quarantine.reason })),
+          steps: point.step,
+        };
+        const d = options.dataDir === '.backpackflow' ? '' : ` --data-dir ${options.dataDir}`;
+        print(options, report, () =>
+          [
+            '',
+            `${c.bold('question:')} ${report.question}`,
+            `${c.bold('answer:')}\n${report.answer.text}`,
+            '',
+            `files: ${report.summaries.written} summarized, ${report.summaries.reused} unchanged; directories ${report.synthesis.mode}: ${report.synthesis.frames}; memory items written: ${report.memory.written}`,
+            ...report.quarantined.map((q) => c.magenta(`quarantined '${q.key}': ${q.reason}`)),
+            `${c.bold('run id:')} ${report.runId}`,
+            '',
+            'inspect it:',
+            `  backpackflow runs show ${report.runId}${d}`,
+            `  backpackflow runs diff ${report.runId} --from 0 --to ${report.steps}${d}`,
+            `  backpackflow runs blame ${report.runId} claim${d}`,
+          ].join('\n'),
+        );
+      } finally {
+        bar.stop();
+        visualizer?.detach();
+        await memory.close();
+        await engine.close();
+      }
+    });
+}

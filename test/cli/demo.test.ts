@@ -1,0 +1,74 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { summarizeFile } from '../../src/cli/backpackflow/demo/summarize.js';
+import { cli, cliJson, tempDir } from './helpers.js';
+
+function workspace(): string {
+  const root = tempDir();
+  mkdirSync(join(root, 'docs'));
+  mkdirSync(join(root, 'src', 'store'), { recursive: true });
+  writeFileSync(join(root, 'README.md'), '# Tiny\n\nTiny keeps agent state in JSONL event logs and JSON checkpoints on disk.\n');
+  writeFileSync(join(root, 'docs', 'runs.md'), '# Durable runs\n\nEvery step writes a checkpoint, so a crashed run resumes from its last checkpoint.\n');
+  writeFileSync(join(root, 'src', 'store', 'log.ts'), '/** Appends events to a JSONL log and fsyncs each batch. */\nexport const x = 1;\n');
+  writeFileSync(join(root, 'src', 'main.ts'), '/** Starts a run of the tiny agent. */\nexport const y = 2;\n');
+  return root;
+}
+
+describe('backpackflow demo', () => {
+  it('runs the research agent: live trace, answer, quarantined poison, run id and the three inspect commands', async () => {
+    const root = workspace();
+    const dataDir = join(tempDir(), 'data');
+    const first = await cli(['demo', '--workspace', root, '--data-dir', dataDir, '--question', 'how does a crashed run resume?']);
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    const out = first.stdout;
+    for (const line of ['▶ run demo', '⚙ ResearchNode demo.research', '⚙ ScanNode demo.research.scan', '⚙ GuardNode demo.guard', '⊘ quarantined claim: unsupported by the workspace']) {
+      expect(out).toContain(line);
+    }
+    expect(out).toContain('docs/runs.md: Durable runs: Every step writes a checkpoint, so a crashed run resumes from its last checkpoint.');
+    expect(out).toMatch(/files: 4 summarized, 0 unchanged; directories synthesized: 4; memory items written: 4/);
+    const runId = /run id: (\S+)/.exec(out)?.[1] ?? '';
+    expect(runId).toMatch(/^run_/);
+    expect(out).toContain(`backpackflow runs show ${runId}`);
+    expect(out).toMatch(new RegExp(`backpackflow runs diff ${runId} --from 0 --to \\d+`));
+    expect(out).toContain(`backpackflow runs blame ${runId} claim`);
+
+    // The printed commands work on the stored run: blame names the node that wrote the poisoned claim and the guard.
+    const blame = await cliJson(['runs', 'blame', runId, 'claim', '--data-dir', dataDir]);
+    expect(blame.writes.map((w: any) => [w.nodeId, w.namespace, w.action])).toEqual([
+      ['rumor', 'demo.rumor', 'pack'],
+      ['guard', 'demo.guard', 'quarantine'],
+    ]);
+
+    // Second run: nothing changed, nothing regenerated; then one file changes and only it and its directories are redone.
+    const second = await cliJson(['demo', '--workspace', root, '--data-dir', dataDir]);
+    expect(second.summaries).toEqual({ written: 0, reused: 4 });
+    expect(second.synthesis).toEqual({ mode: 'regenerated', frames: 0 });
+    expect(second.memory).toEqual({ written: 0 });
+    writeFileSync(join(root, 'src', 'store', 'log.ts'), '/** Appends events to a JSONL log with one fsync per step. */\nexport const x = 1;\n');
+    const third = await cliJson(['demo', '--workspace', root, '--data-dir', dataDir]);
+    expect(third.summaries).toEqual({ written: 1, reused: 3 });
+    // src/store, src and the root are regenerated; docs is not.
+    expect(third.synthesis).toEqual({ mode: 'regenerated', frames: 3 });
+    expect(third.memory).toEqual({ written: 1 });
+    expect(third.quarantined.map((q: any) => q.key)).toEqual(['claim']);
+    expect(third.runId).not.toBe(second.runId);
+  }, 60_000);
+
+  it('a workspace that is not a directory exits 1 naming it', async () => {
+    const missing = join(tempDir(), 'nope');
+    const result = await cli(['demo', '--workspace', missing, '--data-dir', tempDir()]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`workspace ${missing} is not a directory`);
+  });
+});
+
+describe('demo summaries (extractive)', () => {
+  it('take the heading and first sentence of Markdown, the doc comment of source, the suite name of tests', () => {
+    expect(summarizeFile('a.md', '# Title\n\n```sh\nx\n```\n\nFirst *sentence* here. Second.\n')).toBe('Title: First sentence here.');
+    expect(summarizeFile('a.ts', 'import x from "y";\n/**\n * Does the thing. More detail.\n */\nexport {}')).toBe('Does the thing.');
+    expect(summarizeFile('a.test.ts', "import { it } from 'vitest';\ndescribe('the parser', () => {});")).toBe('tests of the parser');
+    expect(summarizeFile('b.ts', 'import a from "a";\n}\n')).toBe('');
+  });
+});
