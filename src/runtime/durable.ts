@@ -44,7 +44,7 @@ export interface RunFlowOptions extends RunLocation {
   input?: Record<string, unknown>;
   /** When writes reach the disk (default 'batch': one fsync per step). */
   durability?: Durability;
-  /** A full-state keyframe every this many steps (default 50). */
+  /** A full-state keyframe every this many steps (default 100). */
   keyframeInterval?: number;
   /** Stops the run before its next step. */
   signal?: AbortSignal;
@@ -237,7 +237,7 @@ interface StartPoint {
 /** Wires a flow run to the stores: events in, checkpoints at step boundaries, projection, and the writer lock. */
 async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Promise<RunResult> {
   const { dataDir, sessionKey, runId } = target;
-  const keyframeInterval = target.keyframeInterval ?? 50;
+  const keyframeInterval = target.keyframeInterval ?? 100;
   if (!Number.isInteger(keyframeInterval) || keyframeInterval < 1) throw new RangeError(`keyframeInterval must be an integer >= 1, got ${keyframeInterval}`);
   const durability = target.durability ?? 'batch';
   const events = new EventStore({ dataDir, sessionKey, runId, durability });
@@ -260,7 +260,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     if (batch.length === 0) return;
     await events.appendBatch(batch);
     await events.flush();
-    for (const event of batch) await projection.updateRunMeta(event, { persist: false });
+    await projection.updateRunMetaBatch(runId, batch, { persist: false });
   };
   const keyframe = async (position: string[]): Promise<void> => {
     const checkpoint: Checkpoint = {

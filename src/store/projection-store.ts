@@ -54,22 +54,37 @@ export class ProjectionStore {
    * Folds one event into its run's projection (loaded from disk the first time) and, unless `persist` is false,
    * writes it atomically. Events already folded (seq <= lastSeq) change nothing. Returns the new projection.
    */
-  async updateRunMeta(event: StreamEvent, options: { persist?: boolean } = {}): Promise<RunMeta> {
-    const path = this.metaPath(event.runId);
-    if (event.sessionKey !== undefined && event.sessionKey !== this.sessionKey) {
-      throw new ProjectionStoreError(`event of session ${event.sessionKey} cannot update a projection of session ${this.sessionKey}`, { path });
+  updateRunMeta(event: StreamEvent, options: { persist?: boolean } = {}): Promise<RunMeta> {
+    return this.updateRunMetaBatch(event.runId, [event], options);
+  }
+
+  /**
+   * Folds several events of one run, in order, as one update (the durable runtime folds a step's events at once).
+   * Same rules as {@link updateRunMeta}.
+   */
+  updateRunMetaBatch(runId: string, events: readonly StreamEvent[], options: { persist?: boolean } = {}): Promise<RunMeta> {
+    for (const event of events) {
+      if (event.runId !== runId) {
+        return Promise.reject(new ProjectionStoreError(`event of run ${event.runId} cannot update the projection of run ${runId}`, { path: this.metaPath(runId) }));
+      }
+      if (event.sessionKey !== undefined && event.sessionKey !== this.sessionKey) {
+        return Promise.reject(
+          new ProjectionStoreError(`event of session ${event.sessionKey} cannot update a projection of session ${this.sessionKey}`, { path: this.metaPath(runId) }),
+        );
+      }
     }
     // Updates of one run run one after another, so that calls not awaited by the caller still fold every event.
-    const previous = this.queues.get(event.runId) ?? Promise.resolve();
+    const previous = this.queues.get(runId) ?? Promise.resolve();
     const next = previous.then(async () => {
-      const current = this.cache.get(event.runId) ?? (await this.loadRunMeta(event.runId)) ?? emptyRunMeta(this.sessionKey, event.runId);
-      const folded = foldRunMeta(current, event);
-      this.cache.set(event.runId, folded);
+      const current = this.cache.get(runId) ?? (await this.loadRunMeta(runId)) ?? emptyRunMeta(this.sessionKey, runId);
+      let folded = current;
+      for (const event of events) folded = foldRunMeta(folded, event);
+      this.cache.set(runId, folded);
       if (options.persist !== false && folded !== current) await this.persist(folded);
       return folded;
     });
     this.queues.set(
-      event.runId,
+      runId,
       next.catch(() => undefined),
     );
     return next;
