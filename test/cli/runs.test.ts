@@ -138,7 +138,7 @@ describe('backpackflow runs (inspection of a stored run)', () => {
 });
 
 describe('backpackflow validate / run with bad flows', () => {
-  it('validate prints every problem with its JSON path; malformed JSON names the file', async () => {
+  it('validate prints every problem with its JSON path; malformed JSON names file, line and column', async () => {
     const dir = tempDir();
     const invalid = join(dir, 'invalid.json');
     writeFileSync(invalid, JSON.stringify({ version: '2', nodes: [{ type: 'Nope', id: 'a' }, { id: 'b' }] }));
@@ -168,7 +168,8 @@ describe('backpackflow validate / run with bad flows', () => {
     for (const r of [broken, runBroken]) {
       expect(r.code).toBe(1);
       expect(r.stderr).toContain('malformed flow JSON');
-      expect(r.stderr).toContain('malformed.json is not valid JSON');
+      expect(r.stderr).toContain('malformed flow JSON in ');
+      expect(r.stderr).toContain('malformed.json at line 3, column 13');
     }
   }, 30_000);
 });
