@@ -9,7 +9,7 @@ export { FlowConfigError, type ConfigProblem } from './errors.js';
 export { FlowConfigSchema, NodeConfigSchema, FlowEdgeSchema, SUPPORTED_MAJOR_VERSION } from './schema.js';
 export type { FlowConfig, FlowConfigInput, NodeConfig, FlowEdge } from './schema.js';
 export { flattenNodes, flattenEdges, findNode, getCompositeNodes, getMaxDepth } from './query.js';
-export { parseFlowConfig } from './parse.js';
+export { parseFlowConfig, jsonErrorOffset } from './parse.js';
 export { maskSecrets, isSecretParamName, MASK } from './secrets.js';
 
 /**

@@ -14,6 +14,7 @@ import {
 } from '../nodes/index.js';
 import { DependencyContainer } from './container.js';
 import { FlowConfigError, pointer, type ConfigProblem } from './errors.js';
+import { parseFlowConfig } from './parse.js';
 import { flattenEdges, flattenNodes, findNode, getCompositeNodes, getMaxDepth } from './query.js';
 import { FlowConfigSchema, SUPPORTED_MAJOR_VERSION, type FlowConfig, type FlowEdge, type NodeConfig } from './schema.js';
 import { maskSecrets, resolveEnvRefs } from './secrets.js';
@@ -106,7 +107,10 @@ export class FlowLoader implements FlowConfigLoader {
     return [...this.#types.keys()].sort();
   }
 
-  /** Every problem of `config`, each with its JSON path; valid when there is none. Does not resolve `${ENV}`. */
+  /**
+   * Every problem of `config` (an object, or JSON text), each with its JSON path; valid when there is none. Does not
+   * resolve `${ENV}`.
+   */
   validateConfig(config: unknown, options: { maxDepth?: number } = {}): ConfigValidationReport {
     const errors = this.#problems(config, options.maxDepth ?? DEFAULT_DEPTH);
     return { valid: errors.length === 0, errors };
@@ -119,9 +123,10 @@ export class FlowLoader implements FlowConfigLoader {
    * new flow shares that node's Backpack and streamer (and, when no `deps` are given, its dependencies).
    */
   async loadFlow(config: unknown, deps?: DependencyLookup | Record<string, unknown>, options: LoadOptions = {}): Promise<Flow> {
-    const problems = this.#problems(config, options.maxDepth ?? DEFAULT_DEPTH);
+    const input = typeof config === 'string' ? parseFlowConfig(config) : config;
+    const problems = this.#problems(input, options.maxDepth ?? DEFAULT_DEPTH);
     if (problems.length > 0) throw new FlowConfigError(problems);
-    const parsed = FlowConfigSchema.parse(config);
+    const parsed = FlowConfigSchema.parse(input);
     const caller = currentNode();
     const lookup = deps === undefined && caller?.deps ? caller.deps : toLookup(deps);
     const missing = missingDependencies(parsed, '', lookup);
@@ -170,15 +175,30 @@ export class FlowLoader implements FlowConfigLoader {
 
   // ------------------------------------------------------------------ validation
 
-  #problems(config: unknown, maxDepth: number): ConfigProblem[] {
+  #problems(input: unknown, maxDepth: number): ConfigProblem[] {
+    let config = input;
+    if (typeof input === 'string') {
+      try {
+        config = parseFlowConfig(input);
+      } catch (error) {
+        return (error as FlowConfigError).errors;
+      }
+    }
     const structural = checkNesting(config, maxDepth);
     if (structural.length > 0) return structural;
     const parsed = FlowConfigSchema.safeParse(config);
-    if (!parsed.success) return parsed.error.issues.map((issue) => ({ path: pointer(issue.path), message: issue.message }));
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((issue) => ({ path: pointer(issue.path), message: issue.message }));
+      const version = (config as { version?: unknown } | null)?.version;
+      if (typeof version === 'string' && /^\d+\./.test(version) && Number(version.split('.')[0]) !== SUPPORTED_MAJOR_VERSION) {
+        problems.unshift({ path: '/version', message: unsupportedVersion(version) });
+      }
+      return problems;
+    }
     const problems: ConfigProblem[] = [];
     const major = Number(parsed.data.version.split('.')[0]);
     if (major !== SUPPORTED_MAJOR_VERSION) {
-      problems.push({ path: '/version', message: `version ${parsed.data.version} is not supported; this loader reads ${SUPPORTED_MAJOR_VERSION}.x.x` });
+      problems.push({ path: '/version', message: unsupportedVersion(parsed.data.version) });
     }
     this.#checkFlow(parsed.data, '', parsed.data.namespace, true, problems);
     return problems;
@@ -367,6 +387,10 @@ function isData(value: unknown): boolean {
   if (typeof value !== 'object') return false;
   const proto = Object.getPrototypeOf(value) as unknown;
   return (proto === Object.prototype || proto === null) && Object.values(value).every(isData);
+}
+
+function unsupportedVersion(version: string): string {
+  return `version ${version} is not supported; this loader reads ${SUPPORTED_MAJOR_VERSION}.x.x`;
 }
 
 function relativeNamespace(namespace: string, parent: string): string {

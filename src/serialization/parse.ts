@@ -5,16 +5,103 @@ export function parseFlowConfig(text: string, source = 'flow config'): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
+    const offset = jsonErrorOffset(text);
+    const before = text.slice(0, offset);
+    const line = before.split('\n').length;
+    const column = offset - before.lastIndexOf('\n');
     const message = (error as Error).message;
-    const at = /position (\d+)/.exec(message);
-    let where = '';
-    if (at) {
-      const offset = Number(at[1]);
-      const before = text.slice(0, offset);
-      const line = before.split('\n').length;
-      const column = offset - before.lastIndexOf('\n');
-      where = ` at line ${line}, column ${column}`;
-    }
-    throw new FlowConfigError([{ path: '', message: `${source} is not valid JSON${where}: ${message}` }], `Malformed ${source}`);
+    throw new FlowConfigError([{ path: '', message: `${source} is not valid JSON at line ${line}, column ${column}: ${message}` }], `Malformed ${source}`);
   }
+}
+
+/**
+ * Offset of the first syntax error in `text` (JSON.parse names no position for some errors on this Node version),
+ * found by a small recursive-descent scan of the JSON grammar.
+ */
+export function jsonErrorOffset(text: string): number {
+  let i = 0;
+  class Stop extends Error {}
+  const fail = (): never => {
+    throw new Stop();
+  };
+  const ws = (): void => {
+    while (i < text.length && ' \t\n\r'.includes(text[i]!)) i++;
+  };
+  const literal = (word: string): void => {
+    for (const ch of word) {
+      if (text[i] !== ch) fail();
+      i++;
+    }
+  };
+  const string = (): void => {
+    if (text[i] !== '"') fail();
+    i++;
+    while (i < text.length && text[i] !== '"') {
+      const code = text.charCodeAt(i);
+      if (code < 0x20) fail();
+      if (text[i] === '\\') {
+        i++;
+        if (text[i] === 'u') {
+          for (let k = 0; k < 4; k++) {
+            i++;
+            if (!/[0-9a-fA-F]/.test(text[i] ?? '')) fail();
+          }
+        } else if (!'"\\/bfnrt'.includes(text[i] ?? 'x')) fail();
+      }
+      i++;
+    }
+    if (i >= text.length) fail();
+    i++;
+  };
+  const number = (): void => {
+    const match = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(text.slice(i));
+    if (!match) fail();
+    i += match![0].length;
+  };
+  const value = (): void => {
+    ws();
+    const ch = text[i];
+    if (ch === '{') {
+      i++;
+      ws();
+      if (text[i] === '}') return void i++;
+      for (;;) {
+        ws();
+        string();
+        ws();
+        if (text[i] !== ':') fail();
+        i++;
+        value();
+        ws();
+        if (text[i] === ',') i++;
+        else if (text[i] === '}') return void i++;
+        else fail();
+      }
+    }
+    if (ch === '[') {
+      i++;
+      ws();
+      if (text[i] === ']') return void i++;
+      for (;;) {
+        value();
+        ws();
+        if (text[i] === ',') i++;
+        else if (text[i] === ']') return void i++;
+        else fail();
+      }
+    }
+    if (ch === '"') return string();
+    if (ch === 't') return literal('true');
+    if (ch === 'f') return literal('false');
+    if (ch === 'n') return literal('null');
+    number();
+  };
+  try {
+    value();
+    ws();
+    if (i < text.length) fail();
+  } catch (error) {
+    if (!(error instanceof Stop)) throw error;
+  }
+  return Math.min(i, text.length);
 }

@@ -9,6 +9,7 @@ import {
   Flow,
   FlowConfigError,
   FlowLoader,
+  jsonErrorOffset,
   normalizeFlowConfig,
   parseFlowConfig,
   type BackpackHandle,
@@ -211,5 +212,46 @@ describe('declared dependencies', () => {
     expect(flow.deps).toBe(deps);
     await flow.run();
     expect(loader.exportFlow(flow)).toEqual(normalizeFlowConfig(config));
+  });
+});
+
+describe('JSON text and version problems', () => {
+  const loader = new FlowLoader();
+  register(loader);
+
+  it('validateConfig and loadFlow take JSON text; malformed text is a problem with line and column', async () => {
+    const text = readFileSync(join(examplesDir, exampleFiles[0]!), 'utf8');
+    expect(loader.validateConfig(text)).toEqual({ valid: true, errors: [] });
+    expect((await loader.loadFlow(text)).getAllNodes().length).toBeGreaterThan(0);
+    const broken = loader.validateConfig('{\n  "version": "2.0.0",\n  "nodes": [,]\n}');
+    expect(broken.valid).toBe(false);
+    expect(broken.errors[0]!.message).toMatch(/not valid JSON at line 3, column \d+/);
+    await expect(loader.loadFlow('{ "version": ')).rejects.toThrow(FlowConfigError);
+  });
+
+  it('a wrong major version is reported at /version even when other parts are malformed too', () => {
+    const problems = loader.validateConfig({ version: '1.4.0', nodes: [{ id: 'x' }] }).errors;
+    expect(problems).toContainEqual({ path: '/version', message: 'version 1.4.0 is not supported; this loader reads 2.x.x' });
+    expect(problems.map((p) => p.path)).toContain('/nodes/0/type');
+  });
+});
+
+describe('jsonErrorOffset', () => {
+  it.each([
+    ['{"a": 1,}', 8],
+    ['[1, 2', 5],
+    ['{"a": tru}', 9],
+    ['{"a": "x\\q"}', 9],
+    ['{"a": "\\u12G4"}', 11],
+    ['{"a": 1} x', 9],
+    ['{"a" 1}', 5],
+    ['{"a": -}', 6],
+  ])('%s fails at offset %i', (text, offset) => {
+    expect(() => JSON.parse(text)).toThrow();
+    expect(jsonErrorOffset(text)).toBe(offset);
+  });
+
+  it('names the line and column of the first error in a multi-line text', () => {
+    expect(() => parseFlowConfig('{\n  "a": 1,\n  "b": [1,,2]\n}', 'flow.json')).toThrow(/^Malformed flow\.json \(1 problem\):\n {2}\/: flow\.json is not valid JSON at line 3, column 11: /);
   });
 });
