@@ -15,7 +15,10 @@ export function jsonErrorOffset(text: string): number {
     while (i < text.length && WS.has(text[i]!)) i++;
   };
   const literal = (word: string): void => {
-    for (const ch of word) if (text[i++] !== ch) (i--, fail());
+    for (const ch of word) {
+      if (text[i] !== ch) fail();
+      i++;
+    }
   };
   const string = (): void => {
     i++; // opening quote
@@ -25,7 +28,12 @@ export function jsonErrorOffset(text: string): number {
       if (ch === '\\') {
         i++;
         if (text[i] === 'u') {
-          for (let k = 1; k <= 4; k++) if (!/[0-9a-fA-F]/.test(text[i + k] ?? '')) ((i += k), fail());
+          for (let k = 1; k <= 4; k++) {
+            if (!/[0-9a-fA-F]/.test(text[i + k] ?? '')) {
+              i += k;
+              fail();
+            }
+          }
           i += 4;
         } else if (!'"\\/bfnrt'.includes(text[i] ?? 'x') || i >= text.length) fail();
       }
