@@ -252,10 +252,16 @@ export class FlowLoader implements FlowConfigLoader {
       else ids.set(sub.namespace, at);
       this.#checkFlow(sub, at, composeNamespace(namespace, sub.namespace), false, problems);
     });
+    const routes = new Map<string, number>();
     cfg.edges.forEach((edge, j) => {
       for (const end of ['from', 'to'] as const) {
         if (!ids.has(edge[end])) problems.push({ path: `${path}/edges/${j}/${end}`, message: `edge ${end} '${edge[end]}': no node or subflow with that id in this flow` });
       }
+      const route = JSON.stringify([edge.from, edge.condition]);
+      const earlier = routes.get(route);
+      if (earlier !== undefined) {
+        problems.push({ path: `${path}/edges/${j}/condition`, message: `'${edge.from}' already routes '${edge.condition}' (${path}/edges/${earlier}): one successor per action` });
+      } else routes.set(route, j);
     });
     if (cfg.entry !== undefined && !ids.has(cfg.entry)) problems.push({ path: `${path}/entry`, message: `entry '${cfg.entry}': no node or subflow with that id` });
     if (!top && cfg.nodes.length === 0 && (cfg.subflows ?? []).length === 0) problems.push({ path: `${path}/nodes`, message: 'a nested flow needs at least one node' });
@@ -360,12 +366,21 @@ export class FlowLoader implements FlowConfigLoader {
   }
 }
 
-/** A config normalized as `exportFlow` writes it: defaults filled, settings equal to the inherited ones dropped. */
+/**
+ * A config normalized as `exportFlow` writes it: defaults filled, settings equal to the inherited ones dropped, edges
+ * in node order (then in their order in the config, which is the order their actions were routed).
+ */
 export function normalizeFlowConfig(config: unknown): FlowConfig {
   const parsed = FlowConfigSchema.parse(config);
   const strip = (cfg: FlowConfig, inherited: { maxSteps: number; onMissingRoute: string }): FlowConfig => {
     const own = { maxSteps: cfg.maxSteps ?? inherited.maxSteps, onMissingRoute: cfg.onMissingRoute ?? inherited.onMissingRoute };
-    const out: FlowConfig = { ...cfg, nodes: cfg.nodes.map((n) => (n.internalFlow ? { ...n, internalFlow: strip(n.internalFlow, own) } : n)) };
+    const order = [...cfg.nodes.map((n) => n.id), ...(cfg.subflows ?? []).map((s) => s.namespace)];
+    const rank = (id: string): number => (order.includes(id) ? order.indexOf(id) : order.length);
+    const out: FlowConfig = {
+      ...cfg,
+      nodes: cfg.nodes.map((n) => (n.internalFlow ? { ...n, internalFlow: strip(n.internalFlow, own) } : n)),
+      edges: [...cfg.edges].sort((a, b) => rank(a.from) - rank(b.from)),
+    };
     if (cfg.subflows) out.subflows = cfg.subflows.map((s) => strip(s, own));
     if (out.maxSteps === inherited.maxSteps) delete out.maxSteps;
     if (out.onMissingRoute === inherited.onMissingRoute) delete out.onMissingRoute;

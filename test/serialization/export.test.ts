@@ -255,3 +255,34 @@ describe('jsonErrorOffset', () => {
     expect(() => parseFlowConfig('{\n  "a": 1,\n  "b": [1,,2]\n}', 'flow.json')).toThrow(/^Malformed flow\.json \(1 problem\):\n {2}\/: flow\.json is not valid JSON at line 3, column 11: /);
   });
 });
+
+describe('edge order and duplicate routes', () => {
+  const loader = new FlowLoader();
+  register(loader);
+  const config = {
+    version: '2.0.0',
+    namespace: 'o',
+    nodes: [
+      { type: 'TextSource', id: 'a', params: { key: 'k', text: 'a' } },
+      { type: 'TextSource', id: 'b', params: { key: 'k', text: 'b' } },
+    ],
+    edges: [
+      { from: 'b', to: 'a', condition: 'retry' },
+      { from: 'a', to: 'b', condition: 'default' },
+      { from: 'b', to: 'b', condition: 'again' },
+    ],
+  };
+
+  it('normalizeFlowConfig puts edges in node order, as exportFlow writes them', async () => {
+    const exported = loader.exportFlow(await loader.loadFlow(config));
+    expect(exported.edges.map((e) => `${e.from}:${e.condition}`)).toEqual(['a:default', 'b:retry', 'b:again']);
+    expect(exported).toEqual(normalizeFlowConfig(config));
+  });
+
+  it('two edges for the same node and action are a problem at the second one', () => {
+    const twice = { ...config, edges: [...config.edges, { from: 'a', to: 'a', condition: 'default' }] };
+    expect(loader.validateConfig(twice).errors).toEqual([
+      { path: '/edges/3/condition', message: "'a' already routes 'default' (/edges/1): one successor per action" },
+    ]);
+  });
+});
