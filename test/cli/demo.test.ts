@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { summarizeFile } from '../../src/cli/backpackflow/demo/summarize.js';
+import { startOpenAIServer } from '../llm/fixtures/openai-server.js';
 import { cli, cliJson, tempDir } from './helpers.js';
 
 function workspace(): string {
@@ -70,5 +71,35 @@ describe('demo summaries (extractive)', () => {
     expect(summarizeFile('a.ts', 'import x from "y";\n/**\n * Does the thing. More detail.\n */\nexport {}')).toBe('Does the thing.');
     expect(summarizeFile('a.test.ts', "import { it } from 'vitest';\ndescribe('the parser', () => {});")).toBe('tests of the parser');
     expect(summarizeFile('b.ts', 'import a from "a";\n}\n')).toBe('');
+  });
+});
+
+describe('backpackflow demo with an LLM provider configured', () => {
+  it('summaries and the answer come from the model (a loopback OpenAI-compatible server)', async () => {
+    const server = await startOpenAIServer();
+    try {
+      server.respondWith(({ body }) => {
+        const prompt = JSON.stringify(body.messages);
+        return { kind: 'text', text: prompt.includes('Answer the question') ? 'MODEL ANSWER: resume from the last checkpoint' : 'MODEL SUMMARY' };
+      });
+      const root = workspace();
+      const env = { BACKPACKFLOW_MODEL: 'openai-compatible:test-model', BACKPACKFLOW_BASE_URL: server.baseURL };
+      const report = await cliJson(['demo', '--workspace', root, '--data-dir', join(tempDir(), 'data')], { env });
+      expect(report.model).toBe('openai-compatible:test-model');
+      expect(report.answer.text).toBe('MODEL ANSWER: resume from the last checkpoint');
+      expect(report.summaries.written).toBe(4);
+      // 4 file summaries and 1 answer went to the model
+      expect(server.requests).toHaveLength(5);
+      const answerPrompt = JSON.stringify(server.requests[4]!.body.messages);
+      expect(answerPrompt).toContain('MODEL SUMMARY');
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+
+  it('a model setting that cannot be resolved exits 1 naming it', async () => {
+    const result = await cli(['demo', '--workspace', workspace(), '--data-dir', tempDir()], { env: { BACKPACKFLOW_MODEL: 'nosuch:model' } });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("unknown provider 'nosuch'");
   });
 });

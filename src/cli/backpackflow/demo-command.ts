@@ -2,14 +2,16 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import cliProgress from 'cli-progress';
+import { generateText } from 'ai';
 import { Command } from 'commander';
 import { decodeValue } from '../../backpack/index.js';
 import { ContextEngine } from '../../context/index.js';
 import { FlowVisualizer } from '../../events/index.js';
 import { loadRunPoint, runFlow } from '../../runtime/index.js';
+import { resolveModel } from '../../nodes/llm/index.js';
 import { MemoryStore } from '../../store/index.js';
 import { buildDemoFlow } from './demo/flow.js';
-import type { Progress } from './demo/nodes.js';
+import type { Generate, Progress } from './demo/nodes.js';
 import { CliError } from './errors.js';
 import { colors as c, print } from './output.js';
 
@@ -36,6 +38,17 @@ function progressBar(enabled: boolean): { progress?: Progress; stop(): void } {
   };
 }
 
+/**
+ * The LLM from the environment: `BACKPACKFLOW_MODEL` ("provider:modelId", e.g. "openai:gpt-4o-mini"; the provider's
+ * API key variable as usual) and, for `openai-compatible`, `BACKPACKFLOW_BASE_URL`. Unset: offline.
+ */
+async function configuredLlm(): Promise<{ label: string; generate: Generate } | undefined> {
+  const spec = process.env.BACKPACKFLOW_MODEL;
+  if (spec === undefined || spec === '') return undefined;
+  const resolved = await resolveModel(spec, { baseURL: process.env.BACKPACKFLOW_BASE_URL, owner: 'BACKPACKFLOW_MODEL' });
+  return { label: resolved.label, generate: async (prompt) => (await generateText({ model: resolved.model, prompt, maxRetries: 2 })).text };
+}
+
 /** The `demo` command. */
 export function demoCommand(): Command {
   return new Command('demo')
@@ -48,10 +61,11 @@ export function demoCommand(): Command {
       const workspace = resolve(options.workspace);
       if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) throw new CliError(`workspace ${workspace} is not a directory`);
       const dataDir = resolve(options.dataDir);
+      const llm = await configuredLlm();
       const engine = await ContextEngine.open(workspace, { ignore: [options.dataDir, 'dist', 'coverage'] });
       const memory = new MemoryStore({ dataDir });
       const bar = progressBar(!options.json && process.stdout.isTTY === true);
-      const flow = buildDemoFlow({ engine, memory, progress: bar.progress });
+      const flow = buildDemoFlow({ engine, memory, progress: bar.progress, llm: llm?.generate });
       const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout });
       try {
         const result = await runFlow(flow, { dataDir, input: { question: options.question } });
@@ -64,6 +78,7 @@ export function demoCommand(): Command {
           dataDir,
           workspace,
           question: options.question,
+          model: llm?.label ?? null,
           answer: value('answer') as { text: string; sources: string[] },
           scan: value('scan'),
           summaries: { written: summaries.written, reused: summaries.reused },
@@ -76,7 +91,7 @@ export function demoCommand(): Command {
         print(options, report, () =>
           [
             '',
-            `${c.bold('question:')} ${report.question}`,
+            `${c.bold('question:')} ${report.question}${report.model ? c.dim(` (answered by ${report.model})`) : ''}`,
             `${c.bold('answer:')}\n${report.answer.text}`,
             '',
             `files: ${report.summaries.written} summarized, ${report.summaries.reused} unchanged; directories ${report.synthesis.mode}: ${report.synthesis.frames}; memory items written: ${report.memory.written}`,

@@ -2,7 +2,7 @@
 import type { ContextEngine } from '../../../context/index.js';
 import { Flow } from '../../../nodes/index.js';
 import type { MemoryStore } from '../../../store/index.js';
-import { AnswerNode, GuardNode, RememberNode, ResearchNode, RumorNode, type Progress } from './nodes.js';
+import { AnswerNode, GuardNode, RememberNode, ResearchNode, RumorNode, type Generate, type Progress } from './nodes.js';
 
 /** The claim the guard must catch: the workspace says state is kept in JSONL logs and JSON checkpoints. */
 export const POISONED_CLAIM = 'backpackflow keeps every run in a hosted SQL database that needs a network connection';
@@ -12,6 +12,8 @@ export interface DemoFlowDeps {
   engine: ContextEngine;
   memory: MemoryStore;
   progress?: Progress;
+  /** An LLM for summaries and the answer (default: extractive, offline). */
+  llm?: Generate;
 }
 
 /**

@@ -19,16 +19,21 @@ const FRAME_TYPE = 'summary';
 /** Progress callback for long steps (the CLI shows a bar when stdout is a terminal). */
 export type Progress = (done: number, total: number) => void;
 
+/** A text generator (an LLM behind it); when present, summaries and answers come from it. */
+export type Generate = (prompt: string) => Promise<string>;
+
 interface DemoDeps {
   engine: ContextEngine;
   memory: MemoryStore;
   progress?: Progress;
+  llm?: Generate;
 }
 
 function deps(node: BackpackNode): DemoDeps {
   const lookup = node.deps;
   if (!lookup) throw new Error(`${node.id}: the demo nodes need deps { engine, memory }`);
-  return { engine: lookup.get<ContextEngine>('engine'), memory: lookup.get<MemoryStore>('memory'), progress: lookup.has('progress') ? lookup.get<Progress>('progress') : undefined };
+  const optional = <T>(key: string): T | undefined => (lookup.has(key) ? lookup.get<T>(key) : undefined);
+  return { engine: lookup.get<ContextEngine>('engine'), memory: lookup.get<MemoryStore>('memory'), progress: optional('progress'), llm: optional('llm') };
 }
 
 /** Scans the workspace (Merkle tree, incremental) and registers the writer and synthesis agents. */
@@ -46,10 +51,13 @@ export class ScanNode extends BackpackNode {
   }
 }
 
-/** Summarizes, as the writer agent, every file whose summary frame is missing or describes an older version. */
+/**
+ * Summarizes, as the writer agent, every file whose summary frame is missing or describes an older version:
+ * extractively, or with the LLM when one is configured.
+ */
 export class SummarizeNode extends BackpackNode {
   override async exec(): Promise<{ written: string[]; reused: number }> {
-    const { engine, progress } = deps(this);
+    const { engine, progress, llm } = deps(this);
     const files = (await engine.listNodes('')).filter((n) => n.kind === 'file' && isSummarizable(n.path, n.size));
     const written: string[] = [];
     let reused = 0;
@@ -60,7 +68,10 @@ export class SummarizeNode extends BackpackNode {
         reused++;
         continue;
       }
-      const summary = summarizeFile(file.path, readFileSync(join(engine.workspaceRoot, file.path), 'utf8'));
+      const text = readFileSync(join(engine.workspaceRoot, file.path), 'utf8');
+      const summary = llm
+        ? (await llm(`Summarize the file ${file.path} in one sentence.\n\n${text.slice(0, 6000)}`)).trim().replace(/\s+/g, ' ')
+        : summarizeFile(file.path, text);
       if (summary === '') continue;
       await engine.putFrame(file.path, { type: FRAME_TYPE, content: `${file.path}: ${summary}` }, WRITER);
       written.push(file.path);
@@ -138,15 +149,19 @@ export class RumorNode extends BackpackNode {
   }
 }
 
-/** Answers the question from memory search: the best matching summaries, with their sources. */
+/** Answers the question from memory search: the best matching summaries (or the LLM's answer from them), with their sources. */
 export class AnswerNode extends BackpackNode {
   override prep(backpack: BackpackHandle): string {
     return backpack.unpackRequired('question') as string;
   }
   override async exec(question: string): Promise<{ text: string; sources: string[] }> {
-    const hits = await deps(this).memory.searchScored(question, 3);
+    const { memory, llm } = deps(this);
+    const hits = await memory.searchScored(question, 3);
     if (hits.length === 0) return { text: 'nothing in memory answers that', sources: [] };
-    return { text: hits.map((h) => h.item.content).join('\n'), sources: hits.map((h) => String(h.item.metadata?.['path'] ?? h.item.id)) };
+    const notes = hits.map((h) => h.item.content).join('\n');
+    const sources = hits.map((h) => String(h.item.metadata?.['path'] ?? h.item.id));
+    if (!llm) return { text: notes, sources };
+    return { text: (await llm(`Answer the question from these notes only.\n\nQuestion: ${question}\n\nNotes:\n${notes}`)).trim(), sources };
   }
   override post(backpack: BackpackHandle, _q: string, answer: { text: string; sources: string[] }): undefined {
     backpack.pack('answer', answer);
