@@ -1,6 +1,7 @@
 import type { ZodType } from 'zod';
 import type { Backpack } from '../backpack/index.js';
 import type { EventStreamer } from '../events/index.js';
+import type { BaseNode } from '../flow/index.js';
 import {
   BackpackNode,
   Flow,
@@ -328,21 +329,25 @@ export class FlowLoader implements FlowConfigLoader {
     }
     const chain = [...ancestors, flow];
     const nodes = flow.getAllNodes();
-    const members = new Set<unknown>([...nodes, ...flow.getSubflows()]);
+    // a subflow is named by its namespace segment in a config (its id may differ in a hand-built flow)
+    const members = new Map<BaseNode, string>([...nodes.map((n) => [n, n.id] as const), ...flow.getSubflows().map((sub) => [sub, relativeNamespace(sub.namespace, flow.namespace)] as const)]);
     const config: FlowConfig = { version: '2.0.0', namespace, nodes: [], edges: [], dependencies: { ...(this.#dependencies.get(flow) ?? {}) } };
     for (const node of nodes) {
       if (!(node instanceof BackpackNode)) throw new FlowConfigError([{ path: '', message: `node '${node.id}' is not a BackpackNode and cannot be exported` }], 'Cannot export flow');
       config.nodes.push(this.#exportNode(node as ExportableNode, depth, includeSensitive, chain, flow));
     }
-    for (const node of [...nodes, ...flow.getSubflows()]) {
-      for (const [action, target] of node.successors) if (members.has(target)) config.edges.push({ from: node.id, to: target.id, condition: action });
+    for (const [node, from] of members) {
+      for (const [action, target] of node.successors) {
+        const to = members.get(target);
+        if (to !== undefined) config.edges.push({ from, to, condition: action });
+      }
     }
     const subflows = flow.getSubflows().map((sub) =>
       this.#export(sub, depth, includeSensitive, chain, { maxSteps: flow.maxSteps, onMissingRoute: flow.onMissingRoute }, relativeNamespace(sub.namespace, flow.namespace)),
     );
     if (subflows.length > 0) config.subflows = subflows;
     const first = nodes[0] ?? flow.getSubflows()[0];
-    if (flow.entryNode && flow.entryNode !== first) config.entry = flow.entryNode.id;
+    if (flow.entryNode && flow.entryNode !== first) config.entry = members.get(flow.entryNode) ?? flow.entryNode.id;
     if (flow.maxSteps !== inherited.maxSteps) config.maxSteps = flow.maxSteps;
     if (flow.onMissingRoute !== inherited.onMissingRoute) config.onMissingRoute = flow.onMissingRoute;
     return config;

@@ -286,3 +286,22 @@ describe('edge order and duplicate routes', () => {
     ]);
   });
 });
+
+describe('hand-built subflows', () => {
+  it('a subflow whose id differs from its namespace segment is named by the segment in edges, and loads back', async () => {
+    const loader = new FlowLoader();
+    register(loader);
+    const flow = new Flow({ namespace: 'sales' });
+    const chat = flow.addNode(TextSourceNode, { id: 'chat', key: 'text', text: 'q' });
+    const reports = flow.addSubflow({ namespace: 'reports', id: 'report-flow' });
+    reports.addNode(TemplateNode, { id: 'daily', template: 'daily {{text}}', to: 'daily' });
+    chat.next(reports);
+    const config = loader.exportFlow(flow);
+    expect(config.edges).toEqual([{ from: 'chat', to: 'reports', condition: 'default' }]);
+    expect(config.subflows!.map((s) => s.namespace)).toEqual(['reports']);
+    const loaded = await loader.loadFlow(config);
+    await loaded.run();
+    expect(loaded.backpack.peek('daily')).toBe('daily q');
+    expect(loader.exportFlow(loaded)).toEqual(config);
+  });
+});
