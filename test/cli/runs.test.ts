@@ -122,14 +122,17 @@ describe('backpackflow runs (inspection of a stored run)', () => {
     expect(page.stderr).toContain('past the last page');
   }, 30_000);
 
-  it('usage errors exit 2: unknown command, missing option, non-integer step, unknown event type', async () => {
+  it('help exits 0; usage errors exit 2: unknown command, missing option, non-integer step, unknown event type', async () => {
     const d = ['--data-dir', dataDir];
-    const results = await Promise.all([
+    const [help, ...results] = await Promise.all([
+      cli(['runs', '--help']),
       cli(['runs', 'frobnicate']),
       cli(['runs', 'diff', runId, '--from', '1', ...d]),
       cli(['runs', 'state', runId, '--step', 'two', ...d]),
       cli(['runs', 'events', runId, '--type', 'node.exploded', ...d]),
     ]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('blame [options] <runId> <key>');
     expect(results.map((r) => r.code)).toEqual([2, 2, 2, 2]);
     expect(results[1]!.stderr).toContain("required option '--to <n>'");
     expect(results[2]!.stderr).toContain("--step must be a non-negative integer, got 'two'");
@@ -187,12 +190,16 @@ describe('backpackflow runs resume / fork', () => {
     expect(resumed).toMatchObject({ runId: 'run-a', steps: 2 });
     const forked = await cliJson(['runs', 'fork', 'run-a', '--step', '1', '--flow', flow, '--modules', MODULES, '--new-run-id', 'run-b', ...d], fixed);
     expect(forked).toMatchObject({ runId: 'run-b' });
-    const [list, stateA, stateB, again] = await Promise.all([
+    const [list, stateA, stateB, again, other] = await Promise.all([
       cliJson(['runs', 'list', ...d]),
       cliJson(['runs', 'state', 'run-a', ...d]),
       cliJson(['runs', 'state', 'run-b', ...d]),
       cli(['runs', 'resume', 'run-a', '--flow', flow, '--modules', MODULES, ...d]),
+      cliJson(['run', flow, '--modules', MODULES, '--session', 'other', ...d], fixed),
     ]);
+    // --json on run: one document, the run in its own session
+    expect(other).toMatchObject({ sessionKey: 'other', steps: 2 });
+    expect((await cliJson(['runs', 'list', '--session', 'other', ...d])).map((r: any) => r.runId)).toEqual([other.runId]);
     expect(list.map((r: any) => [r.runId, r.status])).toEqual([
       ['run-a', 'completed'],
       ['run-b', 'completed'],

@@ -20,6 +20,7 @@ const DEFAULT_QUESTION = 'how are durable runs checkpointed and resumed?';
 interface DemoOptions {
   workspace: string;
   dataDir: string;
+  session: string;
   question: string;
   json?: boolean;
 }
@@ -55,6 +56,7 @@ export function demoCommand(): Command {
     .description('an offline research agent over a workspace: scan, summarize, synthesize, remember, answer, guard')
     .option('-w, --workspace <dir>', 'workspace to research', '.')
     .option('-d, --data-dir <dir>', 'data directory', '.backpackflow')
+    .option('-s, --session <key>', 'session', 'default')
     .option('-q, --question <text>', 'question to answer', DEFAULT_QUESTION)
     .option('--json', 'print one JSON document')
     .action(async (options: DemoOptions) => {
@@ -68,9 +70,9 @@ export function demoCommand(): Command {
       const flow = buildDemoFlow({ engine, memory, progress: bar.progress, llm: llm?.generate });
       const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout });
       try {
-        const result = await runFlow(flow, { dataDir, input: { question: options.question } });
+        const result = await runFlow(flow, { dataDir, sessionKey: options.session, input: { question: options.question } });
         bar.stop();
-        const point = await loadRunPoint({ dataDir, runId: result.runId });
+        const point = await loadRunPoint({ dataDir, sessionKey: options.session, runId: result.runId });
         const value = (key: string): any => (point.state.items[key] ? decodeValue(point.state.items[key].value) : undefined);
         const summaries = value('summaries') as { written: number; reused: number };
         const report = {
@@ -87,7 +89,7 @@ export function demoCommand(): Command {
           quarantined: Object.entries(point.state.quarantined).map(([key, q]) => ({ key, reason: q.quarantine.reason })),
           steps: point.step,
         };
-        const d = options.dataDir === '.backpackflow' ? '' : ` --data-dir ${options.dataDir}`;
+        const d = `${options.dataDir === '.backpackflow' ? '' : ` --data-dir ${options.dataDir}`}${options.session === 'default' ? '' : ` --session ${options.session}`}`;
         print(options, report, () =>
           [
             '',
