@@ -118,19 +118,22 @@ function memoryId(path: string): string {
   return `ctx_${createHash('sha256').update(path).digest('hex').slice(0, 20)}`;
 }
 
-/** Writes the new file summaries to long-term memory (one item per file, replaced when the file changes). */
+/**
+ * Writes file summaries to long-term memory, one item per file: only those whose item is missing or holds an older
+ * summary frame (so a new data directory over a scanned workspace still gets every summary).
+ */
 export class RememberNode extends BackpackNode {
-  override prep(backpack: BackpackHandle): string[] {
-    return (backpack.unpackRequired('summaries') as { files: string[] }).files;
-  }
-  override async exec(files: string[]): Promise<number> {
+  override async exec(): Promise<number> {
     const { engine, memory } = deps(this);
     const items: MemoryItem[] = [];
-    for (const path of files) {
-      const head = await engine.getHead(path, FRAME_TYPE);
+    for (const file of await engine.listNodes('')) {
+      if (file.kind !== 'file') continue;
+      const head = await engine.getHead(file.path, FRAME_TYPE);
       if (head === null) continue;
+      const id = memoryId(file.path);
+      if ((await memory.get(id))?.metadata?.['frameId'] === head) continue;
       const frame = await engine.getFrame(head);
-      items.push({ id: memoryId(path), content: frame.content, keywords: path.split(/[/.]/).filter(Boolean), metadata: { path, frameId: head }, createdAt: Date.now() });
+      items.push({ id, content: frame.content, keywords: file.path.split(/[/.]/).filter(Boolean), metadata: { path: file.path, frameId: head }, createdAt: Date.now() });
     }
     if (items.length) await memory.writeMany(items);
     return items.length;
