@@ -55,6 +55,11 @@ describe('backpackflow demo', () => {
     expect(third.memory).toEqual({ written: 1 });
     expect(third.quarantined.map((q: any) => q.key)).toEqual(['claim']);
     expect(third.runId).not.toBe(second.runId);
+    // A new data directory over the already scanned workspace: no summary redone, but memory gets every file.
+    const fresh = await cliJson(['demo', '--workspace', root, '--data-dir', join(tempDir(), 'other'), '--question', 'crashed run resume']);
+    expect(fresh.summaries).toEqual({ written: 0, reused: 4 });
+    expect(fresh.memory).toEqual({ written: 4 });
+    expect(fresh.answer.sources[0]).toBe('docs/runs.md');
   }, 60_000);
 
   it('a workspace that is not a directory exits 1 naming it', async () => {
