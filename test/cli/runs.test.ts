@@ -149,7 +149,10 @@ describe('backpackflow validate / run with bad flows', () => {
     writeFileSync(malformed, '{\n  "version": "2.0.0",\n  "nodes": [,]\n}\n');
     const unknownType = join(dir, 'unknown-type.json');
     writeFileSync(unknownType, JSON.stringify({ version: '2.0.0', nodes: [{ type: 'Put', id: 'a', params: { key: 'k', value: 1 } }, { type: 'Nope', id: 'b' }] }));
-    const [ok, bad, badJson, broken, runBroken, badType] = await Promise.all([
+    const chat = join(dir, 'chat.json');
+    writeFileSync(chat, JSON.stringify({ version: '2.0.0', nodes: [{ type: 'ChatNode', id: 'ask', params: { model: 'openai:gpt-4o-mini', prompt: 'hi' } }] }));
+    const [builtIn, ok, bad, badJson, broken, runBroken, badType] = await Promise.all([
+      cli(['validate', chat, '--json']),
       cliJson(['validate', FLOW, '--modules', MODULES]),
       cli(['validate', invalid, '--modules', MODULES]),
       cli(['validate', invalid, '--json']),
@@ -158,6 +161,8 @@ describe('backpackflow validate / run with bad flows', () => {
       cli(['run', unknownType, '--modules', MODULES, '--data-dir', dir]),
     ]);
     expect(ok).toEqual({ valid: true, errors: [] });
+    // the built-in LLM node types need no --modules
+    expect(JSON.parse(builtIn.stdout).errors.filter((e: any) => e.message.includes('unknown node type'))).toEqual([]);
     expect(bad.code).toBe(1);
     expect(bad.stdout).toContain('/version');
     expect(bad.stdout).toContain('/nodes/1/type');

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BackpackNode, type Flow } from '../../nodes/index.js';
+import { llmNodeTypes } from '../../nodes/llm/index.js';
 import { FlowConfigError, FlowLoader, parseFlowConfig, type ConfigProblem, type LoadableNodeClass } from '../../serialization/index.js';
 import { CliError } from './errors.js';
 import { jsonErrorOffset, lineColumn } from './json-position.js';
@@ -64,9 +65,10 @@ export async function loadModules(loader: FlowLoader, files: readonly string[]):
   return registered;
 }
 
-/** A loader with the node classes of `modules` registered. */
+/** A loader with the built-in LLM node types and the node classes of `modules` registered. */
 export async function loaderWith(modules: readonly string[] = []): Promise<FlowLoader> {
   const loader = new FlowLoader();
+  for (const [type, NodeClass] of Object.entries(llmNodeTypes)) loader.register(type, NodeClass);
   await loadModules(loader, modules);
   return loader;
 }
