@@ -18,8 +18,9 @@ function codeAfter(heading: string): string {
 }
 
 describe('README', () => {
-  it('shows the test command a newcomer types', () => {
+  it('shows the two commands a newcomer types', () => {
     expect(readme).toContain('npm ci && npm test');
+    expect(readme).toContain('npm ci && npm run demo');
   });
 
   it('the quick start runs as written against the built package and prints what it says', () => {

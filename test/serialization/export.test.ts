@@ -246,6 +246,10 @@ describe('jsonErrorOffset', () => {
     ['{"a": 1} x', 9],
     ['{"a" 1}', 5],
     ['{"a": -}', 6],
+    ['{"a": [,]}', 7],
+    ['"tab\there"', 4],
+    ['[1] x', 4],
+    ['-', 0],
   ])('%s fails at offset %i', (text, offset) => {
     expect(() => JSON.parse(text)).toThrow();
     expect(jsonErrorOffset(text)).toBe(offset);

@@ -6,7 +6,6 @@ import { BackpackNode, type Flow } from '../../nodes/index.js';
 import { llmNodeTypes } from '../../nodes/llm/index.js';
 import { FlowConfigError, FlowLoader, parseFlowConfig, type ConfigProblem, type LoadableNodeClass } from '../../serialization/index.js';
 import { CliError } from './errors.js';
-import { jsonErrorOffset, lineColumn } from './json-position.js';
 
 /** Reads and parses a flow file; malformed JSON is a CliError naming the file, line and column. */
 export function readFlowFile(path: string): unknown {
@@ -20,14 +19,9 @@ export function readFlowFile(path: string): unknown {
     return parseFlowConfig(text, path);
   } catch (error) {
     if (!(error instanceof FlowConfigError)) throw error;
-    const offset = jsonErrorOffset(text);
-    const where = offset === -1 ? '' : (({ line, column }) => ` at line ${line}, column ${column}`)(lineColumn(text, offset));
-    const detail = error.errors
-      .map((e) => e.message)
-      .join('; ')
-      .replace(/^.*? is not valid JSON(?: at line \d+, column \d+)?: /, '')
-      .replace(/\s+/g, ' ');
-    throw new CliError(`malformed flow JSON in ${path}${where}: ${detail}`);
+    // parseFlowConfig names the line and column: "<path> is not valid JSON at line L, column C: <reason>".
+    const detail = error.errors.map((e) => e.message.replace(`${path} is not valid JSON`, '')).join('; ').replace(/\s+/g, ' ');
+    throw new CliError(`malformed flow JSON in ${path}${detail}`);
   }
 }
 
