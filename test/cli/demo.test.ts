@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { summarizeFile } from '../../src/cli/backpackflow/demo/summarize.js';
 import { startOpenAIServer } from '../llm/fixtures/openai-server.js';
-import { cli, cliJson, tempDir } from './helpers.js';
+import { BIN, cli, cliJson, tempDir } from './helpers.js';
 
 function workspace(): string {
   const root = tempDir();
@@ -106,5 +106,18 @@ describe('backpackflow demo with an LLM provider configured', () => {
     const result = await cli(['demo', '--workspace', workspace(), '--data-dir', tempDir()], { env: { BACKPACKFLOW_MODEL: 'nosuch:model' } });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain("unknown provider 'nosuch'");
+  });
+});
+
+describe('progress on long work', () => {
+  it('shows a progress bar when stdout is a terminal, and none when piped', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const root = workspace();
+    const args = (dataDir: string) => [BIN, 'demo', '--workspace', root, '--data-dir', dataDir].map((a) => `'${a}'`).join(' ');
+    // `script` gives the child a pseudo-terminal, as a user's shell would.
+    const tty = execFileSync('script', ['-qec', `${process.execPath} ${args(join(tempDir(), 'tty'))}`, '/dev/null'], { encoding: 'utf8' });
+    expect(tty).toMatch(/summarizing .* \d+\/4 files/);
+    const piped = await cli(['demo', '--workspace', root, '--data-dir', join(tempDir(), 'piped')]);
+    expect(piped.stdout).not.toContain('summarizing');
   });
 });
