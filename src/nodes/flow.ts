@@ -9,6 +9,7 @@ import {
   missingRouteMessage,
   type MissingRoutePolicy,
   type RunScope,
+  type StepBoundary,
 } from '../flow/index.js';
 import { BackpackNode, describeError, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { currentExecution } from './execution.js';
@@ -220,7 +221,11 @@ export class Flow extends BaseFlow<any> {
     const scope: RunScope = { ...ROOT_SCOPE, runId, spanId, signal: options.signal, resume: options.resume, onStep: options.onStep };
     const started = performance.now();
     let steps = 0;
-    const countingScope: RunScope = { ...scope, onStep: options.onStep ? (b) => (steps++, options.onStep!(b)) : () => void steps++ };
+    // A step is a resumable position: a nested flow's last node belongs to its enclosing node's step (as in a durable run's checkpoints).
+    const count = (b: StepBoundary): void => {
+      if (b.next !== undefined || b.path.length === 0) steps++;
+    };
+    const countingScope: RunScope = { ...scope, onStep: options.onStep ? (b) => (count(b), options.onStep!(b)) : count };
     this.eventStreamer.emit({
       type: StreamEventType.RUN_START,
       runId,

@@ -36,6 +36,7 @@ describe('runFlow', () => {
     expect(types.at(-1)).toBe(StreamEventType.RUN_END);
     expect(types.filter((t) => t === StreamEventType.NODE_START)).toHaveLength(6);
     expect(types.filter((t) => t === StreamEventType.CHECKPOINT_SAVED)).toHaveLength(5);
+    expect(events.at(-1)!.payload.steps).toBe(result.steps);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     const meta = await new ProjectionStore({ dataDir, sessionKey: 'default' }).loadRunMeta('run-a');
     expect(meta).toMatchObject({ status: 'completed', stepCount: 6 });
