@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURES, MODULES, cli, cliJson, tempDir } from './helpers.js';
@@ -191,10 +191,15 @@ describe('backpackflow runs resume / fork', () => {
     expect(failed.code).toBe(1);
     expect(failed.stderr).toContain('not fixed yet');
     const fixed = { env: { BPF_TEST_FIXED: '1' } };
-    const resumed = await cliJson(['runs', 'resume', 'run-a', '--flow', flow, '--modules', MODULES, ...d], fixed);
+    // `run` recorded the flow with the run, so resume and fork need only --modules (as the issue's syntax says)
+    const resumed = await cliJson(['runs', 'resume', 'run-a', '--modules', MODULES, ...d], fixed);
     expect(resumed).toMatchObject({ runId: 'run-a', steps: 2 });
     const forked = await cliJson(['runs', 'fork', 'run-a', '--step', '1', '--flow', flow, '--modules', MODULES, '--new-run-id', 'run-b', ...d], fixed);
     expect(forked).toMatchObject({ runId: 'run-b' });
+    rmSync(join(dataDir2, 'sessions', 'default', 'runs', 'run-b', 'flow.json'));
+    const unrecorded = await cli(['runs', 'fork', 'run-b', '--step', '1', '--modules', MODULES, ...d]);
+    expect(unrecorded.code).toBe(1);
+    expect(unrecorded.stderr).toMatch(/run default\/run-b has no recorded flow .*: pass --flow <flow.json>/);
     const [list, stateA, stateB, again, other] = await Promise.all([
       cliJson(['runs', 'list', ...d]),
       cliJson(['runs', 'state', 'run-a', ...d]),

@@ -1,11 +1,11 @@
 /** `run` and `validate`: flows from JSON files. */
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { FlowVisualizer } from '../../events/index.js';
+import { FlowVisualizer, newRunId } from '../../events/index.js';
 import { runFlow } from '../../runtime/index.js';
 import { StoreError } from '../../store/index.js';
 import { CliError } from './errors.js';
-import { loadFlowFile, loaderWith, parseInput, readFlowFile, validateFlow } from './flows.js';
+import { loadFlowFile, loaderWith, parseInput, readFlowFile, recordFlow, validateFlow } from './flows.js';
 import { colors as c, print, type CommonOptions } from './output.js';
 import { common } from './runs.js';
 
@@ -20,9 +20,12 @@ export function runCommand(): Command {
     .action(async (path: string, options: CommonOptions & { input?: string; runId?: string; modules: string[] }) => {
       const input = parseInput(options.input);
       const flow = await loadFlowFile(path, options.modules);
+      const dataDir = resolve(options.dataDir);
+      const runId = options.runId ?? newRunId();
       const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout });
       try {
-        const result = await runFlow(flow, { dataDir: resolve(options.dataDir), sessionKey: options.session, runId: options.runId, input });
+        await recordFlow(path, dataDir, options.session, runId);
+        const result = await runFlow(flow, { dataDir, sessionKey: options.session, runId, input });
         print(options, result, () => `run id: ${c.bold(result.runId)}\ninspect it: backpackflow runs show ${result.runId}${options.dataDir === '.backpackflow' ? '' : ` --data-dir ${options.dataDir}`}`);
       } catch (error) {
         if (error instanceof StoreError) throw new CliError(error.message);

@@ -1,10 +1,11 @@
 /** Loading flows for `run`, `validate`, `runs resume` and `runs fork`: the JSON file, the node modules, the loader. */
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BackpackNode, type Flow } from '../../nodes/index.js';
 import { llmNodeTypes } from '../../nodes/llm/index.js';
 import { FlowConfigError, FlowLoader, parseFlowConfig, type ConfigProblem, type LoadableNodeClass } from '../../serialization/index.js';
+import { redact, runPaths, writeJsonAtomic } from '../../store/index.js';
 import { CliError } from './errors.js';
 
 /** Reads and parses a flow file; malformed JSON is a CliError naming the file, line and column. */
@@ -111,4 +112,22 @@ export function parseInput(text: string | undefined): Record<string, unknown> | 
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new CliError(`${source} must be a JSON object (its keys are packed into the backpack)`);
   return value as Record<string, unknown>;
+}
+
+/** Where `run` records a run's flow config, so that `runs resume` and `runs fork` need no `--flow`. */
+export function recordedFlowPath(dataDir: string, sessionKey: string, runId: string): string {
+  return join(runPaths(dataDir, sessionKey, runId).dir, 'flow.json');
+}
+
+/** Records the flow config of `flowPath` with run `runId` (secrets redacted, like everything the store writes). */
+export async function recordFlow(flowPath: string, dataDir: string, sessionKey: string, runId: string): Promise<void> {
+  await writeJsonAtomic(recordedFlowPath(dataDir, sessionKey, runId), redact(readFlowFile(flowPath)).value);
+}
+
+/** The flow file to resume or fork `runId` with: `--flow` when given, else the one recorded with the run. */
+export function flowFileFor(given: string | undefined, dataDir: string, sessionKey: string, runId: string): string {
+  if (given !== undefined) return given;
+  const recorded = recordedFlowPath(dataDir, sessionKey, runId);
+  if (!existsSync(recorded)) throw new CliError(`run ${sessionKey}/${runId} has no recorded flow (${recorded}): pass --flow <flow.json>`);
+  return recorded;
 }

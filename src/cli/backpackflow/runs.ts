@@ -2,11 +2,11 @@
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { compileNamespacePattern } from '../../backpack/index.js';
-import { FlowVisualizer, StreamEventTypeSchema, type StreamEvent } from '../../events/index.js';
+import { FlowVisualizer, StreamEventTypeSchema, newRunId, type StreamEvent } from '../../events/index.js';
 import { forkRun, listRuns, resumeRun, type RunResult } from '../../runtime/index.js';
 import { ProjectionStore, StoreError } from '../../store/index.js';
 import { CliError, nonNegativeInteger, positiveInteger, UsageError } from './errors.js';
-import { loadFlowFile } from './flows.js';
+import { flowFileFor, loadFlowFile, recordFlow } from './flows.js';
 import { blame, diffStates, stateReport, type EventsPage } from './inspect.js';
 import { colors, print, type CommonOptions } from './output.js';
 import { renderBlame, renderDiff, renderEvents, renderRuns, renderState } from './render.js';
@@ -121,23 +121,29 @@ export function runsCommand(): Command {
     });
 
   common(runs.command('resume <runId>').description('continue a run that stopped, from its last recorded step'))
-    .requiredOption('--flow <flow.json>', 'the flow the run was started with')
+    .option('--flow <flow.json>', 'the flow the run was started with (default: the one recorded with the run)')
     .addOption(new Option('--modules <file...>', 'modules whose BackpackNode classes the flow uses').default([]))
-    .action(async (runId: string, options: CommonOptions & { flow: string; modules: string[] }) => {
+    .action(async (runId: string, options: CommonOptions & { flow?: string; modules: string[] }) => {
       await openRun({ ...options, runId });
-      await runLive(options, options.flow, options.modules, (flow) => resumeRun(flow, { dataDir: resolve(options.dataDir), sessionKey: options.session, runId }));
+      const dataDir = resolve(options.dataDir);
+      const flowPath = flowFileFor(options.flow, dataDir, options.session, runId);
+      await runLive(options, flowPath, options.modules, (flow) => resumeRun(flow, { dataDir, sessionKey: options.session, runId }));
     });
 
   common(runs.command('fork <runId>').description('start a new run from a recorded step of another'))
     .requiredOption('--step <n>', 'the step to start from', nonNegativeInteger('--step'))
-    .requiredOption('--flow <flow.json>', 'the flow the run was started with')
+    .option('--flow <flow.json>', 'the flow the run was started with (default: the one recorded with the run)')
     .addOption(new Option('--modules <file...>', 'modules whose BackpackNode classes the flow uses').default([]))
     .option('--new-run-id <id>', 'id of the new run (default: a new one)')
-    .action(async (runId: string, options: CommonOptions & { step: number; flow: string; modules: string[]; newRunId?: string }) => {
+    .action(async (runId: string, options: CommonOptions & { step: number; flow?: string; modules: string[]; newRunId?: string }) => {
       const events = await readRunEvents({ ...options, runId });
       await storeErrors(() => runPointAt({ ...options, runId }, options.step, events));
-      await runLive(options, options.flow, options.modules, (flow) =>
-        forkRun(flow, { dataDir: resolve(options.dataDir), sessionKey: options.session, runId, atStep: options.step, newRunId: options.newRunId }),
+      const dataDir = resolve(options.dataDir);
+      const flowPath = flowFileFor(options.flow, dataDir, options.session, runId);
+      const forkId = options.newRunId ?? newRunId();
+      await storeErrors(() => recordFlow(flowPath, dataDir, options.session, forkId));
+      await runLive(options, flowPath, options.modules, (flow) =>
+        forkRun(flow, { dataDir, sessionKey: options.session, runId, atStep: options.step, newRunId: forkId }),
       );
     });
 
