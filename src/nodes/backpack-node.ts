@@ -82,6 +82,8 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   readonly namespace: string;
   /** The configuration the node was created with (its params are what exports to JSON). */
   readonly config: Readonly<BackpackNodeConfig>;
+  /** The node's params: its config without id, namespace segment and retry settings. */
+  readonly params: Readonly<Record<string, unknown>>;
   /** The flow's event streamer. */
   readonly eventStreamer: EventStreamer;
   /** The flow this node belongs to. */
@@ -106,6 +108,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       );
     }
     this.config = Object.freeze({ ...config });
+    this.params = Object.freeze(Object.fromEntries(Object.entries(config).filter(([key]) => !SEGMENT_KEYS.has(key))));
     const schema = new.target.paramsSchema;
     if (schema) {
       const result = schema.safeParse(this.params);
@@ -129,12 +132,6 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     return super.on(action, node);
   }
 
-  /** The node's params: its config without id, namespace segment and retry settings. */
-  get params(): Readonly<Record<string, unknown>> {
-    const params: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(this.config)) if (!SEGMENT_KEYS.has(key)) params[key] = value;
-    return params;
-  }
 
   /** The backpack as this node sees it: in an execution, that execution's handle. */
   get backpack(): BackpackHandle {

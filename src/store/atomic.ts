@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, fsync, mkdirSync, openSync, promises as fsp, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { describeIssues } from './errors.js';
 
 /** Options of {@link writeFileAtomic}. */
 export interface AtomicWriteOptions {
@@ -95,6 +96,6 @@ export async function readJsonIfExists<T>(
     throw corrupt(`not JSON (${(error as Error).message})`, error);
   }
   const parsed = schema.safeParse(json);
-  if (!parsed.success) throw corrupt(parsed.error.issues.map((i) => `${i.path.length ? i.path.map(String).join('.') : '(root)'}: ${i.message}`).join('; '));
+  if (!parsed.success) throw corrupt(describeIssues(parsed.error, '(root)'));
   return parsed.data;
 }

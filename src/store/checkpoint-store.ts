@@ -1,6 +1,6 @@
 import { promises as fsp } from 'node:fs';
 import { readJsonIfExists, writeJsonAtomic } from './atomic.js';
-import { CheckpointStoreError } from './errors.js';
+import { CheckpointStoreError, describeIssues } from './errors.js';
 import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
 import { redact } from './redact.js';
 import { CheckpointSchema, durabilityOf, type Checkpoint, type Durability } from './types.js';
@@ -13,10 +13,6 @@ export interface CheckpointStoreOptions {
   /** `'always'` and `'batch'` (default) fsync every save (a save is a step boundary); `'never'` does not (saves stay
    * atomic against a process crash, not against power loss). */
   durability?: Durability;
-}
-
-function issues(error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }): string {
-  return error.issues.map((i) => `${i.path.length ? i.path.map(String).join('.') : '(checkpoint)'}: ${i.message}`).join('; ');
 }
 
 /**
@@ -42,7 +38,7 @@ export class CheckpointStore {
 
   private prepare(checkpoint: Checkpoint, path: string): Checkpoint {
     const parsed = CheckpointSchema.safeParse(checkpoint);
-    if (!parsed.success) throw new CheckpointStoreError(`invalid checkpoint for ${path}: ${issues(parsed.error)}`, { path });
+    if (!parsed.success) throw new CheckpointStoreError(`invalid checkpoint for ${path}: ${describeIssues(parsed.error, '(checkpoint)')}`, { path });
     const valid = parsed.data;
     if (valid.runId !== this.runId || valid.sessionKey !== this.sessionKey) {
       throw new CheckpointStoreError(

@@ -62,3 +62,8 @@ export class MemoryStoreError extends StoreError {}
 
 /** A run projection that cannot be computed, read or written. */
 export class ProjectionStoreError extends StoreError {}
+
+/** A zod error's issues as one line, `path: message; ...`; `root` names the value itself when an issue has no path. */
+export function describeIssues(error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }, root: string): string {
+  return error.issues.map((i) => `${i.path.length ? i.path.map(String).join('.') : root}: ${i.message}`).join('; ');
+}

@@ -13,7 +13,7 @@ import {
 } from 'node:fs';
 import { StreamEventSchema, type StreamEvent } from '../events/types.js';
 import { writeFileAtomic } from './atomic.js';
-import { EventStoreError } from './errors.js';
+import { EventStoreError, describeIssues } from './errors.js';
 import { endOfLastLine, readLines, type RawLine } from './lines.js';
 import { acquireLock, type FileLock } from './lock.js';
 import { runPaths, type RunPaths } from './paths.js';
@@ -92,10 +92,6 @@ const DEFAULT_INDEX_INTERVAL = 1000;
 
 function fdatasyncAsync(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
-}
-
-function describeIssues(error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }): string {
-  return error.issues.map((issue) => `${issue.path.length ? issue.path.map(String).join('.') : '(event)'}: ${issue.message}`).join('; ');
 }
 
 function writeAll(fd: number, data: Buffer): void {
@@ -339,7 +335,7 @@ export class EventStore {
   private prepare(event: StreamEvent, previousSeq: number | undefined, position: string): { line: string; seq: number } {
     const parsed = StreamEventSchema.safeParse(event);
     if (!parsed.success) {
-      throw new EventStoreError(`invalid event${position}: ${describeIssues(parsed.error)}`, { path: this.paths.events });
+      throw new EventStoreError(`invalid event${position}: ${describeIssues(parsed.error, '(event)')}`, { path: this.paths.events });
     }
     const valid = parsed.data;
     if (valid.runId !== this.runId) {
@@ -513,7 +509,7 @@ export class EventStore {
       return { line: index + 1, offset, error: `not JSON (${(error as Error).message})` };
     }
     const parsed = StreamEventSchema.safeParse(json);
-    if (!parsed.success) return { line: index + 1, offset, error: `not a valid event (${describeIssues(parsed.error)})` };
+    if (!parsed.success) return { line: index + 1, offset, error: `not a valid event (${describeIssues(parsed.error, '(event)')})` };
     return parsed.data;
   }
 

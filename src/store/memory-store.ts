@@ -1,7 +1,7 @@
 import { promises as fsp, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { readTextIfExists, writeJsonAtomic } from './atomic.js';
-import { LockError, MemoryStoreError } from './errors.js';
+import { LockError, MemoryStoreError, describeIssues } from './errors.js';
 import { KeywordIndex, tokenize } from './keyword-index.js';
 import { acquireLock, type FileLock } from './lock.js';
 import { assertValidId, isValidId, memoryItemPath, memoryPaths, type MemoryPaths } from './paths.js';
@@ -21,10 +21,6 @@ export interface MemoryStoreOptions {
 export interface ScoredMemoryItem {
   item: MemoryItem;
   score: number;
-}
-
-function issues(error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }): string {
-  return error.issues.map((i) => `${i.path.length ? i.path.map(String).join('.') : '(item)'}: ${i.message}`).join('; ');
 }
 
 function tokensOf(item: MemoryItem): string[] {
@@ -209,7 +205,7 @@ export class MemoryStore {
 
   private prepare(item: MemoryItem): MemoryItem {
     const parsed = MemoryItemSchema.safeParse(item);
-    if (!parsed.success) throw new MemoryStoreError(`invalid memory item ${JSON.stringify(item?.id)}: ${issues(parsed.error)}`);
+    if (!parsed.success) throw new MemoryStoreError(`invalid memory item ${JSON.stringify(item?.id)}: ${describeIssues(parsed.error, '(item)')}`);
     const valid = parsed.data;
     assertValidId(valid.id, 'memory id');
     const { id, createdAt, updatedAt, ...rest } = valid;
@@ -262,7 +258,7 @@ export class MemoryStore {
       throw new MemoryStoreError(`corrupt memory item ${path}: not JSON (${(error as Error).message})`, { path, cause: error });
     }
     const parsed = MemoryItemSchema.safeParse(json);
-    if (!parsed.success) throw new MemoryStoreError(`corrupt memory item ${path}: ${issues(parsed.error)}`, { path });
+    if (!parsed.success) throw new MemoryStoreError(`corrupt memory item ${path}: ${describeIssues(parsed.error, '(item)')}`, { path });
     return parsed.data;
   }
 
