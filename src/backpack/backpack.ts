@@ -58,7 +58,7 @@ import type {
   QuarantinedItem,
   ValidationResult,
 } from './types.js';
-import { prepareValue, UnavailableValue } from './values.js';
+import { prepareValue, setOwn, UnavailableValue } from './values.js';
 
 const NO_TAGS: readonly string[] = Object.freeze([]);
 
@@ -250,7 +250,7 @@ export class Backpack {
   toObject(): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     for (const [key, item] of this.#items) {
-      Object.defineProperty(out, key, { value: this.#valueOf(item), enumerable: true, writable: true, configurable: true });
+      setOwn(out, key, this.#valueOf(item));
     }
     return out;
   }
@@ -462,12 +462,12 @@ export class Backpack {
     const quarantined: BackpackState['quarantined'] = {};
     const pick = (key: string): void => {
       const item = this.#items.get(key);
-      if (item) items[key] = this.#stateItem(item);
+      if (item) setOwn(items, key, this.#stateItem(item));
       const q = this.#quarantined.get(key);
       if (q) {
         const detail: QuarantinedStateItem['quarantine'] = { reason: q.quarantined.reason, timestamp: q.timestamp };
         if (q.actor.nodeId !== undefined) detail.nodeId = q.actor.nodeId;
-        quarantined[key] = { ...this.#stateItem(q.quarantined.item), quarantine: detail };
+        setOwn(quarantined, key, { ...this.#stateItem(q.quarantined.item), quarantine: detail });
       }
     };
     if (keys === undefined) {
@@ -512,8 +512,11 @@ export class Backpack {
       return commit;
     };
     const base: State = { items: new Map(), quarantined: new Map() };
-    for (const [key, item] of Object.entries(parsed.data.items)) base.items.set(key, toCommit(key, item));
-    for (const [key, q] of Object.entries(parsed.data.quarantined)) {
+    // The validated input itself, not zod's copy: zod's record output drops a key named __proto__ (the schema has no
+    // defaults or transforms, so the two are otherwise equal).
+    const valid = state as BackpackState;
+    for (const [key, item] of Object.entries(valid.items)) base.items.set(key, toCommit(key, item));
+    for (const [key, q] of Object.entries(valid.quarantined)) {
       const item = toCommit(key, q);
       const actor = q.quarantine.nodeId === undefined ? OWNER : new Actor(q.quarantine.nodeId, undefined, undefined);
       const detail: QuarantineDetail = { item, reason: q.quarantine.reason };
@@ -652,8 +655,7 @@ export class Backpack {
     for (const item of this.#itemsByNamespace(actor, pattern)) {
       this.#recordRead(actor, ctx, item.key, item);
       const value = this.#valueOf(item);
-      if (item.key === '__proto__') Object.defineProperty(out, item.key, { value, enumerable: true, writable: true, configurable: true });
-      else out[item.key] = value;
+      setOwn(out, item.key, value);
     }
     return out;
   }

@@ -5,7 +5,7 @@
  * object that itself has a `$bp` key is wrapped (`{ "$bp": "object", "v": {...} }`) so it never reads as a tag.
  */
 import { BackpackError } from './errors.js';
-import { isTypedArray, UnavailableValue, type TypedArray } from './values.js';
+import { isTypedArray, setOwn, UnavailableValue, type TypedArray } from './values.js';
 
 /** A value JSON can hold exactly. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -87,8 +87,7 @@ function encodeAt(value: unknown, path: string): JsonValue {
   const obj: { [key: string]: JsonValue } = {};
   for (const k of Object.keys(value as object)) {
     const encoded = encodeAt((value as Record<string, unknown>)[k], path ? `${path}.${k}` : k);
-    if (k === '__proto__') Object.defineProperty(obj, k, { value: encoded, enumerable: true, writable: true, configurable: true });
-    else obj[k] = encoded;
+    setOwn(obj, k, encoded);
   }
   return Object.prototype.hasOwnProperty.call(value, TAG) ? { [TAG]: 'object', v: obj } : obj;
 }
@@ -158,8 +157,7 @@ function decodePlain(obj: Record<string, unknown>, path: string): Record<string,
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(obj)) {
     const decoded = decodeAt(obj[k], path ? `${path}.${k}` : k);
-    if (k === '__proto__') Object.defineProperty(out, k, { value: decoded, enumerable: true, writable: true, configurable: true });
-    else out[k] = decoded;
+    setOwn(out, k, decoded);
   }
   return out;
 }

@@ -1,6 +1,6 @@
 /** Diff of two Backpack states (PRD-001 `diff`), computed through their public API. */
 import type { BackpackDiff, BackpackItem } from './types.js';
-import { deepEqual } from './values.js';
+import { deepEqual, setOwn } from './values.js';
 
 /** What `diff` needs of a Backpack. */
 export interface ItemSource {
@@ -23,7 +23,7 @@ export function diffBackpacks(before: ItemSource, after: ItemSource): BackpackDi
     else if (!b) result.deleted.push(key);
     else result.modified.push(key);
     const detail = { before: a?.value, after: b?.value, changedBy: b?.metadata.sourceNodeId };
-    Object.defineProperty(result.details, key, { value: detail, enumerable: true, writable: true, configurable: true });
+    setOwn(result.details, key, detail);
   }
   return result;
 }

@@ -12,7 +12,7 @@ import type { Actor } from './actor.js';
 import { summarizeValue } from './codec.js';
 import { HistoryPrunedError, InvalidCommitError } from './errors.js';
 import type { BackpackCommit, CommitAction, ItemAccessControl } from './types.js';
-import { copyStoredValue } from './values.js';
+import { copyStoredValue, setOwn } from './values.js';
 
 /** Commit flag: the value was above maxValueBytes; `value` is an UnavailableValue. */
 export const LARGE = 1;
@@ -425,7 +425,7 @@ export function toPublicCommit(c: Commit): BackpackCommit {
       const cleared = c.detail as readonly Commit[];
       const values: Record<string, unknown> = {};
       for (const item of cleared) {
-        Object.defineProperty(values, item.key, { value: item.readValue(), enumerable: true, writable: true, configurable: true });
+        setOwn(values, item.key, item.readValue());
       }
       previousValue = values;
       valueSummary = `[cleared ${cleared.length} item${cleared.length === 1 ? '' : 's'}]`;

@@ -207,8 +207,7 @@ class Walker {
         const copied = this.copy((v as Record<string, unknown>)[k]);
         this.path.pop();
         this.bytes += k.length + 4;
-        if (k === '__proto__') Object.defineProperty(obj, k, { value: copied, enumerable: true, writable: true, configurable: true });
-        else obj[k] = copied;
+        setOwn(obj, k, copied);
       }
       out = Object.freeze(obj);
     }
@@ -236,6 +235,15 @@ export function copyStoredValue(key: string, value: unknown): unknown {
 
 function isPrimitiveKey(k: unknown): boolean {
   return k === null || (typeof k !== 'object' && typeof k !== 'function');
+}
+
+/**
+ * Sets `obj[key] = value` as an own, enumerable property, also for the key `__proto__` (where plain assignment would
+ * set the prototype instead). Every object built from data keys goes through this.
+ */
+export function setOwn(obj: object, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  else (obj as Record<string, unknown>)[key] = value;
 }
 
 /**

@@ -11,7 +11,7 @@
  */
 
 /** Any JSON value. */
-import type { JsonValue } from '../backpack/index.js';
+import { deepEqual, setOwn, type JsonValue } from '../backpack/index.js';
 
 export type { JsonValue };
 
@@ -22,36 +22,20 @@ function isObject(value: JsonValue): value is { [key: string]: JsonValue } {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Deep equality of two JSON values. */
-export function jsonEqual(a: JsonValue, b: JsonValue): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i]!, b[i]!)) return false;
-    return true;
-  }
-  if (Array.isArray(b)) return false;
-  const keys = Object.keys(a);
-  if (keys.length !== Object.keys(b).length) return false;
-  for (const key of keys) if (!(key in b) || !jsonEqual(a[key]!, b[key]!)) return false;
-  return true;
-}
-
 /** The shortest delta that turns `prev` into `next`; undefined when they are equal. */
 export function diffJson(prev: JsonValue, next: JsonValue): JsonDelta | undefined {
-  if (jsonEqual(prev, next)) return undefined;
+  if (deepEqual(prev, next)) return undefined;
   const replace: JsonDelta = { r: next };
   if (Array.isArray(prev) && Array.isArray(next) && next.length > prev.length) {
-    for (let i = 0; i < prev.length; i++) if (!jsonEqual(prev[i]!, next[i]!)) return replace;
+    for (let i = 0; i < prev.length; i++) if (!deepEqual(prev[i]!, next[i]!)) return replace;
     return { a: next.slice(prev.length) };
   }
   if (isObject(prev) && isObject(next)) {
     const changed: Record<string, JsonDelta> = {};
-    const deleted = Object.keys(prev).filter((key) => !(key in next));
+    const deleted = Object.keys(prev).filter((key) => !Object.hasOwn(next, key));
     for (const [key, value] of Object.entries(next)) {
-      const delta = key in prev ? diffJson(prev[key]!, value) : { r: value };
-      if (delta) changed[key] = delta;
+      const delta = Object.hasOwn(prev, key) ? diffJson(prev[key]!, value) : { r: value };
+      if (delta) setOwn(changed, key, delta);
     }
     const patch: JsonDelta = deleted.length ? { o: changed, d: deleted } : { o: changed };
     return JSON.stringify(patch).length < JSON.stringify(replace).length ? patch : replace;
@@ -69,6 +53,6 @@ export function applyJsonDelta(prev: JsonValue | undefined, delta: JsonDelta): J
   if (prev === undefined || !isObject(prev)) throw new TypeError('JSON delta: an object patch applies to an object');
   const next: { [key: string]: JsonValue } = { ...prev };
   for (const key of delta.d ?? []) delete next[key];
-  for (const [key, inner] of Object.entries(delta.o)) next[key] = applyJsonDelta(prev[key], inner);
+  for (const [key, inner] of Object.entries(delta.o)) setOwn(next, key, applyJsonDelta(Object.hasOwn(prev, key) ? prev[key] : undefined, inner));
   return next;
 }

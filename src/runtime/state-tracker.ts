@@ -1,4 +1,4 @@
-import type { Backpack, BackpackState, JsonValue, QuarantinedStateItem, StateItem } from '../backpack/index.js';
+import { deepEqual, setOwn, type Backpack, type BackpackState, type JsonValue, type QuarantinedStateItem, type StateItem } from '../backpack/index.js';
 import { applyJsonDelta, diffJson, type JsonDelta } from './json-delta.js';
 
 /** What changed in a Backpack's state between two step boundaries. Values travel as structural JSON deltas. */
@@ -15,15 +15,15 @@ export interface StateDelta {
 export function applyStateDelta(state: BackpackState, delta: StateDelta): void {
   for (const key of delta.removed ?? []) delete state.items[key];
   for (const [key, change] of Object.entries(delta.set ?? {})) {
-    const previous = state.items[key];
+    const previous = own(state.items, key);
     if (!previous && change.value === undefined) throw new TypeError(`state delta: key '${key}' is new but carries no value`);
     const value = change.value === undefined ? previous!.value : applyJsonDelta(previous?.value as JsonValue | undefined, change.value);
     const item: StateItem = { value, metadata: change.metadata };
     if (change.accessControl) item.accessControl = change.accessControl;
     if (!previous) delete state.items[key];
-    state.items[key] = item;
+    setOwn(state.items, key, item);
   }
-  for (const [key, item] of Object.entries(delta.quarantined ?? {})) state.quarantined[key] = item;
+  for (const [key, item] of Object.entries(delta.quarantined ?? {})) setOwn(state.quarantined, key, item);
 }
 
 /**
@@ -54,23 +54,23 @@ export class StateTracker {
     const keys = changed ?? new Set([...Object.keys(this.#state.items), ...Object.keys(now.items), ...Object.keys(now.quarantined)]);
     const delta: StateDelta = {};
     for (const key of keys) {
-      const item = now.items[key];
-      const previous = this.#state.items[key];
+      const item = own(now.items, key);
+      const previous = own(this.#state.items, key);
       if (item) {
         const value = previous ? diffJson(previous.value as JsonValue, item.value as JsonValue) : { r: item.value as JsonValue };
         if (value || !previous || !sameMeta(previous, item)) {
-          (delta.set ??= {})[key] = {
+          setOwn((delta.set ??= {}), key, {
             metadata: item.metadata,
             ...(item.accessControl ? { accessControl: item.accessControl } : {}),
             ...(value ? { value } : {}),
-          };
+          });
         }
       } else if (previous) {
         (delta.removed ??= []).push(key);
       }
-      const quarantined = now.quarantined[key];
-      if (quarantined && JSON.stringify(quarantined) !== JSON.stringify(this.#state.quarantined[key])) {
-        (delta.quarantined ??= {})[key] = quarantined;
+      const quarantined = own(now.quarantined, key);
+      if (quarantined && !deepEqual(quarantined, own(this.#state.quarantined, key))) {
+        setOwn((delta.quarantined ??= {}), key, quarantined);
       }
     }
     if (!delta.set && !delta.removed && !delta.quarantined) return undefined;
@@ -80,5 +80,10 @@ export class StateTracker {
 }
 
 function sameMeta(a: StateItem, b: StateItem): boolean {
-  return JSON.stringify(a.metadata) === JSON.stringify(b.metadata) && JSON.stringify(a.accessControl) === JSON.stringify(b.accessControl);
+  return deepEqual(a.metadata, b.metadata) && deepEqual(a.accessControl, b.accessControl);
+}
+
+/** `record[key]` if it is the record's own property (never something inherited, such as `__proto__`). */
+function own<T>(record: Record<string, T>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
 }

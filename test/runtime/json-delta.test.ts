@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { applyJsonDelta, diffJson, jsonEqual, type JsonValue } from '../../src/runtime/json-delta.js';
+import { deepEqual, type JsonValue } from '../../src/backpack/index.js';
+import { applyJsonDelta, diffJson } from '../../src/runtime/json-delta.js';
 
 const json = fc.jsonValue() as fc.Arbitrary<JsonValue>;
 
@@ -9,8 +10,8 @@ describe('JSON deltas', () => {
     fc.assert(
       fc.property(json, json, (a, b) => {
         const delta = diffJson(a, b);
-        if (delta === undefined) return jsonEqual(a, b);
-        return jsonEqual(applyJsonDelta(a, delta), b) && !jsonEqual(a, b);
+        if (delta === undefined) return deepEqual(a, b);
+        return deepEqual(applyJsonDelta(a, delta), b) && !deepEqual(a, b);
       }),
       { numRuns: 300 },
     );
@@ -45,6 +46,29 @@ describe('JSON deltas', () => {
     expect(diffJson({ a: 1 }, { b: 2 })).toEqual({ r: { b: 2 } });
     expect(diffJson('a', { a: 1 })).toEqual({ r: { a: 1 } });
     expect(diffJson({ a: [1] }, { a: [1] })).toBeUndefined();
+  });
+
+  it('handles data keys named like Object.prototype members (__proto__, toString)', () => {
+    const prev = JSON.parse('{"keep": 1, "toString": 2}') as JsonValue;
+    const next = JSON.parse('{"keep": 1, "__proto__": [1, 2]}') as JsonValue;
+    const delta = diffJson(prev, next)!;
+    expect(JSON.stringify(applyJsonDelta(prev, delta))).toBe('{"keep":1,"__proto__":[1,2]}');
+    expect(deepEqual(applyJsonDelta(prev, delta), next)).toBe(true);
+  });
+
+  it('a Backpack key named __proto__ survives exportState, the state tracker and importState', async () => {
+    const { Backpack } = await import('../../src/index.js');
+    const { StateTracker, applyStateDelta } = await import('../../src/runtime/index.js');
+    const backpack = new Backpack();
+    const tracker = new StateTracker(backpack);
+    const start = structuredClone(tracker.state);
+    backpack.pack('__proto__', { note: 'data, not a prototype' });
+    const delta = tracker.next()!;
+    applyStateDelta(start, delta);
+    expect(Object.keys(start.items)).toEqual(['__proto__']);
+    const restored = new Backpack();
+    restored.importState(start);
+    expect(restored.peek('__proto__')).toEqual({ note: 'data, not a prototype' });
   });
 
   it('refuses a delta that does not fit the value it is applied to', () => {

@@ -3,6 +3,15 @@ import { REDACTED, containsSecrets, isSecretKey, redact } from '../../src/store/
 import { SECRETS } from './helpers.js';
 
 describe('redact', () => {
+  it('redacts a secret held under an own __proto__ key', () => {
+    const secret = `sk-${'a'.repeat(40)}`;
+    const input = JSON.parse(`{"__proto__": "${secret}", "nested": {"__proto__": {"apiKey": "x"}}}`) as Record<string, unknown>;
+    const { value, redacted } = redact(input);
+    expect(redacted).toBe(true);
+    expect(JSON.stringify(value)).not.toContain(secret);
+    expect(JSON.stringify(value)).toBe(`{"__proto__":"${REDACTED}","nested":{"__proto__":{"apiKey":"${REDACTED}"}}}`);
+  });
+
   it.each(Object.entries(SECRETS))('replaces a %s inside a nested string value', (_name, secret) => {
     const input = { a: { list: [`prefix ${secret} suffix`] } };
     const { value, redacted } = redact(input);
