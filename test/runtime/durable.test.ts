@@ -147,8 +147,8 @@ describe('forkRun', () => {
   });
 });
 
-describe('a resumed flow that is not a Flow of BackpackNodes', () => {
-  it('works with plain input packed by runFlow', async () => {
+describe('runFlow input', () => {
+  it('is packed into the Backpack before the first node runs', async () => {
     class Echo extends BackpackNode {
       override post(backpack: BackpackHandle) {
         backpack.pack('echo', backpack.unpack('say'));
