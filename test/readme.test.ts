@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { plainEnv } from './support/env.js';
 
 const root = join(import.meta.dirname, '..');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
@@ -27,7 +28,7 @@ describe('README', () => {
     mkdirSync(scratch, { recursive: true });
     const file = join(scratch, 'quickstart.ts');
     writeFileSync(file, codeAfter('## Quick start'));
-    const out = execFileSync(process.execPath, ['--import', 'tsx', file], { cwd: root, encoding: 'utf8' });
+    const out = execFileSync(process.execPath, ['--import', 'tsx', file], { cwd: root, encoding: 'utf8', env: plainEnv() });
     expect(out.trim().split('\n')).toEqual(['fact about tides', 'agent.writer', "[ 'question', 'facts' ]"]);
   });
 });

@@ -6,7 +6,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
-import pc from 'picocolors';
+import { colors as pc } from './colors.js';
 import { ContextEngine, ContextError, type CompositionSource, type ContextView, type SynthesisPolicy } from '../context/index.js';
 
 /** Bad command-line usage: exit code 2. */

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
+import { plainEnv } from '../support/env.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The built CLI, run as a user would. */
@@ -21,7 +22,7 @@ export interface Result {
 /** Runs the CLI with `args` (NO_COLOR, so the text has no ANSI codes). */
 export function cli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? root, env: { ...process.env, NO_COLOR: '1', ...options.env } });
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? root, env: plainEnv(options.env) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

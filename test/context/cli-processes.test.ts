@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
 import { MERKLE_BIN, json, snapshotStore, tempDir, workspace } from './helpers.js';
+import { plainEnv } from '../support/env.js';
 
 describe('merkle CLI: several processes, watch, isolation', () => {
   it('keeps workspaces isolated', async () => {
@@ -57,7 +58,7 @@ describe('merkle CLI: several processes, watch, isolation', () => {
 
   it('watch rescans on change and prints the changed nodes until stopped', async () => {
     const root = await workspace();
-    const child = spawn(process.execPath, [MERKLE_BIN, 'watch', '--debounce', '20'], { cwd: root });
+    const child = spawn(process.execPath, [MERKLE_BIN, 'watch', '--debounce', '20'], { cwd: root, env: plainEnv() });
     let out = '';
     const seen = (text: string) =>
       new Promise<void>((resolve, reject) => {

@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 import { ContextEngine, type ContextEngineOptions } from '../../src/context/index.js';
+import { plainEnv } from '../support/env.js';
 
 const created: string[] = [];
 
@@ -82,7 +83,7 @@ export const MERKLE_BIN = join(repoRoot, 'dist', 'cli', 'merkle.js');
 /** Runs the built `merkle` binary; never rejects. */
 export function runMerkle(args: readonly string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [MERKLE_BIN, ...args], { cwd }, (error, stdout, stderr) => {
+    execFile(process.execPath, [MERKLE_BIN, ...args], { cwd, env: plainEnv() }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
       resolve({ code, stdout, stderr });
     });

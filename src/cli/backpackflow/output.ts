@@ -1,4 +1,6 @@
-import pc from 'picocolors';
+import { colors } from '../colors.js';
+
+export { colors };
 
 /** Options every data command takes. */
 export interface CommonOptions {
@@ -13,8 +15,6 @@ export function print(options: { json?: boolean }, json: unknown, human: () => s
   process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
-/** Colors on stdout when it is a terminal and NO_COLOR is unset. */
-export const colors = pc.createColors(process.stdout.isTTY === true && process.env.NO_COLOR === undefined);
 
 /** `0.42ms`, `12.5ms`, `1.50s`. */
 export function formatMs(ms: number | undefined): string {
