@@ -96,7 +96,7 @@ describe('incremental regeneration (spec §4)', () => {
     await engine.regenerate('');
     expect(calls).toEqual(['']);
     expect((await engine.status()).stale).toBe(0);
-    expect((await ContextEngine.open(root)).validate()).resolves.toMatchObject({ ok: true });
+    await expect((await ContextEngine.open(root)).validate()).resolves.toMatchObject({ ok: true });
   });
 
   it('keeps old frames readable after regeneration', async () => {
