@@ -27,12 +27,20 @@ export class IgnoreRules {
   /** Matcher per directory path; null when that directory has no rules. */
   private readonly matchers = new Map<string, Ignore | null>();
   private readonly chains = new Map<string, readonly { prefix: string; matcher: Ignore }[]>();
+  /** Directories whose `.gitignore` was read. */
+  private readonly loaded: string[] = [];
+  /**
+   * Identifies the rules given as options (extra patterns, defaults): a cached listing is only valid under the
+   * same key. `.gitignore` contents are not part of it; they are files of the tree, checked like any other.
+   */
+  readonly key: string;
 
   constructor(
     private readonly workspaceRoot: string,
     options: IgnoreOptions = {},
   ) {
     this.names = new Set(options.defaults === false ? [STORE_DIR] : [STORE_DIR, ...DEFAULT_IGNORED_NAMES]);
+    this.key = JSON.stringify({ defaults: options.defaults !== false, patterns: options.patterns ?? [] });
     const root = this.loadGitignore('');
     const extra = options.patterns ?? [];
     if (extra.length > 0) this.matchers.set('', ignore().add(root ?? []).add([...extra]));
@@ -54,6 +62,11 @@ export class IgnoreRules {
       else if (result.unignored) ignored = false;
     }
     return ignored;
+  }
+
+  /** The directories whose `.gitignore` these rules have read so far. */
+  gitignoreDirs(): readonly string[] {
+    return this.loaded;
   }
 
   /** The matchers that apply inside `dir`: its own and its ancestors', root first. */
@@ -82,7 +95,9 @@ export class IgnoreRules {
     // Most directories have none: a cheap existence check instead of a failed read and its exception.
     if (!existsSync(file)) return null;
     try {
-      return ignore().add(readFileSync(file, 'utf8'));
+      const matcher = ignore().add(readFileSync(file, 'utf8'));
+      this.loaded.push(dir);
+      return matcher;
     } catch {
       return null; // unreadable or a directory: no rules from it
     }

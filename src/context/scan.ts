@@ -1,12 +1,12 @@
 import { closeSync, existsSync, lstatSync, openSync, readFileSync, readSync, readlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { fdir } from 'fdir';
 import { ContextError } from './errors.js';
 import type { HashBackend } from './hash.js';
 import type { IgnoreRules } from './ignore-rules.js';
+import { emptyListing, listWorkspace, type DirStat, type Listing } from './listing.js';
 import { joinPath, parentPath } from './paths.js';
 import { STAT_FIELDS, statOne, statSerial } from './stat-pool.js';
-import { Tree, leafNodeId, type LeafRecord, type NodeRecord } from './tree.js';
+import { Tree, leafNodeId, type LeafRecord, type NodeRecord, type ScanBasis } from './tree.js';
 
 /** Files above this size are hashed in chunks rather than read whole. */
 const STREAM_THRESHOLD = 16 * 1024 * 1024;
@@ -28,58 +28,75 @@ export interface ScanInput {
   readonly racyFromMs?: number;
   /** Only re-walk these directories (workspace paths); everything else is taken from `previous`. */
   readonly only?: readonly string[];
-  /**
-   * A helper thread for large rescans: while this thread walks the workspace, it stats the files the previous
-   * tree knows (the likely result of the walk); this thread then stats its share and anything new.
-   */
-  readonly helper?: { statOnHelper(paths: string[]): Promise<Float64Array> };
+  /** A helper thread for large scans: it stats a share of the files (NUL-joined paths) while this thread stats the rest. */
+  readonly helper?: { statOnHelper(joinedPaths: string): Promise<Float64Array> };
 }
 
-/** Share of the known files given to the helper: this thread also walks the tree, so it takes fewer. */
-const HELPER_SHARE = 0.62;
+/** Share of the files the helper thread stats; this thread lists the workspace and stats the rest. */
+const HELPER_SHARE = 0.55;
 
 /** What a scan did. */
 export interface ScanResult {
   /** The new tree, or `previous` itself when nothing changed. */
   readonly tree: Tree;
-  /** False when the tree (stat cache included) is identical to `previous`. */
+  /** False when the tree (stat cache and scan basis included) is identical to `previous`. */
   readonly changed: boolean;
   /** Files and symlinks read and hashed. */
   readonly hashed: number;
+  /**
+   * For a scan that updated the previous tree, the records it added or replaced and the paths it removed (what
+   * the store journals instead of rewriting the tree); undefined when the tree was built whole.
+   */
+  readonly delta?: { readonly upserts: readonly NodeRecord[]; readonly removed: readonly string[] };
 }
 
 /**
- * Walks the workspace (or the `only` subtrees), reusing cached records of files whose size, mtime and inode are
- * unchanged, hashing the rest, and builds the tree. Paths are stored NFC; the filesystem spelling is used for I/O.
+ * Lists the workspace (or the `only` subtrees), reusing the listings of directories whose stat is unchanged and the
+ * records of files whose size, mtime and inode are unchanged; hashes the rest and builds the tree. Paths are stored
+ * NFC; the filesystem spelling is used for I/O.
  */
 export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const root = resolve(input.workspaceRoot);
   const previous = input.force ? undefined : input.previous;
   const racyFrom = input.racyFromMs ?? Number.POSITIVE_INFINITY;
   const subtrees = input.only === undefined || input.previous === undefined ? [''] : prune(input.only, root, input.rules);
-
   const partial = subtrees[0] !== '' && input.previous !== undefined;
-  // Leaves found by this scan, then (for a partial scan) the previous leaves outside the walked subtrees.
-  const found: LeafRecord[] = [];
 
-  let hashed = 0;
-  // Directories whose set of children, or a child's id, may have changed: only these get new ids.
-  const touched = new Set<string>();
+  const list = (reuse: boolean): Listing => {
+    const listing = emptyListing();
+    const cache = previous === undefined ? undefined : { tree: previous, racyFromMs: racyFrom, reuse };
+    for (const subtree of subtrees) listWorkspace(root, subtree, input.rules, cache, listing);
+    return listing;
+  };
+  // The helper starts on the files the previous tree knows (most likely the listing's result) before the listing.
   const prefetch = input.helper !== undefined && previous !== undefined && !partial ? startPrefetch(root, previous, input.helper) : undefined;
-  const walked: Walked = { paths: [], fsPaths: [], dirs: [] };
-  for (const subtree of subtrees) walk(root, subtree, input.rules, walked);
-  const { paths, fsPaths } = walked;
-  const { stats, known } = prefetch === undefined ? { stats: await statSerial(fsPaths), known: undefined } : await prefetch.complete(paths, fsPaths);
+  let listing = list(true);
+  let stats = prefetch !== undefined ? await prefetch.complete(listing) : await statAll(listing.fsPaths, input.helper);
+  if (listing.reused > 0 && (listing.rulesChanged || gitignoreChanged(listing, stats, racyFrom))) {
+    // A .gitignore changed, so listings taken from the cache may keep files the rules now drop, or the reverse.
+    listing = list(false);
+    stats = await statAll(listing.fsPaths, input.helper);
+  }
+
+  const { paths, fsPaths, known } = listing;
+  // Without a previous tree every leaf goes into a whole build; with one, only what changed goes into an update.
+  const found: LeafRecord[] | undefined = previous === undefined ? [] : undefined;
+  const changedLeaves: LeafRecord[] = [];
+  let hashed = 0;
+  let present = 0;
   let added = 0;
+  const gitignoreFiles = new Set<string>();
+  for (const i of listing.gitignores) if (stats[i * STAT_FIELDS] === 1) gitignoreFiles.add(paths[i]);
   for (let i = 0; i < paths.length; i++) {
     const path = paths[i];
     const j = i * STAT_FIELDS;
     const kind = stats[j] === 1 ? 'file' : stats[j] === 2 ? 'symlink' : undefined;
-    if (kind === undefined) continue; // deleted since the walk, or a socket, fifo or device: no content to hash
+    if (kind === undefined) continue; // deleted since it was listed, or no longer a file or symlink
+    present++;
     const size = stats[j + 1];
     const mtimeMs = stats[j + 2];
     const ino = stats[j + 3];
-    const cached = known === undefined ? previous?.get(path) : known[i];
+    const cached = known[i];
     if (
       cached !== undefined &&
       cached.kind === kind &&
@@ -88,84 +105,108 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
       cached.ino === ino &&
       cached.mtimeMs < racyFrom
     ) {
-      found.push(cached);
+      found?.push(cached);
       continue;
     }
     const contentHash = hashContent(fsPaths[i], kind, size, input.backend, path);
     hashed++;
     const nodeId = leafNodeId(kind, path, contentHash, input.backend);
     const record: LeafRecord = { path, kind, nodeId, contentHash, size, mtimeMs, ino };
-    if (cached === undefined || cached.kind === 'dir') added++;
+    if (cached === undefined) added++;
     if (sameLeaf(cached, record)) {
-      found.push(cached!); // a racy entry re-read: unchanged
+      found?.push(cached!); // a racy entry re-read: unchanged
       continue;
     }
-    found.push(record);
-    touched.add(parentPath(path) ?? '');
+    found?.push(record);
+    changedLeaves.push(record);
   }
 
-  const dirs = new Set<string>(['', ...walked.dirs]);
-  if (partial) {
-    for (const node of input.previous!.records()) {
-      if (subtrees.some((s) => isUnder(node.path, s))) continue;
-      if (node.kind === 'dir') dirs.add(node.path);
-      else found.push(node);
-    }
-  }
-  const before = input.force ? undefined : input.previous;
-  if (before === undefined) return { tree: Tree.build(found, dirs, input.backend), changed: true, hashed };
-  markStructuralChanges(before, found, added, dirs, touched);
-  if (touched.size === 0) return { tree: before, changed: false, hashed };
-  return { tree: Tree.build(found, dirs, input.backend, before, touched), changed: true, hashed };
+  const { dirs } = listing;
+  const isGitignoreFile = (path: string): boolean =>
+    gitignoreFiles.has(path) || (partial && !subtrees.some((s) => isUnder(path, s)) && input.previous!.get(path)?.kind === 'file');
+  const basis = scanBasis(input.rules, isGitignoreFile, listing.reused > 0 || partial ? input.previous : undefined);
+  if (previous === undefined) return { tree: Tree.build(found!, dirs, input.backend, { basis }), changed: true, hashed };
+  const removed = partial ? removedUnder(previous, subtrees, paths, stats, dirs) : removedAll(previous, paths, stats, present - added, dirs);
+  const update = previous.update({ leaves: changedLeaves, removed, dirs, basis }, input.backend);
+  if (update.tree === previous) return { tree: previous, changed: false, hashed };
+  return { tree: update.tree, changed: true, hashed, delta: { upserts: update.upserts, removed } };
 }
 
-/**
- * Adds to `touched` the parents of removed leaves and of added or removed directories. Every found leaf that is
- * not new came from `previous` under the same path, so when the counts agree nothing was removed.
- */
-function markStructuralChanges(previous: Tree, found: readonly LeafRecord[], added: number, dirs: ReadonlySet<string>, touched: Set<string>): void {
-  if (found.length - added !== previous.leafCount) {
-    const present = new Set(found.map((leaf) => leaf.path));
-    for (const node of previous.records()) {
-      if (node.kind !== 'dir' && !present.has(node.path)) touched.add(parentPath(node.path) ?? '');
-    }
+/** Paths of `previous` that a full scan did not find. `kept` leaves of the listing were leaves before. */
+function removedAll(previous: Tree, paths: readonly string[], stats: Float64Array, kept: number, dirs: ReadonlyMap<string, DirStat>): string[] {
+  const removed: string[] = [];
+  const leavesGone = kept !== previous.leafCount;
+  let dirsKept = 0;
+  for (const dir of dirs.keys()) if (previous.get(dir)?.kind === 'dir') dirsKept++;
+  const dirsGone = dirsKept !== previous.size - previous.leafCount;
+  if (!leavesGone && !dirsGone) return removed;
+  const found = leavesGone ? listedLeaves(paths, stats) : undefined;
+  for (const node of previous.records()) {
+    if (node.kind === 'dir' ? dirsGone && !dirs.has(node.path) : found !== undefined && !found.has(node.path)) removed.push(node.path);
   }
-  let addedDirs = 0;
-  for (const dir of dirs) {
-    if (previous.get(dir)?.kind !== 'dir') {
-      addedDirs++;
-      touched.add(dir);
-      touched.add(parentPath(dir) ?? '');
-    }
-  }
-  if (dirs.size - addedDirs !== previous.size - previous.leafCount) {
-    for (const node of previous.records()) {
-      if (node.kind === 'dir' && !dirs.has(node.path)) touched.add(parentPath(node.path) ?? '');
-    }
-  }
+  return removed;
 }
 
+/** Paths of `previous` inside the re-walked `subtrees` that a partial scan did not find. */
+function removedUnder(previous: Tree, subtrees: readonly string[], paths: readonly string[], stats: Float64Array, dirs: ReadonlyMap<string, DirStat>): string[] {
+  const found = listedLeaves(paths, stats);
+  const removed: string[] = [];
+  for (const node of previous.records()) {
+    if (!subtrees.some((s) => isUnder(node.path, s))) continue;
+    if (node.kind === 'dir' ? !dirs.has(node.path) : !found.has(node.path)) removed.push(node.path);
+  }
+  return removed;
+}
+
+function listedLeaves(paths: readonly string[], stats: Float64Array): Set<string> {
+  const found = new Set<string>();
+  for (let i = 0; i < paths.length; i++) if (stats[i * STAT_FIELDS] === 1 || stats[i * STAT_FIELDS] === 2) found.add(paths[i]);
+  return found;
+}
+
+/** lstat of every path, shared with the helper thread when there is one. */
+async function statAll(fsPaths: readonly string[], helper: ScanInput['helper']): Promise<Float64Array> {
+  if (helper === undefined) return statSerial(fsPaths);
+  const split = Math.round(fsPaths.length * HELPER_SHARE);
+  const pending = helper.statOnHelper(fsPaths.slice(0, split).join('\0'));
+  const stats = new Float64Array(fsPaths.length * STAT_FIELDS);
+  for (let i = split; i < fsPaths.length; i++) statOne(fsPaths[i], stats, i);
+  stats.set(await pending, 0);
+  return stats;
+}
+
+/** The helper's share of a tree's leaves as NUL-joined filesystem paths, computed once per tree and root. */
+const prefetchRequests = new WeakMap<readonly string[], { root: string; joined: string; share: number }>();
+
 /**
- * Stats the first {@link HELPER_SHARE} of the previous tree's files on the helper thread, started before the walk;
- * `complete` stats the walked files the helper did not cover (its share of known files, new files, and any file
- * the helper could not find under its NFC spelling) and returns stats in walk order.
+ * Starts the helper on the first {@link HELPER_SHARE} of the previous tree's leaves; `complete` stats on this
+ * thread every listed file the helper does not cover (its own share, new files, files whose place moved, names the
+ * helper could not find under their NFC spelling) and returns the stats in listing order.
  */
 function startPrefetch(root: string, previous: Tree, helper: NonNullable<ScanInput['helper']>) {
-  const { leaves, index } = previous.leafOrder();
-  const share = Math.round(leaves.length * HELPER_SHARE);
-  const request: string[] = new Array(share);
-  for (let i = 0; i < share; i++) request[i] = `${root}/${leaves[i].path}`;
-  const pending = helper.statOnHelper(request);
+  const leaves = previous.leafPaths();
+  let request = prefetchRequests.get(leaves);
+  if (request === undefined || request.root !== root) {
+    const share = Math.round(leaves.length * HELPER_SHARE);
+    let joined = '';
+    for (let i = 0; i < share; i++) joined += i === 0 ? `${root}/${leaves[i]}` : `\0${root}/${leaves[i]}`;
+    request = { root, joined, share };
+    prefetchRequests.set(leaves, request);
+  }
+  const { share } = request;
+  const pending = helper.statOnHelper(request.joined);
+  let index: Map<string, number> | undefined;
   return {
-    /** Stats in walk order, and the previous record of each walked path (undefined when new). */
-    async complete(paths: readonly string[], fsPaths: readonly string[]): Promise<{ stats: Float64Array; known: (NodeRecord | undefined)[] }> {
+    async complete(listing: Listing): Promise<Float64Array> {
+      const { paths, fsPaths } = listing;
       const stats = new Float64Array(paths.length * STAT_FIELDS);
-      const known: (NodeRecord | undefined)[] = new Array(paths.length);
       const slots = new Int32Array(paths.length);
       for (let i = 0; i < paths.length; i++) {
-        // A walk of an unchanged directory finds its files in the same order as the walk that built `previous`.
-        const slot = i < leaves.length && leaves[i].path === paths[i] ? i : (index().get(paths[i]) ?? -1);
-        known[i] = slot < 0 ? undefined : leaves[slot];
+        let slot = i < leaves.length && leaves[i] === paths[i] ? i : -1;
+        if (slot < 0) {
+          index ??= new Map(leaves.map((leaf, k) => [leaf, k]));
+          slot = index.get(paths[i]) ?? -1;
+        }
         if (slot >= 0 && slot < share) slots[i] = slot;
         else {
           slots[i] = -1;
@@ -180,65 +221,36 @@ function startPrefetch(root: string, previous: Tree, helper: NonNullable<ScanInp
         if (helped[from] === 0) statOne(fsPaths[i], stats, i); // not found under the stored spelling
         else stats.set(helped.subarray(from, from + STAT_FIELDS), i * STAT_FIELDS);
       }
-      return { stats, known };
+      return stats;
     },
   };
 }
 
-/** The files (NFC workspace path and filesystem path, in parallel arrays) and directories of one subtree. */
-interface Walked {
-  readonly paths: string[];
-  readonly fsPaths: string[];
-  readonly dirs: string[];
+/** True when a `.gitignore` listed from the cache is new, gone or not byte-for-byte the one of the previous scan. */
+function gitignoreChanged(listing: Listing, stats: Float64Array, racyFrom: number): boolean {
+  return listing.gitignores.some((i) => {
+    const cached = listing.known[i];
+    const j = i * STAT_FIELDS;
+    return (
+      cached === undefined ||
+      stats[j] !== 1 ||
+      cached.kind !== 'file' ||
+      cached.size !== stats[j + 1] ||
+      cached.mtimeMs !== stats[j + 2] ||
+      cached.ino !== stats[j + 3] ||
+      cached.mtimeMs >= racyFrom
+    );
+  });
 }
 
-function walk(root: string, subtree: string, rules: IgnoreRules, into: Walked): void {
-  const base = subtree === '' ? root : join(root, subtree);
-  const rootPrefixLength = root.length + 1;
-  const crawled = new fdir()
-    .withRelativePaths()
-    .withDirs()
-    .withPathSeparator('/')
-    .withErrors()
-    .exclude((name, dirPath) => {
-      // dirPath is the absolute path of the candidate directory, with a trailing separator.
-      const rel = nfc(dirPath.slice(rootPrefixLength, -1));
-      return rules.ignores(parentPath(rel) ?? '', nfc(name), true);
-    })
-    .crawl(base)
-    .sync();
-  // Only names that NFC changes can collide; ASCII names (the common case) skip the check.
-  let normalized: Set<string> | undefined;
-  for (const rel of crawled) {
-    if (rel === '.' || rel === './' || rel === '') {
-      into.dirs.push(subtree);
-      continue;
-    }
-    const fsPath = subtree === '' ? rel : joinPath(subtree, rel);
-    if (rel.endsWith('/')) {
-      into.dirs.push(nfc(fsPath.slice(0, -1)));
-      continue;
-    }
-    const path = nfc(fsPath);
-    const slash = path.lastIndexOf('/');
-    if (rules.ignores(slash < 0 ? '' : path.slice(0, slash), path.slice(slash + 1), false)) continue;
-    if (path !== fsPath || normalized?.has(path)) {
-      normalized ??= new Set(into.paths);
-      if (normalized.has(path)) {
-        throw new ContextError('SCAN_FAILED', `two files in ${root} have the same NFC name '${path}'; rename one`, { path });
-      }
-      normalized.add(path);
-    }
-    into.paths.push(path);
-    into.fsPaths.push(`${root}/${fsPath}`);
-  }
-}
-
-const NON_ASCII = /[^ -~\t\n\r]/;
-
-/** NFC form of a path; ASCII (the common case) is already NFC. */
-function nfc(path: string): string {
-  return NON_ASCII.test(path) ? path.normalize('NFC') : path;
+/**
+ * The basis of the new tree. Its listings are reusable when every `.gitignore` the rules read is a file of the tree
+ * (so a later change to it is seen); `inherited` is the previous tree when this scan read only part of the
+ * directories, whose unread parts keep that tree's verdict.
+ */
+function scanBasis(rules: IgnoreRules, isGitignoreFile: (path: string) => boolean, inherited: Tree | undefined): ScanBasis {
+  const reusable = inherited === undefined || (inherited.basis?.reusable === true && inherited.basis.rules === rules.key);
+  return { rules: rules.key, reusable: reusable && rules.gitignoreDirs().every((dir) => isGitignoreFile(joinPath(dir, '.gitignore'))) };
 }
 
 /** The directories to re-walk: nearest existing, non-ignored directory of each path, without nested duplicates. */

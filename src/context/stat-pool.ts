@@ -35,7 +35,8 @@ export const statSerial = async (paths: readonly string[]): Promise<Float64Array
 const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
 const { lstatSync } = require('node:fs');
-parentPort.on('message', ({ id, paths }) => {
+parentPort.on('message', ({ id, joined }) => {
+  const paths = joined.split('\\0');
   const out = new Float64Array(paths.length * ${STAT_FIELDS});
   let error;
   try {
@@ -52,8 +53,8 @@ parentPort.on('message', ({ id, paths }) => {
 
 /**
  * One helper thread for lstat work: a rescan is dominated by one lstat per file, and the kernel serves them in
- * parallel, so the helper stats known files while the calling thread walks the workspace. Created on first use;
- * it does not keep the process alive.
+ * parallel, so the helper stats a share of the files while the calling thread stats the rest. Created on first
+ * use; it does not keep the process alive.
  */
 export class StatPool {
   private worker: Worker | undefined;
@@ -67,18 +68,18 @@ export class StatPool {
     if (worker !== undefined) await worker.terminate();
   }
 
-  /** Stats `paths` on the helper thread while this thread does other work. */
-  statOnHelper(paths: string[]): Promise<Float64Array> {
-    return this.request(paths);
-  }
-
-  private request(paths: string[]): Promise<Float64Array> {
+  /**
+   * Stats paths on the helper thread while this thread does other work. The paths come joined by NUL (which no
+   * path contains): one long string crosses to the thread far faster than an array of strings.
+   */
+  statOnHelper(joinedPaths: string): Promise<Float64Array> {
+    if (joinedPaths === '') return Promise.resolve(new Float64Array(0));
     const worker = this.ensureWorker();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
       worker.ref();
-      worker.postMessage({ id, paths });
+      worker.postMessage({ id, joined: joinedPaths });
     });
   }
 

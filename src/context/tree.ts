@@ -1,5 +1,6 @@
 import { ContextError } from './errors.js';
 import { Encoder, KIND_CODE, compareCodePoints, type HashBackend } from './hash.js';
+import type { DirStat } from './listing.js';
 import { baseName, parentPath } from './paths.js';
 
 /** What a tree entry is. */
@@ -17,6 +18,7 @@ export interface NodeRecord {
   readonly contentHash: string;
   /** Bytes for files and symlinks, number of children for directories. */
   readonly size: number;
+  /** For a directory, the stat of the directory itself when its entries were listed (0 when unknown). */
   readonly mtimeMs: number;
   readonly ino: number;
   /** Child paths in canonical order (directories only). */
@@ -26,8 +28,39 @@ export interface NodeRecord {
 /** A leaf (file or symlink) before directory ids are computed. */
 export type LeafRecord = Omit<NodeRecord, 'children'>;
 
+/**
+ * How the scan that built a tree filtered the workspace. A later scan may reuse the tree's directory listings
+ * only under the same `rules` key, and only when `reusable` (false when some `.gitignore` that was applied is not
+ * itself a file of the tree, so that a change to it would go unseen).
+ */
+export interface ScanBasis {
+  readonly rules: string;
+  readonly reusable: boolean;
+}
+
+/** What a rescan found different from the tree it started from (see {@link Tree.update}). */
+export interface TreeChange {
+  /** New or changed files and symlinks. */
+  readonly leaves: readonly LeafRecord[];
+  /** Paths of files, symlinks and directories that are gone (a removed directory's whole subtree). */
+  readonly removed: readonly string[];
+  /** The stat of every directory listed by the scan, new ones included. */
+  readonly dirs: ReadonlyMap<string, DirStat>;
+  readonly basis: ScanBasis;
+}
+
+/** Options of {@link Tree.build}. */
+export interface BuildOptions {
+  /** The tree to take unchanged directory records from. */
+  readonly previous?: Tree;
+  /** Directories whose children or child ids may have changed (with `previous`). */
+  readonly touched?: ReadonlySet<string>;
+  readonly basis?: ScanBasis;
+}
+
 const MAGIC = Buffer.from('MRKLTREE', 'latin1');
-const FORMAT = 1;
+/** Format 2 adds the scan basis after the records; format 1 (none) is still read. */
+const FORMAT = 2;
 const KIND_BY_CODE: Record<number, NodeKind> = { 1: 'file', 2: 'dir', 3: 'symlink' };
 
 /**
@@ -36,25 +69,108 @@ const KIND_BY_CODE: Record<number, NodeKind> = { 1: 'file', 2: 'dir', 3: 'symlin
  */
 export class Tree {
   private byIdCache: Map<string, NodeRecord> | undefined;
-  private leafOrderCache: { leaves: NodeRecord[]; index(): Map<string, number> } | undefined;
+  private leafPathsCache: readonly string[] | undefined;
   /** Number of files and symlinks. */
   readonly leafCount: number;
 
-  private constructor(private readonly nodes: ReadonlyMap<string, NodeRecord>) {
-    let leaves = 0;
-    for (const node of nodes.values()) if (node.kind !== 'dir') leaves++;
-    this.leafCount = leaves;
+  private constructor(
+    private readonly nodes: ReadonlyMap<string, NodeRecord>,
+    /** How the scan that built this tree filtered the workspace; undefined for trees of format 1. */
+    readonly basis: ScanBasis | undefined,
+    leafCount?: number,
+  ) {
+    if (leafCount === undefined) {
+      leafCount = 0;
+      for (const node of nodes.values()) if (node.kind !== 'dir') leafCount++;
+    }
+    this.leafCount = leafCount;
   }
 
   /**
-   * Builds the tree from its leaves and directory paths, computing directory NodeIDs bottom-up. With `previous`
-   * and `touched` (directories whose children or child ids may have changed), every other directory of `previous`
-   * keeps its record; touched directories and their ancestors are re-hashed.
+   * This tree with `change` applied: only the directories on the paths from changed entries to the root are
+   * re-hashed, so the cost follows the size of the change, not of the tree. Returns the new tree and the records it
+   * adds or replaces (for the store's journal), or this tree itself when nothing changed.
    */
-  static build(leaves: Iterable<LeafRecord>, dirs: Iterable<string>, backend: HashBackend, previous?: Tree, touched?: ReadonlySet<string>): Tree {
+  update(change: TreeChange, backend: HashBackend): { tree: Tree; upserts: NodeRecord[]; removed: readonly string[] } {
+    const nodes = new Map(this.nodes);
+    let leafCount = this.leafCount;
+    const dirty = new Set<string>();
+    const markDirty = (dir: string | undefined) => {
+      for (let d = dir; d !== undefined && !dirty.has(d); d = parentPath(d)) dirty.add(d);
+    };
+    /** Children that were not children of their directory before, by directory. */
+    const added = new Map<string, string[]>();
+    const addChild = (path: string) => {
+      const parent = parentPath(path)!;
+      const list = added.get(parent);
+      if (list === undefined) added.set(parent, [path]);
+      else list.push(path);
+    };
+    for (const path of change.removed) {
+      const old = nodes.get(path);
+      if (old === undefined) continue;
+      nodes.delete(path);
+      if (old.kind !== 'dir') leafCount--;
+      markDirty(parentPath(path));
+    }
+    let structural = change.removed.length > 0;
+    for (const leaf of change.leaves) {
+      const old = nodes.get(leaf.path);
+      if (old === undefined) {
+        leafCount++;
+        structural = true;
+        if (this.nodes.get(leaf.path) === undefined) addChild(leaf.path);
+      }
+      nodes.set(leaf.path, leaf);
+      markDirty(parentPath(leaf.path));
+    }
+    const restat: string[] = [];
+    for (const [dir, stat] of change.dirs) {
+      const old = nodes.get(dir);
+      if (old === undefined) {
+        structural = true;
+        nodes.set(dir, { path: dir, kind: 'dir', nodeId: '', contentHash: '', size: 0, mtimeMs: stat.mtimeMs, ino: stat.ino, children: [] });
+        if (dir !== '' && this.nodes.get(dir) === undefined) addChild(dir);
+        markDirty(dir);
+      } else if (old.kind === 'dir' && (old.mtimeMs !== stat.mtimeMs || old.ino !== stat.ino)) restat.push(dir);
+    }
+    const basisChanged = this.basis?.rules !== change.basis.rules || this.basis?.reusable !== change.basis.reusable;
+    if (dirty.size === 0 && restat.length === 0 && !basisChanged) return { tree: this, upserts: [], removed: [] };
+
+    const upserts: NodeRecord[] = [...change.leaves];
+    const order = [...dirty].sort((a, b) => depth(b) - depth(a) || compareCodePoints(a, b));
+    for (const dir of order) {
+      if (nodes.get(dir)?.kind !== 'dir') continue; // removed with its subtree, or now a file
+      const before = this.nodes.get(dir);
+      const children = (before?.kind === 'dir' ? before.children! : []).filter((child) => nodes.has(child));
+      children.push(...(added.get(dir) ?? []));
+      const stat = change.dirs.get(dir) ?? before;
+      const record = dirRecord(dir, children, nodes, stat?.mtimeMs ?? 0, stat?.ino ?? 0, backend);
+      nodes.set(dir, record);
+      upserts.push(record);
+    }
+    for (const dir of restat) {
+      if (dirty.has(dir)) continue;
+      const stat = change.dirs.get(dir)!;
+      const record = { ...nodes.get(dir)!, mtimeMs: stat.mtimeMs, ino: stat.ino };
+      nodes.set(dir, record);
+      upserts.push(record);
+    }
+    const tree = new Tree(nodes, change.basis, leafCount);
+    if (!structural) tree.leafPathsCache = this.leafPathsCache; // same files in the same places
+    return { tree, upserts, removed: change.removed };
+  }
+
+  /**
+   * Builds the tree from its leaves and directories (with their stats), computing directory NodeIDs bottom-up. With
+   * `previous` and `touched` (directories whose children or child ids may have changed), every other directory of
+   * `previous` keeps its id and children; touched directories and their ancestors are re-hashed.
+   */
+  static build(leaves: Iterable<LeafRecord>, dirs: ReadonlyMap<string, DirStat>, backend: HashBackend, options: BuildOptions = {}): Tree {
+    const { previous, touched } = options;
     const childNames = new Map<string, string[]>();
     childNames.set('', []);
-    for (const dir of dirs) if (!childNames.has(dir)) childNames.set(dir, []);
+    for (const dir of dirs.keys()) if (!childNames.has(dir)) childNames.set(dir, []);
     const nodes = new Map<string, NodeRecord>();
     for (const leaf of leaves) nodes.set(leaf.path, leaf);
     for (const path of [...nodes.keys(), ...childNames.keys()]) {
@@ -77,29 +193,16 @@ export class Tree {
     const order = [...childNames.keys()].sort((a, b) => depth(b) - depth(a) || compareCodePoints(a, b));
     for (const dir of order) {
       const list = childNames.get(dir)!;
+      const stat = dirs.get(dir);
       const kept = previous !== undefined && !dirty.has(dir) ? previous.get(dir) : undefined;
       if (kept !== undefined && kept.kind === 'dir') {
-        nodes.set(dir, kept);
+        const same = stat === undefined || (stat.mtimeMs === kept.mtimeMs && stat.ino === kept.ino);
+        nodes.set(dir, same ? kept : { ...kept, mtimeMs: stat.mtimeMs, ino: stat.ino });
         continue;
       }
-      const children = list.sort((a, b) => compareCodePoints(baseName(a), baseName(b)));
-      const enc = new Encoder('merkle.node.dir.v1').str(dir).u32(children.length);
-      for (const child of children) {
-        const node = nodes.get(child)!;
-        enc.u8(KIND_CODE[node.kind]).str(baseName(child)).id(node.nodeId);
-      }
-      nodes.set(dir, {
-        path: dir,
-        kind: 'dir',
-        nodeId: enc.hash(backend),
-        contentHash: '',
-        size: children.length,
-        mtimeMs: 0,
-        ino: 0,
-        children,
-      });
+      nodes.set(dir, dirRecord(dir, list, nodes, stat?.mtimeMs ?? 0, stat?.ino ?? 0, backend));
     }
-    return new Tree(nodes);
+    return new Tree(nodes, options.basis);
   }
 
   /** The root NodeID. */
@@ -149,20 +252,16 @@ export class Tree {
   }
 
   /**
-   * Files and symlinks in insertion order (for a tree built by a scan, the order the walk found them), and a
-   * path → position index built on first use. Both are computed once per tree.
+   * Paths of files and symlinks in canonical depth-first order (the order a listing of the same workspace finds
+   * them). Shared with the tree this one was updated from when no file was added or removed.
    */
-  leafOrder(): { leaves: readonly NodeRecord[]; index(): ReadonlyMap<string, number> } {
-    if (this.leafOrderCache === undefined) {
-      const leaves: NodeRecord[] = [];
-      for (const node of this.nodes.values()) if (node.kind !== 'dir') leaves.push(node);
-      let index: Map<string, number> | undefined;
-      this.leafOrderCache = {
-        leaves,
-        index: () => (index ??= new Map(leaves.map((leaf, i) => [leaf.path, i]))),
-      };
+  leafPaths(): readonly string[] {
+    if (this.leafPathsCache === undefined) {
+      const paths: string[] = [];
+      for (const node of this.walk()) if (node.kind !== 'dir') paths.push(node.path);
+      this.leafPathsCache = paths;
     }
-    return this.leafOrderCache;
+    return this.leafPathsCache;
   }
 
   /** Every record, in no particular order. */
@@ -173,7 +272,8 @@ export class Tree {
   /** The binary stored form: magic, format, BLAKE3 of the body, body (see {@link Tree.decode}). */
   encode(backend: HashBackend): Buffer {
     const records = this.walk();
-    let size = 12 + 32 + 4;
+    const basis = Buffer.from(JSON.stringify(this.basis ?? null), 'utf8');
+    let size = 12 + 32 + 4 + 4 + basis.length;
     for (const node of records) size += 1 + 4 + Buffer.byteLength(node.path) + 24 + 64;
     const out = Buffer.alloc(size);
     MAGIC.copy(out, 0);
@@ -190,6 +290,8 @@ export class Tree {
       out.write(node.nodeId, o + 32, 'hex');
       o += 64;
     }
+    o = out.writeUInt32BE(basis.length, o);
+    basis.copy(out, o);
     backend.digest(out.subarray(44)).copy(out, 12);
     return out;
   }
@@ -201,7 +303,8 @@ export class Tree {
   static decode(data: Buffer, backend: HashBackend, where: string): Tree {
     const corrupt = (why: string): never => corruptTree(where, why);
     if (data.length < 44 || !data.subarray(0, 8).equals(MAGIC)) corrupt('bad header');
-    if (data.readUInt32BE(8) !== FORMAT) corrupt(`unsupported format ${data.readUInt32BE(8)}`);
+    const format = data.readUInt32BE(8);
+    if (format !== 1 && format !== FORMAT) corrupt(`unsupported format ${format}`);
     const body = data.subarray(44);
     if (!backend.digest(body).equals(data.subarray(12, 44))) corrupt('checksum mismatch');
     const nodes = new Map<string, NodeRecord>();
@@ -228,14 +331,46 @@ export class Tree {
         list.push(path);
       }
     }
+    let basis: ScanBasis | undefined;
+    if (format === FORMAT) {
+      if (o + 4 > body.length) corrupt('truncated scan basis');
+      const len = body.readUInt32BE(o);
+      const parsed = parseBasis(body.toString('utf8', o + 4, o + 4 + len));
+      if (parsed === undefined) corrupt('invalid scan basis');
+      basis = parsed ?? undefined;
+      o += 4 + len;
+    }
     if (o !== body.length || !nodes.has('')) corrupt('truncated or missing root');
-    return new Tree(nodes);
+    return new Tree(nodes, basis);
   }
+}
+
+/** A directory's record: its children sorted canonically and its NodeID derived from them. */
+function dirRecord(dir: string, children: string[], nodes: ReadonlyMap<string, NodeRecord>, mtimeMs: number, ino: number, backend: HashBackend): NodeRecord {
+  children.sort((a, b) => compareCodePoints(baseName(a), baseName(b)));
+  const enc = new Encoder('merkle.node.dir.v1').str(dir).u32(children.length);
+  for (const child of children) {
+    const node = nodes.get(child)!;
+    enc.u8(KIND_CODE[node.kind]).str(baseName(child)).id(node.nodeId);
+  }
+  return { path: dir, kind: 'dir', nodeId: enc.hash(backend), contentHash: '', size: children.length, mtimeMs, ino, children };
 }
 
 /** The NodeID of a file or symlink: its path and content hash (see `hash.ts`). */
 export function leafNodeId(kind: NodeKind, path: string, contentHash: string, backend: HashBackend): string {
   return new Encoder(kind === 'symlink' ? 'merkle.node.symlink.v1' : 'merkle.node.file.v1').str(path).id(contentHash).hash(backend);
+}
+
+/** The stored basis: null (none recorded) or `{ rules, reusable }`; undefined when malformed. */
+function parseBasis(text: string): ScanBasis | null | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value === null) return null;
+    const basis = value as Partial<ScanBasis>;
+    return typeof basis.rules === 'string' && typeof basis.reusable === 'boolean' ? { rules: basis.rules, reusable: basis.reusable } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function corruptTree(where: string, why: string): never {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { HashBackend } from './hash.js';
 import type { IgnoreRules } from './ignore-rules.js';
 import { displayPath } from './paths.js';
+import type { DirStat } from './listing.js';
 import { scanWorkspace } from './scan.js';
 import type { StoreState } from './state.js';
 import type { MerkleStore } from './store.js';
@@ -64,9 +65,9 @@ export async function validateStore(input: ValidateInput): Promise<ValidationRep
 
 function checkTreeIds(tree: Tree, backend: HashBackend, errors: string[]): void {
   const leaves = [];
-  const dirs = [];
+  const dirs = new Map<string, DirStat>();
   for (const node of tree.records()) {
-    if (node.kind === 'dir') dirs.push(node.path);
+    if (node.kind === 'dir') dirs.set(node.path, node);
     else leaves.push(node);
   }
   // Leaf ids are re-derived from path and content hash; directory ids from the rebuilt children.

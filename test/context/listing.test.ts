@@ -1,0 +1,247 @@
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ContextEngine, loadHashBackend } from '../../src/context/index.js';
+import { IgnoreRules } from '../../src/context/ignore-rules.js';
+import { emptyListing, listWorkspace, type Listing } from '../../src/context/listing.js';
+import { scanWorkspace } from '../../src/context/scan.js';
+import type { Tree } from '../../src/context/tree.js';
+import { SAMPLE, tempDir, writeTree } from './helpers.js';
+
+const backend = await loadHashBackend();
+
+async function scanTree(root: string, previous?: Tree): Promise<Tree> {
+  return (await scanWorkspace({ workspaceRoot: root, rules: new IgnoreRules(root), backend, previous })).tree;
+}
+
+function list(root: string, tree: Tree, options: { reuse?: boolean; racyFromMs?: number } = {}): Listing {
+  const listing = emptyListing();
+  listWorkspace(root, '', new IgnoreRules(root), { tree, racyFromMs: options.racyFromMs ?? Infinity, reuse: options.reuse ?? true }, listing);
+  return listing;
+}
+
+async function paths(engine: ContextEngine): Promise<string[]> {
+  return (await engine.listNodes()).map((n) => n.path).sort();
+}
+
+describe('listing cache: directories whose stat is unchanged are not re-read', () => {
+  it('takes every listing from the cache when nothing changed, and re-reads exactly the directory that changed', async () => {
+    const root = tempDir();
+    writeTree(root, SAMPLE);
+    const tree = await scanTree(root);
+    const dirs = [...tree.records()].filter((n) => n.kind === 'dir').length;
+
+    const unchanged = list(root, tree);
+    expect(unchanged.reused).toBe(dirs);
+    expect([...unchanged.paths].sort()).toEqual(['README.md', 'docs/guide.md', 'src/main.ts', 'src/util/numbers.ts', 'src/util/strings.ts']);
+    expect(unchanged.known.every((record) => record !== undefined)).toBe(true);
+
+    writeFileSync(join(root, 'src/util/new.ts'), 'new');
+    const added = list(root, tree);
+    expect(added.reused).toBe(dirs - 1);
+    expect(added.paths).toContain('src/util/new.ts');
+    expect(added.known[added.paths.indexOf('src/util/new.ts')]).toBeUndefined();
+  });
+
+  it('re-reads every directory when asked to, and directories modified in the racy window', async () => {
+    const root = tempDir();
+    writeTree(root, SAMPLE);
+    const tree = await scanTree(root);
+    expect(list(root, tree, { reuse: false }).reused).toBe(0);
+    expect(list(root, tree, { racyFromMs: 0 }).reused).toBe(0);
+  });
+
+  it('records each directory stat in the tree, and reuses nothing from a tree whose rules differ', async () => {
+    const root = tempDir();
+    writeTree(root, SAMPLE);
+    const tree = await scanTree(root);
+    expect(tree.get('src')!.mtimeMs).toBeGreaterThan(0);
+    expect(tree.get('src')!.ino).toBeGreaterThan(0);
+    expect(tree.basis).toEqual({ rules: new IgnoreRules(root).key, reusable: true });
+    const other = emptyListing();
+    listWorkspace(root, '', new IgnoreRules(root, { patterns: ['*.md'] }), { tree, racyFromMs: Infinity, reuse: true }, other);
+    expect(other.reused).toBe(0);
+    expect(other.paths).not.toContain('README.md');
+  });
+});
+
+describe('listing cache: rescans stay exact', () => {
+  it('sees added, removed and renamed files and directories, and a directory replaced by a file', async () => {
+    const root = tempDir();
+    writeTree(root, SAMPLE);
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    writeTree(root, { 'src/util/more/deep.ts': 'deep' });
+    rmSync(join(root, 'docs/guide.md'));
+    renameSync(join(root, 'src/main.ts'), join(root, 'src/entry.ts'));
+    rmSync(join(root, 'empty'), { recursive: true });
+    writeFileSync(join(root, 'empty'), 'now a file');
+    const report = await engine.scan();
+    expect(report.changed).toBe(true);
+    expect(await paths(engine)).toEqual([
+      '', 'README.md', 'docs', 'empty', 'src', 'src/entry.ts', 'src/util', 'src/util/more', 'src/util/more/deep.ts', 'src/util/numbers.ts', 'src/util/strings.ts',
+    ]);
+    const fresh = await ContextEngine.open(root);
+    expect((await fresh.scan({ force: true })).root).toBe(report.root);
+  });
+
+  it('a nested .gitignore edited in place drops the files it now ignores, though its directory looks unchanged', async () => {
+    const root = tempDir();
+    writeTree(root, { 'src/.gitignore': 'a.log\n', 'src/a.log': 'x', 'src/b.log': 'y', 'src/deep/c.log': 'z' });
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    expect(await paths(engine)).toContain('src/deep/c.log');
+    writeFileSync(join(root, 'src/.gitignore'), '*.log\n'); // same inode: the directory's mtime does not change
+    await engine.scan();
+    expect(await paths(engine)).toEqual(['', 'src', 'src/.gitignore', 'src/deep']);
+  });
+
+  it('a root .gitignore that stops ignoring a pattern brings back files in untouched directories', async () => {
+    const root = tempDir();
+    writeTree(root, { '.gitignore': '*.log\n', 'a/b/c/keep.log': 'x', 'a/b/c/main.ts': 'y' });
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    expect(await paths(engine)).not.toContain('a/b/c/keep.log');
+    writeFileSync(join(root, '.gitignore'), '# nothing ignored\n');
+    await engine.scan();
+    expect(await paths(engine)).toContain('a/b/c/keep.log');
+  });
+
+  it('a new .gitignore applies to the directories below it', async () => {
+    const root = tempDir();
+    writeTree(root, { 'src/util/x.tmp': 'x', 'src/util/y.ts': 'y' });
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    writeFileSync(join(root, 'src/.gitignore'), '*.tmp\n');
+    await engine.scan();
+    expect(await paths(engine)).toEqual(['', 'src', 'src/.gitignore', 'src/util', 'src/util/y.ts']);
+  });
+
+  it('a deleted .gitignore brings back the files it ignored in the directories below it', async () => {
+    const root = tempDir();
+    writeTree(root, { 'src/.gitignore': '*.tmp\n', 'src/util/x.tmp': 'x', 'src/util/y.ts': 'y' });
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    expect(await paths(engine)).not.toContain('src/util/x.tmp');
+    rmSync(join(root, 'src/.gitignore'));
+    await engine.scan();
+    expect(await paths(engine)).toEqual(['', 'src', 'src/util', 'src/util/x.tmp', 'src/util/y.ts']);
+  });
+
+  it('a new .gitignore that ignores itself applies to the directories below it', async () => {
+    const root = tempDir();
+    writeTree(root, { 'src/util/x.tmp': 'x', 'src/util/y.ts': 'y' });
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    writeFileSync(join(root, 'src/.gitignore'), '.gitignore\n*.tmp\n');
+    await engine.scan();
+    expect(await paths(engine)).toEqual(['', 'src', 'src/util', 'src/util/y.ts']);
+  });
+
+  it('a .gitignore that ignores itself is still watched: its tree never reuses listings', async () => {
+    const root = tempDir();
+    writeTree(root, { 'src/.gitignore': '.gitignore\nsecret.txt\n', 'src/secret.txt': 's', 'src/deep/secret.txt': 't', 'src/deep/ok.txt': 'o' });
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    expect(await paths(engine)).toEqual(['', 'src', 'src/deep', 'src/deep/ok.txt']);
+    const tree = await scanTree(root);
+    expect(tree.basis?.reusable).toBe(false);
+    writeFileSync(join(root, 'src/.gitignore'), '.gitignore\n');
+    await engine.scan();
+    expect(await paths(engine)).toEqual(['', 'src', 'src/deep', 'src/deep/ok.txt', 'src/deep/secret.txt', 'src/secret.txt']);
+  });
+
+  it('changing the ignore option between opens re-lists the workspace', async () => {
+    const root = tempDir();
+    writeTree(root, { 'a/x.tmp': 'x', 'a/y.ts': 'y' });
+    const first = await ContextEngine.open(root, { ignore: ['*.tmp'] });
+    await first.scan();
+    expect(await paths(first)).not.toContain('a/x.tmp');
+    const second = await ContextEngine.open(root);
+    await second.scan();
+    expect(await paths(second)).toContain('a/x.tmp');
+  });
+
+  it('reads a tree stored in format 1 (no directory stats, no basis) and upgrades it on the next scan', async () => {
+    const root = tempDir();
+    writeTree(root, SAMPLE);
+    const engine = await ContextEngine.open(root);
+    const { root: rootId } = await engine.scan();
+    const file = join(root, '.merkle', 'tree');
+    const stored = readFileSync(file);
+    // Format 2 ends with u32 length + basis JSON; format 1 is the same file without them.
+    const json = Buffer.from(JSON.stringify({ rules: new IgnoreRules(root).key, reusable: true }), 'utf8');
+    expect(stored.subarray(stored.length - json.length).equals(json)).toBe(true);
+    const body = stored.subarray(44, stored.length - json.length - 4);
+    const v1 = Buffer.concat([stored.subarray(0, 8), Buffer.from([0, 0, 0, 1]), backend.digest(body), body]);
+    writeFileSync(file, v1);
+
+    const reopened = await ContextEngine.open(root);
+    expect((await reopened.status()).root).toBe(rootId);
+    const upgrade = await reopened.scan();
+    expect(upgrade).toMatchObject({ root: rootId, hashed: 0, changed: true, changedPaths: [] });
+    expect(readFileSync(file).readUInt32BE(8)).toBe(2);
+    expect(await reopened.scan()).toMatchObject({ changed: false, hashed: 0 });
+  });
+});
+
+describe('incremental update equals a whole build', () => {
+  it.each([7, 11, 23, 101])('after random adds, edits, deletes, renames and file/directory swaps, the updated tree has the ids of a fresh scan (seed %i)', async (start) => {
+    let seed = start;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const root = tempDir();
+    const files = new Set<string>();
+    const dirsOf = () => [...new Set([...files].map((f) => f.split('/').slice(0, -1).join('/')).filter((d) => d !== ''))];
+    for (let i = 0; i < 40; i++) {
+      const path = `d${random(4)}/e${random(3)}/f${i}.txt`;
+      files.add(path);
+    }
+    writeTree(root, Object.fromEntries([...files].map((f) => [f, f])));
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    for (let round = 0; round < 25; round++) {
+      for (let k = 0; k < 1 + random(4); k++) {
+        const list = [...files];
+        const op = random(5);
+        if (op === 0) {
+          const dir = `d${random(5)}`;
+          if (files.has(dir)) continue; // a file now
+          const path = `${dir}/n${round}_${k}.txt`;
+          writeTree(root, { [path]: 'new' });
+          files.add(path);
+        } else if (op === 1 && list.length > 0) {
+          const path = list[random(list.length)];
+          writeFileSync(join(root, path), `edit ${round} ${k}`);
+        } else if (op === 2 && list.length > 0) {
+          const path = list[random(list.length)];
+          rmSync(join(root, path));
+          files.delete(path);
+        } else if (op === 3) {
+          const dirs = dirsOf();
+          if (dirs.length === 0) continue;
+          const dir = dirs[random(dirs.length)];
+          rmSync(join(root, dir), { recursive: true });
+          for (const f of [...files]) if (f.startsWith(`${dir}/`)) files.delete(f);
+          writeFileSync(join(root, dir), 'a file where a directory was');
+          files.add(dir);
+        } else if (list.length > 0 && !files.has('moved')) {
+          const path = list[random(list.length)];
+          const target = `moved/r${round}_${k}.txt`;
+          writeTree(root, { 'moved/': '' });
+          renameSync(join(root, path), join(root, target));
+          files.delete(path);
+          files.add(target);
+        }
+      }
+      const report = await engine.scan();
+      const full = await scanTree(root);
+      const incremental = new Map((await engine.listNodes()).map((n) => [n.path, n.nodeId]));
+      const whole = new Map([...full.records()].map((n) => [n.path, n.nodeId]));
+      expect(incremental, `round ${round}`).toEqual(whole);
+      expect(report.root).toBe(full.rootId);
+    }
+  });
+});
