@@ -22,10 +22,13 @@ import { applyStateDelta, StateTracker, type StateDelta } from './state-tracker.
  * - Every step boundary appends the step's events and one `checkpoint.saved` event, as one atomic batch with one
  *   fsync (durability 'batch'). That event holds the position (a stack of node ids, outermost first) and a
  *   structural delta of the keys the step changed, so checkpoint history grows with the work, not with steps × state.
- * - Every `keyframeInterval` steps (and at step 0) the whole state is written to `checkpoint/<step>.json` and
- *   `checkpoint.latest.json` (atomic: temp file, fsync, rename).
+ * - At the start of a run (step 0, or the step a fork starts from) and every `keyframeInterval` steps, once that
+ *   step's batch is in the log, the whole state is written to `checkpoint/<step>.json` (atomic: temp file, fsync,
+ *   rename). That one file per keyframe is the whole checkpoint: durable runs do not write `checkpoint.latest.json`
+ *   (a second file per keyframe); the newest keyframe is the highest step in `checkpoint/`.
  * - The state at step N is the last keyframe at or before N plus the deltas after it; a resume starts from the last
- *   recorded step. A step that had not reached its boundary when the process died runs again.
+ *   recorded step. A step that had not reached its boundary when the process died runs again. A keyframe is
+ *   written after its step's batch, so no keyframe is ahead of the log.
  */
 
 /** Where runs are stored. */
@@ -183,8 +186,8 @@ export async function listRuns(options: RunLocation = {}): Promise<RunMeta[]> {
 }
 
 /**
- * The recorded state and position of a run after `step` (default: its last recorded step): the last keyframe at or
- * before it plus the deltas of the steps after that keyframe.
+ * The recorded state and position of a run after `step` (default: its last recorded step): the last keyframe
+ * (`checkpoint/<step>.json`) at or before it plus the deltas of the steps after that keyframe.
  */
 export async function loadRunPoint(options: RunLocation & { runId: string; step?: number }): Promise<RunPoint> {
   const { dataDir, sessionKey } = locate(options);
@@ -192,13 +195,8 @@ export async function loadRunPoint(options: RunLocation & { runId: string; step?
   assertValidId(runId, 'runId');
   if (step !== undefined && (!Number.isInteger(step) || step < 0)) throw new StoreError(`step must be an integer >= 0, got ${String(step)}`);
   const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId });
-  let keyframe: Checkpoint | null;
-  if (step === undefined) {
-    keyframe = await checkpoints.loadLatest();
-  } else {
-    const steps = (await checkpoints.listHistorical()).map(Number).filter((s) => s <= step);
-    keyframe = steps.length ? await checkpoints.loadHistorical(Math.max(...steps)) : null;
-  }
+  const steps = (await checkpoints.listHistorical()).filter((id) => /^\d+$/.test(id)).map(Number).filter((s) => step === undefined || s <= step);
+  const keyframe = steps.length ? await checkpoints.loadHistorical(Math.max(...steps)) : null;
   if (!keyframe) throw new StoreError(`run ${sessionKey}/${runId} has no checkpoint${step === undefined ? '' : ` at or before step ${step}`} in ${dataDir}`);
   const point: RunPoint = { step: keyframe.step, position: [...keyframe.position], state: (keyframe.state as unknown as KeyframeState).backpack };
   const events = new EventStore({ dataDir, sessionKey, runId });
@@ -274,7 +272,6 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
       ...(start.forkedFrom ? { meta: { forkedFrom: start.forkedFrom } } : {}),
     };
     await checkpoints.saveHistorical(checkpoint, step);
-    await checkpoints.saveLatest(checkpoint);
   };
   const onStep = async (boundary: StepBoundary): Promise<void> => {
     // The end of a nested flow is not a resumable position; its changes go with the enclosing node's boundary.
@@ -283,10 +280,10 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     const position = boundary.next === undefined ? [] : [...boundary.path, boundary.next];
     const delta = tracker.next();
     const isKeyframe = step % keyframeInterval === 0;
-    if (isKeyframe) await keyframe(position);
     const payload: CheckpointPayload = { step, position, keyframe: isKeyframe, ...(delta ? { delta } : {}) };
     streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload: payload as unknown as Record<string, unknown> });
     await persist();
+    if (isKeyframe) await keyframe(position);
   };
 
   try {

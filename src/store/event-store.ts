@@ -11,8 +11,9 @@ import {
   statSync,
   writeSync,
 } from 'node:fs';
-import { StreamEventSchema, type StreamEvent } from '../events/types.js';
+import type { StreamEvent } from '../events/types.js';
 import { writeFileAtomic } from './atomic.js';
+import { parseEvent } from './envelope.js';
 import { EventStoreError, describeIssues } from './errors.js';
 import { endOfLastLine, readLines, type RawLine } from './lines.js';
 import { acquireLock, type FileLock } from './lock.js';
@@ -128,8 +129,8 @@ function readPending(path: string): PendingBatch | undefined | 'torn' {
  *
  * Writing: the first append (or {@link open}) takes the run's writer lock (`events.lock`, one writer per run across
  * processes, stale locks of dead processes recovered), cuts a torn last line and an unfinished batch, and catches
- * the index up with the log. Appends are validated (zod), checked against the run (runId, sessionKey, increasing
- * seq), redacted, and written with one `write` on an open descriptor.
+ * the index up with the log. Appends are validated against the envelope schema ({@link parseEvent}), checked against
+ * the run (runId, sessionKey, increasing seq), redacted, and written with one `write` on an open descriptor.
  *
  * Batches are all-or-nothing across a crash. One `write` is not enough: Linux may stop a large write at a page
  * boundary when the process is killed, leaving complete lines of half a batch. So before writing a batch of two or
@@ -157,6 +158,7 @@ export class EventStore {
   private lineCount = 0;
   private last: number | undefined;
   private batchGen = 0;
+  private readonly pendingRecord = Buffer.alloc(PENDING_RECORD_BYTES);
   private entries: IndexEntry[] = [];
   private readerIndex: { entries: IndexEntry[]; bytes: number } | undefined;
   private readonly inflight = new Set<Promise<void>>();
@@ -325,7 +327,8 @@ export class EventStore {
 
   /** Rewrites the marker in place: one positional write of a fixed-size record, so the file is never empty. */
   private writePending(record: PendingBatch): void {
-    const data = Buffer.from(JSON.stringify(record).padEnd(PENDING_RECORD_BYTES, ' '));
+    const data = this.pendingRecord;
+    data.fill(0x20, data.write(JSON.stringify(record)));
     let written = 0;
     while (written < data.length) written += writeSync(this.pendingFd!, data, written, data.length - written, written);
     this.batchGen = record.gen;
@@ -333,7 +336,7 @@ export class EventStore {
 
   /** Validates an event for this run and returns its stored form (redacted) and line. */
   private prepare(event: StreamEvent, previousSeq: number | undefined, position: string): { line: string; seq: number } {
-    const parsed = StreamEventSchema.safeParse(event);
+    const parsed = parseEvent(event);
     if (!parsed.success) {
       throw new EventStoreError(`invalid event${position}: ${describeIssues(parsed.error, '(event)')}`, { path: this.paths.events });
     }
@@ -406,17 +409,21 @@ export class EventStore {
     }
     // Committed: clear the marker so that later damage to the log (a shorter line) is never taken for this batch.
     if (framed) this.writePending({ gen: this.batchGen + 1, start: 0, end: 0 });
-    let offset = start;
     let indexText = '';
-    for (let i = 0; i < lines.length; i++) {
-      const line = this.lineCount + i;
-      const lastEntry = this.entries[this.entries.length - 1];
-      if (lastEntry === undefined || line - lastEntry.line >= this.indexInterval) {
-        const entry = { line, offset, seq: seqs[i]! };
-        this.entries.push(entry);
-        indexText += JSON.stringify(entry) + '\n';
+    const lastEntry = this.entries[this.entries.length - 1];
+    // Byte offsets are counted only when this batch reaches the next index entry.
+    if (lastEntry === undefined || this.lineCount + lines.length - 1 - lastEntry.line >= this.indexInterval) {
+      let offset = start;
+      for (let i = 0; i < lines.length; i++) {
+        const line = this.lineCount + i;
+        const previous = this.entries[this.entries.length - 1];
+        if (previous === undefined || line - previous.line >= this.indexInterval) {
+          const entry = { line, offset, seq: seqs[i]! };
+          this.entries.push(entry);
+          indexText += JSON.stringify(entry) + '\n';
+        }
+        offset += Buffer.byteLength(lines[i]!);
       }
-      offset += Buffer.byteLength(lines[i]!);
     }
     this.size = start + data.length;
     this.lineCount += lines.length;
@@ -508,7 +515,7 @@ export class EventStore {
     } catch (error) {
       return { line: index + 1, offset, error: `not JSON (${(error as Error).message})` };
     }
-    const parsed = StreamEventSchema.safeParse(json);
+    const parsed = parseEvent(json);
     if (!parsed.success) return { line: index + 1, offset, error: `not a valid event (${describeIssues(parsed.error, '(event)')})` };
     return parsed.data;
   }

@@ -10,7 +10,7 @@ export { MemoryStore } from './memory-store.js';
 export type { MemoryStoreOptions, ScoredMemoryItem } from './memory-store.js';
 export { ProjectionStore } from './projection-store.js';
 export type { ProjectionStoreOptions } from './projection-store.js';
-export { foldRunMeta, emptyRunMeta } from './run-meta.js';
+export { foldRunMeta, foldRunMetaBatch, emptyRunMeta } from './run-meta.js';
 export { KeywordIndex, tokenize, BM25_K1, BM25_B } from './keyword-index.js';
 export type { KeywordIndexFile, ScoredId } from './keyword-index.js';
 export { CheckpointSchema, MemoryItemSchema, RunMetaSchema, TokenUsageSchema } from './types.js';

@@ -3,7 +3,7 @@ import { ProjectionStoreError } from './errors.js';
 import { EventStore, type ReadOptions } from './event-store.js';
 import { assertValidId, runPaths } from './paths.js';
 import { redact } from './redact.js';
-import { emptyRunMeta, foldRunMeta } from './run-meta.js';
+import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from './run-meta.js';
 import { RunMetaSchema, durabilityOf, type Durability, type RunMeta } from './types.js';
 import type { StreamEvent } from '../events/types.js';
 
@@ -77,8 +77,7 @@ export class ProjectionStore {
     const previous = this.queues.get(runId) ?? Promise.resolve();
     const next = previous.then(async () => {
       const current = this.cache.get(runId) ?? (await this.loadRunMeta(runId)) ?? emptyRunMeta(this.sessionKey, runId);
-      let folded = current;
-      for (const event of events) folded = foldRunMeta(folded, event);
+      const folded = foldRunMetaBatch(current, events);
       this.cache.set(runId, folded);
       if (options.persist !== false && folded !== current) await this.persist(folded);
       return folded;

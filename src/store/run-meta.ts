@@ -46,9 +46,29 @@ function errorText(payload: Record<string, unknown>): string | undefined {
  *   to input + output); lastNodeId: the node of the last `node.started`.
  */
 export function foldRunMeta(meta: RunMeta, event: StreamEvent): RunMeta {
-  if (event.seq <= meta.lastSeq) return meta;
-  const next: RunMeta = { ...meta, lastSeq: event.seq, eventCount: meta.eventCount + 1, updatedAt: event.timestamp };
-  if (meta.eventCount === 0) next.startedAt = event.timestamp;
+  return foldRunMetaBatch(meta, [event]);
+}
+
+/**
+ * Folds several events, in order, with the rules of {@link foldRunMeta}, into one new projection (one copy for the
+ * batch instead of one per event); the same result as folding them one by one. The input is not modified.
+ */
+export function foldRunMetaBatch(meta: RunMeta, events: readonly StreamEvent[]): RunMeta {
+  let next: RunMeta | undefined;
+  for (const event of events) {
+    if (event.seq <= (next ?? meta).lastSeq) continue;
+    next ??= { ...meta };
+    foldInto(next, event);
+  }
+  return next ?? meta;
+}
+
+/** Folds `event` into `next`, a copy of its own: fields are replaced, never the objects or arrays they hold. */
+function foldInto(next: RunMeta, event: StreamEvent): void {
+  if (next.eventCount === 0) next.startedAt = event.timestamp;
+  next.lastSeq = event.seq;
+  next.eventCount++;
+  next.updatedAt = event.timestamp;
   switch (event.type) {
     case StreamEventType.RUN_START:
       next.status = 'running';
@@ -63,28 +83,28 @@ export function foldRunMeta(meta: RunMeta, event: StreamEvent): RunMeta {
       next.endedAt = event.timestamp;
       next.durationMs = Math.max(0, event.timestamp - next.startedAt);
       if (event.type === StreamEventType.RUN_ERROR) {
-        next.errorCount = meta.errorCount + 1;
+        next.errorCount++;
         next.error = errorText(event.payload) ?? 'run failed';
       }
       break;
     }
     case StreamEventType.NODE_START: {
       const node = event.namespace ?? event.nodeId;
-      if (node !== undefined && !meta.nodeIds.includes(node)) {
-        next.nodeIds = [...meta.nodeIds, node];
+      if (node !== undefined && !next.nodeIds.includes(node)) {
+        next.nodeIds = [...next.nodeIds, node];
         next.nodeCount = next.nodeIds.length;
       }
       if (event.nodeId !== undefined) next.lastNodeId = event.nodeId;
       break;
     }
     case StreamEventType.NODE_END:
-      next.stepCount = meta.stepCount + 1;
+      next.stepCount++;
       break;
     case StreamEventType.TOOL_CALL:
-      next.toolCallCount = meta.toolCallCount + 1;
+      next.toolCallCount++;
       break;
     case StreamEventType.ERROR:
-      next.errorCount = meta.errorCount + 1;
+      next.errorCount++;
       break;
     case StreamEventType.MODEL_END: {
       const usage = event.payload['usage'] as Record<string, unknown> | undefined;
@@ -92,12 +112,12 @@ export function foldRunMeta(meta: RunMeta, event: StreamEvent): RunMeta {
         const input = num(usage['inputTokens']);
         const output = num(usage['outputTokens']);
         const total = typeof usage['totalTokens'] === 'number' ? num(usage['totalTokens']) : input + output;
-        next.tokenUsage = { input: meta.tokenUsage.input + input, output: meta.tokenUsage.output + output, total: meta.tokenUsage.total + total };
+        const sum = next.tokenUsage;
+        next.tokenUsage = { input: sum.input + input, output: sum.output + output, total: sum.total + total };
       }
       break;
     }
     default:
       break;
   }
-  return next;
 }

@@ -41,8 +41,8 @@ async function trial(index: number): Promise<{ killedMidRun: boolean; state: Rec
   const dataDir = join(root, `trial-${index}`);
   const runId = `crash-${index}`;
   const running = start(['run', dataDir, runId, String(ROUNDS), '2']);
-  const latest = join(dataDir, 'sessions', 'default', 'runs', runId, 'checkpoint.latest.json');
-  await until(() => existsSync(latest), 20_000);
+  const first = join(dataDir, 'sessions', 'default', 'runs', runId, 'checkpoint', '0.json');
+  await until(() => existsSync(first), 20_000);
   await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 60)));
   running.kill();
   await running.done;

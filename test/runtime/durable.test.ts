@@ -63,6 +63,16 @@ describe('runFlow', () => {
     expect((await loadRunPoint({ dataDir, runId: 'exact', step: 0 })).state.items.topic?.value).toBe('tides');
   });
 
+  it('writes one file per keyframe (no checkpoint.latest.json) and finds the newest keyframe by step', async () => {
+    const result = await runFlow(buildJournalFlow({ rounds: 5 }), { dataDir, runId: 'frames', keyframeInterval: 3 });
+    expect(result.steps).toBe(7);
+    expect(readdirSync(join(runDir('frames'), 'checkpoint')).sort()).toEqual(['0.json', '3.json', '6.json']);
+    expect(existsSync(join(runDir('frames'), 'checkpoint.latest.json'))).toBe(false);
+    const last = await loadRunPoint({ dataDir, runId: 'frames' });
+    expect(last.step).toBe(7);
+    expect(last).toEqual(await loadRunPoint({ dataDir, runId: 'frames', step: 7 }));
+  });
+
   it('grows checkpoint storage with the work, not with steps × state', async () => {
     await runFlow(buildJournalFlow({ rounds: 400 }), { dataDir, runId: 'big' });
     const bytes = (dir: string): number =>
@@ -73,7 +83,7 @@ describe('runFlow', () => {
 
   it('never writes a secret to disk and says so on the event', async () => {
     await runFlow(buildJournalFlow({ rounds: 1 }), { dataDir, runId: 'secret' });
-    const files = ['events.jsonl', 'checkpoint.latest.json', join('checkpoint', '0.json')].map((f) => readFileSync(join(runDir('secret'), f), 'utf8'));
+    const files = ['events.jsonl', join('checkpoint', '0.json')].map((f) => readFileSync(join(runDir('secret'), f), 'utf8'));
     for (const text of files) expect(text).not.toContain('sk-aaaa');
     const checkpoints = (await new EventStore({ dataDir, sessionKey: 'default', runId: 'secret' }).readAll()).filter(
       (e) => e.type === StreamEventType.CHECKPOINT_SAVED,
@@ -127,7 +137,7 @@ describe('forkRun', () => {
     await runFlow(buildJournalFlow({ rounds: 4 }), { dataDir, runId: 'origin' });
     const snapshot = (runId: string) =>
       Object.fromEntries(
-        ['events.jsonl', 'checkpoint.latest.json', join('projections', 'run.meta.json')].map((f) => [f, readFileSync(join(runDir(runId), f), 'utf8')]),
+        ['events.jsonl', join('checkpoint', '0.json'), join('projections', 'run.meta.json')].map((f) => [f, readFileSync(join(runDir(runId), f), 'utf8')]),
       );
     const before = snapshot('origin');
     const fork = buildJournalFlow({ rounds: 4 });

@@ -58,6 +58,9 @@ describe('EventStore', () => {
       const bad = { ...makeEvent(RUN, 1), type: 'nope' } as unknown as ReturnType<typeof makeEvent>;
       await expect(store.append(bad)).rejects.toThrow(/invalid event: type:/);
       await expect(store.append({ ...makeEvent(RUN, 1), seq: -1 })).rejects.toThrow(EventStoreError);
+      await expect(store.append({ ...makeEvent(RUN, 1), seq: -1 })).rejects.toThrow(/invalid event: seq: Too small/);
+      await expect(store.append({ ...makeEvent(RUN, 1), payload: [] } as unknown as ReturnType<typeof makeEvent>)).rejects.toThrow(/invalid event: payload:/);
+      await expect(store.appendBatch([makeEvent(RUN, 1), { ...makeEvent(RUN, 2), id: '' }])).rejects.toThrow(/invalid event 1 of the batch: id:/);
       expect((await store.readAll()).length).toBe(1);
     });
 
@@ -133,6 +136,16 @@ describe('EventStore', () => {
       expect(entries.map((e) => e.line)).toEqual([0, 10, 20]);
       const log = readFileSync(store.paths.events);
       for (const e of entries) expect(JSON.parse(log.subarray(e.offset, log.indexOf(10, e.offset)).toString()).seq).toBe(e.seq);
+    });
+
+    it('records the right offsets when small batches cross index entries', async () => {
+      const store = open({ indexInterval: 7 });
+      for (let seq = 0; seq < 60; seq += 3) await fill(store, 3, seq);
+      const entries = readFileSync(store.paths.index, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { line: number; offset: number; seq: number });
+      expect(entries.map((e) => e.line)).toEqual([0, 7, 14, 21, 28, 35, 42, 49, 56]);
+      const log = readFileSync(store.paths.events);
+      for (const e of entries) expect(JSON.parse(log.subarray(e.offset, log.indexOf(10, e.offset)).toString()).seq).toBe(e.seq);
+      expect((await open().readPage(4, 40)).map((e) => e.seq)).toEqual([40, 41, 42, 43]);
     });
 
     it('seeks through the index instead of scanning from the start', async () => {

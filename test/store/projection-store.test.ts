@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StreamEventType, type StreamEvent, type StreamEventTypeValue } from '../../src/events/types.js';
-import { EventStore, ProjectionStore, emptyRunMeta, foldRunMeta } from '../../src/store/index.js';
+import { EventStore, ProjectionStore, emptyRunMeta, foldRunMeta, foldRunMetaBatch, type RunMeta } from '../../src/store/index.js';
 import { SECRETS, makeEvent, tempDir } from './helpers.js';
 
 const RUN = 'run-1';
@@ -123,6 +123,41 @@ describe('ProjectionStore', () => {
     expect(await projections.loadRunMeta(RUN)).toBeNull();
     await projections.flush(RUN);
     expect((await projections.loadRunMeta(RUN))?.lastSeq).toBe(0);
+  });
+
+  it('property: folding a batch at once equals folding its events one by one, and never modifies its input', () => {
+    const deepFreeze = <T>(value: T): T => {
+      if (value !== null && typeof value === 'object') for (const child of Object.values(value)) deepFreeze(child);
+      return Object.freeze(value);
+    };
+    const types = Object.values(StreamEventType);
+    const eventArb = fc.record({
+      type: fc.constantFrom(...types),
+      node: fc.option(fc.constantFrom('a', 'b', 'c'), { nil: undefined }),
+      seq: fc.integer({ min: 0, max: 40 }),
+      usage: fc.option(fc.record({ inputTokens: fc.nat(100), outputTokens: fc.nat(100) }), { nil: undefined }),
+    });
+    fc.assert(
+      fc.property(fc.array(eventArb, { maxLength: 30 }), fc.array(fc.integer({ min: 1, max: 8 }), { minLength: 1, maxLength: 10 }), (specs, cuts) => {
+        // seqs may repeat or go back: those events are already folded and change nothing.
+        const events = specs.map((s, i): StreamEvent => {
+          const event: StreamEvent = { v: 1, id: `e${i}`, seq: s.seq, timestamp: i * 3, runId: RUN, type: s.type, payload: s.usage ? { usage: s.usage } : {} };
+          if (s.node) event.nodeId = s.node;
+          return deepFreeze(event);
+        });
+        const oneByOne = events.reduce(foldRunMeta, emptyRunMeta('sess', RUN));
+        let batched: RunMeta = deepFreeze(emptyRunMeta('sess', RUN));
+        for (let i = 0, c = 0; i < events.length; i += cuts[c++ % cuts.length]!) {
+          const size = cuts[c % cuts.length]!;
+          const before = JSON.stringify(batched);
+          const next = foldRunMetaBatch(batched, events.slice(i, i + size));
+          expect(JSON.stringify(batched)).toBe(before);
+          batched = deepFreeze(next);
+        }
+        expect(batched).toEqual(oneByOne);
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it('property: folding events one by one (persisting and reloading) equals the full fold', async () => {
