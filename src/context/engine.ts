@@ -187,7 +187,8 @@ export class ContextEngine {
         only: options.paths?.map((p) => toWorkspacePath(this.workspaceRoot, p)),
         helper: parallel ? this.statPool : undefined,
       });
-      if (result.changed) this.store.writeTree(result.tree);
+      if (result.delta !== undefined) this.store.updateTree(result.tree, result.delta);
+      else if (result.changed) this.store.writeTree(result.tree);
       return {
         root: result.tree.rootId,
         nodes: result.tree.size,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import type { AgentIdentity } from './agents.js';
@@ -10,6 +10,7 @@ import { STORE_DIR } from './ignore-rules.js';
 import { acquireLock } from './lock.js';
 import { emptyState, type StoreState } from './state.js';
 import { Tree } from './tree.js';
+import { JOURNAL_HEADER_BYTES, decodeJournal, encodeJournalEntry, journalHeader, type JournalEntry } from './tree-journal.js';
 
 interface Cached<T> {
   key: string;
@@ -19,7 +20,8 @@ interface Cached<T> {
 /**
  * The `.merkle/` folder of one workspace:
  *
- * - `tree`: the scanned tree and stat cache (binary, checksummed);
+ * - `tree`: the scanned tree and stat cache (binary, checksummed), and `tree.journal`: the rescans since (see
+ *   `tree-journal.ts`);
  * - `state.json`: frame sets, heads, stale marks and the basis index (sealed JSON);
  * - `agents.json`: registered agents (sealed JSON);
  * - `frames/<2 hex>/<FrameID>.json`: immutable frames, verified against their id on every read;
@@ -30,7 +32,12 @@ interface Cached<T> {
 export class MerkleStore {
   /** Absolute path of `.merkle/`. */
   readonly dir: string;
+  /** The tree file as decoded, with its checksum (which a journal names) and size. */
+  private baseCache: Cached<{ tree: Tree; checksum: Buffer; size: number }> | undefined;
+  /** The tree with its journal applied. */
   private treeCache: Cached<Tree> | undefined;
+  /** The journal of the cached tree: where its valid entries end, and its size on disk. */
+  private journal: { validLength: number; size: number } | undefined;
   private stateCache: Cached<StoreState> | undefined;
 
   constructor(
@@ -51,26 +58,76 @@ export class MerkleStore {
     return acquireLock(join(this.dir, 'lock'), { timeoutMs });
   }
 
-  /** The stored tree and the time it was written, or undefined before the first scan. */
+  /**
+   * The stored tree (the tree file with its journal applied) and the time it was last written, or undefined before
+   * the first scan.
+   */
   readTree(): { tree: Tree; writtenMs: number } | undefined {
     const file = join(this.dir, 'tree');
     const stat = statOrUndefined(file);
     if (stat === undefined) return undefined;
-    const key = `${stat.ino}:${stat.mtimeMs}:${stat.size}`;
-    if (this.treeCache?.key !== key) {
-      this.treeCache = { key, value: Tree.decode(readFileSync(file), this.backend, file) };
+    const baseKey = statKey(stat);
+    if (this.baseCache?.key !== baseKey) {
+      const data = readFileSync(file);
+      this.baseCache = { key: baseKey, value: { tree: Tree.decode(data, this.backend, file), checksum: Buffer.from(data.subarray(12, 44)), size: data.length } };
     }
-    return { tree: this.treeCache.value, writtenMs: stat.mtimeMs };
+    const journalFile = join(this.dir, 'tree.journal');
+    const journalStat = statOrUndefined(journalFile);
+    const key = `${baseKey}|${journalStat === undefined ? '' : statKey(journalStat)}`;
+    if (this.treeCache?.key !== key) {
+      const base = this.baseCache.value;
+      const journal = journalStat === undefined ? undefined : decodeJournal(readFileSync(journalFile), base.checksum, this.backend);
+      const tree = journal === undefined ? base.tree : base.tree.applyJournal(journal.entries, journalFile);
+      this.treeCache = { key, value: tree };
+      this.journal = journal === undefined ? undefined : { validLength: journal.validLength, size: journalStat!.size };
+    }
+    return { tree: this.treeCache.value, writtenMs: Math.max(stat.mtimeMs, journalStat?.mtimeMs ?? 0) };
   }
 
-  /** Replaces the stored tree. */
+  /** Replaces the stored tree (and drops its journal). */
   writeTree(tree: Tree): void {
     this.ensure();
     const file = join(this.dir, 'tree');
-    writeFileAtomic.sync(file, tree.encode(this.backend));
+    // The journal goes first: a crash in between leaves an older tree, which the next scan brings up to date.
+    rmSync(join(this.dir, 'tree.journal'), { force: true });
+    const data = tree.encode(this.backend);
+    writeFileAtomic.sync(file, data);
     const stat = statSync(file);
     // The tree just written is the tree in memory: the next read need not decode it again.
-    this.treeCache = { key: `${stat.ino}:${stat.mtimeMs}:${stat.size}`, value: tree };
+    this.baseCache = { key: statKey(stat), value: { tree, checksum: Buffer.from(data.subarray(12, 44)), size: data.length } };
+    this.treeCache = { key: `${statKey(stat)}|`, value: tree };
+    this.journal = undefined;
+  }
+
+  /**
+   * Stores `tree`, the stored tree updated by `delta`: appended to the journal (one fsynced append), or, when the
+   * journal has grown past an eighth of the tree file, by rewriting the tree file.
+   */
+  updateTree(tree: Tree, delta: Omit<JournalEntry, 'basis'>): void {
+    const base = this.baseCache?.value;
+    const entry = encodeJournalEntry({ ...delta, basis: tree.basis }, this.backend);
+    const journalFile = join(this.dir, 'tree.journal');
+    const length = this.journal?.validLength ?? JOURNAL_HEADER_BYTES;
+    if (base === undefined || this.treeCache === undefined || length + entry.length > Math.max(64 * 1024, base.size / 8)) {
+      this.writeTree(tree);
+      return;
+    }
+    if (this.journal === undefined) {
+      writeFileAtomic.sync(journalFile, Buffer.concat([journalHeader(base.checksum), entry]));
+    } else {
+      const fd = openSync(journalFile, 'r+');
+      try {
+        // Drop a torn entry left by a crash before appending after it.
+        if (this.journal.size !== length) ftruncateSync(fd, length);
+        writeSync(fd, entry, 0, entry.length, length);
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+    }
+    const journalStat = statSync(journalFile);
+    this.treeCache = { key: `${this.baseCache!.key}|${statKey(journalStat)}`, value: tree };
+    this.journal = { validLength: length + entry.length, size: journalStat.size };
   }
 
   /** The frame state (empty before any frame was written). Shared and read-only: see {@link readStateForUpdate}. */
@@ -196,6 +253,10 @@ export class MerkleStore {
 
 function corrupt(file: string, why: string): ContextError {
   return new ContextError('CORRUPT_STORE', `corrupt store file ${file}: ${why}`, { file });
+}
+
+function statKey(stat: { ino: number; mtimeMs: number; size: number }): string {
+  return `${stat.ino}:${stat.mtimeMs}:${stat.size}`;
 }
 
 function statOrUndefined(file: string): { ino: number; mtimeMs: number; size: number } | undefined {

@@ -1,6 +1,7 @@
 import { ContextError } from './errors.js';
 import { Encoder, KIND_CODE, compareCodePoints, type HashBackend } from './hash.js';
 import type { DirStat } from './listing.js';
+import type { JournalEntry } from './tree-journal.js';
 import { baseName, parentPath } from './paths.js';
 
 /** What a tree entry is. */
@@ -262,6 +263,26 @@ export class Tree {
       this.leafPathsCache = paths;
     }
     return this.leafPathsCache;
+  }
+
+  /**
+   * This tree with journal entries applied in order (see `tree-journal.ts`). `where` names the journal in errors:
+   * entries that leave a directory listing a child without a record are rejected as corrupt.
+   */
+  applyJournal(entries: readonly JournalEntry[], where: string): Tree {
+    if (entries.length === 0) return this;
+    const nodes = new Map(this.nodes);
+    let basis = this.basis;
+    for (const entry of entries) {
+      for (const path of entry.removed) nodes.delete(path);
+      for (const record of entry.upserts) nodes.set(record.path, record);
+      basis = entry.basis;
+    }
+    if (!nodes.has('')) corruptTree(where, 'the root has no record');
+    for (const node of nodes.values()) {
+      for (const child of node.children ?? []) if (!nodes.has(child)) corruptTree(where, `directory '${node.path}' lists '${child}', which has no record`);
+    }
+    return new Tree(nodes, basis);
   }
 
   /** Every record, in no particular order. */

@@ -162,7 +162,7 @@ describe('listing cache: rescans stay exact', () => {
     expect(await paths(second)).toContain('a/x.tmp');
   });
 
-  it('reads a tree stored in format 1 (no directory stats, no basis) and upgrades it on the next scan', async () => {
+  it('reads a tree stored in format 1 (no directory stats, no basis) and records both on the next scan', async () => {
     const root = tempDir();
     writeTree(root, SAMPLE);
     const engine = await ContextEngine.open(root);
@@ -180,8 +180,9 @@ describe('listing cache: rescans stay exact', () => {
     expect((await reopened.status()).root).toBe(rootId);
     const upgrade = await reopened.scan();
     expect(upgrade).toMatchObject({ root: rootId, hashed: 0, changed: true, changedPaths: [] });
-    expect(readFileSync(file).readUInt32BE(8)).toBe(2);
+    // The directory stats and the basis went into the journal on top of the format-1 file.
     expect(await reopened.scan()).toMatchObject({ changed: false, hashed: 0 });
+    expect(await (await ContextEngine.open(root)).scan()).toMatchObject({ changed: false, hashed: 0 });
   });
 });
 
@@ -243,5 +244,96 @@ describe('incremental update equals a whole build', () => {
       expect(incremental, `round ${round}`).toEqual(whole);
       expect(report.root).toBe(full.rootId);
     }
+  });
+});
+
+describe('tree journal', () => {
+  const treeFile = (root: string) => join(root, '.merkle', 'tree');
+  const journalFile = (root: string) => join(root, '.merkle', 'tree.journal');
+  const idsOf = async (engine: ContextEngine) => new Map((await engine.listNodes()).map((n) => [n.path, n.nodeId]));
+
+  it('a small rescan appends to the journal and leaves the tree file as it was; a fresh reader sees the update', async () => {
+    const root = tempDir();
+    writeTree(root, SAMPLE);
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    const base = readFileSync(treeFile(root));
+    writeFileSync(join(root, 'src/main.ts'), 'export const main = 2;\n');
+    const report = await engine.scan();
+    expect(report.changedPaths).toEqual(['', 'src', 'src/main.ts']);
+    expect(readFileSync(treeFile(root)).equals(base)).toBe(true);
+    expect(readFileSync(journalFile(root)).length).toBeGreaterThan(44);
+    const fresh = await ContextEngine.open(root);
+    expect((await fresh.status()).root).toBe(report.root);
+    expect(await idsOf(fresh)).toEqual(await idsOf(engine));
+    expect((await fresh.validate()).ok).toBe(true);
+  });
+
+  it('a torn last entry (a crash mid-append) is ignored, and the next append replaces it', async () => {
+    const root = tempDir();
+    writeTree(root, SAMPLE);
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    writeFileSync(join(root, 'README.md'), 'one\n');
+    const first = await engine.scan();
+    const intact = readFileSync(journalFile(root));
+    writeFileSync(join(root, 'README.md'), 'two\n');
+    await engine.scan();
+    const full = readFileSync(journalFile(root));
+    writeFileSync(journalFile(root), full.subarray(0, full.length - 5)); // the second entry cut short
+
+    const reader = await ContextEngine.open(root);
+    expect((await reader.status()).root).toBe(first.root);
+    const rescan = await reader.scan(); // sees README.md changed again, appends after the intact prefix
+    expect(rescan.changedPaths).toContain('README.md');
+    const journal = readFileSync(journalFile(root));
+    expect(journal.subarray(0, intact.length).equals(intact)).toBe(true);
+    const after = await ContextEngine.open(root);
+    expect((await after.status()).root).toBe(rescan.root);
+    expect(await after.scan()).toMatchObject({ changed: false, hashed: 0 });
+  });
+
+  it('a journal that belongs to another tree file is ignored; one that breaks the tree is reported as corrupt', async () => {
+    const root = tempDir();
+    writeTree(root, SAMPLE);
+    const engine = await ContextEngine.open(root);
+    const { root: original } = await engine.scan();
+    writeFileSync(join(root, 'README.md'), 'changed\n');
+    await engine.scan();
+    const journal = readFileSync(journalFile(root));
+    const stale = Buffer.from(journal);
+    stale[20] ^= 0xff; // the tree checksum it extends
+    writeFileSync(journalFile(root), stale);
+    expect((await (await ContextEngine.open(root)).status()).root).toBe(original);
+
+    // A well-sealed entry that removes a child its directory still lists.
+    const header = journal.subarray(0, 44);
+    const payload = Buffer.from(JSON.stringify({ upserts: [], removed: ['src/main.ts'], basis: null }), 'utf8');
+    const entry = Buffer.concat([Buffer.alloc(4), backend.digest(payload), payload]);
+    entry.writeUInt32BE(payload.length, 0);
+    writeFileSync(journalFile(root), Buffer.concat([header, entry]));
+    const broken = await ContextEngine.open(root);
+    await expect(broken.status()).rejects.toThrow(/corrupt tree file .*tree\.journal: directory 'src' lists 'src\/main\.ts'/);
+    const repaired = await broken.scan({ force: true });
+    expect(repaired.changed).toBe(true);
+    expect((await (await ContextEngine.open(root)).validate()).ok).toBe(true);
+  });
+
+  it('rewrites the tree file and drops the journal once the journal outgrows an eighth of it', async () => {
+    const root = tempDir();
+    writeTree(root, SAMPLE);
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    const base = readFileSync(treeFile(root));
+    let rewritten = false;
+    for (let i = 0; i < 400 && !rewritten; i++) {
+      writeFileSync(join(root, 'README.md'), `version ${i}\n`);
+      await engine.scan();
+      rewritten = !readFileSync(treeFile(root)).equals(base);
+    }
+    expect(rewritten).toBe(true);
+    expect(() => readFileSync(journalFile(root))).toThrow(/ENOENT/);
+    const fresh = await ContextEngine.open(root);
+    expect(await idsOf(fresh)).toEqual(await idsOf(engine));
   });
 });
