@@ -77,16 +77,19 @@ export function listWorkspace(root: string, subtree: string, rules: IgnoreRules,
       previous.mtimeMs === stat.mtimeMs &&
       previous.ino === stat.ino &&
       stat.mtimeMs < usable.racyFromMs &&
-      fsDir === dir &&
-      previous.children!.every(isAscii)
+      fsDir === dir
     ) {
-      into.reused++;
-      for (const child of previous.children!) {
-        const record = usable.tree.get(child)!;
-        if (record.kind === 'dir') visit(child, child, record);
-        else add(child, `${abs}/${baseName(child)}`, record);
+      const records = usable.tree.childRecords(previous);
+      const fsPaths = childFsPaths(root, previous, records);
+      if (fsPaths !== undefined) {
+        into.reused++;
+        for (let i = 0; i < records.length; i++) {
+          const record = records[i];
+          if (record.kind === 'dir') visit(record.path, record.path, record);
+          else add(record.path, fsPaths[i], record);
+        }
+        return;
       }
-      return;
     }
     let entries;
     try {
@@ -121,6 +124,20 @@ export function listWorkspace(root: string, subtree: string, rules: IgnoreRules,
     into.fsPaths.push(fsPath);
     into.known.push(record?.kind === 'dir' ? undefined : record);
   }
+}
+
+const fsPathCache = new WeakMap<NodeRecord, { root: string; paths: readonly string[] | undefined }>();
+
+/**
+ * Absolute paths of a directory's children, cached per record; undefined when a name is not ASCII, since only the
+ * NFC spelling is stored and the filesystem's may differ.
+ */
+function childFsPaths(root: string, dir: NodeRecord, records: readonly NodeRecord[]): readonly string[] | undefined {
+  const cached = fsPathCache.get(dir);
+  if (cached !== undefined && cached.root === root) return cached.paths;
+  const paths = records.every((record) => isAscii(record.path)) ? records.map((record) => `${root}/${record.path}`) : undefined;
+  fsPathCache.set(dir, { root, paths });
+  return paths;
 }
 
 const NON_ASCII = /[^ -~\t\n\r]/;

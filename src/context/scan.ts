@@ -125,7 +125,7 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const isGitignoreFile = (path: string): boolean =>
     gitignoreFiles.has(path) || (partial && !subtrees.some((s) => isUnder(path, s)) && input.previous!.get(path)?.kind === 'file');
   const basis = scanBasis(input.rules, isGitignoreFile, listing.reused > 0 || partial ? input.previous : undefined);
-  if (previous === undefined) return { tree: Tree.build(found!, dirs, input.backend, { basis }), changed: true, hashed };
+  if (previous === undefined) return { tree: Tree.build(found!, dirs, input.backend, basis), changed: true, hashed };
   const removed = partial ? removedUnder(previous, subtrees, paths, stats, dirs) : removedAll(previous, paths, stats, present - added, dirs);
   const update = previous.update({ leaves: changedLeaves, removed, dirs, basis }, input.backend);
   if (update.tree === previous) return { tree: previous, changed: false, hashed };

@@ -1,6 +1,7 @@
 import { ContextError } from './errors.js';
 import { Encoder, KIND_CODE, compareCodePoints, type HashBackend } from './hash.js';
 import type { DirStat } from './listing.js';
+import { LayeredMap } from './layered-map.js';
 import type { JournalEntry } from './tree-journal.js';
 import { baseName, parentPath } from './paths.js';
 
@@ -50,14 +51,8 @@ export interface TreeChange {
   readonly basis: ScanBasis;
 }
 
-/** Options of {@link Tree.build}. */
-export interface BuildOptions {
-  /** The tree to take unchanged directory records from. */
-  readonly previous?: Tree;
-  /** Directories whose children or child ids may have changed (with `previous`). */
-  readonly touched?: ReadonlySet<string>;
-  readonly basis?: ScanBasis;
-}
+
+const childRecordCache = new WeakMap<NodeRecord, readonly NodeRecord[]>();
 
 const MAGIC = Buffer.from('MRKLTREE', 'latin1');
 /** Format 2 adds the scan basis after the records; format 1 (none) is still read. */
@@ -75,7 +70,7 @@ export class Tree {
   readonly leafCount: number;
 
   private constructor(
-    private readonly nodes: ReadonlyMap<string, NodeRecord>,
+    private readonly nodes: LayeredMap<NodeRecord>,
     /** How the scan that built this tree filtered the workspace; undefined for trees of format 1. */
     readonly basis: ScanBasis | undefined,
     leafCount?: number,
@@ -93,7 +88,7 @@ export class Tree {
    * adds or replaces (for the store's journal), or this tree itself when nothing changed.
    */
   update(change: TreeChange, backend: HashBackend): { tree: Tree; upserts: NodeRecord[]; removed: readonly string[] } {
-    const nodes = new Map(this.nodes);
+    const nodes = this.nodes.derive();
     let leafCount = this.leafCount;
     const dirty = new Set<string>();
     const markDirty = (dir: string | undefined) => {
@@ -139,6 +134,15 @@ export class Tree {
     if (dirty.size === 0 && restat.length === 0 && !basisChanged) return { tree: this, upserts: [], removed: [] };
 
     const upserts: NodeRecord[] = [...change.leaves];
+    for (const dir of restat) {
+      if (dirty.has(dir)) continue;
+      const stat = change.dirs.get(dir)!;
+      const record = { ...nodes.get(dir)!, mtimeMs: stat.mtimeMs, ino: stat.ino };
+      nodes.set(dir, record);
+      upserts.push(record);
+      // A directory record is replaced whenever one of its children's is (see `childRecords`).
+      markDirty(parentPath(dir));
+    }
     const order = [...dirty].sort((a, b) => depth(b) - depth(a) || compareCodePoints(a, b));
     for (const dir of order) {
       if (nodes.get(dir)?.kind !== 'dir') continue; // removed with its subtree, or now a file
@@ -150,25 +154,16 @@ export class Tree {
       nodes.set(dir, record);
       upserts.push(record);
     }
-    for (const dir of restat) {
-      if (dirty.has(dir)) continue;
-      const stat = change.dirs.get(dir)!;
-      const record = { ...nodes.get(dir)!, mtimeMs: stat.mtimeMs, ino: stat.ino };
-      nodes.set(dir, record);
-      upserts.push(record);
-    }
     const tree = new Tree(nodes, change.basis, leafCount);
     if (!structural) tree.leafPathsCache = this.leafPathsCache; // same files in the same places
     return { tree, upserts, removed: change.removed };
   }
 
   /**
-   * Builds the tree from its leaves and directories (with their stats), computing directory NodeIDs bottom-up. With
-   * `previous` and `touched` (directories whose children or child ids may have changed), every other directory of
-   * `previous` keeps its id and children; touched directories and their ancestors are re-hashed.
+   * Builds the whole tree from its leaves and directories (with their stats), computing directory NodeIDs
+   * bottom-up. A rescan uses {@link Tree.update} instead.
    */
-  static build(leaves: Iterable<LeafRecord>, dirs: ReadonlyMap<string, DirStat>, backend: HashBackend, options: BuildOptions = {}): Tree {
-    const { previous, touched } = options;
+  static build(leaves: Iterable<LeafRecord>, dirs: ReadonlyMap<string, DirStat>, backend: HashBackend, basis?: ScanBasis): Tree {
     const childNames = new Map<string, string[]>();
     childNames.set('', []);
     for (const dir of dirs.keys()) if (!childNames.has(dir)) childNames.set(dir, []);
@@ -186,24 +181,14 @@ export class Tree {
       }
       list.push(path);
     }
-    const dirty = new Set<string>();
-    for (const dir of touched ?? []) {
-      for (let d: string | undefined = dir; d !== undefined && !dirty.has(d); d = parentPath(d)) dirty.add(d);
-    }
     // Deepest directories first, so every child id exists before its parent's is computed.
     const order = [...childNames.keys()].sort((a, b) => depth(b) - depth(a) || compareCodePoints(a, b));
     for (const dir of order) {
       const list = childNames.get(dir)!;
       const stat = dirs.get(dir);
-      const kept = previous !== undefined && !dirty.has(dir) ? previous.get(dir) : undefined;
-      if (kept !== undefined && kept.kind === 'dir') {
-        const same = stat === undefined || (stat.mtimeMs === kept.mtimeMs && stat.ino === kept.ino);
-        nodes.set(dir, same ? kept : { ...kept, mtimeMs: stat.mtimeMs, ino: stat.ino });
-        continue;
-      }
       nodes.set(dir, dirRecord(dir, list, nodes, stat?.mtimeMs ?? 0, stat?.ino ?? 0, backend));
     }
-    return new Tree(nodes, options.basis);
+    return new Tree(LayeredMap.of(nodes), basis);
   }
 
   /** The root NodeID. */
@@ -214,6 +199,20 @@ export class Tree {
   /** Number of nodes, the root included. */
   get size(): number {
     return this.nodes.size;
+  }
+
+  /**
+   * The records of a directory's children, in order, without a lookup per child once computed. Cached per record
+   * object, which is sound because a directory's record is replaced whenever one of its children's is
+   * ({@link Tree.update} re-hashes the ancestors of every change; a journal entry carries them).
+   */
+  childRecords(dir: NodeRecord): readonly NodeRecord[] {
+    let records = childRecordCache.get(dir);
+    if (records === undefined) {
+      records = (dir.children ?? []).map((child) => this.nodes.get(child)!);
+      childRecordCache.set(dir, records);
+    }
+    return records;
   }
 
   /** The node at a workspace path, if any. */
@@ -271,7 +270,7 @@ export class Tree {
    */
   applyJournal(entries: readonly JournalEntry[], where: string): Tree {
     if (entries.length === 0) return this;
-    const nodes = new Map(this.nodes);
+    const nodes = this.nodes.derive();
     let basis = this.basis;
     for (const entry of entries) {
       for (const path of entry.removed) nodes.delete(path);
@@ -362,12 +361,12 @@ export class Tree {
       o += 4 + len;
     }
     if (o !== body.length || !nodes.has('')) corrupt('truncated or missing root');
-    return new Tree(nodes, basis);
+    return new Tree(LayeredMap.of(nodes), basis);
   }
 }
 
 /** A directory's record: its children sorted canonically and its NodeID derived from them. */
-function dirRecord(dir: string, children: string[], nodes: ReadonlyMap<string, NodeRecord>, mtimeMs: number, ino: number, backend: HashBackend): NodeRecord {
+function dirRecord(dir: string, children: string[], nodes: { get(path: string): NodeRecord | undefined }, mtimeMs: number, ino: number, backend: HashBackend): NodeRecord {
   children.sort((a, b) => compareCodePoints(baseName(a), baseName(b)));
   const enc = new Encoder('merkle.node.dir.v1').str(dir).u32(children.length);
   for (const child of children) {

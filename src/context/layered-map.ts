@@ -1,0 +1,62 @@
+/**
+ * A map that shares an immutable base with the map it was derived from and keeps its own changes in a small
+ * overlay, so deriving an updated copy costs the size of the change, not of the map. The overlay is folded into a
+ * new base once it grows past an eighth of the base.
+ */
+export class LayeredMap<V> {
+  private constructor(
+    private readonly base: ReadonlyMap<string, V>,
+    /** Changes over `base`; `undefined` marks a deleted key. */
+    private readonly overlay: Map<string, V | undefined>,
+    /** Number of live keys. */
+    private count: number,
+  ) {}
+
+  /** A layered map over the entries of `map` (which must not change afterwards). */
+  static of<V>(map: ReadonlyMap<string, V>): LayeredMap<V> {
+    return new LayeredMap(map, new Map(), map.size);
+  }
+
+  /** A copy to modify: shares the base, copies the overlay (or folds it into a new base when it is large). */
+  derive(): LayeredMap<V> {
+    if (this.overlay.size * 8 <= this.base.size) return new LayeredMap(this.base, new Map(this.overlay), this.count);
+    return new LayeredMap(new Map(this.entries()), new Map(), this.count);
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  get(key: string): V | undefined {
+    if (this.overlay.size > 0 && this.overlay.has(key)) return this.overlay.get(key);
+    return this.base.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  set(key: string, value: V): void {
+    if (!this.has(key)) this.count++;
+    this.overlay.set(key, value);
+  }
+
+  delete(key: string): void {
+    if (!this.has(key)) return;
+    this.count--;
+    if (this.base.has(key)) this.overlay.set(key, undefined);
+    else this.overlay.delete(key);
+  }
+
+  *entries(): IterableIterator<[string, V]> {
+    for (const [key, value] of this.base) {
+      if (this.overlay.size > 0 && this.overlay.has(key)) continue;
+      yield [key, value];
+    }
+    for (const [key, value] of this.overlay) if (value !== undefined) yield [key, value];
+  }
+
+  *values(): IterableIterator<V> {
+    for (const [, value] of this.entries()) yield value;
+  }
+}
