@@ -73,6 +73,13 @@ export class ProjectionStore {
         );
       }
     }
+    const cached = this.cache.get(runId);
+    if (cached !== undefined && options.persist === false && !this.queues.has(runId)) {
+      // Loaded, nothing to write, nothing queued before it: fold now (the durable runtime's per-step update).
+      const folded = foldRunMetaBatch(cached, events);
+      this.cache.set(runId, folded);
+      return Promise.resolve(folded);
+    }
     // Updates of one run run one after another, so that calls not awaited by the caller still fold every event.
     const previous = this.queues.get(runId) ?? Promise.resolve();
     const next = previous.then(async () => {
@@ -82,11 +89,17 @@ export class ProjectionStore {
       if (options.persist !== false && folded !== current) await this.persist(folded);
       return folded;
     });
-    this.queues.set(
-      runId,
-      next.catch(() => undefined),
+    const tail: Promise<void> = next.then(
+      () => this.settle(runId, tail),
+      () => this.settle(runId, tail),
     );
+    this.queues.set(runId, tail);
     return next;
+  }
+
+  /** Forgets the queue of `runId` once its last update (`tail`) has settled. */
+  private settle(runId: string, tail: Promise<void>): void {
+    if (this.queues.get(runId) === tail) this.queues.delete(runId);
   }
 
   /** Writes the cached projection of `runId` (after updates with `persist: false`). */

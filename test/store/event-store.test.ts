@@ -96,6 +96,21 @@ describe('EventStore', () => {
       await store.close();
       await expect(store.append(makeEvent(RUN, 1))).rejects.toThrow(/closed/);
     });
+
+    it('appendBatch reports every failure as a rejected promise, never a synchronous throw', async () => {
+      const store = open();
+      const failures = [
+        () => store.appendBatch('not an array' as unknown as ReturnType<typeof makeEvent>[]),
+        () => store.appendBatch([{ ...makeEvent(RUN, 0), type: 'nope' } as unknown as ReturnType<typeof makeEvent>]),
+      ];
+      for (const call of failures) await expect(call()).rejects.toThrow(EventStoreError);
+      await store.appendBatch([]);
+      await store.appendBatch([makeEvent(RUN, 0), makeEvent(RUN, 1)]);
+      await store.close();
+      const pending = store.appendBatch([makeEvent(RUN, 2), makeEvent(RUN, 3)]);
+      await expect(pending).rejects.toThrow(/closed/);
+      expect((await open().readAll()).map((e) => e.seq)).toEqual([0, 1]);
+    });
   });
 
   describe('redaction', () => {

@@ -117,6 +117,22 @@ describe('ProjectionStore', () => {
     expect((await projections.loadRunMeta(RUN))?.error).toBe('401 for [REDACTED]');
   });
 
+  it('an update with persist: false is folded at once, after every update queued before it', async () => {
+    const events = runEvents();
+    const projections = new ProjectionStore({ dataDir: tmp.dir, sessionKey: 'sess', durability: 'never' });
+    // The first update loads (nothing on disk) and writes; the next ones are issued while it is still queued.
+    const first = projections.updateRunMetaBatch(RUN, events.slice(0, 2));
+    const second = projections.updateRunMetaBatch(RUN, events.slice(2, 5), { persist: false });
+    expect((await first).lastSeq).toBe(1);
+    expect((await second).lastSeq).toBe(4);
+    // Loaded and idle: folded before the promise is awaited, so a flush right after it writes it.
+    const third = projections.updateRunMetaBatch(RUN, events.slice(5), { persist: false });
+    await projections.flush(RUN);
+    const full = events.reduce(foldRunMeta, emptyRunMeta('sess', RUN));
+    expect(await projections.loadRunMeta(RUN)).toEqual(full);
+    expect(await third).toEqual(full);
+  });
+
   it('updateRunMeta with persist: false defers the write to flush', async () => {
     const projections = new ProjectionStore({ dataDir: tmp.dir, sessionKey: 'sess', durability: 'never' });
     await projections.updateRunMeta(makeEvent(RUN, 0, { type: 'run.started' }), { persist: false });
