@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { ContextError } from './errors.js';
 
@@ -28,12 +28,7 @@ export async function acquireLock(file: string, options: LockOptions = {}): Prom
   const deadline = Date.now() + timeoutMs;
   let delay = 2;
   for (;;) {
-    try {
-      writeFileSync(file, body, { flag: 'wx' });
-      return () => releaseLock(file, body);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
+    if (tryCreate(file, body, me.token)) return () => releaseLock(file, body);
     const held = readHolder(file);
     if (held !== undefined && isStale(held.holder)) {
       // Remove the dead writer's lock only if it is still the same file we judged stale.
@@ -53,6 +48,25 @@ export async function acquireLock(file: string, options: LockOptions = {}): Prom
   }
 }
 
+/**
+ * Creates the lock file whole or not at all: the body goes to a private temp file that is then hard-linked to the
+ * lock path (link fails if the path exists). Writing the lock path directly could leave an empty file behind a
+ * crash between create and write, which no one could ever judge stale.
+ */
+function tryCreate(file: string, body: string, token: string): boolean {
+  const temp = `${file}.${process.pid}.${token}.tmp`;
+  writeFileSync(temp, body);
+  try {
+    linkSync(temp, file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    return false;
+  } finally {
+    tryUnlink(temp);
+  }
+}
+
 function releaseLock(file: string, body: string): void {
   if (readHolder(file)?.raw === body) tryUnlink(file);
 }
@@ -62,7 +76,7 @@ function readHolder(file: string): { raw: string; holder: LockHolder } | undefin
     const raw = readFileSync(file, 'utf8');
     return { raw, holder: JSON.parse(raw) as LockHolder };
   } catch {
-    // Missing, or caught between create and write: treat as held by an unknown writer for this round.
+    // Missing (released just now): try again.
     return undefined;
   }
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import type { AgentIdentity } from './agents.js';
@@ -88,10 +88,16 @@ export class MerkleStore {
   writeTree(tree: Tree): void {
     this.ensure();
     const file = join(this.dir, 'tree');
-    // The journal goes first: a crash in between leaves an older tree, which the next scan brings up to date.
-    rmSync(join(this.dir, 'tree.journal'), { force: true });
+    const journalFile = join(this.dir, 'tree.journal');
     const data = tree.encode(this.backend);
+    const checksum = data.subarray(12, 44);
+    // A journal left on disk must never apply to the new tree file. It names the tree file it extends by checksum,
+    // so normally the new file goes first (a crash in between leaves a journal that names another file, ignored).
+    // Only a journal naming this very checksum (an identical file) must go first; a crash in between then leaves
+    // exactly the new tree.
+    if (journalNames(journalFile, checksum)) rmSync(journalFile, { force: true });
     writeFileAtomic.sync(file, data);
+    rmSync(journalFile, { force: true });
     const stat = statSync(file);
     // The tree just written is the tree in memory: the next read need not decode it again.
     this.baseCache = { key: statKey(stat), value: { tree, checksum: Buffer.from(data.subarray(12, 44)), size: data.length } };
@@ -253,6 +259,23 @@ export class MerkleStore {
 
 function corrupt(file: string, why: string): ContextError {
   return new ContextError('CORRUPT_STORE', `corrupt store file ${file}: ${why}`, { file });
+}
+
+/** True when the journal file on disk (if any) extends a tree file with this checksum. */
+function journalNames(journalFile: string, checksum: Buffer): boolean {
+  let fd: number;
+  try {
+    fd = openSync(journalFile, 'r');
+  } catch {
+    return false;
+  }
+  try {
+    const header = Buffer.alloc(JOURNAL_HEADER_BYTES);
+    const n = readSync(fd, header, 0, header.length, 0);
+    return n === header.length && header.subarray(12).equals(checksum);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function statKey(stat: { ino: number; mtimeMs: number; size: number }): string {

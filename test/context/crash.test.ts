@@ -1,0 +1,92 @@
+/**
+ * Crash test: a real child process rescans a workspace in a loop (tree journal appends and compactions) and is
+ * SIGKILLed at a random moment; the store it leaves must read back whole, be at least as new as the last scan it
+ * acknowledged, and rescan to the tree a fresh scan gives.
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ContextEngine } from '../../src/context/index.js';
+import { tempDir, writeTree } from './helpers.js';
+
+const TRIALS = 30;
+const CONCURRENCY = 5;
+// Bundled once (a bundled child starts far faster than `node --import tsx`), under node_modules so that the
+// packages left external resolve as they do for the sources.
+const bundleDir = join(import.meta.dirname, '..', '..', 'node_modules', '.cache', 'backpackflow-test-fixtures');
+const fixture = join(bundleDir, 'crash-rescan.mjs');
+
+beforeAll(async () => {
+  await build({
+    entryPoints: [join(import.meta.dirname, 'fixtures', 'crash-rescan.ts')],
+    bundle: true,
+    packages: 'external',
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    outdir: bundleDir,
+    outExtension: { '.js': '.mjs' },
+    logLevel: 'error',
+  });
+});
+
+function workspace(): string {
+  const root = tempDir('merkle-crash-');
+  const files: Record<string, string> = {};
+  for (let d = 0; d < 7; d++) for (let f = 0; f < 60; f++) files[`d${d}/f${f}.txt`] = `file ${d}/${f}\n`;
+  writeTree(root, files);
+  return root;
+}
+
+/** Runs the child until it is ready, kills it 5-200 ms later, and returns the roots it acknowledged. */
+async function killAtRandom(root: string): Promise<string[]> {
+  const child = spawn(process.execPath, [fixture, root], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  let stderr = '';
+  let buffered = '';
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const parts = buffered.split('\n');
+      buffered = parts.pop()!;
+      for (const line of parts) {
+        lines.push(line);
+        if (line === 'ready') resolve();
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    void exited.then(() => reject(new Error(`child exited before it was ready: ${stderr}`)));
+  });
+  await ready;
+  await new Promise((r) => setTimeout(r, 5 + Math.random() * 195));
+  child.kill('SIGKILL');
+  await exited;
+  return lines.filter((l) => l.startsWith('ack ')).map((l) => l.slice(4));
+}
+
+describe('context store crash safety (SIGKILL during rescans)', () => {
+  it(`${TRIALS} kills always leave a whole tree (with its journal) no older than the last acknowledged scan`, async () => {
+    let next = 0;
+    let journaled = 0;
+    const run = async () => {
+      while (next < TRIALS) {
+        next++;
+        const root = workspace();
+        const acked = await killAtRandom(root);
+        const engine = await ContextEngine.open(root);
+        const stored = (await engine.status()).root!;
+        if (acked.includes(stored)) expect(stored, 'the last acknowledged scan is on disk').toBe(acked.at(-1));
+        const report = await engine.validate();
+        expect(report.errors).toEqual([]);
+        const rescan = await engine.scan();
+        const fresh = await ContextEngine.open(root);
+        expect(rescan.root).toBe((await fresh.scan({ force: true })).root);
+        if (acked.length > 1) journaled++;
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, run));
+    expect(journaled, 'trials in which the child completed several rescans').toBeGreaterThan(TRIALS / 2);
+  }, 120_000);
+});
