@@ -102,6 +102,12 @@ function writeAll(fd: number, data: Buffer): void {
   while (written < data.length) written += writeSync(fd, data, written, data.length - written);
 }
 
+/** Writes all `bytes` bytes of `text` as UTF-8: one `write` of the string (no Buffer), unless the kernel takes less. */
+function writeText(fd: number, text: string, bytes: number): void {
+  const written = writeSync(fd, text);
+  if (written < bytes) writeAll(fd, Buffer.from(text).subarray(written));
+}
+
 /**
  * The batch marker: undefined when there is none (no file, or empty), 'torn' when it is being rewritten as we read
  * it (the caller reads again).
@@ -371,7 +377,7 @@ export class EventStore {
   async append(event: StreamEvent): Promise<void> {
     if (!this.writable) await this.open();
     const { line, seq } = this.prepare(event, this.last, '');
-    this.writeLines([line], [seq], Buffer.from(line), false);
+    this.writeLines([line], [seq], line, false);
     await this.syncIfAlways();
   }
 
@@ -395,22 +401,23 @@ export class EventStore {
         seqs.push(seq);
         previous = seq;
       }
-      this.writeLines(lines, seqs, Buffer.from(lines.join('')), lines.length > 1);
+      this.writeLines(lines, seqs, lines.join(''), lines.length > 1);
     } catch (error) {
       return Promise.reject(error);
     }
     return this.syncIfAlways();
   }
 
-  private writeLines(lines: string[], seqs: number[], data: Buffer, framed: boolean): void {
+  private writeLines(lines: string[], seqs: number[], text: string, framed: boolean): void {
     this.assertWritable();
     const start = this.size;
+    const bytes = Buffer.byteLength(text);
     if (framed) {
-      this.writePending({ gen: this.batchGen + 1, start, end: start + data.length });
+      this.writePending({ gen: this.batchGen + 1, start, end: start + bytes });
       if (this.durability === 'always') fdatasyncSync(this.pendingFd!);
     }
     try {
-      writeAll(this.fd!, data);
+      writeText(this.fd!, text, bytes);
     } catch (error) {
       ftruncateSync(this.fd!, start);
       if (framed) this.writePending({ gen: this.batchGen + 1, start: 0, end: 0 });
@@ -434,7 +441,7 @@ export class EventStore {
         offset += Buffer.byteLength(lines[i]!);
       }
     }
-    this.size = start + data.length;
+    this.size = start + bytes;
     this.lineCount += lines.length;
     this.last = seqs[seqs.length - 1];
     if (indexText) writeAll(this.indexFd!, Buffer.from(indexText));
