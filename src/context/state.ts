@@ -12,8 +12,9 @@ export interface FrameEntry {
 }
 
 /**
- * Everything mutable about frames, persisted as one sealed file (`.merkle/state.json`) replaced atomically, so
- * a frame append, its head update and its basis-index entry land together or not at all.
+ * Everything mutable about frames: `.merkle/state.json` plus its journal, one entry per transaction, so a frame
+ * append, its head update and its basis-index entry land together or not at all. The functions below replace the
+ * per-path values they change instead of mutating them (see `copyForUpdate` in `state-journal.ts`).
  */
 export interface StoreState {
   readonly v: 1;
@@ -41,16 +42,16 @@ export function recordFrame(
   entry: Omit<FrameEntry, 'seq'>,
   basisHash: string,
 ): boolean {
-  const set = (state.frames[path] ??= []);
+  const set = state.frames[path] ?? [];
   let added = false;
   if (!set.some((e) => e.frameId === entry.frameId)) {
     state.seq += 1;
-    set.push({ ...entry, seq: state.seq });
+    state.frames[path] = [...set, { ...entry, seq: state.seq }];
     added = true;
   }
-  (state.heads[path] ??= {})[entry.type] = entry.frameId;
-  const ids = (state.basis[basisHash] ??= []);
-  if (!ids.includes(entry.frameId)) ids.push(entry.frameId);
+  if (state.heads[path]?.[entry.type] !== entry.frameId) state.heads[path] = { ...state.heads[path], [entry.type]: entry.frameId };
+  const ids = state.basis[basisHash] ?? [];
+  if (!ids.includes(entry.frameId)) state.basis[basisHash] = [...ids, entry.frameId];
   clearStale(state, path, entry.type);
   return added;
 }

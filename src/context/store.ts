@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import type { AgentIdentity } from './agents.js';
@@ -9,20 +9,18 @@ import type { HashBackend } from './hash.js';
 import { STORE_DIR } from './ignore-rules.js';
 import { acquireLock } from './lock.js';
 import { emptyState, type StoreState } from './state.js';
+import { corruptStoreFile, seal, unseal } from './sealed.js';
 import { Tree } from './tree.js';
-import { JOURNAL_HEADER_BYTES, decodeJournal, encodeJournalEntry, journalHeader, type JournalEntry } from './tree-journal.js';
-
-interface Cached<T> {
-  key: string;
-  value: T;
-}
+import { JournaledFile } from './journal.js';
+import { copyForUpdate, stateChange, stateCodec, type StateJournalEntry } from './state-journal.js';
+import { treeCodec, type TreeJournalEntry } from './tree-journal.js';
 
 /**
  * The `.merkle/` folder of one workspace:
  *
- * - `tree`: the scanned tree and stat cache (binary, checksummed), and `tree.journal`: the rescans since (see
- *   `tree-journal.ts`);
- * - `state.json`: frame sets, heads, stale marks and the basis index (sealed JSON);
+ * - `tree`: the scanned tree and stat cache (binary, checksummed), and `tree.journal`: the rescans since;
+ * - `state.json`: frame sets, heads, stale marks and the basis index (sealed JSON), and `state.journal`: the
+ *   transactions since (journals: see `journal.ts`);
  * - `agents.json`: registered agents (sealed JSON);
  * - `frames/<2 hex>/<FrameID>.json`: immutable frames, verified against their id on every read;
  * - `lock`: the writers' lock.
@@ -32,19 +30,16 @@ interface Cached<T> {
 export class MerkleStore {
   /** Absolute path of `.merkle/`. */
   readonly dir: string;
-  /** The tree file as decoded, with its checksum (which a journal names) and size. */
-  private baseCache: Cached<{ tree: Tree; checksum: Buffer; size: number }> | undefined;
-  /** The tree with its journal applied. */
-  private treeCache: Cached<Tree> | undefined;
-  /** The journal of the cached tree: where its valid entries end, and its size on disk. */
-  private journal: { validLength: number; size: number } | undefined;
-  private stateCache: Cached<StoreState> | undefined;
+  private readonly tree: JournaledFile<Tree, TreeJournalEntry>;
+  private readonly state: JournaledFile<StoreState, StateJournalEntry>;
 
   constructor(
     workspaceRoot: string,
     private readonly backend: HashBackend,
   ) {
     this.dir = join(workspaceRoot, STORE_DIR);
+    this.tree = new JournaledFile(join(this.dir, 'tree'), join(this.dir, 'tree.journal'), treeCodec(backend), backend);
+    this.state = new JournaledFile(join(this.dir, 'state.json'), join(this.dir, 'state.journal'), stateCodec(backend), backend);
   }
 
   /** Creates `.merkle/` if needed (writers only: reading never creates anything). */
@@ -63,97 +58,44 @@ export class MerkleStore {
    * the first scan.
    */
   readTree(): { tree: Tree; writtenMs: number } | undefined {
-    const file = join(this.dir, 'tree');
-    const stat = statOrUndefined(file);
-    if (stat === undefined) return undefined;
-    const baseKey = statKey(stat);
-    if (this.baseCache?.key !== baseKey) {
-      const data = readFileSync(file);
-      this.baseCache = { key: baseKey, value: { tree: Tree.decode(data, this.backend, file), checksum: Buffer.from(data.subarray(12, 44)), size: data.length } };
-    }
-    const journalFile = join(this.dir, 'tree.journal');
-    const journalStat = statOrUndefined(journalFile);
-    const key = `${baseKey}|${journalStat === undefined ? '' : statKey(journalStat)}`;
-    if (this.treeCache?.key !== key) {
-      const base = this.baseCache.value;
-      const journal = journalStat === undefined ? undefined : decodeJournal(readFileSync(journalFile), base.checksum, this.backend);
-      const tree = journal === undefined ? base.tree : base.tree.applyJournal(journal.entries, journalFile);
-      this.treeCache = { key, value: tree };
-      this.journal = journal === undefined ? undefined : { validLength: journal.validLength, size: journalStat!.size };
-    }
-    return { tree: this.treeCache.value, writtenMs: Math.max(stat.mtimeMs, journalStat?.mtimeMs ?? 0) };
+    const stored = this.tree.read();
+    return stored === undefined ? undefined : { tree: stored.value, writtenMs: stored.writtenMs };
   }
 
   /** Replaces the stored tree (and drops its journal). */
   writeTree(tree: Tree): void {
     this.ensure();
-    const file = join(this.dir, 'tree');
-    const journalFile = join(this.dir, 'tree.journal');
-    const data = tree.encode(this.backend);
-    const checksum = data.subarray(12, 44);
-    // A journal left on disk must never apply to the new tree file. It names the tree file it extends by checksum,
-    // so normally the new file goes first (a crash in between leaves a journal that names another file, ignored).
-    // Only a journal naming this very checksum (an identical file) must go first; a crash in between then leaves
-    // exactly the new tree.
-    if (journalNames(journalFile, checksum)) rmSync(journalFile, { force: true });
-    writeFileAtomic.sync(file, data);
-    rmSync(journalFile, { force: true });
-    const stat = statSync(file);
-    // The tree just written is the tree in memory: the next read need not decode it again.
-    this.baseCache = { key: statKey(stat), value: { tree, checksum: Buffer.from(data.subarray(12, 44)), size: data.length } };
-    this.treeCache = { key: `${statKey(stat)}|`, value: tree };
-    this.journal = undefined;
+    this.tree.write(tree);
   }
 
-  /**
-   * Stores `tree`, the stored tree updated by `delta`: appended to the journal (one fsynced append), or, when the
-   * journal has grown past an eighth of the tree file, by rewriting the tree file.
-   */
-  updateTree(tree: Tree, delta: Omit<JournalEntry, 'basis'>): void {
-    const base = this.baseCache?.value;
-    const entry = encodeJournalEntry({ ...delta, basis: tree.basis }, this.backend);
-    const journalFile = join(this.dir, 'tree.journal');
-    const length = this.journal?.validLength ?? JOURNAL_HEADER_BYTES;
-    if (base === undefined || this.treeCache === undefined || length + entry.length > Math.max(64 * 1024, base.size / 8)) {
-      this.writeTree(tree);
-      return;
-    }
-    if (this.journal === undefined) {
-      writeFileAtomic.sync(journalFile, Buffer.concat([journalHeader(base.checksum), entry]));
-    } else {
-      const fd = openSync(journalFile, 'r+');
-      try {
-        // Drop a torn entry left by a crash before appending after it.
-        if (this.journal.size !== length) ftruncateSync(fd, length);
-        writeSync(fd, entry, 0, entry.length, length);
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-    }
-    const journalStat = statSync(journalFile);
-    this.treeCache = { key: `${this.baseCache!.key}|${statKey(journalStat)}`, value: tree };
-    this.journal = { validLength: length + entry.length, size: journalStat.size };
+  /** Stores `tree`, the stored tree updated by `delta`, as one journal entry (see `journal.ts`). */
+  updateTree(tree: Tree, delta: Omit<TreeJournalEntry, 'basis'>): void {
+    this.tree.append(tree, { ...delta, basis: tree.basis ?? null });
   }
 
   /** The frame state (empty before any frame was written). Shared and read-only: see {@link readStateForUpdate}. */
   readState(): Readonly<StoreState> {
-    const file = join(this.dir, 'state.json');
-    const stat = statOrUndefined(file);
-    if (stat === undefined) return emptyState();
-    const key = `${stat.ino}:${stat.mtimeMs}:${stat.size}`;
-    if (this.stateCache?.key !== key) this.stateCache = { key, value: this.readSealed<StoreState>(file) };
-    return this.stateCache.value;
+    return this.state.read()?.value ?? emptyState();
   }
 
-  /** A private copy of the frame state for a transaction to modify. */
+  /**
+   * A copy of the frame state for a transaction to modify with the functions of `state.ts`, which replace the
+   * per-path values they change rather than mutating them; so the copy is shallow, and {@link writeState} finds
+   * what changed by identity.
+   */
   readStateForUpdate(): StoreState {
-    return structuredClone(this.readState()) as StoreState;
+    return copyForUpdate(this.readState());
   }
 
-  /** Replaces the frame state; false (nothing written) when it is unchanged. */
+  /** Stores a state made from {@link readStateForUpdate}: one journal entry of what changed; false when nothing did. */
   writeState(state: StoreState): boolean {
-    return this.writeSealed(join(this.dir, 'state.json'), state);
+    const before = this.readState();
+    const entry = stateChange(before, state);
+    if (entry === undefined) return false;
+    this.ensure();
+    if (this.state.read() === undefined) this.state.write(state);
+    else this.state.append(state, entry);
+    return true;
   }
 
   /** Registered agents by id. */
@@ -188,10 +130,10 @@ export class MerkleStore {
     try {
       frame = JSON.parse(text) as Frame;
     } catch {
-      throw corrupt(file, `frame ${frameId} is not valid JSON`);
+      throw corruptStoreFile(file, `frame ${frameId} is not valid JSON`);
     }
     const problem = verifyFrame(frame, frameId, this.backend);
-    if (problem !== undefined) throw corrupt(file, `frame ${frameId} fails verification (${problem})`);
+    if (problem !== undefined) throw corruptStoreFile(file, `frame ${frameId} fails verification (${problem})`);
     return frame;
   }
 
@@ -230,22 +172,11 @@ export class MerkleStore {
   }
 
   private readSealed<T>(file: string): T {
-    let doc: { checksum?: unknown; data?: unknown };
-    try {
-      doc = JSON.parse(readFileSync(file, 'utf8')) as typeof doc;
-    } catch (error) {
-      throw corrupt(file, `not valid JSON (${(error as Error).message})`);
-    }
-    const body = JSON.stringify(doc.data);
-    if (typeof doc.checksum !== 'string' || body === undefined || this.backend.digest(Buffer.from(body)).toString('hex') !== doc.checksum) {
-      throw corrupt(file, 'checksum mismatch');
-    }
-    return doc.data as T;
+    return unseal<T>(readFileSync(file, 'utf8'), file, this.backend);
   }
 
   private writeSealed(file: string, data: unknown): boolean {
-    const body = JSON.stringify(data);
-    const text = `{"checksum":"${this.backend.digest(Buffer.from(body)).toString('hex')}","data":${body}}\n`;
+    const text = seal(data, this.backend);
     try {
       if (readFileSync(file, 'utf8') === text) return false;
     } catch {
@@ -257,30 +188,6 @@ export class MerkleStore {
   }
 }
 
-function corrupt(file: string, why: string): ContextError {
-  return new ContextError('CORRUPT_STORE', `corrupt store file ${file}: ${why}`, { file });
-}
-
-/** True when the journal file on disk (if any) extends a tree file with this checksum. */
-function journalNames(journalFile: string, checksum: Buffer): boolean {
-  let fd: number;
-  try {
-    fd = openSync(journalFile, 'r');
-  } catch {
-    return false;
-  }
-  try {
-    const header = Buffer.alloc(JOURNAL_HEADER_BYTES);
-    const n = readSync(fd, header, 0, header.length, 0);
-    return n === header.length && header.subarray(12).equals(checksum);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function statKey(stat: { ino: number; mtimeMs: number; size: number }): string {
-  return `${stat.ino}:${stat.mtimeMs}:${stat.size}`;
-}
 
 function statOrUndefined(file: string): { ino: number; mtimeMs: number; size: number } | undefined {
   try {

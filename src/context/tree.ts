@@ -2,7 +2,7 @@ import { ContextError } from './errors.js';
 import { Encoder, KIND_CODE, compareCodePoints, type HashBackend } from './hash.js';
 import type { DirStat } from './listing.js';
 import { LayeredMap } from './layered-map.js';
-import type { JournalEntry } from './tree-journal.js';
+import type { TreeJournalEntry } from './tree-journal.js';
 import { baseName, parentPath } from './paths.js';
 
 /** What a tree entry is. */
@@ -268,14 +268,14 @@ export class Tree {
    * This tree with journal entries applied in order (see `tree-journal.ts`). `where` names the journal in errors:
    * entries that leave a directory listing a child without a record are rejected as corrupt.
    */
-  applyJournal(entries: readonly JournalEntry[], where: string): Tree {
+  applyJournal(entries: readonly TreeJournalEntry[], where: string): Tree {
     if (entries.length === 0) return this;
     const nodes = this.nodes.derive();
     let basis = this.basis;
     for (const entry of entries) {
       for (const path of entry.removed) nodes.delete(path);
       for (const record of entry.upserts) nodes.set(record.path, record);
-      basis = entry.basis;
+      basis = entry.basis ?? undefined;
     }
     if (!nodes.has('')) corruptTree(where, 'the root has no record');
     for (const node of nodes.values()) {

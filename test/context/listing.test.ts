@@ -337,3 +337,60 @@ describe('tree journal', () => {
     expect(await idsOf(fresh)).toEqual(await idsOf(engine));
   });
 });
+
+describe('state journal', () => {
+  const stateFile = (root: string) => join(root, '.merkle', 'state.json');
+  const journalFile = (root: string) => join(root, '.merkle', 'state.journal');
+
+  it('a putFrame appends one entry instead of rewriting state.json; a fresh reader sees every frame and head', async () => {
+    const root = tempDir();
+    writeTree(root, SAMPLE);
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    await engine.registerAgent({ agentId: 'w', role: 'writer' });
+    await engine.putFrame('README.md', { type: 'summary', content: 'first' }, 'w');
+    const base = readFileSync(stateFile(root));
+    const ids = [];
+    for (let i = 0; i < 5; i++) ids.push(await engine.putFrame('src/main.ts', { type: 'note', content: `note ${i}` }, 'w'));
+    expect(readFileSync(stateFile(root)).equals(base)).toBe(true);
+    expect(readFileSync(journalFile(root)).length).toBeGreaterThan(44);
+    const fresh = await ContextEngine.open(root);
+    expect((await fresh.listFrames('src/main.ts')).map((f) => f.frameId)).toEqual(ids);
+    expect(await fresh.getHead('src/main.ts', 'note')).toBe(ids[4]);
+    expect((await fresh.validate()).ok).toBe(true);
+  });
+
+  it('a torn last entry loses only that transaction, and the next one is appended after the intact entries', async () => {
+    const root = tempDir();
+    writeTree(root, SAMPLE);
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    await engine.registerAgent({ agentId: 'w', role: 'writer' });
+    await engine.putFrame('README.md', { type: 'summary', content: 'base' }, 'w');
+    const kept = await engine.putFrame('README.md', { type: 'summary', content: 'kept' }, 'w');
+    await engine.putFrame('README.md', { type: 'summary', content: 'torn' }, 'w');
+    const journal = readFileSync(journalFile(root));
+    writeFileSync(journalFile(root), journal.subarray(0, journal.length - 3));
+    const reader = await ContextEngine.open(root);
+    expect(await reader.getHead('README.md', 'summary')).toBe(kept);
+    const next = await reader.putFrame('docs/guide.md', { type: 'summary', content: 'after' }, 'w');
+    const after = await ContextEngine.open(root);
+    expect(await after.getHead('README.md', 'summary')).toBe(kept);
+    expect(await after.getHead('docs/guide.md', 'summary')).toBe(next);
+    expect((await after.validate()).errors).toEqual([]);
+  });
+
+  it('a node path named __proto__ keeps its frames through the journal and a rewrite', async () => {
+    const root = tempDir();
+    writeTree(root, Object.fromEntries([['__proto__', 'not special'], ['constructor/x', 'y']]));
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    await engine.registerAgent({ agentId: 'w', role: 'writer' });
+    const a = await engine.putFrame('__proto__', { type: 'summary', content: 'a' }, 'w');
+    const b = await engine.putFrame('__proto__', { type: 'summary', content: 'b' }, 'w');
+    const fresh = await ContextEngine.open(root);
+    expect((await fresh.listFrames('__proto__')).map((f) => f.frameId)).toEqual([a, b]);
+    expect(await fresh.getHead('__proto__', 'summary')).toBe(b);
+    expect(({} as Record<string, unknown>).summary).toBeUndefined(); // no prototype was touched
+  });
+});
