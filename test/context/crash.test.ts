@@ -3,10 +3,10 @@
  * SIGKILLed at a random moment; the store it leaves must read back whole, be at least as new as the last scan it
  * acknowledged, and rescan to the tree a fresh scan gives.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
 import { tempDir, writeTree } from './helpers.js';
 
@@ -39,9 +39,17 @@ function workspace(): string {
   return root;
 }
 
+const running = new Set<ChildProcess>();
+// A failing trial must not leave its siblings' children rescanning forever.
+afterAll(() => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 /** Runs the child until it is ready, kills it 5-200 ms later, and returns the roots it acknowledged. */
 async function killAtRandom(root: string): Promise<string[]> {
   const child = spawn(process.execPath, [fixture, root], { stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   const lines: string[] = [];
   let stderr = '';
   let buffered = '';
