@@ -143,8 +143,9 @@ function readPending(path: string): PendingBatch | undefined | 'torn' {
  * Batches are all-or-nothing across a crash. One `write` is not enough: Linux may stop a large write at a page
  * boundary when the process is killed, leaving complete lines of half a batch. So before writing a batch of two or
  * more events the writer records `{ gen, start, end }` in `events.pending` (one small in-place write). A batch is
- * committed once the log is at least `end` bytes long. Readers treat bytes from `start` on as invisible while the
- * log is shorter than `end`, and the next writer truncates them. Readers read the marker, the log size, and the
+ * committed once the log is at least `end` bytes long; the marker keeps naming it until the next batch overwrites
+ * the marker or `close()` clears it (one marker write per batch, not two). Readers treat bytes from `start` on as
+ * invisible while the log is shorter than `end`, and the next writer truncates them. Readers read the marker, the log size, and the
  * marker again, retrying if `gen` changed, so a batch being written concurrently is never half seen.
  *
  * Reading needs no lock and never loads the whole log. Readers ignore a torn last line; a corrupt line in the middle
@@ -423,8 +424,7 @@ export class EventStore {
       if (framed) this.writePending({ gen: this.batchGen + 1, start: 0, end: 0 });
       throw new EventStoreError(`could not append to ${this.paths.events}: ${(error as Error).message}`, { path: this.paths.events, cause: error });
     }
-    // Committed: clear the marker so that later damage to the log (a shorter line) is never taken for this batch.
-    if (framed) this.writePending({ gen: this.batchGen + 1, start: 0, end: 0 });
+    // Committed. The marker still names this batch until the next batch overwrites it or close() clears it.
     let indexText = '';
     const lastEntry = this.entries[this.entries.length - 1];
     // Byte offsets are counted only when this batch reaches the next index entry.
@@ -484,6 +484,8 @@ export class EventStore {
   }
 
   private closeDescriptors(): void {
+    // Clear the marker so that later damage to the log (a shorter line) is never taken for the last batch.
+    if (this.pendingFd !== undefined) this.writePending({ gen: this.batchGen + 1, start: 0, end: 0 });
     for (const fd of [this.fd, this.indexFd, this.pendingFd]) if (fd !== undefined) closeSync(fd);
     this.fd = this.indexFd = this.pendingFd = undefined;
   }
