@@ -5,7 +5,8 @@
  *   `password`, `passwd`, `passphrase`, `credential(s)`, `authorization`, `apikey`, `cookie`, or with `key` after
  *   another word (`apiKey`, `OPENAI_API_KEY`, `privateKey`), except structural keys (`sessionKey`, `cacheKey`, ...).
  *   A bare `key`, `keys`, `keywords`, `tokens`, `tokenUsage` or `maxTokens` is not a secret name. Under a
- *   secret-named key every string becomes `'[REDACTED]'`; numbers, booleans and the shape of objects are kept.
+ *   secret-named key every string becomes `'[REDACTED]'`; numbers, booleans and the shape of objects are kept. A
+ *   Backpack item under such a key keeps its provenance (`metadata`, `accessControl`): only its value is blanked.
  * - secret-looking values anywhere: OpenAI/Anthropic-style `sk-...` keys, `Bearer ...` tokens, PEM private key
  *   blocks, JWTs, GitHub tokens and AWS access key ids; the matching part of a string becomes `'[REDACTED]'`.
  *
@@ -160,8 +161,24 @@ function walk(value: unknown, depth: number): unknown {
   if (typeof value === 'string') return redactString(value);
   if (depth > 200) return value;
   return mapChildren(value, (child, key) =>
-    key !== undefined && isSecretKey(key) ? redactAllStrings(child) : walk(child, depth + 1),
+    key !== undefined && isSecretKey(key) ? redactSecretEntry(child, depth + 1) : walk(child, depth + 1),
   );
+}
+
+/**
+ * What is stored under a secret-named key: every string blanked, except that a Backpack item there (an object with
+ * a `metadata` object: a state item, a quarantined item, a state-delta entry) keeps its provenance. Its `metadata`
+ * and `accessControl` (who wrote it, when, which rules) are walked like any other data, so only secret-looking
+ * values in them are replaced.
+ */
+function redactSecretEntry(value: unknown, depth: number): unknown {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value) && isPlainObject(value)) {
+    const metadata = (value as { metadata?: unknown }).metadata;
+    if (metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata)) {
+      return mapChildren(value, (child, key) => (key === 'metadata' || key === 'accessControl' ? walk(child, depth + 1) : redactAllStrings(child)));
+    }
+  }
+  return redactAllStrings(value);
 }
 
 /**

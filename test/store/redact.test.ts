@@ -21,6 +21,19 @@ describe('redact', () => {
     expect(input.a.list[0]).toContain(secret);
   });
 
+  it('a Backpack item under a secret-named key keeps its provenance; only its value (and secret-looking metadata) is blanked', () => {
+    const secret = `sk-${'b'.repeat(40)}`;
+    const item = { value: 'plain secret', metadata: { sourceNodeId: 'login', sourceNamespace: 'app.login', version: 2, tags: ['auth', secret] } };
+    const delta = { metadata: { sourceNodeId: 'login' }, value: { r: 'plain secret' } };
+    const { value } = redact({ items: { apiKey: item }, set: { apiKey: delta }, other: { apiKey: { metadata: 'not an object', note: 'x' } } });
+    expect(value.items.apiKey).toEqual({
+      value: REDACTED,
+      metadata: { sourceNodeId: 'login', sourceNamespace: 'app.login', version: 2, tags: ['auth', REDACTED] },
+    });
+    expect(value.set.apiKey).toEqual({ metadata: { sourceNodeId: 'login' }, value: { r: REDACTED } });
+    expect(value.other.apiKey).toEqual({ metadata: REDACTED, note: REDACTED });
+  });
+
   it('replaces values under secret-named keys, keeping numbers and the shape', () => {
     const { value, redacted } = redact({
       apiKey: 'plain',
