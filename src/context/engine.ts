@@ -26,7 +26,7 @@ import {
   type SynthesisChild,
   type SynthesisPolicy,
 } from './synthesis.js';
-import type { NodeRecord, Tree } from './tree.js';
+import { MIN_TREE_RECORD_BYTES, type NodeRecord, type Tree } from './tree.js';
 import { validateStore, type ValidationReport } from './validate.js';
 import { candidatesOf, checkMaxFrames, comparatorFor, filterCandidates, type ContextView } from './view.js';
 import { startWatch, type ContextWatcher, type WatchEvent, type WatchOptions } from './watch.js';
@@ -168,6 +168,10 @@ export class ContextEngine {
    */
   async scan(options: { force?: boolean; paths?: readonly string[] } = {}): Promise<ScanReport> {
     const release = await this.store.lock(this.options.lockTimeoutMs);
+    const threshold = this.options.parallelStatThreshold ?? 20_000;
+    // A tree file that large will be rescanned with the helper thread: start it now, so that it boots while this
+    // thread reads the tree (each record takes at least MIN_TREE_RECORD_BYTES).
+    if (!options.force && this.store.treeFileBytes() >= threshold * MIN_TREE_RECORD_BYTES) this.statPool.warm();
     try {
       let previous: ReturnType<MerkleStore['readTree']>;
       try {
@@ -176,7 +180,7 @@ export class ContextEngine {
         if (!options.force) throw error;
         previous = undefined; // a forced scan rebuilds a corrupt tree from the filesystem
       }
-      const parallel = (previous?.tree.size ?? 0) >= (this.options.parallelStatThreshold ?? 20_000);
+      const parallel = (previous?.tree.size ?? 0) >= threshold;
       const result = await scanWorkspace({
         workspaceRoot: this.workspaceRoot,
         rules: new IgnoreRules(this.workspaceRoot, { patterns: this.options.ignore, defaults: this.options.defaultIgnores }),

@@ -48,15 +48,20 @@ export class LayeredMap<V> {
     else this.overlay.delete(key);
   }
 
-  *entries(): IterableIterator<[string, V]> {
-    for (const [key, value] of this.base) {
-      if (this.overlay.size > 0 && this.overlay.has(key)) continue;
-      yield [key, value];
-    }
+  entries(): IterableIterator<[string, V]> {
+    return this.overlay.size === 0 ? this.base.entries() : this.mergedEntries();
+  }
+
+  values(): IterableIterator<V> {
+    return this.overlay.size === 0 ? this.base.values() : this.mergedValues();
+  }
+
+  private *mergedEntries(): IterableIterator<[string, V]> {
+    for (const [key, value] of this.base) if (!this.overlay.has(key)) yield [key, value];
     for (const [key, value] of this.overlay) if (value !== undefined) yield [key, value];
   }
 
-  *values(): IterableIterator<V> {
-    for (const [, value] of this.entries()) yield value;
+  private *mergedValues(): IterableIterator<V> {
+    for (const [, value] of this.mergedEntries()) yield value;
   }
 }

@@ -61,6 +61,11 @@ export class StatPool {
   private nextId = 0;
   private readonly waiting = new Map<number, { resolve: (out: Float64Array) => void; reject: (error: Error) => void }>();
 
+  /** Starts the helper thread ahead of its first use (it takes a few tens of milliseconds to boot). */
+  warm(): void {
+    this.ensureWorker();
+  }
+
   /** Stops the helper thread. */
   async close(): Promise<void> {
     const worker = this.worker;

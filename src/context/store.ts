@@ -62,6 +62,11 @@ export class MerkleStore {
     return stored === undefined ? undefined : { tree: stored.value, writtenMs: stored.writtenMs };
   }
 
+  /** Size of the tree file in bytes (0 before the first scan), without reading it. */
+  treeFileBytes(): number {
+    return statOrUndefined(join(this.dir, 'tree'))?.size ?? 0;
+  }
+
   /** Replaces the stored tree (and drops its journal). */
   writeTree(tree: Tree): void {
     this.ensure();

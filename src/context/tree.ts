@@ -54,6 +54,9 @@ export interface TreeChange {
 
 const childRecordCache = new WeakMap<NodeRecord, readonly NodeRecord[]>();
 
+/** The fewest bytes one record takes in the tree file (kind, path length, stats, two hashes). */
+export const MIN_TREE_RECORD_BYTES = 1 + 4 + 24 + 64;
+
 const MAGIC = Buffer.from('MRKLTREE', 'latin1');
 /** Format 2 adds the scan basis after the records; format 1 (none) is still read. */
 const FORMAT = 2;
@@ -238,8 +241,9 @@ export class Tree {
     while (stack.length > 0) {
       const node = stack.pop()!;
       out.push(node);
-      const children = node.children;
-      if (children !== undefined) for (let i = children.length - 1; i >= 0; i--) stack.push(this.nodes.get(children[i])!);
+      if (node.kind !== 'dir') continue;
+      const children = this.childRecords(node);
+      for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
     }
     return out;
   }
@@ -272,16 +276,32 @@ export class Tree {
     if (entries.length === 0) return this;
     const nodes = this.nodes.derive();
     let basis = this.basis;
+    let leafCount = this.leafCount;
+    const touched = new Set<string>();
     for (const entry of entries) {
-      for (const path of entry.removed) nodes.delete(path);
-      for (const record of entry.upserts) nodes.set(record.path, record);
+      for (const path of entry.removed) {
+        const old = nodes.get(path);
+        if (old === undefined) continue;
+        if (old.kind !== 'dir') leafCount--;
+        nodes.delete(path);
+        touched.add(parentPath(path) ?? '');
+      }
+      for (const record of entry.upserts) {
+        const old = nodes.get(record.path);
+        leafCount += (record.kind !== 'dir' ? 1 : 0) - (old !== undefined && old.kind !== 'dir' ? 1 : 0);
+        nodes.set(record.path, record);
+        touched.add(record.path);
+        touched.add(parentPath(record.path) ?? '');
+      }
       basis = entry.basis ?? undefined;
     }
+    // Only what the entries touched can be broken: each such directory must list exactly existing records.
     if (!nodes.has('')) corruptTree(where, 'the root has no record');
-    for (const node of nodes.values()) {
-      for (const child of node.children ?? []) if (!nodes.has(child)) corruptTree(where, `directory '${node.path}' lists '${child}', which has no record`);
+    for (const path of touched) {
+      const node = nodes.get(path);
+      for (const child of node?.children ?? []) if (!nodes.has(child)) corruptTree(where, `directory '${path}' lists '${child}', which has no record`);
     }
-    return new Tree(nodes, basis);
+    return new Tree(nodes, basis, leafCount);
   }
 
   /** Every record, in no particular order. */
@@ -329,7 +349,9 @@ export class Tree {
     if (!backend.digest(body).equals(data.subarray(12, 44))) corrupt('checksum mismatch');
     const nodes = new Map<string, NodeRecord>();
     const count = body.readUInt32BE(0);
-    const childLists = new Map<string, string[]>();
+    // Records come depth first, parents before children: the parent of each is on this stack of open directories.
+    const open: { path: string; children: string[]; records: NodeRecord[] }[] = [];
+    let leafCount = 0;
     let o = 4;
     for (let i = 0; i < count; i++) {
       const kind = KIND_BY_CODE[body[o]] ?? corrupt(`unknown node kind ${body[o]} at entry ${i}`);
@@ -343,13 +365,22 @@ export class Tree {
       const nodeId = body.toString('hex', o + 56, o + 88);
       o += 88;
       const children = kind === 'dir' ? [] : undefined;
-      if (children !== undefined) childLists.set(path, children);
-      nodes.set(path, { path, kind, nodeId, contentHash, size, mtimeMs, ino, children });
-      const parent = parentPath(path);
-      if (parent !== undefined) {
-        const list = childLists.get(parent) ?? corrupt(`entry '${path}' precedes its directory`);
-        list.push(path);
+      const record: NodeRecord = { path, kind, nodeId, contentHash, size, mtimeMs, ino, children };
+      if (nodes.has(path)) corrupt(`entry '${path}' appears twice`);
+      nodes.set(path, record);
+      if (i === 0) {
+        if (path !== '' || kind !== 'dir') corrupt('the first entry is not the root directory');
+      } else {
+        while (open.length > 0 && !isChildOf(path, open[open.length - 1]!.path)) open.pop();
+        const parent = open[open.length - 1] ?? corrupt(`entry '${path}' is not under the directory before it`);
+        parent.children.push(path);
+        parent.records.push(record);
       }
+      if (children !== undefined) {
+        const records: NodeRecord[] = [];
+        childRecordCache.set(record, records);
+        open.push({ path, children, records });
+      } else leafCount++;
     }
     let basis: ScanBasis | undefined;
     if (format === FORMAT) {
@@ -361,8 +392,14 @@ export class Tree {
       o += 4 + len;
     }
     if (o !== body.length || !nodes.has('')) corrupt('truncated or missing root');
-    return new Tree(LayeredMap.of(nodes), basis);
+    return new Tree(LayeredMap.of(nodes), basis, leafCount);
   }
+}
+
+/** Whether `path` is a direct child of directory `dir` (workspace paths). */
+function isChildOf(path: string, dir: string): boolean {
+  if (dir === '') return path.indexOf('/') === -1;
+  return path.length > dir.length + 1 && path.charCodeAt(dir.length) === 47 && path.startsWith(dir) && path.indexOf('/', dir.length + 1) === -1;
 }
 
 /** A directory's record: its children sorted canonically and its NodeID derived from them. */
