@@ -22,13 +22,15 @@ import { applyStateDelta, StateTracker, type StateDelta } from './state-tracker.
  * - Every step boundary appends the step's events and one `checkpoint.saved` event, as one atomic batch with one
  *   fsync (durability 'batch'). That event holds the position (a stack of node ids, outermost first) and a
  *   structural delta of the keys the step changed, so checkpoint history grows with the work, not with steps × state.
- * - At the start of a run (step 0, or the step a fork starts from) and every `keyframeInterval` steps, once that
- *   step's batch is in the log, the whole state is written to `checkpoint/<step>.json` (atomic: temp file, fsync,
- *   rename). That one file per keyframe is the whole checkpoint: durable runs do not write `checkpoint.latest.json`
- *   (a second file per keyframe); the newest keyframe is the highest step in `checkpoint/`.
- * - The state at step N is the last keyframe at or before N plus the deltas after it; a resume starts from the last
- *   recorded step. A step that had not reached its boundary when the process died runs again. A keyframe is
- *   written after its step's batch, so no keyframe is ahead of the log.
+ * - The start of a run (step 0, or the step a fork starts from) is a `checkpoint.saved` event with `start: true`
+ *   whose delta is the whole state (from the empty state), written before the first node runs. No file is created
+ *   for it: on a disk where creating a file costs a few hundred microseconds, that matters for short runs.
+ * - Every `keyframeInterval` steps, once that step's batch is in the log, the whole state is written to
+ *   `checkpoint/<step>.json` (atomic: temp file, fsync, rename). That one file per keyframe is the whole checkpoint:
+ *   durable runs do not write `checkpoint.latest.json`; the newest keyframe is the highest step in `checkpoint/`.
+ * - The state at step N is the last keyframe at or before N (or the empty state) plus the deltas after it; a resume
+ *   starts from the last recorded step. A step that had not reached its boundary when the process died runs again.
+ *   A keyframe is written after its step's batch, so no keyframe is ahead of the log.
  */
 
 /** Where runs are stored. */
@@ -87,6 +89,10 @@ interface CheckpointPayload {
   position: string[];
   delta?: StateDelta;
   keyframe: boolean;
+  /** The start of the run's record: `delta` is the whole state. */
+  start?: true;
+  /** For a fork's start: the run and step it was forked from. */
+  forkedFrom?: { runId: string; step: number };
 }
 
 function locate(options: RunLocation): { dataDir: string; sessionKey: string } {
@@ -187,7 +193,7 @@ export async function listRuns(options: RunLocation = {}): Promise<RunMeta[]> {
 
 /**
  * The recorded state and position of a run after `step` (default: its last recorded step): the last keyframe
- * (`checkpoint/<step>.json`) at or before it plus the deltas of the steps after that keyframe.
+ * (`checkpoint/<step>.json`) at or before it, or else the empty state, plus the deltas of the steps after that.
  */
 export async function loadRunPoint(options: RunLocation & { runId: string; step?: number }): Promise<RunPoint> {
   const { dataDir, sessionKey } = locate(options);
@@ -197,8 +203,9 @@ export async function loadRunPoint(options: RunLocation & { runId: string; step?
   const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId });
   const steps = (await checkpoints.listHistorical()).filter((id) => /^\d+$/.test(id)).map(Number).filter((s) => step === undefined || s <= step);
   const keyframe = steps.length ? await checkpoints.loadHistorical(Math.max(...steps)) : null;
-  if (!keyframe) throw new StoreError(`run ${sessionKey}/${runId} has no checkpoint${step === undefined ? '' : ` at or before step ${step}`} in ${dataDir}`);
-  const point: RunPoint = { step: keyframe.step, position: [...keyframe.position], state: (keyframe.state as unknown as KeyframeState).backpack };
+  const point: RunPoint = keyframe
+    ? { step: keyframe.step, position: [...keyframe.position], state: (keyframe.state as unknown as KeyframeState).backpack }
+    : { step: -1, position: [], state: { version: 1, items: {}, quarantined: {} } };
   const events = new EventStore({ dataDir, sessionKey, runId });
   for await (const event of events.readStream()) {
     if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
@@ -209,6 +216,7 @@ export async function loadRunPoint(options: RunLocation & { runId: string; step?
     point.step = saved.step;
     point.position = saved.position;
   }
+  if (point.step < 0) throw new StoreError(`run ${sessionKey}/${runId} has no checkpoint${step === undefined ? '' : ` at or before step ${step}`} in ${dataDir}`);
   if (step !== undefined && point.step !== step) {
     throw new StoreError(`run ${sessionKey}/${runId} has no step ${step}; its last recorded step is ${point.step}`);
   }
@@ -227,7 +235,7 @@ interface ExecuteTarget {
 interface StartPoint {
   step: number;
   position: string[];
-  /** A new run (write a step keyframe first), or one that continues its own log. */
+  /** A new run (record its start state first), or one that continues its own log. */
   fresh: boolean;
   forkedFrom?: { runId: string; step: number };
 }
@@ -246,7 +254,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   streamer.setNextSeq(runId, (opened.lastSeq ?? 0) + 1);
 
   const backpack: Backpack = flow.backpack;
-  const tracker = new StateTracker(backpack);
+  const tracker = new StateTracker(backpack, start.fresh);
   let buffer: StreamEvent[] = [];
   let step = start.step;
   const unsubscribe = streamer.on('*', (event) => {
@@ -269,13 +277,33 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
       createdAt: Date.now(),
       position,
       state: { kind: 'keyframe', backpack: tracker.state } as unknown as Checkpoint['state'],
-      ...(start.forkedFrom ? { meta: { forkedFrom: start.forkedFrom } } : {}),
     };
     await checkpoints.saveHistorical(checkpoint, step);
+  };
+  /**
+   * The start of the record, right after `run.started` and before the first node runs: the whole state as one
+   * delta. Emitted from the `run.started` handler (dispatch is synchronous, so the two are one batch, written at
+   * once); its completion is awaited at the first step boundary or the end of the run.
+   */
+  let started: Promise<void> | undefined;
+  const stopWatchingStart = start.fresh
+    ? streamer.on(StreamEventType.RUN_START, (event) => {
+        if (event.runId !== runId || started !== undefined) return;
+        const position = start.position.length ? start.position : entryPosition(flow);
+        const delta = tracker.next();
+        const payload: CheckpointPayload = { step, position, keyframe: false, start: true, ...(delta ? { delta } : {}), ...(start.forkedFrom ? { forkedFrom: start.forkedFrom } : {}) };
+        streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload: payload as unknown as Record<string, unknown> });
+        started = persist();
+      })
+    : () => undefined;
+  const startRecorded = async (): Promise<void> => {
+    stopWatchingStart();
+    await started;
   };
   const onStep = async (boundary: StepBoundary): Promise<void> => {
     // The end of a nested flow is not a resumable position; its changes go with the enclosing node's boundary.
     if (boundary.next === undefined && boundary.path.length > 0) return;
+    await startRecorded();
     step++;
     const position = boundary.next === undefined ? [] : [...boundary.path, boundary.next];
     const delta = tracker.next();
@@ -287,14 +315,16 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   };
 
   try {
-    if (start.fresh) await keyframe(start.position.length ? start.position : entryPosition(flow));
     const action = await flow.run(undefined, { runId, signal: target.signal, onStep, resume: start.position.length ? [...start.position] : undefined });
+    await startRecorded();
     await persist();
     return { runId, sessionKey, dataDir, action, steps: step };
   } catch (error) {
+    await startRecorded().catch(() => undefined);
     await persist().catch(() => undefined);
     throw error;
   } finally {
+    stopWatchingStart();
     unsubscribe();
     await projection.flush(runId).catch(() => undefined);
     await events.close();

@@ -34,9 +34,17 @@ export class StateTracker {
   #state: BackpackState;
   #seq: number;
 
-  constructor(private readonly backpack: Backpack) {
-    this.#state = backpack.exportState();
-    this.#seq = backpack.headSeq;
+  /**
+   * Starts at the Backpack's current state, or, with `fromEmpty`, at the empty state, so that the first delta holds
+   * the whole state (the start of a run's record).
+   */
+  constructor(
+    private readonly backpack: Backpack,
+    fromEmpty = false,
+  ) {
+    this.#state = fromEmpty ? { version: 1, items: {}, quarantined: {} } : backpack.exportState();
+    // Below every commit: the first `next()` compares every key.
+    this.#seq = fromEmpty ? -1 : backpack.headSeq;
   }
 
   /** The state at the last boundary (the tracker's own copy: do not modify it). */

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -41,8 +41,9 @@ async function trial(index: number): Promise<{ killedMidRun: boolean; state: Rec
   const dataDir = join(root, `trial-${index}`);
   const runId = `crash-${index}`;
   const running = start(['run', dataDir, runId, String(ROUNDS), '2']);
-  const first = join(dataDir, 'sessions', 'default', 'runs', runId, 'checkpoint', '0.json');
-  await until(() => existsSync(first), 20_000);
+  // The start of the record is in the log: from then on the run is resumable.
+  const log = join(dataDir, 'sessions', 'default', 'runs', runId, 'events.jsonl');
+  await until(() => existsSync(log) && readFileSync(log, 'utf8').includes('"start":true'), 20_000);
   await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 60)));
   running.kill();
   await running.done;

@@ -25,7 +25,7 @@ afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
 const runDir = (runId: string, session = 'default') => join(dataDir, 'sessions', session, 'runs', runId);
 
 describe('runFlow', () => {
-  it('persists every event of the run, the projection and a keyframe, and returns the step count', async () => {
+  it('persists every event of the run, the projection and the start of the record, and returns the step count', async () => {
     const flow = buildJournalFlow({ rounds: 3 });
     const result = await runFlow(flow, { dataDir, runId: 'run-a' });
     // 3 collect steps, the composite's inner check → sign boundary, and the composite's own step.
@@ -33,14 +33,16 @@ describe('runFlow', () => {
     const events = await new EventStore({ dataDir, sessionKey: 'default', runId: 'run-a' }).readAll();
     const types = events.map((e) => e.type);
     expect(types[0]).toBe(StreamEventType.RUN_START);
+    // Right after run.started, before any node: the start of the record (the whole state, no file created).
+    expect(events[1]).toMatchObject({ type: StreamEventType.CHECKPOINT_SAVED, payload: { step: 0, start: true, position: ['collect'] } });
     expect(types.at(-1)).toBe(StreamEventType.RUN_END);
     expect(types.filter((t) => t === StreamEventType.NODE_START)).toHaveLength(6);
-    expect(types.filter((t) => t === StreamEventType.CHECKPOINT_SAVED)).toHaveLength(5);
+    expect(types.filter((t) => t === StreamEventType.CHECKPOINT_SAVED)).toHaveLength(6);
     expect(events.at(-1)!.payload.steps).toBe(result.steps);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     const meta = await new ProjectionStore({ dataDir, sessionKey: 'default' }).loadRunMeta('run-a');
     expect(meta).toMatchObject({ status: 'completed', stepCount: 6 });
-    expect(existsSync(join(runDir('run-a'), 'checkpoint', '0.json'))).toBe(true);
+    expect(existsSync(join(runDir('run-a'), 'checkpoint'))).toBe(false); // fewer steps than one keyframe interval
     expect((await listRuns({ dataDir })).map((m) => m.runId)).toEqual(['run-a']);
   });
 
@@ -49,10 +51,10 @@ describe('runFlow', () => {
     const flow = buildJournalFlow({ rounds: 5 });
     flow.eventStreamer.on(StreamEventType.CHECKPOINT_SAVED, () => void seen.push(flow.backpack.exportState()));
     await runFlow(flow, { dataDir, runId: 'exact', keyframeInterval: 2, input: { topic: 'tides' } });
-    expect(seen).toHaveLength(7);
+    expect(seen).toHaveLength(8); // the start, then 7 steps
     for (let step = 1; step <= 7; step++) {
       const point = await loadRunPoint({ dataDir, runId: 'exact', step });
-      const expected = JSON.parse(JSON.stringify(seen[step - 1])) as { items: Record<string, { value: unknown }> };
+      const expected = JSON.parse(JSON.stringify(seen[step])) as { items: Record<string, { value: unknown }> };
       // Secrets never reach disk: the value under the secret-named key 'token' is redacted; the rest (its
       // provenance included) is exact.
       expect(point.state.items.token?.value).toBe('[REDACTED]');
@@ -63,10 +65,10 @@ describe('runFlow', () => {
     expect((await loadRunPoint({ dataDir, runId: 'exact', step: 0 })).state.items.topic?.value).toBe('tides');
   });
 
-  it('writes one file per keyframe (no checkpoint.latest.json) and finds the newest keyframe by step', async () => {
+  it('writes one file per keyframe (none at the start, no checkpoint.latest.json) and finds the newest keyframe by step', async () => {
     const result = await runFlow(buildJournalFlow({ rounds: 5 }), { dataDir, runId: 'frames', keyframeInterval: 3 });
     expect(result.steps).toBe(7);
-    expect(readdirSync(join(runDir('frames'), 'checkpoint')).sort()).toEqual(['0.json', '3.json', '6.json']);
+    expect(readdirSync(join(runDir('frames'), 'checkpoint')).sort()).toEqual(['3.json', '6.json']);
     expect(existsSync(join(runDir('frames'), 'checkpoint.latest.json'))).toBe(false);
     const last = await loadRunPoint({ dataDir, runId: 'frames' });
     expect(last.step).toBe(7);
@@ -82,13 +84,14 @@ describe('runFlow', () => {
   });
 
   it('never writes a secret to disk and says so on the event', async () => {
-    await runFlow(buildJournalFlow({ rounds: 1 }), { dataDir, runId: 'secret' });
-    const files = ['events.jsonl', join('checkpoint', '0.json')].map((f) => readFileSync(join(runDir('secret'), f), 'utf8'));
+    await runFlow(buildJournalFlow({ rounds: 4 }), { dataDir, runId: 'secret', keyframeInterval: 2 });
+    const files = ['events.jsonl', join('checkpoint', '2.json')].map((f) => readFileSync(join(runDir('secret'), f), 'utf8'));
     for (const text of files) expect(text).not.toContain('sk-aaaa');
     const checkpoints = (await new EventStore({ dataDir, sessionKey: 'default', runId: 'secret' }).readAll()).filter(
       (e) => e.type === StreamEventType.CHECKPOINT_SAVED,
     );
-    expect(checkpoints[0]!.redaction).toEqual({ containsSecrets: true });
+    expect(checkpoints[0]!.payload).toMatchObject({ step: 0, start: true });
+    expect(checkpoints[1]!.redaction).toEqual({ containsSecrets: true }); // step 1 packed the token
   });
 
   it('keeps who wrote a secret-named key while blanking its value', async () => {
@@ -152,7 +155,7 @@ describe('forkRun', () => {
     await runFlow(buildJournalFlow({ rounds: 4 }), { dataDir, runId: 'origin' });
     const snapshot = (runId: string) =>
       Object.fromEntries(
-        ['events.jsonl', join('checkpoint', '0.json'), join('projections', 'run.meta.json')].map((f) => [f, readFileSync(join(runDir(runId), f), 'utf8')]),
+        ['events.jsonl', join('projections', 'run.meta.json')].map((f) => [f, readFileSync(join(runDir(runId), f), 'utf8')]),
       );
     const before = snapshot('origin');
     const fork = buildJournalFlow({ rounds: 4 });
@@ -160,8 +163,11 @@ describe('forkRun', () => {
     expect(result.runId).toBe('branch');
     expect(snapshot('origin')).toEqual(before);
     expect((fork.backpack.peek('journal') as string[]).length).toBe(4);
-    const first = (await new EventStore({ dataDir, sessionKey: 'default', runId: 'branch' }).readAll()).filter((e) => e.type === StreamEventType.NODE_START);
-    expect(first.map((e) => e.nodeId)).toEqual(['collect', 'collect', 'review', 'check', 'sign']);
+    const branch = await new EventStore({ dataDir, sessionKey: 'default', runId: 'branch' }).readAll();
+    expect(branch.filter((e) => e.type === StreamEventType.NODE_START).map((e) => e.nodeId)).toEqual(['collect', 'collect', 'review', 'check', 'sign']);
+    // The fork's record starts at the step it was taken from, with the whole state and where it came from.
+    expect(branch[1]).toMatchObject({ type: StreamEventType.CHECKPOINT_SAVED, payload: { step: 2, start: true, forkedFrom: { runId: 'origin', step: 2 } } });
+    expect((await loadRunPoint({ dataDir, runId: 'branch', step: 2 })).state).toEqual((await loadRunPoint({ dataDir, runId: 'origin', step: 2 })).state);
   });
 
   it('refuses a step that was not recorded', async () => {

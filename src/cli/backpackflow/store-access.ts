@@ -39,10 +39,16 @@ export function lastStep(events: StreamEvent[]): number {
   return last;
 }
 
-/** The first recorded step of a run: 0, or for a fork the step it started from. */
+/**
+ * The first recorded step of a run: 0, or for a fork the step it started from. That is the step of the start
+ * checkpoint (`start: true`); runs recorded before start checkpoints existed begin one step before their first one.
+ */
 export function firstStep(events: StreamEvent[]): number {
   for (const event of events) {
-    if (event.type === StreamEventType.CHECKPOINT_SAVED) return Math.max(0, Number((event.payload as { step?: unknown }).step) - 1);
+    if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
+    const payload = event.payload as { step?: unknown; start?: unknown };
+    const step = Number(payload.step) || 0;
+    return payload.start === true ? step : Math.max(0, step - 1);
   }
   return 0;
 }
