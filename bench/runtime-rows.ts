@@ -72,7 +72,8 @@ export async function runtimeRows(): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bpf-bench-runtime-'));
   try {
     const STEPS = 200;
-    const RUNS = 9;
+    // Short runs: their medians are taken over enough runs to span the disk's periodic journal commits.
+    const RUNS = 21;
     const plain = await perStepMs((flow) => flow.run(), STEPS, RUNS);
     const batch = await perStepMs((flow, i) => runFlow(flow, { dataDir: dir, runId: `batch-${i}`, durability: 'batch' }), STEPS, RUNS);
     const never = await perStepMs((flow, i) => runFlow(flow, { dataDir: dir, runId: `never-${i}`, durability: 'never' }), STEPS, RUNS);
