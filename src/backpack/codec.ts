@@ -33,7 +33,31 @@ function encodeNumber(n: number): JsonValue {
   return { [TAG]: 'number', v: Object.is(n, -0) ? '-0' : String(n) };
 }
 
-function encodeAt(value: unknown, path: string): JsonValue {
+/**
+ * Where the encoder is, as a stack of segments: a number is an array index, a string starting with `<` a map or set
+ * position, any other string an object key. Only an error turns it into text, so encoding a large array or object
+ * builds no path strings.
+ */
+type PathStack = (string | number)[];
+
+function pathText(stack: PathStack): string {
+  let out = '';
+  for (const segment of stack) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else if (segment.startsWith('<')) out += segment;
+    else out = out ? `${out}.${segment}` : segment;
+  }
+  return out || '(root)';
+}
+
+function encodeChild(value: unknown, stack: PathStack, segment: string | number): JsonValue {
+  stack.push(segment);
+  const encoded = encodeAt(value, stack);
+  stack.pop();
+  return encoded;
+}
+
+function encodeAt(value: unknown, stack: PathStack): JsonValue {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -46,12 +70,12 @@ function encodeAt(value: unknown, path: string): JsonValue {
       return { [TAG]: 'bigint', v: value.toString() };
     case 'function':
     case 'symbol':
-      throw new BackpackError(`Cannot encode the ${typeof value} at '${path || '(root)'}': only data can be encoded`);
+      throw new BackpackError(`Cannot encode the ${typeof value} at '${pathText(stack)}': only data can be encoded`);
   }
   if (value === null) return null;
   if (Array.isArray(value)) {
     const out: JsonValue[] = new Array(value.length);
-    for (let i = 0; i < value.length; i++) out[i] = encodeAt(value[i], `${path}[${i}]`);
+    for (let i = 0; i < value.length; i++) out[i] = encodeChild(value[i], stack, i);
     return out;
   }
   if (value instanceof Date) {
@@ -62,7 +86,7 @@ function encodeAt(value: unknown, path: string): JsonValue {
     const entries: JsonValue[] = [];
     let i = 0;
     for (const [k, v] of value) {
-      entries.push([encodeAt(k, `${path}<key ${i}>`), encodeAt(v, `${path}<value ${i}>`)]);
+      entries.push([encodeChild(k, stack, `<key ${i}>`), encodeChild(v, stack, `<value ${i}>`)]);
       i++;
     }
     return { [TAG]: 'map', v: entries };
@@ -70,7 +94,7 @@ function encodeAt(value: unknown, path: string): JsonValue {
   if (value instanceof Set) {
     const members: JsonValue[] = [];
     let i = 0;
-    for (const m of value) members.push(encodeAt(m, `${path}<member ${i++}>`));
+    for (const m of value) members.push(encodeChild(m, stack, `<member ${i++}>`));
     return { [TAG]: 'set', v: members };
   }
   if (isTypedArray(value)) {
@@ -82,11 +106,11 @@ function encodeAt(value: unknown, path: string): JsonValue {
   }
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) {
-    throw new BackpackError(`Cannot encode the ${proto?.constructor?.name ?? 'object'} at '${path || '(root)'}': only data can be encoded`);
+    throw new BackpackError(`Cannot encode the ${proto?.constructor?.name ?? 'object'} at '${pathText(stack)}': only data can be encoded`);
   }
   const obj: { [key: string]: JsonValue } = {};
   for (const k of Object.keys(value as object)) {
-    const encoded = encodeAt((value as Record<string, unknown>)[k], path ? `${path}.${k}` : k);
+    const encoded = encodeChild((value as Record<string, unknown>)[k], stack, k);
     setOwn(obj, k, encoded);
   }
   return Object.prototype.hasOwnProperty.call(value, TAG) ? { [TAG]: 'object', v: obj } : obj;
@@ -94,7 +118,7 @@ function encodeAt(value: unknown, path: string): JsonValue {
 
 /** Encodes a Backpack value as plain JSON (see the module comment for the tags). Throws BackpackError on non-data. */
 export function encodeValue(value: unknown): JsonValue {
-  return encodeAt(value, '');
+  return encodeAt(value, []);
 }
 
 function bad(path: string, problem: string): never {

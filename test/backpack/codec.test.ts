@@ -71,3 +71,13 @@ describe('value codec', () => {
     expect(summarizeValue(new Uint8Array(4))).toBe('Uint8Array(4)');
   });
 });
+
+describe('codec errors', () => {
+  it('name where the non-data value is: keys, indexes and map or set positions', () => {
+    const fn = () => 1;
+    expect(() => encodeValue({ a: { list: [1, 2, fn] } })).toThrow("Cannot encode the function at 'a.list[2]'");
+    expect(() => encodeValue([{ m: new Map([['k', fn]]) }])).toThrow("Cannot encode the function at '[0].m<value 0>'");
+    expect(() => encodeValue(new Set([Symbol('s')]))).toThrow("Cannot encode the symbol at '<member 0>'");
+    expect(() => encodeValue(fn)).toThrow("Cannot encode the function at '(root)'");
+  });
+});
