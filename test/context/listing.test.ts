@@ -5,7 +5,7 @@ import { ContextEngine, loadHashBackend } from '../../src/context/index.js';
 import { IgnoreRules } from '../../src/context/ignore-rules.js';
 import { emptyListing, listWorkspace, type Listing } from '../../src/context/listing.js';
 import { scanWorkspace } from '../../src/context/scan.js';
-import type { Tree } from '../../src/context/tree.js';
+import { Tree } from '../../src/context/tree.js';
 import { SAMPLE, tempDir, writeTree } from './helpers.js';
 
 const backend = await loadHashBackend();
@@ -392,5 +392,38 @@ describe('state journal', () => {
     expect((await fresh.listFrames('__proto__')).map((f) => f.frameId)).toEqual([a, b]);
     expect(await fresh.getHead('__proto__', 'summary')).toBe(b);
     expect(({} as Record<string, unknown>).summary).toBeUndefined(); // no prototype was touched
+  });
+});
+
+describe('tree file structure', () => {
+  /** A tree file (format 2) with these records in this order, correctly sealed. */
+  function treeFile(records: { kind: 1 | 2; path: string }[]): Buffer {
+    const parts: Buffer[] = [Buffer.alloc(4)];
+    parts[0]!.writeUInt32BE(records.length, 0);
+    for (const record of records) {
+      const path = Buffer.from(record.path, 'utf8');
+      const head = Buffer.alloc(5);
+      head.writeUInt8(record.kind, 0);
+      head.writeUInt32BE(path.length, 1);
+      parts.push(head, path, Buffer.alloc(24), Buffer.alloc(64, 0xab));
+    }
+    const basis = Buffer.from('null', 'utf8');
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(basis.length, 0);
+    parts.push(length, basis);
+    const body = Buffer.concat(parts);
+    const format = Buffer.alloc(4);
+    format.writeUInt32BE(2, 0);
+    return Buffer.concat([Buffer.from('MRKLTREE', 'latin1'), format, backend.digest(body), body]);
+  }
+
+  it('reads records depth first and rejects a file whose records are out of that order, even with a valid checksum', () => {
+    const good = Tree.decode(treeFile([{ kind: 2, path: '' }, { kind: 2, path: 'a' }, { kind: 1, path: 'a/x' }, { kind: 1, path: 'b' }]), backend, 'tree');
+    expect(good.childRecords(good.get('')!).map((r) => r.path)).toEqual(['a', 'b']);
+    expect(good.leafCount).toBe(2);
+    const bad = (records: { kind: 1 | 2; path: string }[]) => () => Tree.decode(treeFile(records), backend, 'tree');
+    expect(bad([{ kind: 1, path: 'a' }])).toThrow(/corrupt tree file tree: the first entry is not the root directory/);
+    expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'a/x' }, { kind: 2, path: 'a' }])).toThrow(/entry 'a\/x' is not under the directory before it/);
+    expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'b' }, { kind: 1, path: 'b' }])).toThrow(/entry 'b' appears twice/);
   });
 });
