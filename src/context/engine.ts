@@ -163,8 +163,9 @@ export class ContextEngine {
 
   /**
    * Scans the workspace into the tree (respecting `.gitignore`, default ignores and `.merkle/`). Files whose size,
-   * mtime and inode are unchanged are not re-read unless `force`. `paths` limits the walk to the directories holding
-   * those paths (used by `watch`). The tree file is rewritten only when something changed.
+   * mtime and inode are unchanged are not re-read unless `force`, and directories whose own stat is unchanged are not
+   * re-listed. `paths` limits the walk to the directories holding those paths (used by `watch`). Nothing is written
+   * when nothing changed; a small change is appended to the tree journal.
    */
   async scan(options: { force?: boolean; paths?: readonly string[] } = {}): Promise<ScanReport> {
     const release = await this.store.lock(this.options.lockTimeoutMs);
