@@ -17,8 +17,9 @@ export interface LockOptions {
 }
 
 /**
- * Takes the workspace write lock: a file created with O_EXCL holding pid, host, time and a random token.
- * Waits (with backoff) while another live writer holds it; a lock left by a dead process on this host is recovered.
+ * Takes the workspace write lock: a file created whole (see `tryCreate`) holding pid, host, time and a random token.
+ * Waits (with backoff) while another live writer holds it; a lock left by a dead process on this host is recovered
+ * (see `recoverStale`).
  * Returns the release function, which removes the file only while it is still ours.
  */
 export async function acquireLock(file: string, options: LockOptions = {}): Promise<() => void> {
@@ -30,11 +31,7 @@ export async function acquireLock(file: string, options: LockOptions = {}): Prom
   for (;;) {
     if (tryCreate(file, body, me.token)) return () => releaseLock(file, body);
     const held = readHolder(file);
-    if (held !== undefined && isStale(held.holder)) {
-      // Remove the dead writer's lock only if it is still the same file we judged stale.
-      if (readHolder(file)?.raw === held.raw) tryUnlink(file);
-      continue;
-    }
+    if (held !== undefined && isStale(held.holder) && recoverStale(file, held.raw, body, me.token)) continue;
     if (Date.now() >= deadline) {
       const who = held === undefined ? 'another writer' : `pid ${held.holder.pid} on ${held.holder.host} since ${held.holder.time}`;
       throw new ContextError(
@@ -65,6 +62,26 @@ function tryCreate(file: string, body: string, token: string): boolean {
   } finally {
     tryUnlink(temp);
   }
+}
+
+/**
+ * Removes `file` if it still holds `staleRaw`, under a second lock, `<file>.recover`, checking again under it: so two
+ * processes recovering at once never remove a lock that a third has just taken (as the event store's lock does).
+ * False when another process holds the recovery lock; one left by a dead process is cleared.
+ */
+function recoverStale(file: string, staleRaw: string, body: string, token: string): boolean {
+  const recover = `${file}.recover`;
+  if (!tryCreate(recover, body, token)) {
+    const other = readHolder(recover);
+    if (other !== undefined && isStale(other.holder) && readHolder(recover)?.raw === other.raw) tryUnlink(recover);
+    return false;
+  }
+  try {
+    if (readHolder(file)?.raw === staleRaw) tryUnlink(file);
+  } finally {
+    releaseLock(recover, body);
+  }
+  return true;
 }
 
 function releaseLock(file: string, body: string): void {

@@ -1,4 +1,5 @@
-import { existsSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -33,6 +34,30 @@ describe('workspace lock', () => {
     });
     release();
   });
+
+  it('processes racing to recover a stale lock take it one at a time', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'lock');
+    const log = join(dir, 'log');
+    writeFileSync(file, JSON.stringify({ pid: 2 ** 22 + 4321, host: hostname(), time: 'then', token: 'stale' }));
+    writeFileSync(log, '');
+    const fixture = join(import.meta.dirname, 'fixtures', 'take-lock.ts');
+    const codes = await Promise.all(
+      Array.from({ length: 6 }, () => new Promise<number | null>((resolve) => {
+        execFile(process.execPath, ['--import', 'tsx', fixture, file, log], (error) => resolve(error === null ? 0 : 1));
+      })),
+    );
+    expect(codes).toEqual([0, 0, 0, 0, 0, 0]);
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    expect(lines).toHaveLength(12);
+    // Mutual exclusion: every enter is followed by the same process's exit before anyone else enters.
+    for (let i = 0; i < lines.length; i += 2) {
+      expect(lines[i]).toMatch(/^enter \d+$/);
+      expect(lines[i + 1]).toBe(lines[i]!.replace('enter', 'exit'));
+    }
+    expect(existsSync(file)).toBe(false);
+    expect(existsSync(`${file}.recover`)).toBe(false);
+  }, 30_000);
 
   it('a writer blocked by the lock fails without touching the store', async () => {
     const { root } = await openSample();
