@@ -51,14 +51,14 @@ export class JournaledFile<T, E> {
 
   /** The stored value (base with journal applied) and when it was last written; undefined when never written. */
   read(): { value: T; writtenMs: number } | undefined {
-    const stat = statOrUndefined(this.file);
+    const stat = statSync(this.file, { throwIfNoEntry: false });
     if (stat === undefined) return undefined;
     const baseKey = statKey(stat);
     if (this.base?.key !== baseKey) {
       const data = readFileSync(this.file);
       this.base = { key: baseKey, value: { value: this.codec.decode(data, this.file), checksum: Buffer.from(this.codec.checksum(data)), size: data.length } };
     }
-    const journalStat = statOrUndefined(this.journalFile);
+    const journalStat = statSync(this.journalFile, { throwIfNoEntry: false });
     const key = `${baseKey}|${journalStat === undefined ? '' : statKey(journalStat)}`;
     if (this.current?.key !== key) {
       const base = this.base.value;
@@ -171,12 +171,4 @@ export class JournaledFile<T, E> {
 
 function statKey(stat: { ino: number; mtimeMs: number; size: number }): string {
   return `${stat.ino}:${stat.mtimeMs}:${stat.size}`;
-}
-
-function statOrUndefined(file: string): { ino: number; mtimeMs: number; size: number } | undefined {
-  try {
-    return statSync(file);
-  } catch {
-    return undefined;
-  }
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import type { AgentIdentity } from './agents.js';
@@ -64,7 +64,7 @@ export class MerkleStore {
 
   /** Size of the tree file in bytes (0 before the first scan), without reading it. */
   treeFileBytes(): number {
-    return statOrUndefined(join(this.dir, 'tree'))?.size ?? 0;
+    return statSync(join(this.dir, 'tree'), { throwIfNoEntry: false })?.size ?? 0;
   }
 
   /** Replaces the stored tree (and drops its journal). */
@@ -106,7 +106,7 @@ export class MerkleStore {
   /** Registered agents by id. */
   readAgents(): Record<string, AgentIdentity> {
     const file = join(this.dir, 'agents.json');
-    if (statOrUndefined(file) === undefined) return {};
+    if (!existsSync(file)) return {};
     return this.readSealed<{ agents: Record<string, AgentIdentity> }>(file).agents;
   }
 
@@ -152,7 +152,7 @@ export class MerkleStore {
     for (const frame of frames) {
       const file = this.framePath(frame.frameId);
       const text = `${JSON.stringify(frame)}\n`;
-      if (statOrUndefined(file) !== undefined) {
+      if (existsSync(file)) {
         if (readFileSync(file, 'utf8') === text) continue;
         throw new ContextError(
           'FRAME_CONFLICT',
@@ -190,14 +190,5 @@ export class MerkleStore {
     this.ensure();
     writeFileAtomic.sync(file, text);
     return true;
-  }
-}
-
-
-function statOrUndefined(file: string): { ino: number; mtimeMs: number; size: number } | undefined {
-  try {
-    return statSync(file);
-  } catch {
-    return undefined;
   }
 }

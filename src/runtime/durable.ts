@@ -299,6 +299,8 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
         const payload: CheckpointPayload = { step, position, keyframe: false, start: true, ...(delta ? { delta } : {}), ...(start.forkedFrom ? { forkedFrom: start.forkedFrom } : {}) };
         streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload: payload as unknown as Record<string, unknown> });
         started = persist();
+        // Awaited at the first step boundary or the end of the run; until then a failure must not count as unhandled.
+        started.catch(() => undefined);
       })
     : () => undefined;
   const startRecorded = async (): Promise<void> => {
