@@ -1,7 +1,7 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ContextEngine, loadHashBackend } from '../../src/context/index.js';
+import { ContextEngine, loadHashBackend, type ScanReport } from '../../src/context/index.js';
 import { IgnoreRules } from '../../src/context/ignore-rules.js';
 import { emptyListing, listWorkspace, type Listing } from '../../src/context/listing.js';
 import { scanWorkspace } from '../../src/context/scan.js';
@@ -18,6 +18,14 @@ function list(root: string, tree: Tree, options: { reuse?: boolean; racyFromMs?:
   const listing = emptyListing();
   listWorkspace(root, '', new IgnoreRules(root), { tree, racyFromMs: options.racyFromMs ?? Infinity, reuse: options.reuse ?? true }, listing);
   return listing;
+}
+
+/** A temp workspace with `files`, opened and scanned. */
+async function scanned(files: Record<string, string>): Promise<{ root: string; engine: ContextEngine; report: ScanReport }> {
+  const root = tempDir();
+  writeTree(root, files);
+  const engine = await ContextEngine.open(root);
+  return { root, engine, report: await engine.scan() };
 }
 
 async function paths(engine: ContextEngine): Promise<string[]> {
@@ -67,10 +75,7 @@ describe('listing cache: directories whose stat is unchanged are not re-read', (
 
 describe('listing cache: rescans stay exact', () => {
   it('sees added, removed and renamed files and directories, and a directory replaced by a file', async () => {
-    const root = tempDir();
-    writeTree(root, SAMPLE);
-    const engine = await ContextEngine.open(root);
-    await engine.scan();
+    const { root, engine } = await scanned(SAMPLE);
     writeTree(root, { 'src/util/more/deep.ts': 'deep' });
     rmSync(join(root, 'docs/guide.md'));
     renameSync(join(root, 'src/main.ts'), join(root, 'src/entry.ts'));
@@ -86,10 +91,7 @@ describe('listing cache: rescans stay exact', () => {
   });
 
   it('a nested .gitignore edited in place drops the files it now ignores, though its directory looks unchanged', async () => {
-    const root = tempDir();
-    writeTree(root, { 'src/.gitignore': 'a.log\n', 'src/a.log': 'x', 'src/b.log': 'y', 'src/deep/c.log': 'z' });
-    const engine = await ContextEngine.open(root);
-    await engine.scan();
+    const { root, engine } = await scanned({ 'src/.gitignore': 'a.log\n', 'src/a.log': 'x', 'src/b.log': 'y', 'src/deep/c.log': 'z' });
     expect(await paths(engine)).toContain('src/deep/c.log');
     writeFileSync(join(root, 'src/.gitignore'), '*.log\n'); // same inode: the directory's mtime does not change
     await engine.scan();
@@ -97,10 +99,7 @@ describe('listing cache: rescans stay exact', () => {
   });
 
   it('a root .gitignore that stops ignoring a pattern brings back files in untouched directories', async () => {
-    const root = tempDir();
-    writeTree(root, { '.gitignore': '*.log\n', 'a/b/c/keep.log': 'x', 'a/b/c/main.ts': 'y' });
-    const engine = await ContextEngine.open(root);
-    await engine.scan();
+    const { root, engine } = await scanned({ '.gitignore': '*.log\n', 'a/b/c/keep.log': 'x', 'a/b/c/main.ts': 'y' });
     expect(await paths(engine)).not.toContain('a/b/c/keep.log');
     writeFileSync(join(root, '.gitignore'), '# nothing ignored\n');
     await engine.scan();
@@ -108,20 +107,14 @@ describe('listing cache: rescans stay exact', () => {
   });
 
   it('a new .gitignore applies to the directories below it', async () => {
-    const root = tempDir();
-    writeTree(root, { 'src/util/x.tmp': 'x', 'src/util/y.ts': 'y' });
-    const engine = await ContextEngine.open(root);
-    await engine.scan();
+    const { root, engine } = await scanned({ 'src/util/x.tmp': 'x', 'src/util/y.ts': 'y' });
     writeFileSync(join(root, 'src/.gitignore'), '*.tmp\n');
     await engine.scan();
     expect(await paths(engine)).toEqual(['', 'src', 'src/.gitignore', 'src/util', 'src/util/y.ts']);
   });
 
   it('a deleted .gitignore brings back the files it ignored in the directories below it', async () => {
-    const root = tempDir();
-    writeTree(root, { 'src/.gitignore': '*.tmp\n', 'src/util/x.tmp': 'x', 'src/util/y.ts': 'y' });
-    const engine = await ContextEngine.open(root);
-    await engine.scan();
+    const { root, engine } = await scanned({ 'src/.gitignore': '*.tmp\n', 'src/util/x.tmp': 'x', 'src/util/y.ts': 'y' });
     expect(await paths(engine)).not.toContain('src/util/x.tmp');
     rmSync(join(root, 'src/.gitignore'));
     await engine.scan();
@@ -129,20 +122,14 @@ describe('listing cache: rescans stay exact', () => {
   });
 
   it('a new .gitignore that ignores itself applies to the directories below it', async () => {
-    const root = tempDir();
-    writeTree(root, { 'src/util/x.tmp': 'x', 'src/util/y.ts': 'y' });
-    const engine = await ContextEngine.open(root);
-    await engine.scan();
+    const { root, engine } = await scanned({ 'src/util/x.tmp': 'x', 'src/util/y.ts': 'y' });
     writeFileSync(join(root, 'src/.gitignore'), '.gitignore\n*.tmp\n');
     await engine.scan();
     expect(await paths(engine)).toEqual(['', 'src', 'src/util', 'src/util/y.ts']);
   });
 
   it('a .gitignore that ignores itself is still watched: its tree never reuses listings', async () => {
-    const root = tempDir();
-    writeTree(root, { 'src/.gitignore': '.gitignore\nsecret.txt\n', 'src/secret.txt': 's', 'src/deep/secret.txt': 't', 'src/deep/ok.txt': 'o' });
-    const engine = await ContextEngine.open(root);
-    await engine.scan();
+    const { root, engine } = await scanned({ 'src/.gitignore': '.gitignore\nsecret.txt\n', 'src/secret.txt': 's', 'src/deep/secret.txt': 't', 'src/deep/ok.txt': 'o' });
     expect(await paths(engine)).toEqual(['', 'src', 'src/deep', 'src/deep/ok.txt']);
     const tree = await scanTree(root);
     expect(tree.basis?.reusable).toBe(false);
@@ -163,10 +150,7 @@ describe('listing cache: rescans stay exact', () => {
   });
 
   it('reads a tree stored in format 1 (no directory stats, no basis) and records both on the next scan', async () => {
-    const root = tempDir();
-    writeTree(root, SAMPLE);
-    const engine = await ContextEngine.open(root);
-    const { root: rootId } = await engine.scan();
+    const { root, report: { root: rootId } } = await scanned(SAMPLE);
     const file = join(root, '.merkle', 'tree');
     const stored = readFileSync(file);
     // Format 2 ends with u32 length + basis JSON; format 1 is the same file without them.
@@ -253,10 +237,7 @@ describe('tree journal', () => {
   const idsOf = async (engine: ContextEngine) => new Map((await engine.listNodes()).map((n) => [n.path, n.nodeId]));
 
   it('a small rescan appends to the journal and leaves the tree file as it was; a fresh reader sees the update', async () => {
-    const root = tempDir();
-    writeTree(root, SAMPLE);
-    const engine = await ContextEngine.open(root);
-    await engine.scan();
+    const { root, engine } = await scanned(SAMPLE);
     const base = readFileSync(treeFile(root));
     writeFileSync(join(root, 'src/main.ts'), 'export const main = 2;\n');
     const report = await engine.scan();
@@ -270,10 +251,7 @@ describe('tree journal', () => {
   });
 
   it('a torn last entry (a crash mid-append) is ignored, and the next append replaces it', async () => {
-    const root = tempDir();
-    writeTree(root, SAMPLE);
-    const engine = await ContextEngine.open(root);
-    await engine.scan();
+    const { root, engine } = await scanned(SAMPLE);
     writeFileSync(join(root, 'README.md'), 'one\n');
     const first = await engine.scan();
     const intact = readFileSync(journalFile(root));
@@ -294,10 +272,7 @@ describe('tree journal', () => {
   });
 
   it('a journal that belongs to another tree file is ignored; one that breaks the tree is reported as corrupt', async () => {
-    const root = tempDir();
-    writeTree(root, SAMPLE);
-    const engine = await ContextEngine.open(root);
-    const { root: original } = await engine.scan();
+    const { root, engine, report: { root: original } } = await scanned(SAMPLE);
     writeFileSync(join(root, 'README.md'), 'changed\n');
     await engine.scan();
     const journal = readFileSync(journalFile(root));
@@ -320,10 +295,7 @@ describe('tree journal', () => {
   });
 
   it('rewrites the tree file and drops the journal once the journal outgrows an eighth of it', async () => {
-    const root = tempDir();
-    writeTree(root, SAMPLE);
-    const engine = await ContextEngine.open(root);
-    await engine.scan();
+    const { root, engine } = await scanned(SAMPLE);
     const base = readFileSync(treeFile(root));
     let rewritten = false;
     for (let i = 0; i < 400 && !rewritten; i++) {
@@ -343,10 +315,7 @@ describe('state journal', () => {
   const journalFile = (root: string) => join(root, '.merkle', 'state.journal');
 
   it('a putFrame appends one entry instead of rewriting state.json; a fresh reader sees every frame and head', async () => {
-    const root = tempDir();
-    writeTree(root, SAMPLE);
-    const engine = await ContextEngine.open(root);
-    await engine.scan();
+    const { root, engine } = await scanned(SAMPLE);
     await engine.registerAgent({ agentId: 'w', role: 'writer' });
     await engine.putFrame('README.md', { type: 'summary', content: 'first' }, 'w');
     const base = readFileSync(stateFile(root));
@@ -361,10 +330,7 @@ describe('state journal', () => {
   });
 
   it('a torn last entry loses only that transaction, and the next one is appended after the intact entries', async () => {
-    const root = tempDir();
-    writeTree(root, SAMPLE);
-    const engine = await ContextEngine.open(root);
-    await engine.scan();
+    const { root, engine } = await scanned(SAMPLE);
     await engine.registerAgent({ agentId: 'w', role: 'writer' });
     await engine.putFrame('README.md', { type: 'summary', content: 'base' }, 'w');
     const kept = await engine.putFrame('README.md', { type: 'summary', content: 'kept' }, 'w');
@@ -381,10 +347,7 @@ describe('state journal', () => {
   });
 
   it('a node path named __proto__ keeps its frames through the journal and a rewrite', async () => {
-    const root = tempDir();
-    writeTree(root, Object.fromEntries([['__proto__', 'not special'], ['constructor/x', 'y']]));
-    const engine = await ContextEngine.open(root);
-    await engine.scan();
+    const { root, engine } = await scanned(Object.fromEntries([['__proto__', 'not special'], ['constructor/x', 'y']]));
     await engine.registerAgent({ agentId: 'w', role: 'writer' });
     const a = await engine.putFrame('__proto__', { type: 'summary', content: 'a' }, 'w');
     const b = await engine.putFrame('__proto__', { type: 'summary', content: 'b' }, 'w');
