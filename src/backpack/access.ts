@@ -1,11 +1,13 @@
 /**
  * Access control (DESIGN D9). Deny wins. Order: the item's own rules (given at pack), the node's `deny` key patterns,
  * its allow lists (`read`/`write` key patterns, `namespaceRead` against the item's source namespace, `namespaceWrite`
- * against the writer's own namespace), then the default: a node that declared rules for the operation is denied,
- * a node that declared none is allowed. All patterns are D5 namespace patterns.
+ * against the writer's registered namespace; item rules against the reader's full namespace), then the default: a
+ * node that declared rules for the operation is denied, a node that declared none is allowed. All patterns are D5
+ * namespace patterns.
  */
 import { z } from 'zod';
 import { BackpackError } from './errors.js';
+import type { Actor } from './actor.js';
 import { matchesAnyNamespace } from './patterns.js';
 import type { ItemAccessControl, NodePermissions } from './types.js';
 
@@ -25,8 +27,8 @@ export const NodePermissionsSchema = z
 /** zod schema of {@link ItemAccessControl}. */
 export const ItemAccessControlSchema = z
   .object({
-    read: z.array(z.string().min(1, 'node ids must not be empty')).readonly().optional(),
-    write: z.array(z.string().min(1, 'node ids must not be empty')).readonly().optional(),
+    read: patternList.optional(),
+    write: patternList.optional(),
   })
   .strict();
 
@@ -73,32 +75,51 @@ export function checkItemAccessControl(key: string, rules: unknown): Readonly<It
 
 const list = (patterns: readonly string[]): string => `[${patterns.join(', ')}]`;
 
+/** Why an access was refused. */
+export interface Denial {
+  /** The rule that refused it (for the owner's records and the `access.denied` event, never for the node). */
+  readonly rule: string;
+  /** Refused by the item's own rules: to the node this looks exactly like a missing key (D9). */
+  readonly byItem: boolean;
+}
+
+/** What access control needs of an existing item. */
+export interface ItemRules {
+  acl: Readonly<ItemAccessControl> | undefined;
+  /** The item's source namespace (for `namespaceRead`). */
+  namespace: string | undefined;
+}
+
 /**
- * Decides one access. Returns undefined when allowed, else the rule that denied it (for the error message, the
- * access log and the `access.denied` event).
- *
- * @param item the item's own rules and source namespace, when the key exists
- * @param actorNamespace the acting node's namespace (for `namespaceWrite`)
+ * Decides one access by `actor` (DESIGN D9). Returns undefined when allowed, else the denial. The actor's own rules
+ * apply first (item rules against its full namespace, then its deny, allow and namespace lists); then the rules of
+ * every node it runs inside, each judged as that node (a composite's parts can do no more than the composite).
  */
-export function deniedBy(
-  operation: 'read' | 'write',
-  key: string,
-  nodeId: string,
-  actorNamespace: string | undefined,
-  permissions: Readonly<NodePermissions> | undefined,
-  item: { acl: Readonly<ItemAccessControl> | undefined; namespace: string | undefined } | undefined,
-): string | undefined {
+export function deniedBy(operation: 'read' | 'write', key: string, actor: Actor, item: ItemRules | undefined): Denial | undefined {
   const itemRule = item?.acl?.[operation];
-  if (itemRule && !matchesAnyNamespace(itemRule, nodeId)) return `item accessControl.${operation} allows only ${list(itemRule)}`;
+  if (itemRule && (actor.namespace === undefined || !matchesAnyNamespace(itemRule, actor.namespace))) {
+    return { rule: `item accessControl.${operation} allows only ${list(itemRule)} (reader namespace '${actor.namespace ?? ''}')`, byItem: true };
+  }
+  const own = ruleDenial(operation, key, actor, item, itemRule !== undefined);
+  if (own !== undefined) return { rule: own, byItem: false };
+  for (let p = actor.parent; p !== undefined; p = p.parent) {
+    const inherited = ruleDenial(operation, key, p, item, false);
+    if (inherited !== undefined) return { rule: `enclosing node '${p.nodeId}' (${p.namespace}): ${inherited}`, byItem: false };
+  }
+  return undefined;
+}
+
+function ruleDenial(operation: 'read' | 'write', key: string, actor: Actor, item: ItemRules | undefined, itemAllowed: boolean): string | undefined {
+  const permissions = actor.permissions;
   if (!permissions) return undefined;
   if (permissions.deny) {
     for (const pattern of permissions.deny) if (matchesAnyNamespace([pattern], key)) return `deny '${pattern}'`;
   }
-  if (itemRule) return undefined;
+  if (itemAllowed) return undefined;
   const keyRule = operation === 'read' ? permissions.read : permissions.write;
   if (keyRule && matchesAnyNamespace(keyRule, key)) return undefined;
   const nsRule = operation === 'read' ? permissions.namespaceRead : permissions.namespaceWrite;
-  const namespace = operation === 'read' ? item?.namespace : actorNamespace;
+  const namespace = operation === 'read' ? item?.namespace : actor.namespace;
   if (nsRule && namespace !== undefined && matchesAnyNamespace(nsRule, namespace)) return undefined;
   if (keyRule === undefined && nsRule === undefined) return undefined;
   const nsName = operation === 'read' ? 'namespaceRead' : 'namespaceWrite';

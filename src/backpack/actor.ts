@@ -1,12 +1,22 @@
-/** Who performs an operation, and the internal operation table that handles use. Not exported from the package. */
-import type { EventContext } from './types.js';
+/**
+ * Who performs an operation. Not exported from the package.
+ *
+ * An Actor is a node as the Backpack registered it (DESIGN D6): its id, class name, full namespace, access rules and,
+ * for a node inside a composite (or any flow built on a node's handle), the node it runs inside. Provenance and
+ * access checks come from this object, never from options a caller passes.
+ */
+import type { EventContext, NodePermissions } from './types.js';
 
-/** The acting node (all undefined for the owner's view). One instance per handle, shared by its commits. */
+/** The acting node (all undefined for the owner's view). One instance per registration, shared by its commits. */
 export class Actor {
   constructor(
     readonly nodeId: string | undefined,
     readonly nodeName: string | undefined,
     readonly namespace: string | undefined,
+    /** The node's own access rules (undefined: it declared none). */
+    readonly permissions: Readonly<NodePermissions> | undefined = undefined,
+    /** The node this one runs inside: its rules bound this node's (what a composite may not do, its parts may not). */
+    readonly parent: Actor | undefined = undefined,
   ) {
     Object.freeze(this);
   }
@@ -14,9 +24,6 @@ export class Actor {
 
 /** The owner of the Backpack: no node, no access checks. */
 export const OWNER = new Actor(undefined, undefined, undefined);
-
-/** Key of the Backpack's internal operations that take an explicit actor (used by BackpackHandle). */
-export const AS_ACTOR: unique symbol = Symbol('backpack.asActor');
 
 /** Event context of an operation, or undefined. */
 export type OpContext = EventContext | undefined;

@@ -19,140 +19,97 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ZodType } from 'zod';
-import { checkItemAccessControl, checkPermissions, deniedBy, formatPath } from './access.js';
-import { Actor, AS_ACTOR, OWNER, type OpContext } from './actor.js';
-import { decodeValue, encodeValue, summarizeValue } from './codec.js';
-import { diffBackpacks } from './diff.js';
+import { deniedBy, formatPath, checkItemAccessControl, type Denial } from './access.js';
+import { Actor, OWNER, type OpContext } from './actor.js';
+import { summarizeValue } from './codec.js';
+import { diffBackpacks, type ItemSource } from './diff.js';
 import { AccessDeniedError, BackpackError, HistoryPrunedError, KeyNotFoundError } from './errors.js';
-import { BackpackHandle } from './handle.js';
-import {
-  COMMIT_OVERHEAD_BYTES,
-  COPY_ON_READ,
-  Commit,
-  FOUND,
-  History,
-  LARGE,
-  PREV_COPY_ON_READ,
-  toPublicCommit,
-  type HistoryLimits,
-  type QuarantineDetail,
-  type State,
-} from './history.js';
-import { compileNamespacePattern } from './patterns.js';
+import { BackpackHandle, NodeBinding, type HandleOps } from './handle.js';
+import { applyCommit, Commit, FOUND, History, LARGE, PREV_COPY_ON_READ, COPY_ON_READ, storeValue, toPublicCommit, type CommitInit, type State, type StateListener } from './history.js';
+import { checkTags, resolveOptions, type ResolvedOptions } from './options.js';
+import { checkSegments, compileNamespacePattern } from './patterns.js';
+import { NodeRegistry } from './registry.js';
 import { parseBackpackJSON, serializeBackpack, type BackpackJSON, type RestoredParts } from './serialize.js';
-import { BackpackStateSchema, type BackpackState, type QuarantinedStateItem, type StateItem } from './state.js';
+import { exportState, importState, type BackpackState } from './state.js';
 import type {
   AccessDenial,
+  AsNodeOptions,
   BackpackCommit,
   BackpackDiff,
   BackpackEvent,
   BackpackEventSink,
   BackpackItem,
   BackpackOptions,
-  EventContext,
   HandlePackOptions,
-  ItemAccessControl,
   NodeIdentity,
   NodePermissions,
+  NodeRegistration,
   PackOptions,
   QuarantinedItem,
   ValidationResult,
 } from './types.js';
-import { prepareValue, setOwn, UnavailableValue } from './values.js';
+import { setOwn } from './values.js';
 
-const NO_TAGS: readonly string[] = Object.freeze([]);
+export { DEFAULT_OPTIONS, type ResolvedOptions } from './options.js';
 
-/** Options after defaults (everything but the event sink is serialized with the Backpack). */
-export interface ResolvedOptions extends HistoryLimits {
-  maxValueBytes: number;
-  strictMode: boolean;
-  recordReads: boolean;
-}
-
-/** Defaults of {@link BackpackOptions}. */
-export const DEFAULT_OPTIONS: Readonly<ResolvedOptions> = Object.freeze({
-  maxHistorySize: 10_000,
-  maxHistoryBytes: 50 * 1024 * 1024,
-  maxValueBytes: 100 * 1024,
-  strictMode: false,
-  keyframeInterval: 100,
-  recordReads: true,
-});
-
-function resolveOptions(options: BackpackOptions | undefined): Readonly<ResolvedOptions> {
-  const resolved = { ...DEFAULT_OPTIONS };
-  if (options === undefined) return Object.freeze(resolved);
-  if (typeof options !== 'object' || options === null) throw new BackpackError('Backpack options must be an object');
-  for (const name of ['maxHistorySize', 'maxHistoryBytes', 'maxValueBytes', 'keyframeInterval'] as const) {
-    const v = options[name];
-    if (v === undefined) continue;
-    const min = name === 'maxHistorySize' || name === 'maxHistoryBytes' ? 0 : 1;
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
-      throw new BackpackError(`Backpack option '${name}' must be an integer >= ${min}, got ${String(v)}`);
-    }
-    resolved[name] = v;
-  }
-  for (const name of ['strictMode', 'recordReads'] as const) {
-    const v = options[name];
-    if (v === undefined) continue;
-    if (typeof v !== 'boolean') throw new BackpackError(`Backpack option '${name}' must be a boolean, got ${String(v)}`);
-    resolved[name] = v;
-  }
-  const sink = options.eventStreamer;
-  if (sink !== undefined && (typeof sink !== 'object' || sink === null || typeof sink.emit !== 'function')) {
-    throw new BackpackError("Backpack option 'eventStreamer' must have an emit(event) method");
-  }
-  return Object.freeze(resolved);
-}
+const keyError = (message: string): BackpackError => new BackpackError(message);
 
 function checkKey(key: unknown): asserts key is string {
-  if (typeof key !== 'string' || key === '') {
-    throw new BackpackError(`Backpack keys are non-empty strings, got ${typeof key === 'string' ? 'an empty string' : String(key)}`);
-  }
-}
-
-function checkTags(key: string, tags: unknown): readonly string[] {
-  if (tags === undefined) return NO_TAGS;
-  if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string')) {
-    throw new BackpackError(`Cannot pack key '${key}': tags must be an array of strings`, { key });
-  }
-  return tags.length === 0 ? NO_TAGS : Object.freeze([...tags]);
+  checkSegments(key, 'Backpack key', keyError);
 }
 
 function newLineage(): string {
   return randomUUID().slice(0, 8);
 }
 
-function actorFrom(options: { nodeId?: string; nodeName?: string; namespace?: string } | undefined): Actor {
-  if (!options || (options.nodeId === undefined && options.nodeName === undefined && options.namespace === undefined)) return OWNER;
-  for (const field of ['nodeId', 'nodeName', 'namespace'] as const) {
-    const v = options[field];
-    if (v !== undefined && typeof v !== 'string') throw new BackpackError(`Option '${field}' must be a string, got ${typeof v}`);
-  }
-  if (options.nodeId === '') throw new BackpackError("Option 'nodeId' must not be empty (omit it for the owner's view)");
-  return new Actor(options.nodeId, options.nodeName, options.namespace);
-}
-
 /**
  * The Backpack. The raw object is the owner's view (DESIGN D6): `nodeId` is optional on every operation and without
- * one no access check applies. Nodes work through {@link Backpack.forNode} handles bound to their identity.
+ * one no access check applies; with one, the operation runs as that registered node, with its permissions and its
+ * registered identity as provenance. Nodes work through handles ({@link Backpack.registerNode},
+ * {@link Backpack.forNode}), which never give the owner's view back.
  *
  * Values are stored as deep-frozen copies (D7); every write, read (unless `recordReads: false`), delete, quarantine
  * and clear is a commit (D8); snapshots are exact for every retained commit.
  */
 export class Backpack {
-  #items = new Map<string, Commit>();
-  #quarantined = new Map<string, Commit>();
+  #state: State = { items: new Map(), quarantined: new Map() };
   /** The real values of LARGE items (history keeps only a reference). */
   #large = new Map<Commit, unknown>();
   /** namespace -> keys of active items from that namespace. */
   #namespaces = new Map<string, Set<string>>();
-  #permissions = new Map<string, Readonly<NodePermissions>>();
+  #registry = new NodeRegistry();
   #denials: AccessDenial[] = [];
   #history: History;
   #lineage: string;
   readonly #options: Readonly<ResolvedOptions>;
   readonly #sink: BackpackEventSink | undefined;
+  /** Keeps the namespace index and the large values in step with the active items. */
+  readonly #listener: StateListener = {
+    added: (item) => this.#index(item),
+    removed: (item, by) => {
+      this.#unindex(item);
+      if (item.flags & LARGE && by.action !== 'quarantine') this.#large.delete(item);
+    },
+  };
+  /** What handles do through this Backpack (held privately by every handle). */
+  readonly #ops: HandleOps = {
+    pack: (actor, ctx, key, value, options) => this.#pack(actor, ctx, key, value, options),
+    unpack: (actor, ctx, key, required) => this.#unpack(actor, ctx, key, required),
+    peek: (actor, key) => {
+      const item = this.#readable(actor, key);
+      return item === undefined ? undefined : this.#valueOf(item);
+    },
+    getItem: (actor, key) => {
+      const item = this.#readable(actor, key);
+      return item === undefined ? undefined : this.#publicItem(item);
+    },
+    keys: (actor) => this.#readableKeys(actor),
+    unpackByNamespace: (actor, ctx, pattern) => this.#unpackByNamespace(actor, ctx, pattern),
+    getItemsByNamespace: (actor, pattern) => this.#itemsByNamespace(actor, pattern).map((item) => this.#publicItem(item)),
+    delete: (actor, ctx, key) => this.#delete(actor, ctx, key),
+    quarantine: (actor, ctx, key, options) => this.#quarantine(actor, ctx, key, options),
+    register: (node, parent) => this.#registry.register(node, parent),
+  };
 
   /**
    * @param initialData keys and values packed by the owner before anything else
@@ -162,13 +119,7 @@ export class Backpack {
     this.#options = resolveOptions(options);
     this.#sink = options?.eventStreamer;
     this.#lineage = newLineage();
-    this.#history = new History(this.#options, {
-      state: { items: new Map(), quarantined: new Map() },
-      seq: 0,
-      timestamp: Number.NEGATIVE_INFINITY,
-      prunedNodes: [],
-      lineages: [this.#lineage],
-    });
+    this.#history = this.#newHistory({ items: new Map(), quarantined: new Map() }, 0, Number.NEGATIVE_INFINITY);
     if (initialData !== undefined) {
       if (typeof initialData !== 'object' || initialData === null || Array.isArray(initialData)) {
         throw new BackpackError('initialData must be an object of keys to values');
@@ -181,7 +132,7 @@ export class Backpack {
 
   /** Number of active items. */
   get size(): number {
-    return this.#items.size;
+    return this.#state.items.size;
   }
 
   /** Seq of the latest commit (0 when there is none). */
@@ -195,12 +146,13 @@ export class Backpack {
   }
 
   /**
-   * Stores a frozen copy of `value` under `key` and records a `pack` commit. With `nodeId`, the write is checked
-   * against the node's permissions and the item's own rules (a denied write always throws AccessDeniedError).
-   * Throws BackpackError for a function, symbol or other non-data value, naming the key and where in the value.
+   * Stores a frozen copy of `value` under `key` and records a `pack` commit. With `nodeId` (a registered node), the
+   * write runs as that node: provenance is its registered identity and its permissions and the item's rules are
+   * checked (a denied write always throws AccessDeniedError). Throws BackpackError for a key with an empty segment,
+   * or a function, symbol or other non-data value, naming the key and where in the value.
    */
   pack(key: string, value: unknown, options?: PackOptions): void {
-    this.#pack(actorFrom(options), undefined, key, value, options);
+    this.#pack(this.#actorFrom(options), undefined, key, value, options);
   }
 
   /**
@@ -208,81 +160,73 @@ export class Backpack {
    * read is recorded and emitted; in strict mode it throws AccessDeniedError. Records an `unpack` commit.
    */
   unpack<V = unknown>(key: string, nodeId?: string): V | undefined {
-    return this.#unpack(nodeId === undefined ? OWNER : actorFrom({ nodeId }), undefined, key, false) as V | undefined;
+    return this.#unpack(this.#as(nodeId), undefined, key, false) as V | undefined;
   }
 
   /**
-   * The value under `key`. Throws KeyNotFoundError when it is missing and AccessDeniedError when the node may not
-   * read it, in either mode and whether or not the key exists (a node never learns about keys it may not read).
+   * The value under `key`. Throws KeyNotFoundError when it is missing (or an item rule hides it from the node) and
+   * AccessDeniedError when the node's rules refuse the key, whether or not it exists.
    */
   unpackRequired<V = unknown>(key: string, nodeId?: string): V {
-    return this.#unpack(nodeId === undefined ? OWNER : actorFrom({ nodeId }), undefined, key, true) as V;
+    return this.#unpack(this.#as(nodeId), undefined, key, true) as V;
   }
 
-  /** The value under `key` without an access check, commit or event (the owner's debugging view). */
-  peek<V = unknown>(key: string): V | undefined {
-    const item = this.#items.get(key);
-    return item === undefined ? undefined : (this.#valueOf(item) as V);
+  /** The value under `key` without a commit or event (as `nodeId`, only if it may read it). */
+  peek<V = unknown>(key: string, nodeId?: string): V | undefined {
+    return this.#ops.peek(this.#as(nodeId), key) as V | undefined;
   }
 
-  /** True when `key` is in the active state. */
-  has(key: string): boolean {
-    return this.#items.has(key);
+  /** True when `key` is in the active state (as `nodeId`: and it may read it). */
+  has(key: string, nodeId?: string): boolean {
+    return this.#readable(this.#as(nodeId), key) !== undefined;
   }
 
-  /** Keys of the active state, in first-pack order. */
-  keys(): string[] {
-    return [...this.#items.keys()];
+  /** Keys of the active state, in first-pack order (as `nodeId`: those it may read). */
+  keys(nodeId?: string): string[] {
+    return this.#readableKeys(this.#as(nodeId));
   }
 
-  /** The item under `key` with its metadata, or undefined (no commit). */
-  getItem(key: string): BackpackItem | undefined {
-    const item = this.#items.get(key);
-    return item === undefined ? undefined : this.#publicItem(item);
+  /** The item under `key` with its metadata, or undefined (no commit; as `nodeId`: only if it may read it). */
+  getItem(key: string, nodeId?: string): BackpackItem | undefined {
+    return this.#ops.getItem(this.#as(nodeId), key);
   }
 
   /** Version of the item under `key` (0 when there is none). */
   getVersion(key: string): number {
-    return this.#items.get(key)?.version ?? 0;
+    return this.#state.items.get(key)?.version ?? 0;
   }
 
-  /** The active state as a plain object of key to value. */
-  toObject(): Record<string, unknown> {
+  /** The active state as a plain object of key to value (as `nodeId`: what it may read). */
+  toObject(nodeId?: string): Record<string, unknown> {
+    const actor = this.#as(nodeId);
     const out: Record<string, unknown> = {};
-    for (const [key, item] of this.#items) {
-      setOwn(out, key, this.#valueOf(item));
-    }
+    for (const [key, item] of this.#state.items) if (this.#mayRead(actor, item)) setOwn(out, key, this.#valueOf(item));
     return out;
   }
 
   /** Removes `key` (a `delete` commit). Returns false, without a commit, when the key is not active. */
   delete(key: string, options?: { nodeId?: string }): boolean {
-    return this.#delete(actorFrom(options), undefined, key);
+    return this.#delete(this.#actorFrom(options), undefined, key);
   }
 
   /** Removes every active item (one `clear` commit); quarantined items stay. A node needs write access to each key. */
   clear(options?: { nodeId?: string }): void {
-    const actor = actorFrom(options);
-    checkNoExtraOptions(options);
-    if (actor.nodeId !== undefined) for (const key of this.#items.keys()) this.#checkWrite(actor, undefined, key);
-    if (this.#items.size === 0) return;
-    const cleared = [...this.#items.values()];
-    for (const item of cleared) if (item.flags & LARGE) this.#large.delete(item);
-    this.#items.clear();
-    this.#namespaces.clear();
-    this.#commit(actor, 'clear', '*', undefined, undefined, 0, NO_TAGS, undefined, 0, 0, cleared);
+    const actor = this.#actorFrom(options);
+    if (actor !== OWNER) for (const key of this.#state.items.keys()) this.#checkWrite(actor, undefined, key);
+    if (this.#state.items.size === 0) return;
+    this.#commit(actor, { action: 'clear', key: '*', detail: Object.freeze([...this.#state.items.values()]) });
   }
 
   // ---------------------------------------------------------------- namespaces
 
-  /** Values of the active items whose source namespace matches `pattern` (D5), as an object of key to value. */
-  unpackByNamespace(pattern: string): Record<string, unknown> {
-    return this.#unpackByNamespace(OWNER, undefined, pattern);
+  /** Values of the active items whose source namespace matches `pattern` (D5); as `nodeId`, those it may read. */
+  unpackByNamespace(pattern: string, nodeId?: string): Record<string, unknown> {
+    return this.#unpackByNamespace(this.#as(nodeId), undefined, pattern);
   }
 
-  /** Active items (with metadata) whose source namespace matches `pattern` (D5). */
-  getItemsByNamespace(pattern: string): BackpackItem[] {
-    return this.#itemsByNamespace(OWNER, pattern).map((item) => this.#publicItem(item));
+  /** Active items (with metadata) whose source namespace matches `pattern` (D5); as `nodeId`, those it may read. */
+  getItemsByNamespace(pattern: string, nodeId?: string): BackpackItem[] {
+    return this.#ops.getItemsByNamespace(this.#as(nodeId), pattern);
   }
 
   /** Namespaces that active items come from, sorted. */
@@ -290,16 +234,45 @@ export class Backpack {
     return [...this.#namespaces.keys()].sort();
   }
 
-  // ---------------------------------------------------------------- access control
+  // ---------------------------------------------------------------- nodes and access control
 
-  /** Sets the access rules of `nodeId` (D9), replacing earlier ones. Throws BackpackError naming a malformed field. */
+  /**
+   * Registers a node this Backpack serves (flows do this for every node they add): its id, class name, full
+   * namespace and access rules (D9). Provenance of everything it does comes from this registration. Full namespaces
+   * are unique: another node at a registered namespace is an error naming both. Returns the node's binding, whose
+   * `handle` is what the node works through.
+   */
+  registerNode(node: NodeRegistration): NodeBinding {
+    return new NodeBinding(this.#ops, this.#registry.register(node));
+  }
+
+  /**
+   * A handle acting as `identity` (D6): the registered node with that id and namespace, or (when none is registered
+   * there) a new registration without access rules. Its events carry `eventContext`. O(1): nothing is copied.
+   */
+  forNode(identity: NodeIdentity, eventContext?: { runId?: string; spanId?: string }): BackpackHandle {
+    if (!identity || typeof identity !== 'object') throw new BackpackError('forNode needs an identity { nodeId, nodeName, namespace }');
+    let actor: Actor | undefined;
+    for (const a of this.#registry.values()) {
+      if (a.nodeId === identity.nodeId && (a.namespace ?? '') === identity.namespace && a.parent === undefined) actor = a;
+    }
+    if (actor !== undefined && actor.nodeName !== identity.nodeName) {
+      throw new BackpackError(`Node '${identity.nodeId}' is registered as '${actor.nodeName}', not '${String(identity.nodeName)}'`, { nodeId: identity.nodeId });
+    }
+    actor ??= this.#registry.register(identity);
+    return new BackpackHandle(this.#ops, actor, eventContext);
+  }
+
+  /** Sets the access rules of the registered node `nodeId` (D9), replacing earlier ones. */
   registerPermissions(nodeId: string, permissions: NodePermissions): void {
-    this.#permissions.set(nodeId, checkPermissions(nodeId, permissions));
+    const a = this.#registry.resolve(nodeId);
+    this.#registry.register({ nodeId, nodeName: a.nodeName!, namespace: a.namespace ?? '', permissions }, a.parent);
   }
 
   /** The access rules registered for `nodeId`, if any. */
   getPermissions(nodeId: string): Readonly<NodePermissions> | undefined {
-    return this.#permissions.get(nodeId);
+    for (const a of this.#registry.values()) if (a.nodeId === nodeId) return a.permissions;
+    return undefined;
   }
 
   /**
@@ -330,14 +303,16 @@ export class Backpack {
    * snapshots' active state no longer see it; {@link getQuarantined} lists it. Returns false when the key is not active.
    */
   quarantine(key: string, options: { reason: string; nodeId?: string }): boolean {
-    return this.#quarantine(actorFrom(options), undefined, key, options);
+    return this.#quarantine(this.#actorFrom(options), undefined, key, options);
   }
 
-  /** Quarantined items by key (a copy). */
-  getQuarantined(): Map<string, QuarantinedItem> {
+  /** Quarantined items by key (a copy); as `nodeId`, those it may read. */
+  getQuarantined(options?: AsNodeOptions): Map<string, QuarantinedItem> {
+    const actor = this.#as(options?.nodeId);
     const out = new Map<string, QuarantinedItem>();
-    for (const [key, c] of this.#quarantined) {
+    for (const [key, c] of this.#state.quarantined) {
       const { item, reason } = c.quarantined;
+      if (!this.#mayRead(actor, item)) continue;
       out.set(key, Object.freeze({ ...this.#publicItem(item), quarantine: { reason, nodeId: c.actor.nodeId, timestamp: c.timestamp, seq: c.seq } }));
     }
     return out;
@@ -345,8 +320,11 @@ export class Backpack {
 
   // ---------------------------------------------------------------- history
 
-  /** Retained commits, oldest first; with `sinceSeq`, only those after it (HistoryPrunedError if some were pruned). */
-  getHistory(options?: { sinceSeq?: number }): BackpackCommit[] {
+  /**
+   * Retained commits, oldest first; with `sinceSeq`, only those after it (HistoryPrunedError if some were pruned).
+   * As `nodeId`: only commits of items it may read, reads that found one, and no previous values.
+   */
+  getHistory(options?: { sinceSeq?: number } & AsNodeOptions): BackpackCommit[] {
     const since = options?.sinceSeq;
     if (since !== undefined) {
       if (!Number.isSafeInteger(since) || since < 0) throw new BackpackError(`sinceSeq must be an integer >= 0, got ${String(since)}`);
@@ -354,48 +332,53 @@ export class Backpack {
         throw new HistoryPrunedError(`Commits after seq ${since}`, `the oldest retained commit is seq ${this.#history.baseSeq + 1}`);
       }
     }
-    return this.#history.commitsSince(since ?? 0).map(toPublicCommit);
+    const commits = this.#history.commitsSince(since ?? 0);
+    const actor = this.#as(options?.nodeId);
+    if (actor === OWNER) return commits.map(toPublicCommit);
+    const out: BackpackCommit[] = [];
+    for (const c of commits) if (this.#commitVisible(actor, c)) out.push(Object.freeze({ ...toPublicCommit(c), previousValue: undefined }));
+    return out;
   }
 
   /** The state after every commit with timestamp <= `timestamp`, as a new Backpack (HistoryPrunedError if pruned). */
-  getSnapshot(timestamp: number): Backpack {
+  getSnapshot(timestamp: number, options?: AsNodeOptions): Backpack {
     if (typeof timestamp !== 'number' || Number.isNaN(timestamp)) throw new BackpackError(`getSnapshot needs a timestamp in ms, got ${String(timestamp)}`);
-    return this.#snapshotAt(this.#history.seqAtTimestamp(timestamp));
+    return this.#snapshotAt(this.#history.seqAtTimestamp(timestamp), this.#as(options?.nodeId));
   }
 
-  /** The state right after commit `commitId`, as a new Backpack. */
-  getSnapshotAtCommit(commitId: string): Backpack {
-    return this.#snapshotAt(this.#history.seqOfCommit(commitId));
+  /** The state right after commit `commitId`, as a new Backpack (as `nodeId`: only what it may read). */
+  getSnapshotAtCommit(commitId: string, options?: AsNodeOptions): Backpack {
+    return this.#snapshotAt(this.#history.seqOfCommit(commitId), this.#as(options?.nodeId));
   }
 
-  /** The state just before the first commit by `nodeId`, as a new Backpack. */
-  getSnapshotBeforeNode(nodeId: string): Backpack {
-    return this.#snapshotAt(this.#history.seqBeforeNode(nodeId));
+  /** The state just before the first commit by `nodeId`, as a new Backpack (as `options.nodeId`: only what it may read). */
+  getSnapshotBeforeNode(nodeId: string, options?: AsNodeOptions): Backpack {
+    return this.#snapshotAt(this.#history.seqBeforeNode(nodeId), this.#as(options?.nodeId));
   }
 
   /**
    * A new Backpack branched at commit `commitId`: its state is the state after that commit, its history the retained
-   * commits up to it, and it keeps this Backpack's options, event sink and permissions, so a flow can run on from there.
+   * commits up to it, and it keeps this Backpack's options, event sink and registered nodes, so a flow can run on.
    */
   replayFromCommit(commitId: string): Backpack {
     const seq = this.#history.seqOfCommit(commitId);
-    const branch = this.#derive(this.#sink);
     const h = this.#history;
-    branch.#history = new History(this.#options, {
-      state: h.stateAt(h.baseSeq),
-      seq: h.baseSeq,
-      timestamp: h.baseTimestamp,
-      prunedNodes: h.prunedNodes,
-      lineages: [...h.lineages, branch.#lineage],
-    });
+    const branch = this.#derive(this.#sink);
+    branch.#history = branch.#newHistory(h.stateAt(h.baseSeq), h.baseSeq, h.baseTimestamp, h.prunedNodes, h.lineages);
     branch.#setState(h.stateAt(h.baseSeq));
-    for (let s = h.baseSeq + 1; s <= seq; s++) branch.#replay(h.at(s));
+    for (let s = h.baseSeq + 1; s <= seq; s++) branch.#apply(h.at(s));
     return branch;
   }
 
-  /** Keys added, modified and deleted from `before` to `after` (see {@link Backpack.diff}). */
-  diff(before: Backpack, after: Backpack): BackpackDiff {
-    return diffBackpacks(before, after);
+  /** Keys added, modified and deleted from `before` to `after` (as `nodeId`: keys it may read in this Backpack). */
+  diff(before: Backpack, after: Backpack, options?: AsNodeOptions): BackpackDiff {
+    const actor = this.#as(options?.nodeId);
+    if (actor === OWNER) return diffBackpacks(before, after);
+    const view = (b: Backpack): ItemSource => ({
+      keys: () => b.keys().filter((k) => this.#keyVisible(actor, k, b.#state.items.get(k))),
+      getItem: (k) => (this.#keyVisible(actor, k, b.#state.items.get(k)) ? b.getItem(k) : undefined),
+    });
+    return diffBackpacks(view(before), view(after));
   }
 
   /** Keys added, modified and deleted from `before` to `after`, with before/after values and who changed each. */
@@ -412,14 +395,24 @@ export class Backpack {
     return { success: false, errors: result.error.issues.map((i) => ({ path: formatPath(i.path), message: i.message })) };
   }
 
-  /** Plain, versioned JSON of everything: items, metadata, tags, history, quarantine, permissions and options. */
-  toJSON(): BackpackJSON {
+  /**
+   * Plain, versioned JSON of everything: items, metadata, tags, history, quarantine, registered nodes and options.
+   * As `nodeId`: the JSON of the state that node may read, without history or other nodes' registrations (history
+   * would show what it may not read).
+   */
+  toJSON(options?: AsNodeOptions): BackpackJSON {
+    const actor = this.#as(options?.nodeId);
+    if (actor !== OWNER) {
+      const view = this.#snapshotAt(this.#history.headSeq, actor);
+      view.#registry = new NodeRegistry();
+      return view.toJSON();
+    }
     return serializeBackpack({
       lineage: this.#lineage,
       options: this.#options,
       history: this.#history,
       large: this.#large,
-      permissions: this.#permissions,
+      nodes: this.#registry.values(),
       denials: this.#recentDenials(),
     });
   }
@@ -429,24 +422,20 @@ export class Backpack {
    * first problem. The event sink is not serialized: pass it here.
    */
   static fromJSON(json: unknown, options?: { eventStreamer?: BackpackEventSink }): Backpack {
-    const parts = parseBackpackJSON(json);
-    return Backpack.#restore(parts, options?.eventStreamer);
+    return Backpack.#restore(parseBackpackJSON(json), options?.eventStreamer);
   }
 
   static #restore(parts: RestoredParts, sink: BackpackEventSink | undefined): Backpack {
     const backpack = new Backpack(undefined, { ...parts.options, ...(sink ? { eventStreamer: sink } : {}) });
     backpack.#lineage = parts.lineage;
-    for (const [nodeId, perms] of parts.permissions) backpack.#permissions.set(nodeId, checkPermissions(nodeId, perms));
+    const actors: Actor[] = [];
+    for (const { registration, parent } of parts.nodes) {
+      actors.push(backpack.#registry.register(registration, parent === undefined ? undefined : actors[parent]));
+    }
     backpack.#denials = parts.denials;
-    backpack.#history = new History(backpack.#options, {
-      state: parts.base,
-      seq: parts.baseSeq,
-      timestamp: parts.baseTimestamp,
-      prunedNodes: parts.prunedNodes,
-      lineages: parts.lineages,
-    });
+    backpack.#history = backpack.#newHistory(parts.base, parts.baseSeq, parts.baseTimestamp, parts.prunedNodes, parts.lineages);
     backpack.#setState({ items: new Map(parts.base.items), quarantined: new Map(parts.base.quarantined) });
-    for (const c of parts.commits) backpack.#replay(c);
+    for (const c of parts.commits) backpack.#apply(c);
     for (const [c, value] of parts.large) backpack.#large.set(c, value);
     return backpack;
   }
@@ -455,77 +444,28 @@ export class Backpack {
 
   /**
    * The state-only form (no history): active and quarantined items with values through the value codec and their
-   * provenance. With `keys`, only those keys. Durable runs checkpoint this form.
+   * provenance. With `keys`, only those keys; as `nodeId`, only items it may read. Durable runs checkpoint this form.
    */
-  exportState(keys?: Iterable<string>): BackpackState {
-    const items: BackpackState['items'] = {};
-    const quarantined: BackpackState['quarantined'] = {};
-    const pick = (key: string): void => {
-      const item = this.#items.get(key);
-      if (item) setOwn(items, key, this.#stateItem(item));
-      const q = this.#quarantined.get(key);
-      if (q) {
-        const detail: QuarantinedStateItem['quarantine'] = { reason: q.quarantined.reason, timestamp: q.timestamp };
-        if (q.actor.nodeId !== undefined) detail.nodeId = q.actor.nodeId;
-        setOwn(quarantined, key, { ...this.#stateItem(q.quarantined.item), quarantine: detail });
-      }
-    };
-    if (keys === undefined) {
-      for (const key of this.#items.keys()) pick(key);
-      for (const key of this.#quarantined.keys()) if (!this.#items.has(key)) pick(key);
-    } else for (const key of new Set(keys)) pick(key);
-    return { version: 1, items, quarantined };
+  exportState(keys?: Iterable<string>, options?: AsNodeOptions): BackpackState {
+    const actor = this.#as(options?.nodeId);
+    return exportState({
+      items: this.#state.items,
+      quarantined: this.#state.quarantined,
+      valueOf: (item) => this.#valueOf(item),
+      readable: actor === OWNER ? undefined : (item) => this.#mayRead(actor, item),
+    }, keys);
   }
 
   /**
    * Replaces the whole state with `state` (from {@link exportState}), keeping each item's provenance, version and
-   * timestamp. History restarts with that state as its base; permissions and options stay. Throws BackpackError
+   * timestamp. History restarts with that state as its base; registered nodes and options stay. Throws BackpackError
    * naming the JSON path of the first problem, before anything changes.
    */
   importState(state: unknown): void {
-    const parsed = BackpackStateSchema.safeParse(state);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new BackpackError(`Invalid Backpack state at '${formatPath(issue.path) || '(root)'}': ${issue.message}`);
-    }
-    const large = new Map<Commit, unknown>();
-    let seq = 0;
-    let timestamp = Number.NEGATIVE_INFINITY;
-    const toCommit = (key: string, item: StateItem): Commit => {
-      const m = item.metadata;
-      const actor = m.sourceNodeId === undefined && m.sourceNodeName === undefined && m.sourceNamespace === undefined
-        ? OWNER
-        : new Actor(m.sourceNodeId, m.sourceNodeName, m.sourceNamespace);
-      const prepared = prepareValue(key, decodeValue(item.value));
-      let flags = prepared.copyOnRead ? COPY_ON_READ : 0;
-      let stored = prepared.value;
-      let bytes = prepared.bytes;
-      if (bytes > this.#options.maxValueBytes && !(stored instanceof UnavailableValue)) {
-        flags |= LARGE;
-        stored = new UnavailableValue(key, bytes, summarizeValue(prepared.value), `larger than maxValueBytes (${bytes} > ${this.#options.maxValueBytes}); history keeps only this reference`);
-        bytes = 200;
-      }
-      timestamp = Math.max(timestamp, m.timestamp);
-      const acl = item.accessControl ? checkItemAccessControl(key, item.accessControl) : undefined;
-      const commit = new Commit(++seq, this.#lineage, m.timestamp, 'pack', key, actor, stored, undefined, m.version, Object.freeze([...m.tags]), acl, bytes, flags, undefined);
-      if (flags & LARGE) large.set(commit, prepared.value);
-      return commit;
-    };
-    const base: State = { items: new Map(), quarantined: new Map() };
-    // The validated input itself, not zod's copy: zod's record output drops a key named __proto__ (the schema has no
-    // defaults or transforms, so the two are otherwise equal).
-    const valid = state as BackpackState;
-    for (const [key, item] of Object.entries(valid.items)) base.items.set(key, toCommit(key, item));
-    for (const [key, q] of Object.entries(valid.quarantined)) {
-      const item = toCommit(key, q);
-      const actor = q.quarantine.nodeId === undefined ? OWNER : new Actor(q.quarantine.nodeId, undefined, undefined);
-      const detail: QuarantineDetail = { item, reason: q.quarantine.reason };
-      base.quarantined.set(key, new Commit(++seq, this.#lineage, q.quarantine.timestamp, 'quarantine', key, actor, undefined, item.value, 0, NO_TAGS, undefined, 0, 0, detail));
-      timestamp = Math.max(timestamp, q.quarantine.timestamp);
-    }
-    this.#history = new History(this.#options, { state: base, seq, timestamp, prunedNodes: [], lineages: [this.#lineage] });
-    this.#large = large;
-    this.#setState({ items: new Map(base.items), quarantined: new Map(base.quarantined) });
+    const imported = importState(state, this.#lineage, this.#options.maxValueBytes);
+    this.#history = this.#newHistory(imported.base, imported.seq, imported.timestamp);
+    this.#large = imported.large;
+    this.#setState({ items: new Map(imported.base.items), quarantined: new Map(imported.base.quarantined) });
   }
 
   /**
@@ -542,90 +482,93 @@ export class Backpack {
     return [...keys];
   }
 
-  #stateItem(item: Commit): StateItem {
-    const metadata: StateItem['metadata'] = { timestamp: item.timestamp, version: item.version, tags: [...item.tags] };
-    if (item.actor.nodeId !== undefined) metadata.sourceNodeId = item.actor.nodeId;
-    if (item.actor.nodeName !== undefined) metadata.sourceNodeName = item.actor.nodeName;
-    if (item.actor.namespace !== undefined) metadata.sourceNamespace = item.actor.namespace;
-    const out: StateItem = { value: encodeValue(this.#valueOf(item)), metadata };
-    if (item.acl) out.accessControl = JSON.parse(JSON.stringify(item.acl)) as StateItem['accessControl'];
-    return out;
+  // ---------------------------------------------------------------- internals: writes
+
+  /** The actor an owner's call names: the owner, or the registered node (claims must match its registration). */
+  #actorFrom(options: { nodeId?: unknown; nodeName?: unknown; namespace?: unknown } | undefined): Actor {
+    if (options !== undefined && (typeof options !== 'object' || options === null)) throw new BackpackError('Options must be an object');
+    if (!options || (options.nodeId === undefined && options.nodeName === undefined && options.namespace === undefined)) return OWNER;
+    if (options.nodeId === undefined) throw new BackpackError("Options 'nodeName' and 'namespace' describe a node: pass its 'nodeId' (a registered node)");
+    return this.#registry.resolve(options.nodeId, options);
   }
 
-  // ---------------------------------------------------------------- handles
-
-  /**
-   * A handle bound to `identity` (D6): every operation through it runs as that node, and its events carry
-   * `eventContext`. O(1): nothing is copied.
-   */
-  forNode(identity: NodeIdentity, eventContext?: EventContext): BackpackHandle {
-    return new BackpackHandle(this, identity, eventContext);
+  #as(nodeId: string | undefined): Actor {
+    return nodeId === undefined ? OWNER : this.#registry.resolve(nodeId);
   }
-
-  /** Operations with an explicit actor and event context, for {@link BackpackHandle}. */
-  readonly [AS_ACTOR] = {
-    pack: (actor: Actor, ctx: OpContext, key: string, value: unknown, options: HandlePackOptions | undefined): void =>
-      this.#pack(actor, ctx, key, value, options),
-    unpack: (actor: Actor, ctx: OpContext, key: string, required: boolean): unknown => this.#unpack(actor, ctx, key, required),
-    peek: (actor: Actor, key: string): unknown => {
-      const item = this.#readable(actor, key);
-      return item === undefined ? undefined : this.#valueOf(item);
-    },
-    has: (actor: Actor, key: string): boolean => this.#readable(actor, key) !== undefined,
-    getItem: (actor: Actor, key: string): BackpackItem | undefined => {
-      const item = this.#readable(actor, key);
-      return item === undefined ? undefined : this.#publicItem(item);
-    },
-    unpackByNamespace: (actor: Actor, ctx: OpContext, pattern: string): Record<string, unknown> =>
-      this.#unpackByNamespace(actor, ctx, pattern),
-    getItemsByNamespace: (actor: Actor, pattern: string): BackpackItem[] =>
-      this.#itemsByNamespace(actor, pattern).map((item) => this.#publicItem(item)),
-    delete: (actor: Actor, ctx: OpContext, key: string): boolean => this.#delete(actor, ctx, key),
-    quarantine: (actor: Actor, ctx: OpContext, key: string, options: { reason: string }): boolean =>
-      this.#quarantine(actor, ctx, key, options),
-  };
-
-  // ---------------------------------------------------------------- internals
 
   #pack(actor: Actor, ctx: OpContext, key: string, value: unknown, options: HandlePackOptions | undefined): void {
     checkKey(key);
-    const prev = this.#items.get(key);
-    if (actor.nodeId !== undefined) this.#checkWrite(actor, ctx, key);
+    if (actor !== OWNER) this.#checkWrite(actor, ctx, key);
     const tags = checkTags(key, options?.tags);
     const acl = options?.accessControl === undefined ? undefined : checkItemAccessControl(key, options.accessControl);
-    const prepared = prepareValue(key, value);
-    let flags = prepared.copyOnRead ? COPY_ON_READ : 0;
-    let stored = prepared.value;
-    let bytes = prepared.bytes;
-    if (bytes > this.#options.maxValueBytes) {
-      flags |= LARGE;
-      stored = new UnavailableValue(
-        key,
-        bytes,
-        summarizeValue(prepared.value),
-        `larger than maxValueBytes (${bytes} > ${this.#options.maxValueBytes}); history keeps only this reference`,
-      );
-      bytes = 200;
-    }
-    if (prev && prev.flags & COPY_ON_READ) flags |= PREV_COPY_ON_READ;
-    const commit = this.#commit(actor, 'pack', key, stored, prev?.value, (prev?.version ?? 0) + 1, tags, acl, bytes, flags, undefined, prev);
-    if (prev?.flags && prev.flags & LARGE) this.#large.delete(prev);
-    if (flags & LARGE) this.#large.set(commit, prepared.value);
+    const v = storeValue(key, value, this.#options.maxValueBytes);
+    const prev = this.#state.items.get(key);
+    const flags = v.flags | (prev && prev.flags & COPY_ON_READ ? PREV_COPY_ON_READ : 0);
+    const commit = this.#commit(actor, {
+      action: 'pack', key, value: v.stored, previousValue: prev?.value, version: (prev?.version ?? 0) + 1, tags, acl, bytes: v.bytes, flags,
+    });
+    if (flags & LARGE) this.#large.set(commit, v.real);
     if (this.#sink) {
-      const payload: Record<string, unknown> = { key, version: commit.version, valueSummary: summarizeValue(prepared.value) };
+      const payload: Record<string, unknown> = { key, version: commit.version, valueSummary: summarizeValue(v.real) };
       if (tags.length > 0) payload.tags = tags;
       this.#emit('backpack.packed', payload, actor, ctx);
     }
   }
 
+  #delete(actor: Actor, ctx: OpContext, key: string): boolean {
+    checkKey(key);
+    if (actor !== OWNER) this.#checkWrite(actor, ctx, key);
+    const item = this.#state.items.get(key);
+    if (item === undefined) return false;
+    this.#commit(actor, { action: 'delete', key, previousValue: item.value, flags: item.flags & COPY_ON_READ ? PREV_COPY_ON_READ : 0 });
+    return true;
+  }
+
+  #quarantine(actor: Actor, ctx: OpContext, key: string, options: { reason: string }): boolean {
+    checkKey(key);
+    const reason = options?.reason;
+    if (typeof reason !== 'string' || reason.trim() === '') {
+      throw new BackpackError(`quarantine('${key}') needs a reason (a non-empty string)`, { key });
+    }
+    if (actor !== OWNER) this.#checkWrite(actor, ctx, key);
+    const item = this.#state.items.get(key);
+    if (item === undefined) return false;
+    const replaced = this.#state.quarantined.get(key);
+    if (replaced && replaced.quarantined.item.flags & LARGE) this.#large.delete(replaced.quarantined.item);
+    this.#commit(actor, { action: 'quarantine', key, flags: item.flags & COPY_ON_READ ? PREV_COPY_ON_READ : 0, detail: { item, reason } });
+    if (this.#sink) this.#emit('backpack.quarantined', { key, reason }, actor, ctx);
+    return true;
+  }
+
+  /** Builds a commit from `init` (one object, never positional), applies it to the live state and appends it. */
+  #commit(actor: Actor, init: Omit<CommitInit, 'seq' | 'lineage' | 'timestamp' | 'actor'>): Commit {
+    const h = this.#history;
+    const commit = new Commit({ ...init, seq: h.headSeq + 1, lineage: this.#lineage, timestamp: h.now(), actor });
+    this.#apply(commit);
+    return commit;
+  }
+
+  /** Applies a commit (new, restored or branched) to the live state and appends it to history. */
+  #apply(commit: Commit): void {
+    applyCommit(this.#state, commit, this.#listener);
+    this.#history.append(commit, this.#state);
+  }
+
+  // ---------------------------------------------------------------- internals: reads and access
+
   #unpack(actor: Actor, ctx: OpContext, key: string, required: boolean): unknown {
     checkKey(key);
-    const item = this.#items.get(key);
-    if (actor.nodeId !== undefined) {
-      const rule = this.#readRule(actor, key, item);
-      if (rule !== undefined) {
-        this.#deny(actor, ctx, key, 'read', rule);
-        if (required || this.#options.strictMode) throw new AccessDeniedError(key, actor.nodeId, 'read', rule, item?.tags);
+    const item = this.#state.items.get(key);
+    if (actor !== OWNER) {
+      const denial = this.#readDenial(actor, key, item);
+      if (denial !== undefined) {
+        this.#deny(actor, ctx, key, 'read', denial);
+        // Refused by the item's own rules: to the node, exactly a missing key (D9).
+        if (denial.byItem) {
+          if (required) throw new KeyNotFoundError(key, actor.nodeId);
+          return undefined;
+        }
+        if (required || this.#options.strictMode) throw new AccessDeniedError(key, actor.nodeId!, 'read', denial.rule);
         return undefined;
       }
     }
@@ -639,9 +582,7 @@ export class Backpack {
 
   /** The `unpack` commit and event of an allowed read. */
   #recordRead(actor: Actor, ctx: OpContext, key: string, item: Commit | undefined): void {
-    if (this.#options.recordReads) {
-      this.#commit(actor, 'unpack', key, undefined, undefined, 0, NO_TAGS, undefined, 0, item ? FOUND : 0, undefined);
-    }
+    if (this.#options.recordReads) this.#commit(actor, { action: 'unpack', key, flags: item ? FOUND : 0 });
     if (this.#sink) {
       const payload: Record<string, unknown> = { key, found: item !== undefined };
       if (item?.actor.nodeId !== undefined) payload.sourceNodeId = item.actor.nodeId;
@@ -654,8 +595,7 @@ export class Backpack {
     const out: Record<string, unknown> = {};
     for (const item of this.#itemsByNamespace(actor, pattern)) {
       this.#recordRead(actor, ctx, item.key, item);
-      const value = this.#valueOf(item);
-      setOwn(out, item.key, value);
+      setOwn(out, item.key, this.#valueOf(item));
     }
     return out;
   }
@@ -668,123 +608,97 @@ export class Backpack {
     for (const [namespace, keys] of this.#namespaces) {
       if (!matches(namespace)) continue;
       for (const key of keys) {
-        const item = this.#items.get(key)!;
-        if (actor.nodeId === undefined || this.#readRule(actor, key, item) === undefined) out.push(item);
+        const item = this.#state.items.get(key)!;
+        if (this.#mayRead(actor, item)) out.push(item);
       }
     }
     return out;
   }
 
-  #delete(actor: Actor, ctx: OpContext, key: string): boolean {
-    checkKey(key);
-    if (actor.nodeId !== undefined) this.#checkWrite(actor, ctx, key);
-    const item = this.#items.get(key);
-    if (item === undefined) return false;
-    this.#removeActive(item);
-    const flags = item.flags & COPY_ON_READ ? PREV_COPY_ON_READ : 0;
-    this.#commit(actor, 'delete', key, undefined, item.value, 0, NO_TAGS, undefined, 0, flags, undefined);
-    return true;
+  #readableKeys(actor: Actor): string[] {
+    const out: string[] = [];
+    for (const [key, item] of this.#state.items) if (this.#mayRead(actor, item)) out.push(key);
+    return out;
   }
 
-  #quarantine(actor: Actor, ctx: OpContext, key: string, options: { reason: string }): boolean {
-    checkKey(key);
-    const reason = options?.reason;
-    if (typeof reason !== 'string' || reason.trim() === '') {
-      throw new BackpackError(`quarantine('${key}') needs a reason (a non-empty string)`, { key });
-    }
-    if (actor.nodeId !== undefined) this.#checkWrite(actor, ctx, key);
-    const item = this.#items.get(key);
-    if (item === undefined) return false;
-    const replaced = this.#quarantined.get(key);
-    if (replaced && replaced.quarantined.item.flags & LARGE) this.#large.delete(replaced.quarantined.item);
-    this.#items.delete(key);
-    this.#unindex(item);
-    const flags = item.flags & COPY_ON_READ ? PREV_COPY_ON_READ : 0;
-    const commit = this.#commit(actor, 'quarantine', key, undefined, item.value, 0, NO_TAGS, undefined, 0, flags, { item, reason });
-    this.#quarantined.set(key, commit);
-    if (this.#sink) this.#emit('backpack.quarantined', { key, reason }, actor, ctx);
-    return true;
+  #readDenial(actor: Actor, key: string, item: Commit | undefined): Denial | undefined {
+    return deniedBy('read', key, actor, item && { acl: item.acl, namespace: item.actor.namespace });
   }
 
-  /** Creates a commit, applies it to the live state's maps (pack only; others already did) and appends it. */
-  #commit(
-    actor: Actor,
-    action: Commit['action'],
-    key: string,
-    value: unknown,
-    previousValue: unknown,
-    version: number,
-    tags: readonly string[],
-    acl: Readonly<ItemAccessControl> | undefined,
-    valueBytes: number,
-    flags: number,
-    detail: Commit['detail'],
-    prev?: Commit,
-  ): Commit {
-    const h = this.#history;
-    const commit = new Commit(
-      h.headSeq + 1,
-      this.#lineage,
-      h.now(),
-      action,
-      key,
-      actor,
-      value,
-      previousValue,
-      version,
-      tags,
-      acl,
-      COMMIT_OVERHEAD_BYTES + valueBytes,
-      flags,
-      detail,
-    );
-    if (action === 'pack') {
-      if (prev) this.#unindex(prev);
-      this.#items.set(key, commit);
-      this.#index(commit);
-    }
-    h.append(commit, { items: this.#items, quarantined: this.#quarantined });
-    return commit;
+  #mayRead(actor: Actor, item: Commit): boolean {
+    return actor === OWNER || this.#readDenial(actor, item.key, item) === undefined;
   }
 
-  /** Applies a recorded commit (restore, branch) to the live state and appends it to history. */
-  #replay(c: Commit): void {
+  /** The active item under `key` if `actor` may read it (no commit, no record). */
+  #readable(actor: Actor, key: string): Commit | undefined {
+    const item = this.#state.items.get(key);
+    return item !== undefined && this.#mayRead(actor, item) ? item : undefined;
+  }
+
+  /** A key in a node's view of a (possibly other) Backpack: its key rules, and the item's rules if it exists. */
+  #keyVisible(actor: Actor, key: string, item: Commit | undefined): boolean {
+    return item === undefined ? this.#readDenial(actor, key, undefined) === undefined : this.#mayRead(actor, item);
+  }
+
+  /** Whether a commit shows in a node's history: it touches only items the node may read (and a read found one). */
+  #commitVisible(actor: Actor, c: Commit): boolean {
     switch (c.action) {
-      case 'pack': {
-        const prev = this.#items.get(c.key);
-        if (prev) this.#unindex(prev);
-        this.#items.set(c.key, c);
-        this.#index(c);
-        break;
-      }
-      case 'delete': {
-        const item = this.#items.get(c.key);
-        if (item) this.#removeActive(item);
-        break;
-      }
-      case 'quarantine': {
-        const item = this.#items.get(c.key);
-        if (item) {
-          this.#items.delete(c.key);
-          this.#unindex(item);
-        }
-        this.#quarantined.set(c.key, c);
-        break;
-      }
+      case 'pack':
+        return this.#mayRead(actor, c);
+      case 'quarantine':
+        return this.#mayRead(actor, c.quarantined.item);
       case 'clear':
-        this.#items.clear();
-        this.#namespaces.clear();
-        break;
+        return (c.detail as readonly Commit[]).every((item) => this.#mayRead(actor, item));
       case 'unpack':
-        break;
+        return (c.flags & FOUND) !== 0 && c.actor === actor;
+      case 'delete':
+        return this.#readDenial(actor, c.key, undefined) === undefined;
     }
-    this.#history.append(c, { items: this.#items, quarantined: this.#quarantined });
   }
 
-  #removeActive(item: Commit): void {
-    this.#items.delete(item.key);
-    this.#unindex(item);
-    if (item.flags & LARGE) this.#large.delete(item);
+  #checkWrite(actor: Actor, ctx: OpContext, key: string): void {
+    const item = this.#state.items.get(key);
+    const denial = deniedBy('write', key, actor, item && { acl: item.acl, namespace: item.actor.namespace });
+    if (denial === undefined) return;
+    this.#deny(actor, ctx, key, 'write', denial);
+    // An item rule's writer list is never shown to the node.
+    throw new AccessDeniedError(key, actor.nodeId!, 'write', denial.byItem ? 'the item does not allow this node to write it' : denial.rule);
+  }
+
+  #deny(actor: Actor, ctx: OpContext, key: string, operation: 'read' | 'write', denial: Denial): void {
+    const record: AccessDenial = Object.freeze({ timestamp: Date.now(), nodeId: actor.nodeId!, key, operation, rule: denial.rule });
+    this.#denials.push(record);
+    // Trimmed in batches so a denial costs O(1) amortized; readers see only the newest maxHistorySize.
+    if (this.#denials.length > 2 * this.#denialLimit) this.#denials = this.#recentDenials();
+    if (this.#sink) {
+      const payload: Record<string, unknown> = { key, operation, rule: denial.rule };
+      if (denial.byItem) payload.byItemRule = true;
+      this.#emit('access.denied', payload, actor, ctx);
+    }
+  }
+
+  get #denialLimit(): number {
+    return Math.max(this.#options.maxHistorySize, 1);
+  }
+
+  #recentDenials(): AccessDenial[] {
+    return this.#denials.slice(-this.#denialLimit);
+  }
+
+  #emit(type: BackpackEvent['type'], payload: Record<string, unknown>, actor: Actor, ctx: OpContext): void {
+    const event: BackpackEvent = { type, payload };
+    if (actor.nodeId !== undefined) event.nodeId = actor.nodeId;
+    if (actor.nodeName !== undefined) event.nodeName = actor.nodeName;
+    if (actor.namespace !== undefined) event.namespace = actor.namespace;
+    if (ctx?.runId !== undefined) event.runId = ctx.runId;
+    if (ctx?.spanId !== undefined) event.spanId = ctx.spanId;
+    this.#sink!.emit(event);
+  }
+
+  // ---------------------------------------------------------------- internals: state and snapshots
+
+  #newHistory(state: State, seq: number, timestamp: number, prunedNodes: Iterable<string> = [], lineages: Iterable<string> = []): History {
+    return new History(this.#options, { state, seq, timestamp, prunedNodes, lineages: [...lineages, this.#lineage] });
   }
 
   #index(item: Commit): void {
@@ -805,10 +719,9 @@ export class Backpack {
   }
 
   #setState(state: State): void {
-    this.#items = state.items;
-    this.#quarantined = state.quarantined;
+    this.#state = state;
     this.#namespaces = new Map();
-    for (const item of this.#items.values()) this.#index(item);
+    for (const item of state.items.values()) this.#index(item);
   }
 
   #valueOf(item: Commit): unknown {
@@ -833,76 +746,25 @@ export class Backpack {
     return Object.freeze(out);
   }
 
-  #readRule(actor: Actor, key: string, item: Commit | undefined): string | undefined {
-    return deniedBy('read', key, actor.nodeId!, actor.namespace, this.#permissions.get(actor.nodeId!), item && { acl: item.acl, namespace: item.actor.namespace });
-  }
-
-  /** The active item under `key` if `actor` may read it (no commit, no record). */
-  #readable(actor: Actor, key: string): Commit | undefined {
-    const item = this.#items.get(key);
-    if (item === undefined || actor.nodeId === undefined) return item;
-    return this.#readRule(actor, key, item) === undefined ? item : undefined;
-  }
-
-  #checkWrite(actor: Actor, ctx: OpContext, key: string): void {
-    const item = this.#items.get(key);
-    const rule = deniedBy('write', key, actor.nodeId!, actor.namespace, this.#permissions.get(actor.nodeId!), item && { acl: item.acl, namespace: item.actor.namespace });
-    if (rule === undefined) return;
-    this.#deny(actor, ctx, key, 'write', rule);
-    throw new AccessDeniedError(key, actor.nodeId!, 'write', rule, item?.tags);
-  }
-
-  #deny(actor: Actor, ctx: OpContext, key: string, operation: 'read' | 'write', rule: string): void {
-    const denial: AccessDenial = Object.freeze({ timestamp: Date.now(), nodeId: actor.nodeId!, key, operation, rule });
-    this.#denials.push(denial);
-    // Trimmed in batches so a denial costs O(1) amortized; readers see only the newest maxHistorySize.
-    if (this.#denials.length > 2 * this.#denialLimit) this.#denials = this.#recentDenials();
-    if (this.#sink) this.#emit('access.denied', { key, operation, rule }, actor, ctx);
-  }
-
-  get #denialLimit(): number {
-    return Math.max(this.#options.maxHistorySize, 1);
-  }
-
-  #recentDenials(): AccessDenial[] {
-    return this.#denials.slice(-this.#denialLimit);
-  }
-
-  #emit(type: BackpackEvent['type'], payload: Record<string, unknown>, actor: Actor, ctx: OpContext): void {
-    const event: BackpackEvent = { type, payload };
-    if (actor.nodeId !== undefined) event.nodeId = actor.nodeId;
-    if (actor.nodeName !== undefined) event.nodeName = actor.nodeName;
-    if (actor.namespace !== undefined) event.namespace = actor.namespace;
-    if (ctx?.runId !== undefined) event.runId = ctx.runId;
-    if (ctx?.spanId !== undefined) event.spanId = ctx.spanId;
-    this.#sink!.emit(event);
-  }
-
-  /** A new, empty Backpack with this one's options and permissions. */
+  /** A new, empty Backpack with this one's options and registered nodes. */
   #derive(sink: BackpackEventSink | undefined): Backpack {
     const b = new Backpack(undefined, { ...this.#options, ...(sink ? { eventStreamer: sink } : {}) });
-    for (const [nodeId, perms] of this.#permissions) b.#permissions.set(nodeId, perms);
+    b.#registry = this.#registry;
     return b;
   }
 
-  #snapshotAt(seq: number): Backpack {
+  /** The state after `seq` as a new Backpack; as a node, holding only the items it may read. */
+  #snapshotAt(seq: number, actor: Actor): Backpack {
     const h = this.#history;
     const state = h.stateAt(seq);
+    if (actor !== OWNER) {
+      for (const [key, item] of state.items) if (!this.#mayRead(actor, item)) state.items.delete(key);
+      for (const [key, q] of state.quarantined) if (!this.#mayRead(actor, q.quarantined.item)) state.quarantined.delete(key);
+    }
     const snapshot = this.#derive(undefined);
-    snapshot.#history = new History(this.#options, {
-      state: { items: new Map(state.items), quarantined: new Map(state.quarantined) },
-      seq,
-      timestamp: seq === h.baseSeq ? h.baseTimestamp : h.at(seq).timestamp,
-      prunedNodes: [],
-      lineages: [...h.lineages, snapshot.#lineage],
-    });
+    const timestamp = seq === h.baseSeq ? h.baseTimestamp : h.at(seq).timestamp;
+    snapshot.#history = snapshot.#newHistory({ items: new Map(state.items), quarantined: new Map(state.quarantined) }, seq, timestamp, [], h.lineages);
     snapshot.#setState(state);
     return snapshot;
-  }
-}
-
-function checkNoExtraOptions(options: unknown): void {
-  if (options !== undefined && (typeof options !== 'object' || options === null)) {
-    throw new BackpackError('Options must be an object');
   }
 }

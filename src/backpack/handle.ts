@@ -1,45 +1,80 @@
 /**
- * A Backpack seen as one node (DESIGN D6): every operation runs with the handle's identity, so provenance and access
- * checks use it and its events carry the handle's run and span. Nothing is monkey-patched, so any number of handles
- * can be used concurrently with correct attribution.
+ * A Backpack seen as one node (DESIGN D6): every operation runs with the handle's registered identity, so provenance
+ * and access checks use it and its events carry the handle's run and span. The Backpack behind a handle is held in
+ * a true private field: nothing reachable from a handle returns the owner's view or a value the node may not read.
+ * Nothing is monkey-patched, so any number of handles can be used concurrently with correct attribution.
  */
-import { Actor, AS_ACTOR } from './actor.js';
-import type { Backpack } from './backpack.js';
+import type { Actor, OpContext } from './actor.js';
 import { BackpackError } from './errors.js';
-import type { BackpackItem, EventContext, HandlePackOptions, NodeIdentity } from './types.js';
+import type { BackpackItem, HandlePackOptions, NodeIdentity, NodeRegistration } from './types.js';
 
-type Spoofable = { nodeId?: unknown; nodeName?: unknown; namespace?: unknown } | undefined;
+/** The operations a Backpack performs for its handles (internal: created by the Backpack, held privately). */
+export interface HandleOps {
+  pack(actor: Actor, ctx: OpContext, key: string, value: unknown, options: HandlePackOptions | undefined): void;
+  unpack(actor: Actor, ctx: OpContext, key: string, required: boolean): unknown;
+  peek(actor: Actor, key: string): unknown;
+  getItem(actor: Actor, key: string): BackpackItem | undefined;
+  keys(actor: Actor): string[];
+  unpackByNamespace(actor: Actor, ctx: OpContext, pattern: string): Record<string, unknown>;
+  getItemsByNamespace(actor: Actor, pattern: string): BackpackItem[];
+  delete(actor: Actor, ctx: OpContext, key: string): boolean;
+  quarantine(actor: Actor, ctx: OpContext, key: string, options: { reason: string }): boolean;
+  register(node: NodeRegistration, parent: Actor): Actor;
+}
 
-/** A Backpack bound to a node identity. Create with {@link Backpack.forNode}. */
-export class BackpackHandle {
-  /** The node this handle acts as. */
-  readonly identity: Readonly<NodeIdentity>;
-  /** The Backpack behind the handle (the owner's view). */
-  readonly backpack: Backpack;
+type Spoofable = { nodeId?: unknown; nodeName?: unknown; namespace?: unknown } | undefined | null;
+
+/**
+ * What registering a node gives its flow: the node's handle, and handles for its executions (whose events carry
+ * the execution's run and span). Flows keep this to themselves and hand nodes only handles.
+ */
+export class NodeBinding {
+  readonly #ops: HandleOps;
   readonly #actor: Actor;
-  readonly #ctx: EventContext | undefined;
+  /** The node's handle outside any execution. */
+  readonly handle: BackpackHandle;
 
-  constructor(backpack: Backpack, identity: NodeIdentity, eventContext?: EventContext) {
-    if (!identity || typeof identity.nodeId !== 'string' || identity.nodeId === '') {
-      throw new BackpackError('forNode needs an identity with a non-empty nodeId');
-    }
-    if (typeof identity.nodeName !== 'string' || typeof identity.namespace !== 'string') {
-      throw new BackpackError(`forNode('${identity.nodeId}') needs string nodeName and namespace`, { nodeId: identity.nodeId });
-    }
-    this.backpack = backpack;
-    this.identity = Object.freeze({ nodeId: identity.nodeId, nodeName: identity.nodeName, namespace: identity.namespace });
-    this.#actor = new Actor(identity.nodeId, identity.nodeName, identity.namespace === '' ? undefined : identity.namespace);
+  /** @internal Created by `Backpack.registerNode` and `BackpackHandle.registerChild`. */
+  constructor(ops: HandleOps, actor: Actor) {
+    this.#ops = ops;
+    this.#actor = actor;
+    this.handle = new BackpackHandle(ops, actor, undefined);
+  }
+
+  /** A handle of the same node whose events carry `eventContext` (one per execution). */
+  withContext(eventContext: { runId?: string; spanId?: string }): BackpackHandle {
+    return new BackpackHandle(this.#ops, this.#actor, eventContext);
+  }
+}
+
+/** A Backpack bound to a registered node. Get one from `Backpack.forNode` or `Backpack.registerNode`. */
+export class BackpackHandle {
+  readonly #ops: HandleOps;
+  readonly #actor: Actor;
+  readonly #ctx: OpContext;
+  readonly #identity: Readonly<NodeIdentity>;
+
+  /** @internal Handles are made by the Backpack; a handle built over anything else reaches nothing. */
+  constructor(ops: HandleOps, actor: Actor, eventContext: OpContext) {
+    this.#ops = ops;
+    this.#actor = actor;
     this.#ctx = eventContext && (eventContext.runId !== undefined || eventContext.spanId !== undefined) ? { ...eventContext } : undefined;
+    this.#identity = Object.freeze({ nodeId: actor.nodeId!, nodeName: actor.nodeName!, namespace: actor.namespace ?? '' });
+  }
+
+  /** The node this handle acts as. */
+  get identity(): Readonly<NodeIdentity> {
+    return this.#identity;
   }
 
   #noSpoofing(operation: string, options: Spoofable): void {
     if (options === undefined || options === null) return;
     for (const field of ['nodeId', 'nodeName', 'namespace'] as const) {
       const given = options[field];
-      if (given !== undefined && given !== this.identity[field]) {
+      if (given !== undefined && given !== this.#identity[field]) {
         throw new BackpackError(
-          `Node '${this.identity.nodeId}' cannot ${operation} as ${field} '${String(given)}': a handle always acts as its own node (${field} '${this.identity[field]}')`,
-          { nodeId: this.identity.nodeId },
+          `Node '${this.#identity.nodeId}' cannot ${operation} as ${field} '${String(given)}': a handle always acts as its own node (${field} '${this.#identity[field]}')`,
+          { nodeId: this.#identity.nodeId },
         );
       }
     }
@@ -48,53 +83,66 @@ export class BackpackHandle {
   /** Packs `value` under `key` as this node. */
   pack(key: string, value: unknown, options?: HandlePackOptions): void {
     this.#noSpoofing(`pack '${key}'`, options as Spoofable);
-    this.backpack[AS_ACTOR].pack(this.#actor, this.#ctx, key, value, options);
+    this.#ops.pack(this.#actor, this.#ctx, key, value, options);
   }
 
-  /** The value under `key` if this node may read it (see {@link Backpack.unpack}). */
+  /** The value under `key` if this node may read it (see `Backpack.unpack`). */
   unpack<V = unknown>(key: string): V | undefined {
-    return this.backpack[AS_ACTOR].unpack(this.#actor, this.#ctx, key, false) as V | undefined;
+    return this.#ops.unpack(this.#actor, this.#ctx, key, false) as V | undefined;
   }
 
-  /** The value under `key`; throws KeyNotFoundError or AccessDeniedError (see {@link Backpack.unpackRequired}). */
+  /** The value under `key`; throws KeyNotFoundError or AccessDeniedError (see `Backpack.unpackRequired`). */
   unpackRequired<V = unknown>(key: string): V {
-    return this.backpack[AS_ACTOR].unpack(this.#actor, this.#ctx, key, true) as V;
+    return this.#ops.unpack(this.#actor, this.#ctx, key, true) as V;
   }
 
   /** The value under `key` if this node may read it, without a commit, log entry or event. */
   peek<V = unknown>(key: string): V | undefined {
-    return this.backpack[AS_ACTOR].peek(this.#actor, key) as V | undefined;
+    return this.#ops.peek(this.#actor, key) as V | undefined;
   }
 
   /** True when `key` is active and this node may read it. */
   has(key: string): boolean {
-    return this.backpack[AS_ACTOR].has(this.#actor, key);
+    return this.#ops.getItem(this.#actor, key) !== undefined;
+  }
+
+  /** Active keys this node may read, in first-pack order. */
+  keys(): string[] {
+    return this.#ops.keys(this.#actor);
   }
 
   /** The item under `key` with metadata, if this node may read it (no commit). */
   getItem(key: string): BackpackItem | undefined {
-    return this.backpack[AS_ACTOR].getItem(this.#actor, key);
+    return this.#ops.getItem(this.#actor, key);
   }
 
   /** Values of readable items whose source namespace matches `pattern` (D5). */
   unpackByNamespace(pattern: string): Record<string, unknown> {
-    return this.backpack[AS_ACTOR].unpackByNamespace(this.#actor, this.#ctx, pattern);
+    return this.#ops.unpackByNamespace(this.#actor, this.#ctx, pattern);
   }
 
   /** Readable items (with metadata) whose source namespace matches `pattern` (D5). */
   getItemsByNamespace(pattern: string): BackpackItem[] {
-    return this.backpack[AS_ACTOR].getItemsByNamespace(this.#actor, pattern);
+    return this.#ops.getItemsByNamespace(this.#actor, pattern);
   }
 
   /** Deletes `key` as this node; false when it is not active. */
   delete(key: string, options?: { nodeId?: string }): boolean {
     this.#noSpoofing(`delete '${key}'`, options);
-    return this.backpack[AS_ACTOR].delete(this.#actor, this.#ctx, key);
+    return this.#ops.delete(this.#actor, this.#ctx, key);
   }
 
   /** Quarantines `key` as this node (D10); false when it is not active. */
   quarantine(key: string, options: { reason: string; nodeId?: string }): boolean {
     this.#noSpoofing(`quarantine '${key}'`, options);
-    return this.backpack[AS_ACTOR].quarantine(this.#actor, this.#ctx, key, options);
+    return this.#ops.quarantine(this.#actor, this.#ctx, key, options);
+  }
+
+  /**
+   * Registers a node that runs inside this one (a composite's internal node, a tool's node): its namespace must be
+   * under this node's, and this node's rules bound its own. Flows built on this handle call it for their nodes.
+   */
+  registerChild(node: NodeRegistration): NodeBinding {
+    return new NodeBinding(this.#ops, this.#ops.register(node, this.#actor));
   }
 }

@@ -12,7 +12,7 @@ import type { Actor } from './actor.js';
 import { summarizeValue } from './codec.js';
 import { HistoryPrunedError, InvalidCommitError } from './errors.js';
 import type { BackpackCommit, CommitAction, ItemAccessControl } from './types.js';
-import { copyStoredValue, setOwn } from './values.js';
+import { copyStoredValue, prepareValue, setOwn, UnavailableValue } from './values.js';
 
 /** Commit flag: the value was above maxValueBytes; `value` is an UnavailableValue. */
 export const LARGE = 1;
@@ -22,6 +22,32 @@ export const COPY_ON_READ = 2;
 export const FOUND = 4;
 /** Commit flag: `previousValue` holds typed arrays, which reads copy. */
 export const PREV_COPY_ON_READ = 8;
+
+const NO_TAGS: readonly string[] = Object.freeze([]);
+
+/** Everything a commit is made of; what an action does not use is left out. */
+export interface CommitInit {
+  seq: number;
+  lineage: string;
+  timestamp: number;
+  action: CommitAction;
+  key: string;
+  actor: Actor;
+  /** pack: the stored, frozen value (an UnavailableValue when LARGE). */
+  value?: unknown;
+  /** pack, delete: the stored value the key had before (quarantine: derived from `detail`). */
+  previousValue?: unknown;
+  /** pack: the item's version. */
+  version?: number;
+  tags?: readonly string[];
+  acl?: Readonly<ItemAccessControl>;
+  /** Approximate bytes kept alive; default: the fixed per-commit overhead. */
+  bytes?: number;
+  /** LARGE | COPY_ON_READ | FOUND | PREV_COPY_ON_READ. */
+  flags?: number;
+  /** quarantine: what was moved out; clear: the items that were removed. */
+  detail?: QuarantineDetail | readonly Commit[];
+}
 
 /** Commit timestamps are stored relative to this (integers stay exact). */
 const EPOCH = Date.now();
@@ -45,35 +71,30 @@ export class Commit {
   readonly #meta: readonly string[] | { tags: readonly string[]; acl: Readonly<ItemAccessControl> };
   readonly #prior: unknown;
 
-  /**
-   * @param value pack: the stored, frozen value (an UnavailableValue when LARGE)
-   * @param previousValue pack, delete: the stored value the key had before (quarantine: derived from `detail`)
-   * @param version pack: the item's version
-   * @param bytes approximate bytes this commit keeps alive (counted against maxHistoryBytes)
-   * @param flags LARGE | COPY_ON_READ | FOUND | PREV_COPY_ON_READ
-   * @param detail quarantine: what was moved out; clear: the items that were removed
-   */
-  constructor(
-    readonly seq: number,
-    /** Prefix of the commit id: the Backpack (lineage) that made the commit. */
-    readonly lineage: string,
-    timestamp: number,
-    readonly action: CommitAction,
-    readonly key: string,
-    readonly actor: Actor,
-    readonly value: unknown,
-    previousValue: unknown,
-    version: number,
-    tags: readonly string[],
-    acl: Readonly<ItemAccessControl> | undefined,
-    readonly bytes: number,
-    flags: number,
-    detail: QuarantineDetail | readonly Commit[] | undefined,
-  ) {
-    this.#t = timestamp - EPOCH;
-    this.#versionFlags = version * 16 + flags;
-    this.#meta = acl === undefined ? tags : { tags, acl };
-    this.#prior = action === 'quarantine' || action === 'clear' ? detail : previousValue;
+  readonly seq: number;
+  /** Prefix of the commit id: the Backpack (lineage) that made the commit. */
+  readonly lineage: string;
+  readonly action: CommitAction;
+  readonly key: string;
+  readonly actor: Actor;
+  /** pack: the stored, frozen value (an UnavailableValue when LARGE). */
+  readonly value: unknown;
+  /** Approximate bytes this commit keeps alive (counted against maxHistoryBytes). */
+  readonly bytes: number;
+
+  constructor(init: CommitInit) {
+    this.seq = init.seq;
+    this.lineage = init.lineage;
+    this.action = init.action;
+    this.key = init.key;
+    this.actor = init.actor;
+    this.value = init.value;
+    this.bytes = init.bytes ?? COMMIT_OVERHEAD_BYTES;
+    this.#t = init.timestamp - EPOCH;
+    this.#versionFlags = (init.version ?? 0) * 16 + (init.flags ?? 0);
+    const tags = init.tags ?? NO_TAGS;
+    this.#meta = init.acl === undefined ? tags : { tags, acl: init.acl };
+    this.#prior = init.action === 'quarantine' || init.action === 'clear' ? init.detail : init.previousValue;
   }
 
   /** Milliseconds since the epoch. */
@@ -138,26 +159,72 @@ export class Commit {
 /** Fixed per-commit overhead added to a value's size in the byte budget. */
 export const COMMIT_OVERHEAD_BYTES = 160;
 
+/** A value ready to be stored by a pack commit. */
+export interface StoredValue {
+  /** What the commit keeps: the frozen copy, or an UnavailableValue above maxValueBytes. */
+  stored: unknown;
+  /** The frozen copy itself (the Backpack keeps it beside history while the item is active). */
+  real: unknown;
+  /** COPY_ON_READ and/or LARGE. */
+  flags: number;
+  /** Bytes the commit keeps alive, overhead included. */
+  bytes: number;
+}
+
+/**
+ * Prepares `value` for a pack of `key` (the one place a large value is wrapped): a frozen copy, and above
+ * `maxValueBytes` an UnavailableValue for history to keep instead.
+ */
+export function storeValue(key: string, value: unknown, maxValueBytes: number): StoredValue {
+  const prepared = prepareValue(key, value);
+  let flags = prepared.copyOnRead ? COPY_ON_READ : 0;
+  if (prepared.bytes <= maxValueBytes || prepared.value instanceof UnavailableValue) {
+    return { stored: prepared.value, real: prepared.value, flags, bytes: COMMIT_OVERHEAD_BYTES + prepared.bytes };
+  }
+  flags |= LARGE;
+  const reason = `larger than maxValueBytes (${prepared.bytes} > ${maxValueBytes}); history keeps only this reference`;
+  const stored = new UnavailableValue(key, prepared.bytes, summarizeValue(prepared.value), reason);
+  return { stored, real: prepared.value, flags, bytes: COMMIT_OVERHEAD_BYTES + 200 };
+}
+
 /** The state: active items and quarantined items (each a commit). */
 export interface State {
   items: Map<string, Commit>;
   quarantined: Map<string, Commit>;
 }
 
-/** Applies one commit to a state (the one definition of what each action does to the state). */
-export function applyCommit(state: State, commit: Commit): void {
+/** Told when an item leaves or enters a state's active items (the Backpack keeps its namespace index with it). */
+export interface StateListener {
+  added(item: Commit): void;
+  /** `item` left the active items because of commit `by` (a pack over it, a delete, a quarantine or a clear). */
+  removed(item: Commit, by: Commit): void;
+}
+
+/**
+ * Applies one commit to a state: the one definition of what each action does (history, restore and the live
+ * Backpack all apply commits through it).
+ */
+export function applyCommit(state: State, commit: Commit, listener?: StateListener): void {
   switch (commit.action) {
-    case 'pack':
+    case 'pack': {
+      const prev = state.items.get(commit.key);
+      if (prev && listener) listener.removed(prev, commit);
       state.items.set(commit.key, commit);
+      listener?.added(commit);
       break;
+    }
     case 'delete':
-      state.items.delete(commit.key);
+    case 'quarantine': {
+      const item = state.items.get(commit.key);
+      if (item) {
+        state.items.delete(commit.key);
+        listener?.removed(item, commit);
+      }
+      if (commit.action === 'quarantine') state.quarantined.set(commit.key, commit);
       break;
-    case 'quarantine':
-      state.items.delete(commit.key);
-      state.quarantined.set(commit.key, commit);
-      break;
+    }
     case 'clear':
+      if (listener) for (const item of state.items.values()) listener.removed(item, commit);
       state.items.clear();
       break;
     case 'unpack':

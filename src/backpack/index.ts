@@ -1,6 +1,6 @@
 export * from './patterns.js';
 export { Backpack, DEFAULT_OPTIONS, type ResolvedOptions } from './backpack.js';
-export { BackpackHandle } from './handle.js';
+export { BackpackHandle, NodeBinding } from './handle.js';
 export { encodeValue, decodeValue, summarizeValue, type JsonValue } from './codec.js';
 export { UnavailableValue, isUnavailable, deepEqual, setOwn } from './values.js';
 export { BackpackError, AccessDeniedError, KeyNotFoundError, HistoryPrunedError, InvalidCommitError } from './errors.js';

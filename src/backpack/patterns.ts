@@ -2,9 +2,10 @@
  * Namespace patterns (DESIGN D5): one compiled, cached matcher serves access control, namespace queries and
  * event subscriptions.
  *
- * A pattern is split on `.` into segments. `*` matches exactly one segment, `**` matches zero or more whole
- * segments, anything else matches that segment literally. `sales.*` matches `sales.chat` but neither `sales`
- * nor `sales.chat.x`; `sales.**` matches all three.
+ * A pattern is split on `.` into segments. `*` matches exactly one non-empty segment, `**` matches zero or more
+ * whole segments, anything else matches that segment literally. `sales.*` matches `sales.chat` but neither `sales`,
+ * `sales.` nor `sales.chat.x`; `sales.**` matches `sales`, `sales.chat` and `sales.chat.x`. Keys and namespaces never
+ * have an empty segment ({@link checkSegments} rejects them when they are packed or assigned).
  */
 
 /** A compiled namespace pattern. */
@@ -33,7 +34,8 @@ function matchSegments(pattern: string[], pi: number, parts: string[], si: numbe
       return false;
     }
     if (si >= parts.length) return false;
-    if (seg !== '*' && seg !== parts[si]) return false;
+    const part = parts[si]!;
+    if (seg === '*' ? part === '' : seg !== part) return false;
     pi++;
     si++;
   }
@@ -60,4 +62,17 @@ export function matchesNamespace(pattern: string, namespace: string): boolean {
 export function matchesAnyNamespace(patterns: readonly string[], namespace: string): boolean {
   for (const p of patterns) if (compileNamespacePattern(p)(namespace)) return true;
   return false;
+}
+
+/**
+ * Checks that `name` (a key or namespace) is a non-empty string of dot-separated, non-empty segments, so that no
+ * `*` can match an empty part of it (`sales.`, `a..b`, `.x` are refused). Throws `make(message)` naming it.
+ */
+export function checkSegments(name: unknown, what: string, make: (message: string) => Error): asserts name is string {
+  if (typeof name !== 'string' || name === '') {
+    throw make(`${what} must be a non-empty string, got ${typeof name === 'string' ? 'an empty string' : String(name)}`);
+  }
+  if (name.startsWith('.') || name.endsWith('.') || name.includes('..')) {
+    throw make(`${what} '${name}' has an empty segment (a leading, trailing or double '.'): segments are separated by single dots`);
+  }
 }

@@ -8,8 +8,8 @@ import { formatPath, ItemAccessControlSchema, NodePermissionsSchema } from './ac
 import { Actor, OWNER } from './actor.js';
 import { decodeValue, encodeValue } from './codec.js';
 import { BackpackError } from './errors.js';
-import { COPY_ON_READ, Commit, FOUND, LARGE, PREV_COPY_ON_READ, type History, type QuarantineDetail, type State } from './history.js';
-import type { AccessDenial, ItemAccessControl, NodePermissions } from './types.js';
+import { applyCommit, COPY_ON_READ, Commit, FOUND, LARGE, PREV_COPY_ON_READ, type History, type QuarantineDetail, type State } from './history.js';
+import type { AccessDenial, ItemAccessControl, NodePermissions, NodeRegistration } from './types.js';
 import { prepareValue } from './values.js';
 
 const FLAG_MASK = LARGE | COPY_ON_READ | FOUND | PREV_COPY_ON_READ;
@@ -39,10 +39,24 @@ type CommitJSON = z.infer<typeof CommitJSONSchema>;
 
 const QuarantinedJSONSchema = CommitJSONSchema.extend({ item: CommitJSONSchema }).strict();
 
-/** zod schema of the JSON form (version 1). */
+const NodeJSONSchema = z
+  .object({
+    nodeId: z.string().min(1),
+    nodeName: z.string(),
+    namespace: z.string(),
+    permissions: NodePermissionsSchema.optional(),
+    /** Index (in `nodes`) of the node this one runs inside. */
+    parent: int.min(0).optional(),
+  })
+  .strict();
+
+/**
+ * zod schema of the JSON form (version 2: registered nodes as `nodes`; version 1's `permissions` map, keyed by node
+ * id, is still read and becomes nodes without a namespace).
+ */
 export const BackpackJSONSchema = z
   .object({
-    version: z.literal(1),
+    version: z.union([z.literal(1), z.literal(2)]),
     lineage: z.string().min(1),
     options: z
       .object({
@@ -54,7 +68,8 @@ export const BackpackJSONSchema = z
         recordReads: z.boolean(),
       })
       .strict(),
-    permissions: z.record(z.string().min(1), NodePermissionsSchema),
+    permissions: z.record(z.string().min(1), NodePermissionsSchema).optional(),
+    nodes: z.array(NodeJSONSchema).optional(),
     accessDenials: z.array(
       z
         .object({
@@ -89,7 +104,7 @@ export interface SerializableParts {
   options: BackpackJSON['options'];
   history: History;
   large: ReadonlyMap<Commit, unknown>;
-  permissions: ReadonlyMap<string, Readonly<NodePermissions>>;
+  nodes: Iterable<Actor>;
   denials: readonly AccessDenial[];
 }
 
@@ -119,13 +134,18 @@ function commitToJSON(c: Commit): CommitJSON {
 /** The JSON form of a Backpack's parts. */
 export function serializeBackpack(parts: SerializableParts): BackpackJSON {
   const h = parts.history;
-  const permissions: Record<string, NodePermissions> = {};
-  for (const [nodeId, p] of parts.permissions) permissions[nodeId] = JSON.parse(JSON.stringify(p)) as NodePermissions;
+  const actors = [...parts.nodes];
+  const nodes = actors.map((a) => {
+    const node: z.infer<typeof NodeJSONSchema> = { nodeId: a.nodeId!, nodeName: a.nodeName ?? a.nodeId!, namespace: a.namespace ?? '' };
+    if (a.permissions) node.permissions = JSON.parse(JSON.stringify(a.permissions)) as NodePermissions;
+    if (a.parent) node.parent = actors.indexOf(a.parent);
+    return node;
+  });
   return {
-    version: 1,
+    version: 2,
     lineage: parts.lineage,
     options: { ...parts.options },
-    permissions,
+    nodes,
     accessDenials: parts.denials.map((d) => ({ ...d })),
     history: {
       lineages: [...h.lineages],
@@ -146,7 +166,8 @@ export function serializeBackpack(parts: SerializableParts): BackpackJSON {
 export interface RestoredParts {
   lineage: string;
   options: BackpackJSON['options'];
-  permissions: Map<string, NodePermissions>;
+  /** Registered nodes, parents before children. */
+  nodes: { registration: NodeRegistration; parent: number | undefined }[];
   denials: AccessDenial[];
   lineages: string[];
   prunedNodes: string[];
@@ -203,7 +224,10 @@ class Restorer {
     }
     if (j.action === 'clear' && state) d = Object.freeze([...state.items.values()]);
     const previousValue = j.action === 'pack' || j.action === 'delete' || j.action === 'quarantine' ? prev?.value : undefined;
-    const c = new Commit(j.seq, j.lineage, j.timestamp, j.action, j.key, this.actor(j), value, previousValue, j.version, tags, acl, j.bytes, j.flags, d);
+    const c = new Commit({
+      seq: j.seq, lineage: j.lineage, timestamp: j.timestamp, action: j.action, key: j.key, actor: this.actor(j), value, previousValue,
+      version: j.version, tags, acl, bytes: j.bytes, flags: j.flags, detail: d,
+    });
     this.bySeq.set(j.seq, c);
     return c;
   }
@@ -243,23 +267,7 @@ export function parseBackpackJSON(json: unknown): RestoredParts {
     if (j.timestamp < lastTimestamp) fail(`${path}.timestamp`, 'timestamps must not decrease');
     lastTimestamp = j.timestamp;
     const c = r.commit(j, path, live);
-    switch (c.action) {
-      case 'pack':
-        live.items.set(c.key, c);
-        break;
-      case 'delete':
-        live.items.delete(c.key);
-        break;
-      case 'quarantine':
-        live.items.delete(c.key);
-        live.quarantined.set(c.key, c);
-        break;
-      case 'clear':
-        live.items.clear();
-        break;
-      case 'unpack':
-        break;
-    }
+    applyCommit(live, c);
     return c;
   });
   const large = new Map<Commit, unknown>();
@@ -269,11 +277,17 @@ export function parseBackpackJSON(json: unknown): RestoredParts {
     if (!c || !(c.flags & LARGE)) fail(`${path}.seq`, `seq ${entry.seq} is not a pack commit of a large value`);
     large.set(c, prepareValue(c.key, r.decode(entry.value, `${path}.value`)).value);
   });
-  const permissions = new Map<string, NodePermissions>(Object.entries(data.permissions) as [string, NodePermissions][]);
+  const nodes: RestoredParts['nodes'] = (data.nodes ?? []).map((n, i) => {
+    if (n.parent !== undefined && n.parent >= i) fail(`nodes[${i}].parent`, `a node's parent comes before it (got ${n.parent})`);
+    return { registration: { nodeId: n.nodeId, nodeName: n.nodeName, namespace: n.namespace, permissions: n.permissions as NodePermissions | undefined }, parent: n.parent };
+  });
+  for (const [nodeId, p] of Object.entries(data.permissions ?? {})) {
+    nodes.push({ registration: { nodeId, nodeName: nodeId, namespace: '', permissions: p as NodePermissions }, parent: undefined });
+  }
   return {
     lineage: data.lineage,
     options: data.options,
-    permissions,
+    nodes,
     denials: data.accessDenials.map((d) => Object.freeze({ ...d })),
     lineages: h.lineages.includes(data.lineage) ? h.lineages : [...h.lineages, data.lineage],
     prunedNodes: h.prunedNodeIds,

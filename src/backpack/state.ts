@@ -1,10 +1,15 @@
 /**
  * The state-only JSON form of a Backpack: its active items and quarantined items with their provenance, without
  * the commit history. Durable runs checkpoint this form (history grows with the work; the state does not), and
- * `Backpack.importState` puts it back.
+ * `Backpack.importState` puts it back. Its schema, export and import live here.
  */
 import { z } from 'zod';
-import { ItemAccessControlSchema } from './access.js';
+import { checkItemAccessControl, formatPath, ItemAccessControlSchema } from './access.js';
+import { Actor, OWNER } from './actor.js';
+import { decodeValue, encodeValue } from './codec.js';
+import { BackpackError } from './errors.js';
+import { Commit, LARGE, storeValue, type QuarantineDetail, type State } from './history.js';
+import { setOwn } from './values.js';
 
 const ItemMetaSchema = z
   .object({
@@ -46,3 +51,101 @@ export type BackpackState = z.infer<typeof BackpackStateSchema>;
 export type StateItem = z.infer<typeof StateItemSchema>;
 /** One quarantined item of {@link BackpackState}. */
 export type QuarantinedStateItem = z.infer<typeof QuarantinedStateItemSchema>;
+
+/** What the state form is exported from: the active and quarantined items, and how to read an item's value. */
+export interface StateSource {
+  items: ReadonlyMap<string, Commit>;
+  quarantined: ReadonlyMap<string, Commit>;
+  valueOf(item: Commit): unknown;
+  /** When set, only items it accepts are exported (a node's view). */
+  readable?: (item: Commit) => boolean;
+}
+
+function stateItem(source: StateSource, item: Commit): StateItem {
+  const metadata: StateItem['metadata'] = { timestamp: item.timestamp, version: item.version, tags: [...item.tags] };
+  if (item.actor.nodeId !== undefined) metadata.sourceNodeId = item.actor.nodeId;
+  if (item.actor.nodeName !== undefined) metadata.sourceNodeName = item.actor.nodeName;
+  if (item.actor.namespace !== undefined) metadata.sourceNamespace = item.actor.namespace;
+  const out: StateItem = { value: encodeValue(source.valueOf(item)), metadata };
+  if (item.acl) out.accessControl = JSON.parse(JSON.stringify(item.acl)) as StateItem['accessControl'];
+  return out;
+}
+
+/** The state form of `source`; with `keys`, only those keys. */
+export function exportState(source: StateSource, keys?: Iterable<string>): BackpackState {
+  const items: BackpackState['items'] = {};
+  const quarantined: BackpackState['quarantined'] = {};
+  const ok = source.readable ?? (() => true);
+  const pick = (key: string): void => {
+    const item = source.items.get(key);
+    if (item && ok(item)) setOwn(items, key, stateItem(source, item));
+    const q = source.quarantined.get(key);
+    if (q && ok(q.quarantined.item)) {
+      const detail: QuarantinedStateItem['quarantine'] = { reason: q.quarantined.reason, timestamp: q.timestamp };
+      if (q.actor.nodeId !== undefined) detail.nodeId = q.actor.nodeId;
+      setOwn(quarantined, key, { ...stateItem(source, q.quarantined.item), quarantine: detail });
+    }
+  };
+  if (keys === undefined) {
+    for (const key of source.items.keys()) pick(key);
+    for (const key of source.quarantined.keys()) if (!source.items.has(key)) pick(key);
+  } else for (const key of new Set(keys)) pick(key);
+  return { version: 1, items, quarantined };
+}
+
+/** A state form turned into a history base. */
+export interface ImportedState {
+  base: State;
+  seq: number;
+  timestamp: number;
+  /** Real values of items above maxValueBytes. */
+  large: Map<Commit, unknown>;
+}
+
+/**
+ * Validates a state form and turns it into commits of `lineage`, keeping each item's provenance, version and
+ * timestamp. Throws BackpackError naming the JSON path of the first problem.
+ */
+export function importState(state: unknown, lineage: string, maxValueBytes: number): ImportedState {
+  const parsed = BackpackStateSchema.safeParse(state);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new BackpackError(`Invalid Backpack state at '${formatPath(issue.path) || '(root)'}': ${issue.message}`);
+  }
+  const large = new Map<Commit, unknown>();
+  let seq = 0;
+  let timestamp = Number.NEGATIVE_INFINITY;
+  const actors = new Map<string, Actor>();
+  const actorOf = (nodeId: string | undefined, nodeName: string | undefined, namespace: string | undefined): Actor => {
+    if (nodeId === undefined && nodeName === undefined && namespace === undefined) return OWNER;
+    const id = JSON.stringify([nodeId, nodeName, namespace]);
+    let a = actors.get(id);
+    if (!a) actors.set(id, (a = new Actor(nodeId, nodeName, namespace)));
+    return a;
+  };
+  const toCommit = (key: string, item: StateItem): Commit => {
+    const m = item.metadata;
+    const v = storeValue(key, decodeValue(item.value), maxValueBytes);
+    timestamp = Math.max(timestamp, m.timestamp);
+    const acl = item.accessControl ? checkItemAccessControl(key, item.accessControl) : undefined;
+    const commit = new Commit({
+      seq: ++seq, lineage, timestamp: m.timestamp, action: 'pack', key, actor: actorOf(m.sourceNodeId, m.sourceNodeName, m.sourceNamespace),
+      value: v.stored, version: m.version, tags: Object.freeze([...m.tags]), acl, bytes: v.bytes, flags: v.flags,
+    });
+    if (v.flags & LARGE) large.set(commit, v.real);
+    return commit;
+  };
+  const base: State = { items: new Map(), quarantined: new Map() };
+  // The validated input itself, not zod's copy: zod's record output drops a key named __proto__ (the schema has no
+  // defaults or transforms, so the two are otherwise equal).
+  const valid = state as BackpackState;
+  for (const [key, item] of Object.entries(valid.items)) base.items.set(key, toCommit(key, item));
+  for (const [key, q] of Object.entries(valid.quarantined)) {
+    const item = toCommit(key, q);
+    const detail: QuarantineDetail = { item, reason: q.quarantine.reason };
+    const actor = actorOf(q.quarantine.nodeId, undefined, undefined);
+    base.quarantined.set(key, new Commit({ seq: ++seq, lineage, timestamp: q.quarantine.timestamp, action: 'quarantine', key, actor, detail }));
+    timestamp = Math.max(timestamp, q.quarantine.timestamp);
+  }
+  return { base, seq, timestamp, large };
+}

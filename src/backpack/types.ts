@@ -21,7 +21,14 @@ export interface BackpackEventSink {
 export interface NodeIdentity {
   nodeId: string;
   nodeName: string;
+  /** The node's full namespace ('' for none: then no item rule can name it). */
   namespace: string;
+}
+
+/** A node as a flow registers it with the Backpack: its identity and access rules. */
+export interface NodeRegistration extends NodeIdentity {
+  /** The node's access rules (D9); undefined when it declared none. */
+  permissions?: NodePermissions;
 }
 
 /** Run and span that a handle's events carry. */
@@ -30,7 +37,11 @@ export interface EventContext {
   spanId?: string;
 }
 
-/** Item-level rules given at pack: node ids (or D5 patterns over node ids) allowed to read or write the item. */
+/**
+ * Item-level rules given at pack: D5 patterns over the full namespace of the nodes allowed to read or write the item
+ * (`['agent.reviewer']`, `['agent.review.**']`), never bare node ids. A node refused by an item rule sees the key as
+ * missing (DESIGN D9).
+ */
 export interface ItemAccessControl {
   read?: readonly string[];
   write?: readonly string[];
@@ -38,10 +49,12 @@ export interface ItemAccessControl {
 
 /** Options of `Backpack.pack`. */
 export interface PackOptions {
-  /** Acting node; without one the pack is the owner's and is attributed to no node. */
+  /**
+   * Acting node, which must be registered (`registerNode`); without one the pack is the owner's and is attributed to
+   * no node. Provenance comes from the registration: `nodeName` and `namespace`, if given, must equal it.
+   */
   nodeId?: string;
   nodeName?: string;
-  /** Source namespace of the item (the writer's namespace). */
   namespace?: string;
   tags?: readonly string[];
   accessControl?: ItemAccessControl;
@@ -168,4 +181,10 @@ export interface BackpackOptions {
   keyframeInterval?: number;
   /** Record each read as an `unpack` commit (default true, as the specs say). */
   recordReads?: boolean;
+}
+
+/** Options of the owner's read methods: read as a registered node, with its permissions. */
+export interface AsNodeOptions {
+  /** The registered node whose permissions the read applies; omitted: the owner's view (no checks). */
+  nodeId?: string;
 }

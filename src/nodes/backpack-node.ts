@@ -1,10 +1,11 @@
 import type { ZodType } from 'zod';
-import type { Backpack, BackpackHandle, NodePermissions } from '../backpack/index.js';
+import type { BackpackHandle, NodeBinding, NodePermissions } from '../backpack/index.js';
 import { newSpanId, StreamEventType, type EventStreamer } from '../events/index.js';
 import { FlowError, Node, type Attempt, type BaseNode, type RunScope } from '../flow/index.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
+import { NodeEventView } from './event-view.js';
 import { currentExecution, type NodeExecution } from './execution.js';
-import type { Flow } from './flow.js';
+import { Flow, type FlowOptions } from './flow.js';
 
 /**
  * How a BackpackNode is configured: an id, optional namespace segment and retry settings, and any params of its own
@@ -19,17 +20,24 @@ export interface BackpackNodeConfig {
   maxRetries?: number;
   /** Milliseconds between attempts. */
   retryDelayMs?: number;
+  /** Access rules of this node; win over the class's (see {@link nodePermissions}). */
+  permissions?: NodePermissions;
   [param: string]: unknown;
+}
+
+/** What a node may know about the flow it belongs to (never the flow itself, whose Backpack is the owner's). */
+export interface FlowView {
+  /** The flow's id. */
+  readonly id: string;
+  /** The flow's namespace ('' at the top level). */
+  readonly namespace: string;
 }
 
 /** What the flow hands a node it creates. */
 export interface NodeContext {
   /** The node's full namespace. */
   namespace: string;
-  /** The flow's backpack (the owner's view); the node gets a handle bound to its identity. */
-  backpack: Backpack;
-  eventStreamer: EventStreamer;
-  /** The flow the node belongs to. */
+  /** The flow the node belongs to (kept private by the node; node code sees a {@link FlowView}). */
   flow: Flow;
   /** Non-serializable things the node may need (LLM clients, the context engine), from the flow. */
   deps?: DependencyLookup;
@@ -51,9 +59,30 @@ export interface BackpackNodeClass<T extends BackpackNode = BackpackNode> {
   inputs?: DataContract;
   outputs?: DataContract;
   paramsSchema?: ZodType;
+  permissions?: NodePermissions;
 }
 
-const SEGMENT_KEYS = new Set(['id', 'namespaceSegment', 'maxRetries', 'retryDelayMs']);
+const SEGMENT_KEYS = new Set(['id', 'namespaceSegment', 'maxRetries', 'retryDelayMs', 'permissions']);
+
+/**
+ * The access rules of `node`: the one accessor flows use when they register a node (DESIGN D9). Precedence, first
+ * declared wins: the node config's `permissions`, then `permissions` on the instance (a class field or a getter), then
+ * the class's `static permissions`. A node that declares rules in any of these ways is restricted by them; rules are
+ * read once, when the node is added to its flow.
+ */
+export function nodePermissions(node: BackpackNode): NodePermissions | undefined {
+  return node.config.permissions ?? (node as { permissions?: NodePermissions }).permissions ?? (node.constructor as BackpackNodeClass).permissions;
+}
+
+let bind: (node: BackpackNode, binding: NodeBinding, flow: Flow, streamer: EventStreamer) => void;
+
+/**
+ * Gives a node its registration with the Backpack and the flow's event stream (flows call this once, right after
+ * creating the node). Not exported from the package: node code never holds either.
+ */
+export function bindNode(node: BackpackNode, binding: NodeBinding, flow: Flow, streamer: EventStreamer): void {
+  bind(node, binding, flow, streamer);
+}
 
 /**
  * A node that works on the Backpack. The flow that adds it assigns its namespace and gives it a handle bound to its
@@ -82,23 +111,32 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   readonly namespace: string;
   /** The configuration the node was created with (its params are what exports to JSON). */
   readonly config: Readonly<BackpackNodeConfig>;
-  /** The node's params: its config without id, namespace segment and retry settings. */
+  /** The node's params: its config without id, namespace segment, retry settings and permissions. */
   readonly params: Readonly<Record<string, unknown>>;
-  /** The flow's event streamer. */
-  readonly eventStreamer: EventStreamer;
-  /** The flow this node belongs to. */
-  readonly flow: Flow;
   /** Injected dependencies (from the flow), if any. */
   readonly deps: DependencyLookup | undefined;
   /**
-   * Access rules registered with the Backpack when the node is added to a flow (D9). Declare as a class field:
-   * `override readonly permissions = { read: ['query'], write: ['answer'] }`.
+   * Access rules (D9), declared as a class field (`override readonly permissions = { read: ['query'] }`), a getter,
+   * `static permissions`, or the node config; see {@link nodePermissions} for the precedence.
    */
-  readonly permissions?: NodePermissions;
+  declare readonly permissions?: NodePermissions;
 
-  readonly #handle: BackpackHandle;
+  readonly #flow: Flow;
+  readonly #flowView: FlowView;
+  #binding: NodeBinding | undefined;
+  #streamer: EventStreamer | undefined;
+  #events: NodeEventView | undefined;
   #internalFlow: Flow | undefined;
   #internalFlowDeclared = false;
+
+  static {
+    bind = (node, binding, flow, streamer) => {
+      if (node.#binding !== undefined || node.#flow !== flow) throw new FlowError(`Node '${node.id}' is already bound to a flow`);
+      node.#binding = binding;
+      node.#streamer = streamer;
+      node.#events = new NodeEventView(streamer, node.namespace, () => binding.handle);
+    };
+  }
 
   constructor(config: BackpackNodeConfig, context: NodeContext) {
     super(config);
@@ -118,25 +156,39 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       }
     }
     this.namespace = context.namespace;
-    this.eventStreamer = context.eventStreamer;
-    this.flow = context.flow;
     this.deps = context.deps;
-    this.#handle = context.backpack.forNode({ nodeId: this.id, nodeName: new.target.name, namespace: this.namespace });
+    this.#flow = context.flow;
+    this.#flowView = Object.freeze({ id: context.flow.id, namespace: context.flow.namespace });
+  }
+
+  /** The flow this node belongs to, as the node may see it: its id and namespace. */
+  get flow(): FlowView {
+    return this.#flowView;
+  }
+
+  /** The event stream as this node may see it (see {@link NodeEventView}). */
+  get eventStreamer(): NodeEventView {
+    if (this.#events === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
+    return this.#events;
   }
 
   /** Routes `action` to `node`; refused once the node's flow has run (internal flows are immutable after their first run). */
   override on(action: string, node: BaseNode): this {
-    if (this.flow?.sealed) {
-      throw new FlowError(`Node '${this.id}' belongs to flow '${this.flow.id}', which has already run: its routes cannot change`);
+    if (this.#flow?.sealed) {
+      throw new FlowError(`Node '${this.id}' belongs to flow '${this.#flow.id}', which has already run: its routes cannot change`);
     }
     return super.on(action, node);
   }
 
 
-  /** The backpack as this node sees it: in an execution, that execution's handle. */
+  /**
+   * The backpack as this node sees it: its execution's handle. Only while the node runs (prep, exec, post): a node's
+   * handle is never reachable from another node's code.
+   */
   get backpack(): BackpackHandle {
     const execution = currentExecution.getStore();
-    return execution?.node === this ? execution.handle : this.#handle;
+    if (execution?.node === this) return execution.handle;
+    throw new FlowError(`Node '${this.id}': its backpack is available only while it runs (prep, exec, post); outside, read the flow's Backpack`);
   }
 
   /** Packs `value` under `key` as this node. */
@@ -191,8 +243,29 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     } else if (this.#internalFlow) {
       throw new FlowError(`Internal flow already exists for node '${this.id}': call createInternalFlow() only once`);
     }
-    this.#internalFlow = this.flow.createChildFlow(this);
+    this.#internalFlow = this.createNestedFlow();
     return this.#internalFlow;
+  }
+
+  /**
+   * A flow that runs inside this node: its nodes are registered under this node (namespaces under this node's, its
+   * permissions bounding theirs), sharing its streamer and dependencies. `namespace` (default: this node's own) is
+   * composed under this node's namespace. Tools and nested `loadFlow` calls use it; composites use
+   * {@link createInternalFlow}.
+   */
+  createNestedFlow(options: Omit<FlowOptions, 'backpack' | 'eventStreamer' | 'backpackOptions'> = {}): Flow {
+    if (this.#binding === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
+    const ns = options.namespace;
+    const namespace = ns === undefined || ns === this.namespace || ns.startsWith(`${this.namespace}.`) ? (ns ?? this.namespace) : `${this.namespace}.${ns}`;
+    return new Flow({
+      id: options.id ?? this.id,
+      namespace,
+      backpack: this.#binding.handle,
+      eventStreamer: this.#streamer,
+      deps: options.deps ?? this.deps,
+      maxSteps: options.maxSteps ?? this.#flow.maxSteps,
+      onMissingRoute: options.onMissingRoute ?? this.#flow.onMissingRoute,
+    });
   }
 
   /**
@@ -207,7 +280,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   #declareInternalFlow(): void {
     if (this.#internalFlowDeclared || !this.buildInternalFlow) return;
     this.#internalFlowDeclared = true;
-    const flow = this.flow.createChildFlow(this);
+    const flow = this.createNestedFlow();
     this.buildInternalFlow(flow);
     this.#internalFlow = flow;
   }
@@ -247,7 +320,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       node: this,
       scope,
       spanId,
-      handle: this.#handle.backpack.forNode(this.#handle.identity, { runId: scope.runId, spanId }),
+      handle: this.#bound().withContext({ runId: scope.runId, spanId }),
       internalFlowCreated: false,
       failedAttempts: 0,
     };
@@ -298,11 +371,16 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     if (violations.length > 0) throw new ContractValidationError(this.id, direction, violations);
   }
 
+  #bound(): NodeBinding {
+    if (this.#binding === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow: add it with flow.addNode`);
+    return this.#binding;
+  }
+
   /** Emits an event of this node: its id, class, namespace, and (inside an execution) its run and span. */
   protected emitEvent(type: (typeof StreamEventType)[keyof typeof StreamEventType], payload: Record<string, unknown>): void {
     const execution = currentExecution.getStore();
     const own = execution?.node === this ? execution : undefined;
-    this.eventStreamer.emit({
+    this.#streamer?.emit({
       type,
       nodeId: this.id,
       nodeName: this.constructor.name,

@@ -1,4 +1,4 @@
-import { Backpack, type BackpackHandle, type BackpackOptions } from '../backpack/index.js';
+import { Backpack, BackpackHandle, type BackpackOptions } from '../backpack/index.js';
 import { EventStreamer, StreamEventType, newRunId, newSpanId } from '../events/index.js';
 import {
   BaseFlow,
@@ -11,7 +11,7 @@ import {
   type RunScope,
   type StepBoundary,
 } from '../flow/index.js';
-import { BackpackNode, describeError, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
+import { BackpackNode, bindNode, describeError, nodePermissions, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { currentExecution } from './execution.js';
 import { checkNamespace, composeNamespace } from './namespace.js';
 
@@ -21,7 +21,11 @@ export interface FlowOptions {
   id?: string;
   /** The flow's namespace; its nodes' namespaces are composed under it. Default: empty (top level). */
   namespace?: string;
-  /** The Backpack to share (or a node's handle, whose backpack is used). Default: a new one. */
+  /**
+   * The Backpack to share, or a node's handle: then the flow runs inside that node (its nodes are registered under
+   * it, with namespaces under its own and its permissions bounding theirs, and `run(input)` packs as that node).
+   * Default: a new Backpack.
+   */
   backpack?: Backpack | BackpackHandle;
   /** Options for the Backpack the flow creates when none is given. */
   backpackOptions?: BackpackOptions;
@@ -68,26 +72,53 @@ export interface FlowRunOptions {
 export class Flow extends BaseFlow<any> {
   /** The flow's namespace ('' at the top level). */
   readonly namespace: string;
-  /** The Backpack every node of the flow shares. */
-  readonly backpack: Backpack;
-  /** The stream every event of the flow goes to. */
-  readonly eventStreamer: EventStreamer;
   /** Dependencies handed to every node. */
   readonly deps: DependencyLookup | undefined;
+  /** The owner's Backpack, when this flow holds it (not for a flow that runs inside a node). */
+  readonly #backpack: Backpack | undefined;
+  /** The node this flow runs inside, as its handle. */
+  readonly #parent: BackpackHandle | undefined;
+  readonly #streamer: EventStreamer;
   readonly #nodes = new Map<string, BaseNode>();
   readonly #namespaces = new Map<string, string>();
   readonly #subflows: Flow[] = [];
   #sealed = false;
 
   constructor(options: FlowOptions = {}) {
-    const namespace = options.namespace ? checkNamespace(options.namespace, 'Flow namespace') : '';
+    const given = options.backpack;
+    const parent = given instanceof BackpackHandle ? given : undefined;
+    let namespace = options.namespace ? checkNamespace(options.namespace, 'Flow namespace') : '';
+    if (parent) {
+      const own = parent.identity.namespace;
+      if (namespace === '') namespace = own;
+      else if (namespace !== own && !namespace.startsWith(`${own}.`)) namespace = composeNamespace(own, namespace);
+    }
     super({ id: options.id ?? (namespace || 'flow'), maxSteps: options.maxSteps, onMissingRoute: options.onMissingRoute });
     this.namespace = namespace;
-    this.eventStreamer = options.eventStreamer ?? new EventStreamer();
+    this.#streamer = options.eventStreamer ?? new EventStreamer();
     this.deps = options.deps;
-    const given = options.backpack;
-    this.backpack =
-      given instanceof Backpack ? given : given ? given.backpack : new Backpack(undefined, { ...options.backpackOptions, eventStreamer: this.eventStreamer });
+    this.#parent = parent;
+    this.#backpack = parent ? undefined : given instanceof Backpack ? given : new Backpack(undefined, { ...options.backpackOptions, eventStreamer: this.#streamer });
+  }
+
+  /**
+   * The Backpack every node of the flow shares: the owner's view, for the code that built the flow. A flow that runs
+   * inside a node (an internal flow, a tool's flow, a nested `loadFlow`) does not give it out: read state there
+   * through the node's handle.
+   */
+  get backpack(): Backpack {
+    if (this.#backpack === undefined) {
+      throw new FlowError(`Flow '${this.id}' runs inside node '${this.#parent!.identity.nodeId}': its Backpack is the owner's; read state through the node's handle`);
+    }
+    return this.#backpack;
+  }
+
+  /** The stream every event of the flow goes to (the owner's; a flow that runs inside a node does not give it out). */
+  get eventStreamer(): EventStreamer {
+    if (this.#parent !== undefined) {
+      throw new FlowError(`Flow '${this.id}' runs inside node '${this.#parent.identity.nodeId}': its events are read through that node's eventStreamer view`);
+    }
+    return this.#streamer;
   }
 
   /**
@@ -124,8 +155,10 @@ export class Flow extends BaseFlow<any> {
           `give one of them its own segment with config.namespaceSegment`,
       );
     }
-    const node = new NodeClass(config, { namespace, backpack: this.backpack, eventStreamer: this.eventStreamer, flow: this, deps: this.deps });
-    if (node.permissions) this.backpack.registerPermissions(node.id, node.permissions);
+    const node = new NodeClass(config, { namespace, flow: this, deps: this.deps });
+    const registration = { nodeId: node.id, nodeName: NodeClass.name, namespace, permissions: nodePermissions(node) };
+    const binding = this.#parent ? this.#parent.registerChild(registration) : this.#backpack!.registerNode(registration);
+    bindNode(node, binding, this, this.#streamer);
     this.#nodes.set(node.id, node);
     this.#namespaces.set(namespace, node.id);
     if (!this.entryNode) super.setEntryNode(node);
@@ -165,8 +198,8 @@ export class Flow extends BaseFlow<any> {
     const subflow = new Flow({
       id: options.id ?? segment,
       namespace: composeNamespace(this.namespace, segment),
-      backpack: this.backpack,
-      eventStreamer: this.eventStreamer,
+      backpack: this.#parent ?? this.#backpack,
+      eventStreamer: this.#streamer,
       deps: this.deps,
       maxSteps: options.maxSteps ?? this.maxSteps,
       onMissingRoute: options.onMissingRoute ?? this.onMissingRoute,
@@ -181,19 +214,13 @@ export class Flow extends BaseFlow<any> {
   }
 
   /**
-   * The internal flow of a composite node: the node's namespace, this flow's Backpack, streamer and dependencies,
-   * and (unless overridden) its step limit and missing-route policy.
+   * The internal flow of a composite node of this flow: it runs inside the node (see
+   * {@link BackpackNode.createNestedFlow}) with this flow's dependencies and (unless overridden) its step limit and
+   * missing-route policy.
    */
   createChildFlow(node: BackpackNode, overrides: { maxSteps?: number; onMissingRoute?: MissingRoutePolicy } = {}): Flow {
-    return new Flow({
-      id: node.id,
-      namespace: node.namespace,
-      backpack: this.backpack,
-      eventStreamer: this.eventStreamer,
-      deps: this.deps,
-      maxSteps: overrides.maxSteps ?? this.maxSteps,
-      onMissingRoute: overrides.onMissingRoute ?? this.onMissingRoute,
-    });
+    if (this.#nodes.get(node.id) !== node) throw new FlowError(`Flow '${this.id}': node '${node.id}' was not added to this flow`);
+    return node.createNestedFlow({ maxSteps: overrides.maxSteps ?? this.maxSteps, onMissingRoute: overrides.onMissingRoute ?? this.onMissingRoute });
   }
 
   /**
@@ -206,11 +233,11 @@ export class Flow extends BaseFlow<any> {
       if (typeof input !== 'object' || input === null || Array.isArray(input)) {
         throw new TypeError(`Flow '${this.id}': run(input) takes an object of backpack keys to values`);
       }
-      for (const [key, value] of Object.entries(input)) this.backpack.pack(key, value);
+      for (const [key, value] of Object.entries(input)) (this.#parent ?? this.#backpack!).pack(key, value);
     }
     const parent = currentExecution.getStore();
     if (parent) {
-      return this.execute(this.backpack, enterScope(parent.scope, parent.node.id, { spanId: parent.spanId }));
+      return this.execute(this.#parent ?? this.#backpack!, enterScope(parent.scope, parent.node.id, { spanId: parent.spanId }));
     }
     return this.#runTopLevel(options);
   }
@@ -226,7 +253,7 @@ export class Flow extends BaseFlow<any> {
       if (b.next !== undefined || b.path.length === 0) steps++;
     };
     const countingScope: RunScope = { ...scope, onStep: options.onStep ? (b) => (count(b), options.onStep!(b)) : count };
-    this.eventStreamer.emit({
+    this.#streamer.emit({
       type: StreamEventType.RUN_START,
       runId,
       spanId,
@@ -234,8 +261,8 @@ export class Flow extends BaseFlow<any> {
       payload: { flowNamespace: this.namespace, entryNodeId: this.entryNode?.id ?? null, resumed: Boolean(options.resume?.length) },
     });
     try {
-      const action = await this.execute(this.backpack, countingScope);
-      this.eventStreamer.emit({
+      const action = await this.execute(this.#parent ?? this.#backpack!, countingScope);
+      this.#streamer.emit({
         type: StreamEventType.RUN_END,
         runId,
         spanId,
@@ -244,7 +271,7 @@ export class Flow extends BaseFlow<any> {
       });
       return action;
     } catch (error) {
-      this.eventStreamer.emit({
+      this.#streamer.emit({
         type: StreamEventType.RUN_ERROR,
         runId,
         spanId,
@@ -255,13 +282,13 @@ export class Flow extends BaseFlow<any> {
     }
   }
 
-  protected override execute(shared: Backpack, scope: RunScope): Promise<string | undefined> {
+  protected override execute(shared: Backpack | BackpackHandle, scope: RunScope): Promise<string | undefined> {
     this.#sealed = true;
     return super.execute(shared, scope);
   }
 
   protected override routeTaken(from: BaseNode, action: string, to: BaseNode, scope: RunScope): void {
-    this.eventStreamer.emit({
+    this.#streamer.emit({
       type: StreamEventType.ROUTE,
       runId: scope.runId,
       parentSpanId: scope.spanId,
@@ -274,7 +301,7 @@ export class Flow extends BaseFlow<any> {
   protected override routeMissing(from: BaseNode, action: string, scope: RunScope): void {
     if (this.onMissingRoute === 'end') return;
     if (this.onMissingRoute === 'throw') throw new FlowError(missingRouteMessage(this.id, from, action));
-    this.eventStreamer.emit({
+    this.#streamer.emit({
       type: StreamEventType.ROUTE_MISSING,
       runId: scope.runId,
       parentSpanId: scope.spanId,

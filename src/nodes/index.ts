@@ -1,5 +1,6 @@
-export { BackpackNode, currentNode, describeError } from './backpack-node.js';
-export type { BackpackNodeConfig, BackpackNodeClass, NodeContext, DataContract, DependencyLookup } from './backpack-node.js';
+export { BackpackNode, currentNode, describeError, nodePermissions } from './backpack-node.js';
+export { NodeEventView } from './event-view.js';
+export type { FlowView, BackpackNodeConfig, BackpackNodeClass, NodeContext, DataContract, DependencyLookup } from './backpack-node.js';
 export { Flow, setDefaultFlowConfigLoader } from './flow.js';
 export type { FlowOptions, FlowRunOptions, FlowConfigLoader } from './flow.js';
 export { ContractValidationError } from './errors.js';

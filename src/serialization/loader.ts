@@ -132,14 +132,11 @@ export class FlowLoader implements FlowConfigLoader {
     const lookup = deps === undefined && caller?.deps ? caller.deps : toLookup(deps);
     const missing = missingDependencies(parsed, '', lookup);
     if (missing.length > 0) throw new FlowConfigError(missing, 'Flow config needs dependencies that were not given');
-    const flow = new Flow({
-      namespace: parsed.namespace || undefined,
-      backpack: options.backpack ?? caller?.flow.backpack,
-      eventStreamer: options.eventStreamer ?? caller?.eventStreamer,
-      deps: lookup,
-      maxSteps: parsed.maxSteps,
-      onMissingRoute: parsed.onMissingRoute,
-    });
+    const settings = { namespace: parsed.namespace || undefined, deps: lookup, maxSteps: parsed.maxSteps, onMissingRoute: parsed.onMissingRoute };
+    // Inside a node's execution (and unless told otherwise) the flow runs inside that node, on its handle.
+    const flow = caller && !options.backpack && !options.eventStreamer
+      ? caller.createNestedFlow(settings)
+      : new Flow({ ...settings, backpack: options.backpack, eventStreamer: options.eventStreamer });
     const loadProblems: ConfigProblem[] = [];
     await this.#populate(flow, parsed, '', options.env ?? process.env, loadProblems);
     if (loadProblems.length > 0) throw new FlowConfigError(loadProblems, 'Flow config could not be loaded');

@@ -60,10 +60,14 @@ describe('access control (D9)', () => {
 
   it('applies item-level rules first: a PII item readable by auth-node only (PRD example 4)', () => {
     const bp = new Backpack();
-    bp.pack('userEmail', 'user@example.com', { tags: ['pii'], accessControl: { read: ['auth-node'], write: ['auth-node'] } });
+    bp.registerNode({ nodeId: 'auth-node', nodeName: 'Auth', namespace: 'agent.auth' });
+    bp.registerNode({ nodeId: 'chat-node-123', nodeName: 'Chat', namespace: 'agent.chat' });
+    bp.pack('userEmail', 'user@example.com', { tags: ['pii'], accessControl: { read: ['agent.auth'], write: ['agent.auth'] } });
     expect(bp.unpack('userEmail', 'auth-node')).toBe('user@example.com');
     expect(bp.unpack('userEmail', 'chat-node-123')).toBeUndefined();
-    expect(() => bp.unpackRequired('userEmail', 'chat-node-123')).toThrow(/chat-node-123.*'userEmail' \(item tagged pii\): item accessControl\.read allows only \[auth-node\]/);
+    // Refused by an item rule: to the node the key is missing; the reason goes to the denial record only.
+    expect(() => bp.unpackRequired('userEmail', 'chat-node-123')).toThrow(KeyNotFoundError);
+    expect(bp.getAccessDenials('chat-node-123').at(-1)!.rule).toMatch(/item accessControl\.read allows only \[agent\.auth\]/);
     expect(() => bp.pack('userEmail', 'x', { nodeId: 'chat-node-123' })).toThrow(/may not write key 'userEmail'/);
     expect(() => bp.delete('userEmail', { nodeId: 'chat-node-123' })).toThrow(AccessDeniedError);
     expect(bp.unpack('userEmail')).toBe('user@example.com');
@@ -89,9 +93,12 @@ describe('access control (D9)', () => {
 
   it("matches namespaceWrite against the writer's own namespace", () => {
     const bp = new Backpack();
-    bp.registerPermissions('w', { namespaceWrite: ['reporting.*'] });
-    bp.pack('report', 1, { nodeId: 'w', namespace: 'reporting.daily' });
-    expect(() => bp.pack('report', 2, { nodeId: 'w', namespace: 'sales.daily' })).toThrow(/namespaceWrite: \[reporting\.\*\] \(namespace 'sales\.daily'\)/);
+    bp.registerNode({ nodeId: 'w', nodeName: 'W', namespace: 'reporting.daily', permissions: { namespaceWrite: ['reporting.*'] } });
+    bp.registerNode({ nodeId: 'v', nodeName: 'V', namespace: 'sales.daily', permissions: { namespaceWrite: ['reporting.*'] } });
+    bp.pack('report', 1, { nodeId: 'w' });
+    expect(() => bp.pack('report', 2, { nodeId: 'v' })).toThrow(/namespaceWrite: \[reporting\.\*\] \(namespace 'sales\.daily'\)/);
+    // The namespace comes from the registration: claiming another one is an error naming both.
+    expect(() => bp.pack('report', 3, { nodeId: 'v', namespace: 'reporting.daily' })).toThrow(/registered with namespace 'sales\.daily', not 'reporting\.daily'/);
     expect(bp.unpack('report')).toBe(1);
   });
 
@@ -130,8 +137,7 @@ describe('access control (D9)', () => {
     const bp = new Backpack();
     bp.pack('pub', 1, { nodeId: 'a', namespace: 'sales.a' });
     bp.pack('pii.x', 2, { nodeId: 'a', namespace: 'sales.a' });
-    bp.registerPermissions('r', { namespaceRead: ['sales.*'], deny: ['pii.*'] });
-    const h = bp.forNode({ nodeId: 'r', nodeName: 'R', namespace: 'r' });
+    const h = bp.registerNode({ nodeId: 'r', nodeName: 'R', namespace: 'r', permissions: { namespaceRead: ['sales.*'], deny: ['pii.*'] } }).handle;
     expect(h.unpackByNamespace('sales.*')).toEqual({ pub: 1 });
     expect(h.getItemsByNamespace('sales.*').map((i) => i.key)).toEqual(['pub']);
     expect(h.has('pii.x')).toBe(false);

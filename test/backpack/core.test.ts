@@ -76,7 +76,8 @@ describe('Backpack pack/unpack', () => {
 
   it('rejects bad keys, tags and options with clear errors', () => {
     const bp = new Backpack();
-    expect(() => bp.pack('', 1)).toThrow(/non-empty strings/);
+    expect(() => bp.pack('', 1)).toThrow(/non-empty string/);
+    for (const key of ['sales.', 'a..b', '.x']) expect(() => bp.pack(key, 1)).toThrow(new RegExp(`'${key.replace(/\./g, '\\.')}' has an empty segment`));
     expect(() => bp.pack('k', 1, { tags: [1 as unknown as string] })).toThrow(/key 'k': tags must be an array of strings/);
     expect(() => new Backpack(undefined, { maxHistorySize: -1 })).toThrow(/maxHistorySize/);
     expect(() => new Backpack(undefined, { strictMode: 'yes' as unknown as boolean })).toThrow(/strictMode/);

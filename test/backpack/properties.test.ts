@@ -36,12 +36,18 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 );
 const opsArb = fc.array(opArb, { maxLength: 40 });
 
+/** A Backpack with the nodes of NODES registered, each in namespace `ns.<id>`. */
+function withNodes(bp: Backpack): Backpack {
+  for (const n of NODES) if (n !== undefined) bp.registerNode({ nodeId: n, nodeName: n, namespace: `ns.${n}` });
+  return bp;
+}
+
 /** Applies `op` to the Backpack and to a naive model of its active state. */
 function apply(bp: Backpack, model: Map<string, unknown>, op: Op): void {
   vi.advanceTimersByTime(op.tick);
   switch (op.kind) {
     case 'pack':
-      bp.pack(op.key, op.value, op.node === undefined ? undefined : { nodeId: op.node, namespace: `ns.${op.node}` });
+      bp.pack(op.key, op.value, op.node === undefined ? undefined : { nodeId: op.node });
       model.set(op.key, op.value);
       break;
     case 'unpack':
@@ -78,7 +84,7 @@ describe('Backpack properties', () => {
   it('the snapshot at commit i equals a naive replay of the operations up to it', () => {
     fc.assert(
       fc.property(opsArb, fc.integer({ min: 1, max: 6 }), (ops, keyframeInterval) => {
-        const bp = new Backpack(undefined, { keyframeInterval });
+        const bp = withNodes(new Backpack(undefined, { keyframeInterval }));
         const model = new Map<string, unknown>();
         const expected: Record<string, unknown>[] = [];
         for (const op of ops) {
@@ -101,7 +107,7 @@ describe('Backpack properties', () => {
   it('fromJSON(toJSON(b)) behaves exactly like b', () => {
     fc.assert(
       fc.property(opsArb, opsArb, fc.integer({ min: 1, max: 12 }), (ops, more, maxHistorySize) => {
-        const bp = new Backpack(undefined, { maxHistorySize, keyframeInterval: 3, maxValueBytes: 30 });
+        const bp = withNodes(new Backpack(undefined, { maxHistorySize, keyframeInterval: 3, maxValueBytes: 30 }));
         const model = new Map<string, unknown>();
         for (const op of ops) apply(bp, model, op);
         const back = Backpack.fromJSON(JSON.parse(JSON.stringify(bp.toJSON())));
@@ -128,8 +134,8 @@ describe('Backpack properties', () => {
   it('diff agrees with a naive comparison', () => {
     fc.assert(
       fc.property(opsArb, opsArb, (opsA, opsB) => {
-        const a = new Backpack();
-        const b = new Backpack();
+        const a = withNodes(new Backpack());
+        const b = withNodes(new Backpack());
         for (const op of opsA) apply(a, new Map(), op);
         for (const op of opsB) apply(b, new Map(), op);
         const d = Backpack.diff(a, b);
@@ -155,8 +161,8 @@ describe('Backpack properties', () => {
         fc.integer({ min: 150, max: 2000 }),
         fc.integer({ min: 1, max: 5 }),
         (ops, maxHistorySize, maxHistoryBytes, keyframeInterval) => {
-          const full = new Backpack(undefined, { keyframeInterval: 4 });
-          const pruned = new Backpack(undefined, { maxHistorySize, maxHistoryBytes, keyframeInterval });
+          const full = withNodes(new Backpack(undefined, { keyframeInterval: 4 }));
+          const pruned = withNodes(new Backpack(undefined, { maxHistorySize, maxHistoryBytes, keyframeInterval }));
           for (const op of ops) {
             const t = Date.now();
             apply(full, new Map(), op);

@@ -23,7 +23,7 @@ function rich(): Backpack {
 describe('toJSON / fromJSON', () => {
   it('produces plain, versioned JSON that survives JSON.stringify', () => {
     const json = rich().toJSON();
-    expect(json.version).toBe(1);
+    expect(json.version).toBe(2);
     expect(JSON.parse(JSON.stringify(json))).toEqual(json);
   });
 
@@ -73,7 +73,7 @@ describe('toJSON / fromJSON', () => {
     const good = new Backpack({ a: 1, b: 2 }).toJSON();
     const clone = (): ReturnType<Backpack['toJSON']> => JSON.parse(JSON.stringify(good));
     expect(() => Backpack.fromJSON(null)).toThrow(BackpackError);
-    expect(() => Backpack.fromJSON({ ...clone(), version: 2 })).toThrow(/at 'version'/);
+    expect(() => Backpack.fromJSON({ ...clone(), version: 3 })).toThrow(/at 'version'/);
     const badSeq = clone();
     badSeq.history.commits[1]!.seq = 7;
     expect(() => Backpack.fromJSON(badSeq)).toThrow(/at 'history\.commits\[1\]\.seq': expected seq 2/);

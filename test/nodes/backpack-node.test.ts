@@ -71,7 +71,7 @@ describe('BackpackNode', () => {
         return { pub: backpack.unpack('public.note'), pii: backpack.unpack('pii.email') };
       }
       override post(backpack: BackpackHandle, prepRes: unknown) {
-        backpack.backpack.pack('observed', prepRes);
+        backpack.pack('observed', prepRes);
         return undefined;
       }
     }

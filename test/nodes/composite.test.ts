@@ -41,8 +41,9 @@ describe('composite nodes (PRD-004 §3, DESIGN D13)', () => {
     expect(node.isComposite()).toBe(false);
     const internal = node.createInternalFlow();
     expect(internal.namespace).toBe(node.namespace);
-    expect(internal.backpack).toBe(flow.backpack);
-    expect(internal.eventStreamer).toBe(node.eventStreamer);
+    // It shares the Backpack and streamer, but never hands the owner's views to node code.
+    expect(() => internal.backpack).toThrow(/runs inside node 'agent': its Backpack is the owner's/);
+    expect(() => internal.eventStreamer).toThrow(/runs inside node 'agent'/);
     expect(node.internalFlow).toBe(internal);
     expect(node.isComposite()).toBe(true);
     expect(() => node.createInternalFlow()).toThrow(/Internal flow already exists for node 'agent'/);
@@ -175,7 +176,7 @@ describe('seed examples', () => {
     class ResearchAgentNode extends BackpackNode {
       static override namespaceSegment = 'researchAgent';
       override async exec() {
-        const internalFlow = new Flow({ namespace: this.namespace, backpack: this.backpack, eventStreamer: this.eventStreamer });
+        const internalFlow = this.createInternalFlow();
         const chatNode = internalFlow.addNode(ChatNode, { id: 'chat' });
         const searchNode = internalFlow.addNode(Search, { id: 'search' });
         const summaryNode = internalFlow.addNode(Summary, { id: 'summary' });

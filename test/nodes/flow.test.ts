@@ -120,7 +120,11 @@ describe('Flow API', () => {
     const flow = new Flow({ backpack });
     expect(flow.backpack).toBe(backpack);
     const node = flow.addNode(Noop, { id: 'n' });
-    expect(new Flow({ backpack: node.backpack }).backpack).toBe(backpack);
+    // A node's backpack exists only inside its execution; a flow on a node's handle runs inside that node.
+    expect(() => node.backpack).toThrow(/available only while it runs/);
+    const inner = node.createNestedFlow({ namespace: 'inner' });
+    expect(inner.namespace).toBe('n.inner');
+    expect(() => inner.backpack).toThrow(/runs inside node 'n'/);
   });
 
   it('creates its own Backpack with backpackOptions', () => {

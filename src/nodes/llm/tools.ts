@@ -57,16 +57,10 @@ export function flowTool<I>(definition: FlowToolDefinition<I>): LlmTool<I> {
     inputSchema: definition.inputSchema,
     async execute(input, context) {
       const caller = context.node;
-      const flow = new Flow({
-        id: `tool-${context.toolName}`,
-        namespace: `${caller.namespace}.tools.${context.toolName}`,
-        backpack: caller.flow.backpack,
-        eventStreamer: caller.eventStreamer,
-        deps: caller.deps,
-      });
+      const flow = caller.createNestedFlow({ id: `tool-${context.toolName}`, namespace: `${caller.namespace}.tools.${context.toolName}` });
       definition.build(flow);
       await flow.run({ [definition.inputTo]: input });
-      const output = flow.backpack.unpack(definition.outputFrom);
+      const output = caller.backpack.unpack(definition.outputFrom);
       if (output === undefined) throw new LlmError(`the tool's flow left nothing under '${definition.outputFrom}'`);
       return output;
     },

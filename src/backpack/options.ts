@@ -1,0 +1,59 @@
+/** Options of a Backpack and their defaults. */
+import { BackpackError } from './errors.js';
+import type { BackpackOptions } from './types.js';
+import type { HistoryLimits } from './history.js';
+
+/** Options after defaults (everything but the event sink is serialized with the Backpack). */
+export interface ResolvedOptions extends HistoryLimits {
+  maxValueBytes: number;
+  strictMode: boolean;
+  recordReads: boolean;
+}
+
+/** Defaults of {@link BackpackOptions}. */
+export const DEFAULT_OPTIONS: Readonly<ResolvedOptions> = Object.freeze({
+  maxHistorySize: 10_000,
+  maxHistoryBytes: 50 * 1024 * 1024,
+  maxValueBytes: 100 * 1024,
+  strictMode: false,
+  keyframeInterval: 100,
+  recordReads: true,
+});
+
+/** Validates `options` and fills in defaults; throws BackpackError naming a malformed option. */
+export function resolveOptions(options: BackpackOptions | undefined): Readonly<ResolvedOptions> {
+  const resolved = { ...DEFAULT_OPTIONS };
+  if (options === undefined) return Object.freeze(resolved);
+  if (typeof options !== 'object' || options === null) throw new BackpackError('Backpack options must be an object');
+  for (const name of ['maxHistorySize', 'maxHistoryBytes', 'maxValueBytes', 'keyframeInterval'] as const) {
+    const v = options[name];
+    if (v === undefined) continue;
+    const min = name === 'maxHistorySize' || name === 'maxHistoryBytes' ? 0 : 1;
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
+      throw new BackpackError(`Backpack option '${name}' must be an integer >= ${min}, got ${String(v)}`);
+    }
+    resolved[name] = v;
+  }
+  for (const name of ['strictMode', 'recordReads'] as const) {
+    const v = options[name];
+    if (v === undefined) continue;
+    if (typeof v !== 'boolean') throw new BackpackError(`Backpack option '${name}' must be a boolean, got ${String(v)}`);
+    resolved[name] = v;
+  }
+  const sink = options.eventStreamer;
+  if (sink !== undefined && (typeof sink !== 'object' || sink === null || typeof sink.emit !== 'function')) {
+    throw new BackpackError("Backpack option 'eventStreamer' must have an emit(event) method");
+  }
+  return Object.freeze(resolved);
+}
+
+const NO_TAGS: readonly string[] = Object.freeze([]);
+
+/** Validates the tags of a pack of `key` and freezes a copy. */
+export function checkTags(key: string, tags: unknown): readonly string[] {
+  if (tags === undefined) return NO_TAGS;
+  if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string')) {
+    throw new BackpackError(`Cannot pack key '${key}': tags must be an array of strings`, { key });
+  }
+  return tags.length === 0 ? NO_TAGS : Object.freeze([...tags]);
+}
