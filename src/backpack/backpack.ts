@@ -562,13 +562,16 @@ export class Backpack {
     if (actor !== OWNER) {
       const denial = this.#readDenial(actor, key, item);
       if (denial !== undefined) {
-        this.#deny(actor, ctx, key, 'read', denial);
-        // Refused by the item's own rules: to the node, exactly a missing key (D9).
-        if (denial.byItem) {
+        // What the node learns must not depend on whether the item exists (D9): it gets exactly what a read of a
+        // missing key gets. Refused for the key itself: AccessDeniedError (strict or required) with the key's rule;
+        // refused only because of the item (its rules, its source namespace): a missing key.
+        const asMissing = item === undefined ? denial : this.#readDenial(actor, key, undefined);
+        this.#deny(actor, ctx, key, 'read', denial, asMissing?.rule);
+        if (asMissing === undefined) {
           if (required) throw new KeyNotFoundError(key, actor.nodeId);
           return undefined;
         }
-        if (required || this.#options.strictMode) throw new AccessDeniedError(key, actor.nodeId!, 'read', denial.rule);
+        if (required || this.#options.strictMode) throw new AccessDeniedError(key, actor.nodeId!, 'read', asMissing.rule);
         return undefined;
       }
     }
@@ -660,19 +663,23 @@ export class Backpack {
     const item = this.#state.items.get(key);
     const denial = deniedBy('write', key, actor, item && { acl: item.acl, namespace: item.actor.namespace });
     if (denial === undefined) return;
-    this.#deny(actor, ctx, key, 'write', denial);
     // An item rule's writer list is never shown to the node.
-    throw new AccessDeniedError(key, actor.nodeId!, 'write', denial.byItem ? 'the item does not allow this node to write it' : denial.rule);
+    const shown = denial.byItem ? 'the item does not allow this node to write it' : denial.rule;
+    this.#deny(actor, ctx, key, 'write', denial, shown);
+    throw new AccessDeniedError(key, actor.nodeId!, 'write', shown);
   }
 
-  #deny(actor: Actor, ctx: OpContext, key: string, operation: 'read' | 'write', denial: Denial): void {
+  /**
+   * Records a denial (the full reason, for the owner) and emits `access.denied`. `shown` is the rule the node itself
+   * is told; without one the event is marked `hidden` (to the node the key is missing, so its event view drops it).
+   */
+  #deny(actor: Actor, ctx: OpContext, key: string, operation: 'read' | 'write', denial: Denial, shown: string | undefined): void {
     const record: AccessDenial = Object.freeze({ timestamp: Date.now(), nodeId: actor.nodeId!, key, operation, rule: denial.rule });
     this.#denials.push(record);
     // Trimmed in batches so a denial costs O(1) amortized; readers see only the newest maxHistorySize.
     if (this.#denials.length > 2 * this.#denialLimit) this.#denials = this.#recentDenials();
     if (this.#sink) {
-      const payload: Record<string, unknown> = { key, operation, rule: denial.rule };
-      if (denial.byItem) payload.byItemRule = true;
+      const payload: Record<string, unknown> = shown === undefined ? { key, operation, rule: denial.rule, hidden: true } : { key, operation, rule: shown };
       this.#emit('access.denied', payload, actor, ctx);
     }
   }

@@ -85,6 +85,17 @@ export function bindNode(node: BackpackNode, binding: NodeBinding, flow: Flow, s
 }
 
 /**
+ * Access rules (D9) of a node, declared as a class field (`override readonly permissions = { read: ['query'] }`) or a
+ * getter (`override get permissions() { ... }`); `static permissions` and the node config's `permissions` work too.
+ * See {@link nodePermissions} for the precedence. Declared here, not as a class field, so that a getter in a subclass
+ * is not shadowed by a field of the base class.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- declares a member subclasses define as a field or a getter
+export interface BackpackNode {
+  readonly permissions?: NodePermissions;
+}
+
+/**
  * A node that works on the Backpack. The flow that adds it assigns its namespace and gives it a handle bound to its
  * identity (DESIGN D6): everything it packs carries its id, class name and namespace, and the Backpack checks its
  * permissions on every access. `prep(backpack)` and `post(backpack, prepRes, execRes)` receive that handle; `exec` is
@@ -94,6 +105,7 @@ export function bindNode(node: BackpackNode, binding: NodeBinding, flow: Flow, s
  * A composite node runs an internal flow: build it once up front by overriding `buildInternalFlow(flow)` (then the
  * default `exec` runs it), or call `createInternalFlow()` inside `exec` (once per execution) (D13).
  */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- see the interface above
 export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   /** The namespace segment of every node of this class, unless its config names one. */
   static namespaceSegment?: string;
@@ -115,12 +127,6 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   readonly params: Readonly<Record<string, unknown>>;
   /** Injected dependencies (from the flow), if any. */
   readonly deps: DependencyLookup | undefined;
-  /**
-   * Access rules (D9), declared as a class field (`override readonly permissions = { read: ['query'] }`), a getter,
-   * `static permissions`, or the node config; see {@link nodePermissions} for the precedence.
-   */
-  declare readonly permissions?: NodePermissions;
-
   readonly #flow: Flow;
   readonly #flowView: FlowView;
   #binding: NodeBinding | undefined;

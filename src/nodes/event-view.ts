@@ -43,7 +43,7 @@ export class NodeEventView {
     const own = this.#ownOrInside(event.namespace);
     switch (event.type) {
       case 'access.denied':
-        return own && event.payload.byItemRule !== true;
+        return own && event.payload.hidden !== true;
       case 'backpack.unpacked':
         return event.payload.found === true && this.#mayRead(event.payload.key);
       case 'backpack.packed':

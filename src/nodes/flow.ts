@@ -13,7 +13,7 @@ import {
 } from '../flow/index.js';
 import { BackpackNode, bindNode, describeError, nodePermissions, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { currentExecution } from './execution.js';
-import { checkNamespace, composeNamespace } from './namespace.js';
+import { checkNamespace, checkSegment, composeNamespace } from './namespace.js';
 
 /** Options of a namespaced flow. */
 export interface FlowOptions {
@@ -146,7 +146,7 @@ export class Flow extends BaseFlow<any> {
     if (this.#nodes.has(config.id)) {
       throw new FlowError(`Flow '${this.id}' already has a node with id '${config.id}': node ids must be unique within a flow`);
     }
-    const segment = checkNamespace(config.namespaceSegment ?? NodeClass.namespaceSegment ?? config.id, `Namespace segment of node '${config.id}'`);
+    const segment = checkSegment(config.namespaceSegment ?? NodeClass.namespaceSegment ?? config.id, `Namespace segment of node '${config.id}'`);
     const namespace = composeNamespace(this.namespace, segment);
     const holder = this.#namespaces.get(namespace);
     if (holder !== undefined) {

@@ -3,6 +3,15 @@
  */
 
 const SEGMENT = /^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$/;
+const ONE_SEGMENT = /^[A-Za-z0-9_-]+$/;
+
+/** Checks a node's namespace segment: exactly one part of letters, digits, `_` and `-` (no dot). */
+export function checkSegment(value: unknown, what: string): string {
+  if (typeof value !== 'string' || !ONE_SEGMENT.test(value)) {
+    throw new TypeError(`${what} must be one segment of letters, digits, '_' or '-' (no '.', no '*'); got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
 
 /** Full namespace of a segment under a parent: `parent.segment`, or just `segment` when the parent is empty. */
 export function composeNamespace(parent: string | undefined, segment: string): string {
