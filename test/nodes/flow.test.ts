@@ -65,7 +65,7 @@ describe('namespace composition (tech spec decision 5, DESIGN D4)', () => {
     expect(() => flow.addNode(Noop, { id: 'a', namespaceSegment: 'other' })).toThrow(/already has a node with id 'a'/);
     expect(() => flow.addNode(Noop, {} as { id: string })).toThrow(/needs config.id, a non-empty string/);
     expect(() => flow.addNode(Object as never, { id: 'b' })).toThrow(/addNode takes a BackpackNode class/);
-    expect(() => flow.addNode(Noop, { id: 'c', namespaceSegment: 'x.' })).toThrow(/Namespace segment of node 'c' must be dot-separated parts/);
+    expect(() => flow.addNode(Noop, { id: 'c', namespaceSegment: 'x.' })).toThrow(/Namespace segment of node 'c' must be one segment/);
     expect(() => new Flow({ namespace: '.sales' })).toThrow(/Flow namespace must be dot-separated parts/);
     expect(() => new Flow({ namespace: 'sales.*' })).toThrow(/no '\*'/);
   });
