@@ -38,8 +38,8 @@ const rows: BenchRow[] = [];
 
 {
   const bp = filled(1000);
-  bp.registerPermissions('reader', { read: ['research.*'], deny: ['pii.*'], namespaceRead: ['sales.**'] });
-  const h = bp.forNode({ nodeId: 'reader', nodeName: 'Reader', namespace: 'sales.summary' });
+  const permissions = { read: ['research.*'], deny: ['pii.*'], namespaceRead: ['sales.**'] };
+  const h = bp.registerNode({ nodeId: 'reader', nodeName: 'Reader', namespace: 'sales.summary', permissions }).handle;
   rows.push({ name: 'unpack (with access check)', median: await perOpUs((i) => h.unpack(KEYS[i % 100]!)), unit: 'µs', target: 5 });
 }
 
@@ -71,10 +71,10 @@ for (const commits of [1000, 10_000]) {
 {
   // PRD-001 SC-5: the Backpack work of a typical node execution (5 reads, 3 writes) on a full 10,000-commit history.
   const bp = filled(10_000);
-  bp.registerPermissions('node', { read: ['research.*'], write: ['out.*'] });
+  const binding = bp.registerNode({ nodeId: 'node', nodeName: 'Node', namespace: 'sales.node', permissions: { read: ['research.*'], write: ['out.*'] } });
   let run = 0;
   const ms = await timeMedianMs(() => {
-    const h = bp.forNode({ nodeId: 'node', nodeName: 'Node', namespace: 'sales.node' }, { runId: 'r', spanId: `s${run++}` });
+    const h = binding.withContext({ runId: 'r', spanId: `s${run++}` });
     for (let i = 0; i < 5; i++) h.unpack(KEYS[i]!);
     for (let i = 0; i < 3; i++) h.pack(`out.${i}`, { answer: i, text: 'summary' });
   }, 500, 50);

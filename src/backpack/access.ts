@@ -83,11 +83,11 @@ export interface Denial {
   readonly byItem: boolean;
 }
 
-/** What access control needs of an existing item. */
+/** What access control needs of an existing item (a Commit is one): its own rules and who wrote it. */
 export interface ItemRules {
-  acl: Readonly<ItemAccessControl> | undefined;
-  /** The item's source namespace (for `namespaceRead`). */
-  namespace: string | undefined;
+  readonly acl: Readonly<ItemAccessControl> | undefined;
+  /** The writer; its namespace is the item's source namespace (for `namespaceRead`). */
+  readonly actor: { readonly namespace: string | undefined };
 }
 
 /**
@@ -119,7 +119,7 @@ function ruleDenial(operation: 'read' | 'write', key: string, actor: Actor, item
   const keyRule = operation === 'read' ? permissions.read : permissions.write;
   if (keyRule && matchesAnyNamespace(keyRule, key)) return undefined;
   const nsRule = operation === 'read' ? permissions.namespaceRead : permissions.namespaceWrite;
-  const namespace = operation === 'read' ? item?.namespace : actor.namespace;
+  const namespace = operation === 'read' ? item?.actor.namespace : actor.namespace;
   if (nsRule && namespace !== undefined && matchesAnyNamespace(nsRule, namespace)) return undefined;
   if (keyRule === undefined && nsRule === undefined) return undefined;
   const nsName = operation === 'read' ? 'namespaceRead' : 'namespaceWrite';

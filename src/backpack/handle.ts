@@ -67,13 +67,13 @@ export class BackpackHandle {
     return this.#identity;
   }
 
-  #noSpoofing(operation: string, options: Spoofable): void {
+  #noSpoofing(operation: string, key: string, options: Spoofable): void {
     if (options === undefined || options === null) return;
     for (const field of ['nodeId', 'nodeName', 'namespace'] as const) {
       const given = options[field];
       if (given !== undefined && given !== this.#identity[field]) {
         throw new BackpackError(
-          `Node '${this.#identity.nodeId}' cannot ${operation} as ${field} '${String(given)}': a handle always acts as its own node (${field} '${this.#identity[field]}')`,
+          `Node '${this.#identity.nodeId}' cannot ${operation} '${key}' as ${field} '${String(given)}': a handle always acts as its own node (${field} '${this.#identity[field]}')`,
           { nodeId: this.#identity.nodeId },
         );
       }
@@ -82,7 +82,7 @@ export class BackpackHandle {
 
   /** Packs `value` under `key` as this node. */
   pack(key: string, value: unknown, options?: HandlePackOptions): void {
-    this.#noSpoofing(`pack '${key}'`, options as Spoofable);
+    this.#noSpoofing('pack', key, options as Spoofable);
     this.#ops.pack(this.#actor, this.#ctx, key, value, options);
   }
 
@@ -128,13 +128,13 @@ export class BackpackHandle {
 
   /** Deletes `key` as this node; false when it is not active. */
   delete(key: string, options?: { nodeId?: string }): boolean {
-    this.#noSpoofing(`delete '${key}'`, options);
+    this.#noSpoofing('delete', key, options);
     return this.#ops.delete(this.#actor, this.#ctx, key);
   }
 
   /** Quarantines `key` as this node (D10); false when it is not active. */
   quarantine(key: string, options: { reason: string; nodeId?: string }): boolean {
-    this.#noSpoofing(`quarantine '${key}'`, options);
+    this.#noSpoofing('quarantine', key, options);
     return this.#ops.quarantine(this.#actor, this.#ctx, key, options);
   }
 

@@ -12,7 +12,7 @@ import type { Actor } from './actor.js';
 import { summarizeValue } from './codec.js';
 import { HistoryPrunedError, InvalidCommitError } from './errors.js';
 import type { BackpackCommit, CommitAction, ItemAccessControl } from './types.js';
-import { copyStoredValue, prepareValue, setOwn, UnavailableValue } from './values.js';
+import { copyStoredValue, setOwn, UnavailableValue, type PreparedValue } from './values.js';
 
 /** Commit flag: the value was above maxValueBytes; `value` is an UnavailableValue. */
 export const LARGE = 1;
@@ -25,28 +25,57 @@ export const PREV_COPY_ON_READ = 8;
 
 const NO_TAGS: readonly string[] = Object.freeze([]);
 
-/** Everything a commit is made of; what an action does not use is left out. */
-export interface CommitInit {
-  seq: number;
-  lineage: string;
-  timestamp: number;
-  action: CommitAction;
-  key: string;
-  actor: Actor;
+/**
+ * Everything a commit is made of, as one object of one class, so that building commits stays monomorphic (fast)
+ * whatever the action. Set the fields an action uses; {@link CommitInit.reset} puts the rest back to their defaults,
+ * so a ledger reuses one instance (the Commit copies what it keeps).
+ */
+export class CommitInit {
+  seq = 0;
+  lineage = '';
+  timestamp = 0;
+  actor: Actor | undefined = undefined;
   /** pack: the stored, frozen value (an UnavailableValue when LARGE). */
-  value?: unknown;
+  value: unknown = undefined;
   /** pack, delete: the stored value the key had before (quarantine: derived from `detail`). */
-  previousValue?: unknown;
+  previousValue: unknown = undefined;
   /** pack: the item's version. */
-  version?: number;
-  tags?: readonly string[];
-  acl?: Readonly<ItemAccessControl>;
-  /** Approximate bytes kept alive; default: the fixed per-commit overhead. */
-  bytes?: number;
+  version = 0;
+  tags: readonly string[] = NO_TAGS;
+  acl: Readonly<ItemAccessControl> | undefined = undefined;
+  /** Approximate bytes kept alive. */
+  bytes = COMMIT_OVERHEAD_BYTES;
   /** LARGE | COPY_ON_READ | FOUND | PREV_COPY_ON_READ. */
-  flags?: number;
+  flags = 0;
   /** quarantine: what was moved out; clear: the items that were removed. */
-  detail?: QuarantineDetail | readonly Commit[];
+  detail: QuarantineDetail | readonly Commit[] | undefined = undefined;
+
+  constructor(
+    public action: CommitAction,
+    public key: string,
+  ) {}
+
+  /** Starts over for a commit of `action` on `key`: every other field back to its default. Returns this. */
+  reset(action: CommitAction, key: string): this {
+    this.action = action;
+    this.key = key;
+    this.actor = undefined;
+    this.value = undefined;
+    this.previousValue = undefined;
+    this.version = 0;
+    this.tags = NO_TAGS;
+    this.acl = undefined;
+    this.bytes = COMMIT_OVERHEAD_BYTES;
+    this.flags = 0;
+    this.detail = undefined;
+    return this;
+  }
+
+  /** An init with `fields` set (for restoring commits; the live path sets fields one by one). */
+  static of(fields: Partial<Omit<CommitInit, 'action' | 'key'>> & { action: CommitAction; key: string }): CommitInit {
+    const { action, key, ...rest } = fields;
+    return Object.assign(new CommitInit(action, key), rest);
+  }
 }
 
 /** Commit timestamps are stored relative to this (integers stay exact). */
@@ -87,13 +116,12 @@ export class Commit {
     this.lineage = init.lineage;
     this.action = init.action;
     this.key = init.key;
-    this.actor = init.actor;
+    this.actor = init.actor!;
     this.value = init.value;
-    this.bytes = init.bytes ?? COMMIT_OVERHEAD_BYTES;
+    this.bytes = init.bytes;
     this.#t = init.timestamp - EPOCH;
-    this.#versionFlags = (init.version ?? 0) * 16 + (init.flags ?? 0);
-    const tags = init.tags ?? NO_TAGS;
-    this.#meta = init.acl === undefined ? tags : { tags, acl: init.acl };
+    this.#versionFlags = init.version * 16 + init.flags;
+    this.#meta = init.acl === undefined ? init.tags : { tags: init.tags, acl: init.acl };
     this.#prior = init.action === 'quarantine' || init.action === 'clear' ? init.detail : init.previousValue;
   }
 
@@ -159,32 +187,24 @@ export class Commit {
 /** Fixed per-commit overhead added to a value's size in the byte budget. */
 export const COMMIT_OVERHEAD_BYTES = 160;
 
-/** A value ready to be stored by a pack commit. */
-export interface StoredValue {
-  /** What the commit keeps: the frozen copy, or an UnavailableValue above maxValueBytes. */
-  stored: unknown;
-  /** The frozen copy itself (the Backpack keeps it beside history while the item is active). */
-  real: unknown;
-  /** COPY_ON_READ and/or LARGE. */
-  flags: number;
-  /** Bytes the commit keeps alive, overhead included. */
-  bytes: number;
-}
-
 /**
- * Prepares `value` for a pack of `key` (the one place a large value is wrapped): a frozen copy, and above
- * `maxValueBytes` an UnavailableValue for history to keep instead.
+ * Puts a prepared value (`prepareValue`: the frozen copy) into `init` for a pack of `key` (the one place a large value
+ * is wrapped): `init.value` becomes the copy, or above `maxValueBytes` an UnavailableValue for history to keep
+ * instead; `init.flags` gets COPY_ON_READ and/or LARGE and `init.bytes` the bytes the commit keeps alive. Returns the
+ * frozen copy itself (the live state keeps it beside history while a LARGE item is active).
  */
-export function storeValue(key: string, value: unknown, maxValueBytes: number): StoredValue {
-  const prepared = prepareValue(key, value);
-  let flags = prepared.copyOnRead ? COPY_ON_READ : 0;
+export function storeValue(init: CommitInit, key: string, prepared: PreparedValue, maxValueBytes: number): unknown {
+  init.flags |= prepared.copyOnRead ? COPY_ON_READ : 0;
   if (prepared.bytes <= maxValueBytes || prepared.value instanceof UnavailableValue) {
-    return { stored: prepared.value, real: prepared.value, flags, bytes: COMMIT_OVERHEAD_BYTES + prepared.bytes };
+    init.value = prepared.value;
+    init.bytes = COMMIT_OVERHEAD_BYTES + prepared.bytes;
+    return prepared.value;
   }
-  flags |= LARGE;
+  init.flags |= LARGE;
   const reason = `larger than maxValueBytes (${prepared.bytes} > ${maxValueBytes}); history keeps only this reference`;
-  const stored = new UnavailableValue(key, prepared.bytes, summarizeValue(prepared.value), reason);
-  return { stored, real: prepared.value, flags, bytes: COMMIT_OVERHEAD_BYTES + 200 };
+  init.value = new UnavailableValue(key, prepared.bytes, summarizeValue(prepared.value), reason);
+  init.bytes = COMMIT_OVERHEAD_BYTES + 200;
+  return prepared.value;
 }
 
 /** The state: active items and quarantined items (each a commit). */
@@ -207,10 +227,12 @@ export interface StateListener {
 export function applyCommit(state: State, commit: Commit, listener?: StateListener): void {
   switch (commit.action) {
     case 'pack': {
-      const prev = state.items.get(commit.key);
-      if (prev && listener) listener.removed(prev, commit);
+      if (listener !== undefined) {
+        const prev = state.items.get(commit.key);
+        if (prev !== undefined) listener.removed(prev, commit);
+        listener.added(commit);
+      }
       state.items.set(commit.key, commit);
-      listener?.added(commit);
       break;
     }
     case 'delete':

@@ -8,7 +8,7 @@ import { formatPath, ItemAccessControlSchema, NodePermissionsSchema } from './ac
 import { Actor, OWNER } from './actor.js';
 import { decodeValue, encodeValue } from './codec.js';
 import { BackpackError } from './errors.js';
-import { applyCommit, COPY_ON_READ, Commit, FOUND, LARGE, PREV_COPY_ON_READ, type History, type QuarantineDetail, type State } from './history.js';
+import { applyCommit, COPY_ON_READ, Commit, CommitInit, FOUND, LARGE, PREV_COPY_ON_READ, type History, type QuarantineDetail, type State } from './history.js';
 import type { AccessDenial, ItemAccessControl, NodePermissions, NodeRegistration } from './types.js';
 import { prepareValue } from './values.js';
 
@@ -224,10 +224,10 @@ class Restorer {
     }
     if (j.action === 'clear' && state) d = Object.freeze([...state.items.values()]);
     const previousValue = j.action === 'pack' || j.action === 'delete' || j.action === 'quarantine' ? prev?.value : undefined;
-    const c = new Commit({
+    const c = new Commit(CommitInit.of({
       seq: j.seq, lineage: j.lineage, timestamp: j.timestamp, action: j.action, key: j.key, actor: this.actor(j), value, previousValue,
       version: j.version, tags, acl, bytes: j.bytes, flags: j.flags, detail: d,
-    });
+    }));
     this.bySeq.set(j.seq, c);
     return c;
   }

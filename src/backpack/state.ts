@@ -8,8 +8,8 @@ import { checkItemAccessControl, formatPath, ItemAccessControlSchema } from './a
 import { Actor, OWNER } from './actor.js';
 import { decodeValue, encodeValue } from './codec.js';
 import { BackpackError } from './errors.js';
-import { Commit, LARGE, storeValue, type QuarantineDetail, type State } from './history.js';
-import { setOwn } from './values.js';
+import { Commit, CommitInit, LARGE, storeValue, type QuarantineDetail, type State } from './history.js';
+import { prepareValue, setOwn } from './values.js';
 
 const ItemMetaSchema = z
   .object({
@@ -125,14 +125,12 @@ export function importState(state: unknown, lineage: string, maxValueBytes: numb
   };
   const toCommit = (key: string, item: StateItem): Commit => {
     const m = item.metadata;
-    const v = storeValue(key, decodeValue(item.value), maxValueBytes);
     timestamp = Math.max(timestamp, m.timestamp);
     const acl = item.accessControl ? checkItemAccessControl(key, item.accessControl) : undefined;
-    const commit = new Commit({
-      seq: ++seq, lineage, timestamp: m.timestamp, action: 'pack', key, actor: actorOf(m.sourceNodeId, m.sourceNodeName, m.sourceNamespace),
-      value: v.stored, version: m.version, tags: Object.freeze([...m.tags]), acl, bytes: v.bytes, flags: v.flags,
-    });
-    if (v.flags & LARGE) large.set(commit, v.real);
+    const init = CommitInit.of({ seq: ++seq, lineage, timestamp: m.timestamp, action: 'pack', key, actor: actorOf(m.sourceNodeId, m.sourceNodeName, m.sourceNamespace), version: m.version, tags: Object.freeze([...m.tags]), acl });
+    const real = storeValue(init, key, prepareValue(key, decodeValue(item.value)), maxValueBytes);
+    const commit = new Commit(init);
+    if (commit.flags & LARGE) large.set(commit, real);
     return commit;
   };
   const base: State = { items: new Map(), quarantined: new Map() };
@@ -144,7 +142,7 @@ export function importState(state: unknown, lineage: string, maxValueBytes: numb
     const item = toCommit(key, q);
     const detail: QuarantineDetail = { item, reason: q.quarantine.reason };
     const actor = actorOf(q.quarantine.nodeId, undefined, undefined);
-    base.quarantined.set(key, new Commit({ seq: ++seq, lineage, timestamp: q.quarantine.timestamp, action: 'quarantine', key, actor, detail }));
+    base.quarantined.set(key, new Commit(CommitInit.of({ seq: ++seq, lineage, timestamp: q.quarantine.timestamp, action: 'quarantine', key, actor, detail })));
     timestamp = Math.max(timestamp, q.quarantine.timestamp);
   }
   return { base, seq, timestamp, large };
