@@ -431,3 +431,6 @@ export class Backpack {
     return nodeId === undefined ? OWNER : this.#ledger.registry.resolve(nodeId);
   }
 }
+
+// Code running in a node must not rewrite what the library runs for others (README: threat model).
+Object.freeze(Backpack.prototype);

@@ -101,3 +101,6 @@ export class AccessGuard {
     return this.#denials.slice(-this.limit);
   }
 }
+
+// Code running in a node must not rewrite what the library runs for others (README: threat model).
+Object.freeze(AccessGuard.prototype);

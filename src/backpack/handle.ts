@@ -146,3 +146,7 @@ export class BackpackHandle {
     return new NodeBinding(this.#ops, this.#ops.register(node, this.#actor));
   }
 }
+
+// Code running in a node must not rewrite what the library runs for others (README: threat model).
+Object.freeze(NodeBinding.prototype);
+Object.freeze(BackpackHandle.prototype);

@@ -537,3 +537,8 @@ export function toPublicCommit(c: Commit): BackpackCommit {
   if (reason !== undefined) commit.reason = reason;
   return Object.freeze(commit);
 }
+
+// Code running in a node must not rewrite what the library runs for others (README: threat model).
+Object.freeze(Commit.prototype);
+Object.freeze(CommitInit.prototype);
+Object.freeze(History.prototype);

@@ -265,3 +265,6 @@ export class Ledger implements HandleOps {
     this.sink!.emit(event);
   };
 }
+
+// Code running in a node must not rewrite what the library runs for others (README: threat model).
+Object.freeze(Ledger.prototype);

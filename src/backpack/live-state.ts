@@ -110,3 +110,6 @@ export class LiveState implements State {
     if (keys.size === 0) this.#namespaces.delete(ns);
   }
 }
+
+// Code running in a node must not rewrite what the library runs for others (README: threat model).
+Object.freeze(LiveState.prototype);

@@ -96,3 +96,6 @@ export class NodeRegistry {
     return this.#byKey.values();
   }
 }
+
+// Code running in a node must not rewrite what the library runs for others (README: threat model).
+Object.freeze(NodeRegistry.prototype);

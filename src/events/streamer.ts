@@ -271,3 +271,6 @@ function reportToStderr(error: unknown, event: StreamEvent): void {
     // stderr itself is gone; there is nowhere left to report to, and emit must not throw.
   }
 }
+
+// Code running in a node must not rewrite what the library runs for others (README: threat model).
+Object.freeze(EventStreamer.prototype);

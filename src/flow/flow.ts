@@ -206,3 +206,8 @@ function checkBatches(flowId: string, batches: unknown): asserts batches is Reco
     throw new TypeError(`Batch flow '${flowId}': prep must return an array of parameter objects`);
   }
 }
+
+// Code running in a node must not rewrite what the library runs for others (README: threat model).
+Object.freeze(BaseFlow.prototype);
+Object.freeze(BatchFlow.prototype);
+Object.freeze(ParallelBatchFlow.prototype);

@@ -255,3 +255,9 @@ export function delay(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+// Code running in a node must not rewrite what the library runs for others (README: threat model).
+Object.freeze(BaseNode.prototype);
+Object.freeze(Node.prototype);
+Object.freeze(BatchNode.prototype);
+Object.freeze(ParallelBatchNode.prototype);

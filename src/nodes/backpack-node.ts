@@ -409,3 +409,6 @@ export function currentNode(): BackpackNode | undefined {
 export function describeError(error: unknown): { name: string; message: string } {
   return error instanceof Error ? { name: error.name, message: error.message } : { name: 'Error', message: String(error) };
 }
+
+// Code running in a node must not rewrite what the library runs for others (README: threat model).
+Object.freeze(BackpackNode.prototype);

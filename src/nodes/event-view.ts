@@ -107,3 +107,6 @@ export class NodeEventView {
     };
   }
 }
+
+// Code running in a node must not rewrite what the library runs for others (README: threat model).
+Object.freeze(NodeEventView.prototype);

@@ -321,3 +321,6 @@ export class Flow extends BaseFlow<any> {
 function namespaceOf(node: BaseNode, fallback: string): string | undefined {
   return node instanceof BackpackNode || node instanceof Flow ? node.namespace || undefined : fallback || undefined;
 }
+
+// Code running in a node must not rewrite what the library runs for others (README: threat model).
+Object.freeze(Flow.prototype);

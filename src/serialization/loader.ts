@@ -1,5 +1,5 @@
 import type { ZodType } from 'zod';
-import type { Backpack } from '../backpack/index.js';
+import type { Backpack, NodePermissions } from '../backpack/index.js';
 import type { EventStreamer } from '../events/index.js';
 import type { BaseNode } from '../flow/index.js';
 import {
@@ -68,7 +68,7 @@ export interface ExportableNode extends BackpackNode {
   toConfig?(): Partial<Pick<NodeConfig, 'type' | 'params'>>;
 }
 
-const RESERVED_PARAMS = new Set(['id', 'namespaceSegment', 'maxRetries', 'retryDelayMs']);
+const RESERVED_PARAMS = new Set(['id', 'namespaceSegment', 'maxRetries', 'retryDelayMs', 'permissions']);
 const DEFAULT_DEPTH = 10;
 const DEFAULT_MAX_STEPS = 1000;
 const DEFAULT_MISSING_ROUTE = 'warn';
@@ -224,6 +224,7 @@ export class FlowLoader implements FlowConfigLoader {
       for (const key of Object.keys(node.params)) {
         if (RESERVED_PARAMS.has(key)) problems.push({ path: `${at}/params/${key}`, message: `'${key}' is a node setting, not a param: put it beside params` });
       }
+      if (node.namespaceSegment?.includes('.')) problems.push({ path: `${at}/namespaceSegment`, message: `a namespace segment is one segment (no '.'), got '${node.namespaceSegment}'` });
       const segment = node.namespaceSegment ?? NodeClass?.namespaceSegment ?? node.id;
       const nodeNamespace = composeNamespace(namespace, segment);
       if (namespaces.has(nodeNamespace)) {
@@ -277,6 +278,7 @@ export class FlowLoader implements FlowConfigLoader {
       if (node.namespaceSegment !== undefined) nodeConfig.namespaceSegment = node.namespaceSegment;
       if (node.maxRetries !== undefined) nodeConfig.maxRetries = node.maxRetries;
       if (node.retryDelayMs !== undefined) nodeConfig.retryDelayMs = node.retryDelayMs;
+      if (node.permissions !== undefined) nodeConfig.permissions = node.permissions as NodePermissions;
       let instance: BackpackNode;
       try {
         instance = NodeClass.fromConfig
@@ -362,6 +364,7 @@ export class FlowLoader implements FlowConfigLoader {
     if (node.config.namespaceSegment !== undefined) out.namespaceSegment = node.config.namespaceSegment;
     if (node.config.maxRetries !== undefined) out.maxRetries = node.config.maxRetries;
     if (node.config.retryDelayMs !== undefined) out.retryDelayMs = node.config.retryDelayMs;
+    if (node.config.permissions !== undefined) out.permissions = structuredClone(node.config.permissions) as NodeConfig['permissions'];
     const inner = depth > 0 ? node.internalFlow : undefined;
     if (inner) out.internalFlow = this.#export(inner, depth - 1, includeSensitive, chain, { maxSteps: flow.maxSteps, onMissingRoute: flow.onMissingRoute }, inner.namespace);
     return out;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NodePermissionsSchema } from '../backpack/index.js';
 
 /**
  * The flow config JSON (PRD-004 §4.1, §16; DESIGN D14). These zod schemas are the single source of truth:
@@ -23,6 +24,8 @@ export const NodeConfigSchema = z
     namespaceSegment: z.string().min(1).optional(),
     maxRetries: z.number().int().min(1).optional(),
     retryDelayMs: z.number().min(0).optional(),
+    /** The node's access rules (DESIGN D9); win over those its class declares. */
+    permissions: NodePermissionsSchema.optional(),
     get internalFlow() {
       return FlowConfigSchema.optional();
     },

@@ -260,4 +260,33 @@ describe('trust: node code reaches state only through its handle (issue 12)', ()
     expect(bp.getItem('a')!.metadata.sourceNamespace).toBe('x.n');
     expect(() => bp.pack('b', 1, { nodeId: 'n', namespace: 'y.n' })).toThrow(BackpackError);
   });
+
+  it('node code cannot rewrite the library classes that other code runs (their prototypes are frozen)', async () => {
+    const attempts: unknown[] = [];
+    class Patcher extends BackpackNode {
+      override prep() {
+        const patches: (() => void)[] = [
+          () => void ((Backpack.prototype as unknown as Record<string, unknown>).toObject = () => ({})),
+          () => void Object.defineProperty(BackpackNode.prototype, 'backpack', { get: () => undefined }),
+          () => void ((BackpackHandle.prototype as unknown as Record<string, unknown>).unpack = () => undefined),
+          () => void ((EventStreamer.prototype as unknown as Record<string, unknown>).emit = () => undefined),
+          () => void ((Flow.prototype as unknown as Record<string, unknown>).run = () => undefined),
+        ];
+        for (const patch of patches) {
+          try {
+            patch();
+            attempts.push('patched');
+          } catch (e) {
+            attempts.push((e as Error).name);
+          }
+        }
+        return undefined;
+      }
+    }
+    const flow = new Flow({ namespace: 'agent' });
+    flow.addNode(Patcher, { id: 'patcher' });
+    await flow.run({ secret: SECRET });
+    expect(attempts).toEqual(['TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError']);
+    expect(flow.backpack.toObject()).toEqual({ secret: SECRET });
+  });
 });

@@ -285,3 +285,24 @@ describe('DependencyContainer', () => {
     expect(plain.backpack.peek('greeting')).toBe('hi world');
   });
 });
+
+describe('permissions in a flow file (issue 12)', () => {
+  it('restrict the node, export back unchanged, and a dotted namespaceSegment is refused at its JSON path', async () => {
+    const loader = exampleLoader();
+    const config = {
+      version: '2.0.0',
+      namespace: 'p',
+      nodes: [
+        { type: 'TextSource', id: 'a', params: { key: 'secret', text: 's3cret' } },
+        { type: 'Template', id: 'b', params: { template: 'saw {{secret}}', to: 'out' }, permissions: { read: ['nothing'], write: ['out'] } },
+      ],
+      edges: [{ from: 'a', to: 'b' }],
+    };
+    const flow = await loader.loadFlow(config);
+    await flow.run();
+    expect(flow.backpack.peek('out')).not.toContain('s3cret');
+    expect(loader.exportFlow(flow).nodes[1]!.permissions).toEqual({ read: ['nothing'], write: ['out'] });
+    const dotted = { ...config, nodes: [{ ...config.nodes[0]!, namespaceSegment: 'x.y' }] , edges: [] };
+    expect(loader.validateConfig(dotted).errors).toContainEqual({ path: '/nodes/0/namespaceSegment', message: "a namespace segment is one segment (no '.'), got 'x.y'" });
+  });
+});
