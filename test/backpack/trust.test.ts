@@ -289,4 +289,27 @@ describe('trust: node code reaches state only through its handle (issue 12)', ()
     expect(attempts).toEqual(['TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError']);
     expect(flow.backpack.toObject()).toEqual({ secret: SECRET });
   });
+
+  it('keeps every commit attributed to its maker when many nodes run at once on one Backpack (0 of 400 wrong)', async () => {
+    const shared = new Backpack();
+    class Worker extends BackpackNode {
+      override async post(backpack: BackpackHandle) {
+        for (let j = 0; j < 20; j++) {
+          backpack.pack(`k-${this.id}-${j}`, j);
+          await new Promise((r) => setTimeout(r, (j * 7 + Number(this.id.slice(1))) % 3));
+        }
+        return undefined;
+      }
+    }
+    const flows = Array.from({ length: 20 }, (_, i) => {
+      const flow = new Flow({ namespace: `team${i}`, backpack: shared });
+      flow.addNode(Worker, { id: `w${i}` });
+      return flow;
+    });
+    await Promise.all(flows.map((f) => f.run()));
+    const packs = shared.getHistory().filter((c) => c.action === 'pack');
+    expect(packs).toHaveLength(400);
+    const wrong = packs.filter((c) => !c.key.startsWith(`k-${c.nodeId}-`) || c.namespace !== `team${c.nodeId!.slice(1)}.${c.nodeId}`);
+    expect(wrong).toEqual([]);
+  });
 });
