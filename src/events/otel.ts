@@ -107,6 +107,13 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
         endRun(event);
         return;
       }
+      case StreamEventType.RUN_WAITING: {
+        // A pause: the span ends here, unfailed; a resumed run is a span of its own.
+        const entry = event.spanId === undefined ? undefined : open.get(event.spanId);
+        entry?.span.setAttribute('backpackflow.waiting', true);
+        endRun(event);
+        return;
+      }
       case StreamEventType.RUN_ERROR: {
         const p = event.payload as Partial<EventPayloadMap['run.failed']>;
         const entry = event.spanId === undefined ? undefined : open.get(event.spanId);

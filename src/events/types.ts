@@ -8,11 +8,14 @@ export const StreamEventType = {
   RUN_START: 'run.started',
   RUN_END: 'run.completed',
   RUN_ERROR: 'run.failed',
+  RUN_WAITING: 'run.waiting',
   NODE_START: 'node.started',
   PREP_COMPLETE: 'node.prep_completed',
   EXEC_COMPLETE: 'node.exec_completed',
   NODE_END: 'node.completed',
   NODE_RETRY: 'node.retry',
+  NODE_INTERRUPT: 'node.interrupted',
+  INTERRUPT_ANSWERED: 'interrupt.answered',
   ERROR: 'error',
   ROUTE: 'route.taken',
   ROUTE_MISSING: 'route.missing',
@@ -83,6 +86,18 @@ export interface EventSink {
   emit(event: EventInput): void;
 }
 
+/** A pause for a person (DESIGN D16): which node asked, its how-many-th question in this execution, and what. */
+export interface InterruptInfo {
+  nodeId: string;
+  namespace: string;
+  /** 0 for the node's first interrupt in an execution, 1 for its second, ... */
+  index: number;
+  /** Data for the person: a question, a draft to approve. */
+  payload: unknown;
+  /** JSON Schema of the answer, when the node gave a schema. */
+  schema?: Record<string, unknown>;
+}
+
 /** The name and message of an error, as event payloads carry it (never the stack or the error object). */
 export interface ErrorSummary {
   name: string;
@@ -100,6 +115,9 @@ export interface ErrorSummary {
  * | `run.started` | `{ flowNamespace, entryNodeId, resumed? }` |
  * | `run.completed` | `{ durationMs, steps, action }` |
  * | `run.failed` | `{ durationMs, steps?, error: { name, message } }` |
+ * | `run.waiting` | `{ durationMs, steps, interrupt: { nodeId, namespace, index, payload, schema? } }` (paused for a person) |
+ * | `node.interrupted` | `{ index, payload, schema? }` (`schema`: the answer's JSON Schema) |
+ * | `interrupt.answered` | `{ nodeId, namespace, index, answer }` (written by `resumeRun` before the node runs again) |
  * | `node.started` | `{}` |
  * | `node.prep_completed` | `{ durationMs }` |
  * | `node.exec_completed` | `{ durationMs, attempts }` |
@@ -120,6 +138,9 @@ export interface EventPayloadMap {
   'run.started': { flowNamespace: string; entryNodeId: string | null; resumed?: boolean };
   'run.completed': { durationMs: number; steps: number; action: string };
   'run.failed': { durationMs: number; steps?: number; error: ErrorSummary };
+  'run.waiting': { durationMs: number; steps: number; interrupt: InterruptInfo };
+  'node.interrupted': { index: number; payload: unknown; schema?: Record<string, unknown> };
+  'interrupt.answered': { nodeId: string; namespace: string; index: number; answer: unknown };
   'node.started': Record<string, never>;
   'node.prep_completed': { durationMs: number };
   'node.exec_completed': { durationMs: number; attempts: number };

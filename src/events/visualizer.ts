@@ -83,9 +83,9 @@ export class FlowVisualizer {
   }
 
   #closeSpans(event: StreamEvent): void {
-    if (event.type === StreamEventType.RUN_END || event.type === StreamEventType.RUN_ERROR) {
+    if (event.type === StreamEventType.RUN_END || event.type === StreamEventType.RUN_ERROR || event.type === StreamEventType.RUN_WAITING) {
       for (const [spanId, span] of this.#spans) if (span.runId === event.runId) this.#spans.delete(spanId);
-    } else if ((event.type === StreamEventType.NODE_END || event.type === StreamEventType.ERROR) && event.spanId !== undefined) {
+    } else if ((event.type === StreamEventType.NODE_END || event.type === StreamEventType.ERROR || event.type === StreamEventType.NODE_INTERRUPT) && event.spanId !== undefined) {
       this.#spans.delete(event.spanId);
     }
   }
@@ -104,6 +104,12 @@ export class FlowVisualizer {
         const p = event.payload as Partial<EventPayloadMap['run.completed']>;
         return `${c.green('■ run completed')}${steps(p.steps)}${separated(duration(c, p.durationMs))}${action(c, p.action)}`;
       }
+      case StreamEventType.RUN_WAITING: {
+        const p = event.payload as Partial<EventPayloadMap['run.waiting']>;
+        return c.yellow(`■ run waiting${steps(p.steps)}${separated(formatDuration(p.durationMs))}: ${p.interrupt?.nodeId ?? '?'} asks ${JSON.stringify(p.interrupt?.payload)}`);
+      }
+      case StreamEventType.NODE_INTERRUPT:
+        return `${c.yellow('?')} ${name} ${c.yellow('interrupted')}`;
       case StreamEventType.RUN_ERROR: {
         const p = event.payload as Partial<EventPayloadMap['run.failed']>;
         return c.red(`■ run failed${steps(p.steps)}${separated(formatDuration(p.durationMs))}: ${formatError(p.error)}`);

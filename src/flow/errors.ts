@@ -24,3 +24,11 @@ export class NodeExecutionError extends Error {
     super(`Node '${nodeId}' failed on attempt ${attempt} of ${maxAttempts}: ${reason}`, { cause });
   }
 }
+
+/**
+ * Not a failure: a node stopping its run on purpose (a pause for a person, DESIGN D16). Exec is not retried and
+ * `execFallback` does not run for it; flows pass it up unchanged, so the run ends where it stopped.
+ */
+export class FlowSignal extends Error {
+  override name = 'FlowSignal';
+}

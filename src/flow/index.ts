@@ -1,5 +1,5 @@
 export { FlowAction, DEFAULT_ACTION } from './actions.js';
-export { FlowError, NodeExecutionError } from './errors.js';
+export { FlowError, FlowSignal, NodeExecutionError } from './errors.js';
 export { BaseNode, Node, BatchNode, ParallelBatchNode, delay } from './node.js';
 export type { BaseNodeOptions, NodeOptions, ParallelBatchNodeOptions, Attempt } from './node.js';
 export { BaseFlow, BatchFlow, ParallelBatchFlow, missingRouteMessage } from './flow.js';

@@ -1,6 +1,6 @@
 import { DEFAULT_ACTION, FlowAction } from './actions.js';
 import { checkConcurrency, mapConcurrent } from './concurrency.js';
-import { NodeExecutionError } from './errors.js';
+import { FlowSignal, NodeExecutionError } from './errors.js';
 import { ROOT_SCOPE, type RunScope } from './scope.js';
 
 /** Options every node takes. */
@@ -173,6 +173,7 @@ export class Node<S = any, P = any, E = any> extends BaseNode<S, P, E> {
       try {
         return await this.exec(prepRes, info);
       } catch (error) {
+        if (error instanceof FlowSignal) throw error;
         if (attempt >= maxAttempts) return this.execFallback(prepRes, error);
         this.onAttemptFailed(error, info, this.retryDelayMs, scope);
         if (this.retryDelayMs > 0) await delay(this.retryDelayMs, scope.signal);

@@ -20,6 +20,11 @@ export interface RunScope {
   readonly runId?: string;
   /** Span of the enclosing execution, for the layers that report events; the engine only passes it along. */
   readonly spanId?: string;
+  /**
+   * Answers to the pauses of this run (DESIGN D16), by the namespace of the node that asked, in the order it asked;
+   * the engine only passes them along.
+   */
+  readonly answers?: ReadonlyMap<string, readonly unknown[]>;
 }
 
 /** One step of a flow: a node finished and the route was decided. */

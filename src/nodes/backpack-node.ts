@@ -1,7 +1,9 @@
 import type { ZodType } from 'zod';
 import type { BackpackHandle, NodeBinding, NodePermissions } from '../backpack/index.js';
-import { newSpanId, StreamEventType, type EventStreamer } from '../events/index.js';
-import { FlowError, Node, type Attempt, type BaseNode, type RunScope } from '../flow/index.js';
+import { newSpanId, StreamEventType, type EventStreamer, type InterruptInfo } from '../events/index.js';
+import { FlowError, FlowSignal, Node, type Attempt, type BaseNode, type RunScope } from '../flow/index.js';
+import { encodeValue } from '../backpack/index.js';
+import { answerJsonSchema, checkAnswer, InterruptAnswerError, RunInterrupted } from './interrupt.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView } from './event-view.js';
 import { currentExecution, type NodeExecution } from './execution.js';
@@ -303,9 +305,13 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     return undefined as E;
   }
 
-  /** Writes results through this node's backpack handle and returns the action to route on. */
-  override post(_backpack: BackpackHandle, _prepRes: P, _execRes: E): string | undefined | Promise<string | undefined> {
-    return undefined;
+  /**
+   * Writes results through this node's backpack handle and returns the action to route on. Default: for a composite
+   * whose internal flow the default `exec` ran, that flow's last action (so `composite.on('done', next)` follows an
+   * internal flow that ends with `'done'`); otherwise undefined (`'default'`).
+   */
+  override post(_backpack: BackpackHandle, _prepRes: P, execRes: E): string | undefined | Promise<string | undefined> {
+    return this.#internalFlowDeclared && typeof execRes === 'string' ? execRes : undefined;
   }
 
   protected override onAttemptFailed(error: unknown, attempt: Attempt, delayMs: number, _scope: RunScope): void {
@@ -329,6 +335,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       handle: this.#bound().withContext({ runId: scope.runId, spanId }),
       internalFlowCreated: false,
       failedAttempts: 0,
+      interrupts: 0,
     };
     return currentExecution.run(execution, () => this.#lifecycle(execution));
   }
@@ -359,7 +366,8 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       this.emitEvent(StreamEventType.NODE_END, { action: action ?? 'default', durationMs: performance.now() - started });
       return action;
     } catch (error) {
-      this.emitEvent(StreamEventType.ERROR, { phase, error: describeError(error) });
+      // A pause (here or in a node inside this one) is not an error.
+      if (!(error instanceof FlowSignal)) this.emitEvent(StreamEventType.ERROR, { phase, error: describeError(error) });
       throw error;
     }
   }
@@ -380,6 +388,34 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   #bound(): NodeBinding {
     if (this.#binding === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow: add it with flow.addNode`);
     return this.#binding;
+  }
+
+  /**
+   * Pauses the run for a person (DESIGN D16): `payload` is what they see (a question, a draft to approve), `schema`
+   * (zod) what their answer must be. Without an answer yet, the run stops here: a durable run records itself as
+   * waiting and `runFlow`/`resumeRun` resolve with `status: 'waiting'` and this interrupt; `flow.run` rejects with
+   * {@link RunInterrupted}. `resumeRun(flow, { runId, resume: answer })` checks the answer against the schema and
+   * runs this node again **from `prep`**: this call then returns the answer. So code before an interrupt runs again
+   * on resume and must be safe to repeat (read, do not write, before asking). Several interrupts in one execution
+   * are answered in order. Only inside this node's own prep, exec or post.
+   */
+  async interrupt<T = unknown>(payload: unknown, options: { schema?: ZodType<T> } = {}): Promise<T> {
+    const execution = currentExecution.getStore();
+    if (execution?.node !== this) throw new FlowError(`Node '${this.id}': interrupt() is called from the node's own prep, exec or post`);
+    const index = execution.interrupts++;
+    const info: InterruptInfo = { nodeId: this.id, namespace: this.namespace, index, payload: encodeValue(payload) };
+    if (options.schema) info.schema = answerJsonSchema(this.id, options.schema);
+    const answers = execution.scope.answers?.get(this.namespace);
+    if (answers !== undefined && index < answers.length) {
+      if (!options.schema) return answers[index] as T;
+      const checked = checkAnswer(options.schema, answers[index]);
+      if (!checked.ok) throw new InterruptAnswerError(info, checked.problems);
+      return checked.value as T;
+    }
+    const event: Record<string, unknown> = { index, payload: info.payload };
+    if (info.schema) event.schema = info.schema;
+    this.emitEvent(StreamEventType.NODE_INTERRUPT, event);
+    throw new RunInterrupted(info);
   }
 
   /** Emits an event of this node: its id, class, namespace, and (inside an execution) its run and span. */

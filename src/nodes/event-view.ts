@@ -18,6 +18,7 @@ const LIFECYCLE: ReadonlySet<string> = new Set([
 /** Events only the Backpack and the runtime emit. */
 const RESERVED: ReadonlySet<string> = new Set([
   'backpack.packed', 'backpack.unpacked', 'backpack.quarantined', 'access.denied', 'checkpoint.saved', 'run.started', 'run.completed', 'run.failed',
+  'run.waiting', 'node.interrupted', 'interrupt.answered',
 ]);
 
 /** What a node can do with the event stream. */

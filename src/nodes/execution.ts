@@ -18,6 +18,8 @@ export interface NodeExecution {
   internalFlowCreated: boolean;
   /** Attempts of exec that failed and were retried. */
   failedAttempts: number;
+  /** Interrupts this execution has reached so far (answered or not). */
+  interrupts: number;
 }
 
 /** The execution the current async context belongs to. */

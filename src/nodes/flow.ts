@@ -13,6 +13,7 @@ import {
 } from '../flow/index.js';
 import { BackpackNode, bindNode, describeError, nodePermissions, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { currentExecution } from './execution.js';
+import { RunInterrupted } from './interrupt.js';
 import { checkNamespace, checkSegment, composeNamespace } from './namespace.js';
 
 /** Options of a namespaced flow. */
@@ -61,6 +62,11 @@ export interface FlowRunOptions {
   resume?: string[];
   /** Called after every step, awaited (the durable runtime checkpoints here). */
   onStep?: RunScope['onStep'];
+  /**
+   * Answers to the run's interrupts, by the namespace of the node that asked, in order (the durable runtime passes
+   * them on resume; see `BackpackNode.interrupt`).
+   */
+  answers?: ReadonlyMap<string, readonly unknown[]>;
 }
 
 /**
@@ -245,7 +251,7 @@ export class Flow extends BaseFlow<any> {
   async #runTopLevel(options: FlowRunOptions): Promise<string | undefined> {
     const runId = options.runId ?? newRunId();
     const spanId = newSpanId();
-    const scope: RunScope = { ...ROOT_SCOPE, runId, spanId, signal: options.signal, resume: options.resume, onStep: options.onStep };
+    const scope: RunScope = { ...ROOT_SCOPE, runId, spanId, signal: options.signal, resume: options.resume, onStep: options.onStep, answers: options.answers };
     const started = performance.now();
     let steps = 0;
     // A step is a resumable position: a nested flow's last node belongs to its enclosing node's step (as in a durable run's checkpoints).
@@ -271,13 +277,13 @@ export class Flow extends BaseFlow<any> {
       });
       return action;
     } catch (error) {
-      this.#streamer.emit({
-        type: StreamEventType.RUN_ERROR,
-        runId,
-        spanId,
-        namespace: this.namespace || undefined,
-        payload: { durationMs: performance.now() - started, steps, error: describeError(error) },
-      });
+      const base = { runId, spanId, namespace: this.namespace || undefined };
+      if (error instanceof RunInterrupted) {
+        // Paused for a person: not a failure. The run waits (a durable run records it and can be resumed).
+        this.#streamer.emit({ ...base, type: StreamEventType.RUN_WAITING, payload: { durationMs: performance.now() - started, steps, interrupt: error.interrupt } });
+      } else {
+        this.#streamer.emit({ ...base, type: StreamEventType.RUN_ERROR, payload: { durationMs: performance.now() - started, steps, error: describeError(error) } });
+      }
       throw error;
     }
   }
