@@ -89,7 +89,7 @@ describe('interrupts without durability (flow.run)', () => {
       flow.addNode(Outer, { id: 'outer' });
       return flow;
     };
-    const paused = await build().run().catch((e: RunInterrupted) => e);
+    const paused = (await build().run().catch((e: unknown) => e)) as RunInterrupted;
     expect(paused.interrupt).toMatchObject({ nodeId: 'ask', namespace: 'top.outer.inner.ask', index: 0 });
     const flow = build();
     await flow.run(undefined, { answers: new Map([['top.outer.inner.ask', ['bob', 7]]]) });

@@ -13,7 +13,7 @@ import { MemoryStore } from '../../store/index.js';
 import { buildDemoFlow } from './demo/flow.js';
 import type { Generate, Progress } from './demo/nodes.js';
 import { CliError } from './errors.js';
-import { colors as c, print } from './output.js';
+import { cliCommand, colors as c, print } from './output.js';
 
 const DEFAULT_QUESTION = 'how are durable runs checkpointed and resumed?';
 
@@ -28,14 +28,22 @@ interface DemoOptions {
 function progressBar(enabled: boolean): { progress?: Progress; stop(): void } {
   if (!enabled) return { stop: () => undefined };
   const bar = new cliProgress.SingleBar({ format: 'summarizing {bar} {value}/{total} files', clearOnComplete: true, hideCursor: true }, cliProgress.Presets.shades_classic);
-  let started = false;
+  let state: 'idle' | 'running' | 'stopped' = 'idle';
+  // The bar owns the line it draws on, and going back to it when it stops: it must stop before the trace prints
+  // another line, so it stops as soon as the last file is done (and at the latest when the run ends).
+  const stop = (): void => {
+    if (state === 'running') bar.stop();
+    state = 'stopped';
+  };
   return {
     progress: (done, total) => {
-      if (!started) bar.start(total, done);
-      started = true;
+      if (state === 'stopped' || (state === 'idle' && done >= total)) return;
+      if (state === 'idle') bar.start(total, done);
+      state = 'running';
       bar.update(done);
+      if (done >= total) stop();
     },
-    stop: () => started && bar.stop(),
+    stop,
   };
 }
 
@@ -101,9 +109,9 @@ export function demoCommand(): Command {
             `${c.bold('run id:')} ${report.runId}`,
             '',
             'inspect it:',
-            `  backpackflow runs show ${report.runId}${d}`,
-            `  backpackflow runs diff ${report.runId} --from 0 --to ${report.steps}${d}`,
-            `  backpackflow runs blame ${report.runId} claim${d}`,
+            `  ${cliCommand()} runs show ${report.runId}${d}`,
+            `  ${cliCommand()} runs diff ${report.runId} --from 0 --to ${report.steps}${d}`,
+            `  ${cliCommand()} runs blame ${report.runId} claim${d}`,
           ].join('\n'),
         );
       } finally {

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { colors } from '../colors.js';
 
 export { colors };
@@ -15,6 +17,14 @@ export function print(options: { json?: boolean }, json: unknown, human: () => s
   process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
+/**
+ * How a person runs this CLI where it is, for commands we print: in a checkout of the repository (source or a
+ * build), `npm run backpackflow --`; installed from npm, `npx backpackflow`.
+ */
+export function cliCommand(): string {
+  const root = fileURLToPath(new URL('../../../', import.meta.url));
+  return existsSync(`${root}tsconfig.json`) ? 'npm run backpackflow --' : 'npx backpackflow';
+}
 
 /** `0.42ms`, `12.5ms`, `1.50s`. */
 export function formatMs(ms: number | undefined): string {
