@@ -31,9 +31,9 @@ describe('backpackflow demo', () => {
     expect(out).toMatch(/files: 4 summarized, 0 unchanged; directories synthesized: 4; memory items written: 4/);
     const runId = /run id: (\S+)/.exec(out)?.[1] ?? '';
     expect(runId).toMatch(/^run_/);
-    expect(out).toContain(`backpackflow runs show ${runId}`);
-    expect(out).toMatch(new RegExp(`backpackflow runs diff ${runId} --from 0 --to \\d+`));
-    expect(out).toContain(`backpackflow runs blame ${runId} claim`);
+    expect(out).toContain(`npm run backpackflow -- runs show ${runId}`);
+    expect(out).toMatch(new RegExp(`npm run backpackflow -- runs diff ${runId} --from 0 --to \\d+`));
+    expect(out).toContain(`npm run backpackflow -- runs blame ${runId} claim`);
 
     // The printed commands work on the stored run: blame names the node that wrote the poisoned claim and the guard.
     const blame = await cliJson(['runs', 'blame', runId, 'claim', '--data-dir', dataDir]);
