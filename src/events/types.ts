@@ -114,7 +114,7 @@ export interface ErrorSummary {
  * |---|---|
  * | `run.started` | `{ flowNamespace, entryNodeId, resumed? }` |
  * | `run.completed` | `{ durationMs, steps, action }` |
- * | `run.failed` | `{ durationMs, steps?, error: { name, message } }` |
+ * | `run.failed` | `{ durationMs, steps?, error: { name, message }, reported? }` (`reported`: a node's `error` event already reported it) |
  * | `run.waiting` | `{ durationMs, steps, interrupt: { nodeId, namespace, index, payload, schema? } }` (paused for a person) |
  * | `node.interrupted` | `{ index, payload, schema? }` (`schema`: the answer's JSON Schema) |
  * | `interrupt.answered` | `{ nodeId, namespace, index, answer }` (written by `resumeRun` before the node runs again) |
@@ -123,7 +123,7 @@ export interface ErrorSummary {
  * | `node.exec_completed` | `{ durationMs, attempts }` |
  * | `node.completed` | `{ action, durationMs }` |
  * | `node.retry` | `{ attempt, maxRetries, delayMs, error: { name, message } }` (attempt: the one that failed; maxRetries: total attempts) |
- * | `error` | `{ phase: 'prep' \| 'exec' \| 'post' \| 'contract', error: { name, message } }` |
+ * | `error` | `{ phase: 'prep' \| 'exec' \| 'post' \| 'contract', error: { name, message }, propagated? }` (`propagated`: reported first by a node inside this one) |
  * | `route.taken` | `{ action, from, to }` (node ids) |
  * | `route.missing` | `{ action, from, available: string[] }` |
  * | `backpack.packed` | `{ key, version, valueSummary, tags? }` |
@@ -137,7 +137,7 @@ export interface ErrorSummary {
 export interface EventPayloadMap {
   'run.started': { flowNamespace: string; entryNodeId: string | null; resumed?: boolean };
   'run.completed': { durationMs: number; steps: number; action: string };
-  'run.failed': { durationMs: number; steps?: number; error: ErrorSummary };
+  'run.failed': { durationMs: number; steps?: number; error: ErrorSummary; reported?: boolean };
   'run.waiting': { durationMs: number; steps: number; interrupt: InterruptInfo };
   'node.interrupted': { index: number; payload: unknown; schema?: Record<string, unknown> };
   'interrupt.answered': { nodeId: string; namespace: string; index: number; answer: unknown };
@@ -146,7 +146,7 @@ export interface EventPayloadMap {
   'node.exec_completed': { durationMs: number; attempts: number };
   'node.completed': { action: string; durationMs: number };
   'node.retry': { attempt: number; maxRetries: number; delayMs: number; error: ErrorSummary };
-  error: { phase: 'prep' | 'exec' | 'post' | 'contract'; error: ErrorSummary };
+  error: { phase: 'prep' | 'exec' | 'post' | 'contract'; error: ErrorSummary; propagated?: boolean };
   'route.taken': { action: string; from: string; to: string };
   'route.missing': { action: string; from: string; available: string[] };
   'backpack.packed': { key: string; version: number; valueSummary: string; tags?: string[] };

@@ -366,8 +366,14 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       this.emitEvent(StreamEventType.NODE_END, { action: action ?? 'default', durationMs: performance.now() - started });
       return action;
     } catch (error) {
-      // A pause (here or in a node inside this one) is not an error.
-      if (!(error instanceof FlowSignal)) this.emitEvent(StreamEventType.ERROR, { phase, error: describeError(error) });
+      // A pause (here or in a node inside this one) is not an error. An error a node inside this one reported is
+      // reported again here (this node failed too) but marked, so that it is counted once.
+      if (!(error instanceof FlowSignal)) {
+        const payload: Record<string, unknown> = { phase, error: describeError(error) };
+        if (wasReported(error)) payload.propagated = true;
+        else markReported(error);
+        this.emitEvent(StreamEventType.ERROR, payload);
+      }
       throw error;
     }
   }
@@ -439,6 +445,23 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
 /** The node whose execution the current async context belongs to, if any (a nested `loadFlow` shares its flow's Backpack). */
 export function currentNode(): BackpackNode | undefined {
   return currentExecution.getStore()?.node;
+}
+
+const reported = new WeakSet<object>();
+
+function markReported(error: unknown): void {
+  if (error !== null && typeof error === 'object') reported.add(error);
+}
+
+/**
+ * True when a node already reported `error`, or an error it wraps (its `cause` chain: a composite's retry wrapper),
+ * as an `error` event: then it is the same failure passing up, not a second one.
+ */
+export function wasReported(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e !== null && typeof e === 'object' && depth < 32; e = (e as { cause?: unknown }).cause, depth++) {
+    if (reported.has(e)) return true;
+  }
+  return false;
 }
 
 /** The name and message of an error, for event payloads. */

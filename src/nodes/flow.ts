@@ -11,7 +11,7 @@ import {
   type RunScope,
   type StepBoundary,
 } from '../flow/index.js';
-import { BackpackNode, bindNode, describeError, nodePermissions, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
+import { BackpackNode, bindNode, describeError, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { currentExecution } from './execution.js';
 import { RunInterrupted } from './interrupt.js';
 import { checkNamespace, checkSegment, composeNamespace } from './namespace.js';
@@ -282,7 +282,9 @@ export class Flow extends BaseFlow<any> {
         // Paused for a person: not a failure. The run waits (a durable run records it and can be resumed).
         this.#streamer.emit({ ...base, type: StreamEventType.RUN_WAITING, payload: { durationMs: performance.now() - started, steps, interrupt: error.interrupt } });
       } else {
-        this.#streamer.emit({ ...base, type: StreamEventType.RUN_ERROR, payload: { durationMs: performance.now() - started, steps, error: describeError(error) } });
+        const payload: Record<string, unknown> = { durationMs: performance.now() - started, steps, error: describeError(error) };
+        if (wasReported(error)) payload.reported = true;
+        this.#streamer.emit({ ...base, type: StreamEventType.RUN_ERROR, payload });
       }
       throw error;
     }

@@ -38,10 +38,14 @@ function errorText(payload: Record<string, unknown>): string | undefined {
  * Folds one event into a run's projection and returns the new projection (the input is not modified). Events at
  * or below `lastSeq` are already counted and return the input unchanged, so replaying events is harmless.
  *
- * - status: `run.started` → running, `run.completed` → completed, `run.failed` → failed (with `error`);
- * - startedAt: the `run.started` timestamp (the first event's until one is seen); endedAt and durationMs on end;
+ * - status: `run.started` → running, `run.completed` → completed, `run.failed` → failed (with `error`),
+ *   `run.waiting` → waiting (with `interrupt`);
+ * - segments: one per `run.started` (a resume starts a new one), closed by the run's end, failure or pause;
+ *   startedAt: the first segment's start (the first event's until one is seen); durationMs: the segments' sum;
+ * - forkedFrom: from the start checkpoint of a fork;
  * - stepCount: `node.completed` events; nodeCount/nodeIds: distinct nodes started (namespace, else node id);
- * - toolCallCount: `tool.called`; errorCount: `error` and `run.failed` events;
+ * - toolCallCount: `tool.called`; errorCount: each error once: `error` events where they happened (not the copies
+ *   reported by enclosing composites as it passes up, marked `propagated`), and a `run.failed` no node reported;
  * - tokenUsage: sums of `model.completed` payload.usage {inputTokens, outputTokens, totalTokens} (total defaults
  *   to input + output); lastNodeId: the node of the last `node.started`.
  */
@@ -70,22 +74,42 @@ function foldInto(next: RunMeta, event: StreamEvent): void {
   next.eventCount++;
   next.updatedAt = event.timestamp;
   switch (event.type) {
-    case StreamEventType.RUN_START:
+    case StreamEventType.RUN_START: {
+      // A resume starts a new segment; the run's start stays the first one's.
+      const segments = next.segments ?? [];
+      if (segments.length === 0) next.startedAt = event.timestamp;
+      next.segments = [...segments, { startedAt: event.timestamp }];
       next.status = 'running';
-      next.startedAt = event.timestamp;
       delete next.endedAt;
-      delete next.durationMs;
       delete next.error;
+      delete next.interrupt;
       break;
+    }
     case StreamEventType.RUN_END:
-    case StreamEventType.RUN_ERROR: {
-      next.status = event.type === StreamEventType.RUN_END ? 'completed' : 'failed';
+    case StreamEventType.RUN_ERROR:
+    case StreamEventType.RUN_WAITING: {
+      const outcome = event.type === StreamEventType.RUN_END ? 'completed' : event.type === StreamEventType.RUN_ERROR ? 'failed' : 'waiting';
+      next.status = outcome;
       next.endedAt = event.timestamp;
-      next.durationMs = Math.max(0, event.timestamp - next.startedAt);
+      const segments = [...(next.segments ?? [{ startedAt: next.startedAt }])];
+      const last = segments.at(-1)!;
+      segments[segments.length - 1] = { ...last, endedAt: event.timestamp, durationMs: Math.max(0, event.timestamp - last.startedAt), outcome };
+      next.segments = segments;
+      next.durationMs = segments.reduce((sum, seg) => sum + (seg.durationMs ?? 0), 0);
       if (event.type === StreamEventType.RUN_ERROR) {
-        next.errorCount++;
+        // A node's error was counted when the node reported it; count only a failure no node reported.
+        if (event.payload['reported'] !== true) next.errorCount++;
         next.error = errorText(event.payload) ?? 'run failed';
       }
+      if (event.type === StreamEventType.RUN_WAITING) {
+        const interrupt = event.payload['interrupt'];
+        if (interrupt !== null && typeof interrupt === 'object') next.interrupt = interrupt as RunMeta['interrupt'];
+      }
+      break;
+    }
+    case StreamEventType.CHECKPOINT_SAVED: {
+      const from = event.payload['forkedFrom'];
+      if (event.payload['start'] === true && from !== null && typeof from === 'object') next.forkedFrom = from as RunMeta['forkedFrom'];
       break;
     }
     case StreamEventType.NODE_START: {
@@ -104,7 +128,8 @@ function foldInto(next: RunMeta, event: StreamEvent): void {
       next.toolCallCount++;
       break;
     case StreamEventType.ERROR:
-      next.errorCount++;
+      // An error passing up through enclosing composites is the same error: counted where it happened.
+      if (event.payload['propagated'] !== true) next.errorCount++;
       break;
     case StreamEventType.MODEL_END: {
       const usage = event.payload['usage'] as Record<string, unknown> | undefined;

@@ -57,14 +57,48 @@ export const TokenUsageSchema = z.object({
  * `nodeIds` holds the distinct nodes started (namespace when the event has one, else node id), in first-start order;
  * it is what makes the incremental fold equal to the full fold.
  */
+const RunSegmentSchema = z.object({
+  startedAt: z.number(),
+  endedAt: z.number().optional(),
+  durationMs: z.number().optional(),
+  /** How the segment ended; absent while it runs (or when its writer died: the listing says 'stopped'). */
+  outcome: z.enum(['completed', 'failed', 'waiting']).optional(),
+});
+
+/** One process's stretch of a run: from a `run.started` to the run's end, failure or pause. */
+export type RunSegment = z.infer<typeof RunSegmentSchema>;
+
+const InterruptInfoSchema = z.object({
+  nodeId: z.string(),
+  namespace: z.string(),
+  index: z.number().int().nonnegative(),
+  payload: z.unknown(),
+  schema: z.record(z.string(), z.unknown()).optional(),
+});
+
+/**
+ * A run's status (DESIGN D16): `running` (a live writer holds it), `waiting` (paused for a person's answer),
+ * `stopped` (its writer died or was aborted mid-run: resumable; only listings say it, from the writer lock),
+ * `completed`, `failed`.
+ */
+export const RunStatusSchema = z.enum(['running', 'waiting', 'stopped', 'completed', 'failed']);
+
 export const RunMetaSchema = z.object({
   v: z.literal(1),
   runId: z.string().min(1),
   sessionKey: z.string().min(1),
-  status: z.enum(['running', 'completed', 'failed']),
+  status: RunStatusSchema,
+  /** When the run first started (kept across resumes). */
   startedAt: z.number(),
   endedAt: z.number().optional(),
+  /** The time the run ran: the sum of its segments. */
   durationMs: z.number().optional(),
+  /** Each stretch a process ran it, in order (a resume starts a new one). */
+  segments: z.array(RunSegmentSchema).optional(),
+  /** What a waiting run waits for. */
+  interrupt: InterruptInfoSchema.optional(),
+  /** The run and step a fork started from. */
+  forkedFrom: z.object({ runId: z.string(), step: z.number().int() }).optional(),
   updatedAt: z.number(),
   lastSeq: z.number().int(),
   eventCount: z.number().int().nonnegative(),

@@ -49,6 +49,7 @@ describe('ProjectionStore', () => {
       startedAt: 1000,
       endedAt: 1110,
       durationMs: 110,
+      segments: [{ startedAt: 1000, endedAt: 1110, durationMs: 110, outcome: 'failed' }],
       updatedAt: 1110,
       lastSeq: 11,
       eventCount: 12,
