@@ -12,6 +12,7 @@ import {
   listRunIds,
   type Checkpoint,
   type Durability,
+  type RedactionOptions,
   type RunMeta,
 } from '../store/index.js';
 import { applyStateDelta, StateTracker, type StateDelta } from './state-tracker.js';
@@ -39,6 +40,11 @@ export interface RunLocation {
   dataDir?: string;
   /** Session the run belongs to (default `'default'`). */
   sessionKey?: string;
+  /**
+   * Secrets of your own (patterns, secret key names) redacted from everything the run writes, on top of the
+   * built-in catalogue (see the README's Redaction section).
+   */
+  redaction?: RedactionOptions;
 }
 
 /** Options of {@link runFlow}. */
@@ -112,7 +118,7 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
   const runId = options.runId ?? newRunId();
   assertValidId(runId, 'runId');
   for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
-  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal }, {
+  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
     step: 0,
     position: [],
     fresh: true,
@@ -142,7 +148,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
   const point = await loadRunPoint({ dataDir, sessionKey, runId: options.runId });
   if (point.position.length === 0) throw new StoreError(`run ${sessionKey}/${options.runId} has no step left to run`);
   flow.backpack.importState(point.state);
-  return execute(flow, { dataDir, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal }, {
+  return execute(flow, { dataDir, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
     step: point.step,
     position: point.position,
     fresh: false,
@@ -174,7 +180,7 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
   assertValidId(runId, 'runId');
   if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
   flow.backpack.importState(point.state);
-  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal }, {
+  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
     step: point.step,
     position: point.position,
     fresh: true,
@@ -235,6 +241,7 @@ interface ExecuteTarget {
   durability: Durability | undefined;
   keyframeInterval: number | undefined;
   signal: AbortSignal | undefined;
+  redaction: RedactionOptions | undefined;
 }
 
 interface StartPoint {
@@ -251,9 +258,10 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   const keyframeInterval = target.keyframeInterval ?? 1000;
   if (!Number.isInteger(keyframeInterval) || keyframeInterval < 1) throw new RangeError(`keyframeInterval must be an integer >= 1, got ${keyframeInterval}`);
   const durability = target.durability ?? 'batch';
-  const events = new EventStore({ dataDir, sessionKey, runId, durability });
-  const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId, durability });
-  const projection = new ProjectionStore({ dataDir, sessionKey, durability });
+  const { redaction } = target;
+  const events = new EventStore({ dataDir, sessionKey, runId, durability, redaction });
+  const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId, durability, redaction });
+  const projection = new ProjectionStore({ dataDir, sessionKey, durability, redaction });
   const opened = await events.open();
   const streamer = flow.eventStreamer;
   streamer.setNextSeq(runId, (opened.lastSeq ?? 0) + 1);

@@ -2,7 +2,7 @@ import { promises as fsp } from 'node:fs';
 import { readJsonIfExists, writeJsonAtomic } from './atomic.js';
 import { CheckpointStoreError, describeIssues } from './errors.js';
 import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
-import { redact } from './redact.js';
+import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { CheckpointSchema, durabilityOf, type Checkpoint, type Durability } from './types.js';
 
 /** Options of {@link CheckpointStore}. */
@@ -13,6 +13,8 @@ export interface CheckpointStoreOptions {
   /** `'always'` and `'batch'` (default) fsync every save (a save is a step boundary); `'never'` does not (saves stay
    * atomic against a process crash, not against power loss). */
   durability?: Durability;
+  /** Secrets of your own to redact, on top of the built-in catalogue (see the README's Redaction section). */
+  redaction?: RedactionOptions;
 }
 
 /**
@@ -27,6 +29,7 @@ export class CheckpointStore {
   readonly paths: RunPaths;
   private readonly fsync: boolean;
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly redactor: Redactor;
 
   /** Validates the ids (InvalidIdError before any file is touched); opens nothing. */
   constructor(options: CheckpointStoreOptions) {
@@ -34,6 +37,7 @@ export class CheckpointStore {
     this.sessionKey = options.sessionKey;
     this.runId = options.runId;
     this.fsync = durabilityOf(options, 'CheckpointStore') !== 'never';
+    this.redactor = redactorFor(options.redaction);
   }
 
   private prepare(checkpoint: Checkpoint, path: string): Checkpoint {
@@ -46,8 +50,8 @@ export class CheckpointStore {
         { path },
       );
     }
-    const state = redact(valid.state);
-    const meta = redact(valid.meta);
+    const state = this.redactor.redact(valid.state);
+    const meta = this.redactor.redact(valid.meta);
     if (!state.redacted && !meta.redacted) return valid;
     const out: Checkpoint = { ...valid, state: state.value, redaction: { containsSecrets: true } };
     if (meta.value !== undefined) out.meta = meta.value;

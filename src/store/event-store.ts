@@ -18,7 +18,7 @@ import { EventStoreError, describeIssues } from './errors.js';
 import { endOfLastLine, readLines, type RawLine } from './lines.js';
 import { acquireLock, type FileLock } from './lock.js';
 import { runPaths, type RunPaths } from './paths.js';
-import { redact } from './redact.js';
+import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { durabilityOf, type Durability } from './types.js';
 
 /** Options of {@link EventStore}. */
@@ -31,6 +31,8 @@ export interface EventStoreOptions {
   durability?: Durability;
   /** One index entry every this many events (default 1000). */
   indexInterval?: number;
+  /** Secrets of your own to redact, on top of the built-in catalogue (see the README's Redaction section). */
+  redaction?: RedactionOptions;
 }
 
 /** A line of events.jsonl that is not a valid event. `line` is 1-based. */
@@ -157,6 +159,7 @@ export class EventStore {
   readonly durability: Durability;
   readonly paths: RunPaths;
   private indexInterval: number;
+  private readonly redactor: Redactor;
 
   private opening: Promise<OpenedLog> | undefined;
   private fd: number | undefined;
@@ -182,6 +185,7 @@ export class EventStore {
     this.runId = options.runId;
     this.durability = durabilityOf(options, 'EventStore');
     this.indexInterval = options.indexInterval ?? DEFAULT_INDEX_INTERVAL;
+    this.redactor = redactorFor(options.redaction);
     if (!Number.isInteger(this.indexInterval) || this.indexInterval < 1) {
       throw new EventStoreError(`indexInterval must be a positive integer, got ${String(options.indexInterval)}`);
     }
@@ -369,7 +373,7 @@ export class EventStore {
         { path: this.paths.events },
       );
     }
-    const { value: payload, redacted } = redact(valid.payload);
+    const { value: payload, redacted } = this.redactor.redact(valid.payload);
     const stored: StreamEvent = redacted ? { ...valid, payload, redaction: { containsSecrets: true } } : valid;
     return { line: JSON.stringify(stored) + '\n', seq: valid.seq };
   }

@@ -2,7 +2,7 @@ import { readJsonIfExists, writeJsonAtomic } from './atomic.js';
 import { ProjectionStoreError } from './errors.js';
 import { EventStore, type ReadOptions } from './event-store.js';
 import { assertValidId, runPaths } from './paths.js';
-import { redact } from './redact.js';
+import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from './run-meta.js';
 import { RunMetaSchema, durabilityOf, type Durability, type RunMeta } from './types.js';
 import type { StreamEvent } from '../events/types.js';
@@ -13,6 +13,8 @@ export interface ProjectionStoreOptions {
   sessionKey: string;
   /** `'always'`/`'batch'` (default) fsync each persisted projection; `'never'` does not (writes stay atomic). */
   durability?: Durability;
+  /** Secrets of your own to redact, on top of the built-in catalogue (see the README's Redaction section). */
+  redaction?: RedactionOptions;
 }
 
 /**
@@ -26,6 +28,7 @@ export class ProjectionStore {
   private readonly fsync: boolean;
   private readonly cache = new Map<string, RunMeta>();
   private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly redactor: Redactor;
 
   /** Validates the session key (InvalidIdError before any file is touched). */
   constructor(options: ProjectionStoreOptions) {
@@ -33,6 +36,7 @@ export class ProjectionStore {
     this.dataDir = options.dataDir;
     this.sessionKey = options.sessionKey;
     this.fsync = durabilityOf(options, 'ProjectionStore') !== 'never';
+    this.redactor = redactorFor(options.redaction);
   }
 
   private metaPath(runId: string): string {
@@ -111,7 +115,7 @@ export class ProjectionStore {
   /** Writes a projection; secrets (e.g. a token quoted in a run's error message) are redacted first. */
   private async persist(meta: RunMeta): Promise<void> {
     this.cache.set(meta.runId, meta);
-    await writeJsonAtomic(this.metaPath(meta.runId), redact(meta).value, { fsync: this.fsync });
+    await writeJsonAtomic(this.metaPath(meta.runId), this.redactor.redact(meta).value, { fsync: this.fsync });
   }
 
   /** The persisted projection of `runId`, or null when there is none. A corrupt file is an error naming its path. */
