@@ -1,5 +1,4 @@
-import { resolve } from 'node:path';
-import type { Backpack, BackpackState } from '../backpack/index.js';
+import type { Backpack } from '../backpack/index.js';
 import { StreamEventType, newRunId, type StreamEvent } from '../events/index.js';
 import type { StepBoundary } from '../flow/index.js';
 import type { Flow } from '../nodes/index.js';
@@ -15,7 +14,9 @@ import {
   type RedactionOptions,
   type RunMeta,
 } from '../store/index.js';
-import { applyStateDelta, StateTracker, type StateDelta } from './state-tracker.js';
+import { locate, resolveDataDir, type RunLocation } from './location.js';
+import { loadRunPoint, type CheckpointPayload } from './run-point.js';
+import { StateTracker } from './state-tracker.js';
 
 /**
  * Durable runs (DESIGN D16). A run's directory holds its event log, its projection and its checkpoints:
@@ -31,21 +32,9 @@ import { applyStateDelta, StateTracker, type StateDelta } from './state-tracker.
  *   durable runs do not write `checkpoint.latest.json`; the newest keyframe is the highest step in `checkpoint/`.
  * - The state at step N is the last keyframe at or before N (or the empty state) plus the deltas after it; a resume
  *   starts from the last recorded step. A step that had not reached its boundary when the process died runs again.
- *   A keyframe is written after its step's batch, so no keyframe is ahead of the log.
+ *   A keyframe is written after its step's batch, so no keyframe is ahead of the log. It records the log's chain
+ *   hash at its step and is sealed with its checksum, so readers notice a keyframe that was damaged or edited.
  */
-
-/** Where runs are stored. */
-export interface RunLocation {
-  /** Data directory (default `.backpackflow` in the working directory). */
-  dataDir?: string;
-  /** Session the run belongs to (default `'default'`). */
-  sessionKey?: string;
-  /**
-   * Secrets of your own (patterns, secret key names) redacted from everything the run writes, on top of the
-   * built-in catalogue (see the README's Redaction section).
-   */
-  redaction?: RedactionOptions;
-}
 
 /** Options of {@link runFlow}. */
 export interface RunFlowOptions extends RunLocation {
@@ -75,41 +64,6 @@ export interface RunResult {
   action: string | undefined;
   /** Step number of the last step (steps of a resumed run continue the numbering). */
   steps: number;
-}
-
-/** A recorded point of a run: the Backpack state and the position after a step. */
-export interface RunPoint {
-  step: number;
-  /** Node ids from the outermost flow inwards where the run continues; empty when the run had ended. */
-  position: string[];
-  state: BackpackState;
-}
-
-const DEFAULT_DATA_DIR = '.backpackflow';
-const DEFAULT_SESSION = 'default';
-
-/** Checkpoint `state` of a keyframe. */
-interface KeyframeState {
-  kind: 'keyframe';
-  backpack: BackpackState;
-}
-
-/** Payload of a `checkpoint.saved` event. */
-interface CheckpointPayload {
-  step: number;
-  position: string[];
-  delta?: StateDelta;
-  keyframe: boolean;
-  /** The start of the run's record: `delta` is the whole state. */
-  start?: true;
-  /** For a fork's start: the run and step it was forked from. */
-  forkedFrom?: { runId: string; step: number };
-}
-
-function locate(options: RunLocation): { dataDir: string; sessionKey: string } {
-  const sessionKey = options.sessionKey ?? DEFAULT_SESSION;
-  assertValidId(sessionKey, 'sessionKey');
-  return { dataDir: resolve(options.dataDir ?? DEFAULT_DATA_DIR), sessionKey };
 }
 
 /** Runs `flow` durably: every event persisted, the projection kept current, a checkpoint at every step. */
@@ -190,7 +144,7 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
 
 /** Projections of the stored runs (of one session, or of all), oldest first. */
 export async function listRuns(options: RunLocation = {}): Promise<RunMeta[]> {
-  const dataDir = resolve(options.dataDir ?? DEFAULT_DATA_DIR);
+  const dataDir = resolveDataDir(options);
   const out: RunMeta[] = [];
   const projections = new Map<string, ProjectionStore>();
   for (const ref of await listRunIds(dataDir, options.sessionKey)) {
@@ -200,38 +154,6 @@ export async function listRuns(options: RunLocation = {}): Promise<RunMeta[]> {
     if (meta) out.push(meta);
   }
   return out.sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId));
-}
-
-/**
- * The recorded state and position of a run after `step` (default: its last recorded step): the last keyframe
- * (`checkpoint/<step>.json`) at or before it, or else the empty state, plus the deltas of the steps after that.
- */
-export async function loadRunPoint(options: RunLocation & { runId: string; step?: number }): Promise<RunPoint> {
-  const { dataDir, sessionKey } = locate(options);
-  const { runId, step } = options;
-  assertValidId(runId, 'runId');
-  if (step !== undefined && (!Number.isInteger(step) || step < 0)) throw new StoreError(`step must be an integer >= 0, got ${String(step)}`);
-  const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId });
-  const steps = (await checkpoints.listHistorical()).filter((id) => /^\d+$/.test(id)).map(Number).filter((s) => step === undefined || s <= step);
-  const keyframe = steps.length ? await checkpoints.loadHistorical(Math.max(...steps)) : null;
-  const point: RunPoint = keyframe
-    ? { step: keyframe.step, position: [...keyframe.position], state: (keyframe.state as unknown as KeyframeState).backpack }
-    : { step: -1, position: [], state: { version: 1, items: {}, quarantined: {} } };
-  const events = new EventStore({ dataDir, sessionKey, runId });
-  for await (const event of events.readStream()) {
-    if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
-    const saved = event.payload as unknown as CheckpointPayload;
-    if (saved.step <= point.step) continue;
-    if (step !== undefined && saved.step > step) break;
-    if (saved.delta) applyStateDelta(point.state, saved.delta);
-    point.step = saved.step;
-    point.position = saved.position;
-  }
-  if (point.step < 0) throw new StoreError(`run ${sessionKey}/${runId} has no checkpoint${step === undefined ? '' : ` at or before step ${step}`} in ${dataDir}`);
-  if (step !== undefined && point.step !== step) {
-    throw new StoreError(`run ${sessionKey}/${runId} has no step ${step}; its last recorded step is ${point.step}`);
-  }
-  return point;
 }
 
 interface ExecuteTarget {
@@ -291,6 +213,8 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
       position,
       state: { kind: 'keyframe', backpack: tracker.state } as unknown as Checkpoint['state'],
     };
+    // Ties the keyframe to the log: readers compare it with the chain of this step's batch.
+    if (events.chainHead !== undefined) checkpoint.chain = events.chainHead;
     await checkpoints.saveHistorical(checkpoint, step);
   };
   /**

@@ -1,5 +1,7 @@
 import { promises as fsp } from 'node:fs';
-import { readJsonIfExists, writeJsonAtomic } from './atomic.js';
+import { sharedHashBackend } from '../hash/blake3.js';
+import { openSealed, seal } from '../hash/sealed.js';
+import { readTextIfExists, writeFileAtomic } from './atomic.js';
 import { CheckpointStoreError, describeIssues } from './errors.js';
 import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
@@ -19,9 +21,11 @@ export interface CheckpointStoreOptions {
 
 /**
  * Checkpoints of one run: `checkpoint.latest.json` and `checkpoint/<stepId>.json`. Every save validates the
- * checkpoint, checks it belongs to this run, redacts secrets in `state` and `meta`, and writes atomically (temp
- * file, fsync, rename), so a crash leaves the previous or the new checkpoint, never a torn one. Every load
- * validates too; a corrupt file is a {@link CheckpointStoreError} naming its path.
+ * checkpoint, checks it belongs to this run, redacts secrets in `state` and `meta`, seals it with its BLAKE3
+ * checksum (`{"checksum", "data"}`, see hash/sealed.ts) and writes atomically (temp file, fsync, rename), so a crash
+ * leaves the previous or the new checkpoint, never a torn one. Every load verifies the checksum and validates; a
+ * corrupt or edited file is a {@link CheckpointStoreError} naming its path. Files written before seals existed
+ * (plain JSON) still load.
  */
 export class CheckpointStore {
   readonly sessionKey: string;
@@ -61,14 +65,19 @@ export class CheckpointStore {
   /** Saves run one after another, so that the last save called is the one left on disk. */
   private save(checkpoint: Checkpoint, path: string): Promise<void> {
     const stored = this.prepare(checkpoint, path);
-    const next = this.queue.then(() => writeJsonAtomic(path, stored, { fsync: this.fsync }));
+    const next = this.queue.then(async () => writeFileAtomic(path, seal(stored, await sharedHashBackend()), { fsync: this.fsync }));
     this.queue = next.catch(() => undefined);
     return next;
   }
 
   private async load(path: string): Promise<Checkpoint | null> {
-    const checkpoint = await readJsonIfExists(path, CheckpointSchema, (reason, cause) => new CheckpointStoreError(`corrupt checkpoint ${path}: ${reason}`, { path, cause }));
-    return checkpoint ?? null;
+    const text = await readTextIfExists(path);
+    if (text === undefined) return null;
+    const opened = openSealed(text, await sharedHashBackend(), true);
+    if (!opened.ok) throw new CheckpointStoreError(`corrupt checkpoint ${path}: ${opened.problem}`, { path });
+    const parsed = CheckpointSchema.safeParse(opened.data);
+    if (!parsed.success) throw new CheckpointStoreError(`corrupt checkpoint ${path}: ${describeIssues(parsed.error, '(root)')}`, { path });
+    return parsed.data;
   }
 
 
