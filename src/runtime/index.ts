@@ -5,3 +5,5 @@ export { loadRunPoint } from './run-point.js';
 export type { RunPoint } from './run-point.js';
 export { StateTracker, applyStateDelta, type StateDelta } from './state-tracker.js';
 export { diffJson, applyJsonDelta, type JsonDelta } from './json-delta.js';
+export { verifyRun } from './verify.js';
+export type { RunVerification, KeyframeCheck } from './verify.js';

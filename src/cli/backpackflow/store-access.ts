@@ -4,6 +4,7 @@ import { StreamEventType, type StreamEvent } from '../../events/index.js';
 import { loadRunPoint, type RunPoint } from '../../runtime/index.js';
 import { EventStore, isValidId, listRunIds, runPaths } from '../../store/index.js';
 import { CliError } from './errors.js';
+import { warn } from './output.js';
 
 /** Where the CLI finds runs. */
 export interface RunRefOptions {
@@ -25,9 +26,9 @@ export async function openRun(options: RunRefOptions): Promise<EventStore> {
   return new EventStore({ dataDir, sessionKey: options.session, runId: options.runId });
 }
 
-/** Every stored event of a run, in order. */
+/** Every stored event of a run that its chain vouches for, in order (what is not served is warned about on stderr). */
 export async function readRunEvents(options: RunRefOptions): Promise<StreamEvent[]> {
-  return (await openRun(options)).readAll();
+  return (await openRun(options)).readAll({ onWarning: warn });
 }
 
 /** The recorded steps of a run: 0 through the last `checkpoint.saved` step. */
@@ -60,5 +61,7 @@ export async function runPointAt(options: RunRefOptions, step: number | undefine
   if (step !== undefined && (step > last || step < first)) {
     throw new CliError(`invalid step ${step} for run '${options.runId}': its recorded steps are ${first}..${last}`);
   }
-  return loadRunPoint({ dataDir: resolve(options.dataDir), sessionKey: options.session, runId: options.runId, step });
+  const point = await loadRunPoint({ dataDir: resolve(options.dataDir), sessionKey: options.session, runId: options.runId, step });
+  for (const warning of point.warnings) warn(warning);
+  return point;
 }
