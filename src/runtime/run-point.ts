@@ -85,7 +85,7 @@ export async function loadRunPoint(options: RunLocation & { runId: string; step?
     const why = warnings.length ? ` (${warnings.join('; ')})` : '';
     if (point.step < 0) throw new StoreError(`run ${sessionKey}/${runId} has no checkpoint${step === undefined ? '' : ` at or before step ${step}`} in ${dataDir}${why}`);
     if (step !== undefined && point.step !== step) {
-      throw new StoreError(`run ${sessionKey}/${runId} has no step ${step}; its last recorded step is ${point.step}${why}`);
+      throw new StoreError(`run ${sessionKey}/${runId} has no step ${step}; its last recorded step is ${point.step} (${events.paths.events})${why}`);
     }
     return { ...point, warnings };
   }

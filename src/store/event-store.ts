@@ -714,7 +714,15 @@ export class EventStore {
           }
         }
         if (!chained) {
-          // Written before chain hashes: served as read.
+          // Written before chain hashes: served as read; chain hashes written later (a resumed run) are still checked.
+          if (reader !== undefined) {
+            const step = reader.feed(raw.bytes);
+            if (step.kind !== 'open') {
+              if (step.kind === 'mismatch') this.damagedBatch([], batchStart, raw.index, options, warn);
+              lastSealed = raw.index;
+              batchStart = raw.index + 1;
+            }
+          }
           if (raw.index >= from) yield { raw, chain: undefined };
           continue;
         }
@@ -749,7 +757,7 @@ export class EventStore {
         entry = undefined;
         continue;
       }
-      if (chained && lastLine > lastSealed) {
+      if ((chained || lastSealed >= 0) && lastLine > lastSealed) {
         warn(
           `${this.paths.events}: lines ${lastSealed + 2}-${lastLine + 1} come after its last chain hash (line ${lastSealed + 1}): ` +
             `the log was cut or damaged there; they are not served`,
@@ -911,8 +919,19 @@ export class EventStore {
     let chainHead: string | undefined;
     let damage: { line: number; problem: string } | undefined;
     let batchStart = 0;
+    const entries = await this.indexEntries();
+    let nextEntry = 0;
+    let badEntry: IndexEntry | undefined;
     for await (const raw of readLines(this.paths.events, 0, end, 0)) {
       lines++;
+      const entry = entries[nextEntry];
+      if (entry !== undefined && entry.line === raw.index) {
+        nextEntry++;
+        if (entry.offset !== raw.offset || this.seqOf(raw.text) !== entry.seq) badEntry ??= entry;
+      } else if (entry !== undefined && entry.line < raw.index) {
+        badEntry ??= entry;
+        nextEntry++;
+      }
       const decoded = this.decodeLine(raw.text, raw.index, raw.offset);
       if ('error' in decoded) corruptLines.push(decoded);
       else events++;
@@ -936,17 +955,23 @@ export class EventStore {
         problem: `${this.paths.events}: lines ${lastSealed + 2}-${lines} come after its last chain hash (line ${lastSealed + 1}): the log was cut or damaged there`,
       };
     }
-    const beyond = (await this.indexEntries()).find((e) => e.line >= lines || e.offset >= end);
+    const beyond = entries.find((e) => e.line >= lines || e.offset >= end);
     if (beyond !== undefined) {
       damage ??= {
         line: lines + 1,
         problem: `${this.paths.index} records event ${beyond.line + 1} at byte ${beyond.offset}, but ${this.paths.events} has ${lines} complete lines (${end} bytes): the log was cut`,
       };
     }
+    if (badEntry !== undefined) {
+      damage ??= {
+        line: badEntry.line + 1,
+        problem: `${this.paths.index} records event ${badEntry.line + 1} at byte ${badEntry.offset} with seq ${badEntry.seq}, which is not what ${this.paths.events} holds there: the index is damaged (a writer rebuilds it on open)`,
+      };
+    }
     if (damage === undefined && corruptLines.length > 0) {
       damage = { line: corruptLines[0]!.line, problem: `${this.paths.events}: line ${corruptLines[0]!.line} is corrupt: ${corruptLines[0]!.error}` };
     }
-    const chain = damage !== undefined && (sealed || beyond !== undefined) ? 'damaged' : sealed ? 'verified' : 'unverifiable';
+    const chain = damage !== undefined && (sealed || beyond !== undefined || badEntry !== undefined) ? 'damaged' : sealed ? 'verified' : 'unverifiable';
     const result: VerifyResult = { ok: corruptLines.length === 0 && chain !== 'damaged', chain, lines, events, corruptLines, tornTailBytes: size - end, verifiedLines };
     if (damage !== undefined) {
       result.firstBadLine = damage.line;

@@ -4,13 +4,13 @@ import { Command, Option } from 'commander';
 import { compileNamespacePattern } from '../../backpack/index.js';
 import { FlowVisualizer, StreamEventTypeSchema, newRunId, type StreamEvent } from '../../events/index.js';
 import { forkRun, listRuns, resumeRun, verifyRun, type RunResult } from '../../runtime/index.js';
-import { ProjectionStore, StoreError } from '../../store/index.js';
+import { StoreError } from '../../store/index.js';
 import { CliError, nonNegativeInteger, positiveInteger, UsageError } from './errors.js';
 import { flowFileFor, loadFlowFile, recordFlow } from './flows.js';
 import { blame, diffStates, stateReport, type EventsPage } from './inspect.js';
 import { colors, print, warn, type CommonOptions } from './output.js';
 import { renderBlame, renderDiff, renderEvents, renderRuns, renderState, renderVerification } from './render.js';
-import { firstStep, openRun, readRunEvents, runPointAt } from './store-access.js';
+import { firstStep, openRun, readEventsPage, readRunEvents, runPointAt } from './store-access.js';
 import { buildTrace, renderTrace } from './trace.js';
 
 /** Adds `--data-dir`, `--session` and `--json` to a command. */
@@ -102,20 +102,13 @@ export function runsCommand(): Command {
       if (options.type !== undefined && !StreamEventTypeSchema.safeParse(options.type).success) {
         throw new UsageError(`--type: unknown event type '${options.type}'; one of ${StreamEventTypeSchema.options.join(', ')}`);
       }
-      const store = await openRun({ ...options, runId });
       const offset = (options.page - 1) * options.pageSize;
       let page: EventsPage;
       if (options.type === undefined && options.namespace === undefined) {
-        // The total is what the log serves (its chain vouches for), never what the projection says it should hold.
-        const total = await storeErrors(() => store.countEvents({ onWarning: warn }));
-        const meta = await storeErrors(() => new ProjectionStore({ dataDir: resolve(options.dataDir), sessionKey: options.session }).loadRunMeta(runId));
-        if (meta !== null && meta.eventCount > total) {
-          throw new CliError(
-            `${store.paths.runMeta} counts ${meta.eventCount} events, but ${store.paths.events} serves ${total}: the log was cut or damaged (backpackflow runs verify ${runId})`,
-          );
-        }
-        page = pageOf(runId, options, total, await storeErrors(() => store.readPage(options.pageSize, offset, { onWarning: warn })));
+        const { total, events } = await storeErrors(() => readEventsPage({ ...options, runId }, options.pageSize, offset, warn));
+        page = pageOf(runId, options, total, events);
       } else {
+        const store = await openRun({ ...options, runId });
         const matches = options.namespace === undefined ? undefined : compileNamespacePattern(options.namespace);
         const selected = await store.readFiltered(
           (e) => (options.type === undefined || e.type === options.type) && (matches === undefined || (e.namespace !== undefined && matches(e.namespace))),
