@@ -83,7 +83,7 @@ export async function loadRunPoint(options: RunLocation & { runId: string; step?
     }
     for (const warning of logWarnings) if (!warnings.includes(warning)) warnings.push(warning);
     const why = warnings.length ? ` (${warnings.join('; ')})` : '';
-    if (point.step < 0) throw new StoreError(`run ${sessionKey}/${runId} has no checkpoint${step === undefined ? '' : ` at or before step ${step}`} in ${dataDir}${why}`);
+    if (point.step < 0) throw new StoreError(`run ${sessionKey}/${runId} has no checkpoint${step === undefined ? '' : ` at or before step ${step}`} in ${events.paths.events}${why}`);
     if (step !== undefined && point.step !== step) {
       throw new StoreError(`run ${sessionKey}/${runId} has no step ${step}; its last recorded step is ${point.step} (${events.paths.events})${why}`);
     }

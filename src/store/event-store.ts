@@ -919,7 +919,13 @@ export class EventStore {
     let chainHead: string | undefined;
     let damage: { line: number; problem: string } | undefined;
     let batchStart = 0;
-    const entries = await this.indexEntries();
+    const indexText = await fsp.readFile(this.paths.index, 'utf8').catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return '';
+      throw error;
+    });
+    const completeIndex = indexText.slice(0, indexText.lastIndexOf('\n') + 1);
+    const entries = this.parseIndex(completeIndex);
+    const indexLines = completeIndex.split('\n').length - 1;
     let nextEntry = 0;
     let badEntry: IndexEntry | undefined;
     for await (const raw of readLines(this.paths.events, 0, end, 0)) {
@@ -962,6 +968,12 @@ export class EventStore {
         problem: `${this.paths.index} records event ${beyond.line + 1} at byte ${beyond.offset}, but ${this.paths.events} has ${lines} complete lines (${end} bytes): the log was cut`,
       };
     }
+    if (entries.length < indexLines) {
+      damage ??= {
+        line: (entries[entries.length - 1]?.line ?? 0) + 1,
+        problem: `${this.paths.index}: line ${entries.length + 1} is not a valid index entry in order: the index is damaged (a writer rebuilds it on open)`,
+      };
+    }
     if (badEntry !== undefined) {
       damage ??= {
         line: badEntry.line + 1,
@@ -971,7 +983,8 @@ export class EventStore {
     if (damage === undefined && corruptLines.length > 0) {
       damage = { line: corruptLines[0]!.line, problem: `${this.paths.events}: line ${corruptLines[0]!.line} is corrupt: ${corruptLines[0]!.error}` };
     }
-    const chain = damage !== undefined && (sealed || beyond !== undefined || badEntry !== undefined) ? 'damaged' : sealed ? 'verified' : 'unverifiable';
+    const indexDamaged = beyond !== undefined || badEntry !== undefined || entries.length < indexLines;
+    const chain = damage !== undefined && (sealed || indexDamaged) ? 'damaged' : sealed ? 'verified' : 'unverifiable';
     const result: VerifyResult = { ok: corruptLines.length === 0 && chain !== 'damaged', chain, lines, events, corruptLines, tornTailBytes: size - end, verifiedLines };
     if (damage !== undefined) {
       result.firstBadLine = damage.line;
