@@ -134,5 +134,5 @@ describe('damage to any file of a recorded run', () => {
       }),
       { numRuns: RUNS },
     );
-  }, 120_000);
+  }, Math.max(120_000, RUNS * 250));
 });
