@@ -27,7 +27,7 @@ const NEWLINE = Buffer.from('\n');
 const CLOSE = Buffer.from('}\n');
 
 /** A BLAKE3 hasher of the backend in use. */
-type Hasher = ReturnType<HashBackend['hasher']>;
+export type Hasher = ReturnType<HashBackend['hasher']>;
 
 /** The chain before the first sealed line of run `sessionKey/runId`. */
 export function genesis(backend: HashBackend, sessionKey: string, runId: string): Buffer {
@@ -46,25 +46,27 @@ export function chainOf(line: Buffer): string | undefined {
 
 /**
  * Seals a batch about to be written: `lines` (JSON texts, each ending with `}\n`) get the chain field on the last
- * one, and on the first one too when `sealFirst`; they are changed in place. `hasher` holds the previous chain (and
- * the lines written since the last sealed one, if any); it is used up. Returns the new chain.
+ * one, and on the first one too when `sealFirst`; they are changed in place. `start` is the chain of the log so far,
+ * or, for a log written before chain hashes, a hasher already holding the genesis and every line (used up here).
+ * Returns the new chain. One digest call per sealed line: the batch is hashed as text, never copied into a buffer.
  */
-export function sealBatch(backend: HashBackend, hasher: Hasher, lines: string[], sealFirst: boolean): Buffer {
-  let current = hasher;
+export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: string[], sealFirst: boolean): Buffer {
+  let head: Buffer | Hasher = start;
   let from = 0;
-  let head: Buffer | undefined;
   const sealAt = (i: number): void => {
-    current.update(Buffer.from(from === i ? lines[i]! : lines.slice(from, i + 1).join('')));
-    head = current.digest();
+    const text = from === i ? lines[i]! : lines.slice(from, i + 1).join('');
+    if (Buffer.isBuffer(head)) head = backend.digestOf([head, text]);
+    else {
+      head.update(Buffer.from(text));
+      head = head.digest();
+    }
     const line = lines[i]!;
     lines[i] = `${line.slice(0, line.length - 2)}${PREFIX}${head.toString('hex')}"}\n`;
-    current = backend.hasher();
-    current.update(head);
     from = i + 1;
   };
   if (sealFirst && lines.length > 1) sealAt(0);
   sealAt(lines.length - 1);
-  return head!;
+  return head as Buffer;
 }
 
 /** The result of feeding a line to a {@link ChainReader}. */
@@ -78,36 +80,28 @@ export type ChainStep =
 
 /** Recomputes the chain over stored lines, fed in order from a sealed line (or the start of the log). */
 export class ChainReader {
-  private hasher: Hasher;
+  /** The previous chain, then the lines since (copies: the reader's buffers are reused), hashed at the next seal. */
+  private parts: Uint8Array[];
 
   /** Starts after a sealed line whose chain is `previous` (or at the start of the log, with the genesis). */
   constructor(
     private readonly backend: HashBackend,
     previous: Buffer,
   ) {
-    this.hasher = backend.hasher();
-    this.hasher.update(previous);
-  }
-
-  /** A hasher holding everything fed so far, for a writer to go on from (this reader is used up). */
-  take(): Hasher {
-    return this.hasher;
+    this.parts = [previous];
   }
 
   /** Feeds the next stored line (its bytes, without the newline). */
   feed(line: Buffer): ChainStep {
     const chain = chainOf(line);
     if (chain === undefined) {
-      this.hasher.update(line);
-      this.hasher.update(NEWLINE);
+      this.parts.push(Buffer.from(line), NEWLINE);
       return { kind: 'open' };
     }
-    this.hasher.update(line.subarray(0, line.length - SUFFIX_LENGTH));
-    this.hasher.update(CLOSE);
-    const expected = this.hasher.digest().toString('hex');
+    this.parts.push(line.subarray(0, line.length - SUFFIX_LENGTH), CLOSE);
+    const expected = this.backend.digestOf(this.parts).toString('hex');
     // Go on from the stored chain: later batches are checked on their own even after a mismatch.
-    this.hasher = this.backend.hasher();
-    this.hasher.update(Buffer.from(chain, 'hex'));
+    this.parts = [Buffer.from(chain, 'hex')];
     return chain === expected ? { kind: 'verified', chain } : { kind: 'mismatch', chain, expected };
   }
 }

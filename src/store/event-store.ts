@@ -14,7 +14,7 @@ import {
 import type { StreamEvent } from '../events/types.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import { writeFileAtomic } from './atomic.js';
-import { ChainReader, chainOf, genesis, sealBatch } from './chain.js';
+import { ChainReader, chainOf, genesis, sealBatch, type Hasher } from './chain.js';
 import { parseEvent } from './envelope.js';
 import { EventStoreError, describeIssues } from './errors.js';
 import { endOfLastLine, readLines, type RawLine } from './lines.js';
@@ -126,7 +126,8 @@ const PENDING_RECORD_BYTES = 96;
 /** What the methods that have nothing to wait for return. */
 const DONE = Promise.resolve();
 const DEFAULT_INDEX_INTERVAL = 1000;
-const EMPTY = Buffer.alloc(0);
+/** The BLAKE3 backend of the chain: many small inputs, where hash-wasm's calls cost less than the native binding's. */
+const CHAIN_BACKEND = 'wasm';
 
 function fdatasyncAsync(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
@@ -214,7 +215,7 @@ export class EventStore {
   /** The chain of the log so far (see chain.ts): the hex of the last sealed line. */
   private head: string | undefined;
   /** For a log written before chain hashes: a hasher holding the genesis and every line, used by the first batch. */
-  private legacyHasher: ReturnType<HashBackend['hasher']> | undefined;
+  private legacyHasher: Hasher | undefined;
   /** Set when a failed write used up the legacy hasher: the chain can no longer be continued by this writer. */
   private chainLost = false;
 
@@ -294,7 +295,7 @@ export class EventStore {
       }
       if (size > 0) fdatasyncSync(fd);
       this.size = size;
-      this.backend = await sharedHashBackend();
+      this.backend = await sharedHashBackend(CHAIN_BACKEND);
       await this.recoverChain();
       await this.recoverIndex();
       this.lock = lock;
@@ -329,9 +330,23 @@ export class EventStore {
     }
     this.head = undefined;
     if (this.size === 0) return;
-    const reader = new ChainReader(backend, genesis(backend, this.sessionKey, this.runId));
-    for await (const raw of readLines(this.paths.events, 0, this.size, 0, () => false)) reader.feed(raw.bytes);
-    this.legacyHasher = reader.take();
+    // No line is sealed, so the first seal covers the genesis and the whole file as it is. A streaming hasher (the
+    // native one, when it loads): the wasm one keeps what it is fed until the digest.
+    const hasher = (await sharedHashBackend('native')).hasher();
+    hasher.update(genesis(backend, this.sessionKey, this.runId));
+    const handle = await fsp.open(this.paths.events, 'r');
+    try {
+      const chunk = Buffer.allocUnsafe(1 << 20);
+      for (let position = 0; position < this.size; ) {
+        const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, this.size - position), position);
+        if (bytesRead === 0) break;
+        hasher.update(chunk.subarray(0, bytesRead));
+        position += bytesRead;
+      }
+    } finally {
+      await handle.close();
+    }
+    this.legacyHasher = hasher;
   }
 
   /** Seals a batch's lines (see chain.ts) and returns what to restore if writing them fails. */
@@ -342,12 +357,8 @@ export class EventStore {
     const backend = this.backend!;
     const previous = this.head;
     const legacy = this.legacyHasher;
-    let hasher = legacy;
-    if (hasher === undefined) {
-      hasher = backend.hasher();
-      hasher.update(previous === undefined ? genesis(backend, this.sessionKey, this.runId) : Buffer.from(previous, 'hex'));
-    }
-    this.head = sealBatch(backend, hasher, lines, this.lineCount === 0).toString('hex');
+    const start = legacy ?? (previous === undefined ? genesis(backend, this.sessionKey, this.runId) : Buffer.from(previous, 'hex'));
+    this.head = sealBatch(backend, start, lines, this.lineCount === 0).toString('hex');
     this.legacyHasher = undefined;
     return () => {
       this.head = previous;
@@ -685,15 +696,18 @@ export class EventStore {
   private async *verifiedLines(from: number, options: ReadOptions): AsyncGenerator<{ raw: RawLine; chain: string | undefined }> {
     const end = await this.committedEnd();
     if (end === 0) return;
-    const backend = await sharedHashBackend();
+    const backend = await sharedHashBackend(CHAIN_BACKEND);
     const warn = options.onWarning ?? ((message: string) => process.emitWarning(message, 'EventStoreWarning'));
     const chained = await this.firstLineSealed(end);
-    let entry: IndexEntry | undefined;
+    // Where to start: the nearest index entry at or before `from`; if no sealed line comes between it and `from`
+    // (it is inside the batch holding `from`), the entry before; else the start of the log.
+    const starts: (IndexEntry | undefined)[] = [];
     if (from > 0) {
       const entries = await this.indexEntries();
-      entry = this.nearestEntry(entries, from, end);
-      if (chained && entry !== undefined) entry = this.nearestEntry(entries, entry.line - 1, end);
+      const nearest = this.nearestEntry(entries, from, end);
+      if (nearest !== undefined) starts.push(nearest, ...(chained && nearest.line > 0 ? [this.nearestEntry(entries, nearest.line - 1, end)] : []));
     }
+    let entry = starts.shift();
     for (;;) {
       const start = entry ?? { line: 0, offset: 0, seq: -1 };
       let reader = entry === undefined ? new ChainReader(backend, genesis(backend, this.sessionKey, this.runId)) : undefined;
@@ -709,6 +723,7 @@ export class EventStore {
           first = false;
           if (this.seqOf(raw.text) !== start.seq) {
             this.readerIndex = undefined;
+            starts.length = 0;
             retry = true;
             break;
           }
@@ -741,7 +756,7 @@ export class EventStore {
           continue;
         }
         const step = reader.feed(raw.bytes);
-        if (raw.index >= from) batch.push({ ...raw, bytes: EMPTY });
+        if (raw.index >= from) batch.push(raw); // its bytes are not kept valid, and not needed once hashed
         if (step.kind === 'open') continue;
         lastSealed = raw.index;
         if (step.kind === 'verified') {
@@ -754,7 +769,7 @@ export class EventStore {
       }
       if (retry) {
         if (entry === undefined) return; // unreachable: from the start, there is nothing to retry
-        entry = undefined;
+        entry = starts.shift();
         continue;
       }
       if ((chained || lastSealed >= 0) && lastLine > lastSealed) {
@@ -909,7 +924,7 @@ export class EventStore {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
-    const backend = await sharedHashBackend();
+    const backend = await sharedHashBackend(CHAIN_BACKEND);
     const reader = new ChainReader(backend, genesis(backend, this.sessionKey, this.runId));
     const corruptLines: CorruptLine[] = [];
     let lines = 0;
