@@ -8,7 +8,8 @@
  * - runFlow's per-step overhead, and (issue 13) the extra per-step cost of chain hashes and the wider redaction:
  *   this build against a baseline build of an earlier commit, measured interleaved in this one process. The baseline
  *   is `BENCH_BASELINE_REF` (default: the last commit before chain hashes, see BASELINE_REF), checked out with
- *   `git archive` under node_modules/.cache; `BENCH_BASELINE_REF=none` skips it.
+ *   `git archive` under node_modules/.cache; `BENCH_BASELINE_REF=none` skips it. `BENCH_ONLY=runtime` runs only the
+ *   runFlow rows.
  * Building the 1M-event log and the 100k-item memory is reported separately (not a target).
  */
 import { execFileSync } from 'node:child_process';
@@ -173,10 +174,13 @@ try {
   // next run of this benchmark, hence the sync first).
   execFileSync('sync');
   const runtime = await runtimeRows(await loadBaseline());
-  await appendCosts();
-  await checkpointCosts();
-  await pagingCosts();
-  await searchCosts();
+  // BENCH_ONLY=runtime: only the runFlow rows (and the comparison with the baseline), for quick iterations.
+  if (process.env['BENCH_ONLY'] !== 'runtime') {
+    await appendCosts();
+    await checkpointCosts();
+    await pagingCosts();
+    await searchCosts();
+  }
   rows.push(...runtime);
 } finally {
   rmSync(root, { recursive: true, force: true });

@@ -39,6 +39,25 @@ export interface RedactionResult<T> {
   redacted: boolean;
 }
 
+/**
+ * A character every built-in pattern's match holds: an upper-case letter (`AKIA`, `AIza`, `eyJ`, `Bearer`, `-----BEGIN`,
+ * the AWS secret key's mixed case), or `_`, `-`, `:` or `=` (`sk-`, `ghp_`, `xoxb-`, `://`, `name=value`, `name: value`).
+ */
+const MAY_HOLD_SECRET = /[A-Z_:=-]/;
+
+/** A character the visible start of a secret cut short by a summary holds (see TRUNCATED_SECRET_TAIL). */
+const MAY_START_SECRET = /[A-Z0-9_:=/+-]/;
+
+/** The last word of a text cut short (`…` at its end): what follows its last blank or quote, without the `…`. */
+function lastWord(text: string): string {
+  let i = text.length - 2;
+  for (; i >= 0; i--) {
+    const c = text.charCodeAt(i);
+    if (c === 0x20 || c === 0x0a || c === 0x09 || c === 0x22 || c === 0x27 || c === 0x60) break;
+  }
+  return text.slice(i + 1, text.length - 1);
+}
+
 /** Fields of an entry named by its `key` field that hold (a summary of) the value. */
 const VALUE_FIELDS = new Set(['value', 'valueSummary', 'previousValue', 'newValue', 'summary']);
 /** Deeper than this, a value is refused rather than written unchecked. */
@@ -48,6 +67,7 @@ interface CompiledPattern {
   readonly regex: RegExp;
   readonly gate: RegExp | undefined;
   readonly minLength: number;
+  readonly accept: ((match: string) => boolean) | undefined;
 }
 
 function compile(pattern: SecretPattern): CompiledPattern {
@@ -55,6 +75,7 @@ function compile(pattern: SecretPattern): CompiledPattern {
     regex: new RegExp(pattern.regex.source, pattern.regex.flags.includes('g') ? pattern.regex.flags : `${pattern.regex.flags}g`),
     gate: pattern.gate ? new RegExp(pattern.gate.source, 'i') : undefined,
     minLength: pattern.minLength,
+    accept: pattern.accept,
   };
 }
 
@@ -76,13 +97,15 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
   else target[key] = value;
 }
 
-/** Replaces every match of `regex` in `text` (or its `secret` group) with the marker. */
-function replaceMatches(text: string, regex: RegExp): string {
+/** Replaces every match of `pattern` in `text` that it accepts (or its `secret` group) with the marker. */
+function replaceMatches(text: string, pattern: CompiledPattern): string {
+  const { regex, accept } = pattern;
   regex.lastIndex = 0;
   if (!regex.test(text)) return text;
   regex.lastIndex = 0;
   return text.replace(regex, (...args: unknown[]) => {
     const match = args[0] as string;
+    if (accept !== undefined && !accept(match)) return match;
     const groups = args[args.length - 1];
     const secret = groups !== null && typeof groups === 'object' ? (groups as { secret?: string }).secret : undefined;
     if (secret === undefined || secret === '') return REDACTED;
@@ -99,6 +122,9 @@ export class Redactor {
   /** Union of every gate: one scan tells whether any gated pattern can match. */
   private readonly anyGate: RegExp;
   private readonly minLength: number;
+  private readonly userPatterns: number;
+  /** {@link redactText} of object keys, which repeat from event to event. */
+  private readonly keyTexts = new Map<string, string>();
 
   /** Compiles the catalogue with `options`; throws a TypeError naming a bad pattern or key name. */
   constructor(options: RedactionOptions = {}) {
@@ -109,6 +135,7 @@ export class Redactor {
       if (regex.test('')) throw new TypeError(`redaction: patterns[${i}] (${String(regex)}) matches the empty string`);
       this.ungated.push(compile({ id: `user-${i}`, source: 'user', regex, minLength: 1 }));
     }
+    this.userPatterns = options.patterns?.length ?? 0;
     this.anyGate = new RegExp(this.gated.map((p) => p.gate!.source).join('|'), 'i');
     this.minLength = Math.min(...this.gated.map((p) => p.minLength), ...this.ungated.map((p) => p.minLength));
   }
@@ -121,14 +148,22 @@ export class Redactor {
   /** `text` with every secret-looking part replaced by `'[REDACTED]'` (the same string when there is none). */
   redactText(text: string): string {
     if (text.length < this.minLength) return text;
+    // Every built-in pattern needs one of these characters; most text of a run (summaries, ids) has none.
+    const truncated = text.charCodeAt(text.length - 1) === 0x2026;
+    if (this.userPatterns === 0 && !MAY_HOLD_SECRET.test(text) && !(truncated && MAY_START_SECRET.test(lastWord(text)))) return text;
     let out = text;
     if (this.anyGate.test(text)) {
       for (const pattern of this.gated) {
-        if (text.length >= pattern.minLength && pattern.gate!.test(text)) out = replaceMatches(out, pattern.regex);
+        if (text.length >= pattern.minLength && pattern.gate!.test(text)) out = replaceMatches(out, pattern);
       }
     }
-    for (const pattern of this.ungated) if (text.length >= pattern.minLength) out = replaceMatches(out, pattern.regex);
-    if (out.charCodeAt(out.length - 1) === 0x2026) out = out.replace(TRUNCATED_SECRET_TAIL, `${REDACTED}…`);
+    for (const pattern of this.ungated) if (text.length >= pattern.minLength) out = replaceMatches(out, pattern);
+    if (truncated) {
+      // Only the end can hold a cut secret: matching there keeps the cost independent of the text's length.
+      const from = Math.max(0, out.length - 160);
+      const tail = out.slice(from).replace(TRUNCATED_SECRET_TAIL, `${REDACTED}…`);
+      if (tail !== out.slice(from)) out = out.slice(0, from) + tail;
+    }
     return out;
   }
 
@@ -187,7 +222,7 @@ export class Redactor {
       else if (this.keys.isSecretKey(key)) next = this.secretEntry(item, depth + 1);
       else if (namesSecret && VALUE_FIELDS.has(key)) next = this.blank(item, depth + 1);
       else next = this.walk(item, depth + 1);
-      const nextKey = this.redactText(key);
+      const nextKey = this.redactKey(key);
       if (out === undefined && (next !== item || nextKey !== key)) {
         out = {};
         let copied = 0;
@@ -200,6 +235,17 @@ export class Redactor {
       index++;
     }
     return out ?? record;
+  }
+
+  /** {@link redactText} of an object key, cached. */
+  private redactKey(key: string): string {
+    if (key.length < this.minLength) return key;
+    let out = this.keyTexts.get(key);
+    if (out === undefined) {
+      out = this.redactText(key);
+      if (this.keyTexts.size < 10_000) this.keyTexts.set(key, out);
+    }
+    return out;
   }
 
   /** `key`, or `key #2`, `key #3`, ... when two redacted keys would collide. */
