@@ -80,14 +80,17 @@ interface Case {
 
 /**
  * Per-step milliseconds of each case for each build, medians over `runs` runs (after 2 warm-up runs). The builds and
- * cases take turns run by run, so that a drift of the machine's speed affects all of them alike.
+ * cases take turns run by run (the builds' order flips every run), so that a drift of the machine's speed, or one
+ * run's disk writes delaying the next run's fsyncs, affects all of them alike.
  */
 async function perStepMs(builds: Build[], cases: Case[], runs: number, dir: string): Promise<Map<string, number>> {
   const flows = builds.map((b) => flowsOf(b.api));
   const times = new Map<string, number[]>();
   for (let i = 0; i < runs + 2; i++) {
     for (const c of cases) {
-      for (let b = 0; b < builds.length; b++) {
+      // Each build goes first every other run, so that neither always follows the other's writes.
+      const order = i % 2 === 0 ? builds.map((_, b) => b) : builds.map((_, b) => builds.length - 1 - b);
+      for (const b of order) {
         const flow = (c.flow === 'count' ? flows[b]!.countFlow : flows[b]!.loopFlow)(c.steps);
         const start = performance.now();
         if (c.durability === 'plain') await flow.run();
@@ -117,7 +120,7 @@ export async function runtimeRows(baseline?: Build): Promise<BenchRow[]> {
     const count = await perStepMs(
       builds,
       (['plain', 'batch', 'never'] as const).map((durability) => ({ key: `count-${durability}`, steps: 1000, flow: 'count', durability })),
-      baseline ? 9 : 5,
+      baseline ? 15 : 5,
       dir,
     );
     const overhead = (times: Map<string, number>, build: Build, flow: string, durability: string): number =>

@@ -48,25 +48,31 @@ export function chainOf(line: Buffer): string | undefined {
  * Seals a batch about to be written: `lines` (JSON texts, each ending with `}\n`) get the chain field on the last
  * one, and on the first one too when `sealFirst`; they are changed in place. `start` is the chain of the log so far,
  * or, for a log written before chain hashes, a hasher already holding the genesis and every line (used up here).
- * Returns the new chain. One digest call per sealed line: the batch is hashed as text, never copied into a buffer.
+ * Returns the new chain and the batch's text as it is to be written. One digest call per sealed line: the batch is
+ * hashed as text, never copied into a buffer.
  */
-export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: string[], sealFirst: boolean): Buffer {
+export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: string[], sealFirst: boolean): { head: Buffer; text: string } {
   let head: Buffer | Hasher = start;
   let from = 0;
+  let hashed = '';
   const sealAt = (i: number): void => {
-    const text = from === i ? lines[i]! : lines.slice(from, i + 1).join('');
-    if (Buffer.isBuffer(head)) head = backend.digestOf([head, text]);
+    hashed = from === i ? lines[i]! : lines.slice(from, i + 1).join('');
+    if (Buffer.isBuffer(head)) head = backend.digestOf([head, hashed]);
     else {
-      head.update(Buffer.from(text));
+      head.update(Buffer.from(hashed));
       head = head.digest();
     }
     const line = lines[i]!;
     lines[i] = `${line.slice(0, line.length - 2)}${PREFIX}${head.toString('hex')}"}\n`;
     from = i + 1;
   };
-  if (sealFirst && lines.length > 1) sealAt(0);
+  const twice = sealFirst && lines.length > 1;
+  if (twice) sealAt(0);
   sealAt(lines.length - 1);
-  return head as Buffer;
+  const last = lines[lines.length - 1]!;
+  // Without a first seal, the text hashed is the whole batch: only its last line's end changes.
+  const text = twice ? lines.join('') : `${hashed.slice(0, hashed.length - 2)}${last.slice(last.length - SUFFIX_LENGTH - 1)}`;
+  return { head: head as Buffer, text };
 }
 
 /** The result of feeding a line to a {@link ChainReader}. */

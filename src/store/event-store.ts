@@ -349,8 +349,8 @@ export class EventStore {
     this.legacyHasher = hasher;
   }
 
-  /** Seals a batch's lines (see chain.ts) and returns what to restore if writing them fails. */
-  private seal(lines: string[]): () => void {
+  /** Seals a batch's lines (see chain.ts): the text to write, and what to restore if writing it fails. */
+  private seal(lines: string[]): { text: string; restore: () => void } {
     if (this.chainLost) {
       throw new EventStoreError(`event store of run ${this.runId}: an earlier write failed; close it and open a new one to go on`, { path: this.paths.events });
     }
@@ -358,13 +358,15 @@ export class EventStore {
     const previous = this.head;
     const legacy = this.legacyHasher;
     const start = legacy ?? (previous === undefined ? genesis(backend, this.sessionKey, this.runId) : Buffer.from(previous, 'hex'));
-    this.head = sealBatch(backend, start, lines, this.lineCount === 0).toString('hex');
+    const sealed = sealBatch(backend, start, lines, this.lineCount === 0);
+    this.head = sealed.head.toString('hex');
     this.legacyHasher = undefined;
-    return () => {
+    const restore = (): void => {
       this.head = previous;
       this.legacyHasher = legacy;
       if (legacy !== undefined) this.chainLost = true;
     };
+    return { text: sealed.text, restore };
   }
 
   /** Loads the index, drops entries that do not match the log, rebuilds it if needed, then indexes the tail. */
@@ -493,8 +495,8 @@ export class EventStore {
     if (!this.writable) await this.open();
     const { line, seq } = this.prepare(event, this.last, '');
     const lines = [line];
-    const restore = this.seal(lines);
-    this.writeLines(lines, [seq], lines[0]!, false, restore);
+    const { text, restore } = this.seal(lines);
+    this.writeLines(lines, [seq], text, false, restore);
     await this.syncIfAlways();
   }
 
@@ -518,8 +520,8 @@ export class EventStore {
         seqs.push(seq);
         previous = seq;
       }
-      const restore = this.seal(lines);
-      this.writeLines(lines, seqs, lines.join(''), lines.length > 1, restore);
+      const { text, restore } = this.seal(lines);
+      this.writeLines(lines, seqs, text, lines.length > 1, restore);
     } catch (error) {
       return Promise.reject(error);
     }
