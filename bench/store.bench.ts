@@ -2,19 +2,29 @@
  * `npm run bench:store`: the storage layer's costs (medians).
  * - appends per durability mode, and the store's share of a flow step (5 events, then flush at the step boundary);
  * - readPage(100) at offsets 0, 500k and 999,900 of a 1M-event log (must be flat in the offset: the index seeks);
+ * - verify() of that 1M-event log (every chain hash recomputed);
  * - MemoryStore.search over 100k items;
- * - CheckpointStore.saveLatest of a 10 KB state.
+ * - CheckpointStore.saveLatest of a 10 KB state;
+ * - runFlow's per-step overhead, and (issue 13) the extra per-step cost of chain hashes and the wider redaction:
+ *   this build against a baseline build of an earlier commit, measured interleaved in this one process. The baseline
+ *   is `BENCH_BASELINE_REF` (default: the last commit before chain hashes, see BASELINE_REF), checked out with
+ *   `git archive` under node_modules/.cache; `BENCH_BASELINE_REF=none` skips it. `BENCH_ONLY=runtime` runs only the
+ *   runFlow rows.
  * Building the 1M-event log and the 100k-item memory is reported separately (not a target).
  */
 import { execFileSync } from 'node:child_process';
-import { createWriteStream, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { once } from 'node:events';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { StreamEvent } from '../src/events/types.js';
 import { CheckpointStore, EventStore, MemoryStore, runPaths, type Durability, type MemoryItem } from '../src/store/index.js';
 import { median, printTable, timeMedianMs, type BenchRow } from './harness.js';
-import { runtimeRows } from './runtime-rows.js';
+import { runtimeRows, type Build } from './runtime-rows.js';
+
+/** The last commit before chain hashes and the wider redaction (issue 13): the baseline of the overhead rows. */
+const BASELINE_REF = '93d675230e5e84b01e1b9a54c433324fbfd0647e';
+const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 const root = mkdtempSync(join(tmpdir(), 'bpf-bench-store-'));
 const rows: BenchRow[] = [];
@@ -73,30 +83,19 @@ async function pagingCosts(): Promise<void> {
   const runId = 'paging';
   const paths = runPaths(root, 'bench', runId);
   const total = 1_000_000;
+  // Written by the store itself, ten events per batch (a step's worth), so every batch carries its chain hash.
   const buildStart = performance.now();
-  const { mkdirSync } = await import('node:fs');
-  mkdirSync(paths.dir, { recursive: true });
-  const out = createWriteStream(paths.events);
-  let chunk = '';
-  for (let seq = 0; seq < total; seq++) {
-    chunk += JSON.stringify(event(runId, seq)) + '\n';
-    if (chunk.length > 1 << 20) {
-      if (!out.write(chunk)) await once(out, 'drain');
-      chunk = '';
-    }
-  }
-  out.end(chunk);
-  await once(out, 'finish');
-  const writeMs = performance.now() - buildStart;
-  const writer = new EventStore({ dataDir: root, sessionKey: 'bench', runId });
-  const indexStart = performance.now();
-  await writer.buildIndex(1000);
-  const indexMs = performance.now() - indexStart;
+  const writer = new EventStore({ dataDir: root, sessionKey: 'bench', runId, durability: 'never' });
+  for (let seq = 0; seq < total; seq += 10) await writer.appendBatch(Array.from({ length: 10 }, (_, i) => event(runId, seq + i)));
   await writer.close();
-  notes.push(
-    `1M-event log: ${(statSync(paths.events).size / 1e6).toFixed(0)} MB written in ${(writeMs / 1000).toFixed(1)} s (one stream), ` +
-      `indexed (buildIndex(1000)) in ${(indexMs / 1000).toFixed(1)} s`,
-  );
+  const writeMs = performance.now() - buildStart;
+  notes.push(`1M-event log: ${(statSync(paths.events).size / 1e6).toFixed(0)} MB written by appendBatch (10 events each, 'never') in ${(writeMs / 1000).toFixed(1)} s`);
+  const verifier = new EventStore({ dataDir: root, sessionKey: 'bench', runId });
+  const verifyStart = performance.now();
+  const report = await verifier.verify();
+  const verifyMs = performance.now() - verifyStart;
+  if (!report.ok || report.chain !== 'verified' || report.verifiedLines !== total) throw new Error(`verify of the 1M-event log failed: ${JSON.stringify(report).slice(0, 300)}`);
+  rows.push({ name: 'EventStore.verify() of a 1M-event log (every chain hash recomputed, every line validated)', median: verifyMs, unit: 'ms', anchor: 'one run' });
   const reader = new EventStore({ dataDir: root, sessionKey: 'bench', runId });
   const coldStart = performance.now();
   await reader.readPage(100, 0);
@@ -152,16 +151,36 @@ async function checkpointCosts(): Promise<void> {
   }
 }
 
+/** The baseline build (see the module comment), or undefined with a note saying why there is none. */
+async function loadBaseline(): Promise<Build | undefined> {
+  const ref = process.env['BENCH_BASELINE_REF'] ?? BASELINE_REF;
+  if (ref === 'none') return undefined;
+  const dir = join(repo, 'node_modules', '.cache', 'bench-baseline', ref);
+  try {
+    mkdirSync(dir, { recursive: true });
+    const tar = execFileSync('git', ['-C', repo, 'archive', '--format=tar', ref, 'src'], { maxBuffer: 1 << 28 });
+    execFileSync('tar', ['-x', '-C', dir], { input: tar });
+    const api = (await import(pathToFileURL(join(dir, 'src', 'index.ts')).href)) as Build['api'];
+    return { name: `commit ${ref.slice(0, 7)}`, api };
+  } catch (error) {
+    notes.push(`no baseline build (${ref}): ${(error as Error).message.split('\n')[0]}; the overhead comparison rows are left out`);
+    return undefined;
+  }
+}
+
 try {
   // The runtime rows go first, on a quiet disk: the 1M-event log and the 100k memory items written below leave
   // hundreds of MB of dirty pages whose writeback slows every file creation for a while afterwards (also into the
   // next run of this benchmark, hence the sync first).
   execFileSync('sync');
-  const runtime = await runtimeRows();
-  await appendCosts();
-  await checkpointCosts();
-  await pagingCosts();
-  await searchCosts();
+  const runtime = await runtimeRows(await loadBaseline());
+  // BENCH_ONLY=runtime: only the runFlow rows (and the comparison with the baseline), for quick iterations.
+  if (process.env['BENCH_ONLY'] !== 'runtime') {
+    await appendCosts();
+    await checkpointCosts();
+    await pagingCosts();
+    await searchCosts();
+  }
   rows.push(...runtime);
 } finally {
   rmSync(root, { recursive: true, force: true });

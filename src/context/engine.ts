@@ -1,4 +1,5 @@
 import { resolve as resolvePath } from 'node:path';
+import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { authorize, checkAgentId, checkIdentity, type AgentIdentity, type AgentRole } from './agents.js';
 import { composeFrames, type ComposedContext, type CompositionPolicy } from './compose.js';
 import { ContextError } from './errors.js';
@@ -43,6 +44,11 @@ export interface ContextEngineOptions {
   readonly lockTimeoutMs?: number;
   /** Trees with at least this many nodes are stat'ed on two threads during a rescan (default 20,000). */
   readonly parallelStatThreshold?: number;
+  /**
+   * Secrets of your own to redact from frames (content and metadata) before they are stored, on top of the
+   * built-in catalogue (see the README's Redaction section). A frame's id covers its redacted form.
+   */
+  readonly redaction?: RedactionOptions;
 }
 
 /** Result of {@link ContextEngine.scan}. */
@@ -138,6 +144,7 @@ export class ContextEngine {
   private readonly store: MerkleStore;
   private readonly policies = new Map<string, CustomSynthesisFn>();
   private readonly statPool = new StatPool();
+  private readonly redactor: Redactor;
 
   private constructor(
     /** Absolute workspace root. */
@@ -146,6 +153,7 @@ export class ContextEngine {
     private readonly options: ContextEngineOptions,
   ) {
     this.store = new MerkleStore(workspaceRoot, backend);
+    this.redactor = redactorFor(options.redaction);
   }
 
   /** Opens the engine for a workspace directory. Nothing is written until a write operation runs. */
@@ -363,7 +371,9 @@ export class ContextEngine {
    */
   async putFrame(node: string, frame: FrameInput, agentId: string): Promise<string> {
     const where = `putFrame(${JSON.stringify(node)})`;
-    const input = checkFrameInput(frame, checkAgentId(agentId, where), where);
+    const checked = checkFrameInput(frame, checkAgentId(agentId, where), where);
+    // Stored (and hashed) redacted: a frame quoting a .env file never keeps the secret.
+    const input = { ...checked, content: this.redactor.redactText(checked.content), metadata: this.redactor.redact(checked.metadata).value };
     return this.transact((tx) => {
       authorize(tx.agents, agentId, 'put-frame', input.type);
       const record = this.resolve(tx.tree, node, 'putFrame');
@@ -586,7 +596,7 @@ export class ContextEngine {
     const children = this.childFrames(tx, dir, frameType, policy);
     const childFrameIds = children.map((c) => c.frameId);
     const basisHash = synthesisBasisHash(dir.nodeId, frameType, policy.sourceType, agentId, policy.key, childFrameIds, this.backend);
-    const content = policy.render({ path: dir.path, frameType, children });
+    const content = this.redactor.redactText(policy.render({ path: dir.path, frameType, children }));
     const metadata = { agent_id: agentId };
     const frameId = computeFrameId({ basisHash, path: dir.path, type: frameType, agentId, content, metadata }, this.backend);
     tx.pending.set(frameId, {

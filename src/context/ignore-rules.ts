@@ -9,11 +9,31 @@ export const STORE_DIR = '.merkle';
 /** Names ignored by default wherever they appear (whole path components, never substrings). */
 export const DEFAULT_IGNORED_NAMES: readonly string[] = ['.git', '.hg', '.svn', 'node_modules', '.DS_Store'];
 
+/**
+ * Files that hold secrets, ignored by default (`.gitignore` syntax, at any depth): dotenv files and private keys.
+ * A frame can still quote such a file's text; frames are redacted before they are stored.
+ */
+export const DEFAULT_SECRET_FILE_PATTERNS: readonly string[] = [
+  '.env',
+  '.env.*',
+  '*.pem',
+  '*.key',
+  '*.p12',
+  '*.pfx',
+  'id_rsa',
+  'id_dsa',
+  'id_ecdsa',
+  'id_ed25519',
+  '.netrc',
+  '.npmrc',
+  '.pgpass',
+];
+
 /** Options for {@link IgnoreRules}. */
 export interface IgnoreOptions {
   /** Extra `.gitignore`-syntax patterns, relative to the workspace root. */
   readonly patterns?: readonly string[];
-  /** Apply {@link DEFAULT_IGNORED_NAMES} (default true). `.merkle/` is ignored regardless. */
+  /** Apply {@link DEFAULT_IGNORED_NAMES} and {@link DEFAULT_SECRET_FILE_PATTERNS} (default true). `.merkle/` is ignored regardless. */
   readonly defaults?: boolean;
 }
 
@@ -40,10 +60,13 @@ export class IgnoreRules {
     options: IgnoreOptions = {},
   ) {
     this.names = new Set(options.defaults === false ? [STORE_DIR] : [STORE_DIR, ...DEFAULT_IGNORED_NAMES]);
-    this.key = JSON.stringify({ defaults: options.defaults !== false, patterns: options.patterns ?? [] });
+    const defaults = options.defaults !== false;
+    this.key = JSON.stringify({ defaults, secretFiles: defaults ? DEFAULT_SECRET_FILE_PATTERNS : [], patterns: options.patterns ?? [] });
     const root = this.loadGitignore('');
+    // The secret-file defaults come first, so that the workspace's own rules (e.g. `!.env.example`) override them.
+    const secretFiles = defaults ? DEFAULT_SECRET_FILE_PATTERNS : [];
     const extra = options.patterns ?? [];
-    if (extra.length > 0) this.matchers.set('', ignore().add(root ?? []).add([...extra]));
+    if (secretFiles.length + extra.length > 0) this.matchers.set('', ignore().add([...secretFiles]).add(root ?? []).add([...extra]));
     else this.matchers.set('', root);
   }
 

@@ -19,7 +19,7 @@ export type { ComposedContext, ComposedFrame, CompositionOrdering, CompositionPo
 export { ContextError, type ContextErrorCode } from './errors.js';
 export type { Frame, FrameInput, FrameMetadata, NodeBasis, SynthesisBasis } from './frames.js';
 export { canonicalJson, loadHashBackend, type HashBackend } from './hash.js';
-export { DEFAULT_IGNORED_NAMES } from './ignore-rules.js';
+export { DEFAULT_IGNORED_NAMES, DEFAULT_SECRET_FILE_PATTERNS } from './ignore-rules.js';
 export type { CustomSynthesisFn, SynthesisChild, SynthesisInput, SynthesisPolicy } from './synthesis.js';
 export type { NodeKind, NodeRecord } from './tree.js';
 export type { ValidationReport } from './validate.js';

@@ -1,5 +1,4 @@
-import { resolve } from 'node:path';
-import type { Backpack, BackpackState } from '../backpack/index.js';
+import type { Backpack } from '../backpack/index.js';
 import { StreamEventType, newRunId, type StreamEvent } from '../events/index.js';
 import type { StepBoundary } from '../flow/index.js';
 import type { Flow } from '../nodes/index.js';
@@ -12,9 +11,12 @@ import {
   listRunIds,
   type Checkpoint,
   type Durability,
+  type RedactionOptions,
   type RunMeta,
 } from '../store/index.js';
-import { applyStateDelta, StateTracker, type StateDelta } from './state-tracker.js';
+import { locate, resolveDataDir, type RunLocation } from './location.js';
+import { loadRunPoint, type CheckpointPayload } from './run-point.js';
+import { StateTracker } from './state-tracker.js';
 
 /**
  * Durable runs (DESIGN D16). A run's directory holds its event log, its projection and its checkpoints:
@@ -30,16 +32,9 @@ import { applyStateDelta, StateTracker, type StateDelta } from './state-tracker.
  *   durable runs do not write `checkpoint.latest.json`; the newest keyframe is the highest step in `checkpoint/`.
  * - The state at step N is the last keyframe at or before N (or the empty state) plus the deltas after it; a resume
  *   starts from the last recorded step. A step that had not reached its boundary when the process died runs again.
- *   A keyframe is written after its step's batch, so no keyframe is ahead of the log.
+ *   A keyframe is written after its step's batch, so no keyframe is ahead of the log. It records the log's chain
+ *   hash at its step and is sealed with its checksum, so readers notice a keyframe that was damaged or edited.
  */
-
-/** Where runs are stored. */
-export interface RunLocation {
-  /** Data directory (default `.backpackflow` in the working directory). */
-  dataDir?: string;
-  /** Session the run belongs to (default `'default'`). */
-  sessionKey?: string;
-}
 
 /** Options of {@link runFlow}. */
 export interface RunFlowOptions extends RunLocation {
@@ -71,48 +66,13 @@ export interface RunResult {
   steps: number;
 }
 
-/** A recorded point of a run: the Backpack state and the position after a step. */
-export interface RunPoint {
-  step: number;
-  /** Node ids from the outermost flow inwards where the run continues; empty when the run had ended. */
-  position: string[];
-  state: BackpackState;
-}
-
-const DEFAULT_DATA_DIR = '.backpackflow';
-const DEFAULT_SESSION = 'default';
-
-/** Checkpoint `state` of a keyframe. */
-interface KeyframeState {
-  kind: 'keyframe';
-  backpack: BackpackState;
-}
-
-/** Payload of a `checkpoint.saved` event. */
-interface CheckpointPayload {
-  step: number;
-  position: string[];
-  delta?: StateDelta;
-  keyframe: boolean;
-  /** The start of the run's record: `delta` is the whole state. */
-  start?: true;
-  /** For a fork's start: the run and step it was forked from. */
-  forkedFrom?: { runId: string; step: number };
-}
-
-function locate(options: RunLocation): { dataDir: string; sessionKey: string } {
-  const sessionKey = options.sessionKey ?? DEFAULT_SESSION;
-  assertValidId(sessionKey, 'sessionKey');
-  return { dataDir: resolve(options.dataDir ?? DEFAULT_DATA_DIR), sessionKey };
-}
-
 /** Runs `flow` durably: every event persisted, the projection kept current, a checkpoint at every step. */
 export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise<RunResult> {
   const { dataDir, sessionKey } = locate(options);
   const runId = options.runId ?? newRunId();
   assertValidId(runId, 'runId');
   for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
-  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal }, {
+  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
     step: 0,
     position: [],
     fresh: true,
@@ -142,7 +102,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
   const point = await loadRunPoint({ dataDir, sessionKey, runId: options.runId });
   if (point.position.length === 0) throw new StoreError(`run ${sessionKey}/${options.runId} has no step left to run`);
   flow.backpack.importState(point.state);
-  return execute(flow, { dataDir, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal }, {
+  return execute(flow, { dataDir, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
     step: point.step,
     position: point.position,
     fresh: false,
@@ -174,7 +134,7 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
   assertValidId(runId, 'runId');
   if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
   flow.backpack.importState(point.state);
-  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal }, {
+  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
     step: point.step,
     position: point.position,
     fresh: true,
@@ -184,7 +144,7 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
 
 /** Projections of the stored runs (of one session, or of all), oldest first. */
 export async function listRuns(options: RunLocation = {}): Promise<RunMeta[]> {
-  const dataDir = resolve(options.dataDir ?? DEFAULT_DATA_DIR);
+  const dataDir = resolveDataDir(options);
   const out: RunMeta[] = [];
   const projections = new Map<string, ProjectionStore>();
   for (const ref of await listRunIds(dataDir, options.sessionKey)) {
@@ -196,38 +156,6 @@ export async function listRuns(options: RunLocation = {}): Promise<RunMeta[]> {
   return out.sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId));
 }
 
-/**
- * The recorded state and position of a run after `step` (default: its last recorded step): the last keyframe
- * (`checkpoint/<step>.json`) at or before it, or else the empty state, plus the deltas of the steps after that.
- */
-export async function loadRunPoint(options: RunLocation & { runId: string; step?: number }): Promise<RunPoint> {
-  const { dataDir, sessionKey } = locate(options);
-  const { runId, step } = options;
-  assertValidId(runId, 'runId');
-  if (step !== undefined && (!Number.isInteger(step) || step < 0)) throw new StoreError(`step must be an integer >= 0, got ${String(step)}`);
-  const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId });
-  const steps = (await checkpoints.listHistorical()).filter((id) => /^\d+$/.test(id)).map(Number).filter((s) => step === undefined || s <= step);
-  const keyframe = steps.length ? await checkpoints.loadHistorical(Math.max(...steps)) : null;
-  const point: RunPoint = keyframe
-    ? { step: keyframe.step, position: [...keyframe.position], state: (keyframe.state as unknown as KeyframeState).backpack }
-    : { step: -1, position: [], state: { version: 1, items: {}, quarantined: {} } };
-  const events = new EventStore({ dataDir, sessionKey, runId });
-  for await (const event of events.readStream()) {
-    if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
-    const saved = event.payload as unknown as CheckpointPayload;
-    if (saved.step <= point.step) continue;
-    if (step !== undefined && saved.step > step) break;
-    if (saved.delta) applyStateDelta(point.state, saved.delta);
-    point.step = saved.step;
-    point.position = saved.position;
-  }
-  if (point.step < 0) throw new StoreError(`run ${sessionKey}/${runId} has no checkpoint${step === undefined ? '' : ` at or before step ${step}`} in ${dataDir}`);
-  if (step !== undefined && point.step !== step) {
-    throw new StoreError(`run ${sessionKey}/${runId} has no step ${step}; its last recorded step is ${point.step}`);
-  }
-  return point;
-}
-
 interface ExecuteTarget {
   dataDir: string;
   sessionKey: string;
@@ -235,6 +163,7 @@ interface ExecuteTarget {
   durability: Durability | undefined;
   keyframeInterval: number | undefined;
   signal: AbortSignal | undefined;
+  redaction: RedactionOptions | undefined;
 }
 
 interface StartPoint {
@@ -251,9 +180,10 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   const keyframeInterval = target.keyframeInterval ?? 1000;
   if (!Number.isInteger(keyframeInterval) || keyframeInterval < 1) throw new RangeError(`keyframeInterval must be an integer >= 1, got ${keyframeInterval}`);
   const durability = target.durability ?? 'batch';
-  const events = new EventStore({ dataDir, sessionKey, runId, durability });
-  const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId, durability });
-  const projection = new ProjectionStore({ dataDir, sessionKey, durability });
+  const { redaction } = target;
+  const events = new EventStore({ dataDir, sessionKey, runId, durability, redaction });
+  const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId, durability, redaction });
+  const projection = new ProjectionStore({ dataDir, sessionKey, durability, redaction });
   const opened = await events.open();
   const streamer = flow.eventStreamer;
   streamer.setNextSeq(runId, (opened.lastSeq ?? 0) + 1);
@@ -283,6 +213,8 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
       position,
       state: { kind: 'keyframe', backpack: tracker.state } as unknown as Checkpoint['state'],
     };
+    // Ties the keyframe to the log: readers compare it with the chain of this step's batch.
+    if (events.chainHead !== undefined) checkpoint.chain = events.chainHead;
     await checkpoints.saveHistorical(checkpoint, step);
   };
   /**

@@ -1,20 +1,17 @@
 import type { ZodType } from 'zod';
+import { isSecretKey } from '../redact/index.js';
 import type { ConfigProblem } from './errors.js';
 
 /** What a masked secret exports as. */
 export const MASK = '***';
 
-const SECRET_WORDS = new Set(['apikey', 'token', 'secret', 'password', 'passwd', 'credential', 'credentials']);
-
 /**
- * True when a param's name says it holds a secret: its last word is token, secret, password or credential, or it
- * ends in a compound `...Key` (`apiKey`, `OPENAI_API_KEY`, `privateKey`). A bare `key` (a backpack key name) is not.
+ * True when a param's name says it holds a secret: the one rule of secret-named keys that redaction uses too
+ * ({@link isSecretKey}): `apiKey`, `OPENAI_API_KEY`, `privateKey`, `token`, `clientSecret`, `password`, ...; a bare
+ * `key` (a backpack key name) or a structural `...Key` (`sessionKey`, `cacheKey`) is not.
  */
 export function isSecretParamName(name: string): boolean {
-  const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
-  const last = words[words.length - 1];
-  if (last === undefined) return false;
-  return SECRET_WORDS.has(last) || (last === 'key' && words.length > 1);
+  return isSecretKey(name);
 }
 
 /** Names of the params a schema marks secret with `.meta({ secret: true })` (top level of an object schema). */

@@ -1,8 +1,10 @@
 import { promises as fsp } from 'node:fs';
-import { readJsonIfExists, writeJsonAtomic } from './atomic.js';
+import { sharedHashBackend } from '../hash/blake3.js';
+import { openSealed, seal } from '../hash/sealed.js';
+import { readTextIfExists, writeFileAtomic } from './atomic.js';
 import { CheckpointStoreError, describeIssues } from './errors.js';
 import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
-import { redact } from './redact.js';
+import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { CheckpointSchema, durabilityOf, type Checkpoint, type Durability } from './types.js';
 
 /** Options of {@link CheckpointStore}. */
@@ -13,13 +15,17 @@ export interface CheckpointStoreOptions {
   /** `'always'` and `'batch'` (default) fsync every save (a save is a step boundary); `'never'` does not (saves stay
    * atomic against a process crash, not against power loss). */
   durability?: Durability;
+  /** Secrets of your own to redact, on top of the built-in catalogue (see the README's Redaction section). */
+  redaction?: RedactionOptions;
 }
 
 /**
  * Checkpoints of one run: `checkpoint.latest.json` and `checkpoint/<stepId>.json`. Every save validates the
- * checkpoint, checks it belongs to this run, redacts secrets in `state` and `meta`, and writes atomically (temp
- * file, fsync, rename), so a crash leaves the previous or the new checkpoint, never a torn one. Every load
- * validates too; a corrupt file is a {@link CheckpointStoreError} naming its path.
+ * checkpoint, checks it belongs to this run, redacts secrets in `state` and `meta`, seals it with its BLAKE3
+ * checksum (`{"checksum", "data"}`, see hash/sealed.ts) and writes atomically (temp file, fsync, rename), so a crash
+ * leaves the previous or the new checkpoint, never a torn one. Every load verifies the checksum and validates; a
+ * corrupt or edited file is a {@link CheckpointStoreError} naming its path. Files written before seals existed
+ * (plain JSON) still load.
  */
 export class CheckpointStore {
   readonly sessionKey: string;
@@ -27,6 +33,7 @@ export class CheckpointStore {
   readonly paths: RunPaths;
   private readonly fsync: boolean;
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly redactor: Redactor;
 
   /** Validates the ids (InvalidIdError before any file is touched); opens nothing. */
   constructor(options: CheckpointStoreOptions) {
@@ -34,6 +41,7 @@ export class CheckpointStore {
     this.sessionKey = options.sessionKey;
     this.runId = options.runId;
     this.fsync = durabilityOf(options, 'CheckpointStore') !== 'never';
+    this.redactor = redactorFor(options.redaction);
   }
 
   private prepare(checkpoint: Checkpoint, path: string): Checkpoint {
@@ -46,8 +54,8 @@ export class CheckpointStore {
         { path },
       );
     }
-    const state = redact(valid.state);
-    const meta = redact(valid.meta);
+    const state = this.redactor.redact(valid.state);
+    const meta = this.redactor.redact(valid.meta);
     if (!state.redacted && !meta.redacted) return valid;
     const out: Checkpoint = { ...valid, state: state.value, redaction: { containsSecrets: true } };
     if (meta.value !== undefined) out.meta = meta.value;
@@ -57,14 +65,19 @@ export class CheckpointStore {
   /** Saves run one after another, so that the last save called is the one left on disk. */
   private save(checkpoint: Checkpoint, path: string): Promise<void> {
     const stored = this.prepare(checkpoint, path);
-    const next = this.queue.then(() => writeJsonAtomic(path, stored, { fsync: this.fsync }));
+    const next = this.queue.then(async () => writeFileAtomic(path, seal(stored, await sharedHashBackend()), { fsync: this.fsync }));
     this.queue = next.catch(() => undefined);
     return next;
   }
 
   private async load(path: string): Promise<Checkpoint | null> {
-    const checkpoint = await readJsonIfExists(path, CheckpointSchema, (reason, cause) => new CheckpointStoreError(`corrupt checkpoint ${path}: ${reason}`, { path, cause }));
-    return checkpoint ?? null;
+    const text = await readTextIfExists(path);
+    if (text === undefined) return null;
+    const opened = openSealed(text, await sharedHashBackend(), true);
+    if (!opened.ok) throw new CheckpointStoreError(`corrupt checkpoint ${path}: ${opened.problem}`, { path });
+    const parsed = CheckpointSchema.safeParse(opened.data);
+    if (!parsed.success) throw new CheckpointStoreError(`corrupt checkpoint ${path}: ${describeIssues(parsed.error, '(root)')}`, { path });
+    return parsed.data;
   }
 
 

@@ -12,13 +12,15 @@ import {
   writeSync,
 } from 'node:fs';
 import type { StreamEvent } from '../events/types.js';
+import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import { writeFileAtomic } from './atomic.js';
+import { ChainReader, chainOf, genesis, sealBatch, type Hasher } from './chain.js';
 import { parseEvent } from './envelope.js';
 import { EventStoreError, describeIssues } from './errors.js';
 import { endOfLastLine, readLines, type RawLine } from './lines.js';
 import { acquireLock, type FileLock } from './lock.js';
 import { runPaths, type RunPaths } from './paths.js';
-import { redact } from './redact.js';
+import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { durabilityOf, type Durability } from './types.js';
 
 /** Options of {@link EventStore}. */
@@ -31,6 +33,8 @@ export interface EventStoreOptions {
   durability?: Durability;
   /** One index entry every this many events (default 1000). */
   indexInterval?: number;
+  /** Secrets of your own to redact, on top of the built-in catalogue (see the README's Redaction section). */
+  redaction?: RedactionOptions;
 }
 
 /** A line of events.jsonl that is not a valid event. `line` is 1-based. */
@@ -52,12 +56,42 @@ export interface ReadOptions {
    * the tail of a long log (e.g. replaying the events after a checkpoint) does not scan it from the start.
    */
   from?: number;
+  /**
+   * Receives each warning about lines that are not served: lines after the last chain hash (a cut or damaged log),
+   * and, with `onCorrupt: 'skip'`, a batch that fails its chain hash. Default: `process.emitWarning`.
+   */
+  onWarning?: (message: string) => void;
+}
+
+/** An event as read, with the chain hash of its batch (undefined in a log written before chain hashes). */
+export interface VerifiedEvent {
+  event: StreamEvent;
+  /** 0-based line of the log. */
+  line: number;
+  chain: string | undefined;
 }
 
 /** Result of {@link EventStore.verify}. */
 export interface VerifyResult {
-  /** No corrupt line (a torn tail alone does not make a log invalid: it is cut on the next open). */
+  /**
+   * No corrupt line and no damage to the chain (a torn tail alone does not make a log invalid: it is cut on the
+   * next open). A log written before chain hashes is ok when its lines are valid; `chain` says it is unverifiable.
+   */
   ok: boolean;
+  /**
+   * `'verified'`: every line is covered by a chain hash that matches. `'damaged'`: a batch does not match its chain
+   * hash, lines follow the last chain hash (a cut log), or the index points past the end of the log; `firstBadLine`
+   * and `problem` say where. `'unverifiable'`: no line carries a chain hash (written before chain hashes existed).
+   */
+  chain: 'verified' | 'damaged' | 'unverifiable';
+  /** The first line (1-based) that disagrees with the chain, or the first corrupt line. */
+  firstBadLine?: number;
+  /** What is wrong, naming the file and the lines. */
+  problem?: string;
+  /** Lines covered by a matching chain hash. */
+  verifiedLines: number;
+  /** The chain hash of the last sealed line. */
+  chainHead?: string;
   /** Complete lines in the log. */
   lines: number;
   /** Valid events among them. */
@@ -92,6 +126,8 @@ const PENDING_RECORD_BYTES = 96;
 /** What the methods that have nothing to wait for return. */
 const DONE = Promise.resolve();
 const DEFAULT_INDEX_INTERVAL = 1000;
+/** The BLAKE3 backend of the chain: many small inputs, where hash-wasm's calls cost less than the native binding's. */
+const CHAIN_BACKEND = 'wasm';
 
 function fdatasyncAsync(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
@@ -157,6 +193,7 @@ export class EventStore {
   readonly durability: Durability;
   readonly paths: RunPaths;
   private indexInterval: number;
+  private readonly redactor: Redactor;
 
   private opening: Promise<OpenedLog> | undefined;
   private fd: number | undefined;
@@ -174,6 +211,13 @@ export class EventStore {
   private closed = false;
   /** Set once {@link open} has finished repairing the log: appends before that wait for it. */
   private writable = false;
+  private backend: HashBackend | undefined;
+  /** The chain of the log so far (see chain.ts): the hex of the last sealed line. */
+  private head: string | undefined;
+  /** For a log written before chain hashes: a hasher holding the genesis and every line, used by the first batch. */
+  private legacyHasher: Hasher | undefined;
+  /** Set when a failed write used up the legacy hasher: the chain can no longer be continued by this writer. */
+  private chainLost = false;
 
   /** Validates the ids (throws InvalidIdError before any file is touched); opens nothing yet. */
   constructor(options: EventStoreOptions) {
@@ -182,6 +226,7 @@ export class EventStore {
     this.runId = options.runId;
     this.durability = durabilityOf(options, 'EventStore');
     this.indexInterval = options.indexInterval ?? DEFAULT_INDEX_INTERVAL;
+    this.redactor = redactorFor(options.redaction);
     if (!Number.isInteger(this.indexInterval) || this.indexInterval < 1) {
       throw new EventStoreError(`indexInterval must be a positive integer, got ${String(options.indexInterval)}`);
     }
@@ -190,6 +235,14 @@ export class EventStore {
   /** seq of the last stored event (after {@link open} or an append), undefined when the log is empty. */
   get lastSeq(): number | undefined {
     return this.last;
+  }
+
+  /**
+   * The chain hash of the log after the last batch this writer wrote (or found on {@link open}), as 64 hex
+   * characters; undefined before the first sealed line. Keyframes record it (see chain.ts).
+   */
+  get chainHead(): string | undefined {
+    return this.head;
   }
 
   /** Number of events in the log as known to this writer (after {@link open}). */
@@ -242,6 +295,8 @@ export class EventStore {
       }
       if (size > 0) fdatasyncSync(fd);
       this.size = size;
+      this.backend = await sharedHashBackend(CHAIN_BACKEND);
+      await this.recoverChain();
       await this.recoverIndex();
       this.lock = lock;
       this.writable = true;
@@ -251,6 +306,67 @@ export class EventStore {
       lock.release();
       throw error;
     }
+  }
+
+  /**
+   * Finds where the chain stands: the last sealed line's chain, or for a log written before chain hashes, a hasher
+   * over every line (the first batch seals them all). A log whose last lines are not covered by its chain was cut or
+   * damaged: the writer refuses to seal them into its own batches.
+   */
+  private async recoverChain(): Promise<void> {
+    const backend = this.backend!;
+    const last = await lastSealedLine(this.paths.events, this.size);
+    this.legacyHasher = undefined;
+    if (last !== undefined) {
+      if (last.end < this.size) {
+        throw new EventStoreError(
+          `${this.paths.events}: the bytes after offset ${last.end} (after its last chain hash) are not covered by the chain: the log was cut or damaged there. ` +
+            `Check it with EventStore.verify() or 'backpackflow runs verify ${this.runId}'; it cannot be continued.`,
+          { path: this.paths.events },
+        );
+      }
+      this.head = last.chain;
+      return;
+    }
+    this.head = undefined;
+    if (this.size === 0) return;
+    // No line is sealed, so the first seal covers the genesis and the whole file as it is. A streaming hasher (the
+    // native one, when it loads): the wasm one keeps what it is fed until the digest.
+    const hasher = (await sharedHashBackend('native')).hasher();
+    hasher.update(genesis(backend, this.sessionKey, this.runId));
+    const handle = await fsp.open(this.paths.events, 'r');
+    try {
+      const chunk = Buffer.allocUnsafe(1 << 20);
+      for (let position = 0; position < this.size; ) {
+        const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, this.size - position), position);
+        if (bytesRead === 0) break;
+        hasher.update(chunk.subarray(0, bytesRead));
+        position += bytesRead;
+      }
+    } finally {
+      await handle.close();
+    }
+    this.legacyHasher = hasher;
+  }
+
+  /** Seals a batch's lines (see chain.ts): the text to write, and what to restore if writing it fails. */
+  private seal(lines: string[]): { text: string; restore: () => void } {
+    if (this.chainLost) {
+      throw new EventStoreError(`event store of run ${this.runId}: an earlier write failed; close it and open a new one to go on`, { path: this.paths.events });
+    }
+    const backend = this.backend!;
+    const previous = this.head;
+    const legacy = this.legacyHasher;
+    const start = legacy ?? (previous === undefined ? genesis(backend, this.sessionKey, this.runId) : Buffer.from(previous, 'hex'));
+    const sealed = sealBatch(backend, start, lines, this.lineCount === 0);
+    this.head = sealed.head.toString('hex');
+    this.legacyHasher = undefined;
+    const restore = (): void => {
+      this.head = previous;
+      this.legacyHasher = legacy;
+      if (legacy !== undefined) this.chainLost = true;
+    };
+    return { text: sealed.text, restore };
   }
 
   /** Loads the index, drops entries that do not match the log, rebuilds it if needed, then indexes the tail. */
@@ -369,7 +485,7 @@ export class EventStore {
         { path: this.paths.events },
       );
     }
-    const { value: payload, redacted } = redact(valid.payload);
+    const { value: payload, redacted } = this.redactor.redact(valid.payload);
     const stored: StreamEvent = redacted ? { ...valid, payload, redaction: { containsSecrets: true } } : valid;
     return { line: JSON.stringify(stored) + '\n', seq: valid.seq };
   }
@@ -378,7 +494,9 @@ export class EventStore {
   async append(event: StreamEvent): Promise<void> {
     if (!this.writable) await this.open();
     const { line, seq } = this.prepare(event, this.last, '');
-    this.writeLines([line], [seq], line, false);
+    const lines = [line];
+    const { text, restore } = this.seal(lines);
+    this.writeLines(lines, [seq], text, false, restore);
     await this.syncIfAlways();
   }
 
@@ -402,14 +520,15 @@ export class EventStore {
         seqs.push(seq);
         previous = seq;
       }
-      this.writeLines(lines, seqs, lines.join(''), lines.length > 1);
+      const { text, restore } = this.seal(lines);
+      this.writeLines(lines, seqs, text, lines.length > 1, restore);
     } catch (error) {
       return Promise.reject(error);
     }
     return this.syncIfAlways();
   }
 
-  private writeLines(lines: string[], seqs: number[], text: string, framed: boolean): void {
+  private writeLines(lines: string[], seqs: number[], text: string, framed: boolean, restore: () => void): void {
     this.assertWritable();
     const start = this.size;
     const bytes = Buffer.byteLength(text);
@@ -421,6 +540,7 @@ export class EventStore {
       writeText(this.fd!, text, bytes);
     } catch (error) {
       ftruncateSync(this.fd!, start);
+      restore();
       if (framed) this.writePending({ gen: this.batchGen + 1, start: 0, end: 0 });
       throw new EventStoreError(`could not append to ${this.paths.events}: ${(error as Error).message}`, { path: this.paths.events, cause: error });
     }
@@ -542,42 +662,152 @@ export class EventStore {
 
   /** Streams every event (from `options.from` on) in order, without loading the log into memory. */
   async *readStream(options: ReadOptions = {}): AsyncGenerator<StreamEvent> {
+    for await (const read of this.readVerified(options)) yield read.event;
+  }
+
+  /**
+   * Streams every event (from `options.from` on) with the chain hash of its batch. Only what the chain vouches for
+   * is served: a batch is handed out once its chain hash matches (see chain.ts); a batch that does not match is an
+   * error naming its lines (with `onCorrupt: 'skip'`, a warning, and it is not served); lines after the last chain
+   * hash are not served, with a warning. A log written before chain hashes is read as it is.
+   */
+  async *readVerified(options: ReadOptions = {}): AsyncGenerator<VerifiedEvent> {
     const from = options.from ?? 0;
     if (!Number.isInteger(from) || from < 0) throw new EventStoreError(`read: from must be a non-negative integer, got ${from}`);
     const onCorrupt = this.corruptHandler(options);
-    for await (const raw of this.linesFrom(from)) {
+    for await (const { raw, chain } of this.verifiedLines(from, options)) {
       const decoded = this.decodeLine(raw.text, raw.index, raw.offset);
       if ('error' in decoded) onCorrupt(decoded);
-      else yield decoded;
+      else yield { event: decoded, line: raw.index, chain };
+    }
+  }
+
+  /** Whether the first line of the log is sealed: the log was written with chain hashes (see chain.ts). */
+  private async firstLineSealed(end: number): Promise<boolean> {
+    for await (const raw of readLines(this.paths.events, 0, end, 0, () => false)) return chainOf(raw.bytes) !== undefined;
+    return false;
+  }
+
+  /**
+   * The committed lines from line `from` on, verified against the chain (see {@link readVerified}). Reading starts
+   * one index entry before the nearest one at or before `from`, at the first sealed line found there, whose chain
+   * the following batches are checked against (from the start of the log when there is none before `from`). The
+   * indexed line must have the indexed seq; if not (an index rebuilt or replaced behind this reader's back), the
+   * index is dropped and the log is read from the start.
+   */
+  private async *verifiedLines(from: number, options: ReadOptions): AsyncGenerator<{ raw: RawLine; chain: string | undefined }> {
+    const end = await this.committedEnd();
+    if (end === 0) return;
+    const backend = await sharedHashBackend(CHAIN_BACKEND);
+    const warn = options.onWarning ?? ((message: string) => process.emitWarning(message, 'EventStoreWarning'));
+    const chained = await this.firstLineSealed(end);
+    // Where to start: the nearest index entry at or before `from`; if no sealed line comes between it and `from`
+    // (it is inside the batch holding `from`), the entry before; else the start of the log.
+    const starts: (IndexEntry | undefined)[] = [];
+    if (from > 0) {
+      const entries = await this.indexEntries();
+      const nearest = this.nearestEntry(entries, from, end);
+      if (nearest !== undefined) starts.push(nearest, ...(chained && nearest.line > 0 ? [this.nearestEntry(entries, nearest.line - 1, end)] : []));
+    }
+    let entry = starts.shift();
+    for (;;) {
+      const start = entry ?? { line: 0, offset: 0, seq: -1 };
+      let reader = entry === undefined ? new ChainReader(backend, genesis(backend, this.sessionKey, this.runId)) : undefined;
+      let first = entry !== undefined;
+      let retry = false;
+      let batch: RawLine[] = [];
+      let batchStart = start.line;
+      let lastSealed = -1;
+      let lastLine = -1;
+      for await (const raw of readLines(this.paths.events, start.offset, end, start.line, (i) => i >= from || first)) {
+        lastLine = raw.index;
+        if (first) {
+          first = false;
+          if (this.seqOf(raw.text) !== start.seq) {
+            this.readerIndex = undefined;
+            starts.length = 0;
+            retry = true;
+            break;
+          }
+        }
+        if (!chained) {
+          // Written before chain hashes: served as read; chain hashes written later (a resumed run) are still checked.
+          if (reader !== undefined) {
+            const step = reader.feed(raw.bytes);
+            if (step.kind !== 'open') {
+              if (step.kind === 'mismatch') this.damagedBatch([], batchStart, raw.index, options, warn);
+              lastSealed = raw.index;
+              batchStart = raw.index + 1;
+            }
+          }
+          if (raw.index >= from) yield { raw, chain: undefined };
+          continue;
+        }
+        if (reader === undefined) {
+          // Looking for a sealed line before `from` to start the chain from.
+          if (raw.index >= from) {
+            retry = true;
+            break;
+          }
+          const chain = chainOf(raw.bytes);
+          if (chain !== undefined) {
+            reader = new ChainReader(backend, Buffer.from(chain, 'hex'));
+            lastSealed = raw.index;
+            batchStart = raw.index + 1;
+          }
+          continue;
+        }
+        const step = reader.feed(raw.bytes);
+        if (raw.index >= from) batch.push(raw); // its bytes are not kept valid, and not needed once hashed
+        if (step.kind === 'open') continue;
+        lastSealed = raw.index;
+        if (step.kind === 'verified') {
+          for (const line of batch) yield { raw: line, chain: step.chain };
+        } else {
+          this.damagedBatch(batch, batchStart, raw.index, options, warn);
+        }
+        batch = [];
+        batchStart = raw.index + 1;
+      }
+      if (retry) {
+        if (entry === undefined) return; // unreachable: from the start, there is nothing to retry
+        entry = starts.shift();
+        continue;
+      }
+      if ((chained || lastSealed >= 0) && lastLine > lastSealed) {
+        warn(
+          `${this.paths.events}: lines ${lastSealed + 2}-${lastLine + 1} come after its last chain hash (line ${lastSealed + 1}): ` +
+            `the log was cut or damaged there; they are not served`,
+        );
+      }
+      return;
     }
   }
 
   /**
-   * The committed lines from line `from` on, reading from the nearest indexed offset at or before it. The indexed
-   * line must have the indexed seq; if not (an index rebuilt or replaced behind this reader's back), the index is
-   * dropped and the log is read from the start.
+   * A batch (lines `first`..`last`, 0-based) whose chain hash does not match. A corrupt line in it is reported as
+   * such; otherwise the batch is: an error, or with `onCorrupt` other than `'error'`, a warning (nothing of it is
+   * served either way).
    */
-  private async *linesFrom(from: number): AsyncGenerator<RawLine> {
-    const end = await this.committedEnd();
-    let entry = from === 0 ? undefined : this.nearestEntry(await this.indexEntries(), from, end);
-    for (;;) {
-      const start = entry ?? { line: 0, offset: 0, seq: -1 };
-      let first = entry !== undefined;
-      let stale = false;
-      for await (const raw of readLines(this.paths.events, start.offset, end, start.line, (i) => i >= from || first)) {
-        if (first) {
-          first = false;
-          if (this.seqOf(raw.text) !== start.seq) {
-            stale = true;
-            break;
-          }
-        }
-        if (raw.index >= from) yield raw;
-      }
-      if (!stale) return;
-      this.readerIndex = undefined;
-      entry = undefined;
+  private damagedBatch(batch: RawLine[], first: number, last: number, options: ReadOptions, warn: (message: string) => void): void {
+    const onCorrupt = this.corruptHandler(options);
+    for (const line of batch) {
+      const decoded = this.decodeLine(line.text, line.index, line.offset);
+      if ('error' in decoded) onCorrupt(decoded);
     }
+    const message = `${this.paths.events}: lines ${first + 1}-${last + 1} do not match the chain hash on line ${last + 1}: the log was changed there`;
+    if ((options.onCorrupt ?? 'error') === 'error') throw new EventStoreError(message, { path: this.paths.events, line: first + 1 });
+    warn(`${message}; they are not served`);
+  }
+
+  /**
+   * How many events the readers serve: every complete line the chain vouches for (see {@link readVerified}; a
+   * corrupt line counts as a line, as in {@link readPage}), without parsing them.
+   */
+  async countEvents(options: ReadOptions = {}): Promise<number> {
+    let count = 0;
+    for await (const _line of this.verifiedLines(0, options)) count++;
+    return count;
   }
 
   /** Every event, in order. */
@@ -605,7 +835,7 @@ export class EventStore {
     const events: StreamEvent[] = [];
     if (pageSize === 0) return events;
     const onCorrupt = this.corruptHandler(options);
-    for await (const raw of this.linesFrom(offset)) {
+    for await (const { raw } of this.verifiedLines(offset, options)) {
       if (raw.index >= offset + pageSize) break;
       const decoded = this.decodeLine(raw.text, raw.index, raw.offset);
       if ('error' in decoded) onCorrupt(decoded);
@@ -683,8 +913,10 @@ export class EventStore {
   }
 
   /**
-   * Checks every line of the log: reports corrupt lines with their 1-based numbers, and the torn tail (bytes a
-   * crash left after the last complete line or in an unfinished batch). Reads only; never repairs.
+   * Checks the whole log: recomputes the chain (see chain.ts) and reports the first line that disagrees with it,
+   * corrupt lines with their 1-based numbers, lines after the last chain hash (a cut log), index entries past the
+   * end of the log, and the torn tail (bytes a crash left after the last complete line or in an unfinished batch,
+   * which the next writer cuts). Reads only; never repairs.
    */
   async verify(): Promise<VerifyResult> {
     const end = await this.committedEnd();
@@ -694,15 +926,121 @@ export class EventStore {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
+    const backend = await sharedHashBackend(CHAIN_BACKEND);
+    const reader = new ChainReader(backend, genesis(backend, this.sessionKey, this.runId));
     const corruptLines: CorruptLine[] = [];
     let lines = 0;
     let events = 0;
+    let lastSealed = -1;
+    let verifiedLines = 0;
+    let chainHead: string | undefined;
+    let damage: { line: number; problem: string } | undefined;
+    let batchStart = 0;
+    const indexText = await fsp.readFile(this.paths.index, 'utf8').catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return '';
+      throw error;
+    });
+    const completeIndex = indexText.slice(0, indexText.lastIndexOf('\n') + 1);
+    const entries = this.parseIndex(completeIndex);
+    const indexLines = completeIndex.split('\n').length - 1;
+    let nextEntry = 0;
+    let badEntry: IndexEntry | undefined;
     for await (const raw of readLines(this.paths.events, 0, end, 0)) {
       lines++;
+      const entry = entries[nextEntry];
+      if (entry !== undefined && entry.line === raw.index) {
+        nextEntry++;
+        if (entry.offset !== raw.offset || this.seqOf(raw.text) !== entry.seq) badEntry ??= entry;
+      } else if (entry !== undefined && entry.line < raw.index) {
+        badEntry ??= entry;
+        nextEntry++;
+      }
       const decoded = this.decodeLine(raw.text, raw.index, raw.offset);
       if ('error' in decoded) corruptLines.push(decoded);
       else events++;
+      const step = reader.feed(raw.bytes);
+      if (step.kind === 'open') continue;
+      if (step.kind === 'verified') verifiedLines += raw.index + 1 - batchStart;
+      else {
+        damage ??= {
+          line: corruptLines.find((c) => c.line > batchStart)?.line ?? batchStart + 1,
+          problem: `${this.paths.events}: lines ${batchStart + 1}-${raw.index + 1} do not match the chain hash on line ${raw.index + 1}: the log was changed there`,
+        };
+      }
+      chainHead = step.chain;
+      lastSealed = raw.index;
+      batchStart = raw.index + 1;
     }
-    return { ok: corruptLines.length === 0, lines, events, corruptLines, tornTailBytes: size - end };
+    const sealed = lastSealed >= 0;
+    if (sealed && lines > lastSealed + 1) {
+      damage ??= {
+        line: lastSealed + 2,
+        problem: `${this.paths.events}: lines ${lastSealed + 2}-${lines} come after its last chain hash (line ${lastSealed + 1}): the log was cut or damaged there`,
+      };
+    }
+    const beyond = entries.find((e) => e.line >= lines || e.offset >= end);
+    if (beyond !== undefined) {
+      damage ??= {
+        line: lines + 1,
+        problem: `${this.paths.index} records event ${beyond.line + 1} at byte ${beyond.offset}, but ${this.paths.events} has ${lines} complete lines (${end} bytes): the log was cut`,
+      };
+    }
+    if (entries.length < indexLines) {
+      damage ??= {
+        line: (entries[entries.length - 1]?.line ?? 0) + 1,
+        problem: `${this.paths.index}: line ${entries.length + 1} is not a valid index entry in order: the index is damaged (a writer rebuilds it on open)`,
+      };
+    }
+    if (badEntry !== undefined) {
+      damage ??= {
+        line: badEntry.line + 1,
+        problem: `${this.paths.index} records event ${badEntry.line + 1} at byte ${badEntry.offset} with seq ${badEntry.seq}, which is not what ${this.paths.events} holds there: the index is damaged (a writer rebuilds it on open)`,
+      };
+    }
+    if (damage === undefined && corruptLines.length > 0) {
+      damage = { line: corruptLines[0]!.line, problem: `${this.paths.events}: line ${corruptLines[0]!.line} is corrupt: ${corruptLines[0]!.error}` };
+    }
+    const indexDamaged = beyond !== undefined || badEntry !== undefined || entries.length < indexLines;
+    const chain = damage !== undefined && (sealed || indexDamaged) ? 'damaged' : sealed ? 'verified' : 'unverifiable';
+    const result: VerifyResult = { ok: corruptLines.length === 0 && chain !== 'damaged', chain, lines, events, corruptLines, tornTailBytes: size - end, verifiedLines };
+    if (damage !== undefined) {
+      result.firstBadLine = damage.line;
+      result.problem = damage.problem;
+    }
+    if (chainHead !== undefined) result.chainHead = chainHead;
+    return result;
+  }
+}
+
+/**
+ * The last sealed line among the first `size` bytes of the log (which end at a line end), read backwards in
+ * 64 KB chunks: its chain and the offset just after it; undefined when no line is sealed.
+ */
+async function lastSealedLine(path: string, size: number): Promise<{ end: number; chain: string } | undefined> {
+  if (size === 0) return undefined;
+  const handle = await fsp.open(path, 'r');
+  try {
+    let position = size;
+    let carry = Buffer.alloc(0);
+    while (position > 0) {
+      const length = Math.min(64 * 1024, position);
+      position -= length;
+      const chunk = Buffer.allocUnsafe(length);
+      const { bytesRead } = await handle.read(chunk, 0, length, position);
+      const buffer = Buffer.concat([chunk.subarray(0, bytesRead), carry]);
+      // `end` is just after a newline; the line before it runs from the previous newline (or the buffer start).
+      let end = buffer.length;
+      while (end > 0) {
+        const nl = end >= 2 ? buffer.lastIndexOf(0x0a, end - 2) : -1;
+        if (nl === -1 && position > 0) break; // the line starts in an earlier chunk
+        const chain = chainOf(buffer.subarray(nl + 1, end - 1));
+        if (chain !== undefined) return { end: position + end, chain };
+        end = nl + 1;
+      }
+      carry = Buffer.from(buffer.subarray(0, end));
+    }
+    return undefined;
+  } finally {
+    await handle.close();
   }
 }

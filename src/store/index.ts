@@ -39,8 +39,8 @@ export {
   historicalCheckpointPath,
 } from './paths.js';
 export type { RunPaths, MemoryPaths } from './paths.js';
-export { redact, containsSecrets, isSecretKey, REDACTED } from './redact.js';
-export type { RedactionResult } from './redact.js';
+export { Redactor, redactorFor, redact, containsSecrets, isSecretKey, REDACTED, DEFAULT_SECRET_PATTERNS } from '../redact/index.js';
+export type { RedactionOptions, RedactionResult, SecretPattern } from '../redact/index.js';
 export { writeFileAtomic, writeJsonAtomic } from './atomic.js';
 export type { AtomicWriteOptions } from './atomic.js';
 export { acquireLock } from './lock.js';

@@ -3,11 +3,15 @@ import { promises as fsp } from 'node:fs';
 const NEWLINE = 0x0a;
 const CHUNK = 64 * 1024;
 
-/** One complete line of a JSONL file: its text (without the newline), byte offset and 0-based line index. */
+/**
+ * One complete line of a JSONL file: its text (without the newline), byte offset and 0-based line index, and its
+ * bytes (without the newline: a view that is valid only until the generator is resumed).
+ */
 export interface RawLine {
   text: string;
   offset: number;
   index: number;
+  bytes: Buffer;
 }
 
 /**
@@ -41,12 +45,13 @@ export async function* readLines(
         let text = '';
         const wanted = decode(index);
         if (carry !== undefined) {
-          if (wanted) text = Buffer.concat([carry, chunk.subarray(0, nl)]).toString('utf8');
-          yield { text, offset: carryOffset, index };
+          const bytes = Buffer.concat([carry, chunk.subarray(0, nl)]);
+          if (wanted) text = bytes.toString('utf8');
+          yield { text, offset: carryOffset, index, bytes };
           carry = undefined;
         } else {
           if (wanted) text = chunk.toString('utf8', lineStart, nl);
-          yield { text, offset: position + lineStart, index };
+          yield { text, offset: position + lineStart, index, bytes: chunk.subarray(lineStart, nl) };
         }
         index++;
         lineStart = nl + 1;

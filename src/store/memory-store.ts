@@ -5,7 +5,7 @@ import { LockError, MemoryStoreError, describeIssues } from './errors.js';
 import { KeywordIndex, tokenize } from './keyword-index.js';
 import { acquireLock, type FileLock } from './lock.js';
 import { assertValidId, isValidId, memoryItemPath, memoryPaths, type MemoryPaths } from './paths.js';
-import { redact } from './redact.js';
+import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { MemoryItemSchema, durabilityOf, type Durability, type MemoryItem } from './types.js';
 
 /** Options of {@link MemoryStore}. */
@@ -15,6 +15,8 @@ export interface MemoryStoreOptions {
   durability?: Durability;
   /** How long a write waits for another process holding the memory lock (default 10,000 ms). */
   lockTimeoutMs?: number;
+  /** Secrets of your own to redact, on top of the built-in catalogue (see the README's Redaction section). */
+  redaction?: RedactionOptions;
 }
 
 /** A search hit with its BM25 score. */
@@ -52,12 +54,14 @@ export class MemoryStore {
   private indexStamp: string | undefined;
   private loading: Promise<KeywordIndex> | undefined;
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly redactor: Redactor;
 
   /** Opens nothing yet: the index is loaded (or rebuilt) on first use. */
   constructor(options: MemoryStoreOptions) {
     this.paths = memoryPaths(options.dataDir);
     this.fsync = durabilityOf(options, 'MemoryStore') !== 'never';
     this.lockTimeoutMs = options.lockTimeoutMs ?? 10_000;
+    this.redactor = redactorFor(options.redaction);
   }
 
   private stampOf(path: string): string | undefined {
@@ -209,7 +213,7 @@ export class MemoryStore {
     const valid = parsed.data;
     assertValidId(valid.id, 'memory id');
     const { id, createdAt, updatedAt, ...rest } = valid;
-    const { value } = redact(rest);
+    const { value } = this.redactor.redact(rest);
     const out: MemoryItem = { id, ...value, createdAt };
     if (updatedAt !== undefined) out.updatedAt = updatedAt;
     return out;

@@ -1,8 +1,10 @@
-import { readJsonIfExists, writeJsonAtomic } from './atomic.js';
-import { ProjectionStoreError } from './errors.js';
+import { sharedHashBackend } from '../hash/blake3.js';
+import { openSealed, seal } from '../hash/sealed.js';
+import { readTextIfExists, writeFileAtomic } from './atomic.js';
+import { ProjectionStoreError, describeIssues } from './errors.js';
 import { EventStore, type ReadOptions } from './event-store.js';
 import { assertValidId, runPaths } from './paths.js';
-import { redact } from './redact.js';
+import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from './run-meta.js';
 import { RunMetaSchema, durabilityOf, type Durability, type RunMeta } from './types.js';
 import type { StreamEvent } from '../events/types.js';
@@ -13,6 +15,8 @@ export interface ProjectionStoreOptions {
   sessionKey: string;
   /** `'always'`/`'batch'` (default) fsync each persisted projection; `'never'` does not (writes stay atomic). */
   durability?: Durability;
+  /** Secrets of your own to redact, on top of the built-in catalogue (see the README's Redaction section). */
+  redaction?: RedactionOptions;
 }
 
 /**
@@ -26,6 +30,7 @@ export class ProjectionStore {
   private readonly fsync: boolean;
   private readonly cache = new Map<string, RunMeta>();
   private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly redactor: Redactor;
 
   /** Validates the session key (InvalidIdError before any file is touched). */
   constructor(options: ProjectionStoreOptions) {
@@ -33,6 +38,7 @@ export class ProjectionStore {
     this.dataDir = options.dataDir;
     this.sessionKey = options.sessionKey;
     this.fsync = durabilityOf(options, 'ProjectionStore') !== 'never';
+    this.redactor = redactorFor(options.redaction);
   }
 
   private metaPath(runId: string): string {
@@ -108,17 +114,28 @@ export class ProjectionStore {
     if (meta) await this.persist(meta);
   }
 
-  /** Writes a projection; secrets (e.g. a token quoted in a run's error message) are redacted first. */
+  /**
+   * Writes a projection, sealed with its checksum (see hash/sealed.ts); secrets (e.g. a token quoted in a run's
+   * error message) are redacted first.
+   */
   private async persist(meta: RunMeta): Promise<void> {
     this.cache.set(meta.runId, meta);
-    await writeJsonAtomic(this.metaPath(meta.runId), redact(meta).value, { fsync: this.fsync });
+    await writeFileAtomic(this.metaPath(meta.runId), seal(this.redactor.redact(meta).value, await sharedHashBackend()), { fsync: this.fsync });
   }
 
-  /** The persisted projection of `runId`, or null when there is none. A corrupt file is an error naming its path. */
+  /**
+   * The persisted projection of `runId`, or null when there is none. A corrupt or edited file (it fails its
+   * checksum) is an error naming its path; one written before seals existed (plain JSON) still loads.
+   */
   async loadRunMeta(runId: string): Promise<RunMeta | null> {
     const path = this.metaPath(runId);
-    const meta = await readJsonIfExists(path, RunMetaSchema, (reason, cause) => new ProjectionStoreError(`corrupt run projection ${path}: ${reason}`, { path, cause }));
-    return meta ?? null;
+    const text = await readTextIfExists(path);
+    if (text === undefined) return null;
+    const opened = openSealed(text, await sharedHashBackend(), true);
+    if (!opened.ok) throw new ProjectionStoreError(`corrupt run projection ${path}: ${opened.problem}`, { path });
+    const parsed = RunMetaSchema.safeParse(opened.data);
+    if (!parsed.success) throw new ProjectionStoreError(`corrupt run projection ${path}: ${describeIssues(parsed.error, '(root)')}`, { path });
+    return parsed.data;
   }
 
 }

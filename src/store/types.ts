@@ -15,7 +15,8 @@ export function durabilityOf(options: { durability?: Durability }, owner: string
 /**
  * A checkpoint of a run at a step boundary. `position` is the stack of node ids, outermost flow first, so a run
  * stopped inside a composite node's internal flow resumes there. `state` is opaque to the store: the runtime puts a
- * Backpack keyframe or a delta there. `redaction` says whether secrets were replaced before it was written.
+ * Backpack keyframe or a delta there. `redaction` says whether secrets were replaced before it was written;
+ * `chain` is the event log's chain hash at this step, which readers compare with the log.
  */
 export const CheckpointSchema = z.object({
   v: z.literal(1),
@@ -27,6 +28,8 @@ export const CheckpointSchema = z.object({
   state: z.json(),
   meta: z.record(z.string(), z.unknown()).optional(),
   redaction: z.object({ containsSecrets: z.boolean() }).optional(),
+  /** The chain hash of the event log after this step's batch (see chain.ts): ties a keyframe to its log. */
+  chain: z.string().regex(/^[0-9a-f]{64}$/).optional(),
 });
 
 /** A checkpoint as saved and loaded. */

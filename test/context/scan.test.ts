@@ -88,7 +88,7 @@ describe('scan: the Merkle tree', () => {
   it('follows .gitignore by whole path components, nested files and negation; .merkle is always ignored', async () => {
     const root = tempDir();
     writeTree(root, {
-      '.gitignore': 'build\n*.log\n!keep.log\n',
+      '.gitignore': 'build\n*.log\n!keep.log\n!.env.example\n',
       'build/out.js': 'x',
       'rebuild.txt': 'not ignored: build is a component, not a substring',
       'src/build': 'ignored: a file named build matches at any depth',
@@ -99,16 +99,38 @@ describe('scan: the Merkle tree', () => {
       'src/secret.txt': 'ignored by the nested file',
       'docs/secret.txt': 'not ignored: the nested rule is relative to src/',
       'node_modules/pkg/index.js': 'ignored by default',
+      // Secret files are ignored by default; the workspace's own .gitignore can re-include one.
+      '.env': 'OPENAI_API_KEY=x\n',
+      '.env.local': 'A=1\n',
+      '.env.example': 'OPENAI_API_KEY=\n',
+      'deploy/id_rsa': 'key',
+      'deploy/id_ed25519': 'key',
+      'certs/server.pem': 'pem',
+      'certs/server.key': 'key',
     });
     const engine = await ContextEngine.open(root);
     await engine.scan();
     const paths = (await engine.listNodes()).map((n) => n.path).sort();
-    expect(paths).toEqual(['', '.gitignore', 'docs', 'docs/secret.txt', 'rebuild.txt', 'src', 'src/.gitignore', 'src/build.ts', 'src/keep.log']);
+    expect(paths).toEqual([
+      '',
+      '.env.example',
+      '.gitignore',
+      'certs',
+      'deploy',
+      'docs',
+      'docs/secret.txt',
+      'rebuild.txt',
+      'src',
+      'src/.gitignore',
+      'src/build.ts',
+      'src/keep.log',
+    ]);
     // .merkle/ exists now and is not part of the tree even without default ignores.
     const bare = await ContextEngine.open(root, { defaultIgnores: false });
     await bare.scan();
     const bareTree = (await bare.listNodes()).map((n) => n.path);
     expect(bareTree).toContain('node_modules/pkg/index.js');
+    expect(bareTree).toEqual(expect.arrayContaining(['.env', 'deploy/id_rsa', 'certs/server.key']));
     expect(bareTree.some((p) => p.startsWith('.merkle'))).toBe(false);
   });
 

@@ -32,7 +32,7 @@ describe('CheckpointStore', () => {
     await store.saveLatest(checkpoint(1));
     await store.saveLatest(checkpoint(2, { nested: { list: [1, 'a', null, true] } }));
     expect(await store.loadLatest()).toEqual(checkpoint(2, { nested: { list: [1, 'a', null, true] } }));
-    expect(JSON.parse(readFileSync(store.paths.checkpointLatest, 'utf8')).step).toBe(2);
+    expect(JSON.parse(readFileSync(store.paths.checkpointLatest, 'utf8')).data.step).toBe(2);
     expect(readdirSync(store.paths.dir)).toEqual(['checkpoint.latest.json']);
   });
 
@@ -63,9 +63,24 @@ describe('CheckpointStore', () => {
   it('reports a corrupt file with its path', async () => {
     mkdirSync(store.paths.dir, { recursive: true });
     writeFileSync(store.paths.checkpointLatest, '{"v":1,"runId":');
-    await expect(store.loadLatest()).rejects.toThrow(new RegExp(`corrupt checkpoint ${store.paths.checkpointLatest}: not JSON`));
+    await expect(store.loadLatest()).rejects.toThrow(new RegExp(`corrupt checkpoint ${store.paths.checkpointLatest}: not valid JSON`));
     writeFileSync(store.paths.checkpointLatest, JSON.stringify({ ...checkpoint(1), step: 'x' }));
     await expect(store.loadLatest()).rejects.toThrow(/corrupt checkpoint .*step:/);
+  });
+
+  it('seals every checkpoint with its checksum: an edit to another valid value is a corrupt checkpoint naming the file', async () => {
+    await store.saveHistorical(checkpoint(4, { n: 41 }), 4);
+    const path = `${store.paths.checkpointDir}/4.json`;
+    const text = readFileSync(path, 'utf8');
+    expect(text).toMatch(/^\{"checksum":"[0-9a-f]{64}","data":\{/);
+    writeFileSync(path, text.replace('"n":41', '"n":42'));
+    await expect(store.loadHistorical(4)).rejects.toThrow(new RegExp(`corrupt checkpoint ${path}: checksum mismatch`));
+  });
+
+  it('still loads a checkpoint written before seals existed (plain JSON)', async () => {
+    mkdirSync(store.paths.checkpointDir, { recursive: true });
+    writeFileSync(`${store.paths.checkpointDir}/3.json`, JSON.stringify(checkpoint(3)));
+    expect(await store.loadHistorical(3)).toEqual(checkpoint(3));
   });
 
   it('never writes secrets in state or meta (latest and historical), and marks the checkpoint', async () => {

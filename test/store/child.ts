@@ -23,6 +23,8 @@ export async function bundleFixtures(scripts: string[], outDir: string): Promise
   await build({
     entryPoints: scripts.map((s) => join(here, 'fixtures', s)),
     bundle: true,
+    // The BLAKE3 binding is a native module: packages stay external, resolved from node_modules like the sources.
+    packages: 'external',
     platform: 'node',
     format: 'esm',
     target: 'node20',

@@ -62,7 +62,8 @@ describe('crash safety (SIGKILL at random moments)', () => {
   let bundles: string;
   beforeAll(async () => {
     tmp = tempDir();
-    bundles = join(tmp.dir, 'bundles');
+    // Under node_modules, so that the packages left external resolve as they do for the sources.
+    bundles = join(import.meta.dirname, '..', '..', 'node_modules', '.cache', 'backpackflow-test-fixtures', 'store');
     await bundleFixtures(['crash-events.ts', 'crash-checkpoints.ts', 'crash-memory.ts', 'try-lock.ts'], bundles);
   });
   afterAll(() => tmp.cleanup());

@@ -17,6 +17,10 @@ describe('EventStore', () => {
   const fill = async (store: EventStore, count: number, from = 0): Promise<void> => {
     await store.appendBatch(Array.from({ length: count }, (_, i) => makeEvent(RUN, from + i)));
   };
+  /** Like {@link fill}, in batches of ten (a batch is the unit the chain vouches for, as a step is in a run). */
+  const fillInSteps = async (store: EventStore, count: number): Promise<void> => {
+    for (let i = 0; i < count; i += 10) await fill(store, Math.min(10, count - i), i);
+  };
 
   beforeEach(() => {
     tmp = tempDir();
@@ -165,11 +169,12 @@ describe('EventStore', () => {
 
     it('seeks through the index instead of scanning from the start', async () => {
       const store = open({ indexInterval: 100 });
-      await fill(store, 1000);
+      await fillInSteps(store, 1000);
       await store.close();
-      // Corrupt line 3: a scan from the start would hit it; a seek to offset 900 does not.
+      // Corrupt line 3 (same length, so the index still points at lines): a scan from the start would hit it; a seek
+      // to offset 900 does not.
       const text = readFileSync(store.paths.events, 'utf8').split('\n');
-      text[2] = '{"broken":';
+      text[2] = '{"broken":'.padEnd(text[2]!.length);
       writeFileSync(store.paths.events, text.join('\n'));
       const reader = open();
       expect((await reader.readPage(10, 900)).map((e) => e.seq)).toEqual(Array.from({ length: 10 }, (_, i) => 900 + i));
@@ -178,10 +183,10 @@ describe('EventStore', () => {
 
     it('readStream/readAll from an event number seek through the index too', async () => {
       const store = open({ indexInterval: 100 });
-      await fill(store, 1000);
+      await fillInSteps(store, 1000);
       await store.close();
       const text = readFileSync(store.paths.events, 'utf8').split('\n');
-      text[4] = 'not json';
+      text[4] = 'not json'.padEnd(text[4]!.length);
       writeFileSync(store.paths.events, text.join('\n'));
       const reader = open();
       expect((await reader.readAll({ from: 995 })).map((e) => e.seq)).toEqual([995, 996, 997, 998, 999]);
@@ -289,21 +294,24 @@ describe('EventStore', () => {
       const reader = open();
       await expect(reader.readAll()).rejects.toMatchObject({ line: 2, message: expect.stringMatching(/corrupt event at line 2 .*not JSON/) });
       const seen: CorruptLine[] = [];
-      expect((await reader.readAll({ onCorrupt: (c) => seen.push(c) })).map((e) => e.seq)).toEqual([0, 2, 4]);
+      // The batch of lines 2-5 fails its chain hash: its corrupt lines are reported, and nothing of it is served.
+      const notServed: string[] = [];
+      expect((await reader.readAll({ onCorrupt: (c) => seen.push(c), onWarning: (w) => notServed.push(w) })).map((e) => e.seq)).toEqual([0]);
       expect(seen.map((c) => c.line)).toEqual([2, 4]);
+      expect(notServed).toEqual([expect.stringMatching(/events\.jsonl: lines 2-5 do not match the chain hash on line 5.*not served/)]);
       expect(seen[1]!.error).toMatch(/not a valid event \(type:/);
       const warnings: string[] = [];
       const onWarning = (w: Error): void => void warnings.push(w.message);
       process.on('warning', onWarning);
       try {
-        expect((await reader.readPage(10, 0, { onCorrupt: 'skip' })).length).toBe(3);
+        expect((await reader.readPage(10, 0, { onCorrupt: 'skip' })).length).toBe(1);
         await new Promise((r) => setImmediate(r));
       } finally {
         process.off('warning', onWarning);
       }
       expect(warnings.join('\n')).toMatch(/skipped corrupt line 2/);
       const report = await reader.verify();
-      expect(report).toMatchObject({ ok: false, lines: 5, events: 3 });
+      expect(report).toMatchObject({ ok: false, chain: 'damaged', firstBadLine: 2, lines: 5, events: 3 });
       expect(report.corruptLines.map((c) => c.line)).toEqual([2, 4]);
     });
   });

@@ -63,7 +63,7 @@ describe('ProjectionStore', () => {
       error: 'boom',
     });
     const path = `${tmp.dir}/sessions/sess/runs/${RUN}/projections/run.meta.json`;
-    expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual(meta);
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({ checksum: expect.stringMatching(/^[0-9a-f]{64}$/), data: meta });
     expect(await new ProjectionStore({ dataDir: tmp.dir, sessionKey: 'sess' }).loadRunMeta(RUN)).toEqual(meta);
   });
 

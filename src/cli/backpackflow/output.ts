@@ -11,6 +11,15 @@ export interface CommonOptions {
   json?: boolean;
 }
 
+const warned = new Set<string>();
+
+/** Prints a warning on stderr (once per message), e.g. lines of a damaged log that were not served. */
+export function warn(message: string): void {
+  if (warned.has(message)) return;
+  warned.add(message);
+  process.stderr.write(`backpackflow: warning: ${message}\n`);
+}
+
 /** Prints one JSON document with `--json`, else the human text. */
 export function print(options: { json?: boolean }, json: unknown, human: () => string): void {
   const text = options.json ? JSON.stringify(json, null, 2) : human();

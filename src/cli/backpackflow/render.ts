@@ -1,5 +1,6 @@
 /** Human text of the `runs` reports (the `--json` form is the report itself). */
 import type { StreamEvent } from '../../events/index.js';
+import type { RunVerification } from '../../runtime/index.js';
 import type { RunMeta } from '../../store/index.js';
 import type { BlameReport, DiffReport, EventsPage, Provenance, StateReport } from './inspect.js';
 import { colors as c, formatMs, table } from './output.js';
@@ -29,6 +30,18 @@ export function renderRuns(runs: RunMeta[]): string {
       r.durationMs === undefined ? '' : formatMs(r.durationMs),
     ]),
   );
+}
+
+/** `runs verify`. */
+export function renderVerification(report: RunVerification): string {
+  const log = report.log;
+  const head =
+    report.status === 'verified'
+      ? `${c.green('✓')} run ${report.runId}: verified (${log.lines} events, chain ${log.chainHead?.slice(0, 16) ?? ''}…, ${report.keyframes.length} keyframe${report.keyframes.length === 1 ? '' : 's'})`
+      : report.status === 'unverifiable'
+        ? `${c.yellow('?')} run ${report.runId}: unverifiable: no chain (${log.lines} events, written before chain hashes existed)`
+        : `${c.red('✗')} run ${report.runId}: damaged${log.firstBadLine !== undefined ? ` (first line that disagrees: ${log.firstBadLine})` : ''}`;
+  return [head, ...report.problems.map((p) => `  ${p}`)].join('\n');
 }
 
 /** `runs state`. */

@@ -3,14 +3,14 @@ import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { compileNamespacePattern } from '../../backpack/index.js';
 import { FlowVisualizer, StreamEventTypeSchema, newRunId, type StreamEvent } from '../../events/index.js';
-import { forkRun, listRuns, resumeRun, type RunResult } from '../../runtime/index.js';
-import { ProjectionStore, StoreError } from '../../store/index.js';
+import { forkRun, listRuns, resumeRun, verifyRun, type RunResult } from '../../runtime/index.js';
+import { StoreError } from '../../store/index.js';
 import { CliError, nonNegativeInteger, positiveInteger, UsageError } from './errors.js';
 import { flowFileFor, loadFlowFile, recordFlow } from './flows.js';
 import { blame, diffStates, stateReport, type EventsPage } from './inspect.js';
-import { colors, print, type CommonOptions } from './output.js';
-import { renderBlame, renderDiff, renderEvents, renderRuns, renderState } from './render.js';
-import { firstStep, openRun, readRunEvents, runPointAt } from './store-access.js';
+import { colors, print, warn, type CommonOptions } from './output.js';
+import { renderBlame, renderDiff, renderEvents, renderRuns, renderState, renderVerification } from './render.js';
+import { firstStep, openRun, readEventsPage, readRunEvents, runPointAt } from './store-access.js';
 import { buildTrace, renderTrace } from './trace.js';
 
 /** Adds `--data-dir`, `--session` and `--json` to a command. */
@@ -102,23 +102,33 @@ export function runsCommand(): Command {
       if (options.type !== undefined && !StreamEventTypeSchema.safeParse(options.type).success) {
         throw new UsageError(`--type: unknown event type '${options.type}'; one of ${StreamEventTypeSchema.options.join(', ')}`);
       }
-      const store = await openRun({ ...options, runId });
       const offset = (options.page - 1) * options.pageSize;
       let page: EventsPage;
       if (options.type === undefined && options.namespace === undefined) {
-        const meta = await new ProjectionStore({ dataDir: resolve(options.dataDir), sessionKey: options.session }).loadRunMeta(runId);
-        const total = meta?.eventCount ?? (await store.readAll()).length;
-        page = pageOf(runId, options, total, await store.readPage(options.pageSize, offset));
+        const { total, events } = await storeErrors(() => readEventsPage({ ...options, runId }, options.pageSize, offset, warn));
+        page = pageOf(runId, options, total, events);
       } else {
+        const store = await openRun({ ...options, runId });
         const matches = options.namespace === undefined ? undefined : compileNamespacePattern(options.namespace);
         const selected = await store.readFiltered(
           (e) => (options.type === undefined || e.type === options.type) && (matches === undefined || (e.namespace !== undefined && matches(e.namespace))),
+          { onWarning: warn },
         );
         page = pageOf(runId, options, selected.length, selected.slice(offset, offset + options.pageSize));
       }
       if (options.page > 1 && options.page > page.pages) throw new CliError(`--page ${options.page} is past the last page (${page.pages}) of run '${runId}'`);
       print(options, page, () => renderEvents(page));
     });
+
+  common(runs.command('verify <runId>').description("prove a run's log untouched: recompute its chain hashes, check its keyframes and projection; exit 1 on damage")).action(
+    async (runId: string, options: CommonOptions) => {
+      await openRun({ ...options, runId });
+      const report = await storeErrors(() => verifyRun({ dataDir: resolve(options.dataDir), sessionKey: options.session, runId }));
+      print(options, report, () => renderVerification(report));
+      if (report.status === 'unverifiable') warn(`run ${runId} has no chain hashes (written before they existed): it cannot be verified`);
+      if (!report.ok) process.exitCode = 1;
+    },
+  );
 
   common(runs.command('resume <runId>').description('continue a run that stopped, from its last recorded step'))
     .option('--flow <flow.json>', 'the flow the run was started with (default: the one recorded with the run)')

@@ -2,8 +2,9 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { StreamEventType, type StreamEvent } from '../../events/index.js';
 import { loadRunPoint, type RunPoint } from '../../runtime/index.js';
-import { EventStore, isValidId, listRunIds, runPaths } from '../../store/index.js';
+import { EventStore, ProjectionStore, StoreError, isValidId, listRunIds, runPaths } from '../../store/index.js';
 import { CliError } from './errors.js';
+import { warn } from './output.js';
 
 /** Where the CLI finds runs. */
 export interface RunRefOptions {
@@ -25,9 +26,31 @@ export async function openRun(options: RunRefOptions): Promise<EventStore> {
   return new EventStore({ dataDir, sessionKey: options.session, runId: options.runId });
 }
 
-/** Every stored event of a run, in order. */
+/** Every stored event of a run that its chain vouches for, in order (what is not served is warned about on stderr). */
 export async function readRunEvents(options: RunRefOptions): Promise<StreamEvent[]> {
-  return (await openRun(options)).readAll();
+  return (await openRun(options)).readAll({ onWarning: warn });
+}
+
+/**
+ * A page of a run's events (`runs events`) and the total the log serves (what its chain vouches for). A log that
+ * serves fewer events than the run's projection counts was cut or damaged: a StoreError naming both files, never
+ * a total whose last pages come out empty. What the log does not serve is handed to `warn`.
+ */
+export async function readEventsPage(
+  options: RunRefOptions,
+  pageSize: number,
+  offset: number,
+  warn: (message: string) => void,
+): Promise<{ total: number; events: StreamEvent[] }> {
+  const store = await openRun(options);
+  const total = await store.countEvents({ onWarning: warn });
+  const meta = await new ProjectionStore({ dataDir: resolve(options.dataDir), sessionKey: options.session }).loadRunMeta(options.runId);
+  if (meta !== null && meta.eventCount > total) {
+    throw new StoreError(
+      `${store.paths.runMeta} counts ${meta.eventCount} events, but ${store.paths.events} serves ${total}: the log was cut or damaged (backpackflow runs verify ${options.runId})`,
+    );
+  }
+  return { total, events: await store.readPage(pageSize, offset, { onWarning: warn }) };
 }
 
 /** The recorded steps of a run: 0 through the last `checkpoint.saved` step. */
@@ -60,5 +83,7 @@ export async function runPointAt(options: RunRefOptions, step: number | undefine
   if (step !== undefined && (step > last || step < first)) {
     throw new CliError(`invalid step ${step} for run '${options.runId}': its recorded steps are ${first}..${last}`);
   }
-  return loadRunPoint({ dataDir: resolve(options.dataDir), sessionKey: options.session, runId: options.runId, step });
+  const point = await loadRunPoint({ dataDir: resolve(options.dataDir), sessionKey: options.session, runId: options.runId, step });
+  for (const warning of point.warnings) warn(warning);
+  return point;
 }

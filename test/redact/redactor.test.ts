@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { REDACTED, containsSecrets, isSecretKey, redact } from '../../src/store/index.js';
-import { SECRETS } from './helpers.js';
+import { REDACTED, Redactor, containsSecrets, isSecretKey, redact } from '../../src/redact/index.js';
+import { SECRETS } from '../store/helpers.js';
 
 describe('redact', () => {
   it('redacts a secret held under an own __proto__ key', () => {
@@ -73,5 +73,56 @@ describe('redact', () => {
 
   it('does not flag short look-alikes', () => {
     expect(redact({ s: 'sk-short', b: 'Bearer x', e: 'eyJ.eyJ.' }).redacted).toBe(false);
+  });
+
+  it('replaces secret-looking object keys, Map keys and Set members, and blanks values under secret-named Map keys', () => {
+    const secret = 'ghp_R8kL2mQ9xZ4vT7wN1bY5cH3jD6fG0aKsPeUi';
+    const input = {
+      [secret]: 1,
+      [`${secret} #2`]: 2,
+      map: new Map<unknown, unknown>([[secret, 'v'], ['password', 'hunter2'], ['plain', 'ok']]),
+      set: new Set([secret, 'ok']),
+      pairs: [['apiKey', 'plain-secret'], ['name', 'ok']],
+    };
+    const { value, redacted } = redact(input);
+    expect(redacted).toBe(true);
+    expect(Object.keys(value)).toEqual([REDACTED, `${REDACTED} #2`, 'map', 'set', 'pairs']);
+    expect([...value.map]).toEqual([[REDACTED, 'v'], ['password', REDACTED], ['plain', 'ok']]);
+    expect([...value.set]).toEqual([REDACTED, 'ok']);
+    expect(value.pairs).toEqual([['apiKey', REDACTED], ['name', 'ok']]);
+    expect(input.map.get('password')).toBe('hunter2');
+  });
+
+  it('blanks the summary of an entry whose key field names a secret (the backpack.packed event)', () => {
+    const { value } = redact({ key: 'openaiApiKey', version: 1, valueSummary: '"plain"' });
+    expect(value).toEqual({ key: 'openaiApiKey', version: 1, valueSummary: REDACTED });
+    expect(redact({ key: 'topic', valueSummary: '"tides"' }).redacted).toBe(false);
+  });
+
+  it('replaces the start of a secret cut short by a summary', () => {
+    expect(redact(`"${'x'.repeat(60)} ghp_R8kL2m…`).value).toBe(`"${'x'.repeat(60)} ${REDACTED}…`);
+    expect(redact(`"${'x'.repeat(60)} wJalrXUt…`).value).toBe(`"${'x'.repeat(60)} ${REDACTED}…`);
+    expect(redact(`"${'x'.repeat(60)} Hello…`).redacted).toBe(false);
+  });
+
+  it('keeps the user name of a URL and the name of an assignment readable', () => {
+    expect(redact('postgres://admin:Pg5ecret@db/app').value).toBe(`postgres://admin:${REDACTED}@db/app`);
+    expect(redact('AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG\nDB_PASSWORD="hunter2"').value).toBe(
+      `AWS_SECRET_ACCESS_KEY=${REDACTED}\nDB_PASSWORD="${REDACTED}"`,
+    );
+  });
+
+  it('takes patterns and secret key names of the user', () => {
+    const redactor = new Redactor({ patterns: [/\bACME-[0-9]{6}\b/], secretKeys: ['pin'] });
+    expect(redactor.redact({ note: 'id ACME-123456 here', userPin: '1234', PIN: 'x' }).value).toEqual({ note: `id ${REDACTED} here`, userPin: REDACTED, PIN: REDACTED });
+    expect(redact({ note: 'id ACME-123456 here', userPin: '1234' }).redacted).toBe(false);
+    expect(() => new Redactor({ patterns: [/x*/] })).toThrow(/matches the empty string/);
+    expect(() => new Redactor({ secretKeys: ['--'] })).toThrow(/secretKeys/);
+  });
+
+  it('refuses a value nested too deep to check rather than writing it unchecked', () => {
+    let deep: unknown = 'sk-proj-Q7vLx2Rk9TmWp4ZsN8bYc3HjD6fGa1Ke';
+    for (let i = 0; i < 6000; i++) deep = [deep];
+    expect(() => redact(deep)).toThrow(RangeError);
   });
 });

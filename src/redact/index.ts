@@ -1,0 +1,9 @@
+/**
+ * Redaction of secrets before anything is persisted (DESIGN D15): one pass, used by the store, the runtime, the
+ * CLI and the context engine. A ground-floor module: it imports nothing else of ours.
+ */
+export { Redactor, redactorFor, redact, containsSecrets, isSecretKey, REDACTED } from './redactor.js';
+export type { RedactionOptions, RedactionResult } from './redactor.js';
+export { SecretKeyMatcher } from './keys.js';
+export { DEFAULT_SECRET_PATTERNS } from './patterns.js';
+export type { SecretPattern } from './patterns.js';

@@ -1,0 +1,116 @@
+/**
+ * Secret-named keys: whether an object key (or a Map key, or the `key` of a Backpack event) names a secret.
+ *
+ * The key is split into words (camelCase, snake_case, kebab-case). It names a secret when its last word is `token`,
+ * `secret`, `password`, `passwd`, `passphrase`, `credential(s)`, `authorization`, `apikey` or `cookie`, or when it
+ * ends with `key` after another word (`apiKey`, `OPENAI_API_KEY`, `privateKey`), except structural keys
+ * (`sessionKey`, `cacheKey`, ...). A bare `key`, `keys`, `keywords`, `tokens`, `tokenUsage` or `maxTokens` is not
+ * a secret name. Users add names of their own ({@link SecretKeyMatcher}).
+ */
+
+const SECRET_LAST_WORDS = new Set([
+  'token',
+  'secret',
+  'password',
+  'passwd',
+  'passphrase',
+  'credential',
+  'credentials',
+  'authorization',
+  'apikey',
+  'cookie',
+]);
+
+/** Words before `key` that make it a structural key, not a secret. */
+const STRUCTURAL_KEY_PREFIXES = new Set([
+  'session',
+  'cache',
+  'sort',
+  'primary',
+  'partition',
+  'foreign',
+  'hash',
+  'map',
+  'lookup',
+  'idempotency',
+  'dedupe',
+  'unique',
+  'node',
+  'route',
+  'item',
+  'memory',
+  'run',
+  'event',
+  'backpack',
+  'group',
+  'storage',
+  'object',
+  'row',
+  'column',
+  'index',
+  'public',
+  'sub',
+  'parent',
+  'child',
+  'state',
+  'value',
+  'react',
+  'query',
+]);
+
+function words(key: string): string[] {
+  return key
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w.length > 0);
+}
+
+/** Lower case, letters and digits only: `OPENAI_API_KEY` and `openaiApiKey` both become `openaiapikey`. */
+function normalized(key: string): string {
+  return key.toLowerCase().replace(/[^a-z0-9]+/g, '');
+}
+
+function isBuiltInSecretKey(key: string): boolean {
+  const parts = words(key);
+  const last = parts[parts.length - 1];
+  if (last === undefined) return false;
+  if (SECRET_LAST_WORDS.has(last)) return true;
+  if (last === 'key' && parts.length > 1) return !STRUCTURAL_KEY_PREFIXES.has(parts[parts.length - 2]!);
+  return false;
+}
+
+/** Decides secret-named keys: the built-in rule plus names given by the user; verdicts are cached. */
+export class SecretKeyMatcher {
+  private readonly extra: Set<string>;
+  private readonly verdicts = new Map<string, boolean>();
+
+  /**
+   * @param extraNames more secret key names. A key is secret when its normalized form (lower case, letters and
+   *   digits only) equals a name's, or when its last word does: `['pin']` covers `pin`, `PIN`, `userPin`, `user_pin`.
+   */
+  constructor(extraNames: readonly string[] = []) {
+    for (const name of extraNames) {
+      if (typeof name !== 'string' || normalized(name) === '') {
+        throw new TypeError(`redaction: secretKeys must hold non-empty names of letters or digits, got ${JSON.stringify(name)}`);
+      }
+    }
+    this.extra = new Set(extraNames.map(normalized));
+  }
+
+  /** Whether `key` names a secret. */
+  isSecretKey(key: string): boolean {
+    let verdict = this.verdicts.get(key);
+    if (verdict === undefined) {
+      verdict = isBuiltInSecretKey(key) || (this.extra.size > 0 && this.isExtra(key));
+      if (this.verdicts.size < 10_000) this.verdicts.set(key, verdict);
+    }
+    return verdict;
+  }
+
+  private isExtra(key: string): boolean {
+    if (this.extra.has(normalized(key))) return true;
+    const parts = words(key);
+    return parts.length > 0 && this.extra.has(parts[parts.length - 1]!);
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * The catalogue of secret-looking values: a documented subset of two maintained catalogues, ported as regular
+ * expressions (both MIT licensed):
+ *
+ * - gitleaks' default rule set (`config/gitleaks.toml`, https://github.com/gitleaks/gitleaks): rule ids are given
+ *   as `gitleaks:<id>`;
+ * - secretlint's recommended preset (`@secretlint/secretlint-rule-preset-recommend`,
+ *   https://github.com/secretlint/secretlint): rule ids are given as `secretlint:<rule>`.
+ *
+ * Why a port and not the package: secretlint's rules run per file through a rule context (report, translate,
+ * allow-lists); driven per string, the preset costs about 15 µs for one short string on this machine, and a step
+ * persists dozens of strings, where the budget for all of redaction and hashing is 10 µs per step. gitleaks is Go.
+ * So the patterns are ported, lower bounds on lengths are kept a little looser than the originals (a secret
+ * one character shorter than the vendor's format is still a secret), and every pattern is gated by a cheap
+ * pre-check ({@link SecretPattern.gate}) so that ordinary text costs one combined scan.
+ */
+
+/** One kind of secret-looking value. */
+export interface SecretPattern {
+  /** A stable name, e.g. `github-pat`; reported nowhere on disk (the marker is the same for every kind). */
+  readonly id: string;
+  /** Where the pattern comes from (catalogue and rule id). */
+  readonly source: string;
+  /**
+   * A global regular expression. When it has a capture group named `secret`, only that group is replaced (the
+   * user name of a URL or the name of an assignment stays readable); otherwise the whole match is.
+   */
+  readonly regex: RegExp;
+  /**
+   * A cheap pre-check every match passes (a few literals; tested case-insensitively as part of one combined
+   * scan), or undefined when the pattern must always run on strings of {@link minLength} or more.
+   */
+  readonly gate?: RegExp;
+  /** Strings shorter than this are never scanned with this pattern. */
+  readonly minLength: number;
+  /** A check of each match in code (cheaper than the same check as lookaheads at every position); default: all. */
+  readonly accept?: (match: string) => boolean;
+}
+
+/** Words that make an identifier name a secret in an assignment (`DB_PASSWORD=...`, `"apiKey": "..."`); case-insensitive. */
+const ASSIGNED_NAME = String.raw`(?:[a-z_][a-z0-9_.-]*?)?(?:secret|password|passwd|pwd|token|api_?key|access_?key|private_?key|credentials?)`;
+
+/** The default catalogue, in the order the patterns are applied. */
+export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
+  {
+    id: 'private-key',
+    source: 'gitleaks:private-key, secretlint:privatekey',
+    regex: /-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|$)/g,
+    gate: /PRIVATE KEY/,
+    minLength: 20,
+  },
+  {
+    id: 'url-password',
+    source: 'secretlint:database-connection-string, secretlint:basicauth (credentials in a URL)',
+    regex: /\b[A-Za-z][A-Za-z0-9+.-]{1,30}:\/\/[^\s:@/?#"'`]*:(?<secret>[^\s@/?#"'`]+)@/g,
+    gate: /:\/\//,
+    minLength: 10,
+  },
+  {
+    id: 'github-token',
+    source: 'gitleaks:github-pat, github-oauth, github-app-token, github-refresh-token; secretlint:github',
+    regex: /\bgh[pousr]_[A-Za-z0-9_]{30,255}/g,
+    gate: /gh[pousr]_/,
+    minLength: 34,
+  },
+  {
+    id: 'github-fine-grained-pat',
+    source: 'gitleaks:github-fine-grained-pat, secretlint:github',
+    regex: /\bgithub_pat_[A-Za-z0-9_]{20,255}/g,
+    gate: /github_pat_/,
+    minLength: 31,
+  },
+  {
+    id: 'gitlab-token',
+    source: 'gitleaks:gitlab-pat, secretlint:gitlab',
+    regex: /\bgl(?:pat|ptt|rt|dt|cbt|oas|soat)-[A-Za-z0-9_-]{20,}/g,
+    gate: /gl(?:pat|ptt|rt|dt|cbt|oas|soat)-/,
+    minLength: 24,
+  },
+  {
+    id: 'openai-anthropic-key',
+    source: 'gitleaks:openai-api-key, anthropic-api-key; secretlint:openai, anthropic',
+    regex: /\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g,
+    gate: /sk-/,
+    minLength: 23,
+  },
+  {
+    id: 'stripe-key',
+    source: 'gitleaks:stripe-access-token',
+    regex: /\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,247}\b|\bwhsec_[A-Za-z0-9]{20,}/g,
+    gate: /_live_|_test_|whsec_/,
+    minLength: 18,
+  },
+  {
+    id: 'slack-token',
+    source: 'gitleaks:slack-bot-token, slack-user-token, slack-app-token, slack-legacy-token; secretlint:slack',
+    regex: /\bxox[abeposr]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+/gi,
+    gate: /xox|xapp-/,
+    minLength: 14,
+  },
+  {
+    id: 'slack-webhook',
+    source: 'gitleaks:slack-webhook-url, secretlint:slack',
+    regex: /https?:\/\/hooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9+/_-]{20,}/g,
+    gate: /hooks\.slack\.com/,
+    minLength: 40,
+  },
+  {
+    id: 'google-api-key',
+    source: 'gitleaks:gcp-api-key, secretlint:gcp',
+    regex: /\bAIza[0-9A-Za-z_-]{30,}/g,
+    gate: /AIza/,
+    minLength: 34,
+  },
+  {
+    id: 'aws-access-key-id',
+    source: 'gitleaks:aws-access-token, secretlint:aws',
+    regex: /\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b/g,
+    gate: /A3T|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA/,
+    minLength: 20,
+  },
+  {
+    id: 'npm-token',
+    source: 'gitleaks:npm-access-token, secretlint:npm',
+    regex: /\bnpm_[A-Za-z0-9]{36}\b/g,
+    gate: /npm_/,
+    minLength: 40,
+  },
+  {
+    id: 'huggingface-token',
+    source: 'gitleaks:huggingface-access-token, secretlint:huggingface',
+    regex: /\bhf_[A-Za-z]{34}\b/g,
+    gate: /hf_/,
+    minLength: 37,
+  },
+  {
+    id: 'jwt',
+    source: 'gitleaks:jwt',
+    regex: /\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g,
+    gate: /eyJ/,
+    minLength: 20,
+  },
+  {
+    id: 'authorization-header',
+    source: 'secretlint:basicauth; bearer tokens',
+    regex: /\bBearer\s+[A-Za-z0-9._~+/-]{8,}=*|\bBasic\s+(?=[A-Za-z0-9+/]*[0-9+/])[A-Za-z0-9+/]{8,}=*/g,
+    gate: /Bearer|Basic/,
+    minLength: 14,
+  },
+  {
+    id: 'secret-assignment',
+    source: 'gitleaks:generic-api-key (keyword = value), secretlint:aws (AWS_SECRET_ACCESS_KEY = ...)',
+    regex: new RegExp(String.raw`\b${ASSIGNED_NAME}["']?[ \t]*(?:=|:|=>)[ \t]*["']?(?<secret>[^\s"'\`,;&]{3,})`, 'gi'),
+    gate: /secret|passw|pwd|token|api_?key|access_?key|private_?key|credential/,
+    minLength: 8,
+  },
+  {
+    id: 'aws-secret-access-key',
+    source: 'secretlint:aws (AWSSecretAccessKey), shape only: 40 base64 characters mixing upper case, lower case and digits',
+    regex: /(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g,
+    minLength: 40,
+    accept: (match) => /[A-Z]/.test(match) && /[a-z]/.test(match) && /[0-9]/.test(match),
+  },
+];
+
+/**
+ * Beginnings of secrets, for text cut short by a summary (`"ghp_abc…`): when a string ends with `…` and its last
+ * word starts like a secret (a vendor prefix, a URL with a password, or six or more key-like characters mixing
+ * case or holding digits), that word is replaced even though the cut left it too short to match in full.
+ */
+export const TRUNCATED_SECRET_TAIL =
+  /(?:-----BEGIN[\s\S]*|\b(?:sk-|sk_live_|rk_live_|sk_test_|rk_test_|gh[pousr]_|github_pat_|gl(?:pat|ptt|rt)-|xox[abeposr]-|AKIA|ASIA|AIza|eyJ|npm_|hf_|whsec_)[^\s"'`]*|\b[A-Za-z][A-Za-z0-9+.-]{1,30}:\/\/[^\s:@/"'`]*:[^\s@/"'`]*|\b(?:Bearer|Basic)\s+[^\s"'`]*|(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[a-z][A-Za-z0-9/+]*[A-Z]|[A-Za-z0-9/+]*[0-9/+])[A-Za-z0-9/+]{6,})…$/;

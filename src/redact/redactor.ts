@@ -1,0 +1,365 @@
+/**
+ * The one redaction pass every persistence boundary runs (DESIGN D15): the event log, keyframes, projections,
+ * memory, the flow config recorded with a run, and the context engine's frames all call {@link Redactor.redact}
+ * on what they are about to write.
+ *
+ * What it replaces with `'[REDACTED]'`:
+ * - secret-looking text anywhere, also inside longer strings ({@link DEFAULT_SECRET_PATTERNS}, plus the user's
+ *   patterns): in string values, object keys, Map keys and Set members (live Maps and Sets, and their encoded
+ *   form `{ "$bp": "map" | "set", v }`), at any depth;
+ * - every string under a secret-named key ({@link SecretKeyMatcher}): object keys, Map keys (also in lists of
+ *   `[key, value]` pairs, the encoded form of a Map), and an entry that names its key in a `key` field (a `backpack.packed` event: `{ key: 'password', valueSummary }`), whose
+ *   `value`, `valueSummary`, `previousValue`, `newValue` and `summary` are blanked. A Backpack item under such a
+ *   key keeps its provenance (`metadata`, `accessControl`); only its value is blanked. Numbers, booleans and the
+ *   shape of objects are kept;
+ * - the start of a secret cut short by a summary (`"ghp_abc…`).
+ *
+ * The walk is copy-on-write: nothing is allocated unless something is redacted, and the input is never modified.
+ */
+import { SecretKeyMatcher } from './keys.js';
+import { DEFAULT_SECRET_PATTERNS, TRUNCATED_SECRET_TAIL, type SecretPattern } from './patterns.js';
+
+/** What replaces a secret. */
+export const REDACTED = '[REDACTED]';
+
+/** Secrets of your own, added to the built-in catalogue (an option of runFlow, the stores and the ContextEngine). */
+export interface RedactionOptions {
+  /**
+   * More secret-looking values. Each match is replaced (only the named group `secret` when the pattern has one).
+   * The global flag is added when missing. These run on every string, so keep them specific.
+   */
+  readonly patterns?: readonly RegExp[];
+  /** More secret key names (see {@link SecretKeyMatcher}): values under such keys are blanked. */
+  readonly secretKeys?: readonly string[];
+}
+
+/** Result of {@link Redactor.redact}: the redacted copy (the input itself when nothing was redacted) and whether anything was. */
+export interface RedactionResult<T> {
+  value: T;
+  redacted: boolean;
+}
+
+/**
+ * A character every built-in pattern's match holds: an upper-case letter (`AKIA`, `AIza`, `eyJ`, `Bearer`, `-----BEGIN`,
+ * the AWS secret key's mixed case), or `_`, `-`, `:` or `=` (`sk-`, `ghp_`, `xoxb-`, `://`, `name=value`, `name: value`).
+ */
+const MAY_HOLD_SECRET = /[A-Z_:=-]/;
+
+/** A character the visible start of a secret cut short by a summary holds (see TRUNCATED_SECRET_TAIL). */
+const MAY_START_SECRET = /[A-Z0-9_:=/+-]/;
+
+/** The last word of a text cut short (`…` at its end): what follows its last blank or quote, without the `…`. */
+function lastWord(text: string): string {
+  let i = text.length - 2;
+  for (; i >= 0; i--) {
+    const c = text.charCodeAt(i);
+    if (c === 0x20 || c === 0x0a || c === 0x09 || c === 0x22 || c === 0x27 || c === 0x60) break;
+  }
+  return text.slice(i + 1, text.length - 1);
+}
+
+/** Fields of an entry named by its `key` field that hold (a summary of) the value. */
+const VALUE_FIELDS = new Set(['value', 'valueSummary', 'previousValue', 'newValue', 'summary']);
+/** Deeper than this, a value is refused rather than written unchecked. */
+const MAX_DEPTH = 5000;
+
+interface CompiledPattern {
+  readonly regex: RegExp;
+  readonly gate: RegExp | undefined;
+  readonly minLength: number;
+  readonly accept: ((match: string) => boolean) | undefined;
+}
+
+function compile(pattern: SecretPattern): CompiledPattern {
+  return {
+    regex: new RegExp(pattern.regex.source, pattern.regex.flags.includes('g') ? pattern.regex.flags : `${pattern.regex.flags}g`),
+    gate: pattern.gate ? new RegExp(pattern.gate.source, 'i') : undefined,
+    minLength: pattern.minLength,
+    accept: pattern.accept,
+  };
+}
+
+function isPlainObject(value: object): boolean {
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/** Whether every element of a non-empty array is a `[string, value]` pair. */
+function isPairList(value: readonly unknown[]): boolean {
+  if (value.length === 0) return false;
+  for (const pair of value) if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string') return false;
+  return true;
+}
+
+/** Sets an own property, also for the key `__proto__`. */
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
+}
+
+/** Replaces every match of `pattern` in `text` that it accepts (or its `secret` group) with the marker. */
+function replaceMatches(text: string, pattern: CompiledPattern): string {
+  const { regex, accept } = pattern;
+  regex.lastIndex = 0;
+  if (!regex.test(text)) return text;
+  regex.lastIndex = 0;
+  return text.replace(regex, (...args: unknown[]) => {
+    const match = args[0] as string;
+    if (accept !== undefined && !accept(match)) return match;
+    const groups = args[args.length - 1];
+    const secret = groups !== null && typeof groups === 'object' ? (groups as { secret?: string }).secret : undefined;
+    if (secret === undefined || secret === '') return REDACTED;
+    const at = match.lastIndexOf(secret);
+    return `${match.slice(0, at)}${REDACTED}${match.slice(at + secret.length)}`;
+  });
+}
+
+/** A redaction pass: the built-in catalogue plus the user's patterns and secret key names. */
+export class Redactor {
+  private readonly keys: SecretKeyMatcher;
+  private readonly gated: CompiledPattern[] = [];
+  private readonly ungated: CompiledPattern[] = [];
+  /** Union of every gate: one scan tells whether any gated pattern can match. */
+  private readonly anyGate: RegExp;
+  private readonly minLength: number;
+  private readonly userPatterns: number;
+  /** {@link redactText} of object keys, which repeat from event to event. */
+  private readonly keyTexts = new Map<string, string>();
+
+  /** Compiles the catalogue with `options`; throws a TypeError naming a bad pattern or key name. */
+  constructor(options: RedactionOptions = {}) {
+    this.keys = new SecretKeyMatcher(options.secretKeys ?? []);
+    for (const pattern of DEFAULT_SECRET_PATTERNS) (pattern.gate ? this.gated : this.ungated).push(compile(pattern));
+    for (const [i, regex] of (options.patterns ?? []).entries()) {
+      if (!(regex instanceof RegExp)) throw new TypeError(`redaction: patterns[${i}] must be a RegExp, got ${typeof regex}`);
+      if (regex.test('')) throw new TypeError(`redaction: patterns[${i}] (${String(regex)}) matches the empty string`);
+      this.ungated.push(compile({ id: `user-${i}`, source: 'user', regex, minLength: 1 }));
+    }
+    this.userPatterns = options.patterns?.length ?? 0;
+    this.anyGate = new RegExp(this.gated.map((p) => p.gate!.source).join('|'), 'i');
+    this.minLength = Math.min(...this.gated.map((p) => p.minLength), ...this.ungated.map((p) => p.minLength));
+  }
+
+  /** Whether an object key (or Map key) names a secret. */
+  isSecretKey(key: string): boolean {
+    return this.keys.isSecretKey(key);
+  }
+
+  /** `text` with every secret-looking part replaced by `'[REDACTED]'` (the same string when there is none). */
+  redactText(text: string): string {
+    if (text.length < this.minLength) return text;
+    // Every built-in pattern needs one of these characters; most text of a run (summaries, ids) has none.
+    const truncated = text.charCodeAt(text.length - 1) === 0x2026;
+    if (this.userPatterns === 0 && !MAY_HOLD_SECRET.test(text) && !(truncated && MAY_START_SECRET.test(lastWord(text)))) return text;
+    let out = text;
+    if (this.anyGate.test(text)) {
+      for (const pattern of this.gated) {
+        if (text.length >= pattern.minLength && pattern.gate!.test(text)) out = replaceMatches(out, pattern);
+      }
+    }
+    for (const pattern of this.ungated) if (text.length >= pattern.minLength) out = replaceMatches(out, pattern);
+    if (truncated) {
+      // Only the end can hold a cut secret: matching there keeps the cost independent of the text's length.
+      const from = Math.max(0, out.length - 160);
+      const tail = out.slice(from).replace(TRUNCATED_SECRET_TAIL, `${REDACTED}…`);
+      if (tail !== out.slice(from)) out = out.slice(0, from) + tail;
+    }
+    return out;
+  }
+
+  /**
+   * Returns a copy of `value` with secrets replaced by `'[REDACTED]'`, and whether anything was replaced. When
+   * nothing is secret the input itself is returned (no allocation). Plain objects, arrays, Maps and Sets are
+   * walked; other objects (Date, class instances) are kept as they are. A value nested deeper than 5,000 levels
+   * is refused with a RangeError rather than written unchecked.
+   */
+  redact<T>(value: T): RedactionResult<T> {
+    const next = this.walk(value, 0);
+    return { value: next as T, redacted: next !== value };
+  }
+
+  /** Whether `value` holds anything {@link redact} would replace. */
+  containsSecrets(value: unknown): boolean {
+    return this.walk(value, 0) !== value;
+  }
+
+  private walk(value: unknown, depth: number): unknown {
+    if (typeof value === 'string') return this.redactText(value);
+    if (value === null || typeof value !== 'object') return value;
+    if (depth > MAX_DEPTH) throw new RangeError(`redaction: value nested deeper than ${MAX_DEPTH} levels; it cannot be checked for secrets`);
+    if (Array.isArray(value)) return isPairList(value) ? this.walkPairs(value, depth) : this.walkArray(value, depth, false);
+    if (value instanceof Map) return this.walkMap(value, depth);
+    if (value instanceof Set) return this.walkSet(value, depth);
+    if (!isPlainObject(value)) return value;
+    return this.walkObject(value as Record<string, unknown>, depth, false);
+  }
+
+  private walkArray(value: readonly unknown[], depth: number, blank: boolean): unknown {
+    let out: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item = value[i];
+      const next = blank ? this.blank(item, depth + 1) : this.walk(item, depth + 1);
+      if (next !== item) {
+        out ??= value.slice();
+        out[i] = next;
+      }
+    }
+    return out ?? value;
+  }
+
+  /**
+   * Walks an object. With `blank`, every string is replaced (it sits under a secret-named key); keys are still
+   * checked for secret-looking text.
+   */
+  private walkObject(record: Record<string, unknown>, depth: number, blank: boolean): unknown {
+    const namesSecret = !blank && typeof record['key'] === 'string' && this.keys.isSecretKey(record['key']);
+    let out: Record<string, unknown> | undefined;
+    let index = 0;
+    for (const key in record) {
+      const item = record[key];
+      let next: unknown;
+      if (blank) next = this.blank(item, depth + 1);
+      else if (this.keys.isSecretKey(key)) next = this.secretEntry(item, depth + 1);
+      else if (namesSecret && VALUE_FIELDS.has(key)) next = this.blank(item, depth + 1);
+      else next = this.walk(item, depth + 1);
+      const nextKey = this.redactKey(key);
+      if (out === undefined && (next !== item || nextKey !== key)) {
+        out = {};
+        let copied = 0;
+        for (const earlier in record) {
+          if (copied++ === index) break;
+          setOwn(out, earlier, record[earlier]);
+        }
+      }
+      if (out !== undefined) setOwn(out, nextKey === key ? key : this.freeKey(out, nextKey), next);
+      index++;
+    }
+    return out ?? record;
+  }
+
+  /** {@link redactText} of an object key, cached. */
+  private redactKey(key: string): string {
+    if (key.length < this.minLength) return key;
+    let out = this.keyTexts.get(key);
+    if (out === undefined) {
+      out = this.redactText(key);
+      if (this.keyTexts.size < 10_000) this.keyTexts.set(key, out);
+    }
+    return out;
+  }
+
+  /** `key`, or `key #2`, `key #3`, ... when two redacted keys would collide. */
+  private freeKey(out: Record<string, unknown>, key: string): string {
+    if (!Object.hasOwn(out, key)) return key;
+    let n = 2;
+    while (Object.hasOwn(out, `${key} #${n}`)) n++;
+    return `${key} #${n}`;
+  }
+
+  /**
+   * A list of `[key, value]` pairs (an encoded Map, `Object.entries`, or the appended entries of a Map's delta):
+   * a value under a secret-named string key is blanked.
+   */
+  private walkPairs(pairs: unknown[], depth: number): unknown {
+    let out: unknown[] | undefined;
+    for (let i = 0; i < pairs.length; i++) {
+      const pair = pairs[i];
+      let next: unknown;
+      if (Array.isArray(pair) && pair.length === 2 && typeof pair[0] === 'string' && this.keys.isSecretKey(pair[0])) {
+        const key = this.redactText(pair[0]);
+        const inner = this.secretEntry(pair[1], depth + 1);
+        next = key === pair[0] && inner === pair[1] ? pair : [key, inner];
+      } else next = this.walk(pair, depth + 1);
+      if (next !== pair) {
+        out ??= pairs.slice();
+        out[i] = next;
+      }
+    }
+    return out ?? pairs;
+  }
+
+  private walkMap(map: Map<unknown, unknown>, depth: number): unknown {
+    let changed = false;
+    const entries: [unknown, unknown][] = [];
+    for (const [key, item] of map) {
+      const nextKey = this.walk(key, depth + 1);
+      const next = typeof key === 'string' && this.keys.isSecretKey(key) ? this.secretEntry(item, depth + 1) : this.walk(item, depth + 1);
+      changed ||= nextKey !== key || next !== item;
+      entries.push([nextKey, next]);
+    }
+    return changed ? new Map(entries) : map;
+  }
+
+  private walkSet(set: Set<unknown>, depth: number): unknown {
+    let changed = false;
+    const members: unknown[] = [];
+    for (const member of set) {
+      const next = this.walk(member, depth + 1);
+      changed ||= next !== member;
+      members.push(next);
+    }
+    return changed ? new Set(members) : set;
+  }
+
+  /** Every string replaced (keeping numbers, booleans and the shape). */
+  private blank(value: unknown, depth: number): unknown {
+    if (typeof value === 'string') return value === REDACTED ? value : REDACTED;
+    if (value === null || typeof value !== 'object') return value;
+    if (depth > MAX_DEPTH) throw new RangeError(`redaction: value nested deeper than ${MAX_DEPTH} levels; it cannot be checked for secrets`);
+    if (Array.isArray(value)) return this.walkArray(value, depth, true);
+    if (value instanceof Map) return new Map([...value].map(([k, v]) => [this.walk(k, depth + 1), this.blank(v, depth + 1)]));
+    if (value instanceof Set) return new Set([...value].map((m) => this.blank(m, depth + 1)));
+    if (!isPlainObject(value)) return value;
+    return this.walkObject(value as Record<string, unknown>, depth, true);
+  }
+
+  /**
+   * What is stored under a secret-named key: every string blanked, except that a Backpack item there (an object
+   * with a `metadata` object: a state item, a quarantined item, a state-delta entry) keeps its provenance: its
+   * `metadata` and `accessControl` are walked like any other data.
+   */
+  private secretEntry(value: unknown, depth: number): unknown {
+    if (value !== null && typeof value === 'object' && !Array.isArray(value) && isPlainObject(value)) {
+      const record = value as Record<string, unknown>;
+      const metadata = record['metadata'];
+      if (metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata)) {
+        let out: Record<string, unknown> | undefined;
+        for (const key in record) {
+          const item = record[key];
+          const next = key === 'metadata' || key === 'accessControl' ? this.walk(item, depth + 1) : this.blank(item, depth + 1);
+          if (next !== item) {
+            out ??= { ...record };
+            setOwn(out, key, next);
+          }
+        }
+        return out ?? record;
+      }
+    }
+    return this.blank(value, depth);
+  }
+}
+
+let shared: Redactor | undefined;
+
+/** The redactor for `options`: the shared default one when there are none (compiled once). */
+export function redactorFor(options?: RedactionOptions): Redactor {
+  if (options === undefined || ((options.patterns?.length ?? 0) === 0 && (options.secretKeys?.length ?? 0) === 0)) {
+    return (shared ??= new Redactor());
+  }
+  return new Redactor(options);
+}
+
+/** {@link Redactor.redact} with the built-in catalogue only. */
+export function redact<T>(value: T): RedactionResult<T> {
+  return redactorFor().redact(value);
+}
+
+/** {@link Redactor.containsSecrets} with the built-in catalogue only. */
+export function containsSecrets(value: unknown): boolean {
+  return redactorFor().containsSecrets(value);
+}
+
+/** Whether `key` names a secret under the built-in rule. */
+export function isSecretKey(key: string): boolean {
+  return redactorFor().isSecretKey(key);
+}

@@ -1,0 +1,139 @@
+/**
+ * Reading a recorded point of a run back (DESIGN D16): the last keyframe at or before the step, plus the deltas of
+ * the steps after it, read from the event log as far as its chain hashes vouch for it.
+ */
+import type { BackpackState } from '../backpack/index.js';
+import { StreamEventType } from '../events/index.js';
+import { CheckpointStore, CheckpointStoreError, EventStore, StoreError, assertValidId, historicalCheckpointPath, type Checkpoint } from '../store/index.js';
+import { locate, type RunLocation } from './location.js';
+import { applyStateDelta, type StateDelta } from './state-tracker.js';
+
+/** A recorded point of a run: the Backpack state and the position after a step. */
+export interface RunPoint {
+  step: number;
+  /** Node ids from the outermost flow inwards where the run continues; empty when the run had ended. */
+  position: string[];
+  state: BackpackState;
+  /**
+   * What could not be used, each naming its file: a keyframe that failed its checksum or does not match the log
+   * (an earlier keyframe, or the start, was used instead), lines of the log its chain does not vouch for (not
+   * served: the point is the last verified step). Empty when everything read was sound.
+   */
+  warnings: string[];
+}
+
+/** Checkpoint `state` of a keyframe. */
+export interface KeyframeState {
+  kind: 'keyframe';
+  backpack: BackpackState;
+}
+
+/** Payload of a `checkpoint.saved` event. */
+export interface CheckpointPayload {
+  step: number;
+  position: string[];
+  delta?: StateDelta;
+  keyframe: boolean;
+  /** The start of the run's record: `delta` is the whole state. */
+  start?: true;
+  /** For a fork's start: the run and step it was forked from. */
+  forkedFrom?: { runId: string; step: number };
+}
+
+/** A keyframe that loaded and passed its checksum, with its file. */
+interface Keyframe {
+  checkpoint: Checkpoint;
+  path: string;
+}
+
+/**
+ * The recorded state and position of a run after `step` (default: its last recorded step): the last keyframe
+ * (`checkpoint/<step>.json`) at or before it, or else the empty state, plus the deltas of the steps after that.
+ *
+ * What it reads is checked: a keyframe that fails its checksum, or whose chain hash is not the log's at its step,
+ * is skipped for the previous one (or the start) with a warning; only the events the log's chain vouches for are
+ * replayed, so the default point is the last verified step (with a warning when lines after it were not served).
+ * A log that does not reach a keyframe's step is an error naming both files, and so is a `step` past the last
+ * verified one.
+ */
+export async function loadRunPoint(options: RunLocation & { runId: string; step?: number }): Promise<RunPoint> {
+  const { dataDir, sessionKey } = locate(options);
+  const { runId, step } = options;
+  assertValidId(runId, 'runId');
+  if (step !== undefined && (!Number.isInteger(step) || step < 0)) throw new StoreError(`step must be an integer >= 0, got ${String(step)}`);
+  const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId });
+  const events = new EventStore({ dataDir, sessionKey, runId });
+  const steps = (await checkpoints.listHistorical())
+    .filter((id) => /^\d+$/.test(id))
+    .map(Number)
+    .filter((s) => step === undefined || s <= step)
+    .sort((a, b) => b - a);
+  const warnings: string[] = [];
+  for (let i = 0; ; i++) {
+    let keyframe: Keyframe | undefined;
+    for (; i < steps.length && keyframe === undefined; i++) keyframe = await loadKeyframe(checkpoints, steps[i]!, warnings);
+    i--;
+    const logWarnings: string[] = [];
+    const point = await replay(events, keyframe, step, logWarnings);
+    if (point === 'mismatch') {
+      warnings.push(
+        `${keyframe!.path}: its chain hash is not the one ${events.paths.events} has at step ${keyframe!.checkpoint.step}: it does not belong to this log; using an earlier keyframe`,
+      );
+      continue;
+    }
+    for (const warning of logWarnings) if (!warnings.includes(warning)) warnings.push(warning);
+    const why = warnings.length ? ` (${warnings.join('; ')})` : '';
+    if (point.step < 0) throw new StoreError(`run ${sessionKey}/${runId} has no checkpoint${step === undefined ? '' : ` at or before step ${step}`} in ${events.paths.events}${why}`);
+    if (step !== undefined && point.step !== step) {
+      throw new StoreError(`run ${sessionKey}/${runId} has no step ${step}; its last recorded step is ${point.step} (${events.paths.events})${why}`);
+    }
+    return { ...point, warnings };
+  }
+}
+
+/** The keyframe of `step`, or undefined with a warning when it is damaged or is not the keyframe of that step. */
+async function loadKeyframe(checkpoints: CheckpointStore, step: number, warnings: string[]): Promise<Keyframe | undefined> {
+  const path = historicalCheckpointPath(checkpoints.paths, String(step));
+  try {
+    const checkpoint = await checkpoints.loadHistorical(step);
+    if (checkpoint === null) return undefined;
+    if (checkpoint.step !== step || (checkpoint.state as unknown as KeyframeState | null)?.kind !== 'keyframe') {
+      warnings.push(`${path} does not hold the keyframe of step ${step}; using an earlier keyframe`);
+      return undefined;
+    }
+    return { checkpoint, path };
+  } catch (error) {
+    if (!(error instanceof CheckpointStoreError)) throw error;
+    warnings.push(`${error.message}; using an earlier keyframe`);
+    return undefined;
+  }
+}
+
+/** Replays the log's deltas on top of `keyframe` (or the empty state) up to `step`; 'mismatch' when the keyframe is not the log's. */
+async function replay(events: EventStore, keyframe: Keyframe | undefined, step: number | undefined, warnings: string[]): Promise<Omit<RunPoint, 'warnings'> | 'mismatch'> {
+  const base = keyframe?.checkpoint;
+  const point = base
+    ? { step: base.step, position: [...base.position], state: structuredClone((base.state as unknown as KeyframeState).backpack) }
+    : { step: -1, position: [] as string[], state: { version: 1 as const, items: {}, quarantined: {} } };
+  let lastStep = -1;
+  for await (const { event, chain } of events.readVerified({ onWarning: (w) => warnings.push(w) })) {
+    if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
+    const saved = event.payload as unknown as CheckpointPayload;
+    lastStep = Math.max(lastStep, saved.step);
+    if (base?.chain !== undefined && saved.step === base.step && chain !== undefined && chain !== base.chain) return 'mismatch';
+    if (saved.step <= point.step) continue;
+    if (step !== undefined && saved.step > step) break;
+    if (saved.delta) applyStateDelta(point.state, saved.delta);
+    point.step = saved.step;
+    point.position = saved.position;
+  }
+  if (keyframe !== undefined && lastStep < keyframe.checkpoint.step) {
+    const reach = lastStep < 0 ? 'has no recorded step' : `reaches step ${lastStep} only`;
+    const why = warnings.length ? ` (${warnings.join('; ')})` : '';
+    throw new StoreError(
+      `${keyframe.path} holds step ${keyframe.checkpoint.step}, but ${events.paths.events} ${reach}: the log was cut or damaged${why}. ` +
+        `Check the run with 'backpackflow runs verify ${events.runId}'.`,
+    );
+  }
+  return point;
+}

@@ -1,0 +1,126 @@
+/**
+ * Verifying a recorded run (DESIGN D15): the event log's chain, every keyframe's seal and its tie to the log, and
+ * what the projection claims about the log. `backpackflow runs verify <runId>` prints it.
+ */
+import { StreamEventType } from '../events/index.js';
+import {
+  CheckpointStore,
+  EventStore,
+  ProjectionStore,
+  StoreError,
+  assertValidId,
+  historicalCheckpointPath,
+  type VerifyResult,
+} from '../store/index.js';
+import { locate, type RunLocation } from './location.js';
+import type { CheckpointPayload, KeyframeState } from './run-point.js';
+
+/** One keyframe as {@link verifyRun} found it. */
+export interface KeyframeCheck {
+  step: number;
+  file: string;
+  ok: boolean;
+  /** What is wrong with it, naming the file. */
+  problem?: string;
+}
+
+/** Result of {@link verifyRun}. */
+export interface RunVerification {
+  runId: string;
+  sessionKey: string;
+  /** Nothing damaged was found (a run written before chain hashes can be ok and `'unverifiable'`). */
+  ok: boolean;
+  /**
+   * `'verified'`: the log's chain holds over every line and every keyframe and the projection agree with it.
+   * `'damaged'`: see `problems`. `'unverifiable'`: nothing damaged, but the log carries no chain hashes (written
+   * before they existed), so it cannot be proven untouched.
+   */
+  status: 'verified' | 'damaged' | 'unverifiable';
+  /** Every problem found, each naming its file (the first one names the first line of the log that disagrees). */
+  problems: string[];
+  /** The event log's own report. */
+  log: VerifyResult;
+  keyframes: KeyframeCheck[];
+}
+
+/**
+ * Recomputes the chain of a run's event log and checks what refers to it: each keyframe (`checkpoint/<step>.json`)
+ * must pass its checksum, be the keyframe of its step, and carry the chain hash the log has at that step; the
+ * projection (`projections/run.meta.json`) must pass its checksum and claim no more events than the log holds.
+ * Reads only. Throws a StoreError when the run does not exist.
+ */
+export async function verifyRun(options: RunLocation & { runId: string }): Promise<RunVerification> {
+  const { dataDir, sessionKey } = locate(options);
+  const { runId } = options;
+  assertValidId(runId, 'runId');
+  const events = new EventStore({ dataDir, sessionKey, runId });
+  const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId });
+  const log = await events.verify();
+  if (log.lines === 0 && log.tornTailBytes === 0) {
+    throw new StoreError(`run ${sessionKey}/${runId} has no event log in ${dataDir} (${events.paths.events})`);
+  }
+  const problems: string[] = log.problem !== undefined ? [log.problem] : [];
+  for (const corrupt of log.corruptLines) {
+    const text = `${events.paths.events}: line ${corrupt.line} is corrupt: ${corrupt.error}`;
+    if (!problems.some((p) => p.includes(`line ${corrupt.line} `))) problems.push(text);
+  }
+
+  const keyframes = await checkKeyframes(events, checkpoints, log);
+  for (const keyframe of keyframes) if (keyframe.problem !== undefined) problems.push(keyframe.problem);
+
+  const projectionPath = events.paths.runMeta;
+  try {
+    const meta = await new ProjectionStore({ dataDir, sessionKey }).loadRunMeta(runId);
+    if (meta !== null && meta.eventCount > log.verifiedLines && log.chain !== 'unverifiable') {
+      problems.push(`${projectionPath} counts ${meta.eventCount} events, but ${events.paths.events} vouches for ${log.verifiedLines}: the log was cut or damaged`);
+    } else if (meta !== null && meta.eventCount > log.events) {
+      problems.push(`${projectionPath} counts ${meta.eventCount} events, but ${events.paths.events} holds ${log.events}: the log was cut or damaged`);
+    }
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    problems.push(error.message);
+  }
+
+  const status = problems.length > 0 ? 'damaged' : log.chain === 'unverifiable' ? 'unverifiable' : 'verified';
+  return { runId, sessionKey, ok: problems.length === 0, status, problems, log, keyframes };
+}
+
+/** Checks every numbered keyframe: its seal, its step, and its chain hash against the log's at that step. */
+async function checkKeyframes(events: EventStore, checkpoints: CheckpointStore, log: VerifyResult): Promise<KeyframeCheck[]> {
+  const steps = (await checkpoints.listHistorical()).filter((id) => /^\d+$/.test(id)).map(Number);
+  if (steps.length === 0) return [];
+  const checks = new Map<number, KeyframeCheck & { chain?: string }>();
+  for (const step of steps) {
+    const file = historicalCheckpointPath(checkpoints.paths, String(step));
+    try {
+      const checkpoint = await checkpoints.loadHistorical(step);
+      if (checkpoint === null) continue;
+      if (checkpoint.step !== step || (checkpoint.state as unknown as KeyframeState | null)?.kind !== 'keyframe') {
+        checks.set(step, { step, file, ok: false, problem: `${file} does not hold the keyframe of step ${step}` });
+      } else checks.set(step, { step, file, ok: true, ...(checkpoint.chain !== undefined ? { chain: checkpoint.chain } : {}) });
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      checks.set(step, { step, file, ok: false, problem: error.message });
+    }
+  }
+  // The chain hash of the batch holding each step's checkpoint.saved event, as far as the log vouches for it.
+  const logChains = new Map<number, string | undefined>();
+  for await (const { event, chain } of events.readVerified({ onCorrupt: () => undefined, onWarning: () => undefined })) {
+    if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
+    const step = (event.payload as unknown as CheckpointPayload).step;
+    if (checks.has(step)) logChains.set(step, chain);
+  }
+  const out: KeyframeCheck[] = [];
+  for (const check of [...checks.values()].sort((a, b) => a.step - b.step)) {
+    const { chain, ...rest } = check;
+    if (rest.ok && !logChains.has(rest.step)) {
+      rest.ok = false;
+      rest.problem = `${rest.file} holds step ${rest.step}, but ${events.paths.events} does not reach that step${log.chain === 'damaged' ? ' (it is damaged)' : ''}: the log was cut or damaged`;
+    } else if (rest.ok && chain !== undefined && logChains.get(rest.step) !== undefined && logChains.get(rest.step) !== chain) {
+      rest.ok = false;
+      rest.problem = `${rest.file}: its chain hash is not the one ${events.paths.events} has at step ${rest.step}: it does not belong to this log`;
+    }
+    out.push(rest);
+  }
+  return out;
+}

@@ -1,0 +1,113 @@
+/**
+ * The chain hashes of the event log (DESIGN D15): events.jsonl is tamper-evident.
+ *
+ * A sealed line is a stored event whose JSON ends with a `chain` field: `{...,"chain":"<64 hex>"}`. Its value is
+ *
+ *     chain = BLAKE3(previous chain (32 bytes) || the lines since the previous sealed line || this line without
+ *             its chain field), lines as stored, each with its newline
+ *
+ * where the chain before the first sealed line is the run's genesis, `BLAKE3("backpackflow.events.chain.v1\n" +
+ * sessionKey + "\n" + runId)`, so a log copied into another run does not verify. The writer seals the last line of
+ * every batch (a step's events) and the first line of the log, so:
+ * - a log whose first line is sealed was written with chain hashes: lines after its last sealed line were cut from
+ *   a batch or damaged, and are not served;
+ * - a log with no sealed line at all was written before chain hashes existed: it reads as before, and `verify`
+ *   calls it unverifiable.
+ *
+ * The field is storage-only: the event schema strips it, so readers hand out the event as it was emitted.
+ */
+import type { HashBackend } from '../hash/blake3.js';
+
+const PREFIX = ',"chain":"';
+const PREFIX_BYTES = Buffer.from(PREFIX);
+/** `,"chain":"` + 64 hex + `"}`. */
+const SUFFIX_LENGTH = PREFIX.length + 64 + 2;
+const HEX = /^[0-9a-f]{64}$/;
+const NEWLINE = Buffer.from('\n');
+const CLOSE = Buffer.from('}\n');
+
+/** A BLAKE3 hasher of the backend in use. */
+export type Hasher = ReturnType<HashBackend['hasher']>;
+
+/** The chain before the first sealed line of run `sessionKey/runId`. */
+export function genesis(backend: HashBackend, sessionKey: string, runId: string): Buffer {
+  return backend.digest(Buffer.from(`backpackflow.events.chain.v1\n${sessionKey}\n${runId}`));
+}
+
+/** The chain hash a stored line (its bytes, without the newline) carries, or undefined when it is not sealed. */
+export function chainOf(line: Buffer): string | undefined {
+  const n = line.length;
+  if (n <= SUFFIX_LENGTH || line[n - 1] !== 0x7d || line[n - 2] !== 0x22) return undefined;
+  const at = n - SUFFIX_LENGTH;
+  if (line.compare(PREFIX_BYTES, 0, PREFIX_BYTES.length, at, at + PREFIX_BYTES.length) !== 0) return undefined;
+  const hex = line.toString('latin1', at + PREFIX_BYTES.length, n - 2);
+  return HEX.test(hex) ? hex : undefined;
+}
+
+/**
+ * Seals a batch about to be written: `lines` (JSON texts, each ending with `}\n`) get the chain field on the last
+ * one, and on the first one too when `sealFirst`; they are changed in place. `start` is the chain of the log so far,
+ * or, for a log written before chain hashes, a hasher already holding the genesis and every line (used up here).
+ * Returns the new chain and the batch's text as it is to be written. One digest call per sealed line: the batch is
+ * hashed as text, never copied into a buffer.
+ */
+export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: string[], sealFirst: boolean): { head: Buffer; text: string } {
+  let head: Buffer | Hasher = start;
+  let from = 0;
+  let hashed = '';
+  const sealAt = (i: number): void => {
+    hashed = from === i ? lines[i]! : lines.slice(from, i + 1).join('');
+    if (Buffer.isBuffer(head)) head = backend.digestOf([head, hashed]);
+    else {
+      head.update(Buffer.from(hashed));
+      head = head.digest();
+    }
+    const line = lines[i]!;
+    lines[i] = `${line.slice(0, line.length - 2)}${PREFIX}${head.toString('hex')}"}\n`;
+    from = i + 1;
+  };
+  const twice = sealFirst && lines.length > 1;
+  if (twice) sealAt(0);
+  sealAt(lines.length - 1);
+  const last = lines[lines.length - 1]!;
+  // Without a first seal, the text hashed is the whole batch: only its last line's end changes.
+  const text = twice ? lines.join('') : `${hashed.slice(0, hashed.length - 2)}${last.slice(last.length - SUFFIX_LENGTH - 1)}`;
+  return { head: head as Buffer, text };
+}
+
+/** The result of feeding a line to a {@link ChainReader}. */
+export type ChainStep =
+  /** Not sealed: it waits for the next sealed line. */
+  | { kind: 'open' }
+  /** Sealed, and the chain matches: the lines since the previous sealed line are verified. */
+  | { kind: 'verified'; chain: string }
+  /** Sealed, and the chain does not match: some line since the previous sealed line was changed. */
+  | { kind: 'mismatch'; chain: string; expected: string };
+
+/** Recomputes the chain over stored lines, fed in order from a sealed line (or the start of the log). */
+export class ChainReader {
+  /** The previous chain, then the lines since (copies: the reader's buffers are reused), hashed at the next seal. */
+  private parts: Uint8Array[];
+
+  /** Starts after a sealed line whose chain is `previous` (or at the start of the log, with the genesis). */
+  constructor(
+    private readonly backend: HashBackend,
+    previous: Buffer,
+  ) {
+    this.parts = [previous];
+  }
+
+  /** Feeds the next stored line (its bytes, without the newline). */
+  feed(line: Buffer): ChainStep {
+    const chain = chainOf(line);
+    if (chain === undefined) {
+      this.parts.push(Buffer.from(line), NEWLINE);
+      return { kind: 'open' };
+    }
+    this.parts.push(line.subarray(0, line.length - SUFFIX_LENGTH), CLOSE);
+    const expected = this.backend.digestOf(this.parts).toString('hex');
+    // Go on from the stored chain: later batches are checked on their own even after a mismatch.
+    this.parts = [Buffer.from(chain, 'hex')];
+    return chain === expected ? { kind: 'verified', chain } : { kind: 'mismatch', chain, expected };
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * No secret reaches the disk: every format of the catalogue, in every place a run, the memory, a recorded flow or
+ * the context engine persists data. Each case runs the real code into a temp dir, then reads every file written
+ * there and looks for any 8-character window of the secret's body.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { recordFlow } from '../../src/cli/backpackflow/flows.js';
+import { ContextEngine } from '../../src/context/index.js';
+import { BackpackNode, Flow, StreamEventType, runFlow, type BackpackHandle } from '../../src/index.js';
+import { EventStore, MemoryStore } from '../../src/store/index.js';
+
+/** A secret and the prefix that is not secret (its vendor's marker), so that only the body is looked for. */
+interface Format {
+  secret: string;
+  prefix: string;
+  /** The secret part when the secret is embedded in a larger token (a URL's password). */
+  body?: string;
+}
+
+export const FORMATS: Record<string, Format> = {
+  'OpenAI key': { secret: 'sk-proj-Q7vLx2Rk9TmWp4ZsN8bYc3HjD6fGa1Ke', prefix: 'sk-proj-' },
+  'Anthropic key': { secret: 'sk-ant-api03-Wm4Kd9Lq2Xz7Rb5Tn8Vc1Hy6Pj3Fs0Gu-AbCdEf', prefix: 'sk-ant-api03-' },
+  'bearer token': { secret: 'Bearer Zt5Yq8Rw2Lk7Mn4Bx9Vc', prefix: 'Bearer ' },
+  'PEM private key': { secret: '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7Lx9Zr2Tk\n-----END RSA PRIVATE KEY-----', prefix: '', body: 'MIIEowIBAAKCAQEAq7Lx9Zr2Tk' },
+  JWT: { secret: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyLTQyIn0.Xk3Lq9Zr7Wm2Tn5Bv8Yc1Hd4Jf6Gs0Pa', prefix: 'eyJhbGciOiJIUzI1NiJ9.' },
+  'GitHub classic token': { secret: 'ghp_R8kL2mQ9xZ4vT7wN1bY5cH3jD6fG0aKsPeUi', prefix: 'ghp_' },
+  'GitHub fine-grained token': { secret: `github_pat_11ABCDEFG0${'Zq7Lw3Rx9Tk2'.repeat(6)}Yb4Nc8Vd`, prefix: 'github_pat_' },
+  'Slack token': { secret: 'xoxb-2048123456-4096789012-Qm7Rk2Lx9Zt4Wv8Nb3Yc', prefix: 'xoxb-' },
+  'Stripe secret key': { secret: 'sk_live_51HqLx9Zr2Tk7Wm4Vn8Bc3Yd', prefix: 'sk_live_' },
+  'Stripe restricted key': { secret: 'rk_live_51JpMz8Yq3Rl6Xn2Wb7Cd4Ve', prefix: 'rk_live_' },
+  'Google API key': { secret: 'AIzaSyD4k9Lq2Xz7Rb5Tn8Vc1Hy6Pj3Fs0GuWe', prefix: 'AIza' },
+  'AWS access key id': { secret: 'AKIAQ3X7R2L9Z4T8W5N1', prefix: 'AKIA' },
+  'AWS secret access key': { secret: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ4k9Lq2Xz', prefix: '' },
+  'password in a postgres URL': { secret: 'postgres://admin:Pg5ecretW0rdQx7@db.internal:5432/app', prefix: '', body: 'Pg5ecretW0rdQx7' },
+  'password in an https URL': { secret: 'https://deploy:Ht7psPassZq4Lw@git.example.com/repo.git', prefix: '', body: 'Ht7psPassZq4Lw' },
+};
+
+/** Every 8-character window of the secret's body. */
+function windows(format: Format): string[] {
+  const body = format.body ?? format.secret.slice(format.prefix.length);
+  const out: string[] = [];
+  for (let i = 0; i + 8 <= body.length; i++) out.push(body.slice(i, i + 8));
+  return out;
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    return e.isDirectory() ? filesUnder(path) : [path];
+  });
+}
+
+/** The files under `dir` holding part of the secret, with the part found. */
+function leaks(dir: string, format: Format, skip: (path: string) => boolean = () => false): string[] {
+  const parts = windows(format);
+  const found: string[] = [];
+  for (const file of filesUnder(dir)) {
+    if (skip(file)) continue;
+    const text = readFileSync(file, 'utf8');
+    // JSON escapes '/' nowhere and '\n' as '\\n'; the bodies hold neither, so plain search suffices.
+    const part = parts.find((p) => text.includes(p));
+    if (part !== undefined) found.push(`${file}: ${part}`);
+  }
+  return found;
+}
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+function temp(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'bpf-redact-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** Packs what `make` returns, then (second step) packs it again changed, so deltas and a keyframe both hold it. */
+class Packer extends BackpackNode {
+  override post(backpack: BackpackHandle): string | undefined {
+    const make = this.config['make'] as (round: number) => [string, unknown][];
+    const round = ((backpack.unpack('round') as number | undefined) ?? 0) + 1;
+    backpack.pack('round', round);
+    for (const [key, value] of make(round)) backpack.pack(key, value);
+    return round < 2 ? 'again' : undefined;
+  }
+}
+
+class Emits extends BackpackNode {
+  override post(): undefined {
+    this.emitEvent(StreamEventType.CUSTOM, this.config['payload'] as Record<string, unknown>);
+    return undefined;
+  }
+}
+
+class Fails extends BackpackNode {
+  override exec(): never {
+    throw new Error(String(this.config['message']));
+  }
+}
+
+async function runPacking(make: (round: number) => [string, unknown][]): Promise<string> {
+  const dataDir = temp();
+  const flow = new Flow({ namespace: 'matrix' });
+  const node = flow.addNode(Packer, { id: 'packer', make });
+  node.on('again', node);
+  await runFlow(flow, { dataDir, runId: 'r', keyframeInterval: 1 });
+  expect(statSync(join(dataDir, 'sessions/default/runs/r/checkpoint/2.json')).isFile()).toBe(true);
+  return dataDir;
+}
+
+type Placement = (secret: string) => Promise<string>;
+
+const backpack =
+  (make: (secret: string, round: number) => [string, unknown][]): Placement =>
+  (secret) =>
+    runPacking((round) => make(secret, round));
+
+const PLACEMENTS: Record<string, Placement> = {
+  'backpack value (events, summaries, keyframes)': backpack((s, r) => [['note', r === 1 ? s : `${s} `]]),
+  'embedded in longer text': backpack((s, r) => [['note', `the config says ${s} and more ${r}`]]),
+  'cut short by the 80-character summary': backpack((s, r) => [['note', `${'x'.repeat(68 + r)} ${s}`]]),
+  'object key': backpack((s, r) => [['table', { [s]: r, plain: 'ok' }]]),
+  'Map key': backpack((s, r) => [['lookup', new Map<string, number>([[s, r]])]]),
+  'Map value under a secret-named Map key': backpack((s, r) => [['settings', new Map<string, string>([['password', `${s}${r}`]])]]),
+  'Set member': backpack((s, r) => [['members', new Set([s, `m${r}`])]]),
+  'nested deep in arrays and objects': backpack((s, r) => [['deep', { a: [{ b: { c: [r, { d: s }] } }] }]]),
+  'value under a secret-named backpack key (event summary)': backpack((s, r) => [['openaiApiKey', `${s}${r}`], ['password', `${s}${r}`]]),
+  'custom event payload': async (secret) => {
+    const dataDir = temp();
+    const flow = new Flow({ namespace: 'matrix' });
+    flow.addNode(Emits, { id: 'emits', payload: { message: `calling with ${secret}`, [secret]: true } });
+    await runFlow(flow, { dataDir, runId: 'r' });
+    const events = await new EventStore({ dataDir, sessionKey: 'default', runId: 'r' }).readAll();
+    const custom = events.find((e) => e.type === 'custom');
+    expect(custom?.redaction).toEqual({ containsSecrets: true });
+    return dataDir;
+  },
+  'projection (a failed run quoting the secret)': async (secret) => {
+    const dataDir = temp();
+    const flow = new Flow({ namespace: 'matrix' });
+    flow.addNode(Fails, { id: 'fails', message: `upstream refused ${secret}` });
+    await expect(runFlow(flow, { dataDir, runId: 'r' })).rejects.toThrow();
+    expect(readFileSync(join(dataDir, 'sessions/default/runs/r/projections/run.meta.json'), 'utf8')).toContain('[REDACTED]');
+    return dataDir;
+  },
+  'memory items and index': async (secret) => {
+    const dataDir = temp();
+    const memory = new MemoryStore({ dataDir });
+    await memory.write({ id: 'm1', content: `remember ${secret} for later`, keywords: [secret, 'deploy'], metadata: { [secret]: 1, note: secret }, createdAt: 1 });
+    await memory.close();
+    return dataDir;
+  },
+  'recorded flow config': async (secret) => {
+    const dataDir = temp();
+    const flowFile = join(temp(), 'flow.json');
+    writeFileSync(flowFile, JSON.stringify({ version: 1, namespace: 'f', nodes: [{ id: 'a', type: 'X', params: { note: `use ${secret}`, headers: { [secret]: secret } } }], edges: [] }));
+    await recordFlow(flowFile, dataDir, 'default', 'r');
+    return dataDir;
+  },
+  'context engine frames (quoting a .env file) and metadata': async (secret) => {
+    const workspace = temp();
+    writeFileSync(join(workspace, '.env'), `OPENAI_API_KEY=${secret}\n`);
+    writeFileSync(join(workspace, 'app.ts'), 'export const app = 1;\n');
+    const engine = await ContextEngine.open(workspace);
+    await engine.scan();
+    expect((await engine.listNodes()).map((n) => n.path)).not.toContain('.env');
+    await engine.registerAgent({ agentId: 'writer', role: 'writer' });
+    await engine.putFrame('app.ts', { type: 'notes', content: `the .env holds:\nOPENAI_API_KEY=${secret}\nand ${secret}`, metadata: { source: secret, [secret]: 1 } }, 'writer');
+    await engine.close();
+    return join(workspace, '.merkle');
+  },
+};
+
+describe.each(Object.entries(FORMATS))('%s', (_name, format) => {
+  it.each(Object.keys(PLACEMENTS))('never reaches the disk: %s', async (placement) => {
+    const dir = await PLACEMENTS[placement]!(format.secret);
+    expect(leaks(dir, format, (path) => path.endsWith('flow.json') && !path.includes('sessions'))).toEqual([]);
+  });
+});

@@ -1,0 +1,157 @@
+/**
+ * A recorded run whose files were damaged or edited: every reader either gives the right answer, or says what is
+ * wrong, naming the file. Each case here gave a wrong answer in silence before the log had chain hashes.
+ */
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadRunPoint, verifyRun } from '../../src/index.js';
+import { EventStore } from '../../src/store/index.js';
+import { tempDir } from '../store/helpers.js';
+import { cutLogInHalf, recordCountingRun } from './fixtures/counting-run.js';
+
+let tmp: ReturnType<typeof tempDir>;
+let dir: string;
+const RUN = 'tampered';
+beforeEach(async () => {
+  tmp = tempDir();
+  await recordCountingRun(tmp.dir, RUN, 50, 10);
+  dir = join(tmp.dir, 'sessions', 'default', 'runs', RUN);
+});
+afterEach(() => tmp.cleanup());
+
+const events = (): string => join(dir, 'events.jsonl');
+const keyframe = (step: number): string => join(dir, 'checkpoint', `${step}.json`);
+const count = (point: { state: { items: Record<string, { value: unknown }> } }): unknown => point.state.items['count']?.value;
+
+describe('a recorded run, untouched', () => {
+  it('verifies: every line under a chain hash, every keyframe tied to the log', async () => {
+    const report = await verifyRun({ dataDir: tmp.dir, runId: RUN });
+    expect(report).toMatchObject({ ok: true, status: 'verified', problems: [], log: { chain: 'verified' } });
+    expect(report.log.verifiedLines).toBe(report.log.lines);
+    expect(report.keyframes.map((k) => [k.step, k.ok])).toEqual([[10, true], [20, true], [30, true], [40, true], [50, true]]);
+    const point = await loadRunPoint({ dataDir: tmp.dir, runId: RUN });
+    expect([point.step, count(point), point.warnings]).toEqual([50, 50, []]);
+  });
+});
+
+describe('events.jsonl cut to half', () => {
+  beforeEach(() => cutLogInHalf(events()));
+
+  it('verify names the damage and the first line that disagrees (it said ok)', async () => {
+    const report = await verifyRun({ dataDir: tmp.dir, runId: RUN });
+    expect(report.ok).toBe(false);
+    expect(report.status).toBe('damaged');
+    expect(report.problems.join('\n')).toMatch(/events\.jsonl|run\.meta\.json|checkpoint\/\d+\.json/);
+    expect(report.keyframes.filter((k) => !k.ok).map((k) => k.step)).toEqual(expect.arrayContaining([40, 50]));
+    expect(report.problems.join('\n')).toMatch(/checkpoint\/50\.json holds step 50, but .*events\.jsonl does not reach that step/);
+  });
+
+  it('loadRunPoint names the keyframe the log no longer reaches instead of reporting its step (it said step 40/50)', async () => {
+    await expect(loadRunPoint({ dataDir: tmp.dir, runId: RUN })).rejects.toThrow(/checkpoint\/50\.json holds step 50, but .*events\.jsonl reaches step \d+ only: the log was cut or damaged/);
+  });
+
+  it('the steps the log still vouches for are served exactly, with a warning about the lines after the last chain hash', async () => {
+    const point = await loadRunPoint({ dataDir: tmp.dir, runId: RUN, step: 5 });
+    expect([point.step, count(point)]).toEqual([5, 5]);
+    expect(point.warnings).toEqual([]);
+  });
+
+  it('without a keyframe claiming more, the default point is the last verified step, with a warning', async () => {
+    rmSync(join(dir, 'checkpoint'), { recursive: true });
+    const point = await loadRunPoint({ dataDir: tmp.dir, runId: RUN });
+    expect(point.step).toBeGreaterThan(10);
+    expect(point.step).toBeLessThan(40);
+    expect(count(point)).toBe(point.step);
+    expect(point.warnings).toEqual([expect.stringMatching(/events\.jsonl: lines \d+-\d+ come after its last chain hash \(line \d+\): the log was cut or damaged there; they are not served/)]);
+  });
+});
+
+describe('a keyframe edited to another valid value', () => {
+  it('is skipped for the previous keyframe plus deltas, with a warning naming it (it was trusted)', async () => {
+    const text = readFileSync(keyframe(50), 'utf8');
+    expect(text).toContain('"value":50');
+    writeFileSync(keyframe(50), text.replace('"value":50', '"value":99'));
+    const point = await loadRunPoint({ dataDir: tmp.dir, runId: RUN });
+    expect([point.step, count(point)]).toEqual([50, 50]);
+    expect(point.warnings).toEqual([expect.stringMatching(/corrupt checkpoint .*checkpoint\/50\.json: checksum mismatch; using an earlier keyframe/)]);
+    const report = await verifyRun({ dataDir: tmp.dir, runId: RUN });
+    expect(report.status).toBe('damaged');
+    expect(report.problems).toEqual([expect.stringMatching(/checkpoint\/50\.json: checksum mismatch/)]);
+  });
+
+  it('a keyframe resealed with a valid checksum but taken from another run is caught by its chain hash', async () => {
+    const other = tempDir();
+    try {
+      await recordCountingRun(other.dir, RUN, 50, 10);
+      // Same run id and steps, so only the chain (which covers timestamps and ids) tells the two apart.
+      writeFileSync(keyframe(50), readFileSync(join(other.dir, 'sessions', 'default', 'runs', RUN, 'checkpoint', '50.json')));
+      const point = await loadRunPoint({ dataDir: tmp.dir, runId: RUN });
+      expect([point.step, count(point)]).toEqual([50, 50]);
+      expect(point.warnings).toEqual([expect.stringMatching(/checkpoint\/50\.json: its chain hash is not the one .*events\.jsonl has at step 50/)]);
+      expect((await verifyRun({ dataDir: tmp.dir, runId: RUN })).problems).toEqual([expect.stringMatching(/checkpoint\/50\.json: its chain hash is not/)]);
+    } finally {
+      other.cleanup();
+    }
+  });
+});
+
+describe('a garbage keyframe', () => {
+  it('falls back to the previous keyframe plus deltas, with a warning (it was an error with no fallback)', async () => {
+    writeFileSync(keyframe(50), '\u0000garbage{');
+    writeFileSync(keyframe(40), '{"checksum":"00","data":{}}');
+    const point = await loadRunPoint({ dataDir: tmp.dir, runId: RUN });
+    expect([point.step, count(point)]).toEqual([50, 50]);
+    expect(point.warnings).toEqual([
+      expect.stringMatching(/checkpoint\/50\.json: not valid JSON.*using an earlier keyframe/),
+      expect.stringMatching(/checkpoint\/40\.json: checksum mismatch; using an earlier keyframe/),
+    ]);
+    rmSync(join(dir, 'checkpoint'), { recursive: true });
+    expect(count(await loadRunPoint({ dataDir: tmp.dir, runId: RUN, step: 37 }))).toBe(37);
+  });
+});
+
+describe('an event edited to another valid value', () => {
+  it('is an error naming the lines of its batch, from every reader', async () => {
+    const lines = readFileSync(events(), 'utf8').split('\n');
+    const at = lines.findIndex((l) => l.includes('"valueSummary":"17"'));
+    expect(at).toBeGreaterThan(0);
+    lines[at] = lines[at]!.replace('"valueSummary":"17"', '"valueSummary":"71"');
+    writeFileSync(events(), lines.join('\n'));
+    const store = new EventStore({ dataDir: tmp.dir, sessionKey: 'default', runId: RUN });
+    await expect(store.readAll()).rejects.toThrow(/events\.jsonl: lines \d+-\d+ do not match the chain hash on line \d+/);
+    await expect(store.readPage(10, at - 2)).rejects.toThrow(/do not match the chain hash/);
+    await expect(loadRunPoint({ dataDir: tmp.dir, runId: RUN })).rejects.toThrow(/do not match the chain hash/);
+    const report = await verifyRun({ dataDir: tmp.dir, runId: RUN });
+    expect(report.status).toBe('damaged');
+    expect(report.log.firstBadLine).toBeLessThanOrEqual(at + 1);
+    expect(report.problems[0]).toMatch(new RegExp(`lines \\d+-\\d+ do not match the chain hash`));
+  });
+});
+
+describe('a log written before chain hashes', () => {
+  it('still reads; verify calls it unverifiable rather than failing', async () => {
+    const plain = readFileSync(events(), 'utf8').replace(/,"chain":"[0-9a-f]{64}"\}/g, '}');
+    writeFileSync(events(), plain);
+    rmSync(join(dir, 'checkpoint'), { recursive: true });
+    const point = await loadRunPoint({ dataDir: tmp.dir, runId: RUN });
+    expect([point.step, count(point), point.warnings]).toEqual([50, 50, []]);
+    const report = await verifyRun({ dataDir: tmp.dir, runId: RUN });
+    expect(report).toMatchObject({ ok: true, status: 'unverifiable', log: { chain: 'unverifiable' } });
+  });
+
+  it('a writer continues it, and its first chain hash covers the old lines too', async () => {
+    const store = new EventStore({ dataDir: tmp.dir, sessionKey: 'default', runId: 'legacy' });
+    const { makeEvent } = await import('../store/helpers.js');
+    const legacyDir = join(tmp.dir, 'sessions', 'default', 'runs', 'legacy');
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(legacyDir, { recursive: true });
+    writeFileSync(join(legacyDir, 'events.jsonl'), [0, 1, 2].map((seq) => JSON.stringify(makeEvent('legacy', seq)) + '\n').join(''));
+    await store.appendBatch([makeEvent('legacy', 3), makeEvent('legacy', 4)]);
+    await store.close();
+    expect(await new EventStore({ dataDir: tmp.dir, sessionKey: 'default', runId: 'legacy' }).verify()).toMatchObject({ ok: true, chain: 'verified', verifiedLines: 5 });
+    const text = readFileSync(join(legacyDir, 'events.jsonl'), 'utf8');
+    writeFileSync(join(legacyDir, 'events.jsonl'), text.replace('"n":1', '"n":7'));
+    expect(await new EventStore({ dataDir: tmp.dir, sessionKey: 'default', runId: 'legacy' }).verify()).toMatchObject({ ok: false, chain: 'damaged', firstBadLine: 1 });
+  });
+});
