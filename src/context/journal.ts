@@ -1,5 +1,5 @@
 import { closeSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
-import writeFileAtomic from 'write-file-atomic';
+import { writeFileAtomicSync } from '../fs/index.js';
 import type { HashBackend } from './hash.js';
 
 /**
@@ -78,7 +78,7 @@ export class JournaledFile<T, E> {
     // base goes first (a crash in between leaves a journal naming another base: ignored). Only a journal naming
     // this very checksum (an identical base) must go first; a crash in between then leaves exactly the new value.
     if (this.journalNames(checksum)) rmSync(this.journalFile, { force: true });
-    writeFileAtomic.sync(this.file, data);
+    writeFileAtomicSync(this.file, data);
     rmSync(this.journalFile, { force: true });
     const key = statKey(statSync(this.file));
     // The value just written is the value in memory: the next read need not decode it again.
@@ -104,7 +104,7 @@ export class JournaledFile<T, E> {
       return;
     }
     if (this.journal === undefined) {
-      writeFileAtomic.sync(this.journalFile, Buffer.concat([this.header(base.checksum), record]));
+      writeFileAtomicSync(this.journalFile, Buffer.concat([this.header(base.checksum), record]));
     } else {
       const fd = openSync(this.journalFile, 'r+');
       try {

@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
+import { dirname, join } from 'node:path';
+import { describeHolder, fsyncDirSync, waitForLock, writeFileAtomicSync } from '../fs/index.js';
 import type { AgentIdentity } from './agents.js';
 import { ContextError } from './errors.js';
 import { verifyFrame, type Frame } from './frames.js';
 import type { HashBackend } from './hash.js';
 import { STORE_DIR } from './ignore-rules.js';
-import { acquireLock } from './lock.js';
 import { emptyState, type StoreState } from './state.js';
 import { corruptStoreFile, seal, unseal } from './sealed.js';
 import { Tree } from './tree.js';
@@ -48,9 +47,13 @@ export class MerkleStore {
   }
 
   /** Takes the workspace write lock; resolves to its release function. */
-  lock(timeoutMs?: number): Promise<() => void> {
+  async lock(timeoutMs = 10_000): Promise<() => void> {
     this.ensure();
-    return acquireLock(join(this.dir, 'lock'), { timeoutMs });
+    const file = join(this.dir, 'lock');
+    const result = await waitForLock(file, { timeoutMs });
+    if (!('busy' in result)) return () => result.release();
+    const who = result.reason === 'unreadable' ? 'a file that is not a lock record' : result.holder === undefined ? 'another writer' : describeHolder(result.holder);
+    throw new ContextError('LOCK_TIMEOUT', `workspace lock ${file} is held by ${who}; waited ${timeoutMs} ms. If that process is gone, delete the file.`, { file });
   }
 
   /**
@@ -166,6 +169,7 @@ export class MerkleStore {
       renameSync(temp, file);
       written.push(file);
     }
+    // Frames are durable (contents and directory entries) before the journal entry that references them is written.
     for (const file of written) {
       const fd = openSync(file, 'r');
       try {
@@ -174,6 +178,7 @@ export class MerkleStore {
         closeSync(fd);
       }
     }
+    for (const dir of new Set(written.map((file) => dirname(file)))) fsyncDirSync(dir);
   }
 
   private readSealed<T>(file: string): T {
@@ -188,7 +193,7 @@ export class MerkleStore {
       // Not written yet.
     }
     this.ensure();
-    writeFileAtomic.sync(file, text);
+    writeFileAtomicSync(file, text);
     return true;
   }
 }

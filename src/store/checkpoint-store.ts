@@ -1,5 +1,6 @@
 import { promises as fsp } from 'node:fs';
-import { readJsonIfExists, writeJsonAtomic } from './atomic.js';
+import { writeJsonAtomic } from '../fs/index.js';
+import { readJsonIfExists } from './read-json.js';
 import { CheckpointStoreError, describeIssues } from './errors.js';
 import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
 import { redact } from './redact.js';

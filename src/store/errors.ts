@@ -1,3 +1,7 @@
+import type { LockHolder } from '../fs/index.js';
+
+export type { LockHolder };
+
 /**
  * Error classes of the storage layer. Every message names what was wrong and where (path, id, line), so that a
  * caller can act on it without reading the source.
@@ -35,13 +39,6 @@ export class EventStoreError extends StoreError {
     super(message, options);
     this.line = options.line;
   }
-}
-
-/** Who holds a writer lock, as recorded in the lock file. */
-export interface LockHolder {
-  pid: number;
-  host: string;
-  createdAt: number;
 }
 
 /** A second writer on the same run: the lock is held by a live process (or by another instance in this one). */

@@ -12,11 +12,12 @@ import {
   writeSync,
 } from 'node:fs';
 import type { StreamEvent } from '../events/types.js';
-import { writeFileAtomic } from './atomic.js';
+import { writeFileAtomic } from '../fs/index.js';
 import { parseEvent } from './envelope.js';
 import { EventStoreError, describeIssues } from './errors.js';
 import { endOfLastLine, readLines, type RawLine } from './lines.js';
-import { acquireLock, type FileLock } from './lock.js';
+import type { FileLock } from '../fs/index.js';
+import { acquireLock } from './lock.js';
 import { runPaths, type RunPaths } from './paths.js';
 import { redact } from './redact.js';
 import { durabilityOf, type Durability } from './types.js';

@@ -41,9 +41,8 @@ export {
 export type { RunPaths, MemoryPaths } from './paths.js';
 export { redact, containsSecrets, isSecretKey, REDACTED } from './redact.js';
 export type { RedactionResult } from './redact.js';
-export { writeFileAtomic, writeJsonAtomic } from './atomic.js';
-export type { AtomicWriteOptions } from './atomic.js';
+export { writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
+export type { AtomicWriteOptions, FileLock } from '../fs/index.js';
 export { acquireLock } from './lock.js';
-export type { FileLock } from './lock.js';
 export { listSessions, listRunIds } from './layout.js';
 export type { RunRef } from './layout.js';

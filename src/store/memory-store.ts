@@ -1,9 +1,10 @@
 import { promises as fsp, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { readTextIfExists, writeJsonAtomic } from './atomic.js';
+import { readTextIfExists, writeJsonAtomic } from '../fs/index.js';
 import { LockError, MemoryStoreError, describeIssues } from './errors.js';
 import { KeywordIndex, tokenize } from './keyword-index.js';
-import { acquireLock, type FileLock } from './lock.js';
+import type { FileLock } from '../fs/index.js';
+import { acquireLock } from './lock.js';
 import { assertValidId, isValidId, memoryItemPath, memoryPaths, type MemoryPaths } from './paths.js';
 import { redact } from './redact.js';
 import { MemoryItemSchema, durabilityOf, type Durability, type MemoryItem } from './types.js';

@@ -1,4 +1,5 @@
-import { readJsonIfExists, writeJsonAtomic } from './atomic.js';
+import { writeJsonAtomic } from '../fs/index.js';
+import { readJsonIfExists } from './read-json.js';
 import { ProjectionStoreError } from './errors.js';
 import { EventStore, type ReadOptions } from './event-store.js';
 import { assertValidId, runPaths } from './paths.js';
