@@ -8,6 +8,7 @@ import {
   EventStore,
   ProjectionStore,
   StoreError,
+  assertNewRun,
   assertValidId,
   listRunIds,
   type Checkpoint,
@@ -106,11 +107,14 @@ function locate(options: RunLocation): { dataDir: string; sessionKey: string } {
   return { dataDir: resolve(options.dataDir ?? DEFAULT_DATA_DIR), sessionKey };
 }
 
-/** Runs `flow` durably: every event persisted, the projection kept current, a checkpoint at every step. */
+/**
+ * Runs `flow` durably: every event persisted, the projection kept current, a checkpoint at every step. A run id that
+ * already has a recorded run is a {@link RunExistsError} (use {@link resumeRun} to continue it).
+ */
 export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise<RunResult> {
   const { dataDir, sessionKey } = locate(options);
   const runId = options.runId ?? newRunId();
-  assertValidId(runId, 'runId');
+  assertNewRun(dataDir, sessionKey, runId);
   for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
   return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal }, {
     step: 0,
@@ -164,7 +168,8 @@ export interface ForkRunOptions extends RunLocation {
 
 /**
  * Starts a new run from a recorded step of another: the Backpack and position of that step, into `flow`. The
- * recorded run is never touched (time travel creates, it does not rewrite).
+ * recorded run is never touched (time travel creates, it does not rewrite). A `newRunId` that already has a recorded
+ * run is a {@link RunExistsError}.
  */
 export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunResult> {
   const { dataDir, sessionKey } = locate(options);
@@ -173,6 +178,7 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
   const runId = options.newRunId ?? newRunId();
   assertValidId(runId, 'runId');
   if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
+  assertNewRun(dataDir, sessionKey, runId);
   flow.backpack.importState(point.state);
   return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal }, {
     step: point.step,
@@ -255,6 +261,11 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId, durability });
   const projection = new ProjectionStore({ dataDir, sessionKey, durability });
   const opened = await events.open();
+  if (start.fresh && opened.lastSeq !== undefined) {
+    // Checked again under the writer lock: another process may have started this id since the first check.
+    await events.close();
+    assertNewRun(dataDir, sessionKey, runId);
+  }
   const streamer = flow.eventStreamer;
   streamer.setNextSeq(runId, (opened.lastSeq ?? 0) + 1);
 

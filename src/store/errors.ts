@@ -51,6 +51,17 @@ export class LockError extends EventStoreError {
   }
 }
 
+/** Starting a run (or a fork) under an id that already has a recorded run: resume is the way to continue one. */
+export class RunExistsError extends StoreError {
+  constructor(
+    readonly sessionKey: string,
+    readonly runId: string,
+    path: string,
+  ) {
+    super(`run ${sessionKey}/${runId} already exists (${path}); resume it to continue it, or start a new run with another id`, { path });
+  }
+}
+
 /** A checkpoint that is invalid on save, or a checkpoint file that is corrupt on load. */
 export class CheckpointStoreError extends StoreError {}
 

@@ -23,6 +23,7 @@ export {
   MemoryStoreError,
   ProjectionStoreError,
   InvalidIdError,
+  RunExistsError,
 } from './errors.js';
 export type { LockHolder } from './errors.js';
 export { newSessionKey, newMemoryId } from './ids.js';
@@ -44,5 +45,5 @@ export type { RedactionResult } from './redact.js';
 export { writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 export type { AtomicWriteOptions, FileLock } from '../fs/index.js';
 export { acquireLock } from './lock.js';
-export { listSessions, listRunIds } from './layout.js';
+export { assertNewRun, listSessions, listRunIds } from './layout.js';
 export type { RunRef } from './layout.js';

@@ -1,5 +1,6 @@
-import { promises as fsp } from 'node:fs';
-import { isValidId, runsDir, sessionsDir } from './paths.js';
+import { promises as fsp, statSync } from 'node:fs';
+import { RunExistsError } from './errors.js';
+import { isValidId, runPaths, runsDir, sessionsDir } from './paths.js';
 
 /** One run in the data directory. */
 export interface RunRef {
@@ -33,4 +34,13 @@ export async function listRunIds(dataDir: string, sessionKey?: string): Promise<
     for (const runId of await subdirs(runsDir(dataDir, session))) out.push({ sessionKey: session, runId });
   }
   return out;
+}
+
+/**
+ * Throws a {@link RunExistsError} when run `runId` has a recorded run: an event log that is not empty. (A directory
+ * holding only what a start left before its first event, such as the CLI's recorded flow, is not a run.)
+ */
+export function assertNewRun(dataDir: string, sessionKey: string, runId: string): void {
+  const events = runPaths(dataDir, sessionKey, runId).events;
+  if ((statSync(events, { throwIfNoEntry: false })?.size ?? 0) > 0) throw new RunExistsError(sessionKey, runId, events);
 }

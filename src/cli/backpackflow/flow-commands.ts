@@ -4,7 +4,7 @@ import { Command, Option } from 'commander';
 import { FlowVisualizer, newRunId } from '../../events/index.js';
 import { runFlow } from '../../runtime/index.js';
 import { StoreError } from '../../store/index.js';
-import { CliError } from './errors.js';
+import { CliError, validId } from './errors.js';
 import { loadFlowFile, loaderWith, parseInput, readFlowFile, recordFlow, validateFlow } from './flows.js';
 import { colors as c, print, type CommonOptions } from './output.js';
 import { common } from './runs.js';
@@ -15,7 +15,7 @@ const modulesOption = (): Option => new Option('--modules <file...>', 'modules w
 export function runCommand(): Command {
   return common(new Command('run').argument('<flow.json>').description('run a flow from its JSON config, durably, with the live trace'))
     .option('--input <json|@file>', 'JSON object packed into the backpack before the first node')
-    .option('--run-id <id>', 'id of the run (default: a new one)')
+    .option('--run-id <id>', 'id of the run (default: a new one)', validId('--run-id'))
     .addOption(modulesOption())
     .action(async (path: string, options: CommonOptions & { input?: string; runId?: string; modules: string[] }) => {
       const input = parseInput(options.input);

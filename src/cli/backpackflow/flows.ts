@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { BackpackNode, type Flow } from '../../nodes/index.js';
 import { llmNodeTypes } from '../../nodes/llm/index.js';
 import { FlowConfigError, FlowLoader, parseFlowConfig, type ConfigProblem, type LoadableNodeClass } from '../../serialization/index.js';
-import { redact, runPaths, writeJsonAtomic } from '../../store/index.js';
+import { assertNewRun, redact, runPaths, StoreError, writeJsonAtomic } from '../../store/index.js';
 import { CliError } from './errors.js';
 
 /** Reads and parses a flow file; malformed JSON is a CliError naming the file, line and column. */
@@ -119,8 +119,17 @@ export function recordedFlowPath(dataDir: string, sessionKey: string, runId: str
   return join(runPaths(dataDir, sessionKey, runId).dir, 'flow.json');
 }
 
-/** Records the flow config of `flowPath` with run `runId` (secrets redacted, like everything the store writes). */
+/**
+ * Records the flow config of `flowPath` with the new run `runId` (secrets redacted, like everything the store
+ * writes); a run id that already has a recorded run is a CliError, and its recorded flow is left alone.
+ */
 export async function recordFlow(flowPath: string, dataDir: string, sessionKey: string, runId: string): Promise<void> {
+  try {
+    assertNewRun(dataDir, sessionKey, runId);
+  } catch (error) {
+    if (error instanceof StoreError) throw new CliError(error.message);
+    throw error;
+  }
   await writeJsonAtomic(recordedFlowPath(dataDir, sessionKey, runId), redact(readFlowFile(flowPath)).value);
 }
 

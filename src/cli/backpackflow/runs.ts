@@ -5,7 +5,7 @@ import { compileNamespacePattern } from '../../backpack/index.js';
 import { FlowVisualizer, StreamEventTypeSchema, newRunId, type StreamEvent } from '../../events/index.js';
 import { forkRun, listRuns, resumeRun, type RunResult } from '../../runtime/index.js';
 import { ProjectionStore, StoreError } from '../../store/index.js';
-import { CliError, nonNegativeInteger, positiveInteger, UsageError } from './errors.js';
+import { CliError, nonNegativeInteger, positiveInteger, UsageError, validId } from './errors.js';
 import { flowFileFor, loadFlowFile, recordFlow } from './flows.js';
 import { blame, diffStates, stateReport, type EventsPage } from './inspect.js';
 import { colors, print, type CommonOptions } from './output.js';
@@ -15,7 +15,7 @@ import { buildTrace, renderTrace } from './trace.js';
 
 /** Adds `--data-dir`, `--session` and `--json` to a command. */
 export function common(command: Command, json = true): Command {
-  command.option('-d, --data-dir <dir>', 'data directory', '.backpackflow').option('-s, --session <key>', 'session', 'default');
+  command.option('-d, --data-dir <dir>', 'data directory', '.backpackflow').option('-s, --session <key>', 'session', validId('--session'), 'default');
   if (json) command.option('--json', 'print one JSON document');
   return command;
 }
@@ -134,7 +134,7 @@ export function runsCommand(): Command {
     .requiredOption('--step <n>', 'the step to start from', nonNegativeInteger('--step'))
     .option('--flow <flow.json>', 'the flow the run was started with (default: the one recorded with the run)')
     .addOption(new Option('--modules <file...>', 'modules whose BackpackNode classes the flow uses').default([]))
-    .option('--new-run-id <id>', 'id of the new run (default: a new one)')
+    .option('--new-run-id <id>', 'id of the new run (default: a new one)', validId('--new-run-id'))
     .action(async (runId: string, options: CommonOptions & { step: number; flow?: string; modules: string[]; newRunId?: string }) => {
       const events = await readRunEvents({ ...options, runId });
       await storeErrors(() => runPointAt({ ...options, runId }, options.step, events));

@@ -1,0 +1,44 @@
+/** Issue 13 through the CLI: run ids, ids given as options, a torn log, and hostile flow files and inputs. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FIXTURES, MODULES, cli, cliJson, tempDir } from './helpers.js';
+
+const FLOW = join(FIXTURES, 'flow.json');
+const FAILING = join(FIXTURES, 'failing.json');
+
+describe('run ids through the CLI', () => {
+  it('run --run-id of a recorded run exits 1 naming the run and leaves its log and recorded flow alone', async () => {
+    const d = ['--data-dir', tempDir()];
+    await cliJson(['run', FLOW, '--modules', MODULES, '--run-id', 'mine', ...d]);
+    const dir = join(d[1]!, 'sessions', 'default', 'runs', 'mine');
+    const events = readFileSync(join(dir, 'events.jsonl'));
+    const recorded = readFileSync(join(dir, 'flow.json'));
+    const again = await cli(['run', FAILING, '--modules', MODULES, '--run-id', 'mine', ...d]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/run default\/mine already exists .*resume it to continue it/);
+    expect(readFileSync(join(dir, 'events.jsonl'))).toEqual(events);
+    expect(readFileSync(join(dir, 'flow.json'))).toEqual(recorded);
+    const fork = await cli(['runs', 'fork', 'mine', '--step', '1', '--modules', MODULES, '--new-run-id', 'mine-2', ...d]);
+    expect(fork.code).toBe(0);
+    const forkAgain = await cli(['runs', 'fork', 'mine', '--step', '1', '--modules', MODULES, '--new-run-id', 'mine-2', ...d]);
+    expect(forkAgain.code).toBe(1);
+    expect(forkAgain.stderr).toMatch(/run default\/mine-2 already exists/);
+  });
+
+  it("ids starting with '-' and invalid --session values are usage errors naming the option", async () => {
+    const d = ['--data-dir', tempDir()];
+    const dash = await cli(['run', FLOW, '--modules', MODULES, '--run-id=-x', ...d]);
+    expect(dash.code).toBe(2);
+    expect(dash.stderr).toContain("--run-id: invalid id '-x': starts with '-'");
+    const fork = await cli(['runs', 'fork', 'r', '--step', '1', '--new-run-id=--all', ...d]);
+    expect(fork.code).toBe(2);
+    expect(fork.stderr).toContain("--new-run-id: invalid id '--all'");
+    const memory = await cli(['memory', 'add', 'a note', '--session', '../../etc', ...d]);
+    expect(memory.code).toBe(2);
+    expect(memory.stderr).toContain("--session: invalid id '../../etc'");
+    const list = await cli(['runs', 'list', '--session', 'a b', ...d]);
+    expect(list.code).toBe(2);
+    expect(list.stderr).toContain("--session: invalid id 'a b'");
+  });
+});
