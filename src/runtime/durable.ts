@@ -8,9 +8,11 @@ import {
   EventStore,
   ProjectionStore,
   StoreError,
+  emptyRunMeta,
   assertNewRun,
   assertValidId,
   listRunIds,
+  runHasEvents,
   type Checkpoint,
   type Durability,
   type RunMeta,
@@ -139,12 +141,19 @@ export interface ResumeRunOptions extends RunLocation {
 export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<RunResult> {
   const { dataDir, sessionKey } = locate(options);
   assertValidId(options.runId, 'runId');
-  const meta = await new ProjectionStore({ dataDir, sessionKey }).loadRunMeta(options.runId);
-  if (meta?.status === 'completed') {
+  if (!runHasEvents(dataDir, sessionKey, options.runId)) throw new StoreError(`run ${sessionKey}/${options.runId} has no recorded events in ${dataDir}: nothing to resume`);
+  // What the log says, not what a stored projection says: they differ after a crash or a cut tail.
+  const meta = await new ProjectionStore({ dataDir, sessionKey }).currentRunMeta(options.runId);
+  if (meta.status === 'completed') {
     throw new StoreError(`run ${sessionKey}/${options.runId} already completed; fork it to run again from a step`);
   }
   const point = await loadRunPoint({ dataDir, sessionKey, runId: options.runId });
-  if (point.position.length === 0) throw new StoreError(`run ${sessionKey}/${options.runId} has no step left to run`);
+  if (point.position.length === 0) {
+    throw new StoreError(
+      `run ${sessionKey}/${options.runId} is incomplete but has no step left to run: its last recorded step (${point.step}) ended the flow, ` +
+        `and its log ends before the run's end was recorded (e.g. a cut last line); fork it to run again from a step`,
+    );
+  }
   flow.backpack.importState(point.state);
   return execute(flow, { dataDir, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal }, {
     step: point.step,
@@ -196,10 +205,26 @@ export async function listRuns(options: RunLocation = {}): Promise<RunMeta[]> {
   for (const ref of await listRunIds(dataDir, options.sessionKey)) {
     let store = projections.get(ref.sessionKey);
     if (!store) projections.set(ref.sessionKey, (store = new ProjectionStore({ dataDir, sessionKey: ref.sessionKey })));
-    const meta = (await store.loadRunMeta(ref.runId)) ?? (await store.generateRunMeta(ref.runId).catch(() => null));
+    const meta = await listedRunMeta(store, ref.runId);
     if (meta) out.push(meta);
   }
   return out.sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId));
+}
+
+/**
+ * One run of {@link listRuns}: its projection as its log stands, or, when the log cannot be read, the stored
+ * projection (or an empty one) marked `damaged` with the error naming the file, so that one damaged run never
+ * breaks the listing. Undefined for a run directory without events (a start that never got to its first event).
+ */
+async function listedRunMeta(store: ProjectionStore, runId: string): Promise<RunMeta | undefined> {
+  try {
+    return await store.currentRunMeta(runId);
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    if (!runHasEvents(store.dataDir, store.sessionKey, runId)) return undefined;
+    const stored = await store.loadRunMeta(runId).catch(() => null);
+    return { ...(stored ?? emptyRunMeta(store.sessionKey, runId)), damaged: error.message };
+  }
 }
 
 /**
@@ -266,6 +291,11 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     await events.close();
     assertNewRun(dataDir, sessionKey, runId);
   }
+  // A resumed run's projection continues from the whole log (a crash may have left the stored one behind it).
+  if (!start.fresh) await projection.currentRunMeta(runId).catch(async (error: unknown) => {
+    await events.close();
+    throw error;
+  });
   const streamer = flow.eventStreamer;
   streamer.setNextSeq(runId, (opened.lastSeq ?? 0) + 1);
 
@@ -273,6 +303,9 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   const tracker = new StateTracker(backpack, start.fresh);
   let buffer: StreamEvent[] = [];
   let step = start.step;
+  // The projection is stored after the first batch (so that a run killed later is listed as running, not as what
+  // an earlier attempt ended as) and at the end; in between it is only folded in memory.
+  let projectionStored = false;
   const unsubscribe = streamer.on('*', (event) => {
     if (event.runId === runId) buffer.push(event);
   });
@@ -282,7 +315,8 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     if (batch.length === 0) return;
     await events.appendBatch(batch);
     await events.flush();
-    await projection.updateRunMetaBatch(runId, batch, { persist: false });
+    await projection.updateRunMetaBatch(runId, batch, { persist: !projectionStored });
+    projectionStored = true;
   };
   const keyframe = async (position: string[]): Promise<void> => {
     const checkpoint: Checkpoint = {

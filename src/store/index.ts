@@ -5,9 +5,9 @@
 export { EventStore } from './event-store.js';
 export type { EventStoreOptions, ReadOptions, CorruptLine, VerifyResult, IndexEntry, OpenedLog } from './event-store.js';
 export { CheckpointStore } from './checkpoint-store.js';
-export type { CheckpointStoreOptions } from './checkpoint-store.js';
+export type { CheckpointInput, CheckpointStoreOptions } from './checkpoint-store.js';
 export { MemoryStore } from './memory-store.js';
-export type { MemoryStoreOptions, ScoredMemoryItem } from './memory-store.js';
+export type { MemoryItemInput, MemoryStoreOptions, ScoredMemoryItem } from './memory-store.js';
 export { ProjectionStore } from './projection-store.js';
 export type { ProjectionStoreOptions } from './projection-store.js';
 export { foldRunMeta, foldRunMetaBatch, emptyRunMeta } from './run-meta.js';
@@ -45,5 +45,5 @@ export type { RedactionResult } from './redact.js';
 export { writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 export type { AtomicWriteOptions, FileLock } from '../fs/index.js';
 export { acquireLock } from './lock.js';
-export { assertNewRun, listSessions, listRunIds } from './layout.js';
+export { assertNewRun, listSessions, listRunIds, runHasEvents } from './layout.js';
 export type { RunRef } from './layout.js';

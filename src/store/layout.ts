@@ -37,10 +37,14 @@ export async function listRunIds(dataDir: string, sessionKey?: string): Promise<
 }
 
 /**
- * Throws a {@link RunExistsError} when run `runId` has a recorded run: an event log that is not empty. (A directory
- * holding only what a start left before its first event, such as the CLI's recorded flow, is not a run.)
+ * Whether run `runId` is a recorded run: its event log is not empty. (A directory holding only what a start left
+ * before its first event, such as the CLI's recorded flow, is not a run.)
  */
+export function runHasEvents(dataDir: string, sessionKey: string, runId: string): boolean {
+  return (statSync(runPaths(dataDir, sessionKey, runId).events, { throwIfNoEntry: false })?.size ?? 0) > 0;
+}
+
+/** Throws a {@link RunExistsError} when run `runId` is a recorded run (see {@link runHasEvents}). */
 export function assertNewRun(dataDir: string, sessionKey: string, runId: string): void {
-  const events = runPaths(dataDir, sessionKey, runId).events;
-  if ((statSync(events, { throwIfNoEntry: false })?.size ?? 0) > 0) throw new RunExistsError(sessionKey, runId, events);
+  if (runHasEvents(dataDir, sessionKey, runId)) throw new RunExistsError(sessionKey, runId, runPaths(dataDir, sessionKey, runId).events);
 }

@@ -18,6 +18,9 @@ export interface MemoryStoreOptions {
   lockTimeoutMs?: number;
 }
 
+/** What {@link MemoryStore.write} takes: a memory item whose `createdAt` the store fills when absent. */
+export type MemoryItemInput = Omit<MemoryItem, 'createdAt'> & { createdAt?: number };
+
 /** A search hit with its BM25 score. */
 export interface ScoredMemoryItem {
   item: MemoryItem;
@@ -80,7 +83,7 @@ export class MemoryStore {
 
   private async listItemFiles(): Promise<string[]> {
     try {
-      return (await fsp.readdir(this.paths.itemsDir)).filter((n) => n.endsWith('.json') && !n.startsWith('.'));
+      return (await fsp.readdir(this.paths.itemsDir)).filter((n) => n.endsWith('.json') && isValidId(n.slice(0, -'.json'.length)));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw error;
@@ -105,14 +108,14 @@ export class MemoryStore {
     if (index !== undefined && pending !== undefined && pending !== 'corrupt') {
       // A crash interrupted an operation on these items: index them as they are on disk now.
       for (const id of pending) {
-        const item = this.readItem(id);
+        const item = this.readItemOrSkip(id);
         if (item) index.set(id, tokensOf(item));
         else index.delete(id);
       }
     } else {
       index = new KeywordIndex();
       for (const file of await this.listItemFiles()) {
-        const item = this.readItem(file.slice(0, -'.json'.length));
+        const item = this.readItemOrSkip(file.slice(0, -'.json'.length));
         if (item) index.set(item.id, tokensOf(item));
       }
     }
@@ -204,7 +207,8 @@ export class MemoryStore {
     return run;
   }
 
-  private prepare(item: MemoryItem): MemoryItem {
+  private prepare(input: MemoryItemInput): MemoryItem {
+    const item = input !== null && typeof input === 'object' && input.createdAt === undefined ? { ...input, createdAt: Date.now() } : input;
     const parsed = MemoryItemSchema.safeParse(item);
     if (!parsed.success) throw new MemoryStoreError(`invalid memory item ${JSON.stringify(item?.id)}: ${describeIssues(parsed.error, '(item)')}`);
     const valid = parsed.data;
@@ -216,13 +220,19 @@ export class MemoryStore {
     return out;
   }
 
-  /** Writes (or replaces) one item and updates the index. */
-  async write(item: MemoryItem): Promise<void> {
+  /**
+   * Writes (or replaces) one item and updates the index. The store fills `createdAt` with the current time when the
+   * item has none (a given one is kept); everything else is the caller's.
+   */
+  async write(item: MemoryItemInput): Promise<void> {
     await this.writeMany([item]);
   }
 
-  /** Writes several items and rewrites the index once. Every item is validated before anything is written. */
-  async writeMany(items: MemoryItem[]): Promise<void> {
+  /**
+   * Writes several items and rewrites the index once. Every item is validated before anything is written;
+   * `createdAt` is filled as in {@link write}.
+   */
+  async writeMany(items: MemoryItemInput[]): Promise<void> {
     const prepared = items.map((item) => this.prepare(item));
     await this.exclusive(async (index) => {
       await this.beginChange(prepared.map((item) => item.id));
@@ -237,6 +247,20 @@ export class MemoryStore {
   /** The item with `id`, or null. A file that is not a valid item is a {@link MemoryStoreError} naming its path. */
   async get(id: string): Promise<MemoryItem | null> {
     return this.readItem(id);
+  }
+
+  /**
+   * {@link readItem}, except that a damaged item file is skipped (null) with a warning naming it: one damaged item
+   * must not make every search, or the rebuild of the index, fail.
+   */
+  private readItemOrSkip(id: string): MemoryItem | null {
+    try {
+      return this.readItem(id);
+    } catch (error) {
+      if (!(error instanceof MemoryStoreError)) throw error;
+      process.emitWarning(`skipped ${error.message}`, 'MemoryStoreCorruptItem');
+      return null;
+    }
   }
 
   /**
@@ -282,15 +306,24 @@ export class MemoryStore {
     });
   }
 
-  /** The `topK` items best matching `query` by BM25 (ties by id), with their scores. */
+  /**
+   * The `topK` items best matching `query` by BM25 (ties by id), with their scores. A damaged item file is skipped
+   * with a warning naming it (`MemoryStoreCorruptItem`), and the next best item takes its place.
+   */
   async searchScored(query: string, topK: number): Promise<ScoredMemoryItem[]> {
     if (typeof query !== 'string') throw new MemoryStoreError(`search query must be a string, got ${typeof query}`);
     if (!Number.isInteger(topK) || topK < 0) throw new MemoryStoreError(`search topK must be a non-negative integer, got ${topK}`);
     const index = await this.currentIndex(false);
     const out: ScoredMemoryItem[] = [];
-    for (const hit of index.search(query, topK)) {
-      const item = this.readItem(hit.id);
-      if (item) out.push({ item, score: hit.score });
+    let seen = 0;
+    for (let want = topK; out.length < topK; want += topK - out.length) {
+      const hits = index.search(query, want);
+      for (const hit of hits.slice(seen)) {
+        const item = this.readItemOrSkip(hit.id);
+        if (item) out.push({ item, score: hit.score });
+      }
+      if (hits.length < want) break;
+      seen = hits.length;
     }
     return out;
   }

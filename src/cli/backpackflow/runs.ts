@@ -106,8 +106,9 @@ export function runsCommand(): Command {
       const offset = (options.page - 1) * options.pageSize;
       let page: EventsPage;
       if (options.type === undefined && options.namespace === undefined) {
-        const meta = await new ProjectionStore({ dataDir: resolve(options.dataDir), sessionKey: options.session }).loadRunMeta(runId);
-        const total = meta?.eventCount ?? (await store.readAll()).length;
+        // The projection as the log stands (a stored one can lag behind a crashed run or claim a tail the log lost).
+        const projection = new ProjectionStore({ dataDir: resolve(options.dataDir), sessionKey: options.session });
+        const total = (await storeErrors(() => projection.currentRunMeta(runId))).eventCount;
         page = pageOf(runId, options, total, await store.readPage(options.pageSize, offset));
       } else {
         const matches = options.namespace === undefined ? undefined : compileNamespacePattern(options.namespace);
