@@ -1,5 +1,5 @@
 /** Issue 13 through the CLI: run ids, ids given as options, a torn log, and hostile flow files and inputs. */
-import { readFileSync } from 'node:fs';
+import { readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FIXTURES, MODULES, cli, cliJson, tempDir } from './helpers.js';
@@ -40,5 +40,35 @@ describe('run ids through the CLI', () => {
     const list = await cli(['runs', 'list', '--session', 'a b', ...d]);
     expect(list.code).toBe(2);
     expect(list.stderr).toContain("--session: invalid id 'a b'");
+  });
+});
+
+describe('damaged run files through the CLI', () => {
+  it('runs list survives a corrupt run.meta.json: the run is rebuilt from its log and listed with the others', async () => {
+    const d = ['--data-dir', tempDir()];
+    const first = await cliJson(['run', FLOW, '--modules', MODULES, '--run-id', 'one', ...d]);
+    await cliJson(['run', FLOW, '--modules', MODULES, '--run-id', 'two', ...d]);
+    const before = await cliJson(['runs', 'list', ...d]);
+    writeFileSync(join(d[1]!, 'sessions', 'default', 'runs', first.runId, 'projections', 'run.meta.json'), '{');
+    const list = await cli(['runs', 'list', '--json', ...d]);
+    expect(list.code).toBe(0);
+    expect(JSON.parse(list.stdout)).toEqual(before);
+    expect(list.stderr).toContain('corrupt run projection');
+    expect(list.stderr).toContain('run.meta.json');
+  });
+
+  it('after a torn last line, runs show and runs resume agree: incomplete, and why resume cannot continue', async () => {
+    const d = ['--data-dir', tempDir()];
+    await cliJson(['run', FLOW, '--modules', MODULES, '--run-id', 'torn', ...d]);
+    const log = join(d[1]!, 'sessions', 'default', 'runs', 'torn', 'events.jsonl');
+    const text = readFileSync(log, 'utf8');
+    truncateSync(log, text.lastIndexOf('\n', text.length - 2) + 1 + 15);
+    const show = await cliJson(['runs', 'show', 'torn', ...d]);
+    expect(show.status).toBe('incomplete');
+    const resume = await cli(['runs', 'resume', 'torn', '--modules', MODULES, ...d]);
+    expect(resume.code).toBe(1);
+    expect(resume.stderr).not.toContain('already completed');
+    expect(resume.stderr).toMatch(/run default\/torn is incomplete but has no step left to run/);
+    expect((await cliJson(['runs', 'list', ...d]))[0]).toMatchObject({ runId: 'torn', status: 'running' });
   });
 });
