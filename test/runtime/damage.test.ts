@@ -56,7 +56,7 @@ describe('a torn last line of events.jsonl', () => {
     const text = readFileSync(log, 'utf8');
     const lastLine = text.lastIndexOf('\n', text.length - 2) + 1;
     truncateSync(log, lastLine + 10);
-    const error = await resumeRun(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'torn' }).catch((e: unknown) => e as Error);
+    const error = (await resumeRun(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'torn' }).catch((e: unknown) => e)) as Error;
     expect(error.message).not.toMatch(/already completed/);
     expect(error.message).toMatch(/run default\/torn is incomplete but has no step left to run: its last recorded step \(\d+\) ended the flow/);
     expect((await listRuns({ dataDir }))[0]).toMatchObject({ runId: 'torn', status: 'running' });
