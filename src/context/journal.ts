@@ -49,6 +49,16 @@ export class JournaledFile<T, E> {
     private readonly backend: HashBackend,
   ) {}
 
+  /**
+   * Bytes after the last valid journal entry (an append cut short by a crash, or damage), as read by the last
+   * {@link read}: a sentence naming the file, the offset and the size; undefined when there are none.
+   */
+  tail(): string | undefined {
+    const journal = this.journal;
+    if (journal === undefined || journal.size <= journal.validLength) return undefined;
+    return `${this.journalFile}: ${journal.size - journal.validLength} bytes after the last valid entry (at byte ${journal.validLength}) are ignored`;
+  }
+
   /** The stored value (base with journal applied) and when it was last written; undefined when never written. */
   read(): { value: T; writtenMs: number } | undefined {
     const stat = statSync(this.file, { throwIfNoEntry: false });
