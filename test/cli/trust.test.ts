@@ -72,3 +72,59 @@ describe('damaged run files through the CLI', () => {
     expect((await cliJson(['runs', 'list', ...d]))[0]).toMatchObject({ runId: 'torn', status: 'running' });
   });
 });
+
+describe('hostile flow files and inputs through the CLI', () => {
+  const deepValue = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+
+  it('a flow file with a UTF-8 byte order mark validates and runs', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'bom.json');
+    writeFileSync(path, '\uFEFF' + readFileSync(FLOW, 'utf8'));
+    expect((await cliJson(['validate', path, '--modules', MODULES])).valid).toBe(true);
+    expect(await cliJson(['run', path, '--modules', MODULES, '--data-dir', dir])).toMatchObject({ steps: 3 });
+    const input = join(dir, 'input.json');
+    writeFileSync(input, '\uFEFF{"question":"with a BOM"}');
+    expect(await cliJson(['run', path, '--modules', MODULES, '--data-dir', dir, '--input', `@${input}`])).toMatchObject({ steps: 3 });
+  });
+
+  it('100,000-deep nesting in a flow file: validate and run both refuse it, naming the JSON path and the limit', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'deep.json');
+    const flow = readFileSync(FLOW, 'utf8').replace('"value": 1', `"value": ${deepValue(100_000)}`);
+    expect(flow).not.toBe(readFileSync(FLOW, 'utf8'));
+    writeFileSync(path, flow);
+    const validate = await cli(['validate', path, '--modules', MODULES, '--json']);
+    expect(validate.code).toBe(1);
+    const problems = JSON.parse(validate.stdout).errors;
+    expect(problems).toEqual([{ path: expect.stringMatching(/^\/nodes\/1\/params\/value\/a\/a\/a\/a\/…\(\d+ more\)…\/a$/), message: expect.stringContaining('the limit is 512 levels') }]);
+    const run = await cli(['run', path, '--modules', MODULES, '--data-dir', dir]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`${problems[0].path}: ${problems[0].message}`);
+    expect(run.stderr).not.toContain('Maximum call stack');
+  });
+
+  it('100,000-deep --input is refused with the path and the limit, inline and from a file', async () => {
+    const dir = tempDir();
+    const input = join(dir, 'input.json');
+    writeFileSync(input, deepValue(100_000));
+    for (const arg of [`@${input}`, `{"q":${deepValue(2000)}}`]) {
+      const run = await cli(['run', FLOW, '--modules', MODULES, '--data-dir', dir, '--input', arg]);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/(input file .*input\.json|--input): \/(a|q)\/a\/a.*: nested more than 512 levels deep \(the limit is 512 levels of arrays and objects\)/);
+    }
+  });
+
+  it('a flow file over the size limit is refused naming its size and --max-flow-bytes, which raises the limit', async () => {
+    const dir = tempDir();
+    const size = readFileSync(FLOW).length;
+    for (const command of ['validate', 'run']) {
+      const refused = await cli([command, FLOW, '--modules', MODULES, ...(command === 'run' ? ['--data-dir', dir] : []), '--max-flow-bytes', String(size - 1)]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(`flow file ${FLOW} is ${size} bytes, over the limit of ${size - 1} bytes; pass --max-flow-bytes <n> to accept it`);
+    }
+    expect((await cliJson(['validate', FLOW, '--modules', MODULES, '--max-flow-bytes', String(size)])).valid).toBe(true);
+    const bad = await cli(['validate', FLOW, '--max-flow-bytes', 'lots']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--max-flow-bytes must be a positive integer, got 'lots'");
+  });
+});
