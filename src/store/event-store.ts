@@ -7,12 +7,11 @@ import {
   mkdirSync,
   openSync,
   promises as fsp,
-  readFileSync,
   statSync,
   writeSync,
 } from 'node:fs';
 import type { StreamEvent } from '../events/types.js';
-import { writeFileAtomic } from '../fs/index.js';
+import { readTextIfExistsSync, writeFileAtomic } from '../fs/index.js';
 import { parseEvent } from './envelope.js';
 import { EventStoreError, describeIssues } from './errors.js';
 import { endOfLastLine, readLines, type RawLine } from './lines.js';
@@ -114,14 +113,8 @@ function writeText(fd: number, text: string, bytes: number): void {
  * it (the caller reads again).
  */
 function readPending(path: string): PendingBatch | undefined | 'torn' {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-  if (text.trim() === '') return undefined;
+  const text = readTextIfExistsSync(path);
+  if (text === undefined || text.trim() === '') return undefined;
   try {
     const parsed = JSON.parse(text) as PendingBatch;
     if (typeof parsed.gen === 'number' && typeof parsed.start === 'number' && typeof parsed.end === 'number') return parsed;

@@ -1,6 +1,6 @@
-import { promises as fsp, readFileSync, statSync } from 'node:fs';
+import { promises as fsp, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { readTextIfExists, writeJsonAtomic } from '../fs/index.js';
+import { readTextIfExists, readTextIfExistsSync, writeJsonAtomic } from '../fs/index.js';
 import { LockError, MemoryStoreError, describeIssues } from './errors.js';
 import { KeywordIndex, tokenize } from './keyword-index.js';
 import type { FileLock } from '../fs/index.js';
@@ -269,13 +269,8 @@ export class MemoryStore {
    */
   private readItem(id: string): MemoryItem | null {
     const path = memoryItemPath(this.paths, id);
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw error;
-    }
+    const text = readTextIfExistsSync(path);
+    if (text === undefined) return null;
     let json: unknown;
     try {
       json = JSON.parse(text);
