@@ -83,6 +83,7 @@ function parseHolder(raw: string): LockHolder | undefined {
  * nothing here). On this host: a lock from another boot is stale; a dead pid is stale; a live pid whose start time
  * differs from the recorded one is another process that reused the pid, so stale too. A holder that could not
  * record its start time (no /proc) refreshes a lease, the file's mtime: its lock is stale once that is `leaseMs` old.
+ * (A lock without a start time on a system that has them comes from an older version: a live pid holds it.)
  */
 function isStale(path: string, holder: LockHolder, probe: ProcessProbe, leaseMs: number): boolean {
   if (holder.host !== HOST) return false;
@@ -94,6 +95,9 @@ function isStale(path: string, holder: LockHolder, probe: ProcessProbe, leaseMs:
     const started = probe.startTime(holder.pid);
     return started !== undefined && started !== holder.startTime;
   }
+  // Here start times can be read, so a holder that recorded none predates them (a lock of an older version, which
+  // refreshes no lease): judged by its pid alone, as it was then.
+  if (probe.startTime(process.pid) !== undefined) return false;
   const mtime = statSync(path, { throwIfNoEntry: false })?.mtimeMs;
   return mtime !== undefined && Date.now() - mtime > leaseMs;
 }

@@ -98,6 +98,15 @@ describe('tryLock and waitForLock', () => {
     taken(tryLock(file)).release();
   });
 
+  it('a lock of an older version (no start time) on a system with /proc is held while its pid lives, however old', async () => {
+    const pid = await liveChild();
+    const file = join(tempDir(), 'lock');
+    writeFileSync(file, JSON.stringify({ pid, host: HOST, createdAt: 1 }));
+    const old = new Date(Date.now() - 3_600_000);
+    utimesSync(file, old, old);
+    expect(tryLock(file, { leaseMs: 1000 })).toMatchObject({ busy: true, reason: 'held', holder: { pid } });
+  });
+
   it('never judges a lock from another host stale', () => {
     const file = join(tempDir(), 'lock');
     writeFileSync(file, JSON.stringify({ pid: DEAD_PID, host: 'elsewhere', createdAt: 1 }));
