@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -116,13 +116,14 @@ describe('tryLock and waitForLock', () => {
   it('without /proc: a holder refreshes its lease, and a live pid whose lease ran out is stale', async () => {
     const noProc: ProcessProbe = { bootId: () => undefined, startTime: () => undefined, alive: systemProbe.alive };
     const file = join(tempDir(), 'lock');
-    const lock = taken(tryLock(file, { probe: noProc, leaseMs: 90 }));
+    const lock = taken(tryLock(file, { probe: noProc, leaseMs: 900 }));
     expect(JSON.parse(readFileSync(file, 'utf8'))).not.toHaveProperty('startTime');
     const old = new Date(Date.now() - 10_000);
     utimesSync(file, old, old);
-    await new Promise((r) => setTimeout(r, 80));
-    // Refreshed by the holder (every 30 ms): still held.
-    expect(tryLock(file, { probe: noProc, leaseMs: 90 })).toMatchObject({ busy: true, reason: 'held' });
+    // Refreshed by the holder (every 300 ms): held again once it has refreshed.
+    await new Promise((r) => setTimeout(r, 450));
+    expect(Date.now() - statSync(file).mtimeMs).toBeLessThan(900);
+    expect(tryLock(file, { probe: noProc, leaseMs: 900 })).toMatchObject({ busy: true, reason: 'held' });
     lock.release();
 
     const pid = await liveChild();
