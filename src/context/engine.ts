@@ -506,9 +506,12 @@ export class ContextEngine {
         pending: new Map(),
       };
       const result = fn(tx);
-      // Frames first, then the state that references them: a crash in between leaves only unreferenced frames.
-      this.store.writeFrames(tx.pending.values());
-      this.store.writeState(tx.state);
+      // Frames staged, then the state that references them, then the frames renamed into place (see stageFrames):
+      // a final frame file exists only once the state referencing it is durable.
+      // (A failure in between leaves the temp files: whether the state was written or not, validate tells.)
+      const staged = this.store.stageFrames(tx.pending.values());
+      if (this.store.writeState(tx.state)) this.store.commitFrames(staged);
+      else this.store.discardFrames(staged);
       return result;
     } finally {
       release();

@@ -1,5 +1,5 @@
 import { closeSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
-import writeFileAtomic from 'write-file-atomic';
+import { writeFileAtomicSync } from '../fs/index.js';
 import type { HashBackend } from './hash.js';
 
 /**
@@ -49,6 +49,16 @@ export class JournaledFile<T, E> {
     private readonly backend: HashBackend,
   ) {}
 
+  /**
+   * Bytes after the last valid journal entry (an append cut short by a crash, or damage), as read by the last
+   * {@link read}: a sentence naming the file, the offset and the size; undefined when there are none.
+   */
+  tail(): string | undefined {
+    const journal = this.journal;
+    if (journal === undefined || journal.size <= journal.validLength) return undefined;
+    return `${this.journalFile}: ${journal.size - journal.validLength} bytes after the last valid entry (at byte ${journal.validLength}) are ignored`;
+  }
+
   /** The stored value (base with journal applied) and when it was last written; undefined when never written. */
   read(): { value: T; writtenMs: number } | undefined {
     const stat = statSync(this.file, { throwIfNoEntry: false });
@@ -78,7 +88,7 @@ export class JournaledFile<T, E> {
     // base goes first (a crash in between leaves a journal naming another base: ignored). Only a journal naming
     // this very checksum (an identical base) must go first; a crash in between then leaves exactly the new value.
     if (this.journalNames(checksum)) rmSync(this.journalFile, { force: true });
-    writeFileAtomic.sync(this.file, data);
+    writeFileAtomicSync(this.file, data);
     rmSync(this.journalFile, { force: true });
     const key = statKey(statSync(this.file));
     // The value just written is the value in memory: the next read need not decode it again.
@@ -104,7 +114,7 @@ export class JournaledFile<T, E> {
       return;
     }
     if (this.journal === undefined) {
-      writeFileAtomic.sync(this.journalFile, Buffer.concat([this.header(base.checksum), record]));
+      writeFileAtomicSync(this.journalFile, Buffer.concat([this.header(base.checksum), record]));
     } else {
       const fd = openSync(this.journalFile, 'r+');
       try {

@@ -1,19 +1,24 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { describeHolder, fsyncDirSync, waitForLock, writeFileAtomicSync } from '../fs/index.js';
 import type { AgentIdentity } from './agents.js';
 import { ContextError } from './errors.js';
 import { verifyFrame, type Frame } from './frames.js';
 import type { HashBackend } from './hash.js';
 import { STORE_DIR } from './ignore-rules.js';
-import { acquireLock } from './lock.js';
 import { emptyState, type StoreState } from './state.js';
 import { corruptStoreFile, seal, unseal } from './sealed.js';
 import { Tree } from './tree.js';
 import { JournaledFile } from './journal.js';
 import { copyForUpdate, stateChange, stateCodec, type StateJournalEntry } from './state-journal.js';
 import { treeCodec, type TreeJournalEntry } from './tree-journal.js';
+
+/** A frame written to its temp file by {@link MerkleStore.stageFrames}, not yet renamed to `file`. */
+export interface StagedFrame {
+  readonly temp: string;
+  readonly file: string;
+}
 
 /**
  * The `.merkle/` folder of one workspace:
@@ -48,9 +53,13 @@ export class MerkleStore {
   }
 
   /** Takes the workspace write lock; resolves to its release function. */
-  lock(timeoutMs?: number): Promise<() => void> {
+  async lock(timeoutMs = 10_000): Promise<() => void> {
     this.ensure();
-    return acquireLock(join(this.dir, 'lock'), { timeoutMs });
+    const file = join(this.dir, 'lock');
+    const result = await waitForLock(file, { timeoutMs });
+    if (!('busy' in result)) return () => result.release();
+    const who = result.reason === 'unreadable' ? 'a file that is not a lock record' : result.holder === undefined ? 'another writer' : describeHolder(result.holder);
+    throw new ContextError('LOCK_TIMEOUT', `workspace lock ${file} is held by ${who}; waited ${timeoutMs} ms. If that process is gone, delete the file.`, { file });
   }
 
   /**
@@ -103,6 +112,12 @@ export class MerkleStore {
     return true;
   }
 
+  /** Bytes after the last valid entry of `state.journal`, described (see `JournaledFile.tail`); undefined when none. */
+  stateJournalTail(): string | undefined {
+    this.state.read();
+    return this.state.tail();
+  }
+
   /** Registered agents by id. */
   readAgents(): Record<string, AgentIdentity> {
     const file = join(this.dir, 'agents.json');
@@ -122,15 +137,29 @@ export class MerkleStore {
     return join(this.dir, 'frames', frameId.slice(0, 2), `${frameId}.json`);
   }
 
-  /** Reads a frame and verifies it against its id. */
+  /**
+   * Reads a frame and verifies it against its id. A frame whose write stopped between the state journal and the
+   * rename (see {@link stageFrames}) is read from its temp file, once verified.
+   */
   readFrame(frameId: string): Frame {
     const file = this.framePath(frameId);
     let text: string;
     try {
       text = readFileSync(file, 'utf8');
     } catch {
+      for (const temp of this.unfinishedFrameFiles(frameId)) {
+        try {
+          return this.parseFrame(readFileSync(temp, 'utf8'), frameId, temp);
+        } catch {
+          // Not this one (cut short, or another frame's bytes): try the next.
+        }
+      }
       throw new ContextError('UNKNOWN_FRAME', `frame ${frameId} not found at ${file}`, { frameId, file });
     }
+    return this.parseFrame(text, frameId, file);
+  }
+
+  private parseFrame(text: string, frameId: string, file: string): Frame {
     let frame: Frame;
     try {
       frame = JSON.parse(text) as Frame;
@@ -143,12 +172,19 @@ export class MerkleStore {
   }
 
   /**
-   * Stores frames. Frames are immutable: an id that exists is left alone when the stored bytes are the same, and
-   * is a FRAME_CONFLICT error when they differ (nothing is overwritten). Each new file is written to a temp name and
-   * renamed; all are then fsynced together (one journal commit rather than one per frame).
+   * First half of storing frames, before the state that references them: each new frame is written to a temp file
+   * beside its final name and fsynced, with its directory. Frames are immutable: an id that exists is left alone when
+   * the stored bytes are the same, and is a FRAME_CONFLICT error when they differ (nothing is overwritten). Returns
+   * the temp files for {@link commitFrames}, or for {@link discardFrames} when the state is not written.
+   *
+   * The order (frames staged, state journal entry fsynced, frames renamed into place) means that a final frame file
+   * only ever exists once the journal entry referencing it is durable. So a final frame file that no frame set
+   * references can only be the trace of a committed transaction whose journal entry was lost later (a damaged or cut
+   * journal): `validate` reports it as an error and never as safe to delete. A crash before the rename leaves the
+   * frame in its temp file, which {@link readFrame} accepts (it is verified against its id) until a writer finishes it.
    */
-  writeFrames(frames: Iterable<Frame>): void {
-    const written: string[] = [];
+  stageFrames(frames: Iterable<Frame>): StagedFrame[] {
+    const staged: StagedFrame[] = [];
     for (const frame of frames) {
       const file = this.framePath(frame.frameId);
       const text = `${JSON.stringify(frame)}\n`;
@@ -160,20 +196,47 @@ export class MerkleStore {
           { frameId: frame.frameId, file },
         );
       }
-      mkdirSync(join(this.dir, 'frames', frame.frameId.slice(0, 2)), { recursive: true });
+      mkdirSync(dirname(file), { recursive: true });
       const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
       writeFileSync(temp, text, { mode: 0o444 });
-      renameSync(temp, file);
-      written.push(file);
+      staged.push({ temp, file });
     }
-    for (const file of written) {
-      const fd = openSync(file, 'r');
+    for (const { temp } of staged) {
+      const fd = openSync(temp, 'r');
       try {
         fsyncSync(fd);
       } finally {
         closeSync(fd);
       }
     }
+    for (const dir of new Set(staged.map((s) => dirname(s.file)))) fsyncDirSync(dir);
+    return staged;
+  }
+
+  /** Second half of storing frames, once the state that references them is durable: renames them into place. */
+  commitFrames(staged: readonly StagedFrame[]): void {
+    for (const { temp, file } of staged) renameSync(temp, file);
+    for (const dir of new Set(staged.map((s) => dirname(s.file)))) fsyncDirSync(dir);
+  }
+
+  /** Removes staged frames whose state was not written (nothing changed). */
+  discardFrames(staged: readonly StagedFrame[]): void {
+    for (const { temp } of staged) rmSync(temp, { force: true });
+  }
+
+  /**
+   * Temp files holding a verified copy of `frameId` (a write that stopped between the state journal and the
+   * rename), best first.
+   */
+  unfinishedFrameFiles(frameId: string): string[] {
+    const dir = dirname(this.framePath(frameId));
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return [];
+    }
+    return names.filter((n) => n.startsWith(`${frameId}.json.`) && n.endsWith('.tmp')).map((n) => join(dir, n));
   }
 
   private readSealed<T>(file: string): T {
@@ -188,7 +251,7 @@ export class MerkleStore {
       // Not written yet.
     }
     this.ensure();
-    writeFileAtomic.sync(file, text);
+    writeFileAtomicSync(file, text);
     return true;
   }
 }

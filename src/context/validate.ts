@@ -1,4 +1,4 @@
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { HashBackend } from './hash.js';
 import type { IgnoreRules } from './ignore-rules.js';
@@ -27,7 +27,8 @@ export interface ValidateInput {
 /**
  * Verifies the whole store without writing: tree checksum and every NodeID re-derived; every frame in every frame
  * set read and verified against its id and its entry; heads, stale marks and the basis index referencing existing
- * frames; agents readable. Warns about a workspace changed since the last scan, unreferenced frame files and
+ * frames; agents readable; no committed frame file left unreferenced (see `checkOrphans`). Warns about a workspace
+ * changed since the last scan, leftovers of interrupted writes, bytes after the last valid state journal entry and
  * stale heads.
  */
 export async function validateStore(input: ValidateInput): Promise<ValidationReport> {
@@ -59,7 +60,7 @@ export async function validateStore(input: ValidateInput): Promise<ValidationRep
   const state = attempt(() => input.store.readState());
   const agents = attempt(() => input.store.readAgents()) ?? {};
   if (state !== undefined) checkState(state, tree, agents, input.store, errors, warnings);
-  if (state !== undefined) checkOrphans(state, input.store, warnings);
+  if (state !== undefined) checkOrphans(state, input.store, errors, warnings);
   return { ok: errors.length === 0, errors, warnings };
 }
 
@@ -136,7 +137,14 @@ function checkState(
   }
 }
 
-function checkOrphans(state: Readonly<StoreState>, store: MerkleStore, warnings: string[]): void {
+/**
+ * Files under `frames/` that no frame set references. A final frame file is renamed into place only after the state
+ * journal entry referencing it is durable (see `MerkleStore.stageFrames`), so an unreferenced one is the trace of a
+ * committed transaction whose journal entry was lost since (a damaged or cut journal): an error, and the file must
+ * be kept. A temp file is an unfinished write: of a committed frame (referenced, final missing) it is that frame's
+ * only copy, to keep; otherwise a write that never committed, safe to delete.
+ */
+function checkOrphans(state: Readonly<StoreState>, store: MerkleStore, errors: string[], warnings: string[]): void {
   const referenced = new Set<string>();
   for (const entries of Object.values(state.frames)) for (const e of entries) referenced.add(e.frameId);
   const root = join(store.dir, 'frames');
@@ -146,11 +154,22 @@ function checkOrphans(state: Readonly<StoreState>, store: MerkleStore, warnings:
   } catch {
     return;
   }
+  const journal = store.stateJournalTail();
+  const cut = journal === undefined ? '' : ` (${journal})`;
   for (const shard of shards) {
     for (const name of readdirSync(join(root, shard))) {
+      const file = join(root, shard, name);
       const id = name.slice(0, 64);
-      if (!name.endsWith('.json') || name.length !== 69) warnings.push(`leftover file ${join(root, shard, name)} (an interrupted write); safe to delete`);
-      else if (!referenced.has(id)) warnings.push(`frame file ${id} is referenced by no frame set (an interrupted write); safe to delete`);
+      if (name.endsWith('.json') && name.length === 69) {
+        if (!referenced.has(id)) {
+          errors.push(`frame file ${file} is referenced by no frame set: the state journal entry that committed it was lost${cut}; keep the file`);
+        }
+      } else if (name.startsWith(`${id}.json.`) && referenced.has(id) && !existsSync(store.framePath(id))) {
+        warnings.push(`frame ${id} is stored only in ${file}, a write stopped before its rename; keep the file (frames are read from it)`);
+      } else {
+        warnings.push(`leftover file ${file} (an interrupted write that never committed); safe to delete`);
+      }
     }
   }
+  if (journal !== undefined) warnings.push(`state journal: ${journal}`);
 }

@@ -7,8 +7,11 @@ import {
   EventStore,
   ProjectionStore,
   StoreError,
+  emptyRunMeta,
+  assertNewRun,
   assertValidId,
   listRunIds,
+  runHasEvents,
   type Checkpoint,
   type Durability,
   type RedactionOptions,
@@ -66,11 +69,14 @@ export interface RunResult {
   steps: number;
 }
 
-/** Runs `flow` durably: every event persisted, the projection kept current, a checkpoint at every step. */
+/**
+ * Runs `flow` durably: every event persisted, the projection kept current, a checkpoint at every step. A run id that
+ * already has a recorded run is a {@link RunExistsError} (use {@link resumeRun} to continue it).
+ */
 export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise<RunResult> {
   const { dataDir, sessionKey } = locate(options);
   const runId = options.runId ?? newRunId();
-  assertValidId(runId, 'runId');
+  assertNewRun(dataDir, sessionKey, runId);
   for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
   return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
     step: 0,
@@ -95,12 +101,19 @@ export interface ResumeRunOptions extends RunLocation {
 export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<RunResult> {
   const { dataDir, sessionKey } = locate(options);
   assertValidId(options.runId, 'runId');
-  const meta = await new ProjectionStore({ dataDir, sessionKey }).loadRunMeta(options.runId);
-  if (meta?.status === 'completed') {
+  if (!runHasEvents(dataDir, sessionKey, options.runId)) throw new StoreError(`run ${sessionKey}/${options.runId} has no recorded events in ${dataDir}: nothing to resume`);
+  // What the log says, not what a stored projection says: they differ after a crash or a cut tail.
+  const meta = await new ProjectionStore({ dataDir, sessionKey }).currentRunMeta(options.runId);
+  if (meta.status === 'completed') {
     throw new StoreError(`run ${sessionKey}/${options.runId} already completed; fork it to run again from a step`);
   }
   const point = await loadRunPoint({ dataDir, sessionKey, runId: options.runId });
-  if (point.position.length === 0) throw new StoreError(`run ${sessionKey}/${options.runId} has no step left to run`);
+  if (point.position.length === 0) {
+    throw new StoreError(
+      `run ${sessionKey}/${options.runId} is incomplete but has no step left to run: its last recorded step (${point.step}) ended the flow, ` +
+        `and its log ends before the run's end was recorded (e.g. a cut last line); fork it to run again from a step`,
+    );
+  }
   flow.backpack.importState(point.state);
   return execute(flow, { dataDir, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
     step: point.step,
@@ -124,7 +137,8 @@ export interface ForkRunOptions extends RunLocation {
 
 /**
  * Starts a new run from a recorded step of another: the Backpack and position of that step, into `flow`. The
- * recorded run is never touched (time travel creates, it does not rewrite).
+ * recorded run is never touched (time travel creates, it does not rewrite). A `newRunId` that already has a recorded
+ * run is a {@link RunExistsError}.
  */
 export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunResult> {
   const { dataDir, sessionKey } = locate(options);
@@ -133,6 +147,7 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
   const runId = options.newRunId ?? newRunId();
   assertValidId(runId, 'runId');
   if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
+  assertNewRun(dataDir, sessionKey, runId);
   flow.backpack.importState(point.state);
   return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
     step: point.step,
@@ -150,10 +165,26 @@ export async function listRuns(options: RunLocation = {}): Promise<RunMeta[]> {
   for (const ref of await listRunIds(dataDir, options.sessionKey)) {
     let store = projections.get(ref.sessionKey);
     if (!store) projections.set(ref.sessionKey, (store = new ProjectionStore({ dataDir, sessionKey: ref.sessionKey })));
-    const meta = (await store.loadRunMeta(ref.runId)) ?? (await store.generateRunMeta(ref.runId).catch(() => null));
+    const meta = await listedRunMeta(store, ref.runId);
     if (meta) out.push(meta);
   }
   return out.sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId));
+}
+
+/**
+ * One run of {@link listRuns}: its projection as its log stands, or, when the log cannot be read, the stored
+ * projection (or an empty one) marked `damaged` with the error naming the file, so that one damaged run never
+ * breaks the listing. Undefined for a run directory without events (a start that never got to its first event).
+ */
+async function listedRunMeta(store: ProjectionStore, runId: string): Promise<RunMeta | undefined> {
+  try {
+    return await store.currentRunMeta(runId);
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    if (!runHasEvents(store.dataDir, store.sessionKey, runId)) return undefined;
+    const stored = await store.loadRunMeta(runId).catch(() => null);
+    return { ...(stored ?? emptyRunMeta(store.sessionKey, runId)), damaged: error.message };
+  }
 }
 
 interface ExecuteTarget {
@@ -185,6 +216,16 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId, durability, redaction });
   const projection = new ProjectionStore({ dataDir, sessionKey, durability, redaction });
   const opened = await events.open();
+  if (start.fresh && opened.lastSeq !== undefined) {
+    // Checked again under the writer lock: another process may have started this id since the first check.
+    await events.close();
+    assertNewRun(dataDir, sessionKey, runId);
+  }
+  // A resumed run's projection continues from the whole log (a crash may have left the stored one behind it).
+  if (!start.fresh) await projection.currentRunMeta(runId).catch(async (error: unknown) => {
+    await events.close();
+    throw error;
+  });
   const streamer = flow.eventStreamer;
   streamer.setNextSeq(runId, (opened.lastSeq ?? 0) + 1);
 
@@ -192,6 +233,9 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   const tracker = new StateTracker(backpack, start.fresh);
   let buffer: StreamEvent[] = [];
   let step = start.step;
+  // The projection is stored after the first batch (so that a run killed later is listed as running, not as what
+  // an earlier attempt ended as) and at the end; in between it is only folded in memory.
+  let projectionStored = false;
   const unsubscribe = streamer.on('*', (event) => {
     if (event.runId === runId) buffer.push(event);
   });
@@ -201,7 +245,8 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     if (batch.length === 0) return;
     await events.appendBatch(batch);
     await events.flush();
-    await projection.updateRunMetaBatch(runId, batch, { persist: false });
+    await projection.updateRunMetaBatch(runId, batch, { persist: !projectionStored });
+    projectionStored = true;
   };
   const keyframe = async (position: string[]): Promise<void> => {
     const checkpoint: Checkpoint = {

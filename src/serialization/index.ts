@@ -10,6 +10,8 @@ export { FlowConfigSchema, NodeConfigSchema, FlowEdgeSchema, SUPPORTED_MAJOR_VER
 export type { FlowConfig, FlowConfigInput, NodeConfig, FlowEdge } from './schema.js';
 export { flattenNodes, flattenEdges, findNode, getCompositeNodes, getMaxDepth } from './query.js';
 export { parseFlowConfig, jsonErrorOffset } from './parse.js';
+export type { ParseFlowConfigOptions } from './parse.js';
+export { DEFAULT_MAX_FLOW_BYTES, MAX_JSON_NESTING, nestingProblem, stripBom } from './limits.js';
 export { maskSecrets, isSecretParamName, MASK } from './secrets.js';
 
 /**

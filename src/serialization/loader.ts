@@ -15,6 +15,7 @@ import {
 } from '../nodes/index.js';
 import { DependencyContainer } from './container.js';
 import { FlowConfigError, pointer, type ConfigProblem } from './errors.js';
+import { nestingProblem } from './limits.js';
 import { parseFlowConfig } from './parse.js';
 import { flattenEdges, flattenNodes, findNode, getCompositeNodes, getMaxDepth } from './query.js';
 import { FlowConfigSchema, SUPPORTED_MAJOR_VERSION, type FlowConfig, type FlowEdge, type NodeConfig } from './schema.js';
@@ -38,6 +39,8 @@ export interface LoadOptions {
   eventStreamer?: EventStreamer;
   /** Most nesting levels accepted (default 10). */
   maxDepth?: number;
+  /** Longest config text accepted, in UTF-8 bytes, when `config` is text (default 16 MiB: DEFAULT_MAX_FLOW_BYTES). */
+  maxBytes?: number;
 }
 
 /** Result of {@link FlowLoader.validateConfig}. */
@@ -110,10 +113,10 @@ export class FlowLoader implements FlowConfigLoader {
 
   /**
    * Every problem of `config` (an object, or JSON text), each with its JSON path; valid when there is none. Does not
-   * resolve `${ENV}`.
+   * resolve `${ENV}`. Refuses, as `loadFlow` does, nesting deeper than MAX_JSON_NESTING and text over `maxBytes`.
    */
-  validateConfig(config: unknown, options: { maxDepth?: number } = {}): ConfigValidationReport {
-    const errors = this.#problems(config, options.maxDepth ?? DEFAULT_DEPTH);
+  validateConfig(config: unknown, options: { maxDepth?: number; maxBytes?: number } = {}): ConfigValidationReport {
+    const errors = this.#check(config, options.maxDepth ?? DEFAULT_DEPTH, options.maxBytes).problems;
     return { valid: errors.length === 0, errors };
   }
 
@@ -124,10 +127,9 @@ export class FlowLoader implements FlowConfigLoader {
    * new flow shares that node's Backpack and streamer (and, when no `deps` are given, its dependencies).
    */
   async loadFlow(config: unknown, deps?: DependencyLookup | Record<string, unknown>, options: LoadOptions = {}): Promise<Flow> {
-    const input = typeof config === 'string' ? parseFlowConfig(config) : config;
-    const problems = this.#problems(input, options.maxDepth ?? DEFAULT_DEPTH);
-    if (problems.length > 0) throw new FlowConfigError(problems);
-    const parsed = FlowConfigSchema.parse(input);
+    const input = typeof config === 'string' ? parseFlowConfig(config, 'flow config', { maxBytes: options.maxBytes }) : config;
+    const { problems, config: parsed } = this.#check(input, options.maxDepth ?? DEFAULT_DEPTH, options.maxBytes);
+    if (parsed === undefined) throw new FlowConfigError(problems);
     const caller = currentNode();
     const lookup = deps === undefined && caller?.deps ? caller.deps : toLookup(deps);
     const missing = missingDependencies(parsed, '', lookup);
@@ -173,17 +175,22 @@ export class FlowLoader implements FlowConfigLoader {
 
   // ------------------------------------------------------------------ validation
 
-  #problems(input: unknown, maxDepth: number): ConfigProblem[] {
+  /** Every problem of `input`, and the normalized config when there is none (so that loading parses it once). */
+  #check(input: unknown, maxDepth: number, maxBytes: number | undefined): { problems: ConfigProblem[]; config?: FlowConfig } {
     let config = input;
     if (typeof input === 'string') {
       try {
-        config = parseFlowConfig(input);
+        config = parseFlowConfig(input, 'flow config', { maxBytes });
       } catch (error) {
-        return (error as FlowConfigError).errors;
+        return { problems: (error as FlowConfigError).errors };
       }
+    } else {
+      // (Text was checked as it was parsed.) Deeper values could not be processed: refuse them before anything recurses.
+      const deep = nestingProblem(config);
+      if (deep) return { problems: [deep] };
     }
     const structural = checkNesting(config, maxDepth);
-    if (structural.length > 0) return structural;
+    if (structural.length > 0) return { problems: structural };
     const parsed = FlowConfigSchema.safeParse(config);
     if (!parsed.success) {
       const problems = parsed.error.issues.map((issue) => ({ path: pointer(issue.path), message: issue.message }));
@@ -191,7 +198,7 @@ export class FlowLoader implements FlowConfigLoader {
       if (typeof version === 'string' && /^\d+\./.test(version) && Number(version.split('.')[0]) !== SUPPORTED_MAJOR_VERSION) {
         problems.unshift({ path: '/version', message: unsupportedVersion(version) });
       }
-      return problems;
+      return { problems };
     }
     const problems: ConfigProblem[] = [];
     const major = Number(parsed.data.version.split('.')[0]);
@@ -199,7 +206,7 @@ export class FlowLoader implements FlowConfigLoader {
       problems.push({ path: '/version', message: unsupportedVersion(parsed.data.version) });
     }
     this.#checkFlow(parsed.data, '', parsed.data.namespace, true, problems);
-    return problems;
+    return problems.length > 0 ? { problems } : { problems, config: parsed.data };
   }
 
   #checkFlow(cfg: FlowConfig, path: string, namespace: string, top: boolean, problems: ConfigProblem[]): void {

@@ -1,22 +1,45 @@
 import { FlowConfigError } from './errors.js';
+import { DEFAULT_MAX_FLOW_BYTES, MAX_JSON_NESTING, nestingProblem, sizeProblem, stripBom } from './limits.js';
 
-/** Parses the text of a flow config file; malformed JSON is a FlowConfigError naming line and column. */
-export function parseFlowConfig(text: string, source = 'flow config'): unknown {
+/** Options of {@link parseFlowConfig}. */
+export interface ParseFlowConfigOptions {
+  /** Longest text accepted, in UTF-8 bytes (default {@link DEFAULT_MAX_FLOW_BYTES}, 16 MiB). */
+  maxBytes?: number;
+}
+
+/**
+ * Parses the text of a flow config file: a leading byte order mark is ignored; malformed JSON, text over
+ * `maxBytes` and nesting deeper than {@link MAX_JSON_NESTING} are FlowConfigErrors naming line and column, the
+ * size, or the JSON path and the limit.
+ */
+export function parseFlowConfig(text: string, source = 'flow config', options: ParseFlowConfigOptions = {}): unknown {
+  const tooLarge = sizeProblem(Buffer.byteLength(text, 'utf8'), options.maxBytes ?? DEFAULT_MAX_FLOW_BYTES, source);
+  if (tooLarge) throw new FlowConfigError([tooLarge], `${source} is too large`);
+  const json = stripBom(text);
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(json);
   } catch (error) {
-    const offset = jsonErrorOffset(text);
-    const before = text.slice(0, offset);
-    const line = before.split('\n').length;
-    const column = offset - before.lastIndexOf('\n');
-    const message = (error as Error).message;
-    throw new FlowConfigError([{ path: '', message: `${source} is not valid JSON at line ${line}, column ${column}: ${message}` }], `Malformed ${source}`);
+    throw malformed(json, source, error);
   }
+  const deep = nestingProblem(value, MAX_JSON_NESTING);
+  if (deep) throw new FlowConfigError([deep], `${source} is nested too deeply`);
+  return value;
+}
+
+function malformed(text: string, source: string, error: unknown): FlowConfigError {
+  const offset = jsonErrorOffset(text);
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  const column = offset - before.lastIndexOf('\n');
+  const message = (error as Error).message;
+  return new FlowConfigError([{ path: '', message: `${source} is not valid JSON at line ${line}, column ${column}: ${message}` }], `Malformed ${source}`);
 }
 
 /**
  * Offset of the first syntax error in `text` (JSON.parse names no position for some errors on this Node version),
- * found by a small recursive-descent scan of the JSON grammar.
+ * found by a small recursive-descent scan of the JSON grammar. Nesting past {@link MAX_JSON_NESTING} stops the
+ * scan there (so that no input can exhaust the stack).
  */
 export function jsonErrorOffset(text: string): number {
   let i = 0;
@@ -58,13 +81,16 @@ export function jsonErrorOffset(text: string): number {
     if (!match) fail();
     i += match![0].length;
   };
+  let depth = 0;
   const value = (): void => {
     ws();
     const ch = text[i];
+    if ((ch === '{' || ch === '[') && depth >= MAX_JSON_NESTING) fail();
+    if (ch === '{' || ch === '[') depth++;
     if (ch === '{') {
       i++;
       ws();
-      if (text[i] === '}') return void i++;
+      if (text[i] === '}') return void (i++, depth--);
       for (;;) {
         ws();
         string();
@@ -74,19 +100,19 @@ export function jsonErrorOffset(text: string): number {
         value();
         ws();
         if (text[i] === ',') i++;
-        else if (text[i] === '}') return void i++;
+        else if (text[i] === '}') return void (i++, depth--);
         else fail();
       }
     }
     if (ch === '[') {
       i++;
       ws();
-      if (text[i] === ']') return void i++;
+      if (text[i] === ']') return void (i++, depth--);
       for (;;) {
         value();
         ws();
         if (text[i] === ',') i++;
-        else if (text[i] === ']') return void i++;
+        else if (text[i] === ']') return void (i++, depth--);
         else fail();
       }
     }

@@ -1,11 +1,14 @@
 import { promises as fsp } from 'node:fs';
 import { sharedHashBackend } from '../hash/blake3.js';
 import { openSealed, seal } from '../hash/sealed.js';
-import { readTextIfExists, writeFileAtomic } from './atomic.js';
+import { readTextIfExists, writeFileAtomic } from '../fs/index.js';
 import { CheckpointStoreError, describeIssues } from './errors.js';
 import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { CheckpointSchema, durabilityOf, type Checkpoint, type Durability } from './types.js';
+
+/** What {@link CheckpointStore.saveLatest} takes: a checkpoint whose `sessionKey` and `runId` the store fills when absent. */
+export type CheckpointInput = Omit<Checkpoint, 'sessionKey' | 'runId'> & { sessionKey?: string; runId?: string };
 
 /** Options of {@link CheckpointStore}. */
 export interface CheckpointStoreOptions {
@@ -44,7 +47,9 @@ export class CheckpointStore {
     this.redactor = redactorFor(options.redaction);
   }
 
-  private prepare(checkpoint: Checkpoint, path: string): Checkpoint {
+  private prepare(input: CheckpointInput, path: string): Checkpoint {
+    // The store knows which run it belongs to: it fills what the checkpoint leaves out and checks what it names.
+    const checkpoint = input !== null && typeof input === 'object' ? { ...input, sessionKey: input.sessionKey ?? this.sessionKey, runId: input.runId ?? this.runId } : input;
     const parsed = CheckpointSchema.safeParse(checkpoint);
     if (!parsed.success) throw new CheckpointStoreError(`invalid checkpoint for ${path}: ${describeIssues(parsed.error, '(checkpoint)')}`, { path });
     const valid = parsed.data;
@@ -63,7 +68,7 @@ export class CheckpointStore {
   }
 
   /** Saves run one after another, so that the last save called is the one left on disk. */
-  private save(checkpoint: Checkpoint, path: string): Promise<void> {
+  private save(checkpoint: CheckpointInput, path: string): Promise<void> {
     const stored = this.prepare(checkpoint, path);
     const next = this.queue.then(async () => writeFileAtomic(path, seal(stored, await sharedHashBackend()), { fsync: this.fsync }));
     this.queue = next.catch(() => undefined);
@@ -81,8 +86,11 @@ export class CheckpointStore {
   }
 
 
-  /** Replaces the latest checkpoint. */
-  async saveLatest(checkpoint: Checkpoint): Promise<void> {
+  /**
+   * Replaces the latest checkpoint. The store fills `sessionKey` and `runId` with its own when the checkpoint has
+   * none; a checkpoint naming another session or run is refused with a {@link CheckpointStoreError}.
+   */
+  async saveLatest(checkpoint: CheckpointInput): Promise<void> {
     await this.save(checkpoint, this.paths.checkpointLatest);
   }
 
@@ -91,8 +99,11 @@ export class CheckpointStore {
     return this.load(this.paths.checkpointLatest);
   }
 
-  /** Saves a historical checkpoint under `checkpoint/<stepId>.json` (stepId: a number or a valid id). */
-  async saveHistorical(checkpoint: Checkpoint, stepId: string | number): Promise<void> {
+  /**
+   * Saves a historical checkpoint under `checkpoint/<stepId>.json` (stepId: a number or a valid id); `sessionKey`
+   * and `runId` are filled and checked as in {@link saveLatest}.
+   */
+  async saveHistorical(checkpoint: CheckpointInput, stepId: string | number): Promise<void> {
     await this.save(checkpoint, historicalCheckpointPath(this.paths, String(stepId)));
   }
 

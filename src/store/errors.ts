@@ -1,3 +1,7 @@
+import type { LockHolder } from '../fs/index.js';
+
+export type { LockHolder };
+
 /**
  * Error classes of the storage layer. Every message names what was wrong and where (path, id, line), so that a
  * caller can act on it without reading the source.
@@ -37,13 +41,6 @@ export class EventStoreError extends StoreError {
   }
 }
 
-/** Who holds a writer lock, as recorded in the lock file. */
-export interface LockHolder {
-  pid: number;
-  host: string;
-  createdAt: number;
-}
-
 /** A second writer on the same run: the lock is held by a live process (or by another instance in this one). */
 export class LockError extends EventStoreError {
   readonly holder: LockHolder | undefined;
@@ -51,6 +48,17 @@ export class LockError extends EventStoreError {
   constructor(message: string, options: { path: string; holder?: LockHolder; cause?: unknown }) {
     super(message, options);
     this.holder = options.holder;
+  }
+}
+
+/** Starting a run (or a fork) under an id that already has a recorded run: resume is the way to continue one. */
+export class RunExistsError extends StoreError {
+  constructor(
+    readonly sessionKey: string,
+    readonly runId: string,
+    path: string,
+  ) {
+    super(`run ${sessionKey}/${runId} already exists (${path}); resume it to continue it, or start a new run with another id`, { path });
   }
 }
 

@@ -7,18 +7,18 @@ import {
   mkdirSync,
   openSync,
   promises as fsp,
-  readFileSync,
   statSync,
   writeSync,
 } from 'node:fs';
 import type { StreamEvent } from '../events/types.js';
+import { readTextIfExistsSync, writeFileAtomic } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
-import { writeFileAtomic } from './atomic.js';
 import { ChainReader, chainOf, genesis, sealBatch, type Hasher } from './chain.js';
 import { parseEvent } from './envelope.js';
 import { EventStoreError, describeIssues } from './errors.js';
 import { endOfLastLine, readLines, type RawLine } from './lines.js';
-import { acquireLock, type FileLock } from './lock.js';
+import type { FileLock } from '../fs/index.js';
+import { acquireLock } from './lock.js';
 import { runPaths, type RunPaths } from './paths.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { durabilityOf, type Durability } from './types.js';
@@ -149,14 +149,8 @@ function writeText(fd: number, text: string, bytes: number): void {
  * it (the caller reads again).
  */
 function readPending(path: string): PendingBatch | undefined | 'torn' {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-  if (text.trim() === '') return undefined;
+  const text = readTextIfExistsSync(path);
+  if (text === undefined || text.trim() === '') return undefined;
   try {
     const parsed = JSON.parse(text) as PendingBatch;
     if (typeof parsed.gen === 'number' && typeof parsed.start === 'number' && typeof parsed.end === 'number') return parsed;

@@ -5,9 +5,9 @@
 export { EventStore } from './event-store.js';
 export type { EventStoreOptions, ReadOptions, CorruptLine, VerifyResult, IndexEntry, OpenedLog } from './event-store.js';
 export { CheckpointStore } from './checkpoint-store.js';
-export type { CheckpointStoreOptions } from './checkpoint-store.js';
+export type { CheckpointInput, CheckpointStoreOptions } from './checkpoint-store.js';
 export { MemoryStore } from './memory-store.js';
-export type { MemoryStoreOptions, ScoredMemoryItem } from './memory-store.js';
+export type { MemoryItemInput, MemoryStoreOptions, ScoredMemoryItem } from './memory-store.js';
 export { ProjectionStore } from './projection-store.js';
 export type { ProjectionStoreOptions } from './projection-store.js';
 export { foldRunMeta, foldRunMetaBatch, emptyRunMeta } from './run-meta.js';
@@ -23,6 +23,7 @@ export {
   MemoryStoreError,
   ProjectionStoreError,
   InvalidIdError,
+  RunExistsError,
 } from './errors.js';
 export type { LockHolder } from './errors.js';
 export { newSessionKey, newMemoryId } from './ids.js';
@@ -41,9 +42,8 @@ export {
 export type { RunPaths, MemoryPaths } from './paths.js';
 export { Redactor, redactorFor, redact, containsSecrets, isSecretKey, REDACTED, DEFAULT_SECRET_PATTERNS } from '../redact/index.js';
 export type { RedactionOptions, RedactionResult, SecretPattern } from '../redact/index.js';
-export { writeFileAtomic, writeJsonAtomic } from './atomic.js';
-export type { AtomicWriteOptions } from './atomic.js';
+export { writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
+export type { AtomicWriteOptions, FileLock } from '../fs/index.js';
 export { acquireLock } from './lock.js';
-export type { FileLock } from './lock.js';
-export { listSessions, listRunIds } from './layout.js';
+export { assertNewRun, listSessions, listRunIds, runHasEvents } from './layout.js';
 export type { RunRef } from './layout.js';

@@ -1,5 +1,6 @@
-import { promises as fsp } from 'node:fs';
-import { isValidId, runsDir, sessionsDir } from './paths.js';
+import { promises as fsp, statSync } from 'node:fs';
+import { RunExistsError } from './errors.js';
+import { isValidId, runPaths, runsDir, sessionsDir } from './paths.js';
 
 /** One run in the data directory. */
 export interface RunRef {
@@ -33,4 +34,17 @@ export async function listRunIds(dataDir: string, sessionKey?: string): Promise<
     for (const runId of await subdirs(runsDir(dataDir, session))) out.push({ sessionKey: session, runId });
   }
   return out;
+}
+
+/**
+ * Whether run `runId` is a recorded run: its event log is not empty. (A directory holding only what a start left
+ * before its first event, such as the CLI's recorded flow, is not a run.)
+ */
+export function runHasEvents(dataDir: string, sessionKey: string, runId: string): boolean {
+  return (statSync(runPaths(dataDir, sessionKey, runId).events, { throwIfNoEntry: false })?.size ?? 0) > 0;
+}
+
+/** Throws a {@link RunExistsError} when run `runId` is a recorded run (see {@link runHasEvents}). */
+export function assertNewRun(dataDir: string, sessionKey: string, runId: string): void {
+  if (runHasEvents(dataDir, sessionKey, runId)) throw new RunExistsError(sessionKey, runId, runPaths(dataDir, sessionKey, runId).events);
 }

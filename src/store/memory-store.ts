@@ -1,9 +1,10 @@
-import { promises as fsp, readFileSync, statSync } from 'node:fs';
+import { promises as fsp, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { readTextIfExists, writeJsonAtomic } from './atomic.js';
+import { readTextIfExists, readTextIfExistsSync, writeJsonAtomic } from '../fs/index.js';
 import { LockError, MemoryStoreError, describeIssues } from './errors.js';
 import { KeywordIndex, tokenize } from './keyword-index.js';
-import { acquireLock, type FileLock } from './lock.js';
+import type { FileLock } from '../fs/index.js';
+import { acquireLock } from './lock.js';
 import { assertValidId, isValidId, memoryItemPath, memoryPaths, type MemoryPaths } from './paths.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { MemoryItemSchema, durabilityOf, type Durability, type MemoryItem } from './types.js';
@@ -18,6 +19,9 @@ export interface MemoryStoreOptions {
   /** Secrets of your own to redact, on top of the built-in catalogue (see the README's Redaction section). */
   redaction?: RedactionOptions;
 }
+
+/** What {@link MemoryStore.write} takes: a memory item whose `createdAt` the store fills when absent. */
+export type MemoryItemInput = Omit<MemoryItem, 'createdAt'> & { createdAt?: number };
 
 /** A search hit with its BM25 score. */
 export interface ScoredMemoryItem {
@@ -83,7 +87,7 @@ export class MemoryStore {
 
   private async listItemFiles(): Promise<string[]> {
     try {
-      return (await fsp.readdir(this.paths.itemsDir)).filter((n) => n.endsWith('.json') && !n.startsWith('.'));
+      return (await fsp.readdir(this.paths.itemsDir)).filter((n) => n.endsWith('.json') && isValidId(n.slice(0, -'.json'.length)));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw error;
@@ -108,14 +112,14 @@ export class MemoryStore {
     if (index !== undefined && pending !== undefined && pending !== 'corrupt') {
       // A crash interrupted an operation on these items: index them as they are on disk now.
       for (const id of pending) {
-        const item = this.readItem(id);
+        const item = this.readItemOrSkip(id);
         if (item) index.set(id, tokensOf(item));
         else index.delete(id);
       }
     } else {
       index = new KeywordIndex();
       for (const file of await this.listItemFiles()) {
-        const item = this.readItem(file.slice(0, -'.json'.length));
+        const item = this.readItemOrSkip(file.slice(0, -'.json'.length));
         if (item) index.set(item.id, tokensOf(item));
       }
     }
@@ -207,7 +211,8 @@ export class MemoryStore {
     return run;
   }
 
-  private prepare(item: MemoryItem): MemoryItem {
+  private prepare(input: MemoryItemInput): MemoryItem {
+    const item = input !== null && typeof input === 'object' && input.createdAt === undefined ? { ...input, createdAt: Date.now() } : input;
     const parsed = MemoryItemSchema.safeParse(item);
     if (!parsed.success) throw new MemoryStoreError(`invalid memory item ${JSON.stringify(item?.id)}: ${describeIssues(parsed.error, '(item)')}`);
     const valid = parsed.data;
@@ -219,13 +224,19 @@ export class MemoryStore {
     return out;
   }
 
-  /** Writes (or replaces) one item and updates the index. */
-  async write(item: MemoryItem): Promise<void> {
+  /**
+   * Writes (or replaces) one item and updates the index. The store fills `createdAt` with the current time when the
+   * item has none (a given one is kept); everything else is the caller's.
+   */
+  async write(item: MemoryItemInput): Promise<void> {
     await this.writeMany([item]);
   }
 
-  /** Writes several items and rewrites the index once. Every item is validated before anything is written. */
-  async writeMany(items: MemoryItem[]): Promise<void> {
+  /**
+   * Writes several items and rewrites the index once. Every item is validated before anything is written;
+   * `createdAt` is filled as in {@link write}.
+   */
+  async writeMany(items: MemoryItemInput[]): Promise<void> {
     const prepared = items.map((item) => this.prepare(item));
     await this.exclusive(async (index) => {
       await this.beginChange(prepared.map((item) => item.id));
@@ -243,18 +254,27 @@ export class MemoryStore {
   }
 
   /**
+   * {@link readItem}, except that a damaged item file is skipped (null) with a warning naming it: one damaged item
+   * must not make every search, or the rebuild of the index, fail.
+   */
+  private readItemOrSkip(id: string): MemoryItem | null {
+    try {
+      return this.readItem(id);
+    } catch (error) {
+      if (!(error instanceof MemoryStoreError)) throw error;
+      process.emitWarning(`skipped ${error.message}`, 'MemoryStoreCorruptItem');
+      return null;
+    }
+  }
+
+  /**
    * Reads one item file synchronously: item files are small, and a search reads its top K of them, where K thread-pool
    * round trips would cost more than the ranking itself.
    */
   private readItem(id: string): MemoryItem | null {
     const path = memoryItemPath(this.paths, id);
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw error;
-    }
+    const text = readTextIfExistsSync(path);
+    if (text === undefined) return null;
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -285,15 +305,24 @@ export class MemoryStore {
     });
   }
 
-  /** The `topK` items best matching `query` by BM25 (ties by id), with their scores. */
+  /**
+   * The `topK` items best matching `query` by BM25 (ties by id), with their scores. A damaged item file is skipped
+   * with a warning naming it (`MemoryStoreCorruptItem`), and the next best item takes its place.
+   */
   async searchScored(query: string, topK: number): Promise<ScoredMemoryItem[]> {
     if (typeof query !== 'string') throw new MemoryStoreError(`search query must be a string, got ${typeof query}`);
     if (!Number.isInteger(topK) || topK < 0) throw new MemoryStoreError(`search topK must be a non-negative integer, got ${topK}`);
     const index = await this.currentIndex(false);
     const out: ScoredMemoryItem[] = [];
-    for (const hit of index.search(query, topK)) {
-      const item = this.readItem(hit.id);
-      if (item) out.push({ item, score: hit.score });
+    let seen = 0;
+    for (let want = topK; out.length < topK; want += topK - out.length) {
+      const hits = index.search(query, want);
+      for (const hit of hits.slice(seen)) {
+        const item = this.readItemOrSkip(hit.id);
+        if (item) out.push({ item, score: hit.score });
+      }
+      if (hits.length < want) break;
+      seen = hits.length;
     }
     return out;
   }

@@ -8,7 +8,8 @@ const ID_CHARS = /^[A-Za-z0-9_.-]+$/;
 
 /**
  * Why `id` cannot be used as one path segment, or undefined when it can. Allowed: 1-128 characters from
- * `[A-Za-z0-9_.-]`, not `.` alone and without `..` anywhere, so no id can name a parent, a separator or a NUL.
+ * `[A-Za-z0-9_.-]`, not `.` alone and without `..` anywhere, so no id can name a parent, a separator or a NUL; and
+ * not starting with `-`, so no id reads as a command-line option.
  */
 export function idProblem(id: unknown): string | undefined {
   if (typeof id !== 'string') return `must be a string, got ${id === null ? 'null' : typeof id}`;
@@ -18,6 +19,8 @@ export function idProblem(id: unknown): string | undefined {
   if (id.includes('/') || id.includes('\\')) return 'contains a path separator (/ or \\)';
   if (id.includes('..')) return "contains '..'";
   if (id === '.') return "is '.'";
+  // An id is also a command-line argument: one starting with '-' would read as an option.
+  if (id.startsWith('-')) return "starts with '-'";
   if (!ID_CHARS.test(id)) {
     const bad = [...id].find((c) => !/[A-Za-z0-9_.-]/.test(c))!;
     return `contains ${JSON.stringify(bad)}; only letters, digits, '_', '-' and '.' are allowed`;

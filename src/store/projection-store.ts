@@ -1,6 +1,6 @@
+import { readTextIfExists, writeFileAtomic } from '../fs/index.js';
 import { sharedHashBackend } from '../hash/blake3.js';
 import { openSealed, seal } from '../hash/sealed.js';
-import { readTextIfExists, writeFileAtomic } from './atomic.js';
 import { ProjectionStoreError, describeIssues } from './errors.js';
 import { EventStore, type ReadOptions } from './event-store.js';
 import { assertValidId, runPaths } from './paths.js';
@@ -121,6 +121,35 @@ export class ProjectionStore {
   private async persist(meta: RunMeta): Promise<void> {
     this.cache.set(meta.runId, meta);
     await writeFileAtomic(this.metaPath(meta.runId), seal(this.redactor.redact(meta).value, await sharedHashBackend()), { fsync: this.fsync });
+  }
+
+  /**
+   * The projection of `runId` as its log stands now. The stored one is used when it is intact and agrees with the
+   * log (the event at line `eventCount - 1` has its `lastSeq`), and brought up to date with the events after it (a
+   * run killed before it stored its projection); otherwise (missing, corrupt, or ahead of a log whose tail was
+   * cut) it is rebuilt by a full fold, a corrupt file with a warning naming it. Stores the result when it changed.
+   * Throws when the log itself cannot be read (an error naming its file and line), or has no events.
+   */
+  async currentRunMeta(runId: string): Promise<RunMeta> {
+    let stored: RunMeta | null = null;
+    try {
+      stored = await this.loadRunMeta(runId);
+    } catch (error) {
+      if (!(error instanceof ProjectionStoreError)) throw error;
+      process.emitWarning(`${error.message}; rebuilding it from the run's log`, 'ProjectionStoreRebuild');
+    }
+    if (stored !== null && stored.eventCount > 0) {
+      const events = new EventStore({ dataDir: this.dataDir, sessionKey: this.sessionKey, runId });
+      const [last] = await events.readPage(1, stored.eventCount - 1);
+      if (last?.seq === stored.lastSeq) {
+        let meta = stored;
+        for await (const event of events.readStream({ from: stored.eventCount })) meta = foldRunMeta(meta, event);
+        if (meta === stored) this.cache.set(runId, meta);
+        else await this.persist(meta);
+        return meta;
+      }
+    }
+    return this.generateRunMeta(runId);
   }
 
   /**

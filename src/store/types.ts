@@ -113,6 +113,11 @@ export const RunMetaSchema = z.object({
   tokenUsage: TokenUsageSchema,
   lastNodeId: z.string().optional(),
   error: z.string().optional(),
+  /**
+   * Set only in listings (never stored), when the run's files cannot be read: what is wrong, naming the file. The
+   * other fields are then those of the stored projection, or of an empty one.
+   */
+  damaged: z.string().optional(),
 });
 
 /** Metadata of a run, folded from its events. */

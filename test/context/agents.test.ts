@@ -18,7 +18,7 @@ describe('agent read/write model (spec §1)', () => {
     // The store itself refuses different bytes under an existing id.
     const store = new MerkleStore(root, await loadHashBackend());
     const existing = store.readFrame(first);
-    expect(() => store.writeFrames([{ ...existing, content: 'tampered' }])).toThrow(/already exists .* frames are never overwritten/);
+    expect(() => store.stageFrames([{ ...existing, content: 'tampered' }])).toThrow(/already exists .* frames are never overwritten/);
     expect((await engine.getFrame(first)).content).toBe('v1');
   });
 

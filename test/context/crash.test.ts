@@ -1,7 +1,7 @@
 /**
- * Crash test: a real child process rescans a workspace in a loop (tree journal appends and compactions) and is
- * SIGKILLed at a random moment; the store it leaves must read back whole, be at least as new as the last scan it
- * acknowledged, and rescan to the tree a fresh scan gives.
+ * Crash tests: a real child process rescans a workspace, or puts frames, in a loop (journal appends and compactions)
+ * and is SIGKILLed at a random moment; the store it leaves must read back whole, hold everything the child
+ * acknowledged, and validate without errors.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
@@ -16,10 +16,11 @@ const CONCURRENCY = 5;
 // packages left external resolve as they do for the sources.
 const bundleDir = join(import.meta.dirname, '..', '..', 'node_modules', '.cache', 'backpackflow-test-fixtures');
 const fixture = join(bundleDir, 'crash-rescan.mjs');
+const framesFixture = join(bundleDir, 'crash-frames.mjs');
 
 beforeAll(async () => {
   await build({
-    entryPoints: [join(import.meta.dirname, 'fixtures', 'crash-rescan.ts')],
+    entryPoints: [join(import.meta.dirname, 'fixtures', 'crash-rescan.ts'), join(import.meta.dirname, 'fixtures', 'crash-frames.ts')],
     bundle: true,
     packages: 'external',
     platform: 'node',
@@ -45,9 +46,9 @@ afterAll(() => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-/** Runs the child until it is ready, kills it 5-200 ms later, and returns the roots it acknowledged. */
-async function killAtRandom(root: string): Promise<string[]> {
-  const child = spawn(process.execPath, [fixture, root], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs the child until it is ready, kills it 5-200 ms later, and returns what it acknowledged. */
+async function killAtRandom(root: string, script = fixture): Promise<string[]> {
+  const child = spawn(process.execPath, [script, root], { stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   child.once('exit', () => running.delete(child));
   const lines: string[] = [];
@@ -96,5 +97,37 @@ describe('context store crash safety (SIGKILL during rescans)', () => {
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, run));
     expect(journaled, 'trials in which the child completed several rescans').toBeGreaterThan(TRIALS / 2);
+  }, 120_000);
+});
+
+describe('context store crash safety (SIGKILL during putFrame)', () => {
+  it(`${TRIALS / 2} kills never lose an acknowledged frame and leave no error for validate`, async () => {
+    let next = 0;
+    let acknowledged = 0;
+    const run = async () => {
+      while (next < TRIALS / 2) {
+        next++;
+        const root = tempDir('merkle-crash-frames-');
+        writeTree(root, Object.fromEntries(Array.from({ length: 15 }, (_, i) => [`d${i % 3}/f${i % 5}.txt`, `file ${i}\n`])));
+        const setup = await ContextEngine.open(root);
+        await setup.scan();
+        await setup.registerAgent({ agentId: 'w', role: 'writer' });
+        const acked = await killAtRandom(root, framesFixture);
+        acknowledged += acked.length;
+        const engine = await ContextEngine.open(root);
+        for (const line of acked) {
+          const [path, id] = line.split(' ') as [string, string];
+          expect((await engine.getFrame(id)).path).toBe(path);
+          expect((await engine.listFrames(path)).map((f) => f.frameId)).toContain(id);
+        }
+        const report = await engine.validate();
+        expect(report.errors).toEqual([]);
+        // A later writer goes on from there, and validate still finds nothing wrong.
+        await engine.putFrame('d0/f0.txt', { type: 'note', content: 'after the crash' }, 'w');
+        expect((await engine.validate()).errors).toEqual([]);
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, run));
+    expect(acknowledged).toBeGreaterThan(TRIALS);
   }, 120_000);
 });

@@ -329,12 +329,12 @@ describe('state journal', () => {
     expect((await fresh.validate()).ok).toBe(true);
   });
 
-  it('a torn last entry loses only that transaction, and the next one is appended after the intact entries', async () => {
+  it('a cut last entry loses that transaction from the state, validate names the frame it committed, and the next one is appended after the intact entries', async () => {
     const { root, engine } = await scanned(SAMPLE);
     await engine.registerAgent({ agentId: 'w', role: 'writer' });
     await engine.putFrame('README.md', { type: 'summary', content: 'base' }, 'w');
     const kept = await engine.putFrame('README.md', { type: 'summary', content: 'kept' }, 'w');
-    await engine.putFrame('README.md', { type: 'summary', content: 'torn' }, 'w');
+    const torn = await engine.putFrame('README.md', { type: 'summary', content: 'torn' }, 'w');
     const journal = readFileSync(journalFile(root));
     writeFileSync(journalFile(root), journal.subarray(0, journal.length - 3));
     const reader = await ContextEngine.open(root);
@@ -343,7 +343,11 @@ describe('state journal', () => {
     const after = await ContextEngine.open(root);
     expect(await after.getHead('README.md', 'summary')).toBe(kept);
     expect(await after.getHead('docs/guide.md', 'summary')).toBe(next);
-    expect((await after.validate()).errors).toEqual([]);
+    // The frame file of the lost transaction is kept, and reported: it was committed, so it is never "safe to delete".
+    const report = await after.validate();
+    expect(report.errors).toEqual([expect.stringMatching(new RegExp(`frame file .*${torn}\\.json is referenced by no frame set: the state journal entry that committed it was lost; keep the file`))]);
+    expect(report.warnings.join('\n')).not.toContain('safe to delete');
+    expect((await after.getFrame(torn)).content).toBe('torn');
   });
 
   it('a node path named __proto__ keeps its frames through the journal and a rewrite', async () => {

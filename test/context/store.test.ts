@@ -1,4 +1,4 @@
-import { readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
@@ -21,20 +21,50 @@ describe('store integrity', () => {
     expect((await engine.validate()).ok).toBe(true);
   });
 
-  it('an interrupted write leaves only unreferenced files, which validate reports as warnings', async () => {
+  it('a write that never committed leaves only temp files, which validate reports as safe to delete', async () => {
     const { root, engine } = await openSample();
     const id = await engine.putFrame('README.md', { type: 'summary', content: 'x' }, 'w');
     const frame = readFileSync(join(root, '.merkle', 'frames', id.slice(0, 2), `${id}.json`), 'utf8');
-    // A frame written by a transaction that died before its state was replaced, and a temp file of another.
-    const orphan = JSON.parse(frame);
+    // Frames staged by a transaction that died before its state journal entry: temp files only.
     const orphanId = 'f'.repeat(64);
+    mkdirSync(join(root, '.merkle', 'frames', 'ff'));
+    writeFileSync(join(root, '.merkle', 'frames', 'ff', `${orphanId}.json.123.abcd.tmp`), JSON.stringify({ ...JSON.parse(frame), frameId: orphanId }));
     writeFileSync(join(root, '.merkle', 'frames', id.slice(0, 2), `${id}.json.123.abcd.tmp`), frame);
-    writeFileSync(join(root, '.merkle', 'frames', id.slice(0, 2), `${orphanId}.json`), JSON.stringify({ ...orphan, frameId: orphanId }));
     const report = await engine.validate();
-    expect(report.ok).toBe(true);
-    expect(report.warnings.join('\n')).toMatch(/leftover file .*\.tmp/);
-    expect(report.warnings.join('\n')).toContain(`frame file ${orphanId} is referenced by no frame set`);
+    expect(report.errors).toEqual([]);
+    expect(report.warnings.filter((w) => /leftover file .*\.tmp \(an interrupted write that never committed\); safe to delete/.test(w))).toHaveLength(2);
     expect(await engine.getHead('README.md', 'summary')).toBe(id);
+  });
+
+  it('a damaged last state journal entry: the acknowledged frame it committed is reported by validate, never called safe to delete', async () => {
+    const { root, engine } = await openSample();
+    const base = await engine.putFrame('README.md', { type: 'summary', content: 'base' }, 'w');
+    const acked = await engine.putFrame('README.md', { type: 'summary', content: 'acknowledged' }, 'w');
+    const journal = join(root, '.merkle', 'state.journal');
+    const bytes = readFileSync(journal);
+    bytes[bytes.length - 10] ^= 0x20; // inside the last entry's payload
+    writeFileSync(journal, bytes);
+    const fresh = await ContextEngine.open(root);
+    const report = await fresh.validate();
+    expect(report.ok).toBe(false);
+    const file = join(root, '.merkle', 'frames', acked.slice(0, 2), `${acked}.json`);
+    expect(report.errors).toHaveLength(1);
+    expect(report.errors[0]).toMatch(new RegExp(`^frame file ${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is referenced by no frame set: the state journal entry that committed it was lost \\(.*state\\.journal: \\d+ bytes after the last valid entry \\(at byte \\d+\\) are ignored\\); keep the file$`));
+    expect(report.warnings.join('\n')).not.toContain('safe to delete');
+    expect(await fresh.getHead('README.md', 'summary')).toBe(base);
+    expect((await fresh.getFrame(acked)).content).toBe('acknowledged');
+  });
+
+  it('a write stopped between the state journal and the rename: the frame is read from its temp file and kept', async () => {
+    const { root, engine } = await openSample();
+    const id = await engine.putFrame('README.md', { type: 'summary', content: 'committed' }, 'w');
+    const file = join(root, '.merkle', 'frames', id.slice(0, 2), `${id}.json`);
+    renameSync(file, `${file}.999.beef.tmp`);
+    const fresh = await ContextEngine.open(root);
+    expect((await fresh.getFrame(id)).content).toBe('committed');
+    const report = await fresh.validate();
+    expect(report.errors).toEqual([]);
+    expect(report.warnings).toContain(`frame ${id} is stored only in ${file}.999.beef.tmp, a write stopped before its rename; keep the file (frames are read from it)`);
   });
 
   it('a changed mtime alone re-reads the file but changes no id', async () => {

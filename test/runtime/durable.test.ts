@@ -146,7 +146,7 @@ describe('resumeRun', () => {
   it('refuses to resume a completed run, and an unknown one', async () => {
     await runFlow(buildJournalFlow({ rounds: 1 }), { dataDir, runId: 'done' });
     await expect(resumeRun(buildJournalFlow({ rounds: 1 }), { dataDir, runId: 'done' })).rejects.toThrow(/already completed; fork it/);
-    await expect(resumeRun(buildJournalFlow({ rounds: 1 }), { dataDir, runId: 'nope' })).rejects.toThrow(/has no checkpoint/);
+    await expect(resumeRun(buildJournalFlow({ rounds: 1 }), { dataDir, runId: 'nope' })).rejects.toThrow(/run default\/nope has no recorded events in .*: nothing to resume/);
   });
 });
 

@@ -1,3 +1,5 @@
+import { idProblem } from '../../store/index.js';
+
 /** A failure the user can act on: exit code 1, the message on stderr. */
 export class CliError extends Error {
   override name = 'CliError';
@@ -23,5 +25,14 @@ export function positiveInteger(name: string): (value: string) => number {
     const n = Number(value);
     if (value.trim() === '' || !Number.isInteger(n) || n < 1) throw new UsageError(`${name} must be a positive integer, got '${value}'`);
     return n;
+  };
+}
+
+/** Parses an id option (`--session`, `--run-id`, ...), or fails with a usage error naming the option and the reason. */
+export function validId(name: string): (value: string) => string {
+  return (value) => {
+    const problem = idProblem(value);
+    if (problem !== undefined) throw new UsageError(`${name}: invalid id '${value}': ${problem}`);
+    return value;
   };
 }

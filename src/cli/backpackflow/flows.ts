@@ -1,25 +1,61 @@
 /** Loading flows for `run`, `validate`, `runs resume` and `runs fork`: the JSON file, the node modules, the loader. */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { Option } from 'commander';
 import { BackpackNode, type Flow } from '../../nodes/index.js';
 import { llmNodeTypes } from '../../nodes/llm/index.js';
-import { FlowConfigError, FlowLoader, parseFlowConfig, type ConfigProblem, type LoadableNodeClass } from '../../serialization/index.js';
-import { redact, runPaths, writeJsonAtomic } from '../../store/index.js';
-import { CliError } from './errors.js';
+import {
+  DEFAULT_MAX_FLOW_BYTES,
+  FlowConfigError,
+  FlowLoader,
+  nestingProblem,
+  parseFlowConfig,
+  stripBom,
+  type ConfigProblem,
+  type LoadableNodeClass,
+} from '../../serialization/index.js';
+import { assertNewRun, redact, runPaths, StoreError, writeJsonAtomic } from '../../store/index.js';
+import { CliError, positiveInteger } from './errors.js';
 
-/** Reads and parses a flow file; malformed JSON is a CliError naming the file, line and column. */
-export function readFlowFile(path: string): unknown {
+/** Options of the commands that read a flow file. */
+export interface FlowFileOptions {
+  modules: string[];
+  maxFlowBytes: number;
+}
+
+/** `--modules <file...>`: modules whose BackpackNode classes the flow uses. */
+export function modulesOption(): Option {
+  return new Option('--modules <file...>', 'modules whose BackpackNode classes the flow uses').default([]);
+}
+
+/** `--max-flow-bytes <n>`: the largest flow file accepted (default 16 MiB). */
+export function maxFlowBytesOption(): Option {
+  return new Option('--max-flow-bytes <n>', `largest flow file accepted, in bytes (default ${DEFAULT_MAX_FLOW_BYTES})`)
+    .argParser(positiveInteger('--max-flow-bytes'))
+    .default(DEFAULT_MAX_FLOW_BYTES);
+}
+
+/**
+ * Reads and parses a flow file of at most `maxBytes` (checked before reading). Malformed JSON is a CliError naming
+ * the file, line and column; a file over the limit is a CliError naming its size, the limit and `--max-flow-bytes`;
+ * nesting too deep is a FlowConfigError naming the JSON path and the limit (a problem of the config, as `validate`
+ * reports it).
+ */
+export function readFlowFile(path: string, maxBytes = DEFAULT_MAX_FLOW_BYTES): unknown {
   let text: string;
   try {
+    const size = statSync(path).size;
+    if (size > maxBytes) throw new CliError(`flow file ${path} is ${size} bytes, over the limit of ${maxBytes} bytes; pass --max-flow-bytes <n> to accept it`);
     text = readFileSync(path, 'utf8');
   } catch (error) {
+    if (error instanceof CliError) throw error;
     throw new CliError(`cannot read flow file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
   try {
-    return parseFlowConfig(text, path);
+    return parseFlowConfig(text, path, { maxBytes });
   } catch (error) {
-    if (!(error instanceof FlowConfigError)) throw error;
+    if (!(error instanceof FlowConfigError) || !error.message.startsWith('Malformed')) throw error;
     // parseFlowConfig names the line and column: "<path> is not valid JSON at line L, column C: <reason>".
     const detail = error.errors.map((e) => e.message.replace(`${path} is not valid JSON`, '')).join('; ').replace(/\s+/g, ' ');
     throw new CliError(`malformed flow JSON in ${path}${detail}`);
@@ -77,21 +113,25 @@ function describeProblems(path: string, problems: ConfigProblem[]): string {
   return `invalid flow ${path} (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  ${p.path || '/'}: ${p.message}`).join('\n')}`;
 }
 
-/** Reads, validates and loads a flow file; every problem is reported with its JSON path. */
-export async function loadFlowFile(path: string, modules: readonly string[]): Promise<Flow> {
-  const config = readFlowFile(path);
+/**
+ * Reads, validates and loads a flow file (parsed once, validated once); every problem is reported with its JSON
+ * path. Returns the flow and the config it was loaded from (for {@link recordFlow}).
+ */
+export async function loadFlowFile(path: string, modules: readonly string[], maxBytes?: number): Promise<{ flow: Flow; config: unknown }> {
   const loader = await loaderWith(modules);
-  const problems = validateFlow(loader, config);
-  if (problems.length > 0) throw new CliError(describeProblems(path, problems));
   try {
-    return await loader.loadFlow(config);
+    const config = readFlowFile(path, maxBytes);
+    return { flow: await loader.loadFlow(config), config };
   } catch (error) {
     if (error instanceof FlowConfigError) throw new CliError(describeProblems(path, error.errors));
     throw error;
   }
 }
 
-/** Parses `--input`: inline JSON, or `@file` holding JSON; it must be an object (its keys are packed). */
+/**
+ * Parses `--input`: inline JSON, or `@file` holding JSON (a byte order mark is ignored); it must be an object (its
+ * keys are packed) nested at most MAX_JSON_NESTING levels deep.
+ */
 export function parseInput(text: string | undefined): Record<string, unknown> | undefined {
   if (text === undefined) return undefined;
   let source = '--input';
@@ -99,7 +139,7 @@ export function parseInput(text: string | undefined): Record<string, unknown> | 
   if (text.startsWith('@')) {
     source = `input file ${text.slice(1)}`;
     try {
-      json = readFileSync(text.slice(1), 'utf8');
+      json = stripBom(readFileSync(text.slice(1), 'utf8'));
     } catch (error) {
       throw new CliError(`cannot read ${source}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     }
@@ -110,6 +150,8 @@ export function parseInput(text: string | undefined): Record<string, unknown> | 
   } catch (error) {
     throw new CliError(`${source} is not valid JSON: ${(error as Error).message}`);
   }
+  const deep = nestingProblem(value);
+  if (deep) throw new CliError(`${source}: ${deep.path}: ${deep.message}`);
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new CliError(`${source} must be a JSON object (its keys are packed into the backpack)`);
   return value as Record<string, unknown>;
 }
@@ -119,9 +161,19 @@ export function recordedFlowPath(dataDir: string, sessionKey: string, runId: str
   return join(runPaths(dataDir, sessionKey, runId).dir, 'flow.json');
 }
 
-/** Records the flow config of `flowPath` with run `runId` (secrets redacted, like everything the store writes). */
-export async function recordFlow(flowPath: string, dataDir: string, sessionKey: string, runId: string): Promise<void> {
-  await writeJsonAtomic(recordedFlowPath(dataDir, sessionKey, runId), redact(readFlowFile(flowPath)).value);
+/**
+ * Records a flow config (as read by {@link loadFlowFile}) with the new run `runId` (secrets redacted, like
+ * everything the store writes); a run id that already has a recorded run is a CliError, and its recorded flow is
+ * left alone.
+ */
+export async function recordFlow(config: unknown, dataDir: string, sessionKey: string, runId: string): Promise<void> {
+  try {
+    assertNewRun(dataDir, sessionKey, runId);
+  } catch (error) {
+    if (error instanceof StoreError) throw new CliError(error.message);
+    throw error;
+  }
+  await writeJsonAtomic(recordedFlowPath(dataDir, sessionKey, runId), redact(config).value);
 }
 
 /** The flow file to resume or fork `runId` with: `--flow` when given, else the one recorded with the run. */

@@ -17,12 +17,13 @@ function time(ms: number): string {
 /** `runs list`. */
 export function renderRuns(runs: RunMeta[]): string {
   if (runs.length === 0) return 'no runs';
-  return table(
+  const damaged = runs.filter((r) => r.damaged !== undefined).map((r) => c.red(`damaged run ${r.runId}: ${r.damaged}`));
+  const listing = table(
     ['RUN', 'SESSION', 'STATUS', 'NODE RUNS', 'EVENTS', 'ERRORS', 'STARTED', 'DURATION'],
     runs.map((r) => [
       r.runId,
       r.sessionKey,
-      r.status,
+      r.damaged === undefined ? r.status : 'damaged',
       String(r.stepCount),
       String(r.eventCount),
       String(r.errorCount),
@@ -30,6 +31,7 @@ export function renderRuns(runs: RunMeta[]): string {
       r.durationMs === undefined ? '' : formatMs(r.durationMs),
     ]),
   );
+  return [listing, ...damaged].join('\n');
 }
 
 /** `runs verify`. */

@@ -1,12 +1,13 @@
 /** The `runs` commands: list, show, state, diff, blame, events, resume, fork. */
 import { resolve } from 'node:path';
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import { compileNamespacePattern } from '../../backpack/index.js';
+import type { Flow } from '../../nodes/index.js';
 import { FlowVisualizer, StreamEventTypeSchema, newRunId, type StreamEvent } from '../../events/index.js';
 import { forkRun, listRuns, resumeRun, verifyRun, type RunResult } from '../../runtime/index.js';
 import { StoreError } from '../../store/index.js';
-import { CliError, nonNegativeInteger, positiveInteger, UsageError } from './errors.js';
-import { flowFileFor, loadFlowFile, recordFlow } from './flows.js';
+import { CliError, nonNegativeInteger, positiveInteger, UsageError, validId } from './errors.js';
+import { flowFileFor, loadFlowFile, maxFlowBytesOption, modulesOption, recordFlow, type FlowFileOptions } from './flows.js';
 import { blame, diffStates, stateReport, type EventsPage } from './inspect.js';
 import { colors, print, warn, type CommonOptions } from './output.js';
 import { renderBlame, renderDiff, renderEvents, renderRuns, renderState, renderVerification } from './render.js';
@@ -15,7 +16,7 @@ import { buildTrace, renderTrace } from './trace.js';
 
 /** Adds `--data-dir`, `--session` and `--json` to a command. */
 export function common(command: Command, json = true): Command {
-  command.option('-d, --data-dir <dir>', 'data directory', '.backpackflow').option('-s, --session <key>', 'session', 'default');
+  command.option('-d, --data-dir <dir>', 'data directory', '.backpackflow').option('-s, --session <key>', 'session', validId('--session'), 'default');
   if (json) command.option('--json', 'print one JSON document');
   return command;
 }
@@ -31,8 +32,7 @@ async function storeErrors<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /** Runs a resumed or forked flow with the live trace (unless --json) and reports the run. */
-async function runLive(options: { json?: boolean }, flowPath: string, modules: string[], start: (flow: Awaited<ReturnType<typeof loadFlowFile>>) => Promise<RunResult>): Promise<void> {
-  const flow = await loadFlowFile(flowPath, modules);
+async function runLive(options: { json?: boolean }, flow: Flow, start: (flow: Flow) => Promise<RunResult>): Promise<void> {
   const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout });
   let result: RunResult;
   try {
@@ -132,29 +132,29 @@ export function runsCommand(): Command {
 
   common(runs.command('resume <runId>').description('continue a run that stopped, from its last recorded step'))
     .option('--flow <flow.json>', 'the flow the run was started with (default: the one recorded with the run)')
-    .addOption(new Option('--modules <file...>', 'modules whose BackpackNode classes the flow uses').default([]))
-    .action(async (runId: string, options: CommonOptions & { flow?: string; modules: string[] }) => {
+    .addOption(modulesOption())
+    .addOption(maxFlowBytesOption())
+    .action(async (runId: string, options: CommonOptions & FlowFileOptions & { flow?: string }) => {
       await openRun({ ...options, runId });
       const dataDir = resolve(options.dataDir);
-      const flowPath = flowFileFor(options.flow, dataDir, options.session, runId);
-      await runLive(options, flowPath, options.modules, (flow) => resumeRun(flow, { dataDir, sessionKey: options.session, runId }));
+      const { flow } = await loadFlowFile(flowFileFor(options.flow, dataDir, options.session, runId), options.modules, options.maxFlowBytes);
+      await runLive(options, flow, (loaded) => resumeRun(loaded, { dataDir, sessionKey: options.session, runId }));
     });
 
   common(runs.command('fork <runId>').description('start a new run from a recorded step of another'))
     .requiredOption('--step <n>', 'the step to start from', nonNegativeInteger('--step'))
     .option('--flow <flow.json>', 'the flow the run was started with (default: the one recorded with the run)')
-    .addOption(new Option('--modules <file...>', 'modules whose BackpackNode classes the flow uses').default([]))
-    .option('--new-run-id <id>', 'id of the new run (default: a new one)')
-    .action(async (runId: string, options: CommonOptions & { step: number; flow?: string; modules: string[]; newRunId?: string }) => {
+    .addOption(modulesOption())
+    .addOption(maxFlowBytesOption())
+    .option('--new-run-id <id>', 'id of the new run (default: a new one)', validId('--new-run-id'))
+    .action(async (runId: string, options: CommonOptions & FlowFileOptions & { step: number; flow?: string; newRunId?: string }) => {
       const events = await readRunEvents({ ...options, runId });
       await storeErrors(() => runPointAt({ ...options, runId }, options.step, events));
       const dataDir = resolve(options.dataDir);
-      const flowPath = flowFileFor(options.flow, dataDir, options.session, runId);
+      const { flow, config } = await loadFlowFile(flowFileFor(options.flow, dataDir, options.session, runId), options.modules, options.maxFlowBytes);
       const forkId = options.newRunId ?? newRunId();
-      await storeErrors(() => recordFlow(flowPath, dataDir, options.session, forkId));
-      await runLive(options, flowPath, options.modules, (flow) =>
-        forkRun(flow, { dataDir, sessionKey: options.session, runId, atStep: options.step, newRunId: forkId }),
-      );
+      await storeErrors(() => recordFlow(config, dataDir, options.session, forkId));
+      await runLive(options, flow, (loaded) => forkRun(loaded, { dataDir, sessionKey: options.session, runId, atStep: options.step, newRunId: forkId }));
     });
 
   return runs;

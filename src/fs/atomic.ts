@@ -1,0 +1,118 @@
+import { randomBytes } from 'node:crypto';
+import { closeSync, fsync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+
+/** Options of {@link writeFileAtomic} and {@link writeFileAtomicSync}. */
+export interface AtomicWriteOptions {
+  /** fsync the file before the rename and the directory after it (default true). Without it the write is still
+   * atomic against a process crash, only not against power loss. */
+  readonly fsync?: boolean;
+  /** File mode of the new file (default 0o666 minus the umask). */
+  readonly mode?: number;
+}
+
+function fsyncAsync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fsync(fd, (error) => (error ? reject(error) : resolve())));
+}
+
+/** fsyncs a directory, so that a rename or a new entry in it survives power loss. */
+export function fsyncDirSync(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const fd = openSync(dir, 'r');
+  try {
+    await fsyncAsync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function openTemp(temp: string, mode: number | undefined): number {
+  try {
+    return openSync(temp, 'wx', mode);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    mkdirSync(dirname(temp), { recursive: true });
+    return openSync(temp, 'wx', mode);
+  }
+}
+
+/** Creates the temp file beside `path` and writes `data` to it; returns its name and open descriptor. */
+function writeTemp(path: string, data: string | Uint8Array, mode: number | undefined): { temp: string; fd: number } {
+  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+  const fd = openTemp(temp, mode);
+  try {
+    let written = 0;
+    while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+  } catch (error) {
+    closeSync(fd);
+    rmSync(temp, { force: true });
+    throw error;
+  }
+  return { temp, fd };
+}
+
+/** Closes the temp file (after `sync` ran on it) and renames it over `path`; removes it when anything fails. */
+function finish(temp: string, fd: number, path: string): void {
+  try {
+    closeSync(fd);
+    renameSync(temp, path);
+  } catch (error) {
+    rmSync(temp, { force: true });
+    throw error;
+  }
+}
+
+/**
+ * Writes `data` to `path` so that a reader (or a process after a crash) sees either the old file or the new one,
+ * never a mix: temp file in the same directory, write, fsync, rename over `path`, fsync the directory.
+ * Creates the directory when missing. The temp file is removed when the write fails.
+ *
+ * The cheap system calls are synchronous (a thread-pool round trip costs more than they do); the fsyncs, which can
+ * take milliseconds on a real disk, run on the thread pool so that they do not block the event loop.
+ */
+export async function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
+  const sync = options.fsync ?? true;
+  const { temp, fd } = writeTemp(path, data, options.mode);
+  if (sync) {
+    try {
+      await fsyncAsync(fd);
+    } catch (error) {
+      closeSync(fd);
+      rmSync(temp, { force: true });
+      throw error;
+    }
+  }
+  finish(temp, fd, path);
+  if (sync) await fsyncDir(dirname(path));
+}
+
+/** {@link writeFileAtomic} for callers that hold a lock across synchronous code (the context store). */
+export function writeFileAtomicSync(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): void {
+  const sync = options.fsync ?? true;
+  const { temp, fd } = writeTemp(path, data, options.mode);
+  if (sync) {
+    try {
+      fsyncSync(fd);
+    } catch (error) {
+      closeSync(fd);
+      rmSync(temp, { force: true });
+      throw error;
+    }
+  }
+  finish(temp, fd, path);
+  if (sync) fsyncDirSync(dirname(path));
+}
+
+/** {@link writeFileAtomic} of `JSON.stringify(value)`. */
+export async function writeJsonAtomic(path: string, value: unknown, options: AtomicWriteOptions = {}): Promise<void> {
+  await writeFileAtomic(path, JSON.stringify(value), options);
+}

@@ -1,0 +1,11 @@
+/**
+ * File primitives shared by the run store and the context engine: atomic writes, reads of files that may be
+ * missing, and the single-writer lock. Imports nothing else of this package.
+ */
+export { fsyncDirSync, writeFileAtomic, writeFileAtomicSync, writeJsonAtomic } from './atomic.js';
+export type { AtomicWriteOptions } from './atomic.js';
+export { readTextIfExists, readTextIfExistsSync } from './read.js';
+export { describeHolder, tryLock, waitForLock } from './lock.js';
+export type { FileLock, LockBusy, LockHolder, LockOptions } from './lock.js';
+export { parseStatStartTime, systemProbe } from './process-identity.js';
+export type { ProcessProbe } from './process-identity.js';

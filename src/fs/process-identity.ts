@@ -1,0 +1,60 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * What a lock needs to know about processes on this host, so that it can tell a lock holder that is still running
+ * from one that died (and whose pid the system may have given to another process since).
+ */
+export interface ProcessProbe {
+  /** Id of the current boot (Linux: /proc/sys/kernel/random/boot_id), or undefined where it cannot be read. */
+  bootId(): string | undefined;
+  /** When process `pid` started, as an opaque string (Linux: /proc/<pid>/stat field 22, clock ticks since boot),
+   * or undefined where it cannot be read (no /proc, or no such process). */
+  startTime(pid: number): string | undefined;
+  /** Whether a process `pid` exists (signal 0: a process we may not signal exists too). */
+  alive(pid: number): boolean;
+}
+
+let bootIdCache: string | undefined | null = null;
+
+function readBootId(): string | undefined {
+  if (bootIdCache === null) {
+    try {
+      bootIdCache = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || undefined;
+    } catch {
+      bootIdCache = undefined;
+    }
+  }
+  return bootIdCache;
+}
+
+/**
+ * Field 22 (starttime) of `/proc/<pid>/stat`. The second field, the command name, is in parentheses and may itself
+ * hold spaces and parentheses, so the fields are counted from the last ')'.
+ */
+export function parseStatStartTime(stat: string): string | undefined {
+  const close = stat.lastIndexOf(')');
+  if (close < 0) return undefined;
+  // After ')' come fields 3, 4, ...: field 22 is the 20th of them.
+  const field = stat.slice(close + 2).split(' ')[19];
+  return field !== undefined && /^\d+$/.test(field) ? field : undefined;
+}
+
+function readStartTime(pid: number): string | undefined {
+  try {
+    return parseStatStartTime(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The probe of this system: /proc where there is one, pid liveness everywhere. */
+export const systemProbe: ProcessProbe = { bootId: readBootId, startTime: readStartTime, alive: processAlive };

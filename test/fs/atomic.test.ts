@@ -1,0 +1,58 @@
+import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readTextIfExists, readTextIfExistsSync, writeFileAtomic, writeFileAtomicSync, writeJsonAtomic } from '../../src/fs/index.js';
+import { tempDir } from './helpers.js';
+
+const variants = [
+  { name: 'writeFileAtomic', write: (path: string, data: string, o?: { fsync?: boolean; mode?: number }) => writeFileAtomic(path, data, o) },
+  { name: 'writeFileAtomicSync', write: async (path: string, data: string, o?: { fsync?: boolean; mode?: number }) => writeFileAtomicSync(path, data, o) },
+];
+
+describe.each(variants)('$name', ({ write }) => {
+  it('creates missing directories, replaces the file and leaves no temp file', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'a', 'b', 'c.json');
+    await write(path, '1');
+    await write(path, '2', { fsync: false });
+    expect(readFileSync(path, 'utf8')).toBe('2');
+    expect(readdirSync(join(dir, 'a', 'b'))).toEqual(['c.json']);
+  });
+
+  it('keeps the old file and removes the temp file when the rename fails', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'target');
+    mkdirSync(path);
+    writeFileSync(join(path, 'inside'), 'x');
+    await expect(write(path, 'new')).rejects.toThrow(/EISDIR|directory/);
+    expect(readdirSync(dir)).toEqual(['target']);
+    expect(readFileSync(join(path, 'inside'), 'utf8')).toBe('x');
+  });
+
+  it('creates the file with the requested mode', async () => {
+    const path = join(tempDir(), 'ro');
+    await write(path, 'x', { mode: 0o444 });
+    expect(statSync(path).mode & 0o777).toBe(0o444);
+  });
+});
+
+describe('writeJsonAtomic', () => {
+  it('writes the JSON of a value', async () => {
+    const path = join(tempDir(), 'v.json');
+    await writeJsonAtomic(path, { n: [1, 2] });
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({ n: [1, 2] });
+  });
+});
+
+describe.each([
+  { name: 'readTextIfExists', read: (path: string) => readTextIfExists(path) },
+  { name: 'readTextIfExistsSync', read: async (path: string) => readTextIfExistsSync(path) },
+])('$name', ({ read }) => {
+  it('reads a file, gives undefined for a missing one and throws for a directory', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'f'), 'héllo');
+    await expect(read(join(dir, 'f'))).resolves.toBe('héllo');
+    await expect(read(join(dir, 'missing'))).resolves.toBeUndefined();
+    await expect(read(dir)).rejects.toMatchObject({ code: 'EISDIR' });
+  });
+});

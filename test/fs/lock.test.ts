@@ -1,0 +1,168 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseStatStartTime, systemProbe, tryLock, waitForLock, type FileLock, type LockBusy, type ProcessProbe } from '../../src/fs/index.js';
+import { tempDir } from './helpers.js';
+
+const HOST = hostname();
+const DEAD_PID = 2 ** 22 + 12345;
+
+function taken(result: FileLock | LockBusy): FileLock {
+  if ('busy' in result) throw new Error(`lock not taken: ${result.reason}`);
+  return result;
+}
+
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) child.kill('SIGKILL');
+});
+
+/** A real, live process other than this one; resolves once it runs. */
+async function liveChild(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000); console.log("up")'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  await new Promise((resolve) => child.stdout!.once('data', resolve));
+  return child.pid!;
+}
+
+describe('tryLock and waitForLock', () => {
+  it('records pid, host, boot id and process start time, and releases only its own lock file', () => {
+    const file = join(tempDir(), 'lock');
+    const lock = taken(tryLock(file));
+    const record = JSON.parse(readFileSync(file, 'utf8'));
+    expect(record).toMatchObject({ pid: process.pid, host: HOST, bootId: systemProbe.bootId(), startTime: systemProbe.startTime(process.pid) });
+    expect(record.startTime).toMatch(/^\d+$/);
+    expect(tryLock(file)).toMatchObject({ busy: true, reason: 'held', holder: { pid: process.pid } });
+    writeFileSync(file, JSON.stringify({ ...record, token: 'someone else' }));
+    lock.release();
+    expect(existsSync(file)).toBe(true);
+    expect(readdirSync(join(file, '..'))).toEqual(['lock']);
+  });
+
+  it('serializes holders: a waiter gets the lock once the first releases it', async () => {
+    const file = join(tempDir(), 'lock');
+    const first = taken(tryLock(file));
+    const order: string[] = [];
+    const second = waitForLock(file, { timeoutMs: 2000 }).then((r) => {
+      order.push('second');
+      taken(r).release();
+    });
+    await new Promise((r) => setTimeout(r, 30));
+    order.push('first releases');
+    first.release();
+    await second;
+    expect(order).toEqual(['first releases', 'second']);
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('times out on a live holder and reports it; reports a file that is no lock record at once', async () => {
+    const file = join(tempDir(), 'lock');
+    const lock = taken(tryLock(file));
+    const started = Date.now();
+    expect(await waitForLock(file, { timeoutMs: 60 })).toMatchObject({ busy: true, reason: 'held', holder: { pid: process.pid, host: HOST } });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(55);
+    lock.release();
+    writeFileSync(file, 'garbage');
+    expect(await waitForLock(file, { timeoutMs: 5000 })).toEqual({ busy: true, reason: 'unreadable' });
+  });
+
+  it('recovers a lock left by a dead process', () => {
+    const file = join(tempDir(), 'lock');
+    writeFileSync(file, JSON.stringify({ pid: DEAD_PID, host: HOST, createdAt: 1 }));
+    const lock = taken(tryLock(file));
+    expect(JSON.parse(readFileSync(file, 'utf8')).pid).toBe(process.pid);
+    lock.release();
+  });
+
+  it('pid reuse: a lock naming a live process with another start time is stale; with its own start time it is held', async () => {
+    const pid = await liveChild();
+    const startTime = systemProbe.startTime(pid)!;
+    expect(startTime).toMatch(/^\d+$/);
+    const file = join(tempDir(), 'lock');
+    const record = { pid, host: HOST, createdAt: Date.now(), bootId: systemProbe.bootId(), startTime };
+    writeFileSync(file, JSON.stringify(record));
+    expect(tryLock(file)).toMatchObject({ busy: true, reason: 'held', holder: { pid, startTime } });
+    // The same pid, but the process that took the lock started at another time: it died and the pid was reused.
+    writeFileSync(file, JSON.stringify({ ...record, startTime: String(BigInt(startTime) - 1n) }));
+    const lock = taken(tryLock(file));
+    expect(JSON.parse(readFileSync(file, 'utf8')).pid).toBe(process.pid);
+    lock.release();
+  });
+
+  it('a lock taken before a reboot is stale even if its pid is alive again', async () => {
+    const pid = await liveChild();
+    const file = join(tempDir(), 'lock');
+    writeFileSync(file, JSON.stringify({ pid, host: HOST, createdAt: 1, bootId: 'another-boot', startTime: systemProbe.startTime(pid) }));
+    taken(tryLock(file)).release();
+  });
+
+  it('a lock of an older version (no start time) on a system with /proc is held while its pid lives, however old', async () => {
+    const pid = await liveChild();
+    const file = join(tempDir(), 'lock');
+    writeFileSync(file, JSON.stringify({ pid, host: HOST, createdAt: 1 }));
+    const old = new Date(Date.now() - 3_600_000);
+    utimesSync(file, old, old);
+    expect(tryLock(file, { leaseMs: 1000 })).toMatchObject({ busy: true, reason: 'held', holder: { pid } });
+  });
+
+  it('never judges a lock from another host stale', () => {
+    const file = join(tempDir(), 'lock');
+    writeFileSync(file, JSON.stringify({ pid: DEAD_PID, host: 'elsewhere', createdAt: 1 }));
+    expect(tryLock(file)).toMatchObject({ busy: true, reason: 'held', holder: { host: 'elsewhere' } });
+  });
+
+  it('without /proc: a holder refreshes its lease, and a live pid whose lease ran out is stale', async () => {
+    const noProc: ProcessProbe = { bootId: () => undefined, startTime: () => undefined, alive: systemProbe.alive };
+    const file = join(tempDir(), 'lock');
+    const lock = taken(tryLock(file, { probe: noProc, leaseMs: 900 }));
+    expect(JSON.parse(readFileSync(file, 'utf8'))).not.toHaveProperty('startTime');
+    const old = new Date(Date.now() - 10_000);
+    utimesSync(file, old, old);
+    // Refreshed by the holder (every 300 ms): held again once it has refreshed.
+    await new Promise((r) => setTimeout(r, 450));
+    expect(Date.now() - statSync(file).mtimeMs).toBeLessThan(900);
+    expect(tryLock(file, { probe: noProc, leaseMs: 900 })).toMatchObject({ busy: true, reason: 'held' });
+    lock.release();
+
+    const pid = await liveChild();
+    writeFileSync(file, JSON.stringify({ pid, host: HOST, createdAt: 1 }));
+    expect(tryLock(file, { probe: noProc, leaseMs: 5000 })).toMatchObject({ busy: true, reason: 'held', holder: { pid } });
+    utimesSync(file, old, old);
+    taken(tryLock(file, { probe: noProc, leaseMs: 5000 })).release();
+  });
+
+  it('processes racing to recover a stale lock take it one at a time', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'lock');
+    const log = join(dir, 'log');
+    writeFileSync(file, JSON.stringify({ pid: DEAD_PID, host: HOST, createdAt: 1 }));
+    writeFileSync(log, '');
+    const fixture = join(import.meta.dirname, 'fixtures', 'take-lock.ts');
+    const codes = await Promise.all(
+      Array.from({ length: 6 }, () => new Promise<number>((resolve) => {
+        execFile(process.execPath, ['--import', 'tsx', fixture, file, log], (error) => resolve(error === null ? 0 : 1));
+      })),
+    );
+    expect(codes).toEqual([0, 0, 0, 0, 0, 0]);
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    expect(lines).toHaveLength(12);
+    // Mutual exclusion: every enter is followed by the same process's exit before anyone else enters.
+    for (let i = 0; i < lines.length; i += 2) {
+      expect(lines[i]).toMatch(/^enter \d+$/);
+      expect(lines[i + 1]).toBe(lines[i]!.replace('enter', 'exit'));
+    }
+    expect(existsSync(file)).toBe(false);
+    expect(existsSync(`${file}.recover`)).toBe(false);
+  }, 30_000);
+});
+
+describe('parseStatStartTime', () => {
+  it('reads field 22 even when the command name holds spaces and parentheses', () => {
+    const rest = Array.from({ length: 20 }, (_, i) => String(i + 3));
+    expect(parseStatStartTime(`42 (a) b (c) ${rest.join(' ')}`)).toBe('22');
+    expect(parseStatStartTime('42 (x) S 1')).toBeUndefined();
+    expect(parseStatStartTime('garbage')).toBeUndefined();
+  });
+});

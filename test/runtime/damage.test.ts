@@ -1,0 +1,77 @@
+/** Issue 13: damage stays local. One damaged run never breaks the listing; a cut log tail never makes resume and show disagree. */
+import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { listRuns, loadRunPoint, resumeRun, runFlow } from '../../src/index.js';
+import { ProjectionStore } from '../../src/store/index.js';
+import { buildJournalFlow } from './fixtures/journal-flow.js';
+
+let dataDir: string;
+beforeEach(() => {
+  dataDir = mkdtempSync(join(tmpdir(), 'bpf-damage-'));
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const file = (runId: string, name: string) => join(dataDir, 'sessions', 'default', 'runs', runId, name);
+const metaFile = (runId: string) => file(runId, join('projections', 'run.meta.json'));
+
+describe('listRuns with damaged runs', () => {
+  it('rebuilds a corrupt run.meta.json from its log, with a warning naming the file, and lists every run', async () => {
+    for (const runId of ['a', 'b', 'c']) await runFlow(buildJournalFlow({ rounds: 2 }), { dataDir, runId });
+    const intact = await listRuns({ dataDir });
+    writeFileSync(metaFile('b'), '{"v":1,"runId":');
+    const warnings = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    const listed = await listRuns({ dataDir });
+    expect(listed).toEqual(intact);
+    expect(String(warnings.mock.calls[0]?.[0])).toContain(`corrupt run projection ${metaFile('b')}`);
+    expect(JSON.parse(readFileSync(metaFile('b'), 'utf8'))).toEqual(intact[1]);
+  });
+
+  it('lists a run whose log cannot be read as damaged, naming the file and line, and the others as they are', async () => {
+    for (const runId of ['a', 'b']) await runFlow(buildJournalFlow({ rounds: 2 }), { dataDir, runId });
+    const lines = readFileSync(file('a', 'events.jsonl'), 'utf8').split('\n');
+    lines[3] = 'garbage';
+    writeFileSync(file('a', 'events.jsonl'), lines.join('\n'));
+    writeFileSync(metaFile('a'), 'not json');
+    vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    const listed = await listRuns({ dataDir });
+    expect(listed.map((m) => m.runId).sort()).toEqual(['a', 'b']);
+    const damaged = listed.find((m) => m.runId === 'a')!;
+    expect(damaged.damaged).toMatch(new RegExp(`corrupt event at line 4 of ${file('a', 'events.jsonl').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`));
+    expect(listed.find((m) => m.runId === 'b')).toMatchObject({ status: 'completed' });
+    expect(listed.find((m) => m.runId === 'b')!.damaged).toBeUndefined();
+  });
+});
+
+describe('a torn last line of events.jsonl', () => {
+  it('resume agrees with the log, not with a stored projection that says completed', async () => {
+    await runFlow(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'torn' });
+    expect((await new ProjectionStore({ dataDir, sessionKey: 'default' }).loadRunMeta('torn'))?.status).toBe('completed');
+    const log = file('torn', 'events.jsonl');
+    // Cut the run.completed line in half: the log no longer says the run completed.
+    const text = readFileSync(log, 'utf8');
+    const lastLine = text.lastIndexOf('\n', text.length - 2) + 1;
+    truncateSync(log, lastLine + 10);
+    const error = (await resumeRun(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'torn' }).catch((e: unknown) => e)) as Error;
+    expect(error.message).not.toMatch(/already completed/);
+    expect(error.message).toMatch(/run default\/torn is incomplete but has no step left to run: its last recorded step \(\d+\) ended the flow/);
+    expect((await listRuns({ dataDir }))[0]).toMatchObject({ runId: 'torn', status: 'running' });
+  });
+
+  it('a cut inside the last step: the run is incomplete and resume runs that step again to the end', async () => {
+    await runFlow(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'cut' });
+    const log = file('cut', 'events.jsonl');
+    const lines = readFileSync(log, 'utf8').split('\n');
+    // Keep everything before the last checkpoint.saved and half of that line.
+    const last = lines.findLastIndex((l) => l.includes('"checkpoint.saved"'));
+    writeFileSync(log, lines.slice(0, last).join('\n') + '\n' + lines[last]!.slice(0, 20));
+    expect((await loadRunPoint({ dataDir, runId: 'cut' })).position.length).toBeGreaterThan(0);
+    const result = await resumeRun(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'cut' });
+    expect(result.steps).toBeGreaterThan(0);
+    expect((await listRuns({ dataDir }))[0]).toMatchObject({ runId: 'cut', status: 'completed' });
+  });
+});

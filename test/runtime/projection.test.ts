@@ -1,0 +1,117 @@
+/**
+ * Issue 20: a run's stored projection equals a full fold of its log after any sequence of crashes and resumes.
+ * Crashes are real SIGKILLs of child processes at random moments, and (for many more cases, quickly) logs cut at
+ * random byte offsets, which is what a kill can leave, with the stored projection missing, stale or ahead.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { listRuns, loadRunPoint, resumeRun, runFlow } from '../../src/index.js';
+import { EventStore, ProjectionStore, emptyRunMeta, foldRunMetaBatch, writeJsonAtomic, type RunMeta } from '../../src/store/index.js';
+import { buildJournalFlow } from './fixtures/journal-flow.js';
+
+const child = join(import.meta.dirname, 'fixtures', 'child.ts');
+const root = mkdtempSync(join(tmpdir(), 'bpf-projection-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+let trialNumber = 0;
+
+const ROUNDS = 12;
+const paths = (dataDir: string, runId: string) => {
+  const dir = join(dataDir, 'sessions', 'default', 'runs', runId);
+  return { events: join(dir, 'events.jsonl'), index: join(dir, 'events.idx.jsonl'), meta: join(dir, 'projections', 'run.meta.json') };
+};
+
+/** The stored projection (the incremental one) and a fresh full fold of the log, computed without storing it. */
+async function storedAndFolded(dataDir: string, runId: string): Promise<{ stored: RunMeta | null; folded: RunMeta; events: number }> {
+  const stored = await new ProjectionStore({ dataDir, sessionKey: 'default' }).loadRunMeta(runId);
+  const copy = readFileSync(paths(dataDir, runId).meta);
+  const folded = await new ProjectionStore({ dataDir, sessionKey: 'default' }).generateRunMeta(runId);
+  // generateRunMeta stores what it folds: put the incremental projection back, so that the next check sees it.
+  await writeJsonAtomic(paths(dataDir, runId).meta, JSON.parse(copy.toString('utf8')));
+  const events = (await new EventStore({ dataDir, sessionKey: 'default', runId }).readAll()).length;
+  return { stored, folded, events };
+}
+
+function startChild(args: string[]): { done: Promise<string>; kill: () => void } {
+  const proc = spawn(process.execPath, ['--import', 'tsx', child, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  proc.stdout.on('data', (d: Buffer) => (output += d));
+  proc.stderr.on('data', (d: Buffer) => (output += d));
+  return { done: new Promise((resolve) => proc.on('close', () => resolve(output))), kill: () => proc.kill('SIGKILL') };
+}
+
+async function until(predicate: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for the child to write');
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+const resumable = async (dataDir: string, runId: string) => (await loadRunPoint({ dataDir, runId })).position.length > 0;
+
+describe('run projection after crashes and resumes', () => {
+  it('SIGKILLed runs and resumes (real child processes, random kill moments): the stored projection equals a full fold', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.integer({ min: 0, max: 60 }), { minLength: 2, maxLength: 3 }), async (delays) => {
+        const dataDir = join(root, `kill-${trialNumber++}`);
+        const runId = 'killed';
+        const log = paths(dataDir, runId).events;
+        for (const [i, delay] of delays.entries()) {
+          if (i > 0 && !(await resumable(dataDir, runId))) break;
+          const sizeBefore = existsSync(log) ? statSync(log).size : 0;
+          const proc = startChild([i === 0 ? 'run' : 'resume', dataDir, runId, String(ROUNDS), '3']);
+          // Kill once the child has written something of its own (it is past its start-up).
+          await until(() => existsSync(log) && statSync(log).size > sizeBefore, 20_000);
+          await new Promise((r) => setTimeout(r, delay));
+          proc.kill();
+          await proc.done;
+        }
+        if (await resumable(dataDir, runId)) await resumeRun(buildJournalFlow({ rounds: ROUNDS }), { dataDir, runId, keyframeInterval: 4 });
+        const { stored, folded, events } = await storedAndFolded(dataDir, runId);
+        expect(stored).toEqual(folded);
+        expect(folded.eventCount).toBe(events);
+        expect((await listRuns({ dataDir })).map((m) => m.eventCount)).toEqual([events]);
+      }),
+      { numRuns: 5 },
+    );
+  }, 120_000);
+
+  it('logs cut at random kill points, with the stored projection missing, stale or ahead: resume leaves a projection equal to a full fold', async () => {
+    // `storedShare`: the projection left on disk, as of that share of the events before the cut (behind or ahead of it).
+    const cut = fc.record({ at: fc.double({ min: 0, max: 1, noNaN: true }), projection: fc.constantFrom('missing', 'kept', 'stale'), storedShare: fc.double({ min: 0, max: 1, noNaN: true }) });
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 2, max: 6 }), fc.array(cut, { minLength: 1, maxLength: 3 }), async (rounds, cuts) => {
+        const dataDir = join(root, `cut-${trialNumber++}`);
+        const runId = 'cut';
+        const p = paths(dataDir, runId);
+        await runFlow(buildJournalFlow({ rounds }), { dataDir, runId, durability: 'never' });
+        for (const { at, projection, storedShare } of cuts) {
+          const text = readFileSync(p.events, 'utf8');
+          // Keep run.started and the start of the record (before them a run is not resumable at all).
+          const keep = text.indexOf('\n', text.indexOf('\n') + 1) + 1;
+          const before = await new EventStore({ dataDir, sessionKey: 'default', runId }).readAll();
+          const stale = foldRunMetaBatch(emptyRunMeta('default', runId), before.slice(0, 1 + Math.floor(storedShare * (before.length - 1))));
+          truncateSync(p.events, keep + Math.floor(at * (Buffer.byteLength(text) - keep)));
+          if (existsSync(p.index)) unlinkSync(p.index);
+          if (projection === 'missing') unlinkSync(p.meta);
+          if (projection === 'stale') await writeJsonAtomic(p.meta, stale);
+          try {
+            await resumeRun(buildJournalFlow({ rounds }), { dataDir, runId, durability: 'never' });
+          } catch (error) {
+            // Only a run whose last recorded step ended the flow cannot be resumed.
+            expect((error as Error).message).toMatch(/already completed|has no step left to run/);
+          }
+          if (!existsSync(p.meta)) await new ProjectionStore({ dataDir, sessionKey: 'default' }).currentRunMeta(runId);
+          const { stored, folded, events } = await storedAndFolded(dataDir, runId);
+          expect(stored).toEqual(folded);
+          expect(folded.eventCount).toBe(events);
+        }
+      }),
+      { numRuns: 25 },
+    );
+  }, 120_000);
+});
