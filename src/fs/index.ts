@@ -5,7 +5,7 @@
 export { fsyncDirSync, writeFileAtomic, writeFileAtomicSync, writeJsonAtomic } from './atomic.js';
 export type { AtomicWriteOptions } from './atomic.js';
 export { readTextIfExists, readTextIfExistsSync } from './read.js';
-export { describeHolder, tryLock, waitForLock } from './lock.js';
+export { describeHolder, lockHeld, tryLock, waitForLock } from './lock.js';
 export type { FileLock, LockBusy, LockHolder, LockOptions } from './lock.js';
 export { parseStatStartTime, systemProbe } from './process-identity.js';
 export type { ProcessProbe } from './process-identity.js';

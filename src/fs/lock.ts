@@ -102,6 +102,18 @@ function isStale(path: string, holder: LockHolder, probe: ProcessProbe, leaseMs:
   return mtime !== undefined && Date.now() - mtime > leaseMs;
 }
 
+/**
+ * Whether a live holder holds the lock file at `path` now (judged as {@link tryLock} judges staleness), without
+ * taking it: false when there is no lock or its holder is gone. A file that is not a lock record counts as held (it
+ * blocks writers).
+ */
+export function lockHeld(path: string, options: LockOptions = {}): boolean {
+  const read = readLockFile(path);
+  if (read === 'missing') return false;
+  if (read.holder === undefined) return true;
+  return !isStale(path, read.holder, options.probe ?? systemProbe, options.leaseMs ?? DEFAULT_LEASE_MS);
+}
+
 function tryLink(from: string, to: string): boolean {
   try {
     linkSync(from, to);

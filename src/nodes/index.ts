@@ -6,4 +6,4 @@ export type { FlowOptions, FlowRunOptions, FlowConfigLoader } from './flow.js';
 export { ContractValidationError } from './errors.js';
 export type { ContractViolation } from './errors.js';
 export { composeNamespace, checkNamespace } from './namespace.js';
-export { RunInterrupted, InterruptAnswerError } from './interrupt.js';
+export { RunInterrupted, InterruptAnswerError, checkAnswer, schemaFromJson } from './interrupt.js';

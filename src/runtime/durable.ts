@@ -1,7 +1,7 @@
 import type { Backpack } from '../backpack/index.js';
-import { StreamEventType, newRunId, type StreamEvent } from '../events/index.js';
+import { StreamEventType, newRunId, type InterruptInfo, type StreamEvent } from '../events/index.js';
 import type { StepBoundary } from '../flow/index.js';
-import type { Flow } from '../nodes/index.js';
+import { InterruptAnswerError, RunInterrupted, type Flow } from '../nodes/index.js';
 import {
   CheckpointStore,
   EventStore,
@@ -12,6 +12,8 @@ import {
   assertValidId,
   listRunIds,
   runHasEvents,
+  runPaths,
+  runWriterAlive,
   type Checkpoint,
   type Durability,
   type RedactionOptions,
@@ -19,6 +21,7 @@ import {
 } from '../store/index.js';
 import { locate, resolveDataDir, type RunLocation } from './location.js';
 import { loadRunPoint, type CheckpointPayload } from './run-point.js';
+import { checkRecordedAnswer, pendingAnswers } from './interrupts.js';
 import { StateTracker } from './state-tracker.js';
 
 /**
@@ -58,12 +61,19 @@ export interface RunFlowOptions extends RunLocation {
   signal?: AbortSignal;
 }
 
-/** How a durable run ended. */
+/**
+ * How a durable run's process ended: `completed`, or `waiting` for a person's answer (see `BackpackNode.interrupt`;
+ * answer with `resumeRun(..., { resume })`). A failed run rejects with its error instead (the error, with its cause,
+ * is what a caller needs; `listRuns` reports it as `failed`).
+ */
 export interface RunResult {
   runId: string;
   sessionKey: string;
   dataDir: string;
-  /** The last action of the flow. */
+  status: 'completed' | 'waiting';
+  /** What the run waits for, when `status` is `waiting`: the node, its question and the answer's JSON Schema. */
+  interrupt?: InterruptInfo;
+  /** The last action of the flow (undefined while waiting). */
   action: string | undefined;
   /** Step number of the last step (steps of a resumed run continue the numbering). */
   steps: number;
@@ -88,6 +98,12 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
 /** Options of {@link resumeRun}. */
 export interface ResumeRunOptions extends RunLocation {
   runId: string;
+  /**
+   * The answer to the interrupt a waiting run waits for: checked against its schema (an {@link InterruptAnswerError}
+   * naming the JSON path, and the run keeps waiting), recorded, and returned by that `interrupt` call when the node
+   * runs again from `prep`. Required for a waiting run, refused for any other.
+   */
+  resume?: unknown;
   durability?: Durability;
   keyframeInterval?: number;
   signal?: AbortSignal;
@@ -114,12 +130,35 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
         `and its log ends before the run's end was recorded (e.g. a cut last line); fork it to run again from a step`,
     );
   }
+  const { answers, waitingFor } = pendingAnswers(await readLog(dataDir, sessionKey, options.runId));
+  let answered: AnsweredInterrupt | undefined;
+  if (meta.status === 'waiting' && waitingFor !== undefined) {
+    if (!('resume' in options) || options.resume === undefined) {
+      throw new StoreError(`run ${sessionKey}/${options.runId} is waiting for an answer to node '${waitingFor.nodeId}' (${waitingFor.namespace}): pass it as resume (CLI: runs resume ${options.runId} --input <json>)`);
+    }
+    checkRecordedAnswer(waitingFor, options.resume);
+    answered = { nodeId: waitingFor.nodeId, namespace: waitingFor.namespace, index: waitingFor.index, answer: options.resume };
+    const list = answers.get(waitingFor.namespace) ?? [];
+    list[waitingFor.index] = options.resume;
+    answers.set(waitingFor.namespace, list);
+  } else if (options.resume !== undefined) {
+    throw new StoreError(`run ${sessionKey}/${options.runId} is ${meta.status}, not waiting for an answer: resume it without one`);
+  }
   flow.backpack.importState(point.state);
   return execute(flow, { dataDir, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
     step: point.step,
     position: point.position,
     fresh: false,
+    answers,
+    answered,
   });
+}
+
+/** The run's events, as far as its log's chain vouches for them. */
+async function readLog(dataDir: string, sessionKey: string, runId: string): Promise<StreamEvent[]> {
+  const out: StreamEvent[] = [];
+  for await (const event of new EventStore({ dataDir, sessionKey, runId }).readStream()) out.push(event);
+  return out;
 }
 
 /** Options of {@link forkRun}. */
@@ -178,11 +217,21 @@ export async function listRuns(options: RunLocation = {}): Promise<RunMeta[]> {
  */
 async function listedRunMeta(store: ProjectionStore, runId: string): Promise<RunMeta | undefined> {
   try {
-    return await store.currentRunMeta(runId);
+    const warnings: string[] = [];
+    let meta = await store.currentRunMeta(runId, (w) => warnings.push(w));
+    if (warnings.length > 0) meta = { ...meta, damaged: warnings.join('; ') };
+    // 'running' in the record, but no live process holds the run: its writer died or was stopped mid-run.
+    if (meta.status === 'running' && !runWriterAlive(store.dataDir, store.sessionKey, runId)) return { ...meta, status: 'stopped' };
+    return meta;
   } catch (error) {
     if (!(error instanceof StoreError)) throw error;
-    if (!runHasEvents(store.dataDir, store.sessionKey, runId)) return undefined;
     const stored = await store.loadRunMeta(runId).catch(() => null);
+    if (!runHasEvents(store.dataDir, store.sessionKey, runId)) {
+      // No events and nothing that says there were: a start that never got to its first event, not a run.
+      if (stored === null || stored.eventCount === 0) return undefined;
+      const log = runPaths(store.dataDir, store.sessionKey, runId).events;
+      return { ...stored, damaged: `${log} is empty or missing, but the run's projection records ${stored.eventCount} events` };
+    }
     return { ...(stored ?? emptyRunMeta(store.sessionKey, runId)), damaged: error.message };
   }
 }
@@ -203,6 +252,18 @@ interface StartPoint {
   /** A new run (record its start state first), or one that continues its own log. */
   fresh: boolean;
   forkedFrom?: { runId: string; step: number };
+  /** Answers to the interrupts of the nodes at the position (a resume). */
+  answers?: ReadonlyMap<string, readonly unknown[]>;
+  /** The answer this resume gives, recorded before the node runs again. */
+  answered?: AnsweredInterrupt;
+}
+
+/** Payload of an `interrupt.answered` event. */
+interface AnsweredInterrupt {
+  nodeId: string;
+  namespace: string;
+  index: number;
+  answer: unknown;
 }
 
 /** Wires a flow run to the stores: events in, checkpoints at step boundaries, projection, and the writer lock. */
@@ -268,13 +329,17 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
    * once); its completion is awaited at the first step boundary or the end of the run.
    */
   let started: Promise<void> | undefined;
-  const stopWatchingStart = start.fresh
+  const stopWatchingStart = start.fresh || start.answered
     ? streamer.on(StreamEventType.RUN_START, (event) => {
         if (event.runId !== runId || started !== undefined) return;
-        const position = start.position.length ? start.position : entryPosition(flow);
-        const delta = tracker.next();
-        const payload: CheckpointPayload = { step, position, keyframe: false, start: true, ...(delta ? { delta } : {}), ...(start.forkedFrom ? { forkedFrom: start.forkedFrom } : {}) };
-        streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload: payload as unknown as Record<string, unknown> });
+        if (start.fresh) {
+          const position = start.position.length ? start.position : entryPosition(flow);
+          const delta = tracker.next();
+          const payload: CheckpointPayload = { step, position, keyframe: false, start: true, ...(delta ? { delta } : {}), ...(start.forkedFrom ? { forkedFrom: start.forkedFrom } : {}) };
+          streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload: payload as unknown as Record<string, unknown> });
+        }
+        // The answer is on disk before the node runs again: a crash from here on resumes with it.
+        if (start.answered) streamer.emit({ type: StreamEventType.INTERRUPT_ANSWERED, runId, nodeId: start.answered.nodeId, namespace: start.answered.namespace, payload: { ...start.answered } });
         started = persist();
         // Awaited at the first step boundary or the end of the run; until then a failure must not count as unhandled.
         started.catch(() => undefined);
@@ -299,13 +364,17 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   };
 
   try {
-    const action = await flow.run(undefined, { runId, signal: target.signal, onStep, resume: start.position.length ? [...start.position] : undefined });
+    const action = await flow.run(undefined, { runId, signal: target.signal, onStep, resume: start.position.length ? [...start.position] : undefined, answers: start.answers });
     await startRecorded();
     await persist();
-    return { runId, sessionKey, dataDir, action, steps: step };
+    return { runId, sessionKey, dataDir, status: 'completed', action, steps: step };
   } catch (error) {
     await startRecorded().catch(() => undefined);
     await persist().catch(() => undefined);
+    // Paused for a person: the run is recorded as waiting (run.waiting is in the log) and this process is done.
+    if (error instanceof RunInterrupted && !(error instanceof InterruptAnswerError)) {
+      return { runId, sessionKey, dataDir, status: 'waiting', interrupt: error.interrupt, action: undefined, steps: step };
+    }
     throw error;
   } finally {
     stopWatchingStart();

@@ -45,5 +45,5 @@ export type { RedactionOptions, RedactionResult, SecretPattern } from '../redact
 export { writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 export type { AtomicWriteOptions, FileLock } from '../fs/index.js';
 export { acquireLock } from './lock.js';
-export { assertNewRun, listSessions, listRunIds, runHasEvents } from './layout.js';
+export { assertNewRun, listSessions, listRunIds, runHasEvents, runWriterAlive } from './layout.js';
 export type { RunRef } from './layout.js';

@@ -1,3 +1,4 @@
+import { lockHeld } from '../fs/index.js';
 import { promises as fsp, statSync } from 'node:fs';
 import { RunExistsError } from './errors.js';
 import { isValidId, runPaths, runsDir, sessionsDir } from './paths.js';
@@ -42,6 +43,11 @@ export async function listRunIds(dataDir: string, sessionKey?: string): Promise<
  */
 export function runHasEvents(dataDir: string, sessionKey: string, runId: string): boolean {
   return (statSync(runPaths(dataDir, sessionKey, runId).events, { throwIfNoEntry: false })?.size ?? 0) > 0;
+}
+
+/** True while a live process holds run `runId`'s writer lock (judged by boot id and process start time, see `src/fs`). */
+export function runWriterAlive(dataDir: string, sessionKey: string, runId: string): boolean {
+  return lockHeld(runPaths(dataDir, sessionKey, runId).lock);
 }
 
 /** Throws a {@link RunExistsError} when run `runId` is a recorded run (see {@link runHasEvents}). */

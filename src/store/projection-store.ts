@@ -9,6 +9,11 @@ import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from './run-meta.js';
 import { RunMetaSchema, durabilityOf, type Durability, type RunMeta } from './types.js';
 import type { StreamEvent } from '../events/types.js';
 
+/** `meta` with its fields in the schema's order, as a stored projection is read back (so the two compare equal as JSON). */
+function canonical(meta: RunMeta): RunMeta {
+  return RunMetaSchema.parse(meta);
+}
+
 /** Options of {@link ProjectionStore}. */
 export interface ProjectionStoreOptions {
   dataDir: string;
@@ -51,7 +56,11 @@ export class ProjectionStore {
     const events = new EventStore({ dataDir: this.dataDir, sessionKey: this.sessionKey, runId });
     let meta = emptyRunMeta(this.sessionKey, runId);
     for await (const event of events.readStream(options)) meta = foldRunMeta(meta, event);
-    if (meta.eventCount === 0) throw new ProjectionStoreError(`run ${this.sessionKey}/${runId} has no events to project`, { path });
+    if (meta.eventCount === 0) {
+      const log = runPaths(this.dataDir, this.sessionKey, runId).events;
+      throw new ProjectionStoreError(`run ${this.sessionKey}/${runId} has no events to project: its log ${log} serves none`, { path });
+    }
+    meta = canonical(meta);
     await this.persist(meta);
     return meta;
   }
@@ -128,9 +137,11 @@ export class ProjectionStore {
    * log (the event at line `eventCount - 1` has its `lastSeq`), and brought up to date with the events after it (a
    * run killed before it stored its projection); otherwise (missing, corrupt, or ahead of a log whose tail was
    * cut) it is rebuilt by a full fold, a corrupt file with a warning naming it. Stores the result when it changed.
-   * Throws when the log itself cannot be read (an error naming its file and line), or has no events.
+   * A stored projection that recorded more events than the log now serves means the log lost what it had: the
+   * rebuilt projection is returned and `onWarning` told, naming both files. Throws when the log itself cannot be read
+   * (an error naming its file and line), or has no events.
    */
-  async currentRunMeta(runId: string): Promise<RunMeta> {
+  async currentRunMeta(runId: string, onWarning: (message: string) => void = (m) => process.emitWarning(m, 'ProjectionBehindLog')): Promise<RunMeta> {
     let stored: RunMeta | null = null;
     try {
       stored = await this.loadRunMeta(runId);
@@ -145,11 +156,18 @@ export class ProjectionStore {
         let meta = stored;
         for await (const event of events.readStream({ from: stored.eventCount })) meta = foldRunMeta(meta, event);
         if (meta === stored) this.cache.set(runId, meta);
-        else await this.persist(meta);
+        else await this.persist((meta = canonical(meta)));
         return meta;
       }
     }
-    return this.generateRunMeta(runId);
+    const rebuilt = await this.generateRunMeta(runId);
+    if (stored !== null && stored.eventCount > rebuilt.eventCount) {
+      onWarning(
+        `${runPaths(this.dataDir, this.sessionKey, runId).events} serves ${rebuilt.eventCount} events, but the run's projection ${this.metaPath(runId)} ` +
+          `recorded ${stored.eventCount}: the log lost its tail (cut or damaged; check it with 'runs verify ${runId}'); the run is shown as its log stands`,
+      );
+    }
+    return rebuilt;
   }
 
   /**

@@ -28,7 +28,8 @@ describe('listRuns with damaged runs', () => {
     const listed = await listRuns({ dataDir });
     expect(listed).toEqual(intact);
     expect(String(warnings.mock.calls[0]?.[0])).toContain(`corrupt run projection ${metaFile('b')}`);
-    expect(JSON.parse(readFileSync(metaFile('b'), 'utf8'))).toEqual(intact[1]);
+    // Stored again, sealed with its checksum.
+    expect(JSON.parse(readFileSync(metaFile('b'), 'utf8')).data).toEqual(intact[1]);
   });
 
   it('lists a run whose log cannot be read as damaged, naming the file and line, and the others as they are', async () => {
@@ -59,19 +60,21 @@ describe('a torn last line of events.jsonl', () => {
     const error = (await resumeRun(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'torn' }).catch((e: unknown) => e)) as Error;
     expect(error.message).not.toMatch(/already completed/);
     expect(error.message).toMatch(/run default\/torn is incomplete but has no step left to run: its last recorded step \(\d+\) ended the flow/);
-    expect((await listRuns({ dataDir }))[0]).toMatchObject({ runId: 'torn', status: 'running' });
+    // Not completed as far as the log goes, and no process is writing it: stopped.
+    expect((await listRuns({ dataDir }))[0]).toMatchObject({ runId: 'torn', status: 'stopped' });
   });
 
-  it('a cut inside the last step: the run is incomplete and resume runs that step again to the end', async () => {
+  it('a cut inside the last step (not a crash: no batch was in flight): readers serve the last verified step with a warning, and resume refuses to continue the damaged log', async () => {
     await runFlow(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'cut' });
     const log = file('cut', 'events.jsonl');
     const lines = readFileSync(log, 'utf8').split('\n');
     // Keep everything before the last checkpoint.saved and half of that line.
     const last = lines.findLastIndex((l) => l.includes('"checkpoint.saved"'));
     writeFileSync(log, lines.slice(0, last).join('\n') + '\n' + lines[last]!.slice(0, 20));
-    expect((await loadRunPoint({ dataDir, runId: 'cut' })).position.length).toBeGreaterThan(0);
-    const result = await resumeRun(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'cut' });
-    expect(result.steps).toBeGreaterThan(0);
-    expect((await listRuns({ dataDir }))[0]).toMatchObject({ runId: 'cut', status: 'completed' });
+    const point = await loadRunPoint({ dataDir, runId: 'cut' });
+    expect(point.position.length).toBeGreaterThan(0);
+    expect(point.warnings.join('\n')).toContain(log);
+    await expect(resumeRun(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'cut' })).rejects.toThrow(/not covered by the chain.*cannot be continued/);
+    expect((await listRuns({ dataDir }))[0]).toMatchObject({ runId: 'cut', status: 'stopped' });
   });
 });
