@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { describeHolder, fsyncDirSync, waitForLock, writeFileAtomicSync } from '../fs/index.js';
+import { describeHolder, fsyncDirSync, waitForLock, writeFileAtomicSync, readTextIfExistsSync } from '../fs/index.js';
 import type { AgentIdentity } from './agents.js';
 import { ContextError } from './errors.js';
 import { verifyFrame, type Frame } from './frames.js';
@@ -154,6 +154,9 @@ export class MerkleStore {
           // Not this one (cut short, or another frame's bytes): try the next.
         }
       }
+      // A writer in another process may have renamed the temp file into place between the two reads above.
+      const renamed = readTextIfExistsSync(file);
+      if (renamed !== undefined) return this.parseFrame(renamed, frameId, file);
       throw new ContextError('UNKNOWN_FRAME', `frame ${frameId} not found at ${file}`, { frameId, file });
     }
     return this.parseFrame(text, frameId, file);

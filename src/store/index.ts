@@ -13,7 +13,7 @@ export type { ProjectionStoreOptions } from './projection-store.js';
 export { foldRunMeta, foldRunMetaBatch, emptyRunMeta } from './run-meta.js';
 export { KeywordIndex, tokenize, BM25_K1, BM25_B } from './keyword-index.js';
 export type { KeywordIndexFile, ScoredId } from './keyword-index.js';
-export { CheckpointSchema, MemoryItemSchema, RunMetaSchema, TokenUsageSchema } from './types.js';
+export { CheckpointSchema, MemoryItemSchema, RunMetaSchema, RunStatusSchema, TokenUsageSchema } from './types.js';
 export type { Checkpoint, MemoryItem, RunMeta, Durability } from './types.js';
 export {
   StoreError,

@@ -23,7 +23,7 @@ describe('backpackflow run', () => {
     expect(runOutput).toContain('▶ run t');
     expect(runOutput).toContain('↻ attempt 1/2 failed: Error: flaky first attempt');
     expect(runOutput).toContain('⊘ quarantined fact: contradicts the sources');
-    expect(runOutput).toContain(`backpackflow runs show ${runId}`);
+    expect(runOutput).toContain(`npm run backpackflow -- runs show ${runId}`);
   });
 });
 

@@ -69,7 +69,7 @@ describe('damaged run files through the CLI', () => {
     expect(resume.code).toBe(1);
     expect(resume.stderr).not.toContain('already completed');
     expect(resume.stderr).toMatch(/run default\/torn is incomplete but has no step left to run/);
-    expect((await cliJson(['runs', 'list', ...d]))[0]).toMatchObject({ runId: 'torn', status: 'running' });
+    expect((await cliJson(['runs', 'list', ...d]))[0]).toMatchObject({ runId: 'torn', status: 'stopped' });
   });
 });
 

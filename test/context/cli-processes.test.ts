@@ -26,7 +26,7 @@ describe('merkle CLI: several processes, watch, isolation', () => {
       `for i in 1 2 3 4 5 6; do printf '%s' "${tag} $i" > ${dir}/${tag}-$i.txt; "${process.execPath}" "${MERKLE_BIN}" put-frame README.md ${dir}/${tag}-$i.txt --agent w --type note > /dev/null || exit 1; done`;
     const run = (tag: string) =>
       new Promise<number>((resolve) => {
-        execFile('sh', ['-c', script(tag)], { cwd: root }, (error) => resolve(error === null ? 0 : 1));
+        execFile('sh', ['-c', script(tag)], { cwd: root }, (error, _out, stderr) => resolve(error === null ? 0 : (console.error(`put-frame failed: ${stderr}`), 1)));
       });
     // Meanwhile, a reader polls: it must never see a half-written state.
     const reader = await ContextEngine.open(root);

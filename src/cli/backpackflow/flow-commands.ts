@@ -1,39 +1,46 @@
 /** `run` and `validate`: flows from JSON files. */
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { FlowVisualizer, newRunId } from '../../events/index.js';
+import { newRunId } from '../../events/index.js';
 import { runFlow } from '../../runtime/index.js';
-import { StoreError } from '../../store/index.js';
-import { CliError, validId } from './errors.js';
+import { UsageError, validId } from './errors.js';
 import { FlowConfigError, type ConfigProblem } from '../../serialization/index.js';
-import { loadFlowFile, loaderWith, maxFlowBytesOption, modulesOption, parseInput, readFlowFile, recordFlow, validateFlow, type FlowFileOptions } from './flows.js';
+import { flowModuleOption, loadFlowFile, loaderWith, maxFlowBytesOption, modulesOption, parseInput, readFlowFile, recordRunFlow, validateFlow, type FlowFileOptions, type FlowSourceOptions } from './flows.js';
+import { openFlowModule, parseFlowModule, type OpenFlow } from './recipe.js';
 import { colors as c, print, type CommonOptions } from './output.js';
-import { common } from './runs.js';
+import { common, runLive } from './runs.js';
 
-/** `run <flow.json>`: validate, run durably with the live trace, print the run id. */
+/**
+ * `run <flow.json>` or `run --flow-module <file#export>`: build the flow (a config is validated first), record how it
+ * was built with the run (so `runs resume` and `runs fork` need no flags), run it durably with the live trace.
+ */
 export function runCommand(): Command {
-  return common(new Command('run').argument('<flow.json>').description('run a flow from its JSON config, durably, with the live trace'))
+  return common(new Command('run').argument('[flow.json]').description('run a flow durably with the live trace: from its JSON config, or built by a flow module'))
     .option('--input <json|@file>', 'JSON object packed into the backpack before the first node')
     .option('--run-id <id>', 'id of the run (default: a new one)', validId('--run-id'))
+    .addOption(flowModuleOption())
     .addOption(modulesOption())
     .addOption(maxFlowBytesOption())
-    .action(async (path: string, options: CommonOptions & FlowFileOptions & { input?: string; runId?: string }) => {
+    .action(async (path: string | undefined, options: CommonOptions & FlowSourceOptions & { input?: string; runId?: string }) => {
+      if ((path === undefined) === (options.flowModule === undefined)) throw new UsageError('run takes a flow file or --flow-module <file#export>, one of the two');
       const input = parseInput(options.input);
-      let loaded: Awaited<ReturnType<typeof loadFlowFile>> | undefined = await loadFlowFile(path, options.modules, options.maxFlowBytes);
-      const flow = loaded.flow;
       const dataDir = resolve(options.dataDir);
       const runId = options.runId ?? newRunId();
-      const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout });
+      let opened: OpenFlow;
+      if (path !== undefined) {
+        const loaded = await loadFlowFile(path, options.modules, options.maxFlowBytes);
+        await recordRunFlow(dataDir, options.session, runId, { v: 1, flow: { kind: 'config' }, modules: options.modules }, loaded.config);
+        opened = { flow: loaded.flow, close: async () => undefined };
+      } else {
+        const spec = parseFlowModule(options.flowModule!);
+        await loaderWith(options.modules);
+        opened = await openFlowModule(spec);
+        await recordRunFlow(dataDir, options.session, runId, { v: 1, flow: { kind: 'module', module: spec.module, export: spec.export }, modules: options.modules });
+      }
       try {
-        await recordFlow(loaded.config, dataDir, options.session, runId);
-        loaded = undefined; // the parsed config is not needed while the flow runs
-        const result = await runFlow(flow, { dataDir, sessionKey: options.session, runId, input });
-        print(options, result, () => `run id: ${c.bold(result.runId)}\ninspect it: backpackflow runs show ${result.runId}${options.dataDir === '.backpackflow' ? '' : ` --data-dir ${options.dataDir}`}`);
-      } catch (error) {
-        if (error instanceof StoreError) throw new CliError(error.message);
-        throw error;
+        await runLive(options, opened.flow, (flow) => runFlow(flow, { dataDir, sessionKey: options.session, runId, input }));
       } finally {
-        visualizer?.detach();
+        await opened.close();
       }
     });
 }

@@ -17,6 +17,7 @@ import {
 } from '../../serialization/index.js';
 import { assertNewRun, redact, runPaths, StoreError, writeJsonAtomic } from '../../store/index.js';
 import { CliError, positiveInteger } from './errors.js';
+import { openFlowModule, parseFlowModule, readRecipe, recordRecipe, type OpenFlow, type RunRecipe } from './recipe.js';
 
 /** Options of the commands that read a flow file. */
 export interface FlowFileOptions {
@@ -129,15 +130,14 @@ export async function loadFlowFile(path: string, modules: readonly string[], max
 }
 
 /**
- * Parses `--input`: inline JSON, or `@file` holding JSON (a byte order mark is ignored); it must be an object (its
- * keys are packed) nested at most MAX_JSON_NESTING levels deep.
+ * Parses a JSON argument: inline JSON, or `@file` holding JSON (a byte order mark is ignored), nested at most
+ * MAX_JSON_NESTING levels deep. Errors name the option (or the file).
  */
-export function parseInput(text: string | undefined): Record<string, unknown> | undefined {
-  if (text === undefined) return undefined;
-  let source = '--input';
+export function parseJsonArgument(text: string, option = '--input'): unknown {
+  let source = option;
   let json = text;
   if (text.startsWith('@')) {
-    source = `input file ${text.slice(1)}`;
+    source = `${option} file ${text.slice(1)}`;
     try {
       json = stripBom(readFileSync(text.slice(1), 'utf8'));
     } catch (error) {
@@ -152,7 +152,14 @@ export function parseInput(text: string | undefined): Record<string, unknown> | 
   }
   const deep = nestingProblem(value);
   if (deep) throw new CliError(`${source}: ${deep.path}: ${deep.message}`);
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new CliError(`${source} must be a JSON object (its keys are packed into the backpack)`);
+  return value;
+}
+
+/** Parses `run --input`: a JSON argument ({@link parseJsonArgument}) that must be an object (its keys are packed). */
+export function parseInput(text: string | undefined): Record<string, unknown> | undefined {
+  if (text === undefined) return undefined;
+  const value = parseJsonArgument(text);
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new CliError(`--input must be a JSON object (its keys are packed into the backpack)`);
   return value as Record<string, unknown>;
 }
 
@@ -182,4 +189,53 @@ export function flowFileFor(given: string | undefined, dataDir: string, sessionK
   const recorded = recordedFlowPath(dataDir, sessionKey, runId);
   if (!existsSync(recorded)) throw new CliError(`run ${sessionKey}/${runId} has no recorded flow (${recorded}): pass --flow <flow.json>`);
   return recorded;
+}
+
+/** Options of the commands that build a run's flow: a flow file, a flow module, node modules. */
+export interface FlowSourceOptions extends FlowFileOptions {
+  flow?: string;
+  flowModule?: string;
+}
+
+/** `--flow-module <file#export>`: build the flow by calling an exported function of a module. */
+export function flowModuleOption(): Option {
+  return new Option('--flow-module <file#export>', 'build the flow with an exported function of a module (default export name: buildFlow)');
+}
+
+/**
+ * Builds the flow of recorded run `runId` for `runs resume` and `runs fork`: `--flow-module` or `--flow` when given,
+ * else as recorded with the run (its recipe: flow module or config, and node modules; a run recorded before recipes
+ * existed: its `flow.json` with `--modules`). Returns the flow, its release, and the recipe it was built by.
+ */
+export async function openRecordedFlow(options: FlowSourceOptions, dataDir: string, sessionKey: string, runId: string): Promise<OpenFlow & { recipe: RunRecipe }> {
+  if (options.flowModule !== undefined) {
+    const spec = parseFlowModule(options.flowModule);
+    await loaderWith(options.modules);
+    return { ...(await openFlowModule(spec)), recipe: { v: 1, flow: { kind: 'module', module: spec.module, export: spec.export }, modules: options.modules } };
+  }
+  const recipe = options.flow === undefined ? readRecipe(dataDir, sessionKey, runId) : undefined;
+  const modules = options.modules.length > 0 || recipe === undefined ? options.modules : recipe.modules;
+  if (recipe?.flow.kind === 'module') {
+    await loaderWith(modules);
+    return { ...(await openFlowModule(recipe.flow)), recipe: { ...recipe, modules } };
+  }
+  const { flow } = await loadFlowFile(flowFileFor(options.flow, dataDir, sessionKey, runId), modules, options.maxFlowBytes);
+  return { flow, close: async () => undefined, recipe: { v: 1, flow: { kind: 'config' }, modules } };
+}
+
+/**
+ * Records how new run `runId`'s flow is built, before it starts: its recipe and, for a flow config, the config itself
+ * (`flow.json`, secrets redacted). A run id that already has a recorded run is a CliError, and its records are left alone.
+ */
+export async function recordRunFlow(dataDir: string, sessionKey: string, runId: string, recipe: RunRecipe, config?: unknown): Promise<void> {
+  if (config !== undefined) await recordFlow(config, dataDir, sessionKey, runId);
+  else {
+    try {
+      assertNewRun(dataDir, sessionKey, runId);
+    } catch (error) {
+      if (error instanceof StoreError) throw new CliError(error.message);
+      throw error;
+    }
+  }
+  await recordRecipe(dataDir, sessionKey, runId, recipe);
 }

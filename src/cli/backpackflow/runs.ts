@@ -1,15 +1,15 @@
 /** The `runs` commands: list, show, state, diff, blame, events, resume, fork. */
 import { resolve } from 'node:path';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { compileNamespacePattern } from '../../backpack/index.js';
 import type { Flow } from '../../nodes/index.js';
-import { FlowVisualizer, StreamEventTypeSchema, newRunId, type StreamEvent } from '../../events/index.js';
+import { FlowVisualizer, StreamEventType, StreamEventTypeSchema, newRunId, type StreamEvent } from '../../events/index.js';
 import { forkRun, listRuns, resumeRun, verifyRun, type RunResult } from '../../runtime/index.js';
-import { StoreError } from '../../store/index.js';
+import { RunStatusSchema, StoreError } from '../../store/index.js';
 import { CliError, nonNegativeInteger, positiveInteger, UsageError, validId } from './errors.js';
-import { flowFileFor, loadFlowFile, maxFlowBytesOption, modulesOption, recordFlow, type FlowFileOptions } from './flows.js';
+import { flowFileFor, flowModuleOption, maxFlowBytesOption, modulesOption, openRecordedFlow, parseJsonArgument, readFlowFile, recordRunFlow, type FlowSourceOptions } from './flows.js';
 import { blame, diffStates, stateReport, type EventsPage } from './inspect.js';
-import { colors, print, warn, type CommonOptions } from './output.js';
+import { cliCommand, colors, print, warn, type CommonOptions } from './output.js';
 import { renderBlame, renderDiff, renderEvents, renderRuns, renderState, renderVerification } from './render.js';
 import { firstStep, openRun, readEventsPage, readRunEvents, runPointAt } from './store-access.js';
 import { buildTrace, renderTrace } from './trace.js';
@@ -31,16 +31,37 @@ async function storeErrors<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Runs a resumed or forked flow with the live trace (unless --json) and reports the run. */
-async function runLive(options: { json?: boolean }, flow: Flow, start: (flow: Flow) => Promise<RunResult>): Promise<void> {
+/**
+ * Runs a flow (new, resumed or forked) with the live trace (unless --json), a warning on stderr for every action
+ * that had no route, and reports the run: how it ended, or the question it waits for and how to answer it.
+ */
+export async function runLive(options: CommonOptions, flow: Flow, start: (flow: Flow) => Promise<RunResult>): Promise<RunResult> {
   const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout });
+  const stopWarning = flow.eventStreamer.on(StreamEventType.ROUTE_MISSING, (event) => {
+    const p = event.payload as { action?: string; from?: string; available?: string[] };
+    warn(`no route for action '${p.action}' from node '${p.from}' (${event.namespace ?? ''}); the flow ended there. Routes: ${p.available?.length ? p.available.join(', ') : 'none'}`);
+  });
   let result: RunResult;
   try {
     result = await storeErrors(() => start(flow));
   } finally {
+    stopWarning();
     visualizer?.detach();
   }
-  print(options, result, () => `run id: ${colors.bold(result.runId)} (${result.steps} steps, action ${result.action ?? 'none'})`);
+  const at = `${options.dataDir === '.backpackflow' ? '' : ` --data-dir ${options.dataDir}`}${options.session === 'default' ? '' : ` --session ${options.session}`}`;
+  print(options, result, () => {
+    if (result.status === 'waiting') {
+      const question = result.interrupt!;
+      return [
+        `run id: ${colors.bold(result.runId)} is ${colors.yellow('waiting')} for an answer to node '${question.nodeId}' (${question.namespace}):`,
+        `  ${JSON.stringify(question.payload)}`,
+        ...(question.schema ? [`  answer schema: ${JSON.stringify(question.schema)}`] : []),
+        `answer it: ${cliCommand()} runs resume ${result.runId} --input '<json>'${at}`,
+      ].join('\n');
+    }
+    return `run id: ${colors.bold(result.runId)} (${result.steps} steps, action ${result.action ?? 'none'})\ninspect it: ${cliCommand()} runs show ${result.runId}${at}`;
+  });
+  return result;
 }
 
 type RunOpts = CommonOptions & { step?: number; from?: number; to?: number };
@@ -49,10 +70,13 @@ type RunOpts = CommonOptions & { step?: number; from?: number; to?: number };
 export function runsCommand(): Command {
   const runs = new Command('runs').description('list and inspect stored runs; resume or fork them');
 
-  common(runs.command('list').description('the stored runs of a session, oldest first')).action(async (options: CommonOptions) => {
-    const metas = await listRuns({ dataDir: resolve(options.dataDir), sessionKey: options.session });
-    print(options, metas, () => renderRuns(metas));
-  });
+  common(runs.command('list').description('the stored runs of a session, oldest first'))
+    .addOption(new Option('--status <status>', 'only runs with this status').choices(RunStatusSchema.options))
+    .action(async (options: CommonOptions & { status?: string }) => {
+      const all = await listRuns({ dataDir: resolve(options.dataDir), sessionKey: options.session });
+      const metas = options.status === undefined ? all : all.filter((m) => m.status === options.status);
+      print(options, metas, () => renderRuns(metas));
+    });
 
   common(runs.command('show <runId>').description('the trace of a run as a tree: namespaces, durations, routes, retries, errors, quarantines')).action(
     async (runId: string, options: CommonOptions) => {
@@ -130,31 +154,43 @@ export function runsCommand(): Command {
     },
   );
 
-  common(runs.command('resume <runId>').description('continue a run that stopped, from its last recorded step'))
-    .option('--flow <flow.json>', 'the flow the run was started with (default: the one recorded with the run)')
+  common(runs.command('resume <runId>').description('continue a run that stopped, or answer a waiting one, from its last recorded step'))
+    .option('--input <json|@file>', "the answer to a waiting run's question (JSON, checked against its schema)")
+    .option('--flow <flow.json>', 'the flow the run was started with (default: as recorded with the run)')
+    .addOption(flowModuleOption())
     .addOption(modulesOption())
     .addOption(maxFlowBytesOption())
-    .action(async (runId: string, options: CommonOptions & FlowFileOptions & { flow?: string }) => {
+    .action(async (runId: string, options: CommonOptions & FlowSourceOptions & { input?: string }) => {
       await openRun({ ...options, runId });
+      const answer = options.input === undefined ? {} : { resume: parseJsonArgument(options.input) };
       const dataDir = resolve(options.dataDir);
-      const { flow } = await loadFlowFile(flowFileFor(options.flow, dataDir, options.session, runId), options.modules, options.maxFlowBytes);
-      await runLive(options, flow, (loaded) => resumeRun(loaded, { dataDir, sessionKey: options.session, runId }));
+      const { flow, close } = await openRecordedFlow(options, dataDir, options.session, runId);
+      try {
+        await runLive(options, flow, (loaded) => resumeRun(loaded, { dataDir, sessionKey: options.session, runId, ...answer }));
+      } finally {
+        await close();
+      }
     });
 
   common(runs.command('fork <runId>').description('start a new run from a recorded step of another'))
     .requiredOption('--step <n>', 'the step to start from', nonNegativeInteger('--step'))
-    .option('--flow <flow.json>', 'the flow the run was started with (default: the one recorded with the run)')
+    .option('--flow <flow.json>', 'the flow the run was started with (default: as recorded with the run)')
+    .addOption(flowModuleOption())
     .addOption(modulesOption())
     .addOption(maxFlowBytesOption())
     .option('--new-run-id <id>', 'id of the new run (default: a new one)', validId('--new-run-id'))
-    .action(async (runId: string, options: CommonOptions & FlowFileOptions & { step: number; flow?: string; newRunId?: string }) => {
+    .action(async (runId: string, options: CommonOptions & FlowSourceOptions & { step: number; newRunId?: string }) => {
       const events = await readRunEvents({ ...options, runId });
       await storeErrors(() => runPointAt({ ...options, runId }, options.step, events));
       const dataDir = resolve(options.dataDir);
-      const { flow, config } = await loadFlowFile(flowFileFor(options.flow, dataDir, options.session, runId), options.modules, options.maxFlowBytes);
-      const forkId = options.newRunId ?? newRunId();
-      await storeErrors(() => recordFlow(config, dataDir, options.session, forkId));
-      await runLive(options, flow, (loaded) => forkRun(loaded, { dataDir, sessionKey: options.session, runId, atStep: options.step, newRunId: forkId }));
+      const { flow, close, recipe } = await openRecordedFlow(options, dataDir, options.session, runId);
+      try {
+        const forkId = options.newRunId ?? newRunId();
+        await recordRunFlow(dataDir, options.session, forkId, recipe, recipe.flow.kind === 'config' ? readFlowFile(flowFileFor(options.flow, dataDir, options.session, runId), options.maxFlowBytes) : undefined);
+        await runLive(options, flow, (loaded) => forkRun(loaded, { dataDir, sessionKey: options.session, runId, atStep: options.step, newRunId: forkId }));
+      } finally {
+        await close();
+      }
     });
 
   return runs;
