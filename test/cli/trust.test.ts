@@ -2,6 +2,7 @@
 import { readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { emptyRunMeta, foldRunMetaBatch } from '../../src/store/index.js';
 import { FIXTURES, MODULES, cli, cliJson, tempDir } from './helpers.js';
 
 const FLOW = join(FIXTURES, 'flow.json');
@@ -55,6 +56,21 @@ describe('damaged run files through the CLI', () => {
     expect(JSON.parse(list.stdout)).toEqual(before);
     expect(list.stderr).toContain('corrupt run projection');
     expect(list.stderr).toContain('run.meta.json');
+  });
+
+  it('runs events and runs list count every event of the log when the stored projection lags behind it (a crash before it was stored)', async () => {
+    const d = ['--data-dir', tempDir()];
+    await cliJson(['run', FLOW, '--modules', MODULES, '--run-id', 'lag', ...d]);
+    const meta = join(d[1]!, 'sessions', 'default', 'runs', 'lag', 'projections', 'run.meta.json');
+    const full = JSON.parse(readFileSync(meta, 'utf8'));
+    const events = readFileSync(join(d[1]!, 'sessions', 'default', 'runs', 'lag', 'events.jsonl'), 'utf8').trim().split('\n');
+    // What a run killed after its first batch leaves: the projection of that batch alone.
+    const firstBatch = events.slice(0, 2).map((line) => JSON.parse(line));
+    writeFileSync(meta, JSON.stringify(foldRunMetaBatch(emptyRunMeta('default', 'lag'), firstBatch)));
+    const page = await cliJson(['runs', 'events', 'lag', '--page-size', '500', ...d]);
+    expect(page.total).toBe(events.length);
+    expect(page.events).toHaveLength(events.length);
+    expect((await cliJson(['runs', 'list', ...d]))[0]).toEqual(full);
   });
 
   it('after a torn last line, runs show and runs resume agree: incomplete, and why resume cannot continue', async () => {
