@@ -112,7 +112,7 @@ export interface ErrorSummary {
  *
  * | type | payload |
  * |---|---|
- * | `run.started` | `{ flowNamespace, entryNodeId, resumed? }` |
+ * | `run.started` | `{ flowNamespace, entryNodeId, resumed?, forkedFrom? }` |
  * | `run.completed` | `{ durationMs, steps, action }` |
  * | `run.failed` | `{ durationMs, steps?, error: { name, message }, reported? }` (`reported`: a node's `error` event already reported it) |
  * | `run.waiting` | `{ durationMs, steps, interrupt: { nodeId, namespace, index, payload, schema? } }` (paused for a person) |
@@ -135,7 +135,7 @@ export interface ErrorSummary {
  * tool, model, custom) carry payloads defined by the module that emits them.
  */
 export interface EventPayloadMap {
-  'run.started': { flowNamespace: string; entryNodeId: string | null; resumed?: boolean };
+  'run.started': { flowNamespace: string; entryNodeId: string | null; resumed?: boolean; forkedFrom?: { runId: string; step: number } };
   'run.completed': { durationMs: number; steps: number; action: string };
   'run.failed': { durationMs: number; steps?: number; error: ErrorSummary; reported?: boolean };
   'run.waiting': { durationMs: number; steps: number; interrupt: InterruptInfo };

@@ -98,7 +98,8 @@ export class FlowVisualizer {
       case StreamEventType.RUN_START: {
         const p = event.payload as Partial<EventPayloadMap['run.started']>;
         const flow = p.flowNamespace || event.namespace || '(root flow)';
-        return `${c.bold('▶ run')} ${c.bold(flow)} ${c.dim(event.runId)}${p.resumed ? c.yellow(' (resumed)') : ''}`;
+        const origin = p.forkedFrom ? c.yellow(` (fork of ${p.forkedFrom.runId} at step ${p.forkedFrom.step})`) : p.resumed ? c.yellow(' (resumed)') : '';
+        return `${c.bold('▶ run')} ${c.bold(flow)} ${c.dim(event.runId)}${origin}`;
       }
       case StreamEventType.RUN_END: {
         const p = event.payload as Partial<EventPayloadMap['run.completed']>;

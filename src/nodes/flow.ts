@@ -67,6 +67,8 @@ export interface FlowRunOptions {
    * them on resume; see `BackpackNode.interrupt`).
    */
   answers?: ReadonlyMap<string, readonly unknown[]>;
+  /** This run is a fork of another run's step (reported by `run.started`; a fork is not a resume). */
+  forkedFrom?: { runId: string; step: number };
 }
 
 /**
@@ -264,7 +266,12 @@ export class Flow extends BaseFlow<any> {
       runId,
       spanId,
       namespace: this.namespace || undefined,
-      payload: { flowNamespace: this.namespace, entryNodeId: this.entryNode?.id ?? null, resumed: Boolean(options.resume?.length) },
+      payload: {
+        flowNamespace: this.namespace,
+        entryNodeId: this.entryNode?.id ?? null,
+        resumed: Boolean(options.resume?.length) && options.forkedFrom === undefined,
+        ...(options.forkedFrom ? { forkedFrom: options.forkedFrom } : {}),
+      },
     });
     try {
       const action = await this.execute(this.#parent ?? this.#backpack!, countingScope);

@@ -364,7 +364,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   };
 
   try {
-    const action = await flow.run(undefined, { runId, signal: target.signal, onStep, resume: start.position.length ? [...start.position] : undefined, answers: start.answers });
+    const action = await flow.run(undefined, { runId, signal: target.signal, onStep, resume: start.position.length ? [...start.position] : undefined, answers: start.answers, forkedFrom: start.forkedFrom });
     await startRecorded();
     await persist();
     return { runId, sessionKey, dataDir, status: 'completed', action, steps: step };

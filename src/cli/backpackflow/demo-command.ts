@@ -2,17 +2,14 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import cliProgress from 'cli-progress';
-import { generateText } from 'ai';
 import { Command } from 'commander';
 import { decodeValue } from '../../backpack/index.js';
-import { ContextEngine } from '../../context/index.js';
-import { FlowVisualizer } from '../../events/index.js';
+import { FlowVisualizer, newRunId } from '../../events/index.js';
 import { loadRunPoint, runFlow } from '../../runtime/index.js';
-import { resolveModel } from '../../nodes/llm/index.js';
-import { MemoryStore } from '../../store/index.js';
-import { buildDemoFlow } from './demo/flow.js';
-import type { Generate, Progress } from './demo/nodes.js';
+import { DEMO_FLOW_MODULE, openDemoFlow } from './demo/flow.js';
+import type { Progress } from './demo/nodes.js';
 import { CliError } from './errors.js';
+import { recordRecipe } from './recipe.js';
 import { cliCommand, colors as c, print } from './output.js';
 
 const DEFAULT_QUESTION = 'how are durable runs checkpointed and resumed?';
@@ -47,17 +44,6 @@ function progressBar(enabled: boolean): { progress?: Progress; stop(): void } {
   };
 }
 
-/**
- * The LLM from the environment: `BACKPACKFLOW_MODEL` ("provider:modelId", e.g. "openai:gpt-4o-mini"; the provider's
- * API key variable as usual) and, for `openai-compatible`, `BACKPACKFLOW_BASE_URL`. Unset: offline.
- */
-async function configuredLlm(): Promise<{ label: string; generate: Generate } | undefined> {
-  const spec = process.env.BACKPACKFLOW_MODEL;
-  if (spec === undefined || spec === '') return undefined;
-  const resolved = await resolveModel(spec, { baseURL: process.env.BACKPACKFLOW_BASE_URL, owner: 'BACKPACKFLOW_MODEL' });
-  return { label: resolved.label, generate: async (prompt) => (await generateText({ model: resolved.model, prompt, maxRetries: 2 })).text };
-}
-
 /** The `demo` command. */
 export function demoCommand(): Command {
   return new Command('demo')
@@ -71,14 +57,15 @@ export function demoCommand(): Command {
       const workspace = resolve(options.workspace);
       if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) throw new CliError(`workspace ${workspace} is not a directory`);
       const dataDir = resolve(options.dataDir);
-      const llm = await configuredLlm();
-      const engine = await ContextEngine.open(workspace, { ignore: [options.dataDir, 'dist', 'coverage'] });
-      const memory = new MemoryStore({ dataDir });
       const bar = progressBar(!options.json && process.stdout.isTTY === true);
-      const flow = buildDemoFlow({ engine, memory, progress: bar.progress, llm: llm?.generate });
+      const args = { workspace, dataDir, ignore: [options.dataDir, 'dist', 'coverage'] };
+      const { flow, close, llm } = await openDemoFlow(args, bar.progress);
       const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout });
       try {
-        const result = await runFlow(flow, { dataDir, sessionKey: options.session, input: { question: options.question } });
+        // Recorded with the run, so that `runs resume` and `runs fork` rebuild this flow with no flags.
+        const runId = newRunId();
+        await recordRecipe(dataDir, options.session, runId, { v: 1, flow: { kind: 'module', module: DEMO_FLOW_MODULE, export: 'openDemoFlow', args }, modules: [] });
+        const result = await runFlow(flow, { dataDir, sessionKey: options.session, runId, input: { question: options.question } });
         bar.stop();
         const point = await loadRunPoint({ dataDir, sessionKey: options.session, runId: result.runId });
         const value = (key: string): any => (point.state.items[key] ? decodeValue(point.state.items[key].value) : undefined);
@@ -117,8 +104,7 @@ export function demoCommand(): Command {
       } finally {
         bar.stop();
         visualizer?.detach();
-        await memory.close();
-        await engine.close();
+        await close();
       }
     });
 }

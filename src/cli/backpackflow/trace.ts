@@ -13,7 +13,9 @@ export type TraceItem =
   | { kind: 'retry'; attempt: number; maxRetries: number; error: string }
   | { kind: 'error'; phase: string; error: string }
   | { kind: 'quarantine'; key: string; reason: string }
-  | { kind: 'access-denied'; key: string; operation: string; rule: string };
+  | { kind: 'access-denied'; key: string; operation: string; rule: string }
+  | { kind: 'interrupt'; index: number; payload: unknown }
+  | { kind: 'answer'; nodeId: string; index: number; answer: unknown };
 
 /** One node execution. */
 export interface TraceNode {
@@ -25,16 +27,31 @@ export interface TraceNode {
   durationMs: number | null;
   /** The action it returned; null while running or when it failed. */
   action: string | null;
-  status: 'completed' | 'failed' | 'incomplete';
+  status: 'completed' | 'failed' | 'incomplete' | 'waiting';
   items: TraceItem[];
+}
+
+/** One stretch a process ran the run: from a `run.started` to its end, failure or pause. */
+export interface TraceSegment {
+  startedAt: number;
+  durationMs: number | null;
+  outcome: 'completed' | 'failed' | 'waiting' | null;
 }
 
 /** The whole trace of a run. */
 export interface RunTrace {
   runId: string;
   flowNamespace: string | null;
-  status: 'completed' | 'failed' | 'incomplete';
+  status: 'completed' | 'failed' | 'incomplete' | 'waiting';
+  /** When the run first started (kept across resumes). */
+  startedAt: number | null;
+  /** The time it ran: the sum of its segments. */
   durationMs: number | null;
+  segments: TraceSegment[];
+  /** The run and step a fork started from. */
+  forkedFrom: { runId: string; step: number } | null;
+  /** What a waiting run waits for: the node, its question and the answer's JSON Schema. */
+  interrupt: { nodeId: string; namespace: string; index: number; payload: unknown; schema?: Record<string, unknown> } | null;
   action: string | null;
   error: string | null;
   /** How many times the run was started (1, plus one per resume). */
@@ -52,7 +69,17 @@ function errorText(error: unknown): string {
 
 /** Builds the trace tree of a run from its stored events. */
 export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
-  const trace: RunTrace = { runId, flowNamespace: null, status: 'incomplete', durationMs: null, action: null, error: null, starts: 0, items: [] };
+  const trace: RunTrace = {
+    runId, flowNamespace: null, status: 'incomplete', startedAt: null, durationMs: null, segments: [], forkedFrom: null, interrupt: null,
+    action: null, error: null, starts: 0, items: [],
+  };
+  const endSegment = (event: StreamEvent, outcome: TraceSegment['outcome']): void => {
+    const segment = trace.segments.at(-1);
+    if (segment === undefined) return;
+    segment.durationMs = event.timestamp - segment.startedAt;
+    segment.outcome = outcome;
+    trace.durationMs = trace.segments.reduce((sum, s) => sum + (s.durationMs ?? 0), 0);
+  };
   const nodes = new Map<string, TraceNode>();
   /** Where the lines of an event go: its own node, else its parent's, else the run's top level. */
   const home = (spanId: string | undefined): TraceItem[] => (spanId !== undefined ? nodes.get(spanId)?.items : undefined) ?? trace.items;
@@ -61,20 +88,43 @@ export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
   for (const event of events) {
     const p = event.payload as Record<string, unknown>;
     switch (event.type) {
-      case StreamEventType.RUN_START:
+      case StreamEventType.RUN_START: {
         trace.starts++;
         trace.flowNamespace ??= typeof p['flowNamespace'] === 'string' ? p['flowNamespace'] : (event.namespace ?? null);
         trace.status = 'incomplete';
+        trace.startedAt ??= event.timestamp;
+        trace.interrupt = null;
+        const from = p['forkedFrom'] as RunTrace['forkedFrom'] | undefined;
+        if (from && typeof from === 'object') trace.forkedFrom = { runId: String(from.runId), step: Number(from.step) };
+        trace.segments.push({ startedAt: event.timestamp, durationMs: null, outcome: null });
         break;
+      }
       case StreamEventType.RUN_END:
         trace.status = 'completed';
-        trace.durationMs = typeof p['durationMs'] === 'number' ? p['durationMs'] : null;
         trace.action = typeof p['action'] === 'string' ? p['action'] : null;
+        endSegment(event, 'completed');
         break;
       case StreamEventType.RUN_ERROR:
         trace.status = 'failed';
-        trace.durationMs = typeof p['durationMs'] === 'number' ? p['durationMs'] : null;
         trace.error = errorText(p['error']);
+        endSegment(event, 'failed');
+        break;
+      case StreamEventType.RUN_WAITING:
+        trace.status = 'waiting';
+        trace.interrupt = (p['interrupt'] as RunTrace['interrupt']) ?? null;
+        endSegment(event, 'waiting');
+        break;
+      case StreamEventType.NODE_INTERRUPT: {
+        ownerOf(event).push({ kind: 'interrupt', index: Number(p['index']), payload: p['payload'] });
+        const node = event.spanId === undefined ? undefined : nodes.get(event.spanId);
+        if (node && node.status === 'incomplete') {
+          node.status = 'waiting';
+          node.durationMs = event.timestamp - node.startedAt;
+        }
+        break;
+      }
+      case StreamEventType.INTERRUPT_ANSWERED:
+        trace.items.push({ kind: 'answer', nodeId: String(p['nodeId']), index: Number(p['index']), answer: p['answer'] });
         break;
       case StreamEventType.NODE_START: {
         if (event.spanId === undefined) break;
@@ -143,8 +193,9 @@ function nodeLine(node: TraceNode): string {
   const name = node.nodeName ?? node.nodeId ?? '(node)';
   const ns = node.namespace ? ` ${c.dim(node.namespace)}` : '';
   const time = node.durationMs === null ? '' : ` ${c.dim(formatMs(node.durationMs))}`;
-  const mark = node.status === 'completed' ? c.green('✓') : node.status === 'failed' ? c.red('✗') : c.yellow('…');
-  const action = node.action === null ? (node.status === 'incomplete' ? c.yellow(' (did not finish)') : '') : ` → ${c.cyan(node.action)}`;
+  const mark = node.status === 'completed' ? c.green('✓') : node.status === 'failed' ? c.red('✗') : node.status === 'waiting' ? c.yellow('?') : c.yellow('…');
+  const action =
+    node.action === null ? (node.status === 'incomplete' ? c.yellow(' (did not finish)') : node.status === 'waiting' ? c.yellow(' (waiting for an answer)') : '') : ` → ${c.cyan(node.action)}`;
   return `${mark} ${c.bold(name)}${ns}${time}${action}`;
 }
 
@@ -162,6 +213,10 @@ function itemLine(item: Exclude<TraceItem, { kind: 'node' }>): string {
       return c.magenta(`⊘ quarantined ${item.key}: ${item.reason}`);
     case 'access-denied':
       return c.magenta(`⛔ access denied: ${item.operation} ${item.key} (${item.rule})`);
+    case 'interrupt':
+      return c.yellow(`? asked (${item.index}): ${JSON.stringify(item.payload)}`);
+    case 'answer':
+      return c.yellow(`✎ answered ${item.nodeId} (${item.index}): ${JSON.stringify(item.answer)}`);
   }
 }
 
@@ -181,11 +236,26 @@ function renderItems(items: TraceItem[], prefix: string, out: string[]): void {
 /** The trace as an indented tree of text lines. */
 export function renderTrace(trace: RunTrace): string {
   const status =
-    trace.status === 'completed' ? c.green('completed') : trace.status === 'failed' ? c.red(`failed: ${trace.error ?? ''}`) : c.yellow('incomplete');
+    trace.status === 'completed'
+      ? c.green('completed')
+      : trace.status === 'failed'
+        ? c.red(`failed: ${trace.error ?? ''}`)
+        : trace.status === 'waiting'
+          ? c.yellow('waiting')
+          : c.yellow('incomplete');
   const time = trace.durationMs === null ? '' : ` · ${formatMs(trace.durationMs)}`;
   const action = trace.action === null ? '' : ` → ${c.cyan(trace.action)}`;
   const resumed = trace.starts > 1 ? c.yellow(` · resumed ${trace.starts - 1}×`) : '';
   const out = [`${c.bold('run')} ${trace.runId} ${c.dim(trace.flowNamespace || '(root flow)')} ${status}${time}${action}${resumed}`];
+  if (trace.startedAt !== null) out.push(c.dim(`started ${new Date(trace.startedAt).toISOString()}`));
+  if (trace.forkedFrom) out.push(c.yellow(`fork of ${trace.forkedFrom.runId} at step ${trace.forkedFrom.step}`));
+  if (trace.segments.length > 1) {
+    trace.segments.forEach((s, i) => out.push(c.dim(`segment ${i + 1}: ${new Date(s.startedAt).toISOString()} · ${s.durationMs === null ? 'did not end' : formatMs(s.durationMs)} · ${s.outcome ?? 'stopped'}`)));
+  }
+  if (trace.interrupt) {
+    out.push(c.yellow(`waiting for an answer to node '${trace.interrupt.nodeId}' (${trace.interrupt.namespace}): ${JSON.stringify(trace.interrupt.payload)}`));
+    if (trace.interrupt.schema) out.push(c.yellow(`answer schema: ${JSON.stringify(trace.interrupt.schema)}`));
+  }
   renderItems(trace.items, '', out);
   return out.join('\n');
 }
