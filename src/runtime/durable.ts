@@ -130,7 +130,8 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
         `and its log ends before the run's end was recorded (e.g. a cut last line); fork it to run again from a step`,
     );
   }
-  const { answers, waitingFor } = pendingAnswers(await readLog(dataDir, sessionKey, options.runId));
+  // What happened since the last recorded step: the pause, and the answers already given.
+  const { answers, waitingFor } = pendingAnswers(await readLog(dataDir, sessionKey, options.runId, point.line));
   let answered: AnsweredInterrupt | undefined;
   if (meta.status === 'waiting' && waitingFor !== undefined) {
     if (!('resume' in options) || options.resume === undefined) {
@@ -154,10 +155,10 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
   });
 }
 
-/** The run's events, as far as its log's chain vouches for them. */
-async function readLog(dataDir: string, sessionKey: string, runId: string): Promise<StreamEvent[]> {
+/** The run's events from line `from` on (through the index), as far as its log's chain vouches for them. */
+async function readLog(dataDir: string, sessionKey: string, runId: string, from: number): Promise<StreamEvent[]> {
   const out: StreamEvent[] = [];
-  for await (const event of new EventStore({ dataDir, sessionKey, runId }).readStream()) out.push(event);
+  for await (const event of new EventStore({ dataDir, sessionKey, runId }).readStream({ from: Math.max(0, from) })) out.push(event);
   return out;
 }
 
@@ -321,6 +322,8 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     };
     // Ties the keyframe to the log: readers compare it with the chain of this step's batch.
     if (events.chainHead !== undefined) checkpoint.chain = events.chainHead;
+    // The step's checkpoint.saved event is the last line of its batch: replays of later steps start there.
+    checkpoint.line = events.eventCount - 1;
     await checkpoints.saveHistorical(checkpoint, step);
   };
   /**

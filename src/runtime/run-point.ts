@@ -14,6 +14,8 @@ export interface RunPoint {
   /** Node ids from the outermost flow inwards where the run continues; empty when the run had ended. */
   position: string[];
   state: BackpackState;
+  /** The log line (0-based) of the `checkpoint.saved` event of `step`: what happened after the step starts there. */
+  line: number;
   /**
    * What could not be used, each naming its file: a keyframe that failed its checksum or does not match the log
    * (an earlier keyframe, or the start, was used instead), lines of the log its chain does not vouch for (not
@@ -113,12 +115,15 @@ async function loadKeyframe(checkpoints: CheckpointStore, step: number, warnings
 async function replay(events: EventStore, keyframe: Keyframe | undefined, step: number | undefined, warnings: string[]): Promise<Omit<RunPoint, 'warnings'> | 'mismatch'> {
   const base = keyframe?.checkpoint;
   const point = base
-    ? { step: base.step, position: [...base.position], state: structuredClone((base.state as unknown as KeyframeState).backpack) }
-    : { step: -1, position: [] as string[], state: { version: 1 as const, items: {}, quarantined: {} } };
+    ? { step: base.step, position: [...base.position], state: structuredClone((base.state as unknown as KeyframeState).backpack), line: base.line ?? -1 }
+    : { step: -1, position: [] as string[], state: { version: 1 as const, items: {}, quarantined: {} }, line: -1 };
   let lastStep = -1;
-  for await (const { event, chain } of events.readVerified({ onWarning: (w) => warnings.push(w) })) {
+  // After a keyframe that knows its line, only the tail is read (the index seeks there); else the whole log.
+  for await (const { event, chain, line } of events.readVerified({ from: base?.line ?? 0, onWarning: (w) => warnings.push(w) })) {
     if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
     const saved = event.payload as unknown as CheckpointPayload;
+    // Read from the keyframe's line, the first step seen must be the keyframe's own: else the line is not this log's.
+    if (base?.line !== undefined && lastStep < 0 && saved.step !== base.step) return 'mismatch';
     lastStep = Math.max(lastStep, saved.step);
     if (base?.chain !== undefined && saved.step === base.step && chain !== undefined && chain !== base.chain) return 'mismatch';
     if (saved.step <= point.step) continue;
@@ -126,8 +131,15 @@ async function replay(events: EventStore, keyframe: Keyframe | undefined, step: 
     if (saved.delta) applyStateDelta(point.state, saved.delta);
     point.step = saved.step;
     point.position = saved.position;
+    point.line = line;
   }
   if (keyframe !== undefined && lastStep < keyframe.checkpoint.step) {
+    // Read from the keyframe's line, nothing was found: how far does the log reach? (a damaged log: read it all)
+    if (base?.line !== undefined) {
+      for await (const { event } of events.readVerified({ onWarning: () => undefined })) {
+        if (event.type === StreamEventType.CHECKPOINT_SAVED) lastStep = Math.max(lastStep, (event.payload as unknown as CheckpointPayload).step);
+      }
+    }
     const reach = lastStep < 0 ? 'has no recorded step' : `reaches step ${lastStep} only`;
     const why = warnings.length ? ` (${warnings.join('; ')})` : '';
     throw new StoreError(

@@ -30,6 +30,8 @@ export const CheckpointSchema = z.object({
   redaction: z.object({ containsSecrets: z.boolean() }).optional(),
   /** The chain hash of the event log after this step's batch (see chain.ts): ties a keyframe to its log. */
   chain: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  /** The log line (0-based) of this step's `checkpoint.saved` event: readers start replaying there, through the index. */
+  line: z.number().int().nonnegative().optional(),
 });
 
 /** A checkpoint as saved and loaded. */
