@@ -118,14 +118,15 @@ export class ChainReader {
 
 /**
  * The last sealed line among the first `size` bytes of the log (which end at a line end), read backwards in
- * 64 KB chunks: its chain and the offset just after it; undefined when no line is sealed.
+ * 64 KB chunks: its chain, the offset just after it and how many lines follow it; undefined when none is sealed.
  */
-export async function lastSealedLine(path: string, size: number): Promise<{ end: number; chain: string } | undefined> {
+export async function lastSealedLine(path: string, size: number): Promise<{ end: number; chain: string; linesAfter: number } | undefined> {
   if (size === 0) return undefined;
   const handle = await fsp.open(path, 'r');
   try {
     let position = size;
     let carry = Buffer.alloc(0);
+    let linesAfter = 0;
     while (position > 0) {
       const length = Math.min(64 * 1024, position);
       position -= length;
@@ -138,7 +139,8 @@ export async function lastSealedLine(path: string, size: number): Promise<{ end:
         const nl = end >= 2 ? buffer.lastIndexOf(0x0a, end - 2) : -1;
         if (nl === -1 && position > 0) break; // the line starts in an earlier chunk
         const chain = chainOf(buffer.subarray(nl + 1, end - 1));
-        if (chain !== undefined) return { end: position + end, chain };
+        if (chain !== undefined) return { end: position + end, chain, linesAfter };
+        linesAfter++;
         end = nl + 1;
       }
       carry = Buffer.from(buffer.subarray(0, end));

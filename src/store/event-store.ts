@@ -647,16 +647,25 @@ export class EventStore {
 
   /** Whether the first line of the log is sealed: the log was written with chain hashes (see chain.ts). */
   private async firstLineSealed(end: number): Promise<boolean> {
+    // The first line is short (run.started): one small read, a full scan only for a longer one.
+    const handle = await fsp.open(this.paths.events, 'r');
+    try {
+      const head = Buffer.allocUnsafe(Math.min(4096, end));
+      const { bytesRead } = await handle.read(head, 0, head.length, 0);
+      const nl = head.subarray(0, bytesRead).indexOf(0x0a);
+      if (nl !== -1) return chainOf(head.subarray(0, nl)) !== undefined;
+    } finally {
+      await handle.close();
+    }
     for await (const raw of readLines(this.paths.events, 0, end, 0, () => false)) return chainOf(raw.bytes) !== undefined;
     return false;
   }
 
   /**
    * The committed lines from line `from` on, verified against the chain (see {@link readVerified}). Reading starts
-   * one index entry before the nearest one at or before `from`, at the first sealed line found there, whose chain
-   * the following batches are checked against (from the start of the log when there is none before `from`). The
-   * indexed line must have the indexed seq; if not (an index rebuilt or replaced behind this reader's back), the
-   * index is dropped and the log is read from the start.
+   * at the sealed line before the nearest index entry at or before `from`, found by reading backwards from the
+   * entry; the batches after it are checked against its chain. The indexed line must have the indexed seq; if not
+   * (an index rebuilt or replaced behind this reader's back), the index is dropped and the log is read from the start.
    */
   private async *verifiedLines(from: number, options: ReadOptions): AsyncGenerator<{ raw: RawLine; chain: string | undefined }> {
     const end = await this.committedEnd();
@@ -664,34 +673,33 @@ export class EventStore {
     const backend = await sharedHashBackend(CHAIN_BACKEND);
     const warn = options.onWarning ?? ((message: string) => process.emitWarning(message, 'EventStoreWarning'));
     const chained = await this.firstLineSealed(end);
-    // Where to start: the nearest index entry at or before `from`; if no sealed line comes between it and `from`
-    // (it is inside the batch holding `from`), the entry before; else the start of the log.
-    const starts: (IndexEntry | undefined)[] = [];
+    // Where to start: the sealed line before the nearest index entry at or before `from` (found by reading backwards
+    // from the entry), so that every batch from there on is checked against a chain; else the start of the log.
+    let entry: IndexEntry | undefined;
+    let anchor: { line: number; offset: number; chain: Buffer } | undefined;
     if (from > 0) {
-      const entries = await this.indexEntries();
-      const nearest = this.nearestEntry(entries, from, end);
-      if (nearest !== undefined) starts.push(nearest, ...(chained && nearest.line > 0 ? [this.nearestEntry(entries, nearest.line - 1, end)] : []));
+      entry = this.nearestEntry(await this.indexEntries(), from, end);
+      const sealed = entry !== undefined && chained ? await lastSealedLine(this.paths.events, entry.offset) : undefined;
+      if (sealed !== undefined) anchor = { line: entry!.line - sealed.linesAfter, offset: sealed.end, chain: Buffer.from(sealed.chain, 'hex') };
+      else if (chained) entry = undefined;
     }
-    let entry = starts.shift();
     for (;;) {
-      const start = entry ?? { line: 0, offset: 0, seq: -1 };
-      let reader = entry === undefined ? new ChainReader(backend, genesis(backend, this.sessionKey, this.runId)) : undefined;
-      let first = entry !== undefined;
+      const start = anchor ?? entry ?? { line: 0, offset: 0 };
+      const reader: ChainReader | undefined =
+        anchor !== undefined ? new ChainReader(backend, anchor.chain) : entry === undefined ? new ChainReader(backend, genesis(backend, this.sessionKey, this.runId)) : undefined;
       let retry = false;
       let batch: RawLine[] = [];
       let batchStart = start.line;
-      let lastSealed = -1;
+      let lastSealed = anchor === undefined ? -1 : anchor.line - 1;
       let lastLine = -1;
-      for await (const raw of readLines(this.paths.events, start.offset, end, start.line, (i) => i >= from || first)) {
+      const checked = entry;
+      for await (const raw of readLines(this.paths.events, start.offset, end, start.line, (i) => i >= from || i === checked?.line)) {
         lastLine = raw.index;
-        if (first) {
-          first = false;
-          if (seqOf(raw.text) !== start.seq) {
-            this.readerIndex = undefined;
-            starts.length = 0;
-            retry = true;
-            break;
-          }
+        if (raw.index === checked?.line && seqOf(raw.text) !== checked.seq) {
+          // The index was rebuilt or replaced behind this reader's back: read from the start.
+          this.readerIndex = undefined;
+          retry = true;
+          break;
         }
         if (!chained) {
           // Written before chain hashes: served as read; chain hashes written later (a resumed run) are still checked.
@@ -706,20 +714,7 @@ export class EventStore {
           if (raw.index >= from) yield { raw, chain: undefined };
           continue;
         }
-        if (reader === undefined) {
-          // Looking for a sealed line before `from` to start the chain from.
-          if (raw.index >= from) {
-            retry = true;
-            break;
-          }
-          const chain = chainOf(raw.bytes);
-          if (chain !== undefined) {
-            reader = new ChainReader(backend, Buffer.from(chain, 'hex'));
-            lastSealed = raw.index;
-            batchStart = raw.index + 1;
-          }
-          continue;
-        }
+        if (reader === undefined) continue; // unreachable: a log with chain hashes is read from a sealed line
         const step = reader.feed(raw.bytes);
         if (raw.index >= from) batch.push(raw); // its bytes are not kept valid, and not needed once hashed
         if (step.kind === 'open') continue;
@@ -733,8 +728,8 @@ export class EventStore {
         batchStart = raw.index + 1;
       }
       if (retry) {
-        if (entry === undefined) return; // unreachable: from the start, there is nothing to retry
-        entry = starts.shift();
+        if (entry === undefined) return; // unreachable: from the start, nothing is checked against the index
+        entry = anchor = undefined;
         continue;
       }
       if ((chained || lastSealed >= 0) && lastLine > lastSealed) {
