@@ -442,7 +442,12 @@ export class EventStore {
     if (!parsed.success) {
       throw new EventStoreError(`invalid event${position}: ${describeIssues(parsed.error, '(event)')}`, { path: this.paths.events });
     }
-    const valid = parsed.data;
+    let valid = parsed.data;
+    if (valid.chain !== undefined) {
+      // A chain hash is the log's to set (see chain.ts): one that comes with an event is dropped.
+      const { chain: _chain, ...rest } = valid;
+      valid = rest;
+    }
     if (valid.runId !== this.runId) {
       throw new EventStoreError(`event${position} belongs to run ${JSON.stringify(valid.runId)}, this log is run ${JSON.stringify(this.runId)}`, {
         path: this.paths.events,

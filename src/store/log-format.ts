@@ -41,5 +41,8 @@ export function decodeLine(text: string, index: number, offset: number): StreamE
   }
   const parsed = parseEvent(json);
   if (!parsed.success) return { line: index + 1, offset, error: `not a valid event (${describeIssues(parsed.error, '(event)')})` };
-  return parsed.data;
+  if (parsed.data.chain === undefined) return parsed.data;
+  // The chain hash belongs to the log (its readers check it), not to the event.
+  const { chain: _chain, ...event } = parsed.data;
+  return event;
 }
