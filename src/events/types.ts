@@ -61,6 +61,14 @@ export const StreamEventSchema = z.object({
   parentSpanId: z.string().optional(),
   payload: z.record(z.string(), z.unknown()),
   redaction: z.object({ containsSecrets: z.boolean() }).optional(),
+  /**
+   * Set by the event log on the stored line that ends a batch: the running BLAKE3 chain hash of the log (see
+   * store/chain.ts). Never part of an event handed out by a reader, and not accepted on append.
+   */
+  chain: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
 });
 
 /** An event as emitted, stored and read back. */

@@ -4,7 +4,16 @@
  */
 import type { BackpackState } from '../backpack/index.js';
 import { StreamEventType } from '../events/index.js';
-import { CheckpointStore, CheckpointStoreError, EventStore, StoreError, assertValidId, historicalCheckpointPath, type Checkpoint } from '../store/index.js';
+import {
+  CheckpointStore,
+  CheckpointStoreError,
+  EventStore,
+  ProjectionStore,
+  StoreError,
+  assertValidId,
+  historicalCheckpointPath,
+  type Checkpoint,
+} from '../store/index.js';
 import { locate, type RunLocation } from './location.js';
 import { applyStateDelta, type StateDelta } from './state-tracker.js';
 
@@ -89,7 +98,30 @@ export async function loadRunPoint(options: RunLocation & { runId: string; step?
     if (step !== undefined && point.step !== step) {
       throw new StoreError(`run ${sessionKey}/${runId} has no step ${step}; its last recorded step is ${point.step} (${events.paths.events})${why}`);
     }
-    return { ...point, warnings };
+    if (step === undefined) await checkProjectionClaims(new ProjectionStore({ dataDir, sessionKey }), events, point.lastSeq, warnings);
+    const { lastSeq: _lastSeq, ...found } = point;
+    return { ...found, warnings };
+  }
+}
+
+/**
+ * The last recorded point of a run must be the end of its log: a projection that counts events past what the log
+ * serves means the log was cut or damaged (an error naming both files). A damaged projection is only a warning here.
+ */
+async function checkProjectionClaims(projections: ProjectionStore, events: EventStore, lastSeq: number, warnings: string[]): Promise<void> {
+  let meta;
+  try {
+    meta = await projections.loadRunMeta(events.runId);
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    warnings.push(`${error.message}; the log was not compared with it`);
+    return;
+  }
+  if (meta !== null && meta.lastSeq > lastSeq) {
+    throw new StoreError(
+      `${events.paths.runMeta} records events up to seq ${meta.lastSeq}, but ${events.paths.events} serves them up to seq ${lastSeq}: ` +
+        `the log was cut or damaged. Check the run with 'backpackflow runs verify ${events.runId}'.`,
+    );
   }
 }
 
@@ -112,14 +144,21 @@ async function loadKeyframe(checkpoints: CheckpointStore, step: number, warnings
 }
 
 /** Replays the log's deltas on top of `keyframe` (or the empty state) up to `step`; 'mismatch' when the keyframe is not the log's. */
-async function replay(events: EventStore, keyframe: Keyframe | undefined, step: number | undefined, warnings: string[]): Promise<Omit<RunPoint, 'warnings'> | 'mismatch'> {
+async function replay(
+  events: EventStore,
+  keyframe: Keyframe | undefined,
+  step: number | undefined,
+  warnings: string[],
+): Promise<(Omit<RunPoint, 'warnings'> & { lastSeq: number }) | 'mismatch'> {
   const base = keyframe?.checkpoint;
   const point = base
     ? { step: base.step, position: [...base.position], state: structuredClone((base.state as unknown as KeyframeState).backpack), line: base.line ?? -1 }
     : { step: -1, position: [] as string[], state: { version: 1 as const, items: {}, quarantined: {} }, line: -1 };
   let lastStep = -1;
+  let lastSeq = -1;
   // After a keyframe that knows its line, only the tail is read (the index seeks there); else the whole log.
   for await (const { event, chain, line } of events.readVerified({ from: base?.line ?? 0, onWarning: (w) => warnings.push(w) })) {
+    lastSeq = event.seq;
     if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
     const saved = event.payload as unknown as CheckpointPayload;
     // Read from the keyframe's line, the first step seen must be the keyframe's own: else the line is not this log's.
@@ -147,5 +186,5 @@ async function replay(events: EventStore, keyframe: Keyframe | undefined, step: 
         `Check the run with 'backpackflow runs verify ${events.runId}'.`,
     );
   }
-  return point;
+  return { ...point, lastSeq };
 }

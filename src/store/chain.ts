@@ -16,6 +16,7 @@
  *
  * The field is storage-only: the event schema strips it, so readers hand out the event as it was emitted.
  */
+import { promises as fsp } from 'node:fs';
 import type { HashBackend } from '../hash/blake3.js';
 
 const PREFIX = ',"chain":"';
@@ -25,6 +26,9 @@ const SUFFIX_LENGTH = PREFIX.length + 64 + 2;
 const HEX = /^[0-9a-f]{64}$/;
 const NEWLINE = Buffer.from('\n');
 const CLOSE = Buffer.from('}\n');
+
+/** The BLAKE3 backend of the chain: many small inputs, where hash-wasm's calls cost less than the native binding's. */
+export const CHAIN_BACKEND = 'wasm';
 
 /** A BLAKE3 hasher of the backend in use. */
 export type Hasher = ReturnType<HashBackend['hasher']>;
@@ -109,5 +113,40 @@ export class ChainReader {
     // Go on from the stored chain: later batches are checked on their own even after a mismatch.
     this.parts = [Buffer.from(chain, 'hex')];
     return chain === expected ? { kind: 'verified', chain } : { kind: 'mismatch', chain, expected };
+  }
+}
+
+/**
+ * The last sealed line among the first `size` bytes of the log (which end at a line end), read backwards in
+ * 64 KB chunks: its chain, the offset just after it and how many lines follow it; undefined when none is sealed.
+ */
+export async function lastSealedLine(path: string, size: number): Promise<{ end: number; chain: string; linesAfter: number } | undefined> {
+  if (size === 0) return undefined;
+  const handle = await fsp.open(path, 'r');
+  try {
+    let position = size;
+    let carry = Buffer.alloc(0);
+    let linesAfter = 0;
+    while (position > 0) {
+      const length = Math.min(64 * 1024, position);
+      position -= length;
+      const chunk = Buffer.allocUnsafe(length);
+      const { bytesRead } = await handle.read(chunk, 0, length, position);
+      const buffer = Buffer.concat([chunk.subarray(0, bytesRead), carry]);
+      // `end` is just after a newline; the line before it runs from the previous newline (or the buffer start).
+      let end = buffer.length;
+      while (end > 0) {
+        const nl = end >= 2 ? buffer.lastIndexOf(0x0a, end - 2) : -1;
+        if (nl === -1 && position > 0) break; // the line starts in an earlier chunk
+        const chain = chainOf(buffer.subarray(nl + 1, end - 1));
+        if (chain !== undefined) return { end: position + end, chain, linesAfter };
+        linesAfter++;
+        end = nl + 1;
+      }
+      carry = Buffer.from(buffer.subarray(0, end));
+    }
+    return undefined;
+  } finally {
+    await handle.close();
   }
 }

@@ -1,9 +1,7 @@
 import { promises as fsp } from 'node:fs';
-import { sharedHashBackend } from '../hash/blake3.js';
-import { openSealed, seal } from '../hash/sealed.js';
-import { readTextIfExists, writeFileAtomic } from '../fs/index.js';
 import { CheckpointStoreError, describeIssues } from './errors.js';
 import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
+import { readSealedIfExists, writeSealed } from './sealed-file.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { CheckpointSchema, durabilityOf, type Checkpoint, type Durability } from './types.js';
 
@@ -70,19 +68,14 @@ export class CheckpointStore {
   /** Saves run one after another, so that the last save called is the one left on disk. */
   private save(checkpoint: CheckpointInput, path: string): Promise<void> {
     const stored = this.prepare(checkpoint, path);
-    const next = this.queue.then(async () => writeFileAtomic(path, seal(stored, await sharedHashBackend()), { fsync: this.fsync }));
+    const next = this.queue.then(() => writeSealed(path, stored, this.fsync));
     this.queue = next.catch(() => undefined);
     return next;
   }
 
   private async load(path: string): Promise<Checkpoint | null> {
-    const text = await readTextIfExists(path);
-    if (text === undefined) return null;
-    const opened = openSealed(text, await sharedHashBackend(), true);
-    if (!opened.ok) throw new CheckpointStoreError(`corrupt checkpoint ${path}: ${opened.problem}`, { path });
-    const parsed = CheckpointSchema.safeParse(opened.data);
-    if (!parsed.success) throw new CheckpointStoreError(`corrupt checkpoint ${path}: ${describeIssues(parsed.error, '(root)')}`, { path });
-    return parsed.data;
+    const checkpoint = await readSealedIfExists(path, CheckpointSchema, (reason) => new CheckpointStoreError(`corrupt checkpoint ${path}: ${reason}`, { path }));
+    return checkpoint ?? null;
   }
 
 

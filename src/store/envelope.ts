@@ -10,6 +10,7 @@ import { StreamEventSchema, StreamEventType, type StreamEvent } from '../events/
  */
 
 const EVENT_TYPES: ReadonlySet<unknown> = new Set(Object.values(StreamEventType));
+const CHAIN = /^[0-9a-f]{64}$/;
 
 /** Result of {@link parseEvent}: the same shape as zod's `safeParse`. */
 export type ParsedEvent = ReturnType<typeof StreamEventSchema.safeParse>;
@@ -40,11 +41,13 @@ function isSimpleRecord(value: unknown): value is Record<string, unknown> {
 function quickEnvelope(value: unknown): StreamEvent | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   // Each field is read once, as zod reads it.
-  const { v, id, seq, timestamp, runId, sessionKey, type, namespace, nodeId, nodeName, spanId, parentSpanId, payload, redaction } = value as Record<
+  const { v, id, seq, timestamp, runId, sessionKey, type, namespace, nodeId, nodeName, spanId, parentSpanId, payload, redaction, chain } = value as Record<
     string,
     unknown
   >;
   if (v !== 1 || redaction !== undefined) return undefined;
+  // A stored line's chain hash is checked by the log's readers, not part of the event: left out, as readers do.
+  if (chain !== undefined && (typeof chain !== 'string' || !CHAIN.test(chain))) return undefined;
   if (typeof id !== 'string' || id === '' || typeof runId !== 'string' || runId === '') return undefined;
   if (!isCount(seq) || !isCount(timestamp) || !EVENT_TYPES.has(type)) return undefined;
   if (sessionKey !== undefined && (typeof sessionKey !== 'string' || sessionKey === '')) return undefined;

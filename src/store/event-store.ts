@@ -13,7 +13,9 @@ import {
 import type { StreamEvent } from '../events/types.js';
 import { readTextIfExistsSync, writeFileAtomic } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
-import { ChainReader, chainOf, genesis, sealBatch, type Hasher } from './chain.js';
+import { CHAIN_BACKEND, ChainReader, chainOf, genesis, lastSealedLine, sealBatch, type Hasher } from './chain.js';
+import { decodeLine, parseIndex, seqOf } from './log-format.js';
+import { verifyLog } from './log-verify.js';
 import { parseEvent } from './envelope.js';
 import { EventStoreError, describeIssues } from './errors.js';
 import { endOfLastLine, readLines, type RawLine } from './lines.js';
@@ -126,8 +128,6 @@ const PENDING_RECORD_BYTES = 96;
 /** What the methods that have nothing to wait for return. */
 const DONE = Promise.resolve();
 const DEFAULT_INDEX_INTERVAL = 1000;
-/** The BLAKE3 backend of the chain: many small inputs, where hash-wasm's calls cost less than the native binding's. */
-const CHAIN_BACKEND = 'wasm';
 
 function fdatasyncAsync(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
@@ -365,7 +365,7 @@ export class EventStore {
 
   /** Loads the index, drops entries that do not match the log, rebuilds it if needed, then indexes the tail. */
   private async recoverIndex(): Promise<void> {
-    let entries = this.parseIndex(await fsp.readFile(this.paths.index, 'utf8').catch(() => ''));
+    let entries = parseIndex(await fsp.readFile(this.paths.index, 'utf8').catch(() => ''));
     const valid = entries.filter((e) => e.offset < this.size);
     let rewrite = valid.length !== entries.length;
     entries = valid;
@@ -380,7 +380,7 @@ export class EventStore {
     for await (const raw of readLines(this.paths.events, from.offset, this.size, from.line)) {
       const previous = entries[entries.length - 1];
       if (previous === undefined || raw.index - previous.line >= this.indexInterval) {
-        const seq = this.seqOf(raw.text);
+        const seq = seqOf(raw.text);
         if (seq !== undefined) {
           entries.push({ line: raw.index, offset: raw.offset, seq });
           rewrite = true;
@@ -390,7 +390,7 @@ export class EventStore {
       count = raw.index + 1;
     }
     this.lineCount = count;
-    this.last = lastText === undefined ? undefined : this.seqOf(lastText);
+    this.last = lastText === undefined ? undefined : seqOf(lastText);
     if (this.last === undefined && count > 0) this.last = await this.lastValidSeq();
     this.entries = entries;
     if (rewrite) await writeFileAtomic(this.paths.index, entries.map((e) => JSON.stringify(e) + '\n').join(''));
@@ -399,33 +399,8 @@ export class EventStore {
 
   private async lastValidSeq(): Promise<number | undefined> {
     let last: number | undefined;
-    for await (const raw of readLines(this.paths.events, 0, this.size, 0)) last = this.seqOf(raw.text) ?? last;
+    for await (const raw of readLines(this.paths.events, 0, this.size, 0)) last = seqOf(raw.text) ?? last;
     return last;
-  }
-
-  private seqOf(text: string): number | undefined {
-    try {
-      const seq = (JSON.parse(text) as { seq?: unknown }).seq;
-      return typeof seq === 'number' ? seq : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-
-  private parseIndex(text: string): IndexEntry[] {
-    const entries: IndexEntry[] = [];
-    for (const line of text.split('\n')) {
-      if (line === '') continue;
-      try {
-        const e = JSON.parse(line) as IndexEntry;
-        if (!Number.isInteger(e.line) || !Number.isInteger(e.offset) || typeof e.seq !== 'number') break;
-        if (entries.length > 0 && (e.line <= entries[entries.length - 1]!.line || e.offset <= entries[entries.length - 1]!.offset)) break;
-        entries.push({ line: e.line, offset: e.offset, seq: e.seq });
-      } catch {
-        break;
-      }
-    }
-    return entries;
   }
 
   /** Whether the log has a line starting at `entry.offset` whose seq is `entry.seq`. */
@@ -441,7 +416,7 @@ export class EventStore {
       }
     }
     for await (const raw of readLines(this.paths.events, entry.offset, this.size, entry.line)) {
-      return this.seqOf(raw.text) === entry.seq;
+      return seqOf(raw.text) === entry.seq;
     }
     return false;
   }
@@ -461,7 +436,12 @@ export class EventStore {
     if (!parsed.success) {
       throw new EventStoreError(`invalid event${position}: ${describeIssues(parsed.error, '(event)')}`, { path: this.paths.events });
     }
-    const valid = parsed.data;
+    let valid = parsed.data;
+    if (valid.chain !== undefined) {
+      // A chain hash is the log's to set (see chain.ts): one that comes with an event is dropped.
+      const { chain: _chain, ...rest } = valid;
+      valid = rest;
+    }
     if (valid.runId !== this.runId) {
       throw new EventStoreError(`event${position} belongs to run ${JSON.stringify(valid.runId)}, this log is run ${JSON.stringify(this.runId)}`, {
         path: this.paths.events,
@@ -642,18 +622,6 @@ export class EventStore {
     };
   }
 
-  private decodeLine(text: string, index: number, offset: number): StreamEvent | CorruptLine {
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (error) {
-      return { line: index + 1, offset, error: `not JSON (${(error as Error).message})` };
-    }
-    const parsed = parseEvent(json);
-    if (!parsed.success) return { line: index + 1, offset, error: `not a valid event (${describeIssues(parsed.error, '(event)')})` };
-    return parsed.data;
-  }
-
   /** Streams every event (from `options.from` on) in order, without loading the log into memory. */
   async *readStream(options: ReadOptions = {}): AsyncGenerator<StreamEvent> {
     for await (const read of this.readVerified(options)) yield read.event;
@@ -670,7 +638,7 @@ export class EventStore {
     if (!Number.isInteger(from) || from < 0) throw new EventStoreError(`read: from must be a non-negative integer, got ${from}`);
     const onCorrupt = this.corruptHandler(options);
     for await (const { raw, chain } of this.verifiedLines(from, options)) {
-      const decoded = this.decodeLine(raw.text, raw.index, raw.offset);
+      const decoded = decodeLine(raw.text, raw.index, raw.offset);
       if ('error' in decoded) onCorrupt(decoded);
       else yield { event: decoded, line: raw.index, chain };
     }
@@ -678,16 +646,25 @@ export class EventStore {
 
   /** Whether the first line of the log is sealed: the log was written with chain hashes (see chain.ts). */
   private async firstLineSealed(end: number): Promise<boolean> {
+    // The first line is short (run.started): one small read, a full scan only for a longer one.
+    const handle = await fsp.open(this.paths.events, 'r');
+    try {
+      const head = Buffer.allocUnsafe(Math.min(4096, end));
+      const { bytesRead } = await handle.read(head, 0, head.length, 0);
+      const nl = head.subarray(0, bytesRead).indexOf(0x0a);
+      if (nl !== -1) return chainOf(head.subarray(0, nl)) !== undefined;
+    } finally {
+      await handle.close();
+    }
     for await (const raw of readLines(this.paths.events, 0, end, 0, () => false)) return chainOf(raw.bytes) !== undefined;
     return false;
   }
 
   /**
    * The committed lines from line `from` on, verified against the chain (see {@link readVerified}). Reading starts
-   * one index entry before the nearest one at or before `from`, at the first sealed line found there, whose chain
-   * the following batches are checked against (from the start of the log when there is none before `from`). The
-   * indexed line must have the indexed seq; if not (an index rebuilt or replaced behind this reader's back), the
-   * index is dropped and the log is read from the start.
+   * at the sealed line before the nearest index entry at or before `from`, found by reading backwards from the
+   * entry; the batches after it are checked against its chain. The indexed line must have the indexed seq; if not
+   * (an index rebuilt or replaced behind this reader's back), the index is dropped and the log is read from the start.
    */
   private async *verifiedLines(from: number, options: ReadOptions): AsyncGenerator<{ raw: RawLine; chain: string | undefined }> {
     const end = await this.committedEnd();
@@ -695,34 +672,33 @@ export class EventStore {
     const backend = await sharedHashBackend(CHAIN_BACKEND);
     const warn = options.onWarning ?? ((message: string) => process.emitWarning(message, 'EventStoreWarning'));
     const chained = await this.firstLineSealed(end);
-    // Where to start: the nearest index entry at or before `from`; if no sealed line comes between it and `from`
-    // (it is inside the batch holding `from`), the entry before; else the start of the log.
-    const starts: (IndexEntry | undefined)[] = [];
+    // Where to start: the sealed line before the nearest index entry at or before `from` (found by reading backwards
+    // from the entry), so that every batch from there on is checked against a chain; else the start of the log.
+    let entry: IndexEntry | undefined;
+    let anchor: { line: number; offset: number; chain: Buffer } | undefined;
     if (from > 0) {
-      const entries = await this.indexEntries();
-      const nearest = this.nearestEntry(entries, from, end);
-      if (nearest !== undefined) starts.push(nearest, ...(chained && nearest.line > 0 ? [this.nearestEntry(entries, nearest.line - 1, end)] : []));
+      entry = this.nearestEntry(await this.indexEntries(), from, end);
+      const sealed = entry !== undefined && chained ? await lastSealedLine(this.paths.events, entry.offset) : undefined;
+      if (sealed !== undefined) anchor = { line: entry!.line - sealed.linesAfter, offset: sealed.end, chain: Buffer.from(sealed.chain, 'hex') };
+      else if (chained) entry = undefined;
     }
-    let entry = starts.shift();
     for (;;) {
-      const start = entry ?? { line: 0, offset: 0, seq: -1 };
-      let reader = entry === undefined ? new ChainReader(backend, genesis(backend, this.sessionKey, this.runId)) : undefined;
-      let first = entry !== undefined;
+      const start = anchor ?? entry ?? { line: 0, offset: 0 };
+      const reader: ChainReader | undefined =
+        anchor !== undefined ? new ChainReader(backend, anchor.chain) : entry === undefined ? new ChainReader(backend, genesis(backend, this.sessionKey, this.runId)) : undefined;
       let retry = false;
       let batch: RawLine[] = [];
       let batchStart = start.line;
-      let lastSealed = -1;
+      let lastSealed = anchor === undefined ? -1 : anchor.line - 1;
       let lastLine = -1;
-      for await (const raw of readLines(this.paths.events, start.offset, end, start.line, (i) => i >= from || first)) {
+      const checked = entry;
+      for await (const raw of readLines(this.paths.events, start.offset, end, start.line, (i) => i >= from || i === checked?.line)) {
         lastLine = raw.index;
-        if (first) {
-          first = false;
-          if (this.seqOf(raw.text) !== start.seq) {
-            this.readerIndex = undefined;
-            starts.length = 0;
-            retry = true;
-            break;
-          }
+        if (raw.index === checked?.line && seqOf(raw.text) !== checked.seq) {
+          // The index was rebuilt or replaced behind this reader's back: read from the start.
+          this.readerIndex = undefined;
+          retry = true;
+          break;
         }
         if (!chained) {
           // Written before chain hashes: served as read; chain hashes written later (a resumed run) are still checked.
@@ -737,20 +713,7 @@ export class EventStore {
           if (raw.index >= from) yield { raw, chain: undefined };
           continue;
         }
-        if (reader === undefined) {
-          // Looking for a sealed line before `from` to start the chain from.
-          if (raw.index >= from) {
-            retry = true;
-            break;
-          }
-          const chain = chainOf(raw.bytes);
-          if (chain !== undefined) {
-            reader = new ChainReader(backend, Buffer.from(chain, 'hex'));
-            lastSealed = raw.index;
-            batchStart = raw.index + 1;
-          }
-          continue;
-        }
+        if (reader === undefined) continue; // unreachable: a log with chain hashes is read from a sealed line
         const step = reader.feed(raw.bytes);
         if (raw.index >= from) batch.push(raw); // its bytes are not kept valid, and not needed once hashed
         if (step.kind === 'open') continue;
@@ -764,8 +727,8 @@ export class EventStore {
         batchStart = raw.index + 1;
       }
       if (retry) {
-        if (entry === undefined) return; // unreachable: from the start, there is nothing to retry
-        entry = starts.shift();
+        if (entry === undefined) return; // unreachable: from the start, nothing is checked against the index
+        entry = anchor = undefined;
         continue;
       }
       if ((chained || lastSealed >= 0) && lastLine > lastSealed) {
@@ -786,7 +749,7 @@ export class EventStore {
   private damagedBatch(batch: RawLine[], first: number, last: number, options: ReadOptions, warn: (message: string) => void): void {
     const onCorrupt = this.corruptHandler(options);
     for (const line of batch) {
-      const decoded = this.decodeLine(line.text, line.index, line.offset);
+      const decoded = decodeLine(line.text, line.index, line.offset);
       if ('error' in decoded) onCorrupt(decoded);
     }
     const message = `${this.paths.events}: lines ${first + 1}-${last + 1} do not match the chain hash on line ${last + 1}: the log was changed there`;
@@ -831,7 +794,7 @@ export class EventStore {
     const onCorrupt = this.corruptHandler(options);
     for await (const { raw } of this.verifiedLines(offset, options)) {
       if (raw.index >= offset + pageSize) break;
-      const decoded = this.decodeLine(raw.text, raw.index, raw.offset);
+      const decoded = decodeLine(raw.text, raw.index, raw.offset);
       if ('error' in decoded) onCorrupt(decoded);
       else events.push(decoded);
     }
@@ -872,7 +835,7 @@ export class EventStore {
         const buffer = Buffer.alloc(size - cache.bytes);
         const { bytesRead } = await handle.read(buffer, 0, buffer.length, cache.bytes);
         const complete = buffer.subarray(0, bytesRead).lastIndexOf(0x0a) + 1;
-        const fresh = this.parseIndex(buffer.toString('utf8', 0, complete));
+        const fresh = parseIndex(buffer.toString('utf8', 0, complete));
         const lastLine = cache.entries[cache.entries.length - 1]?.line ?? -1;
         cache = { entries: cache.entries.concat(fresh.filter((e) => e.line > lastLine)), bytes: cache.bytes + complete };
       } finally {
@@ -895,7 +858,7 @@ export class EventStore {
     const entries: IndexEntry[] = [];
     for await (const raw of readLines(this.paths.events, 0, this.size, 0, (i) => i % eventsPerEntry === 0)) {
       if (raw.index % eventsPerEntry !== 0) continue;
-      const seq = this.seqOf(raw.text);
+      const seq = seqOf(raw.text);
       if (seq !== undefined) entries.push({ line: raw.index, offset: raw.offset, seq });
     }
     closeSync(this.indexFd!);
@@ -906,135 +869,15 @@ export class EventStore {
     this.indexInterval = eventsPerEntry;
   }
 
+
+
   /**
    * Checks the whole log: recomputes the chain (see chain.ts) and reports the first line that disagrees with it,
-   * corrupt lines with their 1-based numbers, lines after the last chain hash (a cut log), index entries past the
-   * end of the log, and the torn tail (bytes a crash left after the last complete line or in an unfinished batch,
+   * corrupt lines with their 1-based numbers, lines after the last chain hash (a cut log), index entries that do not
+   * match the log, and the torn tail (bytes a crash left after the last complete line or in an unfinished batch,
    * which the next writer cuts). Reads only; never repairs.
    */
   async verify(): Promise<VerifyResult> {
-    const end = await this.committedEnd();
-    let size = 0;
-    try {
-      size = statSync(this.paths.events).size;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    }
-    const backend = await sharedHashBackend(CHAIN_BACKEND);
-    const reader = new ChainReader(backend, genesis(backend, this.sessionKey, this.runId));
-    const corruptLines: CorruptLine[] = [];
-    let lines = 0;
-    let events = 0;
-    let lastSealed = -1;
-    let verifiedLines = 0;
-    let chainHead: string | undefined;
-    let damage: { line: number; problem: string } | undefined;
-    let batchStart = 0;
-    const indexText = await fsp.readFile(this.paths.index, 'utf8').catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return '';
-      throw error;
-    });
-    const completeIndex = indexText.slice(0, indexText.lastIndexOf('\n') + 1);
-    const entries = this.parseIndex(completeIndex);
-    const indexLines = completeIndex.split('\n').length - 1;
-    let nextEntry = 0;
-    let badEntry: IndexEntry | undefined;
-    for await (const raw of readLines(this.paths.events, 0, end, 0)) {
-      lines++;
-      const entry = entries[nextEntry];
-      if (entry !== undefined && entry.line === raw.index) {
-        nextEntry++;
-        if (entry.offset !== raw.offset || this.seqOf(raw.text) !== entry.seq) badEntry ??= entry;
-      } else if (entry !== undefined && entry.line < raw.index) {
-        badEntry ??= entry;
-        nextEntry++;
-      }
-      const decoded = this.decodeLine(raw.text, raw.index, raw.offset);
-      if ('error' in decoded) corruptLines.push(decoded);
-      else events++;
-      const step = reader.feed(raw.bytes);
-      if (step.kind === 'open') continue;
-      if (step.kind === 'verified') verifiedLines += raw.index + 1 - batchStart;
-      else {
-        damage ??= {
-          line: corruptLines.find((c) => c.line > batchStart)?.line ?? batchStart + 1,
-          problem: `${this.paths.events}: lines ${batchStart + 1}-${raw.index + 1} do not match the chain hash on line ${raw.index + 1}: the log was changed there`,
-        };
-      }
-      chainHead = step.chain;
-      lastSealed = raw.index;
-      batchStart = raw.index + 1;
-    }
-    const sealed = lastSealed >= 0;
-    if (sealed && lines > lastSealed + 1) {
-      damage ??= {
-        line: lastSealed + 2,
-        problem: `${this.paths.events}: lines ${lastSealed + 2}-${lines} come after its last chain hash (line ${lastSealed + 1}): the log was cut or damaged there`,
-      };
-    }
-    const beyond = entries.find((e) => e.line >= lines || e.offset >= end);
-    if (beyond !== undefined) {
-      damage ??= {
-        line: lines + 1,
-        problem: `${this.paths.index} records event ${beyond.line + 1} at byte ${beyond.offset}, but ${this.paths.events} has ${lines} complete lines (${end} bytes): the log was cut`,
-      };
-    }
-    if (entries.length < indexLines) {
-      damage ??= {
-        line: (entries[entries.length - 1]?.line ?? 0) + 1,
-        problem: `${this.paths.index}: line ${entries.length + 1} is not a valid index entry in order: the index is damaged (a writer rebuilds it on open)`,
-      };
-    }
-    if (badEntry !== undefined) {
-      damage ??= {
-        line: badEntry.line + 1,
-        problem: `${this.paths.index} records event ${badEntry.line + 1} at byte ${badEntry.offset} with seq ${badEntry.seq}, which is not what ${this.paths.events} holds there: the index is damaged (a writer rebuilds it on open)`,
-      };
-    }
-    if (damage === undefined && corruptLines.length > 0) {
-      damage = { line: corruptLines[0]!.line, problem: `${this.paths.events}: line ${corruptLines[0]!.line} is corrupt: ${corruptLines[0]!.error}` };
-    }
-    const indexDamaged = beyond !== undefined || badEntry !== undefined || entries.length < indexLines;
-    const chain = damage !== undefined && (sealed || indexDamaged) ? 'damaged' : sealed ? 'verified' : 'unverifiable';
-    const result: VerifyResult = { ok: corruptLines.length === 0 && chain !== 'damaged', chain, lines, events, corruptLines, tornTailBytes: size - end, verifiedLines };
-    if (damage !== undefined) {
-      result.firstBadLine = damage.line;
-      result.problem = damage.problem;
-    }
-    if (chainHead !== undefined) result.chainHead = chainHead;
-    return result;
-  }
-}
-
-/**
- * The last sealed line among the first `size` bytes of the log (which end at a line end), read backwards in
- * 64 KB chunks: its chain and the offset just after it; undefined when no line is sealed.
- */
-async function lastSealedLine(path: string, size: number): Promise<{ end: number; chain: string } | undefined> {
-  if (size === 0) return undefined;
-  const handle = await fsp.open(path, 'r');
-  try {
-    let position = size;
-    let carry = Buffer.alloc(0);
-    while (position > 0) {
-      const length = Math.min(64 * 1024, position);
-      position -= length;
-      const chunk = Buffer.allocUnsafe(length);
-      const { bytesRead } = await handle.read(chunk, 0, length, position);
-      const buffer = Buffer.concat([chunk.subarray(0, bytesRead), carry]);
-      // `end` is just after a newline; the line before it runs from the previous newline (or the buffer start).
-      let end = buffer.length;
-      while (end > 0) {
-        const nl = end >= 2 ? buffer.lastIndexOf(0x0a, end - 2) : -1;
-        if (nl === -1 && position > 0) break; // the line starts in an earlier chunk
-        const chain = chainOf(buffer.subarray(nl + 1, end - 1));
-        if (chain !== undefined) return { end: position + end, chain };
-        end = nl + 1;
-      }
-      carry = Buffer.from(buffer.subarray(0, end));
-    }
-    return undefined;
-  } finally {
-    await handle.close();
+    return verifyLog({ paths: this.paths, sessionKey: this.sessionKey, runId: this.runId, end: await this.committedEnd() });
   }
 }

@@ -1,9 +1,7 @@
-import { readTextIfExists, writeFileAtomic } from '../fs/index.js';
-import { sharedHashBackend } from '../hash/blake3.js';
-import { openSealed, seal } from '../hash/sealed.js';
-import { ProjectionStoreError, describeIssues } from './errors.js';
+import { ProjectionStoreError } from './errors.js';
 import { EventStore, type ReadOptions } from './event-store.js';
 import { assertValidId, runPaths } from './paths.js';
+import { readSealedIfExists, writeSealed } from './sealed-file.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from './run-meta.js';
 import { RunMetaSchema, durabilityOf, type Durability, type RunMeta } from './types.js';
@@ -129,7 +127,7 @@ export class ProjectionStore {
    */
   private async persist(meta: RunMeta): Promise<void> {
     this.cache.set(meta.runId, meta);
-    await writeFileAtomic(this.metaPath(meta.runId), seal(this.redactor.redact(meta).value, await sharedHashBackend()), { fsync: this.fsync });
+    await writeSealed(this.metaPath(meta.runId), this.redactor.redact(meta).value, this.fsync);
   }
 
   /**
@@ -176,13 +174,8 @@ export class ProjectionStore {
    */
   async loadRunMeta(runId: string): Promise<RunMeta | null> {
     const path = this.metaPath(runId);
-    const text = await readTextIfExists(path);
-    if (text === undefined) return null;
-    const opened = openSealed(text, await sharedHashBackend(), true);
-    if (!opened.ok) throw new ProjectionStoreError(`corrupt run projection ${path}: ${opened.problem}`, { path });
-    const parsed = RunMetaSchema.safeParse(opened.data);
-    if (!parsed.success) throw new ProjectionStoreError(`corrupt run projection ${path}: ${describeIssues(parsed.error, '(root)')}`, { path });
-    return parsed.data;
+    const meta = await readSealedIfExists(path, RunMetaSchema, (reason) => new ProjectionStoreError(`corrupt run projection ${path}: ${reason}`, { path }));
+    return meta ?? null;
   }
 
 }

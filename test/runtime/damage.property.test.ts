@@ -12,6 +12,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEventsPage } from '../../src/cli/backpackflow/store-access.js';
 import { listRuns, loadRunPoint, verifyRun } from '../../src/index.js';
+import { EventStore } from '../../src/store/index.js';
 import { recordCountingRun } from './fixtures/counting-run.js';
 
 const RUN = 'damaged';
@@ -61,6 +62,10 @@ function filesUnder(dir: string): string[] {
 beforeAll(async () => {
   pristine = mkdtempSync(join(tmpdir(), 'bpf-damage-'));
   await recordCountingRun(pristine, RUN, 30, 10);
+  // An index entry every 7 events (not every 1000), so that pages are read from an entry and damage to it matters.
+  const indexer = new EventStore({ dataDir: pristine, sessionKey: 'default', runId: RUN });
+  await indexer.buildIndex(7);
+  await indexer.close();
   runDir = join('sessions', 'default', 'runs', RUN);
   // Every file a reader may read: the log, its index, the keyframes, the projection (not the lock or batch marker).
   files = filesUnder(join(pristine, runDir))

@@ -57,13 +57,32 @@ describe('events.jsonl cut to half', () => {
     expect(point.warnings).toEqual([]);
   });
 
-  it('without a keyframe claiming more, the default point is the last verified step, with a warning', async () => {
+  it('without a keyframe or projection claiming more, the default point is the last verified step, with a warning', async () => {
     rmSync(join(dir, 'checkpoint'), { recursive: true });
+    await expect(loadRunPoint({ dataDir: tmp.dir, runId: RUN })).rejects.toThrow(/run\.meta\.json records events up to seq \d+, but .*events\.jsonl serves/);
+    rmSync(join(dir, 'projections', 'run.meta.json'));
     const point = await loadRunPoint({ dataDir: tmp.dir, runId: RUN });
     expect(point.step).toBeGreaterThan(10);
     expect(point.step).toBeLessThan(40);
     expect(count(point)).toBe(point.step);
     expect(point.warnings).toEqual([expect.stringMatching(/events\.jsonl: lines \d+-\d+ come after its last chain hash \(line \d+\): the log was cut or damaged there; they are not served/)]);
+  });
+});
+
+describe('events.jsonl cut exactly after a batch', () => {
+  it('loadRunPoint names the projection the log falls short of, rather than serving an earlier step as the last', async () => {
+    const lines = readFileSync(events(), 'utf8').split('\n');
+    const sealed = lines.map((l, i) => (l.includes('"chain":"') ? i : -1)).filter((i) => i > 0);
+    const at = sealed[Math.floor(sealed.length / 2)]!;
+    writeFileSync(events(), lines.slice(0, at + 1).join('\n') + '\n');
+    rmSync(join(dir, 'checkpoint'), { recursive: true });
+    await expect(loadRunPoint({ dataDir: tmp.dir, runId: RUN })).rejects.toThrow(
+      /run\.meta\.json records events up to seq \d+, but .*events\.jsonl serves them up to seq \d+: the log was cut or damaged/,
+    );
+    // A step the log still holds is served exactly.
+    const point = await loadRunPoint({ dataDir: tmp.dir, runId: RUN, step: 3 });
+    expect([point.step, count(point), point.warnings]).toEqual([3, 3, []]);
+    expect((await verifyRun({ dataDir: tmp.dir, runId: RUN })).problems).toEqual([expect.stringMatching(/run\.meta\.json counts \d+ events/)]);
   });
 });
 

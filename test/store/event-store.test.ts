@@ -238,6 +238,29 @@ describe('EventStore', () => {
     });
   });
 
+  describe('chain hashes', () => {
+    it('seal the first line and the last line of every batch; readers hand out events without them', async () => {
+      const store = open();
+      await fill(store, 3);
+      await store.append(makeEvent(RUN, 3));
+      await store.close();
+      const lines = readFileSync(store.paths.events, 'utf8').trimEnd().split('\n');
+      expect(lines.map((l) => /,"chain":"[0-9a-f]{64}"\}$/.test(l))).toEqual([true, false, true, true]);
+      const events = await open().readAll();
+      expect(events.map((e) => e.seq)).toEqual([0, 1, 2, 3]);
+      expect(events.every((e) => !('chain' in e))).toBe(true);
+      expect(await open().verify()).toMatchObject({ ok: true, chain: 'verified', verifiedLines: 4, chainHead: lines[3]!.slice(-66, -2) });
+    });
+
+    it('drop a chain field that comes with an event to append (the log sets it)', async () => {
+      const store = open();
+      await store.appendBatch([{ ...makeEvent(RUN, 0), chain: 'f'.repeat(64) }, makeEvent(RUN, 1)]);
+      await store.close();
+      expect(readFileSync(store.paths.events, 'utf8')).not.toContain('f'.repeat(64));
+      expect(await open().verify()).toMatchObject({ ok: true, chain: 'verified' });
+    });
+  });
+
   describe('crash damage', () => {
     it('cuts a torn last line on open; readers ignore it before that', async () => {
       const store = open();

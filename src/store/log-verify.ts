@@ -1,0 +1,105 @@
+/**
+ * Verifying the event log of a run as a whole (see chain.ts): every chain hash recomputed, every line validated,
+ * the index checked against the log. `EventStore.verify()` runs it.
+ */
+import { promises as fsp, statSync } from 'node:fs';
+import { sharedHashBackend } from '../hash/blake3.js';
+import { CHAIN_BACKEND, ChainReader, genesis } from './chain.js';
+import type { CorruptLine, IndexEntry, VerifyResult } from './event-store.js';
+import { decodeLine, parseIndex, seqOf } from './log-format.js';
+import { readLines } from './lines.js';
+import type { RunPaths } from './paths.js';
+
+/** Checks the first `end` bytes of the log of `paths` (its committed lines); see EventStore.verify. */
+export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runId: string; end: number }): Promise<VerifyResult> {
+  const { paths, end } = log;
+  let size = 0;
+  try {
+    size = statSync(paths.events).size;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const backend = await sharedHashBackend(CHAIN_BACKEND);
+  const reader = new ChainReader(backend, genesis(backend, log.sessionKey, log.runId));
+  const corruptLines: CorruptLine[] = [];
+  let lines = 0;
+  let events = 0;
+  let lastSealed = -1;
+  let verifiedLines = 0;
+  let chainHead: string | undefined;
+  let damage: { line: number; problem: string } | undefined;
+  let batchStart = 0;
+  const indexText = await fsp.readFile(paths.index, 'utf8').catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return '';
+    throw error;
+  });
+  const completeIndex = indexText.slice(0, indexText.lastIndexOf('\n') + 1);
+  const entries = parseIndex(completeIndex);
+  const indexLines = completeIndex.split('\n').length - 1;
+  let nextEntry = 0;
+  let badEntry: IndexEntry | undefined;
+  for await (const raw of readLines(paths.events, 0, end, 0)) {
+    lines++;
+    const entry = entries[nextEntry];
+    if (entry !== undefined && entry.line === raw.index) {
+      nextEntry++;
+      if (entry.offset !== raw.offset || seqOf(raw.text) !== entry.seq) badEntry ??= entry;
+    } else if (entry !== undefined && entry.line < raw.index) {
+      badEntry ??= entry;
+      nextEntry++;
+    }
+    const decoded = decodeLine(raw.text, raw.index, raw.offset);
+    if ('error' in decoded) corruptLines.push(decoded);
+    else events++;
+    const step = reader.feed(raw.bytes);
+    if (step.kind === 'open') continue;
+    if (step.kind === 'verified') verifiedLines += raw.index + 1 - batchStart;
+    else {
+      damage ??= {
+        line: corruptLines.find((c) => c.line > batchStart)?.line ?? batchStart + 1,
+        problem: `${paths.events}: lines ${batchStart + 1}-${raw.index + 1} do not match the chain hash on line ${raw.index + 1}: the log was changed there`,
+      };
+    }
+    chainHead = step.chain;
+    lastSealed = raw.index;
+    batchStart = raw.index + 1;
+  }
+  const sealed = lastSealed >= 0;
+  if (sealed && lines > lastSealed + 1) {
+    damage ??= {
+      line: lastSealed + 2,
+      problem: `${paths.events}: lines ${lastSealed + 2}-${lines} come after its last chain hash (line ${lastSealed + 1}): the log was cut or damaged there`,
+    };
+  }
+  const beyond = entries.find((e) => e.line >= lines || e.offset >= end);
+  if (beyond !== undefined) {
+    damage ??= {
+      line: lines + 1,
+      problem: `${paths.index} records event ${beyond.line + 1} at byte ${beyond.offset}, but ${paths.events} has ${lines} complete lines (${end} bytes): the log was cut`,
+    };
+  }
+  if (entries.length < indexLines) {
+    damage ??= {
+      line: (entries[entries.length - 1]?.line ?? 0) + 1,
+      problem: `${paths.index}: line ${entries.length + 1} is not a valid index entry in order: the index is damaged (a writer rebuilds it on open)`,
+    };
+  }
+  if (badEntry !== undefined) {
+    damage ??= {
+      line: badEntry.line + 1,
+      problem: `${paths.index} records event ${badEntry.line + 1} at byte ${badEntry.offset} with seq ${badEntry.seq}, which is not what ${paths.events} holds there: the index is damaged (a writer rebuilds it on open)`,
+    };
+  }
+  if (damage === undefined && corruptLines.length > 0) {
+    damage = { line: corruptLines[0]!.line, problem: `${paths.events}: line ${corruptLines[0]!.line} is corrupt: ${corruptLines[0]!.error}` };
+  }
+  const indexDamaged = beyond !== undefined || badEntry !== undefined || entries.length < indexLines;
+  const chain = damage !== undefined && (sealed || indexDamaged) ? 'damaged' : sealed ? 'verified' : 'unverifiable';
+  const result: VerifyResult = { ok: corruptLines.length === 0 && chain !== 'damaged', chain, lines, events, corruptLines, tornTailBytes: size - end, verifiedLines };
+  if (damage !== undefined) {
+    result.firstBadLine = damage.line;
+    result.problem = damage.problem;
+  }
+  if (chainHead !== undefined) result.chainHead = chainHead;
+  return result;
+}

@@ -1,0 +1,31 @@
+/**
+ * JSON files of a run sealed with their BLAKE3 checksum (keyframes, projections; see hash/sealed.ts): written
+ * atomically, verified and validated on read. Files written before seals existed (plain JSON) still read.
+ */
+import { sharedHashBackend } from '../hash/blake3.js';
+import { openSealed, seal } from '../hash/sealed.js';
+import { readTextIfExists, writeFileAtomic } from '../fs/index.js';
+import { describeIssues } from './errors.js';
+
+/** Writes `data` sealed, atomically (temp file, fsync unless `fsync` is false, rename). */
+export async function writeSealed(path: string, data: unknown, fsync: boolean): Promise<void> {
+  await writeFileAtomic(path, seal(data, await sharedHashBackend()), { fsync });
+}
+
+/**
+ * The sealed file at `path`, verified and validated with `schema`, or undefined when it does not exist. A file that
+ * is not JSON, fails its checksum or does not fit the schema throws `corrupt(reason)`, the reason naming what is wrong.
+ */
+export async function readSealedIfExists<T>(
+  path: string,
+  schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> } } },
+  corrupt: (reason: string) => Error,
+): Promise<T | undefined> {
+  const text = await readTextIfExists(path);
+  if (text === undefined) return undefined;
+  const opened = openSealed(text, await sharedHashBackend(), true);
+  if (!opened.ok) throw corrupt(opened.problem);
+  const parsed = schema.safeParse(opened.data);
+  if (!parsed.success) throw corrupt(describeIssues(parsed.error, '(root)'));
+  return parsed.data;
+}
