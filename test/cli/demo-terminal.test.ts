@@ -3,7 +3,7 @@
  * trace intact, and the printed commands must work as printed.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -18,7 +18,10 @@ describe('the demo in a terminal', () => {
   it('shows the whole trace, then the report, with the progress bar gone and commands that run as printed', () => {
     const typescript = join(dir, 'typescript');
     const tsx = join(root, 'node_modules', '.bin', 'tsx');
-    const command = `${tsx} ${join(root, 'src/cli/backpackflow.ts')} demo --workspace ${join(root, 'src')} --data-dir ${join(dir, 'data')}`;
+    // A copy of some sources as the workspace: the context engine writes its store into the workspace.
+    const workspace = join(dir, 'workspace');
+    cpSync(join(root, 'src', 'flow'), workspace, { recursive: true });
+    const command = `${tsx} ${join(root, 'src/cli/backpackflow.ts')} demo --workspace ${workspace} --data-dir ${join(dir, 'data')}`;
     execFileSync('script', ['-qfec', command, typescript], { cwd: root, env: plainEnv({ COLUMNS: '120', LINES: '60' }), stdio: 'ignore', timeout: 120_000 });
     const screen = renderScreen(readFileSync(typescript, 'utf8').replace(/^Script started.*\n/, '').replace(/\nScript done.*\n?$/, ''));
     const at = (text: string): number => screen.findIndex((l) => l.includes(text));
