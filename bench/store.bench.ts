@@ -20,6 +20,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { StreamEvent } from '../src/events/types.js';
 import { CheckpointStore, EventStore, MemoryStore, runPaths, type Durability, type MemoryItem } from '../src/store/index.js';
 import { median, printTable, timeMedianMs, type BenchRow } from './harness.js';
+import { runPointRows } from './run-point-rows.js';
 import { runtimeRows, type Build } from './runtime-rows.js';
 
 /** The last commit before chain hashes and the wider redaction (issue 13): the baseline of the overhead rows. */
@@ -173,9 +174,12 @@ try {
   // hundreds of MB of dirty pages whose writeback slows every file creation for a while afterwards (also into the
   // next run of this benchmark, hence the sync first).
   execFileSync('sync');
-  const runtime = await runtimeRows(await loadBaseline());
-  // BENCH_ONLY=runtime: only the runFlow rows (and the comparison with the baseline), for quick iterations.
-  if (process.env['BENCH_ONLY'] !== 'runtime') {
+  const runtime = process.env['BENCH_ONLY'] === 'runpoint' ? [] : await runtimeRows(await loadBaseline());
+  // BENCH_ONLY=runtime: only the runFlow rows (and the comparison with the baseline), for quick iterations;
+  // BENCH_ONLY=runpoint: only the loadRunPoint rows.
+  if (process.env['BENCH_ONLY'] === 'runpoint') rows.push(...(await runPointRows(join(root, 'run-points'))));
+  else if (process.env['BENCH_ONLY'] !== 'runtime') {
+    rows.push(...(await runPointRows(join(root, 'run-points'))));
     await appendCosts();
     await checkpointCosts();
     await pagingCosts();

@@ -156,8 +156,10 @@ async function replay(
     : { step: -1, position: [] as string[], state: { version: 1 as const, items: {}, quarantined: {} }, line: -1 };
   let lastStep = -1;
   let lastSeq = -1;
-  // After a keyframe that knows its line, only the tail is read (the index seeks there); else the whole log.
-  for await (const { event, chain, line } of events.readVerified({ from: base?.line ?? 0, onWarning: (w) => warnings.push(w) })) {
+  // After a keyframe that knows its line, only the tail is read (the index seeks there); else the whole log. For a
+  // given step only the checkpoints are decoded (the last seq, for the projection's claims, is not needed then).
+  const types = step === undefined ? undefined : [StreamEventType.CHECKPOINT_SAVED];
+  for await (const { event, chain, line } of events.readVerified({ from: base?.line ?? 0, types, onWarning: (w) => warnings.push(w) })) {
     lastSeq = event.seq;
     if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
     const saved = event.payload as unknown as CheckpointPayload;
