@@ -14,4 +14,14 @@ describe('examples run as documented', () => {
       'diff: ["loud"]',
     ]);
   });
+
+  it('examples/approval (npm run example:approval) pauses for a person, refuses a bad answer, and completes with a good one', () => {
+    const out = execFileSync(process.execPath, ['--import', 'tsx', join(root, 'examples', 'approval', 'main.ts')], { cwd: root, encoding: 'utf8', env: plainEnv() });
+    expect(out.trim().split('\n')).toEqual([
+      'status: waiting; approve asks {"question":"Publish this post?","draft":"Tides: the moon pulls the sea. A post about tides."}',
+      'listed as: waiting',
+      'refused: InterruptAnswerError',
+      'status: completed; published: {"text":"Tides: the moon pulls the sea. A post about tides.","at":"the blog"}',
+    ]);
+  });
 });
