@@ -62,7 +62,7 @@ describe('damaged run files through the CLI', () => {
     const d = ['--data-dir', tempDir()];
     await cliJson(['run', FLOW, '--modules', MODULES, '--run-id', 'lag', ...d]);
     const meta = join(d[1]!, 'sessions', 'default', 'runs', 'lag', 'projections', 'run.meta.json');
-    const full = JSON.parse(readFileSync(meta, 'utf8'));
+    const full = JSON.parse(readFileSync(meta, 'utf8')).data; // stored sealed: { checksum, data }
     const events = readFileSync(join(d[1]!, 'sessions', 'default', 'runs', 'lag', 'events.jsonl'), 'utf8').trim().split('\n');
     // What a run killed after its first batch leaves: the projection of that batch alone.
     const firstBatch = events.slice(0, 2).map((line) => JSON.parse(line));
