@@ -9,8 +9,9 @@ import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
 import { tempDir, writeTree } from './helpers.js';
+import { trials } from '../support/soak.js';
 
-const TRIALS = 30;
+const TRIALS = trials(10, 30);
 const CONCURRENCY = 5;
 // Bundled once (a bundled child starts far faster than `node --import tsx`), under node_modules so that the
 // packages left external resolve as they do for the sources.

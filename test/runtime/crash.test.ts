@@ -6,13 +6,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadRunPoint } from '../../src/index.js';
 import { EventStore } from '../../src/store/index.js';
 import { buildJournalFlow } from './fixtures/journal-flow.js';
+import { trials } from '../support/soak.js';
 
 const child = join(import.meta.dirname, 'fixtures', 'child.ts');
 const root = mkdtempSync(join(tmpdir(), 'bpf-crash-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const ROUNDS = 25;
-const TRIALS = 16;
+const TRIALS = trials(5, 16);
 const PARALLEL = 4;
 
 function start(args: string[]): { done: Promise<{ code: number | null; stdout: string; stderr: string }>; kill: () => void } {

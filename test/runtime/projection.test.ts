@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { listRuns, loadRunPoint, resumeRun, runFlow } from '../../src/index.js';
 import { EventStore, ProjectionStore, emptyRunMeta, foldRunMetaBatch, writeJsonAtomic, type RunMeta } from '../../src/store/index.js';
 import { buildJournalFlow } from './fixtures/journal-flow.js';
+import { trials } from '../support/soak.js';
 
 const child = join(import.meta.dirname, 'fixtures', 'child.ts');
 const root = mkdtempSync(join(tmpdir(), 'bpf-projection-'));
@@ -85,7 +86,7 @@ describe('run projection after crashes and resumes', () => {
         expect(await new ProjectionStore({ dataDir, sessionKey: 'default' }).currentRunMeta(runId)).toEqual(folded);
         expect(await listRuns({ dataDir })).toEqual([folded]);
       }),
-      { numRuns: 6 },
+      { numRuns: trials(3, 6) },
     );
     expect(resumedToTheEnd, 'trials in which a killed run was resumed to its end').toBeGreaterThan(0);
   }, 180_000);
@@ -121,7 +122,7 @@ describe('run projection after crashes and resumes', () => {
           expect(folded.eventCount).toBe(events);
         }
       }),
-      { numRuns: 25 },
+      { numRuns: trials(10, 25) },
     );
   }, 120_000);
 });

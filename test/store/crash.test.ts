@@ -11,8 +11,9 @@ import type { StreamEvent } from '../../src/events/types.js';
 import { CheckpointStore, EventStore, KeywordIndex, MemoryStore, type Durability } from '../../src/store/index.js';
 import { bundleFixtures, spawnFixture, type Child } from './child.js';
 import { tempDir } from './helpers.js';
+import { trials as trialCount } from '../support/soak.js';
 
-const TRIALS = 50;
+const TRIALS = trialCount(12, 50);
 const CONCURRENCY = 5;
 
 async function killAtRandom(child: Child): Promise<void> {
