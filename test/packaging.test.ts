@@ -1,0 +1,38 @@
+/** What a user gets from the package: require() from CommonJS, source maps that resolve, a license. */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const root = join(import.meta.dirname, '..');
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { files: string[]; exports: Record<string, unknown>; optionalDependencies?: Record<string, string> };
+const dir = mkdtempSync(join(tmpdir(), 'bf-pkg-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('packaging', () => {
+  it('require("backpackflow") from CommonJS loads the ES module (Node >= 20.19)', () => {
+    mkdirSync(join(dir, 'node_modules'), { recursive: true });
+    symlinkSync(root, join(dir, 'node_modules', 'backpackflow'));
+    writeFileSync(join(dir, 'main.cjs'), "const { Flow, Backpack } = require('backpackflow');\nconsole.log(typeof Flow, typeof Backpack);\n");
+    expect(execFileSync(process.execPath, [join(dir, 'main.cjs')], { cwd: dir, encoding: 'utf8' }).trim()).toBe('function function');
+  });
+
+  it('every source map of the build points at a file the package ships', () => {
+    const maps = ['index.js.map', 'backpack/backpack.js.map', 'index.d.ts.map', 'cli/backpackflow.js.map'].map((m) => join(root, 'dist', m));
+    for (const map of maps) {
+      const { sources } = JSON.parse(readFileSync(map, 'utf8')) as { sources: string[] };
+      for (const source of sources) {
+        const file = resolve(dirname(map), source);
+        expect(existsSync(file), `${map} -> ${source}`).toBe(true);
+        expect(pkg.files.some((f) => file.startsWith(join(root, f))), `${file} is not in package.json files`).toBe(true);
+      }
+    }
+  });
+
+  it('ships its license, and the native BLAKE3 binding is optional (hash-wasm gives the same digests)', () => {
+    expect(readFileSync(join(root, 'LICENSE'), 'utf8')).toContain('Apache License');
+    expect(pkg.files).toContain('LICENSE');
+    expect(Object.keys(pkg.optionalDependencies ?? {})).toContain('@napi-rs/blake-hash');
+  });
+});
