@@ -2,9 +2,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Option } from 'commander';
 import { BackpackNode, type Flow } from '../../nodes/index.js';
-import { llmNodeTypes } from '../../nodes/llm/index.js';
 import {
   DEFAULT_MAX_FLOW_BYTES,
   FlowConfigError,
@@ -16,26 +14,9 @@ import {
   type LoadableNodeClass,
 } from '../../serialization/index.js';
 import { assertNewRun, redact, runPaths, StoreError, writeJsonAtomic } from '../../store/index.js';
-import { CliError, positiveInteger } from './errors.js';
+import { CliError } from './errors.js';
+import type { FlowSourceOptions } from './flow-options.js';
 import { openFlowModule, parseFlowModule, readRecipe, recordRecipe, type OpenFlow, type RunRecipe } from './recipe.js';
-
-/** Options of the commands that read a flow file. */
-export interface FlowFileOptions {
-  modules: string[];
-  maxFlowBytes: number;
-}
-
-/** `--modules <file...>`: modules whose BackpackNode classes the flow uses. */
-export function modulesOption(): Option {
-  return new Option('--modules <file...>', 'modules whose BackpackNode classes the flow uses').default([]);
-}
-
-/** `--max-flow-bytes <n>`: the largest flow file accepted (default 16 MiB). */
-export function maxFlowBytesOption(): Option {
-  return new Option('--max-flow-bytes <n>', `largest flow file accepted, in bytes (default ${DEFAULT_MAX_FLOW_BYTES})`)
-    .argParser(positiveInteger('--max-flow-bytes'))
-    .default(DEFAULT_MAX_FLOW_BYTES);
-}
 
 /**
  * Reads and parses a flow file of at most `maxBytes` (checked before reading). Malformed JSON is a CliError naming
@@ -100,6 +81,8 @@ export async function loadModules(loader: FlowLoader, files: readonly string[]):
 /** A loader with the built-in LLM node types and the node classes of `modules` registered. */
 export async function loaderWith(modules: readonly string[] = []): Promise<FlowLoader> {
   const loader = new FlowLoader();
+  // The LLM nodes (and the AI SDK) load only for the commands that build flows.
+  const { llmNodeTypes } = await import('../../nodes/llm/index.js');
   for (const [type, NodeClass] of Object.entries(llmNodeTypes)) loader.register(type, NodeClass);
   await loadModules(loader, modules);
   return loader;
@@ -189,17 +172,6 @@ export function flowFileFor(given: string | undefined, dataDir: string, sessionK
   const recorded = recordedFlowPath(dataDir, sessionKey, runId);
   if (!existsSync(recorded)) throw new CliError(`run ${sessionKey}/${runId} has no recorded flow (${recorded}): pass --flow <flow.json>`);
   return recorded;
-}
-
-/** Options of the commands that build a run's flow: a flow file, a flow module, node modules. */
-export interface FlowSourceOptions extends FlowFileOptions {
-  flow?: string;
-  flowModule?: string;
-}
-
-/** `--flow-module <file#export>`: build the flow by calling an exported function of a module. */
-export function flowModuleOption(): Option {
-  return new Option('--flow-module <file#export>', 'build the flow with an exported function of a module (default export name: buildFlow)');
 }
 
 /**

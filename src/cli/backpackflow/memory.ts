@@ -2,7 +2,7 @@
 import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { MemoryStore, newMemoryId } from '../../store/index.js';
-import { nonNegativeInteger } from './errors.js';
+import { nonNegativeInteger } from './arguments.js';
 import { colors as c, print, type CommonOptions } from './output.js';
 import { common } from './runs.js';
 

@@ -1,10 +1,19 @@
-/** The `backpackflow` command line: commands, exit codes (0 ok, 1 error, 2 usage) and error reporting. */
+/**
+ * The `backpackflow` command line: commands, exit codes (0 ok, 1 error, 2 usage) and error reporting. Each command's
+ * module is imported only when that command runs (or its help is asked for): `backpackflow --help` loads commander
+ * alone, and `runs list` never loads the LLM nodes.
+ */
 import { Command, CommanderError } from 'commander';
-import { demoCommand } from './demo-command.js';
 import { CliError, UsageError } from './errors.js';
-import { runCommand, validateCommand } from './flow-commands.js';
-import { memoryCommand } from './memory.js';
-import { runsCommand } from './runs.js';
+
+/** The top-level commands: a one-line description for the overview, and the module that builds the command. */
+const COMMANDS: Record<string, { description: string; load: () => Promise<Command> }> = {
+  run: { description: 'run a flow durably with the live trace: from its JSON config, or built by a flow module', load: async () => (await import('./flow-commands.js')).runCommand() },
+  validate: { description: 'check a flow config; prints every problem with its JSON path', load: async () => (await import('./flow-commands.js')).validateCommand() },
+  runs: { description: 'list and inspect stored runs; resume, answer or fork them; verify their logs', load: async () => (await import('./runs.js')).runsCommand() },
+  memory: { description: 'search and add long-term memory items', load: async () => (await import('./memory.js')).memoryCommand() },
+  demo: { description: 'an offline research agent over a workspace: scan, summarize, synthesize, remember, answer, guard', load: async () => (await import('./demo-command.js')).demoCommand() },
+};
 
 /** Makes every command of the tree throw instead of exiting, so `main` maps usage errors to exit code 2. */
 function overrideExits(command: Command): void {
@@ -12,24 +21,33 @@ function overrideExits(command: Command): void {
   for (const sub of command.commands) overrideExits(sub);
 }
 
-/** The whole command tree. */
-export function buildProgram(): Command {
+/** The command `argv` names (`backpackflow <name> ...` or `backpackflow help <name>`), if any. */
+function commandNamed(argv: readonly string[]): string | undefined {
+  const words = argv.slice(2).filter((a) => !a.startsWith('-'));
+  return words[0] === 'help' ? words[1] : words[0];
+}
+
+/**
+ * The command tree for `argv`: the named command built in full (its module loaded), the others as a name and a
+ * description (enough for the overview and for an unknown-command error).
+ */
+export async function buildProgram(argv: readonly string[] = []): Promise<Command> {
   const program = new Command('backpackflow')
     .description('run flows durably and inspect what the agent knew, when, and who wrote it')
     .version('0.1.0');
-  program.addCommand(runCommand());
-  program.addCommand(validateCommand());
-  program.addCommand(runsCommand());
-  program.addCommand(memoryCommand());
-  program.addCommand(demoCommand());
+  const named = commandNamed(argv);
+  for (const [name, spec] of Object.entries(COMMANDS)) {
+    if (name === named) program.addCommand(await spec.load());
+    else program.command(name).description(spec.description);
+  }
   overrideExits(program);
   return program;
 }
 
 /** Runs the CLI with `argv` (as process.argv) and returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
   try {
+    const program = await buildProgram(argv);
     await program.parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (error) {

@@ -6,8 +6,9 @@ import type { Flow } from '../../nodes/index.js';
 import { FlowVisualizer, StreamEventType, StreamEventTypeSchema, newRunId, type StreamEvent } from '../../events/index.js';
 import { forkRun, listRuns, resumeRun, verifyRun, type RunResult } from '../../runtime/index.js';
 import { RunStatusSchema, StoreError } from '../../store/index.js';
-import { CliError, nonNegativeInteger, positiveInteger, UsageError, validId } from './errors.js';
-import { flowFileFor, flowModuleOption, maxFlowBytesOption, modulesOption, openRecordedFlow, parseJsonArgument, readFlowFile, recordRunFlow, type FlowSourceOptions } from './flows.js';
+import { CliError, UsageError } from './errors.js';
+import { nonNegativeInteger, positiveInteger, validId } from './arguments.js';
+import { flowModuleOption, maxFlowBytesOption, modulesOption, type FlowSourceOptions } from './flow-options.js';
 import { blame, diffStates, stateReport, type EventsPage } from './inspect.js';
 import { cliCommand, colors, print, warn, type CommonOptions } from './output.js';
 import { renderBlame, renderDiff, renderEvents, renderRuns, renderState, renderVerification } from './render.js';
@@ -161,6 +162,7 @@ export function runsCommand(): Command {
     .addOption(modulesOption())
     .addOption(maxFlowBytesOption())
     .action(async (runId: string, options: CommonOptions & FlowSourceOptions & { input?: string }) => {
+      const { openRecordedFlow, parseJsonArgument } = await import('./flows.js');
       await openRun({ ...options, runId });
       const answer = options.input === undefined ? {} : { resume: parseJsonArgument(options.input) };
       const dataDir = resolve(options.dataDir);
@@ -180,6 +182,7 @@ export function runsCommand(): Command {
     .addOption(maxFlowBytesOption())
     .option('--new-run-id <id>', 'id of the new run (default: a new one)', validId('--new-run-id'))
     .action(async (runId: string, options: CommonOptions & FlowSourceOptions & { step: number; newRunId?: string }) => {
+      const { flowFileFor, openRecordedFlow, readFlowFile, recordRunFlow } = await import('./flows.js');
       const events = await readRunEvents({ ...options, runId });
       await storeErrors(() => runPointAt({ ...options, runId }, options.step, events));
       const dataDir = resolve(options.dataDir);
