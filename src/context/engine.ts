@@ -521,7 +521,7 @@ export class ContextEngine {
   private requireTree(): Tree {
     const stored = this.store.readTree();
     if (stored === undefined) {
-      throw new ContextError('NOT_SCANNED', `workspace ${this.workspaceRoot} has not been scanned; run 'merkle scan' first`, {
+      throw new ContextError('NOT_SCANNED', `workspace ${this.workspaceRoot} has not been scanned; run 'backpackflow context scan' first`, {
         workspace: this.workspaceRoot,
       });
     }
@@ -548,7 +548,7 @@ export class ContextEngine {
       if (tree.get(ref) === undefined) {
         throw new ContextError(
           'UNKNOWN_NODE',
-          `${where}: node ${ref} is not in the current tree of ${this.workspaceRoot} (an id from an older scan, or a typo); use a path or a current id from 'merkle status'`,
+          `${where}: node ${ref} is not in the current tree of ${this.workspaceRoot} (an id from an older scan, or a typo); use a path or a current id from 'backpackflow context status'`,
           { nodeId: ref, workspace: this.workspaceRoot },
         );
       }
@@ -558,7 +558,7 @@ export class ContextEngine {
     if (record === undefined) {
       throw new ContextError(
         'UNKNOWN_NODE',
-        `${where}: no node at '${displayPath(path)}' in ${this.workspaceRoot}; it does not exist, is ignored, or was added since the last scan (run 'merkle scan')`,
+        `${where}: no node at '${displayPath(path)}' in ${this.workspaceRoot}; it does not exist, is ignored, or was added since the last scan (run 'backpackflow context scan')`,
         { path, workspace: this.workspaceRoot },
       );
     }

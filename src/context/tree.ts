@@ -431,7 +431,7 @@ function parseBasis(text: string): ScanBasis | null | undefined {
 }
 
 function corruptTree(where: string, why: string): never {
-  throw new ContextError('CORRUPT_STORE', `corrupt tree file ${where}: ${why}; run 'merkle scan --force'`, { file: where });
+  throw new ContextError('CORRUPT_STORE', `corrupt tree file ${where}: ${why}; run 'backpackflow context scan --force'`, { file: where });
 }
 
 function depth(path: string): number {

@@ -45,7 +45,7 @@ export async function validateStore(input: ValidateInput): Promise<ValidationRep
 
   const stored = attempt(() => input.store.readTree());
   const tree = stored?.tree;
-  if (stored === undefined && errors.length === 0) warnings.push("workspace not scanned yet; run 'merkle scan'");
+  if (stored === undefined && errors.length === 0) warnings.push("workspace not scanned yet; run 'backpackflow context scan'");
   if (tree !== undefined) {
     checkTreeIds(tree, input.backend, errors);
     let rescan: Awaited<ReturnType<typeof scanWorkspace>> | undefined;
@@ -54,7 +54,7 @@ export async function validateStore(input: ValidateInput): Promise<ValidationRep
     } catch (error) {
       errors.push((error as Error).message);
     }
-    if (rescan?.changed) warnings.push(`workspace changed since the last scan (root would be ${rescan.tree.rootId}); run 'merkle scan'`);
+    if (rescan?.changed) warnings.push(`workspace changed since the last scan (root would be ${rescan.tree.rootId}); run 'backpackflow context scan'`);
   }
 
   const state = attempt(() => input.store.readState());
@@ -119,7 +119,7 @@ function checkState(
   for (const [path, types] of Object.entries(state.stale)) {
     for (const type of types) {
       if (state.heads[path]?.[type] === undefined) errors.push(`state: stale mark '${type}' on '${displayPath(path)}' has no head`);
-      else warnings.push(`head '${type}' of '${displayPath(path)}' is stale; run 'merkle regenerate ${displayPath(path)}'`);
+      else warnings.push(`head '${type}' of '${displayPath(path)}' is stale; run 'backpackflow context regenerate ${displayPath(path)}'`);
     }
   }
   for (const [basis, ids] of Object.entries(state.basis)) {

@@ -77,7 +77,7 @@ describe('context APIs (spec §2)', () => {
     await expect(engine.putFrame('README.md', { type: 't', content: 42 as unknown as string }, 'w')).rejects.toThrow(/content must be a string/);
     await expect(engine.getFrame('xyz')).rejects.toThrow(/not a 64-hex FrameID/);
     const unscanned = await ContextEngine.open(tempDir());
-    await expect(unscanned.getNode('.')).rejects.toMatchObject({ code: 'NOT_SCANNED', message: expect.stringContaining("run 'merkle scan'") });
+    await expect(unscanned.getNode('.')).rejects.toMatchObject({ code: 'NOT_SCANNED', message: expect.stringContaining("run 'backpackflow context scan'") });
   });
 
   it('handles concurrent reads and writes without races', async () => {

@@ -12,6 +12,7 @@ const COMMANDS: Record<string, { description: string; load: () => Promise<Comman
   validate: { description: 'check a flow config; prints every problem with its JSON path', load: async () => (await import('./flow-commands.js')).validateCommand() },
   runs: { description: 'list and inspect stored runs; resume, answer or fork them; verify their logs', load: async () => (await import('./runs.js')).runsCommand() },
   memory: { description: 'search and add long-term memory items', load: async () => (await import('./memory.js')).memoryCommand() },
+  context: { description: "the context engine over a workspace: scan, status, frames, agents, synthesis (see 'backpackflow context --help')", load: async () => new Command('context') },
   demo: { description: 'an offline research agent over a workspace: scan, summarize, synthesize, remember, answer, guard', load: async () => (await import('./demo-command.js')).demoCommand() },
 };
 
@@ -46,6 +47,13 @@ export async function buildProgram(argv: readonly string[] = []): Promise<Comman
 
 /** Runs the CLI with `argv` (as process.argv) and returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
+  // `context ...` is the context engine's own command line: everything after the word is its arguments.
+  const first = argv.findIndex((a, i) => i >= 2 && !a.startsWith('-'));
+  if (first >= 0 && (argv[first] === 'context' || (argv[first] === 'help' && argv[first + 1] === 'context'))) {
+    const { runContextCli } = await import('../context-program.js');
+    const rest = argv[first] === 'context' ? argv.slice(first + 1) : ['--help'];
+    return runContextCli([argv[0]!, argv[1]!, ...rest]);
+  }
   try {
     const program = await buildProgram(argv);
     await program.parseAsync(argv);
