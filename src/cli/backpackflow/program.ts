@@ -5,6 +5,7 @@ import { CliError, UsageError } from './errors.js';
 import { runCommand, validateCommand } from './flow-commands.js';
 import { memoryCommand } from './memory.js';
 import { runsCommand } from './runs.js';
+import { studioCommand } from './studio-command.js';
 
 /** Makes every command of the tree throw instead of exiting, so `main` maps usage errors to exit code 2. */
 function overrideExits(command: Command): void {
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   program.addCommand(runsCommand());
   program.addCommand(memoryCommand());
   program.addCommand(demoCommand());
+  program.addCommand(studioCommand());
   overrideExits(program);
   return program;
 }
