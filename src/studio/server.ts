@@ -68,7 +68,6 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
   const page = new PageFiles(options.pageDir ?? defaultPageDir());
   const log = options.log ?? ((message: string) => process.stderr.write(`backpackflow studio: ${message}\n`));
   const streams = new Set<() => void>();
-  let guard: RequestGuard | undefined;
   const ctx: ApiContext = {
     reader,
     session: options.session,
@@ -80,10 +79,10 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
     },
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const handle = async (guard: RequestGuard, req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = requestTarget(req);
     try {
-      const admission = guard!.admit(req, url);
+      const admission = guard.admit(req, url);
       if (admission.setCookie) res.setHeader('set-cookie', admission.setCookie);
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         res.setHeader('allow', 'GET, HEAD');
@@ -103,7 +102,7 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
     }
   };
 
-  const server = createServer((req, res) => void handle(req, res));
+  const server = createServer();
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -112,7 +111,9 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
     });
   });
   const actual = (server.address() as AddressInfo).port;
-  guard = new RequestGuard({ host, port: actual, token, allowedHosts: options.allowedHosts });
+  const guard = new RequestGuard({ host, port: actual, token, allowedHosts: options.allowedHosts });
+  // Attached once the port is known (the Host check needs it); no request can be handled before this runs.
+  server.on('request', (req, res) => void handle(guard, req, res));
   const url = `http://${urlHost(host)}:${actual}/${token === undefined ? '' : `?token=${token}`}`;
   return {
     url,
