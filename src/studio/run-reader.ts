@@ -1,6 +1,7 @@
 /**
- * What the studio's API answers, read from the run store through its public functions only: `listRuns` and
- * `loadRunPoint` (runtime), `EventStore` reads, `ProjectionStore`, `MemoryStore.searchScored`, and the CLI's
+ * What the studio's API answers, read from the run store through its public functions only: `loadRunPoint`
+ * (runtime), `listRunIds`, `EventStore` reads, `ProjectionStore.loadRunMeta` with `foldRunMetaBatch`,
+ * `MemoryStore.searchScored`, and the CLI's
  * inspect helpers (state with provenance, diff, blame, trace), so the browser shows exactly what `backpackflow
  * runs ...` prints. Only what is on disk is shown, and it was redacted before it was written.
  */
@@ -8,8 +9,8 @@ import { existsSync, promises as fsp, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { compileNamespacePattern } from '../backpack/index.js';
 import { StreamEventType, StreamEventTypeSchema, type StreamEvent } from '../events/index.js';
-import { listRuns, loadRunPoint, type RunPoint } from '../runtime/index.js';
-import { EventStore, MemoryStore, ProjectionStore, listRunIds, runPaths, type CorruptLine, type RunMeta } from '../store/index.js';
+import { loadRunPoint, type RunPoint } from '../runtime/index.js';
+import { EventStore, MemoryStore, ProjectionStore, emptyRunMeta, foldRunMetaBatch, listRunIds, runPaths, type CorruptLine, type RunMeta } from '../store/index.js';
 import { recordedFlowPath } from '../cli/backpackflow/flows.js';
 import { blame, diffStates, stateReport, type BlameReport, type DiffReport, type StateReport } from '../cli/backpackflow/inspect.js';
 import { firstStep, lastStep } from '../cli/backpackflow/store-access.js';
@@ -68,8 +69,8 @@ export interface EventsPageResult {
   /** Whether a later page has events. */
   hasMore: boolean;
   /**
-   * Events matching the filters over all pages: exact for a filtered query that reached the end of the log and for
-   * a run that is not running; otherwise the projection's count (a lower bound while the run writes), or null.
+   * Events matching the filters over all pages: without filters, the events in the log; with filters, exact when
+   * the query reached the end of the log, otherwise null.
    */
   total: number | null;
   /** Lines of the log that are not valid events, met while reading this page (never skipped silently). */
@@ -107,8 +108,33 @@ export class RunReader {
 
   /** The runs of a session (or of all sessions), oldest first, with their fork origins. */
   async runs(session: string | undefined): Promise<RunSummary[]> {
-    const metas = await listRuns({ dataDir: this.dataDir, sessionKey: session });
-    return Promise.all(metas.map(async (meta) => ({ ...meta, forkedFrom: await this.forkOrigin({ session: meta.sessionKey, runId: meta.runId }) })));
+    const refs = await listRunIds(this.dataDir, session);
+    const rows = await Promise.all(
+      refs.map(async ({ sessionKey, runId }): Promise<RunSummary | null> => {
+        const ref = { session: sessionKey, runId };
+        if (!existsSync(runPaths(this.dataDir, sessionKey, runId).events)) return null;
+        const meta = await this.meta(ref);
+        return meta.eventCount === 0 ? null : { ...meta, forkedFrom: await this.forkOrigin(ref) };
+      }),
+    );
+    return rows.filter((r): r is RunSummary => r !== null).sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId));
+  }
+
+  /**
+   * The run's projection as of the end of its log, without writing anything: the stored projection (which a live
+   * writer persists only at its end) caught up with the events after it, read through the index. The studio never
+   * writes a projection: one written from a live run's log could land after the writer's own, final one.
+   */
+  async meta(ref: RunRef): Promise<RunMeta> {
+    const store = this.events(ref);
+    const stored = await new ProjectionStore({ dataDir: this.dataDir, sessionKey: ref.session }).loadRunMeta(ref.runId).catch(() => null);
+    let meta = stored ?? emptyRunMeta(ref.session, ref.runId);
+    const batch: StreamEvent[] = [];
+    for await (const event of store.readStream({ from: meta.eventCount, onCorrupt: 'skip' })) {
+      batch.push(event);
+      if (batch.length >= 1000) meta = foldRunMetaBatch(meta, batch.splice(0));
+    }
+    return foldRunMetaBatch(meta, batch);
   }
 
   /** The event log of a run; a 404 naming the run and session when it has none. */
@@ -121,10 +147,7 @@ export class RunReader {
 
   /** Projection, fork origin, step range and recorded flow config of a run. */
   async run(ref: RunRef): Promise<RunDetail> {
-    const store = this.events(ref);
-    const projections = new ProjectionStore({ dataDir: this.dataDir, sessionKey: ref.session });
-    const meta = (await projections.loadRunMeta(ref.runId)) ?? (await projections.generateRunMeta(ref.runId));
-    const detail: RunDetail = { meta, forkedFrom: await this.forkOrigin(ref, store), steps: await this.steps(ref), flow: null };
+    const detail: RunDetail = { meta: await this.meta(ref), forkedFrom: await this.forkOrigin(ref), steps: await this.steps(ref), flow: null };
     const flowPath = recordedFlowPath(this.dataDir, ref.session, ref.runId);
     try {
       detail.flow = JSON.parse(await fsp.readFile(flowPath, 'utf8'));
@@ -164,9 +187,7 @@ export class RunReader {
       }
       result.hasMore = result.events.length > query.pageSize;
       result.events = result.events.slice(0, query.pageSize);
-      const meta = await new ProjectionStore({ dataDir: this.dataDir, sessionKey: ref.session }).loadRunMeta(ref.runId).catch(() => null);
-      const seen = offset + result.events.length;
-      result.total = meta === null ? (result.hasMore ? null : seen) : Math.max(meta.eventCount, seen);
+      result.total = (await this.meta(ref)).eventCount;
       return result;
     }
     const matches = query.namespace === undefined ? undefined : compileNamespacePattern(query.namespace);
@@ -253,8 +274,8 @@ export class RunReader {
   }
 
   /** The run and step a fork started from, from its start checkpoint (the first few events of its log). */
-  private async forkOrigin(ref: RunRef, store: EventStore = this.events(ref)): Promise<ForkOrigin | null> {
-    const head = await store.readPage(4, 0, { onCorrupt: 'skip' }).catch(() => []);
+  private async forkOrigin(ref: RunRef): Promise<ForkOrigin | null> {
+    const head = await this.events(ref).readPage(4, 0, { onCorrupt: 'skip' }).catch(() => []);
     for (const event of head) {
       if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
       const origin = (event.payload as { forkedFrom?: { runId?: unknown; step?: unknown } }).forkedFrom;

@@ -1,37 +1,8 @@
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { plainEnv } from '../support/env.js';
-import { get } from '../studio/helpers.js';
-import { BIN, FIXTURES, MODULES, cli, tempDir } from './helpers.js';
-
-/** Starts `backpackflow studio` and resolves with its URL once it printed it. */
-function startCli(args: string[]): Promise<{ url: URL; stdout: () => string; stop: () => Promise<{ code: number | null; stderr: string }> }> {
-  const child = spawn(process.execPath, [BIN, 'studio', ...args], { env: plainEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const closed = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stderr })));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`studio printed no URL in 20 s; stdout: ${stdout}; stderr: ${stderr}`)), 20_000);
-    child.stderr.on('data', (d: Buffer) => (stderr += d));
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d;
-      const match = /(http:\/\/\S+)/.exec(stdout);
-      if (!match) return;
-      clearTimeout(timer);
-      resolve({
-        url: new URL(match[1]!),
-        stdout: () => stdout,
-        stop: () => {
-          child.kill('SIGTERM');
-          return closed;
-        },
-      });
-    });
-    void closed.then(({ code }) => reject(new Error(`studio exited ${code} before printing a URL: ${stderr}`)));
-  });
-}
+import { get, startCli } from '../studio/helpers.js';
+import { FIXTURES, MODULES, cli, tempDir } from './helpers.js';
 
 describe('backpackflow studio', () => {
   it('starts on the port asked (0: a free one), prints its URL, serves the runs, stops cleanly on SIGTERM', async () => {

@@ -1,7 +1,8 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../../src/index.js';
+import { runPaths } from '../../src/store/index.js';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
 import { FIXTURES, MODULES, cli, tempDir } from '../cli/helpers.js';
 import { get, openStream } from './helpers.js';
@@ -197,9 +198,14 @@ describe('studio API: live stream of a running run', () => {
       // What was written before the stream opened arrives first: the first step's checkpoint.
       await stream.waitFor((m) => m.event === 'event' && JSON.parse(m.data).type === 'checkpoint.saved' && JSON.parse(m.data).payload.step === 1);
       expect(stream.messages.some((m) => JSON.parse(m.data).type === 'run.completed')).toBe(false);
+      // While it runs, the list and the run say so, caught up from the log; the studio writes no projection of its own.
+      expect((await api('/api/runs')).json.runs.find((r: any) => r.runId === liveId)).toMatchObject({ status: 'running', stepCount: 1 });
+      expect((await api(`/api/runs/${liveId}`)).json.meta).toMatchObject({ status: 'running' });
+      expect(existsSync(runPaths(dataDir, 'default', liveId).runMeta)).toBe(false);
       release();
       await running;
       const end = await stream.waitFor((m) => m.event === 'event' && JSON.parse(m.data).type === 'run.completed');
+      expect((await api(`/api/runs/${liveId}`)).json.meta).toMatchObject({ status: 'completed', eventCount: Number(end.id) });
       const seqs = stream.messages.map((m) => JSON.parse(m.data).seq);
       expect(seqs).toEqual(seqs.map((_, i) => i + 1));
       expect(stream.messages.map((m) => Number(m.id))).toEqual(seqs);

@@ -1,4 +1,7 @@
+import { spawn } from 'node:child_process';
 import { request, type IncomingHttpHeaders } from 'node:http';
+import { BIN } from '../cli/helpers.js';
+import { plainEnv } from '../support/env.js';
 
 /** What one HTTP request got back. */
 export interface Reply {
@@ -104,3 +107,31 @@ export function openStream(port: number, path: string, headers: Record<string, s
     req.end();
   });
 }
+
+/** Starts `backpackflow studio` and resolves with its URL once it printed it. */
+export function startCli(args: string[]): Promise<{ url: URL; stdout: () => string; stop: () => Promise<{ code: number | null; stderr: string }> }> {
+  const child = spawn(process.execPath, [BIN, 'studio', ...args], { env: plainEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  const closed = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stderr })));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`studio printed no URL in 20 s; stdout: ${stdout}; stderr: ${stderr}`)), 20_000);
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d;
+      const match = /(http:\/\/\S+)/.exec(stdout);
+      if (!match) return;
+      clearTimeout(timer);
+      resolve({
+        url: new URL(match[1]!),
+        stdout: () => stdout,
+        stop: () => {
+          child.kill('SIGTERM');
+          return closed;
+        },
+      });
+    });
+    void closed.then(({ code }) => reject(new Error(`studio exited ${code} before printing a URL: ${stderr}`)));
+  });
+}
+

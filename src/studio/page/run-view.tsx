@@ -1,0 +1,172 @@
+/**
+ * One run: its header (status, duration, steps, fork origin), live events while it runs, and the tabs trace,
+ * events, state (step slider), diff, blame and recorded flow. The tab and its parameters live in the location
+ * hash, so every view can be linked to and the back button works.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { formatMs, formatTime, getJson, runHash, runPath, type RunDetail, type RunTrace, type StateReport } from './client.js';
+import { BlameView } from './blame-view.js';
+import { DiffView } from './diff-view.js';
+import { EventsView, type EventFilters } from './events-view.js';
+import { replaceHash, useLoad } from './hooks.js';
+import { Problem, Status } from './parts.js';
+import { StateView } from './state-view.js';
+import { TraceView } from './trace-view.js';
+
+const TABS = [
+  ['trace', 'Trace'],
+  ['events', 'Events'],
+  ['state', 'State'],
+  ['diff', 'Diff'],
+  ['blame', 'Blame'],
+  ['flow', 'Flow'],
+] as const;
+
+interface LiveEvent {
+  seq: number;
+  type: string;
+  namespace?: string;
+  nodeId?: string;
+}
+
+/**
+ * While the run is running: its new events from the server's tail of the log. Returns how many arrived (views
+ * reload on it) and the latest few.
+ */
+function useLive(session: string, runId: string, running: boolean, from: number): { count: number; latest: LiveEvent[]; ended: boolean } {
+  const [live, setLive] = useState({ count: 0, latest: [] as LiveEvent[], ended: false });
+  useEffect(() => {
+    if (!running) return;
+    const source = new EventSource(`${runPath(runId, 'stream')}?session=${encodeURIComponent(session)}&from=${from}`);
+    source.addEventListener('event', (message) => {
+      const event = JSON.parse((message as MessageEvent<string>).data) as LiveEvent;
+      const ended = event.type === 'run.completed' || event.type === 'run.failed' || event.type === 'run.waiting';
+      setLive((l) => ({ count: l.count + 1, latest: [event, ...l.latest].slice(0, 8), ended: l.ended || ended }));
+      if (ended) source.close();
+    });
+    return () => source.close();
+  }, [session, runId, running, from]);
+  return live;
+}
+
+function intOf(params: URLSearchParams, name: string, fallback: number): number {
+  const v = Number(params.get(name));
+  return params.has(name) && Number.isInteger(v) ? v : fallback;
+}
+
+/** The run view. */
+export function RunView(props: { session: string; runId: string; tab: string; params: URLSearchParams; eventTypes: string[] }) {
+  const { session, runId, tab, params } = props;
+  const [reload, setReload] = useState(0);
+  const detail = useLoad((signal) => getJson<RunDetail>(runPath(runId), { session }, signal), [session, runId, reload]);
+  const meta = detail.data?.meta;
+  const live = useLive(session, runId, meta?.status === 'running', meta?.eventCount ?? 0);
+  useEffect(() => {
+    if (live.ended) setReload((r) => r + 1);
+  }, [live.ended]);
+  const go = (next: string, extra: Record<string, string | number> = {}): void => replaceHash(runHash(session, runId, next, extra));
+
+  if (detail.error && !detail.data) return <Problem text={detail.error} />;
+  if (!detail.data || !meta) return <p class="muted">Loading run {runId}…</p>;
+  const { steps } = detail.data;
+  return (
+    <section aria-labelledby="run-title">
+      <p>
+        <a href="#/">← All runs</a>
+      </p>
+      <h1 id="run-title">
+        {runId} <Status status={meta.status} />
+      </h1>
+      <dl class="facts">
+        <dt>Session</dt>
+        <dd>{session}</dd>
+        <dt>Started</dt>
+        <dd>{formatTime(meta.startedAt)}</dd>
+        <dt>Duration</dt>
+        <dd>{formatMs(meta.durationMs)}</dd>
+        <dt>Steps</dt>
+        <dd>
+          {steps.first}..{steps.last}
+        </dd>
+        <dt>Events</dt>
+        <dd>{meta.eventCount}</dd>
+        <dt>Errors</dt>
+        <dd>{meta.errorCount}</dd>
+        <dt>Tokens</dt>
+        <dd>{meta.tokenUsage.total}</dd>
+        {detail.data.forkedFrom && (
+          <>
+            <dt>Forked from</dt>
+            <dd>
+              <a href={runHash(session, detail.data.forkedFrom.runId)}>{detail.data.forkedFrom.runId}</a> at step {detail.data.forkedFrom.step}
+            </dd>
+          </>
+        )}
+      </dl>
+      {meta.error && <Problem text={meta.error} />}
+      {meta.status === 'running' && (
+        <aside class="live" aria-live="polite" aria-label="live events">
+          <b>Live</b> · {live.count} new event{live.count === 1 ? '' : 's'}
+          <ul>
+            {live.latest.map((e) => (
+              <li key={e.seq}>
+                #{e.seq} {e.type} <span class="muted">{e.namespace ?? e.nodeId ?? ''}</span>
+              </li>
+            ))}
+          </ul>
+        </aside>
+      )}
+      <div role="tablist" aria-label="run views" class="tabs">
+        {TABS.map(([id, label]) => (
+          <button type="button" role="tab" id={`tab-${id}`} aria-selected={tab === id} aria-controls="tab-panel" onClick={() => go(id)}>
+            {label}
+          </button>
+        ))}
+      </div>
+      <div role="tabpanel" id="tab-panel" aria-labelledby={`tab-${tab}`}>
+        {tab === 'trace' && <TraceTab session={session} runId={runId} version={live.count} />}
+        {tab === 'events' && (
+          <EventsView
+            session={session}
+            runId={runId}
+            eventTypes={props.eventTypes}
+            liveCount={live.count}
+            filters={{ type: params.get('type') ?? '', namespace: params.get('namespace') ?? '', page: intOf(params, 'page', 1), pageSize: intOf(params, 'pageSize', 50) }}
+            onChange={(f: EventFilters) => go('events', { ...(f.type ? { type: f.type } : {}), ...(f.namespace ? { namespace: f.namespace } : {}), page: f.page, pageSize: f.pageSize })}
+          />
+        )}
+        {tab === 'state' && <StateView session={session} runId={runId} steps={steps} step={intOf(params, 'step', steps.last)} onStep={(step) => go('state', { step })} />}
+        {tab === 'diff' && (
+          <DiffView
+            session={session}
+            runId={runId}
+            steps={steps}
+            from={intOf(params, 'from', steps.first)}
+            to={intOf(params, 'to', steps.last)}
+            onChange={(from, to) => go('diff', { from, to })}
+          />
+        )}
+        {tab === 'blame' && <BlameTab session={session} runId={runId} keyName={params.get('key') ?? ''} onKey={(key) => go('blame', { key })} />}
+        {tab === 'flow' && <FlowTab detail={detail.data} />}
+      </div>
+    </section>
+  );
+}
+
+function TraceTab({ session, runId, version }: { session: string; runId: string; version: number }) {
+  const trace = useLoad((signal) => getJson<RunTrace>(runPath(runId, 'trace'), { session }, signal), [session, runId, version]);
+  if (trace.error) return <Problem text={trace.error} />;
+  return trace.data ? <TraceView trace={trace.data} /> : <p class="muted">Loading trace…</p>;
+}
+
+function BlameTab(props: { session: string; runId: string; keyName: string; onKey: (key: string) => void }) {
+  const last = useLoad((signal) => getJson<StateReport>(runPath(props.runId, 'state'), { session: props.session }, signal), [props.session, props.runId]);
+  const keys = [...(last.data?.items.map((i) => i.key) ?? []), ...(last.data?.quarantined.map((q) => q.key) ?? [])];
+  return <BlameView {...props} keys={keys} />;
+}
+
+function FlowTab({ detail }: { detail: RunDetail }) {
+  if (detail.flowError) return <Problem text={detail.flowError} />;
+  if (detail.flow === null) return <p class="muted">No flow config was recorded with this run (runs started with `backpackflow run` record theirs).</p>;
+  return <pre class="flow">{JSON.stringify(detail.flow, null, 2)}</pre>;
+}

@@ -1,0 +1,101 @@
+/** The state at a step (a slider over the recorded steps) with the writer of every key, and the quarantined items. */
+import { formatTime, getJson, runHash, runPath, type StateReport, type StepRange } from './client.js';
+import { useLoad } from './hooks.js';
+import { Problem, Toolbar, Writer } from './parts.js';
+
+/** The Backpack of a run at `step`. */
+export function StateView(props: { session: string; runId: string; steps: StepRange; step: number; onStep: (step: number) => void }) {
+  const { session, runId, steps, step } = props;
+  const state = useLoad((signal) => getJson<StateReport>(runPath(runId, 'state'), { session, step }, signal), [session, runId, step]);
+  const report = state.data;
+  return (
+    <section aria-label="state at a step">
+      <Toolbar>
+        <label for="step-slider">Step</label>
+        <input
+          id="step-slider"
+          type="range"
+          min={steps.first}
+          max={steps.last}
+          step={1}
+          value={step}
+          onInput={(e) => props.onStep(Number(e.currentTarget.value))}
+          aria-valuetext={`step ${step} of ${steps.last}`}
+        />
+        <output for="step-slider" class="step-number">
+          step {step} / {steps.last}
+        </output>
+        {report && report.position.length > 0 && <span class="muted">next: {report.position.join(' › ')}</span>}
+        {report && report.position.length === 0 && <span class="muted">the run had ended</span>}
+        {state.loading && <span class="muted">loading…</span>}
+      </Toolbar>
+      {state.error && <Problem text={state.error} />}
+      {report && (
+        <>
+          <table class="state" aria-label={`backpack at step ${report.step}`}>
+            <thead>
+              <tr>
+                <th scope="col">Key</th>
+                <th scope="col">Value</th>
+                <th scope="col">Written by</th>
+                <th scope="col" class="num">Version</th>
+                <th scope="col">At</th>
+                <th scope="col">History</th>
+              </tr>
+            </thead>
+            <tbody>
+              {report.items.map((item) => (
+                <tr key={item.key} data-key={item.key}>
+                  <th scope="row">{item.key}</th>
+                  <td>
+                    <code>{item.summary}</code>
+                  </td>
+                  <td class="writer">
+                    <Writer nodeId={item.provenance.nodeId} namespace={item.provenance.namespace} />
+                  </td>
+                  <td class="num">v{item.provenance.version}</td>
+                  <td>{formatTime(item.provenance.timestamp)}</td>
+                  <td>
+                    <a href={runHash(session, runId, 'blame', { key: item.key })}>blame</a>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {report.items.length === 0 && <p class="muted">The backpack is empty at this step.</p>}
+          <h2>Quarantined</h2>
+          {report.quarantined.length === 0 ? (
+            <p class="muted">Nothing quarantined at this step.</p>
+          ) : (
+            <table class="quarantined">
+              <thead>
+                <tr>
+                  <th scope="col">Key</th>
+                  <th scope="col">Value</th>
+                  <th scope="col">Reason</th>
+                  <th scope="col">Quarantined by</th>
+                  <th scope="col">Written by</th>
+                </tr>
+              </thead>
+              <tbody>
+                {report.quarantined.map((q) => (
+                  <tr key={q.key} data-key={q.key}>
+                    <th scope="row">{q.key}</th>
+                    <td>
+                      <code>{q.summary}</code>
+                    </td>
+                    <td>{q.quarantine.reason}</td>
+                    <td>{q.quarantine.nodeId ?? ''}</td>
+                    <td>
+                      <Writer nodeId={q.provenance.nodeId} namespace={q.provenance.namespace} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </>
+      )}
+    </section>
+  );
+}
