@@ -9,7 +9,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../../src/index.js';
 import { FIXTURES, MODULES, cli, tempDir } from '../cli/helpers.js';
-import { CHROMIUM, launchChromium } from './browser.js';
+import { CHROMIUM, launchChromium } from '../support/chromium.js';
 import { startCli } from './helpers.js';
 
 const WAIT = { timeout: 30_000 };

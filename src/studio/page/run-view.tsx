@@ -3,6 +3,7 @@
  * events, state (step slider), diff, blame and recorded flow. The tab and its parameters live in the location
  * hash, so every view can be linked to and the back button works.
  */
+import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { formatMs, formatTime, getJson, runHash, runPath, type RunDetail, type RunTrace, type StateReport } from './client.js';
 import { BlameView } from './blame-view.js';
@@ -78,29 +79,19 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
         {runId} <Status status={meta.status} />
       </h1>
       <dl class="facts">
-        <dt>Session</dt>
-        <dd>{session}</dd>
-        <dt>Started</dt>
-        <dd>{formatTime(meta.startedAt)}</dd>
-        <dt>Duration</dt>
-        <dd>{formatMs(meta.durationMs)}</dd>
-        <dt>Steps</dt>
-        <dd>
+        <Fact label="Session">{session}</Fact>
+        <Fact label="Started">{formatTime(meta.startedAt)}</Fact>
+        <Fact label="Duration">{formatMs(meta.durationMs)}</Fact>
+        <Fact label="Steps">
           {steps.first}..{steps.last}
-        </dd>
-        <dt>Events</dt>
-        <dd>{meta.eventCount}</dd>
-        <dt>Errors</dt>
-        <dd>{meta.errorCount}</dd>
-        <dt>Tokens</dt>
-        <dd>{meta.tokenUsage.total}</dd>
+        </Fact>
+        <Fact label="Events">{meta.eventCount}</Fact>
+        <Fact label="Errors">{meta.errorCount}</Fact>
+        <Fact label="Tokens">{meta.tokenUsage.total}</Fact>
         {detail.data.forkedFrom && (
-          <>
-            <dt>Forked from</dt>
-            <dd>
-              <a href={runHash(session, detail.data.forkedFrom.runId)}>{detail.data.forkedFrom.runId}</a> at step {detail.data.forkedFrom.step}
-            </dd>
-          </>
+          <Fact label="Forked from">
+            <a href={runHash(session, detail.data.forkedFrom.runId)}>{detail.data.forkedFrom.runId}</a> at step {detail.data.forkedFrom.step}
+          </Fact>
         )}
       </dl>
       {meta.error && <Problem text={meta.error} />}
@@ -150,6 +141,15 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
         {tab === 'flow' && <FlowTab detail={detail.data} />}
       </div>
     </section>
+  );
+}
+
+function Fact({ label, children }: { label: string; children: ComponentChildren }) {
+  return (
+    <div>
+      <dt>{label}</dt>
+      <dd>{children}</dd>
+    </div>
   );
 }
 
