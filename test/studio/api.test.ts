@@ -1,11 +1,10 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../../src/index.js';
 import { runPaths } from '../../src/store/index.js';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
 import { FIXTURES, MODULES, cli, tempDir } from '../cli/helpers.js';
-import { get, openStream } from './helpers.js';
+import { get, openStream, startGatedRun } from './helpers.js';
 
 let dataDir = '';
 let runId = '';
@@ -167,30 +166,8 @@ describe('studio API: bad input is a 400 (or 404) naming the parameter', () => {
 
 describe('studio API: live stream of a running run', () => {
   it('streams events as they are appended, and continues from Last-Event-ID', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let entered!: () => void;
-    const waiting = new Promise<void>((resolve) => (entered = resolve));
-    class Wait extends BackpackNode {
-      override async exec(): Promise<void> {
-        entered();
-        await gate;
-      }
-      override post(backpack: BackpackHandle): undefined {
-        backpack.pack('done', true);
-        return undefined;
-      }
-    }
-    class First extends BackpackNode {
-      override post(backpack: BackpackHandle): undefined {
-        backpack.pack('first', 1);
-        return undefined;
-      }
-    }
-    const flow = new Flow({ namespace: 'live' });
-    flow.addNode(First, { id: 'first' }).next(flow.addNode(Wait, { id: 'wait' }));
     const liveId = 'run_live_stream';
-    const running = runFlow(flow, { dataDir, runId: liveId });
+    const { waiting, release, running } = startGatedRun(dataDir, liveId);
     await waiting;
     const stream = await openStream(studio.port, `/api/runs/${liveId}/stream`);
     try {

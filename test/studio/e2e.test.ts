@@ -7,10 +7,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../../src/index.js';
 import { FIXTURES, MODULES, cli, tempDir } from '../cli/helpers.js';
 import { CHROMIUM, launchChromium } from '../support/chromium.js';
-import { startCli } from './helpers.js';
+import { startCli, startGatedRun } from './helpers.js';
 
 const WAIT = { timeout: 30_000 };
 let dataDir = '';
@@ -91,31 +90,16 @@ describe('studio in a browser', () => {
     await page.getByRole('tab', { name: 'Events' }).click();
     await page.getByLabel('Type').selectOption('backpack.packed');
     await page.getByRole('button', { name: 'Filter' }).click();
-    await page.locator('table.events tbody tr').nth(2).waitFor(WAIT);
+    // The filtered page (not the unfiltered one shown first): a filtered query read to the end knows its total.
+    await page.getByText('page 1 of 1 · 3 events').waitFor(WAIT);
     expect(await page.locator('table.events tbody tr').count()).toBe(3);
     expect(await page.locator('table.events tbody tr[data-type="backpack.packed"]').count()).toBe(3);
     expect(errors).toEqual([]);
   }, 120_000);
 
   it("shows a running run's events as they are written, then its end", async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let entered!: () => void;
-    const waiting = new Promise<void>((resolve) => (entered = resolve));
-    class Slow extends BackpackNode {
-      override async exec(): Promise<void> {
-        entered();
-        await gate;
-      }
-      override post(backpack: BackpackHandle): undefined {
-        backpack.pack('answer', 42);
-        return undefined;
-      }
-    }
-    const flow = new Flow({ namespace: 'live' });
-    flow.addNode(Slow, { id: 'slow' });
     const liveId = 'run_e2e_live';
-    const running = runFlow(flow, { dataDir, runId: liveId });
+    const { waiting, release, running } = startGatedRun(dataDir, liveId);
     try {
       await waiting;
       await page.goto(`${studio.url.origin}/#/runs/default/${liveId}`);
@@ -124,11 +108,13 @@ describe('studio in a browser', () => {
       expect(await text('h1 .status')).toBe('running');
       release();
       await running;
-      // The end of the run arrives through the stream; the page then reloads the run and shows it completed.
+      // The rest of the run arrives through the stream; at its end the page reloads the run and shows it completed.
+      await page.locator('aside.live li', { hasText: 'run.completed' }).waitFor(WAIT);
+      expect(await text('aside.live')).toMatch(/Live · \d+ new events/);
       await page.locator('h1 .status-completed').waitFor(WAIT);
       await page.getByRole('tab', { name: 'State' }).click();
-      await page.locator('table.state tr[data-key="answer"]').waitFor(WAIT);
-      expect(await text('table.state tr[data-key="answer"] .writer')).toBe('slow @ live.slow');
+      await page.locator('table.state tr[data-key="done"]').waitFor(WAIT);
+      expect(await text('table.state tr[data-key="done"] .writer')).toBe('wait @ live.wait');
     } finally {
       release();
       await running.catch(() => undefined);

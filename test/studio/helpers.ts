@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { request, type IncomingHttpHeaders } from 'node:http';
+import { BackpackNode, Flow, runFlow, type BackpackHandle, type RunResult } from '../../src/index.js';
 import { BIN } from '../cli/helpers.js';
 import { plainEnv } from '../support/env.js';
 
@@ -135,3 +136,39 @@ export function startCli(args: string[]): Promise<{ url: URL; stdout: () => stri
   });
 }
 
+
+/** A durable run held open by the test: `first` packs `first`, then `wait` waits for {@link GatedRun.release} and packs `done`. */
+export interface GatedRun {
+  /** Resolves when `wait` is waiting (its first step is in the log). */
+  waiting: Promise<void>;
+  release(): void;
+  /** The run; it ends after {@link release}. */
+  running: Promise<RunResult>;
+}
+
+/** Starts a gated run `runId` (flow namespace `live`) in `dataDir`. */
+export function startGatedRun(dataDir: string, runId: string): GatedRun {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let entered!: () => void;
+  const waiting = new Promise<void>((resolve) => (entered = resolve));
+  class Wait extends BackpackNode {
+    override async exec(): Promise<void> {
+      entered();
+      await gate;
+    }
+    override post(backpack: BackpackHandle): undefined {
+      backpack.pack('done', true);
+      return undefined;
+    }
+  }
+  class First extends BackpackNode {
+    override post(backpack: BackpackHandle): undefined {
+      backpack.pack('first', 1);
+      return undefined;
+    }
+  }
+  const flow = new Flow({ namespace: 'live' });
+  flow.addNode(First, { id: 'first' }).next(flow.addNode(Wait, { id: 'wait' }));
+  return { waiting, release, running: runFlow(flow, { dataDir, runId }) };
+}

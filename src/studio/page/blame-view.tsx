@@ -1,7 +1,7 @@
 /** Every write of one key: step, node, namespace, version, value, and quarantines with their reasons. */
 import { formatTime, getJson, runPath, type BlameReport } from './client.js';
 import { useLoad } from './hooks.js';
-import { Problem, Writer } from './parts.js';
+import { Head, Problem, Writer } from './parts.js';
 
 /** The blame of `keyName` (asked for with a text field offering the keys of the last state). */
 export function BlameView(props: { session: string; runId: string; keyName: string; keys: string[]; onKey: (key: string) => void }) {
@@ -14,6 +14,7 @@ export function BlameView(props: { session: string; runId: string; keyName: stri
   return (
     <section aria-label="blame of a key">
       <form
+        key={keyName}
         class="toolbar"
         onSubmit={(e) => {
           e.preventDefault();
@@ -21,7 +22,7 @@ export function BlameView(props: { session: string; runId: string; keyName: stri
         }}
       >
         <label>
-          Key <input name="key" list="known-keys" value={keyName} required autocomplete="off" />
+          Key <input name="key" list="known-keys" defaultValue={keyName} required autocomplete="off" />
         </label>
         <datalist id="known-keys">
           {props.keys.map((k) => (
@@ -34,15 +35,7 @@ export function BlameView(props: { session: string; runId: string; keyName: stri
       {report && report.writes.length === 0 && <p class="muted">No write of '{report.key}' in this run.</p>}
       {report && report.writes.length > 0 && (
         <table class="blame">
-          <thead>
-            <tr>
-              <th scope="col" class="num">Step</th>
-              <th scope="col">By</th>
-              <th scope="col" class="num">Version</th>
-              <th scope="col">Value</th>
-              <th scope="col">At</th>
-            </tr>
-          </thead>
+          <Head cols={['#Step', 'By', '#Version', 'Value', 'At']} />
           <tbody>
             {report.writes.map((w) => (
               <tr key={`${w.step}-${w.seq ?? 'input'}`} class={w.action === 'quarantine' ? 'change-quarantined' : ''}>

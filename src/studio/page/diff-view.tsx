@@ -1,7 +1,7 @@
 /** What changed in the Backpack between two steps, and who changed it. */
 import { getJson, runPath, type DiffReport, type StepRange } from './client.js';
 import { useLoad } from './hooks.js';
-import { Problem, Writer } from './parts.js';
+import { Head, Problem, Writer } from './parts.js';
 
 const MARK = { added: '+', modified: '~', deleted: '−', quarantined: '⊘' } as const;
 
@@ -13,6 +13,7 @@ export function DiffView(props: { session: string; runId: string; steps: StepRan
   return (
     <section aria-label="diff between steps">
       <form
+        key={`${from}:${to}`}
         class="toolbar"
         onSubmit={(e) => {
           e.preventDefault();
@@ -21,10 +22,10 @@ export function DiffView(props: { session: string; runId: string; steps: StepRan
         }}
       >
         <label>
-          From step <input name="from" type="number" min={steps.first} max={steps.last} value={from} required />
+          From step <input name="from" type="number" min={steps.first} max={steps.last} defaultValue={String(from)} required />
         </label>
         <label>
-          to step <input name="to" type="number" min={steps.first} max={steps.last} value={to} required />
+          to step <input name="to" type="number" min={steps.first} max={steps.last} defaultValue={String(to)} required />
         </label>
         <button type="submit">Show diff</button>
       </form>
@@ -35,15 +36,7 @@ export function DiffView(props: { session: string; runId: string; steps: StepRan
             {report.counts.added} added, {report.counts.modified} modified, {report.counts.deleted} deleted, {report.counts.quarantined} quarantined (step {report.from} → {report.to})
           </p>
           <table class="diff">
-            <thead>
-              <tr>
-                <th scope="col">Change</th>
-                <th scope="col">Key</th>
-                <th scope="col">Before</th>
-                <th scope="col">After</th>
-                <th scope="col">By</th>
-              </tr>
-            </thead>
+            <Head cols={['Change', 'Key', 'Before', 'After', 'By']} />
             <tbody>
               {report.changes.map((c) => (
                 <tr key={c.key} class={`change-${c.change}`} data-key={c.key}>

@@ -1,7 +1,7 @@
 /** The events table: filters by type and namespace pattern, paged through the server (which seeks by the log's index). */
 import { getJson, runPath, type EventsPageResult } from './client.js';
 import { useLoad } from './hooks.js';
-import { Problem } from './parts.js';
+import { Head, Problem } from './parts.js';
 
 /** What the events view is asked to show (kept in the location hash). */
 export interface EventFilters {
@@ -28,6 +28,7 @@ export function EventsView(props: { session: string; runId: string; eventTypes: 
   return (
     <section aria-label="events">
       <form
+        key={`${filters.type}|${filters.namespace}`}
         class="toolbar"
         onSubmit={(e) => {
           e.preventDefault();
@@ -37,16 +38,20 @@ export function EventsView(props: { session: string; runId: string; eventTypes: 
       >
         <label>
           Type{' '}
-          <select name="type" value={filters.type}>
-            <option value="">any</option>
+          <select name="type">
+            <option value="" selected={filters.type === ''}>
+              any
+            </option>
             {props.eventTypes.map((t) => (
-              <option value={t}>{t}</option>
+              <option value={t} selected={t === filters.type}>
+                {t}
+              </option>
             ))}
           </select>
         </label>
         <label>
           Namespace{' '}
-          <input name="namespace" value={filters.namespace} placeholder="e.g. agent.** or *.chat" />
+          <input name="namespace" defaultValue={filters.namespace} placeholder="e.g. agent.** or *.chat" />
         </label>
         <button type="submit">Filter</button>
         <label>
@@ -74,17 +79,7 @@ export function EventsView(props: { session: string; runId: string; eventTypes: 
         </button>
       </nav>
       <table class="events">
-        <thead>
-          <tr>
-            <th scope="col" class="num">Line</th>
-            <th scope="col" class="num">Seq</th>
-            <th scope="col">Time</th>
-            <th scope="col">Type</th>
-            <th scope="col">Namespace</th>
-            <th scope="col">Node</th>
-            <th scope="col">Payload</th>
-          </tr>
-        </thead>
+        <Head cols={['#Line', '#Seq', 'Time', 'Type', 'Namespace', 'Node', 'Payload']} />
         <tbody>
           {data?.events.map(({ line, event }) => (
             <tr key={line} data-type={event.type}>

@@ -10,6 +10,7 @@ export function MemoryView({ q }: { q: string }) {
     <section aria-labelledby="memory-title">
       <h1 id="memory-title">Memory</h1>
       <form
+        key={q}
         class="toolbar"
         role="search"
         onSubmit={(e) => {
@@ -17,7 +18,7 @@ export function MemoryView({ q }: { q: string }) {
           replaceHash(`#/memory?q=${encodeURIComponent(String(new FormData(e.currentTarget).get('q') ?? ''))}`);
         }}
       >
-        <input name="q" type="search" value={q} placeholder="search long-term memory" aria-label="memory query" />
+        <input name="q" type="search" defaultValue={q} placeholder="search long-term memory" aria-label="memory query" />
         <button type="submit">Search</button>
       </form>
       {hits.error && <Problem text={hits.error} />}

@@ -30,3 +30,22 @@ export function Writer({ nodeId, namespace }: { nodeId: string | null; namespace
 export function Toolbar({ children }: { children: ComponentChildren }) {
   return <div class="toolbar">{children}</div>;
 }
+
+/** A table's header row; a column named with a leading `#` is numeric (right-aligned). */
+export function Head({ cols }: { cols: string[] }) {
+  return (
+    <thead>
+      <tr>
+        {cols.map((c) =>
+          c.startsWith('#') ? (
+            <th scope="col" class="num">
+              {c.slice(1)}
+            </th>
+          ) : (
+            <th scope="col">{c}</th>
+          ),
+        )}
+      </tr>
+    </thead>
+  );
+}

@@ -95,7 +95,7 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
         )}
       </dl>
       {meta.error && <Problem text={meta.error} />}
-      {meta.status === 'running' && (
+      {(meta.status === 'running' || live.count > 0) && (
         <aside class="live" aria-live="polite" aria-label="live events">
           <b>Live</b> · {live.count} new event{live.count === 1 ? '' : 's'}
           <ul>

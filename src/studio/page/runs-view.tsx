@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { formatMs, formatTime, getJson, runHash, type RunSummary } from './client.js';
 import { useLoad } from './hooks.js';
-import { Problem, Status } from './parts.js';
+import { Head, Problem, Status } from './parts.js';
 
 const REFRESH_MS = 2000;
 
@@ -47,19 +47,7 @@ export function RunsView({ session }: { session: string | null }) {
       </div>
       {runs.error && <Problem text={runs.error} />}
       <table class="runs">
-        <thead>
-          <tr>
-            <th scope="col">Run</th>
-            <th scope="col">Session</th>
-            <th scope="col">Status</th>
-            <th scope="col">Started</th>
-            <th scope="col" class="num">Duration</th>
-            <th scope="col" class="num">Steps</th>
-            <th scope="col" class="num">Errors</th>
-            <th scope="col" class="num">Tokens</th>
-            <th scope="col">Forked from</th>
-          </tr>
-        </thead>
+        <Head cols={['Run', 'Session', 'Status', 'Started', '#Duration', '#Steps', '#Errors', '#Tokens', 'Forked from']} />
         <tbody>
           {shown.map((run) => (
             <tr key={`${run.sessionKey}/${run.runId}`} data-run={run.runId}>

@@ -1,7 +1,7 @@
 /** The state at a step (a slider over the recorded steps) with the writer of every key, and the quarantined items. */
 import { formatTime, getJson, runHash, runPath, type StateReport, type StepRange } from './client.js';
 import { useLoad } from './hooks.js';
-import { Problem, Toolbar, Writer } from './parts.js';
+import { Head, Problem, Toolbar, Writer } from './parts.js';
 
 /** The Backpack of a run at `step`. */
 export function StateView(props: { session: string; runId: string; steps: StepRange; step: number; onStep: (step: number) => void }) {
@@ -33,16 +33,7 @@ export function StateView(props: { session: string; runId: string; steps: StepRa
       {report && (
         <>
           <table class="state" aria-label={`backpack at step ${report.step}`}>
-            <thead>
-              <tr>
-                <th scope="col">Key</th>
-                <th scope="col">Value</th>
-                <th scope="col">Written by</th>
-                <th scope="col" class="num">Version</th>
-                <th scope="col">At</th>
-                <th scope="col">History</th>
-              </tr>
-            </thead>
+            <Head cols={['Key', 'Value', 'Written by', '#Version', 'At', 'History']} />
             <tbody>
               {report.items.map((item) => (
                 <tr key={item.key} data-key={item.key}>
@@ -68,15 +59,7 @@ export function StateView(props: { session: string; runId: string; steps: StepRa
             <p class="muted">Nothing quarantined at this step.</p>
           ) : (
             <table class="quarantined">
-              <thead>
-                <tr>
-                  <th scope="col">Key</th>
-                  <th scope="col">Value</th>
-                  <th scope="col">Reason</th>
-                  <th scope="col">Quarantined by</th>
-                  <th scope="col">Written by</th>
-                </tr>
-              </thead>
+              <Head cols={['Key', 'Value', 'Reason', 'Quarantined by', 'Written by']} />
               <tbody>
                 {report.quarantined.map((q) => (
                   <tr key={q.key} data-key={q.key}>
