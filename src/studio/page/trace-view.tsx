@@ -1,4 +1,5 @@
 /** The trace of a run as a span tree: nodes nested by span with durations and actions, routes, retries, errors. */
+import { useState } from 'preact/hooks';
 import type { RunTrace } from './client.js';
 import { formatMs } from './client.js';
 import { Status } from './parts.js';
@@ -44,10 +45,23 @@ function NodeItem({ node, longest }: { node: Node; longest: number }) {
   );
 }
 
+/** Items drawn at first, and added per click: a 10,000-step run must open fast, and nobody reads 10,000 lines at once. */
+const SHOWN = 200;
+const MORE = 1000;
+
 function Items({ items, longest }: { items: Item[]; longest: number }) {
+  const [limit, setLimit] = useState(SHOWN);
+  const hidden = items.length - limit;
   return (
     <ul class="tree">
-      {items.map((item) => (item.kind === 'node' ? <NodeItem node={item.node} longest={longest} /> : <Line item={item} />))}
+      {items.slice(0, limit).map((item) => (item.kind === 'node' ? <NodeItem node={item.node} longest={longest} /> : <Line item={item} />))}
+      {hidden > 0 && (
+        <li>
+          <button type="button" class="more" onClick={() => setLimit((l) => l + MORE)}>
+            Show {Math.min(MORE, hidden)} more ({hidden} not shown)
+          </button>
+        </li>
+      )}
     </ul>
   );
 }
