@@ -94,6 +94,13 @@ describe('studio in a browser', () => {
     await page.getByText('page 1 of 1 · 3 events').waitFor(WAIT);
     expect(await page.locator('table.events tbody tr').count()).toBe(3);
     expect(await page.locator('table.events tbody tr[data-type="backpack.packed"]').count()).toBe(3);
+
+    // The recorded flow as a graph: visits per node, routes, the entry and the last node that ran.
+    await page.getByRole('tab', { name: 'Flow' }).click();
+    await page.locator('li[data-node="t.check"]').waitFor(WAIT);
+    expect(await text('li[data-node="t.fact"]')).toBe('fact Put t.fact ×1entrydefault → count');
+    expect(await text('li[data-node="t.check"]')).toBe('check Check t.check ×1last');
+    expect(await page.locator('li.last-node').count()).toBe(1);
     expect(errors).toEqual([]);
   }, 120_000);
 

@@ -9,6 +9,7 @@ import { formatMs, formatTime, getJson, runHash, runPath, type RunDetail, type R
 import { BlameView } from './blame-view.js';
 import { DiffView } from './diff-view.js';
 import { EventsView, type EventFilters } from './events-view.js';
+import { FlowView } from './flow-view.js';
 import { replaceHash, useLoad } from './hooks.js';
 import { Problem, Status } from './parts.js';
 import { StateView } from './state-view.js';
@@ -138,7 +139,7 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
           />
         )}
         {tab === 'blame' && <BlameTab session={session} runId={runId} keyName={params.get('key') ?? ''} onKey={(key) => go('blame', { key })} />}
-        {tab === 'flow' && <FlowTab detail={detail.data} />}
+        {tab === 'flow' && <FlowTab detail={detail.data} session={session} runId={runId} />}
       </div>
     </section>
   );
@@ -165,8 +166,10 @@ function BlameTab(props: { session: string; runId: string; keyName: string; onKe
   return <BlameView {...props} keys={keys} />;
 }
 
-function FlowTab({ detail }: { detail: RunDetail }) {
+function FlowTab({ detail, session, runId }: { detail: RunDetail; session: string; runId: string }) {
+  const trace = useLoad((signal) => getJson<RunTrace>(runPath(runId, 'trace'), { session }, signal), [session, runId]);
   if (detail.flowError) return <Problem text={detail.flowError} />;
   if (detail.flow === null) return <p class="muted">No flow config was recorded with this run (runs started with `backpackflow run` record theirs).</p>;
-  return <pre class="flow">{JSON.stringify(detail.flow, null, 2)}</pre>;
+  if (trace.error) return <Problem text={trace.error} />;
+  return trace.data ? <FlowView flow={detail.flow} trace={trace.data} /> : <p class="muted">Loading the flow's visits…</p>;
 }
