@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../../src/index.js';
 import { runPaths } from '../../src/store/index.js';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
 import { FIXTURES, MODULES, cli, tempDir } from '../cli/helpers.js';
@@ -286,6 +287,37 @@ describe('studio page files', () => {
       expect((await get(unbuilt.port, '/api/runs')).status).toBe(200);
     } finally {
       await unbuilt.close();
+    }
+  });
+});
+
+describe('studio API over a damaged log', () => {
+  it('reports a corrupt line in the events page and the stream instead of skipping it silently; odd keys blame fine', async () => {
+    class Note extends BackpackNode {
+      override post(backpack: BackpackHandle): undefined {
+        backpack.pack('notes/a b', 'spaces and a slash');
+        return undefined;
+      }
+    }
+    const flow = new Flow({ namespace: 'odd' });
+    flow.addNode(Note, { id: 'note' });
+    const damagedId = 'run_damaged';
+    await runFlow(flow, { dataDir, runId: damagedId });
+    const blame = await api(`/api/runs/${damagedId}/blame/${encodeURIComponent('notes/a b')}`);
+    expect(blame.status).toBe(200);
+    expect(blame.json.writes.map((w: any) => [w.nodeId, w.summary])).toEqual([['note', '"spaces and a slash"']]);
+    const lines = (await api(`/api/runs/${damagedId}`)).json.meta.eventCount as number;
+    appendFileSync(runPaths(dataDir, 'default', damagedId).events, 'this is not an event\n');
+    const page = (await api(`/api/runs/${damagedId}/events?pageSize=500`)).json;
+    expect(page.corrupt).toEqual([expect.objectContaining({ line: lines + 1, error: expect.stringContaining('not JSON') })]);
+    const stream = await openStream(studio.port, `/api/runs/${damagedId}/stream?from=${lines - 1}`);
+    try {
+      const corrupt = await stream.waitFor((m) => m.event === 'corrupt');
+      expect(JSON.parse(corrupt.data)).toMatchObject({ line: lines + 1 });
+      expect(corrupt.id).toBe(String(lines + 1));
+      expect(stream.messages.map((m) => m.event)).toEqual(['event', 'corrupt']);
+    } finally {
+      stream.close();
     }
   });
 });
