@@ -184,6 +184,8 @@ describe('studio API: live stream of a running run', () => {
       await running;
       const end = await stream.waitFor((m) => m.event === 'event' && JSON.parse(m.data).type === 'run.completed');
       expect((await api(`/api/runs/${liveId}`)).json.meta).toMatchObject({ status: 'completed', eventCount: Number(end.id) });
+      const denied = (await api(`/api/runs/${liveId}/events?type=access.denied`)).json;
+      expect(denied.events.map((e: any) => [e.event.nodeId, e.event.payload.operation, e.event.payload.key])).toEqual([['wait', 'read', 'private']]);
       const seqs = stream.messages.map((m) => JSON.parse(m.data).seq);
       expect(seqs).toEqual(seqs.map((_, i) => i + 1));
       expect(stream.messages.map((m) => Number(m.id))).toEqual(seqs);

@@ -137,7 +137,10 @@ export function startCli(args: string[]): Promise<{ url: URL; stdout: () => stri
 }
 
 
-/** A durable run held open by the test: `first` packs `first`, then `wait` waits for {@link GatedRun.release} and packs `done`. */
+/**
+ * A durable run held open by the test: `first` packs `first` and `private`; then `wait` (which may read only
+ * `first`) is denied `private`, waits for {@link GatedRun.release} and packs `done`.
+ */
 export interface GatedRun {
   /** Resolves when `wait` is waiting (its first step is in the log). */
   waiting: Promise<void>;
@@ -153,6 +156,11 @@ export function startGatedRun(dataDir: string, runId: string): GatedRun {
   let entered!: () => void;
   const waiting = new Promise<void>((resolve) => (entered = resolve));
   class Wait extends BackpackNode {
+    // May read only `first`: its look at `private` is denied and recorded.
+    override readonly permissions = { read: ['first'] };
+    override prep(backpack: BackpackHandle): void {
+      backpack.unpack('private');
+    }
     override async exec(): Promise<void> {
       entered();
       await gate;
@@ -165,6 +173,7 @@ export function startGatedRun(dataDir: string, runId: string): GatedRun {
   class First extends BackpackNode {
     override post(backpack: BackpackHandle): undefined {
       backpack.pack('first', 1);
+      backpack.pack('private', 'not for wait');
       return undefined;
     }
   }

@@ -79,6 +79,47 @@ export function StateView(props: { session: string; runId: string; steps: StepRa
           )}
         </>
       )}
+      <Denials session={session} runId={runId} />
     </section>
+  );
+}
+
+interface DeniedEvent {
+  line: number;
+  event: { timestamp: number; nodeId?: string; namespace?: string; payload: { key?: string; operation?: string; rule?: string } };
+}
+
+/** The run's access denials: which node was refused which key, and by which rule. */
+function Denials({ session, runId }: { session: string; runId: string }) {
+  const denied = useLoad(
+    (signal) => getJson<{ events: DeniedEvent[]; hasMore: boolean }>(runPath(runId, 'events'), { session, type: 'access.denied', pageSize: 500 }, signal),
+    [session, runId],
+  );
+  const rows = denied.data?.events ?? [];
+  return (
+    <>
+      <h2>Access denials in this run</h2>
+      {denied.error && <Problem text={denied.error} />}
+      {denied.data && rows.length === 0 && <p class="muted">No access was denied.</p>}
+      {rows.length > 0 && (
+        <table class="denials">
+          <Head cols={['Node', 'Operation', 'Key', 'Rule', 'At']} />
+          <tbody>
+            {rows.map(({ line, event }) => (
+              <tr key={line} data-key={event.payload.key}>
+                <td>
+                  <Writer nodeId={event.nodeId ?? null} namespace={event.namespace ?? null} />
+                </td>
+                <td>{event.payload.operation}</td>
+                <th scope="row">{event.payload.key}</th>
+                <td>{event.payload.rule}</td>
+                <td>{formatTime(event.timestamp)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {denied.data?.hasMore && <p class="muted">More denials in the Events tab (type access.denied).</p>}
+    </>
   );
 }
