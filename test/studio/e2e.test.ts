@@ -56,6 +56,13 @@ describe('studio in a browser', () => {
     await page.getByText('quarantined fact: contradicts the sources').waitFor(WAIT);
     expect(await text('section[aria-label="trace"]')).toContain('attempt 1/2 failed');
 
+    // The tabs follow the keyboard (WAI-ARIA tabs): → from Trace selects and focuses Events, ← goes back to Trace.
+    await page.getByRole('tab', { name: 'Trace' }).focus();
+    await page.keyboard.press('ArrowRight');
+    await page.locator('#tab-events[aria-selected="true"]:focus').waitFor(WAIT);
+    await page.keyboard.press('ArrowLeft');
+    await page.locator('#tab-trace[aria-selected="true"]:focus').waitFor(WAIT);
+
     // The state: the slider starts at the last step; Home goes to step 0 (the input only), → to step 1.
     await page.getByRole('tab', { name: 'State' }).click();
     const slider = page.locator('#step-slider');

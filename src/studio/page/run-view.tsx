@@ -51,6 +51,17 @@ function useLive(session: string, runId: string, running: boolean, from: number)
   return live;
 }
 
+/** Arrow keys, Home and End move between the tabs (the WAI-ARIA tabs pattern); the new tab gets the focus. */
+function moveTab(e: KeyboardEvent, tab: string, go: (tab: string) => void): void {
+  const at = TABS.findIndex(([id]) => id === tab);
+  const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: TABS.length - 1 }[e.key];
+  if (to === undefined) return;
+  e.preventDefault();
+  const [id] = TABS[(to + TABS.length) % TABS.length]!;
+  go(id);
+  requestAnimationFrame(() => document.getElementById(`tab-${id}`)?.focus());
+}
+
 function intOf(params: URLSearchParams, name: string, fallback: number): number {
   const v = Number(params.get(name));
   return params.has(name) && Number.isInteger(v) ? v : fallback;
@@ -108,9 +119,17 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
           </ul>
         </aside>
       )}
-      <div role="tablist" aria-label="run views" class="tabs">
+      <div role="tablist" aria-label="run views" class="tabs" onKeyDown={(e) => moveTab(e, tab, go)}>
         {TABS.map(([id, label]) => (
-          <button type="button" role="tab" id={`tab-${id}`} aria-selected={tab === id} aria-controls="tab-panel" onClick={() => go(id)}>
+          <button
+            type="button"
+            role="tab"
+            id={`tab-${id}`}
+            aria-selected={tab === id}
+            aria-controls="tab-panel"
+            tabIndex={tab === id ? 0 : -1}
+            onClick={() => go(id)}
+          >
             {label}
           </button>
         ))}
