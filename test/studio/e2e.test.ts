@@ -129,7 +129,8 @@ describe('studio in a browser', () => {
       await page.getByRole('tab', { name: 'State' }).click();
       await page.locator('table.state tr[data-key="done"]').waitFor(WAIT);
       expect(await text('table.state tr[data-key="done"] .writer')).toBe('wait @ live.wait');
-      // Its access denial: `wait` was refused `private`, by its own read list.
+      // Its access denial: `wait` was refused `private`, by its own read list (listed when opened).
+      await page.getByText('Access denials in this run').click();
       await page.locator('table.denials tr[data-key="private"]').waitFor(WAIT);
       expect(await page.locator('table.denials tr[data-key="private"]').innerText()).toMatch(/^wait @ live\.wait\s+read\s+private\s+\S/);
     } finally {

@@ -1,4 +1,5 @@
 /** The state at a step (a slider over the recorded steps) with the writer of every key, and the quarantined items. */
+import { useState } from 'preact/hooks';
 import { formatTime, getJson, runHash, runPath, type StateReport, type StepRange } from './client.js';
 import { useLoad } from './hooks.js';
 import { Head, Problem, Toolbar, Writer } from './parts.js';
@@ -89,8 +90,24 @@ interface DeniedEvent {
   event: { timestamp: number; nodeId?: string; namespace?: string; payload: { key?: string; operation?: string; rule?: string } };
 }
 
-/** The run's access denials: which node was refused which key, and by which rule. */
-function Denials({ session, runId }: { session: string; runId: string }) {
+/**
+ * The run's access denials, loaded when opened: finding them reads the whole log (a type filter has no index), which
+ * must not slow down showing the state.
+ */
+function Denials(props: { session: string; runId: string }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <details class="denials-box" onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>
+        <h2>Access denials in this run</h2>
+      </summary>
+      {open && <DenialsTable {...props} />}
+    </details>
+  );
+}
+
+/** Which node was refused which key, and by which rule. */
+function DenialsTable({ session, runId }: { session: string; runId: string }) {
   const denied = useLoad(
     (signal) => getJson<{ events: DeniedEvent[]; hasMore: boolean }>(runPath(runId, 'events'), { session, type: 'access.denied', pageSize: 500 }, signal),
     [session, runId],
@@ -98,7 +115,6 @@ function Denials({ session, runId }: { session: string; runId: string }) {
   const rows = denied.data?.events ?? [];
   return (
     <>
-      <h2>Access denials in this run</h2>
       {denied.error && <Problem text={denied.error} />}
       {denied.data && rows.length === 0 && <p class="muted">No access was denied.</p>}
       {rows.length > 0 && (
