@@ -16,10 +16,25 @@ function newestMtime(dir: string): number {
 }
 
 /**
- * CLI tests run the built binaries in `dist/`, as a user would. `npm test` on a fresh clone has no `dist/`
- * yet, so build it here when it is missing or older than the sources.
+ * CLI tests run the built binaries in `dist/`, as a user would, and the studio tests serve the built page. `npm test`
+ * on a fresh clone has no `dist/` yet, so build both here when they are missing or older than their sources.
  */
 export default function setup(): void {
+  buildLibrary();
+  buildStudioPage();
+}
+
+/** The studio page (vite build into dist/studio/page/), when missing or older than src/studio/page/. */
+function buildStudioPage(): void {
+  const marker = join(root, 'dist', 'studio', 'page', 'index.html');
+  if (existsSync(marker) && statSync(marker).mtimeMs >= newestMtime(join(root, 'src', 'studio', 'page'))) return;
+  execFileSync(process.execPath, [join(root, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', join(root, 'src', 'studio', 'page', 'vite.config.ts')], {
+    cwd: root,
+    stdio: 'inherit',
+  });
+}
+
+function buildLibrary(): void {
   const marker = join(root, 'dist', 'index.js');
   if (existsSync(marker) && statSync(marker).mtimeMs >= newestMtime(join(root, 'src'))) return;
   try {

@@ -34,6 +34,7 @@ describe('backpackflow demo', () => {
     expect(out).toContain(`npm run backpackflow -- runs show ${runId}`);
     expect(out).toMatch(new RegExp(`npm run backpackflow -- runs diff ${runId} --from 0 --to \\d+`));
     expect(out).toContain(`npm run backpackflow -- runs blame ${runId} claim`);
+    expect(out).toContain('or in the browser:\n  npm run backpackflow -- studio');
 
     // The printed commands work on the stored run: blame names the node that wrote the poisoned claim and the guard.
     const blame = await cliJson(['runs', 'blame', runId, 'claim', '--data-dir', dataDir]);

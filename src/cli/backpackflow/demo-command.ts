@@ -99,6 +99,8 @@ export function demoCommand(): Command {
             `  ${cliCommand()} runs show ${report.runId}${d}`,
             `  ${cliCommand()} runs diff ${report.runId} --from 0 --to ${report.steps}${d}`,
             `  ${cliCommand()} runs blame ${report.runId} claim${d}`,
+            'or in the browser:',
+            `  ${cliCommand()} studio${d}`,
           ].join('\n'),
         );
       } finally {

@@ -13,6 +13,7 @@ const COMMANDS: Record<string, { description: string; load: () => Promise<Comman
   runs: { description: 'list and inspect stored runs; resume, answer or fork them; verify their logs', load: async () => (await import('./runs.js')).runsCommand() },
   memory: { description: 'search and add long-term memory items', load: async () => (await import('./memory.js')).memoryCommand() },
   context: { description: "the context engine over a workspace: scan, status, frames, agents, synthesis (see 'backpackflow context --help')", load: async () => new Command('context') },
+  studio: { description: 'a local web UI over the stored runs: trace, events, state at any step, diffs, blame, memory', load: async () => (await import('./studio-command.js')).studioCommand() },
   demo: { description: 'an offline research agent over a workspace: scan, summarize, synthesize, remember, answer, guard', load: async () => (await import('./demo-command.js')).demoCommand() },
 };
 

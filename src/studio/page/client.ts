@@ -1,0 +1,82 @@
+/** The page's side of the studio API: typed GETs, and the route in the location hash. */
+import type { RunTrace } from '../../cli/backpackflow/trace.js';
+import type { BlameReport, DiffReport, StateReport } from '../../cli/backpackflow/inspect.js';
+import type { EventsPageResult, MemoryHit, RunDetail, RunSummary, StepRange } from '../run-reader.js';
+
+export type { BlameReport, DiffReport, EventsPageResult, MemoryHit, RunDetail, RunSummary, RunTrace, StateReport, StepRange };
+
+/** What `/api/info` tells the page. */
+export interface StudioInfo {
+  version: string;
+  dataDir: string;
+  session: string | null;
+  sessions: string[];
+  eventTypes: string[];
+  tokenRequired: boolean;
+}
+
+/** An API error: the server's message (it names the parameter that was wrong). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** GET `path` (with `query`, empty values left out) as JSON; throws an {@link ApiError} with the server's message. */
+export async function getJson<T>(path: string, query: Record<string, string | number | undefined> = {}, signal?: AbortSignal): Promise<T> {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') params.set(k, String(v));
+  const qs = params.toString();
+  const res = await fetch(`${path}${qs ? `?${qs}` : ''}`, { headers: { accept: 'application/json' }, signal });
+  const body = (await res.json().catch(() => ({ error: `${res.status} ${res.statusText}` }))) as T & { error?: string };
+  if (!res.ok) throw new ApiError(res.status, body.error ?? `${res.status} ${res.statusText}`);
+  return body;
+}
+
+/** The API path of a run (ids are validated by the server; encoded here so any text is sent as one segment). */
+export function runPath(runId: string, view = ''): string {
+  return `/api/runs/${encodeURIComponent(runId)}${view ? `/${view}` : ''}`;
+}
+
+/** Where the page is: the runs table, a run (with a tab and its parameters), or memory. */
+export type Route =
+  | { page: 'runs' }
+  | { page: 'memory'; q: string }
+  | { page: 'run'; session: string; runId: string; tab: string; params: URLSearchParams };
+
+/** Parses `#/runs/<session>/<runId>?tab=state&step=3`, `#/memory?q=...`, or anything else as the runs table. */
+export function parseHash(hash: string): Route {
+  const [path = '', query = ''] = hash.replace(/^#/, '').split('?');
+  const params = new URLSearchParams(query);
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === 'runs' && parts.length === 3) return { page: 'run', session: parts[1]!, runId: parts[2]!, tab: params.get('tab') ?? 'trace', params };
+  if (parts[0] === 'memory') return { page: 'memory', q: params.get('q') ?? '' };
+  return { page: 'runs' };
+}
+
+/** The hash of a run's view. */
+export function runHash(session: string, runId: string, tab?: string, extra: Record<string, string | number> = {}): string {
+  const params = new URLSearchParams();
+  if (tab) params.set('tab', tab);
+  for (const [k, v] of Object.entries(extra)) params.set(k, String(v));
+  const qs = params.toString();
+  return `#/runs/${encodeURIComponent(session)}/${encodeURIComponent(runId)}${qs ? `?${qs}` : ''}`;
+}
+
+/** `0.42ms`, `12.5ms`, `1.50s`, `2m 5s`. */
+export function formatMs(ms: number | null | undefined): string {
+  if (typeof ms !== 'number' || !Number.isFinite(ms)) return '';
+  if (ms < 1) return `${ms.toFixed(2)}ms`;
+  if (ms < 1000) return `${ms.toFixed(1)}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(2)}s`;
+  return `${Math.floor(ms / 60_000)}m ${Math.round((ms % 60_000) / 1000)}s`;
+}
+
+/** A timestamp as local date and time. */
+export function formatTime(ms: number | undefined): string {
+  if (typeof ms !== 'number' || ms <= 0) return '';
+  return new Date(ms).toLocaleString();
+}

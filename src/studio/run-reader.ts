@@ -1,0 +1,287 @@
+/**
+ * What the studio's API answers, read from the run store through its public functions only: `loadRunPoint`
+ * (runtime), `listRunIds`, `EventStore` reads, `ProjectionStore.loadRunMeta` with `foldRunMetaBatch`,
+ * `MemoryStore.searchScored`, and the CLI's
+ * inspect helpers (state with provenance, diff, blame, trace), so the browser shows exactly what `backpackflow
+ * runs ...` prints. Only what is on disk is shown, and it was redacted before it was written.
+ */
+import { existsSync, promises as fsp, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { compileNamespacePattern } from '../backpack/index.js';
+import { StreamEventType, StreamEventTypeSchema, type StreamEvent } from '../events/index.js';
+import { loadRunPoint, type RunPoint } from '../runtime/index.js';
+import { EventStore, MemoryStore, ProjectionStore, emptyRunMeta, foldRunMetaBatch, listRunIds, runPaths, type CorruptLine, type RunMeta } from '../store/index.js';
+import { recordedFlowPath } from '../cli/backpackflow/flows.js';
+import { blame, diffStates, stateReport, type BlameReport, type DiffReport, type StateReport } from '../cli/backpackflow/inspect.js';
+import { firstStep, lastStep } from '../cli/backpackflow/store-access.js';
+import { buildTrace, type RunTrace } from '../cli/backpackflow/trace.js';
+import { HttpError } from './http.js';
+
+/** A run of one session. */
+export interface RunRef {
+  session: string;
+  runId: string;
+}
+
+/** Where a fork started: the run and step it was forked from. */
+export interface ForkOrigin {
+  runId: string;
+  step: number;
+}
+
+/** A row of the runs table: the run's projection and its fork origin. */
+export interface RunSummary extends Omit<RunMeta, 'forkedFrom'> {
+  forkedFrom: ForkOrigin | null;
+}
+
+/** The recorded steps of a run: `first` (0, or a fork's start step) through `last`. */
+export interface StepRange {
+  first: number;
+  last: number;
+}
+
+/** Everything the run view needs besides its events: projection, fork origin, steps, recorded flow config. */
+export interface RunDetail {
+  meta: RunMeta;
+  forkedFrom: ForkOrigin | null;
+  steps: StepRange;
+  /** The flow config recorded with the run (by `backpackflow run`), or null. */
+  flow: unknown;
+  /** Why the recorded flow config could not be read, when it exists but is unreadable. */
+  flowError?: string;
+}
+
+/** Filters and page of the events table. */
+export interface EventQuery {
+  type?: string;
+  namespace?: string;
+  /** From 1. */
+  page: number;
+  pageSize: number;
+}
+
+/** A page of a run's events, with the line number (0-based, in the log) of each. */
+export interface EventsPageResult {
+  runId: string;
+  page: number;
+  pageSize: number;
+  events: Array<{ line: number; event: StreamEvent }>;
+  /** Whether a later page has events. */
+  hasMore: boolean;
+  /**
+   * Events matching the filters over all pages: without filters, the events in the log; with filters, exact when
+   * the query reached the end of the log, otherwise null.
+   */
+  total: number | null;
+  /** Lines of the log that are not valid events, met while reading this page (never skipped silently). */
+  corrupt: CorruptLine[];
+}
+
+/** A memory search hit. */
+export interface MemoryHit {
+  id: string;
+  score: number;
+  content: string;
+  keywords: string[];
+  metadata: Record<string, unknown>;
+}
+
+/** Largest page of events one request may ask for. */
+export const MAX_PAGE_SIZE = 500;
+
+/** Reads runs, steps and memory under one data directory. */
+export class RunReader {
+  readonly dataDir: string;
+  private readonly memory: MemoryStore;
+  /** Step ranges by run, valid while the log keeps the size they were computed at. */
+  private readonly ranges = new Map<string, { size: number; range: StepRange }>();
+
+  constructor(dataDir: string) {
+    this.dataDir = resolve(dataDir);
+    this.memory = new MemoryStore({ dataDir: this.dataDir });
+  }
+
+  /** The session keys that hold runs. */
+  async sessions(): Promise<string[]> {
+    return [...new Set((await listRunIds(this.dataDir)).map((r) => r.sessionKey))];
+  }
+
+  /** The runs of a session (or of all sessions), oldest first, with their fork origins. */
+  async runs(session: string | undefined): Promise<RunSummary[]> {
+    const refs = await listRunIds(this.dataDir, session);
+    const rows = await Promise.all(
+      refs.map(async ({ sessionKey, runId }): Promise<RunSummary | null> => {
+        const ref = { session: sessionKey, runId };
+        if (!existsSync(runPaths(this.dataDir, sessionKey, runId).events)) return null;
+        const meta = await this.meta(ref);
+        return meta.eventCount === 0 ? null : { ...meta, forkedFrom: await this.forkOrigin(ref) };
+      }),
+    );
+    return rows.filter((r): r is RunSummary => r !== null).sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId));
+  }
+
+  /**
+   * The run's projection as of the end of its log, without writing anything: the stored projection (which a live
+   * writer persists only at its end) caught up with the events after it, read through the index. The studio never
+   * writes a projection: one written from a live run's log could land after the writer's own, final one.
+   */
+  async meta(ref: RunRef): Promise<RunMeta> {
+    const store = this.events(ref);
+    const stored = await new ProjectionStore({ dataDir: this.dataDir, sessionKey: ref.session }).loadRunMeta(ref.runId).catch(() => null);
+    let meta = stored ?? emptyRunMeta(ref.session, ref.runId);
+    const batch: StreamEvent[] = [];
+    for await (const event of store.readStream({ from: meta.eventCount, onCorrupt: 'skip' })) {
+      batch.push(event);
+      if (batch.length >= 1000) meta = foldRunMetaBatch(meta, batch.splice(0));
+    }
+    return foldRunMetaBatch(meta, batch);
+  }
+
+  /** The event log of a run; a 404 naming the run and session when it has none. */
+  events(ref: RunRef): EventStore {
+    if (!existsSync(runPaths(this.dataDir, ref.session, ref.runId).events)) {
+      throw new HttpError(404, `no run '${ref.runId}' in session '${ref.session}' of ${this.dataDir}`, 'runId');
+    }
+    return new EventStore({ dataDir: this.dataDir, sessionKey: ref.session, runId: ref.runId });
+  }
+
+  /** Projection, fork origin, step range and recorded flow config of a run. */
+  async run(ref: RunRef): Promise<RunDetail> {
+    const detail: RunDetail = { meta: await this.meta(ref), forkedFrom: await this.forkOrigin(ref), steps: await this.steps(ref), flow: null };
+    const flowPath = recordedFlowPath(this.dataDir, ref.session, ref.runId);
+    try {
+      detail.flow = JSON.parse(await fsp.readFile(flowPath, 'utf8'));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') detail.flowError = `cannot read ${flowPath}: ${(error as Error).message}`;
+    }
+    return detail;
+  }
+
+  /** The trace tree of a run (as `runs show`). */
+  async trace(ref: RunRef): Promise<RunTrace> {
+    return buildTrace(ref.runId, await this.events(ref).readAll({ onCorrupt: 'skip' }));
+  }
+
+  /**
+   * A page of events. Without filters the page is read through the log's index (its cost does not grow with the
+   * page number); with filters the log is read from the start only as far as the page needs.
+   */
+  async eventsPage(ref: RunRef, query: EventQuery): Promise<EventsPageResult> {
+    if (query.type !== undefined && !StreamEventTypeSchema.safeParse(query.type).success) {
+      throw new HttpError(400, `invalid type ${JSON.stringify(query.type)}: one of ${StreamEventTypeSchema.options.join(', ')}`, 'type');
+    }
+    if (query.namespace !== undefined && (query.namespace === '' || query.namespace.split('.').some((s) => s === ''))) {
+      throw new HttpError(400, `invalid namespace pattern ${JSON.stringify(query.namespace)}: segments separated by '.', none empty`, 'namespace');
+    }
+    const store = this.events(ref);
+    const offset = (query.page - 1) * query.pageSize;
+    const corrupt: CorruptLine[] = [];
+    const result: EventsPageResult = { runId: ref.runId, page: query.page, pageSize: query.pageSize, events: [], hasMore: false, total: null, corrupt };
+    if (query.type === undefined && query.namespace === undefined) {
+      // One more than the page, to know whether there is a next one without counting the log.
+      let line = offset;
+      const read = await store.readPage(query.pageSize + 1, offset, { onCorrupt: (c) => corrupt.push(c) });
+      for (const event of read) {
+        while (corrupt.some((c) => c.line - 1 === line)) line++;
+        result.events.push({ line: line++, event });
+      }
+      result.hasMore = result.events.length > query.pageSize;
+      result.events = result.events.slice(0, query.pageSize);
+      result.total = (await this.meta(ref)).eventCount;
+      return result;
+    }
+    const matches = query.namespace === undefined ? undefined : compileNamespacePattern(query.namespace);
+    let line = 0;
+    let count = 0;
+    let reachedEnd = true;
+    for await (const event of store.readStream({ onCorrupt: (c) => (corrupt.push(c), line++) })) {
+      const at = line++;
+      const hit = (query.type === undefined || event.type === query.type) && (matches === undefined || (event.namespace !== undefined && matches(event.namespace)));
+      if (!hit) continue;
+      if (count >= offset && count < offset + query.pageSize) result.events.push({ line: at, event });
+      count++;
+      if (count > offset + query.pageSize) {
+        reachedEnd = false;
+        break;
+      }
+    }
+    result.hasMore = !reachedEnd;
+    result.total = reachedEnd ? count : null;
+    return result;
+  }
+
+  /** The recorded steps of a run, cached while its log does not grow. */
+  async steps(ref: RunRef): Promise<StepRange> {
+    const store = this.events(ref);
+    const key = `${ref.session}/${ref.runId}`;
+    const size = statSync(store.paths.events).size;
+    const cached = this.ranges.get(key);
+    if (cached && cached.size === size) return cached.range;
+    const checkpoints = await store.readFiltered((e) => e.type === StreamEventType.CHECKPOINT_SAVED, { onCorrupt: 'skip' });
+    const first = firstStep(checkpoints);
+    const range = { first, last: Math.max(first, lastStep(checkpoints)) };
+    this.ranges.set(key, { size, range });
+    return range;
+  }
+
+  /** A step given by the client, checked against the run's recorded steps (a 400 giving the range otherwise). */
+  private async checkedStep(ref: RunRef, step: number, parameter: string): Promise<number> {
+    const range = await this.steps(ref);
+    if (step < range.first || step > range.last) {
+      throw new HttpError(400, `invalid ${parameter} ${step} for run '${ref.runId}': its recorded steps are ${range.first}..${range.last}`, parameter);
+    }
+    return step;
+  }
+
+  private async point(ref: RunRef, step: number, parameter: string): Promise<RunPoint> {
+    await this.checkedStep(ref, step, parameter);
+    return loadRunPoint({ dataDir: this.dataDir, sessionKey: ref.session, runId: ref.runId, step });
+  }
+
+  /** The Backpack at `step` (default: the last) with provenance per key, and the quarantined items. */
+  async state(ref: RunRef, step: number | undefined): Promise<StateReport> {
+    const at = step ?? (await this.steps(ref)).last;
+    return stateReport(ref.runId, await this.point(ref, at, 'step'));
+  }
+
+  /** What changed between two steps, and who changed it. */
+  async diff(ref: RunRef, from: number, to: number): Promise<DiffReport> {
+    const before = await this.point(ref, from, 'from');
+    const after = await this.point(ref, to, 'to');
+    return diffStates(ref.runId, before, after);
+  }
+
+  /** Every write of `key` in the run. */
+  async blame(ref: RunRef, key: string): Promise<BlameReport> {
+    if (key === '' || key.length > 1024) throw new HttpError(400, `invalid key: must be 1..1024 characters, got ${key.length}`, 'key');
+    const writes = new Set<string>([StreamEventType.CHECKPOINT_SAVED, StreamEventType.BACKPACK_PACK, StreamEventType.BACKPACK_QUARANTINE]);
+    const events = await this.events(ref).readFiltered((e) => writes.has(e.type), { onCorrupt: 'skip' });
+    const first = firstStep(events);
+    const initial = await loadRunPoint({ dataDir: this.dataDir, sessionKey: ref.session, runId: ref.runId, step: first }).catch(() => undefined);
+    return blame(ref.runId, key, events, initial);
+  }
+
+  /** The memory items best matching `query` (BM25), best first. */
+  async searchMemory(query: string, top: number): Promise<MemoryHit[]> {
+    if (query.trim() === '') return [];
+    const hits = await this.memory.searchScored(query, top);
+    return hits.map((h) => ({ id: h.item.id, score: h.score, content: h.item.content, keywords: h.item.keywords ?? [], metadata: h.item.metadata ?? {} }));
+  }
+
+  /** Releases the memory store. */
+  async close(): Promise<void> {
+    await this.memory.close();
+  }
+
+  /** The run and step a fork started from, from its start checkpoint (the first few events of its log). */
+  private async forkOrigin(ref: RunRef): Promise<ForkOrigin | null> {
+    const head = await this.events(ref).readPage(4, 0, { onCorrupt: 'skip' }).catch(() => []);
+    for (const event of head) {
+      if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
+      const origin = (event.payload as { forkedFrom?: { runId?: unknown; step?: unknown } }).forkedFrom;
+      if (origin && typeof origin.runId === 'string' && typeof origin.step === 'number') return { runId: origin.runId, step: origin.step };
+      return null;
+    }
+    return null;
+  }
+}

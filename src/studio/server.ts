@@ -1,0 +1,132 @@
+/**
+ * `backpackflow studio`: a local web UI over the run store. A node:http server (the API is a dozen GET routes; a
+ * framework would add weight and nothing the routes need) answering `/api/...` with JSON and `/` with the Preact
+ * page built into `dist/studio/page/`. Safety rules: see guard.ts.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { InvalidIdError } from '../store/index.js';
+import { handleApi, type ApiContext } from './api.js';
+import { isLoopbackHost, RequestGuard } from './guard.js';
+import { HttpError, requestTarget, sendError } from './http.js';
+import { RunReader } from './run-reader.js';
+import { defaultPageDir, PageFiles } from './static.js';
+import type { TailOptions } from './tail.js';
+
+/** Options of {@link startStudio}. */
+export interface StudioOptions {
+  /** Data directory of the runs (default `.backpackflow`). */
+  dataDir?: string;
+  /** Session whose runs are listed and opened by default (default: runs of every session are listed, `default` is opened). */
+  session?: string;
+  /** Address to bind (default `127.0.0.1`). Anything but loopback requires a token. */
+  host?: string;
+  /** Port (default 4820; 0 picks a free one). */
+  port?: number;
+  /** The token requests must carry (default: a random one when `host` is not loopback, none otherwise). */
+  token?: string;
+  /** Hostnames the Host header may name besides this machine's loopback names and the bound address. */
+  allowedHosts?: string[];
+  /** Directory of the built page (default: `dist/studio/page`). */
+  pageDir?: string;
+  /** Timings of live streams. */
+  tail?: TailOptions;
+  /** Where unexpected server errors are reported (default: stderr). */
+  log?: (message: string) => void;
+}
+
+/** A running studio. */
+export interface StudioServer {
+  /** The URL to open, with `?token=` when one is required. */
+  url: string;
+  host: string;
+  /** The port it listens on (the real one when 0 was asked). */
+  port: number;
+  /** The token requests must carry, when one is required. */
+  token: string | undefined;
+  server: Server;
+  /** Ends open streams and connections and stops listening. */
+  close(): Promise<void>;
+}
+
+/** The default port of the studio. */
+export const DEFAULT_STUDIO_PORT = 4820;
+
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Starts the studio and resolves once it listens. */
+export async function startStudio(options: StudioOptions = {}): Promise<StudioServer> {
+  const host = options.host ?? '127.0.0.1';
+  const port = options.port ?? DEFAULT_STUDIO_PORT;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`port must be an integer 0..65535, got ${port}`);
+  const token = options.token ?? (isLoopbackHost(host) ? undefined : randomBytes(24).toString('base64url'));
+  const reader = new RunReader(options.dataDir ?? '.backpackflow');
+  const page = new PageFiles(options.pageDir ?? defaultPageDir());
+  const log = options.log ?? ((message: string) => process.stderr.write(`backpackflow studio: ${message}\n`));
+  const streams = new Set<() => void>();
+  const ctx: ApiContext = {
+    reader,
+    session: options.session,
+    tokenRequired: token !== undefined,
+    tail: options.tail ?? {},
+    track: (stop, res) => {
+      streams.add(stop);
+      res.on('close', () => streams.delete(stop));
+    },
+  };
+
+  const handle = async (guard: RequestGuard, req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = requestTarget(req);
+    try {
+      const admission = guard.admit(req, url);
+      if (admission.setCookie) res.setHeader('set-cookie', admission.setCookie);
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.setHeader('allow', 'GET, HEAD');
+        throw new HttpError(405, `method ${req.method} not allowed: the studio's API is read-only`, 'method');
+      }
+      if (url.pathname === '/api' || url.pathname.startsWith('/api/')) await handleApi(ctx, req, res, url);
+      else await page.send(res, url.pathname, req.method === 'HEAD');
+    } catch (error) {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (error instanceof HttpError) return sendError(res, error);
+      if (error instanceof InvalidIdError) return sendError(res, new HttpError(400, error.message));
+      log(`${req.method} ${url.pathname}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      sendError(res, new HttpError(500, `server error: ${error instanceof Error ? error.message : String(error)}`));
+    }
+  };
+
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const actual = (server.address() as AddressInfo).port;
+  const guard = new RequestGuard({ host, port: actual, token, allowedHosts: options.allowedHosts });
+  // Attached once the port is known (the Host check needs it); no request can be handled before this runs.
+  server.on('request', (req, res) => void handle(guard, req, res));
+  const url = `http://${urlHost(host)}:${actual}/${token === undefined ? '' : `?token=${token}`}`;
+  return {
+    url,
+    host,
+    port: actual,
+    token,
+    server,
+    close: async () => {
+      for (const stop of streams) stop();
+      streams.clear();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await reader.close();
+    },
+  };
+}

@@ -1,0 +1,325 @@
+import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../../src/index.js';
+import { runPaths } from '../../src/store/index.js';
+import { startStudio, type StudioServer } from '../../src/studio/server.js';
+import { FIXTURES, MODULES, cli, tempDir } from '../cli/helpers.js';
+import { get, openStream, startGatedRun } from './helpers.js';
+
+let dataDir = '';
+let runId = '';
+let forkId = '';
+let studio: StudioServer;
+
+beforeAll(async () => {
+  dataDir = tempDir();
+  const run = await cli(['run', join(FIXTURES, 'flow.json'), '--modules', MODULES, '--data-dir', dataDir, '--input', '{"question":"what boils?"}']);
+  expect(run.stderr).toBe('');
+  runId = /run id: (\S+)/.exec(run.stdout)![1]!;
+  forkId = `${runId}-fork`;
+  const fork = await cli(['runs', 'fork', runId, '--step', '1', '--new-run-id', forkId, '--modules', MODULES, '--data-dir', dataDir]);
+  expect(fork.stderr).toBe('');
+  const memory = await cli(['memory', 'add', 'water boils at 100 degrees at sea level', '--data-dir', dataDir]);
+  expect(memory.code).toBe(0);
+  studio = await startStudio({ dataDir, port: 0, tail: { pollMs: 50 } });
+}, 60_000);
+
+afterAll(async () => {
+  await studio?.close();
+});
+
+const api = (path: string, headers: Record<string, string> = {}) => get(studio.port, path, headers);
+
+describe('studio API over a recorded run', () => {
+  it('prints a loopback URL without a token and answers /api/info', async () => {
+    expect(studio.url).toBe(`http://127.0.0.1:${studio.port}/`);
+    expect(studio.token).toBeUndefined();
+    const info = await api('/api/info');
+    expect(info.status).toBe(200);
+    expect(info.json).toMatchObject({ dataDir, sessions: ['default'], tokenRequired: false });
+    expect(info.json.eventTypes).toContain('backpack.packed');
+  });
+
+  it('GET /api/runs lists runs with status, steps, errors, tokens and fork origin', async () => {
+    const reply = await api('/api/runs');
+    expect(reply.status).toBe(200);
+    expect(reply.headers['cache-control']).toBe('no-store');
+    const byId = new Map<string, any>(reply.json.runs.map((r: any) => [r.runId, r]));
+    expect(byId.get(runId)).toMatchObject({ status: 'completed', sessionKey: 'default', errorCount: 0, forkedFrom: null, tokenUsage: { total: 0 } });
+    expect(byId.get(runId).stepCount).toBeGreaterThan(0);
+    expect(typeof byId.get(runId).durationMs).toBe('number');
+    expect(byId.get(forkId)).toMatchObject({ status: 'completed', forkedFrom: { runId, step: 1 } });
+    const none = await api('/api/runs?session=nobody');
+    expect(none.json.runs).toEqual([]);
+  });
+
+  it('GET /api/runs/:id gives the projection, the step range and the recorded flow config', async () => {
+    const reply = await api(`/api/runs/${runId}`);
+    expect(reply.status).toBe(200);
+    expect(reply.json.meta).toMatchObject({ runId, status: 'completed' });
+    expect(reply.json.steps).toEqual({ first: 0, last: 3 });
+    expect(reply.json.flow).toMatchObject({ namespace: 't', nodes: [{ id: 'fact' }, { id: 'count' }, { id: 'check' }] });
+    const fork = await api(`/api/runs/${forkId}`);
+    expect(fork.json.steps.first).toBe(1);
+    expect(fork.json.forkedFrom).toEqual({ runId, step: 1 });
+  });
+
+  it('GET /api/runs/:id/trace gives the span tree with durations, routes, retries and quarantines', async () => {
+    const trace = (await api(`/api/runs/${runId}/trace`)).json;
+    const nodes = trace.items.filter((i: any) => i.kind === 'node').map((i: any) => i.node);
+    expect(nodes.map((n: any) => n.namespace)).toEqual(['t.fact', 't.count', 't.check']);
+    expect(nodes.every((n: any) => typeof n.durationMs === 'number')).toBe(true);
+    expect(nodes[2].items.map((i: any) => i.kind)).toEqual(['retry', 'quarantine']);
+    expect(trace.items.filter((i: any) => i.kind === 'route').map((i: any) => `${i.from}>${i.to}`)).toEqual(['fact>count', 'count>check']);
+  });
+
+  it('GET /api/runs/:id/events pages through the log with line numbers and filters by type and namespace', async () => {
+    const first = (await api(`/api/runs/${runId}/events?pageSize=5`)).json;
+    const second = (await api(`/api/runs/${runId}/events?pageSize=5&page=2`)).json;
+    const meta = (await api(`/api/runs/${runId}`)).json.meta;
+    expect(first.events.map((e: any) => e.line)).toEqual([0, 1, 2, 3, 4]);
+    expect(first.events[0].event.type).toBe('run.started');
+    expect(second.events[0].line).toBe(5);
+    expect(second.events[0].event.seq).toBe(first.events[4].event.seq + 1);
+    expect(first).toMatchObject({ hasMore: true, total: meta.eventCount, corrupt: [] });
+    const lastPage = Math.ceil(meta.eventCount / 5);
+    const last = (await api(`/api/runs/${runId}/events?pageSize=5&page=${lastPage}`)).json;
+    expect(last.hasMore).toBe(false);
+    expect(last.events.at(-1).line).toBe(meta.eventCount - 1);
+    const packed = (await api(`/api/runs/${runId}/events?type=backpack.packed&namespace=t.*`)).json;
+    expect(packed.events.map((e: any) => e.event.payload.key)).toEqual(['fact', 'count', 'checked']);
+    expect(packed).toMatchObject({ total: 3, hasMore: false });
+    const pagedFilter = (await api(`/api/runs/${runId}/events?type=backpack.packed&pageSize=1&page=2`)).json;
+    expect(pagedFilter.events.map((e: any) => e.event.payload.key)).toEqual(['count']);
+    expect(pagedFilter).toMatchObject({ hasMore: true, total: null });
+  });
+
+  it('GET /api/runs/:id/state gives the state at a step with the writer of each key, and quarantined items', async () => {
+    const start = (await api(`/api/runs/${runId}/state?step=0`)).json;
+    expect(start.items.map((i: any) => [i.key, i.provenance.nodeId])).toEqual([['question', null]]);
+    const end = (await api(`/api/runs/${runId}/state`)).json;
+    expect(end.step).toBe(3);
+    expect(end.items.find((i: any) => i.key === 'count')).toMatchObject({ summary: '1', provenance: { nodeId: 'count', namespace: 't.count', version: 1 } });
+    expect(end.quarantined.map((q: any) => [q.key, q.quarantine.reason])).toEqual([['fact', 'contradicts the sources']]);
+  });
+
+  it('GET /api/runs/:id/diff and /blame/:key say what changed and who wrote it', async () => {
+    const diff = (await api(`/api/runs/${runId}/diff?from=1&to=3`)).json;
+    expect(diff.changes.map((c: any) => [c.key, c.change, c.by.nodeId])).toEqual([
+      ['fact', 'quarantined', 'fact'],
+      ['count', 'added', 'count'],
+      ['checked', 'added', 'check'],
+    ]);
+    const blame = (await api(`/api/runs/${runId}/blame/fact`)).json;
+    expect(blame.writes.map((w: any) => [w.step, w.nodeId, w.action])).toEqual([
+      [1, 'fact', 'pack'],
+      [3, 'check', 'quarantine'],
+    ]);
+    const input = (await api(`/api/runs/${runId}/blame/question`)).json;
+    expect(input.writes.map((w: any) => [w.step, w.nodeId, w.summary])).toEqual([[0, null, '"what boils?"']]);
+  });
+
+  it('GET /api/memory searches long-term memory', async () => {
+    const reply = await api('/api/memory?q=boils');
+    expect(reply.status).toBe(200);
+    expect(reply.json.hits.map((h: any) => h.content)).toEqual(['water boils at 100 degrees at sea level']);
+    expect((await api('/api/memory?q=')).json.hits).toEqual([]);
+    expect((await api('/api/memory?q=x&k=0')).json).toMatchObject({ parameter: 'k' });
+  });
+});
+
+describe('studio API: bad input is a 400 (or 404) naming the parameter', () => {
+  it.each([
+    ['/api/runs/..%2F..%2Fetc', 'runId', /contains a path separator/],
+    ['/api/runs/a%20b/state', 'runId', /contains " "/],
+    ['/api/runs/..', 'runId', /contains '\.\.'/],
+    [`/api/runs/RUN?session=..%2Fx`, 'session', /invalid session/],
+    ['/api/runs?session=a%2Fb', 'session', /invalid session/],
+    [`/api/runs/RUN/state?step=99`, 'step', /invalid step 99 for run '\S+': its recorded steps are 0\.\.3/],
+    [`/api/runs/RUN/state?step=-1`, 'step', /must be an integer/],
+    [`/api/runs/RUN/state?step=abc`, 'step', /must be an integer/],
+    [`/api/runs/RUN/diff?to=2`, 'from', /missing query parameter from/],
+    [`/api/runs/RUN/diff?from=0&to=9`, 'to', /invalid to 9/],
+    [`/api/runs/RUN/events?type=nope`, 'type', /invalid type "nope": one of run\.started/],
+    [`/api/runs/RUN/events?namespace=a..b`, 'namespace', /invalid namespace pattern/],
+    [`/api/runs/RUN/events?pageSize=0`, 'pageSize', /between 1 and 500/],
+    [`/api/runs/RUN/events?page=0`, 'page', /must be an integer >= 1/],
+  ])('%s → 400 naming %s', async (path, parameter, message) => {
+    const reply = await api(path.replace('RUN', runId));
+    expect(reply.status).toBe(400);
+    expect(reply.headers['content-type']).toContain('application/json');
+    expect(reply.json.parameter).toBe(parameter);
+    expect(reply.json.error).toMatch(message);
+  });
+
+  it('an unknown run is a 404 naming it; an unknown route a 404; a write method a 405', async () => {
+    const missing = await api('/api/runs/run_nope/state');
+    expect(missing.status).toBe(404);
+    expect(missing.json.error).toContain("no run 'run_nope' in session 'default'");
+    expect((await api('/api/nothing')).status).toBe(404);
+    expect((await api(`/api/runs/${runId}/nothing`)).status).toBe(404);
+    const post = await get(studio.port, '/api/runs', {}, 'POST');
+    expect(post.status).toBe(405);
+    expect(post.headers.allow).toBe('GET, HEAD');
+  });
+});
+
+describe('studio API: live stream of a running run', () => {
+  it('streams events as they are appended, and continues from Last-Event-ID', async () => {
+    const liveId = 'run_live_stream';
+    const { waiting, release, running } = startGatedRun(dataDir, liveId);
+    await waiting;
+    const stream = await openStream(studio.port, `/api/runs/${liveId}/stream`);
+    try {
+      expect(stream.status).toBe(200);
+      // What was written before the stream opened arrives first: the first step's checkpoint.
+      await stream.waitFor((m) => m.event === 'event' && JSON.parse(m.data).type === 'checkpoint.saved' && JSON.parse(m.data).payload.step === 1);
+      expect(stream.messages.some((m) => JSON.parse(m.data).type === 'run.completed')).toBe(false);
+      // While it runs, the list and the run say so, caught up from the log; the studio writes no projection of its own.
+      expect((await api('/api/runs')).json.runs.find((r: any) => r.runId === liveId)).toMatchObject({ status: 'running', stepCount: 1 });
+      expect((await api(`/api/runs/${liveId}`)).json.meta).toMatchObject({ status: 'running' });
+      expect(existsSync(runPaths(dataDir, 'default', liveId).runMeta)).toBe(false);
+      release();
+      await running;
+      const end = await stream.waitFor((m) => m.event === 'event' && JSON.parse(m.data).type === 'run.completed');
+      expect((await api(`/api/runs/${liveId}`)).json.meta).toMatchObject({ status: 'completed', eventCount: Number(end.id) });
+      const denied = (await api(`/api/runs/${liveId}/events?type=access.denied`)).json;
+      expect(denied.events.map((e: any) => [e.event.nodeId, e.event.payload.operation, e.event.payload.key])).toEqual([['wait', 'read', 'private']]);
+      const seqs = stream.messages.map((m) => JSON.parse(m.data).seq);
+      expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+      expect(stream.messages.map((m) => Number(m.id))).toEqual(seqs);
+      expect(end.id).toBe(String(seqs.length));
+      // A reconnecting client sends the last id it saw and gets only what came after it.
+      const resumed = await openStream(studio.port, `/api/runs/${liveId}/stream`, { 'last-event-id': String(seqs.length - 2) });
+      try {
+        const tail = await resumed.waitFor((m) => JSON.parse(m.data).type === 'run.completed');
+        expect(resumed.messages.map((m) => m.id)).toEqual([String(seqs.length - 1), tail.id]);
+      } finally {
+        resumed.close();
+      }
+    } finally {
+      release();
+      stream.close();
+    }
+    const from = await openStream(studio.port, `/api/runs/${liveId}/stream?from=2`);
+    try {
+      const first = await from.waitFor(() => true);
+      expect(JSON.parse(first.data).seq).toBe(3);
+    } finally {
+      from.close();
+    }
+  });
+});
+
+describe('studio safety', () => {
+  it('refuses a Host that is not this server (DNS rebinding) and cross-origin requests', async () => {
+    const rebound = await api('/api/runs', { host: `evil.example:${studio.port}` });
+    expect(rebound.status).toBe(421);
+    expect(rebound.json.error).toContain('does not name this server');
+    expect((await api('/api/runs', { host: `127.0.0.1:${studio.port + 1}` })).status).toBe(421);
+    expect((await api('/api/runs', { host: `localhost:${studio.port}` })).status).toBe(200);
+    const cross = await api('/api/runs', { origin: 'http://evil.example' });
+    expect(cross.status).toBe(403);
+    expect(cross.json).toMatchObject({ parameter: 'origin' });
+    expect((await api('/api/runs', { origin: `http://localhost:${studio.port + 1}` })).status).toBe(403);
+    expect((await api('/api/runs', { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await api('/api/runs', { 'sec-fetch-site': 'same-site' })).status).toBe(403);
+    expect((await api('/api/runs', { origin: `http://127.0.0.1:${studio.port}`, 'sec-fetch-site': 'same-origin' })).status).toBe(200);
+  });
+
+  it('off loopback, every request needs the random token (query → cookie, header or cookie)', async () => {
+    const open = await startStudio({ dataDir, host: '0.0.0.0', port: 0 });
+    try {
+      expect(open.token).toMatch(/^[A-Za-z0-9_-]{32}$/);
+      expect(open.url).toBe(`http://127.0.0.1:${open.port}/?token=${open.token}`);
+      const missing = await get(open.port, '/api/runs');
+      expect(missing.status).toBe(401);
+      expect(missing.json).toMatchObject({ parameter: 'token' });
+      expect(missing.json.error).toContain('needs its token');
+      expect((await get(open.port, '/api/runs?token=wrong')).status).toBe(403);
+      expect((await get(open.port, '/api/runs', { authorization: 'Bearer wrong' })).status).toBe(403);
+      const viaQuery = await get(open.port, `/api/runs?token=${open.token}`);
+      expect(viaQuery.status).toBe(200);
+      const cookie = viaQuery.headers['set-cookie']![0]!;
+      expect(cookie).toBe(`bpf_studio_${open.port}=${open.token}; HttpOnly; SameSite=Strict; Path=/`);
+      expect((await get(open.port, '/api/runs', { cookie: cookie.split(';')[0]! })).status).toBe(200);
+      expect((await get(open.port, '/api/runs', { authorization: `Bearer ${open.token}` })).status).toBe(200);
+      // The token does not make a cross-origin request acceptable.
+      expect((await get(open.port, `/api/runs?token=${open.token}`, { origin: 'http://evil.example' })).status).toBe(403);
+    } finally {
+      await open.close();
+    }
+  });
+});
+
+describe('studio page files', () => {
+  it('serves the built page and refuses every path that tries to leave its directory', async () => {
+    const root = tempDir();
+    const pageDir = join(root, 'page');
+    mkdirSync(join(pageDir, 'assets'), { recursive: true });
+    writeFileSync(join(pageDir, 'index.html'), '<!doctype html><title>studio</title>');
+    writeFileSync(join(pageDir, 'assets', 'app-1234.js'), 'console.log(1)');
+    writeFileSync(join(root, 'secret.txt'), 'do not serve');
+    const page = await startStudio({ dataDir, port: 0, pageDir });
+    try {
+      const index = await get(page.port, '/');
+      expect(index.status).toBe(200);
+      expect(index.headers['content-type']).toBe('text/html; charset=utf-8');
+      expect(index.headers['content-security-policy']).toContain("script-src 'self'");
+      expect(index.body).toContain('<title>studio</title>');
+      const asset = await get(page.port, '/assets/app-1234.js');
+      expect(asset.headers['content-type']).toBe('text/javascript; charset=utf-8');
+      expect(asset.headers['cache-control']).toContain('immutable');
+      expect((await get(page.port, '/assets/missing.js')).status).toBe(404);
+      expect((await get(page.port, '/assets')).status).toBe(404);
+      for (const path of ['/../secret.txt', '/assets/../../secret.txt', '/%2e%2e/secret.txt', '/assets/..%2F..%2Fsecret.txt', '/..%5csecret.txt', '/assets/%00.js', '//etc/passwd', '/%E0%A4%A']) {
+        const reply = await get(page.port, path);
+        expect(reply.status, path).toBe(400);
+        expect(reply.body).not.toContain('do not serve');
+      }
+    } finally {
+      await page.close();
+    }
+    const unbuilt = await startStudio({ dataDir, port: 0, pageDir: join(root, 'nothing-here') });
+    try {
+      const reply = await get(unbuilt.port, '/');
+      expect(reply.status).toBe(503);
+      expect(reply.json.error).toContain('npm run build');
+      expect((await get(unbuilt.port, '/api/runs')).status).toBe(200);
+    } finally {
+      await unbuilt.close();
+    }
+  });
+});
+
+describe('studio API over a damaged log', () => {
+  it('reports a corrupt line in the events page and the stream instead of skipping it silently; odd keys blame fine', async () => {
+    class Note extends BackpackNode {
+      override post(backpack: BackpackHandle): undefined {
+        backpack.pack('notes/a b', 'spaces and a slash');
+        return undefined;
+      }
+    }
+    const flow = new Flow({ namespace: 'odd' });
+    flow.addNode(Note, { id: 'note' });
+    const damagedId = 'run_damaged';
+    await runFlow(flow, { dataDir, runId: damagedId });
+    const blame = await api(`/api/runs/${damagedId}/blame/${encodeURIComponent('notes/a b')}`);
+    expect(blame.status).toBe(200);
+    expect(blame.json.writes.map((w: any) => [w.nodeId, w.summary])).toEqual([['note', '"spaces and a slash"']]);
+    const lines = (await api(`/api/runs/${damagedId}`)).json.meta.eventCount as number;
+    appendFileSync(runPaths(dataDir, 'default', damagedId).events, 'this is not an event\n');
+    const page = (await api(`/api/runs/${damagedId}/events?pageSize=500`)).json;
+    expect(page.corrupt).toEqual([expect.objectContaining({ line: lines + 1, error: expect.stringContaining('not JSON') })]);
+    const stream = await openStream(studio.port, `/api/runs/${damagedId}/stream?from=${lines - 1}`);
+    try {
+      const corrupt = await stream.waitFor((m) => m.event === 'corrupt');
+      expect(JSON.parse(corrupt.data)).toMatchObject({ line: lines + 1 });
+      expect(corrupt.id).toBe(String(lines + 1));
+      expect(stream.messages.map((m) => m.event)).toEqual(['event', 'corrupt']);
+    } finally {
+      stream.close();
+    }
+  });
+});
