@@ -43,6 +43,11 @@ describe('backpackflow demo', () => {
       ['guard', 'demo.guard', 'quarantine'],
     ]);
 
+    // The demo recorded how its flow is built: its run forks (and would resume) from the CLI with no flags.
+    const fork = await cliJson(['runs', 'fork', runId, '--step', '2', '--new-run-id', 'demo-fork', '--data-dir', dataDir]);
+    expect(fork).toMatchObject({ runId: 'demo-fork', status: 'completed' });
+    expect((await cliJson(['runs', 'list', '--data-dir', dataDir])).find((r: any) => r.runId === 'demo-fork').forkedFrom).toEqual({ runId, step: 2 });
+
     // Second run: nothing changed, nothing regenerated; then one file changes and only it and its directories are redone.
     const second = await cliJson(['demo', '--workspace', root, '--data-dir', dataDir]);
     expect(second.summaries).toEqual({ written: 0, reused: 4 });
