@@ -75,6 +75,8 @@ export interface EventsPageResult {
   total: number | null;
   /** Lines of the log that are not valid events, met while reading this page (never skipped silently). */
   corrupt: CorruptLine[];
+  /** What the log did not serve, naming its file and lines (lines after its last chain hash: cut or damaged). */
+  warnings: string[];
 }
 
 /** A memory search hit. */
@@ -176,11 +178,13 @@ export class RunReader {
     const store = this.events(ref);
     const offset = (query.page - 1) * query.pageSize;
     const corrupt: CorruptLine[] = [];
-    const result: EventsPageResult = { runId: ref.runId, page: query.page, pageSize: query.pageSize, events: [], hasMore: false, total: null, corrupt };
+    const warnings: string[] = [];
+    const onWarning = (message: string): void => void warnings.push(message);
+    const result: EventsPageResult = { runId: ref.runId, page: query.page, pageSize: query.pageSize, events: [], hasMore: false, total: null, corrupt, warnings };
     if (query.type === undefined && query.namespace === undefined) {
       // One more than the page, to know whether there is a next one without counting the log.
       let line = offset;
-      const read = await store.readPage(query.pageSize + 1, offset, { onCorrupt: (c) => corrupt.push(c) });
+      const read = await store.readPage(query.pageSize + 1, offset, { onCorrupt: (c) => corrupt.push(c), onWarning });
       for (const event of read) {
         while (corrupt.some((c) => c.line - 1 === line)) line++;
         result.events.push({ line: line++, event });
@@ -194,7 +198,7 @@ export class RunReader {
     let line = 0;
     let count = 0;
     let reachedEnd = true;
-    for await (const event of store.readStream({ onCorrupt: (c) => (corrupt.push(c), line++) })) {
+    for await (const event of store.readStream({ onCorrupt: (c) => (corrupt.push(c), line++), onWarning })) {
       const at = line++;
       const hit = (query.type === undefined || event.type === query.type) && (matches === undefined || (event.namespace !== undefined && matches(event.namespace)));
       if (!hit) continue;
