@@ -10,7 +10,7 @@ import { resolve } from 'node:path';
 import { compileNamespacePattern } from '../backpack/index.js';
 import { StreamEventType, StreamEventTypeSchema, type StreamEvent } from '../events/index.js';
 import { loadRunPoint, type RunPoint } from '../runtime/index.js';
-import { EventStore, MemoryStore, ProjectionStore, emptyRunMeta, foldRunMetaBatch, listRunIds, runPaths, type CorruptLine, type RunMeta } from '../store/index.js';
+import { EventStore, MemoryStore, ProjectionStore, emptyRunMeta, foldRunMetaBatch, listRunIds, runPaths, type CorruptLine, type RunMeta, runWriterAlive } from '../store/index.js';
 import { recordedFlowPath } from '../cli/backpackflow/flows.js';
 import { blame, diffStates, stateReport, type BlameReport, type DiffReport, type StateReport } from '../cli/backpackflow/inspect.js';
 import { firstStep, lastStep } from '../cli/backpackflow/store-access.js';
@@ -136,7 +136,9 @@ export class RunReader {
       batch.push(event);
       if (batch.length >= 1000) meta = foldRunMetaBatch(meta, batch.splice(0));
     }
-    return foldRunMetaBatch(meta, batch);
+    meta = foldRunMetaBatch(meta, batch);
+    // 'running' in the record, but no live process holds the run: its writer died or was stopped (as listRuns says).
+    return meta.status === 'running' && !runWriterAlive(this.dataDir, ref.session, ref.runId) ? { ...meta, status: 'stopped' } : meta;
   }
 
   /** The event log of a run; a 404 naming the run and session when it has none. */
