@@ -25,5 +25,20 @@ export class Actor {
 /** The owner of the Backpack: no node, no access checks. */
 export const OWNER = new Actor(undefined, undefined, undefined);
 
+/**
+ * A maker of provenance actors for restored commits (JSON, state form): one Actor per distinct (id, name,
+ * namespace), the owner when all three are absent.
+ */
+export function provenanceActors(): (nodeId: string | undefined, nodeName: string | undefined, namespace: string | undefined) => Actor {
+  const actors = new Map<string, Actor>();
+  return (nodeId, nodeName, namespace) => {
+    if (nodeId === undefined && nodeName === undefined && namespace === undefined) return OWNER;
+    const id = JSON.stringify([nodeId, nodeName, namespace]);
+    let a = actors.get(id);
+    if (!a) actors.set(id, (a = new Actor(nodeId, nodeName, namespace)));
+    return a;
+  };
+}
+
 /** Event context of an operation, or undefined. */
 export type OpContext = EventContext | undefined;

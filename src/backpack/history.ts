@@ -23,7 +23,8 @@ export const FOUND = 4;
 /** Commit flag: `previousValue` holds typed arrays, which reads copy. */
 export const PREV_COPY_ON_READ = 8;
 
-const NO_TAGS: readonly string[] = Object.freeze([]);
+/** The tags of an item packed without any (shared, frozen). */
+export const NO_TAGS: readonly string[] = Object.freeze([]);
 
 /**
  * Everything a commit is made of, as one object of one class, so that building commits stays monomorphic (fast)

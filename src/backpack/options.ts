@@ -1,7 +1,7 @@
 /** Options of a Backpack and their defaults. */
 import { BackpackError } from './errors.js';
 import type { BackpackOptions } from './types.js';
-import type { HistoryLimits } from './history.js';
+import { NO_TAGS, type HistoryLimits } from './history.js';
 
 /** Options after defaults (everything but the event sink is serialized with the Backpack). */
 export interface ResolvedOptions extends HistoryLimits {
@@ -47,7 +47,6 @@ export function resolveOptions(options: BackpackOptions | undefined): Readonly<R
   return Object.freeze(resolved);
 }
 
-const NO_TAGS: readonly string[] = Object.freeze([]);
 
 /** Validates the tags of a pack of `key` and freezes a copy. */
 export function checkTags(key: string, tags: unknown): readonly string[] {

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { formatPath, ItemAccessControlSchema, NodePermissionsSchema } from './access.js';
-import { Actor, OWNER } from './actor.js';
+import { provenanceActors, type Actor } from './actor.js';
 import { decodeValue, encodeValue } from './codec.js';
 import { BackpackError } from './errors.js';
 import { applyCommit, COPY_ON_READ, Commit, CommitInit, FOUND, LARGE, PREV_COPY_ON_READ, type History, type QuarantineDetail, type State } from './history.js';
@@ -183,15 +183,11 @@ function fail(path: string, message: string): never {
 }
 
 class Restorer {
-  readonly actors = new Map<string, Actor>();
+  readonly #actorOf = provenanceActors();
   readonly bySeq = new Map<number, Commit>();
 
   actor(j: CommitJSON): Actor {
-    if (j.nodeId === undefined && j.nodeName === undefined && j.namespace === undefined) return OWNER;
-    const id = JSON.stringify([j.nodeId, j.nodeName, j.namespace]);
-    let a = this.actors.get(id);
-    if (!a) this.actors.set(id, (a = new Actor(j.nodeId, j.nodeName, j.namespace)));
-    return a;
+    return this.#actorOf(j.nodeId, j.nodeName, j.namespace);
   }
 
   decode(json: unknown, path: string): unknown {

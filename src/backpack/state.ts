@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { checkItemAccessControl, formatPath, ItemAccessControlSchema } from './access.js';
-import { Actor, OWNER } from './actor.js';
+import { provenanceActors } from './actor.js';
 import { decodeValue, encodeValue } from './codec.js';
 import { BackpackError } from './errors.js';
 import { Commit, CommitInit, LARGE, storeValue, type QuarantineDetail, type State } from './history.js';
@@ -115,14 +115,7 @@ export function importState(state: unknown, lineage: string, maxValueBytes: numb
   const large = new Map<Commit, unknown>();
   let seq = 0;
   let timestamp = Number.NEGATIVE_INFINITY;
-  const actors = new Map<string, Actor>();
-  const actorOf = (nodeId: string | undefined, nodeName: string | undefined, namespace: string | undefined): Actor => {
-    if (nodeId === undefined && nodeName === undefined && namespace === undefined) return OWNER;
-    const id = JSON.stringify([nodeId, nodeName, namespace]);
-    let a = actors.get(id);
-    if (!a) actors.set(id, (a = new Actor(nodeId, nodeName, namespace)));
-    return a;
-  };
+  const actorOf = provenanceActors();
   const toCommit = (key: string, item: StateItem): Commit => {
     const m = item.metadata;
     timestamp = Math.max(timestamp, m.timestamp);

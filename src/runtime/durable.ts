@@ -134,7 +134,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
   const { answers, waitingFor } = pendingAnswers(await readLog(dataDir, sessionKey, options.runId, point.line));
   let answered: AnsweredInterrupt | undefined;
   if (meta.status === 'waiting' && waitingFor !== undefined) {
-    if (!('resume' in options) || options.resume === undefined) {
+    if (options.resume === undefined) {
       throw new StoreError(`run ${sessionKey}/${options.runId} is waiting for an answer to node '${waitingFor.nodeId}' (${waitingFor.namespace}): pass it as resume (CLI: runs resume ${options.runId} --input <json>)`);
     }
     checkRecordedAnswer(waitingFor, options.resume);

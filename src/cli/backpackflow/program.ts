@@ -23,10 +23,14 @@ function overrideExits(command: Command): void {
   for (const sub of command.commands) overrideExits(sub);
 }
 
-/** The command `argv` names (`backpackflow <name> ...` or `backpackflow help <name>`), if any. */
-function commandNamed(argv: readonly string[]): string | undefined {
-  const words = argv.slice(2).filter((a) => !a.startsWith('-'));
-  return words[0] === 'help' ? words[1] : words[0];
+/**
+ * The command `argv` names (`backpackflow <name> ...` or `backpackflow help <name>`), if any, and where the name
+ * stands in `argv` (-1 for `help <name>`).
+ */
+function commandNamed(argv: readonly string[]): { name: string | undefined; at: number } {
+  const at = argv.findIndex((a, i) => i >= 2 && !a.startsWith('-'));
+  if (at < 0) return { name: undefined, at };
+  return argv[at] === 'help' ? { name: argv[at + 1], at: -1 } : { name: argv[at], at };
 }
 
 /**
@@ -37,7 +41,7 @@ export async function buildProgram(argv: readonly string[] = []): Promise<Comman
   const program = new Command('backpackflow')
     .description('run flows durably and inspect what the agent knew, when, and who wrote it')
     .version('0.1.0');
-  const named = commandNamed(argv);
+  const named = commandNamed(argv).name;
   for (const [name, spec] of Object.entries(COMMANDS)) {
     if (name === named) program.addCommand(await spec.load());
     else program.command(name).description(spec.description);
@@ -49,11 +53,10 @@ export async function buildProgram(argv: readonly string[] = []): Promise<Comman
 /** Runs the CLI with `argv` (as process.argv) and returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
   // `context ...` is the context engine's own command line: everything after the word is its arguments.
-  const first = argv.findIndex((a, i) => i >= 2 && !a.startsWith('-'));
-  if (first >= 0 && (argv[first] === 'context' || (argv[first] === 'help' && argv[first + 1] === 'context'))) {
+  const { name, at } = commandNamed(argv);
+  if (name === 'context') {
     const { runContextCli } = await import('../context-program.js');
-    const rest = argv[first] === 'context' ? argv.slice(first + 1) : ['--help'];
-    return runContextCli([argv[0]!, argv[1]!, ...rest]);
+    return runContextCli([argv[0]!, argv[1]!, ...(at >= 0 ? argv.slice(at + 1) : ['--help'])]);
   }
   try {
     const program = await buildProgram(argv);

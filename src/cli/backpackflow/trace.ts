@@ -73,6 +73,14 @@ export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
     runId, flowNamespace: null, status: 'incomplete', startedAt: null, durationMs: null, segments: [], forkedFrom: null, interrupt: null,
     action: null, error: null, starts: 0, items: [],
   };
+  /** A node that stopped without finishing (failed, or paused for a person) ends there, unless it already ended. */
+  const settle = (event: StreamEvent, status: 'failed' | 'waiting'): void => {
+    const node = event.spanId === undefined ? undefined : nodes.get(event.spanId);
+    if (node && node.status === 'incomplete') {
+      node.status = status;
+      node.durationMs = event.timestamp - node.startedAt;
+    }
+  };
   const endSegment = (event: StreamEvent, outcome: TraceSegment['outcome']): void => {
     const segment = trace.segments.at(-1);
     if (segment === undefined) return;
@@ -114,15 +122,10 @@ export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
         trace.interrupt = (p['interrupt'] as RunTrace['interrupt']) ?? null;
         endSegment(event, 'waiting');
         break;
-      case StreamEventType.NODE_INTERRUPT: {
+      case StreamEventType.NODE_INTERRUPT:
         ownerOf(event).push({ kind: 'interrupt', index: Number(p['index']), payload: p['payload'] });
-        const node = event.spanId === undefined ? undefined : nodes.get(event.spanId);
-        if (node && node.status === 'incomplete') {
-          node.status = 'waiting';
-          node.durationMs = event.timestamp - node.startedAt;
-        }
+        settle(event, 'waiting');
         break;
-      }
       case StreamEventType.INTERRUPT_ANSWERED:
         trace.items.push({ kind: 'answer', nodeId: String(p['nodeId']), index: Number(p['index']), answer: p['answer'] });
         break;
@@ -154,15 +157,10 @@ export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
       case StreamEventType.NODE_RETRY:
         ownerOf(event).push({ kind: 'retry', attempt: Number(p['attempt']), maxRetries: Number(p['maxRetries']), error: errorText(p['error']) });
         break;
-      case StreamEventType.ERROR: {
+      case StreamEventType.ERROR:
         ownerOf(event).push({ kind: 'error', phase: String(p['phase'] ?? 'unknown'), error: errorText(p['error']) });
-        const node = event.spanId === undefined ? undefined : nodes.get(event.spanId);
-        if (node && node.status === 'incomplete') {
-          node.status = 'failed';
-          node.durationMs = event.timestamp - node.startedAt;
-        }
+        settle(event, 'failed');
         break;
-      }
       case StreamEventType.ROUTE:
         home(event.parentSpanId).push({ kind: 'route', action: String(p['action']), from: String(p['from']), to: String(p['to']) });
         break;
