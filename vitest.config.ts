@@ -7,6 +7,7 @@ export default defineConfig({
     // `*.soak.test.ts` run in `npm run test:soak` (SOAK=1) only, which .ci/run also runs.
     exclude: process.env['SOAK'] === '1' ? configDefaults.exclude : [...configDefaults.exclude, 'test/**/*.soak.test.ts'],
     globalSetup: ['test/global-setup.ts'],
+    setupFiles: ['test/support/setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Test files share a worker's module cache: importing the sources once per worker instead of once per file saves
