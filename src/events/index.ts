@@ -1,5 +1,5 @@
 export * from './types.js';
-export { generateId, newRunId, newSpanId } from './ids.js';
+export { generateId, newEventId, newRunId, newSpanId } from './ids.js';
 export { EventStreamer, type EventHandler, type EventStreamerOptions, type HandlerErrorReporter, type HistoryFilter } from './streamer.js';
 export { FlowVisualizer, type FlowVisualizerOptions } from './visualizer.js';
 export {
