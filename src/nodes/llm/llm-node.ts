@@ -206,10 +206,11 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
    * failure is returned as an error result for the model to see (PRD-001 §3.5), never thrown.
    */
   protected async runTool(call: ToolCallRecord, tool: LlmTool | undefined, options: { attempts: number; signal?: AbortSignal; backpack: BackpackHandle }): Promise<ToolResultRecord> {
-    this.emitEvent(StreamEventType.TOOL_CALL, { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input });
+    const source = tool?.source ?? {};
+    this.emitEvent(StreamEventType.TOOL_CALL, { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input, ...source });
     const started = performance.now();
     const finish = (record: ToolResultRecord): ToolResultRecord => {
-      this.emitEvent(StreamEventType.TOOL_RESULT, { ...record, durationMs: performance.now() - started });
+      this.emitEvent(StreamEventType.TOOL_RESULT, { ...record, durationMs: performance.now() - started, ...source });
       return record;
     };
     if (!tool) return finish({ toolCallId: call.toolCallId, toolName: call.toolName, error: `Unknown tool '${call.toolName}'`, attempts: 0 });
