@@ -5,6 +5,9 @@ export { FlowVisualizer, type FlowVisualizerOptions } from './visualizer.js';
 export {
   attachOpenTelemetry,
   bridgeToOpenTelemetry,
+  providerName,
+  GENAI_SEMCONV_VERSION,
+  type OtelAttributeValue,
   type OpenTelemetryOptions,
   type OtelApi,
   type OtelAttributes,
