@@ -65,8 +65,11 @@ interface StoredCheckpoint {
    * channels this checkpoint updated (`newVersions`), and read back through `channel_versions`.
    */
   checkpoint: { v: number; ts: string; channel_versions: Record<string, number | string>; versions_seen: Record<string, Record<string, number | string>> };
-  /** The values of the channels this checkpoint updated, with the version each was stored under. */
-  values: Record<string, { version: number | string; value: EncodedValue }>;
+  /**
+   * The values of the channels this checkpoint updated, with the version each was stored under. A list, not a record
+   * by channel: a channel named like a secret (`token`) must not make the redaction pass blank its encoding.
+   */
+  values: Array<{ channel: string; version: number | string; value: EncodedValue }>;
   metadata: EncodedValue;
 }
 
@@ -191,33 +194,33 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     const ns = checkString('checkpoint_ns', config.configurable?.checkpoint_ns ?? '');
     const parentId = (config.configurable?.checkpoint_id as string | undefined) || undefined;
     checkString('checkpoint.id', checkpoint.id);
-    const values: StoredCheckpoint['values'] = {};
-    for (const [channel, version] of Object.entries(newVersions ?? {})) {
-      const value = Object.hasOwn(checkpoint.channel_values ?? {}, channel) ? (checkpoint.channel_values as Record<string, unknown>)[channel] : undefined;
-      if (value !== undefined) values[channel] = { version, value: await encodeValue(this.#serde, value) };
-    }
-    const record: StoredCheckpoint = this.#redact({
-      kind: CHECKPOINT_KIND,
-      ns,
-      id: checkpoint.id,
-      ...(parentId !== undefined ? { parentId } : {}),
-      checkpoint: {
-        v: checkpoint.v,
-        ts: checkpoint.ts,
-        channel_versions: { ...checkpoint.channel_versions },
-        versions_seen: structuredClone(checkpoint.versions_seen ?? {}),
-      },
-      values,
-      metadata: await encodeValue(this.#serde, metadata),
-    });
+    // Everything happens in the thread's queue, in call order: a checkpoint is mirrored after the writes made before it.
     await this.#write(tid, async (thread) => {
+      const values: StoredCheckpoint['values'] = [];
+      for (const [channel, version] of Object.entries(newVersions ?? {})) {
+        const value = Object.hasOwn(checkpoint.channel_values ?? {}, channel) ? (checkpoint.channel_values as Record<string, unknown>)[channel] : undefined;
+        if (value !== undefined) values.push({ channel, version, value: this.#redactChannel(channel, await encodeValue(this.#serde, value)) });
+      }
+      const record: StoredCheckpoint = this.#redact({
+        kind: CHECKPOINT_KIND,
+        ns,
+        id: checkpoint.id,
+        ...(parentId !== undefined ? { parentId } : {}),
+        checkpoint: {
+          v: checkpoint.v,
+          ts: checkpoint.ts,
+          channel_versions: { ...checkpoint.channel_versions },
+          versions_seen: structuredClone(checkpoint.versions_seen ?? {}),
+        },
+        values,
+        metadata: await encodeValue(this.#serde, metadata),
+      });
       const now = Date.now();
       const events: StreamEvent[] = [];
       this.#begin(thread, events, now);
       events.push(this.#event(thread, { type: StreamEventType.CUSTOM, payload: record as unknown as Record<string, unknown> }, now));
       if (ns === '') this.#mirror(thread, record, metadata, Object.keys(newVersions ?? {}), events, now);
       await this.store.append(thread.runId, events);
-      thread.lastSeq = events.at(-1)!.seq;
       indexCheckpoint(thread, record, now);
     });
     return { configurable: { thread_id: tid, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
@@ -232,8 +235,8 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     const ns = checkString('checkpoint_ns', config.configurable?.checkpoint_ns ?? '');
     const cid = checkString('checkpoint_id', checkpointId);
     checkString('task_id', taskId);
-    const encoded = await Promise.all(writes.map(async ([channel, value]) => ({ channel, value: await encodeValue(this.#serde, value) })));
     await this.#write(tid, async (thread) => {
+      const encoded = await Promise.all(writes.map(async ([channel, value]) => ({ channel, value: this.#redactChannel(channel, await encodeValue(this.#serde, value)) })));
       const key = writesKey(ns, cid);
       const existing = thread.writes.get(key);
       const fresh: StoredWrite[] = [];
@@ -251,7 +254,6 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
       this.#begin(thread, events, now);
       events.push(this.#event(thread, { type: StreamEventType.CUSTOM, payload: record as unknown as Record<string, unknown> }, now));
       await this.store.append(thread.runId, events);
-      thread.lastSeq = events.at(-1)!.seq;
       indexWrites(thread, record, now);
     });
   }
@@ -286,7 +288,6 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
         payload: { durationMs: now - (thread.segmentStartedAt ?? now), steps: Math.max(0, thread.step), action: 'langgraph' },
       }, now);
       await this.store.append(thread.runId, [end]);
-      thread.lastSeq = end.seq;
       thread.runSpan = undefined;
       thread.writing = false;
     }
@@ -381,7 +382,13 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
         }
         thread.writing = true;
       }
-      await work(thread);
+      try {
+        await work(thread);
+      } catch (error) {
+        // What this saver holds in memory may now be ahead of the log: read the thread again on next use.
+        this.#threads.delete(runId);
+        throw error;
+      }
     });
   }
 
@@ -445,7 +452,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
       const writers = writersOf.get(channel) ?? [`__${source}__`];
       const nodeId = this.#register(thread, writers[0]!);
       const tags = writers.length > 1 ? [`writers:${writers.join(',')}`] : undefined;
-      const value = record.values[channel]?.value;
+      const value = record.values.find((v) => v.channel === channel)?.value;
       if (value === undefined) {
         if (thread.backpack.has(channel)) thread.backpack.delete(channel, { nodeId });
         continue;
@@ -487,6 +494,16 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
       if (input[key] !== undefined) event[key] = input[key];
     }
     return event;
+  }
+
+  /**
+   * Redacts a channel's value as if it were stored under the channel's name: a channel named like a secret
+   * (`password`, `apiKey`) has its strings blanked, as a Backpack key of that name would.
+   */
+  #redactChannel(channel: string, encoded: EncodedValue): EncodedValue {
+    if (!('v' in encoded)) return encoded;
+    const redacted = this.#redactor.redact({ [channel]: encoded.v }).value as Record<string, unknown>;
+    return { t: 'json', v: redacted[channel] };
   }
 
   /** Redacts what is about to be stored, so that what this saver serves now is what it serves after a restart. */
@@ -548,7 +565,7 @@ function indexCheckpoint(thread: Thread, record: StoredCheckpoint, savedAt: numb
   let byId = thread.checkpoints.get(record.ns);
   if (byId === undefined) thread.checkpoints.set(record.ns, (byId = new Map()));
   byId.set(record.id, { ...record, savedAt });
-  for (const [channel, { version, value }] of Object.entries(record.values ?? {})) thread.blobs.set(blobKey(record.ns, channel, version), value);
+  for (const { channel, version, value } of record.values ?? []) thread.blobs.set(blobKey(record.ns, channel, version), value);
 }
 
 function writesKey(ns: string, checkpointId: string): string {

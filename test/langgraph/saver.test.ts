@@ -79,6 +79,17 @@ describe('BackpackflowSaver', () => {
     await again.close();
   });
 
+  it('blanks a channel named like a secret, keeps the thread readable, and serves the same after a restart', async () => {
+    const dataDir = tempDir();
+    const saver = new BackpackflowSaver({ dataDir });
+    const config = await putOne(saver, 's', { password: 'hunter2', token: { nested: 'abc' }, topic: 'tides' });
+    await saver.close();
+    expect(readFileSync(join(dataDir, 'sessions', 'default', 'runs', 's', 'events.jsonl'), 'utf8')).not.toContain('hunter2');
+    const again = new BackpackflowSaver({ dataDir });
+    expect((await again.getTuple(config))?.checkpoint.channel_values).toEqual({ password: '[REDACTED]', token: { nested: '[REDACTED]' }, topic: 'tides' });
+    await again.close();
+  });
+
   it('refuses a second writer of a thread while the first holds it, naming the lock', async () => {
     const dataDir = tempDir();
     const first = new BackpackflowSaver({ dataDir });
