@@ -1,5 +1,5 @@
 /** BackpackflowSaver against hostile thread ids, other runs, secrets and second writers. */
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { emptyCheckpoint, uuid6, type Checkpoint } from '@langchain/langgraph-checkpoint';
@@ -103,6 +103,19 @@ describe('BackpackflowSaver', () => {
     for await (const t of second.list({ configurable: { thread_id: 't' } })) all.push(t.checkpoint.channel_values);
     expect(all).toEqual([{ a: 3 }, { a: 1 }]);
     await second.close();
+  });
+
+  it('a changed log line is refused with an error naming the log, never served as a checkpoint', async () => {
+    const dataDir = tempDir();
+    const saver = new BackpackflowSaver({ dataDir });
+    await putOne(saver, 'd', { topic: 'tides' });
+    await putOne(saver, 'd', { topic: 'waves' });
+    await saver.close();
+    const log = join(dataDir, 'sessions', 'default', 'runs', 'd', 'events.jsonl');
+    writeFileSync(log, readFileSync(log, 'utf8').replace('"waves"', '"storm"'));
+    const again = new BackpackflowSaver({ dataDir });
+    await expect(again.getTuple({ configurable: { thread_id: 'd' } })).rejects.toThrow(log);
+    await again.close();
   });
 
   it('deleteThread removes the run from the store', async () => {
