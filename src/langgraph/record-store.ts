@@ -1,7 +1,8 @@
 import { rm } from 'node:fs/promises';
+import type { BackpackState } from '../backpack/index.js';
 import type { StreamEvent } from '../events/index.js';
 import { locate, type RunLocation } from '../runtime/location.js';
-import { EventStore, ProjectionStore, listRunIds, runHasEvents, runPaths, type Durability } from '../store/index.js';
+import { CheckpointStore, EventStore, ProjectionStore, listRunIds, runHasEvents, runPaths, type Checkpoint, type Durability } from '../store/index.js';
 
 /**
  * Where a {@link BackpackflowSaver} keeps its threads: one backpackflow run per LangGraph thread, as an append-only
@@ -26,6 +27,11 @@ export interface CheckpointRecordStore {
   openForWrite(runId: string): Promise<{ lastSeq: number | undefined }>;
   /** Appends one batch atomically and durably (per the store's durability). */
   append(runId: string, events: StreamEvent[]): Promise<void>;
+  /**
+   * Optional: stores the whole Backpack state after step `step` (whose `checkpoint.saved` is the last event
+   * appended), so that `runs state` at a late step starts from it instead of replaying every step.
+   */
+  saveKeyframe?(runId: string, step: number, state: BackpackState): Promise<void>;
   /** Removes everything stored for the run (LangGraph's `deleteThread`). */
   delete(runId: string): Promise<void>;
   /** Makes everything durable and releases the writer locks. */
@@ -93,6 +99,25 @@ export class FileRecordStore implements CheckpointRecordStore {
     await writer.flush();
     await this.#projection.updateRunMetaBatch(runId, events, { persist: !this.#projected.has(runId) });
     this.#projected.add(runId);
+  }
+
+  async saveKeyframe(runId: string, step: number, state: BackpackState): Promise<void> {
+    const writer = this.#writers.get(runId);
+    if (writer === undefined) throw new Error(`FileRecordStore.saveKeyframe: run ${this.sessionKey}/${runId} is not open for writing`);
+    const checkpoint: Checkpoint = {
+      v: 1,
+      runId,
+      sessionKey: this.sessionKey,
+      step,
+      createdAt: Date.now(),
+      position: [],
+      state: { kind: 'keyframe', backpack: state } as unknown as Checkpoint['state'],
+      // Ties the keyframe to the log, as the durable runtime's keyframes are (readers check both).
+      line: writer.eventCount - 1,
+    };
+    if (writer.chainHead !== undefined) checkpoint.chain = writer.chainHead;
+    const checkpoints = new CheckpointStore({ dataDir: this.dataDir, sessionKey: this.sessionKey, runId, durability: this.#durability, redaction: this.#options.redaction });
+    await checkpoints.saveHistorical(checkpoint, step);
   }
 
   async delete(runId: string): Promise<void> {

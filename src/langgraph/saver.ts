@@ -47,6 +47,11 @@ export interface BackpackflowSaverOptions extends RunLocation {
   store?: CheckpointRecordStore;
   /** LangGraph's serializer (default: its JsonPlusSerializer). */
   serde?: SerializerProtocol;
+  /**
+   * A keyframe of the mirrored state every this many steps (default 100, as durable runs), when the store keeps
+   * keyframes: `runs state` at a late step starts from the keyframe before it.
+   */
+  keyframeInterval?: number;
 }
 
 /** The namespace of the flow a LangGraph thread is recorded as, and the prefix of its node namespaces. */
@@ -127,6 +132,7 @@ interface Thread {
 export class BackpackflowSaver extends BaseCheckpointSaver {
   readonly store: CheckpointRecordStore;
   readonly #redactor: Redactor;
+  readonly #keyframeInterval: number;
   readonly #threads = new Map<string, Promise<Thread>>();
   /** One write at a time per run: batches of a run are appended in the order LangGraph made them. */
   readonly #queues = new Map<string, Promise<unknown>>();
@@ -135,6 +141,10 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     super(options.serde);
     this.store = options.store ?? new FileRecordStore({ dataDir: options.dataDir, sessionKey: options.sessionKey, redaction: options.redaction, durability: options.durability });
     this.#redactor = redactorFor(options.redaction);
+    this.#keyframeInterval = options.keyframeInterval ?? 100;
+    if (!Number.isInteger(this.#keyframeInterval) || this.#keyframeInterval < 1) {
+      throw new RangeError(`BackpackflowSaver: keyframeInterval must be an integer >= 1, got ${String(options.keyframeInterval)}`);
+    }
   }
 
   get #serde(): Serde {
@@ -222,6 +232,9 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
       if (ns === '') this.#mirror(thread, record, metadata, Object.keys(newVersions ?? {}), events, now);
       await this.store.append(thread.runId, events);
       indexCheckpoint(thread, record, now);
+      if (ns === '' && thread.step > 0 && thread.step % this.#keyframeInterval === 0 && this.store.saveKeyframe) {
+        await this.store.saveKeyframe(thread.runId, thread.step, thread.tracker.state);
+      }
     });
     return { configurable: { thread_id: tid, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }

@@ -6,7 +6,7 @@ import { emptyCheckpoint, uuid6, type Checkpoint } from '@langchain/langgraph-ch
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BackpackNode, Flow } from '../../src/nodes/index.js';
-import { runFlow } from '../../src/runtime/index.js';
+import { loadRunPoint, runFlow, verifyRun } from '../../src/runtime/index.js';
 import { BackpackflowSaver, threadRunId } from '../../src/langgraph/index.js';
 
 const dirs: string[] = [];
@@ -116,6 +116,23 @@ describe('BackpackflowSaver', () => {
     const again = new BackpackflowSaver({ dataDir });
     await expect(again.getTuple({ configurable: { thread_id: 'd' } })).rejects.toThrow(log);
     await again.close();
+  });
+
+  it('writes keyframes of the mirrored state that runs state starts from, and that verify accepts', async () => {
+    const dataDir = tempDir();
+    const saver = new BackpackflowSaver({ dataDir, keyframeInterval: 2 });
+    for (let i = 0; i < 5; i++) await putOne(saver, 'k', { topic: `t${i}` });
+    await saver.close();
+    expect(readdirSync(join(dataDir, 'sessions', 'default', 'runs', 'k', 'checkpoint')).sort()).toEqual(['2.json', '4.json']);
+    const point = await loadRunPoint({ dataDir, runId: 'k', step: 4 });
+    expect(point.warnings).toEqual([]);
+    expect(point.state.items['topic']?.value).toBe('t4');
+    const report = await verifyRun({ dataDir, runId: 'k' });
+    expect(report.status).toBe('verified');
+    expect(report.keyframes.map((k) => [k.step, k.ok])).toEqual([
+      [2, true],
+      [4, true],
+    ]);
   });
 
   it('deleteThread removes the run from the store', async () => {
