@@ -23,6 +23,7 @@ import { locate, resolveDataDir, type RunLocation } from './location.js';
 import { loadRunPoint, type CheckpointPayload } from './run-point.js';
 import { checkRecordedAnswer, pendingAnswers } from './interrupts.js';
 import { StateTracker } from './state-tracker.js';
+import { foldModelDeltas, type ModelDeltaOptions } from './model-deltas.js';
 
 /**
  * Durable runs (DESIGN D16). A run's directory holds its event log, its projection and its checkpoints:
@@ -47,7 +48,7 @@ import { StateTracker } from './state-tracker.js';
  */
 
 /** Options of {@link runFlow}. */
-export interface RunFlowOptions extends RunLocation {
+export interface RunFlowOptions extends RunLocation, ModelDeltaOptions {
   /** Run id (default: a new one). */
   runId?: string;
   /** Packed into the Backpack before the first step. */
@@ -94,7 +95,7 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
   const runId = options.runId ?? newRunId();
   assertNewRun(dataDir, sessionKey, runId);
   for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
-  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
+  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
     step: 0,
     position: [],
     fresh: true,
@@ -102,7 +103,7 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
 }
 
 /** Options of {@link resumeRun}. */
-export interface ResumeRunOptions extends RunLocation {
+export interface ResumeRunOptions extends RunLocation, ModelDeltaOptions {
   runId: string;
   /**
    * The answer to the interrupt a waiting run waits for: checked against its schema (an {@link InterruptAnswerError}
@@ -152,7 +153,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     throw new StoreError(`run ${sessionKey}/${options.runId} is ${meta.status}, not waiting for an answer: resume it without one`);
   }
   flow.backpack.importState(point.state);
-  return execute(flow, { dataDir, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
+  return execute(flow, { dataDir, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
     step: point.step,
     position: point.position,
     fresh: false,
@@ -169,7 +170,7 @@ async function readLog(dataDir: string, sessionKey: string, runId: string, from:
 }
 
 /** Options of {@link forkRun}. */
-export interface ForkRunOptions extends RunLocation {
+export interface ForkRunOptions extends RunLocation, ModelDeltaOptions {
   /** The recorded run to fork. */
   runId: string;
   /** The step whose state and position the new run starts from. */
@@ -195,7 +196,7 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
   if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
   assertNewRun(dataDir, sessionKey, runId);
   flow.backpack.importState(point.state);
-  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
+  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
     step: point.step,
     position: point.position,
     fresh: true,
@@ -243,7 +244,7 @@ async function listedRunMeta(store: ProjectionStore, runId: string): Promise<Run
   }
 }
 
-interface ExecuteTarget {
+interface ExecuteTarget extends ModelDeltaOptions {
   dataDir: string;
   sessionKey: string;
   runId: string;
@@ -308,7 +309,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     if (event.runId === runId) buffer.push(event);
   });
   const persist = async (): Promise<void> => {
-    const batch = buffer;
+    const batch = target.modelDeltas === 'keep' ? buffer : foldModelDeltas(buffer);
     buffer = [];
     if (batch.length === 0) return;
     await events.appendBatch(batch);

@@ -6,7 +6,7 @@ export { FlowLoader, normalizeFlowConfig } from './loader.js';
 export type { ExportOptions, ExportableNode, LoadOptions, ConfigValidationReport, NodeLoadContext, LoadableNodeClass } from './loader.js';
 export { DependencyContainer } from './container.js';
 export { FlowConfigError, type ConfigProblem } from './errors.js';
-export { FlowConfigSchema, NodeConfigSchema, FlowEdgeSchema, SUPPORTED_MAJOR_VERSION } from './schema.js';
+export { FlowConfigSchema, NodeConfigSchema, FlowEdgeSchema, McpServerSchema, SUPPORTED_MAJOR_VERSION } from './schema.js';
 export type { FlowConfig, FlowConfigInput, NodeConfig, FlowEdge } from './schema.js';
 export { flattenNodes, flattenEdges, findNode, getCompositeNodes, getMaxDepth } from './query.js';
 export { parseFlowConfig, jsonErrorOffset } from './parse.js';

@@ -51,6 +51,13 @@ export const FlowConfigSchema = z
   })
   .strict();
 
+/**
+ * An MCP server declaration, as the `mcpServers` param of an AgentNode takes it in a flow file (validated with the
+ * node's params, each problem at its JSON path, and exported back as written). Defined beside the node that uses
+ * it (nodes sit below serialization) and published here, with its own file `schema/mcp-server.schema.json`.
+ */
+export { McpServerSchema } from '../nodes/llm/mcp.js';
+
 /** A flow config as written (defaults may be missing). */
 export type FlowConfigInput = z.input<typeof FlowConfigSchema>;
 /** A normalized flow config (defaults filled). */

@@ -23,7 +23,8 @@ export function runCommand(): Command {
     .addOption(flowModuleOption())
     .addOption(modulesOption())
     .addOption(maxFlowBytesOption())
-    .action(async (path: string | undefined, options: CommonOptions & FlowSourceOptions & { input?: string; runId?: string }) => {
+    .option('--keep-model-deltas', "store every streamed token as its own model.delta event (default: one event per model call and step)")
+    .action(async (path: string | undefined, options: CommonOptions & FlowSourceOptions & { input?: string; runId?: string; keepModelDeltas?: boolean }) => {
       if ((path === undefined) === (options.flowModule === undefined)) throw new UsageError('run takes a flow file or --flow-module <file#export>, one of the two');
       const input = parseInput(options.input);
       const dataDir = resolve(options.dataDir);
@@ -40,7 +41,7 @@ export function runCommand(): Command {
         await recordRunFlow(dataDir, options.session, runId, { v: 1, flow: { kind: 'module', module: spec.module, export: spec.export }, modules: options.modules });
       }
       try {
-        await runLive(options, opened.flow, (flow) => runFlow(flow, { dataDir, sessionKey: options.session, runId, input }));
+        await runLive(options, opened.flow, (flow) => runFlow(flow, { dataDir, sessionKey: options.session, runId, input, ...(options.keepModelDeltas ? { modelDeltas: 'keep' as const } : {}) }));
       } finally {
         await opened.close();
       }
