@@ -233,7 +233,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
       await this.store.append(thread.runId, events);
       indexCheckpoint(thread, record, now);
       if (ns === '' && thread.step > 0 && thread.step % this.#keyframeInterval === 0 && this.store.saveKeyframe) {
-        await this.store.saveKeyframe(thread.runId, thread.step, thread.tracker.state);
+        await this.store.saveKeyframe(thread.runId, thread.step, thread.backpack.exportState());
       }
     });
     return { configurable: { thread_id: tid, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
