@@ -7,3 +7,5 @@ export { StateTracker, applyStateDelta, type StateDelta } from './state-tracker.
 export { diffJson, applyJsonDelta, type JsonDelta } from './json-delta.js';
 export { verifyRun } from './verify.js';
 export type { RunVerification, KeyframeCheck } from './verify.js';
+export { deleteRun, pruneRuns } from './retention.js';
+export type { DeleteRunOptions, PruneCriteria, PruneRunsOptions, PruneResult, PrunedRun, RunStatus } from './retention.js';

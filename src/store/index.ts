@@ -47,3 +47,4 @@ export type { AtomicWriteOptions, FileLock } from '../fs/index.js';
 export { acquireLock } from './lock.js';
 export { assertNewRun, listSessions, listRunIds, runHasEvents, runWriterAlive } from './layout.js';
 export type { RunRef } from './layout.js';
+export { deleteRunDir, sweepDeletedRuns, RunInUseError } from './retention.js';
