@@ -43,6 +43,20 @@ interface Subscription {
   active: boolean;
 }
 
+/** What {@link EventStreamer.getStats} reports. */
+export interface EventStreamerStats {
+  /** Events emitted since the streamer was created. */
+  totalEvents: number;
+  /** The same, by event type (types never emitted are absent), in type order. */
+  eventsByType: Record<string, number>;
+  /** Active subscriptions: in all, `on(type)`/`once(type)` ones by type, `on('*')` ones, `onNamespace` ones. */
+  subscribers: { total: number; byType: Record<string, number>; wildcard: number; namespace: number };
+  /** Events the history holds now. */
+  historySize: number;
+  /** Most events the history holds (the `historySize` option). */
+  historyCapacity: number;
+}
+
 const EVENT_TYPES: ReadonlySet<string> = new Set(Object.values(StreamEventType));
 const DEFAULT_HISTORY_SIZE = 10_000;
 
@@ -69,6 +83,8 @@ export class EventStreamer implements EventSink {
   readonly #onHandlerError: HandlerErrorReporter;
   /** Last seq issued per run id. */
   readonly #lastSeq = new Map<string, number>();
+  /** Events emitted, by type, since the streamer was created. */
+  readonly #emitted = new Map<string, number>();
   /** Copy-on-write: (un)subscribing replaces the array, so a dispatch in progress iterates a stable list. */
   #subscriptions: readonly Subscription[] = [];
   /** Ring buffer: grows up to historySize, then `#next` overwrites the oldest. */
@@ -115,6 +131,7 @@ export class EventStreamer implements EventSink {
       parentSpanId: input.parentSpanId,
       payload: input.payload ?? {},
     };
+    this.#emitted.set(event.type, (this.#emitted.get(event.type) ?? 0) + 1);
     this.#record(event);
     this.#dispatch(event);
     return event;
@@ -180,6 +197,35 @@ export class EventStreamer implements EventSink {
       result.push(event);
     }
     return result;
+  }
+
+  /**
+   * Counts: events emitted since the streamer was created (in all, and by type, also those the bounded history no
+   * longer holds), subscriptions (in all, by event type, `'*'` ones, namespace ones) and the history's size and
+   * capacity.
+   */
+  getStats(): EventStreamerStats {
+    const eventsByType: Record<string, number> = {};
+    let totalEvents = 0;
+    for (const [type, count] of [...this.#emitted].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      eventsByType[type] = count;
+      totalEvents += count;
+    }
+    const byType: Record<string, number> = {};
+    let wildcard = 0;
+    let namespace = 0;
+    for (const s of this.#subscriptions) {
+      if (s.matcher !== undefined) namespace++;
+      else if (s.type === undefined) wildcard++;
+      else byType[s.type] = (byType[s.type] ?? 0) + 1;
+    }
+    return {
+      totalEvents,
+      eventsByType,
+      subscribers: { total: this.#subscriptions.length, byType, wildcard, namespace },
+      historySize: this.#ring.length,
+      historyCapacity: this.historySize,
+    };
   }
 
   /** Empties the history. Sequence numbers continue where they were. */

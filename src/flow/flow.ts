@@ -1,6 +1,7 @@
 import { DEFAULT_ACTION } from './actions.js';
 import { checkConcurrency, mapConcurrent } from './concurrency.js';
 import { FlowError } from './errors.js';
+import type { RouteMappings } from './mappings.js';
 import { BaseNode, type BaseNodeOptions } from './node.js';
 import { ROOT_SCOPE, enterScope, type RunScope } from './scope.js';
 
@@ -101,7 +102,11 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
       if (scope.signal?.aborted) throw scope.signal.reason;
       action = await current._run(shared, scope);
       const next = current.getNextNode(action);
-      if (next) this.routeTaken(current, action ?? DEFAULT_ACTION, next, scope);
+      if (next) {
+        const mappings = current.getRouteMappings(action);
+        if (mappings) this.applyMappings(current, action ?? DEFAULT_ACTION, next, mappings, shared, scope);
+        this.routeTaken(current, action ?? DEFAULT_ACTION, next, scope);
+      }
       else if (current.successorCount > 0) this.routeMissing(current, action ?? DEFAULT_ACTION, scope);
       if (scope.onStep) {
         await scope.onStep({ path: scope.path, completed: current.id, action: action ?? DEFAULT_ACTION, next: next?.id, step });
@@ -110,6 +115,25 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
       current = next;
     }
     return action;
+  }
+
+  /**
+   * Copies the mapped keys of a route being taken, before its target runs: on a plain shared object, every source
+   * property is read, then every target written; a missing source is a FlowError naming the route. (The namespaced
+   * Flow commits them to the Backpack instead.)
+   */
+  protected applyMappings(from: BaseNode<S>, action: string, to: BaseNode<S>, mappings: RouteMappings, shared: S, _scope: RunScope): void {
+    if (shared === null || typeof shared !== 'object') {
+      throw new FlowError(`Flow '${this.id}': route '${from.id}' -(${action})-> '${to.id}' maps keys, but the shared state is not an object`);
+    }
+    const state = shared as Record<string, unknown>;
+    const values = Object.keys(mappings).map((source) => {
+      if (!Object.hasOwn(state, source)) {
+        throw new FlowError(`Flow '${this.id}': route '${from.id}' -(${action})-> '${to.id}' maps '${source}' to '${mappings[source]}', but the shared state has no '${source}'`);
+      }
+      return state[source];
+    });
+    Object.values(mappings).forEach((target, i) => (state[target] = values[i]));
   }
 
   /** Called when a route is followed (for reporting). */
