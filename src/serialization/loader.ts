@@ -458,7 +458,7 @@ function ownerDependencies(deps: DependencyLookup, options: LoadOptions): { back
     if (!deps.has(key)) return option;
     const value = deps.get<unknown>(key);
     if (!(value instanceof Class)) {
-      throw new FlowConfigError([{ path: '', message: `dependency '${key}' is not a ${Class.name} (got ${describe(value)}): loadFlow builds the flow on it, so it must be one` }], 'loadFlow');
+      throw new FlowConfigError([{ path: '', message: `dependency '${key}' is not ${Class === (BackpackClass as unknown) ? 'a Backpack' : 'an EventStreamer'} (got ${describe(value)}): loadFlow builds the flow on it, so it must be one` }], 'loadFlow');
     }
     if (option !== undefined && option !== value) {
       throw new FlowConfigError([{ path: '', message: `loadFlow got a ${key} both in options.${key} and as dependency '${key}', and they differ: give one` }], 'loadFlow');
