@@ -75,6 +75,9 @@ describe('EventStreamer.getStats', () => {
       subscribers: { total: 3, byType: { 'node.started': 1 }, wildcard: 1, namespace: 1 },
       historySize: 2,
       historyCapacity: 2,
+      uniqueNodes: 0,
+      uniqueNamespaces: 1,
+      uniqueRuns: 1,
     });
     for (const stop of stops) stop();
     streamer.clearHistory();
@@ -129,7 +132,7 @@ describe('old call shapes get a clear error', () => {
     expect(error).toBeInstanceOf(FlowError);
     expect((error as Error).message).toBe(
       "Flow 'flow': run(node, input) is the BackpackFlow v2 call shape; here run(input) starts at the entry node. " +
-        "Call flow.setEntryNode(flow.getNode('s')) before the first run, then flow.run(input) (see MIGRATING.md)",
+        "Call flow.setEntryNode('s') before the first run, then flow.run(input) (see MIGRATING.md)",
     );
     expect(flow.backpack.size).toBe(0);
   });
@@ -173,5 +176,28 @@ describe('old call shapes get a clear error', () => {
     const error = await loader.loadFlow(config, { backpack: new Backpack() }, { backpack: new Backpack() }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(FlowConfigError);
     expect((error as Error).message).toMatch(/both in options\.backpack and as dependency 'backpack', and they differ/);
+  });
+});
+
+describe('adopted from BackpackFlow v2 (they cost nothing and break no decision)', () => {
+  it('setEntryNode takes a node id too, and names the ids there are when it is wrong', async () => {
+    const flow = new Flow();
+    flow.addNode(Step, { id: 'first' });
+    const second = flow.addNode(Step, { id: 'second' });
+    expect(flow.setEntryNode('second').entryNode).toBe(second);
+    expect(() => flow.setEntryNode('third')).toThrow("Flow 'flow': no node with id 'third' to make the entry node (nodes: first, second)");
+    await flow.run();
+    expect(flow.backpack.getItem('n')?.metadata.sourceNodeId).toBe('second');
+  });
+
+  it('new Flow({ initialData }) packs it into the Backpack the flow creates, as the owner', () => {
+    const flow = new Flow({ initialData: { q: 'tides' } });
+    expect(flow.backpack.peek('q')).toBe('tides');
+    expect(flow.backpack.getItem('q')?.metadata.sourceNodeId).toBeUndefined();
+    expect(() => new Flow({ initialData: { q: 1 }, backpack: new Backpack() })).toThrow(/initialData fills the Backpack the flow creates/);
+  });
+
+  it('Backpack option enableAccessControl: false is refused with what replaced it', () => {
+    expect(() => new Backpack(undefined, { enableAccessControl: false } as never)).toThrow(/enableAccessControl is gone: access control always applies/);
   });
 });

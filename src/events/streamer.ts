@@ -53,6 +53,10 @@ export interface EventStreamerStats {
   subscribers: { total: number; byType: Record<string, number>; wildcard: number; namespace: number };
   /** Events the history holds now. */
   historySize: number;
+  /** Distinct node ids, namespaces and run ids among the events in the history (as BackpackFlow v2 counted them). */
+  uniqueNodes: number;
+  uniqueNamespaces: number;
+  uniqueRuns: number;
   /** Most events the history holds (the `historySize` option). */
   historyCapacity: number;
 }
@@ -219,12 +223,23 @@ export class EventStreamer implements EventSink {
       else if (s.type === undefined) wildcard++;
       else byType[s.type] = (byType[s.type] ?? 0) + 1;
     }
+    const nodes = new Set<string>();
+    const namespaces = new Set<string>();
+    const runs = new Set<string>();
+    for (const event of this.#ring) {
+      if (event.nodeId !== undefined) nodes.add(event.nodeId);
+      if (event.namespace !== undefined) namespaces.add(event.namespace);
+      runs.add(event.runId);
+    }
     return {
       totalEvents,
       eventsByType,
       subscribers: { total: this.#subscriptions.length, byType, wildcard, namespace },
       historySize: this.#ring.length,
       historyCapacity: this.historySize,
+      uniqueNodes: nodes.size,
+      uniqueNamespaces: namespaces.size,
+      uniqueRuns: runs.size,
     };
   }
 

@@ -31,6 +31,8 @@ export interface FlowOptions {
   backpack?: Backpack | BackpackHandle;
   /** Options for the Backpack the flow creates when none is given. */
   backpackOptions?: BackpackOptions;
+  /** Keys packed (by the owner) into the Backpack the flow creates, as BackpackFlow v2 took them; `run(input)` does the same per run. */
+  initialData?: Record<string, unknown>;
   /** Where the flow's events go. Default: a new EventStreamer. */
   eventStreamer?: EventStreamer;
   /** Most steps per execution (default 1000). */
@@ -135,7 +137,10 @@ export class Flow extends BaseFlow<any> {
     this.#streamer = options.eventStreamer ?? new EventStreamer();
     this.deps = options.deps;
     this.#parent = parent;
-    this.#backpack = parent ? undefined : given instanceof Backpack ? given : new Backpack(undefined, { ...options.backpackOptions, eventStreamer: this.#streamer });
+    if (options.initialData !== undefined && given !== undefined) {
+      throw new FlowError(`Flow '${this.id}': initialData fills the Backpack the flow creates; with a given backpack, pack the data into it (or pass it to run(input))`);
+    }
+    this.#backpack = parent ? undefined : given instanceof Backpack ? given : new Backpack(options.initialData, { ...options.backpackOptions, eventStreamer: this.#streamer });
   }
 
   /**
@@ -203,8 +208,14 @@ export class Flow extends BaseFlow<any> {
     return node;
   }
 
-  override setEntryNode(node: BaseNode): this {
+  /** Makes `node` (or the node added with that id, as BackpackFlow v2 allowed) the entry node. */
+  override setEntryNode(node: BaseNode | string): this {
     this.#checkOpen('change the entry node');
+    if (typeof node === 'string') {
+      const found = this.#nodes.get(node) ?? this.#subflows.find((sub) => sub.id === node);
+      if (!found) throw new FlowError(`Flow '${this.id}': no node with id '${node}' to make the entry node (nodes: ${[...this.#nodes.keys()].join(', ') || 'none'})`);
+      return super.setEntryNode(found);
+    }
     if (node instanceof BackpackNode && this.#nodes.get(node.id) !== node) {
       throw new FlowError(`Flow '${this.id}': entry node '${node.id}' was not added to this flow (use flow.addNode)`);
     }
@@ -270,7 +281,7 @@ export class Flow extends BaseFlow<any> {
     if (input instanceof BaseNode) {
       throw new FlowError(
         `Flow '${this.id}': run(node, input) is the BackpackFlow v2 call shape; here run(input) starts at the entry node. ` +
-          `Call flow.setEntryNode(${input instanceof BackpackNode ? `flow.getNode('${input.id}')` : 'node'}) before the first run, then flow.run(input) (see MIGRATING.md)`,
+          `Call flow.setEntryNode(${input instanceof BackpackNode ? `'${input.id}'` : 'node'}) before the first run, then flow.run(input) (see MIGRATING.md)`,
       );
     }
     if (input !== undefined) {
