@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   BackpackNode,
@@ -222,5 +223,37 @@ describe('mappings in JSON', () => {
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('mappings round trip (property)', () => {
+  const key = fc.stringMatching(/^[a-z][a-z0-9_]{0,5}(\.[a-z0-9_]{1,4})?$/);
+  it('any valid mappings validate, load, and export back unchanged; an invalid one is refused at its JSON path', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(fc.tuple(key, key), { selector: ([source]) => source, maxLength: 6 }), async (pairs) => {
+        const mappings = Object.fromEntries(pairs);
+        const targets = pairs.map(([, t]) => t);
+        const valid = pairs.every(([s, t]) => s !== t) && new Set(targets).size === targets.length;
+        const config = {
+          version: '2.0.0',
+          namespace: 'agent',
+          nodes: [
+            { type: 'Search', id: 'search', params: {} },
+            { type: 'Summary', id: 'summary', params: {} },
+          ],
+          edges: [{ from: 'search', to: 'summary', condition: 'complete', mappings }],
+          dependencies: {},
+        };
+        const report = loader().validateConfig(config);
+        expect(report.valid).toBe(valid);
+        if (!valid) {
+          expect(report.errors.every((e) => e.path.startsWith('/edges/0/mappings/'))).toBe(true);
+          return;
+        }
+        const flow = await loader().loadFlow(config);
+        expect(loader().exportFlow(flow)).toEqual(normalizeFlowConfig(config));
+      }),
+      { numRuns: 60 },
+    );
   });
 });
