@@ -45,9 +45,9 @@ interface Subscription {
 
 /** What {@link EventStreamer.getStats} reports. */
 export interface EventStreamerStats {
-  /** Events emitted since the streamer was created. */
+  /** Events in the history (the last `historyCapacity` emitted). */
   totalEvents: number;
-  /** The same, by event type (types never emitted are absent), in type order. */
+  /** The same, by event type (types absent from the history are absent), in type order. */
   eventsByType: Record<string, number>;
   /** Active subscriptions: in all, `on(type)`/`once(type)` ones by type, `on('*')` ones, `onNamespace` ones. */
   subscribers: { total: number; byType: Record<string, number>; wildcard: number; namespace: number };
@@ -87,8 +87,6 @@ export class EventStreamer implements EventSink {
   readonly #onHandlerError: HandlerErrorReporter;
   /** Last seq issued per run id. */
   readonly #lastSeq = new Map<string, number>();
-  /** Events emitted, by type, since the streamer was created. */
-  readonly #emitted = new Map<string, number>();
   /** Copy-on-write: (un)subscribing replaces the array, so a dispatch in progress iterates a stable list. */
   #subscriptions: readonly Subscription[] = [];
   /** Ring buffer: grows up to historySize, then `#next` overwrites the oldest. */
@@ -135,7 +133,6 @@ export class EventStreamer implements EventSink {
       parentSpanId: input.parentSpanId,
       payload: input.payload ?? {},
     };
-    this.#emitted.set(event.type, (this.#emitted.get(event.type) ?? 0) + 1);
     this.#record(event);
     this.#dispatch(event);
     return event;
@@ -204,17 +201,12 @@ export class EventStreamer implements EventSink {
   }
 
   /**
-   * Counts: events emitted since the streamer was created (in all, and by type, also those the bounded history no
-   * longer holds), subscriptions (in all, by event type, `'*'` ones, namespace ones) and the history's size and
-   * capacity.
+   * Counts over the events the history holds (as BackpackFlow v2 counted them; nothing is counted on `emit`, which
+   * stays as cheap as it was): in all and by type, distinct nodes, namespaces and runs; and the subscriptions (in
+   * all, by event type, `'*'` ones, namespace ones) and the history's size and capacity.
    */
   getStats(): EventStreamerStats {
     const eventsByType: Record<string, number> = {};
-    let totalEvents = 0;
-    for (const [type, count] of [...this.#emitted].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      eventsByType[type] = count;
-      totalEvents += count;
-    }
     const byType: Record<string, number> = {};
     let wildcard = 0;
     let namespace = 0;
@@ -227,13 +219,14 @@ export class EventStreamer implements EventSink {
     const namespaces = new Set<string>();
     const runs = new Set<string>();
     for (const event of this.#ring) {
+      eventsByType[event.type] = (eventsByType[event.type] ?? 0) + 1;
       if (event.nodeId !== undefined) nodes.add(event.nodeId);
       if (event.namespace !== undefined) namespaces.add(event.namespace);
       runs.add(event.runId);
     }
     return {
-      totalEvents,
-      eventsByType,
+      totalEvents: this.#ring.length,
+      eventsByType: Object.fromEntries(Object.entries(eventsByType).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
       subscribers: { total: this.#subscriptions.length, byType, wildcard, namespace },
       historySize: this.#ring.length,
       historyCapacity: this.historySize,
