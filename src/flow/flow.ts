@@ -35,6 +35,8 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
   /** Policy for an action without a route. */
   readonly onMissingRoute: MissingRoutePolicy;
   #entry: BaseNode<S> | undefined;
+  #executions = 0;
+  #stepsRun = 0;
 
   constructor(options: BaseFlowOptions<S> = {}) {
     super(options);
@@ -72,6 +74,16 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
     return this.execute(shared, enterScope(scope, this.id));
   }
 
+  /** Times this flow ran its nodes from the entry (or a resume position): per run, per batch of a batch flow. */
+  get executions(): number {
+    return this.#executions;
+  }
+
+  /** Steps (node executions) its runs took, over all of them; a nested flow's steps are that flow's. */
+  get stepsRun(): number {
+    return this.#stepsRun;
+  }
+
   /** prep, the orchestration in place of exec, then post; `scope` is the scope of the flow's own nodes. */
   protected async execute(shared: S, scope: RunScope): Promise<string | undefined> {
     const prepRes = await this.prep(shared, scope);
@@ -86,6 +98,7 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
 
   /** Follows routes from the entry (or resume) node until one has none; returns the last action. */
   protected async _orchestrate(shared: S, scope: RunScope): Promise<string | undefined> {
+    this.#executions++;
     let current = this.resumeNode(scope) ?? this.#entry;
     if (!current) {
       throw new FlowError(`Flow '${this.id}' has no entry node: add a node or call setEntryNode(node)`);
@@ -100,6 +113,7 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
         );
       }
       if (scope.signal?.aborted) throw scope.signal.reason;
+      this.#stepsRun++;
       action = await current._run(shared, scope);
       const next = current.getNextNode(action);
       if (next) {

@@ -59,7 +59,7 @@ export interface FlowStats {
   maxDepth: number;
   /** Whether the flow has an entry node. */
   hasEntryNode: boolean;
-  /** Times this flow ran (as a whole, a subflow or an internal flow). */
+  /** Times this flow ran (as a whole, a subflow or an internal flow; a batch flow once per batch). */
   executions: number;
   /** Steps (node executions) its runs took, over all of them; a nested flow's steps count in that flow's stats. */
   stepsRun: number;
@@ -120,8 +120,6 @@ export class Flow extends BaseFlow<any> {
   /** Each node's registration: mappings on its routes are committed as the node (see {@link applyMappings}). */
   readonly #bindings = new Map<BaseNode, NodeBinding>();
   #sealed = false;
-  #stepsRun = 0;
-  #executions = 0;
 
   constructor(options: FlowOptions = {}) {
     const given = options.backpack;
@@ -346,15 +344,7 @@ export class Flow extends BaseFlow<any> {
 
   protected override execute(shared: Backpack | BackpackHandle, scope: RunScope): Promise<string | undefined> {
     this.#sealed = true;
-    this.#executions++;
-    // Counts this flow's own steps (a nested flow's steps have a longer path); the runtime's onStep is called as before.
-    const own = scope.path;
-    const outer = scope.onStep;
-    const onStep = (boundary: StepBoundary): void | Promise<void> => {
-      if (boundary.path === own) this.#stepsRun++;
-      return outer?.(boundary);
-    };
-    return super.execute(shared, { ...scope, onStep });
+    return super.execute(shared, scope);
   }
 
   /**
@@ -408,8 +398,8 @@ export class Flow extends BaseFlow<any> {
       subflowCount: 0,
       maxDepth: 0,
       hasEntryNode: this.entryNode !== undefined,
-      executions: this.#executions,
-      stepsRun: this.#stepsRun,
+      executions: this.executions,
+      stepsRun: this.stepsRun,
     };
     const visit = (flow: Flow, depth: number): void => {
       stats.maxDepth = Math.max(stats.maxDepth, depth);
