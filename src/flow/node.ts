@@ -1,6 +1,7 @@
 import { DEFAULT_ACTION, FlowAction } from './actions.js';
 import { checkConcurrency, mapConcurrent } from './concurrency.js';
 import { FlowSignal, NodeExecutionError } from './errors.js';
+import { checkMappings, type RouteMappings, type RouteOptions } from './mappings.js';
 import { ROOT_SCOPE, type RunScope } from './scope.js';
 
 /** Options every node takes. */
@@ -31,6 +32,7 @@ export class BaseNode<S = any, P = any, E = any> {
   /** The node's id; unique within a flow. */
   readonly id: string;
   readonly #successors = new Map<string, BaseNode<S>>();
+  readonly #mappings = new Map<string, RouteMappings>();
 
   constructor(options: BaseNodeOptions = {}) {
     this.id = options.id ?? `${new.target.name}#${++unnamedNodes}`;
@@ -51,16 +53,35 @@ export class BaseNode<S = any, P = any, E = any> {
     return undefined;
   }
 
-  /** Routes `action` to `node`; a later call for the same action replaces the earlier one. */
-  on(action: string, node: BaseNode<S>): this {
+  /**
+   * Routes `action` to `node`; a later call for the same action replaces the earlier one (and its mappings).
+   * `options.mappings` copies keys when the route is taken (source key → target key), before `node` runs.
+   */
+  on(action: string, node: BaseNode<S>, options?: RouteOptions): this {
     if (typeof action !== 'string' || action === '') {
       throw new TypeError(`Node '${this.id}': action must be a non-empty string, got ${JSON.stringify(action)}`);
     }
     if (!(node instanceof BaseNode)) {
       throw new TypeError(`Node '${this.id}': successor for action '${action}' must be a node, got ${String(node)}`);
     }
+    if (options !== undefined && (options === null || typeof options !== 'object')) {
+      throw new TypeError(`Node '${this.id}': options of route '${action}' must be an object ({ mappings }), got ${String(options)}`);
+    }
+    const mappings = options?.mappings === undefined ? undefined : checkMappings(`Node '${this.id}', route '${action}' → '${node.id}'`, options.mappings, this.mappingKeyProblem);
     this.#successors.set(action, node);
+    if (mappings) this.#mappings.set(action, mappings);
+    else this.#mappings.delete(action);
     return this;
+  }
+
+  /** The key mappings of the route for `action` (undefined means `'default'`), if it has any. */
+  getRouteMappings(action?: string): RouteMappings | undefined {
+    return this.#mappings.get(action ?? DEFAULT_ACTION);
+  }
+
+  /** Why `key` cannot be a mapped key, or undefined (BackpackNode adds the Backpack's key syntax). */
+  protected get mappingKeyProblem(): ((key: string) => string | undefined) | undefined {
+    return undefined;
   }
 
   /** Routes `'default'` to `node` and returns `node`, so that `a.next(b).next(c)` builds a chain. */

@@ -1,8 +1,8 @@
 import type { ZodType } from 'zod';
 import type { BackpackHandle, NodeBinding, NodePermissions } from '../backpack/index.js';
 import { newSpanId, StreamEventType, type EventStreamer, type InterruptInfo } from '../events/index.js';
-import { FlowError, FlowSignal, Node, type Attempt, type BaseNode, type RunScope } from '../flow/index.js';
-import { encodeValue } from '../backpack/index.js';
+import { FlowError, FlowSignal, Node, type Attempt, type BaseNode, type RouteOptions, type RunScope } from '../flow/index.js';
+import { checkSegments, encodeValue } from '../backpack/index.js';
 import { answerJsonSchema, checkAnswer, InterruptAnswerError, RunInterrupted } from './interrupt.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView } from './event-view.js';
@@ -148,9 +148,11 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
 
   constructor(config: BackpackNodeConfig, context: NodeContext) {
     super(config);
-    if (!context || typeof context.namespace !== 'string') {
+    if (!context || typeof context.namespace !== 'string' || !(context.flow instanceof Flow)) {
+      // The BackpackFlow v2 form, new Node(config, { namespace, backpack, eventStreamer }), lands here too.
       throw new TypeError(
-        `${new.target.name} '${config?.id}': a BackpackNode is created by its flow: use flow.addNode(${new.target.name}, { id: ... })`,
+        `${new.target.name} '${config?.id}': a BackpackNode is created by its flow: use flow.addNode(${new.target.name}, { id: ... }), ` +
+          `which gives it its namespace, Backpack handle and events${context && 'backpack' in context ? ` (new ${new.target.name}(config, { namespace, backpack }) was the BackpackFlow v2 form; see MIGRATING.md)` : ''}`,
       );
     }
     this.config = Object.freeze({ ...config });
@@ -180,12 +182,20 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     return this.#events;
   }
 
-  /** Routes `action` to `node`; refused once the node's flow has run (internal flows are immutable after their first run). */
-  override on(action: string, node: BaseNode): this {
+  /**
+   * Routes `action` to `node`, refused once the node's flow has run (internal flows are immutable after their first
+   * run). `options.mappings` copies keys when the route is taken (source key → target key): a commit made by this
+   * node, as if its `post` had packed each target with the value of its source (see {@link Flow} for the rules).
+   */
+  override on(action: string, node: BaseNode, options?: RouteOptions): this {
     if (this.#flow?.sealed) {
       throw new FlowError(`Node '${this.id}' belongs to flow '${this.#flow.id}', which has already run: its routes cannot change`);
     }
-    return super.on(action, node);
+    return super.on(action, node, options);
+  }
+
+  protected override get mappingKeyProblem(): (key: string) => string | undefined {
+    return backpackKeyProblem;
   }
 
 
@@ -440,6 +450,16 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     });
   }
 
+}
+
+/** Why `key` cannot be a Backpack key (an empty segment), or undefined. */
+export function backpackKeyProblem(key: string): string | undefined {
+  try {
+    checkSegments(key, 'key', (message) => new TypeError(message));
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
 }
 
 /** The node whose execution the current async context belongs to, if any (a nested `loadFlow` shares its flow's Backpack). */

@@ -9,3 +9,5 @@ export { verifyRun } from './verify.js';
 export type { RunVerification, KeyframeCheck } from './verify.js';
 export { foldModelDeltas } from './model-deltas.js';
 export type { ModelDeltaStorage, ModelDeltaOptions, FoldedDeltaPayload } from './model-deltas.js';
+export { deleteRun, pruneRuns } from './retention.js';
+export type { DeleteRunOptions, PruneCriteria, PruneRunsOptions, PruneResult, PrunedRun, RunStatus } from './retention.js';

@@ -6,12 +6,16 @@ import { NodePermissionsSchema } from '../backpack/index.js';
  * the types below are inferred from them and `schema/flow-config.schema.json` is generated from them.
  */
 
-/** An edge: when node `from` returns action `condition`, go to `to` (a node or subflow of the same flow). */
+/**
+ * An edge: when node `from` returns action `condition`, go to `to` (a node or subflow of the same flow). `mappings`
+ * (source key → target key) copies keys when the edge is taken, as a commit by `from` (see `Flow.applyMappings`).
+ */
 export const FlowEdgeSchema = z
   .object({
     from: z.string().min(1),
     to: z.string().min(1),
     condition: z.string().min(1).default('default'),
+    mappings: z.record(z.string(), z.string()).optional(),
   })
   .strict();
 

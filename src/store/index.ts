@@ -7,7 +7,7 @@ export type { EventStoreOptions, ReadOptions, CorruptLine, VerifyResult, IndexEn
 export { CheckpointStore } from './checkpoint-store.js';
 export type { CheckpointInput, CheckpointStoreOptions } from './checkpoint-store.js';
 export { MemoryStore } from './memory-store.js';
-export type { MemoryItemInput, MemoryStoreOptions, ScoredMemoryItem } from './memory-store.js';
+export type { MemoryItemInput, MemoryStoreOptions, ScoredMemoryItem, MemoryPage, MemoryFilter } from './memory-store.js';
 export { ProjectionStore } from './projection-store.js';
 export type { ProjectionStoreOptions } from './projection-store.js';
 export { foldRunMeta, foldRunMetaBatch, emptyRunMeta } from './run-meta.js';
@@ -47,3 +47,4 @@ export type { AtomicWriteOptions, FileLock } from '../fs/index.js';
 export { acquireLock } from './lock.js';
 export { assertNewRun, listSessions, listRunIds, runHasEvents, runWriterAlive } from './layout.js';
 export type { RunRef } from './layout.js';
+export { deleteRunDir, sweepDeletedRuns, RunInUseError } from './retention.js';

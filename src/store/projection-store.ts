@@ -1,3 +1,6 @@
+import { promises as fsp } from 'node:fs';
+import { dirname } from 'node:path';
+import { fsyncDirSync } from '../fs/index.js';
 import { ProjectionStoreError } from './errors.js';
 import { EventStore, type ReadOptions } from './event-store.js';
 import { assertValidId, runPaths } from './paths.js';
@@ -166,6 +169,25 @@ export class ProjectionStore {
       );
     }
     return rebuilt;
+  }
+
+  /**
+   * Removes the stored projection of `runId` (after the updates already queued for it) and forgets the cached one;
+   * resolves to whether a file was there. The projection is a cache of the log: the next `currentRunMeta` rebuilds
+   * it. To delete a whole run, use `deleteRun`.
+   */
+  async delete(runId: string): Promise<boolean> {
+    const path = this.metaPath(runId);
+    await (this.queues.get(runId) ?? Promise.resolve()).catch(() => undefined);
+    this.cache.delete(runId);
+    try {
+      await fsp.unlink(path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw new ProjectionStoreError(`could not delete ${path}: ${(error as Error).message}`, { path, cause: error });
+    }
+    if (this.fsync) fsyncDirSync(dirname(path));
+    return true;
   }
 
   /**

@@ -10,7 +10,7 @@ import { CliError, UsageError } from './errors.js';
 const COMMANDS: Record<string, { description: string; load: () => Promise<Command> }> = {
   run: { description: 'run a flow durably with the live trace: from its JSON config, or built by a flow module', load: async () => (await import('./flow-commands.js')).runCommand() },
   validate: { description: 'check a flow config; prints every problem with its JSON path', load: async () => (await import('./flow-commands.js')).validateCommand() },
-  runs: { description: 'list and inspect stored runs; resume, answer or fork them; verify their logs', load: async () => (await import('./runs.js')).runsCommand() },
+  runs: { description: 'list and inspect stored runs; resume, answer or fork them; verify their logs; delete or prune them', load: async () => (await import('./runs.js')).runsCommand() },
   memory: { description: 'search and add long-term memory items', load: async () => (await import('./memory.js')).memoryCommand() },
   context: { description: "the context engine over a workspace: scan, status, frames, agents, synthesis (see 'backpackflow context --help')", load: async () => new Command('context') },
   studio: { description: 'a local web UI over the stored runs: trace, events, state at any step, diffs, blame, memory', load: async () => (await import('./studio-command.js')).studioCommand() },

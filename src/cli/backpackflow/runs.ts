@@ -1,4 +1,4 @@
-/** The `runs` commands: list, show, state, diff, blame, events, resume, fork. */
+/** The `runs` commands: list, show, state, diff, blame, events, resume, fork, verify, delete, prune. */
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { compileNamespacePattern } from '../../backpack/index.js';
@@ -14,6 +14,7 @@ import { cliCommand, colors, print, warn, type CommonOptions } from './output.js
 import { renderBlame, renderDiff, renderEvents, renderRuns, renderState, renderVerification } from './render.js';
 import { firstStep, openRun, readEventsPage, readRunEvents, runPointAt } from './store-access.js';
 import { buildTrace, renderTrace } from './trace.js';
+import { addRetentionCommands } from './retention-commands.js';
 
 /** Adds `--data-dir`, `--session` and `--json` to a command. */
 export function common(command: Command, json = true): Command {
@@ -70,7 +71,7 @@ type RunOpts = CommonOptions & { step?: number; from?: number; to?: number };
 
 /** The `runs` command group. */
 export function runsCommand(): Command {
-  const runs = new Command('runs').description('list and inspect stored runs; resume or fork them');
+  const runs = new Command('runs').description('list and inspect stored runs; resume or fork them; delete or prune them');
 
   common(runs.command('list').description('the stored runs of a session, oldest first'))
     .addOption(new Option('--status <status>', 'only runs with this status').choices(RunStatusSchema.options))
@@ -197,6 +198,7 @@ export function runsCommand(): Command {
       }
     });
 
+  addRetentionCommands(runs, (command) => common(command));
   return runs;
 }
 
