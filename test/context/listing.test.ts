@@ -391,6 +391,16 @@ describe('tree file structure', () => {
     const bad = (records: { kind: 1 | 2; path: string }[]) => () => Tree.decode(treeFile(records), backend, 'tree');
     expect(bad([{ kind: 1, path: 'a' }])).toThrow(/corrupt tree file tree: the first entry is not the root directory/);
     expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'a/x' }, { kind: 2, path: 'a' }])).toThrow(/entry 'a\/x' is not under the directory before it/);
-    expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'b' }, { kind: 1, path: 'b' }])).toThrow(/entry 'b' appears twice/);
+    expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'b' }, { kind: 1, path: 'b' }])).toThrow(/entry 'b' is out of order or appears twice/);
+    // Lookups are binary searches over that order, so siblings out of order are refused too ('a-b' sorts after 'a/').
+    expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'b' }, { kind: 1, path: 'a' }])).toThrow(/entry 'a' is out of order/);
+    expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'a-b' }, { kind: 2, path: 'a' }])).toThrow(/entry 'a' is out of order/);
+    const nested = Tree.decode(
+      treeFile([{ kind: 2, path: '' }, { kind: 2, path: 'a' }, { kind: 1, path: 'a/x' }, { kind: 1, path: 'a-b' }, { kind: 1, path: 'é' }]),
+      backend,
+      'tree',
+    );
+    expect(['', 'a', 'a/x', 'a-b', 'é', 'a/y', 'b'].map((p) => nested.get(p)?.path)).toEqual(['', 'a', 'a/x', 'a-b', 'é', undefined, undefined]);
+    expect(nested.childRecords(nested.get('')!).map((r) => r.path)).toEqual(['a', 'a-b', 'é']);
   });
 });
