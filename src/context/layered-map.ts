@@ -57,6 +57,11 @@ export class LayeredMap<V> {
     else this.overlay.delete(key);
   }
 
+  /** The base this map is layered over and its changes to it (`undefined`: deleted). Read-only views. */
+  layers(): { readonly base: MapBase<V>; readonly overlay: ReadonlyMap<string, V | undefined> } {
+    return { base: this.base, overlay: this.overlay };
+  }
+
   entries(): IterableIterator<[string, V]> {
     return this.overlay.size === 0 ? this.base.entries() : this.mergedEntries();
   }

@@ -107,6 +107,37 @@ export class StoredNodes {
     return out;
   }
 
+  /** The raw file bytes the records are in, and where each record starts (for the stat helper thread). */
+  get raw(): { readonly body: Buffer; readonly starts: Int32Array } {
+    return { body: this.body, starts: this.starts };
+  }
+
+  /** Where the path of record `i` ends in the body. */
+  pathEnd(i: number): number {
+    const o = this.starts[i]!;
+    return o + 5 + this.body.readUInt32BE(o + 1);
+  }
+
+  /** Kind code (1 file, 2 dir, 3 symlink) of record `i`. */
+  kindCodeAt(i: number): number {
+    return this.body[this.starts[i]!]!;
+  }
+
+  /** The path of record `i`, without making its record. */
+  pathAt(i: number): string {
+    const o = this.starts[i]!;
+    return this.body.toString('utf8', o + 5, o + 5 + this.body.readUInt32BE(o + 1));
+  }
+
+  /** Size, mtimeMs and ino of record `i` into `out` at `j`. */
+  statAt(i: number, out: Float64Array, j: number): void {
+    const o = this.starts[i]!;
+    const p = o + 5 + this.body.readUInt32BE(o + 1);
+    out[j] = this.body.readDoubleBE(p);
+    out[j + 1] = this.body.readDoubleBE(p + 8);
+    out[j + 2] = this.body.readDoubleBE(p + 16);
+  }
+
   /** The hex of the 32-byte hash at `field` (24: content hash, 56: NodeID) of record `i`. */
   hexAt(i: number, field: 24 | 56): string {
     const o = this.starts[i]!;

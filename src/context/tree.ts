@@ -221,6 +221,15 @@ export class Tree {
     return records;
   }
 
+  /**
+   * The records read in place from the tree file and what replaced or removed some of them since (journal entries,
+   * updates), when this tree was read from a file; undefined for a tree built in memory.
+   */
+  storedLayers(): { readonly stored: StoredNodes; readonly overlay: ReadonlyMap<string, NodeRecord | undefined> } | undefined {
+    const { base, overlay } = this.nodes.layers();
+    return base instanceof StoredNodes ? { stored: base, overlay } : undefined;
+  }
+
   /** The node at a workspace path, if any. */
   get(path: string): NodeRecord | undefined {
     return this.nodes.get(path);

@@ -171,7 +171,19 @@ describe('listing cache: rescans stay exact', () => {
 });
 
 describe('incremental update equals a whole build', () => {
-  it.each([7, 11, 23, 101])('after random adds, edits, deletes, renames and file/directory swaps, the updated tree has the ids of a fresh scan (seed %i)', async (start) => {
+  // 'resident': one open engine rescans its tree in memory. 'from disk': each rescan is by a newly opened engine, as
+  // one `backpackflow context scan` process does: the stored tree (file and journal) is read in place and the quick
+  // check runs first, on two threads for odd seeds.
+  it.each([
+    [7, 'resident'],
+    [11, 'resident'],
+    [23, 'resident'],
+    [101, 'resident'],
+    [5, 'from disk'],
+    [13, 'from disk'],
+    [29, 'from disk'],
+    [103, 'from disk'],
+  ] as const)('after random adds, edits, deletes, renames and file/directory swaps, the updated tree has the ids of a fresh scan (seed %i, %s)', async (start, mode) => {
     let seed = start;
     const random = (n: number) => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
@@ -185,9 +197,14 @@ describe('incremental update equals a whole build', () => {
       files.add(path);
     }
     writeTree(root, Object.fromEntries([...files].map((f) => [f, f])));
-    const engine = await ContextEngine.open(root);
+    const open = () => ContextEngine.open(root, { parallelStatThreshold: start % 2 === 1 ? 0 : undefined });
+    let engine = await open();
     await engine.scan();
     for (let round = 0; round < 25; round++) {
+      if (mode === 'from disk') {
+        await engine.close();
+        engine = await open();
+      }
       for (let k = 0; k < 1 + random(4); k++) {
         const list = [...files];
         const op = random(5);
@@ -228,6 +245,7 @@ describe('incremental update equals a whole build', () => {
       expect(incremental, `round ${round}`).toEqual(whole);
       expect(report.root).toBe(full.rootId);
     }
+    await engine.close();
   });
 });
 
