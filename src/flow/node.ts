@@ -30,7 +30,8 @@ let unnamedNodes = 0;
 export class BaseNode<S = any, P = any, E = any> {
   /** The node's id; unique within a flow. */
   readonly id: string;
-  readonly #successors = new Map<string, BaseNode<S>>();
+  /** Routes out of this node; made by the first route (a flow of a million nodes holds no million empty maps). */
+  #successors: Map<string, BaseNode<S>> | undefined;
 
   constructor(options: BaseNodeOptions = {}) {
     this.id = options.id ?? `${new.target.name}#${++unnamedNodes}`;
@@ -59,7 +60,7 @@ export class BaseNode<S = any, P = any, E = any> {
     if (!(node instanceof BaseNode)) {
       throw new TypeError(`Node '${this.id}': successor for action '${action}' must be a node, got ${String(node)}`);
     }
-    this.#successors.set(action, node);
+    (this.#successors ??= new Map()).set(action, node);
     return this;
   }
 
@@ -96,17 +97,17 @@ export class BaseNode<S = any, P = any, E = any> {
 
   /** The node that `action` routes to (undefined action means `'default'`), or undefined. */
   getNextNode(action?: string): BaseNode<S> | undefined {
-    return this.#successors.get(action ?? DEFAULT_ACTION);
+    return this.#successors?.get(action ?? DEFAULT_ACTION);
   }
 
   /** A copy of the routing table: action to node. Changing it changes nothing. */
   get successors(): ReadonlyMap<string, BaseNode<S>> {
-    return new Map(this.#successors);
+    return new Map(this.#successors ?? []);
   }
 
   /** Number of routes out of this node (0 means the flow ends quietly after it). */
   get successorCount(): number {
-    return this.#successors.size;
+    return this.#successors?.size ?? 0;
   }
 
   /** Runs exec for a prep result; `Node` adds retries here. */
