@@ -4,8 +4,8 @@
  * ignore). `backpackflow context scan` on a large workspace is a command people run often and wait for; loading some
  * forty modules one by one (CommonJS packages through the ES module loader) took about 45 ms of its CPU time, the
  * bundle about 23 ms. Packages loaded only when needed stay imports: the BLAKE3 bindings (native, or hash-wasm) and
- * chokidar (watch). The declaration file stays tsc's; the source map points at the shipped sources under src/ and
- * at the bundled packages' files under node_modules/ (installed beside the package, as its dependencies).
+ * chokidar (watch). The declaration file stays tsc's; the source map holds the text of every source it names (ours
+ * and the bundled packages'), so it resolves wherever the package is installed.
  */
 import { build } from 'esbuild';
 
@@ -21,5 +21,6 @@ await build({
   banner: { js: "import { createRequire as __bundleRequire } from 'node:module';\nconst require = __bundleRequire(import.meta.url);" },
   legalComments: 'eof',
   sourcemap: true,
+  sourcesContent: true,
   logLevel: 'warning',
 });
