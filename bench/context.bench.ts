@@ -227,7 +227,8 @@ async function main(): Promise<void> {
     ]);
     if (!ok) process.exitCode = 1;
   } finally {
-    rmSync(root, { recursive: true, force: true });
+    // (retried: a housekeeping git process started by a commit may still be writing into .git)
+    rmSync(root, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 });
   }
 }
 
