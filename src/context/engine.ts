@@ -17,6 +17,7 @@ import { IgnoreRules } from './ignore-rules.js';
 import { displayPath, parentPath, toWorkspacePath } from './paths.js';
 import { scanWorkspace } from './scan.js';
 import { StatPool } from './stat-pool.js';
+import { plainRecord } from './stored-nodes.js';
 import { MerkleStore } from './store.js';
 import { headEntry, markStale, recordFrame, type StoreState } from './state.js';
 import {
@@ -297,13 +298,13 @@ export class ContextEngine {
 
   /** Resolves a NodeID or workspace path to its node in the current tree. */
   async resolveNode(node: string): Promise<NodeRecord> {
-    return this.resolve(this.requireTree(), node, 'resolveNode');
+    return plainRecord(this.resolve(this.requireTree(), node, 'resolveNode'));
   }
 
   /** The nodes of the subtree at `under` (default the whole tree), parents before children, children in order. */
   async listNodes(under = ''): Promise<NodeRecord[]> {
     const tree = this.requireTree();
-    return tree.walk(this.resolve(tree, under, 'listNodes').path);
+    return tree.walk(this.resolve(tree, under, 'listNodes').path).map(plainRecord);
   }
 
   /** The spec's GetNode: the node and the frames `view` selects, in the view's deterministic order. Read-only. */
@@ -314,7 +315,7 @@ export class ContextEngine {
     const selected = filterCandidates(all, view).sort(comparatorFor(view.ordering ?? 'recency', view, 'getNode'));
     const maxFrames = checkMaxFrames(view.maxFrames, 'getNode', 50);
     const frames = selected.slice(0, maxFrames).map((c) => this.store.readFrame(c.entry.frameId));
-    return { nodeId: record.nodeId, nodeRecord: record, frames, frameCount: all.length };
+    return { nodeId: record.nodeId, nodeRecord: plainRecord(record), frames, frameCount: all.length };
   }
 
   /** Every frame attached to a node, oldest first, optionally of one type. Read-only. */

@@ -31,8 +31,10 @@ let unnamedNodes = 0;
 export class BaseNode<S = any, P = any, E = any> {
   /** The node's id; unique within a flow. */
   readonly id: string;
-  readonly #successors = new Map<string, BaseNode<S>>();
-  readonly #mappings = new Map<string, RouteMappings>();
+  /** Routes out of this node; made by the first route (a flow of a million nodes holds no million empty maps). */
+  #successors: Map<string, BaseNode<S>> | undefined;
+  /** Edge data mappings by action; made by the first route that has some. */
+  #mappings: Map<string, RouteMappings> | undefined;
 
   constructor(options: BaseNodeOptions = {}) {
     this.id = options.id ?? `${new.target.name}#${++unnamedNodes}`;
@@ -68,15 +70,15 @@ export class BaseNode<S = any, P = any, E = any> {
       throw new TypeError(`Node '${this.id}': options of route '${action}' must be an object ({ mappings }), got ${String(options)}`);
     }
     const mappings = options?.mappings === undefined ? undefined : checkMappings(`Node '${this.id}', route '${action}' → '${node.id}'`, options.mappings, this.mappingKeyProblem);
-    this.#successors.set(action, node);
-    if (mappings) this.#mappings.set(action, mappings);
-    else this.#mappings.delete(action);
+    (this.#successors ??= new Map()).set(action, node);
+    if (mappings) (this.#mappings ??= new Map()).set(action, mappings);
+    else this.#mappings?.delete(action);
     return this;
   }
 
   /** The key mappings of the route for `action` (undefined means `'default'`), if it has any. */
   getRouteMappings(action?: string): RouteMappings | undefined {
-    return this.#mappings.get(action ?? DEFAULT_ACTION);
+    return this.#mappings?.get(action ?? DEFAULT_ACTION);
   }
 
   /** Why `key` cannot be a mapped key, or undefined (BackpackNode adds the Backpack's key syntax). */
@@ -117,17 +119,17 @@ export class BaseNode<S = any, P = any, E = any> {
 
   /** The node that `action` routes to (undefined action means `'default'`), or undefined. */
   getNextNode(action?: string): BaseNode<S> | undefined {
-    return this.#successors.get(action ?? DEFAULT_ACTION);
+    return this.#successors?.get(action ?? DEFAULT_ACTION);
   }
 
   /** A copy of the routing table: action to node. Changing it changes nothing. */
   get successors(): ReadonlyMap<string, BaseNode<S>> {
-    return new Map(this.#successors);
+    return new Map(this.#successors ?? []);
   }
 
   /** Number of routes out of this node (0 means the flow ends quietly after it). */
   get successorCount(): number {
-    return this.#successors.size;
+    return this.#successors?.size ?? 0;
   }
 
   /** Runs exec for a prep result; `Node` adds retries here. */

@@ -76,6 +76,9 @@ export function nodePermissions(node: BackpackNode): NodePermissions | undefined
   return node.config.permissions ?? (node as { permissions?: NodePermissions }).permissions ?? (node.constructor as BackpackNodeClass).permissions;
 }
 
+/** What {@link BackpackNode.flow} shows of each flow. */
+const flowViews = new WeakMap<Flow, FlowView>();
+
 let bind: (node: BackpackNode, binding: NodeBinding, flow: Flow, streamer: EventStreamer) => void;
 
 /**
@@ -125,14 +128,14 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   readonly namespace: string;
   /** The configuration the node was created with (its params are what exports to JSON). */
   readonly config: Readonly<BackpackNodeConfig>;
-  /** The node's params: its config without id, namespace segment, retry settings and permissions. */
-  readonly params: Readonly<Record<string, unknown>>;
+  /** The node's params, made when first read (see {@link params}). */
+  #params: Readonly<Record<string, unknown>> | undefined;
   /** Injected dependencies (from the flow), if any. */
   readonly deps: DependencyLookup | undefined;
   readonly #flow: Flow;
-  readonly #flowView: FlowView;
   #binding: NodeBinding | undefined;
   #streamer: EventStreamer | undefined;
+  /** Made when first asked for (most nodes of a large flow never are). */
   #events: NodeEventView | undefined;
   #internalFlow: Flow | undefined;
   #internalFlowDeclared = false;
@@ -142,7 +145,6 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       if (node.#binding !== undefined || node.#flow !== flow) throw new FlowError(`Node '${node.id}' is already bound to a flow`);
       node.#binding = binding;
       node.#streamer = streamer;
-      node.#events = new NodeEventView(streamer, node.namespace, () => binding.handle);
     };
   }
 
@@ -156,7 +158,6 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       );
     }
     this.config = Object.freeze({ ...config });
-    this.params = Object.freeze(Object.fromEntries(Object.entries(config).filter(([key]) => !SEGMENT_KEYS.has(key))));
     const schema = new.target.paramsSchema;
     if (schema) {
       const result = schema.safeParse(this.params);
@@ -168,18 +169,29 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     this.namespace = context.namespace;
     this.deps = context.deps;
     this.#flow = context.flow;
-    this.#flowView = Object.freeze({ id: context.flow.id, namespace: context.flow.namespace });
   }
 
-  /** The flow this node belongs to, as the node may see it: its id and namespace. */
+  /** The node's params: its config without id, namespace segment, retry settings and permissions. */
+  get params(): Readonly<Record<string, unknown>> {
+    return (this.#params ??= Object.freeze(Object.fromEntries(Object.entries(this.config).filter(([key]) => !SEGMENT_KEYS.has(key)))));
+  }
+
+  /** The flow this node belongs to, as the node may see it: its id and namespace (one frozen view per flow). */
   get flow(): FlowView {
-    return this.#flowView;
+    const flow = this.#flow;
+    let view = flowViews.get(flow);
+    if (view === undefined) {
+      view = Object.freeze({ id: flow.id, namespace: flow.namespace });
+      flowViews.set(flow, view);
+    }
+    return view;
   }
 
   /** The event stream as this node may see it (see {@link NodeEventView}). */
   get eventStreamer(): NodeEventView {
-    if (this.#events === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
-    return this.#events;
+    const binding = this.#binding;
+    if (binding === undefined || this.#streamer === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
+    return (this.#events ??= new NodeEventView(this.#streamer, this.namespace, () => binding.handle));
   }
 
   /**

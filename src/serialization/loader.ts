@@ -42,6 +42,12 @@ export interface LoadOptions {
   maxDepth?: number;
   /** Longest config text accepted, in UTF-8 bytes, when `config` is text (default 16 MiB: DEFAULT_MAX_FLOW_BYTES). */
   maxBytes?: number;
+  /**
+   * Let the nodes keep the config's param values instead of copies (default: copies, so that changing `config` later
+   * does not reach the loaded flow). For a config nobody changes afterwards, such as one just parsed, this loads a
+   * large config without holding it twice. A config given as JSON text is always shared (nobody else has it).
+   */
+  shareConfig?: boolean;
 }
 
 /** Result of {@link FlowLoader.validateConfig}. */
@@ -144,7 +150,8 @@ export class FlowLoader implements FlowConfigLoader {
       ? caller.createNestedFlow(settings)
       : new Flow({ ...settings, backpack, eventStreamer });
     const loadProblems: ConfigProblem[] = [];
-    await this.#populate(flow, parsed, '', options.env ?? process.env, loadProblems);
+    const share = typeof config === 'string' || options.shareConfig === true;
+    await this.#populate(flow, parsed, '', options.env ?? process.env, share, loadProblems);
     if (loadProblems.length > 0) throw new FlowConfigError(loadProblems, 'Flow config could not be loaded');
     return flow;
   }
@@ -284,12 +291,12 @@ export class FlowLoader implements FlowConfigLoader {
 
   // ------------------------------------------------------------------ loading
 
-  async #populate(flow: Flow, cfg: FlowConfig, path: string, env: Record<string, string | undefined>, problems: ConfigProblem[]): Promise<void> {
+  async #populate(flow: Flow, cfg: FlowConfig, path: string, env: Record<string, string | undefined>, share: boolean, problems: ConfigProblem[]): Promise<void> {
     const targets = new Map<string, BackpackNode | Flow>();
     for (const [i, node] of cfg.nodes.entries()) {
       const at = `${path}/nodes/${i}`;
       const NodeClass = this.#types.get(node.type)!;
-      const params = resolveEnvRefs(node.params, `${at}/params`, env, problems);
+      const params = resolveEnvRefs(node.params, `${at}/params`, env, problems, share);
       const nodeConfig: BackpackNodeConfig = { id: node.id, ...params };
       if (node.namespaceSegment !== undefined) nodeConfig.namespaceSegment = node.namespaceSegment;
       if (node.maxRetries !== undefined) nodeConfig.maxRetries = node.maxRetries;
@@ -309,13 +316,13 @@ export class FlowLoader implements FlowConfigLoader {
       if (node.internalFlow) {
         const inner = node.internalFlow;
         const child = flow.createChildFlow(instance, { maxSteps: inner.maxSteps, onMissingRoute: inner.onMissingRoute });
-        await this.#populate(child, inner, `${at}/internalFlow`, env, problems);
+        await this.#populate(child, inner, `${at}/internalFlow`, env, share, problems);
         instance.attachInternalFlow(child);
       }
     }
     for (const [k, sub] of (cfg.subflows ?? []).entries()) {
       const subflow = flow.addSubflow({ namespace: sub.namespace, maxSteps: sub.maxSteps, onMissingRoute: sub.onMissingRoute });
-      await this.#populate(subflow, sub, `${path}/subflows/${k}`, env, problems);
+      await this.#populate(subflow, sub, `${path}/subflows/${k}`, env, share, problems);
       targets.set(sub.namespace, subflow);
     }
     for (const edge of cfg.edges) {

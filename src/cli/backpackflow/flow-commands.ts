@@ -2,6 +2,7 @@
 import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { newRunId } from '../../events/index.js';
+import type { Flow } from '../../nodes/index.js';
 import { runFlow } from '../../runtime/index.js';
 import { UsageError } from './errors.js';
 import { validId } from './arguments.js';
@@ -31,9 +32,7 @@ export function runCommand(): Command {
       const runId = options.runId ?? newRunId();
       let opened: OpenFlow;
       if (path !== undefined) {
-        const loaded = await loadFlowFile(path, options.modules, options.maxFlowBytes);
-        await recordRunFlow(dataDir, options.session, runId, { v: 1, flow: { kind: 'config' }, modules: options.modules }, loaded.config);
-        opened = { flow: loaded.flow, close: async () => undefined };
+        opened = { flow: await loadAndRecord(path, options, dataDir, runId), close: async () => undefined };
       } else {
         const spec = parseFlowModule(options.flowModule!);
         await loaderWith(options.modules);
@@ -46,6 +45,16 @@ export function runCommand(): Command {
         await opened.close();
       }
     });
+}
+
+/**
+ * Loads a flow file and records its config with new run `runId`; returns the flow. The parsed config is not kept:
+ * a large flow's config is not held beside the run.
+ */
+async function loadAndRecord(path: string, options: CommonOptions & FlowSourceOptions, dataDir: string, runId: string): Promise<Flow> {
+  const { flow, config } = await loadFlowFile(path, options.modules, options.maxFlowBytes);
+  await recordRunFlow(dataDir, options.session, runId, { v: 1, flow: { kind: 'config' }, modules: options.modules }, config);
+  return flow;
 }
 
 /** `validate <flow.json>`: every problem with its JSON path; exit 1 when there is one. */
