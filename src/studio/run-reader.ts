@@ -9,8 +9,8 @@ import { existsSync, promises as fsp, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { compileNamespacePattern } from '../backpack/index.js';
 import { StreamEventType, StreamEventTypeSchema, type StreamEvent } from '../events/index.js';
-import { loadRunPoint, type RunPoint } from '../runtime/index.js';
-import { EventStore, MemoryStore, ProjectionStore, emptyRunMeta, foldRunMetaBatch, listRunIds, runPaths, type CorruptLine, type RunMeta, runWriterAlive } from '../store/index.js';
+import { listedRun, listRuns, loadRunPoint, type RunPoint } from '../runtime/index.js';
+import { EventStore, MemoryStore, listRunIds, runPaths, type CorruptLine, type RunMeta } from '../store/index.js';
 import { recordedFlowPath } from '../cli/backpackflow/flows.js';
 import { blame, diffStates, stateReport, type BlameReport, type DiffReport, type StateReport } from '../cli/backpackflow/inspect.js';
 import { firstStep, lastStep } from '../cli/backpackflow/store-access.js';
@@ -108,37 +108,24 @@ export class RunReader {
     return [...new Set((await listRunIds(this.dataDir)).map((r) => r.sessionKey))];
   }
 
-  /** The runs of a session (or of all sessions), oldest first, with their fork origins. */
+  /**
+   * The runs of a session (or of all sessions), oldest first, with their fork origins: as `listRuns` lists them (a
+   * run whose log lost its tail is shown as its log stands, with `damaged` saying so), without writing anything.
+   */
   async runs(session: string | undefined): Promise<RunSummary[]> {
-    const refs = await listRunIds(this.dataDir, session);
-    const rows = await Promise.all(
-      refs.map(async ({ sessionKey, runId }): Promise<RunSummary | null> => {
-        const ref = { session: sessionKey, runId };
-        if (!existsSync(runPaths(this.dataDir, sessionKey, runId).events)) return null;
-        const meta = await this.meta(ref);
-        return meta.eventCount === 0 ? null : { ...meta, forkedFrom: await this.forkOrigin(ref) };
-      }),
-    );
-    return rows.filter((r): r is RunSummary => r !== null).sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId));
+    const metas = await listRuns({ dataDir: this.dataDir, sessionKey: session, persist: false });
+    return Promise.all(metas.map(async (meta) => ({ ...meta, forkedFrom: await this.forkOrigin({ session: meta.sessionKey, runId: meta.runId }) })));
   }
 
   /**
-   * The run's projection as of the end of its log, without writing anything: the stored projection (which a live
-   * writer persists only at its end) caught up with the events after it, read through the index. The studio never
-   * writes a projection: one written from a live run's log could land after the writer's own, final one.
+   * The run's projection as of the end of its log, as `listRuns` computes it, without writing anything: the studio
+   * never stores a projection (one written from a live run's log could land after the writer's own, final one). A
+   * 404 naming the run when it has no events.
    */
   async meta(ref: RunRef): Promise<RunMeta> {
-    const store = this.events(ref);
-    const stored = await new ProjectionStore({ dataDir: this.dataDir, sessionKey: ref.session }).loadRunMeta(ref.runId).catch(() => null);
-    let meta = stored ?? emptyRunMeta(ref.session, ref.runId);
-    const batch: StreamEvent[] = [];
-    for await (const event of store.readStream({ from: meta.eventCount, onCorrupt: 'skip' })) {
-      batch.push(event);
-      if (batch.length >= 1000) meta = foldRunMetaBatch(meta, batch.splice(0));
-    }
-    meta = foldRunMetaBatch(meta, batch);
-    // 'running' in the record, but no live process holds the run: its writer died or was stopped (as listRuns says).
-    return meta.status === 'running' && !runWriterAlive(this.dataDir, ref.session, ref.runId) ? { ...meta, status: 'stopped' } : meta;
+    const meta = await listedRun({ dataDir: this.dataDir, sessionKey: ref.session, runId: ref.runId, persist: false });
+    if (meta === undefined) throw new HttpError(404, `no run '${ref.runId}' in session '${ref.session}' of ${this.dataDir}`, 'runId');
+    return meta;
   }
 
   /** The event log of a run; a 404 naming the run and session when it has none. */

@@ -16,7 +16,7 @@ export interface Reply {
  * A GET (or `method`) to 127.0.0.1:`port` with the path sent exactly as given (no normalization, so `..` reaches
  * the server) and any headers, Host included.
  */
-export function get(port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Reply> {
+export function get(port: number, path: string, headers: Record<string, string> = {}, method = 'GET', body?: string): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path, method, headers: { host: `127.0.0.1:${port}`, ...headers } }, (res) => {
       let body = '';
@@ -33,8 +33,14 @@ export function get(port: number, path: string, headers: Record<string, string> 
       });
     });
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
+}
+
+/** A POST of `body` as JSON (unless `headers` say otherwise) to 127.0.0.1:`port`. */
+export function post(port: number, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  return get(port, path, { 'content-type': 'application/json', ...headers }, 'POST', text);
 }
 
 /** One server-sent message. */
