@@ -139,7 +139,7 @@ describe('steering runs in a browser', () => {
     await page.getByRole('link', { name: 'Context' }).click();
     await page.locator('tr[data-path="notes"]').waitFor(WAIT);
     expect(await text('section[aria-labelledby="context-title"] p.muted')).toContain('1 stale');
-    expect(await page.locator('tr[data-path="notes"]').innerText()).toMatch(/^notes\/\s+dir\s+1 entries\s+—\s+1$/);
+    expect(await page.locator('tr[data-path="notes"]').innerText()).toMatch(/^notes\/\s+dir\s+1 entry\s+—\s+1$/);
     await page.getByRole('link', { name: 'notes/' }).click();
     await page.locator('tr[data-path="notes/tides.md"]').waitFor(WAIT);
     expect(await text('tr[data-path="notes/tides.md"]')).toContain('summary · stale');

@@ -92,7 +92,7 @@ export function ContextView({ path }: { path: string }) {
                       </a>
                     </th>
                     <td>{c.kind}</td>
-                    <td class="num">{c.kind === 'dir' ? `${c.size} entries` : `${c.size} B`}</td>
+                    <td class="num">{c.kind === 'dir' ? `${c.size} ${c.size === 1 ? 'entry' : 'entries'}` : `${c.size} B`}</td>
                     <td class="num">{c.frames || ''}</td>
                     <td>
                       <Heads heads={c.heads} />
