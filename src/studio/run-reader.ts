@@ -14,7 +14,7 @@ import { EventStore, MemoryStore, listRunIds, runPaths, type CorruptLine, type R
 import { recordedFlowPath } from '../cli/backpackflow/flows.js';
 import { blame, diffStates, stateReport, type BlameReport, type DiffReport, type StateReport } from '../cli/backpackflow/inspect.js';
 import { firstStep, lastStep } from '../cli/backpackflow/store-access.js';
-import { buildTrace, type RunTrace } from '../cli/backpackflow/trace.js';
+import { buildTrace, TRACE_EVENT_TYPES, type RunTrace } from '../cli/backpackflow/trace.js';
 import { HttpError } from './http.js';
 
 /** A run of one session. */
@@ -88,6 +88,18 @@ export interface MemoryHit {
   metadata: Record<string, unknown>;
 }
 
+/** How many runs' scans are kept (a 10,000-step run's trace is a few MB). */
+const SCANS_KEPT = 4;
+
+/** The event types a scan decodes: the trace's, and the checkpoints (for the step range). */
+const SCAN_TYPES: readonly string[] = [...TRACE_EVENT_TYPES, StreamEventType.CHECKPOINT_SAVED];
+
+/** What one read of a whole log gives. */
+interface RunScan {
+  trace: RunTrace;
+  range: StepRange;
+}
+
 /** Largest page of events one request may ask for. */
 export const MAX_PAGE_SIZE = 500;
 
@@ -95,8 +107,8 @@ export const MAX_PAGE_SIZE = 500;
 export class RunReader {
   readonly dataDir: string;
   private readonly memory: MemoryStore;
-  /** Step ranges by run, valid while the log keeps the size they were computed at. */
-  private readonly ranges = new Map<string, { size: number; range: StepRange }>();
+  /** The scans of the runs opened last (oldest first), by the log size they were made at. */
+  private readonly scans = new Map<string, { size: number; result: Promise<RunScan> }>();
 
   constructor(dataDir: string) {
     this.dataDir = resolve(dataDir);
@@ -150,7 +162,7 @@ export class RunReader {
 
   /** The trace tree of a run (as `runs show`). */
   async trace(ref: RunRef): Promise<RunTrace> {
-    return buildTrace(ref.runId, await this.events(ref).readAll({ onCorrupt: 'skip' }));
+    return (await this.scan(ref)).trace;
   }
 
   /**
@@ -203,18 +215,33 @@ export class RunReader {
     return result;
   }
 
-  /** The recorded steps of a run, cached while its log does not grow. */
+  /** The recorded steps of a run. */
   async steps(ref: RunRef): Promise<StepRange> {
+    return (await this.scan(ref)).range;
+  }
+
+  /**
+   * One read of the whole log for what needs it all: the trace and the step range. Kept for the few runs opened last
+   * while their logs keep the size it was made at (a log only grows, so the same size is the same log; a live run's
+   * is made again as it grows); requests that arrive while it is being made wait for the same read. Only the event
+   * types these need are decoded (the rest of the log is still verified against its chain).
+   */
+  private scan(ref: RunRef): Promise<RunScan> {
     const store = this.events(ref);
     const key = `${ref.session}/${ref.runId}`;
     const size = statSync(store.paths.events).size;
-    const cached = this.ranges.get(key);
-    if (cached && cached.size === size) return cached.range;
-    const checkpoints = await store.readFiltered((e) => e.type === StreamEventType.CHECKPOINT_SAVED, { onCorrupt: 'skip' });
-    const first = firstStep(checkpoints);
-    const range = { first, last: Math.max(first, lastStep(checkpoints)) };
-    this.ranges.set(key, { size, range });
-    return range;
+    const kept = this.scans.get(key);
+    if (kept && kept.size === size) return kept.result;
+    const result = store.readAll({ onCorrupt: 'skip', types: SCAN_TYPES }).then((events) => {
+      const checkpoints = events.filter((e) => e.type === StreamEventType.CHECKPOINT_SAVED);
+      const first = firstStep(checkpoints);
+      return { trace: buildTrace(ref.runId, events), range: { first, last: Math.max(first, lastStep(checkpoints)) } };
+    });
+    this.scans.delete(key);
+    this.scans.set(key, { size, result });
+    result.catch(() => this.scans.get(key)?.result === result && this.scans.delete(key));
+    for (const old of this.scans.keys()) if (this.scans.size > SCANS_KEPT) this.scans.delete(old);
+    return result;
   }
 
   /** A step given by the client, checked against the run's recorded steps (a 400 giving the range otherwise). */

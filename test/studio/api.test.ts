@@ -195,8 +195,14 @@ describe('studio API: live stream of a running run', () => {
       expect((await api('/api/runs')).json.runs.find((r: any) => r.runId === liveId)).toMatchObject({ status: 'running', stepCount: 1 });
       expect((await api(`/api/runs/${liveId}`)).json.meta).toMatchObject({ status: 'running' });
       expect(existsSync(metaPath) ? readFileSync(metaPath, 'utf8') : undefined).toBe(storedBefore);
+      // The trace and step range (made by one read of the log, kept while it keeps its size) follow the log as it grows.
+      const traceNodes = async (): Promise<string[]> => (await api(`/api/runs/${liveId}/trace`)).json.items.filter((i: any) => i.kind === 'node').map((i: any) => `${i.node.nodeId}:${i.node.status}`);
+      expect(await traceNodes()).toEqual(['first:completed']); // wait's events are written with its step's batch
+      expect((await api(`/api/runs/${liveId}/steps`)).json).toEqual({ first: 0, last: 1 });
       release();
       await running;
+      expect(await traceNodes()).toEqual(['first:completed', 'wait:completed']);
+      expect((await api(`/api/runs/${liveId}/steps`)).json).toEqual({ first: 0, last: 2 });
       const end = await stream.waitFor((m) => m.event === 'event' && JSON.parse(m.data).type === 'run.completed');
       expect((await api(`/api/runs/${liveId}`)).json.meta).toMatchObject({ status: 'completed', eventCount: Number(end.id) });
       const denied = (await api(`/api/runs/${liveId}/events?type=access.denied`)).json;

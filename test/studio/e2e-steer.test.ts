@@ -159,7 +159,7 @@ describe('steering runs in a browser', () => {
   it('switches between light and dark themes and remembers the choice', async () => {
     await page.emulateMedia({ colorScheme: 'light' });
     await page.goto(`${studio.url.origin}/#/`);
-    const background = (): Promise<string> => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const background = (): Promise<string> => page.evaluate<string>('getComputedStyle(document.body).backgroundColor');
     await page.getByLabel('Theme').waitFor(WAIT);
     expect(await background()).toBe('rgb(255, 255, 255)');
     await page.getByLabel('Theme').selectOption('dark');
