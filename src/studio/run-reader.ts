@@ -88,6 +88,9 @@ export interface MemoryHit {
   metadata: Record<string, unknown>;
 }
 
+/** How far from its end a log is read for its last checkpoint (a step's batch ends with one). */
+const TAIL_LINES = 512;
+
 /** How many runs' scans are kept (a 10,000-step run's trace is a few MB). */
 const SCANS_KEPT = 4;
 
@@ -215,13 +218,27 @@ export class RunReader {
     return result;
   }
 
-  /** The recorded steps of a run. */
+  /**
+   * The recorded steps of a run, from the ends of its log: the start checkpoint among its first lines, the last
+   * checkpoint among its last ones (read through the index; steps only grow along a log). A log without a start
+   * checkpoint near its head (recorded before they existed) or without a checkpoint near its end is read whole.
+   */
   async steps(ref: RunRef): Promise<StepRange> {
-    return (await this.scan(ref)).range;
+    const store = this.events(ref);
+    const isCheckpoint = (e: StreamEvent): boolean => e.type === StreamEventType.CHECKPOINT_SAVED;
+    const head = (await store.readPage(8, 0, { onCorrupt: 'skip' })).filter(isCheckpoint);
+    if (!head.some((e) => (e.payload as { start?: unknown }).start === true)) return (await this.scan(ref)).range;
+    const first = firstStep(head);
+    const tail: StreamEvent[] = [];
+    const from = Math.max(0, (await this.meta(ref)).eventCount - TAIL_LINES);
+    for await (const event of store.readStream({ from, onCorrupt: 'skip', types: [StreamEventType.CHECKPOINT_SAVED] })) tail.push(event);
+    if (tail.length === 0) return (await this.scan(ref)).range;
+    return { first, last: Math.max(first, lastStep(tail)) };
   }
 
   /**
-   * One read of the whole log for what needs it all: the trace and the step range. Kept for the few runs opened last
+   * One read of the whole log for what needs it all: the trace (and the step range of a log {@link steps} cannot
+   * read from its ends). Kept for the few runs opened last
    * while their logs keep the size it was made at (a log only grows, so the same size is the same log; a live run's
    * is made again as it grows); requests that arrive while it is being made wait for the same read. Only the event
    * types these need are decoded (the rest of the log is still verified against its chain).
