@@ -10,16 +10,17 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
 import { cliJson, tempDir } from '../cli/helpers.js';
-import { CHROMIUM, launchChromium } from '../support/chromium.js';
-import { startCli } from './helpers.js';
+import { CHROMIUM } from '../support/chromium.js';
+import { studioInBrowser, type BrowserStudio } from './helpers.js';
 
 const WAIT = { timeout: 30_000 };
 const REVIEW = join(import.meta.dirname, 'fixtures', 'review.mjs');
 let dataDir = '';
 let workspace = '';
-let studio: Awaited<ReturnType<typeof startCli>>;
+let studio: BrowserStudio['studio'];
 let browser: Browser;
 let page: Page;
+let text: BrowserStudio['text'];
 
 async function waitingRun(runId: string): Promise<void> {
   const result = await cliJson(['run', '--flow-module', `${REVIEW}#buildReviewFlow`, '--input', '{"delayMs":0}', '--run-id', runId, '--data-dir', dataDir]);
@@ -40,17 +41,13 @@ beforeAll(async () => {
   await engine.scan();
   await engine.close();
   await Promise.all([waitingRun('r_form'), waitingRun('r_readonly')]);
-  [studio, browser] = await Promise.all([startCli(['--port', '0', '--data-dir', dataDir, '--workspace', workspace]), launchChromium()]);
-  page = await browser.newPage();
-  page.setDefaultTimeout(30_000);
+  ({ studio, browser, page, text } = await studioInBrowser(['--port', '0', '--data-dir', dataDir, '--workspace', workspace]));
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close();
   await studio?.stop();
 });
-
-const text = async (selector: string): Promise<string> => ((await page.locator(selector).first().textContent()) ?? '').replace(/\s+/g, ' ').trim();
 
 describe('steering runs in a browser', () => {
   it("answers a waiting run's question in the generated form and sees it complete", async () => {

@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { request, type IncomingHttpHeaders } from 'node:http';
+import type { Browser, Page } from 'playwright-core';
 import { BackpackNode, Flow, runFlow, type BackpackHandle, type RunResult } from '../../src/index.js';
+import { launchChromium } from '../support/chromium.js';
 import { BIN } from '../cli/helpers.js';
 import { plainEnv } from '../support/env.js';
 
@@ -186,4 +188,31 @@ export function startGatedRun(dataDir: string, runId: string): GatedRun {
   const flow = new Flow({ namespace: 'live' });
   flow.addNode(First, { id: 'first' }).next(flow.addNode(Wait, { id: 'wait' }));
   return { waiting, release, running: runFlow(flow, { dataDir, runId }) };
+}
+
+/** The studio the CLI started, a headless Chromium with one page, and how to read text off that page. */
+export interface BrowserStudio {
+  studio: Awaited<ReturnType<typeof startCli>>;
+  browser: Browser;
+  page: Page;
+  /** The text of the first element `selector` finds, its whitespace collapsed. */
+  text(selector: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Starts `backpackflow studio` with `args` and Chromium side by side. */
+export async function studioInBrowser(args: string[]): Promise<BrowserStudio> {
+  const [studio, browser] = await Promise.all([startCli(args), launchChromium()]);
+  const page = await browser.newPage();
+  page.setDefaultTimeout(30_000);
+  return {
+    studio,
+    browser,
+    page,
+    text: async (selector) => ((await page.locator(selector).first().textContent()) ?? '').replace(/\s+/g, ' ').trim(),
+    close: async () => {
+      await browser.close();
+      await studio.stop();
+    },
+  };
 }
