@@ -102,6 +102,16 @@ export interface HeadRef {
   readonly frameId: string;
 }
 
+/** A node with frames or heads, as {@link ContextEngine.listAnnotated} lists it. */
+export interface NodeAnnotation {
+  /** Workspace path (`''` is the root). */
+  readonly path: string;
+  /** Frames attached to the node (any version of it). */
+  readonly frames: number;
+  /** Its heads by frame type, each with its stale marker. */
+  readonly heads: ReadonlyArray<{ readonly type: string; readonly frameId: string; readonly stale: boolean }>;
+}
+
 /** Result of {@link ContextEngine.regenerate}. */
 export interface RegenerateResult {
   /** New frames, bottom-up. */
@@ -332,6 +342,27 @@ export class ContextEngine {
         nodeId: c.entry.nodeId,
         isHead: c.isHead,
       }));
+  }
+
+  /**
+   * The nodes at or under `node` (default: the whole tree) that have frames or heads, in path order: how many frames
+   * each holds and its heads, each marked stale when it was marked so or was made for a node version that is no
+   * longer current (as {@link status} counts them). Paths no longer in the tree are included (their heads are
+   * stale). One read of the frame state; cost grows with the annotated paths, not with the tree. Read-only.
+   */
+  async listAnnotated(node = ''): Promise<NodeAnnotation[]> {
+    const tree = this.requireTree();
+    const root = this.resolve(tree, node, 'listAnnotated').path;
+    const state = this.store.readState();
+    const inside = (path: string): boolean => root === '' || path === root || path.startsWith(`${root}/`);
+    const paths = [...new Set([...Object.keys(state.frames), ...Object.keys(state.heads)])].filter(inside).sort();
+    return paths.map((path) => ({
+      path,
+      frames: state.frames[path]?.length ?? 0,
+      heads: Object.entries(state.heads[path] ?? {})
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([type, frameId]) => ({ type, frameId, stale: this.isStale(tree, state, path, type) })),
+    }));
   }
 
   /** The head FrameID of `type` on a node, or null. Read-only. */

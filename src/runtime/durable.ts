@@ -204,18 +204,34 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
   });
 }
 
+/** Options of {@link listRuns} and {@link listedRun}. */
+export interface ListRunsOptions extends RunLocation {
+  /**
+   * Store each projection brought up to date (default true). A reader beside live writers (the studio) passes false:
+   * a projection it stored could land after the writer's own.
+   */
+  persist?: boolean;
+}
+
 /** Projections of the stored runs (of one session, or of all), oldest first. */
-export async function listRuns(options: RunLocation = {}): Promise<RunMeta[]> {
+export async function listRuns(options: ListRunsOptions = {}): Promise<RunMeta[]> {
   const dataDir = resolveDataDir(options);
   const out: RunMeta[] = [];
   const projections = new Map<string, ProjectionStore>();
   for (const ref of await listRunIds(dataDir, options.sessionKey)) {
     let store = projections.get(ref.sessionKey);
     if (!store) projections.set(ref.sessionKey, (store = new ProjectionStore({ dataDir, sessionKey: ref.sessionKey })));
-    const meta = await listedRunMeta(store, ref.runId);
+    const meta = await listedRunMeta(store, ref.runId, options.persist !== false);
     if (meta) out.push(meta);
   }
   return out.sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId));
+}
+
+/** One run as {@link listRuns} lists it (status, `damaged`), or undefined when it has no events. */
+export async function listedRun(options: ListRunsOptions & { runId: string }): Promise<RunMeta | undefined> {
+  const { dataDir, sessionKey } = locate(options);
+  assertValidId(options.runId, 'runId');
+  return listedRunMeta(new ProjectionStore({ dataDir, sessionKey }), options.runId, options.persist !== false);
 }
 
 /**
@@ -223,10 +239,10 @@ export async function listRuns(options: RunLocation = {}): Promise<RunMeta[]> {
  * projection (or an empty one) marked `damaged` with the error naming the file, so that one damaged run never
  * breaks the listing. Undefined for a run directory without events (a start that never got to its first event).
  */
-async function listedRunMeta(store: ProjectionStore, runId: string): Promise<RunMeta | undefined> {
+async function listedRunMeta(store: ProjectionStore, runId: string, persist: boolean): Promise<RunMeta | undefined> {
   try {
     const warnings: string[] = [];
-    let meta = await store.currentRunMeta(runId, (w) => warnings.push(w));
+    let meta = await store.currentRunMeta(runId, (w) => warnings.push(w), { persist });
     if (warnings.length > 0) meta = { ...meta, damaged: warnings.join('; ') };
     // 'running' in the record, but no live process holds the run: its writer died or was stopped mid-run.
     if (meta.status === 'running' && !runWriterAlive(store.dataDir, store.sessionKey, runId)) return { ...meta, status: 'stopped' };

@@ -1,5 +1,5 @@
-export { runFlow, resumeRun, forkRun, listRuns } from './durable.js';
-export type { RunFlowOptions, ResumeRunOptions, ForkRunOptions, RunResult } from './durable.js';
+export { runFlow, resumeRun, forkRun, listRuns, listedRun } from './durable.js';
+export type { RunFlowOptions, ResumeRunOptions, ForkRunOptions, RunResult, ListRunsOptions } from './durable.js';
 export type { RunLocation } from './location.js';
 export { loadRunPoint } from './run-point.js';
 export type { RunPoint } from './run-point.js';

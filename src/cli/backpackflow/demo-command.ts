@@ -10,6 +10,7 @@ import { DEMO_FLOW_MODULE, openDemoFlow } from './demo/flow.js';
 import type { Progress } from './demo/nodes.js';
 import { CliError } from './errors.js';
 import { recordRecipe } from './recipe.js';
+import { shellQuote } from '../../studio/shell.js';
 import { cliCommand, colors as c, print } from './output.js';
 
 const DEFAULT_QUESTION = 'how are durable runs checkpointed and resumed?';
@@ -100,7 +101,7 @@ export function demoCommand(): Command {
             `  ${cliCommand()} runs diff ${report.runId} --from 0 --to ${report.steps}${d}`,
             `  ${cliCommand()} runs blame ${report.runId} claim${d}`,
             'or in the browser:',
-            `  ${cliCommand()} studio${d}`,
+            `  ${cliCommand()} studio${d} --workspace ${shellQuote(options.workspace)}`,
           ].join('\n'),
         );
       } finally {

@@ -68,6 +68,27 @@ function errorText(error: unknown): string {
   return String(error ?? 'unknown error');
 }
 
+/**
+ * The event types {@link buildTrace} reads (it ignores the others): a reader of a long log may decode only these
+ * (`EventStore` read option `types`).
+ */
+export const TRACE_EVENT_TYPES: readonly string[] = [
+  StreamEventType.RUN_START,
+  StreamEventType.RUN_END,
+  StreamEventType.RUN_ERROR,
+  StreamEventType.RUN_WAITING,
+  StreamEventType.NODE_INTERRUPT,
+  StreamEventType.INTERRUPT_ANSWERED,
+  StreamEventType.NODE_START,
+  StreamEventType.NODE_END,
+  StreamEventType.NODE_RETRY,
+  StreamEventType.ERROR,
+  StreamEventType.ROUTE,
+  StreamEventType.ROUTE_MISSING,
+  StreamEventType.BACKPACK_QUARANTINE,
+  StreamEventType.ACCESS_DENIED,
+];
+
 /** Builds the trace tree of a run from its stored events. */
 export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
   const trace: RunTrace = {
