@@ -1,5 +1,6 @@
 import type { ZodType } from 'zod';
-import { Backpack as BackpackClass, type Backpack, type NodePermissions } from '../backpack/index.js';
+import { Backpack as BackpackClass, BackpackError, type Backpack, type NodePermissions } from '../backpack/index.js';
+import { adoptValue } from '../backpack/values.js';
 import { EventStreamer as EventStreamerClass, type EventStreamer } from '../events/index.js';
 import { mappingProblems, type BaseNode } from '../flow/index.js';
 import {
@@ -46,6 +47,8 @@ export interface LoadOptions {
    * Let the nodes keep the config's param values instead of copies (default: copies, so that changing `config` later
    * does not reach the loaded flow). For a config nobody changes afterwards, such as one just parsed, this loads a
    * large config without holding it twice. A config given as JSON text is always shared (nobody else has it).
+   * Shared param values that are plain JSON data are frozen in place (deeply): a node that packs one into the
+   * Backpack then stores it as it is, where a value of its own would be copied.
    */
   shareConfig?: boolean;
 }
@@ -297,6 +300,7 @@ export class FlowLoader implements FlowConfigLoader {
       const at = `${path}/nodes/${i}`;
       const NodeClass = this.#types.get(node.type)!;
       const params = resolveEnvRefs(node.params, `${at}/params`, env, problems, share);
+      if (share) adoptParams(params);
       const nodeConfig: BackpackNodeConfig = { id: node.id, ...params };
       if (node.namespaceSegment !== undefined) nodeConfig.namespaceSegment = node.namespaceSegment;
       if (node.maxRetries !== undefined) nodeConfig.maxRetries = node.maxRetries;
@@ -527,4 +531,19 @@ function checkNesting(config: unknown, maxDepth: number): ConfigProblem[] {
   };
   visit(config, '', [], 0);
   return problems;
+}
+
+/**
+ * Freezes the plain-JSON values of a shared config's params in place and makes them stored values of the Backpack
+ * (see adoptValue): a node packing one shares it instead of copying it. A value that is not plain data (a caller's
+ * object config may hold anything) stays as it is, and is copied when packed, like any value of a node's own.
+ */
+function adoptParams(params: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(params)) {
+    try {
+      adoptValue(key, value);
+    } catch (error) {
+      if (!(error instanceof BackpackError)) throw error;
+    }
+  }
 }
