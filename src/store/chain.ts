@@ -48,7 +48,10 @@ export function chainOf(line: Buffer): string | undefined {
   return HEX.test(hex) ? hex : undefined;
 }
 
-/** A line longer than this is hashed and written as one Buffer made once, never joined with others nor copied again. */
+/**
+ * A line longer than this is hashed and written from Buffers made once, never joined with others nor copied again.
+ * A line given as Buffers (the pieces of a large event's JSON, see fs/json-pieces.ts) is used as it is.
+ */
 export const LARGE_LINE = 1 << 16;
 
 /** A batch sealed by {@link sealBatch}, ready to be written. */
@@ -74,8 +77,8 @@ export interface SealedBatch {
  * per sealed line; small lines are hashed and written as one text, a large one (over {@link LARGE_LINE}) as a
  * Buffer made once for both.
  */
-export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: readonly string[], sealFirst: boolean): SealedBatch {
-  const stored: (string | Buffer)[] = lines.map((line) => (line.length > LARGE_LINE ? Buffer.from(line) : line));
+export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: readonly (string | Buffer[])[], sealFirst: boolean): SealedBatch {
+  const stored = lines.map((line) => (typeof line === 'string' && line.length > LARGE_LINE ? [Buffer.from(line)] : line));
   /** What replaces the closing `}` and newline of a sealed line. */
   const seals: (string | undefined)[] = new Array(lines.length);
   let head: Buffer | Hasher = start;
@@ -89,7 +92,7 @@ export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: r
       if (typeof line === 'string') text += `${line}\n`;
       else {
         if (text !== '') parts.push(text);
-        parts.push(line);
+        parts.push(...line);
         text = '\n';
       }
     }
@@ -112,7 +115,10 @@ export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: r
     if (typeof line === 'string') text += seal === undefined ? `${line}\n` : `${line.slice(0, line.length - 1)}${seal}`;
     else {
       if (text !== '') pieces.push(text);
-      pieces.push(seal === undefined ? line : line.subarray(0, line.length - 1));
+      const last = line.length - 1;
+      for (let j = 0; j < last; j++) pieces.push(line[j]!);
+      // A sealed line loses its closing brace to the seal (the last piece ends with it).
+      pieces.push(seal === undefined ? line[last]! : line[last]!.subarray(0, line[last]!.length - 1));
       text = seal ?? '\n';
     }
   }
@@ -122,7 +128,7 @@ export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: r
   const lineBytes = (): number[] =>
     stored.map((line, i) => {
       const seal = seals[i];
-      const body = typeof line === 'string' ? Buffer.byteLength(line) : line.length;
+      const body = typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0);
       return seal === undefined ? body + 1 : body - 1 + seal.length;
     });
   return { head: head as Buffer, pieces, bytes, lineBytes };

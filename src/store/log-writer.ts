@@ -5,7 +5,7 @@
  */
 import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, openSync, promises as fsp, writeSync } from 'node:fs';
 import type { StreamEvent } from '../events/types.js';
-import type { FileLock } from '../fs/index.js';
+import { isLargeJson, writeJsonPieces, type FileLock } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import type { Redactor } from '../redact/index.js';
 import { BatchMarker, readPending } from './batch-marker.js';
@@ -226,7 +226,7 @@ export class LogWriter {
   }
 
   /** Seals a batch's lines (see chain.ts): what to write, and what to restore if writing it fails. */
-  private seal(lines: string[]): { sealed: SealedBatch; restore: () => void } {
+  private seal(lines: (string | Buffer[])[]): { sealed: SealedBatch; restore: () => void } {
     if (this.chainLost) {
       throw new EventStoreError(`event store of run ${this.runId}: an earlier write failed; close it and open a new one to go on`, { path: this.paths.events });
     }
@@ -245,8 +245,11 @@ export class LogWriter {
     return { sealed, restore };
   }
 
-  /** Validates an event for this run and returns its stored form (redacted) as a line of JSON (without its newline). */
-  private prepare(event: StreamEvent, previousSeq: number | undefined, position: string): { line: string; seq: number } {
+  /**
+   * Validates an event for this run and returns its stored form (redacted) as a line of JSON (without its newline):
+   * text, or for an event with a large payload, the Buffers of its pieces (its whole text never exists at once).
+   */
+  private prepare(event: StreamEvent, previousSeq: number | undefined, position: string): { line: string | Buffer[]; seq: number } {
     const parsed = parseEvent(event);
     if (!parsed.success) {
       throw new EventStoreError(`invalid event${position}: ${describeIssues(parsed.error, '(event)')}`, { path: this.paths.events });
@@ -276,7 +279,10 @@ export class LogWriter {
     }
     const { value: payload, redacted } = this.redactor.redact(valid.payload);
     const stored: StreamEvent = redacted ? { ...valid, payload, redaction: { containsSecrets: true } } : valid;
-    return { line: JSON.stringify(stored), seq: valid.seq };
+    if (!isLargeJson(stored.payload)) return { line: JSON.stringify(stored), seq: valid.seq };
+    const line: Buffer[] = [];
+    writeJsonPieces(stored, (piece) => line.push(Buffer.from(piece)));
+    return { line, seq: valid.seq };
   }
 
   async append(event: StreamEvent): Promise<void> {
@@ -294,7 +300,7 @@ export class LogWriter {
     if (events.length === 0) return DONE;
     if (!this.ready) return this.open().then(() => this.appendBatch(events));
     try {
-      const lines: string[] = [];
+      const lines: (string | Buffer[])[] = [];
       const seqs: number[] = [];
       let previous = this.last;
       for (let i = 0; i < events.length; i++) {

@@ -302,6 +302,20 @@ describe('EventStore', () => {
       expect((await open().readPage(2, 7)).map((e) => e.seq)).toEqual([7, 8]);
     });
 
+    it('write an event with a large payload from the pieces of its JSON: the same bytes as one JSON.stringify, sealed alike', async () => {
+      const wide = (seq: number): StreamEvent => makeEvent(RUN, seq, { payload: { rows: Array.from({ length: 30_000 + seq }, (_, i) => ({ i, s: `ü${i}` })) } });
+      const batches: StreamEvent[][] = [[wide(0), makeEvent(RUN, 1)], [makeEvent(RUN, 2), wide(3)], [wide(4)]];
+      const store = open();
+      for (const batch of batches) await store.appendBatch(batch);
+      await store.close();
+      const lines = readFileSync(store.paths.events, 'utf8').trimEnd().split('\n');
+      const unsealed = lines.map((line) => line.replace(/,"chain":"[0-9a-f]{64}"\}$/, '}'));
+      expect(unsealed).toEqual(batches.flat().map((event) => JSON.stringify(event)));
+      expect(lines.map((l) => /,"chain":"[0-9a-f]{64}"\}$/.test(l))).toEqual([true, true, false, true, true]);
+      expect(await open().readAll()).toEqual(batches.flat());
+      expect(await open().verify()).toMatchObject({ ok: true, chain: 'verified', verifiedLines: 5 });
+    });
+
     it('drop a chain field that comes with an event to append (the log sets it)', async () => {
       const store = open();
       await store.appendBatch([{ ...makeEvent(RUN, 0), chain: 'f'.repeat(64) }, makeEvent(RUN, 1)]);
