@@ -5,13 +5,12 @@
  * object that itself has a `$bp` key is wrapped (`{ "$bp": "object", "v": {...} }`) so it never reads as a tag.
  */
 import { BackpackError } from './errors.js';
-import { isTypedArray, setOwn, UnavailableValue, type TypedArray } from './values.js';
+import { CODEC_TAG, isStoredJson, isTypedArray, setOwn, UnavailableValue, type TypedArray } from './values.js';
 
 /** A value JSON can hold exactly. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
-/** The key of the codec's tagged forms (`{ "$bp": "date", v }`, ...). */
-export const CODEC_TAG = '$bp';
+export { CODEC_TAG };
 const TAG = CODEC_TAG;
 
 const TYPED_ARRAYS = {
@@ -75,6 +74,8 @@ function encodeAt(value: unknown, stack: PathStack): JsonValue {
       throw new BackpackError(`Cannot encode the ${typeof value} at '${pathText(stack)}': only data can be encoded`);
   }
   if (value === null) return null;
+  // A stored value that is plain JSON (frozen, never to change) is its own encoding: no copy.
+  if (isStoredJson(value as object)) return value as JsonValue;
   if (Array.isArray(value)) {
     const out: JsonValue[] = new Array(value.length);
     for (let i = 0; i < value.length; i++) out[i] = encodeChild(value[i], stack, i);

@@ -5,7 +5,11 @@
  * Objects with a null prototype are stored as plain objects (JSON cannot tell them apart); instances of other
  * classes are rejected rather than silently stripped of their prototype.
  */
+import { types } from 'node:util';
 import { BackpackError } from './errors.js';
+
+/** The key of the codec's tagged forms (`{ "$bp": tag, ... }`, see codec.ts): a plain object holding it is wrapped. */
+export const CODEC_TAG = '$bp';
 
 function frozenMutator(kind: string): () => never {
   return () => {
@@ -104,19 +108,37 @@ export interface PreparedValue {
 const SUPPORTED = 'pack plain data: JSON types, undefined, Date, Map, Set, BigInt or typed arrays';
 
 /**
- * Every object a {@link Walker} made (a frozen copy holding no typed array), with its approximate encoded size.
- * Such an object can never change, so a value packed again with it inside (a list a node grew, an object with one
- * key changed) shares it instead of copying it again: packing costs what is new, and readers that compare stored
- * values (the durable runtime, from step to step) find what did not change by identity.
+ * Every object a {@link Walker} made or adopted (frozen all through, holding no typed array), with its approximate
+ * encoded size times two, plus one when it is plain JSON that the codec encodes as itself. Such an object can never
+ * change, so a value packed again with it inside (a list a node grew, an object with one key changed) shares it
+ * instead of copying it again: packing costs what is new, and readers that compare stored values (the durable
+ * runtime, from step to step) find what did not change by identity. The codec hands out a plain-JSON one as its
+ * own encoding instead of building a copy.
  */
 const STORED = new WeakMap<object, number>();
+
+/**
+ * Whether `value` is a stored value (see {@link prepareValue}) that is plain JSON: strings, finite numbers other
+ * than -0, booleans, null, arrays and plain objects without the codec's tag key. Such a value encodes as itself.
+ */
+export function isStoredJson(value: object): boolean {
+  return (STORED.get(value) ?? 0) % 2 === 1;
+}
 
 class Walker {
   bytes = 0;
   copyOnRead = false;
+  /** Everything walked since this was last reset is plain JSON that encodes as itself. */
+  json = true;
   readonly path: (string | number)[] = [];
   readonly ancestors = new Set<object>();
-  constructor(readonly key: string) {}
+  /**
+   * @param inPlace adopt the value instead of copying it: check it and freeze its own objects (see {@link adoptValue}).
+   */
+  constructor(
+    readonly key: string,
+    readonly inPlace = false,
+  ) {}
 
   fail(problem: string): never {
     let where = '';
@@ -132,15 +154,18 @@ class Walker {
         return v;
       case 'number':
         this.bytes += 8;
+        if (!Number.isFinite(v) || Object.is(v, -0)) this.json = false;
         return v;
       case 'boolean':
         this.bytes += 5;
         return v;
       case 'undefined':
         this.bytes += 9;
+        this.json = false;
         return v;
       case 'bigint':
         this.bytes += 24;
+        this.json = false;
         return v;
       case 'function':
         return this.fail('is a function');
@@ -157,18 +182,23 @@ class Walker {
   copyObject(v: object): unknown {
     if (v instanceof UnavailableValue) {
       this.bytes += 64;
+      this.json = false;
       return v;
     }
     const shared = STORED.get(v);
     if (shared !== undefined) {
-      this.bytes += shared;
+      this.bytes += Math.floor(shared / 2);
+      if (shared % 2 === 0) this.json = false;
       return v;
     }
     if (this.ancestors.has(v)) return this.fail('refers to itself (circular reference)');
+    if (this.inPlace) return this.adoptObject(v);
     this.ancestors.add(v);
     const bytesBefore = this.bytes;
     const typedBefore = this.copyOnRead;
+    const jsonBefore = this.json;
     this.copyOnRead = false;
+    this.json = true;
     let out: unknown;
     if (Array.isArray(v)) {
       const arr = new Array<unknown>(v.length);
@@ -182,6 +212,7 @@ class Walker {
       out = Object.freeze(arr);
     } else if (v instanceof Date) {
       this.bytes += 40;
+      this.json = false;
       out = new FrozenDate(v.getTime());
     } else if (v instanceof Map) {
       const entries: [unknown, unknown][] = [];
@@ -194,6 +225,7 @@ class Walker {
         entries.push([ck, this.copy(val)]);
         this.path.pop();
       }
+      this.json = false;
       out = new FrozenMap(entries);
     } else if (v instanceof Set) {
       const values: unknown[] = [];
@@ -203,6 +235,7 @@ class Walker {
         values.push(this.copy(member));
         this.path.pop();
       }
+      this.json = false;
       out = new FrozenSet(values);
     } else if (isTypedArray(v)) {
       this.copyOnRead = true;
@@ -216,6 +249,7 @@ class Walker {
         return this.fail(`is a ${name}`);
       }
       if (Object.getOwnPropertySymbols(v).length > 0) this.fail('has symbol keys');
+      if (Object.hasOwn(v, CODEC_TAG)) this.json = false;
       const obj: Record<string, unknown> = {};
       this.bytes += 2;
       for (const k of Object.keys(v)) {
@@ -229,10 +263,73 @@ class Walker {
     }
     this.ancestors.delete(v);
     // A copy holding a typed array is not frozen all through: it is copied on every read, and never shared.
-    if (!this.copyOnRead) STORED.set(out as object, this.bytes - bytesBefore);
+    if (!this.copyOnRead) STORED.set(out as object, (this.bytes - bytesBefore) * 2 + (this.json ? 1 : 0));
     this.copyOnRead ||= typedBefore;
+    this.json &&= jsonBefore;
     return out;
   }
+
+  /**
+   * Adopts an array or plain object (see {@link adoptValue}): checks that it is plain data all through (no proxy,
+   * getter, setter, symbol key, hole, hidden property or other prototype: JSON's kinds only), walks its members,
+   * then freezes it. Only the root is recorded as stored: an entry for each object inside would cost more memory
+   * than the data (what is packed from inside it is copied, as any other value).
+   */
+  adoptObject(v: object): unknown {
+    if (types.isProxy(v)) return this.fail('is a proxy');
+    const isArray = Array.isArray(v);
+    const proto = Object.getPrototypeOf(v) as unknown;
+    if (isArray ? proto !== Array.prototype : proto !== Object.prototype && proto !== null) return this.fail('is not plain JSON data');
+    if (Object.getOwnPropertySymbols(v).length > 0) return this.fail('has symbol keys');
+    this.ancestors.add(v);
+    const root = this.path.length === 0;
+    if (!isArray && proto === null) this.json = false;
+    this.bytes += 2;
+    if (isArray) {
+      const length = (v as unknown[]).length;
+      for (let i = 0; i < length; i++) {
+        this.path.push(i);
+        this.member(v, i);
+        this.path.pop();
+        this.bytes += 1;
+      }
+    } else {
+      const keys = Object.keys(v);
+      // Hidden (non-enumerable) properties would be invisible to every reader of the value: refused.
+      if (Object.getOwnPropertyNames(v).length !== keys.length) return this.fail('has non-enumerable properties');
+      for (const k of keys) {
+        this.path.push(k);
+        this.member(v, k);
+        this.path.pop();
+        this.bytes += k.length + 4;
+      }
+      if (Object.hasOwn(v, CODEC_TAG)) this.json = false;
+    }
+    this.ancestors.delete(v);
+    Object.freeze(v);
+    if (root) STORED.set(v, this.bytes * 2 + (this.json ? 1 : 0));
+    return v;
+  }
+
+  /** Walks the member `k` of an object being adopted: a data property, never a getter or setter (or a hole). */
+  member(v: object, k: string | number): void {
+    const descriptor = Object.getOwnPropertyDescriptor(v, k);
+    if (descriptor === undefined) return this.fail('has a hole');
+    if (!('value' in descriptor)) return this.fail('has a getter or setter');
+    this.copy(descriptor.value);
+  }
+}
+
+/**
+ * Adopts `value` as a stored value without copying it: checks that it is plain JSON data all through (strings,
+ * numbers, booleans, null, arrays and plain objects; what `JSON.parse` returns) and freezes each of its objects in
+ * place, so that packing it, or anything inside it, later shares it instead of copying it. For data whose owner
+ * hands it over (a flow config loaded with `shareConfig`): nobody can change it from then on. Throws a
+ * BackpackError naming the path of anything else (objects checked before it stay frozen; nothing is adopted
+ * partially: an object is adopted only once all it holds was).
+ */
+export function adoptValue(key: string, value: unknown): void {
+  if (value !== null && typeof value === 'object') new Walker(key, true).copy(value);
 }
 
 /**

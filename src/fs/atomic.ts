@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, fsync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { writeJsonPieces } from './json-pieces.js';
 
 /** Options of {@link writeFileAtomic} and {@link writeFileAtomicSync}. */
 export interface AtomicWriteOptions {
@@ -44,14 +45,22 @@ function openTemp(temp: string, mode: number | undefined): number {
   }
 }
 
-/** Creates the temp file beside `path` and writes `data` to it; returns its name and open descriptor. */
-function writeTemp(path: string, data: string | Uint8Array, mode: number | undefined): { temp: string; fd: number } {
+function writeAll(fd: number, bytes: Uint8Array): void {
+  let written = 0;
+  while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+}
+
+/**
+ * Creates the temp file beside `path` and writes `data` to it (text, bytes, or `{ json }`: the JSON of a value,
+ * written in pieces); returns its name and open descriptor.
+ */
+function writeTemp(path: string, data: string | Uint8Array | { json: unknown }, mode: number | undefined): { temp: string; fd: number } {
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  const bytes = typeof data === 'string' ? Buffer.from(data) : data;
   const fd = openTemp(temp, mode);
   try {
-    let written = 0;
-    while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+    if (typeof data === 'string') writeAll(fd, Buffer.from(data));
+    else if (data instanceof Uint8Array) writeAll(fd, data);
+    else writeJsonPieces(data.json, (piece) => writeAll(fd, Buffer.from(piece)));
   } catch (error) {
     closeSync(fd);
     rmSync(temp, { force: true });
@@ -80,6 +89,10 @@ function finish(temp: string, fd: number, path: string): void {
  * take milliseconds on a real disk, run on the thread pool so that they do not block the event loop.
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
+  await writeAtomic(path, data, options);
+}
+
+async function writeAtomic(path: string, data: string | Uint8Array | { json: unknown }, options: AtomicWriteOptions): Promise<void> {
   const sync = options.fsync ?? true;
   const { temp, fd } = writeTemp(path, data, options.mode);
   if (sync) {
@@ -112,7 +125,10 @@ export function writeFileAtomicSync(path: string, data: string | Uint8Array, opt
   if (sync) fsyncDirSync(dirname(path));
 }
 
-/** {@link writeFileAtomic} of `JSON.stringify(value)`. */
+/**
+ * {@link writeFileAtomic} of `JSON.stringify(value)`, written in pieces (see json-pieces.ts): a large value's whole
+ * text never exists at once.
+ */
 export async function writeJsonAtomic(path: string, value: unknown, options: AtomicWriteOptions = {}): Promise<void> {
-  await writeFileAtomic(path, JSON.stringify(value), options);
+  await writeAtomic(path, { json: value }, options);
 }

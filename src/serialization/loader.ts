@@ -1,5 +1,6 @@
 import type { ZodType } from 'zod';
-import { Backpack as BackpackClass, type Backpack, type NodePermissions } from '../backpack/index.js';
+import { Backpack as BackpackClass, BackpackError, type Backpack, type NodePermissions } from '../backpack/index.js';
+import { adoptValue } from '../backpack/values.js';
 import { EventStreamer as EventStreamerClass, type EventStreamer } from '../events/index.js';
 import { mappingProblems, type BaseNode } from '../flow/index.js';
 import {
@@ -46,6 +47,8 @@ export interface LoadOptions {
    * Let the nodes keep the config's param values instead of copies (default: copies, so that changing `config` later
    * does not reach the loaded flow). For a config nobody changes afterwards, such as one just parsed, this loads a
    * large config without holding it twice. A config given as JSON text is always shared (nobody else has it).
+   * Shared param values that are plain JSON data are frozen in place (deeply): a node that packs one into the
+   * Backpack then stores it as it is, where a value of its own would be copied.
    */
   shareConfig?: boolean;
 }
@@ -228,26 +231,30 @@ export class FlowLoader implements FlowConfigLoader {
         problems.push({ path: `${path}/namespace`, message: (error as Error).message });
       }
     }
-    const ids = new Map<string, string>();
-    const namespaces = new Map<string, string>();
+    // Where each id and namespace was taken: a node's index (its path is made only for a problem), or a subflow's path.
+    const ids = new Map<string, number | string>();
+    const namespaces = new Map<string, number>();
+    const nodeAt = (where: number | string): string => (typeof where === 'number' ? `${path}/nodes/${where}` : where);
     cfg.nodes.forEach((node, i) => {
-      const at = `${path}/nodes/${i}`;
+      const at = nodeAt(i);
       const NodeClass = this.#types.get(node.type);
       if (!NodeClass) {
         const known = this.getRegisteredTypes();
         problems.push({ path: `${at}/type`, message: `unknown node type '${node.type}'${known.length ? ` (registered: ${known.join(', ')})` : ' (no types are registered)'}` });
       }
-      if (ids.has(node.id)) problems.push({ path: `${at}/id`, message: `duplicate node id '${node.id}' (also ${ids.get(node.id)})` });
-      else ids.set(node.id, at);
+      const taken = ids.get(node.id);
+      if (taken !== undefined) problems.push({ path: `${at}/id`, message: `duplicate node id '${node.id}' (also ${nodeAt(taken)})` });
+      else ids.set(node.id, i);
       for (const key of Object.keys(node.params)) {
         if (RESERVED_PARAMS.has(key)) problems.push({ path: `${at}/params/${key}`, message: `'${key}' is a node setting, not a param: put it beside params` });
       }
       if (node.namespaceSegment?.includes('.')) problems.push({ path: `${at}/namespaceSegment`, message: `a namespace segment is one segment (no '.'), got '${node.namespaceSegment}'` });
       const segment = node.namespaceSegment ?? NodeClass?.namespaceSegment ?? node.id;
       const nodeNamespace = composeNamespace(namespace, segment);
-      if (namespaces.has(nodeNamespace)) {
-        problems.push({ path: `${at}/namespaceSegment`, message: `namespace '${nodeNamespace}' is also taken by ${namespaces.get(nodeNamespace)}: give this node its own namespaceSegment` });
-      } else namespaces.set(nodeNamespace, at);
+      const holder = namespaces.get(nodeNamespace);
+      if (holder !== undefined) {
+        problems.push({ path: `${at}/namespaceSegment`, message: `namespace '${nodeNamespace}' is also taken by ${nodeAt(holder)}: give this node its own namespaceSegment` });
+      } else namespaces.set(nodeNamespace, i);
       const schema = NodeClass?.paramsSchema as ZodType | undefined;
       if (schema) {
         const result = schema.safeParse(node.params);
@@ -265,7 +272,7 @@ export class FlowLoader implements FlowConfigLoader {
     (cfg.subflows ?? []).forEach((sub, k) => {
       const at = `${path}/subflows/${k}`;
       if (!sub.namespace) problems.push({ path: `${at}/namespace`, message: 'a subflow needs a namespace segment' });
-      else if (ids.has(sub.namespace)) problems.push({ path: `${at}/namespace`, message: `subflow '${sub.namespace}' has the id of ${ids.get(sub.namespace)}` });
+      else if (ids.has(sub.namespace)) problems.push({ path: `${at}/namespace`, message: `subflow '${sub.namespace}' has the id of ${nodeAt(ids.get(sub.namespace)!)}` });
       else ids.set(sub.namespace, at);
       this.#checkFlow(sub, at, composeNamespace(namespace, sub.namespace), false, problems);
     });
@@ -297,6 +304,7 @@ export class FlowLoader implements FlowConfigLoader {
       const at = `${path}/nodes/${i}`;
       const NodeClass = this.#types.get(node.type)!;
       const params = resolveEnvRefs(node.params, `${at}/params`, env, problems, share);
+      if (share) adoptParams(params);
       const nodeConfig: BackpackNodeConfig = { id: node.id, ...params };
       if (node.namespaceSegment !== undefined) nodeConfig.namespaceSegment = node.namespaceSegment;
       if (node.maxRetries !== undefined) nodeConfig.maxRetries = node.maxRetries;
@@ -527,4 +535,19 @@ function checkNesting(config: unknown, maxDepth: number): ConfigProblem[] {
   };
   visit(config, '', [], 0);
   return problems;
+}
+
+/**
+ * Freezes the plain-JSON values of a shared config's params in place and makes them stored values of the Backpack
+ * (see adoptValue): a node packing one shares it instead of copying it. A value that is not plain data (a caller's
+ * object config may hold anything) stays as it is, and is copied when packed, like any value of a node's own.
+ */
+function adoptParams(params: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(params)) {
+    try {
+      adoptValue(key, value);
+    } catch (error) {
+      if (!(error instanceof BackpackError)) throw error;
+    }
+  }
 }

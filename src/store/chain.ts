@@ -49,34 +49,89 @@ export function chainOf(line: Buffer): string | undefined {
 }
 
 /**
- * Seals a batch about to be written: `lines` (JSON texts, each ending with `}\n`) get the chain field on the last
- * one, and on the first one too when `sealFirst`; they are changed in place. `start` is the chain of the log so far,
- * or, for a log written before chain hashes, a hasher already holding the genesis and every line (used up here).
- * Returns the new chain and the batch's text as it is to be written. One digest call per sealed line: the batch is
- * hashed as text, never copied into a buffer.
+ * A line longer than this is hashed and written from Buffers made once, never joined with others nor copied again.
+ * A line given as Buffers (the pieces of a large event's JSON, see fs/json-pieces.ts) is used as it is.
  */
-export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: string[], sealFirst: boolean): { head: Buffer; text: string } {
+export const LARGE_LINE = 1 << 16;
+
+/** A batch sealed by {@link sealBatch}, ready to be written. */
+export interface SealedBatch {
+  /** The chain after the batch. */
+  head: Buffer;
+  /**
+   * The batch's bytes in order, as written: small lines joined into strings, a large line as its own Buffer (with
+   * its newline or seal in the next piece), so that a line of hundreds of megabytes exists once as text and once as
+   * bytes, never more.
+   */
+  pieces: (string | Buffer)[];
+  /** The size of the batch in bytes. */
+  bytes: number;
+  /** The size in bytes of each stored line, newline included (computed when asked). */
+  lineBytes: () => number[];
+}
+
+/**
+ * Seals a batch about to be written: `lines` (JSON texts ending with `}`, without their newline) get the chain field
+ * on the last one, and on the first one too when `sealFirst`. `start` is the chain of the log so far, or, for a log
+ * written before chain hashes, a hasher already holding the genesis and every line (used up here). One digest call
+ * per sealed line; small lines are hashed and written as one text, a large one (over {@link LARGE_LINE}) as a
+ * Buffer made once for both.
+ */
+export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: readonly (string | Buffer[])[], sealFirst: boolean): SealedBatch {
+  const stored = lines.map((line) => (typeof line === 'string' && line.length > LARGE_LINE ? [Buffer.from(line)] : line));
+  /** What replaces the closing `}` and newline of a sealed line. */
+  const seals: (string | undefined)[] = new Array(lines.length);
   let head: Buffer | Hasher = start;
   let from = 0;
-  let hashed = '';
   const sealAt = (i: number): void => {
-    hashed = from === i ? lines[i]! : lines.slice(from, i + 1).join('');
-    if (Buffer.isBuffer(head)) head = backend.digestOf([head, hashed]);
+    // The hashed bytes are the lines as they were (each with its newline), after the previous chain.
+    const parts: (string | Buffer)[] = [];
+    let text = '';
+    for (let j = from; j <= i; j++) {
+      const line = stored[j]!;
+      if (typeof line === 'string') text += `${line}\n`;
+      else {
+        if (text !== '') parts.push(text);
+        parts.push(...line);
+        text = '\n';
+      }
+    }
+    parts.push(text);
+    if (Buffer.isBuffer(head)) head = backend.digestOf([head, ...parts]);
     else {
-      head.update(Buffer.from(hashed));
+      for (const part of parts) head.update(typeof part === 'string' ? Buffer.from(part) : part);
       head = head.digest();
     }
-    const line = lines[i]!;
-    lines[i] = `${line.slice(0, line.length - 2)}${PREFIX}${head.toString('hex')}"}\n`;
+    seals[i] = `${PREFIX}${head.toString('hex')}"}\n`;
     from = i + 1;
   };
-  const twice = sealFirst && lines.length > 1;
-  if (twice) sealAt(0);
+  if (sealFirst && lines.length > 1) sealAt(0);
   sealAt(lines.length - 1);
-  const last = lines[lines.length - 1]!;
-  // Without a first seal, the text hashed is the whole batch: only its last line's end changes.
-  const text = twice ? lines.join('') : `${hashed.slice(0, hashed.length - 2)}${last.slice(last.length - SUFFIX_LENGTH - 1)}`;
-  return { head: head as Buffer, text };
+  const pieces: (string | Buffer)[] = [];
+  let text = '';
+  for (let i = 0; i < stored.length; i++) {
+    const line = stored[i]!;
+    const seal = seals[i];
+    if (typeof line === 'string') text += seal === undefined ? `${line}\n` : `${line.slice(0, line.length - 1)}${seal}`;
+    else {
+      if (text !== '') pieces.push(text);
+      const last = line.length - 1;
+      for (let j = 0; j < last; j++) pieces.push(line[j]!);
+      // A sealed line loses its closing brace to the seal (the last piece ends with it).
+      pieces.push(seal === undefined ? line[last]! : line[last]!.subarray(0, line[last]!.length - 1));
+      text = seal ?? '\n';
+    }
+  }
+  pieces.push(text);
+  let bytes = 0;
+  for (const piece of pieces) bytes += typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length;
+  const lineBytes = (): number[] =>
+    stored.map((line, i) => {
+      const seal = seals[i];
+      const body = typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0);
+      return seal === undefined ? body + 1 : body - 1 + seal.length;
+    });
+  return { head: head as Buffer, pieces, bytes, lineBytes };
 }
 
 /** The result of feeding a line to a {@link ChainReader}. */

@@ -144,13 +144,14 @@ export class IndexWriter {
   }
 
   /**
-   * Records the lines just appended (`lines`, the first at line `firstLine` and byte `start`, with their `seqs`):
-   * the entries they reach are added and appended to the file.
+   * Records the lines just appended (the first at line `firstLine` and byte `start`, with their `seqs`; `lineBytes`
+   * gives their sizes, asked only when an entry is reached): the entries they reach are added and appended to the file.
    */
-  record(firstLine: number, start: number, lines: string[], seqs: number[]): void {
+  record(firstLine: number, start: number, lineBytes: () => number[], seqs: number[]): void {
     const lastEntry = this.entries[this.entries.length - 1];
     // Byte offsets are counted only when this batch reaches the next index entry.
-    if (lastEntry !== undefined && firstLine + lines.length - 1 - lastEntry.line < this.interval) return;
+    if (lastEntry !== undefined && firstLine + seqs.length - 1 - lastEntry.line < this.interval) return;
+    const lines = lineBytes();
     let text = '';
     let offset = start;
     for (let i = 0; i < lines.length; i++) {
@@ -161,7 +162,7 @@ export class IndexWriter {
         this.entries.push(entry);
         text += JSON.stringify(entry) + '\n';
       }
-      offset += Buffer.byteLength(lines[i]!);
+      offset += lines[i]!;
     }
     if (text) writeAll(this.fd!, Buffer.from(text));
   }

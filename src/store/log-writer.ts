@@ -5,11 +5,11 @@
  */
 import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, openSync, promises as fsp, writeSync } from 'node:fs';
 import type { StreamEvent } from '../events/types.js';
-import type { FileLock } from '../fs/index.js';
+import { isLargeJson, writeJsonPieces, type FileLock } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import type { Redactor } from '../redact/index.js';
 import { BatchMarker, readPending } from './batch-marker.js';
-import { CHAIN_BACKEND, genesis, lastSealedLine, sealBatch, type Hasher } from './chain.js';
+import { CHAIN_BACKEND, genesis, lastSealedLine, sealBatch, type Hasher, type SealedBatch } from './chain.js';
 import { parseEvent } from './envelope.js';
 import { EventStoreError, describeIssues } from './errors.js';
 import { endOfLastLine, readLines } from './lines.js';
@@ -27,12 +27,19 @@ function fdatasyncAsync(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
 }
 
-/** Writes all `bytes` bytes of `text` as UTF-8: one `write` of the string (no Buffer), unless the kernel takes less. */
-function writeText(fd: number, text: string, bytes: number): void {
-  const written = writeSync(fd, text);
-  if (written >= bytes) return;
-  const data = Buffer.from(text).subarray(written);
-  let done = 0;
+/** Writes all of `piece` (text as UTF-8: one `write` of the string, no Buffer, unless the kernel takes less). */
+function writePiece(fd: number, piece: string | Buffer): void {
+  let data: Buffer;
+  let done: number;
+  if (typeof piece === 'string') {
+    done = writeSync(fd, piece);
+    const bytes = Buffer.byteLength(piece);
+    if (done >= bytes) return;
+    data = Buffer.from(piece);
+  } else {
+    data = piece;
+    done = 0;
+  }
   while (done < data.length) done += writeSync(fd, data, done, data.length - done);
 }
 
@@ -218,8 +225,8 @@ export class LogWriter {
     return last;
   }
 
-  /** Seals a batch's lines (see chain.ts): the text to write, and what to restore if writing it fails. */
-  private seal(lines: string[]): { text: string; restore: () => void } {
+  /** Seals a batch's lines (see chain.ts): what to write, and what to restore if writing it fails. */
+  private seal(lines: (string | Buffer[])[]): { sealed: SealedBatch; restore: () => void } {
     if (this.chainLost) {
       throw new EventStoreError(`event store of run ${this.runId}: an earlier write failed; close it and open a new one to go on`, { path: this.paths.events });
     }
@@ -235,11 +242,14 @@ export class LogWriter {
       this.legacyHasher = legacy;
       if (legacy !== undefined) this.chainLost = true;
     };
-    return { text: sealed.text, restore };
+    return { sealed, restore };
   }
 
-  /** Validates an event for this run and returns its stored form (redacted) and line. */
-  private prepare(event: StreamEvent, previousSeq: number | undefined, position: string): { line: string; seq: number } {
+  /**
+   * Validates an event for this run and returns its stored form (redacted) as a line of JSON (without its newline):
+   * text, or for an event with a large payload, the Buffers of its pieces (its whole text never exists at once).
+   */
+  private prepare(event: StreamEvent, previousSeq: number | undefined, position: string): { line: string | Buffer[]; seq: number } {
     const parsed = parseEvent(event);
     if (!parsed.success) {
       throw new EventStoreError(`invalid event${position}: ${describeIssues(parsed.error, '(event)')}`, { path: this.paths.events });
@@ -269,15 +279,17 @@ export class LogWriter {
     }
     const { value: payload, redacted } = this.redactor.redact(valid.payload);
     const stored: StreamEvent = redacted ? { ...valid, payload, redaction: { containsSecrets: true } } : valid;
-    return { line: JSON.stringify(stored) + '\n', seq: valid.seq };
+    if (!isLargeJson(stored.payload)) return { line: JSON.stringify(stored), seq: valid.seq };
+    const line: Buffer[] = [];
+    writeJsonPieces(stored, (piece) => line.push(Buffer.from(piece)));
+    return { line, seq: valid.seq };
   }
 
   async append(event: StreamEvent): Promise<void> {
     if (!this.ready) await this.open();
     const { line, seq } = this.prepare(event, this.last, '');
-    const lines = [line];
-    const { text, restore } = this.seal(lines);
-    this.writeLines(lines, [seq], text, false, restore);
+    const { sealed, restore } = this.seal([line]);
+    this.writeLines(1, [seq], sealed, false, restore);
     await this.syncIfAlways();
   }
 
@@ -288,7 +300,7 @@ export class LogWriter {
     if (events.length === 0) return DONE;
     if (!this.ready) return this.open().then(() => this.appendBatch(events));
     try {
-      const lines: string[] = [];
+      const lines: (string | Buffer[])[] = [];
       const seqs: number[] = [];
       let previous = this.last;
       for (let i = 0; i < events.length; i++) {
@@ -297,25 +309,26 @@ export class LogWriter {
         seqs.push(seq);
         previous = seq;
       }
-      const { text, restore } = this.seal(lines);
-      this.writeLines(lines, seqs, text, lines.length > 1, restore);
+      const { sealed, restore } = this.seal(lines);
+      lines.length = 0;
+      this.writeLines(seqs.length, seqs, sealed, seqs.length > 1, restore);
     } catch (error) {
       return Promise.reject(error);
     }
     return this.syncIfAlways();
   }
 
-  private writeLines(lines: string[], seqs: number[], text: string, framed: boolean, restore: () => void): void {
+  private writeLines(count: number, seqs: number[], sealed: SealedBatch, framed: boolean, restore: () => void): void {
     this.assertWritable();
     const marker = this.marker!;
     const start = this.size;
-    const bytes = Buffer.byteLength(text);
+    const { bytes, pieces } = sealed;
     if (framed) {
       marker.write({ gen: marker.gen + 1, start, end: start + bytes });
       if (this.durability === 'always') fdatasyncSync(marker.fd);
     }
     try {
-      writeText(this.fd!, text, bytes);
+      for (const piece of pieces) writePiece(this.fd!, piece);
     } catch (error) {
       ftruncateSync(this.fd!, start);
       restore();
@@ -325,9 +338,9 @@ export class LogWriter {
     // Committed. The marker still names this batch until the next batch overwrites it or close() clears it.
     const firstLine = this.lineCount;
     this.size = start + bytes;
-    this.lineCount += lines.length;
+    this.lineCount += count;
     this.last = seqs[seqs.length - 1];
-    this.index.record(firstLine, start, lines, seqs);
+    this.index.record(firstLine, start, sealed.lineBytes, seqs);
   }
 
   private assertWritable(): void {

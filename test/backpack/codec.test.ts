@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BackpackError, decodeValue, encodeValue, summarizeValue, UnavailableValue } from '../../src/backpack/index.js';
+import { Backpack, BackpackError, decodeValue, encodeValue, summarizeValue, UnavailableValue } from '../../src/backpack/index.js';
+import { adoptValue, prepareValue } from '../../src/backpack/values.js';
 
 const roundTrip = (v: unknown): unknown => decodeValue(JSON.parse(JSON.stringify(encodeValue(v))));
 
@@ -79,5 +81,62 @@ describe('codec errors', () => {
     expect(() => encodeValue([{ m: new Map([['k', fn]]) }])).toThrow("Cannot encode the function at '[0].m<value 0>'");
     expect(() => encodeValue(new Set([Symbol('s')]))).toThrow("Cannot encode the symbol at '<member 0>'");
     expect(() => encodeValue(fn)).toThrow("Cannot encode the function at '(root)'");
+  });
+
+  describe('stored values that are plain JSON are their own encoding', () => {
+    const anything = fc.anything({ withDate: true, withMap: true, withSet: true, withBigInt: true, withNullPrototype: true, withSparseArray: false, withTypedArray: true, withBoxedValues: false });
+    it('the encoding of a stored (packed) value is the encoding of the value it was packed from', () => {
+      fc.assert(
+        fc.property(fc.oneof(anything, fc.jsonValue(), fc.dictionary(fc.constantFrom('$bp', 'v', 'a'), fc.jsonValue())), (value) => {
+          const stored = prepareValue('k', value).value;
+          expect(encodeValue(stored)).toEqual(encodeValue(value));
+        }),
+      );
+    });
+
+    it('a stored plain-JSON value is handed out as is; one holding anything else is encoded into a new value', () => {
+      const plain = prepareValue('k', { a: [1, 'x', null, { b: true }] }).value;
+      expect(encodeValue(plain)).toBe(plain);
+      for (const odd of [{ a: [undefined] }, { a: -0 }, { a: Number.NaN }, { a: [new Date(0)] }, { a: { $bp: 'date' } }, { a: 1n }, { a: new Map() }]) {
+        const stored = prepareValue('k', odd).value;
+        expect(encodeValue(stored)).not.toBe(stored);
+        expect(encodeValue(stored)).toEqual(encodeValue(odd));
+      }
+    });
+
+    it('an adopted value (frozen in place) is packed without a copy and encodes as itself', () => {
+      const value = JSON.parse('{"rows":[{"id":1,"tags":["a"]},{"id":2,"__proto__":{"x":1}}]}') as { rows: { id: number }[] };
+      adoptValue('k', value);
+      expect(Object.isFrozen(value.rows[1])).toBe(true);
+      const backpack = new Backpack();
+      backpack.pack('k', value);
+      expect(backpack.unpack('k')).toBe(value);
+      expect(encodeValue(value)).toBe(value);
+      expect(JSON.stringify(encodeValue(value))).toBe(JSON.stringify(value));
+    });
+
+    it('adoption refuses anything that is not plain data, naming the path, and a refused value is copied when packed', () => {
+      const cases: [unknown, RegExp][] = [
+        [{ a: [1, { get g() {
+          return 1;
+        } }] }, /'a\[1\]\.g'.*getter/],
+        [{ a: new Proxy({}, {}) }, /'a' is a proxy/],
+        [{ a: [new Date(0)] }, /'a\[0\]' is not plain JSON/],
+        [{ a: Object.assign(new Array<number>(3), { 0: 1, 2: 3 }) }, /'a\[1\]' has a hole/],
+        [{ a: Object.defineProperty({}, 'hidden', { value: 1, enumerable: false }) }, /'a' has non-enumerable/],
+        [{ f: () => 1 }, /'f' is a function/],
+      ];
+      for (const [value, message] of cases) {
+        expect(() => adoptValue('k', value)).toThrow(message);
+        if (message.source.includes('function')) continue; // not packable at all
+        const backpack = new Backpack();
+        backpack.pack('k', value);
+        expect(backpack.unpack('k')).not.toBe(value);
+      }
+      // A refused value is not recorded as stored: the root stays unfrozen.
+      const refused = { ok: { n: 1 }, bad: new Date(0) };
+      expect(() => adoptValue('k', refused)).toThrow(BackpackError);
+      expect(Object.isFrozen(refused)).toBe(false);
+    });
   });
 });

@@ -203,6 +203,45 @@ describe('secrets and environment', () => {
     expect(fromText).toEqual(shared);
   });
 
+  it('freezes shared plain-JSON params in place, and a node packing one stores it without a copy (nobody can change it)', async () => {
+    class Put extends BackpackNode {
+      override post(backpack: BackpackHandle): undefined {
+        backpack.pack('data', this.config.value);
+        return undefined;
+      }
+    }
+    const loader = new FlowLoader().register('Put', Put);
+    const value = { rows: [{ id: 1, tags: ['a'] }, { id: 2, tags: [] }] };
+    const flow = await loader.loadFlow({ version: '2.0.0', namespace: 'n', nodes: [{ type: 'Put', id: 'p', params: { value } }] }, undefined, { shareConfig: true });
+    expect(Object.isFrozen(value) && Object.isFrozen(value.rows) && Object.isFrozen(value.rows[0]) && Object.isFrozen(value.rows[0]!.tags)).toBe(true);
+    expect(() => value.rows[0]!.tags.push('b')).toThrow(TypeError);
+    await flow.run();
+    expect(flow.backpack.unpack('data')).toBe(value); // stored as it is: frozen all through already
+    // Without shareConfig the caller's config stays theirs: unfrozen, and the Backpack keeps a frozen copy.
+    const own = { rows: [{ id: 1 }] };
+    const copied = await loader.loadFlow({ version: '2.0.0', namespace: 'n', nodes: [{ type: 'Put', id: 'p', params: { value: own } }] });
+    await copied.run();
+    expect(Object.isFrozen(own)).toBe(false);
+    expect(copied.backpack.unpack('data')).not.toBe(own);
+    expect(copied.backpack.unpack('data')).toEqual(own);
+  });
+
+  it('a shared param that is not plain data stays as it is (unfrozen) and is copied when packed', async () => {
+    class Put extends BackpackNode {
+      override post(backpack: BackpackHandle): undefined {
+        backpack.pack('data', this.config.value);
+        return undefined;
+      }
+    }
+    const value = { plain: { n: 1 }, date: new Date(0) };
+    const flow = await new FlowLoader().register('Put', Put).loadFlow({ version: '2.0.0', namespace: 'n', nodes: [{ type: 'Put', id: 'p', params: { value } }] }, undefined, { shareConfig: true });
+    expect(Object.isFrozen(value)).toBe(false);
+    expect(Object.isFrozen(value.plain)).toBe(true); // what was checked before the Date is plain data, frozen
+    await flow.run();
+    expect(flow.backpack.unpack('data')).not.toBe(value);
+    expect(flow.backpack.unpack('data')).toEqual(value);
+  });
+
   it('a missing environment variable is an error naming it and its JSON path', async () => {
     const error = (await exampleLoader().loadFlow(withKey('${NOT_SET_ANYWHERE}'), undefined, { env: {} }).catch((e: unknown) => e)) as FlowConfigError;
     expect(error).toBeInstanceOf(FlowConfigError);

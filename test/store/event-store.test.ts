@@ -1,5 +1,7 @@
 import { appendFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { StreamEvent } from '../../src/events/index.js';
+import { LARGE_LINE } from '../../src/store/chain.js';
 import { EventStore, EventStoreError, LockError, type CorruptLine } from '../../src/store/index.js';
 import { spawnFixture } from './child.js';
 import { SECRETS, makeEvent, tempDir } from './helpers.js';
@@ -272,6 +274,46 @@ describe('EventStore', () => {
       expect(events.map((e) => e.seq)).toEqual([0, 1, 2, 3]);
       expect(events.every((e) => !('chain' in e))).toBe(true);
       expect(await open().verify()).toMatchObject({ ok: true, chain: 'verified', verifiedLines: 4, chainHead: lines[3]!.slice(-66, -2) });
+    });
+
+    it('seal and index batches holding lines larger than LARGE_LINE (written from one Buffer each) like any other', async () => {
+      // Every place a large line can take in a batch: alone, first (sealed twice in the log's first batch), middle,
+      // last; multi-byte text so that bytes and characters differ.
+      const big = (seq: number, char: string): StreamEvent => makeEvent(RUN, seq, { payload: { n: seq, text: char.repeat(LARGE_LINE + seq) } });
+      const batches: StreamEvent[][] = [
+        [big(0, 'é'), makeEvent(RUN, 1), big(2, 'a')],
+        [makeEvent(RUN, 3), big(4, '€'), makeEvent(RUN, 5)],
+        [big(6, 'x')],
+        [makeEvent(RUN, 7), big(8, 'ü')],
+      ];
+      const store = open({ indexInterval: 1 });
+      for (const batch of batches) await store.appendBatch(batch);
+      await store.append(big(9, 'b'));
+      await store.close();
+      const text = readFileSync(store.paths.events, 'utf8');
+      const lines = text.trimEnd().split('\n');
+      expect(lines.map((l) => /,"chain":"[0-9a-f]{64}"\}$/.test(l))).toEqual([true, false, true, false, false, true, true, false, true, true]);
+      expect(await open().readAll()).toEqual([...batches.flat(), big(9, 'b')]);
+      expect(await open().verify()).toMatchObject({ ok: true, chain: 'verified', verifiedLines: 10 });
+      // The index's byte offsets land on line starts (indexInterval 1: every line has an entry).
+      const starts = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join('')));
+      const entries = readFileSync(store.paths.index, 'utf8').trimEnd().split('\n').map((l) => (JSON.parse(l) as { offset: number }).offset);
+      expect(entries).toEqual(starts);
+      expect((await open().readPage(2, 7)).map((e) => e.seq)).toEqual([7, 8]);
+    });
+
+    it('write an event with a large payload from the pieces of its JSON: the same bytes as one JSON.stringify, sealed alike', async () => {
+      const wide = (seq: number): StreamEvent => makeEvent(RUN, seq, { payload: { rows: Array.from({ length: 30_000 + seq }, (_, i) => ({ i, s: `ü${i}` })) } });
+      const batches: StreamEvent[][] = [[wide(0), makeEvent(RUN, 1)], [makeEvent(RUN, 2), wide(3)], [wide(4)]];
+      const store = open();
+      for (const batch of batches) await store.appendBatch(batch);
+      await store.close();
+      const lines = readFileSync(store.paths.events, 'utf8').trimEnd().split('\n');
+      const unsealed = lines.map((line) => line.replace(/,"chain":"[0-9a-f]{64}"\}$/, '}'));
+      expect(unsealed).toEqual(batches.flat().map((event) => JSON.stringify(event)));
+      expect(lines.map((l) => /,"chain":"[0-9a-f]{64}"\}$/.test(l))).toEqual([true, true, false, true, true]);
+      expect(await open().readAll()).toEqual(batches.flat());
+      expect(await open().verify()).toMatchObject({ ok: true, chain: 'verified', verifiedLines: 5 });
     });
 
     it('drop a chain field that comes with an event to append (the log sets it)', async () => {
