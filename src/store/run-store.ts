@@ -1,0 +1,94 @@
+/**
+ * The run storage seam (DESIGN D15): what the runtime, the CLI and the studio need from the storage of runs, with two
+ * implementations, the files of a data directory ({@link FileRunStore}, the embedded default, its on-disk format
+ * unchanged) and PostgreSQL (`PostgresRunStore`, shared by many workers, a fenced single writer per run).
+ *
+ * Both keep the same guarantees: ids validated before anything is touched, secrets redacted before anything is
+ * persisted, the log chained as in chain.ts (each step's batch sealed with the running BLAKE3 chain hash, verified on
+ * every read), keyframes sealed with their checksum and the chain hash of their step, and one writer per run.
+ */
+import type { StreamEvent } from '../events/types.js';
+import type { RedactionOptions } from '../redact/index.js';
+import type { ReadOptions, VerifiedEvent } from './event-store.js';
+import type { RunRef } from './layout.js';
+import type { Checkpoint, Durability, RunMeta } from './types.js';
+
+export type { RunRef };
+
+/** A keyframe to save with a step: the writer fills `v`, the run, the log's chain hash and the line of the step. */
+export type KeyframeInput = Pick<Checkpoint, 'step' | 'createdAt' | 'position' | 'state'>;
+
+/** One step boundary: its events (the last is the step's `checkpoint.saved`), and a keyframe when one is due. */
+export interface StepCommit {
+  events: StreamEvent[];
+  keyframe?: KeyframeInput;
+}
+
+/** Options of {@link RunStore.openWriter}. */
+export interface OpenWriterOptions {
+  /** A new run: a {@link RunExistsError} when the run already has events (checked under the writer's guarantee). */
+  fresh: boolean;
+  /** When writes reach the disk (files only; Postgres commits each step). Default `'batch'`. */
+  durability?: Durability;
+  /** Secrets of your own to redact, on top of the built-in catalogue. */
+  redaction?: RedactionOptions;
+}
+
+/**
+ * The single writer of one run. Opening it takes the run (a `LockError` while another writer holds it); each
+ * {@link commit} appends a step's batch, its keyframe and the projection update. The Postgres writer does all three in
+ * one statement, fenced: a writer whose run was taken over (its lease expired and another took it) has every later
+ * commit refused with a `FencedError`, and nothing of it stored.
+ */
+export interface RunWriter {
+  /** seq of the last stored event, undefined for an empty log. */
+  readonly lastSeq: number | undefined;
+  /** Events in the log. */
+  readonly eventCount: number;
+  /** The chain hash after the last batch (see chain.ts), undefined before the first. */
+  readonly chainHead: string | undefined;
+  /** Appends one step: see the interface comment. */
+  commit(step: StepCommit): Promise<void>;
+  /** Stores what is pending (the projection) and gives the run up. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** The storage of runs: see the module comment. Every method validates the ids it is given. */
+export interface RunStore {
+  /** `'files'` or `'postgres'`. */
+  readonly kind: 'files' | 'postgres';
+  /** Where runs are stored, for messages: the data directory, or the database URL without its password. */
+  readonly location: string;
+  /** How messages name the run's event log: its file, or the run in the database. */
+  describeLog(ref: RunRef): string;
+  /** How messages name the keyframe of a step. */
+  describeKeyframe(ref: RunRef, step: number): string;
+  /** How messages name the run's projection. */
+  describeProjection(ref: RunRef): string;
+  /** Takes the run's writer: see {@link RunWriter}. */
+  openWriter(ref: RunRef, options: OpenWriterOptions): Promise<RunWriter>;
+  /** Whether the run has recorded events. */
+  hasEvents(ref: RunRef): Promise<boolean>;
+  /** A `RunExistsError` when the run has recorded events. */
+  assertNewRun(ref: RunRef): Promise<void>;
+  /** The events (from `options.from` on) the log's chain vouches for, with the chain hash of their batch and their line. */
+  readVerified(ref: RunRef, options?: ReadOptions): AsyncGenerator<VerifiedEvent>;
+  /** Up to `pageSize` events from event number `offset` (0-based line of the log), verified as {@link readVerified}. */
+  readPage(ref: RunRef, pageSize: number, offset: number, options?: ReadOptions): Promise<StreamEvent[]>;
+  /** How many events the readers serve. */
+  countEvents(ref: RunRef, options?: ReadOptions): Promise<number>;
+  /** The steps that have a keyframe, ascending. */
+  keyframeSteps(ref: RunRef): Promise<number[]>;
+  /** The keyframe of `step` (verified against its checksum: a `CheckpointStoreError` naming it when damaged), or null. */
+  loadKeyframe(ref: RunRef, step: number): Promise<Checkpoint | null>;
+  /** The stored projection, or null (a `ProjectionStoreError` naming it when damaged). */
+  loadRunMeta(ref: RunRef): Promise<RunMeta | null>;
+  /** The projection as the log stands now (the stored one brought up to date, or rebuilt); `onWarning` hears of a log that lost its tail. */
+  currentRunMeta(ref: RunRef, onWarning?: (message: string) => void): Promise<RunMeta>;
+  /** The runs (of one session, or of all), by session then run id; a run without events is not listed. */
+  listRuns(sessionKey?: string): Promise<RunRef[]>;
+  /** Whether a live writer holds the run (a file lock of a live process; an unexpired lease). */
+  writerAlive(ref: RunRef): Promise<boolean>;
+  /** Releases what the store holds (connections). */
+  close(): Promise<void>;
+}
