@@ -138,9 +138,11 @@ export interface ErrorSummary {
  * | `backpack.unpacked` | `{ key, found, sourceNodeId?, sourceNamespace? }` |
  * | `backpack.quarantined` | `{ key, reason }` |
  * | `access.denied` | `{ key, operation: 'read' \| 'write', rule }` |
+ * | `checkpoint.saved` | {@link CheckpointSavedPayload} (the durable runtime, at each step boundary) |
  *
- * Payloads never hold full backpack values, only short summaries. Types not listed here (checkpoint, memory,
- * tool, model, custom) carry payloads defined by the module that emits them.
+ * Payloads never hold full backpack values, only short summaries (a checkpoint's delta is the state the run
+ * changed, redacted like every payload). Types not listed here (memory, tool, model, custom) carry payloads defined
+ * by the module that emits them.
  */
 export interface EventPayloadMap {
   'run.started': { flowNamespace: string; entryNodeId: string | null; resumed?: boolean; forkedFrom?: { runId: string; step: number } };
@@ -161,4 +163,36 @@ export interface EventPayloadMap {
   'backpack.unpacked': { key: string; found: boolean; sourceNodeId?: string; sourceNamespace?: string };
   'backpack.quarantined': { key: string; reason: string };
   'access.denied': { key: string; operation: 'read' | 'write'; rule: string };
+  'checkpoint.saved': CheckpointSavedPayload;
+}
+
+/**
+ * Payload of a `checkpoint.saved` event: the durable runtime records one at every step boundary, as the last event
+ * of the step's batch, and one at the start of a run (`start: true`, whose delta is the whole state). `Delta` is
+ * the runtime's state delta (`StateDelta` in runtime/state-tracker.ts); this layer does not look inside it.
+ */
+export type CheckpointSavedPayload<Delta = unknown> = {
+  step: number;
+  /** Node ids from the outermost flow inwards where the run continues; empty once the flow ended. */
+  position: string[];
+  /** What changed in the Backpack since the previous checkpoint (absent when nothing did). */
+  delta?: Delta;
+  /** Whether a keyframe (the whole state, `checkpoint/<step>.json`) is written for this step. */
+  keyframe: boolean;
+  /** The start of the run's record: `delta` is the whole state. */
+  start?: true;
+  /** For a fork's start: the run and step it was forked from. */
+  forkedFrom?: { runId: string; step: number };
+};
+
+/** An event whose `type` is `T`, with the payload that type carries (see {@link EventPayloadMap}). */
+export type EventOf<T extends keyof EventPayloadMap> = Omit<StreamEvent, 'type' | 'payload'> & { type: T; payload: EventPayloadMap[T] };
+
+/**
+ * Whether `event` is of type `type`, narrowing its payload to what that type carries. The payload is not checked:
+ * the events of this library carry these payloads; a reader that must survive a hand-made log checks the fields it
+ * relies on.
+ */
+export function isEventOf<T extends keyof EventPayloadMap>(event: StreamEvent, type: T): event is StreamEvent & EventOf<T> {
+  return event.type === type;
 }

@@ -339,7 +339,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
           const position = start.position.length ? start.position : entryPosition(flow);
           const delta = tracker.next();
           const payload: CheckpointPayload = { step, position, keyframe: false, start: true, ...(delta ? { delta } : {}), ...(start.forkedFrom ? { forkedFrom: start.forkedFrom } : {}) };
-          streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload: payload as unknown as Record<string, unknown> });
+          streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload });
         }
         // The answer is on disk before the node runs again: a crash from here on resumes with it.
         if (start.answered) streamer.emit({ type: StreamEventType.INTERRUPT_ANSWERED, runId, nodeId: start.answered.nodeId, namespace: start.answered.namespace, payload: { ...start.answered } });
@@ -361,7 +361,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     const delta = tracker.next();
     const isKeyframe = step % keyframeInterval === 0;
     const payload: CheckpointPayload = { step, position, keyframe: isKeyframe, ...(delta ? { delta } : {}) };
-    streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload: payload as unknown as Record<string, unknown> });
+    streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload });
     await persist();
     if (isKeyframe) await keyframe(position);
   };

@@ -4,7 +4,7 @@
  * they are handed to the flow on every resume (also after a crash mid-resume), so each `interrupt` call gets its
  * answer again and the node goes on past it.
  */
-import { StreamEventType, type InterruptInfo, type StreamEvent } from '../events/index.js';
+import { StreamEventType, isEventOf, type InterruptInfo, type StreamEvent } from '../events/index.js';
 import { checkAnswer, InterruptAnswerError, schemaFromJson } from '../nodes/index.js';
 
 /** The answers since the last step boundary and the interrupt still unanswered, if any. */
@@ -20,23 +20,16 @@ export function pendingAnswers(events: Iterable<StreamEvent>): PendingAnswers {
   let answers = new Map<string, unknown[]>();
   let waitingFor: InterruptInfo | undefined;
   for (const event of events) {
-    switch (event.type) {
-      case StreamEventType.CHECKPOINT_SAVED:
-        if (event.payload['start'] !== true) answers = new Map();
-        break;
-      case StreamEventType.INTERRUPT_ANSWERED: {
-        const { namespace, index, answer } = event.payload as { namespace: string; index: number; answer: unknown };
-        const list = answers.get(namespace) ?? [];
-        list[index] = answer;
-        answers.set(namespace, list);
-        if (waitingFor?.namespace === namespace && waitingFor.index === index) waitingFor = undefined;
-        break;
-      }
-      case StreamEventType.RUN_WAITING:
-        waitingFor = event.payload['interrupt'] as InterruptInfo;
-        break;
-      default:
-        break;
+    if (isEventOf(event, StreamEventType.CHECKPOINT_SAVED)) {
+      if (event.payload.start !== true) answers = new Map();
+    } else if (isEventOf(event, StreamEventType.INTERRUPT_ANSWERED)) {
+      const { namespace, index, answer } = event.payload;
+      const list = answers.get(namespace) ?? [];
+      list[index] = answer;
+      answers.set(namespace, list);
+      if (waitingFor?.namespace === namespace && waitingFor.index === index) waitingFor = undefined;
+    } else if (isEventOf(event, StreamEventType.RUN_WAITING)) {
+      waitingFor = event.payload.interrupt;
     }
   }
   return { answers, waitingFor };

@@ -3,7 +3,7 @@
  * the steps after it, read from the event log as far as its chain hashes vouch for it.
  */
 import type { BackpackState } from '../backpack/index.js';
-import { StreamEventType } from '../events/index.js';
+import { StreamEventType, isEventOf, type CheckpointSavedPayload } from '../events/index.js';
 import {
   CheckpointStore,
   CheckpointStoreError,
@@ -39,17 +39,8 @@ export interface KeyframeState {
   backpack: BackpackState;
 }
 
-/** Payload of a `checkpoint.saved` event. */
-export interface CheckpointPayload {
-  step: number;
-  position: string[];
-  delta?: StateDelta;
-  keyframe: boolean;
-  /** The start of the run's record: `delta` is the whole state. */
-  start?: true;
-  /** For a fork's start: the run and step it was forked from. */
-  forkedFrom?: { runId: string; step: number };
-}
+/** Payload of a `checkpoint.saved` event, with the runtime's state delta. */
+export type CheckpointPayload = CheckpointSavedPayload<StateDelta>;
 
 /** A keyframe that loaded and passed its checksum, with its file. */
 interface Keyframe {
@@ -161,8 +152,8 @@ async function replay(
   const types = step === undefined ? undefined : [StreamEventType.CHECKPOINT_SAVED];
   for await (const { event, chain, line } of events.readVerified({ from: base?.line ?? 0, types, onWarning: (w) => warnings.push(w) })) {
     lastSeq = event.seq;
-    if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
-    const saved = event.payload as unknown as CheckpointPayload;
+    if (!isEventOf(event, StreamEventType.CHECKPOINT_SAVED)) continue;
+    const saved = event.payload as CheckpointPayload;
     // Read from the keyframe's line, the first step seen must be the keyframe's own: else the line is not this log's.
     if (base?.line !== undefined && lastStep < 0 && saved.step !== base.step) return 'mismatch';
     lastStep = Math.max(lastStep, saved.step);
@@ -178,7 +169,7 @@ async function replay(
     // Read from the keyframe's line, nothing was found: how far does the log reach? (a damaged log: read it all)
     if (base?.line !== undefined) {
       for await (const { event } of events.readVerified({ onWarning: () => undefined })) {
-        if (event.type === StreamEventType.CHECKPOINT_SAVED) lastStep = Math.max(lastStep, (event.payload as unknown as CheckpointPayload).step);
+        if (isEventOf(event, StreamEventType.CHECKPOINT_SAVED)) lastStep = Math.max(lastStep, event.payload.step);
       }
     }
     const reach = lastStep < 0 ? 'has no recorded step' : `reaches step ${lastStep} only`;

@@ -2,7 +2,7 @@
  * Verifying a recorded run (DESIGN D15): the event log's chain, every keyframe's seal and its tie to the log, and
  * what the projection claims about the log. `backpackflow runs verify <runId>` prints it.
  */
-import { StreamEventType } from '../events/index.js';
+import { StreamEventType, isEventOf } from '../events/index.js';
 import {
   CheckpointStore,
   EventStore,
@@ -13,7 +13,7 @@ import {
   type VerifyResult,
 } from '../store/index.js';
 import { locate, type RunLocation } from './location.js';
-import type { CheckpointPayload, KeyframeState } from './run-point.js';
+import type { KeyframeState } from './run-point.js';
 
 /** One keyframe as {@link verifyRun} found it. */
 export interface KeyframeCheck {
@@ -106,8 +106,8 @@ async function checkKeyframes(events: EventStore, checkpoints: CheckpointStore, 
   // The chain hash of the batch holding each step's checkpoint.saved event, as far as the log vouches for it.
   const logChains = new Map<number, string | undefined>();
   for await (const { event, chain } of events.readVerified({ onCorrupt: () => undefined, onWarning: () => undefined })) {
-    if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
-    const step = (event.payload as unknown as CheckpointPayload).step;
+    if (!isEventOf(event, StreamEventType.CHECKPOINT_SAVED)) continue;
+    const step = event.payload.step;
     if (checks.has(step)) logChains.set(step, chain);
   }
   const out: KeyframeCheck[] = [];

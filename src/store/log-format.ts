@@ -2,7 +2,7 @@
 import type { StreamEvent } from '../events/types.js';
 import { parseEvent } from './envelope.js';
 import { describeIssues } from './errors.js';
-import type { CorruptLine, IndexEntry } from './event-store.js';
+import type { CorruptLine, IndexEntry } from './log-types.js';
 
 /** The `seq` of a stored line, or undefined when it is not JSON with a numeric seq. */
 export function seqOf(text: string): number | undefined {

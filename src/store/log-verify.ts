@@ -5,7 +5,7 @@
 import { promises as fsp, statSync } from 'node:fs';
 import { sharedHashBackend } from '../hash/blake3.js';
 import { CHAIN_BACKEND, ChainReader, genesis } from './chain.js';
-import type { CorruptLine, IndexEntry, VerifyResult } from './event-store.js';
+import type { CorruptLine, IndexEntry, VerifyResult } from './log-types.js';
 import { decodeLine, parseIndex, seqOf } from './log-format.js';
 import { readLines } from './lines.js';
 import type { RunPaths } from './paths.js';

@@ -3,7 +3,7 @@
  * (what `--json` prints); the human renderers are in render.ts.
  */
 import { decodeValue, summarizeValue, type BackpackState, type JsonValue } from '../../backpack/index.js';
-import { StreamEventType, type StreamEvent } from '../../events/index.js';
+import { StreamEventType, isEventOf, type EventPayloadMap, type StreamEvent } from '../../events/index.js';
 
 /** Who wrote a value: the provenance of a Backpack item. */
 export interface Provenance {
@@ -186,12 +186,14 @@ export function blame(runId: string, key: string, events: StreamEvent[], initial
   }
   let step = initial?.step ?? 0;
   for (const event of events) {
-    if (event.type === StreamEventType.CHECKPOINT_SAVED) {
-      step = Number((event.payload as { step?: unknown }).step) || step;
+    if (isEventOf(event, StreamEventType.CHECKPOINT_SAVED)) {
+      step = Number(event.payload.step) || step;
       continue;
     }
-    if (event.type !== StreamEventType.BACKPACK_PACK && event.type !== StreamEventType.BACKPACK_QUARANTINE) continue;
-    const p = event.payload as { key?: unknown; version?: unknown; valueSummary?: unknown; reason?: unknown };
+    // Read as stored: a field may be missing from a hand-made log.
+    let p: Partial<EventPayloadMap['backpack.packed'] & EventPayloadMap['backpack.quarantined']>;
+    if (isEventOf(event, StreamEventType.BACKPACK_PACK) || isEventOf(event, StreamEventType.BACKPACK_QUARANTINE)) p = event.payload;
+    else continue;
     if (p.key !== key) continue;
     const quarantine = event.type === StreamEventType.BACKPACK_QUARANTINE;
     writes.push({

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { compileNamespacePattern } from '../../backpack/index.js';
 import type { Flow } from '../../nodes/index.js';
-import { FlowVisualizer, StreamEventType, StreamEventTypeSchema, newRunId, type StreamEvent } from '../../events/index.js';
+import { FlowVisualizer, StreamEventType, StreamEventTypeSchema, isEventOf, newRunId, type EventPayloadMap, type StreamEvent } from '../../events/index.js';
 import { forkRun, listRuns, resumeRun, verifyRun, type RunResult } from '../../runtime/index.js';
 import { RunStatusSchema, StoreError } from '../../store/index.js';
 import { CliError, UsageError } from './errors.js';
@@ -39,7 +39,8 @@ async function storeErrors<T>(work: () => Promise<T>): Promise<T> {
 export async function runLive(options: CommonOptions, flow: Flow, start: (flow: Flow) => Promise<RunResult>): Promise<RunResult> {
   const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout });
   const stopWarning = flow.eventStreamer.on(StreamEventType.ROUTE_MISSING, (event) => {
-    const p = event.payload as { action?: string; from?: string; available?: string[] };
+    if (!isEventOf(event, StreamEventType.ROUTE_MISSING)) return;
+    const p: Partial<EventPayloadMap['route.missing']> = event.payload;
     warn(`no route for action '${p.action}' from node '${p.from}' (${event.namespace ?? ''}); the flow ended there. Routes: ${p.available?.length ? p.available.join(', ') : 'none'}`);
   });
   let result: RunResult;

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { StreamEventType, type StreamEvent } from '../../events/index.js';
+import { StreamEventType, isEventOf, type StreamEvent } from '../../events/index.js';
 import { loadRunPoint, type RunPoint } from '../../runtime/index.js';
 import { EventStore, ProjectionStore, StoreError, isValidId, listRunIds, runPaths } from '../../store/index.js';
 import { CliError } from './errors.js';
@@ -57,7 +57,7 @@ export async function readEventsPage(
 export function lastStep(events: StreamEvent[]): number {
   let last = 0;
   for (const event of events) {
-    if (event.type === StreamEventType.CHECKPOINT_SAVED) last = Math.max(last, Number((event.payload as { step?: unknown }).step) || 0);
+    if (isEventOf(event, StreamEventType.CHECKPOINT_SAVED)) last = Math.max(last, Number(event.payload.step) || 0);
   }
   return last;
 }
@@ -68,10 +68,9 @@ export function lastStep(events: StreamEvent[]): number {
  */
 export function firstStep(events: StreamEvent[]): number {
   for (const event of events) {
-    if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
-    const payload = event.payload as { step?: unknown; start?: unknown };
-    const step = Number(payload.step) || 0;
-    return payload.start === true ? step : Math.max(0, step - 1);
+    if (!isEventOf(event, StreamEventType.CHECKPOINT_SAVED)) continue;
+    const step = Number(event.payload.step) || 0;
+    return event.payload.start === true ? step : Math.max(0, step - 1);
   }
   return 0;
 }

@@ -1,0 +1,85 @@
+/**
+ * The batch marker of the event log (`events.pending`, see event-store.ts): `{ gen, start, end }` of the batch
+ * being written, so that a crash never exposes half a batch. The writer rewrites it in place; readers use it to
+ * find the committed end of the log.
+ */
+import { promises as fsp, statSync, writeSync } from 'node:fs';
+import { readTextIfExistsSync } from '../fs/index.js';
+import { endOfLastLine } from './lines.js';
+import type { RunPaths } from './paths.js';
+
+/** A batch of the log: bytes from `start` on are invisible while the log is shorter than `end`. */
+export interface PendingBatch {
+  gen: number;
+  start: number;
+  end: number;
+}
+
+const PENDING_RECORD_BYTES = 96;
+
+/**
+ * The batch marker: undefined when there is none (no file, or empty), 'torn' when it is being rewritten as we read
+ * it (the caller reads again).
+ */
+export function readPending(path: string): PendingBatch | undefined | 'torn' {
+  const text = readTextIfExistsSync(path);
+  if (text === undefined || text.trim() === '') return undefined;
+  try {
+    const parsed = JSON.parse(text) as PendingBatch;
+    if (typeof parsed.gen === 'number' && typeof parsed.start === 'number' && typeof parsed.end === 'number') return parsed;
+  } catch {
+    // fall through
+  }
+  return 'torn';
+}
+
+/** The writer's side of the marker: one fixed-size record, rewritten in place on an open descriptor. */
+export class BatchMarker {
+  private readonly record = Buffer.alloc(PENDING_RECORD_BYTES);
+  /** The generation last written. */
+  gen = 0;
+
+  constructor(readonly fd: number) {}
+
+  /** Rewrites the marker in place: one positional write of a fixed-size record, so the file is never empty. */
+  write(record: PendingBatch): void {
+    const data = this.record;
+    data.fill(0x20, data.write(JSON.stringify(record)));
+    let written = 0;
+    while (written < data.length) written += writeSync(this.fd, data, written, data.length - written, written);
+    this.gen = record.gen;
+  }
+
+  /** Names no batch: nothing in the log is invisible. */
+  clear(): void {
+    this.write({ gen: this.gen + 1, start: 0, end: 0 });
+  }
+}
+
+/**
+ * Bytes of the log that hold committed, complete lines: excludes a batch being written (or left unfinished by a
+ * crash) and a torn last line. Safe against a concurrent writer: the marker is read before and after the log's
+ * size, and again if its generation changed in between.
+ */
+export async function committedEnd(paths: RunPaths): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    const before = readPending(paths.pendingBatch);
+    let size: number;
+    try {
+      size = statSync(paths.events).size;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+      throw error;
+    }
+    const after = readPending(paths.pendingBatch);
+    if (attempt < 100 && (before === 'torn' || after === 'torn' || before?.gen !== after?.gen)) continue;
+    if (after !== undefined && after !== 'torn' && size > after.start && size < after.end) size = after.start;
+    if (size === 0) return 0;
+    const handle = await fsp.open(paths.events, 'r');
+    try {
+      return await endOfLastLine(handle, size);
+    } finally {
+      await handle.close();
+    }
+  }
+}

@@ -1,0 +1,192 @@
+/**
+ * The index of the event log (`events.idx.jsonl`, see event-store.ts): the byte offset and seq of every
+ * `interval`-th line, so that readers seek instead of scanning. The writer keeps it in step with the log
+ * ({@link IndexWriter}); readers load it incrementally ({@link IndexReader}) and find where to start
+ * ({@link nearestEntry}).
+ */
+import { closeSync, promises as fsp, openSync, statSync, writeSync } from 'node:fs';
+import { writeFileAtomic } from '../fs/index.js';
+import { readLines } from './lines.js';
+import { parseIndex, seqOf } from './log-format.js';
+import type { IndexEntry } from './log-types.js';
+
+/** One entry every this many events, unless the options say otherwise. */
+export const DEFAULT_INDEX_INTERVAL = 1000;
+
+function indexText(entries: IndexEntry[]): string {
+  return entries.map((e) => JSON.stringify(e) + '\n').join('');
+}
+
+function writeAll(fd: number, data: Buffer): void {
+  let written = 0;
+  while (written < data.length) written += writeSync(fd, data, written, data.length - written);
+}
+
+/** The last entry at or before `line` inside the committed log (`end` bytes), or undefined (read from the start). */
+export function nearestEntry(entries: IndexEntry[], line: number, end: number): IndexEntry | undefined {
+  let lo = 0;
+  let hi = entries.length - 1;
+  let best: IndexEntry | undefined;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const e = entries[mid]!;
+    if (e.line <= line && e.offset < end) {
+      best = e;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return best;
+}
+
+/** Whether the log `eventsPath` (`size` bytes) has a line starting at `entry.offset` whose seq is `entry.seq`. */
+async function entryMatches(eventsPath: string, size: number, entry: IndexEntry): Promise<boolean> {
+  if (entry.offset > 0) {
+    const handle = await fsp.open(eventsPath, 'r');
+    try {
+      const byte = Buffer.alloc(1);
+      await handle.read(byte, 0, 1, entry.offset - 1);
+      if (byte[0] !== 0x0a) return false;
+    } finally {
+      await handle.close();
+    }
+  }
+  for await (const raw of readLines(eventsPath, entry.offset, size, entry.line)) {
+    return seqOf(raw.text) === entry.seq;
+  }
+  return false;
+}
+
+/** The index file as readers see it: read incrementally (only what was appended since) and cached. */
+export class IndexReader {
+  private cache: { entries: IndexEntry[]; bytes: number } | undefined;
+
+  constructor(private readonly path: string) {}
+
+  /** The entries of the file as it is now. */
+  async entries(): Promise<IndexEntry[]> {
+    let size: number;
+    try {
+      size = statSync(this.path).size;
+    } catch {
+      this.cache = undefined;
+      return [];
+    }
+    let cache = this.cache;
+    if (cache === undefined || size < cache.bytes) cache = { entries: [], bytes: 0 };
+    if (size > cache.bytes) {
+      const handle = await fsp.open(this.path, 'r');
+      try {
+        const buffer = Buffer.alloc(size - cache.bytes);
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, cache.bytes);
+        const complete = buffer.subarray(0, bytesRead).lastIndexOf(0x0a) + 1;
+        const fresh = parseIndex(buffer.toString('utf8', 0, complete));
+        const lastLine = cache.entries[cache.entries.length - 1]?.line ?? -1;
+        cache = { entries: cache.entries.concat(fresh.filter((e) => e.line > lastLine)), bytes: cache.bytes + complete };
+      } finally {
+        await handle.close();
+      }
+    }
+    this.cache = cache;
+    return cache.entries;
+  }
+
+  /** Forgets the cache (the file was rebuilt or replaced behind the reader's back): the next read starts over. */
+  reset(): void {
+    this.cache = undefined;
+  }
+}
+
+/** The writer's side of the index: its entries in memory, appended to the file as the log grows. */
+export class IndexWriter {
+  /** The entries, in line order. */
+  entries: IndexEntry[] = [];
+  private fd: number | undefined;
+
+  constructor(
+    private readonly path: string,
+    private readonly eventsPath: string,
+    public interval: number,
+  ) {}
+
+  /**
+   * Loads the index of a log of `size` bytes, drops entries that do not match the log, rebuilds it if needed, then
+   * indexes the tail. Returns the number of lines of the log and the text of its last line (undefined when empty).
+   */
+  async recover(size: number): Promise<{ lineCount: number; lastText: string | undefined }> {
+    let entries = parseIndex(await fsp.readFile(this.path, 'utf8').catch(() => ''));
+    const valid = entries.filter((e) => e.offset < size);
+    let rewrite = valid.length !== entries.length;
+    entries = valid;
+    const lastEntry = entries[entries.length - 1];
+    if (lastEntry && !(await entryMatches(this.eventsPath, size, lastEntry))) {
+      entries = [];
+      rewrite = true;
+    }
+    const from = entries[entries.length - 1] ?? { line: 0, offset: 0, seq: -1 };
+    let lastText: string | undefined;
+    let count = from.line;
+    for await (const raw of readLines(this.eventsPath, from.offset, size, from.line)) {
+      const previous = entries[entries.length - 1];
+      if (previous === undefined || raw.index - previous.line >= this.interval) {
+        const seq = seqOf(raw.text);
+        if (seq !== undefined) {
+          entries.push({ line: raw.index, offset: raw.offset, seq });
+          rewrite = true;
+        }
+      }
+      lastText = raw.text;
+      count = raw.index + 1;
+    }
+    this.entries = entries;
+    if (rewrite) await writeFileAtomic(this.path, indexText(entries));
+    this.fd = openSync(this.path, 'a');
+    return { lineCount: count, lastText };
+  }
+
+  /**
+   * Records the lines just appended (`lines`, the first at line `firstLine` and byte `start`, with their `seqs`):
+   * the entries they reach are added and appended to the file.
+   */
+  record(firstLine: number, start: number, lines: string[], seqs: number[]): void {
+    const lastEntry = this.entries[this.entries.length - 1];
+    // Byte offsets are counted only when this batch reaches the next index entry.
+    if (lastEntry !== undefined && firstLine + lines.length - 1 - lastEntry.line < this.interval) return;
+    let text = '';
+    let offset = start;
+    for (let i = 0; i < lines.length; i++) {
+      const line = firstLine + i;
+      const previous = this.entries[this.entries.length - 1];
+      if (previous === undefined || line - previous.line >= this.interval) {
+        const entry = { line, offset, seq: seqs[i]! };
+        this.entries.push(entry);
+        text += JSON.stringify(entry) + '\n';
+      }
+      offset += Buffer.byteLength(lines[i]!);
+    }
+    if (text) writeAll(this.fd!, Buffer.from(text));
+  }
+
+  /**
+   * Rebuilds the index of a log of `size` bytes with one entry every `interval` events (and uses that interval for
+   * later appends). The file is replaced atomically.
+   */
+  async rebuild(size: number, interval: number): Promise<void> {
+    const entries: IndexEntry[] = [];
+    for await (const raw of readLines(this.eventsPath, 0, size, 0, (i) => i % interval === 0)) {
+      if (raw.index % interval !== 0) continue;
+      const seq = seqOf(raw.text);
+      if (seq !== undefined) entries.push({ line: raw.index, offset: raw.offset, seq });
+    }
+    this.close();
+    await writeFileAtomic(this.path, indexText(entries));
+    this.fd = openSync(this.path, 'a');
+    this.entries = entries;
+    this.interval = interval;
+  }
+
+  /** Closes the file (idempotent). */
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+}

@@ -1,0 +1,216 @@
+/**
+ * The readers of the event log (see event-store.ts): they need no lock, never load the whole log, serve only what
+ * the chain vouches for (see chain.ts), and start through the index.
+ */
+import { promises as fsp } from 'node:fs';
+import type { StreamEvent } from '../events/types.js';
+import { sharedHashBackend } from '../hash/blake3.js';
+import { committedEnd } from './batch-marker.js';
+import { CHAIN_BACKEND, ChainReader, chainOf, genesis, lastSealedLine } from './chain.js';
+import { EventStoreError } from './errors.js';
+import { readLines, type RawLine } from './lines.js';
+import { decodeLine, seqOf } from './log-format.js';
+import { nearestEntry } from './log-index.js';
+import type { CorruptLine, IndexEntry, ReadOptions, VerifiedEvent } from './log-types.js';
+import type { RunPaths } from './paths.js';
+
+/** What a {@link LogReader} reads: a run's log, and where its index entries come from. */
+export interface LogReaderOptions {
+  paths: RunPaths;
+  sessionKey: string;
+  runId: string;
+  /** The index entries as they are now (the writer's own, or the file's). */
+  indexEntries: () => Promise<IndexEntry[]>;
+  /** Called when the index does not match the log (rebuilt or replaced behind the reader's back). */
+  indexStale: () => void;
+}
+
+/** Reads one run's log (the facade, `EventStore`, documents the behaviour). */
+export class LogReader {
+  private readonly paths: RunPaths;
+
+  constructor(private readonly options: LogReaderOptions) {
+    this.paths = options.paths;
+  }
+
+  private corruptHandler(options: ReadOptions): (corrupt: CorruptLine) => void {
+    const mode = options.onCorrupt ?? 'error';
+    if (typeof mode === 'function') return mode;
+    if (mode === 'skip') {
+      return (c) => process.emitWarning(`skipped corrupt line ${c.line} of ${this.paths.events}: ${c.error}`, 'EventStoreCorruptLine');
+    }
+    return (c) => {
+      throw new EventStoreError(`corrupt event at line ${c.line} of ${this.paths.events}: ${c.error}`, { path: this.paths.events, line: c.line });
+    };
+  }
+
+  async *readStream(options: ReadOptions = {}): AsyncGenerator<StreamEvent> {
+    for await (const read of this.readVerified(options)) yield read.event;
+  }
+
+  async *readVerified(options: ReadOptions = {}): AsyncGenerator<VerifiedEvent> {
+    const from = options.from ?? 0;
+    if (!Number.isInteger(from) || from < 0) throw new EventStoreError(`read: from must be a non-negative integer, got ${from}`);
+    const onCorrupt = this.corruptHandler(options);
+    // The envelope is written by JSON.stringify with `type` a top-level string: a line of another type never holds
+    // this text outside an escaped string (a false match is decoded and filtered by its type below).
+    const wanted = options.types?.map((type) => `"type":${JSON.stringify(type)}`);
+    for await (const { raw, chain } of this.verifiedLines(from, options)) {
+      if (wanted !== undefined && !wanted.some((w) => raw.text.includes(w))) continue;
+      const decoded = decodeLine(raw.text, raw.index, raw.offset);
+      if ('error' in decoded) onCorrupt(decoded);
+      else if (options.types === undefined || options.types.includes(decoded.type)) yield { event: decoded, line: raw.index, chain };
+    }
+  }
+
+  /** Whether the first line of the log is sealed: the log was written with chain hashes (see chain.ts). */
+  private async firstLineSealed(end: number): Promise<boolean> {
+    // The first line is short (run.started): one small read, a full scan only for a longer one.
+    const handle = await fsp.open(this.paths.events, 'r');
+    try {
+      const head = Buffer.allocUnsafe(Math.min(4096, end));
+      const { bytesRead } = await handle.read(head, 0, head.length, 0);
+      const nl = head.subarray(0, bytesRead).indexOf(0x0a);
+      if (nl !== -1) return chainOf(head.subarray(0, nl)) !== undefined;
+    } finally {
+      await handle.close();
+    }
+    for await (const raw of readLines(this.paths.events, 0, end, 0, () => false)) return chainOf(raw.bytes) !== undefined;
+    return false;
+  }
+
+  /**
+   * The committed lines from line `from` on, verified against the chain (see `EventStore.readVerified`). Reading
+   * starts at the sealed line before the nearest index entry at or before `from`, found by reading backwards from
+   * the entry; the batches after it are checked against its chain. The indexed line must have the indexed seq; if
+   * not (an index rebuilt or replaced behind this reader's back), the index is dropped and the log is read from the
+   * start.
+   */
+  private async *verifiedLines(from: number, options: ReadOptions): AsyncGenerator<{ raw: RawLine; chain: string | undefined }> {
+    const end = await committedEnd(this.paths);
+    if (end === 0) return;
+    const backend = await sharedHashBackend(CHAIN_BACKEND);
+    const warn = options.onWarning ?? ((message: string) => process.emitWarning(message, 'EventStoreWarning'));
+    const chained = await this.firstLineSealed(end);
+    // Where to start: the sealed line before the nearest index entry at or before `from` (found by reading backwards
+    // from the entry), so that every batch from there on is checked against a chain; else the start of the log.
+    let entry: IndexEntry | undefined;
+    let anchor: { line: number; offset: number; chain: Buffer } | undefined;
+    if (from > 0) {
+      entry = nearestEntry(await this.options.indexEntries(), from, end);
+      const sealed = entry !== undefined && chained ? await lastSealedLine(this.paths.events, entry.offset) : undefined;
+      if (sealed !== undefined) anchor = { line: entry!.line - sealed.linesAfter, offset: sealed.end, chain: Buffer.from(sealed.chain, 'hex') };
+      else if (chained) entry = undefined;
+    }
+    for (;;) {
+      const start = anchor ?? entry ?? { line: 0, offset: 0 };
+      const reader: ChainReader | undefined =
+        anchor !== undefined
+          ? new ChainReader(backend, anchor.chain)
+          : entry === undefined
+            ? new ChainReader(backend, genesis(backend, this.options.sessionKey, this.options.runId))
+            : undefined;
+      let retry = false;
+      let batch: RawLine[] = [];
+      let batchStart = start.line;
+      let lastSealed = anchor === undefined ? -1 : anchor.line - 1;
+      let lastLine = -1;
+      const checked = entry;
+      for await (const raw of readLines(this.paths.events, start.offset, end, start.line, (i) => i >= from || i === checked?.line)) {
+        lastLine = raw.index;
+        if (raw.index === checked?.line && seqOf(raw.text) !== checked.seq) {
+          // The index was rebuilt or replaced behind this reader's back: read from the start.
+          this.options.indexStale();
+          retry = true;
+          break;
+        }
+        if (!chained) {
+          // Written before chain hashes: served as read; chain hashes written later (a resumed run) are still checked.
+          if (reader !== undefined) {
+            const step = reader.feed(raw.bytes);
+            if (step.kind !== 'open') {
+              if (step.kind === 'mismatch') this.damagedBatch([], batchStart, raw.index, options, warn);
+              lastSealed = raw.index;
+              batchStart = raw.index + 1;
+            }
+          }
+          if (raw.index >= from) yield { raw, chain: undefined };
+          continue;
+        }
+        if (reader === undefined) continue; // unreachable: a log with chain hashes is read from a sealed line
+        const step = reader.feed(raw.bytes);
+        if (raw.index >= from) batch.push(raw); // its bytes are not kept valid, and not needed once hashed
+        if (step.kind === 'open') continue;
+        lastSealed = raw.index;
+        if (step.kind === 'verified') {
+          for (const line of batch) yield { raw: line, chain: step.chain };
+        } else {
+          this.damagedBatch(batch, batchStart, raw.index, options, warn);
+        }
+        batch = [];
+        batchStart = raw.index + 1;
+      }
+      if (retry) {
+        if (entry === undefined) return; // unreachable: from the start, nothing is checked against the index
+        entry = anchor = undefined;
+        continue;
+      }
+      if ((chained || lastSealed >= 0) && lastLine > lastSealed) {
+        warn(
+          `${this.paths.events}: lines ${lastSealed + 2}-${lastLine + 1} come after its last chain hash (line ${lastSealed + 1}): ` +
+            `the log was cut or damaged there; they are not served`,
+        );
+      }
+      return;
+    }
+  }
+
+  /**
+   * A batch (lines `first`..`last`, 0-based) whose chain hash does not match. A corrupt line in it is reported as
+   * such; otherwise the batch is: an error, or with `onCorrupt` other than `'error'`, a warning (nothing of it is
+   * served either way).
+   */
+  private damagedBatch(batch: RawLine[], first: number, last: number, options: ReadOptions, warn: (message: string) => void): void {
+    const onCorrupt = this.corruptHandler(options);
+    for (const line of batch) {
+      const decoded = decodeLine(line.text, line.index, line.offset);
+      if ('error' in decoded) onCorrupt(decoded);
+    }
+    const message = `${this.paths.events}: lines ${first + 1}-${last + 1} do not match the chain hash on line ${last + 1}: the log was changed there`;
+    if ((options.onCorrupt ?? 'error') === 'error') throw new EventStoreError(message, { path: this.paths.events, line: first + 1 });
+    warn(`${message}; they are not served`);
+  }
+
+  async countEvents(options: ReadOptions = {}): Promise<number> {
+    let count = 0;
+    for await (const _line of this.verifiedLines(0, options)) count++;
+    return count;
+  }
+
+  async readAll(options: ReadOptions = {}): Promise<StreamEvent[]> {
+    const events: StreamEvent[] = [];
+    for await (const event of this.readStream(options)) events.push(event);
+    return events;
+  }
+
+  async readFiltered(predicate: (event: StreamEvent) => boolean, options: ReadOptions = {}): Promise<StreamEvent[]> {
+    const events: StreamEvent[] = [];
+    for await (const event of this.readStream(options)) if (predicate(event)) events.push(event);
+    return events;
+  }
+
+  async readPage(pageSize: number, offset: number, options: ReadOptions = {}): Promise<StreamEvent[]> {
+    if (!Number.isInteger(pageSize) || pageSize < 0) throw new EventStoreError(`readPage: pageSize must be a non-negative integer, got ${pageSize}`);
+    if (!Number.isInteger(offset) || offset < 0) throw new EventStoreError(`readPage: offset must be a non-negative integer, got ${offset}`);
+    const events: StreamEvent[] = [];
+    if (pageSize === 0) return events;
+    const onCorrupt = this.corruptHandler(options);
+    for await (const { raw } of this.verifiedLines(offset, options)) {
+      if (raw.index >= offset + pageSize) break;
+      const decoded = decodeLine(raw.text, raw.index, raw.offset);
+      if ('error' in decoded) onCorrupt(decoded);
+      else events.push(decoded);
+    }
+    return events;
+  }
+}

@@ -1,0 +1,380 @@
+/**
+ * The writer of the event log (see event-store.ts for the file format and its guarantees): takes the run's writer
+ * lock, repairs the tail, continues the chain, validates, redacts, seals and appends batches, and keeps the index
+ * and the batch marker in step.
+ */
+import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, openSync, promises as fsp, writeSync } from 'node:fs';
+import type { StreamEvent } from '../events/types.js';
+import type { FileLock } from '../fs/index.js';
+import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
+import type { Redactor } from '../redact/index.js';
+import { BatchMarker, readPending } from './batch-marker.js';
+import { CHAIN_BACKEND, genesis, lastSealedLine, sealBatch, type Hasher } from './chain.js';
+import { parseEvent } from './envelope.js';
+import { EventStoreError, describeIssues } from './errors.js';
+import { endOfLastLine, readLines } from './lines.js';
+import { IndexWriter } from './log-index.js';
+import { seqOf } from './log-format.js';
+import type { IndexEntry, OpenedLog } from './log-types.js';
+import { acquireLock } from './lock.js';
+import type { RunPaths } from './paths.js';
+import type { Durability } from './types.js';
+
+/** What the methods that have nothing to wait for return. */
+const DONE = Promise.resolve();
+
+function fdatasyncAsync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+}
+
+/** Writes all `bytes` bytes of `text` as UTF-8: one `write` of the string (no Buffer), unless the kernel takes less. */
+function writeText(fd: number, text: string, bytes: number): void {
+  const written = writeSync(fd, text);
+  if (written >= bytes) return;
+  const data = Buffer.from(text).subarray(written);
+  let done = 0;
+  while (done < data.length) done += writeSync(fd, data, done, data.length - done);
+}
+
+/** What a {@link LogWriter} needs to know about its run. */
+export interface LogWriterOptions {
+  paths: RunPaths;
+  sessionKey: string;
+  runId: string;
+  durability: Durability;
+  indexInterval: number;
+  redactor: Redactor;
+}
+
+/** The single writer of one run's log (the facade, `EventStore`, documents the behaviour). */
+export class LogWriter {
+  private readonly paths: RunPaths;
+  private readonly sessionKey: string;
+  private readonly runId: string;
+  private readonly durability: Durability;
+  private readonly redactor: Redactor;
+  private readonly index: IndexWriter;
+
+  private opening: Promise<OpenedLog> | undefined;
+  private fd: number | undefined;
+  private marker: BatchMarker | undefined;
+  private lock: FileLock | undefined;
+  private size = 0;
+  private lineCount = 0;
+  private last: number | undefined;
+  private readonly inflight = new Set<Promise<void>>();
+  private closed = false;
+  /** Set once {@link open} has finished repairing the log: appends before that wait for it. */
+  private ready = false;
+  private backend: HashBackend | undefined;
+  /** The chain of the log so far (see chain.ts): the hex of the last sealed line. */
+  private head: string | undefined;
+  /** For a log written before chain hashes: a hasher holding the genesis and every line, used by the first batch. */
+  private legacyHasher: Hasher | undefined;
+  /** Set when a failed write used up the legacy hasher: the chain can no longer be continued by this writer. */
+  private chainLost = false;
+
+  constructor(options: LogWriterOptions) {
+    this.paths = options.paths;
+    this.sessionKey = options.sessionKey;
+    this.runId = options.runId;
+    this.durability = options.durability;
+    this.redactor = options.redactor;
+    this.index = new IndexWriter(options.paths.index, options.paths.events, options.indexInterval);
+  }
+
+  /** Whether the log is open for appends (after {@link open}, before {@link close}). */
+  get writable(): boolean {
+    return this.ready;
+  }
+
+  get lastSeq(): number | undefined {
+    return this.last;
+  }
+
+  get chainHead(): string | undefined {
+    return this.head;
+  }
+
+  get eventCount(): number {
+    return this.lineCount;
+  }
+
+  /** One index entry every this many events. */
+  get indexInterval(): number {
+    return this.index.interval;
+  }
+
+  /** The writer's index entries (what readers of an open writer use). */
+  get indexEntries(): IndexEntry[] {
+    return this.index.entries;
+  }
+
+  open(): Promise<OpenedLog> {
+    if (this.closed) return Promise.reject(new EventStoreError(`event store of run ${this.runId} is closed`, { path: this.paths.events }));
+    this.opening ??= this.openWriter().catch((error: unknown) => {
+      this.opening = undefined;
+      throw error;
+    });
+    return this.opening;
+  }
+
+  private async openWriter(): Promise<OpenedLog> {
+    mkdirSync(this.paths.dir, { recursive: true });
+    const lock = acquireLock(this.paths.lock, `run ${this.runId} of session ${this.sessionKey}`);
+    try {
+      const fd = openSync(this.paths.events, 'a+');
+      this.fd = fd;
+      let size = fstatSync(fd).size;
+      const pending = readPending(this.paths.pendingBatch);
+      // Not append mode: the marker is rewritten in place (positional writes of a fixed-size record).
+      this.marker = new BatchMarker(openSync(this.paths.pendingBatch, 'w'));
+      if (pending !== undefined && pending !== 'torn') {
+        this.marker.gen = pending.gen;
+        if (size > pending.start && size < pending.end) {
+          ftruncateSync(fd, pending.start);
+          size = pending.start;
+        }
+      }
+      this.marker.clear();
+      if (size > 0) {
+        const handle = await fsp.open(this.paths.events, 'r');
+        try {
+          const end = await endOfLastLine(handle, size);
+          if (end < size) {
+            ftruncateSync(fd, end);
+            size = end;
+          }
+        } finally {
+          await handle.close();
+        }
+      }
+      if (size > 0) fdatasyncSync(fd);
+      this.size = size;
+      this.backend = await sharedHashBackend(CHAIN_BACKEND);
+      await this.recoverChain();
+      const { lineCount, lastText } = await this.index.recover(this.size);
+      this.lineCount = lineCount;
+      this.last = lastText === undefined ? undefined : seqOf(lastText);
+      if (this.last === undefined && lineCount > 0) this.last = await this.lastValidSeq();
+      this.lock = lock;
+      this.ready = true;
+      return { lastSeq: this.last, eventCount: this.lineCount };
+    } catch (error) {
+      this.closeDescriptors();
+      lock.release();
+      throw error;
+    }
+  }
+
+  /**
+   * Finds where the chain stands: the last sealed line's chain, or for a log written before chain hashes, a hasher
+   * over every line (the first batch seals them all). A log whose last lines are not covered by its chain was cut or
+   * damaged: the writer refuses to seal them into its own batches.
+   */
+  private async recoverChain(): Promise<void> {
+    const backend = this.backend!;
+    const last = await lastSealedLine(this.paths.events, this.size);
+    this.legacyHasher = undefined;
+    if (last !== undefined) {
+      if (last.end < this.size) {
+        throw new EventStoreError(
+          `${this.paths.events}: the bytes after offset ${last.end} (after its last chain hash) are not covered by the chain: the log was cut or damaged there. ` +
+            `Check it with EventStore.verify() or 'backpackflow runs verify ${this.runId}'; it cannot be continued.`,
+          { path: this.paths.events },
+        );
+      }
+      this.head = last.chain;
+      return;
+    }
+    this.head = undefined;
+    if (this.size === 0) return;
+    // No line is sealed, so the first seal covers the genesis and the whole file as it is. A streaming hasher (the
+    // native one, when it loads): the wasm one keeps what it is fed until the digest.
+    const hasher = (await sharedHashBackend('native')).hasher();
+    hasher.update(genesis(backend, this.sessionKey, this.runId));
+    const handle = await fsp.open(this.paths.events, 'r');
+    try {
+      const chunk = Buffer.allocUnsafe(1 << 20);
+      for (let position = 0; position < this.size; ) {
+        const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, this.size - position), position);
+        if (bytesRead === 0) break;
+        hasher.update(chunk.subarray(0, bytesRead));
+        position += bytesRead;
+      }
+    } finally {
+      await handle.close();
+    }
+    this.legacyHasher = hasher;
+  }
+
+  private async lastValidSeq(): Promise<number | undefined> {
+    let last: number | undefined;
+    for await (const raw of readLines(this.paths.events, 0, this.size, 0)) last = seqOf(raw.text) ?? last;
+    return last;
+  }
+
+  /** Seals a batch's lines (see chain.ts): the text to write, and what to restore if writing it fails. */
+  private seal(lines: string[]): { text: string; restore: () => void } {
+    if (this.chainLost) {
+      throw new EventStoreError(`event store of run ${this.runId}: an earlier write failed; close it and open a new one to go on`, { path: this.paths.events });
+    }
+    const backend = this.backend!;
+    const previous = this.head;
+    const legacy = this.legacyHasher;
+    const start = legacy ?? (previous === undefined ? genesis(backend, this.sessionKey, this.runId) : Buffer.from(previous, 'hex'));
+    const sealed = sealBatch(backend, start, lines, this.lineCount === 0);
+    this.head = sealed.head.toString('hex');
+    this.legacyHasher = undefined;
+    const restore = (): void => {
+      this.head = previous;
+      this.legacyHasher = legacy;
+      if (legacy !== undefined) this.chainLost = true;
+    };
+    return { text: sealed.text, restore };
+  }
+
+  /** Validates an event for this run and returns its stored form (redacted) and line. */
+  private prepare(event: StreamEvent, previousSeq: number | undefined, position: string): { line: string; seq: number } {
+    const parsed = parseEvent(event);
+    if (!parsed.success) {
+      throw new EventStoreError(`invalid event${position}: ${describeIssues(parsed.error, '(event)')}`, { path: this.paths.events });
+    }
+    let valid = parsed.data;
+    if (valid.chain !== undefined) {
+      // A chain hash is the log's to set (see chain.ts): one that comes with an event is dropped.
+      const { chain: _chain, ...rest } = valid;
+      valid = rest;
+    }
+    if (valid.runId !== this.runId) {
+      throw new EventStoreError(`event${position} belongs to run ${JSON.stringify(valid.runId)}, this log is run ${JSON.stringify(this.runId)}`, {
+        path: this.paths.events,
+      });
+    }
+    if (valid.sessionKey !== undefined && valid.sessionKey !== this.sessionKey) {
+      throw new EventStoreError(
+        `event${position} has sessionKey ${JSON.stringify(valid.sessionKey)}, this log is session ${JSON.stringify(this.sessionKey)}`,
+        { path: this.paths.events },
+      );
+    }
+    if (previousSeq !== undefined && valid.seq <= previousSeq) {
+      throw new EventStoreError(
+        `event${position} has seq ${valid.seq}, not greater than the last stored seq ${previousSeq}; continue from lastSeq + 1`,
+        { path: this.paths.events },
+      );
+    }
+    const { value: payload, redacted } = this.redactor.redact(valid.payload);
+    const stored: StreamEvent = redacted ? { ...valid, payload, redaction: { containsSecrets: true } } : valid;
+    return { line: JSON.stringify(stored) + '\n', seq: valid.seq };
+  }
+
+  async append(event: StreamEvent): Promise<void> {
+    if (!this.ready) await this.open();
+    const { line, seq } = this.prepare(event, this.last, '');
+    const lines = [line];
+    const { text, restore } = this.seal(lines);
+    this.writeLines(lines, [seq], text, false, restore);
+    await this.syncIfAlways();
+  }
+
+  appendBatch(events: StreamEvent[]): Promise<void> {
+    // Not an async function: a step boundary appends one batch, and with durability 'batch' or 'never' the append
+    // is synchronous work; this saves the promise machinery of an async call on every step.
+    if (!Array.isArray(events)) return Promise.reject(new EventStoreError('appendBatch expects an array of events', { path: this.paths.events }));
+    if (events.length === 0) return DONE;
+    if (!this.ready) return this.open().then(() => this.appendBatch(events));
+    try {
+      const lines: string[] = [];
+      const seqs: number[] = [];
+      let previous = this.last;
+      for (let i = 0; i < events.length; i++) {
+        const { line, seq } = this.prepare(events[i]!, previous, ` ${i} of the batch`);
+        lines.push(line);
+        seqs.push(seq);
+        previous = seq;
+      }
+      const { text, restore } = this.seal(lines);
+      this.writeLines(lines, seqs, text, lines.length > 1, restore);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.syncIfAlways();
+  }
+
+  private writeLines(lines: string[], seqs: number[], text: string, framed: boolean, restore: () => void): void {
+    this.assertWritable();
+    const marker = this.marker!;
+    const start = this.size;
+    const bytes = Buffer.byteLength(text);
+    if (framed) {
+      marker.write({ gen: marker.gen + 1, start, end: start + bytes });
+      if (this.durability === 'always') fdatasyncSync(marker.fd);
+    }
+    try {
+      writeText(this.fd!, text, bytes);
+    } catch (error) {
+      ftruncateSync(this.fd!, start);
+      restore();
+      if (framed) marker.clear();
+      throw new EventStoreError(`could not append to ${this.paths.events}: ${(error as Error).message}`, { path: this.paths.events, cause: error });
+    }
+    // Committed. The marker still names this batch until the next batch overwrites it or close() clears it.
+    const firstLine = this.lineCount;
+    this.size = start + bytes;
+    this.lineCount += lines.length;
+    this.last = seqs[seqs.length - 1];
+    this.index.record(firstLine, start, lines, seqs);
+  }
+
+  private assertWritable(): void {
+    if (this.closed || !this.ready) throw new EventStoreError(`event store of run ${this.runId} is closed`, { path: this.paths.events });
+  }
+
+  private syncIfAlways(): Promise<void> {
+    return this.durability === 'always' ? this.sync() : DONE;
+  }
+
+  private async sync(): Promise<void> {
+    const sync = fdatasyncAsync(this.fd!);
+    this.inflight.add(sync);
+    try {
+      await sync;
+    } finally {
+      this.inflight.delete(sync);
+    }
+  }
+
+  flush(): Promise<void> {
+    if (!this.ready || this.durability === 'never') return DONE;
+    return Promise.all(this.inflight).then(() => fdatasyncAsync(this.fd!));
+  }
+
+  /** Rebuilds the index with one entry every `interval` events (opening the log first if needed). */
+  async rebuildIndex(interval: number): Promise<void> {
+    if (!this.ready) await this.open();
+    await this.index.rebuild(this.size, interval);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.opening) await this.opening.catch(() => undefined);
+    await this.flush();
+    this.closed = true;
+    this.ready = false;
+    this.closeDescriptors();
+    this.lock?.release();
+    this.lock = undefined;
+  }
+
+  private closeDescriptors(): void {
+    // Clear the marker so that later damage to the log (a shorter line) is never taken for the last batch.
+    if (this.marker !== undefined) {
+      this.marker.clear();
+      closeSync(this.marker.fd);
+      this.marker = undefined;
+    }
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+    this.index.close();
+  }
+}
