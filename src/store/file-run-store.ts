@@ -2,6 +2,7 @@
  * Runs stored in the files of a data directory (DESIGN D15): the embedded {@link RunStore}, over the event log,
  * checkpoint and projection stores, with their on-disk format unchanged. One writer per run is the log's lock file.
  */
+import { existsSync } from 'node:fs';
 import type { StreamEvent } from '../events/types.js';
 import type { RedactionOptions } from '../redact/index.js';
 import { CheckpointStore } from './checkpoint-store.js';
@@ -91,7 +92,7 @@ export class FileRunStore implements RunStore {
   async listRuns(sessionKey?: string): Promise<RunRef[]> {
     if (sessionKey !== undefined) assertValidId(sessionKey, 'sessionKey');
     const refs = await listRunIds(this.dataDir, sessionKey);
-    return refs.filter((ref) => runHasEvents(this.dataDir, ref.sessionKey, ref.runId));
+    return refs.filter((ref) => runHasEvents(this.dataDir, ref.sessionKey, ref.runId) || existsSync(runPaths(this.dataDir, ref.sessionKey, ref.runId).runMeta));
   }
 
   async writerAlive(ref: RunRef): Promise<boolean> {

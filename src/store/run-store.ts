@@ -85,7 +85,10 @@ export interface RunStore {
   loadRunMeta(ref: RunRef): Promise<RunMeta | null>;
   /** The projection as the log stands now (the stored one brought up to date, or rebuilt); `onWarning` hears of a log that lost its tail. */
   currentRunMeta(ref: RunRef, onWarning?: (message: string) => void): Promise<RunMeta>;
-  /** The runs (of one session, or of all), by session then run id; a run without events is not listed. */
+  /**
+   * The runs (of one session, or of all) that have events or a stored projection (a run whose log was lost is listed,
+   * so that it can be reported), by session then run id; a writer opened and closed without writing is not a run.
+   */
   listRuns(sessionKey?: string): Promise<RunRef[]>;
   /** Whether a live writer holds the run (a file lock of a live process; an unexpired lease). */
   writerAlive(ref: RunRef): Promise<boolean>;

@@ -265,7 +265,7 @@ export class PostgresRunStore implements RunStore {
     const rows = await sql<{ session_key: string; run_id: string }[]>`
       select r.session_key, r.run_id from backpackflow.runs r
       where ${sessionKey === undefined ? sql`true` : sql`r.session_key = ${sessionKey}`}
-        and exists (select 1 from backpackflow.events e where e.session_key = r.session_key and e.run_id = r.run_id)
+        and (r.meta is not null or exists (select 1 from backpackflow.events e where e.session_key = r.session_key and e.run_id = r.run_id))
       order by r.session_key collate "C", r.run_id collate "C"`;
     return rows.map((r) => ({ sessionKey: r.session_key, runId: r.run_id }));
   }
