@@ -3,14 +3,19 @@
  * checkpoint and projection stores, with their on-disk format unchanged. One writer per run is the log's lock file.
  */
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { StreamEvent } from '../events/types.js';
 import type { RedactionOptions } from '../redact/index.js';
 import { CheckpointStore } from './checkpoint-store.js';
-import { EventStore, type ReadOptions, type VerifiedEvent } from './event-store.js';
+import { EventStore, type ReadOptions, type VerifiedEvent, type VerifyResult } from './event-store.js';
 import { assertNewRun, listRunIds, runHasEvents, runWriterAlive } from './layout.js';
 import { assertValidId, historicalCheckpointPath, runPaths } from './paths.js';
 import { ProjectionStore } from './projection-store.js';
-import type { OpenWriterOptions, RunRef, RunStore, RunWriter, StepCommit } from './run-store.js';
+import type { OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter, StepCommit } from './run-store.js';
+import { readTextIfExists, writeJsonAtomic } from '../fs/index.js';
+import { StoreError } from './errors.js';
+
+const DOCUMENT_FILES: Record<RunDocumentName, string> = { flow: 'flow.json', recipe: 'run.recipe.json' };
 import type { Checkpoint, Durability, RunMeta } from './types.js';
 
 /** See the module comment. */
@@ -70,6 +75,10 @@ export class FileRunStore implements RunStore {
     return await this.events(ref).countEvents(options);
   }
 
+  async verifyLog(ref: RunRef): Promise<VerifyResult> {
+    return await this.events(ref).verify();
+  }
+
   async keyframeSteps(ref: RunRef): Promise<number[]> {
     const ids = await new CheckpointStore({ dataDir: this.dataDir, sessionKey: ref.sessionKey, runId: ref.runId }).listHistorical();
     return ids.filter((id) => /^\d+$/.test(id)).map(Number);
@@ -93,6 +102,26 @@ export class FileRunStore implements RunStore {
     if (sessionKey !== undefined) assertValidId(sessionKey, 'sessionKey');
     const refs = await listRunIds(this.dataDir, sessionKey);
     return refs.filter((ref) => runHasEvents(this.dataDir, ref.sessionKey, ref.runId) || existsSync(runPaths(this.dataDir, ref.sessionKey, ref.runId).runMeta));
+  }
+
+  /** Where a document of a run is kept (`flow.json`, `run.recipe.json`). */
+  documentPath(ref: RunRef, name: RunDocumentName): string {
+    return join(runPaths(this.dataDir, ref.sessionKey, ref.runId).dir, DOCUMENT_FILES[name]);
+  }
+
+  async saveDocument(ref: RunRef, name: RunDocumentName, value: unknown): Promise<void> {
+    await writeJsonAtomic(this.documentPath(ref, name), value);
+  }
+
+  async loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown> {
+    const path = this.documentPath(ref, name);
+    const text = await readTextIfExists(path);
+    if (text === undefined) return undefined;
+    try {
+      return JSON.parse(text) as unknown;
+    } catch (error) {
+      throw new StoreError(`corrupt ${path}: ${(error as Error).message}`, { path });
+    }
   }
 
   async writerAlive(ref: RunRef): Promise<boolean> {

@@ -9,7 +9,7 @@
  */
 import type { StreamEvent } from '../events/types.js';
 import type { RedactionOptions } from '../redact/index.js';
-import type { ReadOptions, VerifiedEvent } from './event-store.js';
+import type { ReadOptions, VerifiedEvent, VerifyResult } from './event-store.js';
 import type { RunRef } from './layout.js';
 import type { Checkpoint, Durability, RunMeta } from './types.js';
 
@@ -53,6 +53,9 @@ export interface RunWriter {
   close(): Promise<void>;
 }
 
+/** The documents kept with a run (see {@link RunStore.saveDocument}). */
+export type RunDocumentName = 'flow' | 'recipe';
+
 /** The storage of runs: see the module comment. Every method validates the ids it is given. */
 export interface RunStore {
   /** `'files'` or `'postgres'`. */
@@ -77,6 +80,11 @@ export interface RunStore {
   readPage(ref: RunRef, pageSize: number, offset: number, options?: ReadOptions): Promise<StreamEvent[]>;
   /** How many events the readers serve. */
   countEvents(ref: RunRef, options?: ReadOptions): Promise<number>;
+  /**
+   * Checks the whole log (reads only): recomputes the chain and reports the first line that disagrees, corrupt lines,
+   * lines after the last chain hash, and (files) the torn tail. See `EventStore.verify`.
+   */
+  verifyLog(ref: RunRef): Promise<VerifyResult>;
   /** The steps that have a keyframe, ascending. */
   keyframeSteps(ref: RunRef): Promise<number[]>;
   /** The keyframe of `step` (verified against its checksum: a `CheckpointStoreError` naming it when damaged), or null. */
@@ -90,6 +98,13 @@ export interface RunStore {
    * so that it can be reported), by session then run id; a writer opened and closed without writing is not a run.
    */
   listRuns(sessionKey?: string): Promise<RunRef[]>;
+  /**
+   * Keeps a document of the run (`'flow'`: its flow config, `'recipe'`: how its flow is built) as JSON: in files,
+   * `flow.json` and `run.recipe.json` beside its log. The caller redacts what needs it.
+   */
+  saveDocument(ref: RunRef, name: RunDocumentName, value: unknown): Promise<void>;
+  /** A document of the run, or undefined; a StoreError naming it when it is not JSON. */
+  loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown>;
   /** Whether a live writer holds the run (a file lock of a live process; an unexpired lease). */
   writerAlive(ref: RunRef): Promise<boolean>;
   /** Releases what the store holds (connections). */

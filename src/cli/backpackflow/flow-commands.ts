@@ -1,5 +1,4 @@
 /** `run` and `validate`: flows from JSON files. */
-import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { newRunId } from '../../events/index.js';
 import { runFlow } from '../../runtime/index.js';
@@ -11,6 +10,9 @@ import { loadFlowFile, loaderWith, parseInput, readFlowFile, recordRunFlow, vali
 import { openFlowModule, parseFlowModule, type OpenFlow } from './recipe.js';
 import { colors as c, print, type CommonOptions } from './output.js';
 import { common, runLive } from './runs.js';
+import { cliPostgresStore, cliStore } from './run-store.js';
+import { RunQueue } from '../../store/postgres/queue.js';
+import type { PostgresRunStore } from '../../store/index.js';
 
 /**
  * `run <flow.json>` or `run --flow-module <file#export>`: build the flow (a config is validated first), record how it
@@ -23,24 +25,32 @@ export function runCommand(): Command {
     .addOption(flowModuleOption())
     .addOption(modulesOption())
     .addOption(maxFlowBytesOption())
-    .action(async (path: string | undefined, options: CommonOptions & FlowSourceOptions & { input?: string; runId?: string }) => {
+    .option('--enqueue', 'queue the run for a worker (backpackflow worker) and print its id; needs --database-url')
+    .action(async (path: string | undefined, options: CommonOptions & FlowSourceOptions & { input?: string; runId?: string; enqueue?: boolean }) => {
       if ((path === undefined) === (options.flowModule === undefined)) throw new UsageError('run takes a flow file or --flow-module <file#export>, one of the two');
       const input = parseInput(options.input);
-      const dataDir = resolve(options.dataDir);
+      const store = options.enqueue ? cliPostgresStore(options, 'run --enqueue') : cliStore(options);
       const runId = options.runId ?? newRunId();
+      const ref = { sessionKey: options.session, runId };
       let opened: OpenFlow;
       if (path !== undefined) {
         const loaded = await loadFlowFile(path, options.modules, options.maxFlowBytes);
-        await recordRunFlow(dataDir, options.session, runId, { v: 1, flow: { kind: 'config' }, modules: options.modules }, loaded.config);
+        await recordRunFlow(store, ref, { v: 1, flow: { kind: 'config' }, modules: options.modules }, loaded.config);
         opened = { flow: loaded.flow, close: async () => undefined };
       } else {
         const spec = parseFlowModule(options.flowModule!);
         await loaderWith(options.modules);
         opened = await openFlowModule(spec);
-        await recordRunFlow(dataDir, options.session, runId, { v: 1, flow: { kind: 'module', module: spec.module, export: spec.export }, modules: options.modules });
+        await recordRunFlow(store, ref, { v: 1, flow: { kind: 'module', module: spec.module, export: spec.export }, modules: options.modules });
+      }
+      if (options.enqueue) {
+        await opened.close();
+        await new RunQueue(store as PostgresRunStore).enqueue(ref, 'start', input === undefined ? {} : { input });
+        print(options, { runId, sessionKey: options.session, status: 'queued' }, () => runId);
+        return;
       }
       try {
-        await runLive(options, opened.flow, (flow) => runFlow(flow, { dataDir, sessionKey: options.session, runId, input }));
+        await runLive(options, opened.flow, (flow) => runFlow(flow, { store, sessionKey: options.session, runId, input }));
       } finally {
         await opened.close();
       }

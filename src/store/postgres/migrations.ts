@@ -56,6 +56,41 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: 'run documents, run queue',
+    sql: `
+      -- What a run is built from (its flow config, its recipe), as the file store keeps flow.json and run.recipe.json.
+      create table backpackflow.run_documents (
+        session_key text not null,
+        run_id text not null,
+        name text not null,
+        body text not null,
+        primary key (session_key, run_id, name),
+        foreign key (session_key, run_id) references backpackflow.runs on delete cascade
+      );
+      -- Runs waiting for a worker: claimed with FOR UPDATE SKIP LOCKED; a claim lasts until claimed_until, renewed
+      -- while the worker runs it, so a killed worker's run is claimed again once that passes.
+      create table backpackflow.queue (
+        session_key text not null,
+        run_id text not null,
+        -- 'start' (a new run, with its input) or 'resume' (with the answer of a waiting run, when there is one).
+        kind text not null check (kind in ('start', 'resume')),
+        payload text,
+        state text not null default 'queued' check (state in ('queued', 'claimed', 'done')),
+        enqueued_at timestamptz not null default clock_timestamp(),
+        attempts integer not null default 0,
+        claimed_by text,
+        claimed_until timestamptz,
+        finished_at timestamptz,
+        outcome text,
+        primary key (session_key, run_id),
+        foreign key (session_key, run_id) references backpackflow.runs on delete cascade
+      );
+      create index queue_ready on backpackflow.queue (enqueued_at) where state <> 'done';
+      -- Live tails: every step's commit notifies 'backpackflow_events' with session/run.
+    `,
+  },
 ];
 
 const LOCK = `select pg_advisory_xact_lock(hashtext('backpackflow.migrations'))`;

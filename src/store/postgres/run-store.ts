@@ -21,12 +21,12 @@ import { redactorFor, type Redactor } from '../../redact/index.js';
 import { CHAIN_BACKEND, ChainReader, chainOf, genesis, sealBatch } from '../chain.js';
 import { prepareCheckpoint } from '../checkpoint-store.js';
 import { encodeEvent } from '../event-encode.js';
-import type { CorruptLine, ReadOptions, VerifiedEvent } from '../event-store.js';
+import type { CorruptLine, ReadOptions, VerifiedEvent, VerifyResult } from '../event-store.js';
 import { CheckpointStoreError, EventStoreError, FencedError, LockError, ProjectionStoreError, RunExistsError, StoreError, describeIssues } from '../errors.js';
 import { decodeLine } from '../log-format.js';
 import { assertValidId } from '../paths.js';
 import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
-import type { OpenWriterOptions, RunRef, RunStore, RunWriter, StepCommit } from '../run-store.js';
+import type { OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter, StepCommit } from '../run-store.js';
 import { CheckpointSchema, RunMetaSchema, type Checkpoint, type RunMeta } from '../types.js';
 import { openDatabase, type Database } from './connection.js';
 
@@ -203,6 +203,51 @@ export class PostgresRunStore implements RunStore {
     return count;
   }
 
+  async verifyLog(ref: RunRef): Promise<VerifyResult> {
+    checkRef(ref);
+    const sql = await this.sql();
+    const backend = await sharedHashBackend(CHAIN_BACKEND);
+    const where = this.describeLog(ref);
+    const reader = new ChainReader(backend, genesis(backend, ref.sessionKey, ref.runId));
+    const result: VerifyResult = { ok: true, chain: 'verified', verifiedLines: 0, lines: 0, events: 0, corruptLines: [], tornTailBytes: 0 };
+    const damage = (line: number, problem: string): void => {
+      if (result.problem !== undefined) return;
+      result.firstBadLine = line;
+      result.problem = `${where}: ${problem}`;
+    };
+    let batchStart = 0;
+    let lastSealed = -1;
+    let expected = 0;
+    const cursor = sql<{ line: number; body: string }[]>`
+      select line, body from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId} order by line`.cursor(ROWS_PER_FETCH);
+    for await (const rows of cursor) {
+      for (const row of rows) {
+        if (row.line !== expected) damage(expected + 1, `line ${expected + 1} is missing (the next stored line is ${row.line + 1}): the log was changed there`);
+        expected = row.line + 1;
+        result.lines++;
+        const decoded = decodeLine(row.body, row.line, 0);
+        if ('error' in decoded) result.corruptLines.push(decoded);
+        else result.events++;
+        const step = reader.feed(Buffer.from(row.body));
+        if (step.kind === 'open') continue;
+        if (step.kind === 'verified') {
+          if (result.problem === undefined) result.verifiedLines = row.line + 1;
+          result.chainHead = step.chain;
+        } else damage(batchStart + 1, `lines ${batchStart + 1}-${row.line + 1} do not match the chain hash on line ${row.line + 1}: the log was changed there`);
+        lastSealed = row.line;
+        batchStart = row.line + 1;
+      }
+    }
+    if (expected - 1 > lastSealed) damage(lastSealed + 2, `lines ${lastSealed + 2}-${expected} come after its last chain hash (line ${lastSealed + 1}): the log was cut or damaged there`);
+    const first = result.corruptLines[0];
+    if (first !== undefined) damage(first.line, `line ${first.line} is corrupt: ${first.error}`);
+    if (result.problem !== undefined) {
+      result.ok = false;
+      result.chain = 'damaged';
+    }
+    return result;
+  }
+
   async keyframeSteps(ref: RunRef): Promise<number[]> {
     checkRef(ref);
     const sql = await this.sql();
@@ -268,6 +313,27 @@ export class PostgresRunStore implements RunStore {
         and (r.meta is not null or exists (select 1 from backpackflow.events e where e.session_key = r.session_key and e.run_id = r.run_id))
       order by r.session_key collate "C", r.run_id collate "C"`;
     return rows.map((r) => ({ sessionKey: r.session_key, runId: r.run_id }));
+  }
+
+  async saveDocument(ref: RunRef, name: RunDocumentName, value: unknown): Promise<void> {
+    checkRef(ref);
+    const sql = await this.sql();
+    await sql`insert into backpackflow.runs (session_key, run_id) values (${ref.sessionKey}, ${ref.runId}) on conflict do nothing`;
+    await sql`
+      insert into backpackflow.run_documents (session_key, run_id, name, body) values (${ref.sessionKey}, ${ref.runId}, ${name}, ${JSON.stringify(value)})
+      on conflict (session_key, run_id, name) do update set body = excluded.body`;
+  }
+
+  async loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown> {
+    checkRef(ref);
+    const sql = await this.sql();
+    const [row] = await sql<{ body: string }[]>`select body from backpackflow.run_documents where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and name = ${name}`;
+    if (row === undefined) return undefined;
+    try {
+      return JSON.parse(row.body) as unknown;
+    } catch (error) {
+      throw new StoreError(`corrupt ${name} document of run ${ref.sessionKey}/${ref.runId} in ${this.location}: ${(error as Error).message}`);
+    }
   }
 
   async writerAlive(ref: RunRef): Promise<boolean> {
@@ -443,7 +509,9 @@ class PostgresRunWriter implements RunWriter {
           on conflict (session_key, run_id, step) do update set body = excluded.body
           returning 1
         )
-        select (select count(*) from fence) as fenced, (select count(*) from ev) as inserted`;
+        select (select count(*) from fence) as fenced, (select count(*) from ev) as inserted,
+          -- Live tails (runs tail) hear of the step when it commits.
+          (select pg_notify('backpackflow_events', ${`${ref.sessionKey}/${ref.runId}`}) where exists (select 1 from ev)) as notified`;
     } catch (error) {
       if ((error as { code?: string }).code === '23505') {
         this.broken = error as Error;
