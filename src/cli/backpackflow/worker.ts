@@ -11,7 +11,7 @@
  */
 import { Command, Option } from 'commander';
 import { resumeRun, runFlow } from '../../runtime/index.js';
-import { LockError, PostgresRunStore } from '../../store/index.js';
+import { FencedError, LockError, PostgresRunStore } from '../../store/index.js';
 import { QUEUE_CHANNEL, RunQueue, type QueuedRun } from '../../store/postgres/queue.js';
 import { positiveInteger } from './arguments.js';
 import { UsageError } from './errors.js';
@@ -63,6 +63,16 @@ async function execute(store: PostgresRunStore, options: WorkerOptions, job: Que
   }
 }
 
+/** Whether `error` or one of its causes is a `type`. */
+function causedBy(error: unknown, type: new (...args: never[]) => Error): boolean {
+  let current: unknown = error;
+  for (let depth = 0; current instanceof Error && depth < 10; depth++) {
+    if (current instanceof type) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /** Runs the worker until it is stopped (see the module comment). */
 export async function runWorker(options: WorkerOptions): Promise<void> {
   const store = new PostgresRunStore({ url: options.databaseUrl!, leaseMs: options.leaseMs, maxConnections: options.concurrency + 2 });
@@ -106,14 +116,19 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
       try {
         outcome = await execute(store, options, claimed, stop.signal);
       } catch (error) {
-        if (error instanceof LockError || stop.signal.aborted) outcome = 'released';
+        if (causedBy(error, FencedError)) outcome = 'lost';
+        else if (causedBy(error, LockError) || stop.signal.aborted) outcome = 'released';
         else outcome = `failed: ${(error as Error).message}`;
       } finally {
         clearInterval(renewal);
       }
       const name = `${claimed.sessionKey}/${claimed.runId}`;
       try {
-        if (outcome === 'released') {
+        if (outcome === 'lost') {
+          // This worker stalled past its lease and another took the run over: its writes were refused, the run and
+          // its job are the other worker's now.
+          process.stdout.write(`worker ${owner}: ${name} ${c.yellow('lost')} to another worker (its lease ran out; its writes were refused)\n`);
+        } else if (outcome === 'released') {
           await queue.release(claimed, owner);
           process.stdout.write(`worker ${owner}: ${name} ${c.yellow('given back')} (another writer holds it, or this worker is stopping)\n`);
           if (!stop.signal.aborted) await new Promise((resolve) => setTimeout(resolve, options.pollMs));
