@@ -73,20 +73,19 @@ function bytesUnder(dir: string): number {
 
 type Mode = 'plain' | 'batch' | 'never';
 
-/** Per-step medians of one case for one build: wall time and process CPU time, in µs. */
+/** Per-step µs of one build and mode, run by run: wall time and process CPU time. */
 interface Timing {
-  wall: number;
-  cpu: number;
+  wall: number[];
+  cpu: number[];
 }
 
 /**
- * Per-step µs of each shape × steps × mode for each build, medians over `runs` runs (after 2 warm-up runs), with
- * builds and modes interleaved run by run (see the module comment).
+ * Per-step µs of each shape × steps × mode for each build, `runs` runs each (after 2 warm-up runs), with builds and
+ * modes interleaved run by run (see the module comment).
  */
 async function measure(builds: Build[], shape: Shape, steps: number, runs: number, dir: string): Promise<Map<string, Timing>> {
   const flows = builds.map((b) => flowsOf(b.api));
-  const wall = new Map<string, number[]>();
-  const cpu = new Map<string, number[]>();
+  const times = new Map<string, Timing>();
   const modes: Mode[] = ['plain', 'batch', 'never'];
   for (let i = 0; i < runs + 2; i++) {
     for (const mode of i % 2 === 0 ? modes : [...modes].reverse()) {
@@ -100,31 +99,54 @@ async function measure(builds: Build[], shape: Shape, steps: number, runs: numbe
         const us = ((performance.now() - start) * 1000) / steps;
         const used = process.cpuUsage(usage);
         if (i < 2) continue;
-        const key = `${b}|${mode}`;
-        wall.set(key, [...(wall.get(key) ?? []), us]);
+        const timing = times.get(`${b}|${mode}`) ?? { wall: [], cpu: [] };
+        timing.wall.push(us);
         // CPU time of the process (user + system, all threads; waiting for fsync is not CPU time).
-        cpu.set(key, [...(cpu.get(key) ?? []), (used.user + used.system) / steps]);
+        timing.cpu.push((used.user + used.system) / steps);
+        times.set(`${b}|${mode}`, timing);
       }
     }
   }
-  return new Map([...wall.keys()].map((key) => [key, { wall: median(wall.get(key)!), cpu: median(cpu.get(key)!) }]));
+  return times;
 }
 
-/** A measured case: per build and mode, with the overhead of a mode over `plain`. */
+/**
+ * A measured case. Every figure is a median over runs of a difference taken within one run (the mode's time minus
+ * the plain time of the same build in the same turn, and this build's minus another's), so that the turns pair what
+ * is compared.
+ */
 class Case {
   constructor(
     readonly label: string,
     private readonly times: Map<string, Timing>,
   ) {}
 
+  private series(build: number, mode: Exclude<Mode, 'plain'>, kind: keyof Timing): number[] {
+    const runs = this.times.get(`${build}|${mode}`)![kind];
+    const plain = this.times.get(`${build}|plain`)![kind];
+    return runs.map((t, i) => t - plain[i]!);
+  }
+
   /** Per-step overhead of `mode` over a plain run, in µs (wall, or process CPU time). */
   overhead(build: number, mode: Exclude<Mode, 'plain'>, kind: keyof Timing = 'wall'): number {
-    return this.times.get(`${build}|${mode}`)![kind] - this.times.get(`${build}|plain`)![kind];
+    return median(this.series(build, mode, kind));
+  }
+
+  /** Median over runs of build `a`'s overhead minus build `b`'s, in µs. */
+  extra(a: number, b: number, mode: Exclude<Mode, 'plain'>, kind: keyof Timing): number {
+    const other = this.series(b, mode, kind);
+    return median(this.series(a, mode, kind).map((t, i) => t - other[i]!));
+  }
+
+  /** Median over runs of build `a`'s overhead divided by build `b`'s. */
+  ratio(a: number, b: number, mode: Exclude<Mode, 'plain'>, kind: keyof Timing): number {
+    const other = this.series(b, mode, kind);
+    return median(this.series(a, mode, kind).map((t, i) => t / other[i]!));
   }
 
   /** Per-step time of a plain run, in µs. */
   plain(build: number): number {
-    return this.times.get(`${build}|plain`)!.wall;
+    return median(this.times.get(`${build}|plain`)!.wall);
   }
 }
 
@@ -146,6 +168,7 @@ export async function runtimeRows(builds: Build[]): Promise<BenchRow[]> {
       rows.push({ name: `flow.run per step (no durability): ${c.label}`, median: c.plain(0), unit: 'µs' });
       rows.push({ name: `runFlow per-step overhead, 'batch' (fsync per step): ${c.label}`, median: c.overhead(0, 'batch'), unit: 'µs', target: 350, anchor: 'LangGraph.js +600-1,100 µs' });
       rows.push({ name: `runFlow per-step overhead, 'never': ${c.label}`, median: c.overhead(0, 'never'), unit: 'µs', target: 30 });
+      rows.push({ name: `runFlow per-step overhead, 'never', process CPU time: ${c.label}`, median: c.overhead(0, 'never', 'cpu'), unit: 'µs', target: 30 });
     }
     for (const mode of ['batch', 'never'] as const) {
       rows.push({
@@ -160,16 +183,16 @@ export async function runtimeRows(builds: Build[]): Promise<BenchRow[]> {
       for (const mode of ['batch', 'never'] as const) {
         rows.push({
           name: `hashing + redaction: extra per-step CPU time over ${builds[1]!.name}, '${mode}': ${c.label}`,
-          median: c.overhead(0, mode, 'cpu') - c.overhead(1, mode, 'cpu'),
+          median: c.extra(0, 1, mode, 'cpu'),
           unit: 'µs',
           target: 10,
-          anchor: `process CPU time; overhead ratio ${(c.overhead(0, mode, 'cpu') / c.overhead(1, mode, 'cpu')).toFixed(2)}x`,
+          anchor: `process CPU time; overhead ratio ${c.ratio(0, 1, mode, 'cpu').toFixed(2)}x`,
         });
         rows.push({
           name: `hashing + redaction: extra per-step wall time over ${builds[1]!.name}, '${mode}': ${c.label}`,
-          median: c.overhead(0, mode) - c.overhead(1, mode),
+          median: c.extra(0, 1, mode, 'wall'),
           unit: 'µs',
-          anchor: `overhead ratio ${(c.overhead(0, mode) / c.overhead(1, mode)).toFixed(2)}x; wall time also carries fsync and other processes`,
+          anchor: `overhead ratio ${c.ratio(0, 1, mode, 'wall').toFixed(2)}x; wall time also carries fsync and other processes`,
         });
       }
     }
@@ -180,7 +203,7 @@ export async function runtimeRows(builds: Build[]): Promise<BenchRow[]> {
             name: `${builds[b]!.name} per-step overhead, '${mode}': ${c.label}`,
             median: c.overhead(b, mode),
             unit: 'µs',
-            anchor: `this build / it: ${(c.overhead(0, mode) / c.overhead(b, mode)).toFixed(2)}x`,
+            anchor: `this build / it, wall: ${c.ratio(0, b, mode, 'wall').toFixed(2)}x, CPU: ${c.ratio(0, b, mode, 'cpu').toFixed(2)}x`,
           });
         }
       }

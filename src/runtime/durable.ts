@@ -310,7 +310,18 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     await projection.updateRunMetaBatch(runId, batch, { persist: !projectionStored });
     projectionStored = true;
   };
-  const keyframe = async (position: string[]): Promise<void> => {
+  /**
+   * Keyframes are taken at the step boundary (the state, the log's chain and line, synchronously) and written off
+   * the step's path, one after another, while the run goes on: a step does not wait for a file to be created. A
+   * write that fails fails the run at the next keyframe or at its end; a keyframe a crash kept from being written
+   * is only missing (readers use the previous one plus the deltas).
+   */
+  let keyframes: Promise<void> = Promise.resolve();
+  let keyframeError: { error: unknown } | undefined;
+  /** The last keyframe: its step, the log's size then, its own size (known once written; 0 before). */
+  const lastKeyframe = { step: start.step - (start.step % keyframeInterval), logBytes: 0, bytes: 0 };
+  const keyframe = (position: string[]): void => {
+    if (keyframeError) throw keyframeError.error;
     const checkpoint: Checkpoint = {
       v: 1,
       runId,
@@ -318,13 +329,26 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
       step,
       createdAt: Date.now(),
       position,
-      state: { kind: 'keyframe', backpack: tracker.state } as unknown as Checkpoint['state'],
+      state: { kind: 'keyframe', backpack: backpack.exportState() } as unknown as Checkpoint['state'],
     };
     // Ties the keyframe to the log: readers compare it with the chain of this step's batch.
     if (events.chainHead !== undefined) checkpoint.chain = events.chainHead;
     // The step's checkpoint.saved event is the last line of its batch: replays of later steps start there.
     checkpoint.line = events.eventCount - 1;
-    await checkpoints.saveHistorical(checkpoint, step);
+    const at = step;
+    Object.assign(lastKeyframe, { step, logBytes: events.byteLength, bytes: 0 });
+    keyframes = keyframes
+      .then(() => checkpoints.saveHistorical(checkpoint, at))
+      .then((bytes) => {
+        if (lastKeyframe.step === at) lastKeyframe.bytes = bytes;
+      })
+      .catch((error: unknown) => {
+        keyframeError ??= { error };
+      });
+  };
+  const keyframesWritten = async (): Promise<void> => {
+    await keyframes;
+    if (keyframeError) throw keyframeError.error;
   };
   /**
    * The start of the record, right after `run.started` and before the first node runs: the whole state as one
@@ -359,23 +383,28 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     step++;
     const position = boundary.next === undefined ? [] : [...boundary.path, boundary.next];
     const delta = tracker.next();
-    const isKeyframe = step % keyframeInterval === 0;
+    // A keyframe every `keyframeInterval` steps, unless the log has grown by less than the last keyframe's size
+    // since it: then later (see RunFlowOptions.keyframeInterval).
+    const isKeyframe = step - lastKeyframe.step >= keyframeInterval && events.byteLength - lastKeyframe.logBytes >= lastKeyframe.bytes;
     const payload: CheckpointPayload = { step, position, keyframe: isKeyframe, ...(delta ? { delta } : {}) };
     streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload });
     await persist();
-    if (isKeyframe) await keyframe(position);
+    if (isKeyframe) keyframe(position);
   };
 
   try {
     const action = await flow.run(undefined, { runId, signal: target.signal, onStep, resume: start.position.length ? [...start.position] : undefined, answers: start.answers, forkedFrom: start.forkedFrom });
     await startRecorded();
     await persist();
+    await keyframesWritten();
     return { runId, sessionKey, dataDir, status: 'completed', action, steps: step };
   } catch (error) {
     await startRecorded().catch(() => undefined);
     await persist().catch(() => undefined);
+    await keyframes;
     // Paused for a person: the run is recorded as waiting (run.waiting is in the log) and this process is done.
     if (error instanceof RunInterrupted && !(error instanceof InterruptAnswerError)) {
+      if (keyframeError) throw keyframeError.error;
       return { runId, sessionKey, dataDir, status: 'waiting', interrupt: error.interrupt, action: undefined, steps: step };
     }
     throw error;
