@@ -18,7 +18,7 @@ import type * as current from '../src/index.js';
 /** What the benchmark rows need of a build of the library. */
 export interface Build {
   name: string;
-  api: Pick<typeof current, 'BackpackNode' | 'Flow' | 'runFlow'>;
+  api: Pick<typeof current, 'BackpackNode' | 'Flow' | 'runFlow' | 'EventStore'>;
 }
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');

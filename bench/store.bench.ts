@@ -20,7 +20,7 @@ import type { StreamEvent } from '../src/events/types.js';
 import { CheckpointStore, EventStore, MemoryStore, runPaths, type Durability, type MemoryItem } from '../src/store/index.js';
 import { median, printTable, timeMedianMs, type BenchRow } from './harness.js';
 import { runPointRows } from './run-point-rows.js';
-import { noIntegrityBuild, refBuild } from './builds.js';
+import { noIntegrityBuild, refBuild, type Build } from './builds.js';
 import { CURRENT, runtimeRows } from './runtime-rows.js';
 
 const root = mkdtempSync(join(tmpdir(), 'bpf-bench-store-'));
@@ -76,7 +76,7 @@ async function appendCosts(): Promise<void> {
   }
 }
 
-async function pagingCosts(): Promise<void> {
+async function pagingCosts(ref: Build | undefined): Promise<void> {
   const runId = 'paging';
   const paths = runPaths(root, 'bench', runId);
   const total = 1_000_000;
@@ -94,6 +94,8 @@ async function pagingCosts(): Promise<void> {
   if (!report.ok || report.chain !== 'verified' || report.verifiedLines !== total) throw new Error(`verify of the 1M-event log failed: ${JSON.stringify(report).slice(0, 300)}`);
   rows.push({ name: 'EventStore.verify() of a 1M-event log (every chain hash recomputed, every line validated)', median: verifyMs, unit: 'ms', anchor: 'one run' });
   const reader = new EventStore({ dataDir: root, sessionKey: 'bench', runId });
+  // The same reads by the ref's build (BENCH_REF), interleaved call by call with this build's, on the same log.
+  const theirs = ref === undefined ? undefined : new ref.api.EventStore({ dataDir: root, sessionKey: 'bench', runId });
   const coldStart = performance.now();
   await reader.readPage(100, 0);
   notes.push(`first readPage of a fresh reader (loads the index): ${(performance.now() - coldStart).toFixed(2)} ms`);
@@ -102,9 +104,23 @@ async function pagingCosts(): Promise<void> {
     const page = await reader.readPage(100, offset);
     const expected = Math.min(100, total - offset);
     if (page.length !== expected || page[0]!.seq !== offset) throw new Error(`readPage(100, ${offset}) returned the wrong page`);
-    const ms = await timeMedianMs(() => reader.readPage(100, offset), 50, 5);
     const where = offset % 1000 === 0 ? 'an index entry' : `${offset % 1000} events after an index entry`;
-    rows.push({ name: `readPage(100) at offset ${offset.toLocaleString('en-US')} of 1M (${where})`, median: ms, unit: 'ms', target: 2, anchor: 'the original scans from the start' });
+    const name = `readPage(100) at offset ${offset.toLocaleString('en-US')} of 1M (${where})`;
+    if (theirs === undefined) {
+      const ms = await timeMedianMs(() => reader.readPage(100, offset), 50, 5);
+      rows.push({ name, median: ms, unit: 'ms', target: 2, anchor: 'the original scans from the start' });
+      continue;
+    }
+    const mine: number[] = [];
+    const other: number[] = [];
+    for (let i = 0; i < 55; i++) {
+      for (const [store, times] of (i % 2 ? [[reader, mine], [theirs, other]] : [[theirs, other], [reader, mine]]) as [EventStore, number[]][]) {
+        const start = performance.now();
+        await store.readPage(100, offset);
+        if (i >= 5) times.push(performance.now() - start);
+      }
+    }
+    rows.push({ name, median: median(mine), unit: 'ms', target: 2, anchor: `${ref!.name}: ${median(other).toFixed(2)} ms; ratio of medians ${(median(mine) / median(other)).toFixed(2)}x` });
   }
 }
 
@@ -163,12 +179,12 @@ try {
   // BENCH_ONLY=runtime: only the runFlow rows, for quick iterations; runpoint: only the loadRunPoint rows;
   // paging: only the 1M-event log rows.
   if (only === 'runpoint') rows.push(...(await runPointRows(join(root, 'run-points'))));
-  else if (only === 'paging') await pagingCosts();
+  else if (only === 'paging') await pagingCosts(ref ? await refBuild(ref) : undefined);
   else if (only !== 'runtime') {
     rows.push(...(await runPointRows(join(root, 'run-points'))));
     await appendCosts();
     await checkpointCosts();
-    await pagingCosts();
+    await pagingCosts(builds[2]);
     await searchCosts();
   }
   rows.push(...runtime);

@@ -33,9 +33,13 @@ import { StateTracker } from './state-tracker.js';
  * - The start of a run (step 0, or the step a fork starts from) is a `checkpoint.saved` event with `start: true`
  *   whose delta is the whole state (from the empty state), written before the first node runs. No file is created
  *   for it: on a disk where creating a file costs a few hundred microseconds, that matters for short runs.
- * - Every `keyframeInterval` steps, once that step's batch is in the log, the whole state is written to
- *   `checkpoint/<step>.json` (atomic: temp file, fsync, rename). That one file per keyframe is the whole checkpoint:
- *   durable runs do not write `checkpoint.latest.json`; the newest keyframe is the highest step in `checkpoint/`.
+ * - The delta is found by identity (see StateTracker): only the keys committed since the last boundary are looked
+ *   at, and only what changed in them is encoded, so a step costs what it changed, not the size of the state.
+ * - Every `keyframeInterval` steps (later for a large state, see RunFlowOptions.keyframeInterval), once that step's
+ *   batch is in the log, the whole state of that step is written to `checkpoint/<step>.json` (atomic: temp file,
+ *   fsync, rename), in the background: the next steps do not wait for it. That one file per keyframe is the whole
+ *   checkpoint: durable runs do not write `checkpoint.latest.json`; the newest keyframe is the highest step in
+ *   `checkpoint/`.
  * - The state at step N is the last keyframe at or before N (or the empty state) plus the deltas after it; a resume
  *   starts from the last recorded step. A step that had not reached its boundary when the process died runs again.
  *   A keyframe is written after its step's batch, so no keyframe is ahead of the log. It records the log's chain
@@ -54,7 +58,9 @@ export interface RunFlowOptions extends RunLocation {
    * A full-state keyframe every this many steps (default 100). `loadRunPoint` and `resumeRun` start at the keyframe
    * at or before a step (seeking through the log's index) and replay only the steps after it, so this bounds their
    * cost: at step 999 of a 1,000-step run, 6.6 ms with 100 against 40 ms with 1000 (measured under load); a keyframe
-   * file costs 0.3-0.6 ms to create on a slow disk, a few µs per step at this interval.
+   * file costs 0.3-0.6 ms to create on a slow disk, a few µs per step at this interval. When the state is large, a
+   * keyframe waits until the log has grown by the last keyframe's size since it: writing keyframes then costs no
+   * more than the log itself, and a replay reads no more than about one keyframe's worth of events.
    */
   keyframeInterval?: number;
   /** Stops the run before its next step. */
