@@ -1,29 +1,30 @@
 /**
- * Durable-run measures for `npm run bench:store` (issues 6 and 13): per-step overhead of runFlow over flow.run for
- * each durability, bytes on disk after 400 steps that each append 200 bytes to a list, and, when a baseline build
- * is given, the same overheads of that build measured interleaved with this one (run by run, A B A B ...), so that
- * the cost of chain hashes and the wider redaction is this build's overhead minus the baseline's.
+ * Durable-run measures for `npm run bench:store` (issues 6, 13 and 15): the per-step overhead of runFlow over
+ * flow.run for each durability, on a flow that appends 200 bytes to a list per step (runs of 50 steps, the list
+ * reaching 10 KB, and of 1,000 steps, reaching 200 KB: the overhead must be flat in the state's size) and on one
+ * that packs a counter; bytes on disk after 400 list steps.
+ *
+ * Every build compared (this one, this one without hashing and redaction, see builds.ts, and optionally a git ref)
+ * runs every case in turn, run by run (A B C, then C B A, ...), so that a drift of the machine's speed, or one run's
+ * disk writes delaying the next run's fsyncs, affects all of them alike; the comparisons are reported as
+ * differences and ratios of those interleaved medians.
  */
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { closeSync, fdatasyncSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as current from '../src/index.js';
+import type { Build } from './builds.js';
 import { median, type BenchRow } from './harness.js';
-
-/** What the rows need of a build of the library (this one, or a baseline checkout of an earlier commit). */
-export interface Build {
-  name: string;
-  api: Pick<typeof current, 'BackpackNode' | 'Flow' | 'runFlow'>;
-}
 
 /** This build. */
 export const CURRENT: Build = { name: 'this build', api: current };
 
 type Api = Build['api'];
 type AnyFlow = InstanceType<Api['Flow']>;
+type Shape = 'count' | 'list';
 
 /** The two flows of the rows, built on `api`'s own classes. */
-function flowsOf(api: Api): { countFlow: (steps: number) => AnyFlow; loopFlow: (steps: number) => AnyFlow } {
+function flowsOf(api: Api): Record<Shape, (steps: number) => AnyFlow> {
   type Handle = Parameters<current.BackpackNode['post']>[0];
   /** One small pack per step (a counter): the steady-state cost of durability itself. */
   class Count extends api.BackpackNode<number, number> {
@@ -58,8 +59,8 @@ function flowsOf(api: Api): { countFlow: (steps: number) => AnyFlow; loopFlow: (
     return flow;
   };
   return {
-    countFlow: build((flow, steps) => flow.addNode(Count, { id: 'n', steps })),
-    loopFlow: build((flow, steps) => flow.addNode(Append, { id: 'n', steps })),
+    count: build((flow, steps) => flow.addNode(Count, { id: 'n', steps })),
+    list: build((flow, steps) => flow.addNode(Append, { id: 'n', steps })),
   };
 }
 
@@ -70,94 +71,176 @@ function bytesUnder(dir: string): number {
   }, 0);
 }
 
-/** One measured configuration: a flow of `steps` steps, run plainly or durably with a durability. */
-interface Case {
-  key: string;
-  steps: number;
-  flow: 'count' | 'loop';
-  durability: 'plain' | 'batch' | 'never';
+type Mode = 'plain' | 'batch' | 'never';
+
+/** What one durable step costs the disk at least: appending its bytes (~1.5 KB) to a file and one fdatasync. */
+function bareSyncs(dir: string, steps: number): void {
+  const fd = openSync(join(dir, 'bare-sync'), 'a');
+  const line = Buffer.from(`${'x'.repeat(1500)}\n`);
+  try {
+    for (let i = 0; i < steps; i++) {
+      writeSync(fd, line);
+      fdatasyncSync(fd);
+    }
+  } finally {
+    closeSync(fd);
+    rmSync(join(dir, 'bare-sync'));
+  }
+}
+
+/** Per-step µs of one build and mode, run by run: wall time and process CPU time. */
+interface Timing {
+  wall: number[];
+  cpu: number[];
 }
 
 /**
- * Per-step milliseconds of each case for each build, medians over `runs` runs (after 2 warm-up runs). The builds and
- * cases take turns run by run (the builds' order flips every run), so that a drift of the machine's speed, or one
- * run's disk writes delaying the next run's fsyncs, affects all of them alike.
+ * Per-step µs of each shape × steps × mode for each build, `runs` runs each (after 2 warm-up runs), with builds and
+ * modes interleaved run by run (see the module comment).
  */
-async function perStepMs(builds: Build[], cases: Case[], runs: number, dir: string): Promise<Map<string, number>> {
+async function measure(builds: Build[], shape: Shape, steps: number, runs: number, dir: string): Promise<Map<string, Timing>> {
   const flows = builds.map((b) => flowsOf(b.api));
-  const times = new Map<string, number[]>();
-  const record = (key: string, ms: number): void => void times.set(key, [...(times.get(key) ?? []), ms]);
+  const times = new Map<string, Timing>();
+  const modes: Mode[] = ['plain', 'batch', 'never'];
   for (let i = 0; i < runs + 2; i++) {
-    for (const c of cases) {
-      // Each build goes first every other run, so that neither always follows the other's writes.
+    // In every turn, the disk's own cost of a step (see bareSyncs), measured between the runs it is compared with.
+    const syncStart = performance.now();
+    bareSyncs(dir, Math.min(steps, 200));
+    if (i >= 2) {
+      const timing = times.get('sync') ?? { wall: [], cpu: [] };
+      timing.wall.push(((performance.now() - syncStart) * 1000) / Math.min(steps, 200));
+      times.set('sync', timing);
+    }
+    for (const mode of i % 2 === 0 ? modes : [...modes].reverse()) {
       const order = i % 2 === 0 ? builds.map((_, b) => b) : builds.map((_, b) => builds.length - 1 - b);
       for (const b of order) {
-        const flow = (c.flow === 'count' ? flows[b]!.countFlow : flows[b]!.loopFlow)(c.steps);
-        const cpu = process.cpuUsage();
+        const flow = flows[b]![shape](steps);
+        const usage = process.cpuUsage();
         const start = performance.now();
-        if (c.durability === 'plain') await flow.run();
-        else await builds[b]!.api.runFlow(flow, { dataDir: dir, runId: `${c.key}-${b}-${i}`, durability: c.durability });
-        const ms = (performance.now() - start) / c.steps;
-        const used = process.cpuUsage(cpu);
+        if (mode === 'plain') await flow.run();
+        else await builds[b]!.api.runFlow(flow, { dataDir: dir, runId: `${shape}-${steps}-${mode}-${b}-${i}`, durability: mode });
+        const us = ((performance.now() - start) * 1000) / steps;
+        const used = process.cpuUsage(usage);
         if (i < 2) continue;
-        record(`${builds[b]!.name}|${c.key}`, ms);
+        const timing = times.get(`${b}|${mode}`) ?? { wall: [], cpu: [] };
+        timing.wall.push(us);
         // CPU time of the process (user + system, all threads; waiting for fsync is not CPU time).
-        record(`${builds[b]!.name}|${c.key}|cpu`, (used.user + used.system) / 1000 / c.steps);
+        timing.cpu.push((used.user + used.system) / steps);
+        times.set(`${b}|${mode}`, timing);
       }
     }
   }
-  return new Map([...times].map(([key, list]) => [key, median(list)]));
+  return times;
 }
 
-/** Measures and returns the rows; with a `baseline`, also its overheads and this build's extra cost per step. */
-export async function runtimeRows(baseline?: Build): Promise<BenchRow[]> {
+/**
+ * A measured case. Every figure is a median over runs of a difference taken within one run (the mode's time minus
+ * the plain time of the same build in the same turn, and this build's minus another's), so that the turns pair what
+ * is compared.
+ */
+class Case {
+  constructor(
+    readonly label: string,
+    private readonly times: Map<string, Timing>,
+  ) {}
+
+  private series(build: number, mode: Exclude<Mode, 'plain'>, kind: keyof Timing): number[] {
+    const runs = this.times.get(`${build}|${mode}`)![kind];
+    const plain = this.times.get(`${build}|plain`)![kind];
+    return runs.map((t, i) => t - plain[i]!);
+  }
+
+  /** Per-step overhead of `mode` over a plain run, in µs (wall, or process CPU time). */
+  overhead(build: number, mode: Exclude<Mode, 'plain'>, kind: keyof Timing = 'wall'): number {
+    return median(this.series(build, mode, kind));
+  }
+
+  /** Median over runs of build `a`'s overhead minus build `b`'s, in µs. */
+  extra(a: number, b: number, mode: Exclude<Mode, 'plain'>, kind: keyof Timing): number {
+    const other = this.series(b, mode, kind);
+    return median(this.series(a, mode, kind).map((t, i) => t - other[i]!));
+  }
+
+  /** Median over runs of build `a`'s overhead divided by build `b`'s. */
+  ratio(a: number, b: number, mode: Exclude<Mode, 'plain'>, kind: keyof Timing): number {
+    const other = this.series(b, mode, kind);
+    return median(this.series(a, mode, kind).map((t, i) => t / other[i]!));
+  }
+
+  /** Per-step time of a plain run, in µs. */
+  plain(build: number): number {
+    return median(this.times.get(`${build}|plain`)!.wall);
+  }
+
+  /** Median over runs of the 'batch' overhead minus the disk's cost of a step (see bareSyncs) in the same turn. */
+  batchBeyondSync(build: number): { us: number; sync: number } {
+    const sync = this.times.get('sync')!.wall;
+    return { us: median(this.series(build, 'batch', 'wall').map((t, i) => t - sync[i]!)), sync: median(sync) };
+  }
+}
+
+/**
+ * Measures and returns the rows. `builds[0]` must be this build and `builds[1]` this build without hashing and
+ * redaction; further builds (a git ref) get a row comparing their overheads with this build's.
+ */
+export async function runtimeRows(builds: Build[]): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bpf-bench-runtime-'));
   try {
-    const builds = baseline ? [CURRENT, baseline] : [CURRENT];
     // Short runs: their medians are taken over enough runs to span the disk's periodic journal commits.
-    const loop = await perStepMs(
-      builds,
-      (['plain', 'batch', 'never'] as const).map((durability) => ({ key: `loop-${durability}`, steps: 200, flow: 'loop', durability })),
-      21,
-      dir,
-    );
-    const count = await perStepMs(
-      builds,
-      (['plain', 'batch', 'never'] as const).map((durability) => ({ key: `count-${durability}`, steps: 1000, flow: 'count', durability })),
-      baseline ? 15 : 5,
-      dir,
-    );
-    const overhead = (times: Map<string, number>, build: Build, flow: string, durability: string, cpu = ''): number =>
-      (times.get(`${build.name}|${flow}-${durability}${cpu}`)! - times.get(`${build.name}|${flow}-plain${cpu}`)!) * 1000;
-    await CURRENT.api.runFlow(flowsOf(CURRENT.api).loopFlow(400), { dataDir: dir, runId: 'disk-400' });
+    const list50 = new Case('50-step runs, list growing to 10 KB', await measure(builds, 'list', 50, 31, dir));
+    const list1000 = new Case('1,000-step runs, list growing to 200 KB', await measure(builds, 'list', 1000, 9, dir));
+    const count = new Case('1,000-step runs, one small pack each', await measure(builds, 'count', 1000, 9, dir));
+    await CURRENT.api.runFlow(flowsOf(CURRENT.api).list(400), { dataDir: dir, runId: 'disk-400' });
     const bytes = bytesUnder(join(dir, 'sessions', 'default', 'runs', 'disk-400'));
-    const rows: BenchRow[] = [
-      { name: "runFlow per-step overhead, 'batch' (fsync per step): 1,000 steps, one small pack each", median: overhead(count, CURRENT, 'count', 'batch'), unit: 'µs', target: 400, anchor: 'LangGraph.js +600-1,100 µs' },
-      { name: "runFlow per-step overhead, 'never': 1,000 steps, one small pack each", median: overhead(count, CURRENT, 'count', 'never'), unit: 'µs', target: 50 },
-      { name: "runFlow per-step overhead, 'batch': 200-step runs appending to a list growing to 40 KB", median: overhead(loop, CURRENT, 'loop', 'batch'), unit: 'µs', target: 400, anchor: 'LangGraph.js +600-1,100 µs' },
-      { name: "runFlow per-step overhead, 'never': 200-step runs appending to a list growing to 40 KB", median: overhead(loop, CURRENT, 'loop', 'never'), unit: 'µs', target: 50 },
-      { name: 'bytes on disk after 400 steps appending 200 bytes each', median: bytes / 1e6, unit: 'MB', target: 2, anchor: 'LangGraph SqliteSaver 20.9 MB' },
-    ];
-    if (baseline) {
-      for (const [times, flow, label] of [
-        [count, 'count', '1,000 steps, one small pack each'],
-        [loop, 'loop', '200-step runs, list growing to 40 KB'],
-      ] as const) {
-        for (const durability of ['batch', 'never'] as const) {
-          const theirs = overhead(times, baseline, flow, durability);
-          rows.push({ name: `baseline (${baseline.name}) per-step overhead, '${durability}': ${label}`, median: theirs, unit: 'µs' });
+    const rows: BenchRow[] = [];
+    for (const c of [list50, list1000, count]) {
+      rows.push({ name: `flow.run per step (no durability): ${c.label}`, median: c.plain(0), unit: 'µs' });
+      rows.push({ name: `runFlow per-step overhead, 'batch' (fsync per step): ${c.label}`, median: c.overhead(0, 'batch'), unit: 'µs', target: 350, anchor: 'LangGraph.js +600-1,100 µs' });
+      const beyond = c.batchBeyondSync(0);
+      rows.push({
+        name: `'batch' overhead beyond the disk's own cost of a step (append 1.5 KB + fdatasync, ${beyond.sync.toFixed(0)} µs in the same turns): ${c.label}`,
+        median: beyond.us,
+        unit: 'µs',
+        target: 75,
+        anchor: 'issue 15: 350 µs with a 275 µs fdatasync',
+      });
+      rows.push({ name: `runFlow per-step overhead, 'never': ${c.label}`, median: c.overhead(0, 'never'), unit: 'µs', target: 30 });
+      rows.push({ name: `runFlow per-step overhead, 'never', process CPU time: ${c.label}`, median: c.overhead(0, 'never', 'cpu'), unit: 'µs', target: 30 });
+    }
+    for (const mode of ['batch', 'never'] as const) {
+      rows.push({
+        name: `flat in state size: '${mode}' overhead at 1,000 steps (200 KB) / at 50 steps (10 KB)`,
+        median: list1000.overhead(0, mode) / list50.overhead(0, mode),
+        unit: 'x',
+        target: 1.25,
+      });
+    }
+    rows.push({ name: 'bytes on disk after 400 steps appending 200 bytes each', median: bytes / 1e6, unit: 'MB', target: 2, anchor: 'LangGraph SqliteSaver 20.9 MB' });
+    for (const c of [count, list50, list1000]) {
+      for (const mode of ['batch', 'never'] as const) {
+        rows.push({
+          name: `hashing + redaction: extra per-step CPU time over ${builds[1]!.name}, '${mode}': ${c.label}`,
+          median: c.extra(0, 1, mode, 'cpu'),
+          unit: 'µs',
+          target: 10,
+          anchor: `process CPU time; overhead ratio ${c.ratio(0, 1, mode, 'cpu').toFixed(2)}x`,
+        });
+        rows.push({
+          name: `hashing + redaction: extra per-step wall time over ${builds[1]!.name}, '${mode}': ${c.label}`,
+          median: c.extra(0, 1, mode, 'wall'),
+          unit: 'µs',
+          anchor: `overhead ratio ${c.ratio(0, 1, mode, 'wall').toFixed(2)}x; wall time also carries fsync and other processes`,
+        });
+      }
+    }
+    for (let b = 2; b < builds.length; b++) {
+      for (const c of [count, list50, list1000]) {
+        for (const mode of ['batch', 'never'] as const) {
           rows.push({
-            name: `chain hashes + wider redaction: extra per-step CPU time over the baseline, '${durability}': ${label}`,
-            median: overhead(times, CURRENT, flow, durability, '|cpu') - overhead(times, baseline, flow, durability, '|cpu'),
+            name: `${builds[b]!.name} per-step overhead, '${mode}': ${c.label}`,
+            median: c.overhead(b, mode),
             unit: 'µs',
-            target: 10,
-            anchor: 'process CPU time, interleaved run by run with the baseline build',
-          });
-          rows.push({
-            name: `chain hashes + wider redaction: extra per-step wall time over the baseline, '${durability}': ${label}`,
-            median: overhead(times, CURRENT, flow, durability) - theirs,
-            unit: 'µs',
-            anchor: 'wall time: on a shared machine it also carries the noise of fsync and of other processes',
+            anchor: `this build / it, wall: ${c.ratio(0, b, mode, 'wall').toFixed(2)}x, CPU: ${c.ratio(0, b, mode, 'cpu').toFixed(2)}x`,
           });
         }
       }

@@ -1,31 +1,27 @@
 /**
  * `npm run bench:store`: the storage layer's costs (medians).
  * - appends per durability mode, and the store's share of a flow step (5 events, then flush at the step boundary);
- * - readPage(100) at offsets 0, 500k and 999,900 of a 1M-event log (must be flat in the offset: the index seeks);
+ * - readPage(100) at offsets 0, 500k, 999,900 and 999,999 of a 1M-event log, and at offsets that fall between its
+ *   index entries (an entry every 1,000 events): must be flat in the offset, the index seeks;
  * - verify() of that 1M-event log (every chain hash recomputed);
  * - MemoryStore.search over 100k items;
  * - CheckpointStore.saveLatest of a 10 KB state;
- * - runFlow's per-step overhead, and (issue 13) the extra per-step cost of chain hashes and the wider redaction:
- *   this build against a baseline build of an earlier commit, measured interleaved in this one process. The baseline
- *   is `BENCH_BASELINE_REF` (default: the last commit before chain hashes, see BASELINE_REF), checked out with
- *   `git archive` under node_modules/.cache; `BENCH_BASELINE_REF=none` skips it. `BENCH_ONLY=runtime` runs only the
- *   runFlow rows.
+ * - runFlow's per-step overhead (runtime-rows.ts), and (issue 13) the extra per-step cost of hashing and
+ *   redaction: this build against a copy of itself without them (builds.ts), measured interleaved in this one
+ *   process. `BENCH_REF=<git ref>` adds that ref's build (e.g. main) to the comparison. `BENCH_ONLY=runtime` runs
+ *   only the runFlow rows, `BENCH_ONLY=paging` only the 1M-event log rows.
  * Building the 1M-event log and the 100k-item memory is reported separately (not a target).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import type { StreamEvent } from '../src/events/types.js';
 import { CheckpointStore, EventStore, MemoryStore, runPaths, type Durability, type MemoryItem } from '../src/store/index.js';
 import { median, printTable, timeMedianMs, type BenchRow } from './harness.js';
 import { runPointRows } from './run-point-rows.js';
-import { runtimeRows, type Build } from './runtime-rows.js';
-
-/** The last commit before chain hashes and the wider redaction (issue 13): the baseline of the overhead rows. */
-const BASELINE_REF = '93d675230e5e84b01e1b9a54c433324fbfd0647e';
-const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
+import { noIntegrityBuild, refBuild, type Build } from './builds.js';
+import { CURRENT, runtimeRows } from './runtime-rows.js';
 
 const root = mkdtempSync(join(tmpdir(), 'bpf-bench-store-'));
 const rows: BenchRow[] = [];
@@ -80,7 +76,7 @@ async function appendCosts(): Promise<void> {
   }
 }
 
-async function pagingCosts(): Promise<void> {
+async function pagingCosts(ref: Build | undefined): Promise<void> {
   const runId = 'paging';
   const paths = runPaths(root, 'bench', runId);
   const total = 1_000_000;
@@ -98,14 +94,33 @@ async function pagingCosts(): Promise<void> {
   if (!report.ok || report.chain !== 'verified' || report.verifiedLines !== total) throw new Error(`verify of the 1M-event log failed: ${JSON.stringify(report).slice(0, 300)}`);
   rows.push({ name: 'EventStore.verify() of a 1M-event log (every chain hash recomputed, every line validated)', median: verifyMs, unit: 'ms', anchor: 'one run' });
   const reader = new EventStore({ dataDir: root, sessionKey: 'bench', runId });
+  // The same reads by the ref's build (BENCH_REF), interleaved call by call with this build's, on the same log.
+  const theirs = ref === undefined ? undefined : new ref.api.EventStore({ dataDir: root, sessionKey: 'bench', runId });
   const coldStart = performance.now();
   await reader.readPage(100, 0);
   notes.push(`first readPage of a fresh reader (loads the index): ${(performance.now() - coldStart).toFixed(2)} ms`);
-  for (const offset of [0, 500_000, 999_900]) {
+  // 999,000 is an index entry; 999,999 is the last event, the farthest from one.
+  for (const offset of [0, 500_000, 999_000, 999_500, 999_900, 999_999]) {
     const page = await reader.readPage(100, offset);
-    if (page.length !== 100 || page[0]!.seq !== offset) throw new Error(`readPage(100, ${offset}) returned the wrong page`);
-    const ms = await timeMedianMs(() => reader.readPage(100, offset), 50, 5);
-    rows.push({ name: `readPage(100) at offset ${offset.toLocaleString('en-US')} of 1M`, median: ms, unit: 'ms', target: 2, anchor: 'the original scans from the start' });
+    const expected = Math.min(100, total - offset);
+    if (page.length !== expected || page[0]!.seq !== offset) throw new Error(`readPage(100, ${offset}) returned the wrong page`);
+    const where = offset % 1000 === 0 ? 'an index entry' : `${offset % 1000} events after an index entry`;
+    const name = `readPage(100) at offset ${offset.toLocaleString('en-US')} of 1M (${where})`;
+    if (theirs === undefined) {
+      const ms = await timeMedianMs(() => reader.readPage(100, offset), 50, 5);
+      rows.push({ name, median: ms, unit: 'ms', target: 2, anchor: 'the original scans from the start' });
+      continue;
+    }
+    const mine: number[] = [];
+    const other: number[] = [];
+    for (let i = 0; i < 55; i++) {
+      for (const [store, times] of (i % 2 ? [[reader, mine], [theirs, other]] : [[theirs, other], [reader, mine]]) as [EventStore, number[]][]) {
+        const start = performance.now();
+        await store.readPage(100, offset);
+        if (i >= 5) times.push(performance.now() - start);
+      }
+    }
+    rows.push({ name, median: median(mine), unit: 'ms', target: 2, anchor: `${ref!.name}: ${median(other).toFixed(2)} ms; ratio of medians ${(median(mine) / median(other)).toFixed(2)}x` });
   }
 }
 
@@ -152,37 +167,24 @@ async function checkpointCosts(): Promise<void> {
   }
 }
 
-/** The baseline build (see the module comment), or undefined with a note saying why there is none. */
-async function loadBaseline(): Promise<Build | undefined> {
-  const ref = process.env['BENCH_BASELINE_REF'] ?? BASELINE_REF;
-  if (ref === 'none') return undefined;
-  const dir = join(repo, 'node_modules', '.cache', 'bench-baseline', ref);
-  try {
-    mkdirSync(dir, { recursive: true });
-    const tar = execFileSync('git', ['-C', repo, 'archive', '--format=tar', ref, 'src'], { maxBuffer: 1 << 28 });
-    execFileSync('tar', ['-x', '-C', dir], { input: tar });
-    const api = (await import(pathToFileURL(join(dir, 'src', 'index.ts')).href)) as Build['api'];
-    return { name: `commit ${ref.slice(0, 7)}`, api };
-  } catch (error) {
-    notes.push(`no baseline build (${ref}): ${(error as Error).message.split('\n')[0]}; the overhead comparison rows are left out`);
-    return undefined;
-  }
-}
-
 try {
   // The runtime rows go first, on a quiet disk: the 1M-event log and the 100k memory items written below leave
   // hundreds of MB of dirty pages whose writeback slows every file creation for a while afterwards (also into the
   // next run of this benchmark, hence the sync first).
   execFileSync('sync');
-  const runtime = process.env['BENCH_ONLY'] === 'runpoint' ? [] : await runtimeRows(await loadBaseline());
-  // BENCH_ONLY=runtime: only the runFlow rows (and the comparison with the baseline), for quick iterations;
-  // BENCH_ONLY=runpoint: only the loadRunPoint rows.
-  if (process.env['BENCH_ONLY'] === 'runpoint') rows.push(...(await runPointRows(join(root, 'run-points'))));
-  else if (process.env['BENCH_ONLY'] !== 'runtime') {
+  const only = process.env['BENCH_ONLY'];
+  const ref = process.env['BENCH_REF'];
+  const builds = only === undefined || only === 'runtime' ? [CURRENT, await noIntegrityBuild(), ...(ref ? [await refBuild(ref)] : [])] : [];
+  const runtime = builds.length > 0 ? await runtimeRows(builds) : [];
+  // BENCH_ONLY=runtime: only the runFlow rows, for quick iterations; runpoint: only the loadRunPoint rows;
+  // paging: only the 1M-event log rows.
+  if (only === 'runpoint') rows.push(...(await runPointRows(join(root, 'run-points'))));
+  else if (only === 'paging') await pagingCosts(ref ? await refBuild(ref) : undefined);
+  else if (only !== 'runtime') {
     rows.push(...(await runPointRows(join(root, 'run-points'))));
     await appendCosts();
     await checkpointCosts();
-    await pagingCosts();
+    await pagingCosts(builds[2]);
     await searchCosts();
   }
   rows.push(...runtime);

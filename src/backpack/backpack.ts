@@ -28,7 +28,7 @@ import { Ledger } from './ledger.js';
 import { resolveOptions, type ResolvedOptions } from './options.js';
 import { NodeRegistry } from './registry.js';
 import { parseBackpackJSON, serializeBackpack, type BackpackJSON } from './serialize.js';
-import { exportState, importState, type BackpackState } from './state.js';
+import { exportState, exportStoredState, importState, type BackpackState, type StoredState } from './state.js';
 import type {
   AccessDenial,
   AsNodeOptions,
@@ -388,6 +388,16 @@ export class Backpack {
     const { state, guard } = this.#ledger;
     const readable = actor === OWNER ? undefined : (item: Commit) => guard.mayRead(actor, item);
     return exportState({ items: state.items, quarantined: state.quarantined, valueOf: (item) => state.valueOf(item), readable }, keys);
+  }
+
+  /**
+   * {@link exportState} of the owner's view with the values as stored instead of encoded: the frozen values the
+   * Backpack holds (shared with it: never modify them; a value holding typed arrays is its stored copy too), for a
+   * caller that compares values by identity from boundary to boundary (durable runs find what changed this way).
+   */
+  exportStoredState(keys?: Iterable<string>): StoredState {
+    const { state } = this.#ledger;
+    return exportStoredState({ items: state.items, quarantined: state.quarantined, valueOf: (item) => state.valueOf(item) }, keys);
   }
 
   /**

@@ -10,7 +10,9 @@ import { isTypedArray, setOwn, UnavailableValue, type TypedArray } from './value
 /** A value JSON can hold exactly. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
-const TAG = '$bp';
+/** The key of the codec's tagged forms (`{ "$bp": "date", v }`, ...). */
+export const CODEC_TAG = '$bp';
+const TAG = CODEC_TAG;
 
 const TYPED_ARRAYS = {
   Int8Array,

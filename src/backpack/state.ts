@@ -61,29 +61,50 @@ export interface StateSource {
   readable?: (item: Commit) => boolean;
 }
 
-function stateItem(source: StateSource, item: Commit): StateItem {
+/**
+ * The state form with values as stored (frozen, shared with the Backpack: never modify them) instead of encoded:
+ * what a tracker compares by identity (see `Backpack.exportStoredState`).
+ */
+export interface StoredState {
+  items: Record<string, StoredItem<StateItem>>;
+  quarantined: Record<string, StoredItem<QuarantinedStateItem>>;
+}
+
+/** An item of {@link StoredState}: a state item whose `value` is the stored value. */
+export type StoredItem<T extends StateItem> = Omit<T, 'value'> & { value: unknown };
+
+function stateItem<V>(source: StateSource, item: Commit, encode: (value: unknown) => V): Omit<StateItem, 'value'> & { value: V } {
   const metadata: StateItem['metadata'] = { timestamp: item.timestamp, version: item.version, tags: [...item.tags] };
   if (item.actor.nodeId !== undefined) metadata.sourceNodeId = item.actor.nodeId;
   if (item.actor.nodeName !== undefined) metadata.sourceNodeName = item.actor.nodeName;
   if (item.actor.namespace !== undefined) metadata.sourceNamespace = item.actor.namespace;
-  const out: StateItem = { value: encodeValue(source.valueOf(item)), metadata };
+  const out: Omit<StateItem, 'value'> & { value: V } = { value: encode(source.valueOf(item)), metadata };
   if (item.acl) out.accessControl = JSON.parse(JSON.stringify(item.acl)) as StateItem['accessControl'];
   return out;
 }
 
 /** The state form of `source`; with `keys`, only those keys. */
 export function exportState(source: StateSource, keys?: Iterable<string>): BackpackState {
-  const items: BackpackState['items'] = {};
-  const quarantined: BackpackState['quarantined'] = {};
+  return exportWith(source, keys, encodeValue) as BackpackState;
+}
+
+/** {@link exportState} with the values as stored (see {@link StoredState}). */
+export function exportStoredState(source: StateSource, keys?: Iterable<string>): StoredState {
+  return exportWith(source, keys, (value) => value);
+}
+
+function exportWith(source: StateSource, keys: Iterable<string> | undefined, encode: (value: unknown) => unknown): StoredState & { version: 1 } {
+  const items: StoredState['items'] = {};
+  const quarantined: StoredState['quarantined'] = {};
   const ok = source.readable ?? (() => true);
   const pick = (key: string): void => {
     const item = source.items.get(key);
-    if (item && ok(item)) setOwn(items, key, stateItem(source, item));
+    if (item && ok(item)) setOwn(items, key, stateItem(source, item, encode));
     const q = source.quarantined.get(key);
     if (q && ok(q.quarantined.item)) {
       const detail: QuarantinedStateItem['quarantine'] = { reason: q.quarantined.reason, timestamp: q.timestamp };
       if (q.actor.nodeId !== undefined) detail.nodeId = q.actor.nodeId;
-      setOwn(quarantined, key, { ...stateItem(source, q.quarantined.item), quarantine: detail });
+      setOwn(quarantined, key, { ...stateItem(source, q.quarantined.item, encode), quarantine: detail });
     }
   };
   if (keys === undefined) {

@@ -103,6 +103,14 @@ export interface PreparedValue {
 
 const SUPPORTED = 'pack plain data: JSON types, undefined, Date, Map, Set, BigInt or typed arrays';
 
+/**
+ * Every object a {@link Walker} made (a frozen copy holding no typed array), with its approximate encoded size.
+ * Such an object can never change, so a value packed again with it inside (a list a node grew, an object with one
+ * key changed) shares it instead of copying it again: packing costs what is new, and readers that compare stored
+ * values (the durable runtime, from step to step) find what did not change by identity.
+ */
+const STORED = new WeakMap<object, number>();
+
 class Walker {
   bytes = 0;
   copyOnRead = false;
@@ -151,8 +159,16 @@ class Walker {
       this.bytes += 64;
       return v;
     }
+    const shared = STORED.get(v);
+    if (shared !== undefined) {
+      this.bytes += shared;
+      return v;
+    }
     if (this.ancestors.has(v)) return this.fail('refers to itself (circular reference)');
     this.ancestors.add(v);
+    const bytesBefore = this.bytes;
+    const typedBefore = this.copyOnRead;
+    this.copyOnRead = false;
     let out: unknown;
     if (Array.isArray(v)) {
       const arr = new Array<unknown>(v.length);
@@ -212,6 +228,9 @@ class Walker {
       out = Object.freeze(obj);
     }
     this.ancestors.delete(v);
+    // A copy holding a typed array is not frozen all through: it is copied on every read, and never shared.
+    if (!this.copyOnRead) STORED.set(out as object, this.bytes - bytesBefore);
+    this.copyOnRead ||= typedBefore;
     return out;
   }
 }

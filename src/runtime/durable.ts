@@ -27,9 +27,13 @@ import { StateTracker } from './state-tracker.js';
  * - The start of a run (step 0, or the step a fork starts from) is a `checkpoint.saved` event with `start: true`
  *   whose delta is the whole state (from the empty state), written before the first node runs. No file is created
  *   for it: on a disk where creating a file costs a few hundred microseconds, that matters for short runs.
- * - Every `keyframeInterval` steps, once that step's batch is in the log, the whole state is written to
- *   `checkpoint/<step>.json` (atomic: temp file, fsync, rename). That one file per keyframe is the whole checkpoint:
- *   durable runs do not write `checkpoint.latest.json`; the newest keyframe is the highest step in `checkpoint/`.
+ * - The delta is found by identity (see StateTracker): only the keys committed since the last boundary are looked
+ *   at, and only what changed in them is encoded, so a step costs what it changed, not the size of the state.
+ * - Every `keyframeInterval` steps (later for a large state, see RunFlowOptions.keyframeInterval), once that step's
+ *   batch is in the log, the whole state of that step is written to `checkpoint/<step>.json` (atomic: temp file,
+ *   fsync, rename), in the background: the next steps do not wait for it. That one file per keyframe is the whole
+ *   checkpoint: durable runs do not write `checkpoint.latest.json`; the newest keyframe is the highest step in
+ *   `checkpoint/`.
  * - The state at step N is the last keyframe at or before N (or the empty state) plus the deltas after it; a resume
  *   starts from the last recorded step. A step that had not reached its boundary when the process died runs again.
  *   A keyframe is written after its step's batch, so no keyframe is ahead of the log. It records the log's chain
@@ -48,7 +52,9 @@ export interface RunFlowOptions extends RunLocation {
    * A full-state keyframe every this many steps (default 100). `loadRunPoint` and `resumeRun` start at the keyframe
    * at or before a step (seeking through the log's index) and replay only the steps after it, so this bounds their
    * cost: at step 999 of a 1,000-step run, 6.6 ms with 100 against 40 ms with 1000 (measured under load); a keyframe
-   * file costs 0.3-0.6 ms to create on a slow disk, a few µs per step at this interval.
+   * file costs 0.3-0.6 ms to create on a slow disk, a few µs per step at this interval. When the state is large, a
+   * keyframe waits until the log has grown by the last keyframe's size since it: writing keyframes then costs no
+   * more than the log itself, and a replay reads no more than about one keyframe's worth of events.
    */
   keyframeInterval?: number;
   /** Stops the run before its next step. */
@@ -278,12 +284,42 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   const unsubscribe = streamer.on('*', (event) => {
     if (event.runId === runId) buffer.push(event);
   });
-  /** Commits the buffered events as one step, with the step's keyframe when one is due. */
-  const persist = async (keyframe?: KeyframeInput): Promise<void> => {
+  /** Commits the buffered events as one step (events, projection; see RunWriter.commit). */
+  const persist = async (): Promise<void> => {
     const batch = buffer;
     buffer = [];
-    if (batch.length === 0 && keyframe === undefined) return;
-    await writer.commit({ events: batch, ...(keyframe ? { keyframe } : {}) });
+    if (batch.length === 0) return;
+    await writer.commit(batch);
+  };
+  /**
+   * Keyframes are taken at the step boundary (the state, the log's chain and line, synchronously) and written off
+   * the step's path, one after another, while the run goes on: a step does not wait for a file to be created. A
+   * write that fails fails the run at the next keyframe or at its end; a keyframe a crash kept from being written
+   * is only missing (readers use the previous one plus the deltas).
+   */
+  let keyframes: Promise<void> = Promise.resolve();
+  let keyframeError: { error: unknown } | undefined;
+  /** The last keyframe: its step, the log's size then, its own size (known once written; 0 before). */
+  const lastKeyframe = { step: start.step - (start.step % keyframeInterval), logBytes: 0, bytes: 0 };
+  const keyframe = (position: string[]): void => {
+    if (keyframeError) throw keyframeError.error;
+    const input: KeyframeInput = { step, createdAt: Date.now(), position, state: { kind: 'keyframe', backpack: backpack.exportState() } as unknown as KeyframeInput['state'] };
+    const at = step;
+    Object.assign(lastKeyframe, { step, logBytes: writer.byteLength, bytes: 0 });
+    // Tied to the log as it stands now (its chain hash and the line of this step's checkpoint.saved event).
+    const save = writer.takeKeyframe(input);
+    keyframes = keyframes
+      .then(save)
+      .then((bytes) => {
+        if (lastKeyframe.step === at) lastKeyframe.bytes = bytes;
+      })
+      .catch((error: unknown) => {
+        keyframeError ??= { error };
+      });
+  };
+  const keyframesWritten = async (): Promise<void> => {
+    await keyframes;
+    if (keyframeError) throw keyframeError.error;
   };
   /**
    * The start of the record, right after `run.started` and before the first node runs: the whole state as one
@@ -318,22 +354,28 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     step++;
     const position = boundary.next === undefined ? [] : [...boundary.path, boundary.next];
     const delta = tracker.next();
-    const isKeyframe = step % keyframeInterval === 0;
+    // A keyframe every `keyframeInterval` steps, unless the log has grown by less than the last keyframe's size
+    // since it: then later (see RunFlowOptions.keyframeInterval).
+    const isKeyframe = step - lastKeyframe.step >= keyframeInterval && writer.byteLength - lastKeyframe.logBytes >= lastKeyframe.bytes;
     const payload: CheckpointPayload = { step, position, keyframe: isKeyframe, ...(delta ? { delta } : {}) };
     streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload });
-    await persist(isKeyframe ? { step, createdAt: Date.now(), position, state: { kind: 'keyframe', backpack: tracker.state } as unknown as KeyframeInput['state'] } : undefined);
+    await persist();
+    if (isKeyframe) keyframe(position);
   };
 
   try {
     const action = await flow.run(undefined, { runId, signal: target.signal, onStep, resume: start.position.length ? [...start.position] : undefined, answers: start.answers, forkedFrom: start.forkedFrom });
     await startRecorded();
     await persist();
+    await keyframesWritten();
     return { runId, sessionKey, dataDir: store.location, status: 'completed', action, steps: step };
   } catch (error) {
     await startRecorded().catch(() => undefined);
     await persist().catch(() => undefined);
+    await keyframes;
     // Paused for a person: the run is recorded as waiting (run.waiting is in the log) and this process is done.
     if (error instanceof RunInterrupted && !(error instanceof InterruptAnswerError)) {
+      if (keyframeError) throw keyframeError.error;
       return { runId, sessionKey, dataDir: store.location, status: 'waiting', interrupt: error.interrupt, action: undefined, steps: step };
     }
     throw error;

@@ -10,8 +10,7 @@
  * `diffJson` picks whichever is shorter when serialized.
  */
 
-/** Any JSON value. */
-import { deepEqual, setOwn, type JsonValue } from '../backpack/index.js';
+import { CODEC_TAG, deepEqual, encodeValue, setOwn, type JsonValue } from '../backpack/index.js';
 
 export type { JsonValue };
 
@@ -41,6 +40,49 @@ export function diffJson(prev: JsonValue, next: JsonValue): JsonDelta | undefine
     return JSON.stringify(patch).length < JSON.stringify(replace).length ? patch : replace;
   }
   return replace;
+}
+
+/** Whether `value` is encoded as a plain JSON object of its keys (see the codec: no tag key of its own). */
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return (proto === Object.prototype || proto === null) && !Object.hasOwn(value, CODEC_TAG);
+}
+
+/**
+ * The delta from `encodeValue(prev)` to `encodeValue(next)`, where both are values as the Backpack stores them
+ * (frozen, and sharing what did not change: an array grown by a node keeps its elements), computed by identity
+ * instead of by encoding both: what is the same object, or the same primitive, is not looked into, so the cost
+ * follows what changed, not the size of the value. Only the parts that changed are encoded. Undefined when the two
+ * encode alike. Like {@link diffJson}: an array grown at its end is an append, a plain object a patch of the keys
+ * that changed (or a replacement when every key changed), anything else a replacement.
+ */
+export function diffStored(prev: unknown, next: unknown): JsonDelta | undefined {
+  if (prev === next) return undefined;
+  if (Array.isArray(prev) && Array.isArray(next)) {
+    if (next.length < prev.length) return deepEqual(prev, next) ? undefined : { r: encodeValue(next) };
+    for (let i = 0; i < prev.length; i++) {
+      // Identity first: a deep comparison only for an element that is not the same (a fresh copy of equal data).
+      if (prev[i] !== next[i] && !deepEqual(prev[i], next[i])) return { r: encodeValue(next) };
+    }
+    return next.length === prev.length ? undefined : { a: encodeValue(next.slice(prev.length)) as JsonValue[] };
+  }
+  if (isPlainRecord(prev) && isPlainRecord(next)) {
+    let changed: Record<string, JsonDelta> | undefined;
+    let count = 0;
+    let kept = 0;
+    for (const key of Object.keys(next)) {
+      count++;
+      const delta = Object.hasOwn(prev, key) ? diffStored(prev[key], next[key]) : { r: encodeValue(next[key]) };
+      if (delta === undefined) kept++;
+      else setOwn((changed ??= {}), key, delta);
+    }
+    const deleted = Object.keys(prev).filter((key) => !Object.hasOwn(next, key));
+    if (changed === undefined && deleted.length === 0) return undefined;
+    if (kept === 0 && count > 0) return { r: encodeValue(next) };
+    return deleted.length ? { o: changed ?? {}, d: deleted } : { o: changed! };
+  }
+  return deepEqual(prev, next) ? undefined : { r: encodeValue(next) };
 }
 
 /** Applies `delta` to `prev` (which is not modified) and returns the new value. */

@@ -1,5 +1,16 @@
-import { deepEqual, setOwn, type Backpack, type BackpackState, type JsonValue, type QuarantinedStateItem, type StateItem } from '../backpack/index.js';
-import { applyJsonDelta, diffJson, type JsonDelta } from './json-delta.js';
+import {
+  deepEqual,
+  encodeValue,
+  setOwn,
+  type Backpack,
+  type BackpackState,
+  type JsonValue,
+  type QuarantinedStateItem,
+  type StateItem,
+  type StoredItem,
+  type StoredState,
+} from '../backpack/index.js';
+import { applyJsonDelta, diffStored, type JsonDelta } from './json-delta.js';
 
 /** What changed in a Backpack's state between two step boundaries. Values travel as structural JSON deltas. */
 export interface StateDelta {
@@ -28,10 +39,12 @@ export function applyStateDelta(state: BackpackState, delta: StateDelta): void {
 
 /**
  * Follows a Backpack from step boundary to step boundary and tells what changed, as a {@link StateDelta}. It keeps
- * the state form of the last boundary, so only the keys committed since are exported and compared.
+ * the items of the last boundary as the Backpack stores them (frozen values, shared with it), so only the keys
+ * committed since are looked at, and their values are compared by identity ({@link diffStored}): the cost of a
+ * boundary follows what changed, not the size of the state. Only what changed is encoded.
  */
 export class StateTracker {
-  #state: BackpackState;
+  #state: StoredState;
   #seq: number;
 
   /**
@@ -42,14 +55,9 @@ export class StateTracker {
     private readonly backpack: Backpack,
     fromEmpty = false,
   ) {
-    this.#state = fromEmpty ? { version: 1, items: {}, quarantined: {} } : backpack.exportState();
+    this.#state = fromEmpty ? { items: {}, quarantined: {} } : backpack.exportStoredState();
     // Below every commit: the first `next()` compares every key.
     this.#seq = fromEmpty ? -1 : backpack.headSeq;
-  }
-
-  /** The state at the last boundary (the tracker's own copy: do not modify it). */
-  get state(): BackpackState {
-    return this.#state;
   }
 
   /** The delta since the last boundary, or undefined when nothing changed; moves the boundary to now. */
@@ -58,14 +66,14 @@ export class StateTracker {
     const changed = this.backpack.changedKeysSince(this.#seq);
     this.#seq = this.backpack.headSeq;
     if (changed?.length === 0) return undefined;
-    const now = this.backpack.exportState(changed);
+    const now = this.backpack.exportStoredState(changed);
     const keys = changed ?? new Set([...Object.keys(this.#state.items), ...Object.keys(now.items), ...Object.keys(now.quarantined)]);
     const delta: StateDelta = {};
     for (const key of keys) {
       const item = own(now.items, key);
       const previous = own(this.#state.items, key);
       if (item) {
-        const value = previous ? diffJson(previous.value as JsonValue, item.value as JsonValue) : { r: item.value as JsonValue };
+        const value = previous ? diffStored(previous.value, item.value) : { r: encodeValue(item.value) };
         if (value || !previous || !sameMeta(previous, item)) {
           setOwn((delta.set ??= {}), key, {
             metadata: item.metadata,
@@ -73,21 +81,23 @@ export class StateTracker {
             ...(value ? { value } : {}),
           });
         }
+        setOwn(this.#state.items, key, item);
       } else if (previous) {
         (delta.removed ??= []).push(key);
+        delete this.#state.items[key];
       }
       const quarantined = own(now.quarantined, key);
       if (quarantined && !deepEqual(quarantined, own(this.#state.quarantined, key))) {
-        setOwn((delta.quarantined ??= {}), key, quarantined);
+        setOwn((delta.quarantined ??= {}), key, { ...quarantined, value: encodeValue(quarantined.value) });
+        setOwn(this.#state.quarantined, key, quarantined);
       }
     }
     if (!delta.set && !delta.removed && !delta.quarantined) return undefined;
-    applyStateDelta(this.#state, delta);
     return delta;
   }
 }
 
-function sameMeta(a: StateItem, b: StateItem): boolean {
+function sameMeta(a: StoredItem<StateItem>, b: StoredItem<StateItem>): boolean {
   return deepEqual(a.metadata, b.metadata) && deepEqual(a.accessControl, b.accessControl);
 }
 

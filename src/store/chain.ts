@@ -101,6 +101,18 @@ export class ChainReader {
     this.parts = [previous];
   }
 
+  /**
+   * Passes over the next stored line without checking it: a sealed line restarts the chain at the hash it carries
+   * (the batch it ends is not verified), any other line is kept for the next seal. Readers use it for the lines
+   * before the first one they serve, so that only the batches they serve are hashed. Returns whether it was sealed.
+   */
+  skip(line: Buffer): boolean {
+    const chain = chainOf(line);
+    if (chain === undefined) this.parts.push(Buffer.from(line), NEWLINE);
+    else this.parts = [Buffer.from(chain, 'hex')];
+    return chain !== undefined;
+  }
+
   /** Feeds the next stored line (its bytes, without the newline). */
   feed(line: Buffer): ChainStep {
     const chain = chainOf(line);

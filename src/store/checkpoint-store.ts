@@ -72,7 +72,7 @@ export class CheckpointStore {
   }
 
   /** Saves run one after another, so that the last save called is the one left on disk. */
-  private save(checkpoint: CheckpointInput, path: string): Promise<void> {
+  private save(checkpoint: CheckpointInput, path: string): Promise<number> {
     const stored = this.prepare(checkpoint, path);
     const next = this.queue.then(() => writeSealed(path, stored, this.fsync));
     this.queue = next.catch(() => undefined);
@@ -100,10 +100,14 @@ export class CheckpointStore {
 
   /**
    * Saves a historical checkpoint under `checkpoint/<stepId>.json` (stepId: a number or a valid id); `sessionKey`
-   * and `runId` are filled and checked as in {@link saveLatest}.
+   * and `runId` are filled and checked as in {@link saveLatest}. Resolves to the size of the file in characters.
    */
-  async saveHistorical(checkpoint: CheckpointInput, stepId: string | number): Promise<void> {
-    await this.save(checkpoint, historicalCheckpointPath(this.paths, String(stepId)));
+  saveHistorical(checkpoint: CheckpointInput, stepId: string | number): Promise<number> {
+    try {
+      return this.save(checkpoint, historicalCheckpointPath(this.paths, String(stepId)));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** The historical checkpoint saved under `stepId`, or null when there is none. */

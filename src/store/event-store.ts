@@ -85,6 +85,11 @@ export class EventStore {
     return this.writer.eventCount;
   }
 
+  /** Size of the log in bytes as known to this writer (after {@link open}). */
+  get byteLength(): number {
+    return this.writer.bytes;
+  }
+
   /**
    * Opens the log for writing: takes the lock (LockError when another writer holds it), repairs the tail, catches
    * the index up, and reports the last seq so that a resumed run continues the numbering. Idempotent.

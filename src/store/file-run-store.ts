@@ -11,7 +11,7 @@ import { EventStore, type ReadOptions, type VerifiedEvent, type VerifyResult } f
 import { assertNewRun, listRunIds, runHasEvents, runWriterAlive } from './layout.js';
 import { assertValidId, historicalCheckpointPath, runPaths } from './paths.js';
 import { ProjectionStore } from './projection-store.js';
-import type { OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter, StepCommit } from './run-store.js';
+import type { KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from './run-store.js';
 import { readTextIfExists, writeJsonAtomic } from '../fs/index.js';
 import { StoreError } from './errors.js';
 
@@ -134,9 +134,9 @@ export class FileRunStore implements RunStore {
 }
 
 /**
- * The writer of a run in files: the log's writer lock; per step, the batch (one fsync with durability 'batch'), the
- * projection folded (stored after the first batch and on close, as the listing needs), then the keyframe file, which
- * is written after its batch so that no keyframe is ahead of the log.
+ * The writer of a run in files: the log's writer lock; per step, the batch (one fsync with durability 'batch') and the
+ * projection folded (stored after the first batch and on close, as the listing needs); keyframe files are written
+ * after their step's batch, so that no keyframe is ahead of the log.
  */
 class FileRunWriter implements RunWriter {
   private readonly events: EventStore;
@@ -182,22 +182,26 @@ class FileRunWriter implements RunWriter {
     }
   }
 
-  async commit(step: StepCommit): Promise<void> {
+  get byteLength(): number {
+    return this.events.byteLength;
+  }
+
+  async commit(events: StreamEvent[]): Promise<void> {
     if (this.closed) throw new Error(`the writer of run ${this.ref.sessionKey}/${this.ref.runId} is closed`);
-    if (step.events.length > 0) {
-      await this.events.appendBatch(step.events);
-      await this.events.flush();
-      await this.projection.updateRunMetaBatch(this.ref.runId, step.events, { persist: !this.projectionStored });
-      this.projectionStored = true;
-    }
-    if (step.keyframe !== undefined) {
-      const checkpoint: Checkpoint = { v: 1, sessionKey: this.ref.sessionKey, runId: this.ref.runId, ...step.keyframe };
-      // Ties the keyframe to the log: readers compare it with the chain of this step's batch.
-      if (this.events.chainHead !== undefined) checkpoint.chain = this.events.chainHead;
-      // The step's checkpoint.saved event is the last line of its batch: replays of later steps start there.
-      checkpoint.line = this.events.eventCount - 1;
-      await this.checkpoints.saveHistorical(checkpoint, step.keyframe.step);
-    }
+    if (events.length === 0) return;
+    await this.events.appendBatch(events);
+    await this.events.flush();
+    await this.projection.updateRunMetaBatch(this.ref.runId, events, { persist: !this.projectionStored });
+    this.projectionStored = true;
+  }
+
+  takeKeyframe(keyframe: KeyframeInput): () => Promise<number> {
+    const checkpoint: Checkpoint = { v: 1, sessionKey: this.ref.sessionKey, runId: this.ref.runId, ...keyframe };
+    // Ties the keyframe to the log: readers compare it with the chain of this step's batch.
+    if (this.events.chainHead !== undefined) checkpoint.chain = this.events.chainHead;
+    // The step's checkpoint.saved event is the last line of its batch: replays of later steps start there.
+    checkpoint.line = this.events.eventCount - 1;
+    return () => this.checkpoints.saveHistorical(checkpoint, keyframe.step);
   }
 
   async close(): Promise<void> {

@@ -48,7 +48,7 @@ export type { AtomicWriteOptions, FileLock } from '../fs/index.js';
 export { acquireLock } from './lock.js';
 export { assertNewRun, listSessions, listRunIds, runHasEvents, runWriterAlive } from './layout.js';
 export type { RunRef } from './layout.js';
-export type { RunStore, RunWriter, StepCommit, KeyframeInput, OpenWriterOptions } from './run-store.js';
+export type { RunStore, RunWriter, RunDocumentName, KeyframeInput, OpenWriterOptions } from './run-store.js';
 export { FileRunStore } from './file-run-store.js';
 export { PostgresRunStore } from './postgres/run-store.js';
 export type { PostgresRunStoreOptions } from './postgres/run-store.js';

@@ -138,6 +138,14 @@ export class LogReader {
           continue;
         }
         if (reader === undefined) continue; // unreachable: a log with chain hashes is read from a sealed line
+        if (raw.index < from) {
+          // Before the first line served: only the batch holding it is hashed, from the sealed line before it.
+          if (reader.skip(raw.bytes)) {
+            lastSealed = raw.index;
+            batchStart = raw.index + 1;
+          }
+          continue;
+        }
         const step = reader.feed(raw.bytes);
         if (raw.index >= from) batch.push(raw); // its bytes are not kept valid, and not needed once hashed
         if (step.kind === 'open') continue;

@@ -100,6 +100,10 @@ export class LogWriter {
     return this.lineCount;
   }
 
+  get bytes(): number {
+    return this.size;
+  }
+
   /** One index entry every this many events. */
   get indexInterval(): number {
     return this.index.interval;

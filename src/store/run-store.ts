@@ -18,12 +18,6 @@ export type { RunRef };
 /** A keyframe to save with a step: the writer fills `v`, the run, the log's chain hash and the line of the step. */
 export type KeyframeInput = Pick<Checkpoint, 'step' | 'createdAt' | 'position' | 'state'>;
 
-/** One step boundary: its events (the last is the step's `checkpoint.saved`), and a keyframe when one is due. */
-export interface StepCommit {
-  events: StreamEvent[];
-  keyframe?: KeyframeInput;
-}
-
 /** Options of {@link RunStore.openWriter}. */
 export interface OpenWriterOptions {
   /** A new run: a {@link RunExistsError} when the run already has events (checked under the writer's guarantee). */
@@ -36,9 +30,9 @@ export interface OpenWriterOptions {
 
 /**
  * The single writer of one run. Opening it takes the run (a `LockError` while another writer holds it); each
- * {@link commit} appends a step's batch, its keyframe and the projection update. The Postgres writer does all three in
- * one statement, fenced: a writer whose run was taken over (its lease expired and another took it) has every later
- * commit refused with a `FencedError`, and nothing of it stored.
+ * {@link commit} appends a step's batch and updates the projection. The Postgres writer does both in one statement,
+ * fenced: a writer whose run was taken over (its lease expired and another took it) has every later commit refused
+ * with a `FencedError`, and nothing of it stored.
  */
 export interface RunWriter {
   /** seq of the last stored event, undefined for an empty log. */
@@ -47,8 +41,17 @@ export interface RunWriter {
   readonly eventCount: number;
   /** The chain hash after the last batch (see chain.ts), undefined before the first. */
   readonly chainHead: string | undefined;
-  /** Appends one step: see the interface comment. */
-  commit(step: StepCommit): Promise<void>;
+  /** The size of the log in bytes (as stored lines): the runtime spaces keyframes of a large state by it. */
+  readonly byteLength: number;
+  /** Appends one step's events (the last is its `checkpoint.saved`) and folds them into the projection. */
+  commit(events: StreamEvent[]): Promise<void>;
+  /**
+   * Takes the keyframe of the step just committed: it is tied now to the log as it stands (its chain hash, and the
+   * line of the step's `checkpoint.saved` event, which readers replay from), and the returned function writes it
+   * (files: atomically; Postgres: fenced like a commit), resolving to its size in characters. The runtime runs the
+   * writes one after another off the step's path.
+   */
+  takeKeyframe(keyframe: KeyframeInput): () => Promise<number>;
   /** Stores what is pending (the projection) and gives the run up. Idempotent. */
   close(): Promise<void>;
 }

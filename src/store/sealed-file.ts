@@ -7,9 +7,11 @@ import { openSealed, seal } from '../hash/sealed.js';
 import { readTextIfExists, writeFileAtomic } from '../fs/index.js';
 import { describeIssues } from './errors.js';
 
-/** Writes `data` sealed, atomically (temp file, fsync unless `fsync` is false, rename). */
-export async function writeSealed(path: string, data: unknown, fsync: boolean): Promise<void> {
-  await writeFileAtomic(path, seal(data, await sharedHashBackend()), { fsync });
+/** Writes `data` sealed, atomically (temp file, fsync unless `fsync` is false, rename); resolves to its length in characters. */
+export async function writeSealed(path: string, data: unknown, fsync: boolean): Promise<number> {
+  const text = seal(data, await sharedHashBackend());
+  await writeFileAtomic(path, text, { fsync });
+  return text.length;
 }
 
 /**

@@ -87,6 +87,33 @@ describe('Backpack pack/unpack', () => {
 });
 
 describe('Backpack values are frozen copies (D7)', () => {
+  it("shares the Backpack's own frozen copies when they are packed again, and copies anything else", () => {
+    const bp = new Backpack();
+    bp.pack('list', [{ a: 1 }, { b: [2] }]);
+    const list = bp.unpack('list') as object[];
+    bp.pack('list', [...list, { c: 3 }]);
+    const next = bp.unpack('list') as object[];
+    expect(next).not.toBe(list);
+    expect(next[0]).toBe(list[0]);
+    expect(next[1]).toBe(list[1]);
+    expect(Object.isFrozen(next[2])).toBe(true);
+    bp.pack('other', { inner: list[1] });
+    expect((bp.unpack('other') as { inner: object }).inner).toBe(list[1]);
+    // A frozen object of the caller's own is still copied: only what the Backpack froze all through is shared.
+    const mine = Object.freeze({ nested: { x: 1 } });
+    bp.pack('mine', mine);
+    expect(bp.unpack('mine')).not.toBe(mine);
+    mine.nested.x = 2;
+    expect(bp.unpack('mine')).toEqual({ nested: { x: 1 } });
+    // A value holding a typed array cannot be frozen: it is copied on every read and never shared.
+    bp.pack('bytes', { data: new Uint8Array([1, 2]) });
+    const read = bp.unpack('bytes') as { data: Uint8Array };
+    bp.pack('again', read);
+    read.data[0] = 9;
+    expect((bp.unpack('bytes') as { data: Uint8Array }).data[0]).toBe(1);
+    expect((bp.unpack('again') as { data: Uint8Array }).data[0]).toBe(1);
+  });
+
   it('is not affected by mutating the packed object', () => {
     const bp = new Backpack();
     const value = { list: [1, 2], nested: { a: 1 } };

@@ -43,16 +43,16 @@ describe('Postgres run store', () => {
   it('fences a writer whose lease was taken over: its commits are refused and nothing of them is stored', async () => {
     const ref = { sessionKey: 's', runId: 'fenced' };
     const a = await open({ owner: 'worker-a' }).openWriter(ref, { fresh: true });
-    await a.commit({ events: batch(ref.runId, 1, 1) });
+    await a.commit(batch(ref.runId, 1, 1));
     // Worker A stalls past its lease (a GC pause, a partition): its lease runs out and worker B takes the run.
     await admin`update backpackflow.runs set lease_expires_at = now() - interval '1 second' where run_id = ${ref.runId}`;
     const b = await open({ owner: 'worker-b' }).openWriter(ref, { fresh: false });
     expect(b.lastSeq).toBe(2);
-    await b.commit({ events: batch(ref.runId, 3, 2) });
+    await b.commit(batch(ref.runId, 3, 2));
     // A wakes up and writes what it believes is step 2, then step 3: both refused.
-    await expect(a.commit({ events: batch(ref.runId, 3, 2) })).rejects.toBeInstanceOf(FencedError);
-    await expect(a.commit({ events: batch(ref.runId, 5, 3) })).rejects.toThrow(/cannot go on/);
-    await b.commit({ events: batch(ref.runId, 5, 3) });
+    await expect(a.commit(batch(ref.runId, 3, 2))).rejects.toBeInstanceOf(FencedError);
+    await expect(a.commit(batch(ref.runId, 5, 3))).rejects.toThrow(/cannot go on/);
+    await b.commit(batch(ref.runId, 5, 3));
     await b.close();
     await a.close();
     const store = open();
@@ -75,7 +75,7 @@ describe('Postgres run store', () => {
     const a = await open({ leaseMs: 300 }).openWriter(ref, { fresh: true });
     await new Promise((resolve) => setTimeout(resolve, 900));
     await expect(open().openWriter(ref, { fresh: false })).rejects.toBeInstanceOf(LockError);
-    await a.commit({ events: batch(ref.runId, 1, 1) });
+    await a.commit(batch(ref.runId, 1, 1));
     await a.close();
   });
 
@@ -83,7 +83,7 @@ describe('Postgres run store', () => {
     const ref = { sessionKey: 's', runId: 'edited' };
     const store = open();
     const w = await store.openWriter(ref, { fresh: true });
-    for (let step = 1; step <= 3; step++) await w.commit({ events: batch(ref.runId, step * 2 - 1, step) });
+    for (let step = 1; step <= 3; step++) await w.commit(batch(ref.runId, step * 2 - 1, step));
     await w.close();
     await admin`update backpackflow.events set body = replace(body, '"n2"', '"nX"') where run_id = ${ref.runId} and line = 2`;
     const read = async (options = {}): Promise<number[]> => {
@@ -104,7 +104,8 @@ describe('Postgres run store', () => {
     const ref = { sessionKey: 's', runId: 'damaged' };
     const store = open();
     const w = await store.openWriter(ref, { fresh: true });
-    await w.commit({ events: batch(ref.runId, 1, 1), keyframe: { step: 1, createdAt: 1, position: [], state: { kind: 'keyframe', backpack: { a: 1 } } } });
+    await w.commit(batch(ref.runId, 1, 1));
+      await w.takeKeyframe({ step: 1, createdAt: 1, position: [], state: { kind: 'keyframe', backpack: { a: 1 } } })();
     await w.close();
     await admin`update backpackflow.keyframes set body = replace(body, '"a":1', '"a":2') where run_id = ${ref.runId}`;
     await expect(store.loadKeyframe(ref, 1)).rejects.toThrow(CheckpointStoreError);

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { deepEqual, type JsonValue } from '../../src/backpack/index.js';
-import { applyJsonDelta, diffJson } from '../../src/runtime/json-delta.js';
+import { Backpack, encodeValue } from '../../src/backpack/index.js';
+import { applyJsonDelta, diffJson, diffStored } from '../../src/runtime/json-delta.js';
 
 const json = fc.jsonValue() as fc.Arbitrary<JsonValue>;
 
@@ -61,7 +62,7 @@ describe('JSON deltas', () => {
     const { StateTracker, applyStateDelta } = await import('../../src/runtime/index.js');
     const backpack = new Backpack();
     const tracker = new StateTracker(backpack);
-    const start = structuredClone(tracker.state);
+    const start = backpack.exportState();
     backpack.pack('__proto__', { note: 'data, not a prototype' });
     const delta = tracker.next()!;
     applyStateDelta(start, delta);
@@ -69,6 +70,61 @@ describe('JSON deltas', () => {
     const restored = new Backpack();
     restored.importState(start);
     expect(restored.peek('__proto__')).toEqual({ note: 'data, not a prototype' });
+  });
+
+  describe('by identity, between values as the Backpack stores them (diffStored)', () => {
+    /** Any value the Backpack stores: JSON, undefined, -0, NaN, BigInt, Date, Map, Set, and a `$bp` data key. */
+    const stored: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        fc.oneof(fc.string(), fc.integer(), fc.constantFrom(undefined, null, true, -0, NaN, Infinity), fc.bigInt(), fc.date({ noInvalidDate: true })),
+        fc.array(tie('value'), { maxLength: 5 }),
+        fc.dictionary(fc.constantFrom('a', 'b', 'c', '$bp', '__proto__'), tie('value'), { maxKeys: 4 }),
+        fc.array(fc.tuple(fc.string({ maxLength: 2 }), tie('value')), { maxLength: 3 }).map((entries) => new Map(entries)),
+        fc.array(fc.integer({ max: 5 }), { maxLength: 3 }).map((members) => new Set(members)),
+      ),
+    })).value;
+    /** A next value sharing parts of `prev` the way a node builds it: appended to, a key changed, or new. */
+    const edit = (prev: unknown, change: unknown, how: number): unknown => {
+      if (Array.isArray(prev)) return how % 3 === 0 ? [...prev, change] : how % 3 === 1 ? prev.slice(0, -1) : [...prev.slice(1), change];
+      if (prev !== null && typeof prev === 'object' && !(prev instanceof Map) && !(prev instanceof Set) && !(prev instanceof Date)) {
+        const keys = Object.keys(prev);
+        const copy = Object.fromEntries(Object.entries(prev));
+        if (how % 2 === 0 && keys.length > 0) delete copy[keys[how % keys.length]!];
+        else copy[`k${how}`] = change;
+        return copy;
+      }
+      return change;
+    };
+
+    it('applied to the encoded previous value, gives the encoded next value (property, through a Backpack)', () => {
+      fc.assert(
+        fc.property(stored, stored, fc.nat(20), (first, change, how) => {
+          const backpack = new Backpack();
+          backpack.pack('k', first);
+          const prev = backpack.exportStoredState().items['k']!.value;
+          backpack.pack('k', edit(prev, change, how));
+          const next = backpack.exportStoredState().items['k']!.value;
+          const delta = diffStored(prev, next);
+          const before = encodeValue(prev);
+          const after = encodeValue(next);
+          if (delta === undefined) return deepEqual(before, after);
+          return deepEqual(applyJsonDelta(before, delta), after);
+        }),
+        { numRuns: 400 },
+      );
+    });
+
+    it('an append to a stored list encodes only the new items, and an unchanged key of an object is not looked into', () => {
+      const backpack = new Backpack();
+      backpack.pack('log', Array.from({ length: 1000 }, (_, i) => ({ n: i, at: new Date(i) })));
+      const prev = backpack.exportStoredState().items['log']!.value as unknown[];
+      backpack.pack('log', [...prev, { n: 1000, at: new Date(1000) }]);
+      const next = backpack.exportStoredState().items['log']!.value;
+      expect(diffStored(prev, next)).toEqual({ a: [{ n: 1000, at: { $bp: 'date', v: 1000 } }] });
+      const big = { keep: prev, count: 1 };
+      expect(diffStored(big, { keep: prev, count: 2 })).toEqual({ o: { count: { r: 2 } } });
+    });
   });
 
   it('refuses a delta that does not fit the value it is applied to', () => {

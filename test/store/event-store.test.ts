@@ -231,6 +231,28 @@ describe('EventStore', () => {
       expect((await reader.readPage(3, 31)).map((e) => e.seq)).toEqual([31, 32, 33]);
     });
 
+    it('between index entries, hashes only the batches it serves: a changed line in the batch of the page is an error, one in an earlier batch is not read', async () => {
+      const store = open({ indexInterval: 100 });
+      await fillInSteps(store, 300);
+      await store.close();
+      const original = readFileSync(store.paths.events, 'utf8');
+      const change = (line: number): void => {
+        const text = original.split('\n');
+        // Same length and still a valid event: only the chain can tell.
+        text[line] = text[line]!.replace(`"n":${line}`, `"n":${line - 100}`);
+        expect(text[line]).not.toBe(original.split('\n')[line]);
+        writeFileSync(store.paths.events, text.join('\n'));
+      };
+      // Line 253 (0-based 252) is in the batch of lines 251-260, which holds the page's first event (255).
+      change(252);
+      await expect(open().readPage(3, 254)).rejects.toThrow(/lines 251-260 do not match the chain hash/);
+      // A changed line in the batch before the page's (241-250) is not read, so the page is served, and it is right.
+      change(245);
+      expect((await open().readPage(3, 254)).map((e) => e.seq)).toEqual([254, 255, 256]);
+      await expect(open().readPage(3, 244)).rejects.toThrow(/lines 241-250 do not match the chain hash/);
+      expect(await open().verify()).toMatchObject({ ok: false, chain: 'damaged', firstBadLine: 241 });
+    });
+
     it('validates readPage arguments', async () => {
       const store = open();
       await expect(store.readPage(-1, 0)).rejects.toThrow(/pageSize/);

@@ -57,8 +57,8 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
     it('stores committed steps in order, chained, and a reopened writer continues the numbering and the chain', async () => {
       const w = await writer({ fresh: true });
       expect(w.lastSeq).toBeUndefined();
-      await w.commit({ events: stepBatch(ref.runId, 1, 1) });
-      await w.commit({ events: stepBatch(ref.runId, 4, 2) });
+      await w.commit(stepBatch(ref.runId, 1, 1));
+      await w.commit(stepBatch(ref.runId, 4, 2));
       expect(w.lastSeq).toBe(6);
       expect(w.eventCount).toBe(6);
       const head = w.chainHead;
@@ -73,14 +73,14 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
       expect(again.lastSeq).toBe(6);
       expect(again.eventCount).toBe(6);
       expect(again.chainHead).toBe(head);
-      await again.commit({ events: stepBatch(ref.runId, 7, 3) });
+      await again.commit(stepBatch(ref.runId, 7, 3));
       await again.close();
       expect((await readAll(sut.store)).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     });
 
     it('reads from a line, pages and counts without serving anything the chain does not vouch for', async () => {
       const w = await writer({ fresh: true });
-      for (let step = 1; step <= 10; step++) await w.commit({ events: stepBatch(ref.runId, (step - 1) * 3 + 1, step) });
+      for (let step = 1; step <= 10; step++) await w.commit(stepBatch(ref.runId, (step - 1) * 3 + 1, step));
       await w.close();
       expect(await sut.store.countEvents(ref)).toBe(30);
       expect((await sut.store.readPage(ref, 4, 7)).map((e) => e.seq)).toEqual([8, 9, 10, 11]);
@@ -97,14 +97,14 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
 
     it('has one writer per run: a second writer is refused while the first holds the run, and may take it once it is closed', async () => {
       const first = await writer({ fresh: true });
-      await first.commit({ events: stepBatch(ref.runId, 1, 1) });
+      await first.commit(stepBatch(ref.runId, 1, 1));
       expect(await sut.store.writerAlive(ref)).toBe(true);
       const other = sut.reopen();
       await expect(other.openWriter(ref, { fresh: false })).rejects.toBeInstanceOf(LockError);
       await first.close();
       expect(await sut.store.writerAlive(ref)).toBe(false);
       const second = await writer({ fresh: false }, other);
-      await second.commit({ events: stepBatch(ref.runId, 4, 2) });
+      await second.commit(stepBatch(ref.runId, 4, 2));
       await second.close();
       expect(await sut.store.countEvents(ref)).toBe(6);
     });
@@ -113,10 +113,10 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
       await sut.store.assertNewRun(ref);
       expect(await sut.store.hasEvents(ref)).toBe(false);
       const w = await writer({ fresh: true });
-      await w.commit({ events: stepBatch(ref.runId, 1, 1) });
-      await expect(w.commit({ events: [makeEvent(ref.runId, 3)] })).rejects.toThrow(/seq 3, not greater than the last stored seq 3/);
-      await expect(w.commit({ events: [makeEvent('other-run', 4)] })).rejects.toBeInstanceOf(EventStoreError);
-      await expect(w.commit({ events: [{ ...makeEvent(ref.runId, 4), seq: -1 }] })).rejects.toThrow(/seq/);
+      await w.commit(stepBatch(ref.runId, 1, 1));
+      await expect(w.commit([makeEvent(ref.runId, 3)])).rejects.toThrow(/seq 3, not greater than the last stored seq 3/);
+      await expect(w.commit([makeEvent('other-run', 4)])).rejects.toBeInstanceOf(EventStoreError);
+      await expect(w.commit([{ ...makeEvent(ref.runId, 4), seq: -1 }])).rejects.toThrow(/seq/);
       await w.close();
       expect(await sut.store.hasEvents(ref)).toBe(true);
       await expect(sut.store.assertNewRun(ref)).rejects.toBeInstanceOf(RunExistsError);
@@ -138,7 +138,8 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
       const w = await writer({ fresh: true });
       const events = stepBatch(ref.runId, 1, 1);
       events[0] = { ...events[0]!, payload: { note: `key ${SECRETS.openai}`, apiKey: 'plain-value' } };
-      await w.commit({ events, keyframe: { step: 1, createdAt: 1, position: ['n2'], state: { kind: 'keyframe', backpack: { token: SECRETS.jwt } } } });
+      await w.commit(events);
+      await w.takeKeyframe({ step: 1, createdAt: 1, position: ['n2'], state: { kind: 'keyframe', backpack: { token: SECRETS.jwt } } })();
       await w.close();
       const [first] = await readAll(sut.store);
       expect(JSON.stringify(first)).not.toContain(SECRETS.openai);
@@ -151,8 +152,9 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
 
     it('saves a keyframe with its step, tied to the chain hash and the line of that step', async () => {
       const w = await writer({ fresh: true });
-      await w.commit({ events: stepBatch(ref.runId, 1, 1) });
-      await w.commit({ events: stepBatch(ref.runId, 4, 2), keyframe: { step: 2, createdAt: 5, position: ['n3'], state: { kind: 'keyframe', backpack: { a: 1 } } } });
+      await w.commit(stepBatch(ref.runId, 1, 1));
+      await w.commit(stepBatch(ref.runId, 4, 2));
+      await w.takeKeyframe({ step: 2, createdAt: 5, position: ['n3'], state: { kind: 'keyframe', backpack: { a: 1 } } })();
       const head = w.chainHead;
       await w.close();
       expect(await sut.store.keyframeSteps(ref)).toEqual([2]);
@@ -166,21 +168,21 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
       const all: StreamEvent[] = [];
       const started = makeEvent(ref.runId, 1, { type: 'run.started', payload: {} });
       all.push(started);
-      await w.commit({ events: [started] });
+      await w.commit([started]);
       for (let step = 1; step <= 3; step++) {
         const batch = stepBatch(ref.runId, all.length + 1, step);
         all.push(...batch);
-        await w.commit({ events: batch });
+        await w.commit(batch);
       }
       const ended = makeEvent(ref.runId, all.length + 1, { type: 'run.completed', payload: {} });
       all.push(ended);
-      await w.commit({ events: [ended] });
+      await w.commit([ended]);
       await w.close();
       const expected = RunMetaSchema.parse(foldRunMetaBatch(emptyRunMeta('s1', 'run-a'), all));
       expect(await sut.store.loadRunMeta(ref)).toEqual(expected);
       expect(await sut.store.currentRunMeta(ref)).toEqual(expected);
       const other = await writer({ fresh: true }, sut.store, { sessionKey: 's0', runId: 'run-z' });
-      await other.commit({ events: [makeEvent('run-z', 1)] });
+      await other.commit([makeEvent('run-z', 1)]);
       await other.close();
       // Opened, never written: not a run.
       await (await writer({ fresh: true }, sut.store, { sessionKey: 's1', runId: 'run-empty' })).close();
@@ -205,7 +207,7 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
               for (const batch of batches) {
                 const events = batch.map((payload) => makeEvent(r.runId, written.length + 1 + batch.indexOf(payload), { payload }));
                 written.push(...events);
-                await w.commit({ events });
+                await w.commit(events);
               }
             } finally {
               await w.close();

@@ -26,7 +26,7 @@ import { CheckpointStoreError, EventStoreError, FencedError, LockError, Projecti
 import { decodeLine } from '../log-format.js';
 import { assertValidId } from '../paths.js';
 import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
-import type { OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter, StepCommit } from '../run-store.js';
+import type { KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from '../run-store.js';
 import { CheckpointSchema, RunMetaSchema, type Checkpoint, type RunMeta } from '../types.js';
 import { openDatabase, type Database } from './connection.js';
 
@@ -376,6 +376,7 @@ class PostgresRunWriter implements RunWriter {
   lastSeq: number | undefined;
   eventCount = 0;
   chainHead: string | undefined;
+  byteLength = 0;
   private token = 0;
   private meta: RunMeta;
   private backend: HashBackend | undefined;
@@ -423,6 +424,9 @@ class PostgresRunWriter implements RunWriter {
         }
         this.chainHead = chain;
         this.eventCount = last.line + 1;
+        const [size] = await sql<{ bytes: string }[]>`
+          select coalesce(sum(octet_length(body) + 1), 0) as bytes from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId}`;
+        this.byteLength = Number(size!.bytes);
         this.lastSeq = Number(last.seq);
         this.meta = await store.currentRunMeta(ref);
       }
@@ -447,11 +451,28 @@ class PostgresRunWriter implements RunWriter {
     }
   }
 
-  async commit(step: StepCommit): Promise<void> {
+  private assertWritable(): void {
     if (this.closed) throw new EventStoreError(`the writer of ${this.where} is closed`, { path: this.where });
     if (this.broken) throw new FencedError(`the writer of ${this.where} cannot go on: ${this.broken.message}`, { path: this.where, cause: this.broken });
-    const { events } = step;
-    if (events.length === 0 && step.keyframe === undefined) return;
+  }
+
+  /** A refused commit: fenced (the token changed, or another writer stored these seqs first), or another error. */
+  private refused(error: unknown, what: string): never {
+    if ((error as { code?: string }).code === '23505') {
+      this.broken = error as Error;
+      throw new FencedError(`${this.where}: another writer stored ${what} first: this writer lost the run`, { path: this.where, cause: error });
+    }
+    throw error;
+  }
+
+  private fenced(what: string): never {
+    this.broken = new Error(`fencing token ${this.token} is no longer the run's`);
+    throw new FencedError(`${this.where}: this writer's lease was taken over by another writer (fencing token ${this.token} is stale): ${what} was not stored`, { path: this.where });
+  }
+
+  async commit(events: StreamEvent[]): Promise<void> {
+    this.assertWritable();
+    if (events.length === 0) return;
     const { ref, sql } = this;
     const target = { sessionKey: ref.sessionKey, runId: ref.runId, redactor: this.redactor, where: this.where };
     const lines: string[] = [];
@@ -463,34 +484,24 @@ class PostgresRunWriter implements RunWriter {
       seqs.push(encoded.seq);
       previous = encoded.seq;
     }
-    let head = this.chainHead;
+    const backend = this.backend!;
+    const sealFirst = this.eventCount === 0;
+    const start = this.chainHead === undefined ? genesis(backend, ref.sessionKey, ref.runId) : Buffer.from(this.chainHead, 'hex');
+    const head = sealBatch(backend, start, lines, sealFirst).head.toString('hex');
     const numbers: number[] = [];
-    const sealed: boolean[] = [];
-    if (lines.length > 0) {
-      const backend = this.backend!;
-      const sealFirst = this.eventCount === 0;
-      const start = head === undefined ? genesis(backend, ref.sessionKey, ref.runId) : Buffer.from(head, 'hex');
-      head = sealBatch(backend, start, lines, sealFirst).head.toString('hex');
-      for (let i = 0; i < lines.length; i++) {
-        lines[i] = lines[i]!.slice(0, -1);
-        numbers.push(this.eventCount + i);
-        sealed.push(i === lines.length - 1 || (i === 0 && sealFirst));
-      }
+    const sealed: number[] = [];
+    let bytes = 0;
+    for (let i = 0; i < lines.length; i++) {
+      bytes += Buffer.byteLength(lines[i]!);
+      lines[i] = lines[i]!.slice(0, -1);
+      numbers.push(this.eventCount + i);
+      sealed.push(i === lines.length - 1 || (i === 0 && sealFirst) ? 1 : 0);
     }
-    const meta = events.length > 0 ? RunMetaSchema.parse(foldRunMetaBatch(this.meta, events)) : this.meta;
+    const meta = RunMetaSchema.parse(foldRunMetaBatch(this.meta, events));
     const metaText = JSON.stringify(this.redactor.redact(meta).value);
-    let keyframeBody: string | null = null;
-    let keyframeStep = 0;
-    if (step.keyframe !== undefined) {
-      const checkpoint = prepareCheckpoint(
-        { v: 1, ...step.keyframe, ...(head !== undefined ? { chain: head } : {}), line: this.eventCount + lines.length - 1 },
-        { sessionKey: ref.sessionKey, runId: ref.runId, redactor: this.redactor, where: this.store.describeKeyframe(ref, step.keyframe.step) },
-      );
-      keyframeBody = seal(checkpoint, await sharedHashBackend());
-      keyframeStep = checkpoint.step;
-    }
     let result: { fenced: string; inserted: string }[];
     try {
+      // One statement, so one transaction: the projection update fenced by the token, and the events only if it held.
       result = await sql`
         with fence as (
           update backpackflow.runs set meta = ${metaText}, lease_expires_at = now() + ${this.store.leaseMs} * interval '1 millisecond'
@@ -499,36 +510,47 @@ class PostgresRunWriter implements RunWriter {
         ), ev as (
           insert into backpackflow.events (session_key, run_id, seq, line, sealed, body)
           select ${ref.sessionKey}, ${ref.runId}, t.seq, t.line, t.sealed = 1, t.body
-          from unnest(${sql.array(seqs)}::bigint[], ${sql.array(numbers)}::int[], ${sql.array(sealed.map(Number))}::int[], ${sql.array(lines)}::text[]) as t(seq, line, sealed, body)
+          from unnest(${sql.array(seqs)}::bigint[], ${sql.array(numbers)}::int[], ${sql.array(sealed)}::int[], ${sql.array(lines)}::text[]) as t(seq, line, sealed, body)
           where exists (select 1 from fence)
-          returning 1
-        ), kf as (
-          insert into backpackflow.keyframes (session_key, run_id, step, body)
-          select ${ref.sessionKey}, ${ref.runId}, ${keyframeStep}, ${keyframeBody}::text
-          where ${keyframeBody}::text is not null and exists (select 1 from fence)
-          on conflict (session_key, run_id, step) do update set body = excluded.body
           returning 1
         )
         select (select count(*) from fence) as fenced, (select count(*) from ev) as inserted,
           -- Live tails (runs tail) hear of the step when it commits.
           (select pg_notify('backpackflow_events', ${`${ref.sessionKey}/${ref.runId}`}) where exists (select 1 from ev)) as notified`;
     } catch (error) {
-      if ((error as { code?: string }).code === '23505') {
-        this.broken = error as Error;
-        throw new FencedError(`${this.where}: another writer stored these events first (seq ${seqs[0]}…): this writer lost the run`, { path: this.where, cause: error });
-      }
-      throw error;
+      this.refused(error, `seq ${seqs[0]}…`);
     }
-    if (Number(result[0]!.fenced) !== 1) {
-      this.broken = new Error(`fencing token ${this.token} is no longer the run's`);
-      throw new FencedError(`${this.where}: this writer's lease was taken over by another writer (fencing token ${this.token} is stale): nothing of the step was stored`, {
-        path: this.where,
-      });
-    }
+    if (Number(result[0]!.fenced) !== 1) this.fenced('the step');
     this.chainHead = head;
     this.eventCount += lines.length;
-    if (seqs.length > 0) this.lastSeq = seqs[seqs.length - 1];
+    this.byteLength += bytes;
+    this.lastSeq = seqs[seqs.length - 1];
     this.meta = meta;
+  }
+
+  takeKeyframe(keyframe: KeyframeInput): () => Promise<number> {
+    const { ref } = this;
+    const where = this.store.describeKeyframe(ref, keyframe.step);
+    const checkpoint = { v: 1 as const, ...keyframe, ...(this.chainHead !== undefined ? { chain: this.chainHead } : {}), line: this.eventCount - 1 };
+    const token = this.token;
+    return async () => {
+      this.assertWritable();
+      const prepared = prepareCheckpoint(checkpoint, { sessionKey: ref.sessionKey, runId: ref.runId, redactor: this.redactor, where });
+      const body = seal(prepared, await sharedHashBackend());
+      let rows: { step: number }[];
+      try {
+        rows = await this.sql<{ step: number }[]>`
+          insert into backpackflow.keyframes (session_key, run_id, step, body)
+          select ${ref.sessionKey}, ${ref.runId}, ${prepared.step}, ${body}
+          where exists (select 1 from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and writer_token = ${token})
+          on conflict (session_key, run_id, step) do update set body = excluded.body
+          returning step`;
+      } catch (error) {
+        this.refused(error, `the keyframe of step ${prepared.step}`);
+      }
+      if (rows.length === 0) this.fenced(`the keyframe of step ${prepared.step}`);
+      return body.length;
+    };
   }
 
   private async release(): Promise<void> {

@@ -1,0 +1,62 @@
+/**
+ * Builds of the library that the benchmarks compare with this one, interleaved in one process:
+ *
+ * - {@link noIntegrityBuild}: this working tree's `src/`, copied under node_modules/.cache and edited so that it
+ *   neither hashes (no chain hashes in the event log, no checksums of keyframes and projections) nor redacts. The
+ *   difference to this build is exactly the cost of hashing and redaction (issue 13). A copy rather than a switch
+ *   in the library: a switch that turns redaction off would ship with it and could be reached by a caller; the
+ *   copy exists only where the benchmark makes it. Each edit replaces one exact piece of source; when the source
+ *   changed and a piece is not found, the build fails with an error naming it, rather than measuring something else.
+ * - {@link refBuild}: `src/` of a git ref (`git archive`), e.g. main, for before/after tables.
+ */
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type * as current from '../src/index.js';
+
+/** What the benchmark rows need of a build of the library. */
+export interface Build {
+  name: string;
+  api: Pick<typeof current, 'BackpackNode' | 'Flow' | 'runFlow' | 'EventStore'>;
+}
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
+const cache = join(repo, 'node_modules', '.cache');
+
+/** Source edits of the no-integrity build: file, the exact text to find, its replacement. */
+const NO_INTEGRITY_EDITS: [file: string, find: string, replace: string][] = [
+  [
+    'store/chain.ts',
+    'export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: string[], sealFirst: boolean): { head: Buffer; text: string } {',
+    '$&\n  if (Buffer.isBuffer(start)) return { head: start, text: lines.join(\'\') };',
+  ],
+  ['hash/sealed.ts', "return `{\"checksum\":\"${backend.digest(Buffer.from(body)).toString('hex')}\",\"data\":${body}}\\n`;", 'return `{"checksum":"","data":${body}}\\n`;'],
+  ['redact/redactor.ts', '  redact<T>(value: T): RedactionResult<T> {', '$&\n    return { value, redacted: false };'],
+];
+
+/** This working tree without hashing and redaction (see the module comment). */
+export async function noIntegrityBuild(): Promise<Build> {
+  const dir = join(cache, 'bench-no-integrity');
+  rmSync(dir, { recursive: true, force: true });
+  cpSync(join(repo, 'src'), join(dir, 'src'), { recursive: true });
+  for (const [file, find, replace] of NO_INTEGRITY_EDITS) {
+    const path = join(dir, 'src', file);
+    const text = readFileSync(path, 'utf8');
+    if (!text.includes(find)) throw new Error(`bench/builds.ts: src/${file} no longer holds ${JSON.stringify(find)}; update NO_INTEGRITY_EDITS`);
+    writeFileSync(path, text.replace(find, () => replace.replace('$&', find)));
+  }
+  const api = (await import(pathToFileURL(join(dir, 'src', 'index.ts')).href)) as Build['api'];
+  return { name: 'no hashing, no redaction', api };
+}
+
+/** `src/` of git ref `ref` of this repository. */
+export async function refBuild(ref: string): Promise<Build> {
+  const commit = execFileSync('git', ['-C', repo, 'rev-parse', '--verify', `${ref}^{commit}`], { encoding: 'utf8' }).trim();
+  const dir = join(cache, 'bench-ref', commit);
+  mkdirSync(dir, { recursive: true });
+  const tar = execFileSync('git', ['-C', repo, 'archive', '--format=tar', commit, 'src'], { maxBuffer: 1 << 28 });
+  execFileSync('tar', ['-x', '-C', dir], { input: tar });
+  const api = (await import(pathToFileURL(join(dir, 'src', 'index.ts')).href)) as Build['api'];
+  return { name: `${ref} (${commit.slice(0, 7)})`, api };
+}
