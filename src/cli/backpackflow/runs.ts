@@ -149,6 +149,13 @@ export function runsCommand(): Command {
       print(options, page, () => renderEvents(page));
     });
 
+  common(runs.command('tail <runId>').description('print a run\'s events as they are stored, until it completes or fails (Ctrl-C to stop)'))
+    .option('--poll-ms <n>', 'how often to look for new events (a database also announces each step at once)', positiveInteger('--poll-ms'), 250)
+    .action(async (runId: string, options: CommonOptions & { pollMs: number }) => {
+      const { tailRun } = await import('./tail.js');
+      await tailRun({ ...options, runId });
+    });
+
   common(runs.command('verify <runId>').description("prove a run's log untouched: recompute its chain hashes, check its keyframes and projection; exit 1 on damage")).action(
     async (runId: string, options: CommonOptions) => {
       const { store } = await openRun({ ...options, runId });
