@@ -31,7 +31,7 @@ export function safeLocation(url: string): string {
 }
 
 /** Opens a pool on `url` (at most `max` connections) and starts migrating the schema. */
-export function openDatabase(url: string, options: { max?: number } = {}): Database {
+export function openDatabase(url: string, options: { max?: number; onStatement?: (query: string) => void } = {}): Database {
   const location = safeLocation(url);
   const sql = postgres(url, {
     max: options.max ?? 4,
@@ -39,6 +39,7 @@ export function openDatabase(url: string, options: { max?: number } = {}): Datab
     // Connections of a pool that sits idle are closed, so an idle process does not hold server slots.
     idle_timeout: 30,
     connect_timeout: 10,
+    ...(options.onStatement ? { debug: (_connection: number, query: string) => options.onStatement!(query) } : {}),
   });
   const ready = migrate(sql).then(
     () => undefined,

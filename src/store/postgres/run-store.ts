@@ -40,6 +40,8 @@ export interface PostgresRunStoreOptions {
   maxConnections?: number;
   /** Names this process's writers in leases (default host:pid:random). */
   owner?: string;
+  /** Called with every statement sent to the server (to count them: `npm run bench:pg` reports statements per step). */
+  onStatement?: (query: string) => void;
 }
 
 const ROWS_PER_FETCH = 500;
@@ -58,7 +60,7 @@ export class PostgresRunStore implements RunStore {
   private readonly db: Database;
 
   constructor(options: PostgresRunStoreOptions) {
-    this.db = openDatabase(options.url, { max: options.maxConnections });
+    this.db = openDatabase(options.url, { max: options.maxConnections, onStatement: options.onStatement });
     this.location = this.db.location;
     this.leaseMs = options.leaseMs ?? 30_000;
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 100) throw new StoreError(`leaseMs must be an integer >= 100, got ${String(options.leaseMs)}`);
