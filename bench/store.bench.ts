@@ -113,7 +113,7 @@ async function pagingCosts(ref: Build | undefined): Promise<void> {
     }
     const mine: number[] = [];
     const other: number[] = [];
-    for (let i = 0; i < 55; i++) {
+    for (let i = 0; i < 105; i++) {
       for (const [store, times] of (i % 2 ? [[reader, mine], [theirs, other]] : [[theirs, other], [reader, mine]]) as [EventStore, number[]][]) {
         const start = performance.now();
         await store.readPage(100, offset);
