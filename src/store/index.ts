@@ -7,6 +7,8 @@ export type { EventStoreOptions, ReadOptions, CorruptLine, VerifyResult, IndexEn
 export { CheckpointStore, prepareCheckpoint } from './checkpoint-store.js';
 export type { CheckpointInput, CheckpointStoreOptions } from './checkpoint-store.js';
 export { MemoryStore } from './memory-store.js';
+export type { Memory } from './memory-store.js';
+export { PostgresMemoryStore } from './postgres/memory-store.js';
 export type { MemoryItemInput, MemoryStoreOptions, ScoredMemoryItem } from './memory-store.js';
 export { ProjectionStore } from './projection-store.js';
 export type { ProjectionStoreOptions } from './projection-store.js';

@@ -30,7 +30,7 @@ describe('the CLI on Postgres', () => {
   });
   afterAll(async () => drop());
 
-  it('gives the same output for every runs command as against files', async () => {
+  it('gives the same output for every runs and memory command as against files', async () => {
     const files = ['--data-dir', dataDir];
     const pg = ['--database-url', url];
     for (const where of [files, pg]) {
@@ -52,6 +52,13 @@ describe('the CLI on Postgres', () => {
       const [a, b] = await Promise.all([cliJson([...command, ...files]), cliJson([...command, ...pg])]);
       expect(normalize(b, url.replace(/\/[^/]*$/, '')), command.join(' ')).toEqual(normalize(a, dataDir));
     }
+    for (const text of ['tides follow the moon', 'storms follow the wind over the ocean', 'the moon pulls the ocean']) {
+      for (const where of [files, pg]) expect((await cli(['memory', 'add', text, ...where])).code).toBe(0);
+    }
+    const [fromFiles, fromPg] = await Promise.all([cliJson(['memory', 'search', 'moon ocean', ...files]), cliJson(['memory', 'search', 'moon ocean', ...pg])]);
+    const ranked = (hits: { content: string; score: number }[]) => hits.map((h) => [h.content, h.score]);
+    expect(ranked(fromPg)).toEqual(ranked(fromFiles));
+    expect(fromPg).toHaveLength(3);
     const unknown = await cli(['runs', 'show', 'nope', ...pg]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("unknown run id 'nope' in session 'default'");

@@ -91,6 +91,26 @@ export const MIGRATIONS: readonly Migration[] = [
       -- Live tails: every step's commit notifies 'backpackflow_events' with session/run.
     `,
   },
+  {
+    version: 3,
+    name: 'memory',
+    sql: `
+      -- Long-term memory: items (JSON as the file store writes them, redacted) and their terms (tokenized as the
+      -- file store's keyword index does), from which search ranks by BM25 exactly as the file store does.
+      create table backpackflow.memory_items (
+        id text primary key,
+        body text not null,
+        length integer not null
+      );
+      create table backpackflow.memory_terms (
+        term text not null,
+        id text not null references backpackflow.memory_items on delete cascade,
+        tf integer not null,
+        primary key (term, id)
+      );
+      create index memory_terms_id on backpackflow.memory_terms (id);
+    `,
+  },
 ];
 
 const LOCK = `select pg_advisory_xact_lock(hashtext('backpackflow.migrations'))`;
