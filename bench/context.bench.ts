@@ -1,13 +1,23 @@
 /**
- * `npm run bench:context`: the context engine on a generated tree of 100,000 files in 1,000 directories, beside git
- * on the same tree in the same run. Scan rows are ratios to git (target <= 1.0x or 1.2x); the anchor column gives
- * both absolute medians. Engine timings are in-process API calls on an open engine (`merkle` CLI start-up, ~0.1 s, is
- * not included); one row shows a rescan by an engine opened just before it, which first reads the stored tree.
+ * `npm run bench:context` (after `npm run build`): the context engine on a generated tree of 100,000 files in 1,000
+ * directories, beside git on the same tree in the same run.
  *
- * Environment: BENCH_DIRS / BENCH_FILES_PER_DIR shrink the tree for a quick run.
+ * Main rows (issue 15): the whole command `backpackflow context scan` (the built CLI, `node dist/cli/backpackflow.js`)
+ * against the whole command `git status --porcelain`, as processes, taken in turn (A B A B ...), each pair's ratio
+ * computed and the median ratio reported (the machine's speed drifts; a pair shares it). Once with nothing changed,
+ * once with one file changed before each pair (a different file each time; both commands see it for the first
+ * time). Git runs the fair way: a normal repository with every file committed, default configuration (no global or
+ * system config: GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_NOSYSTEM=1; so core.preloadIndex is on and git stats the
+ * index in threads, and there is no fsmonitor and no untracked cache), `.merkle/` in `.git/info/exclude`.
+ *
+ * Secondary rows: the same engine in-process (an engine already open, then one opened just before each scan), a
+ * first scan against `git add -A && git write-tree`, frames and synthesis.
+ *
+ * Environment: BENCH_DIRS / BENCH_FILES_PER_DIR shrink the tree for a quick run; BENCH_PAIRS sets the pairs per
+ * process row (default 11).
  */
-import { execFileSync } from 'node:child_process';
-import { appendFileSync, lstatSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContextEngine } from '../src/context/index.js';
@@ -15,9 +25,55 @@ import { median, printTable, timeMedianMs, type BenchRow } from './harness.js';
 
 const DIRS = Number(process.env.BENCH_DIRS ?? 1000);
 const FILES_PER_DIR = Number(process.env.BENCH_FILES_PER_DIR ?? 100);
+const PAIRS = Number(process.env.BENCH_PAIRS ?? 11);
+const CLI = join(import.meta.dirname, '..', 'dist', 'cli', 'backpackflow.js');
+if (!existsSync(CLI)) {
+  console.error('bench:context times the built CLI: run `npm run build` first');
+  process.exit(2);
+}
+
+/** Git with its default configuration: no global or system config file is read. */
+const GIT_ENV = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 'bench', GIT_AUTHOR_EMAIL: 'bench@localhost', GIT_COMMITTER_NAME: 'bench', GIT_COMMITTER_EMAIL: 'bench@localhost' };
 
 function git(root: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 28 });
+  return execFileSync('git', args, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 28, env: GIT_ENV });
+}
+
+/** Wall time of one whole command as a process, in ms; throws when it fails. */
+function processMs(root: string, command: string, args: string[]): number {
+  const start = performance.now();
+  const result = spawnSync(command, args, { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env: GIT_ENV });
+  const ms = performance.now() - start;
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} exited ${result.status}: ${result.stderr}`);
+  return ms;
+}
+
+/**
+ * `pairs` pairs of (context scan, git status) as processes, in turn, after `before` for each pair (the order inside a
+ * pair alternates); returns both medians and the median of the per-pair ratios.
+ */
+function processPairs(root: string, pairs: number, before: () => void): { ours: number; theirs: number; ratio: number } {
+  const ours: number[] = [];
+  const theirs: number[] = [];
+  const ratios: number[] = [];
+  const scan = () => processMs(root, process.execPath, [CLI, 'context', 'scan']);
+  const status = () => processMs(root, 'git', ['status', '--porcelain']);
+  for (let i = 0; i < pairs; i++) {
+    before();
+    let a: number;
+    let b: number;
+    if (i % 2 === 0) {
+      a = scan();
+      b = status();
+    } else {
+      b = status();
+      a = scan();
+    }
+    ours.push(a);
+    theirs.push(b);
+    ratios.push(a / b);
+  }
+  return { ours: median(ours), theirs: median(theirs), ratio: median(ratios) };
 }
 
 function generate(root: string): void {
@@ -88,6 +144,15 @@ async function main(): Promise<void> {
       async () => (await ContextEngine.open(root)).scan(),
     );
 
+    // The main rows: whole commands as processes, on a normal repository with every file committed.
+    git(root, 'commit', '-q', '-m', 'bench tree');
+    processMs(root, process.execPath, [CLI, 'context', 'scan']);
+    processMs(root, 'git', ['status', '--porcelain']);
+    const cliClean = processPairs(root, PAIRS, () => undefined);
+    let edits = 0;
+    const editOne = () => appendFileSync(join(root, `pkg${String(edits++ % DIRS).padStart(4, '0')}`, 'file2.ts'), '// edit\n');
+    const cliOne = processPairs(root, PAIRS, editOne);
+
     // Rescan with nothing changed: stat cache against git's index. Runs alternate between git and the engine so
     // that load from other processes hits both alike.
     const engine = await ContextEngine.open(root);
@@ -141,11 +206,20 @@ async function main(): Promise<void> {
       () => engine.synthesizeBranch('', `summary-${run++}`, 'synth', { kind: 'summarization', sourceType: 'summary' }),
     );
 
+    const cliRow = (name: string, r: { ours: number; theirs: number; ratio: number }): BenchRow => ({
+      name,
+      median: r.ratio,
+      unit: 'x git',
+      target: 1.0,
+      anchor: `median of ${PAIRS} pair ratios; context scan ${r.ours.toFixed(0)} ms, git status ${r.theirs.toFixed(0)} ms`,
+    });
     const ok = printTable(`context engine: ${DIRS * FILES_PER_DIR} files in ${DIRS} directories`, [
-      ratioRow('first scan vs git add -A && git write-tree', oursFirst, gitFirst, 1.0, 'git'),
-      ratioRow('rescan, nothing changed vs git status', oursClean, gitClean, 1.0, 'git'),
-      ratioRow('rescan after changing one file vs git status', oursOne, gitOne, 1.2, 'git'),
-      { name: 'rescan, nothing changed, engine opened just before (reads the stored tree)', median: oursColdClean / gitClean, unit: 'x git', anchor: `merkle ${oursColdClean.toFixed(0)} ms, no target` },
+      cliRow('process: backpackflow context scan vs git status, nothing changed', cliClean),
+      cliRow('process: backpackflow context scan vs git status, one file changed', cliOne),
+      ratioRow('in-process: first scan vs git add -A && git write-tree', oursFirst, gitFirst, 1.0, 'git'),
+      ratioRow('in-process: rescan by an open engine, nothing changed, vs git status', oursClean, gitClean, 1.0, 'git'),
+      ratioRow('in-process: rescan by an open engine after changing one file, vs git status', oursOne, gitOne, 1.2, 'git'),
+      { name: 'in-process: rescan, nothing changed, engine opened just before (reads the stored tree)', median: oursColdClean / gitClean, unit: 'x git', anchor: `merkle ${oursColdClean.toFixed(0)} ms, no target` },
       { name: 'getNode with a view (5 of 21 frames)', median: getNodeMs, unit: 'ms', target: 1 },
       { name: `synthesize the whole tree bottom-up (${DIRS + 1} directories)`, median: synthMs, unit: 'ms', target: 2000 },
       { name: `floor: lstatSync of all ${files.length} files, no engine`, median: lstatFloor, unit: 'ms', anchor: `git status ${gitClean.toFixed(0)} ms` },
@@ -153,7 +227,8 @@ async function main(): Promise<void> {
     ]);
     if (!ok) process.exitCode = 1;
   } finally {
-    rmSync(root, { recursive: true, force: true });
+    // (retried: a housekeeping git process started by a commit may still be writing into .git)
+    rmSync(root, { recursive: true, force: true, maxRetries: 20, retryDelay: 250 });
   }
 }
 

@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { StreamEventSchema } from '../src/events/types.js';
-import { FlowConfigSchema } from '../src/serialization/schema.js';
+import { FlowConfigSchema, McpServerSchema } from '../src/serialization/schema.js';
 
 /** One generated file: its path relative to the repository root, the zod schema, and the title and description it gets. */
 export interface SchemaFileEntry {
@@ -32,6 +32,12 @@ export const schemaFiles: readonly SchemaFileEntry[] = [
     schema: FlowConfigSchema,
     title: 'backpackflow flow config',
     description: 'A flow as JSON: namespace, nodes (with nested internal flows), edges, dependencies and subflows. Loaded by FlowLoader.loadFlow.',
+  },
+  {
+    file: 'schema/mcp-server.schema.json',
+    schema: McpServerSchema,
+    title: 'backpackflow MCP server declaration',
+    description: 'One entry of the mcpServers param of an AgentNode: an MCP server reached over stdio (a command) or streamable HTTP (a URL), whose tools the model may call.',
   },
 ];
 

@@ -18,6 +18,19 @@ describe('packaging', () => {
     expect(execFileSync(process.execPath, [join(dir, 'main.cjs')], { cwd: dir, encoding: 'utf8' }).trim()).toBe('function function');
   });
 
+  it('backpackflow/langgraph resolves to the built checkpointer', () => {
+    mkdirSync(join(dir, 'node_modules'), { recursive: true });
+    if (!existsSync(join(dir, 'node_modules', 'backpackflow'))) symlinkSync(root, join(dir, 'node_modules', 'backpackflow'));
+    writeFileSync(
+      join(dir, 'langgraph.mjs'),
+      "import { BackpackflowSaver } from 'backpackflow/langgraph';\n" +
+        "const saver = new BackpackflowSaver({ dataDir: process.argv[2] });\n" +
+        "console.log(Object.getPrototypeOf(BackpackflowSaver).name, typeof saver.getTuple, typeof saver.putWrites);\n",
+    );
+    expect(execFileSync(process.execPath, [join(dir, 'langgraph.mjs'), join(dir, 'data')], { cwd: root, encoding: 'utf8' }).trim()).toBe('BaseCheckpointSaver function function');
+    expect(pkg.exports['./langgraph']).toEqual({ types: './dist/langgraph/index.d.ts', import: './dist/langgraph/index.js', default: './dist/langgraph/index.js' });
+  });
+
   it('every source map of the build points at a file the package ships', () => {
     const maps = ['index.js.map', 'backpack/backpack.js.map', 'index.d.ts.map', 'cli/backpackflow.js.map'].map((m) => join(root, 'dist', m));
     for (const map of maps) {
@@ -28,6 +41,15 @@ describe('packaging', () => {
         expect(pkg.files.some((f) => file.startsWith(join(root, f))), `${file} is not in package.json files`).toBe(true);
       }
     }
+  });
+
+  it('the bundled context command line is built, and its source map carries the text of every source it names', () => {
+    const map = join(root, 'dist', 'cli', 'context-program.js.map');
+    const { sources, sourcesContent } = JSON.parse(readFileSync(map, 'utf8')) as { sources: string[]; sourcesContent?: (string | null)[] };
+    expect(sources.some((s) => s.endsWith('src/context/engine.ts'))).toBe(true);
+    // Bundled packages' files are not shipped beside it: the map resolves because it holds their text.
+    sources.forEach((source, i) => expect(typeof sourcesContent?.[i], source).toBe('string'));
+    expect(readFileSync(join(root, 'dist', 'cli', 'context-program.js'), 'utf8')).toContain('//# sourceMappingURL=context-program.js.map');
   });
 
   it('ships its license, and the native BLAKE3 binding is optional (hash-wasm gives the same digests)', () => {

@@ -25,6 +25,10 @@ export function resolveOptions(options: BackpackOptions | undefined): Readonly<R
   const resolved = { ...DEFAULT_OPTIONS };
   if (options === undefined) return Object.freeze(resolved);
   if (typeof options !== 'object' || options === null) throw new BackpackError('Backpack options must be an object');
+  if ((options as { enableAccessControl?: unknown }).enableAccessControl === false) {
+    // BackpackFlow v2's switch: here access control always applies, and a node that declares no rules is not restricted.
+    throw new BackpackError('Backpack option enableAccessControl is gone: access control always applies, and a node that declares no permissions is not restricted (see MIGRATING.md)');
+  }
   for (const name of ['maxHistorySize', 'maxHistoryBytes', 'maxValueBytes', 'keyframeInterval'] as const) {
     const v = options[name];
     if (v === undefined) continue;

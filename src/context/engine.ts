@@ -17,6 +17,7 @@ import { IgnoreRules } from './ignore-rules.js';
 import { displayPath, parentPath, toWorkspacePath } from './paths.js';
 import { scanWorkspace } from './scan.js';
 import { StatPool } from './stat-pool.js';
+import { plainRecord } from './stored-nodes.js';
 import { MerkleStore } from './store.js';
 import { headEntry, markStale, recordFrame, type StoreState } from './state.js';
 import {
@@ -99,6 +100,16 @@ export interface HeadRef {
   readonly path: string;
   readonly type: string;
   readonly frameId: string;
+}
+
+/** A node with frames or heads, as {@link ContextEngine.listAnnotated} lists it. */
+export interface NodeAnnotation {
+  /** Workspace path (`''` is the root). */
+  readonly path: string;
+  /** Frames attached to the node (any version of it). */
+  readonly frames: number;
+  /** Its heads by frame type, each with its stale marker. */
+  readonly heads: ReadonlyArray<{ readonly type: string; readonly frameId: string; readonly stale: boolean }>;
 }
 
 /** Result of {@link ContextEngine.regenerate}. */
@@ -297,13 +308,13 @@ export class ContextEngine {
 
   /** Resolves a NodeID or workspace path to its node in the current tree. */
   async resolveNode(node: string): Promise<NodeRecord> {
-    return this.resolve(this.requireTree(), node, 'resolveNode');
+    return plainRecord(this.resolve(this.requireTree(), node, 'resolveNode'));
   }
 
   /** The nodes of the subtree at `under` (default the whole tree), parents before children, children in order. */
   async listNodes(under = ''): Promise<NodeRecord[]> {
     const tree = this.requireTree();
-    return tree.walk(this.resolve(tree, under, 'listNodes').path);
+    return tree.walk(this.resolve(tree, under, 'listNodes').path).map(plainRecord);
   }
 
   /** The spec's GetNode: the node and the frames `view` selects, in the view's deterministic order. Read-only. */
@@ -314,7 +325,7 @@ export class ContextEngine {
     const selected = filterCandidates(all, view).sort(comparatorFor(view.ordering ?? 'recency', view, 'getNode'));
     const maxFrames = checkMaxFrames(view.maxFrames, 'getNode', 50);
     const frames = selected.slice(0, maxFrames).map((c) => this.store.readFrame(c.entry.frameId));
-    return { nodeId: record.nodeId, nodeRecord: record, frames, frameCount: all.length };
+    return { nodeId: record.nodeId, nodeRecord: plainRecord(record), frames, frameCount: all.length };
   }
 
   /** Every frame attached to a node, oldest first, optionally of one type. Read-only. */
@@ -331,6 +342,27 @@ export class ContextEngine {
         nodeId: c.entry.nodeId,
         isHead: c.isHead,
       }));
+  }
+
+  /**
+   * The nodes at or under `node` (default: the whole tree) that have frames or heads, in path order: how many frames
+   * each holds and its heads, each marked stale when it was marked so or was made for a node version that is no
+   * longer current (as {@link status} counts them). Paths no longer in the tree are included (their heads are
+   * stale). One read of the frame state; cost grows with the annotated paths, not with the tree. Read-only.
+   */
+  async listAnnotated(node = ''): Promise<NodeAnnotation[]> {
+    const tree = this.requireTree();
+    const root = this.resolve(tree, node, 'listAnnotated').path;
+    const state = this.store.readState();
+    const inside = (path: string): boolean => root === '' || path === root || path.startsWith(`${root}/`);
+    const paths = [...new Set([...Object.keys(state.frames), ...Object.keys(state.heads)])].filter(inside).sort();
+    return paths.map((path) => ({
+      path,
+      frames: state.frames[path]?.length ?? 0,
+      heads: Object.entries(state.heads[path] ?? {})
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([type, frameId]) => ({ type, frameId, stale: this.isStale(tree, state, path, type) })),
+    }));
   }
 
   /** The head FrameID of `type` on a node, or null. Read-only. */

@@ -8,6 +8,7 @@ export type {
   ContextEngineOptions,
   FrameSummary,
   HeadRef,
+  NodeAnnotation,
   NodeContext,
   RegenerateOptions,
   RegenerateResult,

@@ -1,3 +1,12 @@
+/** What a {@link LayeredMap} is layered over: a Map, or records read in place from a file. */
+export interface MapBase<V> {
+  readonly size: number;
+  get(key: string): V | undefined;
+  has(key: string): boolean;
+  entries(): IterableIterator<[string, V]>;
+  values(): IterableIterator<V>;
+}
+
 /**
  * A map that shares an immutable base with the map it was derived from and keeps its own changes in a small
  * overlay, so deriving an updated copy costs the size of the change, not of the map. The overlay is folded into a
@@ -5,7 +14,7 @@
  */
 export class LayeredMap<V> {
   private constructor(
-    private readonly base: ReadonlyMap<string, V>,
+    private readonly base: MapBase<V>,
     /** Changes over `base`; `undefined` marks a deleted key. */
     private readonly overlay: Map<string, V | undefined>,
     /** Number of live keys. */
@@ -13,7 +22,7 @@ export class LayeredMap<V> {
   ) {}
 
   /** A layered map over the entries of `map` (which must not change afterwards). */
-  static of<V>(map: ReadonlyMap<string, V>): LayeredMap<V> {
+  static of<V>(map: MapBase<V>): LayeredMap<V> {
     return new LayeredMap(map, new Map(), map.size);
   }
 
@@ -48,6 +57,11 @@ export class LayeredMap<V> {
     else this.overlay.delete(key);
   }
 
+  /** The base this map is layered over and its changes to it (`undefined`: deleted). Read-only views. */
+  layers(): { readonly base: MapBase<V>; readonly overlay: ReadonlyMap<string, V | undefined> } {
+    return { base: this.base, overlay: this.overlay };
+  }
+
   entries(): IterableIterator<[string, V]> {
     return this.overlay.size === 0 ? this.base.entries() : this.mergedEntries();
   }
@@ -57,7 +71,7 @@ export class LayeredMap<V> {
   }
 
   private *mergedEntries(): IterableIterator<[string, V]> {
-    for (const [key, value] of this.base) if (!this.overlay.has(key)) yield [key, value];
+    for (const [key, value] of this.base.entries()) if (!this.overlay.has(key)) yield [key, value];
     for (const [key, value] of this.overlay) if (value !== undefined) yield [key, value];
   }
 

@@ -5,6 +5,7 @@ import type { HashBackend } from './hash.js';
 import type { IgnoreRules } from './ignore-rules.js';
 import { emptyListing, listWorkspace, type DirStat, type Listing } from './listing.js';
 import { joinPath, parentPath } from './paths.js';
+import { quickCheck, type QuickCheckInput, type StaleLeaf } from './quick-check.js';
 import { STAT_FIELDS, statOne, statSerial } from './stat-pool.js';
 import { Tree, leafNodeId, type LeafRecord, type NodeRecord, type ScanBasis } from './tree.js';
 
@@ -29,7 +30,7 @@ export interface ScanInput {
   /** Only re-walk these directories (workspace paths); everything else is taken from `previous`. */
   readonly only?: readonly string[];
   /** A helper thread for large scans: it stats a share of the files (NUL-joined paths) while this thread stats the rest. */
-  readonly helper?: { statOnHelper(joinedPaths: string): Promise<Float64Array> };
+  readonly helper?: { statOnHelper(joinedPaths: string): Promise<Float64Array> } & QuickCheckInput['helper'];
 }
 
 /** Share of the files the helper thread stats; this thread lists the workspace and stats the rest. */
@@ -61,6 +62,10 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const racyFrom = input.racyFromMs ?? Number.POSITIVE_INFINITY;
   const subtrees = input.only === undefined || input.previous === undefined ? [''] : prune(input.only, root, input.rules);
   const partial = subtrees[0] !== '' && input.previous !== undefined;
+  if (previous !== undefined && !partial) {
+    const stale = await quickCheck({ root, tree: previous, rulesKey: input.rules.key, racyFromMs: racyFrom, helper: input.helper });
+    if (stale !== undefined) return rehashStale(previous, stale, root, input.backend);
+  }
 
   const list = (reuse: boolean): Listing => {
     const listing = emptyListing();
@@ -130,6 +135,22 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const update = previous.update({ leaves: changedLeaves, removed, dirs, basis }, input.backend);
   if (update.tree === previous) return { tree: previous, changed: false, hashed };
   return { tree: update.tree, changed: true, hashed, delta: { upserts: update.upserts, removed } };
+}
+
+/**
+ * The scan's result when {@link quickCheck} found only files whose stat changed: those are read and hashed, and the
+ * tree is updated with the ones whose record changed (a racy file re-read unchanged keeps its record).
+ */
+function rehashStale(previous: Tree, stale: readonly StaleLeaf[], root: string, backend: HashBackend): ScanResult {
+  const leaves: LeafRecord[] = [];
+  for (const { record: old, kind, size, mtimeMs, ino } of stale) {
+    const contentHash = hashContent(`${root}/${old.path}`, kind, size, backend, old.path);
+    const record: LeafRecord = { path: old.path, kind, nodeId: leafNodeId(kind, old.path, contentHash, backend), contentHash, size, mtimeMs, ino };
+    if (!sameLeaf(old, record)) leaves.push(record);
+  }
+  const update = previous.update({ leaves, removed: [], dirs: new Map(), basis: previous.basis! }, backend);
+  if (update.tree === previous) return { tree: previous, changed: false, hashed: stale.length };
+  return { tree: update.tree, changed: true, hashed: stale.length, delta: { upserts: update.upserts, removed: [] } };
 }
 
 /** Paths of `previous` that a full scan did not find. `kept` leaves of the listing were leaves before. */

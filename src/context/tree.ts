@@ -4,6 +4,7 @@ import type { DirStat } from './listing.js';
 import { LayeredMap } from './layered-map.js';
 import type { TreeJournalEntry } from './tree-journal.js';
 import { baseName, parentPath } from './paths.js';
+import { StoredNodes, StoredRecord } from './stored-nodes.js';
 
 /** What a tree entry is. */
 export type NodeKind = 'file' | 'dir' | 'symlink';
@@ -60,7 +61,6 @@ export const MIN_TREE_RECORD_BYTES = 1 + 4 + 24 + 64;
 const MAGIC = Buffer.from('MRKLTREE', 'latin1');
 /** Format 2 adds the scan basis after the records; format 1 (none) is still read. */
 const FORMAT = 2;
-const KIND_BY_CODE: Record<number, NodeKind> = { 1: 'file', 2: 'dir', 3: 'symlink' };
 
 /**
  * An immutable scanned workspace: every node by path, directories with their ordered children, the root id.
@@ -140,7 +140,8 @@ export class Tree {
     for (const dir of restat) {
       if (dirty.has(dir)) continue;
       const stat = change.dirs.get(dir)!;
-      const record = { ...nodes.get(dir)!, mtimeMs: stat.mtimeMs, ino: stat.ino };
+      const { path, kind, nodeId, contentHash, size, children } = nodes.get(dir)!;
+      const record: NodeRecord = { path, kind, nodeId, contentHash, size, mtimeMs: stat.mtimeMs, ino: stat.ino, children };
       nodes.set(dir, record);
       upserts.push(record);
       // A directory record is replaced whenever one of its children's is (see `childRecords`).
@@ -210,12 +211,23 @@ export class Tree {
    * ({@link Tree.update} re-hashes the ancestors of every change; a journal entry carries them).
    */
   childRecords(dir: NodeRecord): readonly NodeRecord[] {
+    // A record read from the file that is still this tree's (not replaced) has the file's children.
+    if (dir instanceof StoredRecord && this.nodes.get(dir.path) === dir) return dir.store.childRecordsAt(dir.index);
     let records = childRecordCache.get(dir);
     if (records === undefined) {
       records = (dir.children ?? []).map((child) => this.nodes.get(child)!);
       childRecordCache.set(dir, records);
     }
     return records;
+  }
+
+  /**
+   * The records read in place from the tree file and what replaced or removed some of them since (journal entries,
+   * updates), when this tree was read from a file; undefined for a tree built in memory.
+   */
+  storedLayers(): { readonly stored: StoredNodes; readonly overlay: ReadonlyMap<string, NodeRecord | undefined> } | undefined {
+    const { base, overlay } = this.nodes.layers();
+    return base instanceof StoredNodes ? { stored: base, overlay } : undefined;
   }
 
   /** The node at a workspace path, if any. */
@@ -347,41 +359,9 @@ export class Tree {
     if (format !== 1 && format !== FORMAT) corrupt(`unsupported format ${format}`);
     const body = data.subarray(44);
     if (!backend.digest(body).equals(data.subarray(12, 44))) corrupt('checksum mismatch');
-    const nodes = new Map<string, NodeRecord>();
-    const count = body.readUInt32BE(0);
-    // Records come depth first, parents before children: the parent of each is on this stack of open directories.
-    const open: { path: string; children: string[]; records: NodeRecord[] }[] = [];
-    let leafCount = 0;
-    let o = 4;
-    for (let i = 0; i < count; i++) {
-      const kind = KIND_BY_CODE[body[o]] ?? corrupt(`unknown node kind ${body[o]} at entry ${i}`);
-      const len = body.readUInt32BE(o + 1);
-      const path = body.toString('utf8', o + 5, o + 5 + len);
-      o += 5 + len;
-      const size = body.readDoubleBE(o);
-      const mtimeMs = body.readDoubleBE(o + 8);
-      const ino = body.readDoubleBE(o + 16);
-      const contentHash = kind === 'dir' ? '' : body.toString('hex', o + 24, o + 56);
-      const nodeId = body.toString('hex', o + 56, o + 88);
-      o += 88;
-      const children = kind === 'dir' ? [] : undefined;
-      const record: NodeRecord = { path, kind, nodeId, contentHash, size, mtimeMs, ino, children };
-      if (nodes.has(path)) corrupt(`entry '${path}' appears twice`);
-      nodes.set(path, record);
-      if (i === 0) {
-        if (path !== '' || kind !== 'dir') corrupt('the first entry is not the root directory');
-      } else {
-        while (open.length > 0 && !isChildOf(path, open[open.length - 1]!.path)) open.pop();
-        const parent = open[open.length - 1] ?? corrupt(`entry '${path}' is not under the directory before it`);
-        parent.children.push(path);
-        parent.records.push(record);
-      }
-      if (children !== undefined) {
-        const records: NodeRecord[] = [];
-        childRecordCache.set(record, records);
-        open.push({ path, children, records });
-      } else leafCount++;
-    }
+    if (body.length < 4) corrupt('truncated');
+    const { nodes, end } = StoredNodes.read(body, 4, body.readUInt32BE(0), corrupt);
+    let o = end;
     let basis: ScanBasis | undefined;
     if (format === FORMAT) {
       if (o + 4 > body.length) corrupt('truncated scan basis');
@@ -391,15 +371,9 @@ export class Tree {
       basis = parsed ?? undefined;
       o += 4 + len;
     }
-    if (o !== body.length || !nodes.has('')) corrupt('truncated or missing root');
-    return new Tree(LayeredMap.of(nodes), basis, leafCount);
+    if (o !== body.length || nodes.size === 0) corrupt('truncated or missing root');
+    return new Tree(LayeredMap.of(nodes), basis, nodes.leafCount);
   }
-}
-
-/** Whether `path` is a direct child of directory `dir` (workspace paths). */
-function isChildOf(path: string, dir: string): boolean {
-  if (dir === '') return path.indexOf('/') === -1;
-  return path.length > dir.length + 1 && path.charCodeAt(dir.length) === 47 && path.startsWith(dir) && path.indexOf('/', dir.length + 1) === -1;
 }
 
 /** A directory's record: its children sorted canonically and its NodeID derived from them. */

@@ -7,12 +7,23 @@ import { StreamEventType, type ErrorSummary, type EventPayloadMap, type StreamEv
  * module nor its declarations need the package to be installed.
  */
 
+/**
+ * The version of the OpenTelemetry GenAI semantic conventions the model and tool spans follow. Those conventions
+ * are still in development (attribute names have changed between versions: `gen_ai.system` became
+ * `gen_ai.provider.name`), so the bridge pins one: the attribute names and values below are those of this version,
+ * as `@opentelemetry/semantic-conventions` of the same version publishes them.
+ */
+export const GENAI_SEMCONV_VERSION = '1.45.0';
+
+/** An attribute value the bridge sets. */
+export type OtelAttributeValue = string | number | boolean | string[];
+
 /** Attribute values the bridge sets. */
-export type OtelAttributes = Record<string, string | number | boolean>;
+export type OtelAttributes = Record<string, OtelAttributeValue>;
 
 /** The part of an OpenTelemetry `Span` the bridge uses. */
 export interface OtelSpan {
-  setAttribute(key: string, value: string | number | boolean): unknown;
+  setAttribute(key: string, value: OtelAttributeValue): unknown;
   addEvent(name: string, attributes?: OtelAttributes, time?: number): unknown;
   setStatus(status: { code: number; message?: string }): unknown;
   recordException(exception: { name: string; message: string }, time?: number): unknown;
@@ -21,7 +32,7 @@ export interface OtelSpan {
 
 /** The part of an OpenTelemetry `Tracer` the bridge uses; any real tracer fits. */
 export interface OtelTracer {
-  startSpan(name: string, options?: { attributes?: OtelAttributes; startTime?: number }, context?: unknown): OtelSpan;
+  startSpan(name: string, options?: { attributes?: OtelAttributes; startTime?: number; kind?: number }, context?: unknown): OtelSpan;
 }
 
 /** The part of the `@opentelemetry/api` module the bridge uses. */
@@ -29,6 +40,8 @@ export interface OtelApi {
   trace: { getTracer(name: string): OtelTracer; setSpan(context: unknown, span: OtelSpan): unknown };
   context: { active(): unknown };
   SpanStatusCode: { ERROR: number };
+  /** Span kinds (model calls are CLIENT spans); optional so that a minimal API object still fits. */
+  SpanKind?: { CLIENT: number; INTERNAL: number };
 }
 
 /** Options of {@link attachOpenTelemetry}. */
@@ -38,8 +51,14 @@ export interface OpenTelemetryOptions {
 }
 
 /**
- * Mirrors the event stream as OpenTelemetry spans: a span per run (`run.started` → `run.completed`/`run.failed`)
- * and per node execution (`node.started` → `node.completed`/`error`), each a child of the span of its
+ * Mirrors the event stream as OpenTelemetry spans: a span per run (`run.started` → `run.completed`/`run.failed`),
+ * per node execution (`node.started` → `node.completed`/`error`), per model call (`model.started` →
+ * `model.completed`: `chat <model>`, a CLIENT span) and per tool call (`tool.called` → `tool.result`:
+ * `execute_tool <tool>`). Model and tool spans carry the GenAI semantic conventions' attributes
+ * ({@link GENAI_SEMCONV_VERSION}: `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`,
+ * `gen_ai.response.model`, `gen_ai.usage.input_tokens`/`output_tokens`, `gen_ai.tool.name`, `gen_ai.tool.call.id`,
+ * ...), so Langfuse, Phoenix and other GenAI-aware backends show them without mapping; every span carries
+ * backpackflow's own under `backpackflow.*` (run id, step, namespace, node). Each span is a child of the span of its
  * `parentSpanId` (so nodes inside a composite node nest under it), with retries, routes, quarantines and access
  * denials as span events and errors recorded as exceptions with an error status. Span times are the events'
  * timestamps. A run span starts in the active OpenTelemetry context, so a flow run inside a traced request joins
@@ -66,12 +85,32 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
   const open = new Map<string, { span: OtelSpan; runId: string }>();
   const errorCode = api.SpanStatusCode.ERROR;
 
-  const start = (event: StreamEvent, name: string, attributes: OtelAttributes): void => {
-    if (event.spanId === undefined) return;
-    const parent = event.parentSpanId === undefined ? undefined : open.get(event.parentSpanId)?.span;
+  /** Per run: its span, and the step in progress (see {@link stepAttribute}). */
+  const runs = new Map<string, { spanId?: string; step?: number; checkpoints: boolean }>();
+  const withStep = (event: StreamEvent, attributes: OtelAttributes): OtelAttributes => {
+    const step = runs.get(event.runId)?.step;
+    return step === undefined ? attributes : { ...attributes, 'backpackflow.step': step + 1 };
+  };
+  /** Starts a span under `key` (default: the event's span id), as a child of `parentKey` (default: its parent span). */
+  const start = (event: StreamEvent, name: string, attributes: OtelAttributes, keys: { key?: string; parentKey?: string; kind?: number } = {}): void => {
+    const key = keys.key ?? event.spanId;
+    if (key === undefined) return;
+    const parentKey = keys.parentKey ?? event.parentSpanId;
+    const parent = parentKey === undefined ? undefined : open.get(parentKey)?.span;
     const context = parent === undefined ? api.context.active() : api.trace.setSpan(api.context.active(), parent);
-    const span = tracer.startSpan(name, { attributes: { ...commonAttributes(event), ...attributes }, startTime: event.timestamp }, context);
-    open.set(event.spanId, { span, runId: event.runId });
+    const options = { attributes: withStep(event, { ...commonAttributes(event), ...attributes }), startTime: event.timestamp, ...(keys.kind === undefined ? {} : { kind: keys.kind }) };
+    open.set(key, { span: tracer.startSpan(name, options, context), runId: event.runId });
+  };
+  /** Ends the span under `key` (failed with `error`, and `error.type` set, when there is one). */
+  const endKey = (key: string, time: number, error?: ErrorSummary): void => {
+    const entry = open.get(key);
+    if (entry === undefined) return;
+    if (error !== undefined) {
+      entry.span.setAttribute('error.type', error.name || 'Error');
+      fail(entry.span, error, time);
+    }
+    entry.span.end(time);
+    open.delete(key);
   };
   const end = (event: StreamEvent, error?: ErrorSummary): void => {
     const entry = event.spanId === undefined ? undefined : open.get(event.spanId);
@@ -97,6 +136,8 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
         const p = event.payload as Partial<EventPayloadMap['run.started']>;
         const flow = p.flowNamespace || event.namespace || 'flow';
         start(event, `run ${flow}`, { 'backpackflow.flow.namespace': p.flowNamespace ?? '', 'backpackflow.resumed': p.resumed === true });
+        // The step in progress is known from the start (0) on, except in a resumed run until its first boundary.
+        runs.set(event.runId, { spanId: event.spanId, step: p.resumed === true ? undefined : 0, checkpoints: false });
         return;
       }
       case StreamEventType.RUN_END: {
@@ -121,9 +162,67 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
         endRun(event);
         return;
       }
+      case StreamEventType.CHECKPOINT_SAVED: {
+        const run = runs.get(event.runId);
+        const step = (event.payload as { step?: unknown }).step;
+        if (run !== undefined && typeof step === 'number') Object.assign(run, { step, checkpoints: true });
+        return;
+      }
       case StreamEventType.NODE_START:
         start(event, event.namespace || event.nodeName || event.nodeId || 'node', {});
         return;
+      case StreamEventType.MODEL_START: {
+        const p = event.payload as ModelStartPayload;
+        const model = p.modelId ?? p.model ?? 'unknown';
+        const attributes: OtelAttributes = {
+          'gen_ai.operation.name': 'chat',
+          'gen_ai.provider.name': providerName(p.provider, p.model),
+          'gen_ai.request.model': model,
+          'backpackflow.model.purpose': p.purpose ?? '',
+          'backpackflow.model.stream': p.stream === true,
+        };
+        if (typeof p.temperature === 'number') attributes['gen_ai.request.temperature'] = p.temperature;
+        if (typeof p.maxOutputTokens === 'number') attributes['gen_ai.request.max_tokens'] = p.maxOutputTokens;
+        start(event, `chat ${model}`, attributes, { key: modelKey(event), parentKey: event.spanId, kind: api.SpanKind?.CLIENT });
+        return;
+      }
+      case StreamEventType.MODEL_END: {
+        const p = event.payload as ModelEndPayload;
+        const entry = open.get(modelKey(event));
+        if (entry === undefined) return;
+        if (p.retryInMs !== undefined) {
+          // A failed attempt that is retried: the call goes on in the same span.
+          entry.span.addEvent('retry', { attempt: p.attempt ?? 0, delay_ms: p.retryInMs, 'exception.type': p.error?.name ?? 'Error', 'exception.message': p.error?.message ?? '' }, event.timestamp);
+          return;
+        }
+        if (typeof p.responseModel === 'string') entry.span.setAttribute('gen_ai.response.model', p.responseModel);
+        if (typeof p.responseId === 'string') entry.span.setAttribute('gen_ai.response.id', p.responseId);
+        if (typeof p.usage?.inputTokens === 'number') entry.span.setAttribute('gen_ai.usage.input_tokens', p.usage.inputTokens);
+        if (typeof p.usage?.outputTokens === 'number') entry.span.setAttribute('gen_ai.usage.output_tokens', p.usage.outputTokens);
+        if (typeof p.finishReason === 'string') entry.span.setAttribute('gen_ai.response.finish_reasons', [p.finishReason]);
+        if (typeof p.attempt === 'number') entry.span.setAttribute('backpackflow.attempts', p.attempt);
+        endKey(modelKey(event), event.timestamp, p.error);
+        return;
+      }
+      case StreamEventType.TOOL_CALL: {
+        const p = event.payload as ToolPayload;
+        const attributes: OtelAttributes = {
+          'gen_ai.operation.name': 'execute_tool',
+          'gen_ai.tool.name': p.toolName ?? '',
+          'gen_ai.tool.type': 'function',
+        };
+        if (typeof p.toolCallId === 'string') attributes['gen_ai.tool.call.id'] = p.toolCallId;
+        if (typeof p.mcpServer === 'string') attributes['backpackflow.mcp.server'] = p.mcpServer;
+        start(event, `execute_tool ${p.toolName ?? ''}`.trim(), attributes, { key: toolKey(event), parentKey: event.spanId, kind: api.SpanKind?.INTERNAL });
+        return;
+      }
+      case StreamEventType.TOOL_RESULT: {
+        const p = event.payload as ToolPayload;
+        const entry = open.get(toolKey(event));
+        if (typeof p.attempts === 'number') entry?.span.setAttribute('backpackflow.attempts', p.attempts);
+        endKey(toolKey(event), event.timestamp, typeof p.error === 'string' ? { name: 'ToolError', message: p.error } : undefined);
+        return;
+      }
       case StreamEventType.EXEC_COMPLETE: {
         const p = event.payload as Partial<EventPayloadMap['node.exec_completed']>;
         if (typeof p.attempts === 'number') open.get(event.spanId ?? '')?.span.setAttribute('backpackflow.attempts', p.attempts);
@@ -133,6 +232,9 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
         const p = event.payload as Partial<EventPayloadMap['node.completed']>;
         if (typeof p.action === 'string') open.get(event.spanId ?? '')?.span.setAttribute('backpackflow.action', p.action);
         end(event);
+        // A run without checkpoints (not durable): a step is one execution of a node of the top-level flow.
+        const run = runs.get(event.runId);
+        if (run !== undefined && !run.checkpoints && run.step !== undefined && event.parentSpanId === run.spanId) run.step++;
         return;
       }
       case StreamEventType.ERROR: {
@@ -179,6 +281,7 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
 
   /** Ends the run's span and any span of the run left open (a node whose end was never reported). */
   function endRun(event: StreamEvent): void {
+    runs.delete(event.runId);
     for (const [spanId, entry] of open) {
       if (entry.runId !== event.runId || spanId === event.spanId) continue;
       entry.span.end(event.timestamp);
@@ -192,7 +295,66 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
     const now = Date.now();
     for (const { span } of open.values()) span.end(now);
     open.clear();
+    runs.clear();
   };
+}
+
+interface ModelStartPayload {
+  model?: string;
+  modelId?: string;
+  provider?: string;
+  purpose?: string;
+  stream?: boolean;
+  temperature?: number;
+  maxOutputTokens?: number;
+}
+
+interface ModelEndPayload {
+  attempt?: number;
+  finishReason?: string;
+  usage?: { inputTokens?: number; outputTokens?: number };
+  responseModel?: string;
+  responseId?: string;
+  error?: ErrorSummary;
+  retryInMs?: number;
+}
+
+interface ToolPayload {
+  toolCallId?: string;
+  toolName?: string;
+  mcpServer?: string;
+  attempts?: number;
+  error?: string;
+}
+
+/** The key of a model call's span: one call per node span and purpose at a time. */
+function modelKey(event: StreamEvent): string {
+  return `model\u0000${event.spanId ?? ''}\u0000${String((event.payload as { purpose?: unknown }).purpose ?? '')}`;
+}
+
+function toolKey(event: StreamEvent): string {
+  return `tool\u0000${event.spanId ?? ''}\u0000${String((event.payload as { toolCallId?: unknown }).toolCallId ?? '')}`;
+}
+
+/** AI SDK provider names (their first dot-separated part) that the conventions name otherwise. */
+const PROVIDER_NAMES: Readonly<Record<string, string>> = {
+  'amazon-bedrock': 'aws.bedrock',
+  azure: 'azure.ai.openai',
+  google: 'gcp.gemini',
+  'google-vertex': 'gcp.vertex_ai',
+  vertex: 'gcp.vertex_ai',
+  mistral: 'mistral_ai',
+  xai: 'x_ai',
+};
+
+/**
+ * `gen_ai.provider.name`: from the AI SDK's provider of the model (`openai.chat` → `openai`, `anthropic.messages` →
+ * `anthropic`, `mistral.chat` → `mistral_ai`, ...), else the provider of a `"provider:model"` label; names the
+ * conventions do not list are kept as they are (the conventions allow other values).
+ */
+export function providerName(provider: string | undefined, label: string | undefined): string {
+  const raw = provider?.split('.')[0] || (label?.includes(':') ? label.slice(0, label.indexOf(':')) : undefined) || 'unknown';
+  return PROVIDER_NAMES[raw] ?? raw;
 }
 
 function commonAttributes(event: StreamEvent): OtelAttributes {

@@ -43,6 +43,24 @@ interface Subscription {
   active: boolean;
 }
 
+/** What {@link EventStreamer.getStats} reports. */
+export interface EventStreamerStats {
+  /** Events in the history (the last `historyCapacity` emitted). */
+  totalEvents: number;
+  /** The same, by event type (types absent from the history are absent), in type order. */
+  eventsByType: Record<string, number>;
+  /** Active subscriptions: in all, `on(type)`/`once(type)` ones by type, `on('*')` ones, `onNamespace` ones. */
+  subscribers: { total: number; byType: Record<string, number>; wildcard: number; namespace: number };
+  /** Events the history holds now. */
+  historySize: number;
+  /** Distinct node ids, namespaces and run ids among the events in the history (as BackpackFlow v2 counted them). */
+  uniqueNodes: number;
+  uniqueNamespaces: number;
+  uniqueRuns: number;
+  /** Most events the history holds (the `historySize` option). */
+  historyCapacity: number;
+}
+
 const EVENT_TYPES: ReadonlySet<string> = new Set(Object.values(StreamEventType));
 const DEFAULT_HISTORY_SIZE = 10_000;
 
@@ -180,6 +198,42 @@ export class EventStreamer implements EventSink {
       result.push(event);
     }
     return result;
+  }
+
+  /**
+   * Counts over the events the history holds (as BackpackFlow v2 counted them; nothing is counted on `emit`, which
+   * stays as cheap as it was): in all and by type, distinct nodes, namespaces and runs; and the subscriptions (in
+   * all, by event type, `'*'` ones, namespace ones) and the history's size and capacity.
+   */
+  getStats(): EventStreamerStats {
+    const eventsByType: Record<string, number> = {};
+    const byType: Record<string, number> = {};
+    let wildcard = 0;
+    let namespace = 0;
+    for (const s of this.#subscriptions) {
+      if (s.matcher !== undefined) namespace++;
+      else if (s.type === undefined) wildcard++;
+      else byType[s.type] = (byType[s.type] ?? 0) + 1;
+    }
+    const nodes = new Set<string>();
+    const namespaces = new Set<string>();
+    const runs = new Set<string>();
+    for (const event of this.#ring) {
+      eventsByType[event.type] = (eventsByType[event.type] ?? 0) + 1;
+      if (event.nodeId !== undefined) nodes.add(event.nodeId);
+      if (event.namespace !== undefined) namespaces.add(event.namespace);
+      runs.add(event.runId);
+    }
+    return {
+      totalEvents: this.#ring.length,
+      eventsByType: Object.fromEntries(Object.entries(eventsByType).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
+      subscribers: { total: this.#subscriptions.length, byType, wildcard, namespace },
+      historySize: this.#ring.length,
+      historyCapacity: this.historySize,
+      uniqueNodes: nodes.size,
+      uniqueNamespaces: namespaces.size,
+      uniqueRuns: runs.size,
+    };
   }
 
   /** Empties the history. Sequence numbers continue where they were. */

@@ -132,7 +132,7 @@ export interface ErrorSummary {
  * | `node.completed` | `{ action, durationMs }` |
  * | `node.retry` | `{ attempt, maxRetries, delayMs, error: { name, message } }` (attempt: the one that failed; maxRetries: total attempts) |
  * | `error` | `{ phase: 'prep' \| 'exec' \| 'post' \| 'contract', error: { name, message }, propagated? }` (`propagated`: reported first by a node inside this one) |
- * | `route.taken` | `{ action, from, to }` (node ids) |
+ * | `route.taken` | `{ action, from, to, mappings? }` (node ids; `mappings`: the keys the route copied, source → target) |
  * | `route.missing` | `{ action, from, available: string[] }` |
  * | `backpack.packed` | `{ key, version, valueSummary, tags? }` |
  * | `backpack.unpacked` | `{ key, found, sourceNodeId?, sourceNamespace? }` |
@@ -157,7 +157,7 @@ export interface EventPayloadMap {
   'node.completed': { action: string; durationMs: number };
   'node.retry': { attempt: number; maxRetries: number; delayMs: number; error: ErrorSummary };
   error: { phase: 'prep' | 'exec' | 'post' | 'contract'; error: ErrorSummary; propagated?: boolean };
-  'route.taken': { action: string; from: string; to: string };
+  'route.taken': { action: string; from: string; to: string; mappings?: Record<string, string> };
   'route.missing': { action: string; from: string; available: string[] };
   'backpack.packed': { key: string; version: number; valueSummary: string; tags?: string[] };
   'backpack.unpacked': { key: string; found: boolean; sourceNodeId?: string; sourceNamespace?: string };

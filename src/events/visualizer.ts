@@ -15,6 +15,9 @@ export interface FlowVisualizerOptions {
 type Colors = ReturnType<typeof createColors>;
 
 const INDENT = '│  ';
+/** C0 and C1 control characters except tab and newline: never written to the terminal from model output. */
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTERS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /**
  * Prints the live, hierarchical trace of flow runs (PRD-004 §8.2): one line per run, node start and end, retry,
@@ -40,6 +43,10 @@ export class FlowVisualizer {
   /** Depth and run of each span still open. Node spans close at their end; a run's spans close with the run. */
   readonly #spans = new Map<string, { depth: number; runId: string }>();
   readonly #unsubscribe: () => void;
+  /** The model call whose tokens the current line shows, if a line of tokens is open. */
+  #streaming: { key: string; indent: string } | undefined;
+  /** Model calls whose tokens were shown (a later delta continues on a `…` line). */
+  readonly #streamed = new Set<string>();
 
   constructor(streamer: EventStreamer, options: FlowVisualizerOptions = {}) {
     this.#output = options.output ?? process.stdout;
@@ -49,14 +56,50 @@ export class FlowVisualizer {
     this.#unsubscribe = streamer.on('*', (event) => this.#render(event));
   }
 
-  /** Stops printing. Calling it again does nothing. */
+  /** Stops printing (ending a line of streamed tokens). Calling it again does nothing. */
   detach(): void {
     this.#unsubscribe();
+    this.#endStream();
+  }
+
+  /**
+   * Tokens as they arrive: the first delta of a model call opens a line (`✎ <model> (<purpose>): `) and each delta
+   * is written to it at once; the line ends when anything else is printed or the call completes, and a later delta
+   * of the same call opens a continuation line (`✎ … `). Control characters (ANSI escapes a model might emit) are
+   * not written; a newline in the text continues at the line's indentation.
+   */
+  #delta(event: StreamEvent, depth: number): void {
+    const p = event.payload as { delta?: unknown; model?: unknown; purpose?: unknown; attempt?: unknown };
+    if (typeof p.delta !== 'string' || p.delta === '') return;
+    const key = JSON.stringify([event.runId, event.spanId ?? null, p.purpose ?? null, p.attempt ?? null]);
+    const indent = depth > 0 ? this.#c.dim(INDENT.repeat(depth)) : '';
+    if (this.#streaming?.key !== key) {
+      this.#endStream();
+      const continued = this.#streamed.has(key);
+      const label = continued ? '… ' : `${String(p.model ?? 'model')}${p.purpose === undefined ? '' : ` (${String(p.purpose)})`}: `;
+      this.#output.write(`${indent}${this.#c.magenta('✎')} ${this.#c.dim(label)}`);
+      this.#streaming = { key, indent };
+      this.#streamed.add(key);
+    }
+    const text = p.delta.replace(CONTROL_CHARACTERS, '').replace(/\n/g, `\n${indent}   `);
+    this.#output.write(text);
+  }
+
+  /** Ends the line of streamed tokens, if one is open. */
+  #endStream(): void {
+    if (this.#streaming === undefined) return;
+    this.#output.write('\n');
+    this.#streaming = undefined;
   }
 
   #render(event: StreamEvent): void {
     const spanDepth = this.#openSpan(event);
+    if (event.type === StreamEventType.MODEL_DELTA) {
+      this.#delta(event, spanDepth + 1);
+      return;
+    }
     const text = this.#describe(event);
+    if (text !== undefined || event.type === StreamEventType.MODEL_END) this.#endStream();
     if (text !== undefined) {
       const ownLine = event.type.startsWith('run.') || event.type === StreamEventType.NODE_START || event.type === StreamEventType.NODE_END;
       const depth = ownLine ? spanDepth : spanDepth + 1;
@@ -85,6 +128,7 @@ export class FlowVisualizer {
   #closeSpans(event: StreamEvent): void {
     if (event.type === StreamEventType.RUN_END || event.type === StreamEventType.RUN_ERROR || event.type === StreamEventType.RUN_WAITING) {
       for (const [spanId, span] of this.#spans) if (span.runId === event.runId) this.#spans.delete(spanId);
+      for (const key of this.#streamed) if ((JSON.parse(key) as unknown[])[0] === event.runId) this.#streamed.delete(key);
     } else if ((event.type === StreamEventType.NODE_END || event.type === StreamEventType.ERROR || event.type === StreamEventType.NODE_INTERRUPT) && event.spanId !== undefined) {
       this.#spans.delete(event.spanId);
     }

@@ -1,6 +1,7 @@
 import { DEFAULT_ACTION } from './actions.js';
 import { checkConcurrency, mapConcurrent } from './concurrency.js';
 import { FlowError } from './errors.js';
+import type { RouteMappings } from './mappings.js';
 import { BaseNode, type BaseNodeOptions } from './node.js';
 import { ROOT_SCOPE, enterScope, type RunScope } from './scope.js';
 
@@ -34,6 +35,8 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
   /** Policy for an action without a route. */
   readonly onMissingRoute: MissingRoutePolicy;
   #entry: BaseNode<S> | undefined;
+  #executions = 0;
+  #stepsRun = 0;
 
   constructor(options: BaseFlowOptions<S> = {}) {
     super(options);
@@ -71,6 +74,16 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
     return this.execute(shared, enterScope(scope, this.id));
   }
 
+  /** Times this flow ran its nodes from the entry (or a resume position): per run, per batch of a batch flow. */
+  get executions(): number {
+    return this.#executions;
+  }
+
+  /** Steps (node executions) its runs took, over all of them; a nested flow's steps are that flow's. */
+  get stepsRun(): number {
+    return this.#stepsRun;
+  }
+
   /** prep, the orchestration in place of exec, then post; `scope` is the scope of the flow's own nodes. */
   protected async execute(shared: S, scope: RunScope): Promise<string | undefined> {
     const prepRes = await this.prep(shared, scope);
@@ -85,6 +98,7 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
 
   /** Follows routes from the entry (or resume) node until one has none; returns the last action. */
   protected async _orchestrate(shared: S, scope: RunScope): Promise<string | undefined> {
+    this.#executions++;
     let current = this.resumeNode(scope) ?? this.#entry;
     if (!current) {
       throw new FlowError(`Flow '${this.id}' has no entry node: add a node or call setEntryNode(node)`);
@@ -99,9 +113,14 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
         );
       }
       if (scope.signal?.aborted) throw scope.signal.reason;
+      this.#stepsRun++;
       action = await current._run(shared, scope);
       const next = current.getNextNode(action);
-      if (next) this.routeTaken(current, action ?? DEFAULT_ACTION, next, scope);
+      if (next) {
+        const mappings = current.getRouteMappings(action);
+        if (mappings) this.applyMappings(current, action ?? DEFAULT_ACTION, next, mappings, shared, scope);
+        this.routeTaken(current, action ?? DEFAULT_ACTION, next, scope);
+      }
       else if (current.successorCount > 0) this.routeMissing(current, action ?? DEFAULT_ACTION, scope);
       if (scope.onStep) {
         await scope.onStep({ path: scope.path, completed: current.id, action: action ?? DEFAULT_ACTION, next: next?.id, step });
@@ -110,6 +129,25 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
       current = next;
     }
     return action;
+  }
+
+  /**
+   * Copies the mapped keys of a route being taken, before its target runs: on a plain shared object, every source
+   * property is read, then every target written; a missing source is a FlowError naming the route. (The namespaced
+   * Flow commits them to the Backpack instead.)
+   */
+  protected applyMappings(from: BaseNode<S>, action: string, to: BaseNode<S>, mappings: RouteMappings, shared: S, _scope: RunScope): void {
+    if (shared === null || typeof shared !== 'object') {
+      throw new FlowError(`Flow '${this.id}': route '${from.id}' -(${action})-> '${to.id}' maps keys, but the shared state is not an object`);
+    }
+    const state = shared as Record<string, unknown>;
+    const values = Object.keys(mappings).map((source) => {
+      if (!Object.hasOwn(state, source)) {
+        throw new FlowError(`Flow '${this.id}': route '${from.id}' -(${action})-> '${to.id}' maps '${source}' to '${mappings[source]}', but the shared state has no '${source}'`);
+      }
+      return state[source];
+    });
+    Object.values(mappings).forEach((target, i) => (state[target] = values[i]));
   }
 
   /** Called when a route is followed (for reporting). */

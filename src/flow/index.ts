@@ -7,3 +7,5 @@ export type { BaseFlowOptions, ParallelBatchFlowOptions, MissingRoutePolicy } fr
 export { ROOT_SCOPE, enterScope } from './scope.js';
 export type { RunScope, StepBoundary } from './scope.js';
 export { mapConcurrent } from './concurrency.js';
+export { mappingProblems, checkMappings } from './mappings.js';
+export type { RouteMappings, RouteOptions, MappingProblem } from './mappings.js';

@@ -1,6 +1,7 @@
 import { DEFAULT_ACTION, FlowAction } from './actions.js';
 import { checkConcurrency, mapConcurrent } from './concurrency.js';
 import { FlowSignal, NodeExecutionError } from './errors.js';
+import { checkMappings, type RouteMappings, type RouteOptions } from './mappings.js';
 import { ROOT_SCOPE, type RunScope } from './scope.js';
 
 /** Options every node takes. */
@@ -30,7 +31,10 @@ let unnamedNodes = 0;
 export class BaseNode<S = any, P = any, E = any> {
   /** The node's id; unique within a flow. */
   readonly id: string;
-  readonly #successors = new Map<string, BaseNode<S>>();
+  /** Routes out of this node; made by the first route (a flow of a million nodes holds no million empty maps). */
+  #successors: Map<string, BaseNode<S>> | undefined;
+  /** Edge data mappings by action; made by the first route that has some. */
+  #mappings: Map<string, RouteMappings> | undefined;
 
   constructor(options: BaseNodeOptions = {}) {
     this.id = options.id ?? `${new.target.name}#${++unnamedNodes}`;
@@ -51,16 +55,35 @@ export class BaseNode<S = any, P = any, E = any> {
     return undefined;
   }
 
-  /** Routes `action` to `node`; a later call for the same action replaces the earlier one. */
-  on(action: string, node: BaseNode<S>): this {
+  /**
+   * Routes `action` to `node`; a later call for the same action replaces the earlier one (and its mappings).
+   * `options.mappings` copies keys when the route is taken (source key → target key), before `node` runs.
+   */
+  on(action: string, node: BaseNode<S>, options?: RouteOptions): this {
     if (typeof action !== 'string' || action === '') {
       throw new TypeError(`Node '${this.id}': action must be a non-empty string, got ${JSON.stringify(action)}`);
     }
     if (!(node instanceof BaseNode)) {
       throw new TypeError(`Node '${this.id}': successor for action '${action}' must be a node, got ${String(node)}`);
     }
-    this.#successors.set(action, node);
+    if (options !== undefined && (options === null || typeof options !== 'object')) {
+      throw new TypeError(`Node '${this.id}': options of route '${action}' must be an object ({ mappings }), got ${String(options)}`);
+    }
+    const mappings = options?.mappings === undefined ? undefined : checkMappings(`Node '${this.id}', route '${action}' → '${node.id}'`, options.mappings, this.mappingKeyProblem);
+    (this.#successors ??= new Map()).set(action, node);
+    if (mappings) (this.#mappings ??= new Map()).set(action, mappings);
+    else this.#mappings?.delete(action);
     return this;
+  }
+
+  /** The key mappings of the route for `action` (undefined means `'default'`), if it has any. */
+  getRouteMappings(action?: string): RouteMappings | undefined {
+    return this.#mappings?.get(action ?? DEFAULT_ACTION);
+  }
+
+  /** Why `key` cannot be a mapped key, or undefined (BackpackNode adds the Backpack's key syntax). */
+  protected get mappingKeyProblem(): ((key: string) => string | undefined) | undefined {
+    return undefined;
   }
 
   /** Routes `'default'` to `node` and returns `node`, so that `a.next(b).next(c)` builds a chain. */
@@ -96,17 +119,17 @@ export class BaseNode<S = any, P = any, E = any> {
 
   /** The node that `action` routes to (undefined action means `'default'`), or undefined. */
   getNextNode(action?: string): BaseNode<S> | undefined {
-    return this.#successors.get(action ?? DEFAULT_ACTION);
+    return this.#successors?.get(action ?? DEFAULT_ACTION);
   }
 
   /** A copy of the routing table: action to node. Changing it changes nothing. */
   get successors(): ReadonlyMap<string, BaseNode<S>> {
-    return new Map(this.#successors);
+    return new Map(this.#successors ?? []);
   }
 
   /** Number of routes out of this node (0 means the flow ends quietly after it). */
   get successorCount(): number {
-    return this.#successors.size;
+    return this.#successors?.size ?? 0;
   }
 
   /** Runs exec for a prep result; `Node` adds retries here. */

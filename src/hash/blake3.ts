@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { createRequire } from 'node:module';
 
 /** A BLAKE3 implementation: one-shot digests and incremental hashers, all synchronous once loaded. */
 export interface HashBackend {
@@ -17,8 +18,42 @@ export interface HashBackend {
   digestOf(parts: ReadonlyArray<Uint8Array | string>): Buffer;
 }
 
+/** The exports of @napi-rs/blake-hash this module uses. */
+interface NativeBlake {
+  blake3(data: Buffer): Buffer;
+  Blake3Hasher: new () => { update(data: Buffer | string): void; digestBuffer(): Buffer };
+}
+
+/** The binding package @napi-rs/blake-hash installs for this platform (glibc on Linux), by `platform-arch`. */
+const BINDINGS: Record<string, string> = {
+  'linux-x64': 'linux-x64-gnu',
+  'linux-arm64': 'linux-arm64-gnu',
+  'darwin-x64': 'darwin-x64',
+  'darwin-arm64': 'darwin-arm64',
+  'win32-x64': 'win32-x64-msvc',
+};
+
+/**
+ * The native binding. Its package's own loader first asks `process.report` whether the C library is musl, which
+ * costs tens of milliseconds at every start of a command; so the platform's binding package is required directly
+ * (resolved from the main package, which depends on it), and the package's loader is the fallback (musl, other
+ * platforms).
+ */
+function requireNative(): NativeBlake {
+  const require = createRequire(import.meta.url);
+  const binding = BINDINGS[`${process.platform}-${process.arch}`];
+  if (binding !== undefined) {
+    try {
+      return createRequire(require.resolve('@napi-rs/blake-hash'))(`@napi-rs/blake-hash-${binding}`) as NativeBlake;
+    } catch {
+      // Not installed, or not loadable here (a glibc binding on musl): the package's loader decides.
+    }
+  }
+  return require('@napi-rs/blake-hash') as NativeBlake;
+}
+
 async function loadNative(): Promise<HashBackend> {
-  const mod = await import('@napi-rs/blake-hash');
+  const mod = requireNative();
   return {
     name: 'native',
     digest: (data) => mod.blake3(asBuffer(data)),

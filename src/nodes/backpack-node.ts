@@ -1,8 +1,8 @@
 import type { ZodType } from 'zod';
 import type { BackpackHandle, NodeBinding, NodePermissions } from '../backpack/index.js';
 import { newSpanId, StreamEventType, type EventStreamer, type InterruptInfo } from '../events/index.js';
-import { FlowError, FlowSignal, Node, type Attempt, type BaseNode, type RunScope } from '../flow/index.js';
-import { encodeValue } from '../backpack/index.js';
+import { FlowError, FlowSignal, Node, type Attempt, type BaseNode, type RouteOptions, type RunScope } from '../flow/index.js';
+import { checkSegments, encodeValue } from '../backpack/index.js';
 import { answerJsonSchema, checkAnswer, InterruptAnswerError, RunInterrupted } from './interrupt.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView } from './event-view.js';
@@ -76,6 +76,9 @@ export function nodePermissions(node: BackpackNode): NodePermissions | undefined
   return node.config.permissions ?? (node as { permissions?: NodePermissions }).permissions ?? (node.constructor as BackpackNodeClass).permissions;
 }
 
+/** What {@link BackpackNode.flow} shows of each flow. */
+const flowViews = new WeakMap<Flow, FlowView>();
+
 let bind: (node: BackpackNode, binding: NodeBinding, flow: Flow, streamer: EventStreamer) => void;
 
 /**
@@ -125,14 +128,14 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   readonly namespace: string;
   /** The configuration the node was created with (its params are what exports to JSON). */
   readonly config: Readonly<BackpackNodeConfig>;
-  /** The node's params: its config without id, namespace segment, retry settings and permissions. */
-  readonly params: Readonly<Record<string, unknown>>;
+  /** The node's params, made when first read (see {@link params}). */
+  #params: Readonly<Record<string, unknown>> | undefined;
   /** Injected dependencies (from the flow), if any. */
   readonly deps: DependencyLookup | undefined;
   readonly #flow: Flow;
-  readonly #flowView: FlowView;
   #binding: NodeBinding | undefined;
   #streamer: EventStreamer | undefined;
+  /** Made when first asked for (most nodes of a large flow never are). */
   #events: NodeEventView | undefined;
   #internalFlow: Flow | undefined;
   #internalFlowDeclared = false;
@@ -142,19 +145,19 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       if (node.#binding !== undefined || node.#flow !== flow) throw new FlowError(`Node '${node.id}' is already bound to a flow`);
       node.#binding = binding;
       node.#streamer = streamer;
-      node.#events = new NodeEventView(streamer, node.namespace, () => binding.handle);
     };
   }
 
   constructor(config: BackpackNodeConfig, context: NodeContext) {
     super(config);
-    if (!context || typeof context.namespace !== 'string') {
+    if (!context || typeof context.namespace !== 'string' || !(context.flow instanceof Flow)) {
+      // The BackpackFlow v2 form, new Node(config, { namespace, backpack, eventStreamer }), lands here too.
       throw new TypeError(
-        `${new.target.name} '${config?.id}': a BackpackNode is created by its flow: use flow.addNode(${new.target.name}, { id: ... })`,
+        `${new.target.name} '${config?.id}': a BackpackNode is created by its flow: use flow.addNode(${new.target.name}, { id: ... }), ` +
+          `which gives it its namespace, Backpack handle and events${context && 'backpack' in context ? ` (new ${new.target.name}(config, { namespace, backpack }) was the BackpackFlow v2 form; see MIGRATING.md)` : ''}`,
       );
     }
     this.config = Object.freeze({ ...config });
-    this.params = Object.freeze(Object.fromEntries(Object.entries(config).filter(([key]) => !SEGMENT_KEYS.has(key))));
     const schema = new.target.paramsSchema;
     if (schema) {
       const result = schema.safeParse(this.params);
@@ -166,26 +169,45 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     this.namespace = context.namespace;
     this.deps = context.deps;
     this.#flow = context.flow;
-    this.#flowView = Object.freeze({ id: context.flow.id, namespace: context.flow.namespace });
   }
 
-  /** The flow this node belongs to, as the node may see it: its id and namespace. */
+  /** The node's params: its config without id, namespace segment, retry settings and permissions. */
+  get params(): Readonly<Record<string, unknown>> {
+    return (this.#params ??= Object.freeze(Object.fromEntries(Object.entries(this.config).filter(([key]) => !SEGMENT_KEYS.has(key)))));
+  }
+
+  /** The flow this node belongs to, as the node may see it: its id and namespace (one frozen view per flow). */
   get flow(): FlowView {
-    return this.#flowView;
+    const flow = this.#flow;
+    let view = flowViews.get(flow);
+    if (view === undefined) {
+      view = Object.freeze({ id: flow.id, namespace: flow.namespace });
+      flowViews.set(flow, view);
+    }
+    return view;
   }
 
   /** The event stream as this node may see it (see {@link NodeEventView}). */
   get eventStreamer(): NodeEventView {
-    if (this.#events === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
-    return this.#events;
+    const binding = this.#binding;
+    if (binding === undefined || this.#streamer === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
+    return (this.#events ??= new NodeEventView(this.#streamer, this.namespace, () => binding.handle));
   }
 
-  /** Routes `action` to `node`; refused once the node's flow has run (internal flows are immutable after their first run). */
-  override on(action: string, node: BaseNode): this {
+  /**
+   * Routes `action` to `node`, refused once the node's flow has run (internal flows are immutable after their first
+   * run). `options.mappings` copies keys when the route is taken (source key → target key): a commit made by this
+   * node, as if its `post` had packed each target with the value of its source (see {@link Flow} for the rules).
+   */
+  override on(action: string, node: BaseNode, options?: RouteOptions): this {
     if (this.#flow?.sealed) {
       throw new FlowError(`Node '${this.id}' belongs to flow '${this.#flow.id}', which has already run: its routes cannot change`);
     }
-    return super.on(action, node);
+    return super.on(action, node, options);
+  }
+
+  protected override get mappingKeyProblem(): (key: string) => string | undefined {
+    return backpackKeyProblem;
   }
 
 
@@ -440,6 +462,16 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     });
   }
 
+}
+
+/** Why `key` cannot be a Backpack key (an empty segment), or undefined. */
+export function backpackKeyProblem(key: string): string | undefined {
+  try {
+    checkSegments(key, 'key', (message) => new TypeError(message));
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
 }
 
 /** The node whose execution the current async context belongs to, if any (a nested `loadFlow` shares its flow's Backpack). */

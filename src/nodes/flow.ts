@@ -1,4 +1,4 @@
-import { Backpack, BackpackHandle, type BackpackOptions } from '../backpack/index.js';
+import { Backpack, BackpackHandle, type BackpackOptions, type NodeBinding } from '../backpack/index.js';
 import { EventStreamer, StreamEventType, newRunId, newSpanId } from '../events/index.js';
 import {
   BaseFlow,
@@ -8,6 +8,7 @@ import {
   enterScope,
   missingRouteMessage,
   type MissingRoutePolicy,
+  type RouteMappings,
   type RunScope,
   type StepBoundary,
 } from '../flow/index.js';
@@ -30,6 +31,8 @@ export interface FlowOptions {
   backpack?: Backpack | BackpackHandle;
   /** Options for the Backpack the flow creates when none is given. */
   backpackOptions?: BackpackOptions;
+  /** Keys packed (by the owner) into the Backpack the flow creates, as BackpackFlow v2 took them; `run(input)` does the same per run. */
+  initialData?: Record<string, unknown>;
   /** Where the flow's events go. Default: a new EventStreamer. */
   eventStreamer?: EventStreamer;
   /** Most steps per execution (default 1000). */
@@ -38,6 +41,30 @@ export interface FlowOptions {
   onMissingRoute?: MissingRoutePolicy;
   /** Dependencies handed to every node (and inherited by internal flows and subflows). */
   deps?: DependencyLookup;
+}
+
+/** What {@link Flow.getStats} reports. */
+export interface FlowStats {
+  /** The flow's namespace. */
+  namespace: string;
+  /** Nodes at every level (this flow's, its subflows', its composites' internal flows'). */
+  nodeCount: number;
+  /** Routes at every level. */
+  edgeCount: number;
+  /** Nodes with an internal flow, at every level. */
+  compositeNodeCount: number;
+  /** Subflows at every level. */
+  subflowCount: number;
+  /** Nesting depth of internal flows: 0 without composites. */
+  maxDepth: number;
+  /** Whether the flow has an entry node. */
+  hasEntryNode: boolean;
+  /** Times this flow ran (as a whole, a subflow or an internal flow; a batch flow once per batch). */
+  executions: number;
+  /** Steps (node executions) its runs took, over all of them; a nested flow's steps count in that flow's stats. */
+  stepsRun: number;
+  /** Active keys of the owner's Backpack (absent for a flow that runs inside a node). */
+  backpackSize?: number;
 }
 
 /** Something that turns a flow config (JSON) into a Flow: the serialization module's FlowLoader. */
@@ -90,6 +117,8 @@ export class Flow extends BaseFlow<any> {
   readonly #nodes = new Map<string, BaseNode>();
   readonly #namespaces = new Map<string, string>();
   readonly #subflows: Flow[] = [];
+  /** Each node's registration: mappings on its routes are committed as the node (see {@link applyMappings}). */
+  readonly #bindings = new Map<BaseNode, NodeBinding>();
   #sealed = false;
 
   constructor(options: FlowOptions = {}) {
@@ -106,7 +135,10 @@ export class Flow extends BaseFlow<any> {
     this.#streamer = options.eventStreamer ?? new EventStreamer();
     this.deps = options.deps;
     this.#parent = parent;
-    this.#backpack = parent ? undefined : given instanceof Backpack ? given : new Backpack(undefined, { ...options.backpackOptions, eventStreamer: this.#streamer });
+    if (options.initialData !== undefined && given !== undefined) {
+      throw new FlowError(`Flow '${this.id}': initialData fills the Backpack the flow creates; with a given backpack, pack the data into it (or pass it to run(input))`);
+    }
+    this.#backpack = parent ? undefined : given instanceof Backpack ? given : new Backpack(options.initialData, { ...options.backpackOptions, eventStreamer: this.#streamer });
   }
 
   /**
@@ -167,14 +199,21 @@ export class Flow extends BaseFlow<any> {
     const registration = { nodeId: node.id, nodeName: NodeClass.name, namespace, permissions: nodePermissions(node) };
     const binding = this.#parent ? this.#parent.registerChild(registration) : this.#backpack!.registerNode(registration);
     bindNode(node, binding, this, this.#streamer);
+    this.#bindings.set(node, binding);
     this.#nodes.set(node.id, node);
     this.#namespaces.set(namespace, node.id);
     if (!this.entryNode) super.setEntryNode(node);
     return node;
   }
 
-  override setEntryNode(node: BaseNode): this {
+  /** Makes `node` (or the node added with that id, as BackpackFlow v2 allowed) the entry node. */
+  override setEntryNode(node: BaseNode | string): this {
     this.#checkOpen('change the entry node');
+    if (typeof node === 'string') {
+      const found = this.#nodes.get(node) ?? this.#subflows.find((sub) => sub.id === node);
+      if (!found) throw new FlowError(`Flow '${this.id}': no node with id '${node}' to make the entry node (nodes: ${[...this.#nodes.keys()].join(', ') || 'none'})`);
+      return super.setEntryNode(found);
+    }
     if (node instanceof BackpackNode && this.#nodes.get(node.id) !== node) {
       throw new FlowError(`Flow '${this.id}': entry node '${node.id}' was not added to this flow (use flow.addNode)`);
     }
@@ -237,6 +276,12 @@ export class Flow extends BaseFlow<any> {
    * At the top level it is a run of its own, reported by `run.started` and `run.completed` or `run.failed`.
    */
   override async run(input?: Record<string, unknown>, options: FlowRunOptions = {}): Promise<string | undefined> {
+    if (input instanceof BaseNode) {
+      throw new FlowError(
+        `Flow '${this.id}': run(node, input) is the BackpackFlow v2 call shape; here run(input) starts at the entry node. ` +
+          `Call flow.setEntryNode(${input instanceof BackpackNode ? `'${input.id}'` : 'node'}) before the first run, then flow.run(input) (see MIGRATING.md)`,
+      );
+    }
     if (input !== undefined) {
       if (typeof input !== 'object' || input === null || Array.isArray(input)) {
         throw new TypeError(`Flow '${this.id}': run(input) takes an object of backpack keys to values`);
@@ -302,14 +347,90 @@ export class Flow extends BaseFlow<any> {
     return super.execute(shared, scope);
   }
 
+  /**
+   * Edge data mappings (`from.on(action, to, { mappings })`, `edges[].mappings` in JSON): when the route is taken,
+   * before `to` runs, each target key gets the value of its source key, as a commit **made by `from`** through its
+   * own handle, exactly as if its `post` had called `pack(target, unpackRequired(source))`. So a mapping can do
+   * nothing the source node could not do itself: the read and the write are checked against its permissions (D9),
+   * the commit carries its id, class and namespace, the copy keeps the source item's own access rules (whoever an
+   * item rule kept out of `results` is kept out of `documents` too), and it is tagged `mapped-from:<source>`. Every
+   * source is read before any target is written (so `{ a: 'b', b: 'a' }` swaps). A source the node cannot read
+   * (missing, or refused) fails the step with a FlowError naming the route: a copy left from an earlier pass of a
+   * loop is never passed on as if it were new. A route from a subflow maps as the flow's own actor (the owner, or the
+   * node the flow runs inside), the one that packs `run(input)`. The copy is part of the step that took the route,
+   * so a durable run's checkpoint of that step holds it.
+   */
+  protected override applyMappings(from: BaseNode, action: string, to: BaseNode, mappings: RouteMappings, _shared: unknown, scope: RunScope): void {
+    const binding = this.#bindings.get(from);
+    const context = { runId: scope.runId, spanId: scope.spanId };
+    const actor: Pick<BackpackHandle, 'unpackRequired' | 'getItem' | 'pack'> = binding ? binding.withContext(context) : this.#parent ?? this.#backpack!;
+    const who = binding ? `node '${from.id}'` : this.#parent ? `node '${this.#parent.identity.nodeId}'` : 'the owner';
+    const route = `Flow '${this.id}': route '${from.id}' -(${action})-> '${to.id}'`;
+    const copies = Object.entries(mappings).map(([source, target]) => {
+      try {
+        const value = actor.unpackRequired(source);
+        return { source, target, value, accessControl: actor.getItem(source)?.accessControl };
+      } catch (error) {
+        throw new FlowError(`${route} maps '${source}' to '${target}', but ${who} cannot read '${source}': ${(error as Error).message}`, { cause: error });
+      }
+    });
+    for (const { source, target, value, accessControl } of copies) {
+      try {
+        actor.pack(target, value, { tags: [`mapped-from:${source}`], ...(accessControl ? { accessControl } : {}) });
+      } catch (error) {
+        throw new FlowError(`${route} maps '${source}' to '${target}', but ${who} cannot write '${target}': ${(error as Error).message}`, { cause: error });
+      }
+    }
+  }
+
+  /**
+   * Counts of the flow's structure and use: nodes (at every level: this flow's, its subflows' and its composites'
+   * internal flows'), routes, composite nodes, subflows, nesting depth (0 without composites; as `getMaxDepth`),
+   * executions of this flow and the steps they took (its own nodes' steps, not those of flows nested in it), and
+   * for a flow holding the owner's Backpack, the number of active keys.
+   */
+  getStats(): FlowStats {
+    const stats: FlowStats = {
+      namespace: this.namespace,
+      nodeCount: 0,
+      edgeCount: 0,
+      compositeNodeCount: 0,
+      subflowCount: 0,
+      maxDepth: 0,
+      hasEntryNode: this.entryNode !== undefined,
+      executions: this.executions,
+      stepsRun: this.stepsRun,
+    };
+    const visit = (flow: Flow, depth: number): void => {
+      stats.maxDepth = Math.max(stats.maxDepth, depth);
+      for (const node of [...flow.getAllNodes(), ...flow.getSubflows()]) stats.edgeCount += node.successorCount;
+      for (const node of flow.getAllNodes()) {
+        stats.nodeCount++;
+        const inner = node instanceof BackpackNode ? node.internalFlow : undefined;
+        if (inner) {
+          stats.compositeNodeCount++;
+          visit(inner, depth + 1);
+        }
+      }
+      for (const sub of flow.getSubflows()) {
+        stats.subflowCount++;
+        visit(sub, depth);
+      }
+    };
+    visit(this, 0);
+    if (this.#backpack !== undefined) stats.backpackSize = this.#backpack.size;
+    return stats;
+  }
+
   protected override routeTaken(from: BaseNode, action: string, to: BaseNode, scope: RunScope): void {
+    const mappings = from.getRouteMappings(action);
     this.#streamer.emit({
       type: StreamEventType.ROUTE,
       runId: scope.runId,
       parentSpanId: scope.spanId,
       nodeId: from.id,
       namespace: namespaceOf(from, this.namespace),
-      payload: { action, from: from.id, to: to.id },
+      payload: mappings ? { action, from: from.id, to: to.id, mappings: { ...mappings } } : { action, from: from.id, to: to.id },
     });
   }
 

@@ -1,8 +1,8 @@
-export { BackpackNode, currentNode, describeError, nodePermissions } from './backpack-node.js';
+export { BackpackNode, backpackKeyProblem, currentNode, describeError, nodePermissions } from './backpack-node.js';
 export { NodeEventView } from './event-view.js';
 export type { FlowView, BackpackNodeConfig, BackpackNodeClass, NodeContext, DataContract, DependencyLookup } from './backpack-node.js';
 export { Flow, setDefaultFlowConfigLoader } from './flow.js';
-export type { FlowOptions, FlowRunOptions, FlowConfigLoader } from './flow.js';
+export type { FlowOptions, FlowRunOptions, FlowConfigLoader, FlowStats } from './flow.js';
 export { ContractValidationError } from './errors.js';
 export type { ContractViolation } from './errors.js';
 export { composeNamespace, checkNamespace } from './namespace.js';

@@ -17,6 +17,7 @@ import { locateStore, type RunLocation } from './location.js';
 import { loadRunPoint, type CheckpointPayload } from './run-point.js';
 import { checkRecordedAnswer, pendingAnswers } from './interrupts.js';
 import { StateTracker } from './state-tracker.js';
+import { foldModelDeltas, type ModelDeltaOptions } from './model-deltas.js';
 
 /**
  * Durable runs (DESIGN D16). A run's directory holds its event log, its projection and its checkpoints:
@@ -41,7 +42,7 @@ import { StateTracker } from './state-tracker.js';
  */
 
 /** Options of {@link runFlow}. */
-export interface RunFlowOptions extends RunLocation {
+export interface RunFlowOptions extends RunLocation, ModelDeltaOptions {
   /** Run id (default: a new one). */
   runId?: string;
   /** Packed into the Backpack before the first step. */
@@ -90,7 +91,7 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
   assertValidId(runId, 'runId');
   await store.assertNewRun({ sessionKey, runId });
   for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
-  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
+  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
     step: 0,
     position: [],
     fresh: true,
@@ -98,7 +99,7 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
 }
 
 /** Options of {@link resumeRun}. */
-export interface ResumeRunOptions extends RunLocation {
+export interface ResumeRunOptions extends RunLocation, ModelDeltaOptions {
   runId: string;
   /**
    * The answer to the interrupt a waiting run waits for: checked against its schema (an {@link InterruptAnswerError}
@@ -149,7 +150,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     throw new StoreError(`run ${sessionKey}/${options.runId} is ${meta.status}, not waiting for an answer: resume it without one`);
   }
   flow.backpack.importState(point.state);
-  return execute(flow, { store, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
+  return execute(flow, { store, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
     step: point.step,
     position: point.position,
     fresh: false,
@@ -166,7 +167,7 @@ async function readLog(store: RunStore, ref: RunRef, from: number): Promise<Stre
 }
 
 /** Options of {@link forkRun}. */
-export interface ForkRunOptions extends RunLocation {
+export interface ForkRunOptions extends RunLocation, ModelDeltaOptions {
   /** The recorded run to fork. */
   runId: string;
   /** The step whose state and position the new run starts from. */
@@ -192,7 +193,7 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
   if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
   await store.assertNewRun({ sessionKey, runId });
   flow.backpack.importState(point.state);
-  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction }, {
+  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
     step: point.step,
     position: point.position,
     fresh: true,
@@ -200,15 +201,31 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
   });
 }
 
+/** Options of {@link listRuns} and {@link listedRun}. */
+export interface ListRunsOptions extends RunLocation {
+  /**
+   * Store each projection brought up to date (default true). A reader beside live writers (the studio) passes false:
+   * a projection it stored could land after the writer's own.
+   */
+  persist?: boolean;
+}
+
 /** Projections of the stored runs (of one session, or of all), oldest first. */
-export async function listRuns(options: RunLocation = {}): Promise<RunMeta[]> {
+export async function listRuns(options: ListRunsOptions = {}): Promise<RunMeta[]> {
   const store = locateStore({ ...options, sessionKey: options.sessionKey ?? 'default' }).store;
   const out: RunMeta[] = [];
   for (const ref of await store.listRuns(options.sessionKey)) {
-    const meta = await listedRunMeta(store, ref);
+    const meta = await listedRunMeta(store, ref, options.persist !== false);
     if (meta) out.push(meta);
   }
   return out.sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId));
+}
+
+/** One run as {@link listRuns} lists it (status, `damaged`), or undefined when it has no events. */
+export async function listedRun(options: ListRunsOptions & { runId: string }): Promise<RunMeta | undefined> {
+  const { store, sessionKey } = locateStore(options);
+  assertValidId(options.runId, 'runId');
+  return listedRunMeta(store, { sessionKey, runId: options.runId }, options.persist !== false);
 }
 
 /**
@@ -216,10 +233,10 @@ export async function listRuns(options: RunLocation = {}): Promise<RunMeta[]> {
  * projection (or an empty one) marked `damaged` with the error naming the file, so that one damaged run never
  * breaks the listing. Undefined for a run without events (a start that never got to its first event).
  */
-async function listedRunMeta(store: RunStore, ref: RunRef): Promise<RunMeta | undefined> {
+async function listedRunMeta(store: RunStore, ref: RunRef, persist: boolean): Promise<RunMeta | undefined> {
   try {
     const warnings: string[] = [];
-    let meta = await store.currentRunMeta(ref, (w) => warnings.push(w));
+    let meta = await store.currentRunMeta(ref, (w) => warnings.push(w), { persist });
     if (warnings.length > 0) meta = { ...meta, damaged: warnings.join('; ') };
     // 'running' in the record, but no live writer holds the run: its writer died or was stopped mid-run.
     if (meta.status === 'running' && !(await store.writerAlive(ref))) return { ...meta, status: 'stopped' };
@@ -236,7 +253,7 @@ async function listedRunMeta(store: RunStore, ref: RunRef): Promise<RunMeta | un
   }
 }
 
-interface ExecuteTarget {
+interface ExecuteTarget extends ModelDeltaOptions {
   store: RunStore;
   sessionKey: string;
   runId: string;
@@ -286,7 +303,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   });
   /** Commits the buffered events as one step (events, projection; see RunWriter.commit). */
   const persist = async (): Promise<void> => {
-    const batch = buffer;
+    const batch = target.modelDeltas === 'keep' ? buffer : foldModelDeltas(buffer);
     buffer = [];
     if (batch.length === 0) return;
     await writer.commit(batch);

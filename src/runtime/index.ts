@@ -1,5 +1,5 @@
-export { runFlow, resumeRun, forkRun, listRuns } from './durable.js';
-export type { RunFlowOptions, ResumeRunOptions, ForkRunOptions, RunResult } from './durable.js';
+export { runFlow, resumeRun, forkRun, listRuns, listedRun } from './durable.js';
+export type { RunFlowOptions, ResumeRunOptions, ForkRunOptions, RunResult, ListRunsOptions } from './durable.js';
 export type { RunLocation } from './location.js';
 export { loadRunPoint } from './run-point.js';
 export type { RunPoint } from './run-point.js';
@@ -7,3 +7,7 @@ export { StateTracker, applyStateDelta, type StateDelta } from './state-tracker.
 export { diffJson, applyJsonDelta, type JsonDelta } from './json-delta.js';
 export { verifyRun } from './verify.js';
 export type { RunVerification, KeyframeCheck } from './verify.js';
+export { foldModelDeltas } from './model-deltas.js';
+export type { ModelDeltaStorage, ModelDeltaOptions, FoldedDeltaPayload } from './model-deltas.js';
+export { deleteRun, pruneRuns } from './retention.js';
+export type { DeleteRunOptions, PruneCriteria, PruneRunsOptions, PruneResult, PrunedRun, RunStatus } from './retention.js';

@@ -4,9 +4,9 @@ import { FlowLoader } from './loader.js';
 
 export { FlowLoader, normalizeFlowConfig } from './loader.js';
 export type { ExportOptions, ExportableNode, LoadOptions, ConfigValidationReport, NodeLoadContext, LoadableNodeClass } from './loader.js';
-export { DependencyContainer } from './container.js';
+export { DependencyContainer, BACKPACK_DEP, EVENT_STREAMER_DEP } from './container.js';
 export { FlowConfigError, type ConfigProblem } from './errors.js';
-export { FlowConfigSchema, NodeConfigSchema, FlowEdgeSchema, SUPPORTED_MAJOR_VERSION } from './schema.js';
+export { FlowConfigSchema, NodeConfigSchema, FlowEdgeSchema, McpServerSchema, SUPPORTED_MAJOR_VERSION } from './schema.js';
 export type { FlowConfig, FlowConfigInput, NodeConfig, FlowEdge } from './schema.js';
 export { flattenNodes, flattenEdges, findNode, getCompositeNodes, getMaxDepth } from './query.js';
 export { parseFlowConfig, jsonErrorOffset } from './parse.js';

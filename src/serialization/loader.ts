@@ -1,10 +1,11 @@
 import type { ZodType } from 'zod';
-import type { Backpack, NodePermissions } from '../backpack/index.js';
-import type { EventStreamer } from '../events/index.js';
-import type { BaseNode } from '../flow/index.js';
+import { Backpack as BackpackClass, type Backpack, type NodePermissions } from '../backpack/index.js';
+import { EventStreamer as EventStreamerClass, type EventStreamer } from '../events/index.js';
+import { mappingProblems, type BaseNode } from '../flow/index.js';
 import {
   BackpackNode,
   Flow,
+  backpackKeyProblem,
   checkNamespace,
   composeNamespace,
   currentNode,
@@ -13,7 +14,7 @@ import {
   type DependencyLookup,
   type FlowConfigLoader,
 } from '../nodes/index.js';
-import { DependencyContainer } from './container.js';
+import { BACKPACK_DEP, DependencyContainer, EVENT_STREAMER_DEP } from './container.js';
 import { FlowConfigError, pointer, type ConfigProblem } from './errors.js';
 import { nestingProblem } from './limits.js';
 import { parseFlowConfig } from './parse.js';
@@ -41,6 +42,12 @@ export interface LoadOptions {
   maxDepth?: number;
   /** Longest config text accepted, in UTF-8 bytes, when `config` is text (default 16 MiB: DEFAULT_MAX_FLOW_BYTES). */
   maxBytes?: number;
+  /**
+   * Let the nodes keep the config's param values instead of copies (default: copies, so that changing `config` later
+   * does not reach the loaded flow). For a config nobody changes afterwards, such as one just parsed, this loads a
+   * large config without holding it twice. A config given as JSON text is always shared (nobody else has it).
+   */
+  shareConfig?: boolean;
 }
 
 /** Result of {@link FlowLoader.validateConfig}. */
@@ -131,16 +138,20 @@ export class FlowLoader implements FlowConfigLoader {
     const { problems, config: parsed } = this.#check(input, options.maxDepth ?? DEFAULT_DEPTH, options.maxBytes);
     if (parsed === undefined) throw new FlowConfigError(problems);
     const caller = currentNode();
-    const lookup = deps === undefined && caller?.deps ? caller.deps : toLookup(deps);
-    const missing = missingDependencies(parsed, '', lookup);
+    const given = deps === undefined && caller?.deps ? caller.deps : toLookup(deps);
+    const missing = missingDependencies(parsed, '', given);
     if (missing.length > 0) throw new FlowConfigError(missing, 'Flow config needs dependencies that were not given');
+    // A Backpack or streamer among the dependencies (BackpackFlow v2 passed them so) is what the flow is built on; the
+    // nodes never get them: they are the owner's view (DESIGN D6).
+    const { backpack, eventStreamer, lookup } = ownerDependencies(given, options);
     const settings = { namespace: parsed.namespace || undefined, deps: lookup, maxSteps: parsed.maxSteps, onMissingRoute: parsed.onMissingRoute };
     // Inside a node's execution (and unless told otherwise) the flow runs inside that node, on its handle.
-    const flow = caller && !options.backpack && !options.eventStreamer
+    const flow = caller && !backpack && !eventStreamer
       ? caller.createNestedFlow(settings)
-      : new Flow({ ...settings, backpack: options.backpack, eventStreamer: options.eventStreamer });
+      : new Flow({ ...settings, backpack, eventStreamer });
     const loadProblems: ConfigProblem[] = [];
-    await this.#populate(flow, parsed, '', options.env ?? process.env, loadProblems);
+    const share = typeof config === 'string' || options.shareConfig === true;
+    await this.#populate(flow, parsed, '', options.env ?? process.env, share, loadProblems);
     if (loadProblems.length > 0) throw new FlowConfigError(loadProblems, 'Flow config could not be loaded');
     return flow;
   }
@@ -263,6 +274,11 @@ export class FlowLoader implements FlowConfigLoader {
       for (const end of ['from', 'to'] as const) {
         if (!ids.has(edge[end])) problems.push({ path: `${path}/edges/${j}/${end}`, message: `edge ${end} '${edge[end]}': no node or subflow with that id in this flow` });
       }
+      if (edge.mappings !== undefined) {
+        for (const problem of mappingProblems(edge.mappings, backpackKeyProblem)) {
+          problems.push({ path: `${path}/edges/${j}/mappings${problem.source === undefined ? '' : pointer([problem.source])}`, message: problem.message });
+        }
+      }
       const route = JSON.stringify([edge.from, edge.condition]);
       const earlier = routes.get(route);
       if (earlier !== undefined) {
@@ -275,12 +291,12 @@ export class FlowLoader implements FlowConfigLoader {
 
   // ------------------------------------------------------------------ loading
 
-  async #populate(flow: Flow, cfg: FlowConfig, path: string, env: Record<string, string | undefined>, problems: ConfigProblem[]): Promise<void> {
+  async #populate(flow: Flow, cfg: FlowConfig, path: string, env: Record<string, string | undefined>, share: boolean, problems: ConfigProblem[]): Promise<void> {
     const targets = new Map<string, BackpackNode | Flow>();
     for (const [i, node] of cfg.nodes.entries()) {
       const at = `${path}/nodes/${i}`;
       const NodeClass = this.#types.get(node.type)!;
-      const params = resolveEnvRefs(node.params, `${at}/params`, env, problems);
+      const params = resolveEnvRefs(node.params, `${at}/params`, env, problems, share);
       const nodeConfig: BackpackNodeConfig = { id: node.id, ...params };
       if (node.namespaceSegment !== undefined) nodeConfig.namespaceSegment = node.namespaceSegment;
       if (node.maxRetries !== undefined) nodeConfig.maxRetries = node.maxRetries;
@@ -300,19 +316,19 @@ export class FlowLoader implements FlowConfigLoader {
       if (node.internalFlow) {
         const inner = node.internalFlow;
         const child = flow.createChildFlow(instance, { maxSteps: inner.maxSteps, onMissingRoute: inner.onMissingRoute });
-        await this.#populate(child, inner, `${at}/internalFlow`, env, problems);
+        await this.#populate(child, inner, `${at}/internalFlow`, env, share, problems);
         instance.attachInternalFlow(child);
       }
     }
     for (const [k, sub] of (cfg.subflows ?? []).entries()) {
       const subflow = flow.addSubflow({ namespace: sub.namespace, maxSteps: sub.maxSteps, onMissingRoute: sub.onMissingRoute });
-      await this.#populate(subflow, sub, `${path}/subflows/${k}`, env, problems);
+      await this.#populate(subflow, sub, `${path}/subflows/${k}`, env, share, problems);
       targets.set(sub.namespace, subflow);
     }
     for (const edge of cfg.edges) {
       const from = targets.get(edge.from);
       const to = targets.get(edge.to);
-      if (from && to) from.on(edge.condition, to);
+      if (from && to) from.on(edge.condition, to, edge.mappings ? { mappings: edge.mappings } : undefined);
     }
     if (cfg.entry !== undefined && targets.has(cfg.entry)) flow.setEntryNode(targets.get(cfg.entry)!);
     else if (!flow.entryNode && cfg.subflows?.length) flow.setEntryNode(targets.get(cfg.subflows[0]!.namespace)!);
@@ -345,7 +361,9 @@ export class FlowLoader implements FlowConfigLoader {
     for (const [node, from] of members) {
       for (const [action, target] of node.successors) {
         const to = members.get(target);
-        if (to !== undefined) config.edges.push({ from, to, condition: action });
+        if (to === undefined) continue;
+        const mappings = node.getRouteMappings(action);
+        config.edges.push(mappings ? { from, to, condition: action, mappings: { ...mappings } } : { from, to, condition: action });
       }
     }
     const subflows = flow.getSubflows().map((sub) =>
@@ -435,6 +453,43 @@ function missingDependencies(cfg: FlowConfig, path: string, deps: DependencyLook
   cfg.nodes.forEach((node, i) => node.internalFlow && problems.push(...missingDependencies(node.internalFlow, `${path}/nodes/${i}/internalFlow`, deps)));
   (cfg.subflows ?? []).forEach((sub, k) => problems.push(...missingDependencies(sub, `${path}/subflows/${k}`, deps)));
   return problems;
+}
+
+/**
+ * The Backpack and event streamer to build a loaded flow on: `options.backpack`/`options.eventStreamer`, else the
+ * `backpack`/`eventStreamer` dependencies (each checked to be one; both ways at once must agree), and the lookup
+ * the nodes get, which hides those two keys.
+ */
+function ownerDependencies(deps: DependencyLookup, options: LoadOptions): { backpack?: Backpack; eventStreamer?: EventStreamer; lookup: DependencyLookup } {
+  const pick = <T>(key: string, Class: abstract new (...args: never[]) => T, option: T | undefined): T | undefined => {
+    if (!deps.has(key)) return option;
+    const value = deps.get<unknown>(key);
+    if (!(value instanceof Class)) {
+      throw new FlowConfigError([{ path: '', message: `dependency '${key}' is not ${Class === (BackpackClass as unknown) ? 'a Backpack' : 'an EventStreamer'} (got ${describe(value)}): loadFlow builds the flow on it, so it must be one` }], 'loadFlow');
+    }
+    if (option !== undefined && option !== value) {
+      throw new FlowConfigError([{ path: '', message: `loadFlow got a ${key} both in options.${key} and as dependency '${key}', and they differ: give one` }], 'loadFlow');
+    }
+    return value;
+  };
+  const backpack = pick(BACKPACK_DEP, BackpackClass, options.backpack);
+  const eventStreamer = pick(EVENT_STREAMER_DEP, EventStreamerClass, options.eventStreamer);
+  if (!deps.has(BACKPACK_DEP) && !deps.has(EVENT_STREAMER_DEP)) return { backpack, eventStreamer, lookup: deps };
+  const hidden = new Set([BACKPACK_DEP, EVENT_STREAMER_DEP]);
+  const lookup: DependencyLookup = Object.freeze({
+    has: (key: string) => !hidden.has(key) && deps.has(key),
+    get: <T>(key: string): T => {
+      if (hidden.has(key)) throw new Error(`Dependency '${key}' is the owner's view: loadFlow built the flow on it, and nodes read state through their own handle`);
+      return deps.get<T>(key);
+    },
+  });
+  return { backpack, eventStreamer, lookup };
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value !== 'object') return typeof value;
+  return (value as object).constructor?.name ?? 'an object';
 }
 
 function toLookup(deps: DependencyLookup | Record<string, unknown> | undefined): DependencyLookup {

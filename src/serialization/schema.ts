@@ -6,12 +6,16 @@ import { NodePermissionsSchema } from '../backpack/index.js';
  * the types below are inferred from them and `schema/flow-config.schema.json` is generated from them.
  */
 
-/** An edge: when node `from` returns action `condition`, go to `to` (a node or subflow of the same flow). */
+/**
+ * An edge: when node `from` returns action `condition`, go to `to` (a node or subflow of the same flow). `mappings`
+ * (source key → target key) copies keys when the edge is taken, as a commit by `from` (see `Flow.applyMappings`).
+ */
 export const FlowEdgeSchema = z
   .object({
     from: z.string().min(1),
     to: z.string().min(1),
     condition: z.string().min(1).default('default'),
+    mappings: z.record(z.string(), z.string()).optional(),
   })
   .strict();
 
@@ -50,6 +54,13 @@ export const FlowConfigSchema = z
     onMissingRoute: z.enum(['end', 'warn', 'throw']).optional(),
   })
   .strict();
+
+/**
+ * An MCP server declaration, as the `mcpServers` param of an AgentNode takes it in a flow file (validated with the
+ * node's params, each problem at its JSON path, and exported back as written). Defined beside the node that uses
+ * it (nodes sit below serialization) and published here, with its own file `schema/mcp-server.schema.json`.
+ */
+export { McpServerSchema } from '../nodes/llm/mcp.js';
 
 /** A flow config as written (defaults may be missing). */
 export type FlowConfigInput = z.input<typeof FlowConfigSchema>;

@@ -44,28 +44,51 @@ const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
 /**
  * Resolves `${ENV_NAME}` references in every string of `params` from `env`. A missing variable is a problem at the
- * JSON path of the string (the params are returned with it left as written).
+ * JSON path of the string (the params are returned with it left as written). Arrays and objects are copied, unless
+ * `share`: then what holds no reference is returned as it is, so that a large param (a dataset in the config) is
+ * not held twice.
  */
 export function resolveEnvRefs(
   params: Record<string, unknown>,
   path: string,
   env: Record<string, string | undefined>,
   problems: ConfigProblem[],
+  share = false,
 ): Record<string, unknown> {
-  const walk = (value: unknown, at: string): unknown => {
+  const walk = (value: unknown, at: () => string): unknown => {
     if (typeof value === 'string') {
+      if (!value.includes('${')) return value;
       return value.replace(ENV_REF, (ref, name: string) => {
         const resolved = env[name];
         if (resolved === undefined) {
-          problems.push({ path: at, message: `environment variable ${name} is not set (referenced as ${ref})` });
+          problems.push({ path: at(), message: `environment variable ${name} is not set (referenced as ${ref})` });
           return ref;
         }
         return resolved;
       });
     }
-    if (Array.isArray(value)) return value.map((v, i) => walk(v, `${at}/${i}`));
-    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, `${at}/${k}`)]));
-    return value;
+    if (value === null || typeof value !== 'object') return value;
+    // Shared: copy on write, a container is copied only once one of its members changed.
+    if (Array.isArray(value)) {
+      let out: unknown[] | undefined;
+      for (let i = 0; i < value.length; i++) {
+        const item: unknown = value[i];
+        const next = walk(item, () => `${at()}/${i}`);
+        if ((next !== item || !share) && out === undefined) out = value.slice(0, i);
+        out?.push(next);
+      }
+      return out ?? (share ? value : []);
+    }
+    let out: Record<string, unknown> | undefined;
+    const entries = Object.entries(value);
+    for (let i = 0; i < entries.length; i++) {
+      const [key, item] = entries[i]!;
+      const next = walk(item, () => `${at()}/${key}`);
+      if ((next !== item || !share) && out === undefined) out = Object.fromEntries(entries.slice(0, i));
+      // (defined, not assigned: a '__proto__' key of JSON data is an ordinary key)
+      if (out !== undefined) Object.defineProperty(out, key, { value: next, enumerable: true, writable: true, configurable: true });
+    }
+    return out ?? (share ? value : {});
   };
-  return walk(params, path) as Record<string, unknown>;
+  return walk(params, () => path) as Record<string, unknown>;
 }

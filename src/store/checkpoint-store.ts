@@ -1,4 +1,5 @@
 import { promises as fsp } from 'node:fs';
+import { fsyncDirSync } from '../fs/index.js';
 import { CheckpointStoreError, describeIssues } from './errors.js';
 import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
 import { readSealedIfExists, writeSealed } from './sealed-file.js';
@@ -91,6 +92,26 @@ export class CheckpointStore {
    */
   async saveLatest(checkpoint: CheckpointInput): Promise<void> {
     await this.save(checkpoint, this.paths.checkpointLatest);
+  }
+
+  /**
+   * Removes the latest checkpoint (after the saves already called, so none of them brings it back); resolves to
+   * whether there was one. Historical checkpoints stay. fsyncs the directory unless durability is `'never'`.
+   */
+  async deleteLatest(): Promise<boolean> {
+    const path = this.paths.checkpointLatest;
+    const removal = this.queue.then(async () => {
+      try {
+        await fsp.unlink(path);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        throw new CheckpointStoreError(`could not delete ${path}: ${(error as Error).message}`, { path, cause: error });
+      }
+      if (this.fsync) fsyncDirSync(this.paths.dir);
+      return true;
+    });
+    this.queue = removal.catch(() => undefined);
+    return removal;
   }
 
   /** The latest checkpoint, or null when none was saved. */

@@ -93,9 +93,9 @@ export class FileRunStore implements RunStore {
     return new ProjectionStore({ dataDir: this.dataDir, sessionKey: ref.sessionKey }).loadRunMeta(ref.runId);
   }
 
-  async currentRunMeta(ref: RunRef, onWarning?: (message: string) => void): Promise<RunMeta> {
+  async currentRunMeta(ref: RunRef, onWarning?: (message: string) => void, options?: { persist?: boolean }): Promise<RunMeta> {
     assertValidId(ref.runId, 'runId');
-    return new ProjectionStore({ dataDir: this.dataDir, sessionKey: ref.sessionKey }).currentRunMeta(ref.runId, onWarning);
+    return new ProjectionStore({ dataDir: this.dataDir, sessionKey: ref.sessionKey }).currentRunMeta(ref.runId, onWarning, options);
   }
 
   async listRuns(sessionKey?: string): Promise<RunRef[]> {

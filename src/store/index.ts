@@ -9,7 +9,7 @@ export type { CheckpointInput, CheckpointStoreOptions } from './checkpoint-store
 export { MemoryStore } from './memory-store.js';
 export type { Memory } from './memory-store.js';
 export { PostgresMemoryStore } from './postgres/memory-store.js';
-export type { MemoryItemInput, MemoryStoreOptions, ScoredMemoryItem } from './memory-store.js';
+export type { MemoryItemInput, MemoryStoreOptions, ScoredMemoryItem, MemoryPage, MemoryFilter } from './memory-store.js';
 export { ProjectionStore } from './projection-store.js';
 export type { ProjectionStoreOptions } from './projection-store.js';
 export { foldRunMeta, foldRunMetaBatch, emptyRunMeta } from './run-meta.js';
@@ -54,3 +54,4 @@ export type { RunStore, RunWriter, RunDocumentName, KeyframeInput, OpenWriterOpt
 export { FileRunStore } from './file-run-store.js';
 export { PostgresRunStore } from './postgres/run-store.js';
 export type { PostgresRunStoreOptions } from './postgres/run-store.js';
+export { deleteRunDir, sweepDeletedRuns, RunInUseError } from './retention.js';

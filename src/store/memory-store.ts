@@ -51,6 +51,26 @@ export interface MemoryStoreOptions {
 /** What {@link MemoryStore.write} takes: a memory item whose `createdAt` the store fills when absent. */
 export type MemoryItemInput = Omit<MemoryItem, 'createdAt'> & { createdAt?: number };
 
+/** One page of {@link MemoryStore.listAll}: items by id; `next` is the `after` of the next page (absent on the last). */
+export interface MemoryPage {
+  items: MemoryItem[];
+  next?: string;
+}
+
+/**
+ * Which items {@link MemoryStore.deleteWhere} deletes: those matching every criterion given (at least one).
+ */
+export interface MemoryFilter {
+  /** Only items with one of these ids. */
+  ids?: readonly string[];
+  /** Only items created before this time (a Date, or ms since the epoch). */
+  createdBefore?: Date | number;
+  /** Only items whose metadata has each of these entries (compared as JSON). */
+  metadata?: Record<string, unknown>;
+  /** Only items with this keyword (exact). */
+  keyword?: string;
+}
+
 /** A search hit with its BM25 score. */
 export interface ScoredMemoryItem {
   item: MemoryItem;
@@ -326,6 +346,52 @@ export class MemoryStore implements Memory {
   }
 
   /**
+   * Every item, a page at a time, in id order: `limit` items (default 100) after the id `after` (exclusive). Paging
+   * by id stays correct while others write: an item is never listed twice, and one written meanwhile appears on a
+   * later page when its id sorts after the page. A damaged item file is skipped with a warning naming it
+   * (`MemoryStoreCorruptItem`), as search does.
+   */
+  async listAll(options: { limit?: number; after?: string } = {}): Promise<MemoryPage> {
+    const limit = options.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1) throw new MemoryStoreError(`listAll limit must be an integer >= 1, got ${limit}`);
+    if (options.after !== undefined) assertValidId(options.after, 'memory id (after)');
+    const ids = (await this.listItemFiles()).map((f) => f.slice(0, -'.json'.length)).sort();
+    const start = options.after === undefined ? 0 : ids.findIndex((id) => id > options.after!);
+    const items: MemoryItem[] = [];
+    let i = start < 0 ? ids.length : start;
+    for (; i < ids.length && items.length < limit; i++) {
+      const item = this.readItemOrSkip(ids[i]!);
+      if (item) items.push(item);
+    }
+    return i < ids.length ? { items, next: ids[i - 1] } : { items };
+  }
+
+  /**
+   * Deletes every item matching `filter` (a {@link MemoryFilter}, every criterion given must hold, or a predicate) and
+   * updates the index once; resolves to the ids deleted, sorted (with `dryRun`, the ids that would be, deleting
+   * nothing). Crash-safe like {@link delete}: the ids are recorded before any file goes, so a crash mid-way leaves
+   * an index that the next load repairs. A damaged item file cannot be matched and stays (delete it by id).
+   */
+  async deleteWhere(filter: MemoryFilter | ((item: MemoryItem) => boolean), options: { dryRun?: boolean } = {}): Promise<string[]> {
+    const matches = typeof filter === 'function' ? filter : compileFilter(filter);
+    return this.exclusive(async (index) => {
+      const doomed: string[] = [];
+      for (const file of (await this.listItemFiles()).sort()) {
+        const item = this.readItemOrSkip(file.slice(0, -'.json'.length));
+        if (item && matches(item)) doomed.push(item.id);
+      }
+      if (options.dryRun || doomed.length === 0) return doomed;
+      await this.beginChange(doomed);
+      for (const id of doomed) {
+        await fsp.rm(memoryItemPath(this.paths, id), { force: true });
+        index.delete(id);
+      }
+      await this.endChange(index);
+      return doomed;
+    });
+  }
+
+  /**
    * The `topK` items best matching `query` by BM25 (ties by id), with their scores. A damaged item file is skipped
    * with a warning naming it (`MemoryStoreCorruptItem`), and the next best item takes its place.
    */
@@ -356,4 +422,22 @@ export class MemoryStore implements Memory {
   async close(): Promise<void> {
     await this.queue;
   }
+}
+
+/** The predicate of a {@link MemoryFilter}; an empty filter is refused (it would delete every item). */
+function compileFilter(filter: MemoryFilter): (item: MemoryItem) => boolean {
+  if (filter === null || typeof filter !== 'object') throw new MemoryStoreError(`deleteWhere takes a filter object or a predicate, got ${String(filter)}`);
+  const { ids, createdBefore, metadata, keyword } = filter;
+  if (ids === undefined && createdBefore === undefined && metadata === undefined && keyword === undefined) {
+    throw new MemoryStoreError('deleteWhere needs at least one criterion (ids, createdBefore, metadata, keyword), so that no call deletes every item by accident');
+  }
+  const before = createdBefore instanceof Date ? createdBefore.getTime() : createdBefore;
+  if (before !== undefined && !Number.isFinite(before)) throw new MemoryStoreError(`deleteWhere createdBefore must be a valid Date or ms since the epoch, got ${String(createdBefore)}`);
+  const idSet = ids === undefined ? undefined : new Set(ids);
+  const wanted = metadata === undefined ? undefined : Object.entries(metadata).map(([k, v]) => [k, JSON.stringify(v)] as const);
+  return (item) =>
+    (idSet === undefined || idSet.has(item.id)) &&
+    (before === undefined || item.createdAt < before) &&
+    (keyword === undefined || (item.keywords ?? []).includes(keyword)) &&
+    (wanted === undefined || wanted.every(([k, v]) => item.metadata !== undefined && k in item.metadata && JSON.stringify(item.metadata[k]) === v));
 }

@@ -1,3 +1,6 @@
+import { promises as fsp } from 'node:fs';
+import { dirname } from 'node:path';
+import { fsyncDirSync } from '../fs/index.js';
 import { ProjectionStoreError } from './errors.js';
 import { EventStore, type ReadOptions } from './event-store.js';
 import { assertValidId, runPaths } from './paths.js';
@@ -50,17 +53,21 @@ export class ProjectionStore {
 
   /** Folds every event of the run's log, persists the projection and returns it. */
   async generateRunMeta(runId: string, options: ReadOptions = {}): Promise<RunMeta> {
-    const path = this.metaPath(runId);
+    const meta = await this.foldLog(runId, options);
+    await this.persist(meta);
+    return meta;
+  }
+
+  /** The full fold of the run's log, not stored. */
+  private async foldLog(runId: string, options: ReadOptions = {}): Promise<RunMeta> {
     const events = new EventStore({ dataDir: this.dataDir, sessionKey: this.sessionKey, runId });
     let meta = emptyRunMeta(this.sessionKey, runId);
     for await (const event of events.readStream(options)) meta = foldRunMeta(meta, event);
     if (meta.eventCount === 0) {
       const log = runPaths(this.dataDir, this.sessionKey, runId).events;
-      throw new ProjectionStoreError(`run ${this.sessionKey}/${runId} has no events to project: its log ${log} serves none`, { path });
+      throw new ProjectionStoreError(`run ${this.sessionKey}/${runId} has no events to project: its log ${log} serves none`, { path: this.metaPath(runId) });
     }
-    meta = canonical(meta);
-    await this.persist(meta);
-    return meta;
+    return canonical(meta);
   }
 
   /**
@@ -137,9 +144,15 @@ export class ProjectionStore {
    * cut) it is rebuilt by a full fold, a corrupt file with a warning naming it. Stores the result when it changed.
    * A stored projection that recorded more events than the log now serves means the log lost what it had: the
    * rebuilt projection is returned and `onWarning` told, naming both files. Throws when the log itself cannot be read
-   * (an error naming its file and line), or has no events.
+   * (an error naming its file and line), or has no events. With `persist: false` nothing is written (a reader beside
+   * a live writer, such as the studio, must not store a projection that could land after the writer's own).
    */
-  async currentRunMeta(runId: string, onWarning: (message: string) => void = (m) => process.emitWarning(m, 'ProjectionBehindLog')): Promise<RunMeta> {
+  async currentRunMeta(
+    runId: string,
+    onWarning: (message: string) => void = (m) => process.emitWarning(m, 'ProjectionBehindLog'),
+    options: { persist?: boolean } = {},
+  ): Promise<RunMeta> {
+    const store = options.persist !== false;
     let stored: RunMeta | null = null;
     try {
       stored = await this.loadRunMeta(runId);
@@ -154,11 +167,12 @@ export class ProjectionStore {
         let meta = stored;
         for await (const event of events.readStream({ from: stored.eventCount })) meta = foldRunMeta(meta, event);
         if (meta === stored) this.cache.set(runId, meta);
-        else await this.persist((meta = canonical(meta)));
+        else if (store) await this.persist((meta = canonical(meta)));
+        else meta = canonical(meta);
         return meta;
       }
     }
-    const rebuilt = await this.generateRunMeta(runId);
+    const rebuilt = store ? await this.generateRunMeta(runId) : await this.foldLog(runId);
     if (stored !== null && stored.eventCount > rebuilt.eventCount) {
       onWarning(
         `${runPaths(this.dataDir, this.sessionKey, runId).events} serves ${rebuilt.eventCount} events, but the run's projection ${this.metaPath(runId)} ` +
@@ -166,6 +180,25 @@ export class ProjectionStore {
       );
     }
     return rebuilt;
+  }
+
+  /**
+   * Removes the stored projection of `runId` (after the updates already queued for it) and forgets the cached one;
+   * resolves to whether a file was there. The projection is a cache of the log: the next `currentRunMeta` rebuilds
+   * it. To delete a whole run, use `deleteRun`.
+   */
+  async delete(runId: string): Promise<boolean> {
+    const path = this.metaPath(runId);
+    await (this.queues.get(runId) ?? Promise.resolve()).catch(() => undefined);
+    this.cache.delete(runId);
+    try {
+      await fsp.unlink(path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw new ProjectionStoreError(`could not delete ${path}: ${(error as Error).message}`, { path, cause: error });
+    }
+    if (this.fsync) fsyncDirSync(dirname(path));
+    return true;
   }
 
   /**

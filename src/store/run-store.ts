@@ -94,8 +94,11 @@ export interface RunStore {
   loadKeyframe(ref: RunRef, step: number): Promise<Checkpoint | null>;
   /** The stored projection, or null (a `ProjectionStoreError` naming it when damaged). */
   loadRunMeta(ref: RunRef): Promise<RunMeta | null>;
-  /** The projection as the log stands now (the stored one brought up to date, or rebuilt); `onWarning` hears of a log that lost its tail. */
-  currentRunMeta(ref: RunRef, onWarning?: (message: string) => void): Promise<RunMeta>;
+  /**
+   * The projection as the log stands now (the stored one brought up to date, or rebuilt); `onWarning` hears of a log
+   * that lost its tail. With `persist: false` nothing is stored (a reader beside live writers).
+   */
+  currentRunMeta(ref: RunRef, onWarning?: (message: string) => void, options?: { persist?: boolean }): Promise<RunMeta>;
   /**
    * The runs (of one session, or of all) that have events or a stored projection (a run whose log was lost is listed,
    * so that it can be reported), by session then run id; a writer opened and closed without writing is not a run.

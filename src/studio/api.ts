@@ -1,13 +1,22 @@
-/** The studio's JSON API: `GET /api/...` routes over a {@link RunReader}. Every id is validated before use. */
+/**
+ * The studio's JSON API: `GET /api/...` routes over a {@link RunReader} (and a {@link ContextReader} with
+ * `--workspace`), and two writes, `POST /api/runs/:id/resume` and `POST /api/runs/:id/fork` ({@link Steering}).
+ * Every id is validated before use.
+ */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StreamEventTypeSchema } from '../events/index.js';
-import { HttpError, idParam, intParam, requiredIntParam, sendJson, type RequestTarget } from './http.js';
+import type { ContextReader } from './context-reader.js';
+import { HttpError, idParam, intParam, readJsonBody, requiredIntParam, sendJson, type RequestTarget } from './http.js';
 import { MAX_PAGE_SIZE, type RunReader, type RunRef } from './run-reader.js';
+import type { Steering } from './steer.js';
 import { tailEvents, type TailOptions } from './tail.js';
 
 /** What the API routes share. */
 export interface ApiContext {
   reader: RunReader;
+  steering: Steering;
+  /** The workspace's context store, with `--workspace`. */
+  context: ContextReader | undefined;
   /** The session of run requests that name none; also the only session listed when set by the user. */
   session: string | undefined;
   /** Whether requests need the token (shown to the page, never the token itself). */
@@ -37,10 +46,28 @@ function runRef(ctx: ApiContext, url: RequestTarget, runId: string): RunRef {
   return { session: session === null ? (ctx.session ?? DEFAULT_SESSION) : idParam(session, 'session'), runId: idParam(runId, 'runId') };
 }
 
-/** Answers one API request (`/api/...`); unknown routes are a 404 naming the path. */
-export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, url: RequestTarget): Promise<void> {
+/** The routes that take a POST (everything else is GET or HEAD). */
+const WRITES = new Set(['resume', 'fork']);
+
+/** The body of a write: a JSON object (a 400 otherwise). */
+function bodyObject(value: unknown): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new HttpError(400, 'request body must be a JSON object', 'body');
+  return value as Record<string, unknown>;
+}
+
+/**
+ * Answers one API request (`/api/...`); unknown routes are a 404 naming the path, a route asked with the wrong method
+ * a 405 naming the right one. `authenticated`: the request carried the studio's token.
+ */
+export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, url: RequestTarget, authenticated: boolean): Promise<void> {
   const parts = segments(url.pathname).slice(1); // drop 'api'
   const [head, runId, view, ...rest] = parts;
+  const write = head === 'runs' && runId !== undefined && view !== undefined && WRITES.has(view) && rest.length === 0;
+  const post = req.method === 'POST';
+  if (write !== post) {
+    res.setHeader('allow', write ? 'POST' : 'GET, HEAD');
+    throw new HttpError(405, `method ${req.method} not allowed on ${url.pathname}: use ${write ? 'POST' : 'GET'}`, 'method');
+  }
   if (head === 'info' && parts.length === 1) {
     sendJson(res, 200, {
       version: '0.1.0',
@@ -49,9 +76,12 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
       sessions: await ctx.reader.sessions(),
       eventTypes: StreamEventTypeSchema.options,
       tokenRequired: ctx.tokenRequired,
+      canWrite: authenticated,
+      workspace: ctx.context?.workspace ?? null,
     });
     return;
   }
+  if (head === 'context') return contextRoute(ctx, res, url, parts.slice(1));
   if (head === 'memory' && parts.length === 1) {
     const top = intParam(url, 'k', { min: 1, max: 100 }) ?? 10;
     sendJson(res, 200, { query: url.searchParams.get('q') ?? '', hits: await ctx.reader.searchMemory(url.searchParams.get('q') ?? '', top) });
@@ -64,7 +94,15 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
     return;
   }
   const ref = runRef(ctx, url, runId);
-  if (view === undefined) return sendJson(res, 200, await ctx.reader.run(ref));
+  if (view === undefined) return sendJson(res, 200, { ...(await ctx.reader.run(ref)), steer: ctx.steering.describe(ref), job: ctx.steering.job(ref) ?? null });
+  if (write) {
+    const body = bodyObject(await readJsonBody(req));
+    const job =
+      view === 'resume'
+        ? await ctx.steering.resume(ref, body['answer'])
+        : await ctx.steering.fork(ref, forkStep(body), body['newRunId'] === undefined ? undefined : String(body['newRunId']));
+    return sendJson(res, job.state === 'running' ? 202 : 200, { job });
+  }
   if (view === 'blame' && rest.length === 1) return sendJson(res, 200, await ctx.reader.blame(ref, rest[0]!));
   if (rest.length > 0) throw new HttpError(404, `no API route ${url.pathname}`, 'path');
   switch (view) {
@@ -93,4 +131,28 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
     default:
       throw new HttpError(404, `no API route ${url.pathname}`, 'path');
   }
+}
+
+function forkStep(body: Record<string, unknown>): number {
+  const step = body['step'];
+  if (typeof step !== 'number' || !Number.isSafeInteger(step) || step < 0) {
+    throw new HttpError(400, `invalid step ${JSON.stringify(step ?? null)}: must be an integer >= 0 (a recorded step of the run)`, 'step');
+  }
+  return step;
+}
+
+/** `/api/context`, `/api/context/node?path=`, `/api/context/frames/:frameId`: a 404 saying how to get one without `--workspace`. */
+async function contextRoute(ctx: ApiContext, res: ServerResponse, url: RequestTarget, parts: string[]): Promise<void> {
+  if (ctx.context === undefined) throw new HttpError(404, 'this studio has no workspace: start it with --workspace <dir> to see its context', 'workspace');
+  if (parts.length === 0) return sendJson(res, 200, await ctx.context.summary());
+  if (parts.length === 1 && parts[0] === 'node') {
+    const path = url.searchParams.get('path') ?? '';
+    if (path.length > 4096) throw new HttpError(400, `invalid path: at most 4096 characters, got ${path.length}`, 'path');
+    return sendJson(res, 200, await ctx.context.node(path));
+  }
+  if (parts.length === 2 && parts[0] === 'frames') {
+    if (!/^[0-9a-f]{64}$/.test(parts[1]!)) throw new HttpError(400, `invalid frameId ${JSON.stringify(parts[1]!.slice(0, 100))}: 64 lowercase hex digits`, 'frameId');
+    return sendJson(res, 200, await ctx.context.frame(parts[1]!));
+  }
+  throw new HttpError(404, `no API route ${url.pathname}`, 'path');
 }

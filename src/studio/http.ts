@@ -1,8 +1,9 @@
 /** Small HTTP helpers of the studio server: JSON replies, errors with a status, query parameters. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { nestingProblem } from '../serialization/index.js';
 import { idProblem } from '../store/index.js';
 
-/** An error the server answers with `status` and `{ error, parameter? }` as JSON. */
+/** An error the server answers with `status` and `{ error, parameter?, ...extra }` as JSON. */
 export class HttpError extends Error {
   override name = 'HttpError';
   constructor(
@@ -10,6 +11,8 @@ export class HttpError extends Error {
     message: string,
     /** The request parameter that was wrong, when one was. */
     readonly parameter?: string,
+    /** More fields of the reply (e.g. the problems of an answer, the command to run instead). */
+    readonly extra: Record<string, unknown> = {},
   ) {
     super(message);
   }
@@ -35,9 +38,9 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(text);
 }
 
-/** Sends an error as `{ error, parameter? }`. */
+/** Sends an error as `{ error, parameter?, ...extra }`. */
 export function sendError(res: ServerResponse, error: HttpError): void {
-  sendJson(res, error.status, { error: error.message, ...(error.parameter !== undefined ? { parameter: error.parameter } : {}) });
+  sendJson(res, error.status, { ...error.extra, error: error.message, ...(error.parameter !== undefined ? { parameter: error.parameter } : {}) });
 }
 
 /**
@@ -81,4 +84,39 @@ export function requiredIntParam(url: RequestTarget, parameter: string, options:
   const n = intParam(url, parameter, options);
   if (n === undefined) throw new HttpError(400, `missing query parameter ${parameter}`, parameter);
   return n;
+}
+
+/** Largest request body the write routes read. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * The request's body as JSON. Only `application/json` is accepted (415 otherwise: an HTML form cannot send it, and a
+ * script of another origin cannot without a CORS preflight the server never grants), at most {@link MAX_BODY_BYTES}
+ * (413), well-formed and not nested too deep (400 naming where).
+ */
+export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
+  const type = (req.headers['content-type'] ?? '').toLowerCase();
+  const [media, ...params] = type.split(';').map((s) => s.trim());
+  const charset = params.find((p) => p.startsWith('charset='))?.slice('charset='.length);
+  if (media !== 'application/json' || (charset !== undefined && charset !== 'utf-8')) {
+    throw new HttpError(415, `a write needs Content-Type: application/json (UTF-8), got ${JSON.stringify(req.headers['content-type'] ?? '')}`, 'content-type');
+  }
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > MAX_BODY_BYTES) throw new HttpError(413, `request body of ${declared} bytes is over the limit of ${MAX_BODY_BYTES}`, 'body');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new HttpError(413, `request body is over the limit of ${MAX_BODY_BYTES} bytes`, 'body');
+    chunks.push(chunk);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch (error) {
+    throw new HttpError(400, `request body is not valid JSON: ${(error as Error).message}`, 'body');
+  }
+  const deep = nestingProblem(value);
+  if (deep) throw new HttpError(400, `request body: ${deep.path}: ${deep.message}`, 'body');
+  return value;
 }

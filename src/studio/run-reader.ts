@@ -9,12 +9,12 @@ import { existsSync, promises as fsp, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { compileNamespacePattern } from '../backpack/index.js';
 import { StreamEventType, StreamEventTypeSchema, type StreamEvent } from '../events/index.js';
-import { loadRunPoint, type RunPoint } from '../runtime/index.js';
-import { EventStore, MemoryStore, ProjectionStore, emptyRunMeta, foldRunMetaBatch, listRunIds, runPaths, type CorruptLine, type RunMeta, runWriterAlive } from '../store/index.js';
+import { listedRun, listRuns, loadRunPoint, type RunPoint } from '../runtime/index.js';
+import { EventStore, MemoryStore, listRunIds, runPaths, type CorruptLine, type RunMeta } from '../store/index.js';
 import { recordedFlowPath } from '../cli/backpackflow/flows.js';
 import { blame, diffStates, stateReport, type BlameReport, type DiffReport, type StateReport } from '../cli/backpackflow/inspect.js';
 import { firstStep, lastStep } from '../cli/backpackflow/store-access.js';
-import { buildTrace, type RunTrace } from '../cli/backpackflow/trace.js';
+import { buildTrace, TRACE_EVENT_TYPES, type RunTrace } from '../cli/backpackflow/trace.js';
 import { HttpError } from './http.js';
 
 /** A run of one session. */
@@ -88,6 +88,21 @@ export interface MemoryHit {
   metadata: Record<string, unknown>;
 }
 
+/** How far from its end a log is read for its last checkpoint (a step's batch ends with one). */
+const TAIL_LINES = 512;
+
+/** How many runs' scans are kept (a 10,000-step run's trace is a few MB). */
+const SCANS_KEPT = 4;
+
+/** The event types a scan decodes: the trace's, and the checkpoints (for the step range). */
+const SCAN_TYPES: readonly string[] = [...TRACE_EVENT_TYPES, StreamEventType.CHECKPOINT_SAVED];
+
+/** What one read of a whole log gives. */
+interface RunScan {
+  trace: RunTrace;
+  range: StepRange;
+}
+
 /** Largest page of events one request may ask for. */
 export const MAX_PAGE_SIZE = 500;
 
@@ -95,8 +110,8 @@ export const MAX_PAGE_SIZE = 500;
 export class RunReader {
   readonly dataDir: string;
   private readonly memory: MemoryStore;
-  /** Step ranges by run, valid while the log keeps the size they were computed at. */
-  private readonly ranges = new Map<string, { size: number; range: StepRange }>();
+  /** The scans of the runs opened last (oldest first), by the log size they were made at. */
+  private readonly scans = new Map<string, { size: number; result: Promise<RunScan> }>();
 
   constructor(dataDir: string) {
     this.dataDir = resolve(dataDir);
@@ -108,37 +123,24 @@ export class RunReader {
     return [...new Set((await listRunIds(this.dataDir)).map((r) => r.sessionKey))];
   }
 
-  /** The runs of a session (or of all sessions), oldest first, with their fork origins. */
+  /**
+   * The runs of a session (or of all sessions), oldest first, with their fork origins: as `listRuns` lists them (a
+   * run whose log lost its tail is shown as its log stands, with `damaged` saying so), without writing anything.
+   */
   async runs(session: string | undefined): Promise<RunSummary[]> {
-    const refs = await listRunIds(this.dataDir, session);
-    const rows = await Promise.all(
-      refs.map(async ({ sessionKey, runId }): Promise<RunSummary | null> => {
-        const ref = { session: sessionKey, runId };
-        if (!existsSync(runPaths(this.dataDir, sessionKey, runId).events)) return null;
-        const meta = await this.meta(ref);
-        return meta.eventCount === 0 ? null : { ...meta, forkedFrom: await this.forkOrigin(ref) };
-      }),
-    );
-    return rows.filter((r): r is RunSummary => r !== null).sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId));
+    const metas = await listRuns({ dataDir: this.dataDir, sessionKey: session, persist: false });
+    return Promise.all(metas.map(async (meta) => ({ ...meta, forkedFrom: await this.forkOrigin({ session: meta.sessionKey, runId: meta.runId }) })));
   }
 
   /**
-   * The run's projection as of the end of its log, without writing anything: the stored projection (which a live
-   * writer persists only at its end) caught up with the events after it, read through the index. The studio never
-   * writes a projection: one written from a live run's log could land after the writer's own, final one.
+   * The run's projection as of the end of its log, as `listRuns` computes it, without writing anything: the studio
+   * never stores a projection (one written from a live run's log could land after the writer's own, final one). A
+   * 404 naming the run when it has no events.
    */
   async meta(ref: RunRef): Promise<RunMeta> {
-    const store = this.events(ref);
-    const stored = await new ProjectionStore({ dataDir: this.dataDir, sessionKey: ref.session }).loadRunMeta(ref.runId).catch(() => null);
-    let meta = stored ?? emptyRunMeta(ref.session, ref.runId);
-    const batch: StreamEvent[] = [];
-    for await (const event of store.readStream({ from: meta.eventCount, onCorrupt: 'skip' })) {
-      batch.push(event);
-      if (batch.length >= 1000) meta = foldRunMetaBatch(meta, batch.splice(0));
-    }
-    meta = foldRunMetaBatch(meta, batch);
-    // 'running' in the record, but no live process holds the run: its writer died or was stopped (as listRuns says).
-    return meta.status === 'running' && !runWriterAlive(this.dataDir, ref.session, ref.runId) ? { ...meta, status: 'stopped' } : meta;
+    const meta = await listedRun({ dataDir: this.dataDir, sessionKey: ref.session, runId: ref.runId, persist: false });
+    if (meta === undefined) throw new HttpError(404, `no run '${ref.runId}' in session '${ref.session}' of ${this.dataDir}`, 'runId');
+    return meta;
   }
 
   /** The event log of a run; a 404 naming the run and session when it has none. */
@@ -163,7 +165,7 @@ export class RunReader {
 
   /** The trace tree of a run (as `runs show`). */
   async trace(ref: RunRef): Promise<RunTrace> {
-    return buildTrace(ref.runId, await this.events(ref).readAll({ onCorrupt: 'skip' }));
+    return (await this.scan(ref)).trace;
   }
 
   /**
@@ -216,18 +218,47 @@ export class RunReader {
     return result;
   }
 
-  /** The recorded steps of a run, cached while its log does not grow. */
+  /**
+   * The recorded steps of a run, from the ends of its log: the start checkpoint among its first lines, the last
+   * checkpoint among its last ones (read through the index; steps only grow along a log). A log without a start
+   * checkpoint near its head (recorded before they existed) or without a checkpoint near its end is read whole.
+   */
   async steps(ref: RunRef): Promise<StepRange> {
+    const store = this.events(ref);
+    const isCheckpoint = (e: StreamEvent): boolean => e.type === StreamEventType.CHECKPOINT_SAVED;
+    const head = (await store.readPage(8, 0, { onCorrupt: 'skip' })).filter(isCheckpoint);
+    if (!head.some((e) => (e.payload as { start?: unknown }).start === true)) return (await this.scan(ref)).range;
+    const first = firstStep(head);
+    const tail: StreamEvent[] = [];
+    const from = Math.max(0, (await this.meta(ref)).eventCount - TAIL_LINES);
+    for await (const event of store.readStream({ from, onCorrupt: 'skip', types: [StreamEventType.CHECKPOINT_SAVED] })) tail.push(event);
+    if (tail.length === 0) return (await this.scan(ref)).range;
+    return { first, last: Math.max(first, lastStep(tail)) };
+  }
+
+  /**
+   * One read of the whole log for what needs it all: the trace (and the step range of a log {@link steps} cannot
+   * read from its ends). Kept for the few runs opened last
+   * while their logs keep the size it was made at (a log only grows, so the same size is the same log; a live run's
+   * is made again as it grows); requests that arrive while it is being made wait for the same read. Only the event
+   * types these need are decoded (the rest of the log is still verified against its chain).
+   */
+  private scan(ref: RunRef): Promise<RunScan> {
     const store = this.events(ref);
     const key = `${ref.session}/${ref.runId}`;
     const size = statSync(store.paths.events).size;
-    const cached = this.ranges.get(key);
-    if (cached && cached.size === size) return cached.range;
-    const checkpoints = await store.readFiltered((e) => e.type === StreamEventType.CHECKPOINT_SAVED, { onCorrupt: 'skip' });
-    const first = firstStep(checkpoints);
-    const range = { first, last: Math.max(first, lastStep(checkpoints)) };
-    this.ranges.set(key, { size, range });
-    return range;
+    const kept = this.scans.get(key);
+    if (kept && kept.size === size) return kept.result;
+    const result = store.readAll({ onCorrupt: 'skip', types: SCAN_TYPES }).then((events) => {
+      const checkpoints = events.filter((e) => e.type === StreamEventType.CHECKPOINT_SAVED);
+      const first = firstStep(checkpoints);
+      return { trace: buildTrace(ref.runId, events), range: { first, last: Math.max(first, lastStep(checkpoints)) } };
+    });
+    this.scans.delete(key);
+    this.scans.set(key, { size, result });
+    result.catch(() => this.scans.get(key)?.result === result && this.scans.delete(key));
+    for (const old of this.scans.keys()) if (this.scans.size > SCANS_KEPT) this.scans.delete(old);
+    return result;
   }
 
   /** A step given by the client, checked against the run's recorded steps (a 400 giving the range otherwise). */

@@ -1,17 +1,19 @@
 /**
- * `backpackflow studio`: a local web UI over the run store. A node:http server (the API is a dozen GET routes; a
- * framework would add weight and nothing the routes need) answering `/api/...` with JSON and `/` with the Preact
- * page built into `dist/studio/page/`. Safety rules: see guard.ts.
+ * `backpackflow studio`: a local web UI over the run store. A node:http server (the API is a dozen GET routes and two
+ * POSTs; a framework would add weight and nothing the routes need) answering `/api/...` with JSON and `/` with the
+ * Preact page built into `dist/studio/page/`. Safety rules: see guard.ts; resume and fork: see steer.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InvalidIdError } from '../store/index.js';
 import { handleApi, type ApiContext } from './api.js';
+import { ContextReader } from './context-reader.js';
 import { isLoopbackHost, RequestGuard } from './guard.js';
 import { HttpError, requestTarget, sendError } from './http.js';
 import { RunReader } from './run-reader.js';
 import { defaultPageDir, PageFiles } from './static.js';
+import { Steering, type SteeringOptions } from './steer.js';
 import type { TailOptions } from './tail.js';
 
 /** Options of {@link startStudio}. */
@@ -20,11 +22,13 @@ export interface StudioOptions {
   dataDir?: string;
   /** Session whose runs are listed and opened by default (default: runs of every session are listed, `default` is opened). */
   session?: string;
-  /** Address to bind (default `127.0.0.1`). Anything but loopback requires a token. */
+  /** A workspace whose context store (`.merkle/`) the Context view shows, read-only. */
+  workspace?: string;
+  /** Address to bind (default `127.0.0.1`). Anything but loopback requires the token for reads too. */
   host?: string;
   /** Port (default 4820; 0 picks a free one). */
   port?: number;
-  /** The token requests must carry (default: a random one when `host` is not loopback, none otherwise). */
+  /** The token writes (resume, fork) always need, and reads off loopback (default: a random one). */
   token?: string;
   /** Hostnames the Host header may name besides this machine's loopback names and the bound address. */
   allowedHosts?: string[];
@@ -32,19 +36,21 @@ export interface StudioOptions {
   pageDir?: string;
   /** Timings of live streams. */
   tail?: TailOptions;
+  /** How resumes and forks run (the CLI command, how long a write waits for it). */
+  steering?: SteeringOptions;
   /** Where unexpected server errors are reported (default: stderr). */
   log?: (message: string) => void;
 }
 
 /** A running studio. */
 export interface StudioServer {
-  /** The URL to open, with `?token=` when one is required. */
+  /** The URL to open, with `?token=` (the page can then resume and fork). */
   url: string;
   host: string;
   /** The port it listens on (the real one when 0 was asked). */
   port: number;
-  /** The token requests must carry, when one is required. */
-  token: string | undefined;
+  /** The token writes need (and reads, off loopback). */
+  token: string;
   server: Server;
   /** Ends open streams and connections and stops listening. */
   close(): Promise<void>;
@@ -63,15 +69,20 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
   const host = options.host ?? '127.0.0.1';
   const port = options.port ?? DEFAULT_STUDIO_PORT;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`port must be an integer 0..65535, got ${port}`);
-  const token = options.token ?? (isLoopbackHost(host) ? undefined : randomBytes(24).toString('base64url'));
+  const token = options.token ?? randomBytes(24).toString('base64url');
+  const tokenForReads = !isLoopbackHost(host);
   const reader = new RunReader(options.dataDir ?? '.backpackflow');
+  const context = options.workspace === undefined ? undefined : await ContextReader.open(options.workspace);
+  const steering = new Steering(reader, options.steering);
   const page = new PageFiles(options.pageDir ?? defaultPageDir());
   const log = options.log ?? ((message: string) => process.stderr.write(`backpackflow studio: ${message}\n`));
   const streams = new Set<() => void>();
   const ctx: ApiContext = {
     reader,
+    steering,
+    context,
     session: options.session,
-    tokenRequired: token !== undefined,
+    tokenRequired: tokenForReads,
     tail: options.tail ?? {},
     track: (stop, res) => {
       streams.add(stop);
@@ -82,13 +93,15 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
   const handle = async (guard: RequestGuard, req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = requestTarget(req);
     try {
-      const admission = guard.admit(req, url);
+      const read = req.method === 'GET' || req.method === 'HEAD';
+      const admission = guard.admit(req, url, !read);
       if (admission.setCookie) res.setHeader('set-cookie', admission.setCookie);
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        res.setHeader('allow', 'GET, HEAD');
-        throw new HttpError(405, `method ${req.method} not allowed: the studio's API is read-only`, 'method');
+      const api = url.pathname === '/api' || url.pathname.startsWith('/api/');
+      if (!read && (req.method !== 'POST' || !api)) {
+        res.setHeader('allow', api ? 'GET, HEAD, POST' : 'GET, HEAD');
+        throw new HttpError(405, `method ${req.method} not allowed on ${url.pathname}`, 'method');
       }
-      if (url.pathname === '/api' || url.pathname.startsWith('/api/')) await handleApi(ctx, req, res, url);
+      if (api) await handleApi(ctx, req, res, url, admission.authenticated);
       else await page.send(res, url.pathname, req.method === 'HEAD');
     } catch (error) {
       if (res.headersSent) {
@@ -111,10 +124,10 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
     });
   });
   const actual = (server.address() as AddressInfo).port;
-  const guard = new RequestGuard({ host, port: actual, token, allowedHosts: options.allowedHosts });
+  const guard = new RequestGuard({ host, port: actual, token, tokenForReads, allowedHosts: options.allowedHosts });
   // Attached once the port is known (the Host check needs it); no request can be handled before this runs.
   server.on('request', (req, res) => void handle(guard, req, res));
-  const url = `http://${urlHost(host)}:${actual}/${token === undefined ? '' : `?token=${token}`}`;
+  const url = `http://${urlHost(host)}:${actual}/?token=${token}`;
   return {
     url,
     host,
@@ -126,7 +139,9 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
       streams.clear();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await steering.close();
       await reader.close();
+      await context?.close();
     },
   };
 }

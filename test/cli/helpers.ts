@@ -1,10 +1,8 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll } from 'vitest';
 import { plainEnv } from '../support/env.js';
+import { makeTempDir } from '../support/temp.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The built CLI, run as a user would. */
@@ -39,13 +37,7 @@ export async function cliJson<T = any>(args: string[], options: { cwd?: string; 
   return JSON.parse(result.stdout) as T;
 }
 
-const dirs: string[] = [];
 /** A temp directory removed after the file's tests. */
 export function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'bpf-cli-'));
-  dirs.push(dir);
-  return dir;
+  return makeTempDir('bpf-cli-', 'file');
 }
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});

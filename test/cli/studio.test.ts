@@ -11,7 +11,9 @@ describe('backpackflow studio', () => {
     const runId = /run id: (\S+)/.exec(run.stdout)![1]!;
     const studio = await startCli(['--port', '0', '--data-dir', dataDir, '--session', 'default']);
     const port = Number(studio.url.port);
-    expect(studio.url.href).toBe(`http://127.0.0.1:${port}/`);
+    expect(studio.url.origin + studio.url.pathname).toBe(`http://127.0.0.1:${port}/`);
+    expect(studio.url.searchParams.get('token')).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(studio.stdout()).toContain('the token in this URL lets the page answer, resume and fork runs');
     expect(port).toBeGreaterThan(0);
     expect(studio.stdout()).toContain(`data: ${dataDir} · session default`);
     const runs = await get(port, '/api/runs');

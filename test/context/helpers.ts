@@ -1,24 +1,15 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach } from 'vitest';
 import { ContextEngine, type ContextEngineOptions } from '../../src/context/index.js';
 import { plainEnv } from '../support/env.js';
-
-const created: string[] = [];
-
-afterEach(() => {
-  for (const dir of created.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+import { makeTempDir } from '../support/temp.js';
 
 /** A fresh temp directory, removed after the test. */
 export function tempDir(prefix = 'merkle-test-'): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  created.push(dir);
-  return dir;
+  return makeTempDir(prefix, 'test');
 }
 
 /** Writes `files` (path → content; a path ending in '/' is an empty directory) under `root`. */

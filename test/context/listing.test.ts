@@ -171,7 +171,19 @@ describe('listing cache: rescans stay exact', () => {
 });
 
 describe('incremental update equals a whole build', () => {
-  it.each([7, 11, 23, 101])('after random adds, edits, deletes, renames and file/directory swaps, the updated tree has the ids of a fresh scan (seed %i)', async (start) => {
+  // 'resident': one open engine rescans its tree in memory. 'from disk': each rescan is by a newly opened engine, as
+  // one `backpackflow context scan` process does: the stored tree (file and journal) is read in place and the quick
+  // check runs first, on two threads for odd seeds.
+  it.each([
+    [7, 'resident'],
+    [11, 'resident'],
+    [23, 'resident'],
+    [101, 'resident'],
+    [5, 'from disk'],
+    [13, 'from disk'],
+    [29, 'from disk'],
+    [103, 'from disk'],
+  ] as const)('after random adds, edits, deletes, renames and file/directory swaps, the updated tree has the ids of a fresh scan (seed %i, %s)', async (start, mode) => {
     let seed = start;
     const random = (n: number) => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
@@ -185,9 +197,14 @@ describe('incremental update equals a whole build', () => {
       files.add(path);
     }
     writeTree(root, Object.fromEntries([...files].map((f) => [f, f])));
-    const engine = await ContextEngine.open(root);
+    const open = () => ContextEngine.open(root, { parallelStatThreshold: start % 2 === 1 ? 0 : undefined });
+    let engine = await open();
     await engine.scan();
     for (let round = 0; round < 25; round++) {
+      if (mode === 'from disk') {
+        await engine.close();
+        engine = await open();
+      }
       for (let k = 0; k < 1 + random(4); k++) {
         const list = [...files];
         const op = random(5);
@@ -228,6 +245,7 @@ describe('incremental update equals a whole build', () => {
       expect(incremental, `round ${round}`).toEqual(whole);
       expect(report.root).toBe(full.rootId);
     }
+    await engine.close();
   });
 });
 
@@ -391,6 +409,16 @@ describe('tree file structure', () => {
     const bad = (records: { kind: 1 | 2; path: string }[]) => () => Tree.decode(treeFile(records), backend, 'tree');
     expect(bad([{ kind: 1, path: 'a' }])).toThrow(/corrupt tree file tree: the first entry is not the root directory/);
     expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'a/x' }, { kind: 2, path: 'a' }])).toThrow(/entry 'a\/x' is not under the directory before it/);
-    expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'b' }, { kind: 1, path: 'b' }])).toThrow(/entry 'b' appears twice/);
+    expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'b' }, { kind: 1, path: 'b' }])).toThrow(/entry 'b' is out of order or appears twice/);
+    // Lookups are binary searches over that order, so siblings out of order are refused too ('a-b' sorts after 'a/').
+    expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'b' }, { kind: 1, path: 'a' }])).toThrow(/entry 'a' is out of order/);
+    expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'a-b' }, { kind: 2, path: 'a' }])).toThrow(/entry 'a' is out of order/);
+    const nested = Tree.decode(
+      treeFile([{ kind: 2, path: '' }, { kind: 2, path: 'a' }, { kind: 1, path: 'a/x' }, { kind: 1, path: 'a-b' }, { kind: 1, path: 'é' }]),
+      backend,
+      'tree',
+    );
+    expect(['', 'a', 'a/x', 'a-b', 'é', 'a/y', 'b'].map((p) => nested.get(p)?.path)).toEqual(['', 'a', 'a/x', 'a-b', 'é', undefined, undefined]);
+    expect(nested.childRecords(nested.get('')!).map((r) => r.path)).toEqual(['a', 'a-b', 'é']);
   });
 });

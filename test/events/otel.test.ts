@@ -115,6 +115,7 @@ describe('attachOpenTelemetry', () => {
       'backpackflow.namespace': 'app.search',
       'backpackflow.node.id': 'search',
       'backpackflow.node.name': 'SearchNode',
+      'backpackflow.step': 1,
       'backpackflow.attempts': 2,
       'backpackflow.action': 'default',
     });

@@ -191,3 +191,41 @@ describe('FlowVisualizer', () => {
     expect(output.text).toBe('⚙ A\n');
   });
 });
+
+describe('FlowVisualizer: live tokens', () => {
+  const delta = (text: string, extra: Partial<EventInput> = {}, purpose = 'chat'): EventInput => ({
+    ...search,
+    type: T.MODEL_DELTA,
+    payload: { model: 'openai:gpt-4o', purpose, attempt: 1, delta: text },
+    ...extra,
+  });
+
+  it('writes each token the moment it arrives, on one line that ends when anything else is printed', () => {
+    const streamer = new EventStreamer();
+    const output = new Capture();
+    new FlowVisualizer(streamer, { output, color: false });
+    streamer.emit({ ...run, type: T.RUN_START, spanId: 's0', payload: { flowNamespace: 'f' } });
+    streamer.emit({ ...agent, type: T.NODE_START });
+    streamer.emit({ ...search, type: T.NODE_START });
+    const before = output.text;
+    streamer.emit(delta('Tides'));
+    expect(output.text.slice(before.length)).toBe('│  │  │  ✎ openai:gpt-4o (chat): Tides');
+    streamer.emit(delta(' rise'));
+    expect(output.text.endsWith('Tides rise')).toBe(true);
+    streamer.emit({ ...search, type: T.MODEL_END, payload: { model: 'openai:gpt-4o', purpose: 'chat', attempt: 1 } });
+    streamer.emit({ ...search, type: T.NODE_END, payload: { action: 'default', durationMs: 1 } });
+    expect(output.text.slice(before.length)).toBe('│  │  │  ✎ openai:gpt-4o (chat): Tides rise\n│  │  ✓ SearchNode 1.0ms → default\n');
+  });
+
+  it('strips control characters (ANSI escapes) from model text, indents its newlines, and continues an interrupted stream on a … line', () => {
+    const streamer = new EventStreamer();
+    const output = new Capture();
+    new FlowVisualizer(streamer, { output, color: false });
+    streamer.emit(delta('\u001b[2Jline one\nline\u0007 two'));
+    streamer.emit(delta('other', {}, 'summary'));
+    streamer.emit(delta(' three'));
+    // The node's span was not seen start here, so its lines sit one level in.
+    expect(output.text).toBe('│  ✎ openai:gpt-4o (chat): [2Jline one\n│     line two\n│  ✎ openai:gpt-4o (summary): other\n│  ✎ …  three');
+    expect(output.text).not.toContain('\u001b');
+  });
+});

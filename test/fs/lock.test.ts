@@ -3,6 +3,7 @@ import { existsSync, readFileSync, readdirSync, statSync, utimesSync, writeFileS
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { bundledScript } from '../support/bundle.js';
 import { parseStatStartTime, systemProbe, tryLock, waitForLock, type FileLock, type LockBusy, type ProcessProbe } from '../../src/fs/index.js';
 import { tempDir } from './helpers.js';
 
@@ -139,10 +140,10 @@ describe('tryLock and waitForLock', () => {
     const log = join(dir, 'log');
     writeFileSync(file, JSON.stringify({ pid: DEAD_PID, host: HOST, createdAt: 1 }));
     writeFileSync(log, '');
-    const fixture = join(import.meta.dirname, 'fixtures', 'take-lock.ts');
+    const fixture = await bundledScript(join(import.meta.dirname, 'fixtures', 'take-lock.ts'));
     const codes = await Promise.all(
       Array.from({ length: 6 }, () => new Promise<number>((resolve) => {
-        execFile(process.execPath, ['--import', 'tsx', fixture, file, log], (error) => resolve(error === null ? 0 : 1));
+        execFile(process.execPath, [fixture, file, log], (error) => resolve(error === null ? 0 : 1));
       })),
     );
     expect(codes).toEqual([0, 0, 0, 0, 0, 0]);

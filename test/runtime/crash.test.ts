@@ -3,12 +3,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { bundledScript } from '../support/bundle.js';
 import { loadRunPoint } from '../../src/index.js';
 import { EventStore } from '../../src/store/index.js';
 import { buildJournalFlow } from './fixtures/journal-flow.js';
 import { trials } from '../support/soak.js';
 
-const child = join(import.meta.dirname, 'fixtures', 'child.ts');
+const bundle = await bundledScript(join(import.meta.dirname, 'fixtures', 'child.ts'));
 const root = mkdtempSync(join(tmpdir(), 'bpf-crash-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -17,7 +18,7 @@ const TRIALS = trials(5, 16);
 const PARALLEL = 4;
 
 function start(args: string[]): { done: Promise<{ code: number | null; stdout: string; stderr: string }>; kill: () => void } {
-  const proc = spawn(process.execPath, ['--import', 'tsx', child, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [bundle, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   proc.stdout.on('data', (d: Buffer) => (stdout += d));

@@ -7,9 +7,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { bundledScript } from '../support/bundle.js';
 import { listRuns, loadRunPoint, decodeValue } from '../../src/index.js';
 
-const child = join(import.meta.dirname, 'fixtures', 'approval-child.ts');
+const bundle = await bundledScript(join(import.meta.dirname, 'fixtures', 'approval-child.ts'));
 const dir = mkdtempSync(join(tmpdir(), 'bf-hitl-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -22,7 +23,7 @@ interface Outcome {
 /** Runs the child to its end, or until `killAfter` appears on its stdout (then SIGKILL). */
 function runChild(args: string[], killAfter?: string): Promise<Outcome> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', child, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [bundle, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     proc.stdout.on('data', (chunk: Buffer) => {

@@ -9,12 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import { bundledScript } from '../support/bundle.js';
 import { listRuns, loadRunPoint, resumeRun, runFlow } from '../../src/index.js';
 import { EventStore, ProjectionStore, emptyRunMeta, foldRunMetaBatch, writeJsonAtomic, type RunMeta } from '../../src/store/index.js';
 import { buildJournalFlow } from './fixtures/journal-flow.js';
 import { trials } from '../support/soak.js';
 
-const child = join(import.meta.dirname, 'fixtures', 'child.ts');
+const bundle = await bundledScript(join(import.meta.dirname, 'fixtures', 'child.ts'));
 const root = mkdtempSync(join(tmpdir(), 'bpf-projection-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 let trialNumber = 0;
@@ -38,7 +39,7 @@ async function storedAndFolded(dataDir: string, runId: string): Promise<{ stored
 }
 
 function startChild(args: string[]): { done: Promise<string>; kill: () => void } {
-  const proc = spawn(process.execPath, ['--import', 'tsx', child, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [bundle, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   proc.stdout.on('data', (d: Buffer) => (output += d));
   proc.stderr.on('data', (d: Buffer) => (output += d));

@@ -184,6 +184,25 @@ describe('secrets and environment', () => {
     expect(loader.exportFlow(flow, { includeSensitive: true }).nodes[0]!.params.apiKey).toBe('${YT_KEY}');
   });
 
+  it('copies params by default; with shareConfig (or from text) the nodes keep the config\'s values, with ${ENV} still resolved', async () => {
+    const rows = [{ id: 1 }, { id: 2 }];
+    const config = () => ({
+      version: '2.0.0',
+      namespace: 'yt',
+      nodes: [{ type: 'YouTubeSearchNode', id: 'search', params: { apiKey: '${YT_KEY}', maxResults: 5, auth: { rows } } }],
+    });
+    const env = { YT_KEY: 'resolved' };
+    const paramsOf = (flow: Awaited<ReturnType<FlowLoader['loadFlow']>>) => (flow.getNode('search') as YouTubeSearchNode).params;
+    const copied = paramsOf(await exampleLoader().loadFlow(config(), undefined, { env }));
+    expect(copied.auth).toEqual({ rows });
+    expect((copied.auth as { rows: unknown }).rows).not.toBe(rows); // a later change to the caller's config cannot reach the node
+    const shared = paramsOf(await exampleLoader().loadFlow(config(), undefined, { env, shareConfig: true }));
+    expect((shared.auth as { rows: unknown }).rows).toBe(rows); // held once
+    expect(shared.apiKey).toBe('resolved'); // the string with a reference is still resolved (its container copied)
+    const fromText = paramsOf(await exampleLoader().loadFlow(JSON.stringify(config()), undefined, { env }));
+    expect(fromText).toEqual(shared);
+  });
+
   it('a missing environment variable is an error naming it and its JSON path', async () => {
     const error = (await exampleLoader().loadFlow(withKey('${NOT_SET_ANYWHERE}'), undefined, { env: {} }).catch((e: unknown) => e)) as FlowConfigError;
     expect(error).toBeInstanceOf(FlowConfigError);

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { bundleScripts } from '../support/bundle.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -15,23 +15,9 @@ export interface Child {
   exited: Promise<void>;
 }
 
-/**
- * Bundles fixture scripts (with the store sources and zod) into `outDir` as `<name>.mjs`. A bundled child starts
- * in about a third of the time of `node --import tsx`, which matters when a test spawns 50 or more of them.
- */
+/** Bundles fixture scripts (with the store sources) into `outDir` as `<name>.mjs` (see {@link bundleScripts}). */
 export async function bundleFixtures(scripts: string[], outDir: string): Promise<void> {
-  await build({
-    entryPoints: scripts.map((s) => join(here, 'fixtures', s)),
-    bundle: true,
-    // The BLAKE3 binding is a native module: packages stay external, resolved from node_modules like the sources.
-    packages: 'external',
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    outdir: outDir,
-    outExtension: { '.js': '.mjs' },
-    logLevel: 'error',
-  });
+  await bundleScripts(scripts.map((s) => join(here, 'fixtures', s)), outDir);
 }
 
 /**

@@ -32,12 +32,17 @@ afterAll(async () => {
 const api = (path: string, headers: Record<string, string> = {}) => get(studio.port, path, headers);
 
 describe('studio API over a recorded run', () => {
-  it('prints a loopback URL without a token and answers /api/info', async () => {
-    expect(studio.url).toBe(`http://127.0.0.1:${studio.port}/`);
-    expect(studio.token).toBeUndefined();
+  it('prints a loopback URL with the token writes need (reads need none) and answers /api/info', async () => {
+    expect(studio.token).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(studio.url).toBe(`http://127.0.0.1:${studio.port}/?token=${studio.token}`);
     const info = await api('/api/info');
     expect(info.status).toBe(200);
-    expect(info.json).toMatchObject({ dataDir, sessions: ['default'], tokenRequired: false });
+    expect(info.json).toMatchObject({ dataDir, sessions: ['default'], tokenRequired: false, canWrite: false, workspace: null });
+    expect((await api('/api/info', { authorization: `Bearer ${studio.token}` })).json.canWrite).toBe(true);
+    const viaQuery = await api(`/api/info?token=${studio.token}`);
+    expect(viaQuery.json.canWrite).toBe(true);
+    expect(viaQuery.headers['set-cookie']![0]).toBe(`bpf_studio_${studio.port}=${studio.token}; HttpOnly; SameSite=Strict; Path=/`);
+    expect((await api('/api/info?token=wrong')).json.canWrite).toBe(false);
     expect(info.json.eventTypes).toContain('backpack.packed');
   });
 
@@ -159,9 +164,16 @@ describe('studio API: bad input is a 400 (or 404) naming the parameter', () => {
     expect(missing.json.error).toContain("no run 'run_nope' in session 'default'");
     expect((await api('/api/nothing')).status).toBe(404);
     expect((await api(`/api/runs/${runId}/nothing`)).status).toBe(404);
-    const post = await get(studio.port, '/api/runs', {}, 'POST');
+    // A write method needs the token first; with it, a route that takes no POST is a 405 naming the methods.
+    expect((await get(studio.port, '/api/runs', {}, 'POST')).status).toBe(401);
+    const post = await get(studio.port, '/api/runs', { authorization: `Bearer ${studio.token}` }, 'POST');
     expect(post.status).toBe(405);
     expect(post.headers.allow).toBe('GET, HEAD');
+    const put = await get(studio.port, '/', { authorization: `Bearer ${studio.token}` }, 'PUT');
+    expect(put.status).toBe(405);
+    const readWrite = await api(`/api/runs/${runId}/resume`);
+    expect(readWrite.status).toBe(405);
+    expect(readWrite.headers.allow).toBe('POST');
   });
 });
 
@@ -183,8 +195,14 @@ describe('studio API: live stream of a running run', () => {
       expect((await api('/api/runs')).json.runs.find((r: any) => r.runId === liveId)).toMatchObject({ status: 'running', stepCount: 1 });
       expect((await api(`/api/runs/${liveId}`)).json.meta).toMatchObject({ status: 'running' });
       expect(existsSync(metaPath) ? readFileSync(metaPath, 'utf8') : undefined).toBe(storedBefore);
+      // The trace and step range (made by one read of the log, kept while it keeps its size) follow the log as it grows.
+      const traceNodes = async (): Promise<string[]> => (await api(`/api/runs/${liveId}/trace`)).json.items.filter((i: any) => i.kind === 'node').map((i: any) => `${i.node.nodeId}:${i.node.status}`);
+      expect(await traceNodes()).toEqual(['first:completed']); // wait's events are written with its step's batch
+      expect((await api(`/api/runs/${liveId}/steps`)).json).toEqual({ first: 0, last: 1 });
       release();
       await running;
+      expect(await traceNodes()).toEqual(['first:completed', 'wait:completed']);
+      expect((await api(`/api/runs/${liveId}/steps`)).json).toEqual({ first: 0, last: 2 });
       const end = await stream.waitFor((m) => m.event === 'event' && JSON.parse(m.data).type === 'run.completed');
       expect((await api(`/api/runs/${liveId}`)).json.meta).toMatchObject({ status: 'completed', eventCount: Number(end.id) });
       const denied = (await api(`/api/runs/${liveId}/events?type=access.denied`)).json;

@@ -8,15 +8,16 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURES, MODULES, cli, tempDir } from '../cli/helpers.js';
-import { CHROMIUM, launchChromium } from '../support/chromium.js';
-import { startCli, startGatedRun } from './helpers.js';
+import { CHROMIUM } from '../support/chromium.js';
+import { startGatedRun, studioInBrowser, type BrowserStudio } from './helpers.js';
 
 const WAIT = { timeout: 30_000 };
 let dataDir = '';
 let runId = '';
-let studio: Awaited<ReturnType<typeof startCli>>;
+let studio: BrowserStudio['studio'];
 let browser: Browser;
 let page: Page;
+let text: BrowserStudio['text'];
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (or set BACKPACKFLOW_CHROMIUM)`);
@@ -24,17 +25,13 @@ beforeAll(async () => {
   const run = await cli(['run', join(FIXTURES, 'flow.json'), '--modules', MODULES, '--data-dir', dataDir, '--input', '{"question":"what boils?"}']);
   expect(run.stderr).toBe('');
   runId = /run id: (\S+)/.exec(run.stdout)![1]!;
-  [studio, browser] = await Promise.all([startCli(['--port', '0', '--data-dir', dataDir]), launchChromium()]);
-  page = await browser.newPage();
-  page.setDefaultTimeout(30_000);
+  ({ studio, browser, page, text } = await studioInBrowser(['--port', '0', '--data-dir', dataDir]));
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close();
   await studio?.stop();
 });
-
-const text = async (selector: string): Promise<string> => ((await page.locator(selector).first().textContent()) ?? '').replace(/\s+/g, ' ').trim();
 
 describe('studio in a browser', () => {
   it('finds the run, moves the step slider to read a writer, shows a diff, a blame and filtered events', async () => {

@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { request, type IncomingHttpHeaders } from 'node:http';
+import type { Browser, Page } from 'playwright-core';
 import { BackpackNode, Flow, runFlow, type BackpackHandle, type RunResult } from '../../src/index.js';
+import { launchChromium } from '../support/chromium.js';
 import { BIN } from '../cli/helpers.js';
 import { plainEnv } from '../support/env.js';
 
@@ -16,7 +18,7 @@ export interface Reply {
  * A GET (or `method`) to 127.0.0.1:`port` with the path sent exactly as given (no normalization, so `..` reaches
  * the server) and any headers, Host included.
  */
-export function get(port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Reply> {
+export function get(port: number, path: string, headers: Record<string, string> = {}, method = 'GET', body?: string): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path, method, headers: { host: `127.0.0.1:${port}`, ...headers } }, (res) => {
       let body = '';
@@ -33,8 +35,14 @@ export function get(port: number, path: string, headers: Record<string, string> 
       });
     });
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
+}
+
+/** A POST of `body` as JSON (unless `headers` say otherwise) to 127.0.0.1:`port`. */
+export function post(port: number, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  return get(port, path, { 'content-type': 'application/json', ...headers }, 'POST', text);
 }
 
 /** One server-sent message. */
@@ -180,4 +188,31 @@ export function startGatedRun(dataDir: string, runId: string): GatedRun {
   const flow = new Flow({ namespace: 'live' });
   flow.addNode(First, { id: 'first' }).next(flow.addNode(Wait, { id: 'wait' }));
   return { waiting, release, running: runFlow(flow, { dataDir, runId }) };
+}
+
+/** The studio the CLI started, a headless Chromium with one page, and how to read text off that page. */
+export interface BrowserStudio {
+  studio: Awaited<ReturnType<typeof startCli>>;
+  browser: Browser;
+  page: Page;
+  /** The text of the first element `selector` finds, its whitespace collapsed. */
+  text(selector: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Starts `backpackflow studio` with `args` and Chromium side by side. */
+export async function studioInBrowser(args: string[]): Promise<BrowserStudio> {
+  const [studio, browser] = await Promise.all([startCli(args), launchChromium()]);
+  const page = await browser.newPage();
+  page.setDefaultTimeout(30_000);
+  return {
+    studio,
+    browser,
+    page,
+    text: async (selector) => ((await page.locator(selector).first().textContent()) ?? '').replace(/\s+/g, ' ').trim(),
+    close: async () => {
+      await browser.close();
+      await studio.stop();
+    },
+  };
 }

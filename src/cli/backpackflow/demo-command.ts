@@ -11,6 +11,7 @@ import type { Progress } from './demo/nodes.js';
 import { CliError } from './errors.js';
 import { recordRecipe } from './recipe.js';
 import { FileRunStore } from '../../store/index.js';
+import { shellQuote } from '../../studio/shell.js';
 import { cliCommand, colors as c, print } from './output.js';
 
 const DEFAULT_QUESTION = 'how are durable runs checkpointed and resumed?';
@@ -101,7 +102,7 @@ export function demoCommand(): Command {
             `  ${cliCommand()} runs diff ${report.runId} --from 0 --to ${report.steps}${d}`,
             `  ${cliCommand()} runs blame ${report.runId} claim${d}`,
             'or in the browser:',
-            `  ${cliCommand()} studio${d}`,
+            `  ${cliCommand()} studio${d} --workspace ${shellQuote(options.workspace)}`,
           ].join('\n'),
         );
       } finally {

@@ -1,6 +1,7 @@
 /** `run` and `validate`: flows from JSON files. */
 import { Command } from 'commander';
 import { newRunId } from '../../events/index.js';
+import type { Flow } from '../../nodes/index.js';
 import { runFlow } from '../../runtime/index.js';
 import { UsageError } from './errors.js';
 import { validId } from './arguments.js';
@@ -12,7 +13,7 @@ import { colors as c, print, type CommonOptions } from './output.js';
 import { common, runLive } from './runs.js';
 import { cliPostgresStore, cliStore } from './run-store.js';
 import { RunQueue } from '../../store/postgres/queue.js';
-import type { PostgresRunStore } from '../../store/index.js';
+import type { PostgresRunStore, RunRef, RunStore } from '../../store/index.js';
 
 /**
  * `run <flow.json>` or `run --flow-module <file#export>`: build the flow (a config is validated first), record how it
@@ -26,7 +27,8 @@ export function runCommand(): Command {
     .addOption(modulesOption())
     .addOption(maxFlowBytesOption())
     .option('--enqueue', 'queue the run for a worker (backpackflow worker) and print its id; needs --database-url')
-    .action(async (path: string | undefined, options: CommonOptions & FlowSourceOptions & { input?: string; runId?: string; enqueue?: boolean }) => {
+    .option('--keep-model-deltas', "store every streamed token as its own model.delta event (default: one event per model call and step)")
+    .action(async (path: string | undefined, options: CommonOptions & FlowSourceOptions & { input?: string; runId?: string; enqueue?: boolean; keepModelDeltas?: boolean }) => {
       if ((path === undefined) === (options.flowModule === undefined)) throw new UsageError('run takes a flow file or --flow-module <file#export>, one of the two');
       const input = parseInput(options.input);
       const store = options.enqueue ? cliPostgresStore(options, 'run --enqueue') : cliStore(options);
@@ -34,9 +36,7 @@ export function runCommand(): Command {
       const ref = { sessionKey: options.session, runId };
       let opened: OpenFlow;
       if (path !== undefined) {
-        const loaded = await loadFlowFile(path, options.modules, options.maxFlowBytes);
-        await recordRunFlow(store, ref, { v: 1, flow: { kind: 'config' }, modules: options.modules }, loaded.config);
-        opened = { flow: loaded.flow, close: async () => undefined };
+        opened = { flow: await loadAndRecord(path, options, store, ref), close: async () => undefined };
       } else {
         const spec = parseFlowModule(options.flowModule!);
         await loaderWith(options.modules);
@@ -50,11 +50,21 @@ export function runCommand(): Command {
         return;
       }
       try {
-        await runLive(options, opened.flow, (flow) => runFlow(flow, { store, sessionKey: options.session, runId, input }));
+        await runLive(options, opened.flow, (flow) => runFlow(flow, { store, sessionKey: options.session, runId, input, ...(options.keepModelDeltas ? { modelDeltas: 'keep' as const } : {}) }));
       } finally {
         await opened.close();
       }
     });
+}
+
+/**
+ * Loads a flow file and records its config with new run `ref`; returns the flow. The parsed config is not kept:
+ * a large flow's config is not held beside the run.
+ */
+async function loadAndRecord(path: string, options: CommonOptions & FlowSourceOptions, store: RunStore, ref: RunRef): Promise<Flow> {
+  const { flow, config } = await loadFlowFile(path, options.modules, options.maxFlowBytes);
+  await recordRunFlow(store, ref, { v: 1, flow: { kind: 'config' }, modules: options.modules }, config);
+  return flow;
 }
 
 /** `validate <flow.json>`: every problem with its JSON path; exit 1 when there is one. */

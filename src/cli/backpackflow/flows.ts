@@ -105,7 +105,8 @@ export async function loadFlowFile(path: string, modules: readonly string[], max
   const loader = await loaderWith(modules);
   try {
     const config = readFlowFile(path, maxBytes);
-    return { flow: await loader.loadFlow(config), config };
+    // The parsed config is ours alone: the nodes keep its values rather than copies.
+    return { flow: await loader.loadFlow(config, undefined, { shareConfig: true }), config };
   } catch (error) {
     if (error instanceof FlowConfigError) throw new CliError(describeProblems(path, error.errors));
     throw error;

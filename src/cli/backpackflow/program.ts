@@ -1,19 +1,20 @@
 /**
  * The `backpackflow` command line: commands, exit codes (0 ok, 1 error, 2 usage) and error reporting. Each command's
  * module is imported only when that command runs (or its help is asked for): `backpackflow --help` loads commander
- * alone, and `runs list` never loads the LLM nodes.
+ * alone, and `runs list` never loads the LLM nodes. `context ...` loads its own bundled command line and not even
+ * commander from here.
  */
-import { Command, CommanderError } from 'commander';
+import type { Command } from 'commander';
 import { CliError, UsageError } from './errors.js';
 
 /** The top-level commands: a one-line description for the overview, and the module that builds the command. */
 const COMMANDS: Record<string, { description: string; load: () => Promise<Command> }> = {
   run: { description: 'run a flow durably with the live trace: from its JSON config, or built by a flow module', load: async () => (await import('./flow-commands.js')).runCommand() },
   validate: { description: 'check a flow config; prints every problem with its JSON path', load: async () => (await import('./flow-commands.js')).validateCommand() },
-  runs: { description: 'list and inspect stored runs; resume, answer or fork them; verify their logs', load: async () => (await import('./runs.js')).runsCommand() },
+  runs: { description: 'list and inspect stored runs; resume, answer or fork them; verify their logs; delete or prune them', load: async () => (await import('./runs.js')).runsCommand() },
   worker: { description: 'run the queued runs of a database (see run --enqueue)', load: async () => (await import('./worker.js')).workerCommand() },
   memory: { description: 'search and add long-term memory items', load: async () => (await import('./memory.js')).memoryCommand() },
-  context: { description: "the context engine over a workspace: scan, status, frames, agents, synthesis (see 'backpackflow context --help')", load: async () => new Command('context') },
+  context: { description: "the context engine over a workspace: scan, status, frames, agents, synthesis (see 'backpackflow context --help')", load: async () => new (await import('commander')).Command('context') },
   studio: { description: 'a local web UI over the stored runs: trace, events, state at any step, diffs, blame, memory', load: async () => (await import('./studio-command.js')).studioCommand() },
   demo: { description: 'an offline research agent over a workspace: scan, summarize, synthesize, remember, answer, guard', load: async () => (await import('./demo-command.js')).demoCommand() },
 };
@@ -39,6 +40,7 @@ function commandNamed(argv: readonly string[]): { name: string | undefined; at: 
  * description (enough for the overview and for an unknown-command error).
  */
 export async function buildProgram(argv: readonly string[] = []): Promise<Command> {
+  const { Command } = await import('commander');
   const program = new Command('backpackflow')
     .description('run flows durably and inspect what the agent knew, when, and who wrote it')
     .version('0.1.0');
@@ -59,6 +61,7 @@ export async function main(argv: string[]): Promise<number> {
     const { runContextCli } = await import('../context-program.js');
     return runContextCli([argv[0]!, argv[1]!, ...(at >= 0 ? argv.slice(at + 1) : ['--help'])]);
   }
+  const { CommanderError } = await import('commander');
   try {
     const program = await buildProgram(argv);
     try {

@@ -3,12 +3,12 @@
  * `runs fork` need no flags again: a flow config (recorded as `flow.json`) or a flow module (`--flow-module
  * ./agent.ts#buildFlow`, with the arguments it was called with), and the `--modules` its node classes come from.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { Flow } from '../../nodes/index.js';
-import type { RunRef, RunStore } from '../../store/index.js';
+import { FileRunStore, type RunRef, type RunStore } from '../../store/index.js';
 import { CliError, UsageError } from './errors.js';
 
 /** A flow module and the export that builds the flow. */
@@ -80,6 +80,13 @@ export async function recordRecipe(store: RunStore, ref: RunRef, recipe: RunReci
   await store.saveDocument(ref, 'recipe', absolute);
 }
 
+/** A recorded recipe, validated (a CliError naming `where` and the field when it is not one). */
+function parseRecipe(json: unknown, where: string): RunRecipe {
+  const parsed = RecipeSchema.safeParse(json);
+  if (!parsed.success) throw new CliError(`corrupt run recipe ${where}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  return parsed.data;
+}
+
 /** The recorded recipe of run `ref`, or undefined for a run recorded without one (a flow config alone, or none). */
 export async function readRecipe(store: RunStore, ref: RunRef): Promise<RunRecipe | undefined> {
   let json: unknown;
@@ -88,10 +95,18 @@ export async function readRecipe(store: RunStore, ref: RunRef): Promise<RunRecip
   } catch (error) {
     throw new CliError((error as Error).message);
   }
-  if (json === undefined) return undefined;
-  const parsed = RecipeSchema.safeParse(json);
-  if (!parsed.success) {
-    throw new CliError(`corrupt run recipe of run ${ref.sessionKey}/${ref.runId} in ${store.location}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  return json === undefined ? undefined : parseRecipe(json, `of run ${ref.sessionKey}/${ref.runId} in ${store.location}`);
+}
+
+/** {@link readRecipe} of a run in the files of `dataDir`, read synchronously (the studio's checks). */
+export function readRecipeFileSync(dataDir: string, sessionKey: string, runId: string): RunRecipe | undefined {
+  const path = new FileRunStore(dataDir).documentPath({ sessionKey, runId }, 'recipe');
+  if (!existsSync(path)) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new CliError(`corrupt run recipe ${path}: ${(error as Error).message}`);
   }
-  return parsed.data;
+  return parseRecipe(json, path);
 }

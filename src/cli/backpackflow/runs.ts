@@ -1,4 +1,4 @@
-/** The `runs` commands: list, show, state, diff, blame, events, resume, fork. */
+/** The `runs` commands: list, show, state, diff, blame, events, resume, fork, verify, delete, prune. */
 import { Command, Option } from 'commander';
 import { compileNamespacePattern } from '../../backpack/index.js';
 import type { Flow } from '../../nodes/index.js';
@@ -15,6 +15,7 @@ import { renderBlame, renderDiff, renderEvents, renderRuns, renderState, renderV
 import { firstStep, openRun, readEventsPage, readFilteredEvents, readRunEvents, runPointAt } from './store-access.js';
 import { cliPostgresStore, cliStore } from './run-store.js';
 import { buildTrace, renderTrace } from './trace.js';
+import { addRetentionCommands } from './retention-commands.js';
 
 /** Adds `--data-dir`, `--database-url`, `--session` and `--json` to a command. */
 export function common(command: Command, json = true): Command {
@@ -74,7 +75,7 @@ type RunOpts = CommonOptions & { step?: number; from?: number; to?: number };
 
 /** The `runs` command group. */
 export function runsCommand(): Command {
-  const runs = new Command('runs').description('list and inspect stored runs; resume or fork them');
+  const runs = new Command('runs').description('list and inspect stored runs; resume or fork them; delete or prune them');
 
   common(runs.command('list').description('the stored runs of a session, oldest first'))
     .addOption(new Option('--status <status>', 'only runs with this status').choices(RunStatusSchema.options))
@@ -212,6 +213,7 @@ export function runsCommand(): Command {
       }
     });
 
+  addRetentionCommands(runs, (command) => common(command));
   return runs;
 }
 

@@ -1,5 +1,6 @@
 /** `backpackflow studio`: the web UI over the run store, until Ctrl-C. The server module is loaded only here. */
 import { spawn } from 'node:child_process';
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { isValidId } from '../../store/index.js';
@@ -9,6 +10,7 @@ import { colors as c } from './output.js';
 interface StudioCommandOptions {
   dataDir: string;
   session?: string;
+  workspace?: string;
   port: number;
   host: string;
   open?: boolean;
@@ -45,29 +47,37 @@ function untilStopped(): Promise<void> {
 /** The `studio` command. */
 export function studioCommand(): Command {
   return new Command('studio')
-    .description('a local web UI over the stored runs: trace, events, state at a step with its writers, diff, blame, memory')
+    .description('a local web UI over the stored runs: trace, events, state at a step with its writers, diff, blame, memory; answer, resume and fork runs; a workspace\'s context')
     .option('-d, --data-dir <dir>', 'data directory', '.backpackflow')
     .option('-s, --session <key>', 'list only this session and open its runs (default: list every session)')
+    .option('-w, --workspace <dir>', "show this workspace's context store (frames, heads, stale markers; read-only)")
     .option('-p, --port <n>', 'port to listen on (0: any free port)', port, 4820)
-    .option('--host <address>', 'address to bind; anything but loopback requires the printed token', '127.0.0.1')
+    .option('--host <address>', 'address to bind; anything but loopback requires the printed token for every request', '127.0.0.1')
     .option('--open', 'open the page in the default browser')
     .action(async (options: StudioCommandOptions) => {
       if (options.session !== undefined && !isValidId(options.session)) {
         throw new UsageError(`invalid --session '${options.session}': use letters, digits, '.', '_' and '-'`);
       }
+      const workspace = options.workspace === undefined ? undefined : resolve(options.workspace);
+      if (workspace !== undefined && !statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) throw new CliError(`--workspace ${workspace} is not a directory`);
       const { startStudio } = await import('../../studio/server.js');
+      const { isLoopbackHost } = await import('../../studio/guard.js');
       const dataDir = resolve(options.dataDir);
       let studio: Awaited<ReturnType<typeof startStudio>>;
       try {
-        studio = await startStudio({ dataDir, session: options.session, port: options.port, host: options.host });
+        studio = await startStudio({ dataDir, session: options.session, workspace, port: options.port, host: options.host });
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code === 'EADDRINUSE') throw new CliError(`port ${options.port} on ${options.host} is in use: pass --port <another> (or --port 0 for any free one)`);
         if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new CliError(`cannot bind ${options.host}: not an address of this machine`);
         throw error;
       }
-      const lines = [`${c.bold('backpackflow studio')} ${studio.url}`, c.dim(`data: ${dataDir}${options.session ? ` · session ${options.session}` : ''}`)];
-      if (studio.token !== undefined) lines.push(c.yellow(`bound to ${options.host}: every request needs the token in this URL; share it only with people who may read these runs`));
+      const lines = [
+        `${c.bold('backpackflow studio')} ${studio.url}`,
+        c.dim(`data: ${dataDir}${options.session ? ` · session ${options.session}` : ''}${workspace ? ` · workspace ${workspace}` : ''}`),
+      ];
+      if (isLoopbackHost(options.host)) lines.push(c.dim('the token in this URL lets the page answer, resume and fork runs; without it the page only reads'));
+      else lines.push(c.yellow(`bound to ${options.host}: every request needs the token in this URL; share it only with people who may read and steer these runs`));
       lines.push(c.dim('Ctrl-C stops it'));
       process.stdout.write(`${lines.join('\n')}\n`);
       if (options.open) openBrowser(studio.url);

@@ -15,7 +15,8 @@ export type TraceItem =
   | { kind: 'quarantine'; key: string; reason: string }
   | { kind: 'access-denied'; key: string; operation: string; rule: string }
   | { kind: 'interrupt'; index: number; payload: unknown }
-  | { kind: 'answer'; nodeId: string; index: number; answer: unknown };
+  | { kind: 'answer'; nodeId: string; index: number; answer: unknown }
+  | { kind: 'model'; model: string; purpose: string; text: string; inputTokens: number | null; outputTokens: number | null; error: string | null };
 
 /** One node execution. */
 export interface TraceNode {
@@ -67,6 +68,27 @@ function errorText(error: unknown): string {
   return String(error ?? 'unknown error');
 }
 
+/**
+ * The event types {@link buildTrace} reads (it ignores the others): a reader of a long log may decode only these
+ * (`EventStore` read option `types`).
+ */
+export const TRACE_EVENT_TYPES: readonly string[] = [
+  StreamEventType.RUN_START,
+  StreamEventType.RUN_END,
+  StreamEventType.RUN_ERROR,
+  StreamEventType.RUN_WAITING,
+  StreamEventType.NODE_INTERRUPT,
+  StreamEventType.INTERRUPT_ANSWERED,
+  StreamEventType.NODE_START,
+  StreamEventType.NODE_END,
+  StreamEventType.NODE_RETRY,
+  StreamEventType.ERROR,
+  StreamEventType.ROUTE,
+  StreamEventType.ROUTE_MISSING,
+  StreamEventType.BACKPACK_QUARANTINE,
+  StreamEventType.ACCESS_DENIED,
+];
+
 /** Builds the trace tree of a run from its stored events. */
 export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
   const trace: RunTrace = {
@@ -89,6 +111,9 @@ export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
     trace.durationMs = trace.segments.reduce((sum, s) => sum + (s.durationMs ?? 0), 0);
   };
   const nodes = new Map<string, TraceNode>();
+  /** Model calls in progress, by node span and purpose. */
+  const models = new Map<string, Extract<TraceItem, { kind: 'model' }>>();
+  const modelKey = (event: StreamEvent): string => `${event.spanId ?? ''}\u0000${String((event.payload as Record<string, unknown>)['purpose'] ?? '')}`;
   /** Where the lines of an event go: its own node, else its parent's, else the run's top level. */
   const home = (spanId: string | undefined): TraceItem[] => (spanId !== undefined ? nodes.get(spanId)?.items : undefined) ?? trace.items;
   const ownerOf = (event: StreamEvent): TraceItem[] =>
@@ -175,6 +200,28 @@ export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
       case StreamEventType.BACKPACK_QUARANTINE:
         ownerOf(event).push({ kind: 'quarantine', key: String(p['key']), reason: String(p['reason'] ?? '') });
         break;
+      case StreamEventType.MODEL_START: {
+        const item: Extract<TraceItem, { kind: 'model' }> = { kind: 'model', model: String(p['model'] ?? 'model'), purpose: String(p['purpose'] ?? ''), text: '', inputTokens: null, outputTokens: null, error: null };
+        ownerOf(event).push(item);
+        models.set(modelKey(event), item);
+        break;
+      }
+      case StreamEventType.MODEL_DELTA: {
+        // Stored deltas are folded (one event per model call and step) unless the run kept every delta.
+        const item = models.get(modelKey(event));
+        if (item && typeof p['delta'] === 'string') item.text += p['delta'];
+        break;
+      }
+      case StreamEventType.MODEL_END: {
+        const item = models.get(modelKey(event));
+        if (!item || p['retryInMs'] !== undefined) break;
+        const usage = p['usage'] as { inputTokens?: unknown; outputTokens?: unknown } | undefined;
+        if (typeof usage?.inputTokens === 'number') item.inputTokens = usage.inputTokens;
+        if (typeof usage?.outputTokens === 'number') item.outputTokens = usage.outputTokens;
+        if (p['error'] !== undefined) item.error = errorText(p['error']);
+        models.delete(modelKey(event));
+        break;
+      }
       case StreamEventType.ACCESS_DENIED:
         ownerOf(event).push({ kind: 'access-denied', key: String(p['key']), operation: String(p['operation']), rule: String(p['rule'] ?? '') });
         break;
@@ -186,6 +233,10 @@ export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
 }
 
 const c = colors;
+
+function shorten(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
 
 function nodeLine(node: TraceNode): string {
   const name = node.nodeName ?? node.nodeId ?? '(node)';
@@ -215,6 +266,12 @@ function itemLine(item: Exclude<TraceItem, { kind: 'node' }>): string {
       return c.yellow(`? asked (${item.index}): ${JSON.stringify(item.payload)}`);
     case 'answer':
       return c.yellow(`✎ answered ${item.nodeId} (${item.index}): ${JSON.stringify(item.answer)}`);
+    case 'model': {
+      const tokens = item.inputTokens === null && item.outputTokens === null ? '' : c.dim(` ${item.inputTokens ?? '?'}→${item.outputTokens ?? '?'} tokens`);
+      const text = item.text === '' ? '' : `: ${JSON.stringify(shorten(item.text, 120))}`;
+      const error = item.error === null ? '' : c.red(` ✗ ${item.error}`);
+      return `${c.magenta('✎')} ${item.model}${item.purpose ? ` (${item.purpose})` : ''}${tokens}${text}${error}`;
+    }
   }
 }
 

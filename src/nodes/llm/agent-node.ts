@@ -6,7 +6,8 @@ import { toPlainMessages } from './chat-node.js';
 import { llmParamsShape, type LlmParams } from './llm-node.js';
 import { promptParamsShape, readPrompt, type Prompt, type PromptParams } from './prompt.js';
 import { ToolUsingNode } from './tool-nodes.js';
-import { toModelTools, toolResultMessage, type ToolResultRecord } from './tools.js';
+import { McpServerError, McpServerSchema, openMcpServers, type McpServer } from './mcp.js';
+import { toModelTools, toolResultMessage, type LlmTool, type ToolResultRecord } from './tools.js';
 
 /** Params of {@link AgentNode}. */
 export const agentParamsSchema = z
@@ -23,10 +24,12 @@ export const agentParamsSchema = z
     outputTo: z.string().min(1).optional(),
     /** Backpack key every tool result of the run is packed under. Default `'toolResults'`. */
     toolResultsTo: z.string().min(1).optional(),
+    /** MCP servers whose tools the model may call too (connected for each execution, closed after it). */
+    mcpServers: z.array(McpServerSchema).optional(),
   })
   .refine((p) => p.promptFrom !== undefined || p.conversation !== undefined, { message: 'set promptFrom or conversation (where the prompt is in the backpack)' });
 
-type AgentParams = LlmParams & PromptParams & { tools?: string[]; maxSteps?: number; toolAttempts?: number; outputTo?: string; toolResultsTo?: string };
+type AgentParams = LlmParams & PromptParams & { tools?: string[]; maxSteps?: number; toolAttempts?: number; outputTo?: string; toolResultsTo?: string; mcpServers?: McpServer[] };
 
 interface AgentPrep extends Prompt {
   signal?: AbortSignal;
@@ -61,8 +64,23 @@ export class AgentNode extends ToolUsingNode<AgentPrep, AgentResult> {
   }
 
   override async exec(prep: AgentPrep): Promise<AgentResult> {
+    const servers = this.agentParams.mcpServers ?? [];
+    if (servers.length === 0) return this.#loop(prep, this.tools);
+    const mcp = await openMcpServers(`node '${this.id}'`, servers, prep.signal);
+    try {
+      const tools = this.tools;
+      for (const [name, tool] of mcp.tools) {
+        if (tools.has(name)) throw new McpServerError(`node '${this.id}': MCP server '${tool.source?.mcpServer}' offers tool '${name}', which the node already has; give the server a prefix`);
+        tools.set(name, tool);
+      }
+      return await this.#loop(prep, tools);
+    } finally {
+      await mcp.close();
+    }
+  }
+
+  async #loop(prep: AgentPrep, tools: Map<string, LlmTool>): Promise<AgentResult> {
     const p = this.agentParams;
-    const tools = this.tools;
     const modelTools = toModelTools(tools);
     const maxSteps = p.maxSteps ?? 5;
     const messages = [...prep.messages];

@@ -64,6 +64,10 @@ export interface ModelReply {
   finishReason: string;
   /** The assistant messages of the answer, to append to a conversation. */
   responseMessages: ModelMessage[];
+  /** The model that answered, as the provider named it (may differ from the one asked for). */
+  responseModel?: string;
+  /** The provider's id of the response. */
+  responseId?: string;
 }
 
 /**
@@ -107,7 +111,16 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     const what = `node '${this.id}': model ${resolved.label} (${request.purpose})`;
     const started = performance.now();
     const p = this.llmParams;
-    this.emitEvent(StreamEventType.MODEL_START, { model: resolved.label, purpose: request.purpose, stream: request.stream === true, messages: request.messages.length });
+    this.emitEvent(StreamEventType.MODEL_START, {
+      model: resolved.label,
+      purpose: request.purpose,
+      stream: request.stream === true,
+      messages: request.messages.length,
+      // The AI SDK's own names of the provider (e.g. 'openai.chat') and model: what telemetry reports as requested.
+      provider: resolved.model.provider,
+      modelId: resolved.model.modelId,
+      ...dropUndefined({ temperature: p.temperature, maxOutputTokens: p.maxOutputTokens }),
+    });
     let attempt = 1;
     try {
       const reply = await callWithRetry(
@@ -131,6 +144,7 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
         attempt,
         finishReason: reply.finishReason,
         usage: reply.usage,
+        ...dropUndefined({ responseModel: reply.responseModel, responseId: reply.responseId }),
         durationMs: performance.now() - started,
       });
       return reply;
@@ -164,6 +178,8 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
       usage: usageOf(result.usage),
       finishReason: result.finishReason,
       responseMessages: assistantMessages(result.response.messages),
+      responseModel: result.response.modelId,
+      responseId: result.response.id,
     };
   }
 
@@ -184,6 +200,8 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
       usage: usageOf(usage),
       finishReason,
       responseMessages: assistantMessages(response.messages),
+      responseModel: response.modelId,
+      responseId: response.id,
     };
   }
 
@@ -206,10 +224,11 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
    * failure is returned as an error result for the model to see (PRD-001 §3.5), never thrown.
    */
   protected async runTool(call: ToolCallRecord, tool: LlmTool | undefined, options: { attempts: number; signal?: AbortSignal; backpack: BackpackHandle }): Promise<ToolResultRecord> {
-    this.emitEvent(StreamEventType.TOOL_CALL, { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input });
+    const source = tool?.source ?? {};
+    this.emitEvent(StreamEventType.TOOL_CALL, { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input, ...source });
     const started = performance.now();
     const finish = (record: ToolResultRecord): ToolResultRecord => {
-      this.emitEvent(StreamEventType.TOOL_RESULT, { ...record, durationMs: performance.now() - started });
+      this.emitEvent(StreamEventType.TOOL_RESULT, { ...record, durationMs: performance.now() - started, ...source });
       return record;
     };
     if (!tool) return finish({ toolCallId: call.toolCallId, toolName: call.toolName, error: `Unknown tool '${call.toolName}'`, attempts: 0 });

@@ -1,4 +1,4 @@
-import { tool as aiTool, zodSchema, type JSONValue, type ToolModelMessage, type ToolSet } from 'ai';
+import { tool as aiTool, jsonSchema, zodSchema, type JSONSchema7, type JSONValue, type ToolModelMessage, type ToolSet } from 'ai';
 import type { ZodType } from 'zod';
 import type { BackpackHandle } from '../../backpack/index.js';
 import type { BackpackNode, DependencyLookup } from '../backpack-node.js';
@@ -27,6 +27,10 @@ export interface LlmTool<I = any, O = unknown> {
   inputSchema: ZodType<I>;
   /** Does the work; a thrown error is shown to the model as the tool's result. The result must be JSON data. */
   execute(input: I, context: ToolContext): O | Promise<O>;
+  /** The input's JSON Schema as the model is shown it, when it comes from elsewhere (an MCP server); default: from `inputSchema`. */
+  jsonSchema?: Record<string, unknown>;
+  /** Where the tool comes from, added to its `tool.called` / `tool.result` events (e.g. `{ mcpServer: 'files' }`). */
+  source?: Record<string, string>;
 }
 
 /** Defines a tool (an identity function that gives `execute` its input type from the schema). */
@@ -116,7 +120,9 @@ export function collectTools(
 /** The tools as the AI SDK takes them for a model call: description and input schema, no execute (we execute). */
 export function toModelTools(tools: ReadonlyMap<string, LlmTool>): ToolSet {
   const set: ToolSet = {};
-  for (const [name, t] of tools) set[name] = aiTool({ description: t.description, inputSchema: zodSchema(t.inputSchema) });
+  for (const [name, t] of tools) {
+    set[name] = aiTool({ description: t.description, inputSchema: t.jsonSchema ? jsonSchema(t.jsonSchema as JSONSchema7) : zodSchema(t.inputSchema) });
+  }
   return set;
 }
 

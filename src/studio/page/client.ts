@@ -1,9 +1,17 @@
 /** The page's side of the studio API: typed GETs, and the route in the location hash. */
 import type { RunTrace } from '../../cli/backpackflow/trace.js';
 import type { BlameReport, DiffReport, StateReport } from '../../cli/backpackflow/inspect.js';
+import type { ContextNodeView, ContextSummary } from '../context-reader.js';
 import type { EventsPageResult, MemoryHit, RunDetail, RunSummary, StepRange } from '../run-reader.js';
+import type { SteerInfo, SteerJob } from '../steer.js';
 
-export type { BlameReport, DiffReport, EventsPageResult, MemoryHit, RunDetail, RunSummary, RunTrace, StateReport, StepRange };
+export type { BlameReport, ContextNodeView, ContextSummary, DiffReport, EventsPageResult, MemoryHit, RunDetail, RunSummary, RunTrace, StateReport, StepRange, SteerInfo, SteerJob };
+
+/** What `/api/runs/:id` answers: the run, how the studio could steer it, and its latest studio job. */
+export interface RunPage extends RunDetail {
+  steer: SteerInfo;
+  job: SteerJob | null;
+}
 
 /** What `/api/info` tells the page. */
 export interface StudioInfo {
@@ -13,6 +21,10 @@ export interface StudioInfo {
   sessions: string[];
   eventTypes: string[];
   tokenRequired: boolean;
+  /** Whether this page holds the studio's token (it may answer, resume and fork). */
+  canWrite: boolean;
+  /** The workspace of the Context view, or null. */
+  workspace: string | null;
 }
 
 /** An API error: the server's message (it names the parameter that was wrong). */
@@ -36,15 +48,30 @@ export async function getJson<T>(path: string, query: Record<string, string | nu
   return body;
 }
 
+/** What a write answered: its status and body (`error`, `problems`, `command` when refused; `job` when done). */
+export interface WriteReply {
+  status: number;
+  body: { job?: SteerJob; error?: string; problems?: Array<{ path: string; message: string }>; command?: string };
+}
+
+/** POSTs `body` as JSON (the page's cookie carries the token); never throws for an answer the server gave. */
+export async function postJson(path: string, query: Record<string, string>, body: unknown): Promise<WriteReply> {
+  const qs = new URLSearchParams(query).toString();
+  const res = await fetch(`${path}${qs ? `?${qs}` : ''}`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) });
+  const parsed = (await res.json().catch(() => ({ error: `${res.status} ${res.statusText}` }))) as WriteReply['body'];
+  return { status: res.status, body: parsed };
+}
+
 /** The API path of a run (ids are validated by the server; encoded here so any text is sent as one segment). */
 export function runPath(runId: string, view = ''): string {
   return `/api/runs/${encodeURIComponent(runId)}${view ? `/${view}` : ''}`;
 }
 
-/** Where the page is: the runs table, a run (with a tab and its parameters), or memory. */
+/** Where the page is: the runs table, a run (with a tab and its parameters), memory, or the workspace's context. */
 export type Route =
   | { page: 'runs' }
   | { page: 'memory'; q: string }
+  | { page: 'context'; path: string }
   | { page: 'run'; session: string; runId: string; tab: string; params: URLSearchParams };
 
 /** Parses `#/runs/<session>/<runId>?tab=state&step=3`, `#/memory?q=...`, or anything else as the runs table. */
@@ -54,6 +81,7 @@ export function parseHash(hash: string): Route {
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
   if (parts[0] === 'runs' && parts.length === 3) return { page: 'run', session: parts[1]!, runId: parts[2]!, tab: params.get('tab') ?? 'trace', params };
   if (parts[0] === 'memory') return { page: 'memory', q: params.get('q') ?? '' };
+  if (parts[0] === 'context') return { page: 'context', path: params.get('path') ?? '' };
   return { page: 'runs' };
 }
 

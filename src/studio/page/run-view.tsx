@@ -5,7 +5,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { formatMs, formatTime, getJson, runHash, runPath, type RunDetail, type RunTrace, type StateReport } from './client.js';
+import { formatMs, formatTime, getJson, runHash, runPath, type RunDetail, type RunPage, type RunTrace, type SteerJob, type StateReport } from './client.js';
 import { BlameView } from './blame-view.js';
 import { DiffView } from './diff-view.js';
 import { EventsView, type EventFilters } from './events-view.js';
@@ -13,6 +13,7 @@ import { FlowView } from './flow-view.js';
 import { replaceHash, useLoad } from './hooks.js';
 import { Problem, Status } from './parts.js';
 import { StateView } from './state-view.js';
+import { AnswerPanel, ForkButton, JobLine, ResumePanel } from './steer-panel.js';
 import { TraceView } from './trace-view.js';
 
 const TABS = [
@@ -68,15 +69,24 @@ function intOf(params: URLSearchParams, name: string, fallback: number): number 
 }
 
 /** The run view. */
-export function RunView(props: { session: string; runId: string; tab: string; params: URLSearchParams; eventTypes: string[] }) {
-  const { session, runId, tab, params } = props;
+export function RunView(props: { session: string; runId: string; tab: string; params: URLSearchParams; eventTypes: string[]; canWrite: boolean }) {
+  const { session, runId, tab, params, canWrite } = props;
   const [reload, setReload] = useState(0);
-  const detail = useLoad((signal) => getJson<RunDetail>(runPath(runId), { session }, signal), [session, runId, reload]);
+  const [job, setJob] = useState<SteerJob | undefined>();
+  // While a resume the studio started runs, the run is polled: its child may not have written anything yet.
+  const jobRunning = job?.state === 'running';
+  const detail = useLoad((signal) => getJson<RunPage>(runPath(runId), { session }, signal), [session, runId, reload], jobRunning ? 1000 : undefined);
   const meta = detail.data?.meta;
-  const live = useLive(session, runId, meta?.status === 'running', meta?.eventCount ?? 0);
+  const latestJob = detail.data?.job ?? undefined;
+  useEffect(() => setJob(latestJob), [latestJob?.state, latestJob?.startedAt]);
+  const live = useLive(session, runId, meta?.status === 'running' || jobRunning, meta?.eventCount ?? 0);
   useEffect(() => {
     if (live.ended) setReload((r) => r + 1);
   }, [live.ended]);
+  const onJob = (next: SteerJob): void => {
+    setJob(next);
+    setReload((r) => r + 1);
+  };
   const go = (next: string, extra: Record<string, string | number> = {}): void => replaceHash(runHash(session, runId, next, extra));
 
   if (detail.error && !detail.data) return <Problem text={detail.error} />;
@@ -106,7 +116,15 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
           </Fact>
         )}
       </dl>
+      {meta.damaged && (
+        <p class="warning-box" role="status">
+          <b>Damaged:</b> {meta.damaged}
+        </p>
+      )}
       {meta.error && <Problem text={meta.error} />}
+      {job && <JobLine job={job} />}
+      {meta.status === 'waiting' && meta.interrupt && !jobRunning && <AnswerPanel key={`${meta.lastSeq}`} detail={detail.data} session={session} canWrite={canWrite} onJob={onJob} />}
+      {(meta.status === 'stopped' || meta.status === 'failed') && !jobRunning && <ResumePanel detail={detail.data} session={session} canWrite={canWrite} onJob={onJob} />}
       {(meta.status === 'running' || live.count > 0) && (
         <aside class="live" aria-live="polite" aria-label="live events">
           <b>Live</b> · {live.count} new event{live.count === 1 ? '' : 's'}
@@ -146,7 +164,16 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
             onChange={(f: EventFilters) => go('events', { ...(f.type ? { type: f.type } : {}), ...(f.namespace ? { namespace: f.namespace } : {}), page: f.page, pageSize: f.pageSize })}
           />
         )}
-        {tab === 'state' && <StateView session={session} runId={runId} steps={steps} step={intOf(params, 'step', steps.last)} onStep={(step) => go('state', { step })} />}
+        {tab === 'state' && (
+          <StateView
+            session={session}
+            runId={runId}
+            steps={steps}
+            step={intOf(params, 'step', steps.last)}
+            onStep={(step) => go('state', { step })}
+            actions={(step, ended) => (ended ? null : <ForkButton detail={detail.data!} session={session} step={step} canWrite={canWrite} />)}
+          />
+        )}
         {tab === 'diff' && (
           <DiffView
             session={session}

@@ -58,6 +58,7 @@ export function RunsView({ session }: { session: string | null }) {
               <td>
                 <Status status={run.status} />
                 {run.error && <div class="muted small">{run.error}</div>}
+                {run.damaged && <div class="warn small">damaged: {run.damaged}</div>}
               </td>
               <td>{formatTime(run.startedAt)}</td>
               <td class="num">{formatMs(run.durationMs)}</td>

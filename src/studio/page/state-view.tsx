@@ -1,11 +1,20 @@
 /** The state at a step (a slider over the recorded steps) with the writer of every key, and the quarantined items. */
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { formatTime, getJson, runHash, runPath, type StateReport, type StepRange } from './client.js';
 import { useLoad } from './hooks.js';
 import { Head, Problem, Toolbar, Writer } from './parts.js';
 
 /** The Backpack of a run at `step`. */
-export function StateView(props: { session: string; runId: string; steps: StepRange; step: number; onStep: (step: number) => void }) {
+export function StateView(props: {
+  session: string;
+  runId: string;
+  steps: StepRange;
+  step: number;
+  onStep: (step: number) => void;
+  /** Controls for the step shown (`ended`: the run had ended at it). */
+  actions?: (step: number, ended: boolean) => ComponentChildren;
+}) {
   const { session, runId, steps, step } = props;
   const state = useLoad((signal) => getJson<StateReport>(runPath(runId, 'state'), { session, step }, signal), [session, runId, step]);
   const report = state.data;
@@ -29,6 +38,7 @@ export function StateView(props: { session: string; runId: string; steps: StepRa
         {report && report.position.length > 0 && <span class="muted">next: {report.position.join(' › ')}</span>}
         {report && report.position.length === 0 && <span class="muted">the run had ended</span>}
         {state.loading && <span class="muted">loading…</span>}
+        {report && report.step === step && props.actions?.(step, report.position.length === 0)}
       </Toolbar>
       {state.error && <Problem text={state.error} />}
       {report && (

@@ -1,0 +1,9 @@
+/**
+ * `backpackflow/langgraph`: a LangGraph.js checkpointer over backpackflow's run store. Needs the optional peers
+ * `@langchain/langgraph-checkpoint` and `@langchain/core`.
+ */
+export { BackpackflowSaver, LANGGRAPH_NAMESPACE } from './saver.js';
+export type { BackpackflowSaverOptions } from './saver.js';
+export { FileRecordStore } from './record-store.js';
+export type { CheckpointRecordStore, FileRecordStoreOptions } from './record-store.js';
+export { threadRunId } from './encoding.js';

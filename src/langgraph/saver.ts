@@ -1,0 +1,622 @@
+import { isDeepStrictEqual } from 'node:util';
+import {
+  BaseCheckpointSaver,
+  TASKS,
+  WRITES_IDX_MAP,
+  compareWritesSortKeys,
+  maxChannelVersion,
+  getCheckpointId,
+  writesSortKey,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointPendingWrite,
+  type CheckpointTuple,
+  type PendingWrite,
+  type SerializerProtocol,
+} from '@langchain/langgraph-checkpoint';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import { Backpack, type BackpackState } from '../backpack/index.js';
+import { StreamEventType, newEventId, newSpanId, type EventInput, type StreamEvent } from '../events/index.js';
+import type { RunLocation } from '../runtime/location.js';
+import type { CheckpointPayload } from '../runtime/run-point.js';
+import { StateTracker, applyStateDelta } from '../runtime/state-tracker.js';
+import { redactorFor, type Durability, type Redactor } from '../store/index.js';
+import {
+  decodeValue,
+  encodeValue,
+  isMirroredChannel,
+  namespaceSegment,
+  nodeOfTaskPath,
+  plainValue,
+  threadRunId,
+  type EncodedValue,
+  type Serde,
+} from './encoding.js';
+import { FileRecordStore, type CheckpointRecordStore } from './record-store.js';
+
+/** Options of {@link BackpackflowSaver}. */
+export interface BackpackflowSaverOptions extends Omit<RunLocation, 'store'> {
+  /** When appends reach the disk with the default files store (default 'batch': one fsync per checkpoint or write). */
+  durability?: Durability;
+  /**
+   * Where threads are stored. Default: the files store over `dataDir`/`sessionKey` ({@link FileRecordStore}).
+   * Any {@link CheckpointRecordStore} serves (the Postgres run store, when it exists, is one).
+   */
+  store?: CheckpointRecordStore;
+  /** LangGraph's serializer (default: its JsonPlusSerializer). */
+  serde?: SerializerProtocol;
+  /**
+   * A keyframe of the mirrored state every this many steps (default 100, as durable runs), when the store keeps
+   * keyframes: `runs state` at a late step starts from the keyframe before it.
+   */
+  keyframeInterval?: number;
+}
+
+/** The namespace of the flow a LangGraph thread is recorded as, and the prefix of its node namespaces. */
+export const LANGGRAPH_NAMESPACE = 'langgraph';
+const CHECKPOINT_KIND = 'langgraph.checkpoint';
+const WRITES_KIND = 'langgraph.writes';
+
+/** A checkpoint as the log holds it. */
+interface StoredCheckpoint {
+  kind: typeof CHECKPOINT_KIND;
+  ns: string;
+  id: string;
+  parentId?: string;
+  /**
+   * The checkpoint without its channel values: those are stored once per channel version, in `values`, for the
+   * channels this checkpoint updated (`newVersions`), and read back through `channel_versions`.
+   */
+  checkpoint: { v: number; ts: string; channel_versions: Record<string, number | string>; versions_seen: Record<string, Record<string, number | string>> };
+  /**
+   * The values of the channels this checkpoint updated, with the version each was stored under. A list, not a record
+   * by channel: a channel named like a secret (`token`) must not make the redaction pass blank its encoding.
+   */
+  values: Array<{ channel: string; version: number | string; value: EncodedValue }>;
+  metadata: EncodedValue;
+}
+
+/** One pending write as the log holds it. */
+interface StoredWrite {
+  taskId: string;
+  idx: number;
+  channel: string;
+  value: EncodedValue;
+  taskPath: string;
+}
+
+interface StoredWrites {
+  kind: typeof WRITES_KIND;
+  ns: string;
+  checkpointId: string;
+  writes: StoredWrite[];
+}
+
+/** A thread as this saver knows it: the index of its log, and the Backpack mirror of its root namespace. */
+interface Thread {
+  threadId: string;
+  runId: string;
+  checkpoints: Map<string, Map<string, StoredCheckpoint & { savedAt: number }>>;
+  writes: Map<string, Map<string, StoredWrite & { savedAt: number }>>;
+  /** Channel values by namespace, channel and version (see {@link StoredCheckpoint.values}). */
+  blobs: Map<string, EncodedValue>;
+  /** seq of the last event read or written. */
+  lastSeq: number;
+  /** The last backpackflow step (one per root checkpoint); -1 before the first. */
+  step: number;
+  backpack: Backpack;
+  tracker: StateTracker;
+  /** Backpack events of the pending pack, collected by the mirror's sink. */
+  packed: EventInput[];
+  registered: Set<string>;
+  /** Span of this process's segment of the run, once it wrote `run.started`; undefined before. */
+  runSpan?: string;
+  segmentStartedAt?: number;
+  /** The writer lock is held by this saver. */
+  writing: boolean;
+}
+
+/**
+ * A LangGraph.js checkpointer (`BaseCheckpointSaver`) over backpackflow's run store: each thread is one run whose
+ * event log holds every checkpoint (channel values, versions, metadata, parent), every pending write and every
+ * namespace, appended as atomic batches, chained, redacted and listed like any run. Beside them, the root
+ * namespace's state channels are mirrored into a Backpack, step by step: `backpackflow runs state/diff/blame` show
+ * which graph node wrote each channel at which step (`backpack.packed` events by node `langgraph.<node>`, one
+ * `checkpoint.saved` per checkpoint).
+ *
+ * Values go through the saver's serializer and are redacted before they are stored: a secret in a channel comes
+ * back as `[REDACTED]`, in this process and after it, never as the secret.
+ */
+export class BackpackflowSaver extends BaseCheckpointSaver {
+  readonly store: CheckpointRecordStore;
+  readonly #redactor: Redactor;
+  readonly #keyframeInterval: number;
+  readonly #threads = new Map<string, Promise<Thread>>();
+  /** One write at a time per run: batches of a run are appended in the order LangGraph made them. */
+  readonly #queues = new Map<string, Promise<unknown>>();
+
+  constructor(options: BackpackflowSaverOptions = {}) {
+    super(options.serde);
+    this.store = options.store ?? new FileRecordStore({ dataDir: options.dataDir, sessionKey: options.sessionKey, redaction: options.redaction, durability: options.durability });
+    this.#redactor = redactorFor(options.redaction);
+    this.#keyframeInterval = options.keyframeInterval ?? 100;
+    if (!Number.isInteger(this.#keyframeInterval) || this.#keyframeInterval < 1) {
+      throw new RangeError(`BackpackflowSaver: keyframeInterval must be an integer >= 1, got ${String(options.keyframeInterval)}`);
+    }
+  }
+
+  get #serde(): Serde {
+    return this.serde as unknown as Serde;
+  }
+
+  /** The backpackflow run id a thread is recorded under (see {@link threadRunId}). */
+  runIdOf(threadId: string): string {
+    return threadRunId(threadId);
+  }
+
+  override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const threadId = config.configurable?.thread_id as unknown;
+    if (threadId === undefined) return undefined;
+    const thread = await this.#thread(checkString('thread_id', threadId));
+    const ns = checkString('checkpoint_ns', config.configurable?.checkpoint_ns ?? '');
+    const checkpoints = thread.checkpoints.get(ns);
+    if (checkpoints === undefined) return undefined;
+    const id = getCheckpointId(config) || latestId(checkpoints);
+    const stored = id === undefined ? undefined : checkpoints.get(id);
+    return stored === undefined ? undefined : this.#tuple(thread, stored);
+  }
+
+  override async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
+    const { before, filter } = options;
+    let limit = options.limit;
+    const threadId = config.configurable?.thread_id as unknown;
+    const nsFilter = config.configurable?.checkpoint_ns as unknown;
+    const idFilter = getCheckpointId(config) || undefined;
+    const beforeId = before?.configurable?.checkpoint_id as string | undefined;
+    const threads = threadId !== undefined ? [await this.#thread(checkString('thread_id', threadId))] : await this.#allThreads();
+    for (const thread of threads) {
+      for (const [ns, checkpoints] of thread.checkpoints) {
+        if (nsFilter !== undefined && ns !== nsFilter) continue;
+        for (const id of [...checkpoints.keys()].sort().reverse()) {
+          if (idFilter !== undefined && id !== idFilter) continue;
+          if (beforeId !== undefined && id >= beforeId) continue;
+          const stored = checkpoints.get(id)!;
+          if (filter !== undefined) {
+            const metadata = (await decodeValue(this.#serde, stored.metadata, `checkpoint ${id} metadata`)) as Record<string, unknown>;
+            if (!Object.entries(filter).every(([key, value]) => isDeepStrictEqual(metadata?.[key], value))) continue;
+          }
+          if (limit !== undefined) {
+            if (limit <= 0) return;
+            limit--;
+          }
+          yield await this.#tuple(thread, stored);
+        }
+      }
+    }
+  }
+
+  override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    const threadId = config.configurable?.thread_id as unknown;
+    if (threadId === undefined) throw new Error('BackpackflowSaver.put: the config has no configurable.thread_id: pass { configurable: { thread_id } } to the graph');
+    const tid = checkString('thread_id', threadId);
+    const ns = checkString('checkpoint_ns', config.configurable?.checkpoint_ns ?? '');
+    const parentId = (config.configurable?.checkpoint_id as string | undefined) || undefined;
+    checkString('checkpoint.id', checkpoint.id);
+    // Everything happens in the thread's queue, in call order: a checkpoint is mirrored after the writes made before it.
+    await this.#write(tid, async (thread) => {
+      const values: StoredCheckpoint['values'] = [];
+      for (const [channel, version] of Object.entries(newVersions ?? {})) {
+        const value = Object.hasOwn(checkpoint.channel_values ?? {}, channel) ? (checkpoint.channel_values as Record<string, unknown>)[channel] : undefined;
+        if (value !== undefined) values.push({ channel, version, value: this.#redactChannel(channel, await encodeValue(this.#serde, value)) });
+      }
+      const record: StoredCheckpoint = this.#redact({
+        kind: CHECKPOINT_KIND,
+        ns,
+        id: checkpoint.id,
+        ...(parentId !== undefined ? { parentId } : {}),
+        checkpoint: {
+          v: checkpoint.v,
+          ts: checkpoint.ts,
+          channel_versions: { ...checkpoint.channel_versions },
+          versions_seen: structuredClone(checkpoint.versions_seen ?? {}),
+        },
+        values,
+        metadata: await encodeValue(this.#serde, metadata),
+      });
+      const now = Date.now();
+      const events: StreamEvent[] = [];
+      this.#begin(thread, events, now);
+      events.push(this.#event(thread, { type: StreamEventType.CUSTOM, payload: record as unknown as Record<string, unknown> }, now));
+      if (ns === '') this.#mirror(thread, record, metadata, Object.keys(newVersions ?? {}), events, now);
+      await this.store.append(thread.runId, events);
+      indexCheckpoint(thread, record, now);
+      if (ns === '' && thread.step > 0 && thread.step % this.#keyframeInterval === 0 && this.store.saveKeyframe) {
+        await this.store.saveKeyframe(thread.runId, thread.step, thread.backpack.exportState());
+      }
+    });
+    return { configurable: { thread_id: tid, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
+  }
+
+  override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
+    const threadId = config.configurable?.thread_id as unknown;
+    if (threadId === undefined) throw new Error('BackpackflowSaver.putWrites: the config has no configurable.thread_id');
+    const checkpointId = config.configurable?.checkpoint_id as unknown;
+    if (checkpointId === undefined) throw new Error('BackpackflowSaver.putWrites: the config has no configurable.checkpoint_id');
+    const tid = checkString('thread_id', threadId);
+    const ns = checkString('checkpoint_ns', config.configurable?.checkpoint_ns ?? '');
+    const cid = checkString('checkpoint_id', checkpointId);
+    checkString('task_id', taskId);
+    await this.#write(tid, async (thread) => {
+      const encoded = await Promise.all(writes.map(async ([channel, value]) => ({ channel, value: this.#redactChannel(channel, await encodeValue(this.#serde, value)) })));
+      const key = writesKey(ns, cid);
+      const existing = thread.writes.get(key);
+      const fresh: StoredWrite[] = [];
+      encoded.forEach(({ channel, value }, i) => {
+        const idx = WRITES_IDX_MAP[channel] ?? i;
+        // A task's regular writes are stored once (a retry does not replace them); special writes (errors,
+        // interrupts: negative indexes) replace the previous one.
+        if (idx >= 0 && existing?.has(`${taskId},${idx}`)) return;
+        fresh.push({ taskId, idx, channel, value, taskPath: taskPath ?? '' });
+      });
+      if (fresh.length === 0) return;
+      const record: StoredWrites = this.#redact({ kind: WRITES_KIND, ns, checkpointId: cid, writes: fresh });
+      const now = Date.now();
+      const events: StreamEvent[] = [];
+      this.#begin(thread, events, now);
+      events.push(this.#event(thread, { type: StreamEventType.CUSTOM, payload: record as unknown as Record<string, unknown> }, now));
+      await this.store.append(thread.runId, events);
+      indexWrites(thread, record, now);
+    });
+  }
+
+  override async deleteThread(threadId: string): Promise<void> {
+    const tid = checkString('thread_id', threadId);
+    const runId = threadRunId(tid);
+    await this.#enqueue(runId, async () => {
+      const stored = await this.store.read(runId);
+      // Only a run that records this thread is deleted: an ordinary run under the same id is refused.
+      if (stored.length > 0) recordedThread(stored, runId, tid, this.store.sessionKey);
+      if (stored.length > 0 || (await this.#threads.get(runId)?.catch(() => undefined))?.writing) await this.store.delete(runId);
+      this.#threads.delete(runId);
+    });
+  }
+
+  /**
+   * Ends this process's segment of every thread it wrote (`run.completed`, so `runs list` shows them completed
+   * until the thread is used again), makes everything durable and releases the writer locks. The saver can be used
+   * again afterwards: a later write continues the thread as a resumed run.
+   */
+  async close(): Promise<void> {
+    await Promise.all([...this.#queues.values()].map((p) => p.catch(() => undefined)));
+    for (const pending of this.#threads.values()) {
+      const thread = await pending.catch(() => undefined);
+      if (thread?.runSpan === undefined) continue;
+      const now = Date.now();
+      const end = this.#event(thread, {
+        type: StreamEventType.RUN_END,
+        spanId: thread.runSpan,
+        namespace: LANGGRAPH_NAMESPACE,
+        payload: { durationMs: now - (thread.segmentStartedAt ?? now), steps: Math.max(0, thread.step), action: 'langgraph' },
+      }, now);
+      await this.store.append(thread.runId, [end]);
+      thread.runSpan = undefined;
+      thread.writing = false;
+    }
+    await this.store.close();
+    this.#threads.clear();
+  }
+
+  // ---- threads ------------------------------------------------------------------------------------------------
+
+  #thread(threadId: string): Promise<Thread> {
+    const runId = threadRunId(threadId);
+    let pending = this.#threads.get(runId);
+    if (pending === undefined) {
+      pending = this.#load(threadId, runId);
+      this.#threads.set(runId, pending);
+      pending.catch(() => this.#threads.delete(runId));
+    }
+    return pending;
+  }
+
+  /** Every LangGraph thread of the session (runs that are not threads are skipped). */
+  async #allThreads(): Promise<Thread[]> {
+    const out: Thread[] = [];
+    for (const runId of await this.store.listRunIds()) {
+      const loaded = this.#threads.get(runId);
+      if (loaded !== undefined) {
+        out.push(await loaded);
+        continue;
+      }
+      const events = await this.store.read(runId);
+      const threadId = threadOf(events);
+      if (threadId !== undefined && threadRunId(threadId) === runId) out.push(await this.#thread(threadId));
+    }
+    return out;
+  }
+
+  /** Builds a thread's index and Backpack mirror from its log. */
+  async #load(threadId: string, runId: string): Promise<Thread> {
+    const events = await this.store.read(runId);
+    if (events.length > 0) recordedThread(events, runId, threadId, this.store.sessionKey);
+    return this.#replay(threadId, runId, events);
+  }
+
+  #replay(threadId: string, runId: string, events: StreamEvent[]): Thread {
+    const state: BackpackState = { version: 1, items: {}, quarantined: {} };
+    const thread: Thread = {
+      threadId,
+      runId,
+      checkpoints: new Map(),
+      writes: new Map(),
+      blobs: new Map(),
+      lastSeq: events.at(-1)?.seq ?? 0,
+      step: -1,
+      backpack: undefined as unknown as Backpack,
+      tracker: undefined as unknown as StateTracker,
+      packed: [],
+      registered: new Set(),
+      writing: false,
+    };
+    for (const event of events) {
+      const p = event.payload as Record<string, unknown>;
+      if (event.type === StreamEventType.CUSTOM && p['kind'] === CHECKPOINT_KIND) {
+        indexCheckpoint(thread, p as unknown as StoredCheckpoint, event.timestamp);
+      } else if (event.type === StreamEventType.CUSTOM && p['kind'] === WRITES_KIND) {
+        indexWrites(thread, p as unknown as StoredWrites, event.timestamp);
+      } else if (event.type === StreamEventType.CHECKPOINT_SAVED) {
+        const saved = p as unknown as CheckpointPayload;
+        if (saved.delta) applyStateDelta(state, saved.delta);
+        thread.step = Math.max(thread.step, saved.step);
+      }
+    }
+    const sink = { emit: (event: EventInput) => void thread.packed.push(event) };
+    thread.backpack = new Backpack(undefined, { eventStreamer: sink });
+    if (thread.step >= 0) thread.backpack.importState(state);
+    thread.tracker = new StateTracker(thread.backpack, thread.step < 0);
+    return thread;
+  }
+
+  /** Runs `work` on the thread with the writer lock held, one write of a run at a time. */
+  async #write(threadId: string, work: (thread: Thread) => Promise<void>): Promise<void> {
+    const runId = threadRunId(threadId);
+    await this.#enqueue(runId, async () => {
+      let thread = await this.#thread(threadId);
+      if (!thread.writing) {
+        const { lastSeq } = await this.store.openForWrite(runId);
+        // Another writer appended since this saver read the log: read it again under the lock.
+        if ((lastSeq ?? 0) !== thread.lastSeq) {
+          const events = await this.store.read(runId);
+          if (events.length > 0) recordedThread(events, runId, threadId, this.store.sessionKey);
+          thread = this.#replay(threadId, runId, events);
+          this.#threads.set(runId, Promise.resolve(thread));
+        }
+        thread.writing = true;
+      }
+      try {
+        await work(thread);
+      } catch (error) {
+        // What this saver holds in memory may now be ahead of the log: read the thread again on next use.
+        this.#threads.delete(runId);
+        throw error;
+      }
+    });
+  }
+
+  #enqueue(runId: string, work: () => Promise<void>): Promise<void> {
+    const previous = this.#queues.get(runId) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(work);
+    this.#queues.set(runId, next);
+    return next;
+  }
+
+  /** Starts this process's segment of the run (`run.started`) before its first event. */
+  #begin(thread: Thread, events: StreamEvent[], now: number): void {
+    if (thread.runSpan !== undefined) return;
+    thread.runSpan = newSpanId();
+    thread.segmentStartedAt = now;
+    const resumed = thread.lastSeq > 0;
+    events.push(
+      this.#event(thread, {
+        type: StreamEventType.RUN_START,
+        spanId: thread.runSpan,
+        namespace: LANGGRAPH_NAMESPACE,
+        payload: { flowNamespace: LANGGRAPH_NAMESPACE, entryNodeId: null, ...(resumed ? { resumed: true } : {}), langgraph: { threadId: thread.threadId } },
+      }, now),
+    );
+  }
+
+  /**
+   * Mirrors a root checkpoint into the Backpack: each state channel LangGraph updated is packed by the node whose
+   * task wrote it (from the parent checkpoint's pending writes and their task paths), or, without such a write,
+   * by the checkpoint's source (`input`, `update`, `fork`). Then the task spans, the packs and the step's
+   * `checkpoint.saved` (with the state delta) go in the same batch as the checkpoint.
+   */
+  #mirror(thread: Thread, record: StoredCheckpoint, metadata: CheckpointMetadata, updated: string[], events: StreamEvent[], now: number): void {
+    const parentWrites = record.parentId === undefined ? undefined : thread.writes.get(writesKey('', record.parentId));
+    const tasks = new Map<string, { node: string; completedAt: number }>();
+    const writersOf = new Map<string, string[]>();
+    for (const write of parentWrites?.values() ?? []) {
+      const node = nodeOfTaskPath(write.taskPath);
+      if (node === undefined) continue;
+      const task = tasks.get(write.taskId);
+      if (task === undefined) tasks.set(write.taskId, { node, completedAt: write.savedAt });
+      else task.completedAt = Math.max(task.completedAt, write.savedAt);
+      const writers = writersOf.get(write.channel) ?? [];
+      if (!writers.includes(node)) writers.push(node);
+      writersOf.set(write.channel, writers);
+    }
+    const stepStartedAt = record.parentId === undefined ? now : (thread.checkpoints.get('')?.get(record.parentId)?.savedAt ?? now);
+    const first = thread.step < 0;
+    if (!first) {
+      for (const [taskId, task] of tasks) {
+        const identity = { nodeId: task.node, nodeName: task.node, namespace: `${LANGGRAPH_NAMESPACE}.${namespaceSegment(task.node)}`, spanId: taskId, parentSpanId: thread.runSpan };
+        // A task's span: from the step's start (its parent checkpoint) to when its writes were saved.
+        events.push(this.#event(thread, { type: StreamEventType.NODE_START, ...identity, payload: {} }, Math.min(stepStartedAt, task.completedAt)));
+        events.push(this.#event(thread, { type: StreamEventType.NODE_END, ...identity, payload: { action: 'default', durationMs: Math.max(0, task.completedAt - stepStartedAt) } }, task.completedAt));
+      }
+    }
+    const source = typeof metadata?.source === 'string' ? metadata.source : 'loop';
+    thread.packed.length = 0;
+    for (const channel of updated) {
+      if (!isMirroredChannel(channel)) continue;
+      const writers = writersOf.get(channel) ?? [`__${source}__`];
+      const nodeId = this.#register(thread, writers[0]!);
+      const tags = writers.length > 1 ? [`writers:${writers.join(',')}`] : undefined;
+      const value = record.values.find((v) => v.channel === channel)?.value;
+      if (value === undefined) {
+        if (thread.backpack.has(channel)) thread.backpack.delete(channel, { nodeId });
+        continue;
+      }
+      const taskId = [...tasks].find(([, t]) => t.node === writers[0])?.[0];
+      const before = thread.packed.length;
+      thread.backpack.pack(channel, plainValue(value), { nodeId, ...(tags ? { tags } : {}) });
+      // Pack events carry the task's span, so that `runs show` lists them under the node that wrote them.
+      for (const packed of thread.packed.slice(before)) packed.spanId = taskId;
+    }
+    const delta = thread.tracker.next();
+    if (!first) for (const packed of thread.packed) events.push(this.#event(thread, packed, now));
+    thread.packed.length = 0;
+    thread.step++;
+    const payload: CheckpointPayload & { langgraph: Record<string, unknown> } = {
+      step: thread.step,
+      position: [],
+      keyframe: false,
+      ...(first ? { start: true as const } : {}),
+      ...(delta ? { delta } : {}),
+      langgraph: { checkpointId: record.id, step: metadata?.step, source },
+    };
+    events.push(this.#event(thread, { type: StreamEventType.CHECKPOINT_SAVED, payload: payload as unknown as Record<string, unknown> }, now));
+  }
+
+  /** Registers graph node `name` with the mirror (once) and returns its node id. */
+  #register(thread: Thread, name: string): string {
+    if (!thread.registered.has(name)) {
+      thread.backpack.registerNode({ nodeId: name, nodeName: name, namespace: `${LANGGRAPH_NAMESPACE}.${namespaceSegment(name)}` });
+      thread.registered.add(name);
+    }
+    return name;
+  }
+
+  #event(thread: Thread, input: EventInput, timestamp: number): StreamEvent {
+    thread.lastSeq++;
+    const event: StreamEvent = { v: 1, id: newEventId(), seq: thread.lastSeq, timestamp, runId: thread.runId, sessionKey: this.store.sessionKey, type: input.type, payload: input.payload ?? {} };
+    for (const key of ['namespace', 'nodeId', 'nodeName', 'spanId', 'parentSpanId'] as const) {
+      if (input[key] !== undefined) event[key] = input[key];
+    }
+    return event;
+  }
+
+  /**
+   * Redacts a channel's value as if it were stored under the channel's name: a channel named like a secret
+   * (`password`, `apiKey`) has its strings blanked, as a Backpack key of that name would.
+   */
+  #redactChannel(channel: string, encoded: EncodedValue): EncodedValue {
+    if (!('v' in encoded)) return encoded;
+    const redacted = this.#redactor.redact({ [channel]: encoded.v }).value as Record<string, unknown>;
+    return { t: 'json', v: redacted[channel] };
+  }
+
+  /** Redacts what is about to be stored, so that what this saver serves now is what it serves after a restart. */
+  #redact<T>(value: T): T {
+    return this.#redactor.redact(value).value;
+  }
+
+  async #tuple(thread: Thread, stored: StoredCheckpoint): Promise<CheckpointTuple> {
+    const channelValues: Record<string, unknown> = {};
+    for (const [channel, version] of Object.entries(stored.checkpoint.channel_versions)) {
+      const value = thread.blobs.get(blobKey(stored.ns, channel, version));
+      if (value !== undefined) channelValues[channel] = await decodeValue(this.#serde, value, `checkpoint ${stored.id} channel '${channel}'`);
+    }
+    const checkpoint: Checkpoint = {
+      v: stored.checkpoint.v,
+      id: stored.id,
+      ts: stored.checkpoint.ts,
+      channel_values: channelValues,
+      channel_versions: { ...stored.checkpoint.channel_versions },
+      versions_seen: structuredClone(stored.checkpoint.versions_seen),
+    };
+    if (checkpoint.v < 4 && stored.parentId !== undefined) await this.#migratePendingSends(thread, stored, checkpoint);
+    const pendingWrites: CheckpointPendingWrite[] = [];
+    const writes = [...(thread.writes.get(writesKey(stored.ns, stored.id))?.values() ?? [])];
+    writes.sort((a, b) => compareWritesSortKeys(writesSortKey(a.taskPath, a.taskId, a.idx), writesSortKey(b.taskPath, b.taskId, b.idx)));
+    for (const write of writes) {
+      pendingWrites.push([write.taskId, write.channel, await decodeValue(this.#serde, write.value, `write of task ${write.taskId} to '${write.channel}'`)]);
+    }
+    const tuple: CheckpointTuple = {
+      config: { configurable: { thread_id: thread.threadId, checkpoint_ns: stored.ns, checkpoint_id: stored.id } },
+      checkpoint,
+      metadata: (await decodeValue(this.#serde, stored.metadata, `checkpoint ${stored.id} metadata`)) as CheckpointMetadata,
+      pendingWrites,
+    };
+    if (stored.parentId !== undefined) tuple.parentConfig = { configurable: { thread_id: thread.threadId, checkpoint_ns: stored.ns, checkpoint_id: stored.parentId } };
+    return tuple;
+  }
+
+  /**
+   * Checkpoints older than format 4 kept pending `Send`s as writes to the tasks channel of their parent; LangGraph
+   * reads them as that channel's value (as its MemorySaver does).
+   */
+  async #migratePendingSends(thread: Thread, stored: StoredCheckpoint, checkpoint: Checkpoint): Promise<void> {
+    const sends: unknown[] = [];
+    for (const write of thread.writes.get(writesKey(stored.ns, stored.parentId!))?.values() ?? []) {
+      if (write.channel === TASKS) sends.push(await decodeValue(this.#serde, write.value, `pending send of task ${write.taskId}`));
+    }
+    checkpoint.channel_values[TASKS] = sends;
+    const versions = Object.values(checkpoint.channel_versions);
+    checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
+  }
+}
+
+function blobKey(ns: string, channel: string, version: number | string): string {
+  return JSON.stringify([ns, channel, version]);
+}
+
+function indexCheckpoint(thread: Thread, record: StoredCheckpoint, savedAt: number): void {
+  let byId = thread.checkpoints.get(record.ns);
+  if (byId === undefined) thread.checkpoints.set(record.ns, (byId = new Map()));
+  byId.set(record.id, { ...record, savedAt });
+  for (const { channel, version, value } of record.values ?? []) thread.blobs.set(blobKey(record.ns, channel, version), value);
+}
+
+function writesKey(ns: string, checkpointId: string): string {
+  return JSON.stringify([ns, checkpointId]);
+}
+
+function indexWrites(thread: Thread, record: StoredWrites, savedAt: number): void {
+  const key = writesKey(record.ns, record.checkpointId);
+  let byTask = thread.writes.get(key);
+  if (byTask === undefined) thread.writes.set(key, (byTask = new Map()));
+  for (const write of record.writes) byTask.set(`${write.taskId},${write.idx}`, { ...write, savedAt });
+}
+
+function latestId(checkpoints: Map<string, unknown>): string | undefined {
+  let latest: string | undefined;
+  for (const id of checkpoints.keys()) if (latest === undefined || id > latest) latest = id;
+  return latest;
+}
+
+function checkString(field: string, value: unknown): string {
+  if (typeof value !== 'string') throw new TypeError(`BackpackflowSaver: configurable.${field} must be a string, got ${value === null ? 'null' : typeof value}`);
+  return value;
+}
+
+/** The thread id a run's log records (its first `run.started`), or undefined when it is not a LangGraph thread. */
+function threadOf(events: StreamEvent[]): string | undefined {
+  const start = events.find((e) => e.type === StreamEventType.RUN_START);
+  const recorded = (start?.payload as { langgraph?: { threadId?: unknown } } | undefined)?.langgraph?.threadId;
+  return typeof recorded === 'string' ? recorded : undefined;
+}
+
+/** Checks that a run's log records `threadId`; an error naming the run and what it holds otherwise. */
+function recordedThread(events: StreamEvent[], runId: string, threadId: string, sessionKey: string): void {
+  const recorded = threadOf(events);
+  if (recorded === threadId) return;
+  throw new Error(
+    recorded === undefined
+      ? `BackpackflowSaver: run ${sessionKey}/${runId} is not a LangGraph thread (its log records no thread id); thread '${threadId}' cannot use it`
+      : `BackpackflowSaver: run ${sessionKey}/${runId} holds LangGraph thread '${recorded}', not '${threadId}'`,
+  );
+}

@@ -1,0 +1,101 @@
+import { randomBytes } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import { describeHolder, fsyncDirSync, tryLock } from '../fs/index.js';
+import { StoreError, type LockHolder } from './errors.js';
+import { runPaths, runsDir } from './paths.js';
+
+/**
+ * Deleting stored runs, crash-safe (the files side of retention; `pruneRuns` in the runtime chooses which runs).
+ *
+ * A run is deleted in three moves: take its writer lock (so no writer can be inside it, and none can start), rename
+ * its directory to `<runId>~deleting-<random>` beside it (one atomic rename, fsynced), then remove that directory.
+ * `~` is not an id character, so every reader (listings, `runs show`, resume, the Studio) stops seeing the run at
+ * the rename: a run is either whole and readable, or gone. A process killed while removing leaves only such a
+ * renamed directory, which {@link sweepDeletedRuns} removes (every delete and prune sweeps first).
+ */
+
+/** The suffix of a run directory being deleted; `~` is not an id character, so no listing takes it for a run. */
+const DELETING = '~deleting-';
+
+/** A run that a live process is writing: it is not deleted. `holder` is who holds its writer lock. */
+export class RunInUseError extends StoreError {
+  constructor(
+    readonly sessionKey: string,
+    readonly runId: string,
+    readonly holder: LockHolder | undefined,
+    path: string,
+  ) {
+    const who = holder === undefined ? `a lock file that is not a lock record (${path}); remove it if no writer is running` : describeHolder(holder);
+    super(`run ${sessionKey}/${runId} has a live writer (${who}): stop it before deleting the run`, { path });
+  }
+}
+
+/**
+ * Deletes run `runId` of session `sessionKey` (see the module comment for how a crash is survived). Resolves to
+ * false when there is no such run directory. Refuses, with a {@link RunInUseError}, a run whose writer lock a live
+ * process holds; a stale lock (its holder is gone) is recovered as a writer would recover it.
+ */
+export async function deleteRunDir(dataDir: string, sessionKey: string, runId: string): Promise<boolean> {
+  const paths = runPaths(dataDir, sessionKey, runId);
+  await sweepDeletedRuns(dataDir, sessionKey);
+  try {
+    await fsp.stat(paths.dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+  let lock;
+  try {
+    lock = tryLock(paths.lock);
+  } catch (error) {
+    // The directory went away between the check and the lock (another delete): nothing left to delete.
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+  if ('busy' in lock) throw new RunInUseError(sessionKey, runId, lock.holder, paths.lock);
+  const parent = runsDir(dataDir, sessionKey);
+  const doomed = join(parent, `${runId}${DELETING}${randomBytes(6).toString('hex')}`);
+  try {
+    await fsp.rename(paths.dir, doomed);
+    fsyncDirSync(parent);
+  } catch (error) {
+    lock.release();
+    throw new StoreError(`could not delete run ${sessionKey}/${runId}: renaming ${paths.dir} failed: ${(error as Error).message}`, { path: paths.dir, cause: error });
+  }
+  // The lock file went with the directory; removing the directory removes it.
+  await fsp.rm(doomed, { recursive: true, force: true });
+  return true;
+}
+
+/**
+ * Removes what deletes killed mid-way left behind: the directories `<runId>~deleting-*` among the session's runs.
+ * Resolves to the names removed (with `dryRun`, the names there are, removing nothing). One being removed by another
+ * process right now is left to that process.
+ */
+export async function sweepDeletedRuns(dataDir: string, sessionKey: string, options: { dryRun?: boolean } = {}): Promise<string[]> {
+  const parent = runsDir(dataDir, sessionKey);
+  let names: string[];
+  try {
+    names = await fsp.readdir(parent);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  const removed: string[] = [];
+  for (const name of names.filter((n) => n.includes(DELETING)).sort()) {
+    if (options.dryRun) {
+      removed.push(name);
+      continue;
+    }
+    try {
+      await fsp.rm(join(parent, name), { recursive: true, force: true });
+      removed.push(name);
+    } catch (error) {
+      // Another process is removing the same directory: its entries vanish under this walk.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'ENOENT') throw error;
+    }
+  }
+  return removed;
+}

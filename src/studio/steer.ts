@@ -1,0 +1,308 @@
+/**
+ * Resuming and forking runs from the studio. Each is the CLI's own command (`backpackflow runs resume` or
+ * `runs fork`, with `--json`) in a child process, so a run steered from the studio is recorded exactly like one
+ * steered from a terminal: the flow is built from the run's recorded recipe (flow module or flow file, and node
+ * modules), the writer lock applies, and the flow's code runs outside the server (a flow that crashes, hangs, exits
+ * or grows huge cannot take the studio down, and each resume imports the flow's modules as they are on disk).
+ *
+ * Before a child starts, the studio checks what it can without writing: the run exists and can be resumed (or the
+ * step forked), no other resume of it is under way (409), the answer matches the recorded schema (422 with each JSON
+ * pointer), and the flow can be built from what was recorded; otherwise the reply names the CLI command to run.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { newRunId } from '../events/index.js';
+import { checkAnswer, schemaFromJson } from '../nodes/index.js';
+import { idProblem, redact, runHasEvents, runWriterAlive } from '../store/index.js';
+import { recordedFlowPath } from '../cli/backpackflow/flows.js';
+import { readRecipeFileSync } from '../cli/backpackflow/recipe.js';
+import { cliCommand } from '../cli/backpackflow/output.js';
+import { HttpError } from './http.js';
+import type { RunReader, RunRef } from './run-reader.js';
+import { shellQuote } from './shell.js';
+
+/** One resume or fork the studio started. */
+export interface SteerJob {
+  kind: 'resume' | 'fork';
+  session: string;
+  /** The run the job writes: the resumed run, or the new run of a fork. */
+  runId: string;
+  /** For a fork: the run and step it starts from. */
+  from?: { runId: string; step: number };
+  /** `running` while the child runs; then how the run's process ended (`failed`: see `error`). */
+  state: 'running' | 'completed' | 'waiting' | 'failed';
+  startedAt: number;
+  endedAt?: number;
+  /** The command the child runs (as a person would type it). */
+  command: string;
+  exitCode?: number | null;
+  /** What went wrong (the CLI's message, redacted like everything the store writes). */
+  error?: string;
+  /** The CLI's `--json` result when it succeeded. */
+  result?: unknown;
+}
+
+/** A problem of an answer, at a JSON pointer into it (`''`: the answer itself). */
+export interface AnswerProblem {
+  path: string;
+  message: string;
+}
+
+/** Whether the studio can build a run's flow, and the CLI commands that resume and fork it. */
+export interface SteerInfo {
+  buildable: boolean;
+  /** How the flow is built (`flow module <file>#<export>`, `flow file <path>`), or why it cannot be. */
+  source: string;
+  /** `runs resume` for this run, without `--input` (the page adds the answer). */
+  resumeCommand: string;
+  /** `runs fork` for this run, without `--step`. */
+  forkCommand: string;
+}
+
+/** Options of {@link Steering}. */
+export interface SteeringOptions {
+  /** The command that runs the CLI (argv before its arguments); default: this package's CLI with this Node. */
+  cli?: readonly string[];
+  /** How long a write request waits for its child before answering 202 with the job still running (default 3 s). */
+  settleMs?: number;
+}
+
+const OUTPUT_LIMIT = 64 * 1024;
+
+/**
+ * The CLI next to this module, run by the Node running the studio. From the sources (`tsx`, tests) the CLI is
+ * TypeScript: the child gets tsx's loader (the studio's own when it has one, as under `npm run backpackflow`).
+ */
+export function defaultCliInvocation(): string[] {
+  const here = fileURLToPath(import.meta.url);
+  const ts = here.endsWith('.ts');
+  const entry = join(dirname(here), '..', 'cli', ts ? 'backpackflow.ts' : 'backpackflow.js');
+  const inherited = process.execArgv.some((a) => a.includes('tsx')) ? [...process.execArgv] : [];
+  const loader = ts && inherited.length === 0 ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href] : [];
+  return [process.execPath, ...inherited, ...loader, entry];
+}
+
+function location(dataDir: string, session: string): string[] {
+  return ['--data-dir', dataDir, ...(session === 'default' ? [] : ['--session', session])];
+}
+
+/** The studio's resumes and forks: at most one active job per run, each a CLI child process. */
+export class Steering {
+  private readonly jobs = new Map<string, SteerJob>();
+  private readonly children = new Map<string, ChildProcess>();
+  private readonly cli: readonly string[];
+  private readonly settleMs: number;
+
+  constructor(
+    private readonly reader: RunReader,
+    options: SteeringOptions = {},
+  ) {
+    this.cli = options.cli ?? defaultCliInvocation();
+    this.settleMs = options.settleMs ?? 3000;
+  }
+
+  /** The latest job the studio ran on `ref`, if any. */
+  job(ref: RunRef): SteerJob | undefined {
+    return this.jobs.get(key(ref));
+  }
+
+  /** How `ref`'s flow would be built, and the commands that resume and fork it from a terminal. */
+  describe(ref: RunRef): SteerInfo {
+    const where = location(this.reader.dataDir, ref.session).map(shellQuote).join(' ');
+    const { buildable, source, flags } = this.flowSource(ref);
+    const extra = flags ? ` ${flags}` : '';
+    return {
+      buildable,
+      source,
+      resumeCommand: `${cliCommand()} runs resume ${shellQuote(ref.runId)} ${where}${extra}`,
+      forkCommand: `${cliCommand()} runs fork ${shellQuote(ref.runId)} ${where}${extra}`,
+    };
+  }
+
+  /**
+   * What the run's recipe says about building its flow, checked without importing anything: a flow module that
+   * exists, or a recorded flow file, and the node modules it names.
+   */
+  private flowSource(ref: RunRef): { buildable: boolean; source: string; flags?: string } {
+    let recipe: ReturnType<typeof readRecipeFileSync>;
+    try {
+      recipe = readRecipeFileSync(this.reader.dataDir, ref.session, ref.runId);
+    } catch (error) {
+      return { buildable: false, source: (error as Error).message, flags: '--flow-module <file>#<export>' };
+    }
+    const flowFile = recordedFlowPath(this.reader.dataDir, ref.session, ref.runId);
+    const missing = (recipe?.modules ?? []).filter((m) => !existsSync(m));
+    if (missing.length > 0) return { buildable: false, source: `the node modules recorded with the run are gone: ${missing.join(', ')}`, flags: '--modules <file...>' };
+    if (recipe?.flow.kind === 'module') {
+      const spec = `${recipe.flow.module}#${recipe.flow.export}`;
+      if (!existsSync(recipe.flow.module)) return { buildable: false, source: `the run's flow module ${recipe.flow.module} is gone`, flags: '--flow-module <file>#<export>' };
+      return { buildable: true, source: `flow module ${spec}` };
+    }
+    if (existsSync(flowFile)) return { buildable: true, source: `flow file ${flowFile}` };
+    return { buildable: false, source: 'no flow was recorded with this run (it was started in code, not by the CLI)', flags: '--flow-module <file>#<export>' };
+  }
+
+  /**
+   * Resumes `ref` with `answer` (required when it waits, refused otherwise). Resolves when the child has ended or
+   * after the settle time, with the job.
+   */
+  async resume(ref: RunRef, answer: unknown): Promise<SteerJob> {
+    const release = this.reserve(ref);
+    try {
+      const meta = await this.reader.meta(ref);
+      if (meta.status === 'completed') throw new HttpError(409, `run '${ref.runId}' already completed: fork it from a step to run it again`, 'runId');
+      if (meta.status === 'running' || runWriterAlive(this.reader.dataDir, ref.session, ref.runId)) {
+        throw new HttpError(409, `run '${ref.runId}' is being written by a live process right now: wait until it stops`, 'runId');
+      }
+      if (meta.status === 'waiting') {
+        if (answer === undefined) throw new AnswerError(`run '${ref.runId}' is waiting for an answer`, [{ path: '', message: 'an answer is required' }]);
+        const problems = answerProblems(meta.interrupt?.schema, answer);
+        if (problems.length > 0) throw new AnswerError(`the answer does not match the schema of node '${meta.interrupt?.nodeId}'`, problems);
+      } else if (answer !== undefined) {
+        throw new HttpError(409, `run '${ref.runId}' is ${meta.status}, not waiting for an answer: resume it without one`, 'answer');
+      }
+      this.requireBuildable(ref, 'resume');
+      const args = ['runs', 'resume', ref.runId, ...location(this.reader.dataDir, ref.session)];
+      return await this.start(release, { kind: 'resume', session: ref.session, runId: ref.runId }, args, answer);
+    } catch (error) {
+      release.abandon();
+      throw error;
+    }
+  }
+
+  /** Starts a new run from `step` of `ref`; resolves like {@link resume}, with the new run's job. */
+  async fork(ref: RunRef, step: number, requestedId: string | undefined): Promise<SteerJob> {
+    const forkId = requestedId ?? newRunId();
+    const problem = idProblem(forkId);
+    if (problem !== undefined) throw new HttpError(400, `invalid newRunId ${JSON.stringify(forkId)}: ${problem}`, 'newRunId');
+    const target = { session: ref.session, runId: forkId };
+    const release = this.reserve(target);
+    try {
+      if (runHasEvents(this.reader.dataDir, ref.session, forkId)) throw new HttpError(409, `run '${forkId}' already exists: choose another id for the fork`, 'newRunId');
+      const state = await this.reader.state(ref, step);
+      if (state.position.length === 0) throw new HttpError(409, `run '${ref.runId}' had ended at step ${step}: there is nothing to run from there`, 'step');
+      this.requireBuildable(ref, 'fork');
+      const args = ['runs', 'fork', ref.runId, '--step', String(step), '--new-run-id', forkId, ...location(this.reader.dataDir, ref.session)];
+      return await this.start(release, { kind: 'fork', session: ref.session, runId: forkId, from: { runId: ref.runId, step } }, args, undefined);
+    } catch (error) {
+      release.abandon();
+      throw error;
+    }
+  }
+
+  /** Ends the children still running (their runs stop where they are, resumable) and waits for them. */
+  async close(): Promise<void> {
+    const exits = [...this.children.values()].map((child) => new Promise<void>((done) => {
+      if (child.exitCode !== null || child.signalCode !== null) return done();
+      child.once('close', () => done());
+      child.kill('SIGTERM');
+    }));
+    await Promise.all(exits);
+  }
+
+  private requireBuildable(ref: RunRef, verb: 'resume' | 'fork'): void {
+    const info = this.describe(ref);
+    if (info.buildable) return;
+    const command = verb === 'resume' ? info.resumeCommand : info.forkCommand;
+    throw new CommandError(`the studio cannot build the flow of run '${ref.runId}' (${info.source}): ${verb} it from a terminal`, command);
+  }
+
+  /** Claims the run for one job, synchronously, so that a second request for it while the first is checked is a 409. */
+  private reserve(ref: RunRef): { abandon(): void } {
+    const k = key(ref);
+    const current = this.jobs.get(k);
+    if (current?.state === 'running' || this.children.has(k) || this.pending.has(k)) {
+      throw new HttpError(409, `a ${current?.kind ?? 'resume'} of run '${ref.runId}' started from the studio is still running: wait for it to end`, 'runId');
+    }
+    this.pending.add(k);
+    return { abandon: () => this.pending.delete(k) };
+  }
+
+  private readonly pending = new Set<string>();
+
+  private async start(release: { abandon(): void }, base: Pick<SteerJob, 'kind' | 'session' | 'runId' | 'from'>, args: string[], answer: unknown): Promise<SteerJob> {
+    const k = key(base);
+    let scratch: string | undefined;
+    if (answer !== undefined) {
+      // The answer goes in a private file, not on the command line (where other users of the machine could read it).
+      scratch = mkdtempSync(join(tmpdir(), 'bpf-studio-answer-'));
+      const file = join(scratch, 'answer.json');
+      writeFileSync(file, JSON.stringify(answer), { mode: 0o600 });
+      args = [...args, '--input', `@${file}`];
+    }
+    const shown = [cliCommand(), ...args.map((a) => (a.startsWith('@') ? "'<answer>'" : shellQuote(a)))].join(' ');
+    const job: SteerJob = { ...base, state: 'running', startedAt: Date.now(), command: shown };
+    const child = spawn(this.cli[0]!, [...this.cli.slice(1), ...args, '--json'], { env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.jobs.set(k, job);
+    this.children.set(k, child);
+    release.abandon();
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout = (stdout + d).slice(-OUTPUT_LIMIT)));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-OUTPUT_LIMIT)));
+    const ended = new Promise<void>((done) => {
+      const finish = (code: number | null, failure?: Error): void => {
+        if (job.endedAt !== undefined) return;
+        this.children.delete(k);
+        if (scratch) rmSync(scratch, { recursive: true, force: true });
+        job.endedAt = Date.now();
+        job.exitCode = code;
+        let result: { status?: unknown } | undefined;
+        try {
+          result = code === 0 ? (JSON.parse(stdout) as { status?: unknown }) : undefined;
+        } catch {
+          result = undefined;
+        }
+        if (result && (result.status === 'completed' || result.status === 'waiting')) {
+          job.state = result.status;
+          job.result = redact(result).value;
+        } else {
+          job.state = 'failed';
+          const message = failure?.message ?? (stderr.trim().replace(/^backpackflow: /gm, '') || `the CLI exited with code ${code} and printed no error`);
+          job.error = redact(message).value as string;
+        }
+        done();
+      };
+      child.once('error', (error) => finish(null, error));
+      child.once('close', (code) => finish(code));
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([ended, new Promise<void>((done) => (timer = setTimeout(done, this.settleMs)))]);
+    clearTimeout(timer);
+    return job;
+  }
+}
+
+function key(ref: { session: string; runId: string }): string {
+  return `${ref.session}/${ref.runId}`;
+}
+
+/** The answer's problems against the interrupt's recorded JSON Schema (none when it recorded no schema). */
+export function answerProblems(schema: Record<string, unknown> | undefined, answer: unknown): AnswerProblem[] {
+  if (schema === undefined) return [];
+  let checked: ReturnType<typeof checkAnswer>;
+  try {
+    checked = checkAnswer(schemaFromJson(schema), answer);
+  } catch {
+    return []; // a schema zod cannot rebuild: the CLI's own check (in the child) has the last word
+  }
+  return checked.ok ? [] : checked.problems;
+}
+
+/** An answer that does not match the schema: a 422 with `problems`, each at its JSON pointer. */
+class AnswerError extends HttpError {
+  constructor(message: string, problems: AnswerProblem[]) {
+    super(422, `${message}: ${problems.map((p) => `${p.path || '(the answer)'}: ${p.message}`).join('; ')}`, 'answer', { problems });
+  }
+}
+
+/** A write the studio cannot do itself: a 409 with the `command` that does it from a terminal. */
+class CommandError extends HttpError {
+  constructor(message: string, command: string) {
+    super(409, message, 'flow', { command });
+  }
+}

@@ -1,0 +1,90 @@
+/** Streamed tokens: every delta reaches subscribers as it arrives; the stored log folds them unless asked to keep them. */
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { StreamEventType, type StreamEvent } from '../../src/events/index.js';
+import { Flow } from '../../src/nodes/index.js';
+import { ChatNode } from '../../src/nodes/llm/index.js';
+import { EventStore } from '../../src/store/index.js';
+import { foldModelDeltas, runFlow, type ModelDeltaStorage } from '../../src/runtime/index.js';
+import { buildTrace, renderTrace } from '../../src/cli/backpackflow/trace.js';
+import { streamingModel } from '../support/streaming-model.js';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'bpf-deltas-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+async function streamedRun(runId: string, tokens: string[], modelDeltas?: ModelDeltaStorage) {
+  const flow = new Flow({ namespace: 'talk', deps: { has: (k) => k === 'model', get: () => streamingModel(tokens) as never } });
+  flow.addNode(ChatNode, { id: 'chat', promptFrom: 'question', stream: true });
+  const live: StreamEvent[] = [];
+  flow.eventStreamer.on(StreamEventType.MODEL_DELTA, (e) => void live.push(e));
+  await runFlow(flow, { dataDir, runId, input: { question: 'count' }, ...(modelDeltas ? { modelDeltas } : {}) });
+  const stored = await new EventStore({ dataDir, sessionKey: 'default', runId }).readAll();
+  const log = join(dataDir, 'sessions', 'default', 'runs', runId, 'events.jsonl');
+  return { live, stored, storedDeltas: stored.filter((e) => e.type === StreamEventType.MODEL_DELTA), bytes: statSync(log).size, text: readFileSync(log, 'utf8') };
+}
+
+describe('model.delta storage', () => {
+  it('folds the deltas of a model call into one stored event by default; subscribers saw each one', async () => {
+    const tokens = ['one', ' two', ' three', ' four'];
+    const { live, storedDeltas, stored } = await streamedRun('fold', tokens);
+    expect(live.map((e) => e.payload.delta)).toEqual(tokens);
+    expect(storedDeltas).toHaveLength(1);
+    expect(storedDeltas[0]!.payload).toMatchObject({ delta: 'one two three four', folded: true, count: 4, index: 0, purpose: 'chat' });
+    // It takes the place and seq of the last delta: the log stays in order.
+    expect(storedDeltas[0]!.seq).toBe(live.at(-1)!.seq);
+    expect(stored.map((e) => e.seq)).toEqual([...stored.map((e) => e.seq)].sort((a, b) => a - b));
+    // runs show prints the call with its whole text.
+    expect(renderTrace(buildTrace('fold', stored))).toContain('✎ injected:model (chat) 9→4 tokens: "one two three four"');
+  });
+
+  it("keeps every delta with modelDeltas: 'keep', at more bytes per step", async () => {
+    const tokens = Array.from({ length: 50 }, (_, i) => ` t${i}`);
+    const kept = await streamedRun('keep', tokens, 'keep');
+    const folded = await streamedRun('fold-50', tokens);
+    expect(kept.storedDeltas.map((e) => e.payload.delta)).toEqual(tokens);
+    expect(folded.storedDeltas).toHaveLength(1);
+    expect(folded.bytes).toBeLessThan(kept.bytes / 3);
+  });
+
+  it('a secret split across tokens is redacted in the folded log', async () => {
+    const secret = 'ghp_' + 'Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2';
+    const tokens = ['the key is ', secret.slice(0, 10), secret.slice(10, 25), secret.slice(25), ' ok'];
+    const { text } = await streamedRun('secret', tokens);
+    expect(text).not.toContain(secret);
+    expect(text).not.toContain(secret.slice(10, 25));
+    expect(text).toContain('[REDACTED]');
+  });
+
+  it('folding keeps every other event in order and every call’s text (property)', () => {
+    const eventArb = fc.oneof(
+      fc.record({ kind: fc.constant('delta' as const), span: fc.constantFrom('a', 'b'), attempt: fc.constantFrom(1, 2), text: fc.string({ maxLength: 5 }) }),
+      fc.record({ kind: fc.constant('other' as const) }),
+    );
+    fc.assert(
+      fc.property(fc.array(eventArb, { maxLength: 40 }), (specs) => {
+        const batch: StreamEvent[] = specs.map((s, i) => ({
+          v: 1,
+          id: `e${i}`,
+          seq: i + 1,
+          timestamp: 1000 + i,
+          runId: 'r',
+          spanId: s.kind === 'delta' ? s.span : undefined,
+          type: s.kind === 'delta' ? StreamEventType.MODEL_DELTA : StreamEventType.CUSTOM,
+          payload: s.kind === 'delta' ? { purpose: 'p', attempt: s.attempt, delta: s.text, index: i } : { i },
+        }));
+        const out = foldModelDeltas(batch);
+        expect(out.filter((e) => e.type === StreamEventType.CUSTOM)).toEqual(batch.filter((e) => e.type === StreamEventType.CUSTOM));
+        for (let i = 1; i < out.length; i++) expect(out[i]!.seq).toBeGreaterThan(out[i - 1]!.seq);
+        const textOf = (events: StreamEvent[], span: string, attempt: number) =>
+          events.filter((e) => e.type === StreamEventType.MODEL_DELTA && e.spanId === span && e.payload.attempt === attempt).map((e) => e.payload.delta).join('');
+        for (const span of ['a', 'b']) for (const attempt of [1, 2]) {
+          expect(textOf(out, span, attempt)).toBe(textOf(batch, span, attempt));
+          expect(out.filter((e) => e.type === StreamEventType.MODEL_DELTA && e.spanId === span && e.payload.attempt === attempt).length).toBeLessThanOrEqual(1);
+        }
+      }),
+    );
+  });
+});

@@ -1,0 +1,125 @@
+/**
+ * Deleting runs: crash-safe (SIGKILLed children in the middle of a delete leave the run whole or gone, never half
+ * deleted and readable), refused while a live process writes the run, and leftovers swept by the next delete.
+ */
+import { existsSync, readdirSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CheckpointStore, EventStore, RunInUseError, deleteRunDir, listRunIds, runPaths, sweepDeletedRuns } from '../../src/store/index.js';
+import { bundleFixtures, spawnFixture } from './child.js';
+import { makeEvent, tempDir } from './helpers.js';
+import { trials } from '../support/soak.js';
+
+const SESSION = 'crash';
+const BATCHES = 40;
+const KEYFRAMES = 300;
+
+/** A run with a sealed log of BATCHES batches and KEYFRAMES keyframe files (enough files that removing takes a while). */
+async function makeRun(dataDir: string, runId: string): Promise<void> {
+  const events = new EventStore({ dataDir, sessionKey: SESSION, runId });
+  for (let b = 0; b < BATCHES; b++) await events.appendBatch([makeEvent(runId, 2 * b + 1), makeEvent(runId, 2 * b + 2)]);
+  await events.close();
+  const checkpoints = new CheckpointStore({ dataDir, sessionKey: SESSION, runId, durability: 'never' });
+  for (let step = 1; step <= KEYFRAMES; step++) {
+    await checkpoints.saveHistorical({ v: 1, step, createdAt: 1, position: ['n'], state: { step } }, step);
+  }
+}
+
+/** The run as a reader finds it: whole (every event verified, every keyframe), or not listed at all. */
+async function expectWholeOrGone(dataDir: string, runId: string): Promise<'whole' | 'gone'> {
+  const listed = (await listRunIds(dataDir, SESSION)).some((r) => r.runId === runId);
+  if (!listed) {
+    expect(existsSync(runPaths(dataDir, SESSION, runId).dir), `${runId} is not listed, so its directory must be gone`).toBe(false);
+    return 'gone';
+  }
+  const store = new EventStore({ dataDir, sessionKey: SESSION, runId });
+  expect((await store.verify()).ok, `${runId} is listed, so its log must verify`).toBe(true);
+  expect(await store.readAll()).toHaveLength(2 * BATCHES);
+  expect(await new CheckpointStore({ dataDir, sessionKey: SESSION, runId }).listHistorical()).toHaveLength(KEYFRAMES);
+  return 'whole';
+}
+
+describe('deleting a run', () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let bundles: string;
+  beforeAll(async () => {
+    tmp = tempDir();
+    bundles = join(import.meta.dirname, '..', '..', 'node_modules', '.cache', 'backpackflow-test-fixtures', 'retention');
+    await bundleFixtures(['delete-run.ts', 'hold-lock.ts'], bundles);
+  });
+  afterAll(() => tmp.cleanup());
+
+  it('removes the log, index, checkpoints and projection at once, and says whether there was a run', async () => {
+    await makeRun(tmp.dir, 'plain');
+    expect(await deleteRunDir(tmp.dir, SESSION, 'plain')).toBe(true);
+    expect(existsSync(runPaths(tmp.dir, SESSION, 'plain').dir)).toBe(false);
+    expect(readdirSync(join(tmp.dir, 'sessions', SESSION, 'runs'))).toEqual([]);
+    expect(await deleteRunDir(tmp.dir, SESSION, 'plain')).toBe(false);
+  });
+
+  it('refuses a hostile run id before touching any file', async () => {
+    await expect(deleteRunDir(tmp.dir, SESSION, '../../etc')).rejects.toThrow(/invalid runId/);
+    await expect(deleteRunDir(tmp.dir, '..', 'x')).rejects.toThrow(/invalid sessionKey/);
+  });
+
+  const TRIALS = trials(6, 40);
+  it(`survives SIGKILL at any moment of a delete (${TRIALS} kills): the run is whole and readable, or gone; leftovers are swept`, async () => {
+    const outcomes = { whole: 0, gone: 0, leftovers: 0 };
+    for (let trial = 0; trial < TRIALS; trial++) {
+      const runId = `victim-${trial}`;
+      await makeRun(tmp.dir, runId);
+      const child = spawnFixture('delete-run.ts', [tmp.dir, SESSION, runId], bundles);
+      await child.waitFor('ready');
+      await new Promise((r) => setTimeout(r, Math.random() * 40));
+      child.process.kill('SIGKILL');
+      await child.exited;
+      outcomes[await expectWholeOrGone(tmp.dir, runId)]++;
+      const runs = readdirSync(join(tmp.dir, 'sessions', SESSION, 'runs'));
+      outcomes.leftovers += runs.filter((n) => n.includes('~deleting-')).length;
+    }
+    // The next delete sweeps what killed deletes left, and a run that survived its kill is deleted now.
+    for (let trial = 0; trial < TRIALS; trial++) await deleteRunDir(tmp.dir, SESSION, `victim-${trial}`);
+    expect(readdirSync(join(tmp.dir, 'sessions', SESSION, 'runs'))).toEqual([]);
+    expect(outcomes.whole + outcomes.gone).toBe(TRIALS);
+    console.log(`retention crash trials: ${JSON.stringify(outcomes)}`);
+  }, 120_000);
+
+  it('a delete killed between the rename and the removal leaves a hidden directory that the next sweep removes', async () => {
+    await makeRun(tmp.dir, 'half');
+    const paths = runPaths(tmp.dir, SESSION, 'half');
+    // The state a kill right after the rename leaves (the same rename deleteRunDir makes).
+    renameSync(paths.dir, `${paths.dir}~deleting-0123456789ab`);
+    expect(await listRunIds(tmp.dir, SESSION)).toEqual([]);
+    expect(await sweepDeletedRuns(tmp.dir, SESSION, { dryRun: true })).toEqual(['half~deleting-0123456789ab']);
+    expect(readdirSync(join(tmp.dir, 'sessions', SESSION, 'runs'))).toHaveLength(1);
+    expect(await sweepDeletedRuns(tmp.dir, SESSION)).toEqual(['half~deleting-0123456789ab']);
+    expect(readdirSync(join(tmp.dir, 'sessions', SESSION, 'runs'))).toEqual([]);
+  });
+
+  it('refuses a run a live process writes (naming it), and deletes it once that writer is gone', async () => {
+    await makeRun(tmp.dir, 'busy');
+    const writer = spawnFixture('hold-lock.ts', [tmp.dir, SESSION, 'busy'], bundles);
+    await writer.waitFor('ready');
+    try {
+      const refused = await deleteRunDir(tmp.dir, SESSION, 'busy').catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(RunInUseError);
+      expect((refused as RunInUseError).holder?.pid).toBe(writer.process.pid);
+      expect((refused as Error).message).toMatch(new RegExp(`run crash/busy has a live writer \\(pid ${writer.process.pid} `));
+      expect(await expectWholeOrGone(tmp.dir, 'busy')).toBe('whole');
+    } finally {
+      writer.process.kill('SIGKILL');
+      await writer.exited;
+    }
+    // Its lock is stale now (the holder died): recovered as a writer would, and the run deleted.
+    expect(await deleteRunDir(tmp.dir, SESSION, 'busy')).toBe(true);
+    expect(await listRunIds(tmp.dir, SESSION)).toEqual([]);
+  });
+
+  it('a run id is free again once its run is deleted: a new writer starts an empty log', async () => {
+    await makeRun(tmp.dir, 'reused');
+    await deleteRunDir(tmp.dir, SESSION, 'reused');
+    const store = new EventStore({ dataDir: tmp.dir, sessionKey: SESSION, runId: 'reused' });
+    expect((await store.open()).lastSeq).toBeUndefined();
+    await store.close();
+  });
+});

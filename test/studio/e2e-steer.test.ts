@@ -1,0 +1,171 @@
+/**
+ * Steering runs in a real browser (Debian's Chromium through playwright-core), against the studio the CLI starts:
+ * a waiting run's question answered through the form generated from its schema (a server-side problem shown at its
+ * field first), the run seen completing; a fork from a step of the slider; a page without the token offered the CLI
+ * command instead; the workspace's context with its stale markers and a frame's content; the theme switch.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ContextEngine } from '../../src/context/index.js';
+import { cliJson, tempDir } from '../cli/helpers.js';
+import { CHROMIUM } from '../support/chromium.js';
+import { studioInBrowser, type BrowserStudio } from './helpers.js';
+
+const WAIT = { timeout: 30_000 };
+const REVIEW = join(import.meta.dirname, 'fixtures', 'review.mjs');
+let dataDir = '';
+let workspace = '';
+let studio: BrowserStudio['studio'];
+let browser: Browser;
+let page: Page;
+let text: BrowserStudio['text'];
+
+async function waitingRun(runId: string): Promise<void> {
+  const result = await cliJson(['run', '--flow-module', `${REVIEW}#buildReviewFlow`, '--input', '{"delayMs":0}', '--run-id', runId, '--data-dir', dataDir]);
+  expect(result.status).toBe('waiting');
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (or set BACKPACKFLOW_CHROMIUM)`);
+  dataDir = tempDir();
+  workspace = tempDir();
+  mkdirSync(join(workspace, 'notes'));
+  writeFileSync(join(workspace, 'notes', 'tides.md'), 'the moon pulls the sea\n');
+  const engine = await ContextEngine.open(workspace);
+  await engine.scan();
+  await engine.registerAgent({ agentId: 'summarizer', role: 'writer' });
+  await engine.putFrame('notes/tides.md', { type: 'summary', content: 'Tides: the moon. Key: sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH' }, 'summarizer');
+  writeFileSync(join(workspace, 'notes', 'tides.md'), 'the moon and the sun pull the sea\n');
+  await engine.scan();
+  await engine.close();
+  await Promise.all([waitingRun('r_form'), waitingRun('r_readonly')]);
+  ({ studio, browser, page, text } = await studioInBrowser(['--port', '0', '--data-dir', dataDir, '--workspace', workspace]));
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await studio?.stop();
+});
+
+describe('steering runs in a browser', () => {
+  it("answers a waiting run's question in the generated form and sees it complete", async () => {
+    const errors: string[] = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+    // The printed URL carries the token: the page takes it out of the address bar (it lives on in a cookie).
+    await page.goto(studio.url.href);
+    await page.locator('tr[data-run="r_form"]').waitFor(WAIT);
+    expect(page.url()).not.toContain('token');
+    await page.locator('tr[data-run="r_form"]').getByRole('link', { name: 'r_form' }).click();
+    await page.getByText('Publish this draft?').waitFor(WAIT);
+    expect(await text('h1 .status')).toBe('waiting');
+    expect(await text('.answer-panel pre.payload')).toContain('Tides are caused by the moon.');
+
+    // The fields come from the schema: a checkbox, a select with the default, a number with the default, a list.
+    const form = page.getByRole('form', { name: 'answer' });
+    expect(await form.getByLabel('priority').inputValue()).toBe('normal');
+    expect(await form.getByLabel('copies').inputValue()).toBe('1');
+    expect(await form.getByText('Publish the draft?').count()).toBe(1);
+    // The checkbox takes the keyboard: Space ticks it.
+    await form.getByLabel('approved').focus();
+    await page.keyboard.press('Space');
+    expect(await form.getByLabel('approved').isChecked()).toBe(true);
+    await form.getByLabel('priority').selectOption('high');
+    await form.getByRole('button', { name: 'add tags item' }).click();
+    await form.getByLabel('tags item 1', { exact: true }).fill('moon');
+    // 11 copies: a whole number, so the page sends it; the server's schema says at most 10, next to the field.
+    await form.getByLabel('copies').fill('11');
+    await form.getByRole('button', { name: 'Answer and resume' }).click();
+    const copiesErrors = form.locator('[data-pointer="/copies"] ~ .field-errors');
+    await copiesErrors.waitFor(WAIT);
+    expect(await copiesErrors.textContent()).toMatch(/10/);
+    expect(await form.getByLabel('copies').getAttribute('aria-invalid')).toBe('true');
+    expect(await text('h1 .status')).toBe('waiting');
+    // The terminal equivalent follows the form.
+    await page.getByText('Or from a terminal').click();
+    expect(await text('.answer-panel .terminal code')).toContain(`runs resume r_form --data-dir ${dataDir} --input '{"approved":true,"priority":"high","copies":11,"tags":["moon"]}'`);
+
+    await form.getByLabel('copies').fill('2');
+    await form.getByLabel('copies').press('Enter');
+    await page.locator('h1 .status-completed').waitFor(WAIT);
+    expect(await text('.job')).toContain('Resumed from the studio: completed');
+    await page.getByRole('tab', { name: 'State' }).click();
+    await page.locator('table.state tr[data-key="published"]').waitFor(WAIT);
+    expect(await text('table.state tr[data-key="review"] td code')).toContain('priority: "high"');
+    expect(await text('table.state tr[data-key="published"] .writer')).toBe('publish @ review.publish');
+    expect(errors).toEqual([]);
+  }, 120_000);
+
+  it('forks a new run from the step on the slider and opens it', async () => {
+    await page.goto(`${studio.url.origin}/#/runs/default/r_form?tab=state&step=1`);
+    const fork = page.getByRole('button', { name: 'Fork from step 1' });
+    await fork.waitFor(WAIT);
+    // The last step ended the flow: no fork offered there.
+    await page.locator('#step-slider').focus();
+    await page.keyboard.press('End');
+    await page.getByText('the run had ended').waitFor(WAIT);
+    expect(await page.getByRole('button', { name: /^Fork from step/ }).count()).toBe(0);
+    await page.keyboard.press('Home');
+    await page.keyboard.press('ArrowRight');
+    await fork.click();
+    // The new run: forked from step 1 (before the question), so it asks again.
+    await page.locator('.facts', { hasText: 'Forked from' }).waitFor(WAIT);
+    expect(await text('.facts')).toContain('r_form at step 1');
+    await page.getByText('Publish this draft?').waitFor(WAIT);
+    expect(await text('h1 .status')).toBe('waiting');
+    expect(page.url()).toMatch(/#\/runs\/default\/run_/);
+  }, 120_000);
+
+  it('without the token the page only reads, and shows the command that answers from a terminal', async () => {
+    const fresh = await browser.newContext();
+    try {
+      const reader = await fresh.newPage();
+      await reader.goto(`${studio.url.origin}/#/runs/default/r_readonly`);
+      await reader.getByText('Publish this draft?').waitFor(WAIT);
+      expect(await reader.getByRole('button', { name: 'Answer and resume' }).isDisabled()).toBe(true);
+      expect(await reader.locator('.answer-panel .terminal').textContent()).toContain('opened without the studio’s token');
+      expect(await reader.locator('.answer-panel .terminal code').textContent()).toContain('runs resume r_readonly');
+    } finally {
+      await fresh.close();
+    }
+  }, 60_000);
+
+  it("shows the workspace's context: children, heads with stale markers, a frame's redacted content", async () => {
+    await page.goto(`${studio.url.origin}/#/`);
+    await page.getByRole('link', { name: 'Context' }).click();
+    await page.locator('tr[data-path="notes"]').waitFor(WAIT);
+    expect(await text('section[aria-labelledby="context-title"] p.muted')).toContain('1 stale');
+    expect(await page.locator('tr[data-path="notes"]').innerText()).toMatch(/^notes\/\s+dir\s+1 entry\s+—\s+1$/);
+    await page.getByRole('link', { name: 'notes/' }).click();
+    await page.locator('tr[data-path="notes/tides.md"]').waitFor(WAIT);
+    expect(await text('tr[data-path="notes/tides.md"]')).toContain('summary · stale');
+    await page.getByRole('link', { name: 'tides.md' }).click();
+    await page.locator('table.frames tbody tr').waitFor(WAIT);
+    expect(await page.locator('table.frames tbody tr').innerText()).toMatch(/^summary\s+summarizer\s+\d+\s+head · stale\s+[0-9a-f]{16}…\s+Show$/);
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.locator('.frame-content pre').first().waitFor(WAIT);
+    const content = await text('.frame-content pre');
+    expect(content).toContain('Tides: the moon. Key: [REDACTED]');
+    expect(content).not.toContain('sk-ant');
+    // The crumbs lead back up.
+    await page.getByRole('navigation', { name: 'path' }).getByRole('link', { name: 'notes' }).click();
+    await page.locator('tr[data-path="notes/tides.md"]').waitFor(WAIT);
+  }, 60_000);
+
+  it('switches between light and dark themes and remembers the choice', async () => {
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.goto(`${studio.url.origin}/#/`);
+    const background = (): Promise<string> => page.evaluate<string>('getComputedStyle(document.body).backgroundColor');
+    await page.getByLabel('Theme').waitFor(WAIT);
+    expect(await background()).toBe('rgb(255, 255, 255)');
+    await page.getByLabel('Theme').selectOption('dark');
+    expect(await background()).toBe('rgb(18, 22, 28)');
+    await page.reload();
+    await page.getByLabel('Theme').waitFor(WAIT);
+    expect(await page.getByLabel('Theme').inputValue()).toBe('dark');
+    expect(await background()).toBe('rgb(18, 22, 28)');
+    await page.getByLabel('Theme').selectOption('auto');
+    expect(await background()).toBe('rgb(255, 255, 255)');
+  }, 60_000);
+});

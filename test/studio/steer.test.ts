@@ -1,0 +1,275 @@
+/**
+ * The studio's writes: answering a waiting run, resuming, forking. Each runs the built CLI in a child process (as a
+ * user's `runs resume` would), so the tests check what lands in the store, and every refusal: no token, another
+ * origin, a form's content type, bad ids and steps, a wrong answer (422 with JSON pointers), a second resume while
+ * one is under way (409), a run the studio cannot build (409 with the CLI command).
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync, writeFileSync, truncateSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BackpackNode, Flow, listRuns, runFlow, type BackpackHandle } from '../../src/index.js';
+import { runPaths } from '../../src/store/index.js';
+import { startStudio, type StudioServer } from '../../src/studio/server.js';
+import { defaultCliInvocation } from '../../src/studio/steer.js';
+import { BIN, cli, cliJson, tempDir } from '../cli/helpers.js';
+import { get, post, startGatedRun } from './helpers.js';
+
+const REVIEW = join(import.meta.dirname, 'fixtures', 'review.mjs');
+let dataDir = '';
+let studio: StudioServer;
+
+/** Starts a review run with the CLI; it waits for its answer. */
+async function waitingRun(runId: string, delayMs = 0): Promise<void> {
+  const result = await cliJson(['run', '--flow-module', `${REVIEW}#buildReviewFlow`, '--input', JSON.stringify({ delayMs }), '--run-id', runId, '--data-dir', dataDir]);
+  expect(result.status).toBe('waiting');
+}
+
+const auth = (): Record<string, string> => ({ authorization: `Bearer ${studio.token}` });
+const write = (path: string, body: unknown, headers: Record<string, string> = {}) => post(studio.port, path, body, { ...auth(), ...headers });
+const read = (path: string) => get(studio.port, path);
+
+beforeAll(async () => {
+  dataDir = tempDir();
+  studio = await startStudio({ dataDir, port: 0, steering: { cli: [process.execPath, BIN], settleMs: 20_000 } });
+}, 60_000);
+
+afterAll(async () => {
+  await studio?.close();
+});
+
+describe('answering a waiting run from the studio', () => {
+  it('a wrong answer is a 422 naming each JSON pointer and the run keeps waiting; a good one completes it as the CLI would', async () => {
+    await waitingRun('r_answer');
+    const detail = (await read('/api/runs/r_answer')).json;
+    expect(detail.meta).toMatchObject({ status: 'waiting', interrupt: { nodeId: 'ask', payload: { question: 'Publish this draft?' } } });
+    expect(detail.meta.interrupt.schema.required).toEqual(['approved', 'priority', 'copies']);
+    expect(detail.steer).toMatchObject({ buildable: true, source: `flow module ${REVIEW}#buildReviewFlow` });
+    expect(detail.steer.resumeCommand).toMatch(/runs resume r_answer --data-dir \S+$/);
+    expect(detail.job).toBeNull();
+    const log = runPaths(dataDir, 'default', 'r_answer').events;
+    const before = readFileSync(log, 'utf8');
+
+    const wrong = await write('/api/runs/r_answer/resume', { answer: { approved: 'yes', priority: 'urgent', copies: 0.5, note: '' } });
+    expect(wrong.status).toBe(422);
+    expect(wrong.json.parameter).toBe('answer');
+    expect(wrong.json.problems.map((p: any) => p.path).sort()).toEqual(['/approved', '/copies', '/note', '/priority']);
+    expect(wrong.json.error).toMatch(/^the answer does not match the schema of node 'ask': /);
+    const missing = await write('/api/runs/r_answer/resume', {});
+    expect(missing.status).toBe(422);
+    expect(missing.json.problems).toEqual([{ path: '', message: 'an answer is required' }]);
+    expect(readFileSync(log, 'utf8')).toBe(before);
+
+    const good = await write('/api/runs/r_answer/resume', { answer: { approved: true, priority: 'high', copies: 2, tags: ['moon'] } });
+    expect(good.status).toBe(200);
+    expect(good.json.job).toMatchObject({ kind: 'resume', runId: 'r_answer', state: 'completed', exitCode: 0, result: { status: 'completed', runId: 'r_answer' } });
+    expect(good.json.job.command).toMatch(/runs resume r_answer --data-dir \S+ --input '<answer>'$/);
+    // Recorded like a resume from the CLI: the answer in the log before the node ran again, two segments, the state.
+    const events = (await read('/api/runs/r_answer/events?type=interrupt.answered')).json.events;
+    expect(events.map((e: any) => e.event.payload.answer)).toEqual([{ approved: true, priority: 'high', copies: 2, tags: ['moon'] }]);
+    const [listed] = (await listRuns({ dataDir })).filter((m) => m.runId === 'r_answer');
+    expect(listed).toMatchObject({ status: 'completed' });
+    expect(listed!.segments!.map((s) => s.outcome)).toEqual(['waiting', 'completed']);
+    const state = (await read('/api/runs/r_answer/state')).json;
+    expect(state.items.find((i: any) => i.key === 'published')).toMatchObject({ summary: 'true', provenance: { nodeId: 'publish' } });
+    expect((await read('/api/runs/r_answer')).json.job).toMatchObject({ state: 'completed' });
+    // A completed run is not resumed again.
+    const again = await write('/api/runs/r_answer/resume', { answer: { approved: true } });
+    expect(again.status).toBe(409);
+    expect(again.json.error).toContain('already completed: fork it');
+  }, 60_000);
+
+  it('a second resume of a run while one is under way is a 409, also when both arrive at once', async () => {
+    await waitingRun('r_busy', 1500);
+    const answer = { answer: { approved: false, priority: 'low', copies: 1 } };
+    const replies = await Promise.all([write('/api/runs/r_busy/resume', answer), write('/api/runs/r_busy/resume', answer)]);
+    const statuses = replies.map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 409]);
+    const refused = replies.find((r) => r.status === 409)!;
+    expect(refused.json.error).toContain("a resume of run 'r_busy' started from the studio is still running");
+    expect(replies.find((r) => r.status === 200)!.json.job).toMatchObject({ state: 'completed' });
+    expect((await listRuns({ dataDir })).find((m) => m.runId === 'r_busy')).toMatchObject({ status: 'completed' });
+  }, 60_000);
+
+  it('a run another process is writing is a 409; a resume still running after the settle time is a 202 and shows as the job', async () => {
+    const gated = startGatedRun(dataDir, 'r_gated');
+    try {
+      await gated.waiting;
+      const busy = await write('/api/runs/r_gated/resume', {});
+      expect(busy.status).toBe(409);
+      expect(busy.json.error).toContain('is being written by a live process');
+    } finally {
+      gated.release();
+      await gated.running;
+    }
+    const quick = await startStudio({ dataDir, port: 0, steering: { cli: [process.execPath, BIN], settleMs: 50 } });
+    try {
+      await waitingRun('r_slow', 2000);
+      const started = await post(quick.port, '/api/runs/r_slow/resume', { answer: { approved: true, priority: 'normal', copies: 1 } }, { authorization: `Bearer ${quick.token}` });
+      expect(started.status).toBe(202);
+      expect(started.json.job).toMatchObject({ state: 'running', runId: 'r_slow' });
+      const second = await post(quick.port, '/api/runs/r_slow/resume', { answer: { approved: true, priority: 'normal', copies: 1 } }, { authorization: `Bearer ${quick.token}` });
+      expect(second.status).toBe(409);
+      let job: any;
+      for (let i = 0; i < 300 && job?.state !== 'completed'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        job = (await get(quick.port, '/api/runs/r_slow')).json.job;
+        expect(job.state === 'running' || job.state === 'completed').toBe(true);
+      }
+      expect(job).toMatchObject({ state: 'completed', exitCode: 0 });
+    } finally {
+      await quick.close();
+    }
+  }, 60_000);
+
+  it('a run recorded without a flow the studio can build is a 409 with the CLI command to run instead', async () => {
+    class Ask extends BackpackNode {
+      override async post(backpack: BackpackHandle): Promise<undefined> {
+        backpack.pack('answer', await this.interrupt({ question: 'ok?' }));
+        return undefined;
+      }
+    }
+    const flow = new Flow({ namespace: 'code' });
+    flow.addNode(Ask, { id: 'ask' });
+    expect((await runFlow(flow, { dataDir, runId: 'r_code' })).status).toBe('waiting');
+    const detail = (await read('/api/runs/r_code')).json;
+    expect(detail.steer).toMatchObject({ buildable: false, source: 'no flow was recorded with this run (it was started in code, not by the CLI)' });
+    const reply = await write('/api/runs/r_code/resume', { answer: 'yes' });
+    expect(reply.status).toBe(409);
+    expect(reply.json.error).toContain("the studio cannot build the flow of run 'r_code'");
+    expect(reply.json.command).toBe(`npm run backpackflow -- runs resume r_code --data-dir ${dataDir} --flow-module <file>#<export>`);
+    const fork = await write('/api/runs/r_code/fork', { step: 0 });
+    expect(fork.status).toBe(409);
+    expect(fork.json.command).toContain('runs fork r_code');
+  });
+});
+
+describe('forking from the studio', () => {
+  it('starts a new run from a recorded step, recorded with its origin; bad steps and ids are refused', async () => {
+    await waitingRun('r_fork_src');
+    const reply = await write('/api/runs/r_fork_src/fork', { step: 1, newRunId: 'r_forked' });
+    expect(reply.status).toBe(200);
+    expect(reply.json.job).toMatchObject({ kind: 'fork', runId: 'r_forked', from: { runId: 'r_fork_src', step: 1 }, state: 'waiting' });
+    const forked = (await read('/api/runs/r_forked')).json;
+    expect(forked.forkedFrom).toEqual({ runId: 'r_fork_src', step: 1 });
+    expect(forked.meta.status).toBe('waiting');
+    // The fork records its recipe like a CLI fork: it can be answered from the studio in turn.
+    expect(forked.steer.buildable).toBe(true);
+    const generated = await write('/api/runs/r_fork_src/fork', { step: 0 });
+    expect(generated.json.job.runId).toMatch(/^run_/);
+    expect((await write('/api/runs/r_fork_src/fork', { step: 1, newRunId: 'r_forked' })).json.error).toBe("run 'r_forked' already exists: choose another id for the fork");
+
+    for (const [body, parameter, message] of [
+      [{ step: 9 }, 'step', /invalid step 9 for run 'r_fork_src': its recorded steps are 0\.\.1/],
+      [{ step: -1 }, 'step', /must be an integer >= 0/],
+      [{ step: '1' }, 'step', /must be an integer >= 0/],
+      [{}, 'step', /invalid step null/],
+      [{ step: 1, newRunId: '../x' }, 'newRunId', /invalid newRunId "\.\.\/x"/],
+    ] as const) {
+      const bad = await write('/api/runs/r_fork_src/fork', body);
+      expect(bad.status, JSON.stringify(body)).toBe(400);
+      expect(bad.json.parameter).toBe(parameter);
+      expect(bad.json.error).toMatch(message);
+    }
+    // The last step of a completed run ended the flow: nothing to run from there.
+    await write('/api/runs/r_forked/resume', { answer: { approved: true, priority: 'low', copies: 1 } });
+    const steps = (await read('/api/runs/r_forked')).json.steps;
+    const ended = await write('/api/runs/r_forked/fork', { step: steps.last });
+    expect(ended.status).toBe(409);
+    expect(ended.json.error).toContain(`had ended at step ${steps.last}`);
+  }, 60_000);
+});
+
+describe('studio writes: who may ask', () => {
+  it('needs the token (on loopback too), its own origin, a JSON body; ids are validated', async () => {
+    await waitingRun('r_guard');
+    const answer = { answer: { approved: true, priority: 'low', copies: 1 } };
+    const path = '/api/runs/r_guard/resume';
+    const noToken = await post(studio.port, path, answer);
+    expect(noToken.status).toBe(401);
+    expect(noToken.json).toMatchObject({ parameter: 'token' });
+    // The token in the query opens the page, but a write must carry it in the header or the cookie.
+    expect((await post(studio.port, `${path}?token=${studio.token}`, answer)).status).toBe(401);
+    expect((await post(studio.port, path, answer, { authorization: 'Bearer wrong' })).status).toBe(403);
+    expect((await write(path, answer, { origin: 'http://evil.example' })).json).toMatchObject({ parameter: 'origin' });
+    expect((await write(path, answer, { origin: `http://127.0.0.1:${studio.port + 1}` })).status).toBe(403);
+    // Another port of this machine is same-site, not same-origin; a navigation ('none') cannot write either.
+    expect((await write(path, answer, { 'sec-fetch-site': 'same-site' })).status).toBe(403);
+    expect((await write(path, answer, { 'sec-fetch-site': 'none' })).status).toBe(403);
+    expect((await write(path, answer, { host: `evil.example:${studio.port}` })).status).toBe(421);
+    // What an HTML form can send is refused before the body is read.
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', '']) {
+      const reply = await write(path, JSON.stringify(answer), { 'content-type': type });
+      expect(reply.status, type).toBe(415);
+      expect(reply.json.parameter).toBe('content-type');
+    }
+    expect((await write(path, '{"answer":')).json).toMatchObject({ parameter: 'body' });
+    expect((await write(path, '[1]')).status).toBe(400);
+    expect((await write(path, 'x'.repeat(1024 * 1024 + 1))).status).toBe(413);
+    const cookie = (await get(studio.port, `/?token=${studio.token}`)).headers['set-cookie']![0]!.split(';')[0]!;
+    expect((await write('/api/runs/..%2Fx/resume', answer)).json).toMatchObject({ parameter: 'runId' });
+    expect((await write('/api/runs/r_guard/resume?session=..', answer)).json).toMatchObject({ parameter: 'session' });
+    expect((await write('/api/runs/run_none/resume', answer)).status).toBe(404);
+    // Nothing above touched the run; the cookie the page gets is enough to answer it.
+    expect((await read('/api/runs/r_guard')).json.meta.status).toBe('waiting');
+    const ok = await post(studio.port, path, answer, { cookie, origin: `http://127.0.0.1:${studio.port}`, 'sec-fetch-site': 'same-origin' });
+    expect(ok.status).toBe(200);
+    expect(ok.json.job.state).toBe('completed');
+  }, 60_000);
+
+  it('from the sources, the CLI child gets the tsx loader', async () => {
+    const argv = defaultCliInvocation();
+    expect(argv[0]).toBe(process.execPath);
+    expect(argv.at(-1)).toMatch(/src\/cli\/backpackflow\.ts$/);
+    const { stdout } = await promisify(execFile)(argv[0]!, [...argv.slice(1), '--version']);
+    expect(stdout.trim()).toBe('0.1.0');
+  }, 30_000);
+});
+
+describe('statuses and damage as listRuns sees them', () => {
+  it("a run whose writer is gone is 'stopped'; a projection ahead of a cut log is not trusted, and the warning is shown", async () => {
+    const cliRun = async (runId: string): Promise<void> => {
+      const r = await cli(['run', join(import.meta.dirname, '..', 'cli', 'fixtures', 'flow.json'), '--modules', join(import.meta.dirname, '..', 'cli', 'fixtures', 'nodes.mjs'), '--run-id', runId, '--data-dir', dataDir]);
+      expect(r.code).toBe(0);
+    };
+    await cliRun('r_torn');
+    await cliRun('r_cut');
+    // Torn: half of its last line (run.completed) is gone, as after a crash mid-write.
+    const torn = runPaths(dataDir, 'default', 'r_torn').events;
+    const text = readFileSync(torn, 'utf8');
+    truncateSync(torn, text.lastIndexOf('\n', text.length - 2) + 10);
+    // Cut inside its last step: the stored projection (completed, more events) is now ahead of the log.
+    const cut = runPaths(dataDir, 'default', 'r_cut');
+    const lines = readFileSync(cut.events, 'utf8').split('\n');
+    const last = lines.findLastIndex((l) => l.includes('"checkpoint.saved"'));
+    writeFileSync(cut.events, lines.slice(0, last).join('\n') + '\n');
+    const projection = readFileSync(cut.runMeta, 'utf8');
+
+    const listed = new Map<string, any>((await read('/api/runs')).json.runs.map((r: any) => [r.runId, r]));
+    const expected = new Map((await listRuns({ dataDir, persist: false })).map((m) => [m.runId, m]));
+    expect(listed.get('r_torn')).toMatchObject({ status: 'stopped' });
+    expect(listed.get('r_torn').damaged).toMatch(/serves \d+ events, but the run's projection/);
+    expect(listed.get('r_cut')).toMatchObject({ status: 'stopped', eventCount: expected.get('r_cut')!.eventCount });
+    expect(listed.get('r_cut').damaged).toMatch(/events\.jsonl serves \d+ events, but the run's projection .*run\.meta\.json recorded \d+: the log lost its tail/);
+    for (const runId of ['r_torn', 'r_cut']) expect({ ...listed.get(runId), forkedFrom: undefined }).toEqual({ ...expected.get(runId), forkedFrom: undefined });
+    const detail = (await read('/api/runs/r_cut')).json;
+    expect(detail.meta).toMatchObject({ status: 'stopped', damaged: listed.get('r_cut').damaged });
+    // The studio stored nothing: the projection on disk is the one the run wrote.
+    expect(readFileSync(cut.runMeta, 'utf8')).toBe(projection);
+
+    // A resume whose process is killed mid-run (the studio ends its children when it closes): stopped, not damaged.
+    await waitingRun('r_killed', 60_000);
+    const doomed = await startStudio({ dataDir, port: 0, steering: { cli: [process.execPath, BIN], settleMs: 50 } });
+    const started = await post(doomed.port, '/api/runs/r_killed/resume', { answer: { approved: true, priority: 'low', copies: 1 } }, { authorization: `Bearer ${doomed.token}` });
+    expect(started.status).toBe(202);
+    for (let i = 0; i < 200 && (await read('/api/runs/r_killed')).json.meta.status !== 'running'; i++) await new Promise((r) => setTimeout(r, 50));
+    expect((await read('/api/runs/r_killed')).json.meta.status).toBe('running');
+    await doomed.close();
+    const killed = (await read('/api/runs/r_killed')).json;
+    expect(killed.meta.status).toBe('stopped');
+    expect(killed.meta.damaged).toBeUndefined();
+    expect((await read('/api/runs')).json.runs.find((r: any) => r.runId === 'r_killed')).toMatchObject({ status: 'stopped' });
+    expect(killed.steer.buildable).toBe(true);
+  }, 60_000);
+});
