@@ -22,16 +22,23 @@ export async function tailRun(options: CommonOptions & { runId: string; pollMs: 
   const store = cliStore(options);
   const ref = { sessionKey: options.session, runId: options.runId };
   let wake: () => void = () => undefined;
+  // Set by an announcement that arrives while the log is being read, so that it is not lost before the next wait.
+  let announced = false;
   const stop = new AbortController();
   const onSignal = (): void => stop.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   const name = `${ref.sessionKey}/${ref.runId}`;
-  const listener = store instanceof PostgresRunStore ? await (await store.sql()).listen(EVENTS_CHANNEL, (payload) => payload === name && wake()) : undefined;
+  const listener = store instanceof PostgresRunStore ? await (await store.sql()).listen(EVENTS_CHANNEL, (payload) => {
+    if (payload !== name) return;
+    announced = true;
+    wake();
+  }) : undefined;
   const print = (event: StreamEvent): void => void process.stdout.write(`${options.json ? JSON.stringify(event) : eventLine(event)}\n`);
   try {
     let next = 0;
     for (;;) {
+      announced = false;
       let ended = false;
       for await (const { event, line } of store.readVerified(ref, { from: next, onWarning: warn })) {
         print(event);
@@ -40,6 +47,7 @@ export async function tailRun(options: CommonOptions & { runId: string; pollMs: 
         ended = ENDS.has(event.type);
       }
       if (ended || stop.signal.aborted) return;
+      if (announced) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, options.pollMs);
         wake = () => {
