@@ -31,7 +31,7 @@ cpSync(join(root, 'dist'), join(copy, 'dist'), { recursive: true });
 /** The README's ```sh blocks, each as its lines. */
 const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!.split('\n').filter((l) => l.trim() !== '' && !l.trim().startsWith('#')));
 
-const NOT_RUN_HERE = /^(npm ci|npm test|npm run (lint|typecheck|build|test:soak|bench:[\w:-]+))\b/;
+const NOT_RUN_HERE = /^(npm ci|npm test|npm run (lint|typecheck|build|test:soak|test:pg|bench:[\w:-]+))\b/;
 
 /** A command of a line: without its trailing comment; `npx backpackflow` as the installed binary would run. */
 function command(line: string): string {

@@ -37,7 +37,7 @@ import {
 import { FileRecordStore, type CheckpointRecordStore } from './record-store.js';
 
 /** Options of {@link BackpackflowSaver}. */
-export interface BackpackflowSaverOptions extends RunLocation {
+export interface BackpackflowSaverOptions extends Omit<RunLocation, 'store'> {
   /** When appends reach the disk with the default files store (default 'batch': one fsync per checkpoint or write). */
   durability?: Durability;
   /**

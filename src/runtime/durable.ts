@@ -3,23 +3,17 @@ import { StreamEventType, newRunId, type InterruptInfo, type StreamEvent } from 
 import type { StepBoundary } from '../flow/index.js';
 import { InterruptAnswerError, RunInterrupted, type Flow } from '../nodes/index.js';
 import {
-  CheckpointStore,
-  EventStore,
-  ProjectionStore,
   StoreError,
   emptyRunMeta,
-  assertNewRun,
   assertValidId,
-  listRunIds,
-  runHasEvents,
-  runPaths,
-  runWriterAlive,
-  type Checkpoint,
   type Durability,
+  type KeyframeInput,
   type RedactionOptions,
   type RunMeta,
+  type RunRef,
+  type RunStore,
 } from '../store/index.js';
-import { locate, resolveDataDir, type RunLocation } from './location.js';
+import { locateStore, type RunLocation } from './location.js';
 import { loadRunPoint, type CheckpointPayload } from './run-point.js';
 import { checkRecordedAnswer, pendingAnswers } from './interrupts.js';
 import { StateTracker } from './state-tracker.js';
@@ -76,6 +70,7 @@ export interface RunFlowOptions extends RunLocation, ModelDeltaOptions {
 export interface RunResult {
   runId: string;
   sessionKey: string;
+  /** Where the run is stored: the data directory, or the database (its URL without the password). */
   dataDir: string;
   status: 'completed' | 'waiting';
   /** What the run waits for, when `status` is `waiting`: the node, its question and the answer's JSON Schema. */
@@ -91,11 +86,12 @@ export interface RunResult {
  * already has a recorded run is a {@link RunExistsError} (use {@link resumeRun} to continue it).
  */
 export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise<RunResult> {
-  const { dataDir, sessionKey } = locate(options);
+  const { store, sessionKey } = locateStore(options);
   const runId = options.runId ?? newRunId();
-  assertNewRun(dataDir, sessionKey, runId);
+  assertValidId(runId, 'runId');
+  await store.assertNewRun({ sessionKey, runId });
   for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
-  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
+  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
     step: 0,
     position: [],
     fresh: true,
@@ -122,15 +118,16 @@ export interface ResumeRunOptions extends RunLocation, ModelDeltaOptions {
  * nested flows included. Refuses a run that completed.
  */
 export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<RunResult> {
-  const { dataDir, sessionKey } = locate(options);
+  const { store, sessionKey } = locateStore(options);
   assertValidId(options.runId, 'runId');
-  if (!runHasEvents(dataDir, sessionKey, options.runId)) throw new StoreError(`run ${sessionKey}/${options.runId} has no recorded events in ${dataDir}: nothing to resume`);
+  const ref = { sessionKey, runId: options.runId };
+  if (!(await store.hasEvents(ref))) throw new StoreError(`run ${sessionKey}/${options.runId} has no recorded events in ${store.location}: nothing to resume`);
   // What the log says, not what a stored projection says: they differ after a crash or a cut tail.
-  const meta = await new ProjectionStore({ dataDir, sessionKey }).currentRunMeta(options.runId);
+  const meta = await store.currentRunMeta(ref);
   if (meta.status === 'completed') {
     throw new StoreError(`run ${sessionKey}/${options.runId} already completed; fork it to run again from a step`);
   }
-  const point = await loadRunPoint({ dataDir, sessionKey, runId: options.runId });
+  const point = await loadRunPoint({ store, sessionKey, runId: options.runId });
   if (point.position.length === 0) {
     throw new StoreError(
       `run ${sessionKey}/${options.runId} is incomplete but has no step left to run: its last recorded step (${point.step}) ended the flow, ` +
@@ -138,7 +135,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     );
   }
   // What happened since the last recorded step: the pause, and the answers already given.
-  const { answers, waitingFor } = pendingAnswers(await readLog(dataDir, sessionKey, options.runId, point.line));
+  const { answers, waitingFor } = pendingAnswers(await readLog(store, ref, point.line));
   let answered: AnsweredInterrupt | undefined;
   if (meta.status === 'waiting' && waitingFor !== undefined) {
     if (options.resume === undefined) {
@@ -153,7 +150,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     throw new StoreError(`run ${sessionKey}/${options.runId} is ${meta.status}, not waiting for an answer: resume it without one`);
   }
   flow.backpack.importState(point.state);
-  return execute(flow, { dataDir, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
+  return execute(flow, { store, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
     step: point.step,
     position: point.position,
     fresh: false,
@@ -163,9 +160,9 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
 }
 
 /** The run's events from line `from` on (through the index), as far as its log's chain vouches for them. */
-async function readLog(dataDir: string, sessionKey: string, runId: string, from: number): Promise<StreamEvent[]> {
+async function readLog(store: RunStore, ref: RunRef, from: number): Promise<StreamEvent[]> {
   const out: StreamEvent[] = [];
-  for await (const event of new EventStore({ dataDir, sessionKey, runId }).readStream({ from: Math.max(0, from) })) out.push(event);
+  for await (const { event } of store.readVerified(ref, { from: Math.max(0, from) })) out.push(event);
   return out;
 }
 
@@ -188,15 +185,15 @@ export interface ForkRunOptions extends RunLocation, ModelDeltaOptions {
  * run is a {@link RunExistsError}.
  */
 export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunResult> {
-  const { dataDir, sessionKey } = locate(options);
-  const point = await loadRunPoint({ dataDir, sessionKey, runId: options.runId, step: options.atStep });
+  const { store, sessionKey } = locateStore(options);
+  const point = await loadRunPoint({ store, sessionKey, runId: options.runId, step: options.atStep });
   if (point.position.length === 0) throw new StoreError(`run ${sessionKey}/${options.runId} had ended at step ${options.atStep}: nothing to run from there`);
   const runId = options.newRunId ?? newRunId();
   assertValidId(runId, 'runId');
   if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
-  assertNewRun(dataDir, sessionKey, runId);
+  await store.assertNewRun({ sessionKey, runId });
   flow.backpack.importState(point.state);
-  return execute(flow, { dataDir, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
+  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
     step: point.step,
     position: point.position,
     fresh: true,
@@ -215,13 +212,10 @@ export interface ListRunsOptions extends RunLocation {
 
 /** Projections of the stored runs (of one session, or of all), oldest first. */
 export async function listRuns(options: ListRunsOptions = {}): Promise<RunMeta[]> {
-  const dataDir = resolveDataDir(options);
+  const store = locateStore({ ...options, sessionKey: options.sessionKey ?? 'default' }).store;
   const out: RunMeta[] = [];
-  const projections = new Map<string, ProjectionStore>();
-  for (const ref of await listRunIds(dataDir, options.sessionKey)) {
-    let store = projections.get(ref.sessionKey);
-    if (!store) projections.set(ref.sessionKey, (store = new ProjectionStore({ dataDir, sessionKey: ref.sessionKey })));
-    const meta = await listedRunMeta(store, ref.runId, options.persist !== false);
+  for (const ref of await store.listRuns(options.sessionKey)) {
+    const meta = await listedRunMeta(store, ref, options.persist !== false);
     if (meta) out.push(meta);
   }
   return out.sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId));
@@ -229,39 +223,38 @@ export async function listRuns(options: ListRunsOptions = {}): Promise<RunMeta[]
 
 /** One run as {@link listRuns} lists it (status, `damaged`), or undefined when it has no events. */
 export async function listedRun(options: ListRunsOptions & { runId: string }): Promise<RunMeta | undefined> {
-  const { dataDir, sessionKey } = locate(options);
+  const { store, sessionKey } = locateStore(options);
   assertValidId(options.runId, 'runId');
-  return listedRunMeta(new ProjectionStore({ dataDir, sessionKey }), options.runId, options.persist !== false);
+  return listedRunMeta(store, { sessionKey, runId: options.runId }, options.persist !== false);
 }
 
 /**
  * One run of {@link listRuns}: its projection as its log stands, or, when the log cannot be read, the stored
  * projection (or an empty one) marked `damaged` with the error naming the file, so that one damaged run never
- * breaks the listing. Undefined for a run directory without events (a start that never got to its first event).
+ * breaks the listing. Undefined for a run without events (a start that never got to its first event).
  */
-async function listedRunMeta(store: ProjectionStore, runId: string, persist: boolean): Promise<RunMeta | undefined> {
+async function listedRunMeta(store: RunStore, ref: RunRef, persist: boolean): Promise<RunMeta | undefined> {
   try {
     const warnings: string[] = [];
-    let meta = await store.currentRunMeta(runId, (w) => warnings.push(w), { persist });
+    let meta = await store.currentRunMeta(ref, (w) => warnings.push(w), { persist });
     if (warnings.length > 0) meta = { ...meta, damaged: warnings.join('; ') };
-    // 'running' in the record, but no live process holds the run: its writer died or was stopped mid-run.
-    if (meta.status === 'running' && !runWriterAlive(store.dataDir, store.sessionKey, runId)) return { ...meta, status: 'stopped' };
+    // 'running' in the record, but no live writer holds the run: its writer died or was stopped mid-run.
+    if (meta.status === 'running' && !(await store.writerAlive(ref))) return { ...meta, status: 'stopped' };
     return meta;
   } catch (error) {
     if (!(error instanceof StoreError)) throw error;
-    const stored = await store.loadRunMeta(runId).catch(() => null);
-    if (!runHasEvents(store.dataDir, store.sessionKey, runId)) {
+    const stored = await store.loadRunMeta(ref).catch(() => null);
+    if (!(await store.hasEvents(ref))) {
       // No events and nothing that says there were: a start that never got to its first event, not a run.
       if (stored === null || stored.eventCount === 0) return undefined;
-      const log = runPaths(store.dataDir, store.sessionKey, runId).events;
-      return { ...stored, damaged: `${log} is empty or missing, but the run's projection records ${stored.eventCount} events` };
+      return { ...stored, damaged: `${store.describeLog(ref)} is empty or missing, but the run's projection records ${stored.eventCount} events` };
     }
-    return { ...(stored ?? emptyRunMeta(store.sessionKey, runId)), damaged: error.message };
+    return { ...(stored ?? emptyRunMeta(ref.sessionKey, ref.runId)), damaged: error.message };
   }
 }
 
 interface ExecuteTarget extends ModelDeltaOptions {
-  dataDir: string;
+  store: RunStore;
   sessionKey: string;
   runId: string;
   durability: Durability | undefined;
@@ -292,46 +285,28 @@ interface AnsweredInterrupt {
 
 /** Wires a flow run to the stores: events in, checkpoints at step boundaries, projection, and the writer lock. */
 async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Promise<RunResult> {
-  const { dataDir, sessionKey, runId } = target;
+  const { store, sessionKey, runId } = target;
   const keyframeInterval = target.keyframeInterval ?? 100;
   if (!Number.isInteger(keyframeInterval) || keyframeInterval < 1) throw new RangeError(`keyframeInterval must be an integer >= 1, got ${keyframeInterval}`);
-  const durability = target.durability ?? 'batch';
-  const { redaction } = target;
-  const events = new EventStore({ dataDir, sessionKey, runId, durability, redaction });
-  const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId, durability, redaction });
-  const projection = new ProjectionStore({ dataDir, sessionKey, durability, redaction });
-  const opened = await events.open();
-  if (start.fresh && opened.lastSeq !== undefined) {
-    // Checked again under the writer lock: another process may have started this id since the first check.
-    await events.close();
-    assertNewRun(dataDir, sessionKey, runId);
-  }
-  // A resumed run's projection continues from the whole log (a crash may have left the stored one behind it).
-  if (!start.fresh) await projection.currentRunMeta(runId).catch(async (error: unknown) => {
-    await events.close();
-    throw error;
-  });
+  // The run's single writer: checks again that a fresh run is new (another process may have started this id since
+  // the first check) and continues a resumed run's projection from the whole log.
+  const writer = await store.openWriter({ sessionKey, runId }, { fresh: start.fresh, durability: target.durability ?? 'batch', redaction: target.redaction });
   const streamer = flow.eventStreamer;
-  streamer.setNextSeq(runId, (opened.lastSeq ?? 0) + 1);
+  streamer.setNextSeq(runId, (writer.lastSeq ?? 0) + 1);
 
   const backpack: Backpack = flow.backpack;
   const tracker = new StateTracker(backpack, start.fresh);
   let buffer: StreamEvent[] = [];
   let step = start.step;
-  // The projection is stored after the first batch (so that a run killed later is listed as running, not as what
-  // an earlier attempt ended as) and at the end; in between it is only folded in memory.
-  let projectionStored = false;
   const unsubscribe = streamer.on('*', (event) => {
     if (event.runId === runId) buffer.push(event);
   });
+  /** Commits the buffered events as one step (events, projection; see RunWriter.commit). */
   const persist = async (): Promise<void> => {
     const batch = target.modelDeltas === 'keep' ? buffer : foldModelDeltas(buffer);
     buffer = [];
     if (batch.length === 0) return;
-    await events.appendBatch(batch);
-    await events.flush();
-    await projection.updateRunMetaBatch(runId, batch, { persist: !projectionStored });
-    projectionStored = true;
+    await writer.commit(batch);
   };
   /**
    * Keyframes are taken at the step boundary (the state, the log's chain and line, synchronously) and written off
@@ -345,23 +320,13 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   const lastKeyframe = { step: start.step - (start.step % keyframeInterval), logBytes: 0, bytes: 0 };
   const keyframe = (position: string[]): void => {
     if (keyframeError) throw keyframeError.error;
-    const checkpoint: Checkpoint = {
-      v: 1,
-      runId,
-      sessionKey,
-      step,
-      createdAt: Date.now(),
-      position,
-      state: { kind: 'keyframe', backpack: backpack.exportState() } as unknown as Checkpoint['state'],
-    };
-    // Ties the keyframe to the log: readers compare it with the chain of this step's batch.
-    if (events.chainHead !== undefined) checkpoint.chain = events.chainHead;
-    // The step's checkpoint.saved event is the last line of its batch: replays of later steps start there.
-    checkpoint.line = events.eventCount - 1;
+    const input: KeyframeInput = { step, createdAt: Date.now(), position, state: { kind: 'keyframe', backpack: backpack.exportState() } as unknown as KeyframeInput['state'] };
     const at = step;
-    Object.assign(lastKeyframe, { step, logBytes: events.byteLength, bytes: 0 });
+    Object.assign(lastKeyframe, { step, logBytes: writer.byteLength, bytes: 0 });
+    // Tied to the log as it stands now (its chain hash and the line of this step's checkpoint.saved event).
+    const save = writer.takeKeyframe(input);
     keyframes = keyframes
-      .then(() => checkpoints.saveHistorical(checkpoint, at))
+      .then(save)
       .then((bytes) => {
         if (lastKeyframe.step === at) lastKeyframe.bytes = bytes;
       })
@@ -408,7 +373,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     const delta = tracker.next();
     // A keyframe every `keyframeInterval` steps, unless the log has grown by less than the last keyframe's size
     // since it: then later (see RunFlowOptions.keyframeInterval).
-    const isKeyframe = step - lastKeyframe.step >= keyframeInterval && events.byteLength - lastKeyframe.logBytes >= lastKeyframe.bytes;
+    const isKeyframe = step - lastKeyframe.step >= keyframeInterval && writer.byteLength - lastKeyframe.logBytes >= lastKeyframe.bytes;
     const payload: CheckpointPayload = { step, position, keyframe: isKeyframe, ...(delta ? { delta } : {}) };
     streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload });
     await persist();
@@ -420,7 +385,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     await startRecorded();
     await persist();
     await keyframesWritten();
-    return { runId, sessionKey, dataDir, status: 'completed', action, steps: step };
+    return { runId, sessionKey, dataDir: store.location, status: 'completed', action, steps: step };
   } catch (error) {
     await startRecorded().catch(() => undefined);
     await persist().catch(() => undefined);
@@ -428,14 +393,13 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     // Paused for a person: the run is recorded as waiting (run.waiting is in the log) and this process is done.
     if (error instanceof RunInterrupted && !(error instanceof InterruptAnswerError)) {
       if (keyframeError) throw keyframeError.error;
-      return { runId, sessionKey, dataDir, status: 'waiting', interrupt: error.interrupt, action: undefined, steps: step };
+      return { runId, sessionKey, dataDir: store.location, status: 'waiting', interrupt: error.interrupt, action: undefined, steps: step };
     }
     throw error;
   } finally {
     stopWatchingStart();
     unsubscribe();
-    await projection.flush(runId).catch(() => undefined);
-    await events.close();
+    await writer.close();
   }
 }
 

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { assertValidId, type RedactionOptions } from '../store/index.js';
+import { FileRunStore, assertValidId, type RedactionOptions, type RunStore } from '../store/index.js';
 
 /** Where runs are stored. */
 export interface RunLocation {
@@ -12,6 +12,11 @@ export interface RunLocation {
    * built-in catalogue (see the README's Redaction section).
    */
   redaction?: RedactionOptions;
+  /**
+   * Where runs are stored: a {@link RunStore} such as `new PostgresRunStore({ url })` (shared by many workers). Default:
+   * the files of `dataDir`. The caller keeps it open and closes it.
+   */
+  store?: RunStore;
 }
 
 const DEFAULT_DATA_DIR = '.backpackflow';
@@ -27,4 +32,11 @@ export function locate(options: RunLocation): { dataDir: string; sessionKey: str
   const sessionKey = options.sessionKey ?? DEFAULT_SESSION;
   assertValidId(sessionKey, 'sessionKey');
   return { dataDir: resolveDataDir(options), sessionKey };
+}
+
+/** The run store of `options` (its `store`, else the files of its data directory) and the (validated) session. */
+export function locateStore(options: RunLocation): { store: RunStore; sessionKey: string } {
+  const sessionKey = options.sessionKey ?? DEFAULT_SESSION;
+  assertValidId(sessionKey, 'sessionKey');
+  return { store: options.store ?? new FileRunStore(resolveDataDir(options)), sessionKey };
 }

@@ -4,17 +4,8 @@
  */
 import type { BackpackState } from '../backpack/index.js';
 import { StreamEventType, isEventOf, type CheckpointSavedPayload } from '../events/index.js';
-import {
-  CheckpointStore,
-  CheckpointStoreError,
-  EventStore,
-  ProjectionStore,
-  StoreError,
-  assertValidId,
-  historicalCheckpointPath,
-  type Checkpoint,
-} from '../store/index.js';
-import { locate, type RunLocation } from './location.js';
+import { CheckpointStoreError, StoreError, assertValidId, type Checkpoint, type RunRef, type RunStore } from '../store/index.js';
+import { locateStore, type RunLocation } from './location.js';
 import { applyStateDelta, type StateDelta } from './state-tracker.js';
 
 /** A recorded point of a run: the Backpack state and the position after a step. */
@@ -42,6 +33,12 @@ export interface KeyframeState {
 /** Payload of a `checkpoint.saved` event, with the runtime's state delta. */
 export type CheckpointPayload = CheckpointSavedPayload<StateDelta>;
 
+/** The run being read, and its store. */
+interface Run {
+  store: RunStore;
+  ref: RunRef;
+}
+
 /** A keyframe that loaded and passed its checksum, with its file. */
 interface Keyframe {
   checkpoint: Checkpoint;
@@ -59,37 +56,35 @@ interface Keyframe {
  * verified one.
  */
 export async function loadRunPoint(options: RunLocation & { runId: string; step?: number }): Promise<RunPoint> {
-  const { dataDir, sessionKey } = locate(options);
+  const { store, sessionKey } = locateStore(options);
   const { runId, step } = options;
   assertValidId(runId, 'runId');
   if (step !== undefined && (!Number.isInteger(step) || step < 0)) throw new StoreError(`step must be an integer >= 0, got ${String(step)}`);
-  const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId });
-  const events = new EventStore({ dataDir, sessionKey, runId });
-  const steps = (await checkpoints.listHistorical())
-    .filter((id) => /^\d+$/.test(id))
-    .map(Number)
+  const run: Run = { store, ref: { sessionKey, runId } };
+  const log = store.describeLog(run.ref);
+  const steps = (await store.keyframeSteps(run.ref))
     .filter((s) => step === undefined || s <= step)
     .sort((a, b) => b - a);
   const warnings: string[] = [];
   for (let i = 0; ; i++) {
     let keyframe: Keyframe | undefined;
-    for (; i < steps.length && keyframe === undefined; i++) keyframe = await loadKeyframe(checkpoints, steps[i]!, warnings);
+    for (; i < steps.length && keyframe === undefined; i++) keyframe = await loadKeyframe(run, steps[i]!, warnings);
     i--;
     const logWarnings: string[] = [];
-    const point = await replay(events, keyframe, step, logWarnings);
+    const point = await replay(run, keyframe, step, logWarnings);
     if (point === 'mismatch') {
       warnings.push(
-        `${keyframe!.path}: its chain hash is not the one ${events.paths.events} has at step ${keyframe!.checkpoint.step}: it does not belong to this log; using an earlier keyframe`,
+        `${keyframe!.path}: its chain hash is not the one ${log} has at step ${keyframe!.checkpoint.step}: it does not belong to this log; using an earlier keyframe`,
       );
       continue;
     }
     for (const warning of logWarnings) if (!warnings.includes(warning)) warnings.push(warning);
     const why = warnings.length ? ` (${warnings.join('; ')})` : '';
-    if (point.step < 0) throw new StoreError(`run ${sessionKey}/${runId} has no checkpoint${step === undefined ? '' : ` at or before step ${step}`} in ${events.paths.events}${why}`);
+    if (point.step < 0) throw new StoreError(`run ${sessionKey}/${runId} has no checkpoint${step === undefined ? '' : ` at or before step ${step}`} in ${log}${why}`);
     if (step !== undefined && point.step !== step) {
-      throw new StoreError(`run ${sessionKey}/${runId} has no step ${step}; its last recorded step is ${point.step} (${events.paths.events})${why}`);
+      throw new StoreError(`run ${sessionKey}/${runId} has no step ${step}; its last recorded step is ${point.step} (${log})${why}`);
     }
-    if (step === undefined) await checkProjectionClaims(new ProjectionStore({ dataDir, sessionKey }), events, point.lastSeq, warnings);
+    if (step === undefined) await checkProjectionClaims(run, point.lastSeq, warnings);
     const { lastSeq: _lastSeq, ...found } = point;
     return { ...found, warnings };
   }
@@ -99,10 +94,10 @@ export async function loadRunPoint(options: RunLocation & { runId: string; step?
  * The last recorded point of a run must be the end of its log: a projection that counts events past what the log
  * serves means the log was cut or damaged (an error naming both files). A damaged projection is only a warning here.
  */
-async function checkProjectionClaims(projections: ProjectionStore, events: EventStore, lastSeq: number, warnings: string[]): Promise<void> {
+async function checkProjectionClaims({ store, ref }: Run, lastSeq: number, warnings: string[]): Promise<void> {
   let meta;
   try {
-    meta = await projections.loadRunMeta(events.runId);
+    meta = await store.loadRunMeta(ref);
   } catch (error) {
     if (!(error instanceof StoreError)) throw error;
     warnings.push(`${error.message}; the log was not compared with it`);
@@ -110,17 +105,17 @@ async function checkProjectionClaims(projections: ProjectionStore, events: Event
   }
   if (meta !== null && meta.lastSeq > lastSeq) {
     throw new StoreError(
-      `${events.paths.runMeta} records events up to seq ${meta.lastSeq}, but ${events.paths.events} serves them up to seq ${lastSeq}: ` +
-        `the log was cut or damaged. Check the run with 'backpackflow runs verify ${events.runId}'.`,
+      `${store.describeProjection(ref)} records events up to seq ${meta.lastSeq}, but ${store.describeLog(ref)} serves them up to seq ${lastSeq}: ` +
+        `the log was cut or damaged. Check the run with 'backpackflow runs verify ${ref.runId}'.`,
     );
   }
 }
 
 /** The keyframe of `step`, or undefined with a warning when it is damaged or is not the keyframe of that step. */
-async function loadKeyframe(checkpoints: CheckpointStore, step: number, warnings: string[]): Promise<Keyframe | undefined> {
-  const path = historicalCheckpointPath(checkpoints.paths, String(step));
+async function loadKeyframe({ store, ref }: Run, step: number, warnings: string[]): Promise<Keyframe | undefined> {
+  const path = store.describeKeyframe(ref, step);
   try {
-    const checkpoint = await checkpoints.loadHistorical(step);
+    const checkpoint = await store.loadKeyframe(ref, step);
     if (checkpoint === null) return undefined;
     if (checkpoint.step !== step || (checkpoint.state as unknown as KeyframeState | null)?.kind !== 'keyframe') {
       warnings.push(`${path} does not hold the keyframe of step ${step}; using an earlier keyframe`);
@@ -136,7 +131,7 @@ async function loadKeyframe(checkpoints: CheckpointStore, step: number, warnings
 
 /** Replays the log's deltas on top of `keyframe` (or the empty state) up to `step`; 'mismatch' when the keyframe is not the log's. */
 async function replay(
-  events: EventStore,
+  { store, ref }: Run,
   keyframe: Keyframe | undefined,
   step: number | undefined,
   warnings: string[],
@@ -150,7 +145,7 @@ async function replay(
   // After a keyframe that knows its line, only the tail is read (the index seeks there); else the whole log. For a
   // given step only the checkpoints are decoded (the last seq, for the projection's claims, is not needed then).
   const types = step === undefined ? undefined : [StreamEventType.CHECKPOINT_SAVED];
-  for await (const { event, chain, line } of events.readVerified({ from: base?.line ?? 0, types, onWarning: (w) => warnings.push(w) })) {
+  for await (const { event, chain, line } of store.readVerified(ref, { from: base?.line ?? 0, types, onWarning: (w) => warnings.push(w) })) {
     lastSeq = event.seq;
     if (!isEventOf(event, StreamEventType.CHECKPOINT_SAVED)) continue;
     const saved = event.payload as CheckpointPayload;
@@ -168,15 +163,15 @@ async function replay(
   if (keyframe !== undefined && lastStep < keyframe.checkpoint.step) {
     // Read from the keyframe's line, nothing was found: how far does the log reach? (a damaged log: read it all)
     if (base?.line !== undefined) {
-      for await (const { event } of events.readVerified({ onWarning: () => undefined })) {
+      for await (const { event } of store.readVerified(ref, { onWarning: () => undefined })) {
         if (isEventOf(event, StreamEventType.CHECKPOINT_SAVED)) lastStep = Math.max(lastStep, event.payload.step);
       }
     }
     const reach = lastStep < 0 ? 'has no recorded step' : `reaches step ${lastStep} only`;
     const why = warnings.length ? ` (${warnings.join('; ')})` : '';
     throw new StoreError(
-      `${keyframe.path} holds step ${keyframe.checkpoint.step}, but ${events.paths.events} ${reach}: the log was cut or damaged${why}. ` +
-        `Check the run with 'backpackflow runs verify ${events.runId}'.`,
+      `${keyframe.path} holds step ${keyframe.checkpoint.step}, but ${store.describeLog(ref)} ${reach}: the log was cut or damaged${why}. ` +
+        `Check the run with 'backpackflow runs verify ${ref.runId}'.`,
     );
   }
   return { ...point, lastSeq };

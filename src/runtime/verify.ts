@@ -3,16 +3,8 @@
  * what the projection claims about the log. `backpackflow runs verify <runId>` prints it.
  */
 import { StreamEventType, isEventOf } from '../events/index.js';
-import {
-  CheckpointStore,
-  EventStore,
-  ProjectionStore,
-  StoreError,
-  assertValidId,
-  historicalCheckpointPath,
-  type VerifyResult,
-} from '../store/index.js';
-import { locate, type RunLocation } from './location.js';
+import { StoreError, assertValidId, type RunRef, type RunStore, type VerifyResult } from '../store/index.js';
+import { locateStore, type RunLocation } from './location.js';
 import type { KeyframeState } from './run-point.js';
 
 /** One keyframe as {@link verifyRun} found it. */
@@ -50,31 +42,31 @@ export interface RunVerification {
  * Reads only. Throws a StoreError when the run does not exist.
  */
 export async function verifyRun(options: RunLocation & { runId: string }): Promise<RunVerification> {
-  const { dataDir, sessionKey } = locate(options);
+  const { store, sessionKey } = locateStore(options);
   const { runId } = options;
   assertValidId(runId, 'runId');
-  const events = new EventStore({ dataDir, sessionKey, runId });
-  const checkpoints = new CheckpointStore({ dataDir, sessionKey, runId });
-  const log = await events.verify();
+  const ref = { sessionKey, runId };
+  const logName = store.describeLog(ref);
+  const log = await store.verifyLog(ref);
   if (log.lines === 0 && log.tornTailBytes === 0) {
-    throw new StoreError(`run ${sessionKey}/${runId} has no event log in ${dataDir} (${events.paths.events})`);
+    throw new StoreError(`run ${sessionKey}/${runId} has no event log in ${store.location} (${logName})`);
   }
   const problems: string[] = log.problem !== undefined ? [log.problem] : [];
   for (const corrupt of log.corruptLines) {
-    const text = `${events.paths.events}: line ${corrupt.line} is corrupt: ${corrupt.error}`;
+    const text = `${logName}: line ${corrupt.line} is corrupt: ${corrupt.error}`;
     if (!problems.some((p) => p.includes(`line ${corrupt.line} `))) problems.push(text);
   }
 
-  const keyframes = await checkKeyframes(events, checkpoints, log);
+  const keyframes = await checkKeyframes(store, ref, log);
   for (const keyframe of keyframes) if (keyframe.problem !== undefined) problems.push(keyframe.problem);
 
-  const projectionPath = events.paths.runMeta;
+  const projectionPath = store.describeProjection(ref);
   try {
-    const meta = await new ProjectionStore({ dataDir, sessionKey }).loadRunMeta(runId);
+    const meta = await store.loadRunMeta(ref);
     if (meta !== null && meta.eventCount > log.verifiedLines && log.chain !== 'unverifiable') {
-      problems.push(`${projectionPath} counts ${meta.eventCount} events, but ${events.paths.events} vouches for ${log.verifiedLines}: the log was cut or damaged`);
+      problems.push(`${projectionPath} counts ${meta.eventCount} events, but ${logName} vouches for ${log.verifiedLines}: the log was cut or damaged`);
     } else if (meta !== null && meta.eventCount > log.events) {
-      problems.push(`${projectionPath} counts ${meta.eventCount} events, but ${events.paths.events} holds ${log.events}: the log was cut or damaged`);
+      problems.push(`${projectionPath} counts ${meta.eventCount} events, but ${logName} holds ${log.events}: the log was cut or damaged`);
     }
   } catch (error) {
     if (!(error instanceof StoreError)) throw error;
@@ -86,14 +78,15 @@ export async function verifyRun(options: RunLocation & { runId: string }): Promi
 }
 
 /** Checks every numbered keyframe: its seal, its step, and its chain hash against the log's at that step. */
-async function checkKeyframes(events: EventStore, checkpoints: CheckpointStore, log: VerifyResult): Promise<KeyframeCheck[]> {
-  const steps = (await checkpoints.listHistorical()).filter((id) => /^\d+$/.test(id)).map(Number);
+async function checkKeyframes(store: RunStore, ref: RunRef, log: VerifyResult): Promise<KeyframeCheck[]> {
+  const steps = await store.keyframeSteps(ref);
+  const logName = store.describeLog(ref);
   if (steps.length === 0) return [];
   const checks = new Map<number, KeyframeCheck & { chain?: string }>();
   for (const step of steps) {
-    const file = historicalCheckpointPath(checkpoints.paths, String(step));
+    const file = store.describeKeyframe(ref, step);
     try {
-      const checkpoint = await checkpoints.loadHistorical(step);
+      const checkpoint = await store.loadKeyframe(ref, step);
       if (checkpoint === null) continue;
       if (checkpoint.step !== step || (checkpoint.state as unknown as KeyframeState | null)?.kind !== 'keyframe') {
         checks.set(step, { step, file, ok: false, problem: `${file} does not hold the keyframe of step ${step}` });
@@ -105,7 +98,7 @@ async function checkKeyframes(events: EventStore, checkpoints: CheckpointStore, 
   }
   // The chain hash of the batch holding each step's checkpoint.saved event, as far as the log vouches for it.
   const logChains = new Map<number, string | undefined>();
-  for await (const { event, chain } of events.readVerified({ onCorrupt: () => undefined, onWarning: () => undefined })) {
+  for await (const { event, chain } of store.readVerified(ref, { onCorrupt: () => undefined, onWarning: () => undefined })) {
     if (!isEventOf(event, StreamEventType.CHECKPOINT_SAVED)) continue;
     const step = event.payload.step;
     if (checks.has(step)) logChains.set(step, chain);
@@ -115,10 +108,10 @@ async function checkKeyframes(events: EventStore, checkpoints: CheckpointStore, 
     const { chain, ...rest } = check;
     if (rest.ok && !logChains.has(rest.step)) {
       rest.ok = false;
-      rest.problem = `${rest.file} holds step ${rest.step}, but ${events.paths.events} does not reach that step${log.chain === 'damaged' ? ' (it is damaged)' : ''}: the log was cut or damaged`;
+      rest.problem = `${rest.file} holds step ${rest.step}, but ${logName} does not reach that step${log.chain === 'damaged' ? ' (it is damaged)' : ''}: the log was cut or damaged`;
     } else if (rest.ok && chain !== undefined && logChains.get(rest.step) !== undefined && logChains.get(rest.step) !== chain) {
       rest.ok = false;
-      rest.problem = `${rest.file}: its chain hash is not the one ${events.paths.events} has at step ${rest.step}: it does not belong to this log`;
+      rest.problem = `${rest.file}: its chain hash is not the one ${logName} has at step ${rest.step}: it does not belong to this log`;
     }
     out.push(rest);
   }

@@ -66,6 +66,11 @@ export interface SealedBatch {
   pieces: (string | Buffer)[];
   /** The size of the batch in bytes. */
   bytes: number;
+  /**
+   * Per line, what replaces its closing `}` and newline when the line is sealed (undefined: not sealed). Stores that
+   * keep lines apart (Postgres rows) build a sealed line's text from it.
+   */
+  seals: readonly (string | undefined)[];
   /** The size in bytes of each stored line, newline included (computed when asked). */
   lineBytes: () => number[];
 }
@@ -131,7 +136,7 @@ export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: r
       const body = typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0);
       return seal === undefined ? body + 1 : body - 1 + seal.length;
     });
-  return { head: head as Buffer, pieces, bytes, lineBytes };
+  return { head: head as Buffer, pieces, bytes, lineBytes, seals };
 }
 
 /** The result of feeding a line to a {@link ChainReader}. */

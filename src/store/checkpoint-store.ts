@@ -22,6 +22,28 @@ export interface CheckpointStoreOptions {
 }
 
 /**
+ * The stored form of a checkpoint of run `sessionKey/runId` (shared by the run stores): the run filled in where the
+ * checkpoint leaves it out, validated (a {@link CheckpointStoreError} naming `where` and the field), checked to belong
+ * to the run, and `state` and `meta` redacted (`redaction.containsSecrets` set when something was).
+ */
+export function prepareCheckpoint(input: CheckpointInput, target: { sessionKey: string; runId: string; redactor: Redactor; where: string }): Checkpoint {
+  const path = target.where;
+  const checkpoint = input !== null && typeof input === 'object' ? { ...input, sessionKey: input.sessionKey ?? target.sessionKey, runId: input.runId ?? target.runId } : input;
+  const parsed = CheckpointSchema.safeParse(checkpoint);
+  if (!parsed.success) throw new CheckpointStoreError(`invalid checkpoint for ${path}: ${describeIssues(parsed.error, '(checkpoint)')}`, { path });
+  const valid = parsed.data;
+  if (valid.runId !== target.runId || valid.sessionKey !== target.sessionKey) {
+    throw new CheckpointStoreError(`checkpoint of run ${valid.sessionKey}/${valid.runId} cannot be saved in run ${target.sessionKey}/${target.runId} (${path})`, { path });
+  }
+  const state = target.redactor.redact(valid.state);
+  const meta = target.redactor.redact(valid.meta);
+  if (!state.redacted && !meta.redacted) return valid;
+  const out: Checkpoint = { ...valid, state: state.value, redaction: { containsSecrets: true } };
+  if (meta.value !== undefined) out.meta = meta.value;
+  return out;
+}
+
+/**
  * Checkpoints of one run: `checkpoint.latest.json` and `checkpoint/<stepId>.json`. Every save validates the
  * checkpoint, checks it belongs to this run, redacts secrets in `state` and `meta`, seals it with its BLAKE3
  * checksum (`{"checksum", "data"}`, see hash/sealed.ts) and writes atomically (temp file, fsync, rename), so a crash
@@ -47,23 +69,7 @@ export class CheckpointStore {
   }
 
   private prepare(input: CheckpointInput, path: string): Checkpoint {
-    // The store knows which run it belongs to: it fills what the checkpoint leaves out and checks what it names.
-    const checkpoint = input !== null && typeof input === 'object' ? { ...input, sessionKey: input.sessionKey ?? this.sessionKey, runId: input.runId ?? this.runId } : input;
-    const parsed = CheckpointSchema.safeParse(checkpoint);
-    if (!parsed.success) throw new CheckpointStoreError(`invalid checkpoint for ${path}: ${describeIssues(parsed.error, '(checkpoint)')}`, { path });
-    const valid = parsed.data;
-    if (valid.runId !== this.runId || valid.sessionKey !== this.sessionKey) {
-      throw new CheckpointStoreError(
-        `checkpoint of run ${valid.sessionKey}/${valid.runId} cannot be saved in run ${this.sessionKey}/${this.runId} (${path})`,
-        { path },
-      );
-    }
-    const state = this.redactor.redact(valid.state);
-    const meta = this.redactor.redact(valid.meta);
-    if (!state.redacted && !meta.redacted) return valid;
-    const out: Checkpoint = { ...valid, state: state.value, redaction: { containsSecrets: true } };
-    if (meta.value !== undefined) out.meta = meta.value;
-    return out;
+    return prepareCheckpoint(input, { sessionKey: this.sessionKey, runId: this.runId, redactor: this.redactor, where: path });
   }
 
   /** Saves run one after another, so that the last save called is the one left on disk. */

@@ -75,3 +75,9 @@ export class ProjectionStoreError extends StoreError {}
 export function describeIssues(error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }, root: string): string {
   return error.issues.map((i) => `${i.path.length ? i.path.map(String).join('.') : root}: ${i.message}`).join('; ');
 }
+
+/**
+ * A writer whose run was taken over: its lease expired and another writer took the run (a higher fencing token), or
+ * another writer stored the same event first. Nothing of the refused commit is stored; the writer cannot go on.
+ */
+export class FencedError extends EventStoreError {}

@@ -4,9 +4,11 @@
  */
 export { EventStore } from './event-store.js';
 export type { EventStoreOptions, ReadOptions, CorruptLine, VerifyResult, IndexEntry, OpenedLog } from './event-store.js';
-export { CheckpointStore } from './checkpoint-store.js';
+export { CheckpointStore, prepareCheckpoint } from './checkpoint-store.js';
 export type { CheckpointInput, CheckpointStoreOptions } from './checkpoint-store.js';
 export { MemoryStore } from './memory-store.js';
+export type { Memory } from './memory-store.js';
+export { PostgresMemoryStore } from './postgres/memory-store.js';
 export type { MemoryItemInput, MemoryStoreOptions, ScoredMemoryItem, MemoryPage, MemoryFilter } from './memory-store.js';
 export { ProjectionStore } from './projection-store.js';
 export type { ProjectionStoreOptions } from './projection-store.js';
@@ -24,6 +26,7 @@ export {
   ProjectionStoreError,
   InvalidIdError,
   RunExistsError,
+  FencedError,
 } from './errors.js';
 export type { LockHolder } from './errors.js';
 export { newSessionKey, newMemoryId } from './ids.js';
@@ -47,4 +50,8 @@ export type { AtomicWriteOptions, FileLock } from '../fs/index.js';
 export { acquireLock } from './lock.js';
 export { assertNewRun, listSessions, listRunIds, runHasEvents, runWriterAlive } from './layout.js';
 export type { RunRef } from './layout.js';
+export type { RunStore, RunWriter, RunDocumentName, KeyframeInput, OpenWriterOptions } from './run-store.js';
+export { FileRunStore } from './file-run-store.js';
+export { PostgresRunStore } from './postgres/run-store.js';
+export type { PostgresRunStoreOptions } from './postgres/run-store.js';
 export { deleteRunDir, sweepDeletedRuns, RunInUseError } from './retention.js';

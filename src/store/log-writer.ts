@@ -5,13 +5,13 @@
  */
 import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, openSync, promises as fsp, writeSync } from 'node:fs';
 import type { StreamEvent } from '../events/types.js';
-import { isLargeJson, writeJsonPieces, type FileLock } from '../fs/index.js';
+import type { FileLock } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import type { Redactor } from '../redact/index.js';
 import { BatchMarker, readPending } from './batch-marker.js';
 import { CHAIN_BACKEND, genesis, lastSealedLine, sealBatch, type Hasher, type SealedBatch } from './chain.js';
-import { parseEvent } from './envelope.js';
-import { EventStoreError, describeIssues } from './errors.js';
+import { encodeEvent } from './event-encode.js';
+import { EventStoreError } from './errors.js';
 import { endOfLastLine, readLines } from './lines.js';
 import { IndexWriter } from './log-index.js';
 import { seqOf } from './log-format.js';
@@ -246,43 +246,11 @@ export class LogWriter {
   }
 
   /**
-   * Validates an event for this run and returns its stored form (redacted) as a line of JSON (without its newline):
-   * text, or for an event with a large payload, the Buffers of its pieces (its whole text never exists at once).
+   * Validates an event for this run and returns its stored form (redacted) as a line of JSON without its newline:
+   * text, or for an event with a large payload the Buffers of its pieces (see event-encode.ts).
    */
   private prepare(event: StreamEvent, previousSeq: number | undefined, position: string): { line: string | Buffer[]; seq: number } {
-    const parsed = parseEvent(event);
-    if (!parsed.success) {
-      throw new EventStoreError(`invalid event${position}: ${describeIssues(parsed.error, '(event)')}`, { path: this.paths.events });
-    }
-    let valid = parsed.data;
-    if (valid.chain !== undefined) {
-      // A chain hash is the log's to set (see chain.ts): one that comes with an event is dropped.
-      const { chain: _chain, ...rest } = valid;
-      valid = rest;
-    }
-    if (valid.runId !== this.runId) {
-      throw new EventStoreError(`event${position} belongs to run ${JSON.stringify(valid.runId)}, this log is run ${JSON.stringify(this.runId)}`, {
-        path: this.paths.events,
-      });
-    }
-    if (valid.sessionKey !== undefined && valid.sessionKey !== this.sessionKey) {
-      throw new EventStoreError(
-        `event${position} has sessionKey ${JSON.stringify(valid.sessionKey)}, this log is session ${JSON.stringify(this.sessionKey)}`,
-        { path: this.paths.events },
-      );
-    }
-    if (previousSeq !== undefined && valid.seq <= previousSeq) {
-      throw new EventStoreError(
-        `event${position} has seq ${valid.seq}, not greater than the last stored seq ${previousSeq}; continue from lastSeq + 1`,
-        { path: this.paths.events },
-      );
-    }
-    const { value: payload, redacted } = this.redactor.redact(valid.payload);
-    const stored: StreamEvent = redacted ? { ...valid, payload, redaction: { containsSecrets: true } } : valid;
-    if (!isLargeJson(stored.payload)) return { line: JSON.stringify(stored), seq: valid.seq };
-    const line: Buffer[] = [];
-    writeJsonPieces(stored, (piece) => line.push(Buffer.from(piece)));
-    return { line, seq: valid.seq };
+    return encodeEvent({ sessionKey: this.sessionKey, runId: this.runId, redactor: this.redactor, where: this.paths.events }, event, previousSeq, position);
   }
 
   async append(event: StreamEvent): Promise<void> {

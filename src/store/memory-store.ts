@@ -9,6 +9,34 @@ import { assertValidId, isValidId, memoryItemPath, memoryPaths, type MemoryPaths
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { MemoryItemSchema, durabilityOf, type Durability, type MemoryItem } from './types.js';
 
+/**
+ * The stored form of a memory item (shared by the memory stores): `createdAt` filled when absent, validated (a
+ * {@link MemoryStoreError} naming the field), the id checked, and everything but the id and times redacted.
+ */
+export function prepareMemoryItem(input: MemoryItemInput, redactor: Redactor): MemoryItem {
+  const item = input !== null && typeof input === 'object' && input.createdAt === undefined ? { ...input, createdAt: Date.now() } : input;
+  const parsed = MemoryItemSchema.safeParse(item);
+  if (!parsed.success) throw new MemoryStoreError(`invalid memory item ${JSON.stringify(item?.id)}: ${describeIssues(parsed.error, '(item)')}`);
+  const valid = parsed.data;
+  assertValidId(valid.id, 'memory id');
+  const { id, createdAt, updatedAt, ...rest } = valid;
+  const { value } = redactor.redact(rest);
+  const out: MemoryItem = { id, ...value, createdAt };
+  if (updatedAt !== undefined) out.updatedAt = updatedAt;
+  return out;
+}
+
+/** What the runtime, the CLI and the studio need from long-term memory: the file store and the Postgres one. */
+export interface Memory {
+  write(item: MemoryItemInput): Promise<void>;
+  writeMany(items: MemoryItemInput[]): Promise<void>;
+  get(id: string): Promise<MemoryItem | null>;
+  delete(id: string): Promise<boolean>;
+  searchScored(query: string, topK: number): Promise<ScoredMemoryItem[]>;
+  search(query: string, topK: number): Promise<MemoryItem[]>;
+  close(): Promise<void>;
+}
+
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
   dataDir: string;
@@ -49,7 +77,8 @@ export interface ScoredMemoryItem {
   score: number;
 }
 
-function tokensOf(item: MemoryItem): string[] {
+/** The tokens an item is indexed under: its content's and its keywords'. */
+export function tokensOf(item: MemoryItem): string[] {
   const tokens = tokenize(item.content);
   for (const keyword of item.keywords ?? []) tokens.push(...tokenize(keyword));
   return tokens;
@@ -69,7 +98,7 @@ function tokensOf(item: MemoryItem): string[] {
  * store read it (compared by inode, size and mtime); searches reload it too. So several processes can share one
  * memory without losing each other's writes.
  */
-export class MemoryStore {
+export class MemoryStore implements Memory {
   readonly paths: MemoryPaths;
   private readonly fsync: boolean;
   private readonly lockTimeoutMs: number;
@@ -232,16 +261,7 @@ export class MemoryStore {
   }
 
   private prepare(input: MemoryItemInput): MemoryItem {
-    const item = input !== null && typeof input === 'object' && input.createdAt === undefined ? { ...input, createdAt: Date.now() } : input;
-    const parsed = MemoryItemSchema.safeParse(item);
-    if (!parsed.success) throw new MemoryStoreError(`invalid memory item ${JSON.stringify(item?.id)}: ${describeIssues(parsed.error, '(item)')}`);
-    const valid = parsed.data;
-    assertValidId(valid.id, 'memory id');
-    const { id, createdAt, updatedAt, ...rest } = valid;
-    const { value } = this.redactor.redact(rest);
-    const out: MemoryItem = { id, ...value, createdAt };
-    if (updatedAt !== undefined) out.updatedAt = updatedAt;
-    return out;
+    return prepareMemoryItem(input, this.redactor);
   }
 
   /**

@@ -19,7 +19,7 @@ import { newRunId } from '../events/index.js';
 import { checkAnswer, schemaFromJson } from '../nodes/index.js';
 import { idProblem, redact, runHasEvents, runWriterAlive } from '../store/index.js';
 import { recordedFlowPath } from '../cli/backpackflow/flows.js';
-import { readRecipe } from '../cli/backpackflow/recipe.js';
+import { readRecipeFileSync } from '../cli/backpackflow/recipe.js';
 import { cliCommand } from '../cli/backpackflow/output.js';
 import { HttpError } from './http.js';
 import type { RunReader, RunRef } from './run-reader.js';
@@ -128,9 +128,9 @@ export class Steering {
    * exists, or a recorded flow file, and the node modules it names.
    */
   private flowSource(ref: RunRef): { buildable: boolean; source: string; flags?: string } {
-    let recipe: ReturnType<typeof readRecipe>;
+    let recipe: ReturnType<typeof readRecipeFileSync>;
     try {
-      recipe = readRecipe(this.reader.dataDir, ref.session, ref.runId);
+      recipe = readRecipeFileSync(this.reader.dataDir, ref.session, ref.runId);
     } catch (error) {
       return { buildable: false, source: (error as Error).message, flags: '--flow-module <file>#<export>' };
     }

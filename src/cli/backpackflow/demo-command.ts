@@ -10,6 +10,7 @@ import { DEMO_FLOW_MODULE, openDemoFlow } from './demo/flow.js';
 import type { Progress } from './demo/nodes.js';
 import { CliError } from './errors.js';
 import { recordRecipe } from './recipe.js';
+import { FileRunStore } from '../../store/index.js';
 import { shellQuote } from '../../studio/shell.js';
 import { cliCommand, colors as c, print } from './output.js';
 
@@ -65,7 +66,7 @@ export function demoCommand(): Command {
       try {
         // Recorded with the run, so that `runs resume` and `runs fork` rebuild this flow with no flags.
         const runId = newRunId();
-        await recordRecipe(dataDir, options.session, runId, { v: 1, flow: { kind: 'module', module: DEMO_FLOW_MODULE, export: 'openDemoFlow', args }, modules: [] });
+        await recordRecipe(new FileRunStore(dataDir), { sessionKey: options.session, runId }, { v: 1, flow: { kind: 'module', module: DEMO_FLOW_MODULE, export: 'openDemoFlow', args }, modules: [] });
         const result = await runFlow(flow, { dataDir, sessionKey: options.session, runId, input: { question: options.question } });
         bar.stop();
         const point = await loadRunPoint({ dataDir, sessionKey: options.session, runId: result.runId });

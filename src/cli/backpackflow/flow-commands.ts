@@ -1,5 +1,4 @@
 /** `run` and `validate`: flows from JSON files. */
-import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { newRunId } from '../../events/index.js';
 import type { Flow } from '../../nodes/index.js';
@@ -12,6 +11,9 @@ import { loadFlowFile, loaderWith, parseInput, readFlowFile, recordRunFlow, vali
 import { openFlowModule, parseFlowModule, type OpenFlow } from './recipe.js';
 import { colors as c, print, type CommonOptions } from './output.js';
 import { common, runLive } from './runs.js';
+import { cliPostgresStore, cliStore } from './run-store.js';
+import { RunQueue } from '../../store/postgres/queue.js';
+import type { PostgresRunStore, RunRef, RunStore } from '../../store/index.js';
 
 /**
  * `run <flow.json>` or `run --flow-module <file#export>`: build the flow (a config is validated first), record how it
@@ -24,23 +26,31 @@ export function runCommand(): Command {
     .addOption(flowModuleOption())
     .addOption(modulesOption())
     .addOption(maxFlowBytesOption())
+    .option('--enqueue', 'queue the run for a worker (backpackflow worker) and print its id; needs --database-url')
     .option('--keep-model-deltas', "store every streamed token as its own model.delta event (default: one event per model call and step)")
-    .action(async (path: string | undefined, options: CommonOptions & FlowSourceOptions & { input?: string; runId?: string; keepModelDeltas?: boolean }) => {
+    .action(async (path: string | undefined, options: CommonOptions & FlowSourceOptions & { input?: string; runId?: string; enqueue?: boolean; keepModelDeltas?: boolean }) => {
       if ((path === undefined) === (options.flowModule === undefined)) throw new UsageError('run takes a flow file or --flow-module <file#export>, one of the two');
       const input = parseInput(options.input);
-      const dataDir = resolve(options.dataDir);
+      const store = options.enqueue ? cliPostgresStore(options, 'run --enqueue') : cliStore(options);
       const runId = options.runId ?? newRunId();
+      const ref = { sessionKey: options.session, runId };
       let opened: OpenFlow;
       if (path !== undefined) {
-        opened = { flow: await loadAndRecord(path, options, dataDir, runId), close: async () => undefined };
+        opened = { flow: await loadAndRecord(path, options, store, ref), close: async () => undefined };
       } else {
         const spec = parseFlowModule(options.flowModule!);
         await loaderWith(options.modules);
         opened = await openFlowModule(spec);
-        await recordRunFlow(dataDir, options.session, runId, { v: 1, flow: { kind: 'module', module: spec.module, export: spec.export }, modules: options.modules });
+        await recordRunFlow(store, ref, { v: 1, flow: { kind: 'module', module: spec.module, export: spec.export }, modules: options.modules });
+      }
+      if (options.enqueue) {
+        await opened.close();
+        await new RunQueue(store as PostgresRunStore).enqueue(ref, 'start', input === undefined ? {} : { input });
+        print(options, { runId, sessionKey: options.session, status: 'queued' }, () => runId);
+        return;
       }
       try {
-        await runLive(options, opened.flow, (flow) => runFlow(flow, { dataDir, sessionKey: options.session, runId, input, ...(options.keepModelDeltas ? { modelDeltas: 'keep' as const } : {}) }));
+        await runLive(options, opened.flow, (flow) => runFlow(flow, { store, sessionKey: options.session, runId, input, ...(options.keepModelDeltas ? { modelDeltas: 'keep' as const } : {}) }));
       } finally {
         await opened.close();
       }
@@ -48,12 +58,12 @@ export function runCommand(): Command {
 }
 
 /**
- * Loads a flow file and records its config with new run `runId`; returns the flow. The parsed config is not kept:
+ * Loads a flow file and records its config with new run `ref`; returns the flow. The parsed config is not kept:
  * a large flow's config is not held beside the run.
  */
-async function loadAndRecord(path: string, options: CommonOptions & FlowSourceOptions, dataDir: string, runId: string): Promise<Flow> {
+async function loadAndRecord(path: string, options: CommonOptions & FlowSourceOptions, store: RunStore, ref: RunRef): Promise<Flow> {
   const { flow, config } = await loadFlowFile(path, options.modules, options.maxFlowBytes);
-  await recordRunFlow(dataDir, options.session, runId, { v: 1, flow: { kind: 'config' }, modules: options.modules }, config);
+  await recordRunFlow(store, ref, { v: 1, flow: { kind: 'config' }, modules: options.modules }, config);
   return flow;
 }
 

@@ -1,6 +1,6 @@
 /** Loading flows for `run`, `validate`, `runs resume` and `runs fork`: the JSON file, the node modules, the loader. */
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { readFileSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BackpackNode, type Flow } from '../../nodes/index.js';
 import {
@@ -13,7 +13,7 @@ import {
   type ConfigProblem,
   type LoadableNodeClass,
 } from '../../serialization/index.js';
-import { assertNewRun, redact, runPaths, StoreError, writeJsonAtomic } from '../../store/index.js';
+import { FileRunStore, redact, StoreError, type RunRef, type RunStore } from '../../store/index.js';
 import { CliError } from './errors.js';
 import type { FlowSourceOptions } from './flow-options.js';
 import { openFlowModule, parseFlowModule, readRecipe, recordRecipe, type OpenFlow, type RunRecipe } from './recipe.js';
@@ -99,7 +99,7 @@ function describeProblems(path: string, problems: ConfigProblem[]): string {
 
 /**
  * Reads, validates and loads a flow file (parsed once, validated once); every problem is reported with its JSON
- * path. Returns the flow and the config it was loaded from (for {@link recordFlow}).
+ * path. Returns the flow and the config it was loaded from (for {@link recordRunFlow}).
  */
 export async function loadFlowFile(path: string, modules: readonly string[], maxBytes?: number): Promise<{ flow: Flow; config: unknown }> {
   const loader = await loaderWith(modules);
@@ -147,68 +147,71 @@ export function parseInput(text: string | undefined): Record<string, unknown> | 
   return value as Record<string, unknown>;
 }
 
-/** Where `run` records a run's flow config, so that `runs resume` and `runs fork` need no `--flow`. */
+/** Where the file store keeps a run's flow config (the studio shows it). */
 export function recordedFlowPath(dataDir: string, sessionKey: string, runId: string): string {
-  return join(runPaths(dataDir, sessionKey, runId).dir, 'flow.json');
+  return new FileRunStore(dataDir).documentPath({ sessionKey, runId }, 'flow');
 }
 
-/**
- * Records a flow config (as read by {@link loadFlowFile}) with the new run `runId` (secrets redacted, like
- * everything the store writes); a run id that already has a recorded run is a CliError, and its recorded flow is
- * left alone.
- */
-export async function recordFlow(config: unknown, dataDir: string, sessionKey: string, runId: string): Promise<void> {
+/** A CliError when run `ref` already has a recorded run (its records are then left alone). */
+async function assertNewCliRun(store: RunStore, ref: RunRef): Promise<void> {
   try {
-    assertNewRun(dataDir, sessionKey, runId);
+    await store.assertNewRun(ref);
   } catch (error) {
     if (error instanceof StoreError) throw new CliError(error.message);
     throw error;
   }
-  await writeJsonAtomic(recordedFlowPath(dataDir, sessionKey, runId), redact(config).value);
-}
-
-/** The flow file to resume or fork `runId` with: `--flow` when given, else the one recorded with the run. */
-export function flowFileFor(given: string | undefined, dataDir: string, sessionKey: string, runId: string): string {
-  if (given !== undefined) return given;
-  const recorded = recordedFlowPath(dataDir, sessionKey, runId);
-  if (!existsSync(recorded)) throw new CliError(`run ${sessionKey}/${runId} has no recorded flow (${recorded}): pass --flow <flow.json>`);
-  return recorded;
 }
 
 /**
- * Builds the flow of recorded run `runId` for `runs resume` and `runs fork`: `--flow-module` or `--flow` when given,
- * else as recorded with the run (its recipe: flow module or config, and node modules; a run recorded before recipes
- * existed: its `flow.json` with `--modules`). Returns the flow, its release, and the recipe it was built by.
+ * The flow config to resume or fork run `ref` with: the `--flow` file when given, else the one recorded with the run
+ * (a CliError naming the run when there is none).
  */
-export async function openRecordedFlow(options: FlowSourceOptions, dataDir: string, sessionKey: string, runId: string): Promise<OpenFlow & { recipe: RunRecipe }> {
+export async function recordedFlowConfig(given: string | undefined, store: RunStore, ref: RunRef, maxBytes?: number): Promise<unknown> {
+  if (given !== undefined) return readFlowFile(given, maxBytes);
+  let config: unknown;
+  try {
+    config = await store.loadDocument(ref, 'flow');
+  } catch (error) {
+    throw new CliError((error as Error).message);
+  }
+  if (config === undefined) throw new CliError(`run ${ref.sessionKey}/${ref.runId} has no recorded flow in ${store.location}: pass --flow <flow.json>`);
+  return config;
+}
+
+/**
+ * Builds the flow of recorded run `ref` for `runs resume`, `runs fork` and workers: `--flow-module` or `--flow` when
+ * given, else as recorded with the run (its recipe: flow module or config, and node modules; a run recorded before
+ * recipes existed: its flow config with `--modules`). Returns the flow, its release, and the recipe it was built by.
+ */
+export async function openRecordedFlow(options: FlowSourceOptions, store: RunStore, ref: RunRef): Promise<OpenFlow & { recipe: RunRecipe }> {
   if (options.flowModule !== undefined) {
     const spec = parseFlowModule(options.flowModule);
     await loaderWith(options.modules);
     return { ...(await openFlowModule(spec)), recipe: { v: 1, flow: { kind: 'module', module: spec.module, export: spec.export }, modules: options.modules } };
   }
-  const recipe = options.flow === undefined ? readRecipe(dataDir, sessionKey, runId) : undefined;
+  const recipe = options.flow === undefined ? await readRecipe(store, ref) : undefined;
   const modules = options.modules.length > 0 || recipe === undefined ? options.modules : recipe.modules;
   if (recipe?.flow.kind === 'module') {
     await loaderWith(modules);
     return { ...(await openFlowModule(recipe.flow)), recipe: { ...recipe, modules } };
   }
-  const { flow } = await loadFlowFile(flowFileFor(options.flow, dataDir, sessionKey, runId), modules, options.maxFlowBytes);
-  return { flow, close: async () => undefined, recipe: { v: 1, flow: { kind: 'config' }, modules } };
+  const config = await recordedFlowConfig(options.flow, store, ref, options.maxFlowBytes);
+  const where = options.flow ?? `the recorded flow of run ${ref.sessionKey}/${ref.runId}`;
+  const loader = await loaderWith(modules);
+  try {
+    return { flow: await loader.loadFlow(config), close: async () => undefined, recipe: { v: 1, flow: { kind: 'config' }, modules } };
+  } catch (error) {
+    if (error instanceof FlowConfigError) throw new CliError(describeProblems(where, error.errors));
+    throw error;
+  }
 }
 
 /**
- * Records how new run `runId`'s flow is built, before it starts: its recipe and, for a flow config, the config itself
- * (`flow.json`, secrets redacted). A run id that already has a recorded run is a CliError, and its records are left alone.
+ * Records how new run `ref`'s flow is built, before it starts: its recipe and, for a flow config, the config itself
+ * (secrets redacted). A run id that already has a recorded run is a CliError, and its records are left alone.
  */
-export async function recordRunFlow(dataDir: string, sessionKey: string, runId: string, recipe: RunRecipe, config?: unknown): Promise<void> {
-  if (config !== undefined) await recordFlow(config, dataDir, sessionKey, runId);
-  else {
-    try {
-      assertNewRun(dataDir, sessionKey, runId);
-    } catch (error) {
-      if (error instanceof StoreError) throw new CliError(error.message);
-      throw error;
-    }
-  }
-  await recordRecipe(dataDir, sessionKey, runId, recipe);
+export async function recordRunFlow(store: RunStore, ref: RunRef, recipe: RunRecipe, config?: unknown): Promise<void> {
+  await assertNewCliRun(store, ref);
+  if (config !== undefined) await store.saveDocument(ref, 'flow', redact(config).value);
+  await recordRecipe(store, ref, recipe);
 }

@@ -1,10 +1,18 @@
 /** The `memory` commands: search and add items of the long-term memory shared by runs. */
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { MemoryStore, newMemoryId } from '../../store/index.js';
+import { MemoryStore, newMemoryId, type Memory } from '../../store/index.js';
+import { PostgresMemoryStore } from '../../store/postgres/memory-store.js';
+import { cliPostgresStore } from './run-store.js';
 import { nonNegativeInteger } from './arguments.js';
 import { colors as c, print, type CommonOptions } from './output.js';
 import { common } from './runs.js';
+
+/** The memory `options` select: the data directory's, or the database's with `--database-url`. */
+function memoryOf(options: CommonOptions): Memory {
+  if (!options.databaseUrl) return new MemoryStore({ dataDir: resolve(options.dataDir) });
+  return new PostgresMemoryStore(cliPostgresStore(options, 'memory'));
+}
 
 /** The `memory` command group. */
 export function memoryCommand(): Command {
@@ -13,7 +21,7 @@ export function memoryCommand(): Command {
   common(memory.command('search <query>').description('the items best matching a query (BM25), best first'))
     .option('-k, --top <k>', 'how many', nonNegativeInteger('--top'), 5)
     .action(async (query: string, options: CommonOptions & { top: number }) => {
-      const store = new MemoryStore({ dataDir: resolve(options.dataDir) });
+      const store = memoryOf(options);
       const hits = await store.searchScored(query, options.top);
       const json = hits.map((h) => ({ id: h.item.id, score: h.score, content: h.item.content, keywords: h.item.keywords ?? [], metadata: h.item.metadata ?? {} }));
       print(options, json, () =>
@@ -24,7 +32,7 @@ export function memoryCommand(): Command {
   common(memory.command('add <text>').description('store a memory item'))
     .option('--keywords <words...>', 'extra keywords to index the item under')
     .action(async (text: string, options: CommonOptions & { keywords?: string[] }) => {
-      const store = new MemoryStore({ dataDir: resolve(options.dataDir) });
+      const store = memoryOf(options);
       const item = { id: newMemoryId(), content: text, ...(options.keywords ? { keywords: options.keywords } : {}), metadata: { source: 'cli', session: options.session }, createdAt: Date.now() };
       await store.write(item);
       await store.close();

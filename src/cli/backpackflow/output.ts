@@ -7,6 +7,8 @@ export { colors };
 /** Options every data command takes. */
 export interface CommonOptions {
   dataDir: string;
+  /** Runs in PostgreSQL instead of the data directory (`--database-url`, or BACKPACKFLOW_DATABASE_URL). */
+  databaseUrl?: string;
   session: string;
   json?: boolean;
 }

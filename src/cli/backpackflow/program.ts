@@ -12,6 +12,7 @@ const COMMANDS: Record<string, { description: string; load: () => Promise<Comman
   run: { description: 'run a flow durably with the live trace: from its JSON config, or built by a flow module', load: async () => (await import('./flow-commands.js')).runCommand() },
   validate: { description: 'check a flow config; prints every problem with its JSON path', load: async () => (await import('./flow-commands.js')).validateCommand() },
   runs: { description: 'list and inspect stored runs; resume, answer or fork them; verify their logs; delete or prune them', load: async () => (await import('./runs.js')).runsCommand() },
+  worker: { description: 'run the queued runs of a database (see run --enqueue)', load: async () => (await import('./worker.js')).workerCommand() },
   memory: { description: 'search and add long-term memory items', load: async () => (await import('./memory.js')).memoryCommand() },
   context: { description: "the context engine over a workspace: scan, status, frames, agents, synthesis (see 'backpackflow context --help')", load: async () => new (await import('commander')).Command('context') },
   studio: { description: 'a local web UI over the stored runs: trace, events, state at any step, diffs, blame, memory', load: async () => (await import('./studio-command.js')).studioCommand() },
@@ -63,7 +64,12 @@ export async function main(argv: string[]): Promise<number> {
   const { CommanderError } = await import('commander');
   try {
     const program = await buildProgram(argv);
-    await program.parseAsync(argv);
+    try {
+      await program.parseAsync(argv);
+    } finally {
+      const { closeCliStore } = await import('./run-store.js');
+      await closeCliStore();
+    }
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (error) {
     if (error instanceof CommanderError) {

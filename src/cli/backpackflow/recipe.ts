@@ -4,11 +4,11 @@
  * ./agent.ts#buildFlow`, with the arguments it was called with), and the `--modules` its node classes come from.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { Flow } from '../../nodes/index.js';
-import { runPaths, writeJsonAtomic } from '../../store/index.js';
+import { FileRunStore, type RunRef, type RunStore } from '../../store/index.js';
 import { CliError, UsageError } from './errors.js';
 
 /** A flow module and the export that builds the flow. */
@@ -74,19 +74,33 @@ export async function openFlowModule(spec: FlowModuleSpec): Promise<OpenFlow> {
   return { flow, close: async () => void (await close?.()) };
 }
 
-function recipePath(dataDir: string, sessionKey: string, runId: string): string {
-  return join(runPaths(dataDir, sessionKey, runId).dir, 'run.recipe.json');
-}
-
-/** Records how run `runId`'s flow is built (module paths made absolute). */
-export async function recordRecipe(dataDir: string, sessionKey: string, runId: string, recipe: RunRecipe): Promise<void> {
+/** Records how run `ref`'s flow is built (module paths made absolute), with the run in `store`. */
+export async function recordRecipe(store: RunStore, ref: RunRef, recipe: RunRecipe): Promise<void> {
   const absolute = { ...recipe, modules: recipe.modules.map((m) => (isAbsolute(m) ? m : resolve(m))) };
-  await writeJsonAtomic(recipePath(dataDir, sessionKey, runId), absolute);
+  await store.saveDocument(ref, 'recipe', absolute);
 }
 
-/** The recorded recipe of `runId`, or undefined for a run recorded without one (a flow config alone, or none). */
-export function readRecipe(dataDir: string, sessionKey: string, runId: string): RunRecipe | undefined {
-  const path = recipePath(dataDir, sessionKey, runId);
+/** A recorded recipe, validated (a CliError naming `where` and the field when it is not one). */
+function parseRecipe(json: unknown, where: string): RunRecipe {
+  const parsed = RecipeSchema.safeParse(json);
+  if (!parsed.success) throw new CliError(`corrupt run recipe ${where}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  return parsed.data;
+}
+
+/** The recorded recipe of run `ref`, or undefined for a run recorded without one (a flow config alone, or none). */
+export async function readRecipe(store: RunStore, ref: RunRef): Promise<RunRecipe | undefined> {
+  let json: unknown;
+  try {
+    json = await store.loadDocument(ref, 'recipe');
+  } catch (error) {
+    throw new CliError((error as Error).message);
+  }
+  return json === undefined ? undefined : parseRecipe(json, `of run ${ref.sessionKey}/${ref.runId} in ${store.location}`);
+}
+
+/** {@link readRecipe} of a run in the files of `dataDir`, read synchronously (the studio's checks). */
+export function readRecipeFileSync(dataDir: string, sessionKey: string, runId: string): RunRecipe | undefined {
+  const path = new FileRunStore(dataDir).documentPath({ sessionKey, runId }, 'recipe');
   if (!existsSync(path)) return undefined;
   let json: unknown;
   try {
@@ -94,7 +108,5 @@ export function readRecipe(dataDir: string, sessionKey: string, runId: string): 
   } catch (error) {
     throw new CliError(`corrupt run recipe ${path}: ${(error as Error).message}`);
   }
-  const parsed = RecipeSchema.safeParse(json);
-  if (!parsed.success) throw new CliError(`corrupt run recipe ${path}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
-  return parsed.data;
+  return parseRecipe(json, path);
 }

@@ -105,7 +105,8 @@ export function renderBlame(report: BlameReport): string {
   );
 }
 
-function eventLine(e: StreamEvent): string {
+/** One event as a line of `runs events` and `runs tail`. */
+export function eventLine(e: StreamEvent): string {
   const payload = JSON.stringify(e.payload);
   return `${String(e.seq).padStart(5)} ${time(e.timestamp)} ${c.cyan(e.type.padEnd(20))} ${e.namespace ?? ''}${e.nodeId ? c.dim(` (${e.nodeId})`) : ''} ${c.dim(payload.length > 120 ? `${payload.slice(0, 119)}…` : payload)}`;
 }

@@ -43,10 +43,16 @@ function parseStatuses(value: string, previous: RunStatus[] = []): RunStatus[] {
 }
 
 /** Adds `delete` and `prune` to the `runs` command group; `common` adds --data-dir, --session and --json. */
+/** Deleting runs works on the data directory only for now: a database URL is refused, never ignored. */
+function filesOnly(options: CommonOptions, command: string): void {
+  if (options.databaseUrl) throw new UsageError(`${command} works on the data directory only; runs stored in a database are not deleted by it`);
+}
+
 export function addRetentionCommands(runs: Command, common: (command: Command) => Command): void {
   common(runs.command('delete <runIds...>').description('delete stored runs (log, checkpoints, projection); refuses a run with a live writer'))
     .option('--dry-run', 'say what would be deleted, delete nothing')
     .action(async (runIds: string[], options: DeleteOptions) => {
+      filesOnly(options, 'runs delete');
       for (const runId of runIds) validId('runId')(runId);
       const dataDir = resolve(options.dataDir);
       const report: DeleteReport = { dryRun: options.dryRun === true, deleted: [], missing: [], refused: [] };
@@ -75,6 +81,7 @@ export function addRetentionCommands(runs: Command, common: (command: Command) =
     .option('--keep-last <n>', 'keep the newest n runs whatever else matches', nonNegativeInteger('--keep-last'))
     .option('--dry-run', 'say what would be deleted, delete nothing')
     .action(async (options: PruneOptions) => {
+      filesOnly(options, 'runs prune');
       if (options.olderThan === undefined && options.status === undefined && options.keepLast === undefined) {
         throw new UsageError('runs prune needs at least one of --older-than, --status, --keep-last (so that it never deletes every run by accident)');
       }

@@ -1,24 +1,28 @@
 /** The `runs` commands: list, show, state, diff, blame, events, resume, fork, verify, delete, prune. */
-import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { compileNamespacePattern } from '../../backpack/index.js';
 import type { Flow } from '../../nodes/index.js';
 import { FlowVisualizer, StreamEventType, StreamEventTypeSchema, isEventOf, newRunId, type EventPayloadMap, type StreamEvent } from '../../events/index.js';
 import { forkRun, listRuns, resumeRun, verifyRun, type RunResult } from '../../runtime/index.js';
-import { RunStatusSchema, StoreError } from '../../store/index.js';
+import { RunStatusSchema, StoreError, type RunRef } from '../../store/index.js';
+import { RunQueue } from '../../store/postgres/queue.js';
 import { CliError, UsageError } from './errors.js';
 import { nonNegativeInteger, positiveInteger, validId } from './arguments.js';
 import { flowModuleOption, maxFlowBytesOption, modulesOption, type FlowSourceOptions } from './flow-options.js';
 import { blame, diffStates, stateReport, type EventsPage } from './inspect.js';
 import { cliCommand, colors, print, warn, type CommonOptions } from './output.js';
 import { renderBlame, renderDiff, renderEvents, renderRuns, renderState, renderVerification } from './render.js';
-import { firstStep, openRun, readEventsPage, readRunEvents, runPointAt } from './store-access.js';
+import { firstStep, openRun, readEventsPage, readFilteredEvents, readRunEvents, runPointAt } from './store-access.js';
+import { cliPostgresStore, cliStore } from './run-store.js';
 import { buildTrace, renderTrace } from './trace.js';
 import { addRetentionCommands } from './retention-commands.js';
 
-/** Adds `--data-dir`, `--session` and `--json` to a command. */
+/** Adds `--data-dir`, `--database-url`, `--session` and `--json` to a command. */
 export function common(command: Command, json = true): Command {
-  command.option('-d, --data-dir <dir>', 'data directory', '.backpackflow').option('-s, --session <key>', 'session', validId('--session'), 'default');
+  command
+    .option('-d, --data-dir <dir>', 'data directory', '.backpackflow')
+    .addOption(new Option('--database-url <url>', 'store runs in PostgreSQL instead of the data directory').env('BACKPACKFLOW_DATABASE_URL'))
+    .option('-s, --session <key>', 'session', validId('--session'), 'default');
   if (json) command.option('--json', 'print one JSON document');
   return command;
 }
@@ -76,7 +80,7 @@ export function runsCommand(): Command {
   common(runs.command('list').description('the stored runs of a session, oldest first'))
     .addOption(new Option('--status <status>', 'only runs with this status').choices(RunStatusSchema.options))
     .action(async (options: CommonOptions & { status?: string }) => {
-      const all = await listRuns({ dataDir: resolve(options.dataDir), sessionKey: options.session });
+      const all = await listRuns({ store: cliStore(options), sessionKey: options.session });
       const metas = options.status === undefined ? all : all.filter((m) => m.status === options.status);
       print(options, metas, () => renderRuns(metas));
     });
@@ -135,11 +139,10 @@ export function runsCommand(): Command {
         const { total, events } = await storeErrors(() => readEventsPage({ ...options, runId }, options.pageSize, offset, warn));
         page = pageOf(runId, options, total, events);
       } else {
-        const store = await openRun({ ...options, runId });
         const matches = options.namespace === undefined ? undefined : compileNamespacePattern(options.namespace);
-        const selected = await store.readFiltered(
+        const selected = await readFilteredEvents(
+          { ...options, runId },
           (e) => (options.type === undefined || e.type === options.type) && (matches === undefined || (e.namespace !== undefined && matches(e.namespace))),
-          { onWarning: warn },
         );
         page = pageOf(runId, options, selected.length, selected.slice(offset, offset + options.pageSize));
       }
@@ -147,10 +150,17 @@ export function runsCommand(): Command {
       print(options, page, () => renderEvents(page));
     });
 
+  common(runs.command('tail <runId>').description('print a run\'s events as they are stored, until it completes or fails (Ctrl-C to stop)'))
+    .option('--poll-ms <n>', 'how often to look for new events (a database also announces each step at once)', positiveInteger('--poll-ms'), 250)
+    .action(async (runId: string, options: CommonOptions & { pollMs: number }) => {
+      const { tailRun } = await import('./tail.js');
+      await tailRun({ ...options, runId });
+    });
+
   common(runs.command('verify <runId>').description("prove a run's log untouched: recompute its chain hashes, check its keyframes and projection; exit 1 on damage")).action(
     async (runId: string, options: CommonOptions) => {
-      await openRun({ ...options, runId });
-      const report = await storeErrors(() => verifyRun({ dataDir: resolve(options.dataDir), sessionKey: options.session, runId }));
+      const { store } = await openRun({ ...options, runId });
+      const report = await storeErrors(() => verifyRun({ store, sessionKey: options.session, runId }));
       print(options, report, () => renderVerification(report));
       if (report.status === 'unverifiable') warn(`run ${runId} has no chain hashes (written before they existed): it cannot be verified`);
       if (!report.ok) process.exitCode = 1;
@@ -163,14 +173,18 @@ export function runsCommand(): Command {
     .addOption(flowModuleOption())
     .addOption(modulesOption())
     .addOption(maxFlowBytesOption())
-    .action(async (runId: string, options: CommonOptions & FlowSourceOptions & { input?: string }) => {
+    .option('--enqueue', 'queue the run for a worker (backpackflow worker) instead of running it here; needs --database-url')
+    .action(async (runId: string, options: CommonOptions & FlowSourceOptions & { input?: string; enqueue?: boolean }) => {
       const { openRecordedFlow, parseJsonArgument } = await import('./flows.js');
-      await openRun({ ...options, runId });
+      const { store, ref } = await openRun({ ...options, runId });
       const answer = options.input === undefined ? {} : { resume: parseJsonArgument(options.input) };
-      const dataDir = resolve(options.dataDir);
-      const { flow, close } = await openRecordedFlow(options, dataDir, options.session, runId);
+      if (options.enqueue) {
+        await enqueueResume(cliPostgresStore(options, 'runs resume --enqueue'), ref, answer, options);
+        return;
+      }
+      const { flow, close } = await openRecordedFlow(options, store, ref);
       try {
-        await runLive(options, flow, (loaded) => resumeRun(loaded, { dataDir, sessionKey: options.session, runId, ...answer }));
+        await runLive(options, flow, (loaded) => resumeRun(loaded, { store, sessionKey: options.session, runId, ...answer }));
       } finally {
         await close();
       }
@@ -184,15 +198,16 @@ export function runsCommand(): Command {
     .addOption(maxFlowBytesOption())
     .option('--new-run-id <id>', 'id of the new run (default: a new one)', validId('--new-run-id'))
     .action(async (runId: string, options: CommonOptions & FlowSourceOptions & { step: number; newRunId?: string }) => {
-      const { flowFileFor, openRecordedFlow, readFlowFile, recordRunFlow } = await import('./flows.js');
+      const { openRecordedFlow, recordedFlowConfig, recordRunFlow } = await import('./flows.js');
       const events = await readRunEvents({ ...options, runId });
       await storeErrors(() => runPointAt({ ...options, runId }, options.step, events));
-      const dataDir = resolve(options.dataDir);
-      const { flow, close, recipe } = await openRecordedFlow(options, dataDir, options.session, runId);
+      const { store, ref } = await openRun({ ...options, runId });
+      const { flow, close, recipe } = await openRecordedFlow(options, store, ref);
       try {
         const forkId = options.newRunId ?? newRunId();
-        await recordRunFlow(dataDir, options.session, forkId, recipe, recipe.flow.kind === 'config' ? readFlowFile(flowFileFor(options.flow, dataDir, options.session, runId), options.maxFlowBytes) : undefined);
-        await runLive(options, flow, (loaded) => forkRun(loaded, { dataDir, sessionKey: options.session, runId, atStep: options.step, newRunId: forkId }));
+        const config = recipe.flow.kind === 'config' ? await recordedFlowConfig(options.flow, store, ref, options.maxFlowBytes) : undefined;
+        await recordRunFlow(store, { sessionKey: options.session, runId: forkId }, recipe, config);
+        await runLive(options, flow, (loaded) => forkRun(loaded, { store, sessionKey: options.session, runId, atStep: options.step, newRunId: forkId }));
       } finally {
         await close();
       }
@@ -204,4 +219,21 @@ export function runsCommand(): Command {
 
 function pageOf(runId: string, options: { page: number; pageSize: number }, total: number, events: StreamEvent[]): EventsPage {
   return { runId, page: options.page, pageSize: options.pageSize, total, pages: Math.ceil(total / options.pageSize), events };
+}
+
+/**
+ * Queues a stopped or waiting run for a worker (`runs resume --enqueue`). A waiting run's answer is checked against its
+ * question's schema here, so that a wrong answer is refused at once rather than by the worker.
+ */
+async function enqueueResume(store: import('../../store/index.js').PostgresRunStore, ref: RunRef, answer: { resume?: unknown }, options: CommonOptions): Promise<void> {
+  const meta = await store.currentRunMeta(ref);
+  if (meta.status === 'completed') throw new CliError(`run ${ref.sessionKey}/${ref.runId} already completed; fork it to run again from a step`);
+  if (meta.status === 'waiting' && answer.resume === undefined) throw new CliError(`run ${ref.sessionKey}/${ref.runId} is waiting for an answer: pass it with --input <json>`);
+  if (meta.status !== 'waiting' && answer.resume !== undefined) throw new CliError(`run ${ref.sessionKey}/${ref.runId} is ${meta.status}, not waiting for an answer: resume it without --input`);
+  if (meta.status === 'waiting' && meta.interrupt !== undefined) {
+    const { checkRecordedAnswer } = await import('../../runtime/interrupts.js');
+    await storeErrors(async () => checkRecordedAnswer(meta.interrupt!, answer.resume));
+  }
+  await storeErrors(() => new RunQueue(store).enqueue(ref, 'resume', answer));
+  print(options, { runId: ref.runId, sessionKey: ref.sessionKey, status: 'queued' }, () => ref.runId);
 }

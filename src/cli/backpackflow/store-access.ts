@@ -1,40 +1,56 @@
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { StreamEventType, isEventOf, type StreamEvent } from '../../events/index.js';
 import { loadRunPoint, type RunPoint } from '../../runtime/index.js';
-import { EventStore, ProjectionStore, StoreError, isValidId, listRunIds, runPaths } from '../../store/index.js';
+import { StoreError, isValidId, type RunRef, type RunStore } from '../../store/index.js';
+import { cliStore, type StoreOptions } from './run-store.js';
 import { CliError } from './errors.js';
 import { warn } from './output.js';
 
 /** Where the CLI finds runs. */
-export interface RunRefOptions {
-  dataDir: string;
+export interface RunRefOptions extends StoreOptions {
   session: string;
   runId: string;
 }
 
-/** The run's event store, after checking that the run exists (a clear error naming the run otherwise). */
-export async function openRun(options: RunRefOptions): Promise<EventStore> {
-  const dataDir = resolve(options.dataDir);
+/** A run the CLI reads: its store and its reference. */
+export interface OpenedRun {
+  store: RunStore;
+  ref: RunRef;
+}
+
+/** The run's store and reference, after checking that the run exists (a clear error naming the run otherwise). */
+export async function openRun(options: RunRefOptions): Promise<OpenedRun> {
   if (!isValidId(options.session)) throw new CliError(`invalid session '${options.session}': use letters, digits, '.', '_' and '-'`);
-  if (!isValidId(options.runId) || !existsSync(runPaths(dataDir, options.session, options.runId).events)) {
-    const known = (await listRunIds(dataDir, options.session)).length;
+  const store = cliStore(options);
+  const ref = { sessionKey: options.session, runId: options.runId };
+  if (!isValidId(options.runId) || !(await store.hasEvents(ref))) {
+    // A run whose log lost everything but whose projection is stored is known: its readers report the damage.
+    const runs = await store.listRuns(options.session);
+    if (isValidId(options.runId) && runs.some((r) => r.runId === options.runId)) return { store, ref };
+    const known = runs.length;
     throw new CliError(
-      `unknown run id '${options.runId}' in session '${options.session}' of ${dataDir} (${known} run${known === 1 ? '' : 's'} there; 'backpackflow runs list' shows them)`,
+      `unknown run id '${options.runId}' in session '${options.session}' of ${store.location} (${known} run${known === 1 ? '' : 's'} there; 'backpackflow runs list' shows them)`,
     );
   }
-  return new EventStore({ dataDir, sessionKey: options.session, runId: options.runId });
+  return { store, ref };
 }
 
 /** Every stored event of a run that its chain vouches for, in order (what is not served is warned about on stderr). */
 export async function readRunEvents(options: RunRefOptions): Promise<StreamEvent[]> {
-  return (await openRun(options)).readAll({ onWarning: warn });
+  return readFilteredEvents(options, () => true);
+}
+
+/** The stored events of a run for which `predicate` holds, in order (only the matches are kept in memory). */
+export async function readFilteredEvents(options: RunRefOptions, predicate: (event: StreamEvent) => boolean): Promise<StreamEvent[]> {
+  const { store, ref } = await openRun(options);
+  const out: StreamEvent[] = [];
+  for await (const { event } of store.readVerified(ref, { onWarning: warn })) if (predicate(event)) out.push(event);
+  return out;
 }
 
 /**
  * A page of a run's events (`runs events`) and the total the log serves (what its chain vouches for). A log that
- * serves fewer events than the run's projection counts was cut or damaged: a StoreError naming both files, never
- * a total whose last pages come out empty. What the log does not serve is handed to `warn`.
+ * serves fewer events than the run's projection counts was cut or damaged: a StoreError naming both, never a total
+ * whose last pages come out empty. What the log does not serve is handed to `warn`.
  */
 export async function readEventsPage(
   options: RunRefOptions,
@@ -42,15 +58,15 @@ export async function readEventsPage(
   offset: number,
   warn: (message: string) => void,
 ): Promise<{ total: number; events: StreamEvent[] }> {
-  const store = await openRun(options);
-  const total = await store.countEvents({ onWarning: warn });
-  const meta = await new ProjectionStore({ dataDir: resolve(options.dataDir), sessionKey: options.session }).loadRunMeta(options.runId);
+  const { store, ref } = await openRun(options);
+  const total = await store.countEvents(ref, { onWarning: warn });
+  const meta = await store.loadRunMeta(ref);
   if (meta !== null && meta.eventCount > total) {
     throw new StoreError(
-      `${store.paths.runMeta} counts ${meta.eventCount} events, but ${store.paths.events} serves ${total}: the log was cut or damaged (backpackflow runs verify ${options.runId})`,
+      `${store.describeProjection(ref)} counts ${meta.eventCount} events, but ${store.describeLog(ref)} serves ${total}: the log was cut or damaged (backpackflow runs verify ${options.runId})`,
     );
   }
-  return { total, events: await store.readPage(pageSize, offset, { onWarning: warn }) };
+  return { total, events: await store.readPage(ref, pageSize, offset, { onWarning: warn }) };
 }
 
 /** The recorded steps of a run: 0 through the last `checkpoint.saved` step. */
@@ -82,7 +98,7 @@ export async function runPointAt(options: RunRefOptions, step: number | undefine
   if (step !== undefined && (step > last || step < first)) {
     throw new CliError(`invalid step ${step} for run '${options.runId}': its recorded steps are ${first}..${last}`);
   }
-  const point = await loadRunPoint({ dataDir: resolve(options.dataDir), sessionKey: options.session, runId: options.runId, step });
+  const point = await loadRunPoint({ store: cliStore(options), sessionKey: options.session, runId: options.runId, step });
   for (const warning of point.warnings) warn(warning);
   return point;
 }

@@ -1,0 +1,65 @@
+/**
+ * `runs tail <runId>`: a run's events as they are stored, from the first, until the run completes or fails (a waiting
+ * run is followed until it is answered and ends). On
+ * Postgres each committed step is announced (LISTEN/NOTIFY on `backpackflow_events`), so lines appear as soon as the
+ * step commits; on files the log is read again every `--poll-ms`. A run not stored yet (queued, not started) is waited
+ * for. Only what the log's chain vouches for is printed.
+ */
+import { StreamEventType, type StreamEvent } from '../../events/index.js';
+import { PostgresRunStore, isValidId } from '../../store/index.js';
+import { EVENTS_CHANNEL } from '../../store/postgres/queue.js';
+import { CliError } from './errors.js';
+import { warn, type CommonOptions } from './output.js';
+import { eventLine } from './render.js';
+import { cliStore } from './run-store.js';
+
+/** A waiting run goes on once answered: the tail waits with it. */
+const ENDS: ReadonlySet<string> = new Set([StreamEventType.RUN_END, StreamEventType.RUN_ERROR]);
+
+/** Tails run `options.runId`; see the module comment. */
+export async function tailRun(options: CommonOptions & { runId: string; pollMs: number }): Promise<void> {
+  if (!isValidId(options.runId)) throw new CliError(`invalid run id '${options.runId}': use letters, digits, '.', '_' and '-'`);
+  const store = cliStore(options);
+  const ref = { sessionKey: options.session, runId: options.runId };
+  let wake: () => void = () => undefined;
+  // Set by an announcement that arrives while the log is being read, so that it is not lost before the next wait.
+  let announced = false;
+  const stop = new AbortController();
+  const onSignal = (): void => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const name = `${ref.sessionKey}/${ref.runId}`;
+  const listener = store instanceof PostgresRunStore ? await (await store.sql()).listen(EVENTS_CHANNEL, (payload) => {
+    if (payload !== name) return;
+    announced = true;
+    wake();
+  }) : undefined;
+  const print = (event: StreamEvent): void => void process.stdout.write(`${options.json ? JSON.stringify(event) : eventLine(event)}\n`);
+  try {
+    let next = 0;
+    for (;;) {
+      announced = false;
+      let ended = false;
+      for await (const { event, line } of store.readVerified(ref, { from: next, onWarning: warn })) {
+        print(event);
+        next = line + 1;
+        // A resumed run starts again after run.failed or run.waiting: only the last line of the log ends the tail.
+        ended = ENDS.has(event.type);
+      }
+      if (ended || stop.signal.aborted) return;
+      if (announced) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, options.pollMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        stop.signal.addEventListener('abort', () => wake(), { once: true });
+      });
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await listener?.unlisten().catch(() => undefined);
+  }
+}

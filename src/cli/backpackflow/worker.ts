@@ -1,0 +1,153 @@
+/**
+ * `backpackflow worker --database-url URL --modules M [--concurrency N]`: runs the queued runs of a database (see
+ * `run --enqueue` and `runs resume --enqueue`), N at a time, until stopped (SIGINT/SIGTERM: the runs in hand are
+ * stopped at their next step and given back to the queue) or, with `--exit-when-idle`, until the queue is empty.
+ *
+ * Each run is built as recorded with it (its flow config or flow module; node classes from `--modules`, else the
+ * recorded ones) and executed by the durable runtime on the Postgres store: a new run starts, a run that already has
+ * events (its worker died) resumes from its last recorded step, a waiting run resumes with its answer. The run's writer
+ * lease and fencing token keep it to one writer whatever the timing; a worker killed mid-run leaves its claim and its
+ * lease to run out, and another worker takes the run over.
+ */
+import { Command, Option } from 'commander';
+import { resumeRun, runFlow } from '../../runtime/index.js';
+import { FencedError, LockError, PostgresRunStore } from '../../store/index.js';
+import { QUEUE_CHANNEL, RunQueue, type QueuedRun } from '../../store/postgres/queue.js';
+import { positiveInteger } from './arguments.js';
+import { UsageError } from './errors.js';
+import { maxFlowBytesOption, modulesOption, type FlowFileOptions } from './flow-options.js';
+import { colors as c } from './output.js';
+
+interface WorkerOptions extends FlowFileOptions {
+  databaseUrl?: string;
+  concurrency: number;
+  leaseMs: number;
+  pollMs: number;
+  exitWhenIdle?: boolean;
+}
+
+/** The `worker` command. */
+export function workerCommand(): Command {
+  return new Command('worker')
+    .description('run the queued runs of a database (see run --enqueue)')
+    .addOption(new Option('--database-url <url>', 'the database whose queue to work on').env('BACKPACKFLOW_DATABASE_URL'))
+    .addOption(modulesOption())
+    .addOption(maxFlowBytesOption())
+    .option('--concurrency <n>', 'runs executed at once', positiveInteger('--concurrency'), 1)
+    .option('--lease-ms <n>', "how long a run stays this worker's without renewal (renewed every third of it); a killed worker's runs are taken over after it", positiveInteger('--lease-ms'), 30_000)
+    .option('--poll-ms <n>', 'how often an idle worker looks at the queue (a new run also wakes it at once)', positiveInteger('--poll-ms'), 1000)
+    .option('--exit-when-idle', 'stop once the queue has nothing ready and no run is in hand')
+    .action(async (options: WorkerOptions) => {
+      if (!options.databaseUrl) throw new UsageError('worker needs a database: pass --database-url <url> or set BACKPACKFLOW_DATABASE_URL');
+      await runWorker(options);
+    });
+}
+
+/** One claimed run, executed: how it ended (`completed`, `waiting`, `failed: …`), or 'released' when it was given back. */
+async function execute(store: PostgresRunStore, options: WorkerOptions, job: QueuedRun, signal: AbortSignal): Promise<string> {
+  const { openRecordedFlow } = await import('./flows.js');
+  const ref = { sessionKey: job.sessionKey, runId: job.runId };
+  const opened = await openRecordedFlow({ modules: options.modules, maxFlowBytes: options.maxFlowBytes }, store, ref);
+  try {
+    const location = { store, sessionKey: ref.sessionKey, runId: ref.runId, signal };
+    if (job.kind === 'start' && !(await store.hasEvents(ref))) {
+      return (await runFlow(opened.flow, { ...location, input: job.payload.input })).status;
+    }
+    const meta = await store.currentRunMeta(ref);
+    if (meta.status === 'completed') return 'completed';
+    if (meta.status === 'waiting' && job.payload.resume === undefined) return 'waiting';
+    const answer = job.payload.resume === undefined ? {} : { resume: job.payload.resume };
+    return (await resumeRun(opened.flow, { ...location, ...answer })).status;
+  } finally {
+    await opened.close();
+  }
+}
+
+/** Whether `error` or one of its causes is a `type`. */
+function causedBy(error: unknown, type: new (...args: never[]) => Error): boolean {
+  let current: unknown = error;
+  for (let depth = 0; current instanceof Error && depth < 10; depth++) {
+    if (current instanceof type) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/** Runs the worker until it is stopped (see the module comment). */
+export async function runWorker(options: WorkerOptions): Promise<void> {
+  const store = new PostgresRunStore({ url: options.databaseUrl!, leaseMs: options.leaseMs, maxConnections: options.concurrency + 2 });
+  const queue = new RunQueue(store);
+  const owner = store.owner;
+  const stop = new AbortController();
+  const onSignal = (): void => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  let wake: () => void = () => undefined;
+  const sql = await store.sql();
+  const listener = await sql.listen(QUEUE_CHANNEL, () => wake());
+  const idle = new Set<number>();
+  process.stdout.write(`worker ${owner}: working on ${store.location} (${options.concurrency} at a time)\n`);
+
+  const slot = async (index: number): Promise<void> => {
+    while (!stop.signal.aborted) {
+      let job: QueuedRun | undefined;
+      try {
+        job = await queue.claim(owner, options.leaseMs);
+      } catch (error) {
+        process.stderr.write(`worker ${owner}: could not claim a run: ${(error as Error).message}\n`);
+      }
+      if (job === undefined) {
+        idle.add(index);
+        if (options.exitWhenIdle && idle.size === options.concurrency) return;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, options.pollMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+          stop.signal.addEventListener('abort', () => wake(), { once: true });
+        });
+        continue;
+      }
+      idle.delete(index);
+      const claimed = job;
+      const renewal = setInterval(() => void queue.renew(claimed, owner, options.leaseMs).catch(() => undefined), Math.max(50, Math.floor(options.leaseMs / 3)));
+      let outcome: string;
+      try {
+        outcome = await execute(store, options, claimed, stop.signal);
+      } catch (error) {
+        if (causedBy(error, FencedError)) outcome = 'lost';
+        else if (causedBy(error, LockError) || stop.signal.aborted) outcome = 'released';
+        else outcome = `failed: ${(error as Error).message}`;
+      } finally {
+        clearInterval(renewal);
+      }
+      const name = `${claimed.sessionKey}/${claimed.runId}`;
+      try {
+        if (outcome === 'lost') {
+          // This worker stalled past its lease and another took the run over: its writes were refused, the run and
+          // its job are the other worker's now.
+          process.stdout.write(`worker ${owner}: ${name} ${c.yellow('lost')} to another worker (its lease ran out; its writes were refused)\n`);
+        } else if (outcome === 'released') {
+          await queue.release(claimed, owner);
+          process.stdout.write(`worker ${owner}: ${name} ${c.yellow('given back')} (another writer holds it, or this worker is stopping)\n`);
+          if (!stop.signal.aborted) await new Promise((resolve) => setTimeout(resolve, options.pollMs));
+        } else {
+          await queue.finish(claimed, owner, outcome);
+          process.stdout.write(`worker ${owner}: ${name} ${outcome === 'completed' ? c.green(outcome) : outcome}\n`);
+        }
+      } catch (error) {
+        process.stderr.write(`worker ${owner}: could not record how ${name} ended (${outcome}): ${(error as Error).message}\n`);
+      }
+    }
+  };
+
+  try {
+    await Promise.all(Array.from({ length: options.concurrency }, (_, i) => slot(i)));
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await listener.unlisten().catch(() => undefined);
+    await store.close();
+  }
+}

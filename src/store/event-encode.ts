@@ -1,0 +1,55 @@
+/**
+ * The stored form of an event, shared by the run stores (files and Postgres): validated against the envelope, checked
+ * against its run (runId, sessionKey, increasing seq), redacted, and serialized as one log line.
+ */
+import type { StreamEvent } from '../events/types.js';
+import { isLargeJson, writeJsonPieces } from '../fs/index.js';
+import type { Redactor } from '../redact/index.js';
+import { parseEvent } from './envelope.js';
+import { EventStoreError, describeIssues } from './errors.js';
+
+/** The run a line is encoded for, and how errors name its log. */
+export interface EncodeTarget {
+  sessionKey: string;
+  runId: string;
+  redactor: Redactor;
+  /** The log, as errors name it (a path, or the run in a database). */
+  where: string;
+}
+
+/**
+ * The stored line of `event` (its JSON, without the newline) and its seq: text, or for an event with a large payload
+ * the Buffers of its pieces, so that its whole text never exists at once; an {@link EventStoreError} naming the log and the field
+ * when it is not a valid event of this run or its seq is not above `previousSeq`. `position` is added to messages
+ * (e.g. ` 3 of the batch`). A `chain` field that comes with the event is dropped: chain hashes are the log's to set.
+ */
+export function encodeEvent(
+  target: EncodeTarget,
+  event: StreamEvent,
+  previousSeq: number | undefined,
+  position: string,
+): { line: string | Buffer[]; seq: number } {
+  const path = target.where;
+  const parsed = parseEvent(event);
+  if (!parsed.success) throw new EventStoreError(`invalid event${position}: ${describeIssues(parsed.error, '(event)')}`, { path });
+  let valid = parsed.data;
+  if (valid.chain !== undefined) {
+    const { chain: _chain, ...rest } = valid;
+    valid = rest;
+  }
+  if (valid.runId !== target.runId) {
+    throw new EventStoreError(`event${position} belongs to run ${JSON.stringify(valid.runId)}, this log is run ${JSON.stringify(target.runId)}`, { path });
+  }
+  if (valid.sessionKey !== undefined && valid.sessionKey !== target.sessionKey) {
+    throw new EventStoreError(`event${position} has sessionKey ${JSON.stringify(valid.sessionKey)}, this log is session ${JSON.stringify(target.sessionKey)}`, { path });
+  }
+  if (previousSeq !== undefined && valid.seq <= previousSeq) {
+    throw new EventStoreError(`event${position} has seq ${valid.seq}, not greater than the last stored seq ${previousSeq}; continue from lastSeq + 1`, { path });
+  }
+  const { value: payload, redacted } = target.redactor.redact(valid.payload);
+  const stored: StreamEvent = redacted ? { ...valid, payload, redaction: { containsSecrets: true } } : valid;
+  if (!isLargeJson(stored.payload)) return { line: JSON.stringify(stored), seq: valid.seq };
+  const line: Buffer[] = [];
+  writeJsonPieces(stored, (piece) => line.push(Buffer.from(piece)));
+  return { line, seq: valid.seq };
+}

@@ -1,0 +1,216 @@
+/**
+ * Runs stored in the files of a data directory (DESIGN D15): the embedded {@link RunStore}, over the event log,
+ * checkpoint and projection stores, with their on-disk format unchanged. One writer per run is the log's lock file.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { StreamEvent } from '../events/types.js';
+import type { RedactionOptions } from '../redact/index.js';
+import { CheckpointStore } from './checkpoint-store.js';
+import { EventStore, type ReadOptions, type VerifiedEvent, type VerifyResult } from './event-store.js';
+import { assertNewRun, listRunIds, runHasEvents, runWriterAlive } from './layout.js';
+import { assertValidId, historicalCheckpointPath, runPaths } from './paths.js';
+import { ProjectionStore } from './projection-store.js';
+import type { KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from './run-store.js';
+import { readTextIfExists, writeJsonAtomic } from '../fs/index.js';
+import { StoreError } from './errors.js';
+
+const DOCUMENT_FILES: Record<RunDocumentName, string> = { flow: 'flow.json', recipe: 'run.recipe.json' };
+import type { Checkpoint, Durability, RunMeta } from './types.js';
+
+/** See the module comment. */
+export class FileRunStore implements RunStore {
+  readonly kind = 'files' as const;
+
+  /** `dataDir` must be absolute (see `resolveDataDir`). */
+  constructor(readonly dataDir: string) {}
+
+  get location(): string {
+    return this.dataDir;
+  }
+
+  private events(ref: RunRef): EventStore {
+    return new EventStore({ dataDir: this.dataDir, sessionKey: ref.sessionKey, runId: ref.runId });
+  }
+
+  describeLog(ref: RunRef): string {
+    return runPaths(this.dataDir, ref.sessionKey, ref.runId).events;
+  }
+
+  describeKeyframe(ref: RunRef, step: number): string {
+    return historicalCheckpointPath(runPaths(this.dataDir, ref.sessionKey, ref.runId), String(step));
+  }
+
+  describeProjection(ref: RunRef): string {
+    return runPaths(this.dataDir, ref.sessionKey, ref.runId).runMeta;
+  }
+
+  async openWriter(ref: RunRef, options: OpenWriterOptions): Promise<RunWriter> {
+    const writer = new FileRunWriter(this.dataDir, ref, options.durability ?? 'batch', options.redaction);
+    await writer.open(options.fresh);
+    return writer;
+  }
+
+  async hasEvents(ref: RunRef): Promise<boolean> {
+    assertValidId(ref.sessionKey, 'sessionKey');
+    assertValidId(ref.runId, 'runId');
+    return runHasEvents(this.dataDir, ref.sessionKey, ref.runId);
+  }
+
+  async assertNewRun(ref: RunRef): Promise<void> {
+    assertValidId(ref.sessionKey, 'sessionKey');
+    assertValidId(ref.runId, 'runId');
+    assertNewRun(this.dataDir, ref.sessionKey, ref.runId);
+  }
+
+  async *readVerified(ref: RunRef, options?: ReadOptions): AsyncGenerator<VerifiedEvent> {
+    yield* this.events(ref).readVerified(options);
+  }
+
+  async readPage(ref: RunRef, pageSize: number, offset: number, options?: ReadOptions): Promise<StreamEvent[]> {
+    return await this.events(ref).readPage(pageSize, offset, options);
+  }
+
+  async countEvents(ref: RunRef, options?: ReadOptions): Promise<number> {
+    return await this.events(ref).countEvents(options);
+  }
+
+  async verifyLog(ref: RunRef): Promise<VerifyResult> {
+    return await this.events(ref).verify();
+  }
+
+  async keyframeSteps(ref: RunRef): Promise<number[]> {
+    const ids = await new CheckpointStore({ dataDir: this.dataDir, sessionKey: ref.sessionKey, runId: ref.runId }).listHistorical();
+    return ids.filter((id) => /^\d+$/.test(id)).map(Number);
+  }
+
+  async loadKeyframe(ref: RunRef, step: number): Promise<Checkpoint | null> {
+    return new CheckpointStore({ dataDir: this.dataDir, sessionKey: ref.sessionKey, runId: ref.runId }).loadHistorical(step);
+  }
+
+  async loadRunMeta(ref: RunRef): Promise<RunMeta | null> {
+    assertValidId(ref.runId, 'runId');
+    return new ProjectionStore({ dataDir: this.dataDir, sessionKey: ref.sessionKey }).loadRunMeta(ref.runId);
+  }
+
+  async currentRunMeta(ref: RunRef, onWarning?: (message: string) => void, options?: { persist?: boolean }): Promise<RunMeta> {
+    assertValidId(ref.runId, 'runId');
+    return new ProjectionStore({ dataDir: this.dataDir, sessionKey: ref.sessionKey }).currentRunMeta(ref.runId, onWarning, options);
+  }
+
+  async listRuns(sessionKey?: string): Promise<RunRef[]> {
+    if (sessionKey !== undefined) assertValidId(sessionKey, 'sessionKey');
+    const refs = await listRunIds(this.dataDir, sessionKey);
+    return refs.filter((ref) => runHasEvents(this.dataDir, ref.sessionKey, ref.runId) || existsSync(runPaths(this.dataDir, ref.sessionKey, ref.runId).runMeta));
+  }
+
+  /** Where a document of a run is kept (`flow.json`, `run.recipe.json`). */
+  documentPath(ref: RunRef, name: RunDocumentName): string {
+    return join(runPaths(this.dataDir, ref.sessionKey, ref.runId).dir, DOCUMENT_FILES[name]);
+  }
+
+  async saveDocument(ref: RunRef, name: RunDocumentName, value: unknown): Promise<void> {
+    await writeJsonAtomic(this.documentPath(ref, name), value);
+  }
+
+  async loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown> {
+    const path = this.documentPath(ref, name);
+    const text = await readTextIfExists(path);
+    if (text === undefined) return undefined;
+    try {
+      return JSON.parse(text) as unknown;
+    } catch (error) {
+      throw new StoreError(`corrupt ${path}: ${(error as Error).message}`, { path });
+    }
+  }
+
+  async writerAlive(ref: RunRef): Promise<boolean> {
+    assertValidId(ref.sessionKey, 'sessionKey');
+    assertValidId(ref.runId, 'runId');
+    return runWriterAlive(this.dataDir, ref.sessionKey, ref.runId);
+  }
+
+  async close(): Promise<void> {}
+}
+
+/**
+ * The writer of a run in files: the log's writer lock; per step, the batch (one fsync with durability 'batch') and the
+ * projection folded (stored after the first batch and on close, as the listing needs); keyframe files are written
+ * after their step's batch, so that no keyframe is ahead of the log.
+ */
+class FileRunWriter implements RunWriter {
+  private readonly events: EventStore;
+  private readonly checkpoints: CheckpointStore;
+  private readonly projection: ProjectionStore;
+  private projectionStored = false;
+  private closed = false;
+
+  constructor(
+    dataDir: string,
+    private readonly ref: RunRef,
+    durability: Durability,
+    redaction: RedactionOptions | undefined,
+  ) {
+    const { sessionKey, runId } = ref;
+    this.events = new EventStore({ dataDir, sessionKey, runId, durability, redaction });
+    this.checkpoints = new CheckpointStore({ dataDir, sessionKey, runId, durability, redaction });
+    this.projection = new ProjectionStore({ dataDir, sessionKey, durability, redaction });
+  }
+
+  get lastSeq(): number | undefined {
+    return this.events.lastSeq;
+  }
+
+  get eventCount(): number {
+    return this.events.eventCount;
+  }
+
+  get chainHead(): string | undefined {
+    return this.events.chainHead;
+  }
+
+  async open(fresh: boolean): Promise<void> {
+    const opened = await this.events.open();
+    try {
+      // Checked again under the writer lock: another process may have started this id since a caller's check.
+      if (fresh && opened.lastSeq !== undefined) assertNewRun(this.projection.dataDir, this.ref.sessionKey, this.ref.runId);
+      // A continued run's projection continues from the whole log (a crash may have left the stored one behind it).
+      if (!fresh && opened.lastSeq !== undefined) await this.projection.currentRunMeta(this.ref.runId);
+    } catch (error) {
+      await this.events.close();
+      throw error;
+    }
+  }
+
+  get byteLength(): number {
+    return this.events.byteLength;
+  }
+
+  async commit(events: StreamEvent[]): Promise<void> {
+    if (this.closed) throw new Error(`the writer of run ${this.ref.sessionKey}/${this.ref.runId} is closed`);
+    if (events.length === 0) return;
+    await this.events.appendBatch(events);
+    await this.events.flush();
+    await this.projection.updateRunMetaBatch(this.ref.runId, events, { persist: !this.projectionStored });
+    this.projectionStored = true;
+  }
+
+  takeKeyframe(keyframe: KeyframeInput): () => Promise<number> {
+    const checkpoint: Checkpoint = { v: 1, sessionKey: this.ref.sessionKey, runId: this.ref.runId, ...keyframe };
+    // Ties the keyframe to the log: readers compare it with the chain of this step's batch.
+    if (this.events.chainHead !== undefined) checkpoint.chain = this.events.chainHead;
+    // The step's checkpoint.saved event is the last line of its batch: replays of later steps start there.
+    checkpoint.line = this.events.eventCount - 1;
+    return () => this.checkpoints.saveHistorical(checkpoint, keyframe.step);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      await this.projection.flush(this.ref.runId).catch(() => undefined);
+    } finally {
+      await this.events.close();
+    }
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * Connections to PostgreSQL (`postgres`, porsager's driver: pure JavaScript, pipelined, prepared statements): one pool
+ * per URL and options, the schema migrated once on first use (see migrations.ts).
+ */
+import postgres, { type Sql } from 'postgres';
+import { StoreError } from '../errors.js';
+import { migrate } from './migrations.js';
+
+/** A pool and its migration. */
+export interface Database {
+  sql: Sql;
+  /** The URL without its password, for messages. */
+  location: string;
+  /** Resolves once the schema is current. */
+  ready: Promise<void>;
+}
+
+/** The URL without its password (for messages); a StoreError naming the problem for what is not a postgres URL. */
+export function safeLocation(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new StoreError(`invalid database URL: expected postgres://user@host:port/database`);
+  }
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
+    throw new StoreError(`invalid database URL: the scheme is ${JSON.stringify(parsed.protocol)}, expected postgres:`);
+  }
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
+}
+
+/** Opens a pool on `url` (at most `max` connections) and starts migrating the schema. */
+export function openDatabase(url: string, options: { max?: number; onStatement?: (query: string) => void } = {}): Database {
+  const location = safeLocation(url);
+  const sql = postgres(url, {
+    max: options.max ?? 4,
+    onnotice: () => undefined,
+    // Connections of a pool that sits idle are closed, so an idle process does not hold server slots.
+    idle_timeout: 30,
+    connect_timeout: 10,
+    ...(options.onStatement ? { debug: (_connection: number, query: string) => options.onStatement!(query) } : {}),
+  });
+  const ready = migrate(sql).then(
+    () => undefined,
+    (error: unknown) => {
+      throw new StoreError(`could not prepare the backpackflow schema in ${location}: ${(error as Error).message}`, { cause: error });
+    },
+  );
+  // Awaited by every use; a failure must not count as unhandled before then.
+  ready.catch(() => undefined);
+  return { sql, location, ready };
+}

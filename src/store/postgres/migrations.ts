@@ -1,0 +1,142 @@
+/**
+ * The Postgres schema of backpackflow, as versioned migrations run on first use: each in its own transaction, under a
+ * transaction-scoped advisory lock, so that several processes opening the same database at once apply each version
+ * exactly once (the others wait for the lock, then find it applied). Applied versions are recorded in
+ * `backpackflow.migrations`; a database with a version this code does not know (a newer backpackflow) is refused.
+ */
+import type { Sql } from 'postgres';
+import { StoreError } from '../errors.js';
+
+/** One schema version. */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** The migrations, in order. Never edit one that has shipped: add the next. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'runs, events, keyframes',
+    sql: `
+      create table backpackflow.runs (
+        session_key text not null,
+        run_id text not null,
+        created_at timestamptz not null default now(),
+        -- The projection (RunMeta, JSON as the file store writes it), redacted, updated in the same statement as the step's events.
+        meta text,
+        -- Fencing: every writer that takes the run increments the token; a commit names its token.
+        writer_token bigint not null default 0,
+        lease_owner text,
+        lease_expires_at timestamptz,
+        primary key (session_key, run_id)
+      );
+      -- One row per log line, as the file store would write it (chain hashes included): keyed by (run, seq), so a
+      -- second writer's insert of a seq already stored fails.
+      create table backpackflow.events (
+        session_key text not null,
+        run_id text not null,
+        seq bigint not null,
+        line integer not null,
+        sealed boolean not null,
+        body text not null,
+        primary key (session_key, run_id, seq),
+        unique (session_key, run_id, line),
+        foreign key (session_key, run_id) references backpackflow.runs on delete cascade
+      );
+      create table backpackflow.keyframes (
+        session_key text not null,
+        run_id text not null,
+        step integer not null,
+        -- Sealed JSON (hash/sealed.ts), as checkpoint/<step>.json holds it.
+        body text not null,
+        primary key (session_key, run_id, step),
+        foreign key (session_key, run_id) references backpackflow.runs on delete cascade
+      );
+    `,
+  },
+  {
+    version: 2,
+    name: 'run documents, run queue',
+    sql: `
+      -- What a run is built from (its flow config, its recipe), as the file store keeps flow.json and run.recipe.json.
+      create table backpackflow.run_documents (
+        session_key text not null,
+        run_id text not null,
+        name text not null,
+        body text not null,
+        primary key (session_key, run_id, name),
+        foreign key (session_key, run_id) references backpackflow.runs on delete cascade
+      );
+      -- Runs waiting for a worker: claimed with FOR UPDATE SKIP LOCKED; a claim lasts until claimed_until, renewed
+      -- while the worker runs it, so a killed worker's run is claimed again once that passes.
+      create table backpackflow.queue (
+        session_key text not null,
+        run_id text not null,
+        -- 'start' (a new run, with its input) or 'resume' (with the answer of a waiting run, when there is one).
+        kind text not null check (kind in ('start', 'resume')),
+        payload text,
+        state text not null default 'queued' check (state in ('queued', 'claimed', 'done')),
+        enqueued_at timestamptz not null default clock_timestamp(),
+        attempts integer not null default 0,
+        claimed_by text,
+        claimed_until timestamptz,
+        finished_at timestamptz,
+        outcome text,
+        primary key (session_key, run_id),
+        foreign key (session_key, run_id) references backpackflow.runs on delete cascade
+      );
+      create index queue_ready on backpackflow.queue (enqueued_at) where state <> 'done';
+      -- Live tails: every step's commit notifies 'backpackflow_events' with session/run.
+    `,
+  },
+  {
+    version: 3,
+    name: 'memory',
+    sql: `
+      -- Long-term memory: items (JSON as the file store writes them, redacted) and their terms (tokenized as the
+      -- file store's keyword index does), from which search ranks by BM25 exactly as the file store does.
+      create table backpackflow.memory_items (
+        id text primary key,
+        body text not null,
+        length integer not null
+      );
+      create table backpackflow.memory_terms (
+        term text not null,
+        id text not null references backpackflow.memory_items on delete cascade,
+        tf integer not null,
+        primary key (term, id)
+      );
+      create index memory_terms_id on backpackflow.memory_terms (id);
+    `,
+  },
+];
+
+const LOCK = `select pg_advisory_xact_lock(hashtext('backpackflow.migrations'))`;
+
+/** Applies the migrations the database lacks; see the module comment. Returns the versions applied by this call. */
+export async function migrate(sql: Sql, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
+  const applied: number[] = [];
+  for (;;) {
+    const done = await sql.begin(async (tx) => {
+      await tx.unsafe(LOCK);
+      await tx.unsafe(`create schema if not exists backpackflow;
+        create table if not exists backpackflow.migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())`);
+      const rows = await tx<{ version: number }[]>`select version from backpackflow.migrations order by version`;
+      const have = new Set(rows.map((r) => r.version));
+      const known = new Set(migrations.map((m) => m.version));
+      const unknown = [...have].filter((v) => !known.has(v));
+      if (unknown.length > 0) {
+        throw new StoreError(`the database has backpackflow schema version ${Math.max(...unknown)}, which this backpackflow does not know (it knows up to ${Math.max(...known)}): upgrade backpackflow`);
+      }
+      const next = migrations.find((m) => !have.has(m.version));
+      if (next === undefined) return true;
+      await tx.unsafe(next.sql);
+      await tx`insert into backpackflow.migrations (version, name) values (${next.version}, ${next.name})`;
+      applied.push(next.version);
+      return false;
+    });
+    if (done) return applied;
+  }
+}

@@ -1,0 +1,573 @@
+/**
+ * Runs stored in PostgreSQL (DESIGN D15): the {@link RunStore} of many workers sharing one database.
+ *
+ * - Events: one row per log line, the line exactly as the file store writes it (validated, redacted, the step's batch
+ *   sealed with the running BLAKE3 chain hash of chain.ts), keyed by (run, seq). Readers verify the chain as the file
+ *   readers do, so an edited row is reported, never served.
+ * - One writer per run: opening a writer takes the run's lease (`lease_owner`, `lease_expires_at`, renewed while the
+ *   writer lives) and increments its fencing token. A step is one statement: the projection update fenced by the
+ *   token, the step's events and its keyframe, each inserted only when the fence held. A writer whose lease expired
+ *   and was taken over finds the token changed (or its seq taken) and gets a {@link FencedError}; nothing of it is
+ *   stored.
+ * - Keyframes: sealed JSON with their checksum and chain hash, as `checkpoint/<step>.json` holds them.
+ * - The projection: the run's RunMeta JSON (redacted), current with every step.
+ */
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import type { StreamEvent } from '../../events/types.js';
+import { sharedHashBackend, type HashBackend } from '../../hash/blake3.js';
+import { openSealed, seal } from '../../hash/sealed.js';
+import { redactorFor, type Redactor } from '../../redact/index.js';
+import { CHAIN_BACKEND, ChainReader, chainOf, genesis, sealBatch } from '../chain.js';
+import { prepareCheckpoint } from '../checkpoint-store.js';
+import { encodeEvent } from '../event-encode.js';
+import type { CorruptLine, ReadOptions, VerifiedEvent, VerifyResult } from '../event-store.js';
+import { CheckpointStoreError, EventStoreError, FencedError, LockError, ProjectionStoreError, RunExistsError, StoreError, describeIssues } from '../errors.js';
+import { decodeLine } from '../log-format.js';
+import { assertValidId } from '../paths.js';
+import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
+import type { KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from '../run-store.js';
+import { CheckpointSchema, RunMetaSchema, type Checkpoint, type RunMeta } from '../types.js';
+import { openDatabase, type Database } from './connection.js';
+
+/** Options of {@link PostgresRunStore}. */
+export interface PostgresRunStoreOptions {
+  /** `postgres://user[:password]@host:port/database`. */
+  url: string;
+  /** How long a writer's lease lasts without renewal, in ms (default 30 s); the writer renews it every third of that. */
+  leaseMs?: number;
+  /** Pool size (default 4). */
+  maxConnections?: number;
+  /** Names this process's writers in leases (default host:pid:random). */
+  owner?: string;
+  /** Called with every statement sent to the server (to count them: `npm run bench:pg` reports statements per step). */
+  onStatement?: (query: string) => void;
+}
+
+const ROWS_PER_FETCH = 500;
+
+function checkRef(ref: RunRef): void {
+  assertValidId(ref.sessionKey, 'sessionKey');
+  assertValidId(ref.runId, 'runId');
+}
+
+/** See the module comment. */
+export class PostgresRunStore implements RunStore {
+  readonly kind = 'postgres' as const;
+  readonly location: string;
+  readonly leaseMs: number;
+  readonly owner: string;
+  private readonly db: Database;
+
+  constructor(options: PostgresRunStoreOptions) {
+    this.db = openDatabase(options.url, { max: options.maxConnections, onStatement: options.onStatement });
+    this.location = this.db.location;
+    this.leaseMs = options.leaseMs ?? 30_000;
+    if (!Number.isInteger(this.leaseMs) || this.leaseMs < 100) throw new StoreError(`leaseMs must be an integer >= 100, got ${String(options.leaseMs)}`);
+    this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  }
+
+  /** The pool, once the schema is current (for the worker queue and the tail, which share it). */
+  async sql(): Promise<Database['sql']> {
+    await this.db.ready;
+    return this.db.sql;
+  }
+
+  describeLog(ref: RunRef): string {
+    return `the event log of run ${ref.sessionKey}/${ref.runId} in ${this.location}`;
+  }
+
+  describeKeyframe(ref: RunRef, step: number): string {
+    return `the keyframe of step ${step} of run ${ref.sessionKey}/${ref.runId} in ${this.location}`;
+  }
+
+  describeProjection(ref: RunRef): string {
+    return `the projection of run ${ref.sessionKey}/${ref.runId} in ${this.location}`;
+  }
+
+  async openWriter(ref: RunRef, options: OpenWriterOptions): Promise<RunWriter> {
+    checkRef(ref);
+    const writer = new PostgresRunWriter(this, await this.sql(), ref, redactorFor(options.redaction));
+    await writer.open(options.fresh);
+    return writer;
+  }
+
+  async hasEvents(ref: RunRef): Promise<boolean> {
+    checkRef(ref);
+    const sql = await this.sql();
+    const rows = await sql`select 1 from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId} limit 1`;
+    return rows.length > 0;
+  }
+
+  async assertNewRun(ref: RunRef): Promise<void> {
+    if (await this.hasEvents(ref)) throw new RunExistsError(ref.sessionKey, ref.runId, this.describeLog(ref));
+  }
+
+  /**
+   * The committed lines from line `from` on, verified against the chain: reading starts after the last sealed line
+   * before `from` (its chain hash read from its own text), so every batch served is checked.
+   */
+  private async *verifiedLines(ref: RunRef, from: number, options: ReadOptions): AsyncGenerator<{ line: number; text: string; chain: string }> {
+    if (!Number.isInteger(from) || from < 0) throw new EventStoreError(`read: from must be a non-negative integer, got ${from}`);
+    checkRef(ref);
+    const sql = await this.sql();
+    const backend = await sharedHashBackend(CHAIN_BACKEND);
+    const where = this.describeLog(ref);
+    const warn = options.onWarning ?? ((message: string) => process.emitWarning(message, 'EventStoreWarning'));
+    let start = 0;
+    let reader = new ChainReader(backend, genesis(backend, ref.sessionKey, ref.runId));
+    if (from > 0) {
+      const [anchor] = await sql<{ line: number; body: string }[]>`
+        select line, body from backpackflow.events
+        where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and line < ${from} and sealed
+        order by line desc limit 1`;
+      const chain = anchor === undefined ? undefined : chainOf(Buffer.from(anchor.body));
+      if (anchor !== undefined && chain !== undefined) {
+        start = anchor.line + 1;
+        reader = new ChainReader(backend, Buffer.from(chain, 'hex'));
+      }
+    }
+    let batch: { line: number; text: string }[] = [];
+    let batchStart = start;
+    let lastSealed = start - 1;
+    let expected = start;
+    const cursor = sql<{ line: number; body: string }[]>`
+      select line, body from backpackflow.events
+      where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and line >= ${start}
+      order by line`.cursor(ROWS_PER_FETCH);
+    for await (const rows of cursor) {
+      for (const row of rows) {
+        if (row.line !== expected) {
+          // A row was deleted: the batch around the gap cannot match its chain hash; say where.
+          const message = `${where}: line ${expected + 1} is missing (the next stored line is ${row.line + 1}): the log was changed there`;
+          if ((options.onCorrupt ?? 'error') === 'error') throw new EventStoreError(message, { path: where, line: expected + 1 });
+          warn(`${message}; what follows up to the next chain hash is not served`);
+        }
+        expected = row.line + 1;
+        const step = reader.feed(Buffer.from(row.body));
+        if (row.line >= from) batch.push({ line: row.line, text: row.body });
+        if (step.kind === 'open') continue;
+        lastSealed = row.line;
+        if (step.kind === 'verified') {
+          for (const line of batch) yield { ...line, chain: step.chain };
+        } else {
+          this.damagedBatch(where, batch, batchStart, row.line, options, warn);
+        }
+        batch = [];
+        batchStart = row.line + 1;
+      }
+    }
+    if (expected - 1 > lastSealed) {
+      warn(`${where}: lines ${lastSealed + 2}-${expected} come after its last chain hash (line ${lastSealed + 1}): the log was cut or damaged there; they are not served`);
+    }
+  }
+
+  private damagedBatch(where: string, batch: { line: number; text: string }[], first: number, last: number, options: ReadOptions, warn: (message: string) => void): void {
+    const onCorrupt = corruptHandler(where, options);
+    for (const line of batch) {
+      const decoded = decodeLine(line.text, line.line, 0);
+      if ('error' in decoded) onCorrupt(decoded);
+    }
+    const message = `${where}: lines ${first + 1}-${last + 1} do not match the chain hash on line ${last + 1}: the log was changed there`;
+    if ((options.onCorrupt ?? 'error') === 'error') throw new EventStoreError(message, { path: where, line: first + 1 });
+    warn(`${message}; they are not served`);
+  }
+
+  async *readVerified(ref: RunRef, options: ReadOptions = {}): AsyncGenerator<VerifiedEvent> {
+    const onCorrupt = corruptHandler(this.describeLog(ref), options);
+    const wanted = options.types?.map((type) => `"type":${JSON.stringify(type)}`);
+    for await (const { line, text, chain } of this.verifiedLines(ref, options.from ?? 0, options)) {
+      if (wanted !== undefined && !wanted.some((w) => text.includes(w))) continue;
+      const decoded = decodeLine(text, line, 0);
+      if ('error' in decoded) onCorrupt(decoded);
+      else if (options.types === undefined || options.types.includes(decoded.type)) yield { event: decoded, line, chain };
+    }
+  }
+
+  async readPage(ref: RunRef, pageSize: number, offset: number, options: ReadOptions = {}): Promise<StreamEvent[]> {
+    if (!Number.isInteger(pageSize) || pageSize < 0) throw new EventStoreError(`readPage: pageSize must be a non-negative integer, got ${pageSize}`);
+    if (!Number.isInteger(offset) || offset < 0) throw new EventStoreError(`readPage: offset must be a non-negative integer, got ${offset}`);
+    const events: StreamEvent[] = [];
+    if (pageSize === 0) return events;
+    const onCorrupt = corruptHandler(this.describeLog(ref), options);
+    for await (const { line, text } of this.verifiedLines(ref, offset, options)) {
+      if (line >= offset + pageSize) break;
+      const decoded = decodeLine(text, line, 0);
+      if ('error' in decoded) onCorrupt(decoded);
+      else events.push(decoded);
+    }
+    return events;
+  }
+
+  async countEvents(ref: RunRef, options: ReadOptions = {}): Promise<number> {
+    let count = 0;
+    for await (const _line of this.verifiedLines(ref, 0, options)) count++;
+    return count;
+  }
+
+  async verifyLog(ref: RunRef): Promise<VerifyResult> {
+    checkRef(ref);
+    const sql = await this.sql();
+    const backend = await sharedHashBackend(CHAIN_BACKEND);
+    const where = this.describeLog(ref);
+    const reader = new ChainReader(backend, genesis(backend, ref.sessionKey, ref.runId));
+    const result: VerifyResult = { ok: true, chain: 'verified', verifiedLines: 0, lines: 0, events: 0, corruptLines: [], tornTailBytes: 0 };
+    const damage = (line: number, problem: string): void => {
+      if (result.problem !== undefined) return;
+      result.firstBadLine = line;
+      result.problem = `${where}: ${problem}`;
+    };
+    let batchStart = 0;
+    let lastSealed = -1;
+    let expected = 0;
+    const cursor = sql<{ line: number; body: string }[]>`
+      select line, body from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId} order by line`.cursor(ROWS_PER_FETCH);
+    for await (const rows of cursor) {
+      for (const row of rows) {
+        if (row.line !== expected) damage(expected + 1, `line ${expected + 1} is missing (the next stored line is ${row.line + 1}): the log was changed there`);
+        expected = row.line + 1;
+        result.lines++;
+        const decoded = decodeLine(row.body, row.line, 0);
+        if ('error' in decoded) result.corruptLines.push(decoded);
+        else result.events++;
+        const step = reader.feed(Buffer.from(row.body));
+        if (step.kind === 'open') continue;
+        if (step.kind === 'verified') {
+          if (result.problem === undefined) result.verifiedLines = row.line + 1;
+          result.chainHead = step.chain;
+        } else damage(batchStart + 1, `lines ${batchStart + 1}-${row.line + 1} do not match the chain hash on line ${row.line + 1}: the log was changed there`);
+        lastSealed = row.line;
+        batchStart = row.line + 1;
+      }
+    }
+    if (expected - 1 > lastSealed) damage(lastSealed + 2, `lines ${lastSealed + 2}-${expected} come after its last chain hash (line ${lastSealed + 1}): the log was cut or damaged there`);
+    const first = result.corruptLines[0];
+    if (first !== undefined) damage(first.line, `line ${first.line} is corrupt: ${first.error}`);
+    if (result.problem !== undefined) {
+      result.ok = false;
+      result.chain = 'damaged';
+    }
+    return result;
+  }
+
+  async keyframeSteps(ref: RunRef): Promise<number[]> {
+    checkRef(ref);
+    const sql = await this.sql();
+    const rows = await sql<{ step: number }[]>`select step from backpackflow.keyframes where session_key = ${ref.sessionKey} and run_id = ${ref.runId} order by step`;
+    return rows.map((r) => r.step);
+  }
+
+  async loadKeyframe(ref: RunRef, step: number): Promise<Checkpoint | null> {
+    checkRef(ref);
+    const sql = await this.sql();
+    const [row] = await sql<{ body: string }[]>`select body from backpackflow.keyframes where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and step = ${step}`;
+    if (row === undefined) return null;
+    const where = this.describeKeyframe(ref, step);
+    const opened = openSealed(row.body, await sharedHashBackend());
+    if (!opened.ok) throw new CheckpointStoreError(`corrupt checkpoint ${where}: ${opened.problem}`, { path: where });
+    const parsed = CheckpointSchema.safeParse(opened.data);
+    if (!parsed.success) throw new CheckpointStoreError(`corrupt checkpoint ${where}: ${describeIssues(parsed.error, '(root)')}`, { path: where });
+    return parsed.data;
+  }
+
+  async loadRunMeta(ref: RunRef): Promise<RunMeta | null> {
+    checkRef(ref);
+    const sql = await this.sql();
+    const [row] = await sql<{ meta: string | null }[]>`select meta from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId}`;
+    if (row?.meta == null) return null;
+    return parseMeta(row.meta, this.describeProjection(ref));
+  }
+
+  async currentRunMeta(ref: RunRef, onWarning: (message: string) => void = (m) => process.emitWarning(m, 'ProjectionBehindLog')): Promise<RunMeta> {
+    let stored: RunMeta | null = null;
+    try {
+      stored = await this.loadRunMeta(ref);
+    } catch (error) {
+      if (!(error instanceof ProjectionStoreError)) throw error;
+      process.emitWarning(`${error.message}; rebuilding it from the run's log`, 'ProjectionStoreRebuild');
+    }
+    if (stored !== null && stored.eventCount > 0) {
+      const [last] = await this.readPage(ref, 1, stored.eventCount - 1);
+      if (last?.seq === stored.lastSeq) {
+        let meta = stored;
+        for await (const { event } of this.readVerified(ref, { from: stored.eventCount })) meta = foldRunMeta(meta, event);
+        return meta === stored ? meta : RunMetaSchema.parse(meta);
+      }
+    }
+    let meta = emptyRunMeta(ref.sessionKey, ref.runId);
+    for await (const { event } of this.readVerified(ref)) meta = foldRunMeta(meta, event);
+    if (meta.eventCount === 0) throw new ProjectionStoreError(`run ${ref.sessionKey}/${ref.runId} has no events to project: ${this.describeLog(ref)} serves none`, { path: this.describeProjection(ref) });
+    if (stored !== null && stored.eventCount > meta.eventCount) {
+      onWarning(
+        `${this.describeLog(ref)} serves ${meta.eventCount} events, but ${this.describeProjection(ref)} recorded ${stored.eventCount}: ` +
+          `the log lost its tail (check it with 'runs verify ${ref.runId}'); the run is shown as its log stands`,
+      );
+    }
+    return RunMetaSchema.parse(meta);
+  }
+
+  async listRuns(sessionKey?: string): Promise<RunRef[]> {
+    if (sessionKey !== undefined) assertValidId(sessionKey, 'sessionKey');
+    const sql = await this.sql();
+    const rows = await sql<{ session_key: string; run_id: string }[]>`
+      select r.session_key, r.run_id from backpackflow.runs r
+      where ${sessionKey === undefined ? sql`true` : sql`r.session_key = ${sessionKey}`}
+        and (r.meta is not null or exists (select 1 from backpackflow.events e where e.session_key = r.session_key and e.run_id = r.run_id))
+      order by r.session_key collate "C", r.run_id collate "C"`;
+    return rows.map((r) => ({ sessionKey: r.session_key, runId: r.run_id }));
+  }
+
+  async saveDocument(ref: RunRef, name: RunDocumentName, value: unknown): Promise<void> {
+    checkRef(ref);
+    const sql = await this.sql();
+    await sql`insert into backpackflow.runs (session_key, run_id) values (${ref.sessionKey}, ${ref.runId}) on conflict do nothing`;
+    await sql`
+      insert into backpackflow.run_documents (session_key, run_id, name, body) values (${ref.sessionKey}, ${ref.runId}, ${name}, ${JSON.stringify(value)})
+      on conflict (session_key, run_id, name) do update set body = excluded.body`;
+  }
+
+  async loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown> {
+    checkRef(ref);
+    const sql = await this.sql();
+    const [row] = await sql<{ body: string }[]>`select body from backpackflow.run_documents where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and name = ${name}`;
+    if (row === undefined) return undefined;
+    try {
+      return JSON.parse(row.body) as unknown;
+    } catch (error) {
+      throw new StoreError(`corrupt ${name} document of run ${ref.sessionKey}/${ref.runId} in ${this.location}: ${(error as Error).message}`);
+    }
+  }
+
+  async writerAlive(ref: RunRef): Promise<boolean> {
+    checkRef(ref);
+    const sql = await this.sql();
+    const [row] = await sql<{ alive: boolean }[]>`
+      select lease_owner is not null and lease_expires_at > now() as alive from backpackflow.runs
+      where session_key = ${ref.sessionKey} and run_id = ${ref.runId}`;
+    return row?.alive === true;
+  }
+
+  async close(): Promise<void> {
+    await this.db.sql.end({ timeout: 5 });
+  }
+}
+
+function parseMeta(text: string, where: string): RunMeta {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ProjectionStoreError(`corrupt run projection ${where}: not valid JSON (${(error as Error).message})`, { path: where });
+  }
+  const parsed = RunMetaSchema.safeParse(json);
+  if (!parsed.success) throw new ProjectionStoreError(`corrupt run projection ${where}: ${describeIssues(parsed.error, '(root)')}`, { path: where });
+  return parsed.data;
+}
+
+function corruptHandler(where: string, options: ReadOptions): (corrupt: CorruptLine) => void {
+  const mode = options.onCorrupt ?? 'error';
+  if (typeof mode === 'function') return mode;
+  if (mode === 'skip') return (c) => process.emitWarning(`skipped corrupt line ${c.line} of ${where}: ${c.error}`, 'EventStoreCorruptLine');
+  return (c) => {
+    throw new EventStoreError(`corrupt event at line ${c.line} of ${where}: ${c.error}`, { path: where, line: c.line });
+  };
+}
+
+/** The writer of one run in Postgres: see the module comment of run-store.ts and of this file. */
+class PostgresRunWriter implements RunWriter {
+  lastSeq: number | undefined;
+  eventCount = 0;
+  chainHead: string | undefined;
+  byteLength = 0;
+  private token = 0;
+  private meta: RunMeta;
+  private backend: HashBackend | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private broken: Error | undefined;
+  private closed = false;
+  private readonly where: string;
+
+  constructor(
+    private readonly store: PostgresRunStore,
+    private readonly sql: Database['sql'],
+    private readonly ref: RunRef,
+    private readonly redactor: Redactor,
+  ) {
+    this.meta = emptyRunMeta(ref.sessionKey, ref.runId);
+    this.where = store.describeLog(ref);
+  }
+
+  async open(fresh: boolean): Promise<void> {
+    const { sql, ref, store } = this;
+    this.backend = await sharedHashBackend(CHAIN_BACKEND);
+    await sql`insert into backpackflow.runs (session_key, run_id) values (${ref.sessionKey}, ${ref.runId}) on conflict do nothing`;
+    const [taken] = await sql<{ writer_token: string }[]>`
+      update backpackflow.runs set writer_token = writer_token + 1, lease_owner = ${store.owner},
+        lease_expires_at = now() + ${store.leaseMs} * interval '1 millisecond'
+      where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and (lease_owner is null or lease_expires_at < now())
+      returning writer_token`;
+    if (taken === undefined) {
+      const [holder] = await sql<{ lease_owner: string | null; lease_expires_at: Date | null }[]>`
+        select lease_owner, lease_expires_at from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId}`;
+      throw new LockError(
+        `run ${ref.sessionKey}/${ref.runId} is being written by ${holder?.lease_owner ?? 'another writer'} (its lease runs until ${holder?.lease_expires_at?.toISOString() ?? '?'}) in ${store.location}`,
+        { path: this.where },
+      );
+    }
+    this.token = Number(taken.writer_token);
+    try {
+      const [last] = await sql<{ line: number; seq: string; body: string }[]>`
+        select line, seq, body from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId} order by line desc limit 1`;
+      if (last !== undefined) {
+        if (fresh) throw new RunExistsError(ref.sessionKey, ref.runId, this.where);
+        const chain = chainOf(Buffer.from(last.body));
+        if (chain === undefined) {
+          throw new EventStoreError(`${this.where}: its last line (${last.line + 1}) carries no chain hash: the log was cut or damaged there; it cannot be continued`, { path: this.where });
+        }
+        this.chainHead = chain;
+        this.eventCount = last.line + 1;
+        const [size] = await sql<{ bytes: string }[]>`
+          select coalesce(sum(octet_length(body) + 1), 0) as bytes from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId}`;
+        this.byteLength = Number(size!.bytes);
+        this.lastSeq = Number(last.seq);
+        this.meta = await store.currentRunMeta(ref);
+      }
+    } catch (error) {
+      await this.release();
+      throw error;
+    }
+    this.heartbeat = setInterval(() => void this.renew(), Math.max(50, Math.floor(store.leaseMs / 3)));
+    this.heartbeat.unref();
+  }
+
+  /** Extends the lease while this writer holds the run; a lost run stops the renewals (the next commit is fenced). */
+  private async renew(): Promise<void> {
+    if (this.closed || this.broken) return;
+    try {
+      const rows = await this.sql`
+        update backpackflow.runs set lease_expires_at = now() + ${this.store.leaseMs} * interval '1 millisecond'
+        where session_key = ${this.ref.sessionKey} and run_id = ${this.ref.runId} and writer_token = ${this.token} and lease_owner = ${this.store.owner}`;
+      if (rows.count === 0) clearInterval(this.heartbeat);
+    } catch {
+      // A connection problem: the lease may run out; the next commit finds out whether the run is still ours.
+    }
+  }
+
+  private assertWritable(): void {
+    if (this.closed) throw new EventStoreError(`the writer of ${this.where} is closed`, { path: this.where });
+    if (this.broken) throw new FencedError(`the writer of ${this.where} cannot go on: ${this.broken.message}`, { path: this.where, cause: this.broken });
+  }
+
+  /** A refused commit: fenced (the token changed, or another writer stored these seqs first), or another error. */
+  private refused(error: unknown, what: string): never {
+    if ((error as { code?: string }).code === '23505') {
+      this.broken = error as Error;
+      throw new FencedError(`${this.where}: another writer stored ${what} first: this writer lost the run`, { path: this.where, cause: error });
+    }
+    throw error;
+  }
+
+  private fenced(what: string): never {
+    this.broken = new Error(`fencing token ${this.token} is no longer the run's`);
+    throw new FencedError(`${this.where}: this writer's lease was taken over by another writer (fencing token ${this.token} is stale): ${what} was not stored`, { path: this.where });
+  }
+
+  async commit(events: StreamEvent[]): Promise<void> {
+    this.assertWritable();
+    if (events.length === 0) return;
+    const { ref, sql } = this;
+    const target = { sessionKey: ref.sessionKey, runId: ref.runId, redactor: this.redactor, where: this.where };
+    const lines: string[] = [];
+    const seqs: number[] = [];
+    let previous = this.lastSeq;
+    for (let i = 0; i < events.length; i++) {
+      const encoded = encodeEvent(target, events[i]!, previous, events.length > 1 ? ` ${i} of the batch` : '');
+      // A row is text: a large line's pieces are joined here (the file store writes them without joining).
+      lines.push(typeof encoded.line === 'string' ? encoded.line : Buffer.concat(encoded.line).toString('utf8'));
+      seqs.push(encoded.seq);
+      previous = encoded.seq;
+    }
+    const backend = this.backend!;
+    const sealFirst = this.eventCount === 0;
+    const start = this.chainHead === undefined ? genesis(backend, ref.sessionKey, ref.runId) : Buffer.from(this.chainHead, 'hex');
+    const batch = sealBatch(backend, start, lines, sealFirst);
+    const head = batch.head.toString('hex');
+    const numbers: number[] = [];
+    const sealed: number[] = [];
+    const bytes = batch.bytes;
+    for (let i = 0; i < lines.length; i++) {
+      const seal = batch.seals[i];
+      // The row holds the line as the file store writes it, without its newline (a seal replaces the closing brace).
+      if (seal !== undefined) lines[i] = `${lines[i]!.slice(0, -1)}${seal.slice(0, -1)}`;
+      numbers.push(this.eventCount + i);
+      sealed.push(seal === undefined ? 0 : 1);
+    }
+    const meta = RunMetaSchema.parse(foldRunMetaBatch(this.meta, events));
+    const metaText = JSON.stringify(this.redactor.redact(meta).value);
+    let result: { fenced: string; inserted: string }[];
+    try {
+      // One statement, so one transaction: the projection update fenced by the token, and the events only if it held.
+      result = await sql`
+        with fence as (
+          update backpackflow.runs set meta = ${metaText}, lease_expires_at = now() + ${this.store.leaseMs} * interval '1 millisecond'
+          where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and writer_token = ${this.token}
+          returning 1
+        ), ev as (
+          insert into backpackflow.events (session_key, run_id, seq, line, sealed, body)
+          select ${ref.sessionKey}, ${ref.runId}, t.seq, t.line, t.sealed = 1, t.body
+          from unnest(${sql.array(seqs)}::bigint[], ${sql.array(numbers)}::int[], ${sql.array(sealed)}::int[], ${sql.array(lines)}::text[]) as t(seq, line, sealed, body)
+          where exists (select 1 from fence)
+          returning 1
+        )
+        select (select count(*) from fence) as fenced, (select count(*) from ev) as inserted,
+          -- Live tails (runs tail) hear of the step when it commits.
+          (select pg_notify('backpackflow_events', ${`${ref.sessionKey}/${ref.runId}`}) where exists (select 1 from ev)) as notified`;
+    } catch (error) {
+      this.refused(error, `seq ${seqs[0]}…`);
+    }
+    if (Number(result[0]!.fenced) !== 1) this.fenced('the step');
+    this.chainHead = head;
+    this.eventCount += lines.length;
+    this.byteLength += bytes;
+    this.lastSeq = seqs[seqs.length - 1];
+    this.meta = meta;
+  }
+
+  takeKeyframe(keyframe: KeyframeInput): () => Promise<number> {
+    const { ref } = this;
+    const where = this.store.describeKeyframe(ref, keyframe.step);
+    const checkpoint = { v: 1 as const, ...keyframe, ...(this.chainHead !== undefined ? { chain: this.chainHead } : {}), line: this.eventCount - 1 };
+    const token = this.token;
+    return async () => {
+      this.assertWritable();
+      const prepared = prepareCheckpoint(checkpoint, { sessionKey: ref.sessionKey, runId: ref.runId, redactor: this.redactor, where });
+      const body = seal(prepared, await sharedHashBackend());
+      let rows: { step: number }[];
+      try {
+        rows = await this.sql<{ step: number }[]>`
+          insert into backpackflow.keyframes (session_key, run_id, step, body)
+          select ${ref.sessionKey}, ${ref.runId}, ${prepared.step}, ${body}
+          where exists (select 1 from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and writer_token = ${token})
+          on conflict (session_key, run_id, step) do update set body = excluded.body
+          returning step`;
+      } catch (error) {
+        this.refused(error, `the keyframe of step ${prepared.step}`);
+      }
+      if (rows.length === 0) this.fenced(`the keyframe of step ${prepared.step}`);
+      return body.length;
+    };
+  }
+
+  private async release(): Promise<void> {
+    clearInterval(this.heartbeat);
+    await this.sql`
+      update backpackflow.runs set lease_owner = null, lease_expires_at = null
+      where session_key = ${this.ref.sessionKey} and run_id = ${this.ref.runId} and writer_token = ${this.token}`;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.release();
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * The run storage seam (DESIGN D15): what the runtime, the CLI and the studio need from the storage of runs, with two
+ * implementations, the files of a data directory ({@link FileRunStore}, the embedded default, its on-disk format
+ * unchanged) and PostgreSQL (`PostgresRunStore`, shared by many workers, a fenced single writer per run).
+ *
+ * Both keep the same guarantees: ids validated before anything is touched, secrets redacted before anything is
+ * persisted, the log chained as in chain.ts (each step's batch sealed with the running BLAKE3 chain hash, verified on
+ * every read), keyframes sealed with their checksum and the chain hash of their step, and one writer per run.
+ */
+import type { StreamEvent } from '../events/types.js';
+import type { RedactionOptions } from '../redact/index.js';
+import type { ReadOptions, VerifiedEvent, VerifyResult } from './event-store.js';
+import type { RunRef } from './layout.js';
+import type { Checkpoint, Durability, RunMeta } from './types.js';
+
+export type { RunRef };
+
+/** A keyframe to save with a step: the writer fills `v`, the run, the log's chain hash and the line of the step. */
+export type KeyframeInput = Pick<Checkpoint, 'step' | 'createdAt' | 'position' | 'state'>;
+
+/** Options of {@link RunStore.openWriter}. */
+export interface OpenWriterOptions {
+  /** A new run: a {@link RunExistsError} when the run already has events (checked under the writer's guarantee). */
+  fresh: boolean;
+  /** When writes reach the disk (files only; Postgres commits each step). Default `'batch'`. */
+  durability?: Durability;
+  /** Secrets of your own to redact, on top of the built-in catalogue. */
+  redaction?: RedactionOptions;
+}
+
+/**
+ * The single writer of one run. Opening it takes the run (a `LockError` while another writer holds it); each
+ * {@link commit} appends a step's batch and updates the projection. The Postgres writer does both in one statement,
+ * fenced: a writer whose run was taken over (its lease expired and another took it) has every later commit refused
+ * with a `FencedError`, and nothing of it stored.
+ */
+export interface RunWriter {
+  /** seq of the last stored event, undefined for an empty log. */
+  readonly lastSeq: number | undefined;
+  /** Events in the log. */
+  readonly eventCount: number;
+  /** The chain hash after the last batch (see chain.ts), undefined before the first. */
+  readonly chainHead: string | undefined;
+  /** The size of the log in bytes (as stored lines): the runtime spaces keyframes of a large state by it. */
+  readonly byteLength: number;
+  /** Appends one step's events (the last is its `checkpoint.saved`) and folds them into the projection. */
+  commit(events: StreamEvent[]): Promise<void>;
+  /**
+   * Takes the keyframe of the step just committed: it is tied now to the log as it stands (its chain hash, and the
+   * line of the step's `checkpoint.saved` event, which readers replay from), and the returned function writes it
+   * (files: atomically; Postgres: fenced like a commit), resolving to its size in characters. The runtime runs the
+   * writes one after another off the step's path.
+   */
+  takeKeyframe(keyframe: KeyframeInput): () => Promise<number>;
+  /** Stores what is pending (the projection) and gives the run up. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** The documents kept with a run (see {@link RunStore.saveDocument}). */
+export type RunDocumentName = 'flow' | 'recipe';
+
+/** The storage of runs: see the module comment. Every method validates the ids it is given. */
+export interface RunStore {
+  /** `'files'` or `'postgres'`. */
+  readonly kind: 'files' | 'postgres';
+  /** Where runs are stored, for messages: the data directory, or the database URL without its password. */
+  readonly location: string;
+  /** How messages name the run's event log: its file, or the run in the database. */
+  describeLog(ref: RunRef): string;
+  /** How messages name the keyframe of a step. */
+  describeKeyframe(ref: RunRef, step: number): string;
+  /** How messages name the run's projection. */
+  describeProjection(ref: RunRef): string;
+  /** Takes the run's writer: see {@link RunWriter}. */
+  openWriter(ref: RunRef, options: OpenWriterOptions): Promise<RunWriter>;
+  /** Whether the run has recorded events. */
+  hasEvents(ref: RunRef): Promise<boolean>;
+  /** A `RunExistsError` when the run has recorded events. */
+  assertNewRun(ref: RunRef): Promise<void>;
+  /** The events (from `options.from` on) the log's chain vouches for, with the chain hash of their batch and their line. */
+  readVerified(ref: RunRef, options?: ReadOptions): AsyncGenerator<VerifiedEvent>;
+  /** Up to `pageSize` events from event number `offset` (0-based line of the log), verified as {@link readVerified}. */
+  readPage(ref: RunRef, pageSize: number, offset: number, options?: ReadOptions): Promise<StreamEvent[]>;
+  /** How many events the readers serve. */
+  countEvents(ref: RunRef, options?: ReadOptions): Promise<number>;
+  /**
+   * Checks the whole log (reads only): recomputes the chain and reports the first line that disagrees, corrupt lines,
+   * lines after the last chain hash, and (files) the torn tail. See `EventStore.verify`.
+   */
+  verifyLog(ref: RunRef): Promise<VerifyResult>;
+  /** The steps that have a keyframe, ascending. */
+  keyframeSteps(ref: RunRef): Promise<number[]>;
+  /** The keyframe of `step` (verified against its checksum: a `CheckpointStoreError` naming it when damaged), or null. */
+  loadKeyframe(ref: RunRef, step: number): Promise<Checkpoint | null>;
+  /** The stored projection, or null (a `ProjectionStoreError` naming it when damaged). */
+  loadRunMeta(ref: RunRef): Promise<RunMeta | null>;
+  /**
+   * The projection as the log stands now (the stored one brought up to date, or rebuilt); `onWarning` hears of a log
+   * that lost its tail. With `persist: false` nothing is stored (a reader beside live writers).
+   */
+  currentRunMeta(ref: RunRef, onWarning?: (message: string) => void, options?: { persist?: boolean }): Promise<RunMeta>;
+  /**
+   * The runs (of one session, or of all) that have events or a stored projection (a run whose log was lost is listed,
+   * so that it can be reported), by session then run id; a writer opened and closed without writing is not a run.
+   */
+  listRuns(sessionKey?: string): Promise<RunRef[]>;
+  /**
+   * Keeps a document of the run (`'flow'`: its flow config, `'recipe'`: how its flow is built) as JSON: in files,
+   * `flow.json` and `run.recipe.json` beside its log. The caller redacts what needs it.
+   */
+  saveDocument(ref: RunRef, name: RunDocumentName, value: unknown): Promise<void>;
+  /** A document of the run, or undefined; a StoreError naming it when it is not JSON. */
+  loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown>;
+  /** Whether a live writer holds the run (a file lock of a live process; an unexpired lease). */
+  writerAlive(ref: RunRef): Promise<boolean>;
+  /** Releases what the store holds (connections). */
+  close(): Promise<void>;
+}

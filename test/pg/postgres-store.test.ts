@@ -1,0 +1,156 @@
+/** What the Postgres run store adds to the conformance suite: fencing, damage detection, migrations. */
+import { execFile } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CheckpointStoreError, EventStoreError, FencedError, LockError, ProjectionStoreError } from '../../src/store/index.js';
+import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { PostgresRunStore } from '../../src/store/postgres/run-store.js';
+import type { StreamEvent } from '../../src/events/types.js';
+import { makeEvent } from '../store/helpers.js';
+import { freshDatabase } from '../support/pg.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const run = promisify(execFile);
+
+function batch(runId: string, seq: number, step: number): StreamEvent[] {
+  return [makeEvent(runId, seq, { type: 'node.started', nodeId: `n${step}` }), makeEvent(runId, seq + 1, { type: 'checkpoint.saved', payload: { step, position: [], keyframe: false } })];
+}
+
+describe('Postgres run store', () => {
+  let url: string;
+  let drop: () => Promise<void>;
+  let admin: postgres.Sql;
+  const stores: PostgresRunStore[] = [];
+  const open = (options: { leaseMs?: number; owner?: string } = {}): PostgresRunStore => {
+    const store = new PostgresRunStore({ url, ...options });
+    stores.push(store);
+    return store;
+  };
+
+  beforeAll(async () => {
+    ({ url, drop } = await freshDatabase());
+    admin = postgres(url, { max: 1, onnotice: () => undefined });
+  });
+  afterAll(async () => {
+    for (const store of stores) await store.close();
+    await admin.end();
+    await drop();
+  });
+
+  it('fences a writer whose lease was taken over: its commits are refused and nothing of them is stored', async () => {
+    const ref = { sessionKey: 's', runId: 'fenced' };
+    const a = await open({ owner: 'worker-a' }).openWriter(ref, { fresh: true });
+    await a.commit(batch(ref.runId, 1, 1));
+    // Worker A stalls past its lease (a GC pause, a partition): its lease runs out and worker B takes the run.
+    await admin`update backpackflow.runs set lease_expires_at = now() - interval '1 second' where run_id = ${ref.runId}`;
+    const b = await open({ owner: 'worker-b' }).openWriter(ref, { fresh: false });
+    expect(b.lastSeq).toBe(2);
+    await b.commit(batch(ref.runId, 3, 2));
+    // A wakes up and writes what it believes is step 2, then step 3: both refused.
+    await expect(a.commit(batch(ref.runId, 3, 2))).rejects.toBeInstanceOf(FencedError);
+    await expect(a.commit(batch(ref.runId, 5, 3))).rejects.toThrow(/cannot go on/);
+    await b.commit(batch(ref.runId, 5, 3));
+    await b.close();
+    await a.close();
+    const store = open();
+    const read: string[] = [];
+    for await (const { event } of store.readVerified(ref)) read.push(`${event.seq}:${event.nodeId ?? ''}`);
+    expect(read).toEqual(['1:n1', '2:', '3:n2', '4:', '5:n3', '6:']);
+    expect((await store.loadRunMeta(ref))!.lastSeq).toBe(6);
+  });
+
+  it('refuses a second writer while the lease is live, naming the holder', async () => {
+    const ref = { sessionKey: 's', runId: 'held' };
+    const a = await open({ owner: 'worker-a' }).openWriter(ref, { fresh: true });
+    await expect(open({ owner: 'worker-b' }).openWriter(ref, { fresh: false })).rejects.toThrow(LockError);
+    await expect(open().openWriter(ref, { fresh: false })).rejects.toThrow(/worker-a/);
+    await a.close();
+  });
+
+  it('keeps the lease of a live writer renewed past its length', async () => {
+    const ref = { sessionKey: 's', runId: 'renewed' };
+    const a = await open({ leaseMs: 300 }).openWriter(ref, { fresh: true });
+    await new Promise((resolve) => setTimeout(resolve, 900));
+    await expect(open().openWriter(ref, { fresh: false })).rejects.toBeInstanceOf(LockError);
+    await a.commit(batch(ref.runId, 1, 1));
+    await a.close();
+  });
+
+  it('reports an edited or deleted event row and never serves it', async () => {
+    const ref = { sessionKey: 's', runId: 'edited' };
+    const store = open();
+    const w = await store.openWriter(ref, { fresh: true });
+    for (let step = 1; step <= 3; step++) await w.commit(batch(ref.runId, step * 2 - 1, step));
+    await w.close();
+    await admin`update backpackflow.events set body = replace(body, '"n2"', '"nX"') where run_id = ${ref.runId} and line = 2`;
+    const read = async (options = {}): Promise<number[]> => {
+      const out: number[] = [];
+      for await (const { event } of store.readVerified(ref, options)) out.push(event.seq);
+      return out;
+    };
+    await expect(read()).rejects.toThrow(/lines 3-4 do not match the chain hash on line 4/);
+    const warnings: string[] = [];
+    expect(await read({ onCorrupt: 'skip', onWarning: (w: string) => warnings.push(w) })).toEqual([1, 2, 5, 6]);
+    expect(warnings.join('\n')).toContain('run s/edited');
+    await admin`delete from backpackflow.events where run_id = ${ref.runId} and line = 4`;
+    await expect(read({ from: 4 })).rejects.toThrow(EventStoreError);
+    await expect(read({ from: 4 })).rejects.toThrow(/line 5 is missing/);
+  });
+
+  it('reports a damaged keyframe and a damaged projection, naming them', async () => {
+    const ref = { sessionKey: 's', runId: 'damaged' };
+    const store = open();
+    const w = await store.openWriter(ref, { fresh: true });
+    await w.commit(batch(ref.runId, 1, 1));
+      await w.takeKeyframe({ step: 1, createdAt: 1, position: [], state: { kind: 'keyframe', backpack: { a: 1 } } })();
+    await w.close();
+    await admin`update backpackflow.keyframes set body = replace(body, '"a":1', '"a":2') where run_id = ${ref.runId}`;
+    await expect(store.loadKeyframe(ref, 1)).rejects.toThrow(CheckpointStoreError);
+    await expect(store.loadKeyframe(ref, 1)).rejects.toThrow(/keyframe of step 1 of run s\/damaged.*checksum mismatch/);
+    await admin`update backpackflow.runs set meta = '{"v":1' where run_id = ${ref.runId}`;
+    await expect(store.loadRunMeta(ref)).rejects.toThrow(ProjectionStoreError);
+    // The projection is rebuilt from the log when it is damaged.
+    expect((await store.currentRunMeta(ref)).eventCount).toBe(2);
+  });
+
+  it('migrates a new database exactly once when several processes use it first at the same time', async () => {
+    const fresh = await freshDatabase();
+    try {
+      const script = `import { PostgresRunStore } from './src/store/postgres/run-store.ts';
+        const store = new PostgresRunStore({ url: process.argv[1] });
+        await store.listRuns();
+        await store.close();`;
+      const children = Array.from({ length: 4 }, () => run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, fresh.url], { cwd: root }));
+      await Promise.all(children);
+      const sql = postgres(fresh.url, { max: 1, onnotice: () => undefined });
+      try {
+        const rows = await sql<{ version: number }[]>`select version from backpackflow.migrations order by version`;
+        expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+      } finally {
+        await sql.end();
+      }
+    } finally {
+      await fresh.drop();
+    }
+  });
+
+  it('refuses a database whose schema is newer than this code', async () => {
+    const fresh = await freshDatabase();
+    try {
+      const first = new PostgresRunStore({ url: fresh.url });
+      await first.listRuns();
+      await first.close();
+      const sql = postgres(fresh.url, { max: 1, onnotice: () => undefined });
+      await sql`insert into backpackflow.migrations (version, name) values (999, 'from the future')`;
+      await sql.end();
+      const second = new PostgresRunStore({ url: fresh.url });
+      await expect(second.listRuns()).rejects.toThrow(/schema version 999.*upgrade backpackflow/);
+      await second.close();
+    } finally {
+      await fresh.drop();
+    }
+  });
+});
