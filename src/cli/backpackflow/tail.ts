@@ -5,6 +5,7 @@
  * step commits; on files the log is read again every `--poll-ms`. A run not stored yet (queued, not started) is waited
  * for. Only what the log's chain vouches for is printed.
  */
+import { Wakeup } from './wakeup.js';
 import { StreamEventType, type StreamEvent } from '../../events/index.js';
 import { PostgresRunStore, isValidId } from '../../store/index.js';
 import { EVENTS_CHANNEL } from '../../store/postgres/queue.js';
@@ -21,7 +22,7 @@ export async function tailRun(options: CommonOptions & { runId: string; pollMs: 
   if (!isValidId(options.runId)) throw new CliError(`invalid run id '${options.runId}': use letters, digits, '.', '_' and '-'`);
   const store = cliStore(options);
   const ref = { sessionKey: options.session, runId: options.runId };
-  let wake: () => void = () => undefined;
+  const wakeup = new Wakeup();
   // Set by an announcement that arrives while the log is being read, so that it is not lost before the next wait.
   let announced = false;
   const stop = new AbortController();
@@ -32,7 +33,7 @@ export async function tailRun(options: CommonOptions & { runId: string; pollMs: 
   const listener = store instanceof PostgresRunStore ? await (await store.sql()).listen(EVENTS_CHANNEL, (payload) => {
     if (payload !== name) return;
     announced = true;
-    wake();
+    wakeup.wake();
   }) : undefined;
   const print = (event: StreamEvent): void => void process.stdout.write(`${options.json ? JSON.stringify(event) : eventLine(event)}\n`);
   try {
@@ -48,14 +49,7 @@ export async function tailRun(options: CommonOptions & { runId: string; pollMs: 
       }
       if (ended || stop.signal.aborted) return;
       if (announced) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, options.pollMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-        stop.signal.addEventListener('abort', () => wake(), { once: true });
-      });
+      await wakeup.sleep(options.pollMs, stop.signal);
     }
   } finally {
     process.off('SIGINT', onSignal);

@@ -9,6 +9,7 @@
  * lease and fencing token keep it to one writer whatever the timing; a worker killed mid-run leaves its claim and its
  * lease to run out, and another worker takes the run over.
  */
+import { Wakeup } from './wakeup.js';
 import { Command, Option } from 'commander';
 import { resumeRun, runFlow } from '../../runtime/index.js';
 import { FencedError, LockError, PostgresRunStore } from '../../store/index.js';
@@ -82,9 +83,9 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
   const onSignal = (): void => stop.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  let wake: () => void = () => undefined;
+  const wakeup = new Wakeup();
   const sql = await store.sql();
-  const listener = await sql.listen(QUEUE_CHANNEL, () => wake());
+  const listener = await sql.listen(QUEUE_CHANNEL, () => wakeup.wake());
   const idle = new Set<number>();
   process.stdout.write(`worker ${owner}: working on ${store.location} (${options.concurrency} at a time)\n`);
 
@@ -99,14 +100,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
       if (job === undefined) {
         idle.add(index);
         if (options.exitWhenIdle && idle.size === options.concurrency) return;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, options.pollMs);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-          stop.signal.addEventListener('abort', () => wake(), { once: true });
-        });
+        await wakeup.sleep(options.pollMs, stop.signal);
         continue;
       }
       idle.delete(index);
