@@ -28,8 +28,14 @@ const cache = join(repo, 'node_modules', '.cache');
 const NO_INTEGRITY_EDITS: [file: string, find: string, replace: string][] = [
   [
     'store/chain.ts',
-    'export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: string[], sealFirst: boolean): { head: Buffer; text: string } {',
-    '$&\n  if (Buffer.isBuffer(start)) return { head: start, text: lines.join(\'\') };',
+    'export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: readonly (string | Buffer[])[], sealFirst: boolean): SealedBatch {',
+    // The batch as written, unsealed: each line and its newline.
+    `$&
+  if (Buffer.isBuffer(start)) {
+    const pieces = lines.flatMap((line) => (typeof line === 'string' ? [\`\${line}\\n\`] : [...line, '\\n']));
+    const sizes = pieces.map((piece) => (typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length));
+    return { head: start, pieces, bytes: sizes.reduce((sum, n) => sum + n, 0), lineBytes: () => lines.map((line) => (typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0)) + 1) };
+  }`,
   ],
   ['hash/sealed.ts', "return `{\"checksum\":\"${backend.digest(Buffer.from(body)).toString('hex')}\",\"data\":${body}}\\n`;", 'return `{"checksum":"","data":${body}}\\n`;'],
   ['redact/redactor.ts', '  redact<T>(value: T): RedactionResult<T> {', '$&\n    return { value, redacted: false };'],

@@ -39,7 +39,18 @@ export function parseStatStartTime(stat: string): string | undefined {
   return field !== undefined && /^\d+$/.test(field) ? field : undefined;
 }
 
+/** This process's start time, read once: it never changes while the process lives (worker threads share it). */
+let ownStartTime: { pid: number; value: string | undefined } | undefined;
+
 function readStartTime(pid: number): string | undefined {
+  if (pid === process.pid) {
+    if (ownStartTime?.pid !== pid) ownStartTime = { pid, value: readProcStartTime(pid) };
+    return ownStartTime.value;
+  }
+  return readProcStartTime(pid);
+}
+
+function readProcStartTime(pid: number): string | undefined {
   try {
     return parseStatStartTime(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {

@@ -4,7 +4,7 @@
  * ({@link IndexWriter}); readers load it incrementally ({@link IndexReader}) and find where to start
  * ({@link nearestEntry}).
  */
-import { closeSync, promises as fsp, openSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, promises as fsp, openSync, statSync, writeSync } from 'node:fs';
 import { writeFileAtomic } from '../fs/index.js';
 import { readLines } from './lines.js';
 import { parseIndex, seqOf } from './log-format.js';
@@ -113,6 +113,13 @@ export class IndexWriter {
    * indexes the tail. Returns the number of lines of the log and the text of its last line (undefined when empty).
    */
   async recover(size: number): Promise<{ lineCount: number; lastText: string | undefined }> {
+    if (size === 0) {
+      // An empty log has no entries: opening the index with truncation empties a stale one (readers check entries
+      // against the log, so a stale index that a power loss brought back is only ignored), without reading it.
+      this.entries = [];
+      this.fd = openSync(this.path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_APPEND);
+      return { lineCount: 0, lastText: undefined };
+    }
     let entries = parseIndex(await fsp.readFile(this.path, 'utf8').catch(() => ''));
     const valid = entries.filter((e) => e.offset < size);
     let rewrite = valid.length !== entries.length;

@@ -141,7 +141,7 @@ describe('crash safety (SIGKILL at random moments)', () => {
           }),
         );
         expect(outcomes.filter((o) => o === 'locked'), outcomes.join(', ')).toHaveLength(1);
-        expect(outcomes.filter((o) => o === 'refused')).toHaveLength(5);
+        expect(outcomes.filter((o) => o === 'refused'), outcomes.join(', ')).toHaveLength(5);
       } finally {
         for (const child of children) child.process.kill('SIGKILL');
         await Promise.all(children.map((c) => c.exited));

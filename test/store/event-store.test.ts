@@ -224,6 +224,21 @@ describe('EventStore', () => {
       expect(readFileSync(store.paths.index, 'utf8')).toBe(good);
     });
 
+    it('empties the index of a log found empty on open, and indexes the new lines from the start', async () => {
+      const store = open({ indexInterval: 10 });
+      await fill(store, 25);
+      await store.close();
+      expect(readFileSync(store.paths.index, 'utf8').trimEnd().split('\n')).toHaveLength(3);
+      writeFileSync(store.paths.events, '');
+      const again = open({ indexInterval: 10 });
+      await again.open();
+      expect(readFileSync(store.paths.index, 'utf8')).toBe('');
+      await fill(again, 12, 100);
+      const entries = readFileSync(store.paths.index, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { line: number; offset: number; seq: number });
+      expect(entries.map((e) => [e.line, e.seq])).toEqual([[0, 100], [10, 110]]);
+      expect((await open().readPage(2, 10)).map((e) => e.seq)).toEqual([110, 111]);
+    });
+
     it('a reader with a stale index still returns the right page', async () => {
       const store = open({ indexInterval: 10 });
       await fill(store, 40);
