@@ -192,6 +192,30 @@ describe('BackpackflowSaver on Postgres: what no row may hold, and who may write
     expect((await verifyRun({ store, sessionKey: 'writers', runId: 't' })).status).toBe('verified');
   });
 
+  it('a saver whose lease was taken over has its next checkpoint fenced, and nothing of it stored', async () => {
+    const otherStore = new PostgresRunStore({ url, owner: 'taker' });
+    const first = new BackpackflowSaver({ store, sessionKey: 'fenced' });
+    const taker = new BackpackflowSaver({ store: otherStore, sessionKey: 'fenced' });
+    try {
+      await putOne(first, 't', { a: 1 });
+      // The first writer stalls past its lease (as a paused process would): the lease runs out and another takes it.
+      await sql`update backpackflow.runs set lease_expires_at = now() - interval '1 second' where session_key = 'fenced' and run_id = 't'`;
+      await putOne(taker, 't', { a: 2 });
+      await expect(putOne(first, 't', { a: 'fenced-out-value' })).rejects.toThrow(/lease was taken over by another writer|another writer stored/);
+      await putOne(taker, 't', { a: 3 });
+      const all = [];
+      for await (const t of taker.list({ configurable: { thread_id: 't' } })) all.push(t.checkpoint.channel_values);
+      expect(all).toEqual([{ a: 3 }, { a: 2 }, { a: 1 }]);
+    } finally {
+      await taker.close();
+      await first.close().catch(() => undefined);
+      await otherStore.close();
+    }
+    const rows = await sql`select body from backpackflow.events where session_key = 'fenced' and body like '%fenced-out-value%'`;
+    expect(rows.length).toBe(0);
+    expect((await verifyRun({ store, sessionKey: 'fenced', runId: 't' })).status).toBe('verified');
+  });
+
   it('an edited row is refused with an error naming the run in the database, never served as a checkpoint', async () => {
     const saver = new BackpackflowSaver({ store, sessionKey: 'edited' });
     await putOne(saver, 'd', { topic: 'tides' });
