@@ -1,31 +1,13 @@
-import { rm } from 'node:fs/promises';
 import type { BackpackState } from '../backpack/index.js';
 import type { StreamEvent } from '../events/index.js';
-import { locate, type RunLocation } from '../runtime/location.js';
-import {
-  CheckpointStore,
-  EventStore,
-  FileRunStore,
-  PostgresRunStore,
-  ProjectionStore,
-  StoreError,
-  assertValidId,
-  deleteRunDir,
-  listRunIds,
-  runHasEvents,
-  runPaths,
-  type Checkpoint,
-  type Durability,
-  type RedactionOptions,
-  type RunStore,
-  type RunWriter,
-} from '../store/index.js';
+import { locateStore, type RunLocation } from '../runtime/location.js';
+import { FileRunStore, PostgresRunStore, StoreError, deleteRunDir, type Checkpoint, type Durability, type RunStore, type RunWriter } from '../store/index.js';
 
 /**
  * Where a {@link BackpackflowSaver} keeps its threads: one backpackflow run per LangGraph thread, as an append-only
- * event log of batches. This is the saver's only contact with storage: {@link FileRecordStore} (the files of a data
- * directory) is the embedded default; {@link RunStoreRecordStore} serves it from any {@link RunStore}, such as the
- * `PostgresRunStore` of many workers (DESIGN D15).
+ * event log of batches. This is the saver's only contact with storage: {@link RunStoreRecordStore} serves it from
+ * any {@link RunStore}: the files of a data directory (the embedded default), or the `PostgresRunStore` of many workers
+ * (DESIGN D15).
  *
  * Contract: {@link append} is atomic and durable per batch (all of a batch's events are stored or none), events
  * are redacted and chained by the store, and batches of one run have one writer at a time (the first append of a
@@ -56,126 +38,18 @@ export interface CheckpointRecordStore {
   close(): Promise<void>;
 }
 
-/** Options of {@link FileRecordStore}. */
-export interface FileRecordStoreOptions extends RunLocation {
-  /** When appends reach the disk (default 'batch': one fsync per append). */
-  durability?: Durability;
-}
-
-/**
- * The files store: each run's `events.jsonl` (chained, redacted, indexed, one writer per run by lock file) and its
- * projection `run.meta.json`, so that `backpackflow runs list/show/state/diff/blame/verify` read a LangGraph thread
- * like any run.
- */
-export class FileRecordStore implements CheckpointRecordStore {
-  readonly dataDir: string;
-  readonly sessionKey: string;
-  readonly #durability: Durability;
-  readonly #options: FileRecordStoreOptions;
-  readonly #writers = new Map<string, EventStore>();
-  readonly #projection: ProjectionStore;
-  /** Runs whose projection file was written by this store (then it is folded in memory until close). */
-  readonly #projected = new Set<string>();
-
-  constructor(options: FileRecordStoreOptions = {}) {
-    const { dataDir, sessionKey } = locate(options);
-    this.dataDir = dataDir;
-    this.sessionKey = sessionKey;
-    this.#durability = options.durability ?? 'batch';
-    this.#options = options;
-    this.#projection = new ProjectionStore({ dataDir, sessionKey, durability: this.#durability, redaction: options.redaction });
-  }
-
-  async listRunIds(): Promise<string[]> {
-    return (await listRunIds(this.dataDir, this.sessionKey)).map((ref) => ref.runId).filter((runId) => runHasEvents(this.dataDir, this.sessionKey, runId));
-  }
-
-  async read(runId: string): Promise<StreamEvent[]> {
-    const writer = this.#writers.get(runId);
-    if (writer === undefined && !runHasEvents(this.dataDir, this.sessionKey, runId)) return [];
-    return (writer ?? new EventStore({ dataDir: this.dataDir, sessionKey: this.sessionKey, runId })).readAll();
-  }
-
-  async openForWrite(runId: string): Promise<{ lastSeq: number | undefined }> {
-    let writer = this.#writers.get(runId);
-    if (writer === undefined) {
-      writer = new EventStore({ dataDir: this.dataDir, sessionKey: this.sessionKey, runId, durability: this.#durability, redaction: this.#options.redaction });
-      this.#writers.set(runId, writer);
-    }
-    try {
-      return { lastSeq: (await writer.open()).lastSeq };
-    } catch (error) {
-      this.#writers.delete(runId);
-      throw error;
-    }
-  }
-
-  async append(runId: string, events: StreamEvent[]): Promise<void> {
-    await this.openForWrite(runId);
-    const writer = this.#writers.get(runId)!;
-    await writer.appendBatch(events);
-    await writer.flush();
-    await this.#projection.updateRunMetaBatch(runId, events, { persist: !this.#projected.has(runId) });
-    this.#projected.add(runId);
-  }
-
-  async saveKeyframe(runId: string, step: number, state: BackpackState): Promise<void> {
-    const writer = this.#writers.get(runId);
-    if (writer === undefined) throw new Error(`FileRecordStore.saveKeyframe: run ${this.sessionKey}/${runId} is not open for writing`);
-    const checkpoint: Checkpoint = {
-      v: 1,
-      runId,
-      sessionKey: this.sessionKey,
-      step,
-      createdAt: Date.now(),
-      position: [],
-      state: { kind: 'keyframe', backpack: state } as unknown as Checkpoint['state'],
-      // Ties the keyframe to the log, as the durable runtime's keyframes are (readers check both).
-      line: writer.eventCount - 1,
-    };
-    if (writer.chainHead !== undefined) checkpoint.chain = writer.chainHead;
-    const checkpoints = new CheckpointStore({ dataDir: this.dataDir, sessionKey: this.sessionKey, runId, durability: this.#durability, redaction: this.#options.redaction });
-    await checkpoints.saveHistorical(checkpoint, step);
-  }
-
-  async delete(runId: string): Promise<void> {
-    await this.openForWrite(runId);
-    const writer = this.#writers.get(runId)!;
-    // Under the writer lock: the whole run directory goes, the lock file last (with the directory).
-    await rm(runPaths(this.dataDir, this.sessionKey, runId).dir, { recursive: true, force: true });
-    this.#writers.delete(runId);
-    this.#projected.delete(runId);
-    await writer.close().catch(() => undefined);
-  }
-
-  async close(): Promise<void> {
-    const writers = [...this.#writers.entries()];
-    this.#writers.clear();
-    for (const [runId, writer] of writers) {
-      if (this.#projected.has(runId)) await this.#projection.flush(runId);
-      await writer.close();
-    }
-    this.#projected.clear();
-  }
-}
-
 /** Options of {@link RunStoreRecordStore}. */
-export interface RunStoreRecordStoreOptions {
-  /** The run store, such as `new PostgresRunStore({ url })`. The caller keeps it open and closes it (as runFlow's `store`). */
-  store: RunStore;
-  /** Session the threads' runs belong to (default `'default'`). */
-  sessionKey?: string;
-  /** Secrets of your own redacted from everything stored, on top of the built-in catalogue. */
-  redaction?: RedactionOptions;
-  /** When appends reach the disk (files only; Postgres commits each batch). Default 'batch'. */
+export interface RunStoreRecordStoreOptions extends RunLocation {
+  /** When appends reach the disk (files only; Postgres commits each batch). Default 'batch': one fsync per append. */
   durability?: Durability;
 }
 
 /**
- * Threads in a {@link RunStore}: each run written through the store's own {@link RunWriter} (one writer per run, its
- * batches redacted, chained and, in Postgres, committed with the projection in one fenced statement), read back
- * through the store's verified reader, so that `backpackflow runs list/show/state/diff/blame/verify --database-url`
- * read a thread stored in Postgres like any run. Closing it releases the writers, not the store.
+ * Threads in a {@link RunStore} (`store`, as runFlow's option, else the files of `dataDir`): each run written through
+ * the store's own {@link RunWriter} (one writer per run: a lock file, or a fenced Postgres lease; its batches redacted,
+ * chained and stored with the run's projection), read back through the store's verified reader, so that
+ * `backpackflow runs list/show/state/diff/blame/verify` (with `--data-dir`, or `--database-url`) read a thread like
+ * any run. Closing it releases the writers, not a store the caller passed.
  */
 export class RunStoreRecordStore implements CheckpointRecordStore {
   readonly sessionKey: string;
@@ -183,10 +57,10 @@ export class RunStoreRecordStore implements CheckpointRecordStore {
   readonly #options: RunStoreRecordStoreOptions;
   readonly #writers = new Map<string, Promise<RunWriter>>();
 
-  constructor(options: RunStoreRecordStoreOptions) {
-    this.sessionKey = options.sessionKey ?? 'default';
-    assertValidId(this.sessionKey, 'sessionKey');
-    this.runStore = options.store;
+  constructor(options: RunStoreRecordStoreOptions = {}) {
+    const { store, sessionKey } = locateStore(options);
+    this.runStore = store;
+    this.sessionKey = sessionKey;
     this.#options = options;
   }
 

@@ -34,18 +34,17 @@ import {
   type EncodedValue,
   type Serde,
 } from './encoding.js';
-import { FileRecordStore, RunStoreRecordStore, type CheckpointRecordStore } from './record-store.js';
+import { RunStoreRecordStore, type CheckpointRecordStore } from './record-store.js';
 
 /** Options of {@link BackpackflowSaver}. */
 export interface BackpackflowSaverOptions extends Omit<RunLocation, 'store'> {
-  /** When appends reach the disk with the default files store (default 'batch': one fsync per checkpoint or write). */
+  /** When appends reach the disk in files (default 'batch': one fsync per checkpoint or write). */
   durability?: Durability;
   /**
    * Where threads are stored, as runFlow's `store` option: a {@link RunStore} such as
    * `new PostgresRunStore({ url })` (threads become runs of `sessionKey` in that database, listed by
    * `backpackflow runs list --database-url <url>`; the caller keeps the store open and closes it after
-   * {@link BackpackflowSaver.close}), or any {@link CheckpointRecordStore}. Default: the files store over
-   * `dataDir`/`sessionKey` ({@link FileRecordStore}).
+   * {@link BackpackflowSaver.close}), or any {@link CheckpointRecordStore}. Default: the files of `dataDir`.
    */
   store?: RunStore | CheckpointRecordStore;
   /** LangGraph's serializer (default: its JsonPlusSerializer). */
@@ -143,12 +142,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
   constructor(options: BackpackflowSaverOptions = {}) {
     super(options.serde);
     const { store } = options;
-    this.store =
-      store === undefined
-        ? new FileRecordStore({ dataDir: options.dataDir, sessionKey: options.sessionKey, redaction: options.redaction, durability: options.durability })
-        : isRunStore(store)
-          ? new RunStoreRecordStore({ store, sessionKey: options.sessionKey, redaction: options.redaction, durability: options.durability })
-          : store;
+    this.store = store === undefined || isRunStore(store) ? new RunStoreRecordStore({ dataDir: options.dataDir, sessionKey: options.sessionKey, redaction: options.redaction, durability: options.durability, store }) : store;
     this.#redactor = redactorFor(options.redaction);
     this.#keyframeInterval = options.keyframeInterval ?? 100;
     if (!Number.isInteger(this.#keyframeInterval) || this.#keyframeInterval < 1) {
