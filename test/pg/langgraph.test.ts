@@ -6,10 +6,12 @@
  */
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
+import fc from 'fast-check';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BackpackflowSaver } from '../../src/langgraph/index.js';
-import { loadRunPoint, verifyRun } from '../../src/runtime/index.js';
+import { BackpackflowSaver, threadRunId } from '../../src/langgraph/index.js';
+import { BackpackNode, Flow } from '../../src/nodes/index.js';
+import { loadRunPoint, runFlow, verifyRun } from '../../src/runtime/index.js';
 import { PostgresRunStore } from '../../src/store/index.js';
 import { cli, cliJson, tempDir } from '../cli/helpers.js';
 import { freshDatabase } from '../support/pg.js';
@@ -214,6 +216,41 @@ describe('BackpackflowSaver on Postgres: what no row may hold, and who may write
     const rows = await sql`select body from backpackflow.events where session_key = 'fenced' and body like '%fenced-out-value%'`;
     expect(rows.length).toBe(0);
     expect((await verifyRun({ store, sessionKey: 'fenced', runId: 't' })).status).toBe('verified');
+  });
+
+  it('keeps any thread id as a valid run id of its session, and finds the thread again from another store', async () => {
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.string({ minLength: 1, maxLength: 40 }), async (threadId) => {
+        const sessionKey = `ids-${n++}`;
+        const saver = new BackpackflowSaver({ store, sessionKey });
+        await putOne(saver, threadId, { topic: 'x' });
+        await saver.close();
+        expect((await store.listRuns(sessionKey)).map((r) => r.runId)).toEqual([threadRunId(threadId)]);
+        const other = new PostgresRunStore({ url, maxConnections: 1 });
+        const again = new BackpackflowSaver({ store: other, sessionKey });
+        try {
+          const tuple = await again.getTuple({ configurable: { thread_id: threadId } });
+          expect(tuple?.checkpoint.channel_values).toEqual({ topic: 'x' });
+          expect(tuple?.config.configurable?.thread_id).toBe(threadId);
+        } finally {
+          await again.close();
+          await other.close();
+        }
+      }),
+      { numRuns: 10 },
+    );
+  });
+
+  it('refuses a thread whose run id belongs to an ordinary run in the database, and deleteThread leaves that run alone', async () => {
+    const flow = new Flow({ namespace: 'plain' });
+    flow.addNode(class Noop extends BackpackNode {}, { id: 'noop' });
+    await runFlow(flow, { store, sessionKey: 'mixed', runId: 'shared-id', input: { a: 1 } });
+    const saver = new BackpackflowSaver({ store, sessionKey: 'mixed' });
+    await expect(putOne(saver, 'shared-id', { topic: 'x' })).rejects.toThrow("run mixed/shared-id is not a LangGraph thread (its log records no thread id); thread 'shared-id' cannot use it");
+    await expect(saver.deleteThread('shared-id')).rejects.toThrow('is not a LangGraph thread');
+    await saver.close();
+    expect((await store.currentRunMeta({ sessionKey: 'mixed', runId: 'shared-id' })).status).toBe('completed');
   });
 
   it('an edited row is refused with an error naming the run in the database, never served as a checkpoint', async () => {
