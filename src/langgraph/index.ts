@@ -4,6 +4,6 @@
  */
 export { BackpackflowSaver, LANGGRAPH_NAMESPACE } from './saver.js';
 export type { BackpackflowSaverOptions } from './saver.js';
-export { FileRecordStore } from './record-store.js';
-export type { CheckpointRecordStore, FileRecordStoreOptions } from './record-store.js';
+export { RunStoreRecordStore } from './record-store.js';
+export type { CheckpointRecordStore, RunStoreRecordStoreOptions } from './record-store.js';
 export { threadRunId } from './encoding.js';

@@ -22,7 +22,7 @@ import { StreamEventType, newEventId, newSpanId, type EventInput, type StreamEve
 import type { RunLocation } from '../runtime/location.js';
 import type { CheckpointPayload } from '../runtime/run-point.js';
 import { StateTracker, applyStateDelta } from '../runtime/state-tracker.js';
-import { redactorFor, type Durability, type Redactor } from '../store/index.js';
+import { redactorFor, type Durability, type Redactor, type RunStore } from '../store/index.js';
 import {
   decodeValue,
   encodeValue,
@@ -34,17 +34,19 @@ import {
   type EncodedValue,
   type Serde,
 } from './encoding.js';
-import { FileRecordStore, type CheckpointRecordStore } from './record-store.js';
+import { RunStoreRecordStore, type CheckpointRecordStore } from './record-store.js';
 
 /** Options of {@link BackpackflowSaver}. */
 export interface BackpackflowSaverOptions extends Omit<RunLocation, 'store'> {
-  /** When appends reach the disk with the default files store (default 'batch': one fsync per checkpoint or write). */
+  /** When appends reach the disk in files (default 'batch': one fsync per checkpoint or write). */
   durability?: Durability;
   /**
-   * Where threads are stored. Default: the files store over `dataDir`/`sessionKey` ({@link FileRecordStore}).
-   * Any {@link CheckpointRecordStore} serves (the Postgres run store, when it exists, is one).
+   * Where threads are stored, as runFlow's `store` option: a {@link RunStore} such as
+   * `new PostgresRunStore({ url })` (threads become runs of `sessionKey` in that database, listed by
+   * `backpackflow runs list --database-url <url>`; the caller keeps the store open and closes it after
+   * {@link BackpackflowSaver.close}), or any {@link CheckpointRecordStore}. Default: the files of `dataDir`.
    */
-  store?: CheckpointRecordStore;
+  store?: RunStore | CheckpointRecordStore;
   /** LangGraph's serializer (default: its JsonPlusSerializer). */
   serde?: SerializerProtocol;
   /**
@@ -139,7 +141,8 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
 
   constructor(options: BackpackflowSaverOptions = {}) {
     super(options.serde);
-    this.store = options.store ?? new FileRecordStore({ dataDir: options.dataDir, sessionKey: options.sessionKey, redaction: options.redaction, durability: options.durability });
+    const { store } = options;
+    this.store = store === undefined || isRunStore(store) ? new RunStoreRecordStore({ dataDir: options.dataDir, sessionKey: options.sessionKey, redaction: options.redaction, durability: options.durability, store }) : store;
     this.#redactor = redactorFor(options.redaction);
     this.#keyframeInterval = options.keyframeInterval ?? 100;
     if (!Number.isInteger(this.#keyframeInterval) || this.#keyframeInterval < 1) {
@@ -611,6 +614,10 @@ function threadOf(events: StreamEvent[]): string | undefined {
 }
 
 /** Checks that a run's log records `threadId`; an error naming the run and what it holds otherwise. */
+function isRunStore(store: RunStore | CheckpointRecordStore): store is RunStore {
+  return typeof (store as Partial<RunStore>).openWriter === 'function';
+}
+
 function recordedThread(events: StreamEvent[], runId: string, threadId: string, sessionKey: string): void {
   const recorded = threadOf(events);
   if (recorded === threadId) return;

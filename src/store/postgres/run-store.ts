@@ -338,6 +338,29 @@ export class PostgresRunStore implements RunStore {
     }
   }
 
+  /**
+   * Deletes the run (its events, keyframes, projection and documents) when no other owner's writer holds it: a live
+   * lease of another owner gets a {@link LockError} naming it. A writer of this store may hold it (the caller deleting
+   * what it writes: a LangGraph `deleteThread`); that writer's later commits are fenced. Resolves to whether there was
+   * a run to delete.
+   */
+  async deleteRun(ref: RunRef): Promise<boolean> {
+    checkRef(ref);
+    const sql = await this.sql();
+    const deleted = await sql`
+      delete from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId}
+        and (lease_owner is null or lease_expires_at < now() or lease_owner = ${this.owner})
+      returning 1`;
+    if (deleted.length > 0) return true;
+    const [holder] = await sql<{ lease_owner: string | null; lease_expires_at: Date | null }[]>`
+      select lease_owner, lease_expires_at from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId}`;
+    if (holder === undefined) return false;
+    throw new LockError(
+      `run ${ref.sessionKey}/${ref.runId} is being written by ${holder.lease_owner ?? 'another writer'} (its lease runs until ${holder.lease_expires_at?.toISOString() ?? '?'}) in ${this.location}: it is not deleted`,
+      { path: this.describeLog(ref) },
+    );
+  }
+
   async writerAlive(ref: RunRef): Promise<boolean> {
     checkRef(ref);
     const sql = await this.sql();
