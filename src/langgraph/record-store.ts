@@ -1,7 +1,7 @@
 import type { BackpackState } from '../backpack/index.js';
 import type { StreamEvent } from '../events/index.js';
 import { locateStore, type RunLocation } from '../runtime/location.js';
-import { FileRunStore, PostgresRunStore, StoreError, deleteRunDir, type Checkpoint, type Durability, type RunStore, type RunWriter } from '../store/index.js';
+import { FileRunStore, StoreError, type Checkpoint, type Durability, type RunStore, type RunWriter } from '../store/index.js';
 
 /**
  * Where a {@link BackpackflowSaver} keeps its threads: one backpackflow run per LangGraph thread, as an append-only
@@ -112,15 +112,10 @@ export class RunStoreRecordStore implements CheckpointRecordStore {
     const writer = await this.#writer(runId);
     const store = this.runStore;
     try {
-      if (store instanceof PostgresRunStore) {
-        await store.deleteRun(ref);
-      } else if (store instanceof FileRunStore) {
-        // The files store deletes under the run's lock, which this writer holds: give it up, then delete.
-        await writer.close();
-        await deleteRunDir(store.dataDir, ref.sessionKey, runId);
-      } else {
-        throw new StoreError(`RunStoreRecordStore.delete: a ${store.kind} run store of another kind cannot delete run ${ref.sessionKey}/${runId}`);
-      }
+      // The files store deletes under the run's lock, which this writer holds: give it up first. (Postgres lets the
+      // lease's own owner delete; its writer's later commits are fenced.)
+      if (store instanceof FileRunStore) await writer.close();
+      await store.deleteRun(ref);
     } finally {
       this.#writers.delete(runId);
       await writer.close();

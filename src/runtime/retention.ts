@@ -1,6 +1,6 @@
-import { RunInUseError, RunStatusSchema, StoreError, deleteRunDir, listSessions, runWriterAlive, sweepDeletedRuns, assertValidId, type RunMeta } from '../store/index.js';
+import { FileRunStore, LockError, RunInUseError, RunStatusSchema, StoreError, listSessions, sweepDeletedRuns, assertValidId, type RunMeta } from '../store/index.js';
 import { listRuns } from './durable.js';
-import { locate, resolveDataDir, type RunLocation } from './location.js';
+import { locateStore, type RunLocation } from './location.js';
 
 /** A run's status as listings report it. */
 export type RunStatus = RunMeta['status'];
@@ -13,13 +13,15 @@ export interface DeleteRunOptions extends RunLocation {
 
 /**
  * Deletes a stored run: its event log, index, checkpoints and projection, all at once (crash-safe: the run is either
- * whole or gone, see `deleteRunDir`). Resolves to false when the session has no such run. A run with a live writer
- * is refused with a {@link RunInUseError}. Forks of the run keep working: a fork's log starts with its whole state.
+ * whole or gone, see `RunStore.deleteRun`), in the files of the data directory or in `options.store` (Postgres).
+ * Resolves to false when the session has no such run. A run with a live writer is refused: a {@link RunInUseError}
+ * (files) or a `LockError` naming the lease's owner (Postgres). Forks of the run keep working: a fork's log starts
+ * with its whole state.
  */
 export async function deleteRun(options: DeleteRunOptions): Promise<boolean> {
-  const { dataDir, sessionKey } = locate(options);
+  const { store, sessionKey } = locateStore(options);
   assertValidId(options.runId, 'runId');
-  return deleteRunDir(dataDir, sessionKey, options.runId);
+  return store.deleteRun({ sessionKey, runId: options.runId });
 }
 
 /** What {@link pruneRuns} deletes: runs matching every criterion given, except the newest `keepLast`. */
@@ -74,15 +76,24 @@ export interface PruneResult {
  */
 export async function pruneRuns(options: PruneRunsOptions): Promise<PruneResult> {
   const { olderThan, status, keepLast } = checkCriteria(options);
-  const dataDir = resolveDataDir(options);
-  const sessions = options.sessionKey === undefined ? await listSessions(dataDir) : [locate(options).sessionKey];
+  const { store } = locateStore({ ...options, sessionKey: options.sessionKey ?? 'default' });
+  const sessions =
+    options.sessionKey !== undefined
+      ? [locateStore(options).sessionKey]
+      : store instanceof FileRunStore
+        ? await listSessions(store.dataDir) // sessions holding only a killed delete's leftover included
+        : [...new Set((await store.listRuns()).map((ref) => ref.sessionKey))].sort();
   const dryRun = options.dryRun === true;
   const swept: string[] = [];
-  for (const session of sessions) for (const name of await sweepDeletedRuns(dataDir, session, { dryRun })) swept.push(`${session}/${name}`);
+  // Only the files store leaves something behind when a delete is killed (a renamed directory); Postgres deletes in
+  // one transaction.
+  if (store instanceof FileRunStore) {
+    for (const session of sessions) for (const name of await sweepDeletedRuns(store.dataDir, session, { dryRun })) swept.push(`${session}/${name}`);
+  }
   const result: PruneResult = { dryRun, deleted: [], skipped: [], kept: 0, swept };
   const cutoff = olderThan === undefined ? undefined : olderThan instanceof Date ? olderThan.getTime() : (options.now ?? Date.now()) - olderThan;
   for (const session of sessions) {
-    const runs = (await listRuns({ dataDir, sessionKey: session })).sort((a, b) => b.startedAt - a.startedAt || b.runId.localeCompare(a.runId));
+    const runs = (await listRuns({ store, sessionKey: session })).sort((a, b) => b.startedAt - a.startedAt || b.runId.localeCompare(a.runId));
     runs.forEach((meta, i) => {
       const lastActiveAt = meta.endedAt ?? meta.updatedAt;
       const matches = i >= (keepLast ?? 0) && (cutoff === undefined || lastActiveAt < cutoff) && (status === undefined || status.includes(meta.status));
@@ -101,7 +112,7 @@ export async function pruneRuns(options: PruneRunsOptions): Promise<PruneResult>
   }
   if (dryRun) {
     for (const run of result.deleted) {
-      if (runWriterAlive(dataDir, run.sessionKey, run.runId)) result.skipped.push({ sessionKey: run.sessionKey, runId: run.runId, reason: 'running: a live process writes it' });
+      if (await store.writerAlive(run)) result.skipped.push({ sessionKey: run.sessionKey, runId: run.runId, reason: 'running: a live process writes it' });
     }
     result.deleted = result.deleted.filter((run) => !result.skipped.some((s) => s.sessionKey === run.sessionKey && s.runId === run.runId));
     return result;
@@ -109,10 +120,10 @@ export async function pruneRuns(options: PruneRunsOptions): Promise<PruneResult>
   const deleted: PrunedRun[] = [];
   for (const run of result.deleted) {
     try {
-      if (await deleteRunDir(dataDir, run.sessionKey, run.runId)) deleted.push(run);
+      if (await store.deleteRun(run)) deleted.push(run);
     } catch (error) {
       // A writer started since the listing (a resume): the run is in use again.
-      if (!(error instanceof RunInUseError)) throw error;
+      if (!(error instanceof RunInUseError) && !(error instanceof LockError)) throw error;
       result.skipped.push({ sessionKey: run.sessionKey, runId: run.runId, reason: error.message });
     }
   }

@@ -10,6 +10,7 @@ import { CheckpointStore } from './checkpoint-store.js';
 import { EventStore, type ReadOptions, type VerifiedEvent, type VerifyResult } from './event-store.js';
 import { assertNewRun, listRunIds, runHasEvents, runWriterAlive } from './layout.js';
 import { assertValidId, historicalCheckpointPath, runPaths } from './paths.js';
+import { deleteRunDir } from './retention.js';
 import { ProjectionStore } from './projection-store.js';
 import type { KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from './run-store.js';
 import { readTextIfExists, writeJsonAtomic } from '../fs/index.js';
@@ -96,6 +97,11 @@ export class FileRunStore implements RunStore {
   async currentRunMeta(ref: RunRef, onWarning?: (message: string) => void, options?: { persist?: boolean }): Promise<RunMeta> {
     assertValidId(ref.runId, 'runId');
     return new ProjectionStore({ dataDir: this.dataDir, sessionKey: ref.sessionKey }).currentRunMeta(ref.runId, onWarning, options);
+  }
+
+  /** See {@link RunStore.deleteRun}: renamed away first, then removed (src/store/retention.ts). */
+  deleteRun(ref: RunRef): Promise<boolean> {
+    return deleteRunDir(this.dataDir, ref.sessionKey, ref.runId);
   }
 
   async listRuns(sessionKey?: string): Promise<RunRef[]> {

@@ -113,6 +113,12 @@ export interface RunStore {
   loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown>;
   /** Whether a live writer holds the run (a file lock of a live process; an unexpired lease). */
   writerAlive(ref: RunRef): Promise<boolean>;
+  /**
+   * Deletes the run (events, keyframes, projection, documents) whole or not at all, even if the process is killed
+   * half way; resolves to whether there was a run. A run a live writer holds is refused (files: `RunInUseError`
+   * naming the process; Postgres: `LockError` naming the lease's owner).
+   */
+  deleteRun(ref: RunRef): Promise<boolean>;
   /** Releases what the store holds (connections). */
   close(): Promise<void>;
 }

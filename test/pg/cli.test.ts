@@ -66,6 +66,30 @@ describe('the CLI on Postgres', () => {
     expect(fork).toMatchObject({ runId: 'forked', status: 'completed' });
   });
 
+  it('deletes and prunes runs in the database as in files: dry runs delete nothing, a deleted run is gone from every command', async () => {
+    const files = ['--data-dir', tempDir()];
+    const pg = ['--database-url', url, '--session', 'retention'];
+    for (const where of [files, pg]) {
+      for (const id of ['r1', 'r2', 'r3']) {
+        const run = await cli(['run', FLOW, '--modules', MODULES, '--run-id', id, '--input', '{"question":"what boils?"}', ...where]);
+        expect(run.code, run.stderr).toBe(0);
+      }
+    }
+    for (const where of [files, pg]) {
+      expect(await cliJson(['runs', 'delete', 'r1', 'nope', '--dry-run', ...where]).catch((e: Error) => e.message)).toContain('exited 1');
+      const dry = await cli(['runs', 'delete', 'r1', '--dry-run', '--json', ...where]);
+      expect(JSON.parse(dry.stdout)).toEqual({ dryRun: true, deleted: ['r1'], missing: [], refused: [] });
+      expect((await cliJson<{ runId: string }[]>(['runs', 'list', ...where])).map((r) => r.runId)).toEqual(['r1', 'r2', 'r3']);
+      const deleted = await cli(['runs', 'delete', 'r1', '--json', ...where]);
+      expect(JSON.parse(deleted.stdout)).toEqual({ dryRun: false, deleted: ['r1'], missing: [], refused: [] });
+      expect((await cli(['runs', 'show', 'r1', ...where])).code).toBe(1);
+      const pruned = await cliJson<{ deleted: { runId: string }[]; kept: number }>(['runs', 'prune', '--keep-last', '1', ...where]);
+      expect(pruned.deleted.map((r) => r.runId)).toEqual(['r2']);
+      expect(pruned.kept).toBe(1);
+      expect((await cliJson<{ runId: string }[]>(['runs', 'list', ...where])).map((r) => r.runId)).toEqual(['r3']);
+    }
+  });
+
   it('queues a waiting run answered with runs resume --input --enqueue for a worker, and runs tail follows it', async () => {
     const first = await cliJson(['run', '--flow-module', APPROVAL, '--run-id', 'asks', '--database-url', url]);
     expect(first).toMatchObject({ status: 'waiting' });

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../src/events/types.js';
-import { foldRunMetaBatch, emptyRunMeta, InvalidIdError, LockError, RunExistsError, EventStoreError, RunMetaSchema } from '../../src/store/index.js';
+import { foldRunMetaBatch, emptyRunMeta, InvalidIdError, LockError, RunExistsError, EventStoreError, RunMetaSchema, StoreError } from '../../src/store/index.js';
 import type { RunStore, RunWriter } from '../../src/store/run-store.js';
 import { SECRETS, makeEvent } from '../store/helpers.js';
 import { trials } from './soak.js';
@@ -107,6 +107,23 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
       await second.commit(stepBatch(ref.runId, 4, 2));
       await second.close();
       expect(await sut.store.countEvents(ref)).toBe(6);
+    });
+
+    it('deletes a run whole: refused while another writer holds it, then gone from every read, and its id free again', async () => {
+      const other = sut.reopen();
+      const w = await writer({ fresh: true }, other);
+      await w.commit(stepBatch(ref.runId, 1, 1));
+      await w.takeKeyframe({ step: 1, createdAt: 1, position: [], state: { kind: 'keyframe', backpack: { items: {} } } as never })();
+      await expect(sut.store.deleteRun(ref)).rejects.toSatisfy((e: unknown) => e instanceof LockError || e instanceof StoreError);
+      expect(await sut.store.countEvents(ref)).toBe(3);
+      await w.close();
+      expect(await sut.store.deleteRun(ref)).toBe(true);
+      expect(await sut.store.listRuns(ref.sessionKey)).toEqual([]);
+      expect(await sut.store.hasEvents(ref)).toBe(false);
+      expect(await sut.store.keyframeSteps(ref)).toEqual([]);
+      expect(await readAll(sut.store)).toEqual([]);
+      expect(await sut.store.deleteRun(ref)).toBe(false);
+      await expect(sut.store.assertNewRun(ref)).resolves.toBeUndefined();
     });
 
     it('refuses to start a run under an id that has events, and to store events out of order or of another run', async () => {

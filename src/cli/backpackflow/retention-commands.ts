@@ -1,12 +1,11 @@
 /** `runs delete` and `runs prune`: retention of stored runs (see src/store/retention.ts for crash safety). */
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { deleteRun, pruneRuns, type PruneResult, type RunStatus } from '../../runtime/index.js';
-import { RunInUseError, RunStatusSchema, runPaths, runWriterAlive } from '../../store/index.js';
+import { LockError, RunInUseError, RunStatusSchema } from '../../store/index.js';
 import { nonNegativeInteger, validId } from './arguments.js';
 import { UsageError } from './errors.js';
 import { colors, print, table, type CommonOptions } from './output.js';
+import { cliStore } from './run-store.js';
 
 type DeleteOptions = CommonOptions & { dryRun?: boolean };
 type PruneOptions = CommonOptions & { dryRun?: boolean; olderThan?: Date | number; status?: RunStatus[]; keepLast?: number };
@@ -42,32 +41,31 @@ function parseStatuses(value: string, previous: RunStatus[] = []): RunStatus[] {
   return out;
 }
 
-/** Adds `delete` and `prune` to the `runs` command group; `common` adds --data-dir, --session and --json. */
-/** Deleting runs works on the data directory only for now: a database URL is refused, never ignored. */
-function filesOnly(options: CommonOptions, command: string): void {
-  if (options.databaseUrl) throw new UsageError(`${command} works on the data directory only; runs stored in a database are not deleted by it`);
-}
-
+/**
+ * Adds `delete` and `prune` to the `runs` command group; `common` adds --data-dir, --database-url, --session and
+ * --json. They work on the run store selected, files or Postgres, like every `runs` command.
+ */
 export function addRetentionCommands(runs: Command, common: (command: Command) => Command): void {
   common(runs.command('delete <runIds...>').description('delete stored runs (log, checkpoints, projection); refuses a run with a live writer'))
     .option('--dry-run', 'say what would be deleted, delete nothing')
     .action(async (runIds: string[], options: DeleteOptions) => {
-      filesOnly(options, 'runs delete');
       for (const runId of runIds) validId('runId')(runId);
-      const dataDir = resolve(options.dataDir);
+      const store = cliStore(options);
       const report: DeleteReport = { dryRun: options.dryRun === true, deleted: [], missing: [], refused: [] };
+      const stored = options.dryRun ? new Set((await store.listRuns(options.session)).map((ref) => ref.runId)) : undefined;
       for (const runId of runIds) {
-        if (options.dryRun) {
-          if (!existsSync(runPaths(dataDir, options.session, runId).dir)) report.missing.push(runId);
-          else if (runWriterAlive(dataDir, options.session, runId)) report.refused.push({ runId, reason: 'a live process writes it' });
+        const ref = { sessionKey: options.session, runId };
+        if (stored) {
+          if (!stored.has(runId)) report.missing.push(runId);
+          else if (await store.writerAlive(ref)) report.refused.push({ runId, reason: 'a live writer holds it' });
           else report.deleted.push(runId);
           continue;
         }
         try {
-          if (await deleteRun({ dataDir, sessionKey: options.session, runId })) report.deleted.push(runId);
+          if (await deleteRun({ store, sessionKey: options.session, runId })) report.deleted.push(runId);
           else report.missing.push(runId);
         } catch (error) {
-          if (!(error instanceof RunInUseError)) throw error;
+          if (!(error instanceof RunInUseError) && !(error instanceof LockError)) throw error;
           report.refused.push({ runId, reason: error.message });
         }
       }
@@ -81,12 +79,11 @@ export function addRetentionCommands(runs: Command, common: (command: Command) =
     .option('--keep-last <n>', 'keep the newest n runs whatever else matches', nonNegativeInteger('--keep-last'))
     .option('--dry-run', 'say what would be deleted, delete nothing')
     .action(async (options: PruneOptions) => {
-      filesOnly(options, 'runs prune');
       if (options.olderThan === undefined && options.status === undefined && options.keepLast === undefined) {
         throw new UsageError('runs prune needs at least one of --older-than, --status, --keep-last (so that it never deletes every run by accident)');
       }
       const result = await pruneRuns({
-        dataDir: resolve(options.dataDir),
+        store: cliStore(options),
         sessionKey: options.session,
         olderThan: options.olderThan,
         status: options.status,
