@@ -9,7 +9,7 @@ import { committedEnd } from './batch-marker.js';
 import { CHAIN_BACKEND, ChainReader, chainOf, genesis, lastSealedLine } from './chain.js';
 import { EventStoreError } from './errors.js';
 import { readLines, type RawLine } from './lines.js';
-import { decodeLine, seqOf } from './log-format.js';
+import { decodeLine, seqOf, writtenType } from './log-format.js';
 import { nearestEntry } from './log-index.js';
 import type { CorruptLine, IndexEntry, ReadOptions, VerifiedEvent } from './log-types.js';
 import type { RunPaths } from './paths.js';
@@ -52,14 +52,17 @@ export class LogReader {
     const from = options.from ?? 0;
     if (!Number.isInteger(from) || from < 0) throw new EventStoreError(`read: from must be a non-negative integer, got ${from}`);
     const onCorrupt = this.corruptHandler(options);
-    // The envelope is written by JSON.stringify with `type` a top-level string: a line of another type never holds
-    // this text outside an escaped string (a false match is decoded and filtered by its type below).
-    const wanted = options.types?.map((type) => `"type":${JSON.stringify(type)}`);
+    // A line whose type can be read from its head as the writer writes it (see writtenType) is decoded only when that
+    // type is wanted; any other line is decoded, and filtered by its type below.
+    const wanted = options.types === undefined ? undefined : new Set(options.types);
     for await (const { raw, chain } of this.verifiedLines(from, options)) {
-      if (wanted !== undefined && !wanted.some((w) => raw.text.includes(w))) continue;
+      if (wanted !== undefined) {
+        const type = writtenType(raw.text);
+        if (type !== undefined && !wanted.has(type)) continue;
+      }
       const decoded = decodeLine(raw.text, raw.index, raw.offset);
       if ('error' in decoded) onCorrupt(decoded);
-      else if (options.types === undefined || options.types.includes(decoded.type)) yield { event: decoded, line: raw.index, chain };
+      else if (wanted === undefined || wanted.has(decoded.type)) yield { event: decoded, line: raw.index, chain };
     }
   }
 
