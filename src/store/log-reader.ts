@@ -52,14 +52,18 @@ export class LogReader {
     const from = options.from ?? 0;
     if (!Number.isInteger(from) || from < 0) throw new EventStoreError(`read: from must be a non-negative integer, got ${from}`);
     const onCorrupt = this.corruptHandler(options);
-    // A line whose type can be read from its head as the writer writes it (see writtenType) is decoded only when that
-    // type is wanted; any other line is decoded, and filtered by its type below.
+    // A line whose type can be read from its head as the writer writes it (see writtenType) is not even turned into
+    // text unless that type is wanted; any other line is decoded, and filtered by its type below.
     const wanted = options.types === undefined ? undefined : new Set(options.types);
-    for await (const { raw, chain } of this.verifiedLines(from, options)) {
-      if (wanted !== undefined) {
-        const type = writtenType(raw.text);
-        if (type !== undefined && !wanted.has(type)) continue;
-      }
+    const unwanted =
+      wanted === undefined
+        ? undefined
+        : (bytes: Buffer): boolean => {
+            const type = writtenType(bytes);
+            return type !== undefined && !wanted.has(type);
+          };
+    for await (const { raw, chain } of this.verifiedLines(from, options, unwanted)) {
+      if (raw.skipped) continue;
       const decoded = decodeLine(raw.text, raw.index, raw.offset);
       if ('error' in decoded) onCorrupt(decoded);
       else if (wanted === undefined || wanted.has(decoded.type)) yield { event: decoded, line: raw.index, chain };
@@ -89,7 +93,11 @@ export class LogReader {
    * not (an index rebuilt or replaced behind this reader's back), the index is dropped and the log is read from the
    * start.
    */
-  private async *verifiedLines(from: number, options: ReadOptions): AsyncGenerator<{ raw: RawLine; chain: string | undefined }> {
+  private async *verifiedLines(
+    from: number,
+    options: ReadOptions,
+    unwanted?: (bytes: Buffer) => boolean,
+  ): AsyncGenerator<{ raw: RawLine; chain: string | undefined }> {
     const end = await committedEnd(this.paths);
     if (end === 0) return;
     const backend = await sharedHashBackend(CHAIN_BACKEND);
@@ -119,7 +127,7 @@ export class LogReader {
       let lastSealed = anchor === undefined ? -1 : anchor.line - 1;
       let lastLine = -1;
       const checked = entry;
-      for await (const raw of readLines(this.paths.events, start.offset, end, start.line, (i) => i >= from || i === checked?.line)) {
+      for await (const raw of readLines(this.paths.events, start.offset, end, start.line, (i, bytes) => i === checked?.line || (i >= from && !unwanted?.(bytes)))) {
         lastLine = raw.index;
         if (raw.index === checked?.line && seqOf(raw.text) !== checked.seq) {
           // The index was rebuilt or replaced behind this reader's back: read from the start.
@@ -132,7 +140,7 @@ export class LogReader {
           if (reader !== undefined) {
             const step = reader.feed(raw.bytes);
             if (step.kind !== 'open') {
-              if (step.kind === 'mismatch') this.damagedBatch([], batchStart, raw.index, options, warn);
+              if (step.kind === 'mismatch') await this.damagedBatch([], batchStart, raw.index, options, warn);
               lastSealed = raw.index;
               batchStart = raw.index + 1;
             }
@@ -156,7 +164,7 @@ export class LogReader {
         if (step.kind === 'verified') {
           for (const line of batch) yield { raw: line, chain: step.chain };
         } else {
-          this.damagedBatch(batch, batchStart, raw.index, options, warn);
+          await this.damagedBatch(batch, batchStart, raw.index, options, warn, raw.offset + raw.bytes.length + 1);
         }
         batch = [];
         batchStart = raw.index + 1;
@@ -181,9 +189,19 @@ export class LogReader {
    * such; otherwise the batch is: an error, or with `onCorrupt` other than `'error'`, a warning (nothing of it is
    * served either way).
    */
-  private damagedBatch(batch: RawLine[], first: number, last: number, options: ReadOptions, warn: (message: string) => void): void {
+  private async damagedBatch(
+    batch: RawLine[],
+    first: number,
+    last: number,
+    options: ReadOptions,
+    warn: (message: string) => void,
+    end?: number,
+  ): Promise<void> {
     const onCorrupt = this.corruptHandler(options);
-    for (const line of batch) {
+    let lines: AsyncIterable<RawLine> | RawLine[] = batch;
+    // Lines not turned into text (of types not wanted) are read again, to report those that are corrupt too.
+    if (end !== undefined && batch.length > 0 && batch.some((line) => line.skipped)) lines = readLines(this.paths.events, batch[0]!.offset, end, batch[0]!.index);
+    for await (const line of lines) {
       const decoded = decodeLine(line.text, line.index, line.offset);
       if ('error' in decoded) onCorrupt(decoded);
     }
