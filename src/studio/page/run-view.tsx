@@ -10,7 +10,7 @@ import { BlameView } from './blame-view.js';
 import { DiffView } from './diff-view.js';
 import { EventsView, type EventFilters } from './events-view.js';
 import { FlowView } from './flow-view.js';
-import { replaceHash, useLoad, type Loaded } from './hooks.js';
+import { replaceHash, useLoad } from './hooks.js';
 import { Problem, Status } from './parts.js';
 import { StateView } from './state-view.js';
 import { AnswerPanel, ForkButton, JobLine, ResumePanel } from './steer-panel.js';
@@ -77,15 +77,9 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
   const jobRunning = job?.state === 'running';
   const detail = useLoad((signal) => getJson<RunPage>(runPath(runId), { session }, signal), [session, runId, reload], jobRunning ? 1000 : undefined);
   const meta = detail.data?.meta;
-  const live = useLive(session, runId, meta?.status === 'running' || jobRunning, meta?.eventCount ?? 0);
-  // The trace (of a long run, the slowest answer) is asked for with the run itself, not once its header is drawn.
-  const wantsTrace = tab === 'trace' || tab === 'flow';
-  const trace = useLoad(
-    (signal) => (wantsTrace ? getJson<RunTrace>(runPath(runId, 'trace'), { session }, signal) : Promise.resolve(undefined)),
-    [session, runId, live.count, wantsTrace],
-  );
   const latestJob = detail.data?.job ?? undefined;
   useEffect(() => setJob(latestJob), [latestJob?.state, latestJob?.startedAt]);
+  const live = useLive(session, runId, meta?.status === 'running' || jobRunning, meta?.eventCount ?? 0);
   useEffect(() => {
     if (live.ended) setReload((r) => r + 1);
   }, [live.ended]);
@@ -159,7 +153,7 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
         ))}
       </div>
       <div role="tabpanel" id="tab-panel" aria-labelledby={`tab-${tab}`}>
-        {tab === 'trace' && <TraceTab trace={trace} />}
+        {tab === 'trace' && <TraceTab session={session} runId={runId} version={live.count} />}
         {tab === 'events' && (
           <EventsView
             session={session}
@@ -191,7 +185,7 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
           />
         )}
         {tab === 'blame' && <BlameTab session={session} runId={runId} keyName={params.get('key') ?? ''} onKey={(key) => go('blame', { key })} />}
-        {tab === 'flow' && <FlowTab detail={detail.data} trace={trace} />}
+        {tab === 'flow' && <FlowTab detail={detail.data} session={session} runId={runId} />}
       </div>
     </section>
   );
@@ -206,7 +200,8 @@ function Fact({ label, children }: { label: string; children: ComponentChildren 
   );
 }
 
-function TraceTab({ trace }: { trace: Loaded<RunTrace | undefined> }) {
+function TraceTab({ session, runId, version }: { session: string; runId: string; version: number }) {
+  const trace = useLoad((signal) => getJson<RunTrace>(runPath(runId, 'trace'), { session }, signal), [session, runId, version]);
   if (trace.error) return <Problem text={trace.error} />;
   return trace.data ? <TraceView trace={trace.data} /> : <p class="muted">Loading trace…</p>;
 }
@@ -217,7 +212,8 @@ function BlameTab(props: { session: string; runId: string; keyName: string; onKe
   return <BlameView {...props} keys={keys} />;
 }
 
-function FlowTab({ detail, trace }: { detail: RunDetail; trace: Loaded<RunTrace | undefined> }) {
+function FlowTab({ detail, session, runId }: { detail: RunDetail; session: string; runId: string }) {
+  const trace = useLoad((signal) => getJson<RunTrace>(runPath(runId, 'trace'), { session }, signal), [session, runId]);
   if (detail.flowError) return <Problem text={detail.flowError} />;
   if (detail.flow === null) return <p class="muted">No flow config was recorded with this run (runs started with `backpackflow run` record theirs).</p>;
   if (trace.error) return <Problem text={trace.error} />;
