@@ -162,6 +162,20 @@ export class RunReader {
   }
 
   /**
+   * Starts reading the trace of a run in the background (after the current I/O callbacks), for a {@link trace} that
+   * is likely to follow; it is kept as {@link trace} keeps it. A failure is left for that request to report.
+   */
+  prepareTrace(ref: RunRef): void {
+    setImmediate(() => {
+      try {
+        this.scan(ref).catch(() => undefined);
+      } catch {
+        // The run is gone (a 404 for the request that asks for its trace).
+      }
+    });
+  }
+
+  /**
    * A page of events. Without filters the page is read through the log's index (its cost does not grow with the
    * page number); with filters the log is read from the start only as far as the page needs.
    */

@@ -139,7 +139,7 @@ describe('EventStore', () => {
           const events = specs.map((e, seq) => makeEvent(runId, seq, { type: e.type, id: e.id, payload: e.payload, ...(e.session ? { sessionKey: 'sess' } : {}) }));
           if (events.length > 0) await store.appendBatch(events);
           const all = await open({ runId }).readAll();
-          expect(await open({ runId }).readAll({ types: wanted })).toEqual(all.filter((e) => wanted.includes(e.type)));
+          expect(await open({ runId }).readAll({ types: wanted })).toEqual(all.filter((e) => (wanted as string[]).includes(e.type)));
         }),
         { numRuns: 40 },
       );
