@@ -63,7 +63,6 @@ export class LogReader {
             return type !== undefined && !wanted.has(type);
           };
     for await (const { raw, chain } of this.verifiedLines(from, options, unwanted)) {
-      if (raw.skipped) continue;
       const decoded = decodeLine(raw.text, raw.index, raw.offset);
       if ('error' in decoded) onCorrupt(decoded);
       else if (wanted === undefined || wanted.has(decoded.type)) yield { event: decoded, line: raw.index, chain };
@@ -91,7 +90,7 @@ export class LogReader {
    * starts at the sealed line before the nearest index entry at or before `from`, found by reading backwards from
    * the entry; the batches after it are checked against its chain. The indexed line must have the indexed seq; if
    * not (an index rebuilt or replaced behind this reader's back), the index is dropped and the log is read from the
-   * start.
+   * start. Lines `unwanted` rejects (by their bytes) are verified with their batch but not yielded.
    */
   private async *verifiedLines(
     from: number,
@@ -145,7 +144,7 @@ export class LogReader {
               batchStart = raw.index + 1;
             }
           }
-          if (raw.index >= from) yield { raw, chain: undefined };
+          if (raw.index >= from && !raw.skipped) yield { raw, chain: undefined };
           continue;
         }
         if (reader === undefined) continue; // unreachable: a log with chain hashes is read from a sealed line
@@ -162,7 +161,7 @@ export class LogReader {
         if (step.kind === 'open') continue;
         lastSealed = raw.index;
         if (step.kind === 'verified') {
-          for (const line of batch) yield { raw: line, chain: step.chain };
+          for (const line of batch) if (!line.skipped) yield { raw: line, chain: step.chain };
         } else {
           await this.damagedBatch(batch, batchStart, raw.index, options, warn, raw.offset + raw.bytes.length + 1);
         }
