@@ -9,6 +9,8 @@ const CHUNK = 64 * 1024;
  */
 export interface RawLine {
   text: string;
+  /** Whether `decode` rejected the line (its text is then empty). */
+  skipped: boolean;
   offset: number;
   index: number;
   bytes: Buffer;
@@ -17,15 +19,15 @@ export interface RawLine {
 /**
  * Yields the complete lines of `path` between byte offsets `start` (a line start) and `end`, reading 64 KB chunks,
  * so memory stays flat whatever the file size. `firstIndex` is the line index of the line at `start`. Bytes after
- * the last newline before `end` (a torn tail) are not yielded. `parse(index)` decides whether a line's text is
- * decoded; lines it rejects are yielded with empty text (counting lines without decoding them is cheap).
+ * the last newline before `end` (a torn tail) are not yielded. `decode(index, bytes)` decides whether a line's text
+ * is decoded; lines it rejects are yielded with empty text and `skipped` (counting lines without decoding them is cheap).
  */
 export async function* readLines(
   path: string,
   start: number,
   end: number,
   firstIndex: number,
-  decode: (index: number) => boolean = () => true,
+  decode: (index: number, bytes: Buffer) => boolean = () => true,
 ): AsyncGenerator<RawLine> {
   if (end <= start) return;
   const handle = await fsp.open(path, 'r');
@@ -42,16 +44,15 @@ export async function* readLines(
       let lineStart = 0;
       let nl = chunk.indexOf(NEWLINE, 0);
       while (nl !== -1) {
-        let text = '';
-        const wanted = decode(index);
         if (carry !== undefined) {
           const bytes = Buffer.concat([carry, chunk.subarray(0, nl)]);
-          if (wanted) text = bytes.toString('utf8');
-          yield { text, offset: carryOffset, index, bytes };
+          const wanted = decode(index, bytes);
+          yield { text: wanted ? bytes.toString('utf8') : '', skipped: !wanted, offset: carryOffset, index, bytes };
           carry = undefined;
         } else {
-          if (wanted) text = chunk.toString('utf8', lineStart, nl);
-          yield { text, offset: position + lineStart, index, bytes: chunk.subarray(lineStart, nl) };
+          const bytes = chunk.subarray(lineStart, nl);
+          const wanted = decode(index, bytes);
+          yield { text: wanted ? chunk.toString('utf8', lineStart, nl) : '', skipped: !wanted, offset: position + lineStart, index, bytes };
         }
         index++;
         lineStart = nl + 1;

@@ -31,6 +31,28 @@ export function parseIndex(text: string): IndexEntry[] {
   return entries;
 }
 
+/**
+ * The head of a line as the writer writes it: `JSON.stringify` of the validated envelope, whose fields come in
+ * schema order (`v`, `id`, `seq`, `timestamp`, `runId`, optional `sessionKey`, then `type`), strings without escapes.
+ */
+const WRITTEN_HEAD = /^\{"v":1,"id":"[^"\\]*","seq":\d+,"timestamp":\d+,"runId":"[^"\\]*",(?:"sessionKey":"[^"\\]*",)?"type":"([a-z_.]+)"[,}]/;
+
+/** How much of a line's head {@link writtenType} reads (the fields before `type` are short). */
+const HEAD_BYTES = 512;
+
+/**
+ * The event type of a stored line (its bytes, without the newline) read without decoding it, when that is certain:
+ * the line starts as the writer writes it and holds the bytes `"type":"` only once (so no later key, e.g. a duplicate
+ * `type` that `JSON.parse` would take instead, can name another type). Undefined otherwise: the line must then be
+ * decoded to know its type. It is not a validation: a line whose type is wanted is still decoded and validated whole.
+ */
+export function writtenType(line: Buffer): string | undefined {
+  // latin1: one character per byte, so offsets match; bytes of UTF-8 sequences are never '"' or '\\'.
+  const head = WRITTEN_HEAD.exec(line.toString('latin1', 0, Math.min(line.length, HEAD_BYTES)));
+  if (head === null) return undefined;
+  return line.indexOf('"type":"', head[0].length, 'latin1') === -1 ? head[1] : undefined;
+}
+
 /** A stored line (0-based `index`, at byte `offset`) as an event, or what makes it corrupt. */
 export function decodeLine(text: string, index: number, offset: number): StreamEvent | CorruptLine {
   let json: unknown;

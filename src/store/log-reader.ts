@@ -9,7 +9,7 @@ import { committedEnd } from './batch-marker.js';
 import { CHAIN_BACKEND, ChainReader, chainOf, genesis, lastSealedLine } from './chain.js';
 import { EventStoreError } from './errors.js';
 import { readLines, type RawLine } from './lines.js';
-import { decodeLine, seqOf } from './log-format.js';
+import { decodeLine, seqOf, writtenType } from './log-format.js';
 import { nearestEntry } from './log-index.js';
 import type { CorruptLine, IndexEntry, ReadOptions, VerifiedEvent } from './log-types.js';
 import type { RunPaths } from './paths.js';
@@ -52,14 +52,20 @@ export class LogReader {
     const from = options.from ?? 0;
     if (!Number.isInteger(from) || from < 0) throw new EventStoreError(`read: from must be a non-negative integer, got ${from}`);
     const onCorrupt = this.corruptHandler(options);
-    // The envelope is written by JSON.stringify with `type` a top-level string: a line of another type never holds
-    // this text outside an escaped string (a false match is decoded and filtered by its type below).
-    const wanted = options.types?.map((type) => `"type":${JSON.stringify(type)}`);
-    for await (const { raw, chain } of this.verifiedLines(from, options)) {
-      if (wanted !== undefined && !wanted.some((w) => raw.text.includes(w))) continue;
+    // A line whose type can be read from its head as the writer writes it (see writtenType) is not even turned into
+    // text unless that type is wanted; any other line is decoded, and filtered by its type below.
+    const wanted = options.types === undefined ? undefined : new Set(options.types);
+    const unwanted =
+      wanted === undefined
+        ? undefined
+        : (bytes: Buffer): boolean => {
+            const type = writtenType(bytes);
+            return type !== undefined && !wanted.has(type);
+          };
+    for await (const { raw, chain } of this.verifiedLines(from, options, unwanted)) {
       const decoded = decodeLine(raw.text, raw.index, raw.offset);
       if ('error' in decoded) onCorrupt(decoded);
-      else if (options.types === undefined || options.types.includes(decoded.type)) yield { event: decoded, line: raw.index, chain };
+      else if (wanted === undefined || wanted.has(decoded.type)) yield { event: decoded, line: raw.index, chain };
     }
   }
 
@@ -84,9 +90,13 @@ export class LogReader {
    * starts at the sealed line before the nearest index entry at or before `from`, found by reading backwards from
    * the entry; the batches after it are checked against its chain. The indexed line must have the indexed seq; if
    * not (an index rebuilt or replaced behind this reader's back), the index is dropped and the log is read from the
-   * start.
+   * start. Lines `unwanted` rejects (by their bytes) are verified with their batch but not yielded.
    */
-  private async *verifiedLines(from: number, options: ReadOptions): AsyncGenerator<{ raw: RawLine; chain: string | undefined }> {
+  private async *verifiedLines(
+    from: number,
+    options: ReadOptions,
+    unwanted?: (bytes: Buffer) => boolean,
+  ): AsyncGenerator<{ raw: RawLine; chain: string | undefined }> {
     const end = await committedEnd(this.paths);
     if (end === 0) return;
     const backend = await sharedHashBackend(CHAIN_BACKEND);
@@ -116,7 +126,7 @@ export class LogReader {
       let lastSealed = anchor === undefined ? -1 : anchor.line - 1;
       let lastLine = -1;
       const checked = entry;
-      for await (const raw of readLines(this.paths.events, start.offset, end, start.line, (i) => i >= from || i === checked?.line)) {
+      for await (const raw of readLines(this.paths.events, start.offset, end, start.line, (i, bytes) => i === checked?.line || (i >= from && !unwanted?.(bytes)))) {
         lastLine = raw.index;
         if (raw.index === checked?.line && seqOf(raw.text) !== checked.seq) {
           // The index was rebuilt or replaced behind this reader's back: read from the start.
@@ -129,12 +139,12 @@ export class LogReader {
           if (reader !== undefined) {
             const step = reader.feed(raw.bytes);
             if (step.kind !== 'open') {
-              if (step.kind === 'mismatch') this.damagedBatch([], batchStart, raw.index, options, warn);
+              if (step.kind === 'mismatch') await this.damagedBatch([], batchStart, raw.index, options, warn);
               lastSealed = raw.index;
               batchStart = raw.index + 1;
             }
           }
-          if (raw.index >= from) yield { raw, chain: undefined };
+          if (raw.index >= from && !raw.skipped) yield { raw, chain: undefined };
           continue;
         }
         if (reader === undefined) continue; // unreachable: a log with chain hashes is read from a sealed line
@@ -151,9 +161,9 @@ export class LogReader {
         if (step.kind === 'open') continue;
         lastSealed = raw.index;
         if (step.kind === 'verified') {
-          for (const line of batch) yield { raw: line, chain: step.chain };
+          for (const line of batch) if (!line.skipped) yield { raw: line, chain: step.chain };
         } else {
-          this.damagedBatch(batch, batchStart, raw.index, options, warn);
+          await this.damagedBatch(batch, batchStart, raw.index, options, warn, raw.offset + raw.bytes.length + 1);
         }
         batch = [];
         batchStart = raw.index + 1;
@@ -178,9 +188,19 @@ export class LogReader {
    * such; otherwise the batch is: an error, or with `onCorrupt` other than `'error'`, a warning (nothing of it is
    * served either way).
    */
-  private damagedBatch(batch: RawLine[], first: number, last: number, options: ReadOptions, warn: (message: string) => void): void {
+  private async damagedBatch(
+    batch: RawLine[],
+    first: number,
+    last: number,
+    options: ReadOptions,
+    warn: (message: string) => void,
+    end?: number,
+  ): Promise<void> {
     const onCorrupt = this.corruptHandler(options);
-    for (const line of batch) {
+    let lines: AsyncIterable<RawLine> | RawLine[] = batch;
+    // Lines not turned into text (of types not wanted) are read again, to report those that are corrupt too.
+    if (end !== undefined && batch.length > 0 && batch.some((line) => line.skipped)) lines = readLines(this.paths.events, batch[0]!.offset, end, batch[0]!.index);
+    for await (const line of lines) {
       const decoded = decodeLine(line.text, line.index, line.offset);
       if ('error' in decoded) onCorrupt(decoded);
     }

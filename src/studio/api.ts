@@ -94,7 +94,14 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
     return;
   }
   const ref = runRef(ctx, url, runId);
-  if (view === undefined) return sendJson(res, 200, { ...(await ctx.reader.run(ref)), steer: ctx.steering.describe(ref), job: ctx.steering.job(ref) ?? null });
+  if (view === undefined) {
+    const detail = await ctx.reader.run(ref);
+    sendJson(res, 200, { ...detail, steer: ctx.steering.describe(ref), job: ctx.steering.job(ref) ?? null });
+    // The run view opens on its trace, of a long run the slowest answer: its read starts once this answer is sent,
+    // while the page draws the header (not for a running run, whose trace would be read again as its log grows).
+    if (detail.meta.status !== 'running') ctx.reader.prepareTrace(ref);
+    return;
+  }
   if (write) {
     const body = bodyObject(await readJsonBody(req));
     const job =

@@ -91,17 +91,8 @@ export interface MemoryHit {
 /** How far from its end a log is read for its last checkpoint (a step's batch ends with one). */
 const TAIL_LINES = 512;
 
-/** How many runs' scans are kept (a 10,000-step run's trace is a few MB). */
+/** How many runs' traces (and step ranges) are kept (a 10,000-step run's trace is a few MB). */
 const SCANS_KEPT = 4;
-
-/** The event types a scan decodes: the trace's, and the checkpoints (for the step range). */
-const SCAN_TYPES: readonly string[] = [...TRACE_EVENT_TYPES, StreamEventType.CHECKPOINT_SAVED];
-
-/** What one read of a whole log gives. */
-interface RunScan {
-  trace: RunTrace;
-  range: StepRange;
-}
 
 /** Largest page of events one request may ask for. */
 export const MAX_PAGE_SIZE = 500;
@@ -110,8 +101,10 @@ export const MAX_PAGE_SIZE = 500;
 export class RunReader {
   readonly dataDir: string;
   private readonly memory: MemoryStore;
-  /** The scans of the runs opened last (oldest first), by the log size they were made at. */
-  private readonly scans = new Map<string, { size: number; result: Promise<RunScan> }>();
+  /** The traces of the runs opened last (oldest first), by the log size they were made at. */
+  private readonly traces = new Map<string, { size: number; result: Promise<RunTrace> }>();
+  /** Likewise, the step ranges read from whole logs. */
+  private readonly ranges = new Map<string, { size: number; result: Promise<StepRange> }>();
 
   constructor(dataDir: string) {
     this.dataDir = resolve(dataDir);
@@ -165,7 +158,21 @@ export class RunReader {
 
   /** The trace tree of a run (as `runs show`). */
   async trace(ref: RunRef): Promise<RunTrace> {
-    return (await this.scan(ref)).trace;
+    return this.scan(ref);
+  }
+
+  /**
+   * Starts reading the trace of a run in the background (after the current I/O callbacks), for a {@link trace} that
+   * is likely to follow; it is kept as {@link trace} keeps it. A failure is left for that request to report.
+   */
+  prepareTrace(ref: RunRef): void {
+    setImmediate(() => {
+      try {
+        this.scan(ref).catch(() => undefined);
+      } catch {
+        // The run is gone (a 404 for the request that asks for its trace).
+      }
+    });
   }
 
   /**
@@ -227,37 +234,52 @@ export class RunReader {
     const store = this.events(ref);
     const isCheckpoint = (e: StreamEvent): boolean => e.type === StreamEventType.CHECKPOINT_SAVED;
     const head = (await store.readPage(8, 0, { onCorrupt: 'skip' })).filter(isCheckpoint);
-    if (!head.some((e) => (e.payload as { start?: unknown }).start === true)) return (await this.scan(ref)).range;
+    if (!head.some((e) => (e.payload as { start?: unknown }).start === true)) return this.range(ref);
     const first = firstStep(head);
     const tail: StreamEvent[] = [];
     const from = Math.max(0, (await this.meta(ref)).eventCount - TAIL_LINES);
     for await (const event of store.readStream({ from, onCorrupt: 'skip', types: [StreamEventType.CHECKPOINT_SAVED] })) tail.push(event);
-    if (tail.length === 0) return (await this.scan(ref)).range;
+    if (tail.length === 0) return this.range(ref);
     return { first, last: Math.max(first, lastStep(tail)) };
   }
 
   /**
-   * One read of the whole log for what needs it all: the trace (and the step range of a log {@link steps} cannot
-   * read from its ends). Kept for the few runs opened last
-   * while their logs keep the size it was made at (a log only grows, so the same size is the same log; a live run's
-   * is made again as it grows); requests that arrive while it is being made wait for the same read. Only the event
-   * types these need are decoded (the rest of the log is still verified against its chain).
+   * The step range of a log {@link steps} cannot read from its ends: one read of its checkpoints (the rest of the
+   * log is still verified against its chain). Kept as {@link scan} keeps the trace.
    */
-  private scan(ref: RunRef): Promise<RunScan> {
+  private range(ref: RunRef): Promise<StepRange> {
+    return this.kept(this.ranges, ref, (store) =>
+      store.readAll({ onCorrupt: 'skip', types: [StreamEventType.CHECKPOINT_SAVED] }).then((checkpoints) => {
+        const first = firstStep(checkpoints);
+        return { first, last: Math.max(first, lastStep(checkpoints)) };
+      }),
+    );
+  }
+
+  /**
+   * One read of the whole log for the trace. Only the event types it needs are decoded (the rest of the log is
+   * still verified against its chain).
+   */
+  private scan(ref: RunRef): Promise<RunTrace> {
+    return this.kept(this.traces, ref, (store) => store.readAll({ onCorrupt: 'skip', types: TRACE_EVENT_TYPES }).then((events) => buildTrace(ref.runId, events)));
+  }
+
+  /**
+   * What `make` reads from a run's whole log, kept for the few runs read last while their logs keep the size it was
+   * made at (a log only grows, so the same size is the same log; a live run's is made again as it grows); requests
+   * that arrive while it is being made wait for the same read.
+   */
+  private kept<T>(cache: Map<string, { size: number; result: Promise<T> }>, ref: RunRef, make: (store: EventStore) => Promise<T>): Promise<T> {
     const store = this.events(ref);
     const key = `${ref.session}/${ref.runId}`;
     const size = statSync(store.paths.events).size;
-    const kept = this.scans.get(key);
+    const kept = cache.get(key);
     if (kept && kept.size === size) return kept.result;
-    const result = store.readAll({ onCorrupt: 'skip', types: SCAN_TYPES }).then((events) => {
-      const checkpoints = events.filter((e) => e.type === StreamEventType.CHECKPOINT_SAVED);
-      const first = firstStep(checkpoints);
-      return { trace: buildTrace(ref.runId, events), range: { first, last: Math.max(first, lastStep(checkpoints)) } };
-    });
-    this.scans.delete(key);
-    this.scans.set(key, { size, result });
-    result.catch(() => this.scans.get(key)?.result === result && this.scans.delete(key));
-    for (const old of this.scans.keys()) if (this.scans.size > SCANS_KEPT) this.scans.delete(old);
+    const result = make(store);
+    cache.delete(key);
+    cache.set(key, { size, result });
+    result.catch(() => cache.get(key)?.result === result && cache.delete(key));
+    for (const old of cache.keys()) if (cache.size > SCANS_KEPT) cache.delete(old);
     return result;
   }
 

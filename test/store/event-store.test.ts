@@ -1,7 +1,9 @@
 import { appendFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../src/events/index.js';
 import { LARGE_LINE } from '../../src/store/chain.js';
+import { writtenType } from '../../src/store/log-format.js';
 import { EventStore, EventStoreError, LockError, type CorruptLine } from '../../src/store/index.js';
 import { spawnFixture } from './child.js';
 import { SECRETS, makeEvent, tempDir } from './helpers.js';
@@ -116,6 +118,63 @@ describe('EventStore', () => {
       const pending = store.appendBatch([makeEvent(RUN, 2), makeEvent(RUN, 3)]);
       await expect(pending).rejects.toThrow(/closed/);
       expect((await open().readAll()).map((e) => e.seq)).toEqual([0, 1]);
+    });
+  });
+
+  describe('typed reads', () => {
+    const TYPES = ['node.started', 'node.completed', 'checkpoint.saved', 'custom'] as const;
+
+    it('serve exactly the events of the asked types, whatever their payloads, ids and session keys hold', async () => {
+      // Payloads that spell other types' text (nested "type" keys, strings holding `"type":"…"`) must not change a line's type.
+      const payload = fc.dictionary(
+        fc.constantFrom('type', 'n', 'note', '"type":"node.started"'),
+        fc.oneof(fc.constantFrom(...TYPES), fc.string(), fc.constantFrom('"type":"node.started"', '\\"type\\":"x"'), fc.record({ type: fc.constantFrom(...TYPES) })),
+      );
+      const event = fc.record({ type: fc.constantFrom(...TYPES), id: fc.string({ minLength: 1, maxLength: 12 }), payload, session: fc.boolean() });
+      let round = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.array(event, { maxLength: 12 }), fc.subarray([...TYPES]), async (specs, wanted) => {
+          const runId = `typed-${round++}`;
+          const store = open({ runId });
+          const events = specs.map((e, seq) => makeEvent(runId, seq, { type: e.type, id: e.id, payload: e.payload, ...(e.session ? { sessionKey: 'sess' } : {}) }));
+          if (events.length > 0) await store.appendBatch(events);
+          const all = await open({ runId }).readAll();
+          expect(await open({ runId }).readAll({ types: wanted })).toEqual(all.filter((e) => (wanted as string[]).includes(e.type)));
+        }),
+        { numRuns: 40 },
+      );
+    });
+
+    it('read a line\'s type from its head only as the writer writes it, never where a later key could name another', () => {
+      const line = (text: string): Buffer => Buffer.from(text);
+      const head = '{"v":1,"id":"e-1","seq":3,"timestamp":5,"runId":"r"';
+      expect(writtenType(line(`${head},"type":"node.started","payload":{}}`))).toBe('node.started');
+      expect(writtenType(line(`${head},"sessionKey":"s","type":"custom","payload":{"n":"é"}}`))).toBe('custom');
+      // A duplicate key (JSON.parse takes the last), another field order, escapes, or spaces: not certain, so decoded.
+      expect(writtenType(line(`${head},"type":"custom","payload":{},"type":"node.started"}`))).toBeUndefined();
+      expect(writtenType(line(`${head},"type":"custom","payload":{"type":"node.started"}}`))).toBeUndefined();
+      expect(writtenType(line(`{"type":"custom","v":1,"id":"e-1","seq":3,"timestamp":5,"runId":"r","payload":{}}`))).toBeUndefined();
+      expect(writtenType(line(`{"v":1,"id":"e\\"1","seq":3,"timestamp":5,"runId":"r","type":"custom","payload":{}}`))).toBeUndefined();
+      expect(writtenType(line(`${head},"type":"cust\\u006fm","payload":{}}`))).toBeUndefined();
+      expect(writtenType(line(`${head}, "type":"custom","payload":{}}`))).toBeUndefined();
+    });
+
+    it('still report a corrupt line of a type not asked for, in a batch that fails its chain hash', async () => {
+      const store = open();
+      await fill(store, 5);
+      await store.close();
+      const text = readFileSync(store.paths.events, 'utf8').split('\n');
+      // Its head reads as a `custom` event (not asked for), its rest is not JSON.
+      text[1] = `{"v":1,"id":"evt-1","seq":1,"timestamp":1,"runId":"${RUN}","type":"custom",garbage`;
+      writeFileSync(store.paths.events, text.join('\n'));
+      const seen: CorruptLine[] = [];
+      const notServed: string[] = [];
+      const read = await open().readAll({ types: ['node.started'], onCorrupt: (c) => seen.push(c), onWarning: (w) => notServed.push(w) });
+      expect(read).toEqual([]);
+      expect(seen.map((c) => [c.line, c.error])).toEqual([[2, expect.stringMatching(/not JSON .*position 74/)]]);
+      // Lines 3-5, sound but of a type not asked for, are not reported as corrupt.
+      expect(notServed).toEqual([expect.stringMatching(/lines 2-5 do not match the chain hash on line 5.*not served/)]);
+      await expect(open().readAll({ types: ['node.started'] })).rejects.toThrow(/corrupt event at line 2 .*not JSON/);
     });
   });
 
