@@ -166,12 +166,12 @@ async function main(): Promise<void> {
     for (const count of [1, 2, 4]) {
       const wurl = await database(serverUrl, `bpf_bench_workers_${count}`);
       const wstore = new PostgresRunStore({ url: wurl });
-      const config = readFlowFile(join(root, 'bench', 'fixtures', 'chain.json')) as { nodes: { params: Record<string, unknown> }[] };
+      const config = readFlowFile(join(root, 'test', 'pg', 'fixtures', 'chain.json')) as { nodes: { params: Record<string, unknown> }[] };
       config.nodes[0]!.params = { steps: 3, delayMs: 20 };
       const queue = new RunQueue(wstore);
       for (let i = 0; i < 200; i++) {
         const ref = { sessionKey: 'bench', runId: `w${i}` };
-        await recordRunFlow(wstore, ref, { v: 1, flow: { kind: 'config' }, modules: [join(root, 'bench', 'fixtures', 'chain-nodes.mjs')] }, config);
+        await recordRunFlow(wstore, ref, { v: 1, flow: { kind: 'config' }, modules: [join(root, 'test', 'pg', 'fixtures', 'nodes.mjs')] }, config);
         await queue.enqueue(ref, 'start', {});
       }
       const workers = Array.from({ length: count }, () =>

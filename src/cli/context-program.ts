@@ -84,7 +84,7 @@ program
     const s = await (await engine()).status();
     print({ root: s.root, nodes: s.nodes, frames: s.frames, heads: s.heads, stale: s.stale }, () =>
       [
-        `${pc.bold('root')}   ${s.root ?? pc.yellow('(not scanned; run merkle scan)')}`,
+        `${pc.bold('root')}   ${s.root ?? pc.yellow('(not scanned; run backpackflow context scan)')}`,
         `nodes  ${s.nodes}`,
         `frames ${s.frames}`,
         `heads  ${s.heads}${s.stale > 0 ? pc.yellow(` (${s.stale} stale)`) : ''}`,

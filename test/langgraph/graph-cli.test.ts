@@ -2,28 +2,10 @@
  * A LangGraph graph checkpointed with BackpackflowSaver, inspected with the built CLI as a user would: the thread is
  * a run; `runs state/diff/blame` show which graph node wrote each channel, at which step; the log verifies.
  */
-import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { BackpackflowSaver } from '../../src/langgraph/index.js';
 import { cli, cliJson, tempDir } from '../cli/helpers.js';
-
-const State = Annotation.Root({
-  topic: Annotation<string>(),
-  facts: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
-  answer: Annotation<string>(),
-});
-
-function buildGraph(saver: BackpackflowSaver) {
-  return new StateGraph(State)
-    .addNode('research', (s: typeof State.State) => ({ facts: [`${s.topic} rise twice a day`] }))
-    .addNode('check', () => ({ facts: ['the moon pulls them'] }))
-    .addNode('write', (s: typeof State.State) => ({ answer: s.facts.join('; ') }))
-    .addEdge(START, 'research')
-    .addEdge('research', 'check')
-    .addEdge('check', 'write')
-    .addEdge('write', END)
-    .compile({ checkpointer: saver });
-}
+import { buildGraph } from './fixtures/tides-graph.js';
 
 let dataDir = '';
 const thread = 'tides-thread';

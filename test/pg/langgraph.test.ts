@@ -4,7 +4,6 @@
  * checkpointed into files is inspected with `--data-dir`; secrets never reach a row; one writer per thread (a second
  * saver is refused, naming the lease holder); an edited row is refused, never served; deleteThread removes the run.
  */
-import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
 import fc from 'fast-check';
 import postgres from 'postgres';
@@ -15,24 +14,7 @@ import { loadRunPoint, runFlow, verifyRun } from '../../src/runtime/index.js';
 import { PostgresRunStore } from '../../src/store/index.js';
 import { cli, cliJson, tempDir } from '../cli/helpers.js';
 import { freshDatabase } from '../support/pg.js';
-
-const State = Annotation.Root({
-  topic: Annotation<string>(),
-  facts: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
-  answer: Annotation<string>(),
-});
-
-function buildGraph(saver: BackpackflowSaver) {
-  return new StateGraph(State)
-    .addNode('research', (s: typeof State.State) => ({ facts: [`${s.topic} rise twice a day`] }))
-    .addNode('check', () => ({ facts: ['the moon pulls them'] }))
-    .addNode('write', (s: typeof State.State) => ({ answer: s.facts.join('; ') }))
-    .addEdge(START, 'research')
-    .addEdge('research', 'check')
-    .addEdge('check', 'write')
-    .addEdge('write', END)
-    .compile({ checkpointer: saver });
-}
+import { buildGraph } from '../langgraph/fixtures/tides-graph.js';
 
 let version = 0;
 async function putOne(saver: BackpackflowSaver, threadId: string, values: Record<string, unknown>) {
