@@ -28,7 +28,7 @@ const cache = join(repo, 'node_modules', '.cache');
 const NO_INTEGRITY_EDITS: [file: string, find: string, replace: string][] = [
   [
     'store/chain.ts',
-    'export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: readonly (string | Buffer[])[], sealFirst: boolean): SealedBatch {',
+    'export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: readonly (string | Buffer[])[], sealFirst: boolean, scratch?: Buffer): SealedBatch {',
     // The batch as written, unsealed: each line and its newline.
     `$&
   if (Buffer.isBuffer(start)) {
