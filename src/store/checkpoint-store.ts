@@ -4,7 +4,7 @@ import { CheckpointStoreError, describeIssues } from './errors.js';
 import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
 import { readSealedIfExists, writeSealed } from './sealed-file.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
-import { CheckpointSchema, durabilityOf, type Checkpoint, type Durability } from './types.js';
+import { durabilityOf, parseCheckpoint, type Checkpoint, type Durability } from './types.js';
 
 /** What {@link CheckpointStore.saveLatest} takes: a checkpoint whose `sessionKey` and `runId` the store fills when absent. */
 export type CheckpointInput = Omit<Checkpoint, 'sessionKey' | 'runId'> & { sessionKey?: string; runId?: string };
@@ -29,7 +29,7 @@ export interface CheckpointStoreOptions {
 export function prepareCheckpoint(input: CheckpointInput, target: { sessionKey: string; runId: string; redactor: Redactor; where: string }): Checkpoint {
   const path = target.where;
   const checkpoint = input !== null && typeof input === 'object' ? { ...input, sessionKey: input.sessionKey ?? target.sessionKey, runId: input.runId ?? target.runId } : input;
-  const parsed = CheckpointSchema.safeParse(checkpoint);
+  const parsed = parseCheckpoint(checkpoint);
   if (!parsed.success) throw new CheckpointStoreError(`invalid checkpoint for ${path}: ${describeIssues(parsed.error, '(checkpoint)')}`, { path });
   const valid = parsed.data;
   if (valid.runId !== target.runId || valid.sessionKey !== target.sessionKey) {
@@ -81,7 +81,7 @@ export class CheckpointStore {
   }
 
   private async load(path: string): Promise<Checkpoint | null> {
-    const checkpoint = await readSealedIfExists(path, CheckpointSchema, (reason) => new CheckpointStoreError(`corrupt checkpoint ${path}: ${reason}`, { path }));
+    const checkpoint = await readSealedIfExists(path, { safeParse: parseCheckpoint }, (reason) => new CheckpointStoreError(`corrupt checkpoint ${path}: ${reason}`, { path }));
     return checkpoint ?? null;
   }
 
@@ -121,7 +121,7 @@ export class CheckpointStore {
 
   /**
    * Saves a historical checkpoint under `checkpoint/<stepId>.json` (stepId: a number or a valid id); `sessionKey`
-   * and `runId` are filled and checked as in {@link saveLatest}. Resolves to the size of the file in characters.
+   * and `runId` are filled and checked as in {@link saveLatest}. Resolves to the size of the file in bytes.
    */
   saveHistorical(checkpoint: CheckpointInput, stepId: string | number): Promise<number> {
     try {

@@ -3,15 +3,15 @@
  * atomically, verified and validated on read. Files written before seals existed (plain JSON) still read.
  */
 import { sharedHashBackend } from '../hash/blake3.js';
-import { openSealed, seal } from '../hash/sealed.js';
+import { openSealed, sealBytes } from '../hash/sealed.js';
 import { readTextIfExists, writeFileAtomic } from '../fs/index.js';
 import { describeIssues } from './errors.js';
 
-/** Writes `data` sealed, atomically (temp file, fsync unless `fsync` is false, rename); resolves to its length in characters. */
+/** Writes `data` sealed, atomically (temp file, fsync unless `fsync` is false, rename); resolves to its size in bytes. */
 export async function writeSealed(path: string, data: unknown, fsync: boolean): Promise<number> {
-  const text = seal(data, await sharedHashBackend());
-  await writeFileAtomic(path, text, { fsync });
-  return text.length;
+  const bytes = sealBytes(data, await sharedHashBackend());
+  await writeFileAtomic(path, bytes, { fsync });
+  return bytes.length;
 }
 
 /**
