@@ -17,6 +17,13 @@ export interface CheckpointStoreOptions {
   /** `'always'` and `'batch'` (default) fsync every save (a save is a step boundary); `'never'` does not (saves stay
    * atomic against a process crash, not against power loss). */
   durability?: Durability;
+  /**
+   * Whether a save fsyncs the directory after its rename (default true unless durability is `'never'`). The durable
+   * runtime's keyframes pass false: a keyframe is derived from the run's log, so one whose rename a power loss undid
+   * is only missing (readers use the previous one plus the log's deltas); the file itself is still fsynced before
+   * the rename, so it is never torn.
+   */
+  syncDirectory?: boolean;
   /** Secrets of your own to redact, on top of the built-in catalogue (see the README's Redaction section). */
   redaction?: RedactionOptions;
 }
@@ -56,6 +63,7 @@ export class CheckpointStore {
   readonly runId: string;
   readonly paths: RunPaths;
   private readonly fsync: boolean;
+  private readonly syncDirectory: boolean;
   private queue: Promise<unknown> = Promise.resolve();
   private readonly redactor: Redactor;
 
@@ -65,6 +73,7 @@ export class CheckpointStore {
     this.sessionKey = options.sessionKey;
     this.runId = options.runId;
     this.fsync = durabilityOf(options, 'CheckpointStore') !== 'never';
+    this.syncDirectory = this.fsync && options.syncDirectory !== false;
     this.redactor = redactorFor(options.redaction);
   }
 
@@ -75,7 +84,7 @@ export class CheckpointStore {
   /** Saves run one after another, so that the last save called is the one left on disk. */
   private save(checkpoint: CheckpointInput, path: string): Promise<number> {
     const stored = this.prepare(checkpoint, path);
-    const next = this.queue.then(() => writeSealed(path, stored, this.fsync));
+    const next = this.queue.then(() => writeSealed(path, stored, this.fsync, this.syncDirectory));
     this.queue = next.catch(() => undefined);
     return next;
   }

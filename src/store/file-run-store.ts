@@ -159,8 +159,10 @@ class FileRunWriter implements RunWriter {
   ) {
     const { sessionKey, runId } = ref;
     this.events = new EventStore({ dataDir, sessionKey, runId, durability, redaction });
-    this.checkpoints = new CheckpointStore({ dataDir, sessionKey, runId, durability, redaction });
-    this.projection = new ProjectionStore({ dataDir, sessionKey, durability, redaction });
+    // Keyframes and the projection are derived from the log (which is fsynced per step): their files are fsynced,
+    // their renames are not waited for (see CheckpointStoreOptions.syncDirectory).
+    this.checkpoints = new CheckpointStore({ dataDir, sessionKey, runId, durability, redaction, syncDirectory: false });
+    this.projection = new ProjectionStore({ dataDir, sessionKey, durability, redaction, syncDirectory: false });
   }
 
   get lastSeq(): number | undefined {

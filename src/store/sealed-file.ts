@@ -7,10 +7,13 @@ import { openSealed, sealBytes } from '../hash/sealed.js';
 import { readTextIfExists, writeFileAtomic } from '../fs/index.js';
 import { describeIssues } from './errors.js';
 
-/** Writes `data` sealed, atomically (temp file, fsync unless `fsync` is false, rename); resolves to its size in bytes. */
-export async function writeSealed(path: string, data: unknown, fsync: boolean): Promise<number> {
+/**
+ * Writes `data` sealed, atomically (temp file, fsync unless `fsync` is false, rename, fsync of the directory unless
+ * `syncDirectory` is false); resolves to its size in bytes.
+ */
+export async function writeSealed(path: string, data: unknown, fsync: boolean, syncDirectory = fsync): Promise<number> {
   const bytes = sealBytes(data, await sharedHashBackend());
-  await writeFileAtomic(path, bytes, { fsync });
+  await writeFileAtomic(path, bytes, { fsync, syncDirectory });
   return bytes.length;
 }
 
