@@ -17,11 +17,11 @@ const BEFORE_DATA = '","data":';
 const DATA_AT = BEFORE_CHECKSUM.length + 64 + BEFORE_DATA.length;
 
 /**
- * The sealed document of `data` as UTF-8 bytes, the same bytes as {@link seal}'s text: the data's JSON is encoded
- * once, into the Buffer that is hashed and written (a keyframe of a large state is hundreds of kilobytes).
+ * The sealed document of the data whose JSON is `body`, as UTF-8 bytes: the same bytes as {@link seal}'s text. The
+ * JSON is encoded once, into the Buffer that is hashed and written (a keyframe of a large state is hundreds of
+ * kilobytes).
  */
-export function sealBytes(data: unknown, backend: HashBackend): Buffer {
-  const body = JSON.stringify(data);
+export function sealJson(body: string, backend: HashBackend): Buffer {
   const length = Buffer.byteLength(body);
   const out = Buffer.allocUnsafe(DATA_AT + length + 2);
   out.write(body, DATA_AT);

@@ -2,7 +2,7 @@ import { promises as fsp } from 'node:fs';
 import { fsyncDirSync } from '../fs/index.js';
 import { CheckpointStoreError, describeIssues } from './errors.js';
 import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
-import { readSealedIfExists, writeSealed } from './sealed-file.js';
+import { readSealedIfExists, writeSealedJson } from './sealed-file.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { durabilityOf, parseCheckpoint, type Checkpoint, type Durability } from './types.js';
 
@@ -83,8 +83,9 @@ export class CheckpointStore {
 
   /** Saves run one after another, so that the last save called is the one left on disk. */
   private save(checkpoint: CheckpointInput, path: string): Promise<number> {
-    const stored = this.prepare(checkpoint, path);
-    const next = this.queue.then(() => writeSealed(path, stored, this.fsync, this.syncDirectory));
+    // What is written is the checkpoint as it is now, even if the caller changes it before its turn comes.
+    const body = JSON.stringify(this.prepare(checkpoint, path));
+    const next = this.queue.then(() => writeSealedJson(path, body, this.fsync, this.syncDirectory));
     this.queue = next.catch(() => undefined);
     return next;
   }

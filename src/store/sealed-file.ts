@@ -3,7 +3,7 @@
  * atomically, verified and validated on read. Files written before seals existed (plain JSON) still read.
  */
 import { sharedHashBackend } from '../hash/blake3.js';
-import { openSealed, sealBytes } from '../hash/sealed.js';
+import { openSealed, sealJson } from '../hash/sealed.js';
 import { readTextIfExists, writeFileAtomic } from '../fs/index.js';
 import { describeIssues } from './errors.js';
 
@@ -11,8 +11,13 @@ import { describeIssues } from './errors.js';
  * Writes `data` sealed, atomically (temp file, fsync unless `fsync` is false, rename, fsync of the directory unless
  * `syncDirectory` is false); resolves to its size in bytes.
  */
-export async function writeSealed(path: string, data: unknown, fsync: boolean, syncDirectory = fsync): Promise<number> {
-  const bytes = sealBytes(data, await sharedHashBackend());
+export function writeSealed(path: string, data: unknown, fsync: boolean, syncDirectory = fsync): Promise<number> {
+  return writeSealedJson(path, JSON.stringify(data), fsync, syncDirectory);
+}
+
+/** {@link writeSealed} of the data whose JSON is `body` (made by the caller when it must be taken at once). */
+export async function writeSealedJson(path: string, body: string, fsync: boolean, syncDirectory = fsync): Promise<number> {
+  const bytes = sealJson(body, await sharedHashBackend());
   await writeFileAtomic(path, bytes, { fsync, syncDirectory });
   return bytes.length;
 }
