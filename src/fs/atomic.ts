@@ -8,6 +8,11 @@ export interface AtomicWriteOptions {
   /** fsync the file before the rename and the directory after it (default true). Without it the write is still
    * atomic against a process crash, only not against power loss. */
   readonly fsync?: boolean;
+  /**
+   * fsync the directory after the rename (default: as `fsync`). Without it (and with `fsync`), a power loss can
+   * lose the rename, never the new file's content: the path then holds the old file, or nothing if it is new.
+   */
+  readonly syncDirectory?: boolean;
   /** File mode of the new file (default 0o666 minus the umask). */
   readonly mode?: number;
 }
@@ -105,7 +110,7 @@ async function writeAtomic(path: string, data: string | Uint8Array | { json: unk
     }
   }
   finish(temp, fd, path);
-  if (sync) await fsyncDir(dirname(path));
+  if (options.syncDirectory ?? sync) await fsyncDir(dirname(path));
 }
 
 /** {@link writeFileAtomic} for callers that hold a lock across synchronous code (the context store). */
@@ -122,7 +127,7 @@ export function writeFileAtomicSync(path: string, data: string | Uint8Array, opt
     }
   }
   finish(temp, fd, path);
-  if (sync) fsyncDirSync(dirname(path));
+  if (options.syncDirectory ?? sync) fsyncDirSync(dirname(path));
 }
 
 /**

@@ -13,22 +13,24 @@ const PIECE_LENGTH = 1 << 20;
 
 /** Whether `value` holds more than `budget` members all through (stops counting there). */
 export function isLargeJson(value: unknown, budget = NATIVE_BUDGET): boolean {
-  let left = budget;
-  const visit = (v: unknown): boolean => {
-    if (v === null || typeof v !== 'object') return false;
-    if (Array.isArray(v)) {
-      left -= v.length;
-      if (left < 0) return true;
-      for (const item of v) if (visit(item)) return true;
-      return false;
-    }
-    for (const key in v) {
-      if (!Object.hasOwn(v, key)) continue;
-      if (--left < 0 || visit((v as Record<string, unknown>)[key])) return true;
-    }
-    return false;
-  };
-  return visit(value);
+  return membersLeft(value, budget) < 0;
+}
+
+/** `left` less the members of `value` all through; stops below zero. */
+function membersLeft(value: unknown, left: number): number {
+  if (value === null || typeof value !== 'object') return left;
+  if (Array.isArray(value)) {
+    left -= value.length;
+    for (let i = 0; i < value.length && left >= 0; i++) left = membersLeft(value[i], left);
+    return left;
+  }
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    if (--left < 0) return left;
+    left = membersLeft((value as Record<string, unknown>)[key], left);
+    if (left < 0) return left;
+  }
+  return left;
 }
 
 class PieceWriter {

@@ -11,6 +11,26 @@ export function seal(data: unknown, backend: HashBackend): string {
   return `{"checksum":"${backend.digest(Buffer.from(body)).toString('hex')}","data":${body}}\n`;
 }
 
+/** What comes before the checksum's hex and between it and the data in a sealed document. */
+const BEFORE_CHECKSUM = '{"checksum":"';
+const BEFORE_DATA = '","data":';
+const DATA_AT = BEFORE_CHECKSUM.length + 64 + BEFORE_DATA.length;
+
+/**
+ * The sealed document of the data whose JSON is `body`, as UTF-8 bytes: the same bytes as {@link seal}'s text. The
+ * JSON is encoded once, into the Buffer that is hashed and written (a keyframe of a large state is hundreds of
+ * kilobytes).
+ */
+export function sealJson(body: string, backend: HashBackend): Buffer {
+  const length = Buffer.byteLength(body);
+  const out = Buffer.allocUnsafe(DATA_AT + length + 2);
+  out.write(body, DATA_AT);
+  out.write('}\n', DATA_AT + length, 'latin1');
+  const checksum = backend.digest(out.subarray(DATA_AT, DATA_AT + length)).toString('hex');
+  out.write(`${BEFORE_CHECKSUM}${checksum}${BEFORE_DATA}`, 0, 'latin1');
+  return out;
+}
+
 /** What {@link openSealed} found. */
 export type Unsealed = { ok: true; data: unknown; sealed: boolean } | { ok: false; problem: string };
 

@@ -82,7 +82,18 @@ export interface SealedBatch {
  * per sealed line; small lines are hashed and written as one text, a large one (over {@link LARGE_LINE}) as a
  * Buffer made once for both.
  */
-export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: readonly (string | Buffer[])[], sealFirst: boolean): SealedBatch {
+export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: readonly (string | Buffer[])[], sealFirst: boolean, scratch?: Buffer): SealedBatch {
+  if (Buffer.isBuffer(start)) {
+    let chars = 0;
+    for (const line of lines) {
+      if (typeof line !== 'string' || line.length > LARGE_LINE) {
+        chars = -1;
+        break;
+      }
+      chars += line.length;
+    }
+    if (chars >= 0) return sealText(backend, start, lines as readonly string[], sealFirst, chars, scratch);
+  }
   const stored = lines.map((line) => (typeof line === 'string' && line.length > LARGE_LINE ? [Buffer.from(line)] : line));
   /** What replaces the closing `}` and newline of a sealed line. */
   const seals: (string | undefined)[] = new Array(lines.length);
@@ -137,6 +148,58 @@ export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: r
       return seal === undefined ? body + 1 : body - 1 + seal.length;
     });
   return { head: head as Buffer, pieces, bytes, lineBytes, seals };
+}
+
+/** `,"chain":"` + 64 hex + `"}` and the newline, less the `}` and newline they replace. */
+const SEAL_EXTRA = SUFFIX_LENGTH - 1;
+
+/**
+ * {@link sealBatch} of text lines none of which is large: each line is encoded once, as UTF-8 into one Buffer (the
+ * caller's `scratch` when the batch surely fits in it, which then holds the result until the caller reuses it),
+ * whose bytes are hashed and written as they are; a seal is written in place of the closing brace and newline it
+ * replaces once the line's hash is known.
+ */
+function sealText(backend: HashBackend, start: Buffer, lines: readonly string[], sealFirst: boolean, chars: number, scratch: Buffer | undefined): SealedBatch {
+  const count = lines.length;
+  const sealedCount = sealFirst && count > 1 ? 2 : 1;
+  // At most 3 bytes per UTF-16 unit; exact sizes are counted only when that bound does not fit the scratch.
+  let room = chars * 3 + count + sealedCount * SEAL_EXTRA;
+  let out: Buffer;
+  if (scratch !== undefined && room <= scratch.length) out = scratch;
+  else {
+    room = count + sealedCount * SEAL_EXTRA;
+    for (const line of lines) room += Buffer.byteLength(line);
+    out = Buffer.allocUnsafe(room);
+  }
+  const seals: (string | undefined)[] = new Array(count);
+  /** Where each line ends (after its newline). */
+  const ends: number[] = new Array(count);
+  let head = start;
+  let from = 0;
+  let at = 0;
+  for (let i = 0; i < count; i++) {
+    at += out.write(lines[i]!, at);
+    out[at++] = 0x0a;
+    if (i === count - 1 || (i === 0 && sealFirst)) {
+      // The hashed bytes are the lines as they were (each with its newline), after the previous chain.
+      head = backend.digestOf([head, out.subarray(from, at)]);
+      const seal = `${PREFIX}${head.toString('hex')}"}\n`;
+      // The seal replaces the line's closing brace and newline.
+      at = at - 2 + out.write(seal, at - 2, 'latin1');
+      seals[i] = seal;
+      from = at;
+    }
+    ends[i] = at;
+  }
+  const bytes = at;
+  const piece = out.subarray(0, bytes);
+  return {
+    head,
+    pieces: [piece],
+    bytes,
+    seals,
+    lineBytes: () => ends.map((end, i) => end - (i === 0 ? 0 : ends[i - 1]!)),
+  };
 }
 
 /** The result of feeding a line to a {@link ChainReader}. */

@@ -2,9 +2,9 @@ import { promises as fsp } from 'node:fs';
 import { fsyncDirSync } from '../fs/index.js';
 import { CheckpointStoreError, describeIssues } from './errors.js';
 import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
-import { readSealedIfExists, writeSealed } from './sealed-file.js';
+import { readSealedIfExists, writeSealedJson } from './sealed-file.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
-import { CheckpointSchema, durabilityOf, type Checkpoint, type Durability } from './types.js';
+import { durabilityOf, parseCheckpoint, type Checkpoint, type Durability } from './types.js';
 
 /** What {@link CheckpointStore.saveLatest} takes: a checkpoint whose `sessionKey` and `runId` the store fills when absent. */
 export type CheckpointInput = Omit<Checkpoint, 'sessionKey' | 'runId'> & { sessionKey?: string; runId?: string };
@@ -17,6 +17,13 @@ export interface CheckpointStoreOptions {
   /** `'always'` and `'batch'` (default) fsync every save (a save is a step boundary); `'never'` does not (saves stay
    * atomic against a process crash, not against power loss). */
   durability?: Durability;
+  /**
+   * Whether a save fsyncs the directory after its rename (default true unless durability is `'never'`). The durable
+   * runtime's keyframes pass false: a keyframe is derived from the run's log, so one whose rename a power loss undid
+   * is only missing (readers use the previous one plus the log's deltas); the file itself is still fsynced before
+   * the rename, so it is never torn.
+   */
+  syncDirectory?: boolean;
   /** Secrets of your own to redact, on top of the built-in catalogue (see the README's Redaction section). */
   redaction?: RedactionOptions;
 }
@@ -29,7 +36,7 @@ export interface CheckpointStoreOptions {
 export function prepareCheckpoint(input: CheckpointInput, target: { sessionKey: string; runId: string; redactor: Redactor; where: string }): Checkpoint {
   const path = target.where;
   const checkpoint = input !== null && typeof input === 'object' ? { ...input, sessionKey: input.sessionKey ?? target.sessionKey, runId: input.runId ?? target.runId } : input;
-  const parsed = CheckpointSchema.safeParse(checkpoint);
+  const parsed = parseCheckpoint(checkpoint);
   if (!parsed.success) throw new CheckpointStoreError(`invalid checkpoint for ${path}: ${describeIssues(parsed.error, '(checkpoint)')}`, { path });
   const valid = parsed.data;
   if (valid.runId !== target.runId || valid.sessionKey !== target.sessionKey) {
@@ -56,6 +63,7 @@ export class CheckpointStore {
   readonly runId: string;
   readonly paths: RunPaths;
   private readonly fsync: boolean;
+  private readonly syncDirectory: boolean;
   private queue: Promise<unknown> = Promise.resolve();
   private readonly redactor: Redactor;
 
@@ -65,6 +73,7 @@ export class CheckpointStore {
     this.sessionKey = options.sessionKey;
     this.runId = options.runId;
     this.fsync = durabilityOf(options, 'CheckpointStore') !== 'never';
+    this.syncDirectory = this.fsync && options.syncDirectory !== false;
     this.redactor = redactorFor(options.redaction);
   }
 
@@ -74,14 +83,15 @@ export class CheckpointStore {
 
   /** Saves run one after another, so that the last save called is the one left on disk. */
   private save(checkpoint: CheckpointInput, path: string): Promise<number> {
-    const stored = this.prepare(checkpoint, path);
-    const next = this.queue.then(() => writeSealed(path, stored, this.fsync));
+    // What is written is the checkpoint as it is now, even if the caller changes it before its turn comes.
+    const body = JSON.stringify(this.prepare(checkpoint, path));
+    const next = this.queue.then(() => writeSealedJson(path, body, this.fsync, this.syncDirectory));
     this.queue = next.catch(() => undefined);
     return next;
   }
 
   private async load(path: string): Promise<Checkpoint | null> {
-    const checkpoint = await readSealedIfExists(path, CheckpointSchema, (reason) => new CheckpointStoreError(`corrupt checkpoint ${path}: ${reason}`, { path }));
+    const checkpoint = await readSealedIfExists(path, { safeParse: parseCheckpoint }, (reason) => new CheckpointStoreError(`corrupt checkpoint ${path}: ${reason}`, { path }));
     return checkpoint ?? null;
   }
 
@@ -121,7 +131,7 @@ export class CheckpointStore {
 
   /**
    * Saves a historical checkpoint under `checkpoint/<stepId>.json` (stepId: a number or a valid id); `sessionKey`
-   * and `runId` are filled and checked as in {@link saveLatest}. Resolves to the size of the file in characters.
+   * and `runId` are filled and checked as in {@link saveLatest}. Resolves to the size of the file in bytes.
    */
   saveHistorical(checkpoint: CheckpointInput, stepId: string | number): Promise<number> {
     try {

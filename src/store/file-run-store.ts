@@ -141,14 +141,14 @@ export class FileRunStore implements RunStore {
 
 /**
  * The writer of a run in files: the log's writer lock; per step, the batch (one fsync with durability 'batch') and the
- * projection folded (stored after the first batch and on close, as the listing needs); keyframe files are written
+ * projection folded in memory and stored on close (a run that dies before has none, or a resumed run's older one:
+ * readers bring it up to date from the log, see ProjectionStore.currentRunMeta); keyframe files are written
  * after their step's batch, so that no keyframe is ahead of the log.
  */
 class FileRunWriter implements RunWriter {
   private readonly events: EventStore;
   private readonly checkpoints: CheckpointStore;
   private readonly projection: ProjectionStore;
-  private projectionStored = false;
   private closed = false;
 
   constructor(
@@ -159,8 +159,10 @@ class FileRunWriter implements RunWriter {
   ) {
     const { sessionKey, runId } = ref;
     this.events = new EventStore({ dataDir, sessionKey, runId, durability, redaction });
-    this.checkpoints = new CheckpointStore({ dataDir, sessionKey, runId, durability, redaction });
-    this.projection = new ProjectionStore({ dataDir, sessionKey, durability, redaction });
+    // Keyframes and the projection are derived from the log (which is fsynced per step): their files are fsynced,
+    // their renames are not waited for (see CheckpointStoreOptions.syncDirectory).
+    this.checkpoints = new CheckpointStore({ dataDir, sessionKey, runId, durability, redaction, syncDirectory: false });
+    this.projection = new ProjectionStore({ dataDir, sessionKey, durability, redaction, syncDirectory: false });
   }
 
   get lastSeq(): number | undefined {
@@ -197,8 +199,7 @@ class FileRunWriter implements RunWriter {
     if (events.length === 0) return;
     await this.events.appendBatch(events);
     await this.events.flush();
-    await this.projection.updateRunMetaBatch(this.ref.runId, events, { persist: !this.projectionStored });
-    this.projectionStored = true;
+    await this.projection.updateRunMetaBatch(this.ref.runId, events, { persist: false });
   }
 
   takeKeyframe(keyframe: KeyframeInput): () => Promise<number> {

@@ -74,8 +74,12 @@ export class LogWriter {
   /** Set once {@link open} has finished repairing the log: appends before that wait for it. */
   private ready = false;
   private backend: HashBackend | undefined;
-  /** The chain of the log so far (see chain.ts): the hex of the last sealed line. */
-  private head: string | undefined;
+  /** The chain of the log so far (see chain.ts): the hash the last sealed line carries. */
+  private head: Buffer | undefined;
+  /** {@link head} as hex, made when asked. */
+  private headHex: string | undefined;
+  /** Where a batch of small lines is encoded, hashed and written from (see sealBatch): reused batch after batch. */
+  private readonly scratch = Buffer.allocUnsafe(1 << 16);
   /** For a log written before chain hashes: a hasher holding the genesis and every line, used by the first batch. */
   private legacyHasher: Hasher | undefined;
   /** Set when a failed write used up the legacy hasher: the chain can no longer be continued by this writer. */
@@ -100,7 +104,8 @@ export class LogWriter {
   }
 
   get chainHead(): string | undefined {
-    return this.head;
+    if (this.head === undefined) return undefined;
+    return (this.headHex ??= this.head.toString('hex'));
   }
 
   get eventCount(): number {
@@ -195,10 +200,10 @@ export class LogWriter {
           { path: this.paths.events },
         );
       }
-      this.head = last.chain;
+      this.setHead(Buffer.from(last.chain, 'hex'));
       return;
     }
-    this.head = undefined;
+    this.setHead(undefined);
     if (this.size === 0) return;
     // No line is sealed, so the first seal covers the genesis and the whole file as it is. A streaming hasher (the
     // native one, when it loads): the wasm one keeps what it is fed until the digest.
@@ -219,6 +224,11 @@ export class LogWriter {
     this.legacyHasher = hasher;
   }
 
+  private setHead(head: Buffer | undefined): void {
+    this.head = head;
+    this.headHex = undefined;
+  }
+
   private async lastValidSeq(): Promise<number | undefined> {
     let last: number | undefined;
     for await (const raw of readLines(this.paths.events, 0, this.size, 0)) last = seqOf(raw.text) ?? last;
@@ -233,12 +243,12 @@ export class LogWriter {
     const backend = this.backend!;
     const previous = this.head;
     const legacy = this.legacyHasher;
-    const start = legacy ?? (previous === undefined ? genesis(backend, this.sessionKey, this.runId) : Buffer.from(previous, 'hex'));
-    const sealed = sealBatch(backend, start, lines, this.lineCount === 0);
-    this.head = sealed.head.toString('hex');
+    const start = legacy ?? previous ?? genesis(backend, this.sessionKey, this.runId);
+    const sealed = sealBatch(backend, start, lines, this.lineCount === 0, this.scratch);
+    this.setHead(sealed.head);
     this.legacyHasher = undefined;
     const restore = (): void => {
-      this.head = previous;
+      this.setHead(previous);
       this.legacyHasher = legacy;
       if (legacy !== undefined) this.chainLost = true;
     };

@@ -21,6 +21,12 @@ export interface ProjectionStoreOptions {
   sessionKey: string;
   /** `'always'`/`'batch'` (default) fsync each persisted projection; `'never'` does not (writes stay atomic). */
   durability?: Durability;
+  /**
+   * Whether persisting fsyncs the directory after the rename (default true unless durability is `'never'`). A run's
+   * own writer passes false: the projection is derived from the log, so one whose rename a power loss undid is
+   * only missing or behind, and readers bring it up to date from the log; the file itself is still fsynced.
+   */
+  syncDirectory?: boolean;
   /** Secrets of your own to redact, on top of the built-in catalogue (see the README's Redaction section). */
   redaction?: RedactionOptions;
 }
@@ -34,6 +40,7 @@ export class ProjectionStore {
   readonly dataDir: string;
   readonly sessionKey: string;
   private readonly fsync: boolean;
+  private readonly syncDirectory: boolean;
   private readonly cache = new Map<string, RunMeta>();
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly redactor: Redactor;
@@ -44,6 +51,7 @@ export class ProjectionStore {
     this.dataDir = options.dataDir;
     this.sessionKey = options.sessionKey;
     this.fsync = durabilityOf(options, 'ProjectionStore') !== 'never';
+    this.syncDirectory = this.fsync && options.syncDirectory !== false;
     this.redactor = redactorFor(options.redaction);
   }
 
@@ -134,7 +142,7 @@ export class ProjectionStore {
    */
   private async persist(meta: RunMeta): Promise<void> {
     this.cache.set(meta.runId, meta);
-    await writeSealed(this.metaPath(meta.runId), this.redactor.redact(meta).value, this.fsync);
+    await writeSealed(this.metaPath(meta.runId), this.redactor.redact(meta).value, this.fsync, this.syncDirectory);
   }
 
   /**

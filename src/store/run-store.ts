@@ -48,7 +48,7 @@ export interface RunWriter {
   /**
    * Takes the keyframe of the step just committed: it is tied now to the log as it stands (its chain hash, and the
    * line of the step's `checkpoint.saved` event, which readers replay from), and the returned function writes it
-   * (files: atomically; Postgres: fenced like a commit), resolving to its size in characters. The runtime runs the
+   * (files: atomically; Postgres: fenced like a commit), resolving to its size (bytes of the file; characters of a Postgres row). The runtime runs the
    * writes one after another off the step's path.
    */
   takeKeyframe(keyframe: KeyframeInput): () => Promise<number>;

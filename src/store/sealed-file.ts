@@ -3,15 +3,23 @@
  * atomically, verified and validated on read. Files written before seals existed (plain JSON) still read.
  */
 import { sharedHashBackend } from '../hash/blake3.js';
-import { openSealed, seal } from '../hash/sealed.js';
+import { openSealed, sealJson } from '../hash/sealed.js';
 import { readTextIfExists, writeFileAtomic } from '../fs/index.js';
 import { describeIssues } from './errors.js';
 
-/** Writes `data` sealed, atomically (temp file, fsync unless `fsync` is false, rename); resolves to its length in characters. */
-export async function writeSealed(path: string, data: unknown, fsync: boolean): Promise<number> {
-  const text = seal(data, await sharedHashBackend());
-  await writeFileAtomic(path, text, { fsync });
-  return text.length;
+/**
+ * Writes `data` sealed, atomically (temp file, fsync unless `fsync` is false, rename, fsync of the directory unless
+ * `syncDirectory` is false); resolves to its size in bytes.
+ */
+export function writeSealed(path: string, data: unknown, fsync: boolean, syncDirectory = fsync): Promise<number> {
+  return writeSealedJson(path, JSON.stringify(data), fsync, syncDirectory);
+}
+
+/** {@link writeSealed} of the data whose JSON is `body` (made by the caller when it must be taken at once). */
+export async function writeSealedJson(path: string, body: string, fsync: boolean, syncDirectory = fsync): Promise<number> {
+  const bytes = sealJson(body, await sharedHashBackend());
+  await writeFileAtomic(path, bytes, { fsync, syncDirectory });
+  return bytes.length;
 }
 
 /**

@@ -37,6 +37,58 @@ export const CheckpointSchema = z.object({
 /** A checkpoint as saved and loaded. */
 export type Checkpoint = z.infer<typeof CheckpointSchema>;
 
+/** {@link CheckpointSchema} with a `state` it does not look into (see {@link parseCheckpoint}). */
+const CheckpointHeadSchema = CheckpointSchema.extend({ state: z.unknown() });
+
+/** Deeper than this, {@link isPlainJson} leaves the answer to zod. */
+const PLAIN_JSON_DEPTH = 1000;
+
+/**
+ * Whether `value` is plain JSON data that `z.json()` accepts and whose copy by zod serializes exactly as `value`
+ * does: strings, finite numbers, booleans, null, dense arrays (plain `Array`s) and plain objects (prototype
+ * `Object.prototype` or null, no symbol keys, no own `__proto__` key), all through. False means "not sure", never
+ * "invalid": zod decides then.
+ */
+function isPlainJson(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'object':
+      break;
+    default:
+      return false;
+  }
+  if (value === null) return true;
+  if (depth > PLAIN_JSON_DEPTH) return false;
+  if (Array.isArray(value)) {
+    if (Object.getPrototypeOf(value) !== Array.prototype) return false;
+    for (let i = 0; i < value.length; i++) if (!isPlainJson(value[i], depth + 1)) return false;
+    return true;
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if ((proto !== Object.prototype && proto !== null) || Object.hasOwn(value, '__proto__') || Object.getOwnPropertySymbols(value).length > 0) return false;
+  for (const key in value) {
+    if (Object.hasOwn(value, key) && !isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  return true;
+}
+
+/**
+ * `CheckpointSchema.safeParse(value)`, faster for a plain JSON `state` (a keyframe of a large state is most of its
+ * checkpoint): that state is checked by a plain walk and kept as it is (it serializes as zod's copy would), and the
+ * other fields are parsed by zod. Anything else goes through `CheckpointSchema`, which decides and names the field.
+ */
+export function parseCheckpoint(value: unknown): ReturnType<typeof CheckpointSchema.safeParse> {
+  if (typeof value === 'object' && value !== null && isPlainJson((value as { state?: unknown }).state, 0)) {
+    const head = CheckpointHeadSchema.safeParse(value);
+    if (head.success) return { success: true, data: head.data as Checkpoint };
+  }
+  return CheckpointSchema.safeParse(value);
+}
+
 /** A long-term memory item. `id` is used as a file name, so it must be a valid id. */
 export const MemoryItemSchema = z.object({
   id: z.string().min(1),

@@ -44,6 +44,16 @@ describe('CheckpointStore', () => {
     expect(readdirSync(store.paths.checkpointDir).sort()).toEqual(['1.json', '10.json', '2.json', '33.json', 'final.json']);
   });
 
+  it('writes a checkpoint as it was when its save was called, even if the caller changes it while the save waits its turn', async () => {
+    const state = { items: ['a', 'b'], note: 'first' };
+    const waiting = store.saveLatest(checkpoint(1, { blob: 'x'.repeat(200_000) }));
+    const second = store.saveHistorical(checkpoint(2, state), 2);
+    state.items.push('c');
+    state.note = 'changed';
+    await Promise.all([waiting, second]);
+    expect((await store.loadHistorical(2))?.state).toEqual({ items: ['a', 'b'], note: 'first' });
+  });
+
   it('keeps the last save called when saves are not awaited one by one', async () => {
     await Promise.all(Array.from({ length: 8 }, (_, i) => store.saveLatest(checkpoint(i, { blob: 'x'.repeat((8 - i) * 20_000) }))));
     expect((await store.loadLatest())?.step).toBe(7);
