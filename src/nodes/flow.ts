@@ -1,4 +1,4 @@
-import { Backpack, BackpackHandle, type BackpackOptions, type NodeBinding } from '../backpack/index.js';
+import { Backpack, BackpackHandle, type BackpackOptions } from '../backpack/index.js';
 import { EventStreamer, StreamEventType, newRunId, newSpanId } from '../events/index.js';
 import {
   BaseFlow,
@@ -12,7 +12,7 @@ import {
   type RunScope,
   type StepBoundary,
 } from '../flow/index.js';
-import { BackpackNode, bindNode, describeError, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
+import { BackpackNode, bindNode, describeError, nodeBinding, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { currentExecution } from './execution.js';
 import { RunInterrupted } from './interrupt.js';
 import { checkNamespace, checkSegment, composeNamespace } from './namespace.js';
@@ -117,8 +117,6 @@ export class Flow extends BaseFlow<any> {
   readonly #nodes = new Map<string, BaseNode>();
   readonly #namespaces = new Map<string, string>();
   readonly #subflows: Flow[] = [];
-  /** Each node's registration: mappings on its routes are committed as the node (see {@link applyMappings}). */
-  readonly #bindings = new Map<BaseNode, NodeBinding>();
   #sealed = false;
 
   constructor(options: FlowOptions = {}) {
@@ -198,8 +196,8 @@ export class Flow extends BaseFlow<any> {
     const node = new NodeClass(config, { namespace, flow: this, deps: this.deps });
     const registration = { nodeId: node.id, nodeName: NodeClass.name, namespace, permissions: nodePermissions(node) };
     const binding = this.#parent ? this.#parent.registerChild(registration) : this.#backpack!.registerNode(registration);
+    // The node keeps its registration: mappings on its routes are committed as the node (see applyMappings).
     bindNode(node, binding, this, this.#streamer);
-    this.#bindings.set(node, binding);
     this.#nodes.set(node.id, node);
     this.#namespaces.set(namespace, node.id);
     if (!this.entryNode) super.setEntryNode(node);
@@ -361,7 +359,7 @@ export class Flow extends BaseFlow<any> {
    * so a durable run's checkpoint of that step holds it.
    */
   protected override applyMappings(from: BaseNode, action: string, to: BaseNode, mappings: RouteMappings, _shared: unknown, scope: RunScope): void {
-    const binding = this.#bindings.get(from);
+    const binding = nodeBinding(from, this);
     const context = { runId: scope.runId, spanId: scope.spanId };
     const actor: Pick<BackpackHandle, 'unpackRequired' | 'getItem' | 'pack'> = binding ? binding.withContext(context) : this.#parent ?? this.#backpack!;
     const who = binding ? `node '${from.id}'` : this.#parent ? `node '${this.#parent.identity.nodeId}'` : 'the owner';

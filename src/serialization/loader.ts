@@ -21,6 +21,7 @@ import { nestingProblem } from './limits.js';
 import { parseFlowConfig } from './parse.js';
 import { flattenEdges, flattenNodes, findNode, getCompositeNodes, getMaxDepth } from './query.js';
 import { FlowConfigSchema, SUPPORTED_MAJOR_VERSION, type FlowConfig, type FlowEdge, type NodeConfig } from './schema.js';
+import { checkFlowStructure } from './structure.js';
 import { maskSecrets, resolveEnvRefs } from './secrets.js';
 
 /** Options of {@link FlowLoader.exportFlow}. */
@@ -205,22 +206,21 @@ export class FlowLoader implements FlowConfigLoader {
     }
     const structural = checkNesting(config, maxDepth);
     if (structural.length > 0) return { problems: structural };
-    const parsed = FlowConfigSchema.safeParse(config);
-    if (!parsed.success) {
-      const problems = parsed.error.issues.map((issue) => ({ path: pointer(issue.path), message: issue.message }));
+    const problems: ConfigProblem[] = [];
+    const normalized = checkFlowStructure(config, '', problems);
+    if (normalized === undefined) {
       const version = (config as { version?: unknown } | null)?.version;
       if (typeof version === 'string' && /^\d+\./.test(version) && Number(version.split('.')[0]) !== SUPPORTED_MAJOR_VERSION) {
         problems.unshift({ path: '/version', message: unsupportedVersion(version) });
       }
       return { problems };
     }
-    const problems: ConfigProblem[] = [];
-    const major = Number(parsed.data.version.split('.')[0]);
+    const major = Number(normalized.version.split('.')[0]);
     if (major !== SUPPORTED_MAJOR_VERSION) {
-      problems.push({ path: '/version', message: unsupportedVersion(parsed.data.version) });
+      problems.push({ path: '/version', message: unsupportedVersion(normalized.version) });
     }
-    this.#checkFlow(parsed.data, '', parsed.data.namespace, true, problems);
-    return problems.length > 0 ? { problems } : { problems, config: parsed.data };
+    this.#checkFlow(normalized, '', normalized.namespace, true, problems);
+    return problems.length > 0 ? { problems } : { problems, config: normalized };
   }
 
   #checkFlow(cfg: FlowConfig, path: string, namespace: string, top: boolean, problems: ConfigProblem[]): void {
@@ -231,9 +231,11 @@ export class FlowLoader implements FlowConfigLoader {
         problems.push({ path: `${path}/namespace`, message: (error as Error).message });
       }
     }
-    // Where each id and namespace was taken: a node's index (its path is made only for a problem), or a subflow's path.
+    // Where each id and namespace segment was taken: a node's index (its path is made only for a problem), or a
+    // subflow's path. Every node of this flow has a namespace under the same one, so segments tell namespaces apart
+    // (no namespace string is made per node).
     const ids = new Map<string, number | string>();
-    const namespaces = new Map<string, number>();
+    const segments = new Map<string, number>();
     const nodeAt = (where: number | string): string => (typeof where === 'number' ? `${path}/nodes/${where}` : where);
     cfg.nodes.forEach((node, i) => {
       const at = nodeAt(i);
@@ -250,11 +252,10 @@ export class FlowLoader implements FlowConfigLoader {
       }
       if (node.namespaceSegment?.includes('.')) problems.push({ path: `${at}/namespaceSegment`, message: `a namespace segment is one segment (no '.'), got '${node.namespaceSegment}'` });
       const segment = node.namespaceSegment ?? NodeClass?.namespaceSegment ?? node.id;
-      const nodeNamespace = composeNamespace(namespace, segment);
-      const holder = namespaces.get(nodeNamespace);
+      const holder = segments.get(segment);
       if (holder !== undefined) {
-        problems.push({ path: `${at}/namespaceSegment`, message: `namespace '${nodeNamespace}' is also taken by ${nodeAt(holder)}: give this node its own namespaceSegment` });
-      } else namespaces.set(nodeNamespace, i);
+        problems.push({ path: `${at}/namespaceSegment`, message: `namespace '${composeNamespace(namespace, segment)}' is also taken by ${nodeAt(holder)}: give this node its own namespaceSegment` });
+      } else segments.set(segment, i);
       const schema = NodeClass?.paramsSchema as ZodType | undefined;
       if (schema) {
         const result = schema.safeParse(node.params);
@@ -262,6 +263,7 @@ export class FlowLoader implements FlowConfigLoader {
       }
       if (node.internalFlow) {
         const inner = node.internalFlow;
+        const nodeNamespace = composeNamespace(namespace, segment);
         if (inner.namespace && inner.namespace !== nodeNamespace) {
           problems.push({ path: `${at}/internalFlow/namespace`, message: `an internal flow has its node's namespace '${nodeNamespace}', not '${inner.namespace}'` });
         }
@@ -299,7 +301,9 @@ export class FlowLoader implements FlowConfigLoader {
   // ------------------------------------------------------------------ loading
 
   async #populate(flow: Flow, cfg: FlowConfig, path: string, env: Record<string, string | undefined>, share: boolean, problems: ConfigProblem[]): Promise<void> {
-    const targets = new Map<string, BackpackNode | Flow>();
+    // Subflows by namespace; nodes are found by id in the flow (a million nodes need no second map).
+    const subflows = new Map<string, Flow>();
+    const target = (id: string): BaseNode | undefined => flow.getNode(id) ?? subflows.get(id);
     for (const [i, node] of cfg.nodes.entries()) {
       const at = `${path}/nodes/${i}`;
       const NodeClass = this.#types.get(node.type)!;
@@ -319,8 +323,9 @@ export class FlowLoader implements FlowConfigLoader {
         problems.push({ path: at, message: `could not create node '${node.id}': ${(error as Error).message}` });
         continue;
       }
-      this.#rawParams.set(instance, node.params);
-      targets.set(node.id, instance);
+      // Shared params that held no `${ENV}` reference are the node's own: its params export as they are. Otherwise
+      // the params as written are kept (a copy of the caller's object, as zod's copy was, unless shared).
+      if (params !== node.params) this.#rawParams.set(instance, share ? node.params : ownEntries(node.params));
       if (node.internalFlow) {
         const inner = node.internalFlow;
         const child = flow.createChildFlow(instance, { maxSteps: inner.maxSteps, onMissingRoute: inner.onMissingRoute });
@@ -331,15 +336,16 @@ export class FlowLoader implements FlowConfigLoader {
     for (const [k, sub] of (cfg.subflows ?? []).entries()) {
       const subflow = flow.addSubflow({ namespace: sub.namespace, maxSteps: sub.maxSteps, onMissingRoute: sub.onMissingRoute });
       await this.#populate(subflow, sub, `${path}/subflows/${k}`, env, share, problems);
-      targets.set(sub.namespace, subflow);
+      subflows.set(sub.namespace, subflow);
     }
     for (const edge of cfg.edges) {
-      const from = targets.get(edge.from);
-      const to = targets.get(edge.to);
+      const from = target(edge.from);
+      const to = target(edge.to);
       if (from && to) from.on(edge.condition, to, edge.mappings ? { mappings: edge.mappings } : undefined);
     }
-    if (cfg.entry !== undefined && targets.has(cfg.entry)) flow.setEntryNode(targets.get(cfg.entry)!);
-    else if (!flow.entryNode && cfg.subflows?.length) flow.setEntryNode(targets.get(cfg.subflows[0]!.namespace)!);
+    const entry = cfg.entry === undefined ? undefined : target(cfg.entry);
+    if (entry !== undefined) flow.setEntryNode(entry);
+    else if (!flow.entryNode && cfg.subflows?.length) flow.setEntryNode(subflows.get(cfg.subflows[0]!.namespace)!);
     this.#dependencies.set(flow, cfg.dependencies);
   }
 
@@ -425,6 +431,13 @@ export function normalizeFlowConfig(config: unknown): FlowConfig {
     return out;
   };
   return strip(parsed, { maxSteps: DEFAULT_MAX_STEPS, onMissingRoute: DEFAULT_MISSING_ROUTE });
+}
+
+/** A shallow copy of `record`'s own enumerable entries (a `__proto__` key stays an own key). */
+function ownEntries(record: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(record)) Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  return out;
 }
 
 /** The params that are data: runtime objects (functions, class instances, symbols) stay out of a config. */
