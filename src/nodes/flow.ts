@@ -115,7 +115,11 @@ export class Flow extends BaseFlow<any> {
   readonly #parent: BackpackHandle | undefined;
   readonly #streamer: EventStreamer;
   readonly #nodes = new Map<string, BaseNode>();
-  readonly #namespaces = new Map<string, string>();
+  /**
+   * The nodes whose namespace segment is not their id, by segment (for the others, the id is the segment, and ids are
+   * unique): all that is needed to keep namespaces unique, without a map entry per node of a large flow.
+   */
+  readonly #ownSegments = new Map<string, string>();
   readonly #subflows: Flow[] = [];
   #sealed = false;
 
@@ -186,7 +190,9 @@ export class Flow extends BaseFlow<any> {
     }
     const segment = checkSegment(config.namespaceSegment ?? NodeClass.namespaceSegment ?? config.id, `Namespace segment of node '${config.id}'`);
     const namespace = composeNamespace(this.namespace, segment);
-    const holder = this.#namespaces.get(namespace);
+    // Another node with this segment: one that chose it, or (for a node that chose its own) the node of that id.
+    const named = segment === config.id ? undefined : this.#nodes.get(segment);
+    const holder = this.#ownSegments.get(segment) ?? (named instanceof BackpackNode && named.namespace === namespace ? named.id : undefined);
     if (holder !== undefined) {
       throw new FlowError(
         `Nodes '${holder}' and '${config.id}' of flow '${this.id}' would share namespace '${namespace}': ` +
@@ -199,7 +205,7 @@ export class Flow extends BaseFlow<any> {
     // The node keeps its registration: mappings on its routes are committed as the node (see applyMappings).
     bindNode(node, binding, this, this.#streamer);
     this.#nodes.set(node.id, node);
-    this.#namespaces.set(namespace, node.id);
+    if (segment !== node.id) this.#ownSegments.set(segment, node.id);
     if (!this.entryNode) super.setEntryNode(node);
     return node;
   }
