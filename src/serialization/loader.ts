@@ -22,6 +22,7 @@ import { parseFlowConfig } from './parse.js';
 import { flattenEdges, flattenNodes, findNode, getCompositeNodes, getMaxDepth } from './query.js';
 import { FlowConfigSchema, SUPPORTED_MAJOR_VERSION, type FlowConfig, type FlowEdge, type NodeConfig } from './schema.js';
 import { checkFlowStructure } from './structure.js';
+import { NameTable } from './name-table.js';
 import { maskSecrets, resolveEnvRefs } from './secrets.js';
 
 /** Options of {@link FlowLoader.exportFlow}. */
@@ -234,8 +235,7 @@ export class FlowLoader implements FlowConfigLoader {
     // Where each id and namespace segment was taken: a node's index (its path is made only for a problem), or a
     // subflow's path. Every node of this flow has a namespace under the same one, so segments tell namespaces apart
     // (no namespace string is made per node).
-    const ids = new Map<string, number | string>();
-    const segments = new Map<string, number>();
+    const names = new NameTable();
     const nodeAt = (where: number | string): string => (typeof where === 'number' ? `${path}/nodes/${where}` : where);
     cfg.nodes.forEach((node, i) => {
       const at = nodeAt(i);
@@ -244,18 +244,18 @@ export class FlowLoader implements FlowConfigLoader {
         const known = this.getRegisteredTypes();
         problems.push({ path: `${at}/type`, message: `unknown node type '${node.type}'${known.length ? ` (registered: ${known.join(', ')})` : ' (no types are registered)'}` });
       }
-      const taken = ids.get(node.id);
+      const taken = names.idHolder(node.id);
       if (taken !== undefined) problems.push({ path: `${at}/id`, message: `duplicate node id '${node.id}' (also ${nodeAt(taken)})` });
-      else ids.set(node.id, i);
       for (const key of Object.keys(node.params)) {
         if (RESERVED_PARAMS.has(key)) problems.push({ path: `${at}/params/${key}`, message: `'${key}' is a node setting, not a param: put it beside params` });
       }
       if (node.namespaceSegment?.includes('.')) problems.push({ path: `${at}/namespaceSegment`, message: `a namespace segment is one segment (no '.'), got '${node.namespaceSegment}'` });
       const segment = node.namespaceSegment ?? NodeClass?.namespaceSegment ?? node.id;
-      const holder = segments.get(segment);
+      const holder = names.segmentHolder(segment);
       if (holder !== undefined) {
         problems.push({ path: `${at}/namespaceSegment`, message: `namespace '${composeNamespace(namespace, segment)}' is also taken by ${nodeAt(holder)}: give this node its own namespaceSegment` });
-      } else segments.set(segment, i);
+      }
+      names.claimNode(node.id, segment, i);
       const schema = NodeClass?.paramsSchema as ZodType | undefined;
       if (schema) {
         const result = schema.safeParse(node.params);
@@ -274,14 +274,14 @@ export class FlowLoader implements FlowConfigLoader {
     (cfg.subflows ?? []).forEach((sub, k) => {
       const at = `${path}/subflows/${k}`;
       if (!sub.namespace) problems.push({ path: `${at}/namespace`, message: 'a subflow needs a namespace segment' });
-      else if (ids.has(sub.namespace)) problems.push({ path: `${at}/namespace`, message: `subflow '${sub.namespace}' has the id of ${nodeAt(ids.get(sub.namespace)!)}` });
-      else ids.set(sub.namespace, at);
+      else if (names.idHolder(sub.namespace) !== undefined) problems.push({ path: `${at}/namespace`, message: `subflow '${sub.namespace}' has the id of ${nodeAt(names.idHolder(sub.namespace)!)}` });
+      else names.claimId(sub.namespace, at);
       this.#checkFlow(sub, at, composeNamespace(namespace, sub.namespace), false, problems);
     });
     const routes = new Map<string, number>();
     cfg.edges.forEach((edge, j) => {
       for (const end of ['from', 'to'] as const) {
-        if (!ids.has(edge[end])) problems.push({ path: `${path}/edges/${j}/${end}`, message: `edge ${end} '${edge[end]}': no node or subflow with that id in this flow` });
+        if (names.idHolder(edge[end]) === undefined) problems.push({ path: `${path}/edges/${j}/${end}`, message: `edge ${end} '${edge[end]}': no node or subflow with that id in this flow` });
       }
       if (edge.mappings !== undefined) {
         for (const problem of mappingProblems(edge.mappings, backpackKeyProblem)) {
@@ -294,7 +294,7 @@ export class FlowLoader implements FlowConfigLoader {
         problems.push({ path: `${path}/edges/${j}/condition`, message: `'${edge.from}' already routes '${edge.condition}' (${path}/edges/${earlier}): one successor per action` });
       } else routes.set(route, j);
     });
-    if (cfg.entry !== undefined && !ids.has(cfg.entry)) problems.push({ path: `${path}/entry`, message: `entry '${cfg.entry}': no node or subflow with that id` });
+    if (cfg.entry !== undefined && names.idHolder(cfg.entry) === undefined) problems.push({ path: `${path}/entry`, message: `entry '${cfg.entry}': no node or subflow with that id` });
     if (!top && cfg.nodes.length === 0 && (cfg.subflows ?? []).length === 0) problems.push({ path: `${path}/nodes`, message: 'a nested flow needs at least one node' });
   }
 
