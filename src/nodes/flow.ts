@@ -74,6 +74,13 @@ export interface FlowConfigLoader {
 
 let defaultConfigLoader: FlowConfigLoader | undefined;
 
+let streamerOf: (flow: Flow) => EventStreamer;
+
+/** The stream `flow` emits to, also for a flow that runs inside a node (its nodes emit there; not exported from the package). */
+export function flowStreamer(flow: Flow): EventStreamer {
+  return streamerOf(flow);
+}
+
 /** Sets the loader `Flow.fromConfig` uses when none is passed (the serialization module sets its default loader). */
 export function setDefaultFlowConfigLoader(loader: FlowConfigLoader): void {
   defaultConfigLoader = loader;
@@ -122,6 +129,10 @@ export class Flow extends BaseFlow<any> {
   readonly #ownSegments = new Map<string, string>();
   readonly #subflows: Flow[] = [];
   #sealed = false;
+
+  static {
+    streamerOf = (flow) => flow.#streamer;
+  }
 
   constructor(options: FlowOptions = {}) {
     const given = options.backpack;
@@ -203,7 +214,7 @@ export class Flow extends BaseFlow<any> {
     const registration = { nodeId: node.id, nodeName: NodeClass.name, namespace, permissions: nodePermissions(node) };
     const binding = this.#parent ? this.#parent.registerChild(registration) : this.#backpack!.registerNode(registration);
     // The node keeps its registration: mappings on its routes are committed as the node (see applyMappings).
-    bindNode(node, binding, this, this.#streamer);
+    bindNode(node, binding, this);
     this.#nodes.set(node.id, node);
     if (segment !== node.id) this.#ownSegments.set(segment, node.id);
     if (!this.entryNode) super.setEntryNode(node);
