@@ -31,14 +31,18 @@ type Spoofable = { nodeId?: unknown; nodeName?: unknown; namespace?: unknown } |
 export class NodeBinding {
   readonly #ops: HandleOps;
   readonly #actor: Actor;
-  /** The node's handle outside any execution. */
-  readonly handle: BackpackHandle;
+  /** Made when first asked for: most nodes of a large flow never are (they run through per-execution handles). */
+  #handle: BackpackHandle | undefined;
 
   /** @internal Created by `Backpack.registerNode` and `BackpackHandle.registerChild`. */
   constructor(ops: HandleOps, actor: Actor) {
     this.#ops = ops;
     this.#actor = actor;
-    this.handle = new BackpackHandle(ops, actor, undefined);
+  }
+
+  /** The node's handle outside any execution (one per binding). */
+  get handle(): BackpackHandle {
+    return (this.#handle ??= new BackpackHandle(this.#ops, this.#actor, undefined));
   }
 
   /** A handle of the same node whose events carry `eventContext` (one per execution). */

@@ -5,6 +5,8 @@
 export { fsyncDirSync, writeFileAtomic, writeFileAtomicSync, writeJsonAtomic } from './atomic.js';
 export type { AtomicWriteOptions } from './atomic.js';
 export { isLargeJson, writeJsonPieces } from './json-pieces.js';
+export { readJsonChunked } from './json-read.js';
+export type { ReadJsonOptions } from './json-read.js';
 export { readTextIfExists, readTextIfExistsSync } from './read.js';
 export { describeHolder, lockHeld, tryLock, waitForLock } from './lock.js';
 export type { FileLock, LockBusy, LockHolder, LockOptions } from './lock.js';

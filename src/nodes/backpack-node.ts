@@ -1,13 +1,13 @@
 import type { ZodType } from 'zod';
 import type { BackpackHandle, NodeBinding, NodePermissions } from '../backpack/index.js';
-import { newSpanId, StreamEventType, type EventStreamer, type InterruptInfo } from '../events/index.js';
+import { newSpanId, StreamEventType, type InterruptInfo } from '../events/index.js';
 import { FlowError, FlowSignal, Node, type Attempt, type BaseNode, type RouteOptions, type RunScope } from '../flow/index.js';
 import { checkSegments, encodeValue } from '../backpack/index.js';
 import { answerJsonSchema, checkAnswer, InterruptAnswerError, RunInterrupted } from './interrupt.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView } from './event-view.js';
 import { currentExecution, type NodeExecution } from './execution.js';
-import { Flow, type FlowOptions } from './flow.js';
+import { Flow, flowStreamer, type FlowOptions } from './flow.js';
 
 /**
  * How a BackpackNode is configured: an id, optional namespace segment and retry settings, and any params of its own
@@ -76,17 +76,37 @@ export function nodePermissions(node: BackpackNode): NodePermissions | undefined
   return node.config.permissions ?? (node as { permissions?: NodePermissions }).permissions ?? (node.constructor as BackpackNodeClass).permissions;
 }
 
+/** The parts of a node that few nodes need, made on first use (a flow of a million nodes holds a million nodes). */
+interface NodeMore {
+  /** The node's params (see {@link BackpackNode.params}). */
+  params?: Readonly<Record<string, unknown>>;
+  events?: NodeEventView;
+  /** The internal flow of a composite (the latest one built). */
+  internalFlow?: Flow;
+  /** True once the internal flow was declared (buildInternalFlow) or attached (a loader): the default exec runs it. */
+  internalFlowDeclared?: boolean;
+}
+
 /** What {@link BackpackNode.flow} shows of each flow. */
 const flowViews = new WeakMap<Flow, FlowView>();
 
-let bind: (node: BackpackNode, binding: NodeBinding, flow: Flow, streamer: EventStreamer) => void;
+let bind: (node: BackpackNode, binding: NodeBinding, flow: Flow) => void;
+let bindingIn: (node: BaseNode, flow: Flow) => NodeBinding | undefined;
 
 /**
  * Gives a node its registration with the Backpack and the flow's event stream (flows call this once, right after
  * creating the node). Not exported from the package: node code never holds either.
  */
-export function bindNode(node: BackpackNode, binding: NodeBinding, flow: Flow, streamer: EventStreamer): void {
-  bind(node, binding, flow, streamer);
+export function bindNode(node: BackpackNode, binding: NodeBinding, flow: Flow): void {
+  bind(node, binding, flow);
+}
+
+/**
+ * The registration {@link bindNode} gave `node` in `flow`, or undefined when `node` is not a node bound to that flow
+ * (a subflow, a node of another flow). Kept by the node, so that a flow of a million nodes holds no map of them.
+ */
+export function nodeBinding(node: BaseNode, flow: Flow): NodeBinding | undefined {
+  return bindingIn(node, flow);
 }
 
 /**
@@ -128,24 +148,19 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   readonly namespace: string;
   /** The configuration the node was created with (its params are what exports to JSON). */
   readonly config: Readonly<BackpackNodeConfig>;
-  /** The node's params, made when first read (see {@link params}). */
-  #params: Readonly<Record<string, unknown>> | undefined;
   /** Injected dependencies (from the flow), if any. */
   readonly deps: DependencyLookup | undefined;
   readonly #flow: Flow;
   #binding: NodeBinding | undefined;
-  #streamer: EventStreamer | undefined;
-  /** Made when first asked for (most nodes of a large flow never are). */
-  #events: NodeEventView | undefined;
-  #internalFlow: Flow | undefined;
-  #internalFlowDeclared = false;
+  /** What few nodes need (params read, an event view, an internal flow): made when first needed, one field per node. */
+  #more: NodeMore | undefined;
 
   static {
-    bind = (node, binding, flow, streamer) => {
+    bind = (node, binding, flow) => {
       if (node.#binding !== undefined || node.#flow !== flow) throw new FlowError(`Node '${node.id}' is already bound to a flow`);
       node.#binding = binding;
-      node.#streamer = streamer;
     };
+    bindingIn = (node, flow) => (node instanceof BackpackNode && node.#flow === flow ? node.#binding : undefined);
   }
 
   constructor(config: BackpackNodeConfig, context: NodeContext) {
@@ -157,7 +172,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
           `which gives it its namespace, Backpack handle and events${context && 'backpack' in context ? ` (new ${new.target.name}(config, { namespace, backpack }) was the BackpackFlow v2 form; see MIGRATING.md)` : ''}`,
       );
     }
-    this.config = Object.freeze({ ...config });
+    this.config = Object.freeze(ownCopy(config));
     const schema = new.target.paramsSchema;
     if (schema) {
       const result = schema.safeParse(this.params);
@@ -173,7 +188,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
 
   /** The node's params: its config without id, namespace segment, retry settings and permissions. */
   get params(): Readonly<Record<string, unknown>> {
-    return (this.#params ??= Object.freeze(Object.fromEntries(Object.entries(this.config).filter(([key]) => !SEGMENT_KEYS.has(key)))));
+    return ((this.#more ??= {}).params ??= Object.freeze(Object.fromEntries(Object.entries(this.config).filter(([key]) => !SEGMENT_KEYS.has(key)))));
   }
 
   /** The flow this node belongs to, as the node may see it: its id and namespace (one frozen view per flow). */
@@ -190,8 +205,8 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   /** The event stream as this node may see it (see {@link NodeEventView}). */
   get eventStreamer(): NodeEventView {
     const binding = this.#binding;
-    if (binding === undefined || this.#streamer === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
-    return (this.#events ??= new NodeEventView(this.#streamer, this.namespace, () => binding.handle));
+    if (binding === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
+    return ((this.#more ??= {}).events ??= new NodeEventView(flowStreamer(this.#flow), this.namespace, () => binding.handle));
   }
 
   /**
@@ -244,7 +259,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   /** The internal flow of a composite node (the latest one built), if any. */
   get internalFlow(): Flow | undefined {
     this.#declareInternalFlow();
-    return this.#internalFlow;
+    return this.#more?.internalFlow;
   }
 
   /** True when the node has an internal flow. */
@@ -270,11 +285,12 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
         throw new FlowError(`Internal flow already created for node '${this.id}' in this execution: call createInternalFlow() once per execution`);
       }
       execution.internalFlowCreated = true;
-    } else if (this.#internalFlow) {
+    } else if (this.#more?.internalFlow) {
       throw new FlowError(`Internal flow already exists for node '${this.id}': call createInternalFlow() only once`);
     }
-    this.#internalFlow = this.createNestedFlow();
-    return this.#internalFlow;
+    const flow = this.createNestedFlow();
+    (this.#more ??= {}).internalFlow = flow;
+    return flow;
   }
 
   /**
@@ -291,7 +307,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       id: options.id ?? this.id,
       namespace,
       backpack: this.#binding.handle,
-      eventStreamer: this.#streamer,
+      eventStreamer: flowStreamer(this.#flow),
       deps: options.deps ?? this.deps,
       maxSteps: options.maxSteps ?? this.#flow.maxSteps,
       onMissingRoute: options.onMissingRoute ?? this.#flow.onMissingRoute,
@@ -303,16 +319,18 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
    * `exec` runs it. Replaces any declared one.
    */
   attachInternalFlow(flow: Flow): void {
-    this.#internalFlowDeclared = true;
-    this.#internalFlow = flow;
+    const more = (this.#more ??= {});
+    more.internalFlowDeclared = true;
+    more.internalFlow = flow;
   }
 
   #declareInternalFlow(): void {
-    if (this.#internalFlowDeclared || !this.buildInternalFlow) return;
-    this.#internalFlowDeclared = true;
+    if (this.#more?.internalFlowDeclared === true || !this.buildInternalFlow) return;
+    const more = (this.#more ??= {});
+    more.internalFlowDeclared = true;
     const flow = this.createNestedFlow();
     this.buildInternalFlow(flow);
-    this.#internalFlow = flow;
+    more.internalFlow = flow;
   }
 
   /** Reads what exec needs, through this node's backpack handle. */
@@ -323,7 +341,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   /** Default exec: runs the declared or attached internal flow, if there is one, and returns its last action. */
   override exec(_prepRes: P, _attempt: Attempt): E | Promise<E> {
     const flow = this.internalFlow;
-    if (flow && this.#internalFlowDeclared) return flow.run() as Promise<E>;
+    if (flow && this.#more?.internalFlowDeclared === true) return flow.run() as Promise<E>;
     return undefined as E;
   }
 
@@ -333,7 +351,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
    * internal flow that ends with `'done'`); otherwise undefined (`'default'`).
    */
   override post(_backpack: BackpackHandle, _prepRes: P, execRes: E): string | undefined | Promise<string | undefined> {
-    return this.#internalFlowDeclared && typeof execRes === 'string' ? execRes : undefined;
+    return this.#more?.internalFlowDeclared === true && typeof execRes === 'string' ? execRes : undefined;
   }
 
   protected override onAttemptFailed(error: unknown, attempt: Attempt, delayMs: number, _scope: RunScope): void {
@@ -450,7 +468,8 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   protected emitEvent(type: (typeof StreamEventType)[keyof typeof StreamEventType], payload: Record<string, unknown>): void {
     const execution = currentExecution.getStore();
     const own = execution?.node === this ? execution : undefined;
-    this.#streamer?.emit({
+    if (this.#binding === undefined) return;
+    flowStreamer(this.#flow).emit({
       type,
       nodeId: this.id,
       nodeName: this.constructor.name,
@@ -462,6 +481,22 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     });
   }
 
+}
+
+/**
+ * A copy of `config`'s own enumerable properties (as `{ ...config }`, a `__proto__` key included as an own key),
+ * built by adding them one by one: frozen, such copies share their hidden class. (A spread copy made in a hot loop
+ * gets a hidden class of its own once frozen, about 180 bytes per node of a large flow.)
+ */
+function ownCopy(config: BackpackNodeConfig): BackpackNodeConfig {
+  const out: Record<string | symbol, unknown> = {};
+  for (const key of Reflect.ownKeys(config)) {
+    if (!Object.prototype.propertyIsEnumerable.call(config, key)) continue;
+    const value = (config as unknown as Record<string | symbol, unknown>)[key];
+    if (key === '__proto__') Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+    else out[key] = value;
+  }
+  return out as unknown as BackpackNodeConfig;
 }
 
 /** Why `key` cannot be a Backpack key (an empty segment), or undefined. */

@@ -1,4 +1,4 @@
-import { Backpack, BackpackHandle, type BackpackOptions, type NodeBinding } from '../backpack/index.js';
+import { Backpack, BackpackHandle, type BackpackOptions } from '../backpack/index.js';
 import { EventStreamer, StreamEventType, newRunId, newSpanId } from '../events/index.js';
 import {
   BaseFlow,
@@ -12,7 +12,7 @@ import {
   type RunScope,
   type StepBoundary,
 } from '../flow/index.js';
-import { BackpackNode, bindNode, describeError, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
+import { BackpackNode, bindNode, describeError, nodeBinding, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { currentExecution } from './execution.js';
 import { RunInterrupted } from './interrupt.js';
 import { checkNamespace, checkSegment, composeNamespace } from './namespace.js';
@@ -74,6 +74,13 @@ export interface FlowConfigLoader {
 
 let defaultConfigLoader: FlowConfigLoader | undefined;
 
+let streamerOf: (flow: Flow) => EventStreamer;
+
+/** The stream `flow` emits to, also for a flow that runs inside a node (its nodes emit there; not exported from the package). */
+export function flowStreamer(flow: Flow): EventStreamer {
+  return streamerOf(flow);
+}
+
 /** Sets the loader `Flow.fromConfig` uses when none is passed (the serialization module sets its default loader). */
 export function setDefaultFlowConfigLoader(loader: FlowConfigLoader): void {
   defaultConfigLoader = loader;
@@ -115,11 +122,17 @@ export class Flow extends BaseFlow<any> {
   readonly #parent: BackpackHandle | undefined;
   readonly #streamer: EventStreamer;
   readonly #nodes = new Map<string, BaseNode>();
-  readonly #namespaces = new Map<string, string>();
+  /**
+   * The nodes whose namespace segment is not their id, by segment (for the others, the id is the segment, and ids are
+   * unique): all that is needed to keep namespaces unique, without a map entry per node of a large flow.
+   */
+  readonly #ownSegments = new Map<string, string>();
   readonly #subflows: Flow[] = [];
-  /** Each node's registration: mappings on its routes are committed as the node (see {@link applyMappings}). */
-  readonly #bindings = new Map<BaseNode, NodeBinding>();
   #sealed = false;
+
+  static {
+    streamerOf = (flow) => flow.#streamer;
+  }
 
   constructor(options: FlowOptions = {}) {
     const given = options.backpack;
@@ -188,7 +201,9 @@ export class Flow extends BaseFlow<any> {
     }
     const segment = checkSegment(config.namespaceSegment ?? NodeClass.namespaceSegment ?? config.id, `Namespace segment of node '${config.id}'`);
     const namespace = composeNamespace(this.namespace, segment);
-    const holder = this.#namespaces.get(namespace);
+    // Another node with this segment: one that chose it, or (for a node that chose its own) the node of that id.
+    const named = segment === config.id ? undefined : this.#nodes.get(segment);
+    const holder = this.#ownSegments.get(segment) ?? (named instanceof BackpackNode && named.namespace === namespace ? named.id : undefined);
     if (holder !== undefined) {
       throw new FlowError(
         `Nodes '${holder}' and '${config.id}' of flow '${this.id}' would share namespace '${namespace}': ` +
@@ -198,10 +213,10 @@ export class Flow extends BaseFlow<any> {
     const node = new NodeClass(config, { namespace, flow: this, deps: this.deps });
     const registration = { nodeId: node.id, nodeName: NodeClass.name, namespace, permissions: nodePermissions(node) };
     const binding = this.#parent ? this.#parent.registerChild(registration) : this.#backpack!.registerNode(registration);
-    bindNode(node, binding, this, this.#streamer);
-    this.#bindings.set(node, binding);
+    // The node keeps its registration: mappings on its routes are committed as the node (see applyMappings).
+    bindNode(node, binding, this);
     this.#nodes.set(node.id, node);
-    this.#namespaces.set(namespace, node.id);
+    if (segment !== node.id) this.#ownSegments.set(segment, node.id);
     if (!this.entryNode) super.setEntryNode(node);
     return node;
   }
@@ -361,7 +376,7 @@ export class Flow extends BaseFlow<any> {
    * so a durable run's checkpoint of that step holds it.
    */
   protected override applyMappings(from: BaseNode, action: string, to: BaseNode, mappings: RouteMappings, _shared: unknown, scope: RunScope): void {
-    const binding = this.#bindings.get(from);
+    const binding = nodeBinding(from, this);
     const context = { runId: scope.runId, spanId: scope.spanId };
     const actor: Pick<BackpackHandle, 'unpackRequired' | 'getItem' | 'pack'> = binding ? binding.withContext(context) : this.#parent ?? this.#backpack!;
     const who = binding ? `node '${from.id}'` : this.#parent ? `node '${this.#parent.identity.nodeId}'` : 'the owner';

@@ -9,7 +9,7 @@ export { FlowConfigError, type ConfigProblem } from './errors.js';
 export { FlowConfigSchema, NodeConfigSchema, FlowEdgeSchema, McpServerSchema, SUPPORTED_MAJOR_VERSION } from './schema.js';
 export type { FlowConfig, FlowConfigInput, NodeConfig, FlowEdge } from './schema.js';
 export { flattenNodes, flattenEdges, findNode, getCompositeNodes, getMaxDepth } from './query.js';
-export { parseFlowConfig, jsonErrorOffset } from './parse.js';
+export { parseFlowConfig, readFlowConfigFile, jsonErrorOffset } from './parse.js';
 export type { ParseFlowConfigOptions } from './parse.js';
 export { DEFAULT_MAX_FLOW_BYTES, MAX_JSON_NESTING, nestingProblem, stripBom } from './limits.js';
 export { maskSecrets, isSecretParamName, MASK } from './secrets.js';

@@ -21,6 +21,8 @@ import { nestingProblem } from './limits.js';
 import { parseFlowConfig } from './parse.js';
 import { flattenEdges, flattenNodes, findNode, getCompositeNodes, getMaxDepth } from './query.js';
 import { FlowConfigSchema, SUPPORTED_MAJOR_VERSION, type FlowConfig, type FlowEdge, type NodeConfig } from './schema.js';
+import { checkFlowStructure } from './structure.js';
+import { NameTable } from './name-table.js';
 import { maskSecrets, resolveEnvRefs } from './secrets.js';
 
 /** Options of {@link FlowLoader.exportFlow}. */
@@ -205,22 +207,21 @@ export class FlowLoader implements FlowConfigLoader {
     }
     const structural = checkNesting(config, maxDepth);
     if (structural.length > 0) return { problems: structural };
-    const parsed = FlowConfigSchema.safeParse(config);
-    if (!parsed.success) {
-      const problems = parsed.error.issues.map((issue) => ({ path: pointer(issue.path), message: issue.message }));
+    const problems: ConfigProblem[] = [];
+    const normalized = checkFlowStructure(config, '', problems);
+    if (normalized === undefined) {
       const version = (config as { version?: unknown } | null)?.version;
       if (typeof version === 'string' && /^\d+\./.test(version) && Number(version.split('.')[0]) !== SUPPORTED_MAJOR_VERSION) {
         problems.unshift({ path: '/version', message: unsupportedVersion(version) });
       }
       return { problems };
     }
-    const problems: ConfigProblem[] = [];
-    const major = Number(parsed.data.version.split('.')[0]);
+    const major = Number(normalized.version.split('.')[0]);
     if (major !== SUPPORTED_MAJOR_VERSION) {
-      problems.push({ path: '/version', message: unsupportedVersion(parsed.data.version) });
+      problems.push({ path: '/version', message: unsupportedVersion(normalized.version) });
     }
-    this.#checkFlow(parsed.data, '', parsed.data.namespace, true, problems);
-    return problems.length > 0 ? { problems } : { problems, config: parsed.data };
+    this.#checkFlow(normalized, '', normalized.namespace, true, problems);
+    return problems.length > 0 ? { problems } : { problems, config: normalized };
   }
 
   #checkFlow(cfg: FlowConfig, path: string, namespace: string, top: boolean, problems: ConfigProblem[]): void {
@@ -231,9 +232,10 @@ export class FlowLoader implements FlowConfigLoader {
         problems.push({ path: `${path}/namespace`, message: (error as Error).message });
       }
     }
-    // Where each id and namespace was taken: a node's index (its path is made only for a problem), or a subflow's path.
-    const ids = new Map<string, number | string>();
-    const namespaces = new Map<string, number>();
+    // Where each id and namespace segment was taken: a node's index (its path is made only for a problem), or a
+    // subflow's path. Every node of this flow has a namespace under the same one, so segments tell namespaces apart
+    // (no namespace string is made per node).
+    const names = new NameTable();
     const nodeAt = (where: number | string): string => (typeof where === 'number' ? `${path}/nodes/${where}` : where);
     cfg.nodes.forEach((node, i) => {
       const at = nodeAt(i);
@@ -242,19 +244,18 @@ export class FlowLoader implements FlowConfigLoader {
         const known = this.getRegisteredTypes();
         problems.push({ path: `${at}/type`, message: `unknown node type '${node.type}'${known.length ? ` (registered: ${known.join(', ')})` : ' (no types are registered)'}` });
       }
-      const taken = ids.get(node.id);
+      const taken = names.idHolder(node.id);
       if (taken !== undefined) problems.push({ path: `${at}/id`, message: `duplicate node id '${node.id}' (also ${nodeAt(taken)})` });
-      else ids.set(node.id, i);
       for (const key of Object.keys(node.params)) {
         if (RESERVED_PARAMS.has(key)) problems.push({ path: `${at}/params/${key}`, message: `'${key}' is a node setting, not a param: put it beside params` });
       }
       if (node.namespaceSegment?.includes('.')) problems.push({ path: `${at}/namespaceSegment`, message: `a namespace segment is one segment (no '.'), got '${node.namespaceSegment}'` });
       const segment = node.namespaceSegment ?? NodeClass?.namespaceSegment ?? node.id;
-      const nodeNamespace = composeNamespace(namespace, segment);
-      const holder = namespaces.get(nodeNamespace);
+      const holder = names.segmentHolder(segment);
       if (holder !== undefined) {
-        problems.push({ path: `${at}/namespaceSegment`, message: `namespace '${nodeNamespace}' is also taken by ${nodeAt(holder)}: give this node its own namespaceSegment` });
-      } else namespaces.set(nodeNamespace, i);
+        problems.push({ path: `${at}/namespaceSegment`, message: `namespace '${composeNamespace(namespace, segment)}' is also taken by ${nodeAt(holder)}: give this node its own namespaceSegment` });
+      }
+      names.claimNode(node.id, segment, i);
       const schema = NodeClass?.paramsSchema as ZodType | undefined;
       if (schema) {
         const result = schema.safeParse(node.params);
@@ -262,6 +263,7 @@ export class FlowLoader implements FlowConfigLoader {
       }
       if (node.internalFlow) {
         const inner = node.internalFlow;
+        const nodeNamespace = composeNamespace(namespace, segment);
         if (inner.namespace && inner.namespace !== nodeNamespace) {
           problems.push({ path: `${at}/internalFlow/namespace`, message: `an internal flow has its node's namespace '${nodeNamespace}', not '${inner.namespace}'` });
         }
@@ -272,14 +274,14 @@ export class FlowLoader implements FlowConfigLoader {
     (cfg.subflows ?? []).forEach((sub, k) => {
       const at = `${path}/subflows/${k}`;
       if (!sub.namespace) problems.push({ path: `${at}/namespace`, message: 'a subflow needs a namespace segment' });
-      else if (ids.has(sub.namespace)) problems.push({ path: `${at}/namespace`, message: `subflow '${sub.namespace}' has the id of ${nodeAt(ids.get(sub.namespace)!)}` });
-      else ids.set(sub.namespace, at);
+      else if (names.idHolder(sub.namespace) !== undefined) problems.push({ path: `${at}/namespace`, message: `subflow '${sub.namespace}' has the id of ${nodeAt(names.idHolder(sub.namespace)!)}` });
+      else names.claimId(sub.namespace, at);
       this.#checkFlow(sub, at, composeNamespace(namespace, sub.namespace), false, problems);
     });
     const routes = new Map<string, number>();
     cfg.edges.forEach((edge, j) => {
       for (const end of ['from', 'to'] as const) {
-        if (!ids.has(edge[end])) problems.push({ path: `${path}/edges/${j}/${end}`, message: `edge ${end} '${edge[end]}': no node or subflow with that id in this flow` });
+        if (names.idHolder(edge[end]) === undefined) problems.push({ path: `${path}/edges/${j}/${end}`, message: `edge ${end} '${edge[end]}': no node or subflow with that id in this flow` });
       }
       if (edge.mappings !== undefined) {
         for (const problem of mappingProblems(edge.mappings, backpackKeyProblem)) {
@@ -292,14 +294,16 @@ export class FlowLoader implements FlowConfigLoader {
         problems.push({ path: `${path}/edges/${j}/condition`, message: `'${edge.from}' already routes '${edge.condition}' (${path}/edges/${earlier}): one successor per action` });
       } else routes.set(route, j);
     });
-    if (cfg.entry !== undefined && !ids.has(cfg.entry)) problems.push({ path: `${path}/entry`, message: `entry '${cfg.entry}': no node or subflow with that id` });
+    if (cfg.entry !== undefined && names.idHolder(cfg.entry) === undefined) problems.push({ path: `${path}/entry`, message: `entry '${cfg.entry}': no node or subflow with that id` });
     if (!top && cfg.nodes.length === 0 && (cfg.subflows ?? []).length === 0) problems.push({ path: `${path}/nodes`, message: 'a nested flow needs at least one node' });
   }
 
   // ------------------------------------------------------------------ loading
 
   async #populate(flow: Flow, cfg: FlowConfig, path: string, env: Record<string, string | undefined>, share: boolean, problems: ConfigProblem[]): Promise<void> {
-    const targets = new Map<string, BackpackNode | Flow>();
+    // Subflows by namespace; nodes are found by id in the flow (a million nodes need no second map).
+    const subflows = new Map<string, Flow>();
+    const target = (id: string): BaseNode | undefined => flow.getNode(id) ?? subflows.get(id);
     for (const [i, node] of cfg.nodes.entries()) {
       const at = `${path}/nodes/${i}`;
       const NodeClass = this.#types.get(node.type)!;
@@ -319,8 +323,9 @@ export class FlowLoader implements FlowConfigLoader {
         problems.push({ path: at, message: `could not create node '${node.id}': ${(error as Error).message}` });
         continue;
       }
-      this.#rawParams.set(instance, node.params);
-      targets.set(node.id, instance);
+      // Shared params that held no `${ENV}` reference are the node's own: its params export as they are. Otherwise
+      // the params as written are kept (a copy of the caller's object, as zod's copy was, unless shared).
+      if (params !== node.params) this.#rawParams.set(instance, share ? node.params : ownEntries(node.params));
       if (node.internalFlow) {
         const inner = node.internalFlow;
         const child = flow.createChildFlow(instance, { maxSteps: inner.maxSteps, onMissingRoute: inner.onMissingRoute });
@@ -331,15 +336,16 @@ export class FlowLoader implements FlowConfigLoader {
     for (const [k, sub] of (cfg.subflows ?? []).entries()) {
       const subflow = flow.addSubflow({ namespace: sub.namespace, maxSteps: sub.maxSteps, onMissingRoute: sub.onMissingRoute });
       await this.#populate(subflow, sub, `${path}/subflows/${k}`, env, share, problems);
-      targets.set(sub.namespace, subflow);
+      subflows.set(sub.namespace, subflow);
     }
     for (const edge of cfg.edges) {
-      const from = targets.get(edge.from);
-      const to = targets.get(edge.to);
+      const from = target(edge.from);
+      const to = target(edge.to);
       if (from && to) from.on(edge.condition, to, edge.mappings ? { mappings: edge.mappings } : undefined);
     }
-    if (cfg.entry !== undefined && targets.has(cfg.entry)) flow.setEntryNode(targets.get(cfg.entry)!);
-    else if (!flow.entryNode && cfg.subflows?.length) flow.setEntryNode(targets.get(cfg.subflows[0]!.namespace)!);
+    const entry = cfg.entry === undefined ? undefined : target(cfg.entry);
+    if (entry !== undefined) flow.setEntryNode(entry);
+    else if (!flow.entryNode && cfg.subflows?.length) flow.setEntryNode(subflows.get(cfg.subflows[0]!.namespace)!);
     this.#dependencies.set(flow, cfg.dependencies);
   }
 
@@ -425,6 +431,13 @@ export function normalizeFlowConfig(config: unknown): FlowConfig {
     return out;
   };
   return strip(parsed, { maxSteps: DEFAULT_MAX_STEPS, onMissingRoute: DEFAULT_MISSING_ROUTE });
+}
+
+/** A shallow copy of `record`'s own enumerable entries (a `__proto__` key stays an own key). */
+function ownEntries(record: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(record)) Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  return out;
 }
 
 /** The params that are data: runtime objects (functions, class instances, symbols) stay out of a config. */

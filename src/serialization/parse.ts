@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { readJsonChunked } from '../fs/index.js';
 import { FlowConfigError } from './errors.js';
 import { DEFAULT_MAX_FLOW_BYTES, MAX_JSON_NESTING, nestingProblem, sizeProblem, stripBom } from './limits.js';
 
@@ -25,6 +27,21 @@ export function parseFlowConfig(text: string, source = 'flow config', options: P
   const deep = nestingProblem(value, MAX_JSON_NESTING);
   if (deep) throw new FlowConfigError([deep], `${source} is nested too deeply`);
   return value;
+}
+
+/**
+ * Reads and parses a flow config file as {@link parseFlowConfig} parses its text (same value, same errors, `path` as
+ * the source), but without holding the whole text beside the parsed config: the file is read in chunks. Only a file
+ * the chunked reader does not take (malformed, say) is read whole, for the error's line and column. Errors of the
+ * file system (missing, unreadable) are thrown as they are.
+ */
+export function readFlowConfigFile(path: string, options: ParseFlowConfigOptions = {}): unknown {
+  const maxBytes = options.maxBytes ?? DEFAULT_MAX_FLOW_BYTES;
+  const read = readJsonChunked(path, { maxBytes });
+  if (read === undefined) return parseFlowConfig(readFileSync(path, 'utf8'), path, { maxBytes });
+  const deep = nestingProblem(read.value, MAX_JSON_NESTING);
+  if (deep) throw new FlowConfigError([deep], `${path} is nested too deeply`);
+  return read.value;
 }
 
 function malformed(text: string, source: string, error: unknown): FlowConfigError {

@@ -8,7 +8,7 @@ import {
   FlowConfigError,
   FlowLoader,
   nestingProblem,
-  parseFlowConfig,
+  readFlowConfigFile,
   stripBom,
   type ConfigProblem,
   type LoadableNodeClass,
@@ -19,28 +19,27 @@ import type { FlowSourceOptions } from './flow-options.js';
 import { openFlowModule, parseFlowModule, readRecipe, recordRecipe, type OpenFlow, type RunRecipe } from './recipe.js';
 
 /**
- * Reads and parses a flow file of at most `maxBytes` (checked before reading). Malformed JSON is a CliError naming
- * the file, line and column; a file over the limit is a CliError naming its size, the limit and `--max-flow-bytes`;
- * nesting too deep is a FlowConfigError naming the JSON path and the limit (a problem of the config, as `validate`
- * reports it).
+ * Reads and parses a flow file of at most `maxBytes` (checked before reading), in chunks: the whole text is not held
+ * beside the parsed config. Malformed JSON is a CliError naming the file, line and column; a file over the limit is a
+ * CliError naming its size, the limit and `--max-flow-bytes`; nesting too deep is a FlowConfigError naming the JSON
+ * path and the limit (a problem of the config, as `validate` reports it).
  */
 export function readFlowFile(path: string, maxBytes = DEFAULT_MAX_FLOW_BYTES): unknown {
-  let text: string;
   try {
     const size = statSync(path).size;
     if (size > maxBytes) throw new CliError(`flow file ${path} is ${size} bytes, over the limit of ${maxBytes} bytes; pass --max-flow-bytes <n> to accept it`);
-    text = readFileSync(path, 'utf8');
+    return readFlowConfigFile(path, { maxBytes });
   } catch (error) {
     if (error instanceof CliError) throw error;
-    throw new CliError(`cannot read flow file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
-  try {
-    return parseFlowConfig(text, path, { maxBytes });
-  } catch (error) {
-    if (!(error instanceof FlowConfigError) || !error.message.startsWith('Malformed')) throw error;
-    // parseFlowConfig names the line and column: "<path> is not valid JSON at line L, column C: <reason>".
-    const detail = error.errors.map((e) => e.message.replace(`${path} is not valid JSON`, '')).join('; ').replace(/\s+/g, ' ');
-    throw new CliError(`malformed flow JSON in ${path}${detail}`);
+    if (error instanceof FlowConfigError) {
+      if (!error.message.startsWith('Malformed')) throw error;
+      // readFlowConfigFile names the line and column: "<path> is not valid JSON at line L, column C: <reason>".
+      const detail = error.errors.map((e) => e.message.replace(`${path} is not valid JSON`, '')).join('; ').replace(/\s+/g, ' ');
+      throw new CliError(`malformed flow JSON in ${path}${detail}`);
+    }
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== undefined) throw new CliError(`cannot read flow file ${path}: ${code}`);
+    throw error;
   }
 }
 

@@ -1,0 +1,62 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { BackpackNode, FlowLoader, type ConfigProblem } from '../../src/index.js';
+import { trials } from '../support/soak.js';
+
+class Plain extends BackpackNode {}
+const loader = new FlowLoader().register('Plain', Plain);
+
+const name = fc.constantFrom('a', 'b', 'c');
+const node = fc.record({ id: name, namespaceSegment: fc.option(name, { nil: undefined }) }).map(({ id, namespaceSegment }) => ({ type: 'Plain', id, ...(namespaceSegment ? { namespaceSegment } : {}) }));
+const config = fc.record({
+  nodes: fc.array(node, { maxLength: 6 }),
+  subflows: fc.array(name, { maxLength: 2 }),
+  edges: fc.array(fc.record({ from: name, to: name }), { maxLength: 2 }),
+  entry: fc.option(name, { nil: undefined }),
+});
+
+/** The id and namespace problems as two maps of first takers give them (the reference). */
+function expected(cfg: { nodes: { id: string; namespaceSegment?: string }[]; subflows: string[]; edges: { from: string; to: string }[]; entry?: string }): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const ids = new Map<string, string>();
+  const namespaces = new Map<string, string>();
+  cfg.nodes.forEach((n, i) => {
+    const at = `/nodes/${i}`;
+    if (ids.has(n.id)) problems.push({ path: `${at}/id`, message: `duplicate node id '${n.id}' (also ${ids.get(n.id)})` });
+    else ids.set(n.id, at);
+    const ns = `top.${n.namespaceSegment ?? n.id}`;
+    if (namespaces.has(ns)) problems.push({ path: `${at}/namespaceSegment`, message: `namespace '${ns}' is also taken by ${namespaces.get(ns)}: give this node its own namespaceSegment` });
+    else namespaces.set(ns, at);
+  });
+  cfg.subflows.forEach((sub, k) => {
+    const at = `/subflows/${k}`;
+    if (ids.has(sub)) problems.push({ path: `${at}/namespace`, message: `subflow '${sub}' has the id of ${ids.get(sub)}` });
+    else ids.set(sub, at);
+  });
+  cfg.edges.forEach((edge, j) => {
+    for (const end of ['from', 'to'] as const) if (!ids.has(edge[end])) problems.push({ path: `/edges/${j}/${end}`, message: `edge ${end} '${edge[end]}': no node or subflow with that id in this flow` });
+  });
+  if (cfg.entry !== undefined && !ids.has(cfg.entry)) problems.push({ path: '/entry', message: `entry '${cfg.entry}': no node or subflow with that id` });
+  return problems;
+}
+
+describe('validateConfig: ids and namespaces of a flow', () => {
+  it('reports every duplicate id, shared namespace, unknown edge end and entry, naming the first taker, as two maps of takers would', () => {
+    fc.assert(
+      fc.property(config, (cfg) => {
+        const input = {
+          version: '2.0.0',
+          namespace: 'top',
+          nodes: cfg.nodes,
+          // each subflow has one node of its own, so that it is valid in itself
+          subflows: cfg.subflows.map((namespace) => ({ version: '2.0.0', namespace, nodes: [{ type: 'Plain', id: 'x' }] })),
+          edges: cfg.edges,
+          ...(cfg.entry ? { entry: cfg.entry } : {}),
+        };
+        const relevant = loader.validateConfig(input).errors.filter((p) => /\/(id|namespaceSegment|namespace|from|to|entry)$/.test(p.path) && !p.path.includes('/subflows/') || /^\/subflows\/\d+\/namespace$/.test(p.path));
+        expect(relevant).toEqual(expected(cfg));
+      }),
+      { numRuns: trials(300, 3000) },
+    );
+  });
+});
