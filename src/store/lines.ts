@@ -17,10 +17,8 @@ export interface RawLine {
 }
 
 /**
- * Yields the complete lines of `path` between byte offsets `start` (a line start) and `end`, reading 64 KB chunks,
- * so memory stays flat whatever the file size. `firstIndex` is the line index of the line at `start`. Bytes after
- * the last newline before `end` (a torn tail) are not yielded. `decode(index, bytes)` decides whether a line's text
- * is decoded; lines it rejects are yielded with empty text and `skipped` (counting lines without decoding them is cheap).
+ * Yields the complete lines of `path` between byte offsets `start` (a line start) and `end`, one by one (see
+ * {@link readLineBatches}, which this flattens; a line's `bytes` are valid only until the generator is resumed).
  */
 export async function* readLines(
   path: string,
@@ -29,6 +27,24 @@ export async function* readLines(
   firstIndex: number,
   decode: (index: number, bytes: Buffer) => boolean = () => true,
 ): AsyncGenerator<RawLine> {
+  for await (const batch of readLineBatches(path, start, end, firstIndex, decode)) yield* batch;
+}
+
+/**
+ * Yields the complete lines of `path` between byte offsets `start` (a line start) and `end`, reading 64 KB chunks,
+ * so memory stays flat whatever the file size: one batch per chunk (the lines that end in it), so that a reader of a
+ * long log pays one asynchronous step per chunk, not per line. `firstIndex` is the line index of the line at `start`.
+ * Bytes after the last newline before `end` (a torn tail) are not yielded. `decode(index, bytes)` decides whether a
+ * line's text is decoded; lines it rejects are yielded with empty text and `skipped` (counting lines without decoding
+ * them is cheap). A line's `bytes` are a view that is valid only until the generator is resumed.
+ */
+export async function* readLineBatches(
+  path: string,
+  start: number,
+  end: number,
+  firstIndex: number,
+  decode: (index: number, bytes: Buffer) => boolean = () => true,
+): AsyncGenerator<RawLine[]> {
   if (end <= start) return;
   const handle = await fsp.open(path, 'r');
   try {
@@ -41,18 +57,19 @@ export async function* readLines(
       const { bytesRead } = await handle.read(buffer, 0, Math.min(CHUNK, end - position), position);
       if (bytesRead === 0) break;
       const chunk = buffer.subarray(0, bytesRead);
+      const batch: RawLine[] = [];
       let lineStart = 0;
       let nl = chunk.indexOf(NEWLINE, 0);
       while (nl !== -1) {
         if (carry !== undefined) {
           const bytes = Buffer.concat([carry, chunk.subarray(0, nl)]);
           const wanted = decode(index, bytes);
-          yield { text: wanted ? bytes.toString('utf8') : '', skipped: !wanted, offset: carryOffset, index, bytes };
+          batch.push({ text: wanted ? bytes.toString('utf8') : '', skipped: !wanted, offset: carryOffset, index, bytes });
           carry = undefined;
         } else {
           const bytes = chunk.subarray(lineStart, nl);
           const wanted = decode(index, bytes);
-          yield { text: wanted ? chunk.toString('utf8', lineStart, nl) : '', skipped: !wanted, offset: position + lineStart, index, bytes };
+          batch.push({ text: wanted ? chunk.toString('utf8', lineStart, nl) : '', skipped: !wanted, offset: position + lineStart, index, bytes });
         }
         index++;
         lineStart = nl + 1;
@@ -66,6 +83,7 @@ export async function* readLines(
         } else carry = Buffer.concat([carry, rest]);
       }
       position += bytesRead;
+      if (batch.length > 0) yield batch;
     }
   } finally {
     await handle.close();
