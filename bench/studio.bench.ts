@@ -11,6 +11,7 @@ import { gzipSync } from 'node:zlib';
 import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../src/index.js';
 import { startStudio } from '../src/studio/server.js';
 import { RunReader } from '../src/studio/run-reader.js';
+import { FileRunStore, MemoryStore } from '../src/store/index.js';
 import { defaultPageDir } from '../src/studio/static.js';
 import { launchChromium } from '../test/support/chromium.js';
 import { median, printTable, timeMedianMs, type BenchRow } from './harness.js';
@@ -97,7 +98,7 @@ try {
   for (const [name, path, target] of routes) rows.push({ name, median: await timeMedianMs(() => api(path), 5, 1), unit: 'ms', ...(target ? { target } : {}) });
   // The trace from the log, as a studio builds it the first time a run is opened (it keeps it afterwards).
   const fresh = async (): Promise<void> => {
-    const reader = new RunReader(root);
+    const reader = new RunReader(new FileRunStore(root), new MemoryStore({ dataDir: root }));
     await reader.trace({ session: 'default', runId });
     await reader.close();
   };

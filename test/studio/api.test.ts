@@ -37,7 +37,7 @@ describe('studio API over a recorded run', () => {
     expect(studio.url).toBe(`http://127.0.0.1:${studio.port}/?token=${studio.token}`);
     const info = await api('/api/info');
     expect(info.status).toBe(200);
-    expect(info.json).toMatchObject({ dataDir, sessions: ['default'], tokenRequired: false, canWrite: false, workspace: null });
+    expect(info.json).toMatchObject({ store: 'files', location: dataDir, sessions: ['default'], tokenRequired: false, canWrite: false, workspace: null });
     expect((await api('/api/info', { authorization: `Bearer ${studio.token}` })).json.canWrite).toBe(true);
     const viaQuery = await api(`/api/info?token=${studio.token}`);
     expect(viaQuery.json.canWrite).toBe(true);
