@@ -2,6 +2,8 @@ import { promises as fsp } from 'node:fs';
 
 const NEWLINE = 0x0a;
 const CHUNK = 64 * 1024;
+/** The largest chunk {@link readLineBatches} grows to (a long read makes fewer trips to the disk and the thread pool). */
+const MAX_CHUNK = 1024 * 1024;
 
 /**
  * One complete line of a JSONL file: its text (without the newline), byte offset and 0-based line index, and its
@@ -31,9 +33,10 @@ export async function* readLines(
 }
 
 /**
- * Yields the complete lines of `path` between byte offsets `start` (a line start) and `end`, reading 64 KB chunks,
- * so memory stays flat whatever the file size: one batch per chunk (the lines that end in it), so that a reader of a
- * long log pays one asynchronous step per chunk, not per line. `firstIndex` is the line index of the line at `start`.
+ * Yields the complete lines of `path` between byte offsets `start` (a line start) and `end`, reading chunks of 64 KB
+ * that double up to 1 MB as the read goes on (a reader that stops after a page reads little; one that reads a long
+ * log makes few trips to the disk), so memory stays flat whatever the file size: one batch per chunk (the lines that
+ * end in it), so that a reader of a long log pays one asynchronous step per chunk, not per line. `firstIndex` is the line index of the line at `start`.
  * Bytes after the last newline before `end` (a torn tail) are not yielded. `decode(index, bytes)` decides whether a
  * line's text is decoded; lines it rejects are yielded with empty text and `skipped` (counting lines without decoding
  * them is cheap). A line's `bytes` are a view that is valid only until the generator is resumed.
@@ -52,9 +55,10 @@ export async function* readLineBatches(
     let carryOffset = start;
     let position = start;
     let index = firstIndex;
-    const buffer = Buffer.allocUnsafe(CHUNK);
+    let size = CHUNK;
+    let buffer = Buffer.allocUnsafe(size);
     while (position < end) {
-      const { bytesRead } = await handle.read(buffer, 0, Math.min(CHUNK, end - position), position);
+      const { bytesRead } = await handle.read(buffer, 0, Math.min(size, end - position), position);
       if (bytesRead === 0) break;
       const chunk = buffer.subarray(0, bytesRead);
       const batch: RawLine[] = [];
@@ -84,6 +88,8 @@ export async function* readLineBatches(
       }
       position += bytesRead;
       if (batch.length > 0) yield batch;
+      // The lines yielded are views of `buffer`, valid until this resumes: a larger one can be taken now.
+      if (size < MAX_CHUNK && position < end) buffer = Buffer.allocUnsafe((size *= 2));
     }
   } finally {
     await handle.close();

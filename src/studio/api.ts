@@ -121,6 +121,8 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
       // Without `limit`, the whole tree (as `runs show --json`); with it, a page of its top-level lines.
       const limit = intParam(url, 'limit', { min: 1, max: MAX_TRACE_ITEMS });
       if (limit === undefined) return sendJson(res, 200, await ctx.reader.trace(ref));
+      // `head=1`: the first lines as the head of the log tells them, at once (the page then asks for the whole).
+      if (url.searchParams.get('head') === '1') return sendJson(res, 200, await ctx.reader.traceHead(ref, limit));
       return sendJson(res, 200, await ctx.reader.tracePage(ref, intParam(url, 'offset', { min: 0 }) ?? 0, limit));
     }
     case 'events': {

@@ -89,8 +89,28 @@ export interface TracePage extends RunTrace {
   offset: number;
   /** Top-level lines in the whole trace. */
   itemCount: number;
-  /** The longest node execution in the whole trace, in ms (the scale of the page's duration bars). */
+  /** The longest node execution in the trace, in ms (the scale of the page's duration bars). */
   longestMs: number;
+  /**
+   * Whether this is the trace of the whole log. False for a {@link RunReader.traceHead}: the trace of the log's first
+   * lines only (every one verified against the chain), whose header and counts the rest of the log may still change.
+   */
+  complete: boolean;
+}
+
+/** How many trace events are read between checks of whether a waiting {@link RunReader.traceHead} can be answered. */
+const HEAD_CHECK = 1024;
+/** How many such checks a read makes at most (later, the heads wait for the whole trace). */
+const HEAD_CHECKS = 8;
+
+/** Whether `trace` has more than `limit` top-level lines and no node among the first `limit` is still running. */
+function settledHead(trace: RunTrace, limit: number): boolean {
+  return trace.items.length > limit && trace.items.slice(0, limit).every((item) => item.kind !== 'node' || item.node.status !== 'incomplete');
+}
+
+/** Top-level lines `offset`.. of `trace`, at most `limit`. */
+function page(trace: RunTrace, offset: number, limit: number, complete: boolean): TracePage {
+  return { ...trace, items: trace.items.slice(offset, offset + limit), offset, itemCount: trace.items.length, longestMs: longestNode(trace.items), complete };
 }
 
 /** The longest duration of the nodes among `items` and under them, in ms (0 when none has one). */
@@ -126,6 +146,10 @@ interface Kept<T> {
   eventCount: number;
   lastSeq: number;
   result: Promise<T>;
+  /** The result once it is made. */
+  made?: T;
+  /** Requests for the head of the trace waiting for the read to get far enough (see {@link RunReader.traceHead}). */
+  heads?: Set<{ limit: number; resolve: (page: TracePage) => void }>;
 }
 
 /** Reads runs, steps and memory from one run store and its memory. */
@@ -204,8 +228,28 @@ export class RunReader {
    * and draw, not the whole tree (the page asks for more as it is scrolled).
    */
   async tracePage(ref: RunRef, offset: number, limit: number): Promise<TracePage> {
-    const trace = await this.scan(ref);
-    return { ...trace, items: trace.items.slice(offset, offset + limit), offset, itemCount: trace.items.length, longestMs: longestNode(trace.items) };
+    return page(await this.scan(ref), offset, limit, true);
+  }
+
+  /**
+   * The first `limit` top-level lines of the trace as the head of the log tells them, without waiting for the whole
+   * log to be read: taken from the read of the whole trace (started here, or already under way) as soon as what it
+   * has read (verified against the chain as always) gives more than `limit` top-level lines and none of the first
+   * `limit` is a node still running. The page draws it at once and replaces it with {@link tracePage} when that
+   * arrives. When the whole trace is made first, it is that trace's first page.
+   */
+  async traceHead(ref: RunRef, limit: number): Promise<TracePage> {
+    await this.existing(ref);
+    const kept = await this.scanEntry(ref);
+    if (kept.made !== undefined) return page(kept.made, 0, limit, true);
+    return new Promise<TracePage>((resolve, reject) => {
+      const waiter = { limit, resolve };
+      (kept.heads ??= new Set()).add(waiter);
+      kept.result.then(
+        (trace) => kept.heads?.delete(waiter) && resolve(page(trace, 0, limit, true)),
+        (error: unknown) => kept.heads?.delete(waiter) && reject(error),
+      );
+    });
   }
 
   /**
@@ -286,19 +330,32 @@ export class RunReader {
    * The step range of a log {@link steps} cannot read from its ends: one read of its checkpoints (the rest of the
    * log is still verified against its chain). Kept as {@link scan} keeps the trace.
    */
-  private range(ref: RunRef): Promise<StepRange> {
-    return this.kept(this.ranges, ref, [StreamEventType.CHECKPOINT_SAVED], (checkpoints) => {
+  private async range(ref: RunRef): Promise<StepRange> {
+    return (await this.kept(this.ranges, ref, [StreamEventType.CHECKPOINT_SAVED], (checkpoints) => {
       const first = firstStep(checkpoints);
       return { first, last: Math.max(first, lastStep(checkpoints)) };
-    });
+    })).result;
   }
 
   /**
    * One read of the whole log for the trace. Only the event types it needs are decoded (the rest of the log is
    * still verified against its chain).
    */
-  private scan(ref: RunRef): Promise<RunTrace> {
-    return this.kept(this.traces, ref, TRACE_EVENT_TYPES, (events) => buildTrace(ref.runId, events));
+  private async scan(ref: RunRef): Promise<RunTrace> {
+    return (await this.scanEntry(ref)).result;
+  }
+
+  /** The kept read of the trace of `ref` (see {@link kept}); as it reads, it answers the heads waiting for it. */
+  private scanEntry(ref: RunRef): Promise<Kept<RunTrace>> {
+    return this.kept(this.traces, ref, TRACE_EVENT_TYPES, (events) => buildTrace(ref.runId, events), (kept, events) => {
+      if (kept.heads === undefined || kept.heads.size === 0) return;
+      const trace = buildTrace(ref.runId, events);
+      for (const head of kept.heads) {
+        if (!settledHead(trace, head.limit)) continue;
+        kept.heads.delete(head);
+        head.resolve(page(trace, 0, head.limit, false));
+      }
+    });
   }
 
   /**
@@ -306,24 +363,39 @@ export class RunReader {
    * end where they ended when it was made (a log only grows, so the same last event at the same line is the same log;
    * a live run's is made again as it grows); requests that arrive while it is being made wait for the same read.
    */
-  private async kept<T>(cache: Map<string, Kept<T>>, ref: RunRef, types: readonly string[], make: (events: StreamEvent[]) => T): Promise<T> {
+  private async kept<T>(
+    cache: Map<string, Kept<T>>,
+    ref: RunRef,
+    types: readonly string[],
+    make: (events: StreamEvent[]) => T,
+    progress?: (kept: Kept<T>, events: StreamEvent[]) => void,
+  ): Promise<Kept<T>> {
     const key = `${ref.session}/${ref.runId}`;
     const at = storeRef(ref);
     const held = cache.get(key);
-    if (held !== undefined && (await this.endsAt(at, held.eventCount, held.lastSeq))) return held.result;
+    if (held !== undefined && (await this.endsAt(at, held.eventCount, held.lastSeq))) return held;
     const meta = await this.meta(ref);
     const again = cache.get(key);
-    if (again !== undefined && again.eventCount === meta.eventCount && again.lastSeq === meta.lastSeq) return again.result;
+    if (again !== undefined && again.eventCount === meta.eventCount && again.lastSeq === meta.lastSeq) return again;
+    const kept = { eventCount: meta.eventCount, lastSeq: meta.lastSeq } as Kept<T>;
     const result = (async () => {
       const events: StreamEvent[] = [];
-      for await (const { event } of this.store.readVerified(at, { onCorrupt: 'skip', types })) events.push(event);
+      for await (const { event } of this.store.readVerified(at, { onCorrupt: 'skip', types })) {
+        events.push(event);
+        // Now and then (not past the first few checks: each one looks at everything read so far).
+        if (progress !== undefined && events.length % HEAD_CHECK === 0 && events.length <= HEAD_CHECK * HEAD_CHECKS) progress(kept, events);
+      }
       return make(events);
     })();
+    kept.result = result;
     cache.delete(key);
-    cache.set(key, { eventCount: meta.eventCount, lastSeq: meta.lastSeq, result });
-    result.catch(() => cache.get(key)?.result === result && cache.delete(key));
+    cache.set(key, kept);
+    result.then(
+      (made) => void (kept.made = made),
+      () => cache.get(key)?.result === result && cache.delete(key),
+    );
     for (const old of cache.keys()) if (cache.size > SCANS_KEPT) cache.delete(old);
-    return result;
+    return kept;
   }
 
   /** Whether the log of `at` still ends with event `lastSeq` at line `eventCount - 1` (two lines read through its index). */

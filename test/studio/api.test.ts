@@ -79,6 +79,44 @@ describe('studio API over a recorded run', () => {
     expect(trace.items.filter((i: any) => i.kind === 'route').map((i: any) => `${i.from}>${i.to}`)).toEqual(['fact>count', 'count>check']);
   });
 
+  it('GET /api/runs/:id/trace?limit&offset pages its top-level lines; ?head=1 answers from the head of the log, the same lines', async () => {
+    // A run whose trace is longer than one check of the head: 400 steps of one node, each a node and a route.
+    class Tick extends BackpackNode<number, number> {
+      override prep(backpack: BackpackHandle): number {
+        return (backpack.unpack('n') as number | undefined) ?? 0;
+      }
+      override exec(n: number): number {
+        return n + 1;
+      }
+      override post(backpack: BackpackHandle, _prep: number, n: number): string {
+        backpack.pack('n', n);
+        return n < 400 ? 'again' : 'done';
+      }
+    }
+    const flow = new Flow({ namespace: 'long', maxSteps: 500 });
+    const tick = flow.addNode(Tick, { id: 'tick' });
+    tick.on('again', tick);
+    await runFlow(flow, { dataDir, runId: 'run_long_trace', durability: 'never' });
+    const head = (await api('/api/runs/run_long_trace/trace?limit=5&head=1')).json;
+    expect(head.complete).toBe(false);
+    expect(head.itemCount).toBeLessThan(800);
+    const whole = (await api('/api/runs/run_long_trace/trace')).json;
+    expect(whole.items).toHaveLength(800);
+    // 400 nodes, the 399 routes between them, and no route for the last action.
+    expect(whole.items.slice(-2)).toMatchObject([{ kind: 'node', node: { nodeId: 'tick', status: 'completed', action: 'done' } }, { kind: 'route-missing', action: 'done' }]);
+    expect(head.items).toEqual(whole.items.slice(0, 5));
+    const first = (await api('/api/runs/run_long_trace/trace?limit=5')).json;
+    expect(first).toMatchObject({ complete: true, offset: 0, itemCount: 800, status: 'completed', items: whole.items.slice(0, 5) });
+    expect(first.longestMs).toBe(Math.max(...whole.items.filter((i: any) => i.kind === 'node').map((i: any) => i.node.durationMs)));
+    const later = (await api('/api/runs/run_long_trace/trace?limit=3&offset=797')).json;
+    expect(later).toMatchObject({ offset: 797, itemCount: 800, items: whole.items.slice(797) });
+    // Once the whole trace is at hand, the head is it.
+    expect((await api('/api/runs/run_long_trace/trace?limit=5&head=1')).json).toEqual(first);
+    // A short run's head is its whole trace.
+    const short = (await api(`/api/runs/${runId}/trace?limit=200&head=1`)).json;
+    expect(short).toMatchObject({ complete: true, itemCount: (await api(`/api/runs/${runId}/trace`)).json.items.length });
+  });
+
   it('GET /api/runs/:id/events pages through the log with line numbers and filters by type and namespace', async () => {
     const first = (await api(`/api/runs/${runId}/events?pageSize=5`)).json;
     const second = (await api(`/api/runs/${runId}/events?pageSize=5&page=2`)).json;
@@ -150,6 +188,9 @@ describe('studio API: bad input is a 400 (or 404) naming the parameter', () => {
     [`/api/runs/RUN/events?namespace=a..b`, 'namespace', /invalid namespace pattern/],
     [`/api/runs/RUN/events?pageSize=0`, 'pageSize', /between 1 and 500/],
     [`/api/runs/RUN/events?page=0`, 'page', /must be an integer >= 1/],
+    [`/api/runs/RUN/trace?limit=0`, 'limit', /between 1 and 5000/],
+    [`/api/runs/RUN/trace?limit=5001`, 'limit', /between 1 and 5000/],
+    [`/api/runs/RUN/trace?limit=5&offset=-1`, 'offset', /must be an integer >= 0/],
   ])('%s → 400 naming %s', async (path, parameter, message) => {
     const reply = await api(path.replace('RUN', runId));
     expect(reply.status).toBe(400);

@@ -201,10 +201,13 @@ function Fact({ label, children }: { label: string; children: ComponentChildren 
 }
 
 function TraceTab({ session, runId, version }: { session: string; runId: string; version: number }) {
+  // The head of the log's trace is drawn at once; the whole trace's first page replaces it when it arrives.
+  const head = useLoad((signal) => getJson<TracePage>(runPath(runId, 'trace'), { session, limit: SHOWN, head: 1 }, signal), [session, runId, version]);
   const trace = useLoad((signal) => getJson<TracePage>(runPath(runId, 'trace'), { session, limit: SHOWN }, signal), [session, runId, version]);
   if (trace.error) return <Problem text={trace.error} />;
   const more = (offset: number, limit: number): Promise<TracePage> => getJson<TracePage>(runPath(runId, 'trace'), { session, offset, limit });
-  return trace.data ? <TraceView key={`${version}`} page={trace.data} more={more} /> : <p class="muted">Loading trace…</p>;
+  const shown = trace.data ?? head.data;
+  return shown ? <TraceView key={`${version}:${shown.complete}`} page={shown} more={more} /> : <p class="muted">Loading trace…</p>;
 }
 
 function BlameTab(props: { session: string; runId: string; keyName: string; onKey: (key: string) => void }) {

@@ -77,7 +77,8 @@ function Items({ items, longest }: { items: Item[]; longest: number }) {
 
 /**
  * The whole trace: its header and its first top-level lines as the server sent them (`page`), the following ones
- * asked for per click with `more(offset, limit)`.
+ * asked for per click with `more(offset, limit)`. A page of the log's head only (`complete` false) says that the rest
+ * of the log is being read, instead of the header that the rest may still change.
  */
 export function TraceView({ page, more }: { page: TracePage; more: (offset: number, limit: number) => Promise<TracePage> }) {
   const [extra, setExtra] = useState<Item[]>([]);
@@ -100,17 +101,23 @@ export function TraceView({ page, more }: { page: TracePage; more: (offset: numb
     );
   };
   return (
-    <section aria-label="trace">
-      <p>
-        <Status status={page.status} /> {page.flowNamespace || '(root flow)'} {formatMs(page.durationMs)}
-        {page.action && <span class="action"> → {page.action}</span>}
-        {page.starts > 1 && <span class="warn"> · resumed {page.starts - 1}×</span>}
-        {page.error && <span class="bad"> · {page.error}</span>}
-      </p>
+    <section aria-label="trace" data-complete={String(page.complete)}>
+      {page.complete ? (
+        <p>
+          <Status status={page.status} /> {page.flowNamespace || '(root flow)'} {formatMs(page.durationMs)}
+          {page.action && <span class="action"> → {page.action}</span>}
+          {page.starts > 1 && <span class="warn"> · resumed {page.starts - 1}×</span>}
+          {page.error && <span class="bad"> · {page.error}</span>}
+        </p>
+      ) : (
+        <p class="muted" role="status">
+          {page.flowNamespace || '(root flow)'} · the first lines of the log; reading the rest…
+        </p>
+      )}
       <ul class="tree">
         <ItemList items={page.items} longest={page.longestMs} />
         <ItemList items={extra} longest={page.longestMs} />
-        {hidden > 0 && <MoreButton hidden={hidden} onClick={loadMore} busy={busy} />}
+        {page.complete && hidden > 0 && <MoreButton hidden={hidden} onClick={loadMore} busy={busy} />}
       </ul>
       {error && <p class="bad">{error}</p>}
     </section>
