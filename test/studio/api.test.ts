@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../../src/index.js';
 import { runPaths } from '../../src/store/index.js';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
-import { FIXTURES, MODULES, cli, tempDir } from '../cli/helpers.js';
+import { FIXTURES, MODULES, cli, cliJson, tempDir } from '../cli/helpers.js';
 import { get, openStream, startGatedRun } from './helpers.js';
 
 let dataDir = '';
@@ -77,6 +77,16 @@ describe('studio API over a recorded run', () => {
     expect(nodes.every((n: any) => typeof n.durationMs === 'number')).toBe(true);
     expect(nodes[2].items.map((i: any) => i.kind)).toEqual(['retry', 'quarantine']);
     expect(trace.items.filter((i: any) => i.kind === 'route').map((i: any) => `${i.from}>${i.to}`)).toEqual(['fact>count', 'count>check']);
+  });
+
+  it('GET /api/runs/:id/trace is the trace `runs show --json` prints, model calls and their streamed text included', async () => {
+    const module = `${join(FIXTURES, 'streaming.mjs')}#buildStreamingFlow`;
+    const run = await cli(['run', '--flow-module', module, '--input', '{"question":"tides?"}', '--run-id', 'run_model', '--data-dir', dataDir]);
+    expect(run.code, run.stderr).toBe(0);
+    const shown = await cliJson(['runs', 'show', 'run_model', '--data-dir', dataDir]);
+    const trace = (await api('/api/runs/run_model/trace')).json;
+    expect(trace).toEqual(shown);
+    expect(JSON.stringify(trace)).toContain('"text":"Tides rise twice"');
   });
 
   it('GET /api/runs/:id/trace?limit&offset pages its top-level lines; ?head=1 answers from the head of the log, the same lines', async () => {
