@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresRunStore } from '../../src/store/index.js';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
 import { BIN, cli, cliJson, FIXTURES, MODULES, tempDir } from '../cli/helpers.js';
-import { get, openStream, post, startCli, startGatedRun } from '../studio/helpers.js';
+import { get, openStream, post, startCli, startGatedRun, studioInBrowser } from '../studio/helpers.js';
 import { freshDatabase } from '../support/pg.js';
 
 const FLOW = join(FIXTURES, 'flow.json');
@@ -65,6 +65,7 @@ describe('the studio on Postgres', () => {
       '/api/runs?session=default',
       '/api/runs/same/trace',
       '/api/runs/same/trace?limit=2&offset=1',
+      '/api/runs/same/trace?limit=2&head=1',
       '/api/runs/same/events?pageSize=5&page=2',
       '/api/runs/same/events?type=backpack.packed',
       '/api/runs/same/events?namespace=t.*',
@@ -178,14 +179,18 @@ describe('the studio on Postgres', () => {
     expect(taken.status).toBe(409);
   });
 
-  it('`backpackflow studio --database-url` serves the database, and an unreachable one is an error at start, not at the first request', async () => {
-    const studio = await startCli(['--database-url', url, '--port', '0']);
+  it('`backpackflow studio --database-url` serves the database in a browser, and an unreachable one is an error at start, not at the first request', async () => {
+    const { studio, page, text, close } = await studioInBrowser(['--database-url', url, '--port', '0']);
     try {
       expect(studio.stdout()).toContain(`data: ${pg.location}`);
-      const runs = await get(Number(studio.url.port), '/api/runs');
-      expect(runs.json.runs.map((r: { runId: string }) => r.runId)).toContain('same');
+      await page.goto(`${studio.url.origin}/#/runs/default/same`);
+      await page.getByText('quarantined fact: contradicts the sources').waitFor();
+      expect(await text('section[aria-label="trace"]')).toContain('attempt 1/2 failed');
+      await page.goto(`${studio.url.origin}/#/runs/default/same?tab=state&step=1`);
+      await page.locator('table[aria-label="backpack at step 1"]').waitFor();
+      expect(await text('table.state tr[data-key="fact"] .writer')).toBe('fact @ t.fact');
     } finally {
-      await studio.stop();
+      await close();
     }
     const closed = new URL(url);
     closed.port = '1';
