@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresRunStore } from '../../src/store/index.js';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
 import { BIN, cli, cliJson, FIXTURES, MODULES, tempDir } from '../cli/helpers.js';
-import { get, openStream, post, startCli, startGatedRun, studioInBrowser } from '../studio/helpers.js';
+import { get, openStream, post, startGatedRun, studioInBrowser } from '../studio/helpers.js';
 import { freshDatabase } from '../support/pg.js';
 
 const FLOW = join(FIXTURES, 'flow.json');
