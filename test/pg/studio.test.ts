@@ -179,6 +179,23 @@ describe('the studio on Postgres', () => {
     expect(taken.status).toBe(409);
   });
 
+  it('a studio on files resumes on files even when BACKPACKFLOW_DATABASE_URL is set around it', async () => {
+    const waiting = await cliJson(['run', '--flow-module', `${REVIEW}#buildReviewFlow`, '--input', '{"delayMs":0}', '--run-id', 'on-files', '--data-dir', dataDir]);
+    expect(waiting.status).toBe('waiting');
+    const saved = process.env['BACKPACKFLOW_DATABASE_URL'];
+    process.env['BACKPACKFLOW_DATABASE_URL'] = url;
+    try {
+      const reply = await post(files.port, '/api/runs/on-files/resume', { answer: { approved: true, priority: 'low', copies: 1 } }, { authorization: `Bearer ${files.token}` });
+      expect(reply.status, reply.body).toBe(200);
+      expect(reply.json.job).toMatchObject({ state: 'completed', exitCode: 0 });
+    } finally {
+      if (saved === undefined) delete process.env['BACKPACKFLOW_DATABASE_URL'];
+      else process.env['BACKPACKFLOW_DATABASE_URL'] = saved;
+    }
+    expect((await get(files.port, '/api/runs/on-files')).json.meta.status).toBe('completed');
+    expect((await get(pg.port, '/api/runs/on-files')).status).toBe(404);
+  });
+
   it('`backpackflow studio --database-url` serves the database in a browser, and an unreachable one is an error at start, not at the first request', async () => {
     const { studio, page, text, close } = await studioInBrowser(['--database-url', url, '--port', '0']);
     try {
