@@ -209,7 +209,8 @@ export class RunReader {
 
   /** Projection, fork origin, step range and recorded flow config of a run. */
   async run(ref: RunRef): Promise<RunDetail> {
-    const detail: RunDetail = { meta: await this.meta(ref), forkedFrom: await this.forkOrigin(ref), steps: await this.steps(ref), flow: null };
+    const meta = await this.meta(ref);
+    const detail: RunDetail = { meta, forkedFrom: await this.forkOrigin(ref), steps: await this.steps(ref, meta), flow: null };
     try {
       detail.flow = (await this.store.loadDocument(storeRef(ref), 'flow')) ?? null;
     } catch (error) {
@@ -312,15 +313,16 @@ export class RunReader {
    * The recorded steps of a run, from the ends of its log: the start checkpoint among its first lines, the last
    * checkpoint among its last ones (read through the index; steps only grow along a log). A log without a start
    * checkpoint near its head (recorded before they existed) or without a checkpoint near its end is read whole.
+   * `meta`: the run's projection when the caller just read it (see {@link meta}).
    */
-  async steps(ref: RunRef): Promise<StepRange> {
-    const at = await this.existing(ref);
+  async steps(ref: RunRef, meta?: RunMeta): Promise<StepRange> {
+    const at = meta === undefined ? await this.existing(ref) : storeRef(ref);
     const isCheckpoint = (e: StreamEvent): boolean => e.type === StreamEventType.CHECKPOINT_SAVED;
     const head = (await this.store.readPage(at, 8, 0, { onCorrupt: 'skip' })).filter(isCheckpoint);
     if (!head.some((e) => (e.payload as { start?: unknown }).start === true)) return this.range(ref);
     const first = firstStep(head);
     const tail: StreamEvent[] = [];
-    const from = Math.max(0, (await this.meta(ref)).eventCount - TAIL_LINES);
+    const from = Math.max(0, (meta ?? (await this.meta(ref))).eventCount - TAIL_LINES);
     for await (const { event } of this.store.readVerified(at, { from, onCorrupt: 'skip', types: [StreamEventType.CHECKPOINT_SAVED] })) tail.push(event);
     if (tail.length === 0) return this.range(ref);
     return { first, last: Math.max(first, lastStep(tail)) };
