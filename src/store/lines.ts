@@ -2,8 +2,11 @@ import { promises as fsp } from 'node:fs';
 
 const NEWLINE = 0x0a;
 const CHUNK = 64 * 1024;
-/** The largest chunk {@link readLineBatches} grows to (a long read makes fewer trips to the disk and the thread pool). */
-const MAX_CHUNK = 1024 * 1024;
+/**
+ * The largest chunk {@link readLineBatches} grows to: a long read makes fewer trips to the disk and the thread pool,
+ * while the work on one chunk stays short enough for a server to answer other requests between chunks.
+ */
+const MAX_CHUNK = 256 * 1024;
 
 /**
  * One complete line of a JSONL file: its text (without the newline), byte offset and 0-based line index, and its
@@ -34,7 +37,7 @@ export async function* readLines(
 
 /**
  * Yields the complete lines of `path` between byte offsets `start` (a line start) and `end`, reading chunks of 64 KB
- * that double up to 1 MB as the read goes on (a reader that stops after a page reads little; one that reads a long
+ * that double up to 256 KB as the read goes on (a reader that stops after a page reads little; one that reads a long
  * log makes few trips to the disk), so memory stays flat whatever the file size: one batch per chunk (the lines that
  * end in it), so that a reader of a long log pays one asynchronous step per chunk, not per line. `firstIndex` is the line index of the line at `start`.
  * Bytes after the last newline before `end` (a torn tail) are not yielded. `decode(index, bytes)` decides whether a

@@ -150,6 +150,8 @@ interface Kept<T> {
   made?: T;
   /** Requests for the head of the trace waiting for the read to get far enough (see {@link RunReader.traceHead}). */
   heads?: Set<{ limit: number; resolve: (page: TracePage) => void }>;
+  /** The events read so far, while it is being made. */
+  read?: StreamEvent[];
 }
 
 /** Reads runs, steps and memory from one run store and its memory. */
@@ -241,8 +243,16 @@ export class RunReader {
    */
   async traceHead(ref: RunRef, limit: number): Promise<TracePage> {
     await this.existing(ref);
-    const kept = await this.scanEntry(ref);
+    // A read under way is joined as it is (its head is the log's head, whether or not the log grew since it started);
+    // a finished one is used only while the log still ends where it did.
+    const under = this.traces.get(`${ref.session}/${ref.runId}`);
+    const kept = under !== undefined && under.made === undefined ? under : await this.scanEntry(ref);
     if (kept.made !== undefined) return page(kept.made, 0, limit, true);
+    // A read under way may have gone far enough already (it checks for waiting heads only now and then, early on).
+    if (kept.read !== undefined && kept.read.length > 0) {
+      const trace = buildTrace(ref.runId, kept.read);
+      if (settledHead(trace, limit)) return page(trace, 0, limit, false);
+    }
     return new Promise<TracePage>((resolve, reject) => {
       const waiter = { limit, resolve };
       (kept.heads ??= new Set()).add(waiter);
@@ -382,10 +392,15 @@ export class RunReader {
     const kept = { eventCount: meta.eventCount, lastSeq: meta.lastSeq } as Kept<T>;
     const result = (async () => {
       const events: StreamEvent[] = [];
-      for await (const { event } of this.store.readVerified(at, { onCorrupt: 'skip', types })) {
-        events.push(event);
-        // Now and then (not past the first few checks: each one looks at everything read so far).
-        if (progress !== undefined && events.length % HEAD_CHECK === 0 && events.length <= HEAD_CHECK * HEAD_CHECKS) progress(kept, events);
+      kept.read = events;
+      try {
+        for await (const { event } of this.store.readVerified(at, { onCorrupt: 'skip', types })) {
+          events.push(event);
+          // Now and then (not past the first few checks: each one looks at everything read so far).
+          if (progress !== undefined && events.length % HEAD_CHECK === 0 && events.length <= HEAD_CHECK * HEAD_CHECKS) progress(kept, events);
+        }
+      } finally {
+        kept.read = undefined;
       }
       return make(events);
     })();
