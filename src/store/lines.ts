@@ -2,6 +2,11 @@ import { promises as fsp } from 'node:fs';
 
 const NEWLINE = 0x0a;
 const CHUNK = 64 * 1024;
+/**
+ * The largest chunk {@link readLineBatches} grows to: a long read makes fewer trips to the disk and the thread pool,
+ * while the work on one chunk stays short enough for a server to answer other requests between chunks.
+ */
+const MAX_CHUNK = 256 * 1024;
 
 /**
  * One complete line of a JSONL file: its text (without the newline), byte offset and 0-based line index, and its
@@ -17,10 +22,8 @@ export interface RawLine {
 }
 
 /**
- * Yields the complete lines of `path` between byte offsets `start` (a line start) and `end`, reading 64 KB chunks,
- * so memory stays flat whatever the file size. `firstIndex` is the line index of the line at `start`. Bytes after
- * the last newline before `end` (a torn tail) are not yielded. `decode(index, bytes)` decides whether a line's text
- * is decoded; lines it rejects are yielded with empty text and `skipped` (counting lines without decoding them is cheap).
+ * Yields the complete lines of `path` between byte offsets `start` (a line start) and `end`, one by one (see
+ * {@link readLineBatches}, which this flattens; a line's `bytes` are valid only until the generator is resumed).
  */
 export async function* readLines(
   path: string,
@@ -29,6 +32,25 @@ export async function* readLines(
   firstIndex: number,
   decode: (index: number, bytes: Buffer) => boolean = () => true,
 ): AsyncGenerator<RawLine> {
+  for await (const batch of readLineBatches(path, start, end, firstIndex, decode)) yield* batch;
+}
+
+/**
+ * Yields the complete lines of `path` between byte offsets `start` (a line start) and `end`, reading chunks of 64 KB
+ * that double up to 256 KB as the read goes on (a reader that stops after a page reads little; one that reads a long
+ * log makes few trips to the disk), so memory stays flat whatever the file size: one batch per chunk (the lines that
+ * end in it), so that a reader of a long log pays one asynchronous step per chunk, not per line. `firstIndex` is the line index of the line at `start`.
+ * Bytes after the last newline before `end` (a torn tail) are not yielded. `decode(index, bytes)` decides whether a
+ * line's text is decoded; lines it rejects are yielded with empty text and `skipped` (counting lines without decoding
+ * them is cheap). A line's `bytes` are a view that is valid only until the generator is resumed.
+ */
+export async function* readLineBatches(
+  path: string,
+  start: number,
+  end: number,
+  firstIndex: number,
+  decode: (index: number, bytes: Buffer) => boolean = () => true,
+): AsyncGenerator<RawLine[]> {
   if (end <= start) return;
   const handle = await fsp.open(path, 'r');
   try {
@@ -36,23 +58,25 @@ export async function* readLines(
     let carryOffset = start;
     let position = start;
     let index = firstIndex;
-    const buffer = Buffer.allocUnsafe(CHUNK);
+    let size = CHUNK;
+    let buffer = Buffer.allocUnsafe(size);
     while (position < end) {
-      const { bytesRead } = await handle.read(buffer, 0, Math.min(CHUNK, end - position), position);
+      const { bytesRead } = await handle.read(buffer, 0, Math.min(size, end - position), position);
       if (bytesRead === 0) break;
       const chunk = buffer.subarray(0, bytesRead);
+      const batch: RawLine[] = [];
       let lineStart = 0;
       let nl = chunk.indexOf(NEWLINE, 0);
       while (nl !== -1) {
         if (carry !== undefined) {
           const bytes = Buffer.concat([carry, chunk.subarray(0, nl)]);
           const wanted = decode(index, bytes);
-          yield { text: wanted ? bytes.toString('utf8') : '', skipped: !wanted, offset: carryOffset, index, bytes };
+          batch.push({ text: wanted ? bytes.toString('utf8') : '', skipped: !wanted, offset: carryOffset, index, bytes });
           carry = undefined;
         } else {
           const bytes = chunk.subarray(lineStart, nl);
           const wanted = decode(index, bytes);
-          yield { text: wanted ? chunk.toString('utf8', lineStart, nl) : '', skipped: !wanted, offset: position + lineStart, index, bytes };
+          batch.push({ text: wanted ? chunk.toString('utf8', lineStart, nl) : '', skipped: !wanted, offset: position + lineStart, index, bytes });
         }
         index++;
         lineStart = nl + 1;
@@ -66,6 +90,9 @@ export async function* readLines(
         } else carry = Buffer.concat([carry, rest]);
       }
       position += bytesRead;
+      if (batch.length > 0) yield batch;
+      // The lines yielded are views of `buffer`, valid until this resumes: a larger one can be taken now.
+      if (size < MAX_CHUNK && position < end) buffer = Buffer.allocUnsafe((size *= 2));
     }
   } finally {
     await handle.close();

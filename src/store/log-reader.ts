@@ -8,11 +8,17 @@ import { sharedHashBackend } from '../hash/blake3.js';
 import { committedEnd } from './batch-marker.js';
 import { CHAIN_BACKEND, ChainReader, chainOf, genesis, lastSealedLine } from './chain.js';
 import { EventStoreError } from './errors.js';
-import { readLines, type RawLine } from './lines.js';
+import { readLineBatches, readLines, type RawLine } from './lines.js';
 import { decodeLine, seqOf, writtenType } from './log-format.js';
 import { nearestEntry } from './log-index.js';
 import type { CorruptLine, IndexEntry, ReadOptions, VerifiedEvent } from './log-types.js';
 import type { RunPaths } from './paths.js';
+
+/** A committed line the chain vouches for (`chain`: its batch's chain hash; undefined in a log written before them). */
+interface VerifiedLine {
+  raw: RawLine;
+  chain: string | undefined;
+}
 
 /** What a {@link LogReader} reads: a run's log, and where its index entries come from. */
 export interface LogReaderOptions {
@@ -23,6 +29,23 @@ export interface LogReaderOptions {
   indexEntries: () => Promise<IndexEntry[]>;
   /** Called when the index does not match the log (rebuilt or replaced behind the reader's back). */
   indexStale: () => void;
+}
+
+/**
+ * The types `options` asks for, and a test of a line's bytes that rejects one of another type: a line whose type can
+ * be read from its head as the writer writes it (see writtenType) is not even turned into text unless that type is
+ * wanted; any other line is decoded, and filtered by its type after.
+ */
+function typeFilter(options: ReadOptions): { wanted: Set<string> | undefined; unwanted: ((bytes: Buffer) => boolean) | undefined } {
+  if (options.types === undefined) return { wanted: undefined, unwanted: undefined };
+  const wanted = new Set(options.types);
+  return {
+    wanted,
+    unwanted: (bytes) => {
+      const type = writtenType(bytes);
+      return type !== undefined && !wanted.has(type);
+    },
+  };
 }
 
 /** Reads one run's log (the facade, `EventStore`, documents the behaviour). */
@@ -52,20 +75,33 @@ export class LogReader {
     const from = options.from ?? 0;
     if (!Number.isInteger(from) || from < 0) throw new EventStoreError(`read: from must be a non-negative integer, got ${from}`);
     const onCorrupt = this.corruptHandler(options);
-    // A line whose type can be read from its head as the writer writes it (see writtenType) is not even turned into
-    // text unless that type is wanted; any other line is decoded, and filtered by its type below.
-    const wanted = options.types === undefined ? undefined : new Set(options.types);
-    const unwanted =
-      wanted === undefined
-        ? undefined
-        : (bytes: Buffer): boolean => {
-            const type = writtenType(bytes);
-            return type !== undefined && !wanted.has(type);
-          };
-    for await (const { raw, chain } of this.verifiedLines(from, options, unwanted)) {
-      const decoded = decodeLine(raw.text, raw.index, raw.offset);
-      if ('error' in decoded) onCorrupt(decoded);
-      else if (wanted === undefined || wanted.has(decoded.type)) yield { event: decoded, line: raw.index, chain };
+    const { wanted, unwanted } = typeFilter(options);
+    for await (const lines of this.verifiedLines(from, options, unwanted)) {
+      for (const { raw, chain } of lines) {
+        const decoded = decodeLine(raw.text, raw.index, raw.offset);
+        if ('error' in decoded) onCorrupt(decoded);
+        else if (wanted === undefined || wanted.has(decoded.type)) yield { event: decoded, line: raw.index, chain };
+      }
+    }
+  }
+
+  /**
+   * {@link readVerified}'s events a batch at a time (those of one chunk of the log read), for readers that collect a
+   * whole log: one asynchronous step per chunk, not per event.
+   */
+  async *readVerifiedBatches(options: ReadOptions = {}): AsyncGenerator<VerifiedEvent[]> {
+    const from = options.from ?? 0;
+    if (!Number.isInteger(from) || from < 0) throw new EventStoreError(`read: from must be a non-negative integer, got ${from}`);
+    const onCorrupt = this.corruptHandler(options);
+    const { wanted, unwanted } = typeFilter(options);
+    for await (const lines of this.verifiedLines(from, options, unwanted)) {
+      const out: VerifiedEvent[] = [];
+      for (const { raw, chain } of lines) {
+        const decoded = decodeLine(raw.text, raw.index, raw.offset);
+        if ('error' in decoded) onCorrupt(decoded);
+        else if (wanted === undefined || wanted.has(decoded.type)) out.push({ event: decoded, line: raw.index, chain });
+      }
+      if (out.length > 0) yield out;
     }
   }
 
@@ -96,7 +132,7 @@ export class LogReader {
     from: number,
     options: ReadOptions,
     unwanted?: (bytes: Buffer) => boolean,
-  ): AsyncGenerator<{ raw: RawLine; chain: string | undefined }> {
+  ): AsyncGenerator<VerifiedLine[]> {
     const end = await committedEnd(this.paths);
     if (end === 0) return;
     const backend = await sharedHashBackend(CHAIN_BACKEND);
@@ -126,47 +162,58 @@ export class LogReader {
       let lastSealed = anchor === undefined ? -1 : anchor.line - 1;
       let lastLine = -1;
       const checked = entry;
-      for await (const raw of readLines(this.paths.events, start.offset, end, start.line, (i, bytes) => i === checked?.line || (i >= from && !unwanted?.(bytes)))) {
-        lastLine = raw.index;
-        if (raw.index === checked?.line && seqOf(raw.text) !== checked.seq) {
-          // The index was rebuilt or replaced behind this reader's back: read from the start.
-          this.options.indexStale();
-          retry = true;
-          break;
-        }
-        if (!chained) {
-          // Written before chain hashes: served as read; chain hashes written later (a resumed run) are still checked.
-          if (reader !== undefined) {
-            const step = reader.feed(raw.bytes);
-            if (step.kind !== 'open') {
-              if (step.kind === 'mismatch') await this.damagedBatch([], batchStart, raw.index, options, warn);
+      for await (const chunk of readLineBatches(this.paths.events, start.offset, end, start.line, (i, bytes) => i === checked?.line || (i >= from && !unwanted?.(bytes)))) {
+        // What this chunk of the file completes: served together, one asynchronous step per chunk.
+        const served: VerifiedLine[] = [];
+        for (const raw of chunk) {
+          lastLine = raw.index;
+          if (raw.index === checked?.line && seqOf(raw.text) !== checked.seq) {
+            // The index was rebuilt or replaced behind this reader's back: read from the start.
+            this.options.indexStale();
+            retry = true;
+            break;
+          }
+          if (!chained) {
+            // Written before chain hashes: served as read; chain hashes written later (a resumed run) are still checked.
+            if (reader !== undefined) {
+              const step = reader.feed(raw.bytes);
+              if (step.kind !== 'open') {
+                if (step.kind === 'mismatch') {
+                  if (served.length > 0) yield served.splice(0);
+                  await this.damagedBatch([], batchStart, raw.index, options, warn);
+                }
+                lastSealed = raw.index;
+                batchStart = raw.index + 1;
+              }
+            }
+            if (raw.index >= from && !raw.skipped) served.push({ raw, chain: undefined });
+            continue;
+          }
+          if (reader === undefined) continue; // unreachable: a log with chain hashes is read from a sealed line
+          if (raw.index < from) {
+            // Before the first line served: only the batch holding it is hashed, from the sealed line before it.
+            if (reader.skip(raw.bytes)) {
               lastSealed = raw.index;
               batchStart = raw.index + 1;
             }
+            continue;
           }
-          if (raw.index >= from && !raw.skipped) yield { raw, chain: undefined };
-          continue;
-        }
-        if (reader === undefined) continue; // unreachable: a log with chain hashes is read from a sealed line
-        if (raw.index < from) {
-          // Before the first line served: only the batch holding it is hashed, from the sealed line before it.
-          if (reader.skip(raw.bytes)) {
-            lastSealed = raw.index;
-            batchStart = raw.index + 1;
+          const step = reader.feed(raw.bytes);
+          batch.push(raw); // its bytes are not kept valid past this chunk, and not needed once hashed
+          if (step.kind === 'open') continue;
+          lastSealed = raw.index;
+          if (step.kind === 'verified') {
+            for (const line of batch) if (!line.skipped) served.push({ raw: line, chain: step.chain });
+          } else {
+            // What this chunk verified before the damaged batch is served first, in order.
+            if (served.length > 0) yield served.splice(0);
+            await this.damagedBatch(batch, batchStart, raw.index, options, warn, raw.offset + raw.bytes.length + 1);
           }
-          continue;
+          batch = [];
+          batchStart = raw.index + 1;
         }
-        const step = reader.feed(raw.bytes);
-        if (raw.index >= from) batch.push(raw); // its bytes are not kept valid, and not needed once hashed
-        if (step.kind === 'open') continue;
-        lastSealed = raw.index;
-        if (step.kind === 'verified') {
-          for (const line of batch) if (!line.skipped) yield { raw: line, chain: step.chain };
-        } else {
-          await this.damagedBatch(batch, batchStart, raw.index, options, warn, raw.offset + raw.bytes.length + 1);
-        }
-        batch = [];
-        batchStart = raw.index + 1;
+        if (retry) break;
+        if (served.length > 0) yield served;
       }
       if (retry) {
         if (entry === undefined) return; // unreachable: from the start, nothing is checked against the index
@@ -211,19 +258,19 @@ export class LogReader {
 
   async countEvents(options: ReadOptions = {}): Promise<number> {
     let count = 0;
-    for await (const _line of this.verifiedLines(0, options)) count++;
+    for await (const lines of this.verifiedLines(0, options)) count += lines.length;
     return count;
   }
 
   async readAll(options: ReadOptions = {}): Promise<StreamEvent[]> {
     const events: StreamEvent[] = [];
-    for await (const event of this.readStream(options)) events.push(event);
+    for await (const batch of this.readVerifiedBatches(options)) for (const read of batch) events.push(read.event);
     return events;
   }
 
   async readFiltered(predicate: (event: StreamEvent) => boolean, options: ReadOptions = {}): Promise<StreamEvent[]> {
     const events: StreamEvent[] = [];
-    for await (const event of this.readStream(options)) if (predicate(event)) events.push(event);
+    for await (const batch of this.readVerifiedBatches(options)) for (const read of batch) if (predicate(read.event)) events.push(read.event);
     return events;
   }
 
@@ -233,11 +280,13 @@ export class LogReader {
     const events: StreamEvent[] = [];
     if (pageSize === 0) return events;
     const onCorrupt = this.corruptHandler(options);
-    for await (const { raw } of this.verifiedLines(offset, options)) {
-      if (raw.index >= offset + pageSize) break;
-      const decoded = decodeLine(raw.text, raw.index, raw.offset);
-      if ('error' in decoded) onCorrupt(decoded);
-      else events.push(decoded);
+    for await (const lines of this.verifiedLines(offset, options)) {
+      for (const { raw } of lines) {
+        if (raw.index >= offset + pageSize) return events;
+        const decoded = decodeLine(raw.text, raw.index, raw.offset);
+        if ('error' in decoded) onCorrupt(decoded);
+        else events.push(decoded);
+      }
     }
     return events;
   }

@@ -8,6 +8,9 @@ import { StreamEventTypeSchema } from '../events/index.js';
 import type { ContextReader } from './context-reader.js';
 import { HttpError, idParam, intParam, readJsonBody, requiredIntParam, sendJson, type RequestTarget } from './http.js';
 import { MAX_PAGE_SIZE, type RunReader, type RunRef } from './run-reader.js';
+
+/** Most top-level trace lines one request may ask for. */
+const MAX_TRACE_ITEMS = 5000;
 import type { Steering } from './steer.js';
 import { tailEvents, type TailOptions } from './tail.js';
 
@@ -71,7 +74,8 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
   if (head === 'info' && parts.length === 1) {
     sendJson(res, 200, {
       version: '0.1.0',
-      dataDir: ctx.reader.dataDir,
+      store: ctx.reader.store.kind,
+      location: ctx.reader.location,
       session: ctx.session ?? null,
       sessions: await ctx.reader.sessions(),
       eventTypes: StreamEventTypeSchema.options,
@@ -96,7 +100,7 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
   const ref = runRef(ctx, url, runId);
   if (view === undefined) {
     const detail = await ctx.reader.run(ref);
-    sendJson(res, 200, { ...detail, steer: ctx.steering.describe(ref), job: ctx.steering.job(ref) ?? null });
+    sendJson(res, 200, { ...detail, steer: await ctx.steering.describe(ref), job: ctx.steering.job(ref) ?? null });
     // The run view opens on its trace, of a long run the slowest answer: its read starts once this answer is sent,
     // while the page draws the header (not for a running run, whose trace would be read again as its log grows).
     if (detail.meta.status !== 'running') ctx.reader.prepareTrace(ref);
@@ -113,8 +117,14 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
   if (view === 'blame' && rest.length === 1) return sendJson(res, 200, await ctx.reader.blame(ref, rest[0]!));
   if (rest.length > 0) throw new HttpError(404, `no API route ${url.pathname}`, 'path');
   switch (view) {
-    case 'trace':
-      return sendJson(res, 200, await ctx.reader.trace(ref));
+    case 'trace': {
+      // Without `limit`, the whole tree (as `runs show --json`); with it, a page of its top-level lines.
+      const limit = intParam(url, 'limit', { min: 1, max: MAX_TRACE_ITEMS });
+      if (limit === undefined) return sendJson(res, 200, await ctx.reader.trace(ref));
+      // `head=1`: the first lines as the head of the log tells them, at once (the page then asks for the whole).
+      if (url.searchParams.get('head') === '1') return sendJson(res, 200, await ctx.reader.traceHead(ref, limit));
+      return sendJson(res, 200, await ctx.reader.tracePage(ref, intParam(url, 'offset', { min: 0 }) ?? 0, limit));
+    }
     case 'events': {
       const page = intParam(url, 'page', { min: 1 }) ?? 1;
       const pageSize = intParam(url, 'pageSize', { min: 1, max: MAX_PAGE_SIZE }) ?? 50;
@@ -129,10 +139,10 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
     case 'steps':
       return sendJson(res, 200, await ctx.reader.steps(ref));
     case 'stream': {
-      const store = ctx.reader.events(ref);
+      const at = await ctx.reader.existing(ref);
       const lastId = req.headers['last-event-id'];
       const resumeAt = typeof lastId === 'string' && /^\d+$/.test(lastId) ? Number(lastId) : undefined;
-      ctx.track(tailEvents(req, res, store, resumeAt ?? intParam(url, 'from') ?? 0, ctx.tail), res);
+      ctx.track(await tailEvents(req, res, ctx.reader.store, at, resumeAt ?? intParam(url, 'from') ?? 0, ctx.tail), res);
       return;
     }
     default:

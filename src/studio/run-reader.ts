@@ -1,26 +1,28 @@
 /**
- * What the studio's API answers, read from the run store through its public functions only: `loadRunPoint`
- * (runtime), `listRunIds`, `EventStore` reads, `ProjectionStore.loadRunMeta` with `foldRunMetaBatch`,
- * `MemoryStore.searchScored`, and the CLI's
- * inspect helpers (state with provenance, diff, blame, trace), so the browser shows exactly what `backpackflow
- * runs ...` prints. Only what is on disk is shown, and it was redacted before it was written.
+ * What the studio's API answers, read from a {@link RunStore} (the files of a data directory, or PostgreSQL) through
+ * its public methods and the runtime's (`listRuns`, `listedRun`, `loadRunPoint`), the memory through `Memory`
+ * (`searchScored`), and the CLI's inspect helpers (state with provenance, diff, blame, trace), so the browser shows
+ * exactly what `backpackflow runs ...` prints, whichever store holds the runs. Only what is stored is shown, and it
+ * was redacted before it was stored.
  */
-import { existsSync, promises as fsp, statSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { compileNamespacePattern } from '../backpack/index.js';
 import { StreamEventType, StreamEventTypeSchema, type StreamEvent } from '../events/index.js';
 import { listedRun, listRuns, loadRunPoint, type RunPoint } from '../runtime/index.js';
-import { EventStore, MemoryStore, listRunIds, runPaths, type CorruptLine, type RunMeta } from '../store/index.js';
-import { recordedFlowPath } from '../cli/backpackflow/flows.js';
+import type { CorruptLine, Memory, RunMeta, RunStore, RunRef as StoreRef } from '../store/index.js';
 import { blame, diffStates, stateReport, type BlameReport, type DiffReport, type StateReport } from '../cli/backpackflow/inspect.js';
 import { firstStep, lastStep } from '../cli/backpackflow/store-access.js';
-import { buildTrace, TRACE_EVENT_TYPES, type RunTrace } from '../cli/backpackflow/trace.js';
+import { buildTrace, TRACE_EVENT_TYPES, type RunTrace, type TraceItem } from '../cli/backpackflow/trace.js';
 import { HttpError } from './http.js';
 
 /** A run of one session. */
 export interface RunRef {
   session: string;
   runId: string;
+}
+
+/** The store's name of a run. */
+export function storeRef(ref: RunRef): StoreRef {
+  return { sessionKey: ref.session, runId: ref.runId };
 }
 
 /** Where a fork started: the run and step it was forked from. */
@@ -79,6 +81,48 @@ export interface EventsPageResult {
   warnings: string[];
 }
 
+/**
+ * A stretch of a run's trace: its top-level lines `offset`..`offset + items.length - 1` of `itemCount` (each with
+ * everything nested under it), and the run's trace header (status, duration, segments, question, error).
+ */
+export interface TracePage extends RunTrace {
+  offset: number;
+  /** Top-level lines in the whole trace. */
+  itemCount: number;
+  /** The longest node execution in the trace, in ms (the scale of the page's duration bars). */
+  longestMs: number;
+  /**
+   * Whether this is the trace of the whole log. False for a {@link RunReader.traceHead}: the trace of the log's first
+   * lines only (every one verified against the chain), whose header and counts the rest of the log may still change.
+   */
+  complete: boolean;
+}
+
+/** How many trace events are read between checks of whether a waiting {@link RunReader.traceHead} can be answered. */
+const HEAD_CHECK = 1024;
+/** How many such checks a read makes at most (later, the heads wait for the whole trace). */
+const HEAD_CHECKS = 8;
+
+/** Whether `trace` has more than `limit` top-level lines and no node among the first `limit` is still running. */
+function settledHead(trace: RunTrace, limit: number): boolean {
+  return trace.items.length > limit && trace.items.slice(0, limit).every((item) => item.kind !== 'node' || item.node.status !== 'incomplete');
+}
+
+/** Top-level lines `offset`.. of `trace`, at most `limit`. */
+function page(trace: RunTrace, offset: number, limit: number, complete: boolean): TracePage {
+  return { ...trace, items: trace.items.slice(offset, offset + limit), offset, itemCount: trace.items.length, longestMs: longestNode(trace.items), complete };
+}
+
+/** The longest duration of the nodes among `items` and under them, in ms (0 when none has one). */
+function longestNode(items: TraceItem[]): number {
+  let max = 0;
+  for (const item of items) {
+    if (item.kind !== 'node') continue;
+    max = Math.max(max, item.node.durationMs ?? 0, longestNode(item.node.items));
+  }
+  return max;
+}
+
 /** A memory search hit. */
 export interface MemoryHit {
   id: string;
@@ -97,23 +141,40 @@ const SCANS_KEPT = 4;
 /** Largest page of events one request may ask for. */
 export const MAX_PAGE_SIZE = 500;
 
-/** Reads runs, steps and memory under one data directory. */
-export class RunReader {
-  readonly dataDir: string;
-  private readonly memory: MemoryStore;
-  /** The traces of the runs opened last (oldest first), by the log size they were made at. */
-  private readonly traces = new Map<string, { size: number; result: Promise<RunTrace> }>();
-  /** Likewise, the step ranges read from whole logs. */
-  private readonly ranges = new Map<string, { size: number; result: Promise<StepRange> }>();
+/** What was made from a whole log, and the end of the log it was made from (its event count and last seq). */
+interface Kept<T> {
+  eventCount: number;
+  lastSeq: number;
+  result: Promise<T>;
+  /** The result once it is made. */
+  made?: T;
+  /** Requests for the head of the trace waiting for the read to get far enough (see {@link RunReader.traceHead}). */
+  heads?: Set<{ limit: number; resolve: (page: TracePage) => void }>;
+  /** The events read so far, while it is being made. */
+  read?: StreamEvent[];
+}
 
-  constructor(dataDir: string) {
-    this.dataDir = resolve(dataDir);
-    this.memory = new MemoryStore({ dataDir: this.dataDir });
+/** Reads runs, steps and memory from one run store and its memory. */
+export class RunReader {
+  /** The traces of the runs opened last (oldest first), with the end of the log they were made from. */
+  private readonly traces = new Map<string, Kept<RunTrace>>();
+  /** Likewise, the step ranges read from whole logs. */
+  private readonly ranges = new Map<string, Kept<StepRange>>();
+
+  /** Reads `store` and `memory`; {@link close} closes both. */
+  constructor(
+    readonly store: RunStore,
+    private readonly memory: Memory,
+  ) {}
+
+  /** Where the runs are: the data directory, or the database URL without its password. */
+  get location(): string {
+    return this.store.location;
   }
 
   /** The session keys that hold runs. */
   async sessions(): Promise<string[]> {
-    return [...new Set((await listRunIds(this.dataDir)).map((r) => r.sessionKey))];
+    return [...new Set((await this.store.listRuns()).map((r) => r.sessionKey))];
   }
 
   /**
@@ -121,7 +182,7 @@ export class RunReader {
    * run whose log lost its tail is shown as its log stands, with `damaged` saying so), without writing anything.
    */
   async runs(session: string | undefined): Promise<RunSummary[]> {
-    const metas = await listRuns({ dataDir: this.dataDir, sessionKey: session, persist: false });
+    const metas = await listRuns({ store: this.store, sessionKey: session, persist: false });
     return Promise.all(metas.map(async (meta) => ({ ...meta, forkedFrom: await this.forkOrigin({ session: meta.sessionKey, runId: meta.runId }) })));
   }
 
@@ -131,27 +192,31 @@ export class RunReader {
    * 404 naming the run when it has no events.
    */
   async meta(ref: RunRef): Promise<RunMeta> {
-    const meta = await listedRun({ dataDir: this.dataDir, sessionKey: ref.session, runId: ref.runId, persist: false });
-    if (meta === undefined) throw new HttpError(404, `no run '${ref.runId}' in session '${ref.session}' of ${this.dataDir}`, 'runId');
+    const meta = await listedRun({ store: this.store, sessionKey: ref.session, runId: ref.runId, persist: false });
+    if (meta === undefined) throw this.unknown(ref);
     return meta;
   }
 
-  /** The event log of a run; a 404 naming the run and session when it has none. */
-  events(ref: RunRef): EventStore {
-    if (!existsSync(runPaths(this.dataDir, ref.session, ref.runId).events)) {
-      throw new HttpError(404, `no run '${ref.runId}' in session '${ref.session}' of ${this.dataDir}`, 'runId');
-    }
-    return new EventStore({ dataDir: this.dataDir, sessionKey: ref.session, runId: ref.runId });
+  /** A 404 naming the run, the session and the store. */
+  private unknown(ref: RunRef): HttpError {
+    return new HttpError(404, `no run '${ref.runId}' in session '${ref.session}' of ${this.store.location}`, 'runId');
+  }
+
+  /** The run's name in the store, after checking that it has events (a 404 naming it otherwise). */
+  async existing(ref: RunRef): Promise<StoreRef> {
+    const at = storeRef(ref);
+    if (!(await this.store.hasEvents(at))) throw this.unknown(ref);
+    return at;
   }
 
   /** Projection, fork origin, step range and recorded flow config of a run. */
   async run(ref: RunRef): Promise<RunDetail> {
-    const detail: RunDetail = { meta: await this.meta(ref), forkedFrom: await this.forkOrigin(ref), steps: await this.steps(ref), flow: null };
-    const flowPath = recordedFlowPath(this.dataDir, ref.session, ref.runId);
+    const meta = await this.meta(ref);
+    const detail: RunDetail = { meta, forkedFrom: await this.forkOrigin(ref), steps: await this.steps(ref, meta), flow: null };
     try {
-      detail.flow = JSON.parse(await fsp.readFile(flowPath, 'utf8'));
+      detail.flow = (await this.store.loadDocument(storeRef(ref), 'flow')) ?? null;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') detail.flowError = `cannot read ${flowPath}: ${(error as Error).message}`;
+      detail.flowError = `cannot read the flow config recorded with run '${ref.runId}': ${(error as Error).message}`;
     }
     return detail;
   }
@@ -162,17 +227,48 @@ export class RunReader {
   }
 
   /**
+   * `limit` top-level lines of the trace from `offset` on: the first screen of a long run's trace is a few KB to send
+   * and draw, not the whole tree (the page asks for more as it is scrolled).
+   */
+  async tracePage(ref: RunRef, offset: number, limit: number): Promise<TracePage> {
+    return page(await this.scan(ref), offset, limit, true);
+  }
+
+  /**
+   * The first `limit` top-level lines of the trace as the head of the log tells them, without waiting for the whole
+   * log to be read: taken from the read of the whole trace (started here, or already under way) as soon as what it
+   * has read (verified against the chain as always) gives more than `limit` top-level lines and none of the first
+   * `limit` is a node still running. The page draws it at once and replaces it with {@link tracePage} when that
+   * arrives. When the whole trace is made first, it is that trace's first page.
+   */
+  async traceHead(ref: RunRef, limit: number): Promise<TracePage> {
+    await this.existing(ref);
+    // A read under way is joined as it is (its head is the log's head, whether or not the log grew since it started);
+    // a finished one is used only while the log still ends where it did.
+    const under = this.traces.get(`${ref.session}/${ref.runId}`);
+    const kept = under !== undefined && under.made === undefined ? under : await this.scanEntry(ref);
+    if (kept.made !== undefined) return page(kept.made, 0, limit, true);
+    // A read under way may have gone far enough already (it checks for waiting heads only now and then, early on).
+    if (kept.read !== undefined && kept.read.length > 0) {
+      const trace = buildTrace(ref.runId, kept.read);
+      if (settledHead(trace, limit)) return page(trace, 0, limit, false);
+    }
+    return new Promise<TracePage>((resolve, reject) => {
+      const waiter = { limit, resolve };
+      (kept.heads ??= new Set()).add(waiter);
+      kept.result.then(
+        (trace) => kept.heads?.delete(waiter) && resolve(page(trace, 0, limit, true)),
+        (error: unknown) => kept.heads?.delete(waiter) && reject(error),
+      );
+    });
+  }
+
+  /**
    * Starts reading the trace of a run in the background (after the current I/O callbacks), for a {@link trace} that
    * is likely to follow; it is kept as {@link trace} keeps it. A failure is left for that request to report.
    */
   prepareTrace(ref: RunRef): void {
-    setImmediate(() => {
-      try {
-        this.scan(ref).catch(() => undefined);
-      } catch {
-        // The run is gone (a 404 for the request that asks for its trace).
-      }
-    });
+    setImmediate(() => void this.scan(ref).catch(() => undefined));
   }
 
   /**
@@ -186,7 +282,7 @@ export class RunReader {
     if (query.namespace !== undefined && (query.namespace === '' || query.namespace.split('.').some((s) => s === ''))) {
       throw new HttpError(400, `invalid namespace pattern ${JSON.stringify(query.namespace)}: segments separated by '.', none empty`, 'namespace');
     }
-    const store = this.events(ref);
+    const at = await this.existing(ref);
     const offset = (query.page - 1) * query.pageSize;
     const corrupt: CorruptLine[] = [];
     const warnings: string[] = [];
@@ -195,7 +291,7 @@ export class RunReader {
     if (query.type === undefined && query.namespace === undefined) {
       // One more than the page, to know whether there is a next one without counting the log.
       let line = offset;
-      const read = await store.readPage(query.pageSize + 1, offset, { onCorrupt: (c) => corrupt.push(c), onWarning });
+      const read = await this.store.readPage(at, query.pageSize + 1, offset, { onCorrupt: (c) => corrupt.push(c), onWarning });
       for (const event of read) {
         while (corrupt.some((c) => c.line - 1 === line)) line++;
         result.events.push({ line: line++, event });
@@ -206,14 +302,12 @@ export class RunReader {
       return result;
     }
     const matches = query.namespace === undefined ? undefined : compileNamespacePattern(query.namespace);
-    let line = 0;
     let count = 0;
     let reachedEnd = true;
-    for await (const event of store.readStream({ onCorrupt: (c) => (corrupt.push(c), line++), onWarning })) {
-      const at = line++;
-      const hit = (query.type === undefined || event.type === query.type) && (matches === undefined || (event.namespace !== undefined && matches(event.namespace)));
-      if (!hit) continue;
-      if (count >= offset && count < offset + query.pageSize) result.events.push({ line: at, event });
+    const types = query.type === undefined ? undefined : [query.type];
+    for await (const { event, line } of this.store.readVerified(at, { onCorrupt: (c) => corrupt.push(c), onWarning, types })) {
+      if (matches !== undefined && (event.namespace === undefined || !matches(event.namespace))) continue;
+      if (count >= offset && count < offset + query.pageSize) result.events.push({ line, event });
       count++;
       if (count > offset + query.pageSize) {
         reachedEnd = false;
@@ -229,16 +323,17 @@ export class RunReader {
    * The recorded steps of a run, from the ends of its log: the start checkpoint among its first lines, the last
    * checkpoint among its last ones (read through the index; steps only grow along a log). A log without a start
    * checkpoint near its head (recorded before they existed) or without a checkpoint near its end is read whole.
+   * `meta`: the run's projection when the caller just read it (see {@link meta}).
    */
-  async steps(ref: RunRef): Promise<StepRange> {
-    const store = this.events(ref);
+  async steps(ref: RunRef, meta?: RunMeta): Promise<StepRange> {
+    const at = meta === undefined ? await this.existing(ref) : storeRef(ref);
     const isCheckpoint = (e: StreamEvent): boolean => e.type === StreamEventType.CHECKPOINT_SAVED;
-    const head = (await store.readPage(8, 0, { onCorrupt: 'skip' })).filter(isCheckpoint);
+    const head = (await this.store.readPage(at, 8, 0, { onCorrupt: 'skip' })).filter(isCheckpoint);
     if (!head.some((e) => (e.payload as { start?: unknown }).start === true)) return this.range(ref);
     const first = firstStep(head);
     const tail: StreamEvent[] = [];
-    const from = Math.max(0, (await this.meta(ref)).eventCount - TAIL_LINES);
-    for await (const event of store.readStream({ from, onCorrupt: 'skip', types: [StreamEventType.CHECKPOINT_SAVED] })) tail.push(event);
+    const from = Math.max(0, (meta ?? (await this.meta(ref))).eventCount - TAIL_LINES);
+    for await (const { event } of this.store.readVerified(at, { from, onCorrupt: 'skip', types: [StreamEventType.CHECKPOINT_SAVED] })) tail.push(event);
     if (tail.length === 0) return this.range(ref);
     return { first, last: Math.max(first, lastStep(tail)) };
   }
@@ -247,40 +342,84 @@ export class RunReader {
    * The step range of a log {@link steps} cannot read from its ends: one read of its checkpoints (the rest of the
    * log is still verified against its chain). Kept as {@link scan} keeps the trace.
    */
-  private range(ref: RunRef): Promise<StepRange> {
-    return this.kept(this.ranges, ref, (store) =>
-      store.readAll({ onCorrupt: 'skip', types: [StreamEventType.CHECKPOINT_SAVED] }).then((checkpoints) => {
-        const first = firstStep(checkpoints);
-        return { first, last: Math.max(first, lastStep(checkpoints)) };
-      }),
-    );
+  private async range(ref: RunRef): Promise<StepRange> {
+    return (await this.kept(this.ranges, ref, [StreamEventType.CHECKPOINT_SAVED], (checkpoints) => {
+      const first = firstStep(checkpoints);
+      return { first, last: Math.max(first, lastStep(checkpoints)) };
+    })).result;
   }
 
   /**
    * One read of the whole log for the trace. Only the event types it needs are decoded (the rest of the log is
    * still verified against its chain).
    */
-  private scan(ref: RunRef): Promise<RunTrace> {
-    return this.kept(this.traces, ref, (store) => store.readAll({ onCorrupt: 'skip', types: TRACE_EVENT_TYPES }).then((events) => buildTrace(ref.runId, events)));
+  private async scan(ref: RunRef): Promise<RunTrace> {
+    return (await this.scanEntry(ref)).result;
+  }
+
+  /** The kept read of the trace of `ref` (see {@link kept}); as it reads, it answers the heads waiting for it. */
+  private scanEntry(ref: RunRef): Promise<Kept<RunTrace>> {
+    return this.kept(this.traces, ref, TRACE_EVENT_TYPES, (events) => buildTrace(ref.runId, events), (kept, events) => {
+      if (kept.heads === undefined || kept.heads.size === 0) return;
+      const trace = buildTrace(ref.runId, events);
+      for (const head of kept.heads) {
+        if (!settledHead(trace, head.limit)) continue;
+        kept.heads.delete(head);
+        head.resolve(page(trace, 0, head.limit, false));
+      }
+    });
   }
 
   /**
-   * What `make` reads from a run's whole log, kept for the few runs read last while their logs keep the size it was
-   * made at (a log only grows, so the same size is the same log; a live run's is made again as it grows); requests
-   * that arrive while it is being made wait for the same read.
+   * What `make` makes of the events of `types` of a run's whole log, kept for the few runs read last while their logs
+   * end where they ended when it was made (a log only grows, so the same last event at the same line is the same log;
+   * a live run's is made again as it grows); requests that arrive while it is being made wait for the same read.
    */
-  private kept<T>(cache: Map<string, { size: number; result: Promise<T> }>, ref: RunRef, make: (store: EventStore) => Promise<T>): Promise<T> {
-    const store = this.events(ref);
+  private async kept<T>(
+    cache: Map<string, Kept<T>>,
+    ref: RunRef,
+    types: readonly string[],
+    make: (events: StreamEvent[]) => T,
+    progress?: (kept: Kept<T>, events: StreamEvent[]) => void,
+  ): Promise<Kept<T>> {
     const key = `${ref.session}/${ref.runId}`;
-    const size = statSync(store.paths.events).size;
-    const kept = cache.get(key);
-    if (kept && kept.size === size) return kept.result;
-    const result = make(store);
+    const at = storeRef(ref);
+    const held = cache.get(key);
+    if (held !== undefined && (await this.endsAt(at, held.eventCount, held.lastSeq))) return held;
+    const meta = await this.meta(ref);
+    const again = cache.get(key);
+    if (again !== undefined && again.eventCount === meta.eventCount && again.lastSeq === meta.lastSeq) return again;
+    const kept = { eventCount: meta.eventCount, lastSeq: meta.lastSeq } as Kept<T>;
+    const result = (async () => {
+      const events: StreamEvent[] = [];
+      kept.read = events;
+      try {
+        for await (const { event } of this.store.readVerified(at, { onCorrupt: 'skip', types })) {
+          events.push(event);
+          // Now and then (not past the first few checks: each one looks at everything read so far).
+          if (progress !== undefined && events.length % HEAD_CHECK === 0 && events.length <= HEAD_CHECK * HEAD_CHECKS) progress(kept, events);
+        }
+      } finally {
+        kept.read = undefined;
+      }
+      return make(events);
+    })();
+    kept.result = result;
     cache.delete(key);
-    cache.set(key, { size, result });
-    result.catch(() => cache.get(key)?.result === result && cache.delete(key));
+    cache.set(key, kept);
+    result.then(
+      (made) => void (kept.made = made),
+      () => cache.get(key)?.result === result && cache.delete(key),
+    );
     for (const old of cache.keys()) if (cache.size > SCANS_KEPT) cache.delete(old);
-    return result;
+    return kept;
+  }
+
+  /** Whether the log of `at` still ends with event `lastSeq` at line `eventCount - 1` (two lines read through its index). */
+  private async endsAt(at: StoreRef, eventCount: number, lastSeq: number): Promise<boolean> {
+    if (eventCount === 0) return false;
+    const tail = await this.store.readPage(at, 2, eventCount - 1, { onCorrupt: 'skip', onWarning: () => undefined }).catch(() => []);
+    return tail.length === 1 && tail[0]!.seq === lastSeq;
   }
 
   /** A step given by the client, checked against the run's recorded steps (a 400 giving the range otherwise). */
@@ -294,7 +433,7 @@ export class RunReader {
 
   private async point(ref: RunRef, step: number, parameter: string): Promise<RunPoint> {
     await this.checkedStep(ref, step, parameter);
-    return loadRunPoint({ dataDir: this.dataDir, sessionKey: ref.session, runId: ref.runId, step });
+    return loadRunPoint({ store: this.store, sessionKey: ref.session, runId: ref.runId, step });
   }
 
   /** The Backpack at `step` (default: the last) with provenance per key, and the quarantined items. */
@@ -313,10 +452,12 @@ export class RunReader {
   /** Every write of `key` in the run. */
   async blame(ref: RunRef, key: string): Promise<BlameReport> {
     if (key === '' || key.length > 1024) throw new HttpError(400, `invalid key: must be 1..1024 characters, got ${key.length}`, 'key');
-    const writes = new Set<string>([StreamEventType.CHECKPOINT_SAVED, StreamEventType.BACKPACK_PACK, StreamEventType.BACKPACK_QUARANTINE]);
-    const events = await this.events(ref).readFiltered((e) => writes.has(e.type), { onCorrupt: 'skip' });
+    const at = await this.existing(ref);
+    const events: StreamEvent[] = [];
+    const types = [StreamEventType.CHECKPOINT_SAVED, StreamEventType.BACKPACK_PACK, StreamEventType.BACKPACK_QUARANTINE];
+    for await (const { event } of this.store.readVerified(at, { onCorrupt: 'skip', types })) events.push(event);
     const first = firstStep(events);
-    const initial = await loadRunPoint({ dataDir: this.dataDir, sessionKey: ref.session, runId: ref.runId, step: first }).catch(() => undefined);
+    const initial = await loadRunPoint({ store: this.store, sessionKey: ref.session, runId: ref.runId, step: first }).catch(() => undefined);
     return blame(ref.runId, key, events, initial);
   }
 
@@ -327,14 +468,15 @@ export class RunReader {
     return hits.map((h) => ({ id: h.item.id, score: h.score, content: h.item.content, keywords: h.item.keywords ?? [], metadata: h.item.metadata ?? {} }));
   }
 
-  /** Releases the memory store. */
+  /** Releases the memory and the run store. */
   async close(): Promise<void> {
     await this.memory.close();
+    await this.store.close();
   }
 
   /** The run and step a fork started from, from its start checkpoint (the first few events of its log). */
   private async forkOrigin(ref: RunRef): Promise<ForkOrigin | null> {
-    const head = await this.events(ref).readPage(4, 0, { onCorrupt: 'skip' }).catch(() => []);
+    const head = await this.store.readPage(storeRef(ref), 4, 0, { onCorrupt: 'skip' }).catch(() => []);
     for (const event of head) {
       if (event.type !== StreamEventType.CHECKPOINT_SAVED) continue;
       const origin = (event.payload as { forkedFrom?: { runId?: unknown; step?: unknown } }).forkedFrom;

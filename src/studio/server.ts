@@ -6,7 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { InvalidIdError } from '../store/index.js';
+import { resolve } from 'node:path';
+import { FileRunStore, InvalidIdError, MemoryStore, PostgresRunStore, type Memory, type RunStore } from '../store/index.js';
+import { PostgresMemoryStore } from '../store/postgres/memory-store.js';
 import { handleApi, type ApiContext } from './api.js';
 import { ContextReader } from './context-reader.js';
 import { isLoopbackHost, RequestGuard } from './guard.js';
@@ -18,8 +20,13 @@ import type { TailOptions } from './tail.js';
 
 /** Options of {@link startStudio}. */
 export interface StudioOptions {
-  /** Data directory of the runs (default `.backpackflow`). */
+  /** Data directory of the runs (default `.backpackflow`); ignored with {@link databaseUrl}. */
   dataDir?: string;
+  /**
+   * The PostgreSQL database holding the runs and memory (as `--database-url`), instead of the data directory. Resumes
+   * and forks run the CLI against it too.
+   */
+  databaseUrl?: string;
   /** Session whose runs are listed and opened by default (default: runs of every session are listed, `default` is opened). */
   session?: string;
   /** A workspace whose context store (`.merkle/`) the Context view shows, read-only. */
@@ -51,6 +58,8 @@ export interface StudioServer {
   port: number;
   /** The token writes need (and reads, off loopback). */
   token: string;
+  /** Where the runs are: the data directory, or the database URL without its password. */
+  location: string;
   server: Server;
   /** Ends open streams and connections and stops listening. */
   close(): Promise<void>;
@@ -64,6 +73,13 @@ function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
+/** The run store and memory of a data directory, or of a database. */
+function openStores(dataDir: string, databaseUrl: string | undefined): { store: RunStore; memory: Memory } {
+  if (databaseUrl === undefined) return { store: new FileRunStore(dataDir), memory: new MemoryStore({ dataDir }) };
+  const store = new PostgresRunStore({ url: databaseUrl });
+  return { store, memory: new PostgresMemoryStore(store) };
+}
+
 /** Starts the studio and resolves once it listens. */
 export async function startStudio(options: StudioOptions = {}): Promise<StudioServer> {
   const host = options.host ?? '127.0.0.1';
@@ -71,9 +87,19 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`port must be an integer 0..65535, got ${port}`);
   const token = options.token ?? randomBytes(24).toString('base64url');
   const tokenForReads = !isLoopbackHost(host);
-  const reader = new RunReader(options.dataDir ?? '.backpackflow');
-  const context = options.workspace === undefined ? undefined : await ContextReader.open(options.workspace);
-  const steering = new Steering(reader, options.steering);
+  const dataDir = resolve(options.dataDir ?? '.backpackflow');
+  const { store, memory } = openStores(dataDir, options.databaseUrl);
+  const reader = new RunReader(store, memory);
+  let context: ContextReader | undefined;
+  try {
+    // A database that cannot be reached is said now, not at the first request.
+    if (store instanceof PostgresRunStore) await store.sql();
+    context = options.workspace === undefined ? undefined : await ContextReader.open(options.workspace);
+  } catch (error) {
+    await reader.close().catch(() => undefined);
+    throw error;
+  }
+  const steering = new Steering(reader, { dataDir, databaseUrl: options.databaseUrl }, options.steering);
   const page = new PageFiles(options.pageDir ?? defaultPageDir());
   const log = options.log ?? ((message: string) => process.stderr.write(`backpackflow studio: ${message}\n`));
   const streams = new Set<() => void>();
@@ -133,6 +159,7 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
     host,
     port: actual,
     token,
+    location: store.location,
     server,
     close: async () => {
       for (const stop of streams) stop();

@@ -17,12 +17,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { newRunId } from '../events/index.js';
 import { checkAnswer, schemaFromJson } from '../nodes/index.js';
-import { idProblem, redact, runHasEvents, runWriterAlive } from '../store/index.js';
-import { recordedFlowPath } from '../cli/backpackflow/flows.js';
-import { readRecipeFileSync } from '../cli/backpackflow/recipe.js';
+import { FileRunStore, idProblem, redact } from '../store/index.js';
+import { readRecipe } from '../cli/backpackflow/recipe.js';
 import { cliCommand } from '../cli/backpackflow/output.js';
 import { HttpError } from './http.js';
-import type { RunReader, RunRef } from './run-reader.js';
+import { storeRef, type RunReader, type RunRef } from './run-reader.js';
 import { shellQuote } from './shell.js';
 
 /** One resume or fork the studio started. */
@@ -86,9 +85,18 @@ export function defaultCliInvocation(): string[] {
   return [process.execPath, ...inherited, ...loader, entry];
 }
 
-function location(dataDir: string, session: string): string[] {
-  return ['--data-dir', dataDir, ...(session === 'default' ? [] : ['--session', session])];
+/**
+ * Where the CLI finds the studio's runs: the data directory, or the database. The database URL goes to the child in
+ * its environment (BACKPACKFLOW_DATABASE_URL), never on its command line, where other users of the machine could
+ * read its password.
+ */
+export interface CliLocation {
+  dataDir: string;
+  databaseUrl?: string;
 }
+
+/** The name of the environment variable the CLI reads the database URL from. */
+const DATABASE_URL_ENV = 'BACKPACKFLOW_DATABASE_URL';
 
 /** The studio's resumes and forks: at most one active job per run, each a CLI child process. */
 export class Steering {
@@ -99,6 +107,7 @@ export class Steering {
 
   constructor(
     private readonly reader: RunReader,
+    private readonly where: CliLocation,
     options: SteeringOptions = {},
   ) {
     this.cli = options.cli ?? defaultCliInvocation();
@@ -110,10 +119,17 @@ export class Steering {
     return this.jobs.get(key(ref));
   }
 
+  /** The arguments that point the CLI at the run's store and session (the database URL itself travels in the environment). */
+  private location(session: string): string[] {
+    return [...(this.where.databaseUrl === undefined ? ['--data-dir', this.where.dataDir] : []), ...(session === 'default' ? [] : ['--session', session])];
+  }
+
   /** How `ref`'s flow would be built, and the commands that resume and fork it from a terminal. */
-  describe(ref: RunRef): SteerInfo {
-    const where = location(this.reader.dataDir, ref.session).map(shellQuote).join(' ');
-    const { buildable, source, flags } = this.flowSource(ref);
+  async describe(ref: RunRef): Promise<SteerInfo> {
+    // Shown to a person: on Postgres, the database without its password (they know it, the page need not).
+    const shown = this.where.databaseUrl === undefined ? this.location(ref.session) : ['--database-url', this.reader.location, ...this.location(ref.session)];
+    const where = shown.map(shellQuote).join(' ');
+    const { buildable, source, flags } = await this.flowSource(ref);
     const extra = flags ? ` ${flags}` : '';
     return {
       buildable,
@@ -127,14 +143,16 @@ export class Steering {
    * What the run's recipe says about building its flow, checked without importing anything: a flow module that
    * exists, or a recorded flow file, and the node modules it names.
    */
-  private flowSource(ref: RunRef): { buildable: boolean; source: string; flags?: string } {
-    let recipe: ReturnType<typeof readRecipeFileSync>;
+  private async flowSource(ref: RunRef): Promise<{ buildable: boolean; source: string; flags?: string }> {
+    const store = this.reader.store;
+    let recipe: Awaited<ReturnType<typeof readRecipe>>;
+    let flowRecorded: boolean;
     try {
-      recipe = readRecipeFileSync(this.reader.dataDir, ref.session, ref.runId);
+      recipe = await readRecipe(store, storeRef(ref));
+      flowRecorded = recipe?.flow.kind !== 'module' && (await store.loadDocument(storeRef(ref), 'flow')) !== undefined;
     } catch (error) {
       return { buildable: false, source: (error as Error).message, flags: '--flow-module <file>#<export>' };
     }
-    const flowFile = recordedFlowPath(this.reader.dataDir, ref.session, ref.runId);
     const missing = (recipe?.modules ?? []).filter((m) => !existsSync(m));
     if (missing.length > 0) return { buildable: false, source: `the node modules recorded with the run are gone: ${missing.join(', ')}`, flags: '--modules <file...>' };
     if (recipe?.flow.kind === 'module') {
@@ -142,7 +160,10 @@ export class Steering {
       if (!existsSync(recipe.flow.module)) return { buildable: false, source: `the run's flow module ${recipe.flow.module} is gone`, flags: '--flow-module <file>#<export>' };
       return { buildable: true, source: `flow module ${spec}` };
     }
-    if (existsSync(flowFile)) return { buildable: true, source: `flow file ${flowFile}` };
+    if (flowRecorded) {
+      const source = store instanceof FileRunStore ? `flow file ${store.documentPath(storeRef(ref), 'flow')}` : `the flow config recorded with the run in ${store.location}`;
+      return { buildable: true, source };
+    }
     return { buildable: false, source: 'no flow was recorded with this run (it was started in code, not by the CLI)', flags: '--flow-module <file>#<export>' };
   }
 
@@ -155,7 +176,7 @@ export class Steering {
     try {
       const meta = await this.reader.meta(ref);
       if (meta.status === 'completed') throw new HttpError(409, `run '${ref.runId}' already completed: fork it from a step to run it again`, 'runId');
-      if (meta.status === 'running' || runWriterAlive(this.reader.dataDir, ref.session, ref.runId)) {
+      if (meta.status === 'running' || (await this.reader.store.writerAlive(storeRef(ref)))) {
         throw new HttpError(409, `run '${ref.runId}' is being written by a live process right now: wait until it stops`, 'runId');
       }
       if (meta.status === 'waiting') {
@@ -165,8 +186,8 @@ export class Steering {
       } else if (answer !== undefined) {
         throw new HttpError(409, `run '${ref.runId}' is ${meta.status}, not waiting for an answer: resume it without one`, 'answer');
       }
-      this.requireBuildable(ref, 'resume');
-      const args = ['runs', 'resume', ref.runId, ...location(this.reader.dataDir, ref.session)];
+      await this.requireBuildable(ref, 'resume');
+      const args = ['runs', 'resume', ref.runId, ...this.location(ref.session)];
       return await this.start(release, { kind: 'resume', session: ref.session, runId: ref.runId }, args, answer);
     } catch (error) {
       release.abandon();
@@ -182,11 +203,11 @@ export class Steering {
     const target = { session: ref.session, runId: forkId };
     const release = this.reserve(target);
     try {
-      if (runHasEvents(this.reader.dataDir, ref.session, forkId)) throw new HttpError(409, `run '${forkId}' already exists: choose another id for the fork`, 'newRunId');
+      if (await this.reader.store.hasEvents(storeRef(target))) throw new HttpError(409, `run '${forkId}' already exists: choose another id for the fork`, 'newRunId');
       const state = await this.reader.state(ref, step);
       if (state.position.length === 0) throw new HttpError(409, `run '${ref.runId}' had ended at step ${step}: there is nothing to run from there`, 'step');
-      this.requireBuildable(ref, 'fork');
-      const args = ['runs', 'fork', ref.runId, '--step', String(step), '--new-run-id', forkId, ...location(this.reader.dataDir, ref.session)];
+      await this.requireBuildable(ref, 'fork');
+      const args = ['runs', 'fork', ref.runId, '--step', String(step), '--new-run-id', forkId, ...this.location(ref.session)];
       return await this.start(release, { kind: 'fork', session: ref.session, runId: forkId, from: { runId: ref.runId, step } }, args, undefined);
     } catch (error) {
       release.abandon();
@@ -204,8 +225,8 @@ export class Steering {
     await Promise.all(exits);
   }
 
-  private requireBuildable(ref: RunRef, verb: 'resume' | 'fork'): void {
-    const info = this.describe(ref);
+  private async requireBuildable(ref: RunRef, verb: 'resume' | 'fork'): Promise<void> {
+    const info = await this.describe(ref);
     if (info.buildable) return;
     const command = verb === 'resume' ? info.resumeCommand : info.forkCommand;
     throw new CommandError(`the studio cannot build the flow of run '${ref.runId}' (${info.source}): ${verb} it from a terminal`, command);
@@ -236,7 +257,11 @@ export class Steering {
     }
     const shown = [cliCommand(), ...args.map((a) => (a.startsWith('@') ? "'<answer>'" : shellQuote(a)))].join(' ');
     const job: SteerJob = { ...base, state: 'running', startedAt: Date.now(), command: shown };
-    const child = spawn(this.cli[0]!, [...this.cli.slice(1), ...args, '--json'], { env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The child works on the studio's store: its database through the environment, or (files) none from the environment.
+    const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
+    if (this.where.databaseUrl === undefined) delete env[DATABASE_URL_ENV];
+    else env[DATABASE_URL_ENV] = this.where.databaseUrl;
+    const child = spawn(this.cli[0]!, [...this.cli.slice(1), ...args, '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.jobs.set(k, job);
     this.children.set(k, child);
     release.abandon();

@@ -1,7 +1,10 @@
 /**
- * Server-sent events tailing a run's log: every event from line `from` on, then each new one as the writer appends
- * it. Each wake-up reads from the next unread line through the log's index (`EventStore.readStream({ from })`),
- * never the whole file again; readers see only committed batches, so half a step is never sent.
+ * Server-sent events tailing a run's log: every event from line `from` on, then each new one as the writer stores
+ * it. Each wake-up reads from the next unread line (`RunStore.readVerified({ from })`, through the log's index on
+ * files), never the whole log again; readers see only committed batches, so half a step is never sent. What wakes
+ * the tail: on files, a change notification of the log file (and a check of its size every `pollMs`, in case one was
+ * missed); on PostgreSQL, the announcement of each committed step (LISTEN/NOTIFY on the channel `runs tail` listens
+ * to), and a read every `pollMs` in case one was missed.
  *
  * Messages: `event: event` with the stored event as data and `id:` the number of lines read so far (a reconnecting
  * EventSource sends it back as Last-Event-ID and continues there); `event: corrupt` for a line that is not a valid
@@ -9,19 +12,61 @@
  */
 import { watch, statSync, type FSWatcher } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { EventStore } from '../store/index.js';
+import { PostgresRunStore, type RunRef, type RunStore } from '../store/index.js';
+import { EVENTS_CHANNEL } from '../store/postgres/queue.js';
 import { BASE_HEADERS } from './http.js';
 
 /** Timings of a tail (defaults suit people; tests may shorten them). */
 export interface TailOptions {
-  /** How often the log's size is checked in case a file-change notification was missed (default 500 ms). */
+  /** How often the log is checked in case a change notification was missed (default 500 ms). */
   pollMs?: number;
   /** How often an idle stream gets a comment line (default 15 s). */
   heartbeatMs?: number;
 }
 
-/** Streams `store` from line `from` to `res` until the client goes away; returns a function that ends the stream. */
-export function tailEvents(req: IncomingMessage, res: ServerResponse, store: EventStore, from: number, options: TailOptions = {}): () => void {
+/** Calls `poke` now and whenever the log of `ref` may have grown; resolves to the function that stops it. */
+async function watchLog(store: RunStore, ref: RunRef, poke: () => void, pollMs: number): Promise<() => void> {
+  if (store instanceof PostgresRunStore) {
+    const name = `${ref.sessionKey}/${ref.runId}`;
+    const listener = await (await store.sql()).listen(EVENTS_CHANNEL, (payload) => payload === name && poke());
+    const poll = setInterval(poke, pollMs);
+    poke(); // after LISTEN: a step committed from here on is announced
+    return () => {
+      clearInterval(poll);
+      void listener.unlisten().catch(() => undefined);
+    };
+  }
+  // Files: the log is read again only when its size changed.
+  const path = store.describeLog(ref);
+  let lastSize = -1;
+  const check = (): void => {
+    let size: number;
+    try {
+      size = statSync(path).size;
+    } catch {
+      return;
+    }
+    if (size === lastSize) return;
+    lastSize = size;
+    poke();
+  };
+  let watcher: FSWatcher | undefined;
+  try {
+    watcher = watch(path, { persistent: false }, check);
+    watcher.on('error', () => watcher?.close());
+  } catch {
+    watcher = undefined; // polling alone still tails the log
+  }
+  const poll = setInterval(check, pollMs);
+  check();
+  return () => {
+    watcher?.close();
+    clearInterval(poll);
+  };
+}
+
+/** Streams the log of `ref` from line `from` to `res` until the client goes away; resolves to a function that ends the stream. */
+export async function tailEvents(req: IncomingMessage, res: ServerResponse, store: RunStore, ref: RunRef, from: number, options: TailOptions = {}): Promise<() => void> {
   res.writeHead(200, {
     ...BASE_HEADERS,
     'content-type': 'text/event-stream; charset=utf-8',
@@ -34,7 +79,6 @@ export function tailEvents(req: IncomingMessage, res: ServerResponse, store: Eve
   let closed = false;
   let reading = false;
   let again = false;
-  let lastSize = -1;
 
   const send = async (text: string): Promise<void> => {
     if (closed) return;
@@ -50,19 +94,19 @@ export function tailEvents(req: IncomingMessage, res: ServerResponse, store: Eve
       do {
         again = false;
         const corrupt: string[] = [];
-        for await (const event of store.readStream({
+        for await (const { event, line } of store.readVerified(ref, {
           from: next,
           onCorrupt: (c) => {
             next = c.line;
             corrupt.push(`id: ${next}\nevent: corrupt\ndata: ${JSON.stringify(c)}\n\n`);
           },
         })) {
-          for (const line of corrupt.splice(0)) await send(line);
-          next++;
+          for (const message of corrupt.splice(0)) await send(message);
+          next = line + 1;
           await send(`id: ${next}\nevent: event\ndata: ${JSON.stringify(event)}\n\n`);
           if (closed) return;
         }
-        for (const line of corrupt.splice(0)) await send(line);
+        for (const message of corrupt.splice(0)) await send(message);
       } while (again && !closed);
     } catch (error) {
       await send(`event: failure\ndata: ${JSON.stringify({ error: (error as Error).message })}\n\n`);
@@ -71,37 +115,27 @@ export function tailEvents(req: IncomingMessage, res: ServerResponse, store: Eve
     }
   };
   const poke = (): void => {
-    if (closed) return;
-    let size: number;
-    try {
-      size = statSync(store.paths.events).size;
-    } catch {
-      return;
-    }
-    if (size === lastSize) return;
-    lastSize = size;
-    void pump();
+    if (!closed) void pump();
   };
 
-  let watcher: FSWatcher | undefined;
-  try {
-    watcher = watch(store.paths.events, { persistent: false }, poke);
-    watcher.on('error', () => watcher?.close());
-  } catch {
-    watcher = undefined; // polling alone still tails the log
-  }
-  const poll = setInterval(poke, options.pollMs ?? 500);
+  let unwatch: (() => void) | undefined;
   const heartbeat = setInterval(() => void send(': keep-alive\n\n'), options.heartbeatMs ?? 15_000);
   const stop = (): void => {
     if (closed) return;
     closed = true;
-    watcher?.close();
-    clearInterval(poll);
+    unwatch?.();
     clearInterval(heartbeat);
     res.end();
   };
   req.on('close', stop);
   res.on('close', stop);
-  poke();
+  try {
+    unwatch = await watchLog(store, ref, poke, options.pollMs ?? 500);
+  } catch (error) {
+    await send(`event: failure\ndata: ${JSON.stringify({ error: `cannot follow the log: ${(error as Error).message}` })}\n\n`);
+    stop();
+    return stop;
+  }
+  if (closed) unwatch();
   return stop;
 }

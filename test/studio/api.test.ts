@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../../src/index.js';
 import { runPaths } from '../../src/store/index.js';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
-import { FIXTURES, MODULES, cli, tempDir } from '../cli/helpers.js';
+import { FIXTURES, MODULES, cli, cliJson, tempDir } from '../cli/helpers.js';
 import { get, openStream, startGatedRun } from './helpers.js';
 
 let dataDir = '';
@@ -37,7 +37,7 @@ describe('studio API over a recorded run', () => {
     expect(studio.url).toBe(`http://127.0.0.1:${studio.port}/?token=${studio.token}`);
     const info = await api('/api/info');
     expect(info.status).toBe(200);
-    expect(info.json).toMatchObject({ dataDir, sessions: ['default'], tokenRequired: false, canWrite: false, workspace: null });
+    expect(info.json).toMatchObject({ store: 'files', location: dataDir, sessions: ['default'], tokenRequired: false, canWrite: false, workspace: null });
     expect((await api('/api/info', { authorization: `Bearer ${studio.token}` })).json.canWrite).toBe(true);
     const viaQuery = await api(`/api/info?token=${studio.token}`);
     expect(viaQuery.json.canWrite).toBe(true);
@@ -77,6 +77,54 @@ describe('studio API over a recorded run', () => {
     expect(nodes.every((n: any) => typeof n.durationMs === 'number')).toBe(true);
     expect(nodes[2].items.map((i: any) => i.kind)).toEqual(['retry', 'quarantine']);
     expect(trace.items.filter((i: any) => i.kind === 'route').map((i: any) => `${i.from}>${i.to}`)).toEqual(['fact>count', 'count>check']);
+  });
+
+  it('GET /api/runs/:id/trace is the trace `runs show --json` prints, model calls and their streamed text included', async () => {
+    const module = `${join(FIXTURES, 'streaming.mjs')}#buildStreamingFlow`;
+    const run = await cli(['run', '--flow-module', module, '--input', '{"question":"tides?"}', '--run-id', 'run_model', '--data-dir', dataDir]);
+    expect(run.code, run.stderr).toBe(0);
+    const shown = await cliJson(['runs', 'show', 'run_model', '--data-dir', dataDir]);
+    const trace = (await api('/api/runs/run_model/trace')).json;
+    expect(trace).toEqual(shown);
+    expect(JSON.stringify(trace)).toContain('"text":"Tides rise twice"');
+  });
+
+  it('GET /api/runs/:id/trace?limit&offset pages its top-level lines; ?head=1 answers from the head of the log, the same lines', async () => {
+    // A run whose trace is longer than one check of the head: 400 steps of one node, each a node and a route.
+    class Tick extends BackpackNode<number, number> {
+      override prep(backpack: BackpackHandle): number {
+        return (backpack.unpack('n') as number | undefined) ?? 0;
+      }
+      override exec(n: number): number {
+        return n + 1;
+      }
+      override post(backpack: BackpackHandle, _prep: number, n: number): string {
+        backpack.pack('n', n);
+        return n < 400 ? 'again' : 'done';
+      }
+    }
+    const flow = new Flow({ namespace: 'long', maxSteps: 500 });
+    const tick = flow.addNode(Tick, { id: 'tick' });
+    tick.on('again', tick);
+    await runFlow(flow, { dataDir, runId: 'run_long_trace', durability: 'never' });
+    const head = (await api('/api/runs/run_long_trace/trace?limit=5&head=1')).json;
+    expect(head.complete).toBe(false);
+    expect(head.itemCount).toBeLessThan(800);
+    const whole = (await api('/api/runs/run_long_trace/trace')).json;
+    expect(whole.items).toHaveLength(800);
+    // 400 nodes, the 399 routes between them, and no route for the last action.
+    expect(whole.items.slice(-2)).toMatchObject([{ kind: 'node', node: { nodeId: 'tick', status: 'completed', action: 'done' } }, { kind: 'route-missing', action: 'done' }]);
+    expect(head.items).toEqual(whole.items.slice(0, 5));
+    const first = (await api('/api/runs/run_long_trace/trace?limit=5')).json;
+    expect(first).toMatchObject({ complete: true, offset: 0, itemCount: 800, status: 'completed', items: whole.items.slice(0, 5) });
+    expect(first.longestMs).toBe(Math.max(...whole.items.filter((i: any) => i.kind === 'node').map((i: any) => i.node.durationMs)));
+    const later = (await api('/api/runs/run_long_trace/trace?limit=3&offset=797')).json;
+    expect(later).toMatchObject({ offset: 797, itemCount: 800, items: whole.items.slice(797) });
+    // Once the whole trace is at hand, the head is it.
+    expect((await api('/api/runs/run_long_trace/trace?limit=5&head=1')).json).toEqual(first);
+    // A short run's head is its whole trace.
+    const short = (await api(`/api/runs/${runId}/trace?limit=200&head=1`)).json;
+    expect(short).toMatchObject({ complete: true, itemCount: (await api(`/api/runs/${runId}/trace`)).json.items.length });
   });
 
   it('GET /api/runs/:id/events pages through the log with line numbers and filters by type and namespace', async () => {
@@ -150,6 +198,9 @@ describe('studio API: bad input is a 400 (or 404) naming the parameter', () => {
     [`/api/runs/RUN/events?namespace=a..b`, 'namespace', /invalid namespace pattern/],
     [`/api/runs/RUN/events?pageSize=0`, 'pageSize', /between 1 and 500/],
     [`/api/runs/RUN/events?page=0`, 'page', /must be an integer >= 1/],
+    [`/api/runs/RUN/trace?limit=0`, 'limit', /between 1 and 5000/],
+    [`/api/runs/RUN/trace?limit=5001`, 'limit', /between 1 and 5000/],
+    [`/api/runs/RUN/trace?limit=5&offset=-1`, 'offset', /must be an integer >= 0/],
   ])('%s → 400 naming %s', async (path, parameter, message) => {
     const reply = await api(path.replace('RUN', runId));
     expect(reply.status).toBe(400);

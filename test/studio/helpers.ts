@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { request, type IncomingHttpHeaders } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
 import { BackpackNode, Flow, runFlow, type BackpackHandle, type RunResult } from '../../src/index.js';
+import type { RunStore } from '../../src/store/index.js';
 import { launchChromium } from '../support/chromium.js';
 import { BIN } from '../cli/helpers.js';
 import { plainEnv } from '../support/env.js';
@@ -157,8 +158,8 @@ export interface GatedRun {
   running: Promise<RunResult>;
 }
 
-/** Starts a gated run `runId` (flow namespace `live`) in `dataDir`. */
-export function startGatedRun(dataDir: string, runId: string): GatedRun {
+/** Starts a gated run `runId` (flow namespace `live`) in `dataDir`, or in `store` when given. */
+export function startGatedRun(dataDir: string, runId: string, store?: RunStore): GatedRun {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
   let entered!: () => void;
@@ -187,7 +188,7 @@ export function startGatedRun(dataDir: string, runId: string): GatedRun {
   }
   const flow = new Flow({ namespace: 'live' });
   flow.addNode(First, { id: 'first' }).next(flow.addNode(Wait, { id: 'wait' }));
-  return { waiting, release, running: runFlow(flow, { dataDir, runId }) };
+  return { waiting, release, running: runFlow(flow, { dataDir, runId, store }) };
 }
 
 /** The studio the CLI started, a headless Chromium with one page, and how to read text off that page. */

@@ -13,7 +13,7 @@ import {
   type ConfigProblem,
   type LoadableNodeClass,
 } from '../../serialization/index.js';
-import { FileRunStore, redact, StoreError, type RunRef, type RunStore } from '../../store/index.js';
+import { redact, StoreError, type RunRef, type RunStore } from '../../store/index.js';
 import { CliError } from './errors.js';
 import type { FlowSourceOptions } from './flow-options.js';
 import { openFlowModule, parseFlowModule, readRecipe, recordRecipe, type OpenFlow, type RunRecipe } from './recipe.js';
@@ -144,11 +144,6 @@ export function parseInput(text: string | undefined): Record<string, unknown> | 
   const value = parseJsonArgument(text);
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new CliError(`--input must be a JSON object (its keys are packed into the backpack)`);
   return value as Record<string, unknown>;
-}
-
-/** Where the file store keeps a run's flow config (the studio shows it). */
-export function recordedFlowPath(dataDir: string, sessionKey: string, runId: string): string {
-  return new FileRunStore(dataDir).documentPath({ sessionKey, runId }, 'flow');
 }
 
 /** A CliError when run `ref` already has a recorded run (its records are then left alone). */

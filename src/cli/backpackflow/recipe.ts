@@ -3,12 +3,12 @@
  * `runs fork` need no flags again: a flow config (recorded as `flow.json`) or a flow module (`--flow-module
  * ./agent.ts#buildFlow`, with the arguments it was called with), and the `--modules` its node classes come from.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { Flow } from '../../nodes/index.js';
-import { FileRunStore, type RunRef, type RunStore } from '../../store/index.js';
+import type { RunRef, RunStore } from '../../store/index.js';
 import { CliError, UsageError } from './errors.js';
 
 /** A flow module and the export that builds the flow. */
@@ -96,17 +96,4 @@ export async function readRecipe(store: RunStore, ref: RunRef): Promise<RunRecip
     throw new CliError((error as Error).message);
   }
   return json === undefined ? undefined : parseRecipe(json, `of run ${ref.sessionKey}/${ref.runId} in ${store.location}`);
-}
-
-/** {@link readRecipe} of a run in the files of `dataDir`, read synchronously (the studio's checks). */
-export function readRecipeFileSync(dataDir: string, sessionKey: string, runId: string): RunRecipe | undefined {
-  const path = new FileRunStore(dataDir).documentPath({ sessionKey, runId }, 'recipe');
-  if (!existsSync(path)) return undefined;
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (error) {
-    throw new CliError(`corrupt run recipe ${path}: ${(error as Error).message}`);
-  }
-  return parseRecipe(json, path);
 }

@@ -2,13 +2,14 @@
 import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { isValidId } from '../../store/index.js';
 import { CliError, UsageError } from './errors.js';
 import { colors as c } from './output.js';
 
 interface StudioCommandOptions {
   dataDir: string;
+  databaseUrl?: string;
   session?: string;
   workspace?: string;
   port: number;
@@ -49,6 +50,7 @@ export function studioCommand(): Command {
   return new Command('studio')
     .description('a local web UI over the stored runs: trace, events, state at a step with its writers, diff, blame, memory; answer, resume and fork runs; a workspace\'s context')
     .option('-d, --data-dir <dir>', 'data directory', '.backpackflow')
+    .addOption(new Option('--database-url <url>', 'show the runs and memory of this PostgreSQL database instead of the data directory').env('BACKPACKFLOW_DATABASE_URL'))
     .option('-s, --session <key>', 'list only this session and open its runs (default: list every session)')
     .option('-w, --workspace <dir>', "show this workspace's context store (frames, heads, stale markers; read-only)")
     .option('-p, --port <n>', 'port to listen on (0: any free port)', port, 4820)
@@ -65,7 +67,7 @@ export function studioCommand(): Command {
       const dataDir = resolve(options.dataDir);
       let studio: Awaited<ReturnType<typeof startStudio>>;
       try {
-        studio = await startStudio({ dataDir, session: options.session, workspace, port: options.port, host: options.host });
+        studio = await startStudio({ dataDir, databaseUrl: options.databaseUrl || undefined, session: options.session, workspace, port: options.port, host: options.host });
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code === 'EADDRINUSE') throw new CliError(`port ${options.port} on ${options.host} is in use: pass --port <another> (or --port 0 for any free one)`);
@@ -74,7 +76,7 @@ export function studioCommand(): Command {
       }
       const lines = [
         `${c.bold('backpackflow studio')} ${studio.url}`,
-        c.dim(`data: ${dataDir}${options.session ? ` · session ${options.session}` : ''}${workspace ? ` · workspace ${workspace}` : ''}`),
+        c.dim(`data: ${options.databaseUrl ? studio.location : dataDir}${options.session ? ` · session ${options.session}` : ''}${workspace ? ` · workspace ${workspace}` : ''}`),
       ];
       if (isLoopbackHost(options.host)) lines.push(c.dim('the token in this URL lets the page answer, resume and fork runs; without it the page only reads'));
       else lines.push(c.yellow(`bound to ${options.host}: every request needs the token in this URL; share it only with people who may read and steer these runs`));

@@ -87,6 +87,9 @@ export const TRACE_EVENT_TYPES: readonly string[] = [
   StreamEventType.ROUTE_MISSING,
   StreamEventType.BACKPACK_QUARANTINE,
   StreamEventType.ACCESS_DENIED,
+  StreamEventType.MODEL_START,
+  StreamEventType.MODEL_DELTA,
+  StreamEventType.MODEL_END,
 ];
 
 /** Builds the trace tree of a run from its stored events. */

@@ -2,10 +2,10 @@
 import type { RunTrace } from '../../cli/backpackflow/trace.js';
 import type { BlameReport, DiffReport, StateReport } from '../../cli/backpackflow/inspect.js';
 import type { ContextNodeView, ContextSummary } from '../context-reader.js';
-import type { EventsPageResult, MemoryHit, RunDetail, RunSummary, StepRange } from '../run-reader.js';
+import type { EventsPageResult, MemoryHit, RunDetail, RunSummary, StepRange, TracePage } from '../run-reader.js';
 import type { SteerInfo, SteerJob } from '../steer.js';
 
-export type { BlameReport, ContextNodeView, ContextSummary, DiffReport, EventsPageResult, MemoryHit, RunDetail, RunSummary, RunTrace, StateReport, StepRange, SteerInfo, SteerJob };
+export type { BlameReport, ContextNodeView, ContextSummary, DiffReport, EventsPageResult, MemoryHit, RunDetail, RunSummary, RunTrace, StateReport, StepRange, SteerInfo, SteerJob, TracePage };
 
 /** What `/api/runs/:id` answers: the run, how the studio could steer it, and its latest studio job. */
 export interface RunPage extends RunDetail {
@@ -16,7 +16,10 @@ export interface RunPage extends RunDetail {
 /** What `/api/info` tells the page. */
 export interface StudioInfo {
   version: string;
-  dataDir: string;
+  /** Where the runs are: `'files'` (a data directory) or `'postgres'`. */
+  store: 'files' | 'postgres';
+  /** The data directory, or the database URL without its password. */
+  location: string;
   session: string | null;
   sessions: string[];
   eventTypes: string[];

@@ -81,7 +81,7 @@ function App() {
             </a>
           )}
         </nav>
-        {info.data && <span class="muted small">{info.data.dataDir}</span>}
+        {info.data && <span class="muted small" title={info.data.store === 'postgres' ? 'runs stored in PostgreSQL' : 'runs stored in a data directory'}>{info.data.location}</span>}
         <ThemeSwitch />
       </header>
       <main id="main" tabIndex={-1}>

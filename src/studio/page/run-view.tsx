@@ -5,7 +5,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { formatMs, formatTime, getJson, runHash, runPath, type RunDetail, type RunPage, type RunTrace, type SteerJob, type StateReport } from './client.js';
+import { formatMs, formatTime, getJson, runHash, runPath, type RunDetail, type RunPage, type RunTrace, type SteerJob, type StateReport, type TracePage } from './client.js';
 import { BlameView } from './blame-view.js';
 import { DiffView } from './diff-view.js';
 import { EventsView, type EventFilters } from './events-view.js';
@@ -14,7 +14,7 @@ import { replaceHash, useLoad } from './hooks.js';
 import { Problem, Status } from './parts.js';
 import { StateView } from './state-view.js';
 import { AnswerPanel, ForkButton, JobLine, ResumePanel } from './steer-panel.js';
-import { TraceView } from './trace-view.js';
+import { SHOWN, TraceView } from './trace-view.js';
 
 const TABS = [
   ['trace', 'Trace'],
@@ -201,9 +201,13 @@ function Fact({ label, children }: { label: string; children: ComponentChildren 
 }
 
 function TraceTab({ session, runId, version }: { session: string; runId: string; version: number }) {
-  const trace = useLoad((signal) => getJson<RunTrace>(runPath(runId, 'trace'), { session }, signal), [session, runId, version]);
+  // The head of the log's trace is drawn at once; the whole trace's first page replaces it when it arrives.
+  const head = useLoad((signal) => getJson<TracePage>(runPath(runId, 'trace'), { session, limit: SHOWN, head: 1 }, signal), [session, runId, version]);
+  const trace = useLoad((signal) => getJson<TracePage>(runPath(runId, 'trace'), { session, limit: SHOWN }, signal), [session, runId, version]);
   if (trace.error) return <Problem text={trace.error} />;
-  return trace.data ? <TraceView trace={trace.data} /> : <p class="muted">Loading trace…</p>;
+  const more = (offset: number, limit: number): Promise<TracePage> => getJson<TracePage>(runPath(runId, 'trace'), { session, offset, limit });
+  const shown = trace.data ?? head.data;
+  return shown ? <TraceView key={`${version}:${shown.complete}`} page={shown} more={more} /> : <p class="muted">Loading trace…</p>;
 }
 
 function BlameTab(props: { session: string; runId: string; keyName: string; onKey: (key: string) => void }) {

@@ -1,6 +1,6 @@
 /** The trace of a run as a span tree: nodes nested by span with durations and actions, routes, retries, errors. */
 import { useState } from 'preact/hooks';
-import type { RunTrace } from './client.js';
+import type { RunTrace, TracePage } from './client.js';
 import { formatMs } from './client.js';
 import { Status } from './parts.js';
 
@@ -46,46 +46,80 @@ function NodeItem({ node, longest }: { node: Node; longest: number }) {
 }
 
 /** Items drawn at first, and added per click: a 10,000-step run must open fast, and nobody reads 10,000 lines at once. */
-const SHOWN = 200;
+export const SHOWN = 200;
 const MORE = 1000;
 
+function ItemList({ items, longest }: { items: Item[]; longest: number }) {
+  return <>{items.map((item) => (item.kind === 'node' ? <NodeItem node={item.node} longest={longest} /> : <Line item={item} />))}</>;
+}
+
+function MoreButton({ hidden, onClick, busy }: { hidden: number; onClick: () => void; busy?: boolean }) {
+  return (
+    <li>
+      <button type="button" class="more" onClick={onClick} disabled={busy}>
+        {busy ? 'Loading…' : `Show ${Math.min(MORE, hidden)} more (${hidden} not shown)`}
+      </button>
+    </li>
+  );
+}
+
+/** The lines nested under a node (all of them are at hand). */
 function Items({ items, longest }: { items: Item[]; longest: number }) {
   const [limit, setLimit] = useState(SHOWN);
   const hidden = items.length - limit;
   return (
     <ul class="tree">
-      {items.slice(0, limit).map((item) => (item.kind === 'node' ? <NodeItem node={item.node} longest={longest} /> : <Line item={item} />))}
-      {hidden > 0 && (
-        <li>
-          <button type="button" class="more" onClick={() => setLimit((l) => l + MORE)}>
-            Show {Math.min(MORE, hidden)} more ({hidden} not shown)
-          </button>
-        </li>
-      )}
+      <ItemList items={items.slice(0, limit)} longest={longest} />
+      {hidden > 0 && <MoreButton hidden={hidden} onClick={() => setLimit((l) => l + MORE)} />}
     </ul>
   );
 }
 
-function longestNode(items: Item[]): number {
-  let max = 0;
-  for (const item of items) {
-    if (item.kind !== 'node') continue;
-    max = Math.max(max, item.node.durationMs ?? 0, longestNode(item.node.items));
-  }
-  return max;
-}
-
-/** The whole trace. */
-export function TraceView({ trace }: { trace: RunTrace }) {
+/**
+ * The whole trace: its header and its first top-level lines as the server sent them (`page`), the following ones
+ * asked for per click with `more(offset, limit)`. A page of the log's head only (`complete` false) says that the rest
+ * of the log is being read, instead of the header that the rest may still change.
+ */
+export function TraceView({ page, more }: { page: TracePage; more: (offset: number, limit: number) => Promise<TracePage> }) {
+  const [extra, setExtra] = useState<Item[]>([]);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const shown = page.items.length + extra.length;
+  const hidden = page.itemCount - page.offset - shown;
+  const loadMore = (): void => {
+    setBusy(true);
+    more(page.offset + shown, MORE).then(
+      (next) => {
+        setExtra((items) => [...items, ...next.items]);
+        setError(undefined);
+        setBusy(false);
+      },
+      (e: Error) => {
+        setError(e.message);
+        setBusy(false);
+      },
+    );
+  };
   return (
-    <section aria-label="trace">
-      <p>
-        <Status status={trace.status} /> {trace.flowNamespace || '(root flow)'} {formatMs(trace.durationMs)}
-        {trace.action && <span class="action"> → {trace.action}</span>}
-        {trace.starts > 1 && <span class="warn"> · resumed {trace.starts - 1}×</span>}
-        {trace.error && <span class="bad"> · {trace.error}</span>}
-      </p>
-      <Items items={trace.items} longest={longestNode(trace.items)} />
+    <section aria-label="trace" data-complete={String(page.complete)}>
+      {page.complete ? (
+        <p>
+          <Status status={page.status} /> {page.flowNamespace || '(root flow)'} {formatMs(page.durationMs)}
+          {page.action && <span class="action"> → {page.action}</span>}
+          {page.starts > 1 && <span class="warn"> · resumed {page.starts - 1}×</span>}
+          {page.error && <span class="bad"> · {page.error}</span>}
+        </p>
+      ) : (
+        <p class="muted" role="status">
+          {page.flowNamespace || '(root flow)'} · the first lines of the log; reading the rest…
+        </p>
+      )}
+      <ul class="tree">
+        <ItemList items={page.items} longest={page.longestMs} />
+        <ItemList items={extra} longest={page.longestMs} />
+        {page.complete && hidden > 0 && <MoreButton hidden={hidden} onClick={loadMore} busy={busy} />}
+      </ul>
+      {error && <p class="bad">{error}</p>}
     </section>
   );
 }
