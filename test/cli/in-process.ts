@@ -1,0 +1,150 @@
+/**
+ * The built CLI's `main` run inside the test process, for tests that check what a command prints and its exit code.
+ * Starting `node dist/cli/backpackflow.js` costs about 200 ms of CPU, most of it loading modules; the suite ran it
+ * some 200 times. In the test process the built modules load once (natively, as the binary loads them, not through
+ * vitest's transform), and each command costs only its work.
+ *
+ * A call sees what a child process with piped output would: the environment and working directory it was given,
+ * stdout and stderr that are not terminals (80 columns for help), colors decided from that environment, no exit code
+ * left over. Calls run one at a time, because those are process-wide. The real binary keeps its own tests (exit codes,
+ * signals, a process that exits when its work is done): `cliProcess` in ./helpers.ts.
+ */
+import { Console } from 'node:console';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pathToFileURL } from 'node:url';
+import { createColors } from 'picocolors';
+
+/** What a CLI run did. */
+export interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+interface BuiltCli {
+  main(argv: string[]): Promise<number>;
+  colors: Record<string, unknown>;
+  forgetWarnings(): void;
+  useColor(env: NodeJS.ProcessEnv, isTTY: boolean): boolean;
+}
+
+// Node's own loader, not vitest's: the built CLI and the flow modules it imports load as they do in the binary.
+const nativeImport = createRequire(import.meta.url)('./native-import.cjs') as (specifier: string) => Promise<any>;
+
+let built: Promise<BuiltCli> | undefined;
+let queue: Promise<unknown> = Promise.resolve();
+
+function load(root: string): Promise<BuiltCli> {
+  built ??= (async () => {
+    const url = (path: string): string => pathToFileURL(join(root, 'dist', 'cli', path)).href;
+    const [program, output, colorModule] = await Promise.all([nativeImport(url('backpackflow/program.js')), nativeImport(url('backpackflow/output.js')), nativeImport(url('colors.js'))]);
+    return { main: program.main, forgetWarnings: output.forgetWarnings, colors: colorModule.colors, useColor: colorModule.useColor };
+  })();
+  return built;
+}
+
+/** A writable that appends what it is given to `into`. */
+function collector(into: string[]): Writable {
+  return new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      into.push(typeof chunk === 'string' ? chunk : chunk.toString());
+      done();
+    },
+  });
+}
+
+type Stream = NodeJS.WriteStream;
+
+/** Points `stream`'s write at `into` and makes it look like a pipe; returns the undo. */
+function redirect(stream: Stream, into: string[]): () => void {
+  const saved = { write: Object.getOwnPropertyDescriptor(stream, 'write'), isTTY: Object.getOwnPropertyDescriptor(stream, 'isTTY'), columns: Object.getOwnPropertyDescriptor(stream, 'columns') };
+  Object.defineProperty(stream, 'write', {
+    configurable: true,
+    writable: true,
+    value: (chunk: Uint8Array | string, encoding?: unknown, callback?: unknown): boolean => {
+      into.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString());
+      const done = typeof encoding === 'function' ? encoding : callback;
+      if (typeof done === 'function') queueMicrotask(() => (done as () => void)());
+      return true;
+    },
+  });
+  Object.defineProperty(stream, 'isTTY', { configurable: true, writable: true, value: undefined });
+  Object.defineProperty(stream, 'columns', { configurable: true, writable: true, value: undefined });
+  return () => {
+    for (const [key, descriptor] of Object.entries(saved)) {
+      if (descriptor === undefined) delete (stream as unknown as Record<string, unknown>)[key];
+      else Object.defineProperty(stream, key, descriptor);
+    }
+  };
+}
+
+/**
+ * Prints the process warnings emitted while the command runs into `into`, as Node prints them (the hint about
+ * --trace-warnings after the first), instead of the test process's stderr; returns the undo.
+ */
+function captureWarnings(into: string[]): () => void {
+  const listeners = process.listeners('warning');
+  process.removeAllListeners('warning');
+  let first = true;
+  process.on('warning', (warning: Error) => {
+    into.push(`(node:${process.pid}) ${warning.name}: ${warning.message}\n`);
+    if (first) into.push('(Use `node --trace-warnings ...` to show where the warning was created)\n');
+    first = false;
+  });
+  return () => {
+    process.removeAllListeners('warning');
+    for (const listener of listeners) process.on('warning', listener);
+  };
+}
+
+/** Replaces process.env's entries with `env`'s; returns the undo. */
+function swapEnv(env: NodeJS.ProcessEnv): () => void {
+  const saved = { ...process.env };
+  const assign = (to: NodeJS.ProcessEnv): void => {
+    for (const key of Object.keys(process.env)) if (!(key in to)) delete process.env[key];
+    for (const [key, value] of Object.entries(to)) if (value !== undefined) process.env[key] = value;
+  };
+  assign(env);
+  return () => assign(saved);
+}
+
+/**
+ * Runs the built CLI's `main` with `args` in this process, with `env` as its whole environment and `cwd` as its
+ * working directory; resolves with what it printed and the exit code the binary would exit with.
+ */
+export function runInProcess(root: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Result> {
+  const turn = queue.then(async () => {
+    const cli = await load(root);
+    const stdout: string[] = [];
+    const stderr: string[] = [];
+    const undo: Array<() => void> = [];
+    const savedExitCode = process.exitCode;
+    const savedCwd = process.cwd();
+    const savedConsole = globalThis.console;
+    const savedColors = { ...cli.colors };
+    try {
+      undo.push(swapEnv(env));
+      process.chdir(cwd);
+      undo.push(redirect(process.stdout, stdout), redirect(process.stderr, stderr), captureWarnings(stderr));
+      // What `console` and the color choice (made once when a process loads the CLI) would be in a child.
+      globalThis.console = new Console({ stdout: collector(stdout), stderr: collector(stderr) });
+      Object.assign(cli.colors, createColors(cli.useColor(env, false)));
+      process.exitCode = undefined;
+      cli.forgetWarnings();
+      const code = await cli.main([process.execPath, join(root, 'dist', 'cli', 'backpackflow.js'), ...args]);
+      // Warnings are emitted on the next tick: let the last ones arrive.
+      await new Promise((resolve) => setImmediate(resolve));
+      return { code, stdout: stdout.join(''), stderr: stderr.join('') };
+    } finally {
+      Object.assign(cli.colors, savedColors);
+      globalThis.console = savedConsole;
+      for (const step of undo.reverse()) step();
+      process.chdir(savedCwd);
+      process.exitCode = savedExitCode;
+    }
+  });
+  queue = turn.catch(() => undefined);
+  return turn;
+}
