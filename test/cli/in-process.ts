@@ -111,34 +111,28 @@ function swapEnv(env: NodeJS.ProcessEnv): () => void {
 }
 
 /**
- * Runs the built CLI's `main` with `args` in this process, with `env` as its whole environment and `cwd` as its
- * working directory; resolves with what it printed and the exit code the binary would exit with.
+ * Runs `command` in this process as a child with `env` as its whole environment and `cwd` as its working directory
+ * would run: output that is not a terminal, captured; no exit code left over. One at a time.
  */
-export function runInProcess(root: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Result> {
+function isolated(cwd: string, env: NodeJS.ProcessEnv, command: () => Promise<number>): Promise<Result> {
   const turn = queue.then(async () => {
-    const cli = await load(root);
     const stdout: string[] = [];
     const stderr: string[] = [];
     const undo: Array<() => void> = [];
     const savedExitCode = process.exitCode;
     const savedCwd = process.cwd();
     const savedConsole = globalThis.console;
-    const savedColors = { ...cli.colors };
     try {
       undo.push(swapEnv(env));
       process.chdir(cwd);
       undo.push(redirect(process.stdout, stdout), redirect(process.stderr, stderr), captureWarnings(stderr));
-      // What `console` and the color choice (made once when a process loads the CLI) would be in a child.
       globalThis.console = new Console({ stdout: collector(stdout), stderr: collector(stderr) });
-      Object.assign(cli.colors, createColors(cli.useColor(env, false)));
       process.exitCode = undefined;
-      cli.forgetWarnings();
-      const code = await cli.main([process.execPath, join(root, 'dist', 'cli', 'backpackflow.js'), ...args]);
+      const code = await command();
       // Warnings are emitted on the next tick: let the last ones arrive.
       await new Promise((resolve) => setImmediate(resolve));
       return { code, stdout: stdout.join(''), stderr: stderr.join('') };
     } finally {
-      Object.assign(cli.colors, savedColors);
       globalThis.console = savedConsole;
       for (const step of undo.reverse()) step();
       process.chdir(savedCwd);
@@ -147,4 +141,39 @@ export function runInProcess(root: string, args: string[], cwd: string, env: Nod
   });
   queue = turn.catch(() => undefined);
   return turn;
+}
+
+/**
+ * Runs the built `backpackflow` CLI's `main` with `args` in this process, with `env` as its whole environment and
+ * `cwd` as its working directory; resolves with what it printed and the exit code the binary would exit with.
+ */
+export async function runInProcess(root: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Result> {
+  const cli = await load(root);
+  return isolated(cwd, env, async () => {
+    // The color choice a process makes once, when it loads the CLI, and the warnings it printed once each.
+    const savedColors = { ...cli.colors };
+    Object.assign(cli.colors, createColors(cli.useColor(env, false)));
+    cli.forgetWarnings();
+    try {
+      return await cli.main([process.execPath, join(root, 'dist', 'cli', 'backpackflow.js'), ...args]);
+    } finally {
+      Object.assign(cli.colors, savedColors);
+    }
+  });
+}
+
+let loads = 0;
+
+/**
+ * Runs the built context command line (`dist/cli/merkle.js`: one bundled module whose command tree and options
+ * live for the life of a process) with `args` in this process: a new instance of the bundle for each call, loaded
+ * in `cwd` with `env`, as a new process would load it.
+ */
+export function runMerkleInProcess(root: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Result> {
+  return isolated(cwd, env, async () => {
+    const bundle = pathToFileURL(join(root, 'dist', 'cli', 'context-program.js'));
+    bundle.search = `?instance=${++loads}`;
+    const { runContextCli } = await nativeImport(bundle.href);
+    return runContextCli([process.execPath, join(root, 'dist', 'cli', 'merkle.js'), ...args], 'merkle');
+  });
 }
