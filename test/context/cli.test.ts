@@ -96,16 +96,16 @@ describe('merkle CLI (spec §6, end to end through the built command line; error
     const frameFile = join(tempDir(), 'f.json');
     writeFileSync(frameFile, JSON.stringify({ type: 'summary', content: 'x' }));
 
-    const unknown = await both(['get-node', 'missing/file.ts'], root);
+    const unknown = await both(['get-node', 'missing/file.ts']);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("no node at 'missing/file.ts'");
-    const ghost = await both(['put-frame', 'README.md', frameFile, '--agent', 'ghost'], root);
+    const ghost = await both(['put-frame', 'README.md', frameFile, '--agent', 'ghost']);
     expect(ghost.code).toBe(1);
     expect(ghost.stderr).toContain("agent 'ghost' is not registered");
-    const noFile = await both(['put-frame', 'README.md', '/nonexistent/frame.json', '--agent', 'w'], root);
+    const noFile = await both(['put-frame', 'README.md', '/nonexistent/frame.json', '--agent', 'w']);
     expect(noFile.code).toBe(1);
     expect(noFile.stderr).toContain('/nonexistent/frame.json');
-    const elsewhere = await both(['status', '--workspace', join(root, 'nope')], root);
+    const elsewhere = await both(['status', '--workspace', join(root, 'nope')]);
     expect(elsewhere.code).toBe(1);
     expect(elsewhere.stderr).toContain('is not a directory');
 
@@ -117,7 +117,7 @@ describe('merkle CLI (spec §6, end to end through the built command line; error
       ['agent', 'add', 'x', '--role', 'boss'],
       ['synthesize', '.', '--type', 't', '--agent', 's', '--policy', 'filtering'],
     ]) {
-      const r = await both(usage, root);
+      const r = await both(usage);
       expect(r.code, usage.join(' ')).toBe(2);
       expect(r.stderr.length).toBeGreaterThan(0);
     }
