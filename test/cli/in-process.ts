@@ -1,13 +1,16 @@
 /**
- * The built CLI's `main` run inside the test process, for tests that check what a command prints and its exit code.
- * Starting `node dist/cli/backpackflow.js` costs about 200 ms of CPU, most of it loading modules; the suite ran it
- * some 200 times. In the test process the built modules load once (natively, as the binary loads them, not through
- * vitest's transform), and each command costs only its work.
+ * The built command lines run inside the test process, for tests that check what a command prints and its exit code.
+ * Starting `node dist/cli/backpackflow.js` costs about 200 ms of CPU, most of it loading modules, and the suite ran
+ * it some 200 times (the context command line, `dist/cli/merkle.js`, about 100 ms, some 60 times). In the test
+ * process the built modules load once per worker (natively, as the binary loads them, not through vitest's
+ * transform), and each command costs only its work.
  *
  * A call sees what a child process with piped output would: the environment and working directory it was given,
- * stdout and stderr that are not terminals (80 columns for help), colors decided from that environment, no exit code
- * left over. Calls run one at a time, because those are process-wide. The real binary keeps its own tests (exit codes,
- * signals, a process that exits when its work is done): `cliProcess` in ./helpers.ts.
+ * stdout and stderr that are not terminals (80 columns for help), colors decided from that environment, process
+ * warnings on its stderr, no exit code left over. Calls run one at a time, because those are process-wide. What a
+ * process loads stays loaded: a flow module (`--modules`, `--flow-module`) is imported once per worker, so a test
+ * that rewrites one in place between commands needs `cliProcess`. The real binaries keep their own tests (exit
+ * codes, signals, a process that exits when its work is done): `cliProcess` in ./helpers.ts, test/cli/bin.test.ts.
  */
 import { Console } from 'node:console';
 import { createRequire } from 'node:module';
