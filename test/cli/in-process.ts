@@ -102,6 +102,22 @@ function captureWarnings(into: string[]): () => void {
   };
 }
 
+/**
+ * Makes `process.exit` throw instead of ending the test process (the command then fails with this message on its
+ * stderr); returns the undo.
+ */
+function refuseExit(): () => void {
+  const exit = Object.getOwnPropertyDescriptor(process, 'exit')!;
+  Object.defineProperty(process, 'exit', {
+    configurable: true,
+    writable: true,
+    value: (code?: number): never => {
+      throw new Error(`process.exit(${code ?? ''}) called while the CLI runs in the test process: return the exit code from main, or test the command with cliProcess`);
+    },
+  });
+  return () => Object.defineProperty(process, 'exit', exit);
+}
+
 /** Replaces process.env's entries with `env`'s; returns the undo. */
 function swapEnv(env: NodeJS.ProcessEnv): () => void {
   const saved = { ...process.env };
@@ -131,6 +147,7 @@ function isolated(cwd: string, env: NodeJS.ProcessEnv, command: () => Promise<nu
       undo.push(redirect(process.stdout, stdout), redirect(process.stderr, stderr), captureWarnings(stderr));
       globalThis.console = new Console({ stdout: collector(stdout), stderr: collector(stderr) });
       process.exitCode = undefined;
+      undo.push(refuseExit());
       const code = await command();
       // Warnings are emitted on the next tick: let the last ones arrive.
       await new Promise((resolve) => setImmediate(resolve));
