@@ -14,6 +14,9 @@ export default defineConfig({
     // Test files share a worker's module cache: importing the sources once per worker instead of once per file saves
     // most of the collect phase (90 s → 6 s of CPU here). Tests restore what they change (timers, env, mocks).
     isolate: false,
+    // Child processes, not threads: the CLI tests run the CLI's main in the worker (test/cli/in-process.ts), which
+    // changes the working directory, and a worker thread cannot.
+    pool: 'forks',
     // Many tests wait on child processes and fsync; one worker per core leaves a core idle while they wait, so a
     // two-core machine runs two workers rather than vitest's default of cores - 1.
     maxWorkers: Math.max(2, availableParallelism()),

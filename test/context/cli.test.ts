@@ -1,9 +1,9 @@
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { json, runMerkle, snapshotStore, tempDir, workspace } from './helpers.js';
+import { json, runMerkle, runMerkleProcess, snapshotStore, tempDir, workspace } from './helpers.js';
 
-describe('merkle CLI (spec §6, end to end through the built binary)', () => {
+describe('merkle CLI (spec §6, end to end through the built command line; errors and exit codes through the binary too)', () => {
   it('runs the whole workflow with the documented JSON documents', async () => {
     const root = await workspace(true);
     const frameFile = join(tempDir(), 'frame.json');
@@ -86,20 +86,26 @@ describe('merkle CLI (spec §6, end to end through the built binary)', () => {
 
   it('reports errors on stderr with exit 1 and bad usage with exit 2, leaving the store intact', async () => {
     const root = await workspace();
+    // Through the binary, and in this process as the other tests run it: the same output and exit code.
+    const both = async (args: string[]) => {
+      const binary = await runMerkleProcess(args, root);
+      expect(await runMerkle(args, root), args.join(' ')).toEqual(binary);
+      return binary;
+    };
     const before = snapshotStore(root);
     const frameFile = join(tempDir(), 'f.json');
     writeFileSync(frameFile, JSON.stringify({ type: 'summary', content: 'x' }));
 
-    const unknown = await runMerkle(['get-node', 'missing/file.ts'], root);
+    const unknown = await both(['get-node', 'missing/file.ts']);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("no node at 'missing/file.ts'");
-    const ghost = await runMerkle(['put-frame', 'README.md', frameFile, '--agent', 'ghost'], root);
+    const ghost = await both(['put-frame', 'README.md', frameFile, '--agent', 'ghost']);
     expect(ghost.code).toBe(1);
     expect(ghost.stderr).toContain("agent 'ghost' is not registered");
-    const noFile = await runMerkle(['put-frame', 'README.md', '/nonexistent/frame.json', '--agent', 'w'], root);
+    const noFile = await both(['put-frame', 'README.md', '/nonexistent/frame.json', '--agent', 'w']);
     expect(noFile.code).toBe(1);
     expect(noFile.stderr).toContain('/nonexistent/frame.json');
-    const elsewhere = await runMerkle(['status', '--workspace', join(root, 'nope')], root);
+    const elsewhere = await both(['status', '--workspace', join(root, 'nope')]);
     expect(elsewhere.code).toBe(1);
     expect(elsewhere.stderr).toContain('is not a directory');
 
@@ -111,7 +117,7 @@ describe('merkle CLI (spec §6, end to end through the built binary)', () => {
       ['agent', 'add', 'x', '--role', 'boss'],
       ['synthesize', '.', '--type', 't', '--agent', 's', '--policy', 'filtering'],
     ]) {
-      const r = await runMerkle(usage, root);
+      const r = await both(usage);
       expect(r.code, usage.join(' ')).toBe(2);
       expect(r.stderr.length).toBeGreaterThan(0);
     }

@@ -11,7 +11,7 @@ import { ContextEngine } from '../../src/context/index.js';
 import { tempDir, writeTree } from './helpers.js';
 import { trials } from '../support/soak.js';
 
-const TRIALS = trials(10, 30);
+const TRIALS = trials(6, 30);
 const CONCURRENCY = 5;
 const fixture = await bundledScript(join(import.meta.dirname, 'fixtures', 'crash-rescan.ts'));
 const framesFixture = await bundledScript(join(import.meta.dirname, 'fixtures', 'crash-frames.ts'));

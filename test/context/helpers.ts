@@ -4,6 +4,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ContextEngine, type ContextEngineOptions } from '../../src/context/index.js';
+import { runMerkleInProcess } from '../cli/in-process.js';
 import { plainEnv } from '../support/env.js';
 import { makeTempDir } from '../support/temp.js';
 
@@ -71,8 +72,16 @@ const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The built CLI, as the package `bin` runs it. */
 export const MERKLE_BIN = join(repoRoot, 'dist', 'cli', 'merkle.js');
 
-/** Runs the built `merkle` binary; never rejects. */
+/**
+ * Runs the built context command line with `args` in `cwd`, in this process (a fresh instance of the bundle each call,
+ * see test/cli/in-process.ts): the output and exit code of `node dist/cli/merkle.js`, without a process start.
+ */
 export function runMerkle(args: readonly string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return runMerkleInProcess(repoRoot, args, cwd, plainEnv());
+}
+
+/** Runs the built `merkle` binary as a child process; never rejects. */
+export function runMerkleProcess(args: readonly string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(process.execPath, [MERKLE_BIN, ...args], { cwd, env: plainEnv() }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;

@@ -7,6 +7,7 @@ import { emptyListing, listWorkspace, type Listing } from '../../src/context/lis
 import { scanWorkspace } from '../../src/context/scan.js';
 import { Tree } from '../../src/context/tree.js';
 import { SAMPLE, tempDir, writeTree } from './helpers.js';
+import { SOAK } from '../support/soak.js';
 
 const backend = await loadHashBackend();
 
@@ -173,7 +174,8 @@ describe('listing cache: rescans stay exact', () => {
 describe('incremental update equals a whole build', () => {
   // 'resident': one open engine rescans its tree in memory. 'from disk': each rescan is by a newly opened engine, as
   // one `backpackflow context scan` process does: the stored tree (file and journal) is read in place and the quick
-  // check runs first, on two threads for odd seeds.
+  // check runs first, on two threads for odd seeds. The last two 'from disk' seeds (a few seconds each) run in
+  // `npm run test:soak` only.
   it.each([
     [7, 'resident'],
     [11, 'resident'],
@@ -181,8 +183,7 @@ describe('incremental update equals a whole build', () => {
     [101, 'resident'],
     [5, 'from disk'],
     [13, 'from disk'],
-    [29, 'from disk'],
-    [103, 'from disk'],
+    ...(SOAK ? ([[29, 'from disk'], [103, 'from disk']] as const) : []),
   ] as const)('after random adds, edits, deletes, renames and file/directory swaps, the updated tree has the ids of a fresh scan (seed %i, %s)', async (start, mode) => {
     let seed = start;
     const random = (n: number) => {

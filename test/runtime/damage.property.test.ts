@@ -86,63 +86,70 @@ describe('damage to any file of a recorded run', () => {
     expect(files.map((f) => basename(f))).toEqual(['10.json', '20.json', '30.json', 'events.idx.jsonl', 'events.jsonl', 'run.meta.json']);
   });
 
-  it('every reader gives the right answer, or an error or warning naming the damaged file', async () => {
-    const damage = fc.record({
-      file: fc.integer({ min: 0, max: 5 }),
-      kind: fc.constantFrom('truncate', 'flip'),
-      at: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
-      xor: fc.integer({ min: 1, max: 255 }),
-    });
-    await fc.assert(
-      fc.asyncProperty(damage, async ({ file: which, kind, at, xor }) => {
-        const dataDir = mkdtempSync(join(tmpdir(), 'bpf-damage-case-'));
-        try {
-          cpSync(pristine, dataDir, { recursive: true });
-          const file = files[which]!;
-          const path = join(dataDir, file);
-          const bytes = readFileSync(path);
-          const position = Math.floor(at * bytes.length);
-          if (kind === 'truncate') truncateSync(path, position);
-          else {
-            bytes[position] = bytes[position]! ^ xor;
-            writeFileSync(path, bytes);
-          }
-          // A JSON file (keyframe, projection) that lost only its final newline holds the same document.
-          const content = (f: string): string => (f.endsWith('.jsonl') ? readFileSync(f, 'latin1') : readFileSync(f, 'latin1').trimEnd());
-          const changed = content(path) !== content(join(pristine, file));
-          const tornIndexTail = (): boolean => {
-            const damaged = content(path);
-            return file.endsWith('events.idx.jsonl') && content(join(pristine, file)).startsWith(damaged.slice(0, damaged.lastIndexOf('\n') + 1));
-          };
-          const names = (text: string): boolean => text.includes(basename(file));
-          const label = `${kind} of ${file} at byte ${position}${kind === 'flip' ? ` (xor ${xor})` : ''}`;
-
-          // Verify first: readers repair what they may (a corrupt projection is rebuilt from the log).
-          const report = await verifyRun({ dataDir, runId: RUN }).catch((error: Error) => error);
-          if (report instanceof Error) expect(names(report.message), `verify after ${label}: ${report.message}`).toBe(true);
-          else if (!report.ok) expect(report.problems.some(names), `verify after ${label}: ${report.problems.join('; ')}`).toBe(true);
-          // An untouched run verifies; any damage is reported, except to the index's torn tail: the index is a cache
-          // that readers check and writers rebuild, whose appends a crash may tear, so a shorter one only seeks less.
-          else expect(!changed || tornIndexTail(), `verify said ok after ${label}`).toBe(true);
-          for (const [name, read] of Object.entries(READERS)) {
-            let outcome: { answer: string; warnings: string[] } | Error;
-            try {
-              outcome = await read(dataDir);
-            } catch (error) {
-              outcome = error as Error;
+  // The soak's thousands of cases run as parts of at most PART cases: vitest's worker reports a timeout (an unhandled
+  // error that fails the run) when one test runs for minutes on a loaded machine.
+  const PART = 250;
+  const parts = Math.max(1, Math.ceil(RUNS / PART));
+  for (let part = 0; part < parts; part++) {
+    const cases = Math.min(PART, RUNS - part * PART);
+    it(`every reader gives the right answer, or an error or warning naming the damaged file${parts > 1 ? ` (part ${part + 1} of ${parts}, ${cases} cases)` : ''}`, async () => {
+      const damage = fc.record({
+        file: fc.integer({ min: 0, max: 5 }),
+        kind: fc.constantFrom('truncate', 'flip'),
+        at: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+        xor: fc.integer({ min: 1, max: 255 }),
+      });
+      await fc.assert(
+        fc.asyncProperty(damage, async ({ file: which, kind, at, xor }) => {
+          const dataDir = mkdtempSync(join(tmpdir(), 'bpf-damage-case-'));
+          try {
+            cpSync(pristine, dataDir, { recursive: true });
+            const file = files[which]!;
+            const path = join(dataDir, file);
+            const bytes = readFileSync(path);
+            const position = Math.floor(at * bytes.length);
+            if (kind === 'truncate') truncateSync(path, position);
+            else {
+              bytes[position] = bytes[position]! ^ xor;
+              writeFileSync(path, bytes);
             }
-            if (outcome instanceof Error) {
-              expect(names(outcome.message), `${name} after ${label}: its error does not name the file: ${outcome.message}`).toBe(true);
-            } else if (outcome.answer !== truth[name]) {
-              expect(outcome.warnings.some(names), `${name} after ${label}: a different answer without a warning naming the file`).toBe(true);
-            }
-          }
+            // A JSON file (keyframe, projection) that lost only its final newline holds the same document.
+            const content = (f: string): string => (f.endsWith('.jsonl') ? readFileSync(f, 'latin1') : readFileSync(f, 'latin1').trimEnd());
+            const changed = content(path) !== content(join(pristine, file));
+            const tornIndexTail = (): boolean => {
+              const damaged = content(path);
+              return file.endsWith('events.idx.jsonl') && content(join(pristine, file)).startsWith(damaged.slice(0, damaged.lastIndexOf('\n') + 1));
+            };
+            const names = (text: string): boolean => text.includes(basename(file));
+            const label = `${kind} of ${file} at byte ${position}${kind === 'flip' ? ` (xor ${xor})` : ''}`;
 
-        } finally {
-          rmSync(dataDir, { recursive: true, force: true });
-        }
-      }),
-      { numRuns: RUNS },
-    );
-  }, Math.max(120_000, RUNS * 250));
+            // Verify first: readers repair what they may (a corrupt projection is rebuilt from the log).
+            const report = await verifyRun({ dataDir, runId: RUN }).catch((error: Error) => error);
+            if (report instanceof Error) expect(names(report.message), `verify after ${label}: ${report.message}`).toBe(true);
+            else if (!report.ok) expect(report.problems.some(names), `verify after ${label}: ${report.problems.join('; ')}`).toBe(true);
+            // An untouched run verifies; any damage is reported, except to the index's torn tail: the index is a cache
+            // that readers check and writers rebuild, whose appends a crash may tear, so a shorter one only seeks less.
+            else expect(!changed || tornIndexTail(), `verify said ok after ${label}`).toBe(true);
+            for (const [name, read] of Object.entries(READERS)) {
+              let outcome: { answer: string; warnings: string[] } | Error;
+              try {
+                outcome = await read(dataDir);
+              } catch (error) {
+                outcome = error as Error;
+              }
+              if (outcome instanceof Error) {
+                expect(names(outcome.message), `${name} after ${label}: its error does not name the file: ${outcome.message}`).toBe(true);
+              } else if (outcome.answer !== truth[name]) {
+                expect(outcome.warnings.some(names), `${name} after ${label}: a different answer without a warning naming the file`).toBe(true);
+              }
+            }
+
+          } finally {
+            rmSync(dataDir, { recursive: true, force: true });
+          }
+        }),
+        { numRuns: cases },
+      );
+    }, Math.max(120_000, cases * 250));
+  }
 });

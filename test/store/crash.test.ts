@@ -13,7 +13,9 @@ import { bundleFixtures, spawnFixture, type Child } from './child.js';
 import { tempDir } from './helpers.js';
 import { trials as trialCount } from '../support/soak.js';
 
-const TRIALS = trialCount(12, 50);
+const TRIALS = trialCount(6, 50);
+/** Rounds of the stale-lock race (six processes each). */
+const LOCK_RACES = trialCount(2, 6);
 const CONCURRENCY = 5;
 
 async function killAtRandom(child: Child): Promise<void> {
@@ -124,7 +126,7 @@ describe('crash safety (SIGKILL at random moments)', () => {
   });
 
   it('processes racing to recover a stale lock: exactly one becomes the writer', async () => {
-    for (let round = 0; round < 3; round++) {
+    for (let round = 0; round < LOCK_RACES; round++) {
       const runId = `lock-race-${round}`;
       const paths = new EventStore({ dataDir: tmp.dir, sessionKey: 'crash', runId }).paths;
       mkdirSync(paths.dir, { recursive: true });

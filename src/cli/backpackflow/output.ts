@@ -22,6 +22,11 @@ export function warn(message: string): void {
   process.stderr.write(`backpackflow: warning: ${message}\n`);
 }
 
+/** Forgets which warnings were printed: for a process that runs `main` more than once (the tests run it in-process). */
+export function forgetWarnings(): void {
+  warned.clear();
+}
+
 /** Prints one JSON document with `--json`, else the human text. */
 export function print(options: { json?: boolean }, json: unknown, human: () => string): void {
   const text = options.json ? JSON.stringify(json, null, 2) : human();
