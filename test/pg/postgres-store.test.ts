@@ -133,6 +133,23 @@ describe('Postgres run store', () => {
     expect(await setting()).toBe('on');
   });
 
+  it("with durability 'never' stores and fences steps as with 'batch', and refuses a durability it does not know", async () => {
+    const ref = { sessionKey: 's', runId: 'lazy' };
+    const store = open({ owner: 'worker-a' });
+    const a = await store.openWriter(ref, { fresh: true, durability: 'never' });
+    await a.commit(batch(ref.runId, 1, 1));
+    await admin`update backpackflow.runs set lease_expires_at = now() - interval '1 second' where run_id = ${ref.runId}`;
+    const b = await open({ owner: 'worker-b' }).openWriter(ref, { fresh: false, durability: 'never' });
+    await expect(a.commit(batch(ref.runId, 3, 2))).rejects.toBeInstanceOf(FencedError);
+    await b.commit(batch(ref.runId, 3, 2));
+    await b.close();
+    await a.close();
+    const seqs: number[] = [];
+    for await (const { event } of store.readVerified(ref)) seqs.push(event.seq);
+    expect(seqs).toEqual([1, 2, 3, 4]);
+    await expect(store.openWriter({ sessionKey: 's', runId: 'lazy-bad' }, { fresh: true, durability: 'sometimes' as never })).rejects.toThrow(/durability must be 'always', 'batch' or 'never', got "sometimes"/);
+  });
+
   it('reports an edited or deleted event row and never serves it', async () => {
     const ref = { sessionKey: 's', runId: 'edited' };
     const store = open();

@@ -5,12 +5,17 @@
  *   sealed with the running BLAKE3 chain hash of chain.ts), keyed by (run, seq). Readers verify the chain as the file
  *   readers do, so an edited row is reported, never served.
  * - One writer per run: opening a writer takes the run's lease (`lease_owner`, `lease_expires_at`, renewed while the
- *   writer lives) and increments its fencing token. A step is one statement: the projection update fenced by the
- *   token, the step's events and its keyframe, each inserted only when the fence held. A writer whose lease expired
- *   and was taken over finds the token changed (or its seq taken) and gets a {@link FencedError}; nothing of it is
- *   stored.
- * - Keyframes: sealed JSON with their checksum and chain hash, as `checkpoint/<step>.json` holds them.
+ *   writer lives) and increments its fencing token, in one statement that also reads where the log stands. A step is
+ *   one statement: the projection update fenced by the token, and the step's events inserted only when the fence
+ *   held. A writer whose lease expired and was taken over finds the token changed (or its seq taken) and gets a
+ *   {@link FencedError}; nothing of it is stored. The batch that ends the run (run.completed, run.failed,
+ *   run.waiting) gives the lease up in its own transaction.
+ * - Keyframes: sealed JSON with their checksum and chain hash, as `checkpoint/<step>.json` holds them; written off
+ *   the step's path, fenced by the token.
  * - The projection: the run's RunMeta JSON (redacted), current with every step.
+ * - What waits for the server's disk: a step's commit (durability 'batch', the default), once per step. Taking and
+ *   giving up the lease and writing a keyframe do not (connection.ts: asyncCommit): a server crash can only undo them
+ *   as if they had not happened, and the next step's commit makes them durable with it.
  */
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
@@ -27,7 +32,7 @@ import { decodeLine } from '../log-format.js';
 import { assertValidId } from '../paths.js';
 import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
 import type { KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from '../run-store.js';
-import { CheckpointSchema, RunMetaSchema, type Checkpoint, type RunMeta } from '../types.js';
+import { CheckpointSchema, RunMetaSchema, durabilityOf, type Checkpoint, type RunMeta } from '../types.js';
 import type postgres from 'postgres';
 import { asyncCommit, openDatabase, type Database } from './connection.js';
 
@@ -88,7 +93,8 @@ export class PostgresRunStore implements RunStore {
 
   async openWriter(ref: RunRef, options: OpenWriterOptions): Promise<RunWriter> {
     checkRef(ref);
-    const writer = new PostgresRunWriter(this, await this.sql(), ref, redactorFor(options.redaction));
+    const durability = durabilityOf(options, 'openWriter');
+    const writer = new PostgresRunWriter(this, await this.sql(), ref, redactorFor(options.redaction), durability === 'never');
     await writer.open(options.fresh);
     return writer;
   }
@@ -432,6 +438,8 @@ class PostgresRunWriter implements RunWriter {
     private readonly sql: Database['sql'],
     private readonly ref: RunRef,
     private readonly redactor: Redactor,
+    /** Durability 'never': a step's commit does not wait for the server's disk (see OpenWriterOptions.durability). */
+    private readonly lazyCommit: boolean,
   ) {
     this.meta = emptyRunMeta(ref.sessionKey, ref.runId);
     this.where = store.describeLog(ref);
@@ -557,7 +565,7 @@ class PostgresRunWriter implements RunWriter {
     // The batch that ends the run (its run.completed, run.failed or run.waiting) gives the lease up in its own
     // transaction, unless keyframes are still being written: the writer's close then has no statement of its own.
     const ends = ENDS_RUN.has(events[events.length - 1]!.type) && this.pendingKeyframes === 0;
-    const meta = RunMetaSchema.parse(foldRunMetaBatch(this.meta, events));
+    const meta = foldRunMetaBatch(this.meta, events);
     const metaText = JSON.stringify(this.redactor.redact(meta).value);
     let result: { fenced: string; inserted: string }[];
     try {
@@ -567,6 +575,7 @@ class PostgresRunWriter implements RunWriter {
           update backpackflow.runs set meta = ${metaText},
             lease_owner = case when ${ends}::boolean then null else lease_owner end,
             lease_expires_at = case when ${ends}::boolean then null else now() + ${this.store.leaseMs} * interval '1 millisecond' end
+          ${this.lazyCommit ? sql`from ${asyncCommit(sql)}` : sql``}
           where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and writer_token = ${this.token}
           returning 1
         ), ev as (
