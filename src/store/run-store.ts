@@ -22,7 +22,12 @@ export type KeyframeInput = Pick<Checkpoint, 'step' | 'createdAt' | 'position' |
 export interface OpenWriterOptions {
   /** A new run: a {@link RunExistsError} when the run already has events (checked under the writer's guarantee). */
   fresh: boolean;
-  /** When writes reach the disk (files only; Postgres commits each step). Default `'batch'`. */
+  /**
+   * When writes reach the disk. Default `'batch'`: files fsync each step's batch; Postgres commits each step and waits
+   * for the server's disk. `'never'`: files are not fsynced; Postgres commits each step without waiting for the
+   * server's disk (a crash of the server, not of the process, may undo the last steps, never part of one).
+   * `'always'` is `'batch'` on Postgres.
+   */
   durability?: Durability;
   /** Secrets of your own to redact, on top of the built-in catalogue. */
   redaction?: RedactionOptions;

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CheckpointStoreError, EventStoreError, FencedError, LockError, ProjectionStoreError } from '../../src/store/index.js';
 import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PostgresRunStore } from '../../src/store/postgres/run-store.js';
+import { RunQueue } from '../../src/store/postgres/queue.js';
 import type { StreamEvent } from '../../src/events/types.js';
 import { makeEvent } from '../store/helpers.js';
 import { freshDatabase } from '../support/pg.js';
@@ -79,6 +80,76 @@ describe('Postgres run store', () => {
     await a.close();
   });
 
+  it('gives the lease up with the batch that ends the run: closing sends no statement, and another writer may take the run at once', async () => {
+    const ref = { sessionKey: 's', runId: 'ended' };
+    const statements: string[] = [];
+    const store = new PostgresRunStore({ url, owner: 'worker-a', onStatement: (q) => statements.push(q) });
+    stores.push(store);
+    const a = await store.openWriter(ref, { fresh: true });
+    await a.commit(batch(ref.runId, 1, 1));
+    expect(await store.writerAlive(ref)).toBe(true);
+    await a.commit([makeEvent(ref.runId, 3, { type: 'run.completed', payload: { durationMs: 1, steps: 1, action: 'done' } })]);
+    expect(await store.writerAlive(ref)).toBe(false);
+    const before = statements.length;
+    await a.close();
+    expect(statements.length).toBe(before);
+    const b = await open({ owner: 'worker-b' }).openWriter(ref, { fresh: false });
+    expect(b.lastSeq).toBe(3);
+    await b.close();
+  });
+
+  it('keeps the lease past the last batch while a keyframe is still to be written, and gives it up on close', async () => {
+    const ref = { sessionKey: 's', runId: 'ended-keyframe' };
+    const store = open({ owner: 'worker-a' });
+    const a = await store.openWriter(ref, { fresh: true });
+    await a.commit(batch(ref.runId, 1, 1));
+    const save = a.takeKeyframe({ step: 1, createdAt: 1, position: [], state: { kind: 'keyframe', backpack: { a: 1 } } });
+    await a.commit([makeEvent(ref.runId, 3, { type: 'run.failed', payload: { durationMs: 1, error: { name: 'Error', message: 'boom' } } })]);
+    expect(await store.writerAlive(ref)).toBe(true);
+    await save();
+    await a.close();
+    expect(await store.writerAlive(ref)).toBe(false);
+    expect(await store.keyframeSteps(ref)).toEqual([1]);
+  });
+
+  it('never lets a lease, keyframe or claim that commits without waiting for the disk change how a step commits', async () => {
+    // One connection: every statement below runs on it, so a setting left behind would reach the step's commit.
+    const store = new PostgresRunStore({ url, maxConnections: 1 });
+    stores.push(store);
+    const sql = await store.sql();
+    const setting = async (): Promise<string> => (await sql<{ s: string }[]>`select current_setting('synchronous_commit') as s`)[0]!.s;
+    const ref = { sessionKey: 's', runId: 'sync' };
+    const w = await store.openWriter(ref, { fresh: true });
+    expect(await setting()).toBe('on');
+    await w.commit(batch(ref.runId, 1, 1));
+    await w.takeKeyframe({ step: 1, createdAt: 1, position: [], state: { kind: 'keyframe', backpack: {} } })();
+    expect(await setting()).toBe('on');
+    await w.close();
+    const queue = new RunQueue(store);
+    await queue.enqueue({ sessionKey: 's', runId: 'sync-job' }, 'start', {});
+    const job = await queue.claim('worker-a', 60_000);
+    expect(await setting()).toBe('on');
+    await queue.finish(job!, 'worker-a', 'completed');
+    expect(await setting()).toBe('on');
+  });
+
+  it("with durability 'never' stores and fences steps as with 'batch', and refuses a durability it does not know", async () => {
+    const ref = { sessionKey: 's', runId: 'lazy' };
+    const store = open({ owner: 'worker-a' });
+    const a = await store.openWriter(ref, { fresh: true, durability: 'never' });
+    await a.commit(batch(ref.runId, 1, 1));
+    await admin`update backpackflow.runs set lease_expires_at = now() - interval '1 second' where run_id = ${ref.runId}`;
+    const b = await open({ owner: 'worker-b' }).openWriter(ref, { fresh: false, durability: 'never' });
+    await expect(a.commit(batch(ref.runId, 3, 2))).rejects.toBeInstanceOf(FencedError);
+    await b.commit(batch(ref.runId, 3, 2));
+    await b.close();
+    await a.close();
+    const seqs: number[] = [];
+    for await (const { event } of store.readVerified(ref)) seqs.push(event.seq);
+    expect(seqs).toEqual([1, 2, 3, 4]);
+    await expect(store.openWriter({ sessionKey: 's', runId: 'lazy-bad' }, { fresh: true, durability: 'sometimes' as never })).rejects.toThrow(/durability must be 'always', 'batch' or 'never', got "sometimes"/);
+  });
+
   it('reports an edited or deleted event row and never serves it', async () => {
     const ref = { sessionKey: 's', runId: 'edited' };
     const store = open();
@@ -114,6 +185,33 @@ describe('Postgres run store', () => {
     await expect(store.loadRunMeta(ref)).rejects.toThrow(ProjectionStoreError);
     // The projection is rebuilt from the log when it is damaged.
     expect((await store.currentRunMeta(ref)).eventCount).toBe(2);
+  });
+
+  it('claims the oldest ready job with what its worker needs (documents, whether it has events) and marks the previous one done in the same statement', async () => {
+    const store = open();
+    const queue = new RunQueue(store);
+    const first = { sessionKey: 'q', runId: 'first' };
+    const second = { sessionKey: 'q', runId: 'second' };
+    await store.saveDocument(first, 'flow', { nodes: ['a'] });
+    await store.saveDocument(first, 'recipe', { v: 1 });
+    await queue.enqueue(first, 'start', { input: { x: 1 } });
+    await queue.enqueue(second, 'resume', {});
+    await expect(queue.enqueue(second, 'resume', {})).rejects.toThrow(/already queued/);
+    const a = await queue.claim('worker-a', 60_000);
+    expect(a).toMatchObject({ ...first, kind: 'start', payload: { input: { x: 1 } }, attempts: 1, hadEvents: false });
+    expect(store.parseDocument(first, 'flow', a!.documents.flow)).toEqual({ nodes: ['a'] });
+    expect(store.parseDocument(first, 'recipe', a!.documents.recipe)).toEqual({ v: 1 });
+    const w = await store.openWriter(second, { fresh: true });
+    await w.commit(batch(second.runId, 1, 1));
+    await w.close();
+    // Another owner's claim does not finish worker-a's job.
+    const b = await queue.claim('worker-b', 60_000, { job: first, outcome: 'completed' });
+    expect(b).toMatchObject({ ...second, kind: 'resume', documents: {}, hadEvents: true });
+    expect((await queue.entries()).filter((e) => e.sessionKey === 'q').map((e) => [e.runId, e.state, e.outcome])).toEqual([['first', 'claimed', null], ['second', 'claimed', null]]);
+    expect(await queue.claim('worker-a', 60_000, { job: first, outcome: 'completed' })).toBeUndefined();
+    expect((await queue.entries()).filter((e) => e.sessionKey === 'q').map((e) => [e.runId, e.state, e.outcome])).toEqual([['first', 'done', 'completed'], ['second', 'claimed', null]]);
+    // A stored document that is not JSON is an error naming it when the worker asks for it.
+    expect(() => store.parseDocument(first, 'flow', '{')).toThrow(/corrupt flow document of run q\/first/);
   });
 
   it('migrates a new database exactly once when several processes use it first at the same time', async () => {

@@ -16,7 +16,7 @@ import {
 import { redact, StoreError, type RunRef, type RunStore } from '../../store/index.js';
 import { CliError } from './errors.js';
 import type { FlowSourceOptions } from './flow-options.js';
-import { openFlowModule, parseFlowModule, readRecipe, recordRecipe, type OpenFlow, type RunRecipe } from './recipe.js';
+import { openFlowModule, parseFlowModule, readRecipe, recordRecipe, type OpenFlow, type RecordedDocuments, type RunRecipe } from './recipe.js';
 
 /**
  * Reads and parses a flow file of at most `maxBytes` (checked before reading), in chunks: the whole text is not held
@@ -160,7 +160,7 @@ async function assertNewCliRun(store: RunStore, ref: RunRef): Promise<void> {
  * The flow config to resume or fork run `ref` with: the `--flow` file when given, else the one recorded with the run
  * (a CliError naming the run when there is none).
  */
-export async function recordedFlowConfig(given: string | undefined, store: RunStore, ref: RunRef, maxBytes?: number): Promise<unknown> {
+export async function recordedFlowConfig(given: string | undefined, store: RecordedDocuments, ref: RunRef, maxBytes?: number): Promise<unknown> {
   if (given !== undefined) return readFlowFile(given, maxBytes);
   let config: unknown;
   try {
@@ -177,7 +177,7 @@ export async function recordedFlowConfig(given: string | undefined, store: RunSt
  * given, else as recorded with the run (its recipe: flow module or config, and node modules; a run recorded before
  * recipes existed: its flow config with `--modules`). Returns the flow, its release, and the recipe it was built by.
  */
-export async function openRecordedFlow(options: FlowSourceOptions, store: RunStore, ref: RunRef): Promise<OpenFlow & { recipe: RunRecipe }> {
+export async function openRecordedFlow(options: FlowSourceOptions, store: RecordedDocuments, ref: RunRef): Promise<OpenFlow & { recipe: RunRecipe }> {
   if (options.flowModule !== undefined) {
     const spec = parseFlowModule(options.flowModule);
     await loaderWith(options.modules);

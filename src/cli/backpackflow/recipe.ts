@@ -87,8 +87,11 @@ function parseRecipe(json: unknown, where: string): RunRecipe {
   return parsed.data;
 }
 
+/** Where a run's recorded documents are read from: its store, or what a worker's claim already read of them. */
+export type RecordedDocuments = Pick<RunStore, 'location' | 'loadDocument'>;
+
 /** The recorded recipe of run `ref`, or undefined for a run recorded without one (a flow config alone, or none). */
-export async function readRecipe(store: RunStore, ref: RunRef): Promise<RunRecipe | undefined> {
+export async function readRecipe(store: RecordedDocuments, ref: RunRef): Promise<RunRecipe | undefined> {
   let json: unknown;
   try {
     json = await store.loadDocument(ref, 'recipe');

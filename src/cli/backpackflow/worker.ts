@@ -12,7 +12,7 @@
 import { Wakeup } from './wakeup.js';
 import { Command, Option } from 'commander';
 import { resumeRun, runFlow } from '../../runtime/index.js';
-import { FencedError, LockError, PostgresRunStore } from '../../store/index.js';
+import { FencedError, LockError, PostgresRunStore, RunExistsError, type RunDocumentName } from '../../store/index.js';
 import { QUEUE_CHANNEL, RunQueue, type QueuedRun } from '../../store/postgres/queue.js';
 import { positiveInteger } from './arguments.js';
 import { UsageError } from './errors.js';
@@ -48,11 +48,20 @@ export function workerCommand(): Command {
 async function execute(store: PostgresRunStore, options: WorkerOptions, job: QueuedRun, signal: AbortSignal): Promise<string> {
   const { openRecordedFlow } = await import('./flows.js');
   const ref = { sessionKey: job.sessionKey, runId: job.runId };
-  const opened = await openRecordedFlow({ modules: options.modules, maxFlowBytes: options.maxFlowBytes }, store, ref);
+  // The run's documents as the claim read them (no statement of their own).
+  const documents = { location: store.location, loadDocument: async (_ref: unknown, name: RunDocumentName) => store.parseDocument(ref, name, job.documents[name]) };
+  const opened = await openRecordedFlow({ modules: options.modules, maxFlowBytes: options.maxFlowBytes }, documents, ref);
   try {
     const location = { store, sessionKey: ref.sessionKey, runId: ref.runId, signal };
-    if (job.kind === 'start' && !(await store.hasEvents(ref))) {
-      return (await runFlow(opened.flow, { ...location, input: job.payload.input })).status;
+    if (job.kind === 'start' && !job.hadEvents) {
+      try {
+        return (await runFlow(opened.flow, { ...location, input: job.payload.input })).status;
+      } catch (error) {
+        // Events appeared since the claim read the run (a worker whose claim ran out was still starting it): the job
+        // goes back to the queue, and its next claim resumes the run once that writer is gone.
+        if (error instanceof RunExistsError) return 'released';
+        throw error;
+      }
     }
     const meta = await store.currentRunMeta(ref);
     if (meta.status === 'completed') return 'completed';
@@ -90,11 +99,24 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
   process.stdout.write(`worker ${owner}: working on ${store.location} (${options.concurrency} at a time)\n`);
 
   const slot = async (index: number): Promise<void> => {
+    /** The job this slot just ended, marked done by its next claim (one statement for both). */
+    let finished: { job: QueuedRun; outcome: string } | undefined;
+    const recordEnd = (): void => {
+      if (finished === undefined) return;
+      const { job, outcome } = finished;
+      process.stdout.write(`worker ${owner}: ${job.sessionKey}/${job.runId} ${outcome === 'completed' ? c.green(outcome) : outcome}\n`);
+      finished = undefined;
+    };
     while (!stop.signal.aborted) {
       let job: QueuedRun | undefined;
       try {
-        job = await queue.claim(owner, options.leaseMs);
+        job = await queue.claim(owner, options.leaseMs, finished);
+        recordEnd();
       } catch (error) {
+        if (finished !== undefined) {
+          process.stderr.write(`worker ${owner}: could not record how ${finished.job.sessionKey}/${finished.job.runId} ended (${finished.outcome}): ${(error as Error).message}\n`);
+          finished = undefined;
+        }
         process.stderr.write(`worker ${owner}: could not claim a run: ${(error as Error).message}\n`);
       }
       if (job === undefined) {
@@ -127,12 +149,19 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
           process.stdout.write(`worker ${owner}: ${name} ${c.yellow('given back')} (another writer holds it, or this worker is stopping)\n`);
           if (!stop.signal.aborted) await new Promise((resolve) => setTimeout(resolve, options.pollMs));
         } else {
-          await queue.finish(claimed, owner, outcome);
-          process.stdout.write(`worker ${owner}: ${name} ${outcome === 'completed' ? c.green(outcome) : outcome}\n`);
+          // Marked done by the next claim, in the same statement (or on its own if the worker stops first).
+          finished = { job: claimed, outcome };
         }
       } catch (error) {
         process.stderr.write(`worker ${owner}: could not record how ${name} ended (${outcome}): ${(error as Error).message}\n`);
       }
+    }
+    // Stopped before the next claim: the job that just ended is marked done on its own.
+    if (finished !== undefined) {
+      const { job, outcome } = finished;
+      await queue.finish(job, owner, outcome).then(recordEnd, (error: unknown) => {
+        process.stderr.write(`worker ${owner}: could not record how ${job.sessionKey}/${job.runId} ended (${outcome}): ${(error as Error).message}\n`);
+      });
     }
   };
 

@@ -15,6 +15,18 @@ export interface Database {
   ready: Promise<void>;
 }
 
+/**
+ * A FROM item that makes the statement's own transaction commit without waiting for its WAL to reach the disk
+ * (`synchronous_commit = off`, for that transaction only: the setting is local to it). For coordination rows only
+ * (leases, queue claims, keyframes), never for a step's events: such a commit is visible at once, and lost only if the
+ * server itself crashes within a fraction of a second, which undoes it as if it had not happened (a lease or claim is
+ * then free again, a keyframe missing, as after a crash before it). Any later ordinary commit flushes it with its own.
+ * A statement that changes nothing does not wait for the disk either way.
+ */
+export function asyncCommit(sql: Sql): postgres.Fragment {
+  return sql`(select set_config('synchronous_commit', 'off', true)) as async_commit`;
+}
+
 /** The URL without its password (for messages); a StoreError naming the problem for what is not a postgres URL. */
 export function safeLocation(url: string): string {
   let parsed: URL;

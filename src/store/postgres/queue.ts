@@ -10,7 +10,8 @@
  */
 import { StoreError } from '../errors.js';
 import { assertValidId } from '../paths.js';
-import type { RunRef } from '../run-store.js';
+import type { RunDocumentName, RunRef } from '../run-store.js';
+import { asyncCommit } from './connection.js';
 import type { PostgresRunStore } from './run-store.js';
 
 /** A claimed job. */
@@ -19,6 +20,13 @@ export interface QueuedRun extends RunRef {
   /** `start`: `{ input }`; `resume`: `{ resume }` when it answers a waiting run, else `{}`. */
   payload: { input?: Record<string, unknown>; resume?: unknown };
   attempts: number;
+  /**
+   * The run's documents (see RunStore.saveDocument) as stored when it was claimed, read by the claim itself, parsed
+   * by {@link PostgresRunStore.parseDocument} when asked for: `undefined` for a document the run does not have.
+   */
+  documents: Partial<Record<RunDocumentName, string>>;
+  /** Whether the run had events when it was claimed (it was started before: its worker died, or it waits). */
+  hadEvents: boolean;
 }
 
 /** A job's state, for `runs list`-like reports and tests. */
@@ -46,31 +54,52 @@ export class RunQueue {
     assertValidId(ref.sessionKey, 'sessionKey');
     assertValidId(ref.runId, 'runId');
     const sql = await this.store.sql();
-    await sql`insert into backpackflow.runs (session_key, run_id) values (${ref.sessionKey}, ${ref.runId}) on conflict do nothing`;
-    const rows = await sql`
-      insert into backpackflow.queue (session_key, run_id, kind, payload) values (${ref.sessionKey}, ${ref.runId}, ${kind}, ${JSON.stringify(payload)})
-      on conflict (session_key, run_id) do update set kind = excluded.kind, payload = excluded.payload, state = 'queued',
-        enqueued_at = clock_timestamp(), claimed_by = null, claimed_until = null, finished_at = null, outcome = null
-      where backpackflow.queue.state = 'done'
-      returning 1`;
-    if (rows.count === 0) throw new StoreError(`run ${ref.sessionKey}/${ref.runId} is already queued or being run by a worker (${this.store.location})`);
-    await sql`select pg_notify(${QUEUE_CHANNEL}, ${`${ref.sessionKey}/${ref.runId}`})`;
+    // One statement: the run's row, its job (unless one is queued or running), and the wake-up of idle workers,
+    // which Postgres delivers when the statement commits.
+    const [row] = await sql<{ queued: string }[]>`
+      with run as (
+        insert into backpackflow.runs (session_key, run_id) values (${ref.sessionKey}, ${ref.runId}) on conflict do nothing
+      ), job as (
+        insert into backpackflow.queue (session_key, run_id, kind, payload) values (${ref.sessionKey}, ${ref.runId}, ${kind}, ${JSON.stringify(payload)})
+        on conflict (session_key, run_id) do update set kind = excluded.kind, payload = excluded.payload, state = 'queued',
+          enqueued_at = clock_timestamp(), claimed_by = null, claimed_until = null, finished_at = null, outcome = null
+        where backpackflow.queue.state = 'done'
+        returning 1
+      )
+      select (select count(*) from job) as queued, (select pg_notify(${QUEUE_CHANNEL}, ${`${ref.sessionKey}/${ref.runId}`}) where exists (select 1 from job)) as notified`;
+    if (Number(row!.queued) === 0) throw new StoreError(`run ${ref.sessionKey}/${ref.runId} is already queued or being run by a worker (${this.store.location})`);
   }
 
-  /** Claims the oldest ready job for `owner` for `claimMs`, or undefined when none is ready. */
-  async claim(owner: string, claimMs: number): Promise<QueuedRun | undefined> {
+  /**
+   * Claims the oldest ready job for `owner` for `claimMs`, or undefined when none is ready: one statement, which also
+   * reads the run's documents and whether it has events (what the worker needs to build and start it). The claim's
+   * commit does not wait for the disk (see asyncCommit): a claim a server crash undoes is only claimed again, and the
+   * run's writer lease keeps it to one writer either way. `finished`: `owner`'s job that just ended, marked done
+   * with its outcome in the same statement (as {@link finish} does).
+   */
+  async claim(owner: string, claimMs: number, finished?: { job: RunRef; outcome: string }): Promise<QueuedRun | undefined> {
     const sql = await this.store.sql();
-    const [row] = await sql<{ session_key: string; run_id: string; kind: 'start' | 'resume'; payload: string | null; attempts: number }[]>`
-      update backpackflow.queue q set state = 'claimed', claimed_by = ${owner}, claimed_until = now() + ${claimMs} * interval '1 millisecond', attempts = q.attempts + 1
-      from (
-        select session_key, run_id from backpackflow.queue
-        where state = 'queued' or (state = 'claimed' and claimed_until < now())
-        order by enqueued_at
-        for update skip locked
-        limit 1
-      ) ready
-      where q.session_key = ready.session_key and q.run_id = ready.run_id
-      returning q.session_key, q.run_id, q.kind, q.payload, q.attempts`;
+    const [row] = await sql<{ session_key: string; run_id: string; kind: 'start' | 'resume'; payload: string | null; attempts: number; flow: string | null; recipe: string | null; had_events: boolean }[]>`
+      with ${finished === undefined ? sql`` : sql`finished as (
+        update backpackflow.queue set state = 'done', finished_at = now(), outcome = ${finished.outcome}, claimed_until = null
+        where session_key = ${finished.job.sessionKey} and run_id = ${finished.job.runId} and state = 'claimed' and claimed_by = ${owner}
+      ), `}claimed as (
+        update backpackflow.queue q set state = 'claimed', claimed_by = ${owner}, claimed_until = now() + ${claimMs} * interval '1 millisecond', attempts = q.attempts + 1
+        from (
+          select session_key, run_id from backpackflow.queue
+          where state = 'queued' or (state = 'claimed' and claimed_until < now())
+          order by enqueued_at
+          for update skip locked
+          limit 1
+        ) ready, ${asyncCommit(sql)}
+        where q.session_key = ready.session_key and q.run_id = ready.run_id
+        returning q.session_key, q.run_id, q.kind, q.payload, q.attempts
+      )
+      select c.session_key, c.run_id, c.kind, c.payload, c.attempts,
+        (select body from backpackflow.run_documents d where d.session_key = c.session_key and d.run_id = c.run_id and d.name = 'flow') as flow,
+        (select body from backpackflow.run_documents d where d.session_key = c.session_key and d.run_id = c.run_id and d.name = 'recipe') as recipe,
+        exists (select 1 from backpackflow.events e where e.session_key = c.session_key and e.run_id = c.run_id) as had_events
+      from claimed c`;
     if (row === undefined) return undefined;
     let payload: QueuedRun['payload'] = {};
     try {
@@ -79,7 +108,10 @@ export class RunQueue {
       // Not JSON: the job fails with that said (see the worker).
       payload = { input: undefined };
     }
-    return { sessionKey: row.session_key, runId: row.run_id, kind: row.kind, payload, attempts: row.attempts };
+    const documents: QueuedRun['documents'] = {};
+    if (row.flow !== null) documents.flow = row.flow;
+    if (row.recipe !== null) documents.recipe = row.recipe;
+    return { sessionKey: row.session_key, runId: row.run_id, kind: row.kind, payload, attempts: row.attempts, documents, hadEvents: row.had_events };
   }
 
   /** Extends `owner`'s claim on the job; false when it is no longer `owner`'s. */
@@ -87,15 +119,21 @@ export class RunQueue {
     const sql = await this.store.sql();
     const rows = await sql`
       update backpackflow.queue set claimed_until = now() + ${claimMs} * interval '1 millisecond'
+      from ${asyncCommit(sql)}
       where session_key = ${job.sessionKey} and run_id = ${job.runId} and state = 'claimed' and claimed_by = ${owner}`;
     return rows.count > 0;
   }
 
-  /** Marks `owner`'s job done with its outcome (`completed`, `waiting`, `failed: …`). */
+  /**
+   * Marks `owner`'s job done with its outcome (`completed`, `waiting`, `failed: …`). The commit does not wait for the
+   * disk: the run's own last commit did. A job a server crash puts back is claimed again, as after a worker's death: a
+   * completed run is found completed, any other resumes from its last recorded step.
+   */
   async finish(job: RunRef, owner: string, outcome: string): Promise<void> {
     const sql = await this.store.sql();
     await sql`
       update backpackflow.queue set state = 'done', finished_at = now(), outcome = ${outcome}, claimed_until = null
+      from ${asyncCommit(sql)}
       where session_key = ${job.sessionKey} and run_id = ${job.runId} and state = 'claimed' and claimed_by = ${owner}`;
   }
 
@@ -104,6 +142,7 @@ export class RunQueue {
     const sql = await this.store.sql();
     await sql`
       update backpackflow.queue set state = 'queued', claimed_by = null, claimed_until = null
+      from ${asyncCommit(sql)}
       where session_key = ${job.sessionKey} and run_id = ${job.runId} and state = 'claimed' and claimed_by = ${owner}`;
   }
 

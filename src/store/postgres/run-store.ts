@@ -5,16 +5,21 @@
  *   sealed with the running BLAKE3 chain hash of chain.ts), keyed by (run, seq). Readers verify the chain as the file
  *   readers do, so an edited row is reported, never served.
  * - One writer per run: opening a writer takes the run's lease (`lease_owner`, `lease_expires_at`, renewed while the
- *   writer lives) and increments its fencing token. A step is one statement: the projection update fenced by the
- *   token, the step's events and its keyframe, each inserted only when the fence held. A writer whose lease expired
- *   and was taken over finds the token changed (or its seq taken) and gets a {@link FencedError}; nothing of it is
- *   stored.
- * - Keyframes: sealed JSON with their checksum and chain hash, as `checkpoint/<step>.json` holds them.
+ *   writer lives) and increments its fencing token, in one statement that also reads where the log stands. A step is
+ *   one statement: the projection update fenced by the token, and the step's events inserted only when the fence
+ *   held. A writer whose lease expired and was taken over finds the token changed (or its seq taken) and gets a
+ *   {@link FencedError}; nothing of it is stored. The batch that ends the run (run.completed, run.failed,
+ *   run.waiting) gives the lease up in its own transaction.
+ * - Keyframes: sealed JSON with their checksum and chain hash, as `checkpoint/<step>.json` holds them; written off
+ *   the step's path, fenced by the token.
  * - The projection: the run's RunMeta JSON (redacted), current with every step.
+ * - What waits for the server's disk: a step's commit (durability 'batch', the default), once per step. Taking and
+ *   giving up the lease and writing a keyframe do not (connection.ts: asyncCommit): a server crash can only undo them
+ *   as if they had not happened, and the next step's commit makes them durable with it.
  */
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import type { StreamEvent } from '../../events/types.js';
+import { StreamEventType, type StreamEvent } from '../../events/types.js';
 import { sharedHashBackend, type HashBackend } from '../../hash/blake3.js';
 import { openSealed, seal } from '../../hash/sealed.js';
 import { redactorFor, type Redactor } from '../../redact/index.js';
@@ -27,8 +32,9 @@ import { decodeLine } from '../log-format.js';
 import { assertValidId } from '../paths.js';
 import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
 import type { KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from '../run-store.js';
-import { CheckpointSchema, RunMetaSchema, type Checkpoint, type RunMeta } from '../types.js';
-import { openDatabase, type Database } from './connection.js';
+import { CheckpointSchema, RunMetaSchema, durabilityOf, type Checkpoint, type RunMeta } from '../types.js';
+import type postgres from 'postgres';
+import { asyncCommit, openDatabase, type Database } from './connection.js';
 
 /** Options of {@link PostgresRunStore}. */
 export interface PostgresRunStoreOptions {
@@ -87,7 +93,8 @@ export class PostgresRunStore implements RunStore {
 
   async openWriter(ref: RunRef, options: OpenWriterOptions): Promise<RunWriter> {
     checkRef(ref);
-    const writer = new PostgresRunWriter(this, await this.sql(), ref, redactorFor(options.redaction));
+    const durability = durabilityOf(options, 'openWriter');
+    const writer = new PostgresRunWriter(this, await this.sql(), ref, redactorFor(options.redaction), durability === 'never');
     await writer.open(options.fresh);
     return writer;
   }
@@ -330,9 +337,14 @@ export class PostgresRunStore implements RunStore {
     checkRef(ref);
     const sql = await this.sql();
     const [row] = await sql<{ body: string }[]>`select body from backpackflow.run_documents where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and name = ${name}`;
-    if (row === undefined) return undefined;
+    return this.parseDocument(ref, name, row?.body);
+  }
+
+  /** A document's stored text (undefined: none) as {@link loadDocument} answers it: parsed, a StoreError naming it when it is not JSON. */
+  parseDocument(ref: RunRef, name: RunDocumentName, body: string | undefined): unknown {
+    if (body === undefined) return undefined;
     try {
-      return JSON.parse(row.body) as unknown;
+      return JSON.parse(body) as unknown;
     } catch (error) {
       throw new StoreError(`corrupt ${name} document of run ${ref.sessionKey}/${ref.runId} in ${this.location}: ${(error as Error).message}`);
     }
@@ -375,6 +387,13 @@ export class PostgresRunStore implements RunStore {
   }
 }
 
+/** `value` as a `json` parameter (postgres.js encodes it with JSON.stringify). */
+function json(sql: Database['sql'], value: unknown[]): postgres.Parameter<never> {
+  return sql.typed(value as never, JSON_OID);
+}
+
+const JSON_OID = 114;
+
 function parseMeta(text: string, where: string): RunMeta {
   let json: unknown;
   try {
@@ -408,6 +427,10 @@ class PostgresRunWriter implements RunWriter {
   private heartbeat: NodeJS.Timeout | undefined;
   private broken: Error | undefined;
   private closed = false;
+  /** The run's last batch gave the lease up in its own transaction (see commit): close has nothing left to do. */
+  private released = false;
+  /** Keyframes taken and not yet written (the lease is kept for them). */
+  private pendingKeyframes = 0;
   private readonly where: string;
 
   constructor(
@@ -415,44 +438,59 @@ class PostgresRunWriter implements RunWriter {
     private readonly sql: Database['sql'],
     private readonly ref: RunRef,
     private readonly redactor: Redactor,
+    /** Durability 'never': a step's commit does not wait for the server's disk (see OpenWriterOptions.durability). */
+    private readonly lazyCommit: boolean,
   ) {
     this.meta = emptyRunMeta(ref.sessionKey, ref.runId);
     this.where = store.describeLog(ref);
   }
 
+  /**
+   * Takes the run's lease in one statement (its commit does not wait for the disk: see asyncCommit), which also reads
+   * where the log stands: its last line and its size. A fresh run whose log has lines is not taken (RunExistsError);
+   * a run whose lease another writer holds is a LockError naming it.
+   */
   async open(fresh: boolean): Promise<void> {
     const { sql, ref, store } = this;
     this.backend = await sharedHashBackend(CHAIN_BACKEND);
-    await sql`insert into backpackflow.runs (session_key, run_id) values (${ref.sessionKey}, ${ref.runId}) on conflict do nothing`;
-    const [taken] = await sql<{ writer_token: string }[]>`
-      update backpackflow.runs set writer_token = writer_token + 1, lease_owner = ${store.owner},
-        lease_expires_at = now() + ${store.leaseMs} * interval '1 millisecond'
-      where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and (lease_owner is null or lease_expires_at < now())
-      returning writer_token`;
-    if (taken === undefined) {
-      const [holder] = await sql<{ lease_owner: string | null; lease_expires_at: Date | null }[]>`
-        select lease_owner, lease_expires_at from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId}`;
+    const [row] = await sql<{ token: string | null; holder: string | null; holder_until: Date | null; line: number | null; seq: string | null; body: string | null; bytes: string }[]>`
+      with taken as (
+        insert into backpackflow.runs as r (session_key, run_id, writer_token, lease_owner, lease_expires_at)
+        select ${ref.sessionKey}, ${ref.runId}, 1, ${store.owner}, now() + ${store.leaseMs} * interval '1 millisecond' from ${asyncCommit(sql)}
+        on conflict (session_key, run_id) do update set writer_token = r.writer_token + 1, lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at
+        where (r.lease_owner is null or r.lease_expires_at < now())
+          and not (${fresh}::boolean and exists (select 1 from backpackflow.events e where e.session_key = r.session_key and e.run_id = r.run_id))
+        returning r.writer_token
+      )
+      select (select writer_token from taken) as token, runs.lease_owner as holder, runs.lease_expires_at as holder_until, last.line, last.seq, last.body,
+        (select coalesce(sum(octet_length(body) + 1), 0) from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId}) as bytes
+      from (select 1) as one
+      left join backpackflow.runs on runs.session_key = ${ref.sessionKey} and runs.run_id = ${ref.runId}
+      left join lateral (
+        select line, seq, body from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId} order by line desc limit 1
+      ) as last on true`;
+    const { token, line, seq, body } = row!;
+    if (token === null) {
+      if (fresh && line !== null) throw new RunExistsError(ref.sessionKey, ref.runId, this.where);
       throw new LockError(
-        `run ${ref.sessionKey}/${ref.runId} is being written by ${holder?.lease_owner ?? 'another writer'} (its lease runs until ${holder?.lease_expires_at?.toISOString() ?? '?'}) in ${store.location}`,
+        `run ${ref.sessionKey}/${ref.runId} is being written by ${row!.holder ?? 'another writer'} (its lease runs until ${row!.holder_until?.toISOString() ?? '?'}) in ${store.location}`,
         { path: this.where },
       );
     }
-    this.token = Number(taken.writer_token);
+    this.token = Number(token);
     try {
-      const [last] = await sql<{ line: number; seq: string; body: string }[]>`
-        select line, seq, body from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId} order by line desc limit 1`;
-      if (last !== undefined) {
+      if (line !== null && seq !== null && body !== null) {
+        // The statement's snapshot predates the lease; a writer that committed in between makes this view stale,
+        // and then the first commit of this writer collides with its lines and is refused (fenced), never merged.
         if (fresh) throw new RunExistsError(ref.sessionKey, ref.runId, this.where);
-        const chain = chainOf(Buffer.from(last.body));
+        const chain = chainOf(Buffer.from(body));
         if (chain === undefined) {
-          throw new EventStoreError(`${this.where}: its last line (${last.line + 1}) carries no chain hash: the log was cut or damaged there; it cannot be continued`, { path: this.where });
+          throw new EventStoreError(`${this.where}: its last line (${line + 1}) carries no chain hash: the log was cut or damaged there; it cannot be continued`, { path: this.where });
         }
         this.chainHead = chain;
-        this.eventCount = last.line + 1;
-        const [size] = await sql<{ bytes: string }[]>`
-          select coalesce(sum(octet_length(body) + 1), 0) as bytes from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId}`;
-        this.byteLength = Number(size!.bytes);
-        this.lastSeq = Number(last.seq);
+        this.eventCount = line + 1;
+        this.byteLength = Number(row!.bytes);
+        this.lastSeq = Number(seq);
         this.meta = await store.currentRunMeta(ref);
       }
     } catch (error) {
@@ -469,6 +507,7 @@ class PostgresRunWriter implements RunWriter {
     try {
       const rows = await this.sql`
         update backpackflow.runs set lease_expires_at = now() + ${this.store.leaseMs} * interval '1 millisecond'
+        from ${asyncCommit(this.sql)}
         where session_key = ${this.ref.sessionKey} and run_id = ${this.ref.runId} and writer_token = ${this.token} and lease_owner = ${this.store.owner}`;
       if (rows.count === 0) clearInterval(this.heartbeat);
     } catch {
@@ -515,30 +554,36 @@ class PostgresRunWriter implements RunWriter {
     const start = this.chainHead === undefined ? genesis(backend, ref.sessionKey, ref.runId) : Buffer.from(this.chainHead, 'hex');
     const batch = sealBatch(backend, start, lines, sealFirst);
     const head = batch.head.toString('hex');
-    const numbers: number[] = [];
     const sealed: number[] = [];
     const bytes = batch.bytes;
     for (let i = 0; i < lines.length; i++) {
       const seal = batch.seals[i];
       // The row holds the line as the file store writes it, without its newline (a seal replaces the closing brace).
       if (seal !== undefined) lines[i] = `${lines[i]!.slice(0, -1)}${seal.slice(0, -1)}`;
-      numbers.push(this.eventCount + i);
       sealed.push(seal === undefined ? 0 : 1);
     }
-    const meta = RunMetaSchema.parse(foldRunMetaBatch(this.meta, events));
+    // The batch that ends the run (its run.completed, run.failed or run.waiting) gives the lease up in its own
+    // transaction, unless keyframes are still being written: the writer's close then has no statement of its own.
+    const ends = ENDS_RUN.has(events[events.length - 1]!.type) && this.pendingKeyframes === 0;
+    const meta = foldRunMetaBatch(this.meta, events);
     const metaText = JSON.stringify(this.redactor.redact(meta).value);
     let result: { fenced: string; inserted: string }[];
     try {
       // One statement, so one transaction: the projection update fenced by the token, and the events only if it held.
       result = await sql`
         with fence as (
-          update backpackflow.runs set meta = ${metaText}, lease_expires_at = now() + ${this.store.leaseMs} * interval '1 millisecond'
+          update backpackflow.runs set meta = ${metaText},
+            lease_owner = case when ${ends}::boolean then null else lease_owner end,
+            lease_expires_at = case when ${ends}::boolean then null else now() + ${this.store.leaseMs} * interval '1 millisecond' end
+          ${this.lazyCommit ? sql`from ${asyncCommit(sql)}` : sql``}
           where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and writer_token = ${this.token}
           returning 1
         ), ev as (
           insert into backpackflow.events (session_key, run_id, seq, line, sealed, body)
-          select ${ref.sessionKey}, ${ref.runId}, t.seq, t.line, t.sealed = 1, t.body
-          from unnest(${sql.array(seqs)}::bigint[], ${sql.array(numbers)}::int[], ${sql.array(sealed)}::int[], ${sql.array(lines)}::text[]) as t(seq, line, sealed, body)
+          select ${ref.sessionKey}, ${ref.runId}, t.seq::bigint, ${this.eventCount}::int + t.n::int - 1, t.sealed = '1', t.body
+          -- JSON arrays: encoded natively (JSON.stringify), where a text[] literal escapes every quote of every line in JavaScript.
+          from rows from (json_array_elements_text(${json(sql, seqs)}::json), json_array_elements_text(${json(sql, sealed)}::json), json_array_elements_text(${json(sql, lines)}::json))
+            with ordinality as t(seq, sealed, body, n)
           where exists (select 1 from fence)
           returning 1
         )
@@ -549,6 +594,10 @@ class PostgresRunWriter implements RunWriter {
       this.refused(error, `seq ${seqs[0]}…`);
     }
     if (Number(result[0]!.fenced) !== 1) this.fenced('the step');
+    if (ends) {
+      this.released = true;
+      clearInterval(this.heartbeat);
+    }
     this.chainHead = head;
     this.eventCount += lines.length;
     this.byteLength += bytes;
@@ -561,36 +610,51 @@ class PostgresRunWriter implements RunWriter {
     const where = this.store.describeKeyframe(ref, keyframe.step);
     const checkpoint = { v: 1 as const, ...keyframe, ...(this.chainHead !== undefined ? { chain: this.chainHead } : {}), line: this.eventCount - 1 };
     const token = this.token;
+    this.pendingKeyframes++;
     return async () => {
-      this.assertWritable();
-      const prepared = prepareCheckpoint(checkpoint, { sessionKey: ref.sessionKey, runId: ref.runId, redactor: this.redactor, where });
-      const body = seal(prepared, await sharedHashBackend());
-      let rows: { step: number }[];
       try {
-        rows = await this.sql<{ step: number }[]>`
-          insert into backpackflow.keyframes (session_key, run_id, step, body)
-          select ${ref.sessionKey}, ${ref.runId}, ${prepared.step}, ${body}
-          where exists (select 1 from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and writer_token = ${token})
-          on conflict (session_key, run_id, step) do update set body = excluded.body
-          returning step`;
-      } catch (error) {
-        this.refused(error, `the keyframe of step ${prepared.step}`);
+        return await this.writeKeyframe(checkpoint, token, where);
+      } finally {
+        this.pendingKeyframes--;
       }
-      if (rows.length === 0) this.fenced(`the keyframe of step ${prepared.step}`);
-      return body.length;
     };
+  }
+
+  private async writeKeyframe(checkpoint: Parameters<typeof prepareCheckpoint>[0], token: number, where: string): Promise<number> {
+    const { ref } = this;
+    this.assertWritable();
+    const prepared = prepareCheckpoint(checkpoint, { sessionKey: ref.sessionKey, runId: ref.runId, redactor: this.redactor, where });
+    const body = seal(prepared, await sharedHashBackend());
+    let rows: { step: number }[];
+    try {
+      rows = await this.sql<{ step: number }[]>`
+        insert into backpackflow.keyframes (session_key, run_id, step, body)
+        select ${ref.sessionKey}, ${ref.runId}, ${prepared.step}, ${body} from ${asyncCommit(this.sql)}
+        where exists (select 1 from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and writer_token = ${token})
+        on conflict (session_key, run_id, step) do update set body = excluded.body
+        returning step`;
+    } catch (error) {
+      this.refused(error, `the keyframe of step ${prepared.step}`);
+    }
+    if (rows.length === 0) this.fenced(`the keyframe of step ${prepared.step}`);
+    return body.length;
   }
 
   private async release(): Promise<void> {
     clearInterval(this.heartbeat);
     await this.sql`
       update backpackflow.runs set lease_owner = null, lease_expires_at = null
+      from ${asyncCommit(this.sql)}
       where session_key = ${this.ref.sessionKey} and run_id = ${this.ref.runId} and writer_token = ${this.token}`;
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.released) return;
     await this.release();
   }
 }
+
+/** The events that end a run's process (see commit). */
+const ENDS_RUN: ReadonlySet<string> = new Set([StreamEventType.RUN_END, StreamEventType.RUN_ERROR, StreamEventType.RUN_WAITING]);
