@@ -69,9 +69,10 @@ export class RunStoreRecordStore implements CheckpointRecordStore {
   }
 
   async listRunIds(): Promise<string[]> {
-    const ids: string[] = [];
-    for (const ref of await this.runStore.listRuns(this.sessionKey)) if (await this.runStore.hasEvents(ref)) ids.push(ref.runId);
-    return ids;
+    // One check per run, all in flight at once (a round trip each on Postgres), in the listing's order.
+    const refs = await this.runStore.listRuns(this.sessionKey);
+    const has = await Promise.all(refs.map((ref) => this.runStore.hasEvents(ref)));
+    return refs.filter((_, i) => has[i]).map((ref) => ref.runId);
   }
 
   async read(runId: string): Promise<StreamEvent[]> {
