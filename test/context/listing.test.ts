@@ -413,6 +413,10 @@ describe('tree file structure', () => {
     // Lookups are binary searches over that order, so siblings out of order are refused too ('a-b' sorts after 'a/').
     expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'b' }, { kind: 1, path: 'a' }])).toThrow(/entry 'a' is out of order/);
     expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'a-b' }, { kind: 2, path: 'a' }])).toThrow(/entry 'a' is out of order/);
+    expect(bad([{ kind: 2, path: '' }, { kind: 2, path: 'a' }, { kind: 1, path: 'a/x' }, { kind: 1, path: 'a/x/y' }])).toThrow(/entry 'a\/x\/y' is not under/);
+    expect(bad([{ kind: 2, path: '' }, { kind: 2, path: 'a' }, { kind: 1, path: 'a/' }])).toThrow(/entry 'a\/' is not under/);
+    // A NUL would end the path where the kernel reads it, so another file would be stat'ed than the one stored.
+    expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'a\0b' }])).toThrow(/entry 1 has a NUL byte in its path/);
     const nested = Tree.decode(
       treeFile([{ kind: 2, path: '' }, { kind: 2, path: 'a' }, { kind: 1, path: 'a/x' }, { kind: 1, path: 'a-b' }, { kind: 1, path: 'é' }]),
       backend,
