@@ -121,15 +121,14 @@ export class StoredNodes {
     let record = this.cache[i];
     if (record === undefined) {
       const o = this.starts[i]!;
-      const body = this.body;
-      const length = body.readUInt32BE(o + 1);
-      const p = o + 5 + length;
+      const view = this.view;
+      const p = o + 5 + view.getUint32(o + 1);
       record = new StoredRecord(
-        body.toString('utf8', o + 5, p),
-        KIND_BY_CODE[body[o]!]!,
-        body.readDoubleBE(p),
-        body.readDoubleBE(p + 8),
-        body.readDoubleBE(p + 16),
+        this.ascii ? latin1Slice(this.body, o + 5, p) : this.body.toString('utf8', o + 5, p),
+        KIND_BY_CODE[this.body[o]!]!,
+        view.getFloat64(p),
+        view.getFloat64(p + 8),
+        view.getFloat64(p + 16),
         this,
         i,
       );
