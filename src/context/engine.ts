@@ -1,3 +1,4 @@
+import { availableParallelism, loadavg } from 'node:os';
 import { resolve as resolvePath } from 'node:path';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { authorize, checkAgentId, checkIdentity, type AgentIdentity, type AgentRole } from './agents.js';
@@ -43,7 +44,10 @@ export interface ContextEngineOptions {
   readonly hashBackend?: 'native' | 'wasm';
   /** How long a writer waits for the workspace lock (default 10 s). */
   readonly lockTimeoutMs?: number;
-  /** Trees with at least this many nodes are stat'ed on two threads during a rescan (default 20,000). */
+  /**
+   * Trees with at least this many nodes are stat'ed on two threads during a rescan. Default: 20,000 while the load
+   * average leaves a core idle, otherwise one thread (a helper thread then costs CPU and gains no time).
+   */
   readonly parallelStatThreshold?: number;
   /**
    * Secrets of your own to redact from frames (content and metadata) before they are stored, on top of the
@@ -188,7 +192,7 @@ export class ContextEngine {
    */
   async scan(options: { force?: boolean; paths?: readonly string[] } = {}): Promise<ScanReport> {
     const release = await this.store.lock(this.options.lockTimeoutMs);
-    const threshold = this.options.parallelStatThreshold ?? 20_000;
+    const threshold = this.options.parallelStatThreshold ?? (hasIdleCore() ? 20_000 : Number.POSITIVE_INFINITY);
     // A tree file that large will be rescanned with the helper thread: start it now, so that it boots while this
     // thread reads the tree (each record takes at least MIN_TREE_RECORD_BYTES).
     if (!options.force && this.store.treeFileBytes() >= threshold * MIN_TREE_RECORD_BYTES) this.statPool.warm();
@@ -682,4 +686,14 @@ function diffTrees(before: Tree | undefined, after: Tree): string[] {
     stack.push(...(a?.children ?? []), ...(b?.children ?? []).filter((c) => !a?.children?.includes(c)));
   }
   return changed.sort(compareCodePoints);
+}
+
+/**
+ * Whether a core is likely idle: the one-minute load average is at least one below the cores this process may use.
+ * On 100,000 files, a helper thread for lstat costs about 80 ms of CPU; with the machine's cores busy it gains no
+ * time either (measured on a shared two-core machine, issue 15). Where the load average is unknown (Windows: 0) it is
+ * taken as idle.
+ */
+function hasIdleCore(): boolean {
+  return availableParallelism() - loadavg()[0]! >= 1;
 }

@@ -3,6 +3,7 @@ import type { NodeKind, NodeRecord } from './tree.js';
 const KIND_BY_CODE: Record<number, NodeKind | undefined> = { 1: 'file', 2: 'dir', 3: 'symlink' };
 const SLASH = 0x2f;
 const DIR_CODE = 2;
+const NON_ASCII = /[^\0-\x7f]/;
 /** Bytes of a record after its path: size, mtimeMs, ino (f64 each), content hash, NodeID (32 bytes each). */
 const FIXED_BYTES = 24 + 64;
 
@@ -55,12 +56,13 @@ export class StoredNodes {
     const lastLength: number[] = [];
     let leafCount = 0;
     let ascii = true;
+    const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
     let o = offset;
     for (let i = 0; i < count; i++) {
       if (o + 5 > body.length) corrupt(`truncated at entry ${i}`);
       const code = body[o]!;
       if (code < 1 || code > 3) corrupt(`unknown node kind ${code} at entry ${i}`);
-      const length = body.readUInt32BE(o + 1);
+      const length = view.getUint32(o + 1);
       const path = o + 5;
       if (path + length + FIXED_BYTES > body.length) corrupt(`truncated at entry ${i}`);
       starts[i] = o;
@@ -153,7 +155,7 @@ export class StoredNodes {
   /** Where the path of record `i` ends in the body. */
   pathEnd(i: number): number {
     const o = this.starts[i]!;
-    return o + 5 + this.body.readUInt32BE(o + 1);
+    return o + 5 + this.view.getUint32(o + 1);
   }
 
   /** Kind code (1 file, 2 dir, 3 symlink) of record `i`. */
@@ -181,19 +183,23 @@ export class StoredNodes {
   /** The hex of the 32-byte hash at `field` (24: content hash, 56: NodeID) of record `i`. */
   hexAt(i: number, field: 24 | 56): string {
     const o = this.starts[i]!;
-    const p = o + 5 + this.body.readUInt32BE(o + 1) + field;
+    const p = o + 5 + this.view.getUint32(o + 1) + field;
     return this.body.toString('hex', p, p + 32);
   }
 
   /** Position of `path` in the file, or -1. */
   indexOf(path: string): number {
-    const key = Buffer.from(path, 'utf8');
+    // With ASCII paths only, the key's characters are compared with the bytes as they are (a key with any other
+    // character is not there); otherwise the key is encoded first.
+    let key: Buffer | string = path;
+    if (!this.ascii) key = Buffer.from(path, 'utf8');
+    else if (NON_ASCII.test(path)) return -1;
     let lo = 0;
     let hi = this.starts.length - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
       const o = this.starts[mid]!;
-      const c = compareStoredPaths(this.body, o + 5, this.body.readUInt32BE(o + 1), key, 0, key.length);
+      const c = compareStoredPaths(this.body, o + 5, this.view.getUint32(o + 1), key);
       if (c === 0) return mid;
       if (c < 0) lo = mid + 1;
       else hi = mid - 1;
@@ -295,13 +301,16 @@ function compareBytes(body: Buffer, a: number, aLength: number, b: number, bLeng
 
 /**
  * Canonical order of two UTF-8 paths: byte order (= code point order) with `/` below every other byte, which is the
- * order of comparing them component by component, an ancestor first. `a` is in `body`, `b` in `other`.
+ * order of comparing them component by component, an ancestor first. `a` is in `body`; `key` is UTF-8 bytes, or a
+ * string of ASCII characters (each its own byte).
  */
-function compareStoredPaths(body: Buffer, a: number, aLength: number, other: Buffer, b: number, bLength: number): number {
+function compareStoredPaths(body: Buffer, a: number, aLength: number, key: Buffer | string): number {
+  const bLength = key.length;
   const n = Math.min(aLength, bLength);
+  const text = typeof key === 'string';
   for (let k = 0; k < n; k++) {
     const x = body[a + k]!;
-    const y = other[b + k]!;
+    const y = text ? key.charCodeAt(k) : key[k]!;
     if (x === y) continue;
     if (x === SLASH) return -1;
     if (y === SLASH) return 1;
