@@ -3,6 +3,7 @@ import type { NodeKind, NodeRecord } from './tree.js';
 const KIND_BY_CODE: Record<number, NodeKind | undefined> = { 1: 'file', 2: 'dir', 3: 'symlink' };
 const SLASH = 0x2f;
 const DIR_CODE = 2;
+const DOT = 0x2e;
 const NON_ASCII = /[^\0-\x7f]/;
 /** Bytes of a record after its path: size, mtimeMs, ino (f64 each), content hash, NodeID (32 bytes each). */
 const FIXED_BYTES = 24 + 64;
@@ -39,9 +40,9 @@ export class StoredNodes {
   /**
    * Reads `count` records from `body` at `offset`, checking that each kind is known, that the first record is the
    * root directory, that every other one is a direct child of a directory before it (depth first), that siblings
-   * strictly increase by name in code point order, and that no path holds a NUL byte: together, that paths strictly
-   * increase in canonical order (so no path appears twice). Calls `corrupt` with the reason otherwise. Returns the
-   * records and the offset after them.
+   * strictly increase by name in code point order (together: paths strictly increase in canonical order, so no path
+   * appears twice), and that no path holds a NUL byte or a '.' or '..' name. Calls `corrupt` with the reason
+   * otherwise. Returns the records and the offset after them.
    */
   static read(body: Buffer, offset: number, count: number, corrupt: (why: string) => never): { nodes: StoredNodes; end: number } {
     const starts = new Int32Array(count);
@@ -90,6 +91,10 @@ export class StoredNodes {
           if (byte === SLASH) corrupt(`entry '${body.toString('utf8', path, end)}' is not under the directory before it`);
           if (byte === 0) corrupt(`entry ${i} has a NUL byte in its path`);
           if (byte >= 0x80) ascii = false;
+        }
+        // '.' and '..' are never listed; as stored names they would point outside the directory they are under.
+        if (body[name] === DOT && (end === name + 1 || (end === name + 2 && body[name + 1] === DOT))) {
+          corrupt(`entry '${body.toString('utf8', path, end)}' names '.' or '..'`);
         }
         const last = lastLength[top]!;
         if (last >= 0 && compareBytes(body, lastName[top]!, last, name, end - name) >= 0) {

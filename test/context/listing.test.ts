@@ -419,6 +419,10 @@ describe('tree file structure', () => {
     expect(bad([{ kind: 2, path: '' }, { kind: 2, path: 'a' }, { kind: 1, path: 'a/' }])).toThrow(/entry 'a\/' is not under/);
     // A NUL would end the path where the kernel reads it, so another file would be stat'ed than the one stored.
     expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'a\0b' }])).toThrow(/entry 1 has a NUL byte in its path/);
+    // Nor '.' or '..': a scan would lstat outside the workspace.
+    expect(bad([{ kind: 2, path: '' }, { kind: 1, path: '..' }])).toThrow(/entry '\.\.' names '\.' or '\.\.'/);
+    expect(bad([{ kind: 2, path: '' }, { kind: 2, path: 'a' }, { kind: 1, path: 'a/.' }])).toThrow(/entry 'a\/\.' names/);
+    expect(Tree.decode(treeFile([{ kind: 2, path: '' }, { kind: 1, path: '...' }, { kind: 1, path: '.a' }]), backend, 'tree').size).toBe(3);
     const nested = Tree.decode(
       treeFile([{ kind: 2, path: '' }, { kind: 2, path: 'a' }, { kind: 1, path: 'a/x' }, { kind: 1, path: 'a-b' }, { kind: 1, path: 'é' }]),
       backend,
