@@ -67,10 +67,11 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
   // With the working directory at the root, paths go to the kernel relative to it, which then resolves two or
   // three components per file instead of the root's too. This loop holds the thread from here to its end, so the
   // working directory cannot change under it (the helper thread uses whole paths: it runs while this one yields).
-  const prefix = workingDirectoryIs(root) ? '' : `${root}/`;
+  const pathOf = pathBytes(workingDirectoryIs(root) ? '' : `${root}/`, body);
   for (let i = split; i < count; i++) {
     if (shadowed.size > 0 && shadowed.has(i)) continue;
-    statOne(i === 0 ? root : prefix + stored.pathAt(i), stat, 0);
+    const start = starts[i]! + 5;
+    statOne(i === 0 ? root : pathOf(start, stored.pathEnd(i) - start), stat, 0);
     if (unchanged(stored, i, stat, 0, cached, racyFromMs)) continue;
     const verdict = staleLeaf(stored.at(i), stat, 0, stored.kindCodeAt(i) === 2);
     if (verdict === undefined) return undefined;
@@ -101,6 +102,27 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
     stale.push(verdict);
   }
   return stale;
+}
+
+/**
+ * The path of a record as `prefix` and its bytes in `body`, in a buffer reused for every path of the same length:
+ * one lstat per file then allocates nothing (a string per path costs a young-generation collection every few
+ * thousand files).
+ */
+function pathBytes(prefix: string, body: Buffer): (start: number, length: number) => Buffer {
+  const head = Buffer.from(prefix, 'utf8');
+  const byLength: (Buffer | undefined)[] = [];
+  return (start, length) => {
+    let buffer = byLength[length];
+    if (buffer === undefined) {
+      buffer = Buffer.allocUnsafeSlow(head.length + length);
+      head.copy(buffer, 0);
+      byLength[length] = buffer;
+    }
+    const at = head.length;
+    for (let k = 0; k < length; k++) buffer[at + k] = body[start + k]!;
+    return buffer;
+  };
 }
 
 /** Whether the stat at `j` of `stats` matches record `i`'s cached stat, which is older than the racy window. */

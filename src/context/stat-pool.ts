@@ -7,10 +7,13 @@ import { Worker } from 'node:worker_threads';
 export const STAT_FIELDS = 4;
 
 /** Node's own lstat binding: the numbers of a stat (see {@link verifiedBindingLstat}), undefined when nothing is there. */
-type BindingLstat = (path: string, bigint: false, request: undefined, throwIfNoEntry: false) => Float64Array | undefined;
+type BindingLstat = (path: string | Buffer, bigint: false, request: undefined, throwIfNoEntry: false) => Float64Array | undefined;
 
-/** lstat of one path into slot `i` of `out`: through Node's binding when it passed its check, else `fs.lstatSync`. */
-export function statOne(path: string, out: Float64Array, i: number): void {
+/**
+ * lstat of one path into slot `i` of `out`: through Node's binding when it passed its check, else `fs.lstatSync`.
+ * The path is a string or its UTF-8 bytes (a buffer can be reused from one call to the next; a string is made anew).
+ */
+export function statOne(path: string | Buffer, out: Float64Array, i: number): void {
   const binding = bindingLstat();
   if (binding !== null) statByBinding(binding, path, out, i * STAT_FIELDS);
   else statByStats(path, out, i * STAT_FIELDS);
@@ -37,7 +40,7 @@ const S_IFREG = 0o100000;
 const S_IFLNK = 0o120000;
 const S_IFDIR = 0o040000;
 
-function statByBinding(binding: BindingLstat, path: string, out: Float64Array, j: number): void {
+function statByBinding(binding: BindingLstat, path: string | Buffer, out: Float64Array, j: number): void {
   let st: Float64Array | undefined;
   try {
     st = binding(path, false, undefined, false);
@@ -57,7 +60,7 @@ function statByBinding(binding: BindingLstat, path: string, out: Float64Array, j
   out[j + 3] = st[INO]!;
 }
 
-function statByStats(path: string, out: Float64Array, j: number): void {
+function statByStats(path: string | Buffer, out: Float64Array, j: number): void {
   const st = lstatMissingOk(path);
   if (st === undefined) {
     out[j] = 0;
@@ -73,9 +76,11 @@ function statByStats(path: string, out: Float64Array, j: number): void {
  * Node's internal lstat (`process.binding('fs').lstat`), when it can be trusted here; otherwise undefined and
  * `fs.lstatSync` serves. A rescan is one lstat per file, and `fs.lstatSync` spends about as long building each
  * `Stats` object (its dates included) as the kernel spends on the call; the binding hands back the numbers alone.
- * It is an undocumented interface, so it is used only when it answers exactly as `fs.lstatSync` does for a file, a
- * directory, a missing path and a path through a file (checked once per thread), on POSIX, and not under the
- * permission model (whose checks live in `fs.lstatSync`) or `--pending-deprecation` (which would print a warning).
+ * It is an undocumented interface, so it is used only when it answers exactly as `fs.lstatSync` does for a file (by
+ * name and by bytes), a directory, a missing path and a path through a file (checked once per thread), on POSIX,
+ * and not under the permission model (whose checks live in `fs.lstatSync`) or `--pending-deprecation` (which would
+ * print a warning). Its callers pass no path with a NUL byte (`fs.lstatSync` refuses those; the binding would cut
+ * the path there): the tree file refuses them, and names read from a directory cannot hold one.
  */
 export function verifiedBindingLstat(): BindingLstat | undefined {
   const proc = process as NodeJS.Process & { permission?: unknown; binding?: (name: string) => unknown };
@@ -91,7 +96,7 @@ export function verifiedBindingLstat(): BindingLstat | undefined {
     const dir = dirname(file);
     const a = new Float64Array(STAT_FIELDS);
     const b = new Float64Array(STAT_FIELDS);
-    for (const path of [file, dir, `${file}.absent-${process.pid}`, `${file}/not-a-directory`]) {
+    for (const path of [file, dir, `${file}.absent-${process.pid}`, `${file}/not-a-directory`, Buffer.from(file)]) {
       statByBinding(binding, path, a, 0);
       statByStats(path, b, 0);
       if (a[0] !== b[0] || (b[0] !== 0 && (a[1] !== b[1] || a[2] !== b[2] || a[3] !== b[3]))) return undefined;
@@ -103,7 +108,7 @@ export function verifiedBindingLstat(): BindingLstat | undefined {
 }
 
 /** lstat, or undefined when nothing is there: no entry, or a component of the path is no longer a directory. */
-function lstatMissingOk(path: string): Stats | undefined {
+function lstatMissingOk(path: string | Buffer): Stats | undefined {
   try {
     return lstatSync(path, { throwIfNoEntry: false });
   } catch (error) {
