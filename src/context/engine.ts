@@ -700,7 +700,8 @@ function diffTrees(before: Tree | undefined, after: Tree): string[] {
     const b = after.get(path);
     if (a !== undefined && b !== undefined && a.nodeId === b.nodeId) continue;
     changed.push(path);
-    stack.push(...(a?.children ?? []), ...(b?.children ?? []).filter((c) => !a?.children?.includes(c)));
+    const had = new Set(a?.children); // a Set: the root of a large tree has thousands of children
+    stack.push(...had, ...(b?.children ?? []).filter((c) => !had.has(c)));
   }
   return changed.sort(compareCodePoints);
 }
