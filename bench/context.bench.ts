@@ -9,7 +9,7 @@
  * one file changed before each pair (a different file each time; both commands see it for the first time). Git runs
  * the fair way: a normal repository with every file committed, default configuration (no global or system config:
  * GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_NOSYSTEM=1; so core.preloadIndex is on and git stats the index in threads,
- * and there is no fsmonitor and no untracked cache), `.merkle/` in `.git/info/exclude`.
+ * and there is no fsmonitor and no untracked cache; gc.auto=0, see GIT_ENV), `.merkle/` in `.git/info/exclude`.
  *
  * Floor rows, the same way against git status: what any Node process pays before doing the work (`node -e 0`), and
  * a Node script that does nothing but lstat the same 100,000 files, once with `fs.lstatSync` on whole paths and once
@@ -39,8 +39,23 @@ if (!existsSync(CLI)) {
   process.exit(2);
 }
 
-/** Git with its default configuration: no global or system config file is read. */
-const GIT_ENV = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 'bench', GIT_AUTHOR_EMAIL: 'bench@localhost', GIT_COMMITTER_NAME: 'bench', GIT_COMMITTER_EMAIL: 'bench@localhost' };
+/**
+ * Git with its default configuration: no global or system config file is read. One setting differs, gc.auto=0: a
+ * commit of 100,000 files otherwise starts a background `git gc` that writes into `.git` long after the bench (and
+ * its clean-up) and competes with the timed runs; status never runs it.
+ */
+const GIT_ENV = {
+  ...process.env,
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_COUNT: '1',
+  GIT_CONFIG_KEY_0: 'gc.auto',
+  GIT_CONFIG_VALUE_0: '0',
+  GIT_AUTHOR_NAME: 'bench',
+  GIT_AUTHOR_EMAIL: 'bench@localhost',
+  GIT_COMMITTER_NAME: 'bench',
+  GIT_COMMITTER_EMAIL: 'bench@localhost',
+};
 
 function git(root: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 28, env: GIT_ENV });
