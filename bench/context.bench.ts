@@ -4,11 +4,17 @@
  *
  * Main rows (issue 15): the whole command `backpackflow context scan` (the built CLI, `node dist/cli/backpackflow.js`)
  * against the whole command `git status --porcelain`, as processes, taken in turn (A B A B ...), each pair's ratio
- * computed and the median ratio reported (the machine's speed drifts; a pair shares it). Once with nothing changed,
- * once with one file changed before each pair (a different file each time; both commands see it for the first
- * time). Git runs the fair way: a normal repository with every file committed, default configuration (no global or
- * system config: GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_NOSYSTEM=1; so core.preloadIndex is on and git stats the
- * index in threads, and there is no fsmonitor and no untracked cache), `.merkle/` in `.git/info/exclude`.
+ * computed and the median ratio reported (the machine's speed drifts; a pair shares it), for CPU time (user + system,
+ * every thread, as bash's `times` reports a finished child) and for wall time. Once with nothing changed, once with
+ * one file changed before each pair (a different file each time; both commands see it for the first time). Git runs
+ * the fair way: a normal repository with every file committed, default configuration (no global or system config:
+ * GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_NOSYSTEM=1; so core.preloadIndex is on and git stats the index in threads,
+ * and there is no fsmonitor and no untracked cache; gc.auto=0, see GIT_ENV), `.merkle/` in `.git/info/exclude`.
+ *
+ * Floor rows, the same way against git status: what any Node process pays before doing the work (`node -e 0`), and
+ * a Node script that does nothing but lstat the same 100,000 files, once with `fs.lstatSync` on whole paths and once
+ * with the engine's own lstat (`statOne`: Node's binding, paths relative to the workspace as the scan gives them).
+ * The scan cannot cost less than the second; git status costs about that much in all.
  *
  * Secondary rows: the same engine in-process (an engine already open, then one opened just before each scan), a
  * first scan against `git add -A && git write-tree`, frames and synthesis.
@@ -17,9 +23,10 @@
  * process row (default 11).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ContextEngine } from '../src/context/index.js';
 import { median, printTable, timeMedianMs, type BenchRow } from './harness.js';
 
@@ -32,48 +39,87 @@ if (!existsSync(CLI)) {
   process.exit(2);
 }
 
-/** Git with its default configuration: no global or system config file is read. */
-const GIT_ENV = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 'bench', GIT_AUTHOR_EMAIL: 'bench@localhost', GIT_COMMITTER_NAME: 'bench', GIT_COMMITTER_EMAIL: 'bench@localhost' };
+/**
+ * Git with its default configuration: no global or system config file is read. One setting differs, gc.auto=0: a
+ * commit of 100,000 files otherwise starts a background `git gc` that writes into `.git` long after the bench (and
+ * its clean-up) and competes with the timed runs; status never runs it.
+ */
+const GIT_ENV = {
+  ...process.env,
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_COUNT: '1',
+  GIT_CONFIG_KEY_0: 'gc.auto',
+  GIT_CONFIG_VALUE_0: '0',
+  GIT_AUTHOR_NAME: 'bench',
+  GIT_AUTHOR_EMAIL: 'bench@localhost',
+  GIT_COMMITTER_NAME: 'bench',
+  GIT_COMMITTER_EMAIL: 'bench@localhost',
+};
 
 function git(root: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 28, env: GIT_ENV });
 }
 
-/** Wall time of one whole command as a process, in ms; throws when it fails. */
-function processMs(root: string, command: string, args: string[]): number {
+/** Wall and CPU time (user + system of every thread, as bash's `times` reports) of one whole command as a process, in ms; throws when it fails. */
+function processRun(root: string, command: string, args: string[]): { wall: number; cpu: number } {
   const start = performance.now();
-  const result = spawnSync(command, args, { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env: GIT_ENV });
-  const ms = performance.now() - start;
+  const result = spawnSync('bash', ['-c', '"$@" >/dev/null; status=$?; times; exit $status', 'bash', command, ...args], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    encoding: 'utf8',
+    env: GIT_ENV,
+  });
+  const wall = performance.now() - start;
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} exited ${result.status}: ${result.stderr}`);
-  return ms;
+  // `times` prints the shell's user and system time, then its children's: "0m0.153s 0m0.181s".
+  const children = result.stdout.trim().split('\n').at(-1)!.match(/(\d+)m([\d.]+)s (\d+)m([\d.]+)s/);
+  if (children === null) throw new Error(`cannot read the CPU time of ${command} from: ${result.stdout}`);
+  const [, um, us, sm, ss] = children;
+  return { wall, cpu: (Number(um) * 60 + Number(us) + Number(sm) * 60 + Number(ss)) * 1000 };
+}
+
+interface PairResult {
+  /** Medians of the command's wall and CPU ms, of git status's, and of the per-pair ratios. */
+  ours: { wall: number; cpu: number };
+  theirs: { wall: number; cpu: number };
+  ratio: { wall: number; cpu: number };
 }
 
 /**
- * `pairs` pairs of (context scan, git status) as processes, in turn, after `before` for each pair (the order inside a
- * pair alternates); returns both medians and the median of the per-pair ratios.
+ * `pairs` pairs of (command, git status) as processes, in turn, after `before` for each pair (the order inside a
+ * pair alternates); returns both commands' medians and the medians of the per-pair ratios.
  */
-function processPairs(root: string, pairs: number, before: () => void): { ours: number; theirs: number; ratio: number } {
-  const ours: number[] = [];
-  const theirs: number[] = [];
-  const ratios: number[] = [];
-  const scan = () => processMs(root, process.execPath, [CLI, 'context', 'scan']);
-  const status = () => processMs(root, 'git', ['status', '--porcelain']);
+function processPairs(root: string, pairs: number, command: string[], before: () => void = () => undefined): PairResult {
+  const ours: { wall: number; cpu: number }[] = [];
+  const theirs: { wall: number; cpu: number }[] = [];
+  const run = () => processRun(root, command[0]!, command.slice(1));
+  const status = () => processRun(root, 'git', ['status', '--porcelain']);
   for (let i = 0; i < pairs; i++) {
     before();
-    let a: number;
-    let b: number;
     if (i % 2 === 0) {
-      a = scan();
-      b = status();
+      ours.push(run());
+      theirs.push(status());
     } else {
-      b = status();
-      a = scan();
+      theirs.push(status());
+      ours.push(run());
     }
-    ours.push(a);
-    theirs.push(b);
-    ratios.push(a / b);
   }
-  return { ours: median(ours), theirs: median(theirs), ratio: median(ratios) };
+  const of = (list: { wall: number; cpu: number }[]) => ({ wall: median(list.map((t) => t.wall)), cpu: median(list.map((t) => t.cpu)) });
+  return {
+    ours: of(ours),
+    theirs: of(theirs),
+    ratio: { wall: median(ours.map((t, i) => t.wall / theirs[i]!.wall)), cpu: median(ours.map((t, i) => t.cpu / theirs[i]!.cpu)) },
+  };
+}
+
+/** A Node script that lstats every generated file: `fs.lstatSync` on whole paths, or the engine's `statOne` on paths relative to the workspace. */
+function lstatScript(kind: 'fs' | 'engine'): string {
+  const statOne = pathToFileURL(join(import.meta.dirname, '..', 'dist', 'context', 'stat-pool.js')).href;
+  const loop = `for (let d = 0; d < ${DIRS}; d++) { const dir = 'pkg' + String(d).padStart(4, '0'); for (let f = 0; f < ${FILES_PER_DIR}; f++) STAT(dir + '/file' + f + '.ts'); }`;
+  return kind === 'fs'
+    ? `import { lstatSync } from 'node:fs'; const root = process.cwd(); ${loop.replace('STAT(', 'lstatSync(root + "/" + ')}`
+    : `import { statOne } from '${statOne}'; const out = new Float64Array(4); ${loop.replace('STAT(dir', 'statOne(dir').replace(".ts');", ".ts', out, 0);")}`;
 }
 
 function generate(root: string): void {
@@ -146,12 +192,17 @@ async function main(): Promise<void> {
 
     // The main rows: whole commands as processes, on a normal repository with every file committed.
     git(root, 'commit', '-q', '-m', 'bench tree');
-    processMs(root, process.execPath, [CLI, 'context', 'scan']);
-    processMs(root, 'git', ['status', '--porcelain']);
-    const cliClean = processPairs(root, PAIRS, () => undefined);
+    const scanCommand = [process.execPath, CLI, 'context', 'scan'];
+    processRun(root, scanCommand[0]!, scanCommand.slice(1));
+    processRun(root, 'git', ['status', '--porcelain']);
+    const cliClean = processPairs(root, PAIRS, scanCommand);
     let edits = 0;
     const editOne = () => appendFileSync(join(root, `pkg${String(edits++ % DIRS).padStart(4, '0')}`, 'file2.ts'), '// edit\n');
-    const cliOne = processPairs(root, PAIRS, editOne);
+    const cliOne = processPairs(root, PAIRS, scanCommand, editOne);
+    git(root, 'status', '--porcelain');
+    const nodeStart = processPairs(root, PAIRS, [process.execPath, '-e', '0']);
+    const floorFs = processPairs(root, PAIRS, [process.execPath, '--input-type=module', '-e', lstatScript('fs')]);
+    const floorEngine = processPairs(root, PAIRS, [process.execPath, '--input-type=module', '-e', lstatScript('engine')]);
 
     // Rescan with nothing changed: stat cache against git's index. Runs alternate between git and the engine so
     // that load from other processes hits both alike.
@@ -172,13 +223,6 @@ async function main(): Promise<void> {
         await cold.close();
       },
     );
-
-    // The floor of any single-threaded Node rescan: one lstatSync per file, nothing else.
-    const files: string[] = [];
-    for (let d = 0; d < DIRS; d++) for (let f = 0; f < FILES_PER_DIR; f++) files.push(join(root, `pkg${String(d).padStart(4, '0')}`, `file${f}.ts`));
-    const lstatFloor = await timeMedianMs(() => {
-      for (const file of files) lstatSync(file);
-    }, 5);
 
     // Rescan after changing one file (a different file each run), seen by git status and then by the engine.
     let n = 0;
@@ -206,23 +250,26 @@ async function main(): Promise<void> {
       () => engine.synthesizeBranch('', `summary-${run++}`, 'synth', { kind: 'summarization', sourceType: 'summary' }),
     );
 
-    const cliRow = (name: string, r: { ours: number; theirs: number; ratio: number }): BenchRow => ({
-      name,
-      median: r.ratio,
-      unit: 'x git',
-      target: 1.0,
-      anchor: `median of ${PAIRS} pair ratios; context scan ${r.ours.toFixed(0)} ms, git status ${r.theirs.toFixed(0)} ms`,
-    });
+    const pairRows = (name: string, r: PairResult, target?: number): BenchRow[] =>
+      (['cpu', 'wall'] as const).map((measure) => ({
+        name: `${name} (${measure === 'cpu' ? 'CPU' : 'wall'})`,
+        median: r.ratio[measure],
+        unit: 'x git',
+        ...(target === undefined ? {} : { target }),
+        anchor: `median of ${PAIRS} pair ratios; ${r.ours[measure].toFixed(0)} ms, git status ${r.theirs[measure].toFixed(0)} ms`,
+      }));
     const ok = printTable(`context engine: ${DIRS * FILES_PER_DIR} files in ${DIRS} directories`, [
-      cliRow('process: backpackflow context scan vs git status, nothing changed', cliClean),
-      cliRow('process: backpackflow context scan vs git status, one file changed', cliOne),
+      ...pairRows('process: backpackflow context scan vs git status, nothing changed', cliClean, 1.0),
+      ...pairRows('process: backpackflow context scan vs git status, one file changed', cliOne, 1.0),
+      ...pairRows('floor: node -e 0 vs git status', nodeStart),
+      ...pairRows(`floor: node lstatSync of the ${DIRS * FILES_PER_DIR} files (whole paths) vs git status`, floorFs),
+      ...pairRows(`floor: node lstat of the ${DIRS * FILES_PER_DIR} files as the scan does it (statOne, relative paths) vs git status`, floorEngine),
       ratioRow('in-process: first scan vs git add -A && git write-tree', oursFirst, gitFirst, 1.0, 'git'),
       ratioRow('in-process: rescan by an open engine, nothing changed, vs git status', oursClean, gitClean, 1.0, 'git'),
       ratioRow('in-process: rescan by an open engine after changing one file, vs git status', oursOne, gitOne, 1.2, 'git'),
       { name: 'in-process: rescan, nothing changed, engine opened just before (reads the stored tree)', median: oursColdClean / gitClean, unit: 'x git', anchor: `merkle ${oursColdClean.toFixed(0)} ms, no target` },
       { name: 'getNode with a view (5 of 21 frames)', median: getNodeMs, unit: 'ms', target: 1 },
       { name: `synthesize the whole tree bottom-up (${DIRS + 1} directories)`, median: synthMs, unit: 'ms', target: 2000 },
-      { name: `floor: lstatSync of all ${files.length} files, no engine`, median: lstatFloor, unit: 'ms', anchor: `git status ${gitClean.toFixed(0)} ms` },
       { name: 'putFrame (one transaction each, store of ~1,000 frames)', median: putMs, unit: 'ms', anchor: 'mean, no target' },
     ]);
     if (!ok) process.exitCode = 1;

@@ -42,7 +42,9 @@ export class LayeredMap<V> {
   }
 
   has(key: string): boolean {
-    return this.get(key) !== undefined;
+    // The base answers by itself: a base read in place from a file makes no record object to say yes.
+    if (this.overlay.size > 0 && this.overlay.has(key)) return this.overlay.get(key) !== undefined;
+    return this.base.has(key);
   }
 
   set(key: string, value: V): void {

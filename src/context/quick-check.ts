@@ -1,5 +1,6 @@
 import { KIND_CODE } from './hash.js';
 import { STAT_FIELDS, statOne } from './stat-pool.js';
+import type { StoredNodes } from './stored-nodes.js';
 import type { NodeRecord, ScanBasis, Tree } from './tree.js';
 
 /** A file or symlink of the stored tree whose lstat no longer matches its cached stat (or may not: racy). */
@@ -46,6 +47,7 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
   const basis: ScanBasis | undefined = tree.basis;
   if (layers === undefined || basis === undefined || !basis.reusable || basis.rules !== input.rulesKey) return undefined;
   const { stored, overlay } = layers;
+  if (!stored.ascii) return undefined;
   const count = stored.size;
   // Stored records an overlay entry replaces or removes: checked through the overlay, not the file.
   const shadowed = new Set<number>();
@@ -58,44 +60,93 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
   const { body, starts } = stored.raw;
   // The helper gets a copy of the bytes up to the last path of its share, and reads those paths itself.
   const helped = split > 0 ? input.helper!.statRecordsOnHelper(new Uint8Array(body.subarray(0, stored.pathEnd(split - 1))), starts.slice(0, split), root) : undefined;
-  const stats = new Float64Array(count * STAT_FIELDS);
-  for (let i = split; i < count; i++) {
-    if (shadowed.has(i)) continue;
-    const path = stored.pathAt(i);
-    if (NON_ASCII.test(path)) return undefined;
-    statOne(path === '' ? root : `${root}/${path}`, stats, i);
-  }
-  if (helped !== undefined) stats.set(await helped, 0);
-
-  const stale: StaleLeaf[] = [];
+  helped?.catch(() => undefined); // awaited below unless this thread gives up first
+  const stat = new Float64Array(STAT_FIELDS);
   const cached = new Float64Array(3);
-  for (let i = 0; i < count; i++) {
-    if (shadowed.has(i)) continue;
-    const j = i * STAT_FIELDS;
-    const code = stored.kindCodeAt(i);
-    stored.statAt(i, cached, 0);
-    // A directory's stored size is its number of children, not its stat's size.
-    const same =
-      stats[j] === STAT_KIND[code] && (code === 2 || stats[j + 1] === cached[0]) && stats[j + 2] === cached[1] && stats[j + 3] === cached[2] && cached[1]! < racyFromMs;
-    if (same) continue;
-    if (i < split && NON_ASCII.test(stored.pathAt(i))) return undefined;
-    const verdict = staleLeaf(stored.at(i), stats, j, code === 2);
+  const stale: StaleLeaf[] = [];
+  // With the working directory at the root, paths go to the kernel relative to it, which then resolves two or
+  // three components per file instead of the root's too. This loop holds the thread from here to its end, so the
+  // working directory cannot change under it (the helper thread uses whole paths: it runs while this one yields).
+  const pathOf = pathBytes(workingDirectoryIs(root) ? '' : `${root}/`, body);
+  for (let i = split; i < count; i++) {
+    if (shadowed.size > 0 && shadowed.has(i)) continue;
+    const start = starts[i]! + 5;
+    statOne(i === 0 ? root : pathOf(start, stored.pathEnd(i) - start), stat, 0);
+    if (unchanged(stored, i, stat, 0, cached, racyFromMs)) continue;
+    const verdict = staleLeaf(stored.at(i), stat, 0, stored.kindCodeAt(i) === 2);
     if (verdict === undefined) return undefined;
     stale.push(verdict);
   }
-  const one = new Float64Array(STAT_FIELDS);
+  if (helped !== undefined) {
+    const stats = await helped;
+    const first: StaleLeaf[] = [];
+    for (let i = 0; i < split; i++) {
+      if (shadowed.size > 0 && shadowed.has(i)) continue;
+      const j = i * STAT_FIELDS;
+      if (unchanged(stored, i, stats, j, cached, racyFromMs)) continue;
+      const verdict = staleLeaf(stored.at(i), stats, j, stored.kindCodeAt(i) === 2);
+      if (verdict === undefined) return undefined;
+      first.push(verdict);
+    }
+    stale.unshift(...first);
+  }
   for (const record of overlay.values()) {
     if (record === undefined) continue;
     if (NON_ASCII.test(record.path)) return undefined;
-    statOne(record.path === '' ? root : `${root}/${record.path}`, one, 0);
+    statOne(record.path === '' ? root : `${root}/${record.path}`, stat, 0);
     const isDir = record.kind === 'dir';
-    const same = one[0] === STAT_KIND[KIND_CODE[record.kind]] && (isDir || one[1] === record.size) && one[2] === record.mtimeMs && one[3] === record.ino && record.mtimeMs < racyFromMs;
+    const same = stat[0] === STAT_KIND[KIND_CODE[record.kind]] && (isDir || stat[1] === record.size) && stat[2] === record.mtimeMs && stat[3] === record.ino && record.mtimeMs < racyFromMs;
     if (same) continue;
-    const verdict = staleLeaf(record, one, 0, isDir);
+    const verdict = staleLeaf(record, stat, 0, isDir);
     if (verdict === undefined) return undefined;
     stale.push(verdict);
   }
   return stale;
+}
+
+/**
+ * The path of a record as `prefix` and its bytes in `body`, in a buffer reused for every path of the same length:
+ * one lstat per file then allocates nothing (a string per path costs a young-generation collection every few
+ * thousand files).
+ */
+function pathBytes(prefix: string, body: Buffer): (start: number, length: number) => Buffer {
+  const head = Buffer.from(prefix, 'utf8');
+  const byLength: (Buffer | undefined)[] = [];
+  return (start, length) => {
+    let buffer = byLength[length];
+    if (buffer === undefined) {
+      buffer = Buffer.allocUnsafeSlow(head.length + length);
+      head.copy(buffer, 0);
+      byLength[length] = buffer;
+    }
+    const at = head.length;
+    for (let k = 0; k < length; k++) buffer[at + k] = body[start + k]!;
+    return buffer;
+  };
+}
+
+/** Whether the stat at `j` of `stats` matches record `i`'s cached stat, which is older than the racy window. */
+function unchanged(stored: StoredNodes, i: number, stats: Float64Array, j: number, cached: Float64Array, racyFromMs: number): boolean {
+  const code = stored.kindCodeAt(i);
+  stored.statAt(i, cached, 0);
+  // A directory's stored size is its number of children, not its stat's size.
+  return stats[j] === STAT_KIND[code] && (code === 2 || stats[j + 1] === cached[0]) && stats[j + 2] === cached[1] && stats[j + 3] === cached[2] && cached[1]! < racyFromMs;
+}
+
+/**
+ * Whether the process's working directory is `dir`: by name, and as the same directory (a directory renamed away
+ * from `dir` keeps being the working directory of a process that was in it). False when it cannot be read.
+ */
+function workingDirectoryIs(dir: string): boolean {
+  try {
+    if (process.cwd() !== dir) return false;
+  } catch {
+    return false; // removed
+  }
+  const both = new Float64Array(2 * STAT_FIELDS);
+  statOne('.', both, 0);
+  statOne(dir, both, 1);
+  return both[0] === 4 && both[4] === 4 && both[3] === both[7] && both[2] === both[6];
 }
 
 /** A leaf whose stat changed, or undefined when the change needs the full listing (see {@link quickCheck}). */

@@ -31,6 +31,8 @@ export interface ScanInput {
   readonly only?: readonly string[];
   /** A helper thread for large scans: it stats a share of the files (NUL-joined paths) while this thread stats the rest. */
   readonly helper?: { statOnHelper(joinedPaths: string): Promise<Float64Array> } & QuickCheckInput['helper'];
+  /** The result of {@link quickCheck} on `previous` under the same rules and racy instant, when already taken. */
+  readonly quick?: { readonly stale: readonly StaleLeaf[] | undefined };
 }
 
 /** Share of the files the helper thread stats; this thread lists the workspace and stats the rest. */
@@ -63,7 +65,7 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const subtrees = input.only === undefined || input.previous === undefined ? [''] : prune(input.only, root, input.rules);
   const partial = subtrees[0] !== '' && input.previous !== undefined;
   if (previous !== undefined && !partial) {
-    const stale = await quickCheck({ root, tree: previous, rulesKey: input.rules.key, racyFromMs: racyFrom, helper: input.helper });
+    const stale = input.quick !== undefined ? input.quick.stale : await quickCheck({ root, tree: previous, rulesKey: input.rules.key, racyFromMs: racyFrom, helper: input.helper });
     if (stale !== undefined) return rehashStale(previous, stale, root, input.backend);
   }
 

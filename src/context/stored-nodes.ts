@@ -2,6 +2,9 @@ import type { NodeKind, NodeRecord } from './tree.js';
 
 const KIND_BY_CODE: Record<number, NodeKind | undefined> = { 1: 'file', 2: 'dir', 3: 'symlink' };
 const SLASH = 0x2f;
+const DIR_CODE = 2;
+const DOT = 0x2e;
+const NON_ASCII = /[^\0-\x7f]/;
 /** Bytes of a record after its path: size, mtimeMs, ino (f64 each), content hash, NodeID (32 bytes each). */
 const FIXED_BYTES = 24 + 64;
 
@@ -17,6 +20,8 @@ const FIXED_BYTES = 24 + 64;
  */
 export class StoredNodes {
   private readonly cache: (StoredRecord | undefined)[];
+  /** The body as a DataView: its number reads are single loads, where Buffer's read byte by byte in JavaScript. */
+  private readonly view: DataView;
 
   private constructor(
     private readonly body: Buffer,
@@ -25,52 +30,93 @@ export class StoredNodes {
     /** Index of the first record after each record's subtree (the next record for a leaf). */
     private readonly ends: Int32Array,
     readonly leafCount: number,
+    /** Every path is ASCII (so its UTF-8 bytes are its characters, and NFC leaves it as it is). */
+    readonly ascii: boolean,
   ) {
     this.cache = new Array<StoredRecord | undefined>(starts.length);
+    this.view = new DataView(body.buffer, body.byteOffset, body.byteLength);
   }
 
   /**
    * Reads `count` records from `body` at `offset`, checking that each kind is known, that the first record is the
-   * root directory, that every other one is a direct child of a directory before it, and that paths strictly
-   * increase in canonical order (so no path appears twice). Calls `corrupt` with the reason otherwise. Returns the
-   * records and the offset after them.
+   * root directory, that every other one is a direct child of a directory before it (depth first), that siblings
+   * strictly increase by name in code point order (together: paths strictly increase in canonical order, so no path
+   * appears twice), and that no path holds a NUL byte or a '.' or '..' name. Calls `corrupt` with the reason
+   * otherwise. Returns the records and the offset after them.
    */
   static read(body: Buffer, offset: number, count: number, corrupt: (why: string) => never): { nodes: StoredNodes; end: number } {
     const starts = new Int32Array(count);
     const ends = new Int32Array(count);
-    /** Indices of the open directories, root first. */
+    // The open directories, root first: their index, where their path starts and its length, and where the name of
+    // their last child so far starts and its length (-1: none yet). Names hold no '/', so their byte order is the
+    // canonical order of siblings.
     const open: number[] = [];
+    const openPath: number[] = [];
+    const openLength: number[] = [];
+    const lastName: number[] = [];
+    const lastLength: number[] = [];
     let leafCount = 0;
+    let ascii = true;
+    const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
     let o = offset;
-    let previousPath = -1;
-    let previousLength = 0;
     for (let i = 0; i < count; i++) {
       if (o + 5 > body.length) corrupt(`truncated at entry ${i}`);
-      const kind = KIND_BY_CODE[body[o]!] ?? corrupt(`unknown node kind ${body[o]} at entry ${i}`);
-      const length = body.readUInt32BE(o + 1);
+      const code = body[o]!;
+      if (code < 1 || code > 3) corrupt(`unknown node kind ${code} at entry ${i}`);
+      const length = view.getUint32(o + 1);
       const path = o + 5;
       if (path + length + FIXED_BYTES > body.length) corrupt(`truncated at entry ${i}`);
       starts[i] = o;
       if (i === 0) {
-        if (length !== 0 || kind !== 'dir') corrupt('the first entry is not the root directory');
+        if (length !== 0 || code !== DIR_CODE) corrupt('the first entry is not the root directory');
       } else {
-        if (compareStoredPaths(body, previousPath, previousLength, path, length) >= 0) {
-          corrupt(`entry '${body.toString('utf8', path, path + length)}' is out of order or appears twice`);
+        // Close the directories this path is not under; the one left open is its parent if it is a direct child.
+        let top = open.length - 1;
+        while (top >= 0) {
+          const dirLength = openLength[top]!;
+          if (dirLength === 0) break;
+          if (length > dirLength + 1 && body[path + dirLength] === SLASH && sameBytes(body, openPath[top]!, path, dirLength)) break;
+          ends[open.pop()!] = i;
+          openPath.pop();
+          openLength.pop();
+          lastName.pop();
+          lastLength.pop();
+          top--;
         }
-        while (open.length > 0 && !isChildBytes(body, path, length, open[open.length - 1]!, starts)) ends[open.pop()!] = i;
-        if (open.length === 0) corrupt(`entry '${body.toString('utf8', path, path + length)}' is not under the directory before it`);
+        const name = top < 0 ? path : path + (openLength[top] === 0 ? 0 : openLength[top]! + 1);
+        const end = path + length;
+        if (top < 0 || name === end) corrupt(`entry '${body.toString('utf8', path, end)}' is not under the directory before it`);
+        for (let k = name; k < end; k++) {
+          const byte = body[k]!;
+          if (byte === SLASH) corrupt(`entry '${body.toString('utf8', path, end)}' is not under the directory before it`);
+          if (byte === 0) corrupt(`entry ${i} has a NUL byte in its path`);
+          if (byte >= 0x80) ascii = false;
+        }
+        // '.' and '..' are never listed; as stored names they would point outside the directory they are under.
+        if (body[name] === DOT && (end === name + 1 || (end === name + 2 && body[name + 1] === DOT))) {
+          corrupt(`entry '${body.toString('utf8', path, end)}' names '.' or '..'`);
+        }
+        const last = lastLength[top]!;
+        if (last >= 0 && compareBytes(body, lastName[top]!, last, name, end - name) >= 0) {
+          corrupt(`entry '${body.toString('utf8', path, end)}' is out of order or appears twice`);
+        }
+        lastName[top] = name;
+        lastLength[top] = end - name;
       }
-      if (kind === 'dir') open.push(i);
-      else {
+      if (code === DIR_CODE) {
+        open.push(i);
+        openPath.push(path);
+        openLength.push(length);
+        lastName.push(0);
+        lastLength.push(-1);
+      } else {
         ends[i] = i + 1;
         leafCount++;
       }
-      previousPath = path;
-      previousLength = length;
       o = path + length + FIXED_BYTES;
     }
     for (const i of open) ends[i] = count;
-    return { nodes: new StoredNodes(body, starts, ends, leafCount), end: o };
+    return { nodes: new StoredNodes(body, starts, ends, leafCount, ascii), end: o };
   }
 
   get size(): number {
@@ -82,15 +128,14 @@ export class StoredNodes {
     let record = this.cache[i];
     if (record === undefined) {
       const o = this.starts[i]!;
-      const body = this.body;
-      const length = body.readUInt32BE(o + 1);
-      const p = o + 5 + length;
+      const view = this.view;
+      const p = o + 5 + view.getUint32(o + 1);
       record = new StoredRecord(
-        body.toString('utf8', o + 5, p),
-        KIND_BY_CODE[body[o]!]!,
-        body.readDoubleBE(p),
-        body.readDoubleBE(p + 8),
-        body.readDoubleBE(p + 16),
+        this.ascii ? latin1Slice(this.body, o + 5, p) : this.body.toString('utf8', o + 5, p),
+        KIND_BY_CODE[this.body[o]!]!,
+        view.getFloat64(p),
+        view.getFloat64(p + 8),
+        view.getFloat64(p + 16),
         this,
         i,
       );
@@ -115,7 +160,7 @@ export class StoredNodes {
   /** Where the path of record `i` ends in the body. */
   pathEnd(i: number): number {
     const o = this.starts[i]!;
-    return o + 5 + this.body.readUInt32BE(o + 1);
+    return o + 5 + this.view.getUint32(o + 1);
   }
 
   /** Kind code (1 file, 2 dir, 3 symlink) of record `i`. */
@@ -126,34 +171,40 @@ export class StoredNodes {
   /** The path of record `i`, without making its record. */
   pathAt(i: number): string {
     const o = this.starts[i]!;
-    return this.body.toString('utf8', o + 5, o + 5 + this.body.readUInt32BE(o + 1));
+    const end = o + 5 + this.view.getUint32(o + 1);
+    return this.ascii ? latin1Slice(this.body, o + 5, end) : this.body.toString('utf8', o + 5, end);
   }
 
   /** Size, mtimeMs and ino of record `i` into `out` at `j`. */
   statAt(i: number, out: Float64Array, j: number): void {
     const o = this.starts[i]!;
-    const p = o + 5 + this.body.readUInt32BE(o + 1);
-    out[j] = this.body.readDoubleBE(p);
-    out[j + 1] = this.body.readDoubleBE(p + 8);
-    out[j + 2] = this.body.readDoubleBE(p + 16);
+    const view = this.view;
+    const p = o + 5 + view.getUint32(o + 1);
+    out[j] = view.getFloat64(p);
+    out[j + 1] = view.getFloat64(p + 8);
+    out[j + 2] = view.getFloat64(p + 16);
   }
 
   /** The hex of the 32-byte hash at `field` (24: content hash, 56: NodeID) of record `i`. */
   hexAt(i: number, field: 24 | 56): string {
     const o = this.starts[i]!;
-    const p = o + 5 + this.body.readUInt32BE(o + 1) + field;
+    const p = o + 5 + this.view.getUint32(o + 1) + field;
     return this.body.toString('hex', p, p + 32);
   }
 
   /** Position of `path` in the file, or -1. */
   indexOf(path: string): number {
-    const key = Buffer.from(path, 'utf8');
+    // With ASCII paths only, the key's characters are compared with the bytes as they are (a key with any other
+    // character is not there); otherwise the key is encoded first.
+    let key: Buffer | string = path;
+    if (!this.ascii) key = Buffer.from(path, 'utf8');
+    else if (NON_ASCII.test(path)) return -1;
     let lo = 0;
     let hi = this.starts.length - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
       const o = this.starts[mid]!;
-      const c = compareStoredPaths(this.body, o + 5, this.body.readUInt32BE(o + 1), key, 0, key.length);
+      const c = compareStoredPaths(this.body, o + 5, this.view.getUint32(o + 1), key);
       if (c === 0) return mid;
       if (c < 0) lo = mid + 1;
       else hi = mid - 1;
@@ -227,45 +278,48 @@ export function plainRecord(record: NodeRecord): NodeRecord {
 }
 
 /**
- * Canonical order of two UTF-8 paths: byte order (= code point order) with `/` below every other byte, which is the
- * order of comparing them component by component, an ancestor first. `a` is in `body`; `b` in `other` (default
- * `body`).
+ * The characters of Latin-1 bytes: Buffer's own `latin1Slice` where it has one (what `toString('latin1')` calls
+ * after looking the encoding up by name, once per call), else `toString`.
  */
-function compareStoredPaths(body: Buffer, a: number, aLength: number, other: Buffer | number, bOrLength: number, bLength?: number): number {
-  let bBuf: Buffer;
-  let b: number;
-  let bLen: number;
-  if (typeof other === 'number') {
-    bBuf = body;
-    b = other;
-    bLen = bOrLength;
-  } else {
-    bBuf = other;
-    b = bOrLength;
-    bLen = bLength!;
+const latin1Slice: (body: Buffer, start: number, end: number) => string =
+  typeof (Buffer.prototype as { latin1Slice?: unknown }).latin1Slice === 'function'
+    ? (body, start, end) => (body as Buffer & { latin1Slice(start: number, end: number): string }).latin1Slice(start, end)
+    : (body, start, end) => body.toString('latin1', start, end);
+
+// Byte loops rather than Buffer#compare: its argument checks cost more than comparing a few bytes of a path.
+
+/** Whether the `length` bytes of `body` at `a` and at `b` are equal. */
+function sameBytes(body: Buffer, a: number, b: number, length: number): boolean {
+  for (let k = 0; k < length; k++) if (body[a + k] !== body[b + k]) return false;
+  return true;
+}
+
+/** Byte order of the `aLength` bytes of `body` at `a` and the `bLength` bytes at `b`: negative, zero or positive. */
+function compareBytes(body: Buffer, a: number, aLength: number, b: number, bLength: number): number {
+  const n = Math.min(aLength, bLength);
+  for (let k = 0; k < n; k++) {
+    const d = body[a + k]! - body[b + k]!;
+    if (d !== 0) return d;
   }
-  const n = Math.min(aLength, bLen);
+  return aLength - bLength;
+}
+
+/**
+ * Canonical order of two UTF-8 paths: byte order (= code point order) with `/` below every other byte, which is the
+ * order of comparing them component by component, an ancestor first. `a` is in `body`; `key` is UTF-8 bytes, or a
+ * string of ASCII characters (each its own byte).
+ */
+function compareStoredPaths(body: Buffer, a: number, aLength: number, key: Buffer | string): number {
+  const bLength = key.length;
+  const n = Math.min(aLength, bLength);
+  const text = typeof key === 'string';
   for (let k = 0; k < n; k++) {
     const x = body[a + k]!;
-    const y = bBuf[b + k]!;
+    const y = text ? key.charCodeAt(k) : key[k]!;
     if (x === y) continue;
     if (x === SLASH) return -1;
     if (y === SLASH) return 1;
     return x - y;
   }
-  return aLength - bLen;
-}
-
-/** Whether the path at `path` (`length` bytes) is a direct child of the directory record `dir`. */
-function isChildBytes(body: Buffer, path: number, length: number, dir: number, starts: Int32Array): boolean {
-  const o = starts[dir]!;
-  const dirLength = body.readUInt32BE(o + 1);
-  let from = 0;
-  if (dirLength > 0) {
-    if (length <= dirLength + 1 || body[path + dirLength] !== SLASH) return false;
-    if (body.compare(body, o + 5, o + 5 + dirLength, path, path + dirLength) !== 0) return false;
-    from = dirLength + 1;
-  }
-  for (let k = from; k < length; k++) if (body[path + k] === SLASH) return false;
-  return length > from;
+  return aLength - bLength;
 }

@@ -92,6 +92,12 @@ export class Tree {
    */
   update(change: TreeChange, backend: HashBackend): { tree: Tree; upserts: NodeRecord[]; removed: readonly string[] } {
     const nodes = this.nodes.derive();
+    /** Paths this update sets or deletes: every other path keeps this tree's record. */
+    const touched = new Set<string>();
+    const put = (record: NodeRecord) => {
+      nodes.set(record.path, record);
+      touched.add(record.path);
+    };
     let leafCount = this.leafCount;
     const dirty = new Set<string>();
     const markDirty = (dir: string | undefined) => {
@@ -109,6 +115,7 @@ export class Tree {
       const old = nodes.get(path);
       if (old === undefined) continue;
       nodes.delete(path);
+      touched.add(path);
       if (old.kind !== 'dir') leafCount--;
       markDirty(parentPath(path));
     }
@@ -120,7 +127,7 @@ export class Tree {
         structural = true;
         if (this.nodes.get(leaf.path) === undefined) addChild(leaf.path);
       }
-      nodes.set(leaf.path, leaf);
+      put(leaf);
       markDirty(parentPath(leaf.path));
     }
     const restat: string[] = [];
@@ -128,7 +135,7 @@ export class Tree {
       const old = nodes.get(dir);
       if (old === undefined) {
         structural = true;
-        nodes.set(dir, { path: dir, kind: 'dir', nodeId: '', contentHash: '', size: 0, mtimeMs: stat.mtimeMs, ino: stat.ino, children: [] });
+        put({ path: dir, kind: 'dir', nodeId: '', contentHash: '', size: 0, mtimeMs: stat.mtimeMs, ino: stat.ino, children: [] });
         if (dir !== '' && this.nodes.get(dir) === undefined) addChild(dir);
         markDirty(dir);
       } else if (old.kind === 'dir' && (old.mtimeMs !== stat.mtimeMs || old.ino !== stat.ino)) restat.push(dir);
@@ -142,7 +149,7 @@ export class Tree {
       const stat = change.dirs.get(dir)!;
       const { path, kind, nodeId, contentHash, size, children } = nodes.get(dir)!;
       const record: NodeRecord = { path, kind, nodeId, contentHash, size, mtimeMs: stat.mtimeMs, ino: stat.ino, children };
-      nodes.set(dir, record);
+      put(record);
       upserts.push(record);
       // A directory record is replaced whenever one of its children's is (see `childRecords`).
       markDirty(parentPath(dir));
@@ -151,11 +158,19 @@ export class Tree {
     for (const dir of order) {
       if (nodes.get(dir)?.kind !== 'dir') continue; // removed with its subtree, or now a file
       const before = this.nodes.get(dir);
-      const children = (before?.kind === 'dir' ? before.children! : []).filter((child) => nodes.has(child));
-      children.push(...(added.get(dir) ?? []));
+      // The children's records as they are now: this tree's, unless this update set or deleted them (no lookup by
+      // path for the others, which for a directory of the tree file would be a binary search each).
+      const children: NodeRecord[] = [];
+      if (before?.kind === 'dir') {
+        for (const child of this.childRecords(before)) {
+          const now = touched.has(child.path) ? nodes.get(child.path) : child;
+          if (now !== undefined) children.push(now);
+        }
+      }
+      for (const path of added.get(dir) ?? []) children.push(nodes.get(path)!);
       const stat = change.dirs.get(dir) ?? before;
-      const record = dirRecord(dir, children, nodes, stat?.mtimeMs ?? 0, stat?.ino ?? 0, backend);
-      nodes.set(dir, record);
+      const record = dirRecord(dir, children, stat?.mtimeMs ?? 0, stat?.ino ?? 0, backend);
+      put(record);
       upserts.push(record);
     }
     const tree = new Tree(nodes, change.basis, leafCount);
@@ -190,7 +205,7 @@ export class Tree {
     for (const dir of order) {
       const list = childNames.get(dir)!;
       const stat = dirs.get(dir);
-      nodes.set(dir, dirRecord(dir, list, nodes, stat?.mtimeMs ?? 0, stat?.ino ?? 0, backend));
+      nodes.set(dir, dirRecord(dir, list.map((path) => nodes.get(path)!), stat?.mtimeMs ?? 0, stat?.ino ?? 0, backend));
     }
     return new Tree(LayeredMap.of(nodes), basis);
   }
@@ -376,15 +391,13 @@ export class Tree {
   }
 }
 
-/** A directory's record: its children sorted canonically and its NodeID derived from them. */
-function dirRecord(dir: string, children: string[], nodes: { get(path: string): NodeRecord | undefined }, mtimeMs: number, ino: number, backend: HashBackend): NodeRecord {
-  children.sort((a, b) => compareCodePoints(baseName(a), baseName(b)));
-  const enc = new Encoder('merkle.node.dir.v1').str(dir).u32(children.length);
-  for (const child of children) {
-    const node = nodes.get(child)!;
-    enc.u8(KIND_CODE[node.kind]).str(baseName(child)).id(node.nodeId);
-  }
-  return { path: dir, kind: 'dir', nodeId: enc.hash(backend), contentHash: '', size: children.length, mtimeMs, ino, children };
+/** A directory's record from its children's records: children sorted canonically and its NodeID derived from them. */
+function dirRecord(dir: string, children: NodeRecord[], mtimeMs: number, ino: number, backend: HashBackend): NodeRecord {
+  const named = children.map((node) => ({ node, name: baseName(node.path) }));
+  named.sort((a, b) => compareCodePoints(a.name, b.name));
+  const enc = new Encoder('merkle.node.dir.v1').str(dir).u32(named.length);
+  for (const { node, name } of named) enc.u8(KIND_CODE[node.kind]).str(name).id(node.nodeId);
+  return { path: dir, kind: 'dir', nodeId: enc.hash(backend), contentHash: '', size: named.length, mtimeMs, ino, children: named.map(({ node }) => node.path) };
 }
 
 /** The NodeID of a file or symlink: its path and content hash (see `hash.ts`). */

@@ -1,6 +1,8 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { compareCodePoints } from '../../src/context/hash.js';
 import { ContextEngine, loadHashBackend, type ScanReport } from '../../src/context/index.js';
 import { IgnoreRules } from '../../src/context/ignore-rules.js';
 import { emptyListing, listWorkspace, type Listing } from '../../src/context/listing.js';
@@ -414,6 +416,14 @@ describe('tree file structure', () => {
     // Lookups are binary searches over that order, so siblings out of order are refused too ('a-b' sorts after 'a/').
     expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'b' }, { kind: 1, path: 'a' }])).toThrow(/entry 'a' is out of order/);
     expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'a-b' }, { kind: 2, path: 'a' }])).toThrow(/entry 'a' is out of order/);
+    expect(bad([{ kind: 2, path: '' }, { kind: 2, path: 'a' }, { kind: 1, path: 'a/x' }, { kind: 1, path: 'a/x/y' }])).toThrow(/entry 'a\/x\/y' is not under/);
+    expect(bad([{ kind: 2, path: '' }, { kind: 2, path: 'a' }, { kind: 1, path: 'a/' }])).toThrow(/entry 'a\/' is not under/);
+    // A NUL would end the path where the kernel reads it, so another file would be stat'ed than the one stored.
+    expect(bad([{ kind: 2, path: '' }, { kind: 1, path: 'a\0b' }])).toThrow(/entry 1 has a NUL byte in its path/);
+    // Nor '.' or '..': a scan would lstat outside the workspace.
+    expect(bad([{ kind: 2, path: '' }, { kind: 1, path: '..' }])).toThrow(/entry '\.\.' names '\.' or '\.\.'/);
+    expect(bad([{ kind: 2, path: '' }, { kind: 2, path: 'a' }, { kind: 1, path: 'a/.' }])).toThrow(/entry 'a\/\.' names/);
+    expect(Tree.decode(treeFile([{ kind: 2, path: '' }, { kind: 1, path: '...' }, { kind: 1, path: '.a' }]), backend, 'tree').size).toBe(3);
     const nested = Tree.decode(
       treeFile([{ kind: 2, path: '' }, { kind: 2, path: 'a' }, { kind: 1, path: 'a/x' }, { kind: 1, path: 'a-b' }, { kind: 1, path: 'é' }]),
       backend,
@@ -421,5 +431,42 @@ describe('tree file structure', () => {
     );
     expect(['', 'a', 'a/x', 'a-b', 'é', 'a/y', 'b'].map((p) => nested.get(p)?.path)).toEqual(['', 'a', 'a/x', 'a-b', 'é', undefined, undefined]);
     expect(nested.childRecords(nested.get('')!).map((r) => r.path)).toEqual(['a', 'a-b', 'é']);
+  });
+
+  it('reads any set of paths written in canonical order, and finds exactly those paths (ASCII-only files and others)', () => {
+    // Names around '/' in byte order ('-', '.', ' ' sort below it, '0', 'a', '~' above), and one non-ASCII name.
+    const name = fc.constantFrom('a', 'b', 'a-b', 'a.b', 'a b', 'a0', 'a~', '-', '.x', 'ab', 'é');
+    const canonical = (x: string, y: string): number => {
+      const xs = x.split('/');
+      const ys = y.split('/');
+      for (let i = 0; i < Math.min(xs.length, ys.length); i++) {
+        const c = compareCodePoints(xs[i]!, ys[i]!);
+        if (c !== 0) return c;
+      }
+      return xs.length - ys.length;
+    };
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.array(name, { minLength: 1, maxLength: 3 }), { maxLength: 25 }), fc.array(fc.array(name, { minLength: 1, maxLength: 3 }), { maxLength: 10 }), (files, probes) => {
+        // Files as given, unless one is also the directory of another (then it is that directory).
+        const dirs = new Set<string>();
+        for (const parts of files) for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
+        const leaves = new Set(files.map((parts) => parts.join('/')).filter((path) => !dirs.has(path)));
+        const records = [{ kind: 2 as const, path: '' }, ...[...dirs].map((path) => ({ kind: 2 as const, path })), ...[...leaves].map((path) => ({ kind: 1 as const, path }))];
+        records.sort((x, y) => canonical(x.path, y.path));
+        const tree = Tree.decode(treeFile(records), backend, 'tree');
+        expect(tree.size).toBe(records.length);
+        for (const record of records) expect(tree.get(record.path)?.kind).toBe(record.kind === 2 ? 'dir' : 'file');
+        for (const parts of probes) {
+          const path = parts.join('/');
+          expect(tree.get(path) !== undefined).toBe(dirs.has(path) || leaves.has(path));
+        }
+        // Each directory's children, read from the file, are the records right under it, in order.
+        for (const dir of ['', ...dirs]) {
+          const under = records.filter((r) => r.path !== '' && r.path.slice(0, r.path.lastIndexOf('/') < 0 ? 0 : r.path.lastIndexOf('/')) === dir);
+          expect(tree.childRecords(tree.get(dir)!).map((r) => r.path)).toEqual(under.map((r) => r.path));
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });

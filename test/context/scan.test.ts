@@ -1,7 +1,8 @@
-import { cpSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ContextEngine, ContextError } from '../../src/context/index.js';
+import { STAT_FIELDS, statOne, verifiedBindingLstat } from '../../src/context/stat-pool.js';
 import { SAMPLE, openSample, snapshotStore, tempDir, writeTree } from './helpers.js';
 
 async function idsByPath(engine: ContextEngine, paths: readonly string[]): Promise<Record<string, string>> {
@@ -219,6 +220,73 @@ describe('scan: parallel stat', () => {
       expect((await parallel.resolveNode('docs/caf\u00e9.md')).kind).toBe('file');
     } finally {
       await parallel.close();
+    }
+  });
+});
+
+describe('scan: lstat', () => {
+  it("takes each path's kind, size, mtime and inode exactly as fs.lstatSync gives them, through Node's binding here", () => {
+    // On Linux without the permission model the binding passes its check: this test compares it, not the fallback.
+    expect(process.platform === 'linux' ? typeof verifiedBindingLstat() : 'function').toBe('function');
+    const root = tempDir();
+    writeTree(root, { 'a.txt': 'abc', 'big.bin': 'x'.repeat(70_000), 'dir/b.txt': '' });
+    symlinkSync('a.txt', join(root, 'link'));
+    symlinkSync('nowhere', join(root, 'dangling'));
+    // Sub-millisecond parts of the mtime: the arithmetic must be Node's to the last bit.
+    utimesSync(join(root, 'a.txt'), 1_700_000_000.123_456, 1_700_000_000.987_654);
+    utimesSync(join(root, 'dir'), 1, 4_000_000_000.000_001);
+    const cases = ['a.txt', 'big.bin', 'dir', 'dir/b.txt', 'link', 'dangling', '', 'missing', 'a.txt/inside', 'dir/missing/deeper'];
+    const out = new Float64Array(STAT_FIELDS);
+    for (const name of cases) {
+      const path = name === '' ? root : join(root, name);
+      statOne(path, out, 0);
+      let expected: number[];
+      try {
+        const st = lstatSync(path);
+        const kind = st.isFile() ? 1 : st.isSymbolicLink() ? 2 : st.isDirectory() ? 4 : 3;
+        expected = [kind, st.size, st.mtimeMs, st.ino];
+      } catch (error) {
+        expect(['ENOENT', 'ENOTDIR']).toContain((error as NodeJS.ErrnoException).code);
+        expected = [0];
+      }
+      expect([...out.subarray(0, expected.length)], name).toEqual(expected);
+      statOne(Buffer.from(path), out, 0); // the path as its bytes, as the quick check passes it
+      expect([...out.subarray(0, expected.length)], name).toEqual(expected);
+    }
+    // Other errors are still errors (a path too long for the kernel).
+    expect(() => statOne(join(root, 'x'.repeat(5000)), out, 0)).toThrow(/ENAMETOOLONG/);
+  });
+
+  it('a rescan run from the workspace root (paths relative to it) sees same-size edits and racy ones', async () => {
+    const { root, engine } = await openSample();
+    const cwd = process.cwd();
+    try {
+      process.chdir(root);
+      expect(await engine.scan()).toMatchObject({ changed: false, hashed: 0 });
+      const file = join(root, 'src/main.ts');
+      // An mtime after the tree's write: the entry stays racy, so the same-size edit below with that mtime restored
+      // must be re-read (git's racy-entry rule), whatever the machine's speed.
+      const later = new Date(Date.now() + 60_000);
+      writeFileSync(file, readFileSync(file, 'utf8').replace(/1/g, '2')); // same size
+      utimesSync(file, later, later);
+      const report = await engine.scan();
+      expect(report.changedPaths).toEqual(['', 'src', 'src/main.ts']);
+      writeFileSync(file, readFileSync(file, 'utf8').replace(/2/g, '3'));
+      utimesSync(file, later, later);
+      expect((await engine.scan()).changedPaths).toEqual(['', 'src', 'src/main.ts']);
+      // The working directory renamed away and another put at the root's path: the scan sees the new one.
+      const moved = `${root}-moved`;
+      renameSync(root, moved);
+      mkdirSync(root);
+      writeTree(root, { 'only.txt': 'new' });
+      cpSync(join(moved, '.merkle'), join(root, '.merkle'), { recursive: true });
+      const fresh = await ContextEngine.open(root);
+      const after = await fresh.scan();
+      expect(after.root).toBe((await (await ContextEngine.open(root)).scan({ force: true })).root);
+      expect((await fresh.resolveNode('only.txt')).kind).toBe('file');
+      rmSync(moved, { recursive: true, force: true });
+    } finally {
+      process.chdir(cwd);
     }
   });
 });

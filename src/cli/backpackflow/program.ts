@@ -67,8 +67,12 @@ export async function main(argv: string[]): Promise<number> {
     try {
       await program.parseAsync(argv);
     } finally {
-      const { closeCliStore } = await import('./run-store.js');
-      await closeCliStore();
+      // Only a command's module opens a store; without one (`--help`, `--version`, an unknown command) the store
+      // modules (and zod with them) are not loaded just to close nothing.
+      if (name !== undefined && Object.hasOwn(COMMANDS, name)) {
+        const { closeCliStore } = await import('./run-store.js');
+        await closeCliStore();
+      }
     }
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (error) {
