@@ -1,5 +1,6 @@
 import type { ZodType } from 'zod';
-import type { BackpackHandle, NodeBinding, NodePermissions } from '../backpack/index.js';
+import type { BackpackHandle, NodePermissions } from '../backpack/index.js';
+import type { RegisteredNode } from '../backpack/handle.js';
 import { newSpanId, StreamEventType, type InterruptInfo } from '../events/index.js';
 import { FlowError, FlowSignal, Node, type Attempt, type BaseNode, type RouteOptions, type RunScope } from '../flow/index.js';
 import { checkSegments, encodeValue } from '../backpack/index.js';
@@ -7,7 +8,7 @@ import { answerJsonSchema, checkAnswer, InterruptAnswerError, RunInterrupted } f
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView } from './event-view.js';
 import { currentExecution, type NodeExecution } from './execution.js';
-import { Flow, flowStreamer, type FlowOptions } from './flow.js';
+import { Flow, flowStreamer, nodeHandle, type FlowOptions } from './flow.js';
 
 /**
  * How a BackpackNode is configured: an id, optional namespace segment and retry settings, and any params of its own
@@ -90,22 +91,23 @@ interface NodeMore {
 /** What {@link BackpackNode.flow} shows of each flow. */
 const flowViews = new WeakMap<Flow, FlowView>();
 
-let bind: (node: BackpackNode, binding: NodeBinding, flow: Flow) => void;
-let bindingIn: (node: BaseNode, flow: Flow) => NodeBinding | undefined;
+let bind: (node: BackpackNode, registered: RegisteredNode, flow: Flow) => void;
+let bindingIn: (node: BaseNode, flow: Flow) => RegisteredNode | undefined;
 
 /**
- * Gives a node its registration with the Backpack and the flow's event stream (flows call this once, right after
- * creating the node). Not exported from the package: node code never holds either.
+ * Gives a node its registration with the Backpack (flows call this once, right after creating and registering the
+ * node; the node's handles are made by its flow's registrar, see {@link nodeHandle}). Not exported from the package:
+ * node code never holds its registration.
  */
-export function bindNode(node: BackpackNode, binding: NodeBinding, flow: Flow): void {
-  bind(node, binding, flow);
+export function bindNode(node: BackpackNode, registered: RegisteredNode, flow: Flow): void {
+  bind(node, registered, flow);
 }
 
 /**
  * The registration {@link bindNode} gave `node` in `flow`, or undefined when `node` is not a node bound to that flow
  * (a subflow, a node of another flow). Kept by the node, so that a flow of a million nodes holds no map of them.
  */
-export function nodeBinding(node: BaseNode, flow: Flow): NodeBinding | undefined {
+export function nodeBinding(node: BaseNode, flow: Flow): RegisteredNode | undefined {
   return bindingIn(node, flow);
 }
 
@@ -151,14 +153,15 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   /** Injected dependencies (from the flow), if any. */
   readonly deps: DependencyLookup | undefined;
   readonly #flow: Flow;
-  #binding: NodeBinding | undefined;
+  /** The node's registration with the Backpack (its handles are made from it by its flow). */
+  #binding: RegisteredNode | undefined;
   /** What few nodes need (params read, an event view, an internal flow): made when first needed, one field per node. */
   #more: NodeMore | undefined;
 
   static {
-    bind = (node, binding, flow) => {
+    bind = (node, registered, flow) => {
       if (node.#binding !== undefined || node.#flow !== flow) throw new FlowError(`Node '${node.id}' is already bound to a flow`);
-      node.#binding = binding;
+      node.#binding = registered;
     };
     bindingIn = (node, flow) => (node instanceof BackpackNode && node.#flow === flow ? node.#binding : undefined);
   }
@@ -204,9 +207,11 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
 
   /** The event stream as this node may see it (see {@link NodeEventView}). */
   get eventStreamer(): NodeEventView {
-    const binding = this.#binding;
-    if (binding === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
-    return ((this.#more ??= {}).events ??= new NodeEventView(flowStreamer(this.#flow), this.namespace, () => binding.handle));
+    const registered = this.#binding;
+    if (registered === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
+    const flow = this.#flow;
+    let handle: BackpackHandle | undefined;
+    return ((this.#more ??= {}).events ??= new NodeEventView(flowStreamer(flow), this.namespace, () => (handle ??= nodeHandle(flow, registered))));
   }
 
   /**
@@ -306,7 +311,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     return new Flow({
       id: options.id ?? this.id,
       namespace,
-      backpack: this.#binding.handle,
+      backpack: nodeHandle(this.#flow, this.#binding),
       eventStreamer: flowStreamer(this.#flow),
       deps: options.deps ?? this.deps,
       maxSteps: options.maxSteps ?? this.#flow.maxSteps,
@@ -372,7 +377,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       node: this,
       scope,
       spanId,
-      handle: this.#bound().withContext({ runId: scope.runId, spanId }),
+      handle: nodeHandle(this.#flow, this.#bound(), { runId: scope.runId, spanId }),
       internalFlowCreated: false,
       failedAttempts: 0,
       interrupts: 0,
@@ -431,7 +436,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     if (violations.length > 0) throw new ContractValidationError(this.id, direction, violations);
   }
 
-  #bound(): NodeBinding {
+  #bound(): RegisteredNode {
     if (this.#binding === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow: add it with flow.addNode`);
     return this.#binding;
   }
