@@ -79,6 +79,8 @@ export function nodePermissions(node: BackpackNode): NodePermissions | undefined
 
 /** The parts of a node that few nodes need, made on first use (a flow of a million nodes holds a million nodes). */
 interface NodeMore {
+  /** Dependencies given to the node's constructor that are not its flow's (see {@link BackpackNode.deps}). */
+  deps?: DependencyLookup | undefined;
   /** The node's params (see {@link BackpackNode.params}). */
   params?: Readonly<Record<string, unknown>>;
   events?: NodeEventView;
@@ -150,8 +152,6 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   readonly namespace: string;
   /** The configuration the node was created with (its params are what exports to JSON). */
   readonly config: Readonly<BackpackNodeConfig>;
-  /** Injected dependencies (from the flow), if any. */
-  readonly deps: DependencyLookup | undefined;
   readonly #flow: Flow;
   /** The node's registration with the Backpack (its handles are made from it by its flow). */
   #binding: RegisteredNode | undefined;
@@ -185,8 +185,15 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       }
     }
     this.namespace = context.namespace;
-    this.deps = context.deps;
+    // The flow's dependencies are read from the flow (no field per node); others given here are kept in #more.
+    if (context.deps !== context.flow.deps) (this.#more ??= {}).deps = context.deps;
     this.#flow = context.flow;
+  }
+
+  /** Injected dependencies (from the flow), if any. */
+  get deps(): DependencyLookup | undefined {
+    const more = this.#more;
+    return more !== undefined && 'deps' in more ? more.deps : this.#flow.deps;
   }
 
   /** The node's params: its config without id, namespace segment, retry settings and permissions. */
