@@ -22,7 +22,7 @@ import { formatPath } from './access.js';
 import { OWNER, type Actor } from './actor.js';
 import { diffBackpacks, type ItemSource } from './diff.js';
 import { BackpackError, HistoryPrunedError } from './errors.js';
-import { BackpackHandle, NodeBinding } from './handle.js';
+import { BackpackHandle, childRegistrarOf, NodeBinding, NodeRegistrar } from './handle.js';
 import { FOUND, toPublicCommit, type Commit } from './history.js';
 import { Ledger } from './ledger.js';
 import { resolveOptions, type ResolvedOptions } from './options.js';
@@ -49,6 +49,15 @@ import { setOwn } from './values.js';
 export { DEFAULT_OPTIONS, type ResolvedOptions } from './options.js';
 
 let wrap: (ledger: Ledger) => Backpack;
+let ownRegistrar: (backpack: Backpack) => NodeRegistrar;
+
+/**
+ * The registrar of the nodes of a flow that holds `backpack` (or, given a node's handle, runs inside that node): see
+ * {@link NodeRegistrar}. Not exported from the package.
+ */
+export function nodeRegistrar(backpack: Backpack | BackpackHandle): NodeRegistrar {
+  return backpack instanceof Backpack ? ownRegistrar(backpack) : childRegistrarOf(backpack);
+}
 
 /**
  * The Backpack. The raw object is the owner's view (DESIGN D6): `nodeId` is optional on every operation and without
@@ -69,6 +78,7 @@ export class Backpack {
       Backpack.#wrapping = ledger;
       return new Backpack();
     };
+    ownRegistrar = (backpack) => new NodeRegistrar(backpack.#ledger, undefined);
   }
 
   /**

@@ -19,7 +19,7 @@ export interface HandleOps {
   getItemsByNamespace(actor: Actor, pattern: string): BackpackItem[];
   delete(actor: Actor, ctx: OpContext, key: string): boolean;
   quarantine(actor: Actor, ctx: OpContext, key: string, options: { reason: string }): boolean;
-  register(node: NodeRegistration, parent: Actor): Actor;
+  register(node: NodeRegistration, parent: Actor | undefined): Actor;
 }
 
 type Spoofable = { nodeId?: unknown; nodeName?: unknown; namespace?: unknown } | undefined | null;
@@ -51,12 +51,60 @@ export class NodeBinding {
   }
 }
 
+declare const registeredNode: unique symbol;
+
+/** A node as a {@link NodeRegistrar} registered it: opaque to everything but its registrar (it is the node's identity). */
+export interface RegisteredNode {
+  readonly [registeredNode]: true;
+}
+
+/**
+ * Registers the nodes of one flow and makes their handles (internal: flows get one with {@link nodeRegistrar} and
+ * keep it, and each node's {@link RegisteredNode}, to themselves). One per flow, where a {@link NodeBinding} per node
+ * would cost a flow of a million nodes a million objects. Registration is exactly `registerNode`'s (or
+ * `registerChild`'s, for a flow that runs inside a node), and a handle made here is the one such a binding makes.
+ */
+export class NodeRegistrar {
+  readonly #ops: HandleOps;
+  readonly #parent: Actor | undefined;
+
+  /** @internal Made by {@link nodeRegistrar}. */
+  constructor(ops: HandleOps, parent: Actor | undefined) {
+    this.#ops = ops;
+    this.#parent = parent;
+  }
+
+  /** Registers `node` (inside the registrar's node, if any): see `Backpack.registerNode` and `BackpackHandle.registerChild`. */
+  register(node: NodeRegistration): RegisteredNode {
+    return this.#ops.register(node, this.#parent) as unknown as RegisteredNode;
+  }
+
+  /** A handle acting as `node`, which this registrar registered; its events carry `eventContext`. */
+  handle(node: RegisteredNode, eventContext?: { runId?: string; spanId?: string }): BackpackHandle {
+    return new BackpackHandle(this.#ops, node as unknown as Actor, eventContext);
+  }
+}
+
+let childRegistrar: (handle: BackpackHandle) => NodeRegistrar;
+
+/**
+ * The registrar of the nodes of a flow that runs inside `handle`'s node (see {@link BackpackHandle.registerChild}).
+ * Not exported from the package: node code registers children with `registerChild`, and never holds an identity.
+ */
+export function childRegistrarOf(handle: BackpackHandle): NodeRegistrar {
+  return childRegistrar(handle);
+}
+
 /** A Backpack bound to a registered node. Get one from `Backpack.forNode` or `Backpack.registerNode`. */
 export class BackpackHandle {
   readonly #ops: HandleOps;
   readonly #actor: Actor;
   readonly #ctx: OpContext;
   readonly #identity: Readonly<NodeIdentity>;
+
+  static {
+    childRegistrar = (handle) => new NodeRegistrar(handle.#ops, handle.#actor);
+  }
 
   /** @internal Handles are made by the Backpack; a handle built over anything else reaches nothing. */
   constructor(ops: HandleOps, actor: Actor, eventContext: OpContext) {
@@ -153,4 +201,5 @@ export class BackpackHandle {
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
 Object.freeze(NodeBinding.prototype);
+Object.freeze(NodeRegistrar.prototype);
 Object.freeze(BackpackHandle.prototype);

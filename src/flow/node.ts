@@ -21,6 +21,12 @@ export interface Attempt {
 const SINGLE_ATTEMPT: Attempt = Object.freeze({ attempt: 1, maxAttempts: 1 });
 let unnamedNodes = 0;
 
+/** A node's routes: successor by action, and the mappings of the routes that have some. */
+interface Routes<S> {
+  successors: Map<string, BaseNode<S>>;
+  mappings?: Map<string, RouteMappings>;
+}
+
 /**
  * A step of a flow: `prep(shared)` reads what it needs, `exec(prepRes)` does the work, `post(shared, prepRes,
  * execRes)` writes results and returns the action that picks the next node (undefined means `'default'`).
@@ -31,10 +37,11 @@ let unnamedNodes = 0;
 export class BaseNode<S = any, P = any, E = any> {
   /** The node's id; unique within a flow. */
   readonly id: string;
-  /** Routes out of this node; made by the first route (a flow of a million nodes holds no million empty maps). */
-  #successors: Map<string, BaseNode<S>> | undefined;
-  /** Edge data mappings by action; made by the first route that has some. */
-  #mappings: Map<string, RouteMappings> | undefined;
+  /**
+   * Routes out of this node (successor by action) and their mappings, made by the first route: a flow of a million
+   * nodes holds no million empty maps, nor a field for each.
+   */
+  #routes: Routes<S> | undefined;
 
   constructor(options: BaseNodeOptions = {}) {
     this.id = options.id ?? `${new.target.name}#${++unnamedNodes}`;
@@ -70,15 +77,16 @@ export class BaseNode<S = any, P = any, E = any> {
       throw new TypeError(`Node '${this.id}': options of route '${action}' must be an object ({ mappings }), got ${String(options)}`);
     }
     const mappings = options?.mappings === undefined ? undefined : checkMappings(`Node '${this.id}', route '${action}' → '${node.id}'`, options.mappings, this.mappingKeyProblem);
-    (this.#successors ??= new Map()).set(action, node);
-    if (mappings) (this.#mappings ??= new Map()).set(action, mappings);
-    else this.#mappings?.delete(action);
+    const routes: Routes<S> = (this.#routes ??= { successors: new Map() });
+    routes.successors.set(action, node);
+    if (mappings) (routes.mappings ??= new Map()).set(action, mappings);
+    else routes.mappings?.delete(action);
     return this;
   }
 
   /** The key mappings of the route for `action` (undefined means `'default'`), if it has any. */
   getRouteMappings(action?: string): RouteMappings | undefined {
-    return this.#mappings?.get(action ?? DEFAULT_ACTION);
+    return this.#routes?.mappings?.get(action ?? DEFAULT_ACTION);
   }
 
   /** Why `key` cannot be a mapped key, or undefined (BackpackNode adds the Backpack's key syntax). */
@@ -119,17 +127,17 @@ export class BaseNode<S = any, P = any, E = any> {
 
   /** The node that `action` routes to (undefined action means `'default'`), or undefined. */
   getNextNode(action?: string): BaseNode<S> | undefined {
-    return this.#successors?.get(action ?? DEFAULT_ACTION);
+    return this.#routes?.successors.get(action ?? DEFAULT_ACTION);
   }
 
   /** A copy of the routing table: action to node. Changing it changes nothing. */
   get successors(): ReadonlyMap<string, BaseNode<S>> {
-    return new Map(this.#successors ?? []);
+    return new Map(this.#routes?.successors ?? []);
   }
 
   /** Number of routes out of this node (0 means the flow ends quietly after it). */
   get successorCount(): number {
-    return this.#successors?.size ?? 0;
+    return this.#routes?.successors.size ?? 0;
   }
 
   /** Runs exec for a prep result; `Node` adds retries here. */

@@ -1,5 +1,6 @@
 import type { ZodType } from 'zod';
-import type { BackpackHandle, NodeBinding, NodePermissions } from '../backpack/index.js';
+import type { BackpackHandle, NodePermissions } from '../backpack/index.js';
+import type { RegisteredNode } from '../backpack/handle.js';
 import { newSpanId, StreamEventType, type InterruptInfo } from '../events/index.js';
 import { FlowError, FlowSignal, Node, type Attempt, type BaseNode, type RouteOptions, type RunScope } from '../flow/index.js';
 import { checkSegments, encodeValue } from '../backpack/index.js';
@@ -7,7 +8,7 @@ import { answerJsonSchema, checkAnswer, InterruptAnswerError, RunInterrupted } f
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView } from './event-view.js';
 import { currentExecution, type NodeExecution } from './execution.js';
-import { Flow, flowStreamer, type FlowOptions } from './flow.js';
+import { Flow, flowStreamer, nodeHandle, type FlowOptions } from './flow.js';
 
 /**
  * How a BackpackNode is configured: an id, optional namespace segment and retry settings, and any params of its own
@@ -78,6 +79,8 @@ export function nodePermissions(node: BackpackNode): NodePermissions | undefined
 
 /** The parts of a node that few nodes need, made on first use (a flow of a million nodes holds a million nodes). */
 interface NodeMore {
+  /** Dependencies given to the node's constructor that are not its flow's (see {@link BackpackNode.deps}). */
+  deps?: DependencyLookup | undefined;
   /** The node's params (see {@link BackpackNode.params}). */
   params?: Readonly<Record<string, unknown>>;
   events?: NodeEventView;
@@ -90,22 +93,23 @@ interface NodeMore {
 /** What {@link BackpackNode.flow} shows of each flow. */
 const flowViews = new WeakMap<Flow, FlowView>();
 
-let bind: (node: BackpackNode, binding: NodeBinding, flow: Flow) => void;
-let bindingIn: (node: BaseNode, flow: Flow) => NodeBinding | undefined;
+let bind: (node: BackpackNode, registered: RegisteredNode, flow: Flow) => void;
+let bindingIn: (node: BaseNode, flow: Flow) => RegisteredNode | undefined;
 
 /**
- * Gives a node its registration with the Backpack and the flow's event stream (flows call this once, right after
- * creating the node). Not exported from the package: node code never holds either.
+ * Gives a node its registration with the Backpack (flows call this once, right after creating and registering the
+ * node; the node's handles are made by its flow's registrar, see {@link nodeHandle}). Not exported from the package:
+ * node code never holds its registration.
  */
-export function bindNode(node: BackpackNode, binding: NodeBinding, flow: Flow): void {
-  bind(node, binding, flow);
+export function bindNode(node: BackpackNode, registered: RegisteredNode, flow: Flow): void {
+  bind(node, registered, flow);
 }
 
 /**
  * The registration {@link bindNode} gave `node` in `flow`, or undefined when `node` is not a node bound to that flow
  * (a subflow, a node of another flow). Kept by the node, so that a flow of a million nodes holds no map of them.
  */
-export function nodeBinding(node: BaseNode, flow: Flow): NodeBinding | undefined {
+export function nodeBinding(node: BaseNode, flow: Flow): RegisteredNode | undefined {
   return bindingIn(node, flow);
 }
 
@@ -148,17 +152,16 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   readonly namespace: string;
   /** The configuration the node was created with (its params are what exports to JSON). */
   readonly config: Readonly<BackpackNodeConfig>;
-  /** Injected dependencies (from the flow), if any. */
-  readonly deps: DependencyLookup | undefined;
   readonly #flow: Flow;
-  #binding: NodeBinding | undefined;
+  /** The node's registration with the Backpack (its handles are made from it by its flow). */
+  #binding: RegisteredNode | undefined;
   /** What few nodes need (params read, an event view, an internal flow): made when first needed, one field per node. */
   #more: NodeMore | undefined;
 
   static {
-    bind = (node, binding, flow) => {
+    bind = (node, registered, flow) => {
       if (node.#binding !== undefined || node.#flow !== flow) throw new FlowError(`Node '${node.id}' is already bound to a flow`);
-      node.#binding = binding;
+      node.#binding = registered;
     };
     bindingIn = (node, flow) => (node instanceof BackpackNode && node.#flow === flow ? node.#binding : undefined);
   }
@@ -182,8 +185,15 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       }
     }
     this.namespace = context.namespace;
-    this.deps = context.deps;
+    // The flow's dependencies are read from the flow (no field per node); others given here are kept in #more.
+    if (context.deps !== context.flow.deps) (this.#more ??= {}).deps = context.deps;
     this.#flow = context.flow;
+  }
+
+  /** Injected dependencies (from the flow), if any. */
+  get deps(): DependencyLookup | undefined {
+    const more = this.#more;
+    return more !== undefined && 'deps' in more ? more.deps : this.#flow.deps;
   }
 
   /** The node's params: its config without id, namespace segment, retry settings and permissions. */
@@ -204,9 +214,11 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
 
   /** The event stream as this node may see it (see {@link NodeEventView}). */
   get eventStreamer(): NodeEventView {
-    const binding = this.#binding;
-    if (binding === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
-    return ((this.#more ??= {}).events ??= new NodeEventView(flowStreamer(this.#flow), this.namespace, () => binding.handle));
+    const registered = this.#binding;
+    if (registered === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
+    const flow = this.#flow;
+    let handle: BackpackHandle | undefined;
+    return ((this.#more ??= {}).events ??= new NodeEventView(flowStreamer(flow), this.namespace, () => (handle ??= nodeHandle(flow, registered))));
   }
 
   /**
@@ -258,7 +270,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
 
   /** The internal flow of a composite node (the latest one built), if any. */
   get internalFlow(): Flow | undefined {
-    this.#declareInternalFlow();
+    BackpackNode.#declareInternalFlow(this);
     return this.#more?.internalFlow;
   }
 
@@ -306,7 +318,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     return new Flow({
       id: options.id ?? this.id,
       namespace,
-      backpack: this.#binding.handle,
+      backpack: nodeHandle(this.#flow, this.#binding),
       eventStreamer: flowStreamer(this.#flow),
       deps: options.deps ?? this.deps,
       maxSteps: options.maxSteps ?? this.#flow.maxSteps,
@@ -324,12 +336,13 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     more.internalFlow = flow;
   }
 
-  #declareInternalFlow(): void {
-    if (this.#more?.internalFlowDeclared === true || !this.buildInternalFlow) return;
-    const more = (this.#more ??= {});
+  // Static, as every private method here: a private method gives each instance a brand (a field, 8 B per node).
+  static #declareInternalFlow(node: BackpackNode): void {
+    if (node.#more?.internalFlowDeclared === true || !node.buildInternalFlow) return;
+    const more = (node.#more ??= {});
     more.internalFlowDeclared = true;
-    const flow = this.createNestedFlow();
-    this.buildInternalFlow(flow);
+    const flow = node.createNestedFlow();
+    node.buildInternalFlow(flow);
     more.internalFlow = flow;
   }
 
@@ -372,38 +385,38 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       node: this,
       scope,
       spanId,
-      handle: this.#bound().withContext({ runId: scope.runId, spanId }),
+      handle: nodeHandle(this.#flow, BackpackNode.#bound(this), { runId: scope.runId, spanId }),
       internalFlowCreated: false,
       failedAttempts: 0,
       interrupts: 0,
     };
-    return currentExecution.run(execution, () => this.#lifecycle(execution));
+    return currentExecution.run(execution, () => BackpackNode.#lifecycle(this, execution));
   }
 
-  async #lifecycle(execution: NodeExecution): Promise<string | undefined> {
+  static async #lifecycle(node: BackpackNode, execution: NodeExecution): Promise<string | undefined> {
     const { handle, scope } = execution;
-    const ctor = this.constructor as BackpackNodeClass;
+    const ctor = node.constructor as BackpackNodeClass;
     const started = performance.now();
-    this.emitEvent(StreamEventType.NODE_START, {});
+    node.emitEvent(StreamEventType.NODE_START, {});
     let phase: 'contract' | 'prep' | 'exec' | 'post' = 'contract';
     try {
-      if (ctor.inputs) this.#checkContract('input', ctor.inputs, handle);
+      if (ctor.inputs) BackpackNode.#checkContract(node, 'input', ctor.inputs, handle);
       phase = 'prep';
       let mark = performance.now();
-      const prepRes = await this.prep(handle, scope);
-      this.emitEvent(StreamEventType.PREP_COMPLETE, { durationMs: performance.now() - mark });
+      const prepRes = await node.prep(handle, scope);
+      node.emitEvent(StreamEventType.PREP_COMPLETE, { durationMs: performance.now() - mark });
       phase = 'exec';
       mark = performance.now();
-      const execRes = await this._exec(prepRes, scope);
-      this.emitEvent(StreamEventType.EXEC_COMPLETE, {
+      const execRes = await node._exec(prepRes, scope);
+      node.emitEvent(StreamEventType.EXEC_COMPLETE, {
         durationMs: performance.now() - mark,
         attempts: execution.failedAttempts + 1,
       });
       phase = 'post';
-      const action = await this.post(handle, prepRes, execRes);
+      const action = await node.post(handle, prepRes, execRes);
       phase = 'contract';
-      if (ctor.outputs) this.#checkContract('output', ctor.outputs, handle);
-      this.emitEvent(StreamEventType.NODE_END, { action: action ?? 'default', durationMs: performance.now() - started });
+      if (ctor.outputs) BackpackNode.#checkContract(node, 'output', ctor.outputs, handle);
+      node.emitEvent(StreamEventType.NODE_END, { action: action ?? 'default', durationMs: performance.now() - started });
       return action;
     } catch (error) {
       // A pause (here or in a node inside this one) is not an error. An error a node inside this one reported is
@@ -412,13 +425,13 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
         const payload: Record<string, unknown> = { phase, error: describeError(error) };
         if (wasReported(error)) payload.propagated = true;
         else markReported(error);
-        this.emitEvent(StreamEventType.ERROR, payload);
+        node.emitEvent(StreamEventType.ERROR, payload);
       }
       throw error;
     }
   }
 
-  #checkContract(direction: 'input' | 'output', contract: DataContract, handle: BackpackHandle): void {
+  static #checkContract(node: BackpackNode, direction: 'input' | 'output', contract: DataContract, handle: BackpackHandle): void {
     const violations: ContractViolation[] = [];
     for (const [key, schema] of Object.entries(contract)) {
       const result = schema.safeParse(handle.peek(key));
@@ -428,12 +441,12 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
         violations.push({ key, path: issue.path.join('.'), message: missing ? `missing (${issue.message})` : issue.message });
       }
     }
-    if (violations.length > 0) throw new ContractValidationError(this.id, direction, violations);
+    if (violations.length > 0) throw new ContractValidationError(node.id, direction, violations);
   }
 
-  #bound(): NodeBinding {
-    if (this.#binding === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow: add it with flow.addNode`);
-    return this.#binding;
+  static #bound(node: BackpackNode): RegisteredNode {
+    if (node.#binding === undefined) throw new FlowError(`Node '${node.id}' is not bound to its flow: add it with flow.addNode`);
+    return node.#binding;
   }
 
   /**

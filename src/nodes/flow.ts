@@ -1,4 +1,6 @@
 import { Backpack, BackpackHandle, type BackpackOptions } from '../backpack/index.js';
+import { nodeRegistrar } from '../backpack/backpack.js';
+import type { NodeRegistrar, RegisteredNode } from '../backpack/handle.js';
 import { EventStreamer, StreamEventType, newRunId, newSpanId } from '../events/index.js';
 import {
   BaseFlow,
@@ -75,6 +77,15 @@ export interface FlowConfigLoader {
 let defaultConfigLoader: FlowConfigLoader | undefined;
 
 let streamerOf: (flow: Flow) => EventStreamer;
+let handleOf: (flow: Flow, node: RegisteredNode, eventContext?: { runId?: string; spanId?: string }) => BackpackHandle;
+
+/**
+ * A handle of the node `flow` registered as `node` (see {@link bindNode}), whose events carry `eventContext`: a new
+ * one per call (not exported from the package; nodes get theirs per execution).
+ */
+export function nodeHandle(flow: Flow, node: RegisteredNode, eventContext?: { runId?: string; spanId?: string }): BackpackHandle {
+  return handleOf(flow, node, eventContext);
+}
 
 /** The stream `flow` emits to, also for a flow that runs inside a node (its nodes emit there; not exported from the package). */
 export function flowStreamer(flow: Flow): EventStreamer {
@@ -121,6 +132,8 @@ export class Flow extends BaseFlow<any> {
   /** The node this flow runs inside, as its handle. */
   readonly #parent: BackpackHandle | undefined;
   readonly #streamer: EventStreamer;
+  /** Registers this flow's nodes with the Backpack (inside #parent's node, if any) and makes their handles. */
+  readonly #registrar: NodeRegistrar;
   readonly #nodes = new Map<string, BaseNode>();
   /**
    * The nodes whose namespace segment is not their id, by segment (for the others, the id is the segment, and ids are
@@ -132,6 +145,7 @@ export class Flow extends BaseFlow<any> {
 
   static {
     streamerOf = (flow) => flow.#streamer;
+    handleOf = (flow, node, eventContext) => flow.#registrar.handle(node, eventContext);
   }
 
   constructor(options: FlowOptions = {}) {
@@ -152,6 +166,7 @@ export class Flow extends BaseFlow<any> {
       throw new FlowError(`Flow '${this.id}': initialData fills the Backpack the flow creates; with a given backpack, pack the data into it (or pass it to run(input))`);
     }
     this.#backpack = parent ? undefined : given instanceof Backpack ? given : new Backpack(options.initialData, { ...options.backpackOptions, eventStreamer: this.#streamer });
+    this.#registrar = nodeRegistrar(parent ?? this.#backpack!);
   }
 
   /**
@@ -212,9 +227,9 @@ export class Flow extends BaseFlow<any> {
     }
     const node = new NodeClass(config, { namespace, flow: this, deps: this.deps });
     const registration = { nodeId: node.id, nodeName: NodeClass.name, namespace, permissions: nodePermissions(node) };
-    const binding = this.#parent ? this.#parent.registerChild(registration) : this.#backpack!.registerNode(registration);
-    // The node keeps its registration: mappings on its routes are committed as the node (see applyMappings).
-    bindNode(node, binding, this);
+    // The node keeps its registration (no binding object per node): mappings on its routes are committed as the node
+    // (see applyMappings).
+    bindNode(node, this.#registrar.register(registration), this);
     this.#nodes.set(node.id, node);
     if (segment !== node.id) this.#ownSegments.set(segment, node.id);
     if (!this.entryNode) super.setEntryNode(node);
@@ -376,10 +391,10 @@ export class Flow extends BaseFlow<any> {
    * so a durable run's checkpoint of that step holds it.
    */
   protected override applyMappings(from: BaseNode, action: string, to: BaseNode, mappings: RouteMappings, _shared: unknown, scope: RunScope): void {
-    const binding = nodeBinding(from, this);
+    const registered = nodeBinding(from, this);
     const context = { runId: scope.runId, spanId: scope.spanId };
-    const actor: Pick<BackpackHandle, 'unpackRequired' | 'getItem' | 'pack'> = binding ? binding.withContext(context) : this.#parent ?? this.#backpack!;
-    const who = binding ? `node '${from.id}'` : this.#parent ? `node '${this.#parent.identity.nodeId}'` : 'the owner';
+    const actor: Pick<BackpackHandle, 'unpackRequired' | 'getItem' | 'pack'> = registered ? this.#registrar.handle(registered, context) : this.#parent ?? this.#backpack!;
+    const who = registered ? `node '${from.id}'` : this.#parent ? `node '${this.#parent.identity.nodeId}'` : 'the owner';
     const route = `Flow '${this.id}': route '${from.id}' -(${action})-> '${to.id}'`;
     const copies = Object.entries(mappings).map(([source, target]) => {
       try {

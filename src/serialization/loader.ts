@@ -53,6 +53,14 @@ export interface LoadOptions {
    * Backpack then stores it as it is, where a value of its own would be copied.
    */
   shareConfig?: boolean;
+  /**
+   * Called with the config as given (parsed, if it was text) once it is found valid and its dependencies are
+   * present, before any node is built; the flow is built only when it resolves. The CLI records a run's config here,
+   * so that a large parsed config is recorded before, not beside, the flow it becomes: the loader holds no reference
+   * to the config as given once this returns, and drops each node's entry of its own checked copy as soon as the
+   * node is built (a caller that keeps no reference of its own lets the parsed nodes go as the flow grows).
+   */
+  beforeBuild?: (config: unknown) => void | Promise<void>;
 }
 
 /** Result of {@link FlowLoader.validateConfig}. */
@@ -139,7 +147,8 @@ export class FlowLoader implements FlowConfigLoader {
    * new flow shares that node's Backpack and streamer (and, when no `deps` are given, its dependencies).
    */
   async loadFlow(config: unknown, deps?: DependencyLookup | Record<string, unknown>, options: LoadOptions = {}): Promise<Flow> {
-    const input = typeof config === 'string' ? parseFlowConfig(config, 'flow config', { maxBytes: options.maxBytes }) : config;
+    const share = typeof config === 'string' || options.shareConfig === true;
+    let input = typeof config === 'string' ? parseFlowConfig(config, 'flow config', { maxBytes: options.maxBytes }) : config;
     const { problems, config: parsed } = this.#check(input, options.maxDepth ?? DEFAULT_DEPTH, options.maxBytes);
     if (parsed === undefined) throw new FlowConfigError(problems);
     const caller = currentNode();
@@ -149,13 +158,15 @@ export class FlowLoader implements FlowConfigLoader {
     // A Backpack or streamer among the dependencies (BackpackFlow v2 passed them so) is what the flow is built on; the
     // nodes never get them: they are the owner's view (DESIGN D6).
     const { backpack, eventStreamer, lookup } = ownerDependencies(given, options);
+    if (options.beforeBuild) await options.beforeBuild(input);
+    // From here on only the checked copy is read: the config as given is the caller's to keep or let go.
+    config = input = undefined;
     const settings = { namespace: parsed.namespace || undefined, deps: lookup, maxSteps: parsed.maxSteps, onMissingRoute: parsed.onMissingRoute };
     // Inside a node's execution (and unless told otherwise) the flow runs inside that node, on its handle.
     const flow = caller && !backpack && !eventStreamer
       ? caller.createNestedFlow(settings)
       : new Flow({ ...settings, backpack, eventStreamer });
     const loadProblems: ConfigProblem[] = [];
-    const share = typeof config === 'string' || options.shareConfig === true;
     await this.#populate(flow, parsed, '', options.env ?? process.env, share, loadProblems);
     if (loadProblems.length > 0) throw new FlowConfigError(loadProblems, 'Flow config could not be loaded');
     return flow;
@@ -332,6 +343,8 @@ export class FlowLoader implements FlowConfigLoader {
         await this.#populate(child, inner, `${at}/internalFlow`, env, share, problems);
         instance.attachInternalFlow(child);
       }
+      // The checked copy is the loader's own (#check made every array of it): a built node's entry is not needed again.
+      (cfg.nodes as (NodeConfig | undefined)[])[i] = undefined;
     }
     for (const [k, sub] of (cfg.subflows ?? []).entries()) {
       const subflow = flow.addSubflow({ namespace: sub.namespace, maxSteps: sub.maxSteps, onMissingRoute: sub.onMissingRoute });

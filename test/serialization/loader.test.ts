@@ -364,3 +364,57 @@ describe('permissions in a flow file (issue 12)', () => {
     expect(loader.validateConfig(dotted).errors).toContainEqual({ path: '/nodes/0/namespaceSegment', message: "a namespace segment is one segment (no '.'), got 'x.y'" });
   });
 });
+
+describe('loadFlow beforeBuild', () => {
+  class Counted extends BackpackNode {
+    static made = 0;
+    constructor(...args: ConstructorParameters<typeof BackpackNode>) {
+      super(...args);
+      Counted.made++;
+    }
+  }
+  const loader = (): FlowLoader => new FlowLoader().register('Counted', Counted);
+  const config = (): Record<string, unknown> => ({
+    version: '2.0.0',
+    namespace: 'app',
+    nodes: [
+      { type: 'Counted', id: 'a', params: {} },
+      { type: 'Counted', id: 'b', params: {}, internalFlow: { version: '2.0.0', nodes: [{ type: 'Counted', id: 'c', params: {} }], edges: [] } },
+    ],
+    edges: [{ from: 'a', to: 'b' }],
+  });
+
+  it('is called once, with the config as given, before any node is built; the flow is then built as without it', async () => {
+    Counted.made = 0;
+    const given = config();
+    const seen: unknown[] = [];
+    const flow = await loader().loadFlow(given, undefined, {
+      beforeBuild: async (c) => {
+        seen.push(c, Counted.made);
+        await Promise.resolve();
+      },
+    });
+    expect(seen).toEqual([given, 0]);
+    expect(Counted.made).toBe(3);
+    expect(loader().exportFlow(flow)).toEqual(loader().exportFlow(await loader().loadFlow(config())));
+    // The caller's config is left as it was given (only the loader's own checked copy is taken apart).
+    expect(given).toEqual(config());
+  });
+
+  it('is not called for an invalid config or one whose dependencies are missing, and a failing hook builds nothing', async () => {
+    const calls: unknown[] = [];
+    const hook = (c: unknown): void => void calls.push(c);
+    await expect(loader().loadFlow({ ...config(), edges: [{ from: 'a', to: 'nowhere' }] }, undefined, { beforeBuild: hook })).rejects.toThrow(FlowConfigError);
+    await expect(loader().loadFlow({ ...config(), dependencies: { llm: 'a model' } }, undefined, { beforeBuild: hook })).rejects.toThrow(/dependency 'llm'/);
+    expect(calls).toEqual([]);
+    Counted.made = 0;
+    await expect(
+      loader().loadFlow(config(), undefined, {
+        beforeBuild: () => {
+          throw new Error('disk full');
+        },
+      }),
+    ).rejects.toThrow('disk full');
+    expect(Counted.made).toBe(0);
+  });
+});

@@ -98,14 +98,14 @@ function describeProblems(path: string, problems: ConfigProblem[]): string {
 
 /**
  * Reads, validates and loads a flow file (parsed once, validated once); every problem is reported with its JSON
- * path. Returns the flow and the config it was loaded from (for {@link recordRunFlow}).
+ * path. `beforeBuild` (see LoadOptions) gets the parsed config once it is valid, before the flow is built; nothing
+ * here keeps the parsed config, so a large one is let go node by node as the flow is built.
  */
-export async function loadFlowFile(path: string, modules: readonly string[], maxBytes?: number): Promise<{ flow: Flow; config: unknown }> {
+export async function loadFlowFile(path: string, modules: readonly string[], maxBytes?: number, beforeBuild?: (config: unknown) => Promise<void>): Promise<Flow> {
   const loader = await loaderWith(modules);
   try {
-    const config = readFlowFile(path, maxBytes);
     // The parsed config is ours alone: the nodes keep its values rather than copies.
-    return { flow: await loader.loadFlow(config, undefined, { shareConfig: true }), config };
+    return await loader.loadFlow(readFlowFile(path, maxBytes), undefined, { shareConfig: true, beforeBuild });
   } catch (error) {
     if (error instanceof FlowConfigError) throw new CliError(describeProblems(path, error.errors));
     throw error;

@@ -1,0 +1,64 @@
+/**
+ * `run <flow.json>` records the flow config before it builds the flow (so that a large parsed config is not held
+ * beside its flow): what that leaves on disk when the build fails, or the flow is invalid.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FIXTURES, MODULES, cli, cliJson, tempDir } from './helpers.js';
+
+const DIST = join(import.meta.dirname, '..', '..', 'dist', 'index.js');
+
+/** A node module whose `Refuses` node throws from its constructor when its params say so (a valid config that cannot be built). */
+function refusingModule(dir: string): string {
+  const file = join(dir, 'refuses.mjs');
+  writeFileSync(
+    file,
+    `import { BackpackNode } from ${JSON.stringify(DIST)};
+export class Refuses extends BackpackNode {
+  constructor(config, context) {
+    super(config, context);
+    if (this.params.refuse === true) throw new Error('this node refuses to be built');
+  }
+}
+`,
+  );
+  return file;
+}
+
+function flowFile(dir: string, refuse: boolean): string {
+  const file = join(dir, `flow-${refuse}.json`);
+  const nodes = [
+    { type: 'Put', id: 'first', params: { key: 'k', value: 1 } },
+    { type: 'Refuses', id: 'second', params: { refuse } },
+  ];
+  writeFileSync(file, JSON.stringify({ version: '2.0.0', namespace: 't', nodes, edges: [{ from: 'first', to: 'second' }] }));
+  return file;
+}
+
+describe('run: the recorded flow and a flow that cannot be built', () => {
+  it('a valid config whose build fails exits 1 naming the node, and leaves no records of the run', async () => {
+    const dir = tempDir();
+    const dataDir = join(dir, 'data');
+    const modules = ['--modules', MODULES, '--modules', refusingModule(dir)];
+    const failed = await cli(['run', flowFile(dir, true), ...modules, '--run-id', 'r1', '--data-dir', dataDir]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/could not create node 'second': this node refuses to be built/);
+    expect(existsSync(join(dataDir, 'sessions', 'default', 'runs', 'r1'))).toBe(false);
+    const listed = await cliJson<unknown[]>(['runs', 'list', '--data-dir', dataDir]);
+    expect(listed).toEqual([]);
+    // The id is free: a run that can be built starts under it, and records its own config.
+    const ok = flowFile(dir, false);
+    await cliJson(['run', ok, ...modules, '--run-id', 'r1', '--data-dir', dataDir]);
+    const recorded = JSON.parse(readFileSync(join(dataDir, 'sessions', 'default', 'runs', 'r1', 'flow.json'), 'utf8')) as unknown;
+    expect(recorded).toEqual(JSON.parse(readFileSync(ok, 'utf8')));
+  });
+
+  it('an invalid config records nothing', async () => {
+    const dataDir = join(tempDir(), 'data');
+    const failed = await cli(['run', join(FIXTURES, 'flow.json'), '--run-id', 'r2', '--data-dir', dataDir]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/unknown node type 'Put'/);
+    expect(existsSync(join(dataDir, 'sessions', 'default', 'runs', 'r2'))).toBe(false);
+  });
+});
