@@ -59,35 +59,15 @@ export function runCommand(): Command {
 
 /**
  * Loads a flow file for new run `ref`, recording its config (once it is valid) before the flow is built, so that a
- * large parsed config is never held beside its flow. What the records are until the run's first event is not a run
- * (`runs list` and `runs show` ignore it, a start with the same id may reuse it); should the build fail after they
- * are written, they are deleted: a flow that could not be built leaves nothing behind. A killed process leaves at
- * most those records, which are not a run either.
+ * large parsed config is never held beside its flow. Until the run's first event, what is recorded is not a run:
+ * `runs list` and `runs show` ignore it and a start with the same id records over it. So a build that fails, like a
+ * process killed while building, leaves those records in place rather than deleting them: a second process starting
+ * the same id at the same moment may already have recorded its own there, and a delete would take them from its run.
  */
 async function loadAndRecord(path: string, options: CommonOptions & FlowSourceOptions, store: RunStore, ref: RunRef): Promise<Flow> {
-  let recorded = false;
-  try {
-    return await loadFlowFile(path, options.modules, options.maxFlowBytes, async (config) => {
-      await recordRunFlow(store, ref, { v: 1, flow: { kind: 'config' }, modules: options.modules }, config);
-      recorded = true;
-    });
-  } catch (error) {
-    if (recorded) await forgetUnstartedRun(store, ref, error);
-    throw error;
-  }
-}
-
-/**
- * Deletes the records of run `ref` whose flow could not be built, unless it has events (then it is a run: someone
- * else's start with the same id won the race, and its records are left alone). A failure to delete is added to
- * `cause`'s message, never put in its place.
- */
-async function forgetUnstartedRun(store: RunStore, ref: RunRef, cause: unknown): Promise<void> {
-  try {
-    if (!(await store.hasEvents(ref))) await store.deleteRun(ref);
-  } catch (error) {
-    if (cause instanceof Error) cause.message += ` (and the records written for run ${ref.sessionKey}/${ref.runId} could not be deleted: ${(error as Error).message})`;
-  }
+  return await loadFlowFile(path, options.modules, options.maxFlowBytes, (config) =>
+    recordRunFlow(store, ref, { v: 1, flow: { kind: 'config' }, modules: options.modules }, config),
+  );
 }
 
 /** `validate <flow.json>`: every problem with its JSON path; exit 1 when there is one. */
