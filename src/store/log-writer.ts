@@ -27,6 +27,36 @@ function fdatasyncAsync(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
 }
 
+/**
+ * How a step's fdatasync is made (durability 'batch'). The step waits for it either way; what differs is whether the
+ * event loop waits too. Through the thread pool, other work of the process goes on meanwhile (several runs' fsyncs
+ * overlap), at the cost of a thread hand-off each way: measured on this project's CI disk, a step with the direct
+ * system call costs 0.70-0.75x the wall time of one through the pool (`BENCH_ONLY=runtime npx tsx bench/store.bench.ts`).
+ * So the call is direct only while it cannot hold anything up for long: this is the process's one open log that
+ * syncs, and the last direct fdatasync took under {@link QUICK_FSYNC_MS} ms (a slow disk switches it to the pool
+ * until a pooled one is quick again). Many runs in one process (a worker's slots, a server) use the pool.
+ */
+const fsyncPolicy = { openWriters: 0, quick: true };
+const QUICK_FSYNC_MS = 1;
+
+/** fdatasync of `fd` for a flush (see {@link fsyncPolicy}). */
+function flushSync(fd: number): Promise<void> {
+  if (fsyncPolicy.openWriters === 1 && fsyncPolicy.quick) {
+    const start = performance.now();
+    try {
+      fdatasyncSync(fd);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    fsyncPolicy.quick = performance.now() - start < QUICK_FSYNC_MS;
+    return DONE;
+  }
+  const start = performance.now();
+  return fdatasyncAsync(fd).then(() => {
+    fsyncPolicy.quick = performance.now() - start < QUICK_FSYNC_MS;
+  });
+}
+
 /** Writes all of `piece` (text as UTF-8: one `write` of the string, no Buffer, unless the kernel takes less). */
 function writePiece(fd: number, piece: string | Buffer): void {
   let data: Buffer;
@@ -175,6 +205,7 @@ export class LogWriter {
       if (this.last === undefined && lineCount > 0) this.last = await this.lastValidSeq();
       this.lock = lock;
       this.ready = true;
+      if (this.durability !== 'never') fsyncPolicy.openWriters++;
       return { lastSeq: this.last, eventCount: this.lineCount };
     } catch (error) {
       this.closeDescriptors();
@@ -341,7 +372,8 @@ export class LogWriter {
 
   flush(): Promise<void> {
     if (!this.ready || this.durability === 'never') return DONE;
-    return Promise.all(this.inflight).then(() => fdatasyncAsync(this.fd!));
+    if (this.inflight.size === 0) return flushSync(this.fd!);
+    return Promise.all(this.inflight).then(() => flushSync(this.fd!));
   }
 
   /** Rebuilds the index with one entry every `interval` events (opening the log first if needed). */
@@ -354,6 +386,7 @@ export class LogWriter {
     if (this.closed) return;
     if (this.opening) await this.opening.catch(() => undefined);
     await this.flush();
+    if (this.ready && this.durability !== 'never') fsyncPolicy.openWriters--;
     this.closed = true;
     this.ready = false;
     this.closeDescriptors();
