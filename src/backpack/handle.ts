@@ -31,23 +31,37 @@ type Spoofable = { nodeId?: unknown; nodeName?: unknown; namespace?: unknown } |
 export class NodeBinding {
   readonly #ops: HandleOps;
   readonly #actor: Actor;
+  /** The run of the handle that registered this node with `registerChild`, if that handle had one. */
+  readonly #runId: string | undefined;
   /** Made when first asked for: most nodes of a large flow never are (they run through per-execution handles). */
   #handle: BackpackHandle | undefined;
 
   /** @internal Created by `Backpack.registerNode` and `BackpackHandle.registerChild`. */
-  constructor(ops: HandleOps, actor: Actor) {
+  constructor(ops: HandleOps, actor: Actor, runId?: string) {
     this.#ops = ops;
     this.#actor = actor;
+    this.#runId = runId;
   }
 
   /** The node's handle outside any execution (one per binding). */
   get handle(): BackpackHandle {
-    return (this.#handle ??= new BackpackHandle(this.#ops, this.#actor, undefined));
+    return (this.#handle ??= new BackpackHandle(this.#ops, this.#actor, this.#runId === undefined ? undefined : { runId: this.#runId }));
   }
 
-  /** A handle of the same node whose events carry `eventContext` (one per execution). */
+  /**
+   * A handle of the same node whose events carry `eventContext` (one per execution). A child registered through a
+   * handle of a run (`registerChild` during an execution) stays in that run: its events carry that run's id, and
+   * any other `runId` is refused, so node code cannot file its children's events under another run.
+   */
   withContext(eventContext: { runId?: string; spanId?: string }): BackpackHandle {
-    return new BackpackHandle(this.#ops, this.#actor, eventContext);
+    if (this.#runId === undefined) return new BackpackHandle(this.#ops, this.#actor, eventContext);
+    if (eventContext.runId !== undefined && eventContext.runId !== this.#runId) {
+      throw new BackpackError(
+        `Node '${this.#actor.nodeId}' was registered inside run '${this.#runId}': its events cannot carry run '${eventContext.runId}'`,
+        { nodeId: this.#actor.nodeId },
+      );
+    }
+    return new BackpackHandle(this.#ops, this.#actor, { ...eventContext, runId: this.#runId });
   }
 }
 
@@ -195,7 +209,7 @@ export class BackpackHandle {
    * under this node's, and this node's rules bound its own. Flows built on this handle call it for their nodes.
    */
   registerChild(node: NodeRegistration): NodeBinding {
-    return new NodeBinding(this.#ops, this.#ops.register(node, this.#actor));
+    return new NodeBinding(this.#ops, this.#ops.register(node, this.#actor), this.#ctx?.runId);
   }
 }
 

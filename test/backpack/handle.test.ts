@@ -106,3 +106,27 @@ describe('BackpackHandle (D6)', () => {
     expect(() => bp.forNode({ nodeId: 'x', nodeName: 'X' } as never)).toThrow(/nodeName and namespace/);
   });
 });
+
+describe('a child registered inside a run (registerChild)', () => {
+  it('keeps its events in the run of the handle that registered it: another runId is refused, none gets the run', () => {
+    const events: BackpackEvent[] = [];
+    const bp = new Backpack(undefined, { eventStreamer: { emit: (event) => void events.push(event) } });
+    const parent = bp.registerNode(research).withContext({ runId: 'run-a', spanId: 'span-parent' });
+    const child = parent.registerChild({ nodeId: 'child-1', nodeName: 'Child', namespace: 'sales.research.child' });
+    expect(() => child.withContext({ runId: 'run-b', spanId: 'span-child' })).toThrow(/registered inside run 'run-a': its events cannot carry run 'run-b'/);
+    child.withContext({ spanId: 'span-child' }).pack('a', 1);
+    child.withContext({ runId: 'run-a', spanId: 'span-child' }).pack('b', 2);
+    child.handle.pack('c', 3);
+    const packed = events.filter((event) => event.nodeId === 'child-1');
+    expect(packed.map((event) => event.runId)).toEqual(['run-a', 'run-a', 'run-a']);
+    expect(packed.map((event) => event.spanId)).toEqual(['span-child', 'span-child', undefined]);
+  });
+
+  it('outside a run, a child binding takes the context it is given', () => {
+    const events: BackpackEvent[] = [];
+    const bp = new Backpack(undefined, { eventStreamer: { emit: (event) => void events.push(event) } });
+    const child = bp.registerNode(research).handle.registerChild({ nodeId: 'child-2', nodeName: 'Child', namespace: 'sales.research.child' });
+    child.withContext({ runId: 'run-x' }).pack('k', 1);
+    expect(events.filter((event) => event.nodeId === 'child-2').map((event) => event.runId)).toEqual(['run-x']);
+  });
+});
