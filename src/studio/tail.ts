@@ -13,7 +13,6 @@
 import { watch, statSync, type FSWatcher } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PostgresRunStore, type RunRef, type RunStore } from '../store/index.js';
-import { EVENTS_CHANNEL } from '../store/postgres/queue.js';
 import { BASE_HEADERS } from './http.js';
 
 /** Timings of a tail (defaults suit people; tests may shorten them). */
@@ -27,13 +26,12 @@ export interface TailOptions {
 /** Calls `poke` now and whenever the log of `ref` may have grown; resolves to the function that stops it. */
 async function watchLog(store: RunStore, ref: RunRef, poke: () => void, pollMs: number): Promise<() => void> {
   if (store instanceof PostgresRunStore) {
-    const name = `${ref.sessionKey}/${ref.runId}`;
-    const listener = await (await store.sql()).listen(EVENTS_CHANNEL, (payload) => payload === name && poke());
+    const unlisten = await store.onCommits(ref, poke);
     const poll = setInterval(poke, pollMs);
     poke(); // after LISTEN: a step committed from here on is announced
     return () => {
       clearInterval(poll);
-      void listener.unlisten().catch(() => undefined);
+      void unlisten();
     };
   }
   // Files: the log is read again only when its size changed.

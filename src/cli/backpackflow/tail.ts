@@ -8,7 +8,6 @@
 import { Wakeup } from './wakeup.js';
 import { StreamEventType, type StreamEvent } from '../../events/index.js';
 import { PostgresRunStore, isValidId } from '../../store/index.js';
-import { EVENTS_CHANNEL } from '../../store/postgres/queue.js';
 import { CliError } from './errors.js';
 import { warn, type CommonOptions } from './output.js';
 import { eventLine } from './render.js';
@@ -29,9 +28,7 @@ export async function tailRun(options: CommonOptions & { runId: string; pollMs: 
   const onSignal = (): void => stop.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  const name = `${ref.sessionKey}/${ref.runId}`;
-  const listener = store instanceof PostgresRunStore ? await (await store.sql()).listen(EVENTS_CHANNEL, (payload) => {
-    if (payload !== name) return;
+  const unlisten = store instanceof PostgresRunStore ? await store.onCommits(ref, () => {
     announced = true;
     wakeup.wake();
   }) : undefined;
@@ -54,6 +51,6 @@ export async function tailRun(options: CommonOptions & { runId: string; pollMs: 
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    await listener?.unlisten().catch(() => undefined);
+    await unlisten?.();
   }
 }

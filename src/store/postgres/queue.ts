@@ -39,8 +39,6 @@ export interface QueueEntry extends RunRef {
 
 /** The channel a new job is announced on (idle workers LISTEN to it instead of polling fast). */
 export const QUEUE_CHANNEL = 'backpackflow_queue';
-/** The channel every committed step is announced on, with `session/run` (runs tail). */
-export const EVENTS_CHANNEL = 'backpackflow_events';
 
 /** See the module comment. */
 export class RunQueue {

@@ -36,6 +36,14 @@ import { CheckpointSchema, RunMetaSchema, durabilityOf, type Checkpoint, type Ru
 import type postgres from 'postgres';
 import { asyncCommit, openDatabase, type Database } from './connection.js';
 
+/** The channel every committed step is announced on, with {@link commitNotice} of its run (see `onCommits`). */
+const EVENTS_CHANNEL = 'backpackflow_events';
+
+/** What a step's commit announces on {@link EVENTS_CHANNEL}: its run, as `session/run`. */
+function commitNotice(ref: RunRef): string {
+  return `${ref.sessionKey}/${ref.runId}`;
+}
+
 /** Options of {@link PostgresRunStore}. */
 export interface PostgresRunStoreOptions {
   /** `postgres://user[:password]@host:port/database`. */
@@ -77,6 +85,16 @@ export class PostgresRunStore implements RunStore {
   async sql(): Promise<Database['sql']> {
     await this.db.ready;
     return this.db.sql;
+  }
+
+  /**
+   * Calls `onCommit` each time a step of run `ref` commits, announced by the commit itself (LISTEN/NOTIFY; the live
+   * tails of `runs tail` and the Studio); resolves to the function that stops listening.
+   */
+  async onCommits(ref: RunRef, onCommit: () => void): Promise<() => Promise<void>> {
+    const notice = commitNotice(ref);
+    const listener = await (await this.sql()).listen(EVENTS_CHANNEL, (payload) => payload === notice && onCommit());
+    return () => listener.unlisten().catch(() => undefined);
   }
 
   describeLog(ref: RunRef): string {
@@ -589,7 +607,7 @@ class PostgresRunWriter implements RunWriter {
         )
         select (select count(*) from fence) as fenced, (select count(*) from ev) as inserted,
           -- Live tails (runs tail) hear of the step when it commits.
-          (select pg_notify('backpackflow_events', ${`${ref.sessionKey}/${ref.runId}`}) where exists (select 1 from ev)) as notified`;
+          (select pg_notify(${EVENTS_CHANNEL}, ${commitNotice(ref)}) where exists (select 1 from ev)) as notified`;
     } catch (error) {
       this.refused(error, `seq ${seqs[0]}…`);
     }
