@@ -85,7 +85,10 @@ export class RunQueue {
         update backpackflow.queue q set state = 'claimed', claimed_by = ${owner}, claimed_until = now() + ${claimMs} * interval '1 millisecond', attempts = q.attempts + 1
         from (
           select session_key, run_id from backpackflow.queue
-          where state = 'queued' or (state = 'claimed' and claimed_until < now())
+          where (state = 'queued' or (state = 'claimed' and claimed_until < now()))
+            -- Never the job this statement marks done: both CTEs see the same snapshot, and one statement must not
+            -- update a row twice.
+            ${finished === undefined ? sql`` : sql`and not (session_key = ${finished.job.sessionKey} and run_id = ${finished.job.runId})`}
           order by enqueued_at
           for update skip locked
           limit 1
