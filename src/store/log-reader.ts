@@ -48,6 +48,14 @@ function typeFilter(options: ReadOptions): { wanted: Set<string> | undefined; un
   };
 }
 
+/** The event of a verified line if its type is wanted; a line that is not a valid event goes to `onCorrupt`. */
+function served({ raw, chain }: VerifiedLine, wanted: Set<string> | undefined, onCorrupt: (corrupt: CorruptLine) => void): VerifiedEvent | undefined {
+  const decoded = decodeLine(raw.text, raw.index, raw.offset);
+  if ('error' in decoded) onCorrupt(decoded);
+  else if (wanted === undefined || wanted.has(decoded.type)) return { event: decoded, line: raw.index, chain };
+  return undefined;
+}
+
 /** Reads one run's log (the facade, `EventStore`, documents the behaviour). */
 export class LogReader {
   private readonly paths: RunPaths;
@@ -77,10 +85,9 @@ export class LogReader {
     const onCorrupt = this.corruptHandler(options);
     const { wanted, unwanted } = typeFilter(options);
     for await (const lines of this.verifiedLines(from, options, unwanted)) {
-      for (const { raw, chain } of lines) {
-        const decoded = decodeLine(raw.text, raw.index, raw.offset);
-        if ('error' in decoded) onCorrupt(decoded);
-        else if (wanted === undefined || wanted.has(decoded.type)) yield { event: decoded, line: raw.index, chain };
+      for (const line of lines) {
+        const verified = served(line, wanted, onCorrupt);
+        if (verified !== undefined) yield verified;
       }
     }
   }
@@ -96,10 +103,9 @@ export class LogReader {
     const { wanted, unwanted } = typeFilter(options);
     for await (const lines of this.verifiedLines(from, options, unwanted)) {
       const out: VerifiedEvent[] = [];
-      for (const { raw, chain } of lines) {
-        const decoded = decodeLine(raw.text, raw.index, raw.offset);
-        if ('error' in decoded) onCorrupt(decoded);
-        else if (wanted === undefined || wanted.has(decoded.type)) out.push({ event: decoded, line: raw.index, chain });
+      for (const line of lines) {
+        const verified = served(line, wanted, onCorrupt);
+        if (verified !== undefined) out.push(verified);
       }
       if (out.length > 0) yield out;
     }
