@@ -111,6 +111,49 @@ export const MIGRATIONS: readonly Migration[] = [
       create index memory_terms_id on backpackflow.memory_terms (id);
     `,
   },
+  {
+    version: 4,
+    name: 'commit_step',
+    sql: `
+      -- A step's commit (run-store.ts, PostgresRunWriter.commit), as one call of one prepared statement with few,
+      -- plain parameters: the projection update fenced by the writer's token and, only when the fence held, the
+      -- step's lines inserted and the commit announced. The call is the statement's whole transaction, so the three
+      -- are one transaction. Returns false (nothing changed) when the token is no longer the run's; a seq or line
+      -- another writer stored first fails with a unique violation (23505). p_lines: the lines joined by a newline
+      -- (a log line never holds one; a count that does not match p_seqs is refused); p_seqs: their seqs, and
+      -- p_sealed: the 1-based positions of the lines that carry a chain hash, both comma-separated.
+      -- p_lazy: durability 'never', the commit does not wait for the server's disk (connection.ts: asyncCommit).
+      create function backpackflow.commit_step(p_session text, p_run text, p_token bigint, p_meta text, p_ends boolean,
+        p_lease_ms integer, p_first_line integer, p_seqs text, p_sealed text, p_lines text, p_lazy boolean,
+        p_channel text) returns boolean
+      language plpgsql as $fn$
+      declare
+        seqs bigint[] := string_to_array(p_seqs, ',')::bigint[];
+        inserted bigint;
+      begin
+        if p_lazy then
+          perform set_config('synchronous_commit', 'off', true);
+        end if;
+        update backpackflow.runs set meta = p_meta,
+          lease_owner = case when p_ends then null else lease_owner end,
+          lease_expires_at = case when p_ends then null else now() + p_lease_ms * interval '1 millisecond' end
+        where session_key = p_session and run_id = p_run and writer_token = p_token;
+        if not found then
+          return false;
+        end if;
+        insert into backpackflow.events (session_key, run_id, seq, line, sealed, body)
+        select p_session, p_run, seqs[t.n], p_first_line + t.n::integer - 1, t.n = any (string_to_array(p_sealed, ',')::integer[]), t.body
+        from unnest(string_to_array(p_lines, E'\\n')) with ordinality as t(body, n);
+        get diagnostics inserted = row_count;
+        if inserted <> cardinality(seqs) then
+          raise exception 'backpackflow.commit_step: % lines for % seqs', inserted, cardinality(seqs);
+        end if;
+        perform pg_notify(p_channel, p_session || '/' || p_run);
+        return true;
+      end
+      $fn$;
+    `,
+  },
 ];
 
 const LOCK = `select pg_advisory_xact_lock(hashtext('backpackflow.migrations'))`;

@@ -33,7 +33,6 @@ import { assertValidId } from '../paths.js';
 import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
 import type { KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from '../run-store.js';
 import { CheckpointSchema, RunMetaSchema, durabilityOf, type Checkpoint, type RunMeta } from '../types.js';
-import type postgres from 'postgres';
 import { asyncCommit, openDatabase, type Database } from './connection.js';
 
 /** The channel every committed step is announced on, with {@link commitNotice} of its run (see `onCommits`). */
@@ -405,12 +404,12 @@ export class PostgresRunStore implements RunStore {
   }
 }
 
-/** `value` as a `json` parameter (postgres.js encodes it with JSON.stringify). */
-function json(sql: Database['sql'], value: unknown[]): postgres.Parameter<never> {
-  return sql.typed(value as never, JSON_OID);
-}
-
-const JSON_OID = 114;
+/**
+ * A step's commit: the call of the function of migration 4 (migrations.ts), whose parameters are, in order, the run,
+ * the writer's token, the projection, whether the batch ends the run, the lease, the first line's number, the seqs,
+ * the sealed positions, the lines, whether the commit waits for the disk, and the channel of live tails.
+ */
+const COMMIT_STEP = 'select backpackflow.commit_step($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) as held';
 
 function parseMeta(text: string, where: string): RunMeta {
   let json: unknown;
@@ -572,46 +571,36 @@ class PostgresRunWriter implements RunWriter {
     const start = this.chainHead === undefined ? genesis(backend, ref.sessionKey, ref.runId) : Buffer.from(this.chainHead, 'hex');
     const batch = sealBatch(backend, start, lines, sealFirst);
     const head = batch.head.toString('hex');
+    /** The 1-based positions of the sealed lines (see COMMIT_STEP). */
     const sealed: number[] = [];
     const bytes = batch.bytes;
     for (let i = 0; i < lines.length; i++) {
       const seal = batch.seals[i];
       // The row holds the line as the file store writes it, without its newline (a seal replaces the closing brace).
-      if (seal !== undefined) lines[i] = `${lines[i]!.slice(0, -1)}${seal.slice(0, -1)}`;
-      sealed.push(seal === undefined ? 0 : 1);
+      if (seal === undefined) continue;
+      lines[i] = `${lines[i]!.slice(0, -1)}${seal.slice(0, -1)}`;
+      sealed.push(i + 1);
     }
     // The batch that ends the run (its run.completed, run.failed or run.waiting) gives the lease up in its own
     // transaction, unless keyframes are still being written: the writer's close then has no statement of its own.
     const ends = ENDS_RUN.has(events[events.length - 1]!.type) && this.pendingKeyframes === 0;
     const meta = foldRunMetaBatch(this.meta, events);
     const metaText = JSON.stringify(this.redactor.redact(meta).value);
-    let result: { fenced: string; inserted: string }[];
+    let held: boolean;
     try {
-      // One statement, so one transaction: the projection update fenced by the token, and the events only if it held.
-      result = await sql`
-        with fence as (
-          update backpackflow.runs set meta = ${metaText},
-            lease_owner = case when ${ends}::boolean then null else lease_owner end,
-            lease_expires_at = case when ${ends}::boolean then null else now() + ${this.store.leaseMs} * interval '1 millisecond' end
-          ${this.lazyCommit ? sql`from ${asyncCommit(sql)}` : sql``}
-          where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and writer_token = ${this.token}
-          returning 1
-        ), ev as (
-          insert into backpackflow.events (session_key, run_id, seq, line, sealed, body)
-          select ${ref.sessionKey}, ${ref.runId}, t.seq::bigint, ${this.eventCount}::int + t.n::int - 1, t.sealed = '1', t.body
-          -- JSON arrays: encoded natively (JSON.stringify), where a text[] literal escapes every quote of every line in JavaScript.
-          from rows from (json_array_elements_text(${json(sql, seqs)}::json), json_array_elements_text(${json(sql, sealed)}::json), json_array_elements_text(${json(sql, lines)}::json))
-            with ordinality as t(seq, sealed, body, n)
-          where exists (select 1 from fence)
-          returning 1
-        )
-        select (select count(*) from fence) as fenced, (select count(*) from ev) as inserted,
-          -- Live tails (runs tail) hear of the step when it commits.
-          (select pg_notify(${EVENTS_CHANNEL}, ${commitNotice(ref)}) where exists (select 1 from ev)) as notified`;
+      // One statement, so one transaction (migrations.ts: commit_step): the projection update fenced by the token,
+      // and the step's lines inserted and announced (live tails: runs tail) only if it held. A fixed text with plain
+      // parameters, prepared once per connection: the lines go as one text parameter, unescaped.
+      const [row] = await sql.unsafe<{ held: boolean }[]>(
+        COMMIT_STEP,
+        [ref.sessionKey, ref.runId, this.token, metaText, ends, this.store.leaseMs, this.eventCount, seqs.join(','), sealed.join(','), lines.join('\n'), this.lazyCommit, EVENTS_CHANNEL],
+        { prepare: true },
+      );
+      held = row!.held;
     } catch (error) {
       this.refused(error, `seq ${seqs[0]}…`);
     }
-    if (Number(result[0]!.fenced) !== 1) this.fenced('the step');
+    if (!held) this.fenced('the step');
     if (ends) {
       this.released = true;
       clearInterval(this.heartbeat);
