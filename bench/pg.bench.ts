@@ -4,9 +4,12 @@
  *
  * 1. Per-step overhead of a durable run on Postgres, side by side with LangGraph.js `PostgresSaver` on the same server
  *    and workload: a chain of N steps each appending 200 bytes to a list (N = 50, 200, 1,000). Overhead per step =
- *    (time with the store − time of the same flow in memory) / N, rows interleaved in rounds after one unmeasured
- *    round of each (so neither side pays for compiling its code in the measured rounds), medians. Statements per step
- *    counted on the client (every statement each driver sends). Target: at most 0.5x PostgresSaver's in its default
+ *    (time with the store − time of the same flow in memory) / N, medians of rounds in which every row runs once, in
+ *    an order that turns by one each round. Before the first size, an unmeasured warm-up runs every row of both
+ *    sides (5 rounds of 200 steps), and each size starts with one unmeasured round, so neither side pays for
+ *    compiling its code, opening its connections or preparing its statements in the measured rounds. Statements per
+ *    step counted on the client (every statement each driver sends; backpackflow's on a store of its own, used in
+ *    the unmeasured round, since the driver's statement hook captures a stack trace per query). Target: at most 0.5x PostgresSaver's in its default
  *    durability ('async': a step's checkpoint is written while the next step runs); its 'sync' durability (each
  *    checkpoint stored before the next step, as backpackflow stores each step) is the like-for-like comparison, and
  *    backpackflow's durability 'never' (a step's commit does not wait for the server's disk) is compared with
@@ -35,6 +38,9 @@ const root = join(import.meta.dirname, '..');
 type Query = (...args: unknown[]) => unknown;
 const pg = createRequire(import.meta.url)('pg') as { Client: { prototype: { query: Query } } };
 const LINE = 'x'.repeat(200);
+/** The unmeasured warm-up before the first size: rounds of every row, of this many steps each. */
+const WARM_UP_ROUNDS = 5;
+const WARM_UP_STEPS = 200;
 /** Preloaded into each worker: writes its CPU time as it exits (`cpu-us N`). */
 const REPORT_CPU = `data:text/javascript,${encodeURIComponent("process.on('exit', () => { const u = process.cpuUsage(); process.stderr.write('cpu-us ' + (u.user + u.system) + '\\n'); });")}`;
 
@@ -120,8 +126,13 @@ async function main(): Promise<void> {
     if (parts.has('steps')) {
       const rows = [];
       const url = await database(serverUrl, 'bpf_bench_steps');
+      // Statements are counted on a store of their own, used in the unmeasured round only: the driver's statement
+      // hook (its `debug` option) makes it capture a stack trace for every query it builds, which the measured store
+      // must not pay for.
       let bpfStatements = 0;
-      const store = new PostgresRunStore({ url, onStatement: () => void bpfStatements++ });
+      const counted = new PostgresRunStore({ url, onStatement: () => void bpfStatements++ });
+      const store = new PostgresRunStore({ url });
+      await counted.listRuns();
       await store.listRuns();
       // LangGraph's driver (pg): every statement its clients send.
       let lgStatements = 0;
@@ -133,6 +144,20 @@ async function main(): Promise<void> {
       const saver = PostgresSaver.fromConnString(url);
       await saver.setup();
       let id = 0;
+      // Warm-up, unmeasured, the same for both sides and interleaved: each runs its flows (in memory and on Postgres,
+      // in every durability) until its code is compiled and its connections are open and their statements prepared,
+      // so that the first measured sizes do not pay for what the later ones do not.
+      for (let round = 0; round < WARM_UP_ROUNDS; round++) {
+        // The counting store's connection too, so that the unmeasured round counts what a run sends, not a connect.
+        if (round === 0) await runFlow(chain(WARM_UP_STEPS), { store: counted, runId: `b${id++}` });
+        await chain(WARM_UP_STEPS).run();
+        await runFlow(chain(WARM_UP_STEPS), { store, runId: `b${id++}` });
+        await runFlow(chain(WARM_UP_STEPS), { store, runId: `b${id++}`, durability: 'never' });
+        await graph(WARM_UP_STEPS).compile().invoke({}, { recursionLimit: WARM_UP_STEPS + 10 });
+        for (const durability of ['async', 'sync'] as const) {
+          await graph(WARM_UP_STEPS).compile({ checkpointer: saver }).invoke({}, { configurable: { thread_id: `t${id++}` }, recursionLimit: WARM_UP_STEPS + 10, durability });
+        }
+      }
       for (const steps of [50, 200, 1000]) {
         const rounds = steps === 1000 ? 3 : steps === 200 ? 7 : 9;
         const t = { bpfMem: [] as number[], bpfPg: [] as number[], bpfLazy: [] as number[], lgMem: [] as number[], lgPg: [] as number[], lgSync: [] as number[] };
@@ -150,25 +175,45 @@ async function main(): Promise<void> {
         // Round 0 is not measured.
         for (let round = 0; round <= rounds; round++) {
           const measured = round > 0;
-          const bpfMem = await time(() => chain(steps).run());
-          const before = bpfStatements;
-          const bpfPg = await time(() => runFlow(chain(steps), { store, runId: `b${id++}` }));
-          bpfCount = bpfStatements - before;
-          const bpfLazy = await time(() => runFlow(chain(steps), { store, runId: `b${id++}`, durability: 'never' }));
-          const lgMem = await time(() => compiledMem.invoke({}, { recursionLimit: steps + 10 }));
-          let lgBefore = lgStatements;
-          const lgPg = await time(() => compiledPg.invoke({}, lgConfig('async')));
-          lgCount = lgStatements - lgBefore;
-          lgBefore = lgStatements;
-          const lgSync = await time(() => compiledPg.invoke({}, lgConfig('sync')));
-          lgSyncCount = lgStatements - lgBefore;
-          if (!measured) continue;
-          t.bpfMem.push(bpfMem);
-          t.bpfPg.push(bpfPg);
-          t.bpfLazy.push(bpfLazy);
-          t.lgMem.push(lgMem);
-          t.lgPg.push(lgPg);
-          t.lgSync.push(lgSync);
+          // Every row, each timed alone; the order turns by one each round, so no row always follows the same one
+          // (and pays for the garbage it left).
+          const rowsOfRound: [keyof typeof t, () => Promise<number>][] = [
+            ['bpfMem', () => time(() => chain(steps).run())],
+            [
+              'bpfPg',
+              async () => {
+                const before = bpfStatements;
+                const ms = await time(() => runFlow(chain(steps), { store: measured ? store : counted, runId: `b${id++}` }));
+                if (!measured) bpfCount = bpfStatements - before;
+                return ms;
+              },
+            ],
+            ['bpfLazy', () => time(() => runFlow(chain(steps), { store, runId: `b${id++}`, durability: 'never' }))],
+            ['lgMem', () => time(() => compiledMem.invoke({}, { recursionLimit: steps + 10 }))],
+            [
+              'lgPg',
+              async () => {
+                const before = lgStatements;
+                const ms = await time(() => compiledPg.invoke({}, lgConfig('async')));
+                lgCount = lgStatements - before;
+                return ms;
+              },
+            ],
+            [
+              'lgSync',
+              async () => {
+                const before = lgStatements;
+                const ms = await time(() => compiledPg.invoke({}, lgConfig('sync')));
+                lgSyncCount = lgStatements - before;
+                return ms;
+              },
+            ],
+          ];
+          for (let i = 0; i < rowsOfRound.length; i++) {
+            const [row, run] = rowsOfRound[(i + round) % rowsOfRound.length]!;
+            const ms = await run();
+            if (measured) t[row].push(ms);
+          }
         }
         const bpf = (median(t.bpfPg) - median(t.bpfMem)) / steps;
         const lg = (median(t.lgPg) - median(t.lgMem)) / steps;
@@ -199,6 +244,7 @@ async function main(): Promise<void> {
       pg.Client.prototype.query = query;
       await saver.end();
       await store.close();
+      await counted.close();
       printTable('Durable run on Postgres: per-step overhead (chain of N steps appending 200 bytes)', rows);
     }
 

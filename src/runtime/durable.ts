@@ -89,7 +89,7 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
   const { store, sessionKey } = locateStore(options);
   const runId = options.runId ?? newRunId();
   assertValidId(runId, 'runId');
-  await store.assertNewRun({ sessionKey, runId });
+  // A run id that has events is refused by the writer's opening (fresh), before anything of that run is touched.
   for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
   return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
     step: 0,
@@ -191,7 +191,7 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
   const runId = options.newRunId ?? newRunId();
   assertValidId(runId, 'runId');
   if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
-  await store.assertNewRun({ sessionKey, runId });
+  // A run id that has events is refused by the writer's opening (fresh), before anything of that run is touched.
   flow.backpack.importState(point.state);
   return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
     step: point.step,
@@ -288,8 +288,9 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   const { store, sessionKey, runId } = target;
   const keyframeInterval = target.keyframeInterval ?? 100;
   if (!Number.isInteger(keyframeInterval) || keyframeInterval < 1) throw new RangeError(`keyframeInterval must be an integer >= 1, got ${keyframeInterval}`);
-  // The run's single writer: checks again that a fresh run is new (another process may have started this id since
-  // the first check) and continues a resumed run's projection from the whole log.
+  // The run's single writer: refuses a fresh run whose id has events (a RunExistsError, the run untouched; on
+  // Postgres within the statement that takes the lease, no round trip of its own) and continues a resumed run's
+  // projection from the whole log.
   const writer = await store.openWriter({ sessionKey, runId }, { fresh: start.fresh, durability: target.durability ?? 'batch', redaction: target.redaction });
   const streamer = flow.eventStreamer;
   streamer.setNextSeq(runId, (writer.lastSeq ?? 0) + 1);

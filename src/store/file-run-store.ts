@@ -47,6 +47,9 @@ export class FileRunStore implements RunStore {
   }
 
   async openWriter(ref: RunRef, options: OpenWriterOptions): Promise<RunWriter> {
+    // A fresh run whose id has events is refused before its log is opened (opening may repair a torn tail); checked
+    // again under the writer lock (see FileRunWriter.open).
+    if (options.fresh) await this.assertNewRun(ref);
     const writer = new FileRunWriter(this.dataDir, ref, options.durability ?? 'batch', options.redaction);
     await writer.open(options.fresh);
     return writer;

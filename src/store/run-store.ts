@@ -20,7 +20,11 @@ export type KeyframeInput = Pick<Checkpoint, 'step' | 'createdAt' | 'position' |
 
 /** Options of {@link RunStore.openWriter}. */
 export interface OpenWriterOptions {
-  /** A new run: a {@link RunExistsError} when the run already has events (checked under the writer's guarantee). */
+  /**
+   * A new run: a {@link RunExistsError} when the run already has events, checked under the writer's guarantee and
+   * before anything of the run is touched (so `runFlow` and `forkRun` need no {@link RunStore.assertNewRun} of their
+   * own; Postgres checks it in the statement that takes the lease).
+   */
   fresh: boolean;
   /**
    * When writes reach the disk. Default `'batch'`: files fsync each step's batch; Postgres commits each step and waits

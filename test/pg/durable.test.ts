@@ -76,4 +76,35 @@ describe('durable runs on Postgres', () => {
     const listedFork = (await listRuns(on(pg))).find((m) => m.runId === 'forked');
     expect(listedFork?.forkedFrom).toEqual({ runId: 'whole', step: 2 });
   });
+
+  it('sends one statement per step, and refuses a recorded run id within the statement that takes the lease, leaving the run untouched', async () => {
+    const db = await freshDatabase();
+    const statements: string[] = [];
+    const counted = new PostgresRunStore({ url: db.url, onStatement: (query) => statements.push(query) });
+    try {
+      await counted.listRuns();
+      // A warm pool: each new connection of the driver sends a statement of its own (its types) the first time.
+      await runFlow(buildJournalFlow({ rounds: 2 }), { store: counted, runId: 'warm' });
+      statements.length = 0;
+      const result = await runFlow(buildJournalFlow({ rounds: 7 }), { store: counted, runId: 'counted' });
+      // Taking the lease (and checking the id is new), the start's record, one per step, the end's record.
+      expect(statements).toHaveLength(1 + 1 + result.steps + 1);
+      expect(statements.filter((q) => q.includes('backpackflow.commit_step'))).toHaveLength(result.steps + 2);
+      const ref = { sessionKey: 'default', runId: 'counted' };
+      const before = { events: await events(counted, 'counted'), meta: await counted.loadRunMeta(ref) };
+      statements.length = 0;
+      const flow = buildJournalFlow({ rounds: 1 });
+      await expect(runFlow(flow, { store: counted, runId: 'counted' })).rejects.toBeInstanceOf(RunExistsError);
+      // One statement: the lease's, which found the run's events and took nothing.
+      expect(statements).toHaveLength(1);
+      expect(await events(counted, 'counted')).toEqual(before.events);
+      expect(await counted.loadRunMeta(ref)).toEqual(before.meta);
+      expect(await counted.writerAlive(ref)).toBe(false);
+      await expect(forkRun(buildJournalFlow({ rounds: 7 }), { store: counted, runId: 'counted', atStep: 2, newRunId: 'warm' })).rejects.toBeInstanceOf(RunExistsError);
+      expect((await counted.currentRunMeta({ sessionKey: 'default', runId: 'warm' })).status).toBe('completed');
+    } finally {
+      await counted.close();
+      await db.drop();
+    }
+  });
 });

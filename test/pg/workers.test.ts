@@ -1,8 +1,11 @@
 /**
  * Workers as real processes (the built CLI) on a real server: queued runs all complete once, a SIGKILLed worker's run
- * is taken over from its last recorded step, and a worker that stalls past its lease has its writes refused.
+ * is taken over from its last recorded step, a worker that stalls past its lease has its writes refused, and a worker
+ * that finds the run it claimed already started by another gives the job back without writing.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
@@ -20,6 +23,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BIN = join(root, 'dist', 'cli', 'backpackflow.js');
 const FLOW = join(root, 'test', 'pg', 'fixtures', 'chain.json');
 const MODULES = join(root, 'test', 'pg', 'fixtures', 'nodes.mjs');
+const GATED_MODULES = join(root, 'test', 'pg', 'fixtures', 'gated-nodes.mjs');
 
 interface Worker {
   child: ChildProcess;
@@ -27,8 +31,9 @@ interface Worker {
   exited: Promise<number | null>;
 }
 
-function startWorker(url: string, extra: string[] = []): Worker {
-  const child = spawn(process.execPath, [BIN, 'worker', '--database-url', url, '--modules', MODULES, '--poll-ms', '100', ...extra], { env: plainEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+function startWorker(url: string, extra: string[] = [], options: { modules?: string; env?: Record<string, string> } = {}): Worker {
+  const args = [BIN, 'worker', '--database-url', url, '--modules', options.modules ?? MODULES, '--poll-ms', '100', ...extra];
+  const child = spawn(process.execPath, args, { env: plainEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -169,5 +174,51 @@ describe('workers', () => {
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     const point = await loadRunPoint({ store, runId: 'raced' });
     expect(point.state.items['lines']?.value).toEqual(Array.from({ length: 30 }, (_, i) => `step ${i + 1} `.padEnd(200, '.')));
+  });
+
+  it('a worker whose claim ran out before it started the run finds the run started by another and gives the job back without writing', async () => {
+    await enqueue(store, ['gated'], { steps: 6, delayMs: 150 });
+    const gateDir = mkdtempSync(join(tmpdir(), 'bpf-gate-'));
+    const gate = join(gateDir, 'open');
+    try {
+      // A claims the run, then waits between its claim and the run's start (its modules load behind the gate).
+      const a = startWorker(url, ['--lease-ms', '900'], { modules: GATED_MODULES, env: { BACKPACKFLOW_TEST_GATE: gate } });
+      workers.push(a);
+      const claimedBy = async () => (await admin<{ claimed_by: string | null; attempts: number }[]>`select claimed_by, attempts from backpackflow.queue where run_id = 'gated'`)[0];
+      const aOwner = await until('worker A to claim the run', async () => {
+        const row = await claimedBy();
+        return row?.claimed_by !== null && row?.attempts === 1 ? row!.claimed_by! : undefined;
+      });
+      expect(Number(aOwner.split(':').at(-2))).toBe(a.child.pid);
+      // A stalls past its claim (a long pause); B claims the run once that claim ran out and starts it.
+      a.child.kill('SIGSTOP');
+      const b = startWorker(url, ['--lease-ms', '900']);
+      workers.push(b);
+      await until('worker B to start the run', async () => ((await record('gated')).starts === 1 ? true : undefined), 30_000);
+      const bOwner = (await claimedBy())!.claimed_by!;
+      expect(Number(bOwner.split(':').at(-2))).toBe(b.child.pid);
+      // A goes on while B writes the run: its start meets the run's events and it gives the job back.
+      writeFileSync(gate, '');
+      a.child.kill('SIGCONT');
+      await until('worker A to give the job back', async () => a.output().includes('default/gated given back'), 30_000);
+      await until('the run to complete', async () => {
+        const [row] = await admin<{ state: string }[]>`select state from backpackflow.queue where run_id = 'gated'`;
+        return row?.state === 'done' ? true : undefined;
+      });
+      const [job] = (await new RunQueue(store).entries()).filter((j) => j.runId === 'gated');
+      // Claimed by A, then by B, who completed it; A's giving back did not take B's claim (it was B's by then).
+      expect(job).toMatchObject({ state: 'done', outcome: 'completed', attempts: 2 });
+      expect(b.output()).toContain('default/gated completed');
+      expect(a.output()).not.toContain('default/gated completed');
+      // Recorded once, by B alone: one start, each step once, in order.
+      const { steps, starts, events } = await record('gated');
+      expect(starts).toBe(1);
+      expect(steps).toEqual([0, 1, 2, 3, 4, 5, 6]);
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+      const point = await loadRunPoint({ store, runId: 'gated' });
+      expect(point.state.items['lines']?.value).toEqual(Array.from({ length: 6 }, (_, i) => `step ${i + 1} `.padEnd(200, '.')));
+    } finally {
+      rmSync(gateDir, { recursive: true, force: true });
+    }
   });
 });
