@@ -126,7 +126,10 @@ export const MIGRATIONS: readonly Migration[] = [
       create function backpackflow.commit_step(p_session text, p_run text, p_token bigint, p_meta text, p_ends boolean,
         p_lease_ms integer, p_first_line integer, p_seqs text, p_sealed text, p_lines text, p_lazy boolean,
         p_channel text) returns boolean
-      language plpgsql as $fn$
+      -- Built-ins and operators resolve in pg_catalog only, whatever the caller's search_path holds (the tables are
+      -- named with their schema). A SET clause restores only the setting it names: synchronous_commit, set below for
+      -- the transaction, stays set until the commit.
+      language plpgsql set search_path = pg_catalog, pg_temp as $fn$
       declare
         seqs bigint[] := string_to_array(p_seqs, ',')::bigint[];
         inserted bigint;
