@@ -406,7 +406,8 @@ export class PostgresRunStore implements RunStore {
 }
 
 /** `value` as a `json` parameter (postgres.js encodes it with JSON.stringify). */
-function json(sql: Database['sql'], value: unknown[]): postgres.Parameter<never> {
+/** `value` as a JSON parameter, encoded natively (JSON.stringify). */
+export function json(sql: Database['sql'], value: unknown[]): postgres.Parameter<never> {
   return sql.typed(value as never, JSON_OID);
 }
 
@@ -636,6 +637,19 @@ class PostgresRunWriter implements RunWriter {
         this.pendingKeyframes--;
       }
     };
+  }
+
+  async saveDocument(name: RunDocumentName, value: unknown): Promise<void> {
+    this.assertWritable();
+    const { ref } = this;
+    // Fenced like a commit: stored only while this writer's token is the run's.
+    const rows = await this.sql`
+      insert into backpackflow.run_documents (session_key, run_id, name, body)
+      select ${ref.sessionKey}, ${ref.runId}, ${name}, ${JSON.stringify(value)}
+      where exists (select 1 from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and writer_token = ${this.token})
+      on conflict (session_key, run_id, name) do update set body = excluded.body
+      returning 1`;
+    if (rows.length === 0) this.fenced(`its ${name} document`);
   }
 
   private async writeKeyframe(checkpoint: Parameters<typeof prepareCheckpoint>[0], token: number, where: string): Promise<number> {
