@@ -29,6 +29,7 @@ import { createRequire } from 'node:module';
 import postgres from 'postgres';
 import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../src/index.js';
 import { recordRunFlow, readFlowFile } from '../src/cli/backpackflow/flows.js';
+import { documentCollector } from '../src/cli/backpackflow/recipe.js';
 import { PostgresRunStore } from '../src/store/index.js';
 import { RunQueue } from '../src/store/postgres/queue.js';
 import { median, printTable } from './harness.js';
@@ -260,7 +261,8 @@ async function main(): Promise<void> {
         config.nodes[0]!.params = { steps: 3, delayMs: 20 };
         const queue = new RunQueue(wstore);
         const refs = Array.from({ length: 200 }, (_, i) => ({ sessionKey: 'bench', runId: `w${i}` }));
-        for (const ref of refs) await recordRunFlow(wstore, ref, { v: 1, flow: { kind: 'config' }, modules: [join(root, 'test', 'pg', 'fixtures', 'nodes.mjs')] }, config);
+        const collected = documentCollector();
+        await recordRunFlow(collected, { v: 1, flow: { kind: 'config' }, modules: [join(root, 'test', 'pg', 'fixtures', 'nodes.mjs')] }, config);
         // The workers start first and wait (as long-lived workers do); the runs are queued once every one listens, so
         // the measure is the workers' throughput, not how long processes take to start. Each worker reports its CPU
         // time (user + system, µs, its start included) on its last line of stderr as it exits.
@@ -288,7 +290,7 @@ async function main(): Promise<void> {
               }),
           ),
         );
-        for (const ref of refs) await queue.enqueue(ref, 'start', {});
+        for (const ref of refs) await queue.enqueue(ref, 'start', {}, collected.documents);
         const sql = await wstore.sql();
         for (;;) {
           const [row] = await sql<{ done: string }[]>`select count(*) as done from backpackflow.queue where state = 'done'`;

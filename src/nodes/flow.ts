@@ -312,13 +312,18 @@ export class Flow extends BaseFlow<any> {
           `Call flow.setEntryNode(${input instanceof BackpackNode ? `'${input.id}'` : 'node'}) before the first run, then flow.run(input) (see MIGRATING.md)`,
       );
     }
+    const parent = currentExecution.getStore();
+    if (this.#parent !== undefined && parent === undefined) {
+      // Outside its node's execution a nested flow would be a run of its own, under any run id its caller gives, on
+      // the owner's event stream: node code could announce runs that never happened.
+      throw new FlowError(`Flow '${this.id}' runs inside node '${this.#parent.identity.nodeId}': run it from that node's prep, exec or post, as part of the node's run`);
+    }
     if (input !== undefined) {
       if (typeof input !== 'object' || input === null || Array.isArray(input)) {
         throw new TypeError(`Flow '${this.id}': run(input) takes an object of backpack keys to values`);
       }
       for (const [key, value] of Object.entries(input)) (this.#parent ?? this.#backpack!).pack(key, value);
     }
-    const parent = currentExecution.getStore();
     if (parent) {
       return this.execute(this.#parent ?? this.#backpack!, enterScope(parent.scope, parent.node.id, { spanId: parent.spanId }));
     }

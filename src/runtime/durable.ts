@@ -18,6 +18,7 @@ import { loadRunPoint, type CheckpointPayload } from './run-point.js';
 import { checkRecordedAnswer, pendingAnswers } from './interrupts.js';
 import { StateTracker } from './state-tracker.js';
 import { foldModelDeltas, type ModelDeltaOptions } from './model-deltas.js';
+import { takeNewRun, type NewRun, type TakenRun } from './new-run.js';
 
 /**
  * Durable runs (DESIGN D16). A run's directory holds its event log, its projection and its checkpoints:
@@ -47,6 +48,12 @@ export interface RunFlowOptions extends RunLocation, ModelDeltaOptions {
   runId?: string;
   /** Packed into the Backpack before the first step. */
   input?: Record<string, unknown>;
+  /**
+   * A run whose writer {@link openNewRun} took before its flow was built (to record its flow with it first): this run
+   * takes it over. Its id, store, session, durability and redaction are the NewRun's: giving them here too is a
+   * TypeError.
+   */
+  newRun?: NewRun;
   /** When writes reach the disk (default 'batch': one fsync per step). */
   durability?: Durability;
   /**
@@ -86,16 +93,30 @@ export interface RunResult {
  * already has a recorded run is a {@link RunExistsError} (use {@link resumeRun} to continue it).
  */
 export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise<RunResult> {
-  const { store, sessionKey } = locateStore(options);
-  const runId = options.runId ?? newRunId();
-  assertValidId(runId, 'runId');
-  // A run id that has events is refused by the writer's opening (fresh), before anything of that run is touched.
-  for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
-  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
+  const keyframeInterval = checkKeyframeInterval(options.keyframeInterval);
+  const taken = options.newRun ? takeNewRun(options.newRun, { ...options }, 'runFlow') : undefined;
+  const { store, sessionKey } = taken ?? locateStore(options);
+  const runId = taken?.runId ?? options.runId ?? newRunId();
+  try {
+    // A run id that has events is refused by the writer's opening (fresh), before anything of that run is touched.
+    if (!taken) assertValidId(runId, 'runId');
+    for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
+  } catch (error) {
+    await taken?.writer.close();
+    throw error;
+  }
+  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas, writer: taken?.writer }, {
     step: 0,
     position: [],
     fresh: true,
   });
+}
+
+/** `keyframeInterval` (default 100), checked: a RangeError unless an integer >= 1. */
+function checkKeyframeInterval(given: number | undefined): number {
+  const keyframeInterval = given ?? 100;
+  if (!Number.isInteger(keyframeInterval) || keyframeInterval < 1) throw new RangeError(`keyframeInterval must be an integer >= 1, got ${keyframeInterval}`);
+  return keyframeInterval;
 }
 
 /** Options of {@link resumeRun}. */
@@ -150,7 +171,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     throw new StoreError(`run ${sessionKey}/${options.runId} is ${meta.status}, not waiting for an answer: resume it without one`);
   }
   flow.backpack.importState(point.state);
-  return execute(flow, { store, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
+  return execute(flow, { store, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: checkKeyframeInterval(options.keyframeInterval), signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
     step: point.step,
     position: point.position,
     fresh: false,
@@ -174,6 +195,12 @@ export interface ForkRunOptions extends RunLocation, ModelDeltaOptions {
   atStep: number;
   /** Id of the new run (default: a new one). */
   newRunId?: string;
+  /**
+   * The new run, its writer taken by {@link openNewRun} before its flow was built (to record its flow with it first):
+   * the fork takes it over, and the recorded run is read from its store and session. Its id, store, session,
+   * durability and redaction are the NewRun's: giving them here too (`newRunId` included) is a TypeError.
+   */
+  newRun?: NewRun;
   durability?: Durability;
   keyframeInterval?: number;
   signal?: AbortSignal;
@@ -185,15 +212,23 @@ export interface ForkRunOptions extends RunLocation, ModelDeltaOptions {
  * run is a {@link RunExistsError}.
  */
 export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunResult> {
-  const { store, sessionKey } = locateStore(options);
-  const point = await loadRunPoint({ store, sessionKey, runId: options.runId, step: options.atStep });
-  if (point.position.length === 0) throw new StoreError(`run ${sessionKey}/${options.runId} had ended at step ${options.atStep}: nothing to run from there`);
-  const runId = options.newRunId ?? newRunId();
-  assertValidId(runId, 'runId');
-  if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
-  // A run id that has events is refused by the writer's opening (fresh), before anything of that run is touched.
-  flow.backpack.importState(point.state);
-  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval: options.keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
+  const keyframeInterval = checkKeyframeInterval(options.keyframeInterval);
+  const taken = options.newRun ? takeNewRun(options.newRun, { ...options }, 'forkRun') : undefined;
+  const { store, sessionKey } = taken ?? locateStore(options);
+  const runId = taken?.runId ?? options.newRunId ?? newRunId();
+  let point: Awaited<ReturnType<typeof loadRunPoint>>;
+  try {
+    if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
+    point = await loadRunPoint({ store, sessionKey, runId: options.runId, step: options.atStep });
+    if (point.position.length === 0) throw new StoreError(`run ${sessionKey}/${options.runId} had ended at step ${options.atStep}: nothing to run from there`);
+    // A run id that has events is refused by the writer's opening (fresh), before anything of that run is touched.
+    if (!taken) assertValidId(runId, 'runId');
+    flow.backpack.importState(point.state);
+  } catch (error) {
+    await taken?.writer.close();
+    throw error;
+  }
+  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas, writer: taken?.writer }, {
     step: point.step,
     position: point.position,
     fresh: true,
@@ -258,9 +293,11 @@ interface ExecuteTarget extends ModelDeltaOptions {
   sessionKey: string;
   runId: string;
   durability: Durability | undefined;
-  keyframeInterval: number | undefined;
+  keyframeInterval: number;
   signal: AbortSignal | undefined;
   redaction: RedactionOptions | undefined;
+  /** The run's writer when a {@link NewRun} took it already (a fresh run only). */
+  writer?: TakenRun['writer'];
 }
 
 interface StartPoint {
@@ -285,13 +322,11 @@ interface AnsweredInterrupt {
 
 /** Wires a flow run to the stores: events in, checkpoints at step boundaries, projection, and the writer lock. */
 async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Promise<RunResult> {
-  const { store, sessionKey, runId } = target;
-  const keyframeInterval = target.keyframeInterval ?? 100;
-  if (!Number.isInteger(keyframeInterval) || keyframeInterval < 1) throw new RangeError(`keyframeInterval must be an integer >= 1, got ${keyframeInterval}`);
-  // The run's single writer: refuses a fresh run whose id has events (a RunExistsError, the run untouched; on
-  // Postgres within the statement that takes the lease, no round trip of its own) and continues a resumed run's
-  // projection from the whole log.
-  const writer = await store.openWriter({ sessionKey, runId }, { fresh: start.fresh, durability: target.durability ?? 'batch', redaction: target.redaction });
+  const { store, sessionKey, runId, keyframeInterval } = target;
+  // The run's single writer (or the one a NewRun took): refuses a fresh run whose id has events (a RunExistsError,
+  // the run untouched; on Postgres within the statement that takes the lease, no round trip of its own) and
+  // continues a resumed run's projection from the whole log.
+  const writer = target.writer ?? await store.openWriter({ sessionKey, runId }, { fresh: start.fresh, durability: target.durability ?? 'batch', redaction: target.redaction });
   const streamer = flow.eventStreamer;
   streamer.setNextSeq(runId, (writer.lastSeq ?? 0) + 1);
 

@@ -1,6 +1,8 @@
 export { runFlow, resumeRun, forkRun, listRuns, listedRun } from './durable.js';
 export type { RunFlowOptions, ResumeRunOptions, ForkRunOptions, RunResult, ListRunsOptions } from './durable.js';
 export type { RunLocation } from './location.js';
+export { openNewRun } from './new-run.js';
+export type { NewRun, OpenNewRunOptions } from './new-run.js';
 export { loadRunPoint } from './run-point.js';
 export type { RunPoint } from './run-point.js';
 export { StateTracker, applyStateDelta, type StateDelta } from './state-tracker.js';

@@ -16,8 +16,14 @@ import type { KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStor
 import { readTextIfExists, writeJsonAtomic } from '../fs/index.js';
 import { StoreError } from './errors.js';
 
-const DOCUMENT_FILES: Record<RunDocumentName, string> = { flow: 'flow.json', recipe: 'run.recipe.json' };
 import type { Checkpoint, Durability, RunMeta } from './types.js';
+
+const DOCUMENT_FILES: Record<RunDocumentName, string> = { flow: 'flow.json', recipe: 'run.recipe.json' };
+
+/** Where document `name` of run `ref` is kept in `dataDir`. */
+function documentPath(dataDir: string, ref: RunRef, name: RunDocumentName): string {
+  return join(runPaths(dataDir, ref.sessionKey, ref.runId).dir, DOCUMENT_FILES[name]);
+}
 
 /** See the module comment. */
 export class FileRunStore implements RunStore {
@@ -115,7 +121,7 @@ export class FileRunStore implements RunStore {
 
   /** Where a document of a run is kept (`flow.json`, `run.recipe.json`). */
   documentPath(ref: RunRef, name: RunDocumentName): string {
-    return join(runPaths(this.dataDir, ref.sessionKey, ref.runId).dir, DOCUMENT_FILES[name]);
+    return documentPath(this.dataDir, ref, name);
   }
 
   async saveDocument(ref: RunRef, name: RunDocumentName, value: unknown): Promise<void> {
@@ -212,6 +218,11 @@ class FileRunWriter implements RunWriter {
     // The step's checkpoint.saved event is the last line of its batch: replays of later steps start there.
     checkpoint.line = this.events.eventCount - 1;
     return () => this.checkpoints.saveHistorical(checkpoint, keyframe.step);
+  }
+
+  async saveDocument(name: RunDocumentName, value: unknown): Promise<void> {
+    if (this.closed) throw new Error(`the writer of run ${this.ref.sessionKey}/${this.ref.runId} is closed`);
+    await writeJsonAtomic(documentPath(this.projection.dataDir, this.ref, name), value);
   }
 
   async close(): Promise<void> {

@@ -61,6 +61,13 @@ export interface RunWriter {
    * writes one after another off the step's path.
    */
   takeKeyframe(keyframe: KeyframeInput): () => Promise<number>;
+  /**
+   * Keeps a document of the run (see {@link RunStore.saveDocument}) while this writer holds it, so that what a new
+   * run records before its first event is its own, never a concurrent start's of the same id: files write it under
+   * the writer lock; Postgres fences it like a commit (a `FencedError` once the run was taken over). The caller
+   * redacts what needs it.
+   */
+  saveDocument(name: RunDocumentName, value: unknown): Promise<void>;
   /** Stores what is pending (the projection) and gives the run up. Idempotent. */
   close(): Promise<void>;
 }

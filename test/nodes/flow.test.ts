@@ -127,6 +127,35 @@ describe('Flow API', () => {
     expect(() => inner.backpack).toThrow(/runs inside node 'n'/);
   });
 
+  it("a nested flow runs only inside its node's execution: escaped from it, it cannot announce a run under any id", async () => {
+    // Work queued from inside exec and run by a timer made outside any execution: the way node code could leave its run.
+    const outside: (() => void)[] = [];
+    const timer = setInterval(() => outside.shift()?.(), 1);
+    let escaped: Promise<unknown> | undefined;
+    class Escaper extends BackpackNode {
+      override async exec(): Promise<void> {
+        const nested = this.createNestedFlow({ namespace: 'inner' });
+        nested.addNode(Noop, { id: 'x' });
+        escaped = new Promise((resolve) => outside.push(() => resolve(nested.run(undefined, { runId: 'forged' }).catch((error: unknown) => error))));
+        await escaped;
+      }
+    }
+    try {
+      const flow = new Flow({ namespace: 'app' });
+      flow.addNode(Escaper, { id: 'esc' });
+      const events: StreamEvent[] = [];
+      flow.eventStreamer.on('*', (event) => void events.push(event));
+      await flow.run(undefined, { runId: 'real' });
+      const error = await escaped;
+      expect(error).toBeInstanceOf(FlowError);
+      expect((error as Error).message).toMatch(/runs inside node 'esc': run it from that node's prep, exec or post/);
+      expect(events.filter((event) => event.runId !== 'real')).toEqual([]);
+      expect(events.some((event) => event.type === StreamEventType.RUN_START && event.runId === 'real')).toBe(true);
+    } finally {
+      clearInterval(timer);
+    }
+  });
+
   it('creates its own Backpack with backpackOptions', () => {
     const flow = new Flow({ backpackOptions: { strictMode: true } });
     flow.backpack.registerPermissions('n', { read: ['allowed'] });

@@ -214,6 +214,42 @@ describe('Postgres run store', () => {
     expect(() => store.parseDocument(first, 'flow', '{')).toThrow(/corrupt flow document of run q\/first/);
   });
 
+  it("queues a start with its documents in one statement, and a refused start records nothing over another's", async () => {
+    const store = open();
+    const queue = new RunQueue(store);
+    const ref = { sessionKey: 'q2', runId: 'queued' };
+    await queue.enqueue(ref, 'start', {}, { flow: { who: 'first' }, recipe: { v: 1 } });
+    // A second start of the same id, while the first is queued: refused, and the first's documents stay.
+    await expect(queue.enqueue(ref, 'start', {}, { flow: { who: 'second' } })).rejects.toThrow(/already queued/);
+    expect(await store.loadDocument(ref, 'flow')).toEqual({ who: 'first' });
+    // A start of an id a live writer holds (a `run` of the same id in progress): refused, naming the holder.
+    const held = { sessionKey: 'q2', runId: 'held' };
+    const w = await open({ owner: 'starter' }).openWriter(held, { fresh: true });
+    await w.saveDocument('flow', { who: 'running' });
+    await expect(queue.enqueue(held, 'start', {}, { flow: { who: 'queued' } })).rejects.toThrow(/q2\/held is being started or run by starter/);
+    expect(await store.loadDocument(held, 'flow')).toEqual({ who: 'running' });
+    await w.commit(batch(held.runId, 1, 1));
+    await w.close();
+    // A start of an id that has a recorded run: refused, even with no job queued.
+    await expect(queue.enqueue(held, 'start', {}, { flow: { who: 'queued' } })).rejects.toThrow(/already has a recorded run/);
+    expect(await store.loadDocument(held, 'flow')).toEqual({ who: 'running' });
+    await expect(queue.enqueue(held, 'resume', {}, { flow: {} })).rejects.toThrow(/only a start records documents/);
+    expect((await queue.entries()).filter((e) => e.sessionKey === 'q2').map((e) => e.runId)).toEqual(['queued']);
+  });
+
+  it("fences a new run's documents: a writer whose lease was taken over records nothing over the new holder's", async () => {
+    const ref = { sessionKey: 's', runId: 'docs-fenced' };
+    const a = await open({ owner: 'start-a' }).openWriter(ref, { fresh: true });
+    await a.saveDocument('flow', { who: 'a' });
+    await admin`update backpackflow.runs set lease_expires_at = now() - interval '1 second' where run_id = ${ref.runId}`;
+    const b = await open({ owner: 'start-b' }).openWriter(ref, { fresh: true });
+    await b.saveDocument('flow', { who: 'b' });
+    await expect(a.saveDocument('flow', { who: 'a again' })).rejects.toBeInstanceOf(FencedError);
+    expect(await open().loadDocument(ref, 'flow')).toEqual({ who: 'b' });
+    await b.close();
+    await a.close();
+  });
+
   it('migrates a new database exactly once when several processes use it first at the same time', async () => {
     const fresh = await freshDatabase();
     try {

@@ -12,6 +12,7 @@ import postgres from 'postgres';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { recordRunFlow } from '../../src/cli/backpackflow/flows.js';
 import { readFlowFile } from '../../src/cli/backpackflow/flows.js';
+import { documentCollector } from '../../src/cli/backpackflow/recipe.js';
 import type { StreamEvent } from '../../src/events/types.js';
 import { loadRunPoint } from '../../src/runtime/index.js';
 import { PostgresRunStore } from '../../src/store/index.js';
@@ -58,8 +59,9 @@ async function enqueue(store: PostgresRunStore, ids: string[], params: { steps: 
   const queue = new RunQueue(store);
   for (const runId of ids) {
     const ref = { sessionKey: 'default', runId };
-    await recordRunFlow(store, ref, { v: 1, flow: { kind: 'config' }, modules: [MODULES] }, config);
-    await queue.enqueue(ref, 'start', {});
+    const collected = documentCollector();
+    await recordRunFlow(collected, { v: 1, flow: { kind: 'config' }, modules: [MODULES] }, config);
+    await queue.enqueue(ref, 'start', {}, collected.documents);
   }
 }
 

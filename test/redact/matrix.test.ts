@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { recordRunFlow } from '../../src/cli/backpackflow/flows.js';
 import { ContextEngine } from '../../src/context/index.js';
-import { BackpackNode, Flow, StreamEventType, runFlow, type BackpackHandle } from '../../src/index.js';
-import { EventStore, FileRunStore, MemoryStore } from '../../src/store/index.js';
+import { BackpackNode, Flow, StreamEventType, openNewRun, runFlow, type BackpackHandle } from '../../src/index.js';
+import { EventStore, MemoryStore } from '../../src/store/index.js';
 
 /** A secret and the prefix that is not secret (its vendor's marker), so that only the body is looked for. */
 interface Format {
@@ -157,7 +157,9 @@ const PLACEMENTS: Record<string, Placement> = {
     const dataDir = temp();
     const flowFile = join(temp(), 'flow.json');
     writeFileSync(flowFile, JSON.stringify({ version: 1, namespace: 'f', nodes: [{ id: 'a', type: 'X', params: { note: `use ${secret}`, headers: { [secret]: secret } } }], edges: [] }));
-    await recordRunFlow(new FileRunStore(dataDir), { sessionKey: 'default', runId: 'r' }, { v: 1, flow: { kind: 'config' }, modules: [] }, JSON.parse(readFileSync(flowFile, 'utf8')));
+    const newRun = await openNewRun({ dataDir, runId: 'r' });
+    await recordRunFlow(newRun, { v: 1, flow: { kind: 'config' }, modules: [] }, JSON.parse(readFileSync(flowFile, 'utf8')));
+    await newRun.release();
     return dataDir;
   },
   'context engine frames (quoting a .env file) and metadata': async (secret) => {

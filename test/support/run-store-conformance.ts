@@ -109,6 +109,22 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
       expect(await sut.store.countEvents(ref)).toBe(6);
     });
 
+    it("keeps a new run's documents through its writer while it holds the run, and refuses them once the writer is closed", async () => {
+      const w = await writer({ fresh: true });
+      await w.saveDocument('flow', { nodes: [{ id: 'a' }] });
+      await w.saveDocument('recipe', { v: 1, flow: { kind: 'config' }, modules: [] });
+      await w.saveDocument('flow', { nodes: [{ id: 'b' }] });
+      // A second start of the same id cannot get a writer while this one holds the run, so it cannot record over it.
+      await expect(sut.reopen().openWriter(ref, { fresh: true })).rejects.toBeInstanceOf(LockError);
+      expect(await sut.reopen().loadDocument(ref, 'flow')).toEqual({ nodes: [{ id: 'b' }] });
+      expect(await sut.store.loadDocument(ref, 'recipe')).toEqual({ v: 1, flow: { kind: 'config' }, modules: [] });
+      await w.close();
+      await expect(w.saveDocument('flow', { nodes: [] })).rejects.toThrow(/closed/);
+      expect(await sut.store.loadDocument(ref, 'flow')).toEqual({ nodes: [{ id: 'b' }] });
+      // A writer opened and closed without events is not a run.
+      expect(await sut.store.listRuns()).toEqual([]);
+    });
+
     it('deletes a run whole: refused while another writer holds it, then gone from every read, and its id free again', async () => {
       const other = sut.reopen();
       const w = await writer({ fresh: true }, other);

@@ -4,13 +4,12 @@ import { resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import { Command } from 'commander';
 import { decodeValue } from '../../backpack/index.js';
-import { FlowVisualizer, newRunId } from '../../events/index.js';
-import { loadRunPoint, runFlow } from '../../runtime/index.js';
+import { FlowVisualizer } from '../../events/index.js';
+import { loadRunPoint, openNewRun, runFlow, type RunResult } from '../../runtime/index.js';
 import { DEMO_FLOW_MODULE, openDemoFlow } from './demo/flow.js';
 import type { Progress } from './demo/nodes.js';
 import { CliError } from './errors.js';
 import { recordRecipe } from './recipe.js';
-import { FileRunStore } from '../../store/index.js';
 import { shellQuote } from '../../studio/shell.js';
 import { cliCommand, colors as c, print } from './output.js';
 
@@ -65,9 +64,14 @@ export function demoCommand(): Command {
       const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout });
       try {
         // Recorded with the run, so that `runs resume` and `runs fork` rebuild this flow with no flags.
-        const runId = newRunId();
-        await recordRecipe(new FileRunStore(dataDir), { sessionKey: options.session, runId }, { v: 1, flow: { kind: 'module', module: DEMO_FLOW_MODULE, export: 'openDemoFlow', args }, modules: [] });
-        const result = await runFlow(flow, { dataDir, sessionKey: options.session, runId, input: { question: options.question } });
+        const newRun = await openNewRun({ dataDir, sessionKey: options.session });
+        let result: RunResult;
+        try {
+          await recordRecipe(newRun, { v: 1, flow: { kind: 'module', module: DEMO_FLOW_MODULE, export: 'openDemoFlow', args }, modules: [] });
+          result = await runFlow(flow, { newRun, input: { question: options.question } });
+        } finally {
+          await newRun.release();
+        }
         bar.stop();
         const point = await loadRunPoint({ dataDir, sessionKey: options.session, runId: result.runId });
         const value = (key: string): any => (point.state.items[key] ? decodeValue(point.state.items[key].value) : undefined);

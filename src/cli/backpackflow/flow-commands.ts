@@ -1,19 +1,20 @@
 /** `run` and `validate`: flows from JSON files. */
 import { Command } from 'commander';
 import { newRunId } from '../../events/index.js';
-import type { Flow } from '../../nodes/index.js';
+import type { NewRun } from '../../runtime/index.js';
 import { runFlow } from '../../runtime/index.js';
 import { UsageError } from './errors.js';
 import { validId } from './arguments.js';
 import { FlowConfigError, type ConfigProblem } from '../../serialization/index.js';
 import { flowModuleOption, maxFlowBytesOption, modulesOption, type FlowFileOptions, type FlowSourceOptions } from './flow-options.js';
-import { loadFlowFile, loaderWith, parseInput, readFlowFile, recordRunFlow, validateFlow } from './flows.js';
-import { openFlowModule, parseFlowModule, type OpenFlow } from './recipe.js';
+import { loadFlowFile, loaderWith, openCliRun, parseInput, readFlowFile, recordRunFlow, validateFlow } from './flows.js';
+import { documentCollector, openFlowModule, parseFlowModule, type DocumentSink, type OpenFlow } from './recipe.js';
+import { CliError } from './errors.js';
 import { colors as c, print, type CommonOptions } from './output.js';
 import { common, runLive } from './runs.js';
 import { cliPostgresStore, cliStore } from './run-store.js';
 import { RunQueue } from '../../store/postgres/queue.js';
-import type { PostgresRunStore, RunRef, RunStore } from '../../store/index.js';
+import { StoreError, type PostgresRunStore, type RunRef } from '../../store/index.js';
 
 /**
  * `run <flow.json>` or `run --flow-module <file#export>`: build the flow (a config is validated first), record how it
@@ -31,43 +32,65 @@ export function runCommand(): Command {
     .action(async (path: string | undefined, options: CommonOptions & FlowSourceOptions & { input?: string; runId?: string; enqueue?: boolean; keepModelDeltas?: boolean }) => {
       if ((path === undefined) === (options.flowModule === undefined)) throw new UsageError('run takes a flow file or --flow-module <file#export>, one of the two');
       const input = parseInput(options.input);
-      const store = options.enqueue ? cliPostgresStore(options, 'run --enqueue') : cliStore(options);
       const runId = options.runId ?? newRunId();
       const ref = { sessionKey: options.session, runId };
-      let opened: OpenFlow;
-      if (path !== undefined) {
-        opened = { flow: await loadAndRecord(path, options, store, ref), close: async () => undefined };
-      } else {
-        const spec = parseFlowModule(options.flowModule!);
-        await loaderWith(options.modules);
-        opened = await openFlowModule(spec);
-        await recordRunFlow(store, ref, { v: 1, flow: { kind: 'module', module: spec.module, export: spec.export }, modules: options.modules });
-      }
-      if (options.enqueue) {
-        await opened.close();
-        await new RunQueue(store as PostgresRunStore).enqueue(ref, 'start', input === undefined ? {} : { input });
-        print(options, { runId, sessionKey: options.session, status: 'queued' }, () => runId);
-        return;
-      }
+      if (options.enqueue) return await enqueueStart(path, options, cliPostgresStore(options, 'run --enqueue'), ref, input);
+      // The run's writer is taken before anything is recorded with it (once its config is valid): what is recorded
+      // is this start's, never a concurrent start's of the same id.
+      let newRun: NewRun | undefined;
       try {
-        await runLive(options, opened.flow, (flow) => runFlow(flow, { store, sessionKey: options.session, runId, input, ...(options.keepModelDeltas ? { modelDeltas: 'keep' as const } : {}) }));
+        const opened = await openAndRecord(path, options, async () => (newRun = await openCliRun(cliStore(options), ref)));
+        try {
+          await runLive(options, opened.flow, (flow) => runFlow(flow, { newRun, input, ...(options.keepModelDeltas ? { modelDeltas: 'keep' as const } : {}) }));
+        } finally {
+          await opened.close();
+        }
       } finally {
-        await opened.close();
+        // A no-op once the run took it over; else (the flow failed to build) the run is given up, its records left.
+        await newRun?.release();
       }
     });
 }
 
 /**
- * Loads a flow file for new run `ref`, recording its config (once it is valid) before the flow is built, so that a
- * large parsed config is never held beside its flow. Until the run's first event, what is recorded is not a run:
- * `runs list` and `runs show` ignore it and a start with the same id records over it. So a build that fails, like a
- * process killed while building, leaves those records in place rather than deleting them: a second process starting
- * the same id at the same moment may already have recorded its own there, and a delete would take them from its run.
+ * Builds the flow of a new run (its file or its module) and records how it is built through what `begin` gives (for
+ * `run`: the run's writer, taken only once its config is valid, so an invalid flow leaves nothing). A flow config is
+ * recorded as soon as it is valid, before the flow is built, so that a large parsed config is never held beside its
+ * flow. Until the run's first event, what is recorded is not a run: `runs list` and `runs show` ignore it and a later
+ * start of the same id records over it; a build that fails leaves it in place.
  */
-async function loadAndRecord(path: string, options: CommonOptions & FlowSourceOptions, store: RunStore, ref: RunRef): Promise<Flow> {
-  return await loadFlowFile(path, options.modules, options.maxFlowBytes, (config) =>
-    recordRunFlow(store, ref, { v: 1, flow: { kind: 'config' }, modules: options.modules }, config),
-  );
+async function openAndRecord(path: string | undefined, options: CommonOptions & FlowSourceOptions, begin: () => Promise<DocumentSink>): Promise<OpenFlow> {
+  if (path !== undefined) {
+    const flow = await loadFlowFile(path, options.modules, options.maxFlowBytes, async (config) => recordRunFlow(await begin(), { v: 1, flow: { kind: 'config' }, modules: options.modules }, config));
+    return { flow, close: async () => undefined };
+  }
+  const spec = parseFlowModule(options.flowModule!);
+  await loaderWith(options.modules);
+  const opened = await openFlowModule(spec);
+  try {
+    await recordRunFlow(await begin(), { v: 1, flow: { kind: 'module', module: spec.module, export: spec.export }, modules: options.modules });
+  } catch (error) {
+    await opened.close();
+    throw error;
+  }
+  return opened;
+}
+
+/**
+ * `run --enqueue`: builds the flow (so that a flow that cannot be built is refused now, not by a worker), then queues
+ * the start with its documents in one statement, which refuses an id that has a recorded run, a live writer or a job.
+ */
+async function enqueueStart(path: string | undefined, options: CommonOptions & FlowSourceOptions, store: PostgresRunStore, ref: RunRef, input: Record<string, unknown> | undefined): Promise<void> {
+  const collected = documentCollector();
+  const opened = await openAndRecord(path, options, async () => collected);
+  await opened.close();
+  try {
+    await new RunQueue(store).enqueue(ref, 'start', input === undefined ? {} : { input }, collected.documents);
+  } catch (error) {
+    if (error instanceof StoreError) throw new CliError(error.message);
+    throw error;
+  }
+  print(options, { runId: ref.runId, sessionKey: ref.sessionKey, status: 'queued' }, () => ref.runId);
 }
 
 /** `validate <flow.json>`: every problem with its JSON path; exit 1 when there is one. */

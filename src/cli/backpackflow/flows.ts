@@ -16,7 +16,8 @@ import {
 import { redact, StoreError, type RunRef, type RunStore } from '../../store/index.js';
 import { CliError } from './errors.js';
 import type { FlowSourceOptions } from './flow-options.js';
-import { openFlowModule, parseFlowModule, readRecipe, recordRecipe, type OpenFlow, type RecordedDocuments, type RunRecipe } from './recipe.js';
+import { openFlowModule, parseFlowModule, readRecipe, recordRecipe, type DocumentSink, type OpenFlow, type RecordedDocuments, type RunRecipe } from './recipe.js';
+import { openNewRun, type NewRun } from '../../runtime/index.js';
 
 /**
  * Reads and parses a flow file of at most `maxBytes` (checked before reading), in chunks: the whole text is not held
@@ -146,10 +147,14 @@ export function parseInput(text: string | undefined): Record<string, unknown> | 
   return value as Record<string, unknown>;
 }
 
-/** A CliError when run `ref` already has a recorded run (its records are then left alone). */
-async function assertNewCliRun(store: RunStore, ref: RunRef): Promise<void> {
+/**
+ * Takes new run `ref`'s writer before its flow is built (see NewRun), so that what the command records with it is
+ * its own: a CliError when the id already has a recorded run (its records are then left alone) or another start of
+ * it holds it.
+ */
+export async function openCliRun(store: RunStore, ref: RunRef): Promise<NewRun> {
   try {
-    await store.assertNewRun(ref);
+    return await openNewRun({ store, sessionKey: ref.sessionKey, runId: ref.runId });
   } catch (error) {
     if (error instanceof StoreError) throw new CliError(error.message);
     throw error;
@@ -201,11 +206,10 @@ export async function openRecordedFlow(options: FlowSourceOptions, store: Record
 }
 
 /**
- * Records how new run `ref`'s flow is built, before it starts: its recipe and, for a flow config, the config itself
- * (secrets redacted). A run id that already has a recorded run is a CliError, and its records are left alone.
+ * Records how a new run's flow is built, before it starts, through `run` (a NewRun, whose writer this start holds):
+ * its recipe and, for a flow config, the config itself (secrets redacted).
  */
-export async function recordRunFlow(store: RunStore, ref: RunRef, recipe: RunRecipe, config?: unknown): Promise<void> {
-  await assertNewCliRun(store, ref);
-  if (config !== undefined) await store.saveDocument(ref, 'flow', redact(config).value);
-  await recordRecipe(store, ref, recipe);
+export async function recordRunFlow(run: DocumentSink, recipe: RunRecipe, config?: unknown): Promise<void> {
+  if (config !== undefined) await run.saveDocument('flow', redact(config).value);
+  await recordRecipe(run, recipe);
 }

@@ -8,7 +8,8 @@ import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { Flow } from '../../nodes/index.js';
-import type { RunRef, RunStore } from '../../store/index.js';
+import type { NewRun } from '../../runtime/index.js';
+import type { RunDocumentName, RunRef, RunStore } from '../../store/index.js';
 import { CliError, UsageError } from './errors.js';
 
 /** A flow module and the export that builds the flow. */
@@ -74,10 +75,19 @@ export async function openFlowModule(spec: FlowModuleSpec): Promise<OpenFlow> {
   return { flow, close: async () => void (await close?.()) };
 }
 
-/** Records how run `ref`'s flow is built (module paths made absolute), with the run in `store`. */
-export async function recordRecipe(store: RunStore, ref: RunRef, recipe: RunRecipe): Promise<void> {
+/** Where a new run's documents are recorded: a NewRun (under its writer), or what a queued start stores with its job. */
+export type DocumentSink = Pick<NewRun, 'saveDocument'>;
+
+/** A sink that keeps what is recorded through it, for a queued start to store with its job (see RunQueue.enqueue). */
+export function documentCollector(): DocumentSink & { documents: Partial<Record<RunDocumentName, unknown>> } {
+  const documents: Partial<Record<RunDocumentName, unknown>> = {};
+  return { documents, saveDocument: async (name, value) => void (documents[name] = value) };
+}
+
+/** Records how a new run's flow is built (module paths made absolute), through `run`. */
+export async function recordRecipe(run: DocumentSink, recipe: RunRecipe): Promise<void> {
   const absolute = { ...recipe, modules: recipe.modules.map((m) => (isAbsolute(m) ? m : resolve(m))) };
-  await store.saveDocument(ref, 'recipe', absolute);
+  await run.saveDocument('recipe', absolute);
 }
 
 /** A recorded recipe, validated (a CliError naming `where` and the field when it is not one). */

@@ -198,16 +198,23 @@ export function runsCommand(): Command {
     .addOption(maxFlowBytesOption())
     .option('--new-run-id <id>', 'id of the new run (default: a new one)', validId('--new-run-id'))
     .action(async (runId: string, options: CommonOptions & FlowSourceOptions & { step: number; newRunId?: string }) => {
-      const { openRecordedFlow, recordedFlowConfig, recordRunFlow } = await import('./flows.js');
+      const { openCliRun, openRecordedFlow, recordedFlowConfig, recordRunFlow } = await import('./flows.js');
       const events = await readRunEvents({ ...options, runId });
       await storeErrors(() => runPointAt({ ...options, runId }, options.step, events));
       const { store, ref } = await openRun({ ...options, runId });
       const { flow, close, recipe } = await openRecordedFlow(options, store, ref);
       try {
         const forkId = options.newRunId ?? newRunId();
+        if (forkId === runId) throw new CliError(`a fork needs a run id of its own, not ${runId}`);
         const config = recipe.flow.kind === 'config' ? await recordedFlowConfig(options.flow, store, ref, options.maxFlowBytes) : undefined;
-        await recordRunFlow(store, { sessionKey: options.session, runId: forkId }, recipe, config);
-        await runLive(options, flow, (loaded) => forkRun(loaded, { store, sessionKey: options.session, runId, atStep: options.step, newRunId: forkId }));
+        // The fork's writer is taken first: what is recorded with it is this fork's, never a concurrent start's.
+        const newRun = await openCliRun(store, { sessionKey: options.session, runId: forkId });
+        try {
+          await recordRunFlow(newRun, recipe, config);
+          await runLive(options, flow, (loaded) => forkRun(loaded, { runId, atStep: options.step, newRun }));
+        } finally {
+          await newRun.release();
+        }
       } finally {
         await close();
       }

@@ -12,7 +12,7 @@ import { StoreError } from '../errors.js';
 import { assertValidId } from '../paths.js';
 import type { RunDocumentName, RunRef } from '../run-store.js';
 import { asyncCommit } from './connection.js';
-import type { PostgresRunStore } from './run-store.js';
+import { json, type PostgresRunStore } from './run-store.js';
 
 /** A claimed job. */
 export interface QueuedRun extends RunRef {
@@ -46,26 +46,51 @@ export class RunQueue {
 
   /**
    * Queues run `ref`. A run that is already queued or being run is a StoreError (it is not queued twice); a run whose
-   * earlier job is done can be queued again (a resume).
+   * earlier job is done can be queued again (a resume). A `start` is also refused (a StoreError saying why) when the
+   * run has events or a live writer holds it (another start of the id); its `documents` (its flow config, its recipe:
+   * see RunStore.saveDocument, redacted by the caller) are stored in the same statement, only when the job is queued,
+   * so that a start that is refused never records over another's.
    */
-  async enqueue(ref: RunRef, kind: 'start' | 'resume', payload: QueuedRun['payload']): Promise<void> {
+  async enqueue(ref: RunRef, kind: 'start' | 'resume', payload: QueuedRun['payload'], documents: Partial<Record<RunDocumentName, unknown>> = {}): Promise<void> {
     assertValidId(ref.sessionKey, 'sessionKey');
     assertValidId(ref.runId, 'runId');
+    if (kind !== 'start' && Object.keys(documents).length > 0) throw new StoreError(`enqueue: only a start records documents with its run (${ref.sessionKey}/${ref.runId})`);
     const sql = await this.store.sql();
-    // One statement: the run's row, its job (unless one is queued or running), and the wake-up of idle workers,
-    // which Postgres delivers when the statement commits.
-    const [row] = await sql<{ queued: string }[]>`
+    const names = Object.keys(documents);
+    const bodies = names.map((name) => JSON.stringify(documents[name as RunDocumentName]));
+    const start = kind === 'start';
+    // One statement: the run's row, its job (unless one is queued or running; for a start, unless the run has events
+    // or a live writer), its documents when the job was queued, and the wake-up of idle workers, which Postgres
+    // delivers when the statement commits.
+    const [row] = await sql<{ queued: string; had_events: boolean; leased_by: string | null }[]>`
       with run as (
         insert into backpackflow.runs (session_key, run_id) values (${ref.sessionKey}, ${ref.runId}) on conflict do nothing
+      ), blocked as (
+        select exists (select 1 from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId}) as had_events,
+          (select lease_owner from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and lease_owner is not null and lease_expires_at >= now()) as leased_by
       ), job as (
-        insert into backpackflow.queue (session_key, run_id, kind, payload) values (${ref.sessionKey}, ${ref.runId}, ${kind}, ${JSON.stringify(payload)})
+        insert into backpackflow.queue (session_key, run_id, kind, payload)
+        select ${ref.sessionKey}, ${ref.runId}, ${kind}, ${JSON.stringify(payload)} from blocked
+        where not ${start}::boolean or (not blocked.had_events and blocked.leased_by is null)
         on conflict (session_key, run_id) do update set kind = excluded.kind, payload = excluded.payload, state = 'queued',
           enqueued_at = clock_timestamp(), claimed_by = null, claimed_until = null, finished_at = null, outcome = null
         where backpackflow.queue.state = 'done'
         returning 1
+      ), documents as (
+        insert into backpackflow.run_documents (session_key, run_id, name, body)
+        select ${ref.sessionKey}, ${ref.runId}, d.name, d.body
+        from rows from (json_array_elements_text(${json(sql, names)}::json), json_array_elements_text(${json(sql, bodies)}::json)) as d(name, body)
+        where exists (select 1 from job)
+        on conflict (session_key, run_id, name) do update set body = excluded.body
       )
-      select (select count(*) from job) as queued, (select pg_notify(${QUEUE_CHANNEL}, ${`${ref.sessionKey}/${ref.runId}`}) where exists (select 1 from job)) as notified`;
-    if (Number(row!.queued) === 0) throw new StoreError(`run ${ref.sessionKey}/${ref.runId} is already queued or being run by a worker (${this.store.location})`);
+      select (select count(*) from job) as queued, blocked.had_events, blocked.leased_by,
+        (select pg_notify(${QUEUE_CHANNEL}, ${`${ref.sessionKey}/${ref.runId}`}) where exists (select 1 from job)) as notified
+      from blocked`;
+    if (Number(row!.queued) > 0) return;
+    const run = `run ${ref.sessionKey}/${ref.runId}`;
+    if (start && row!.had_events) throw new StoreError(`${run} already has a recorded run in ${this.store.location} (resume is the way to continue one)`);
+    if (start && row!.leased_by !== null) throw new StoreError(`${run} is being started or run by ${row!.leased_by} in ${this.store.location}`);
+    throw new StoreError(`${run} is already queued or being run by a worker (${this.store.location})`);
   }
 
   /**

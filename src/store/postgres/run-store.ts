@@ -33,6 +33,7 @@ import { assertValidId } from '../paths.js';
 import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
 import type { KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from '../run-store.js';
 import { CheckpointSchema, RunMetaSchema, durabilityOf, type Checkpoint, type RunMeta } from '../types.js';
+import type postgres from 'postgres';
 import { asyncCommit, openDatabase, type Database } from './connection.js';
 
 /** The channel every committed step is announced on, with {@link commitNotice} of its run (see `onCommits`). */
@@ -411,6 +412,13 @@ export class PostgresRunStore implements RunStore {
  */
 const COMMIT_STEP = 'select backpackflow.commit_step($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) as held';
 
+/** `value` as a JSON parameter, encoded natively (JSON.stringify). */
+export function json(sql: Database['sql'], value: unknown[]): postgres.Parameter<never> {
+  return sql.typed(value as never, JSON_OID);
+}
+
+const JSON_OID = 114;
+
 function parseMeta(text: string, where: string): RunMeta {
   let json: unknown;
   try {
@@ -625,6 +633,19 @@ class PostgresRunWriter implements RunWriter {
         this.pendingKeyframes--;
       }
     };
+  }
+
+  async saveDocument(name: RunDocumentName, value: unknown): Promise<void> {
+    this.assertWritable();
+    const { ref } = this;
+    // Fenced like a commit: stored only while this writer's token is the run's.
+    const rows = await this.sql`
+      insert into backpackflow.run_documents (session_key, run_id, name, body)
+      select ${ref.sessionKey}, ${ref.runId}, ${name}, ${JSON.stringify(value)}
+      where exists (select 1 from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and writer_token = ${this.token})
+      on conflict (session_key, run_id, name) do update set body = excluded.body
+      returning 1`;
+    if (rows.length === 0) this.fenced(`its ${name} document`);
   }
 
   private async writeKeyframe(checkpoint: Parameters<typeof prepareCheckpoint>[0], token: number, where: string): Promise<number> {

@@ -1,0 +1,99 @@
+import { newRunId } from '../events/index.js';
+import { assertValidId, type Durability, type RunDocumentName, type RunStore, type RunWriter } from '../store/index.js';
+import { locateStore, type RunLocation } from './location.js';
+
+/** Options of {@link openNewRun}. */
+export interface OpenNewRunOptions extends RunLocation {
+  /** Run id (default: a new one). */
+  runId?: string;
+  /** When the run's writes reach the disk (see RunFlowOptions.durability). */
+  durability?: Durability;
+}
+
+/**
+ * A new run whose single writer is taken before its flow exists (see {@link openNewRun}). While it is held, no other
+ * start of the same id gets past opening its writer, so what is recorded with the run before its first event (its
+ * flow config, how its flow is built) is this start's, never a concurrent start's. Run it with `runFlow(flow,
+ * { newRun })` or `forkRun(flow, { ..., newRun })`, which take it over, or {@link release} it.
+ */
+export interface NewRun {
+  readonly sessionKey: string;
+  readonly runId: string;
+  /** Where the run is stored. */
+  readonly store: RunStore;
+  /**
+   * Keeps a document with the run (`'flow'`: its flow config; `'recipe'`: how its flow is built), under this start's
+   * writer: see `RunWriter.saveDocument`. The caller redacts what needs it.
+   */
+  saveDocument(name: RunDocumentName, value: unknown): Promise<void>;
+  /**
+   * Gives the run up without running it (a flow that failed to build). Idempotent, and a no-op once a run took it
+   * over. What it recorded stays: until its first event a run id is not a run (listings ignore it, and the next start
+   * of the id records over it).
+   */
+  release(): Promise<void>;
+}
+
+/** What runFlow and forkRun take over from a {@link NewRun}. */
+export interface TakenRun {
+  sessionKey: string;
+  runId: string;
+  store: RunStore;
+  writer: RunWriter;
+}
+
+class HeldRun implements NewRun {
+  private state: 'held' | 'taken' | 'released' = 'held';
+
+  constructor(
+    readonly store: RunStore,
+    readonly sessionKey: string,
+    readonly runId: string,
+    private readonly writer: RunWriter,
+  ) {}
+
+  async saveDocument(name: RunDocumentName, value: unknown): Promise<void> {
+    this.assertHeld('record a document with it');
+    await this.writer.saveDocument(name, value);
+  }
+
+  async release(): Promise<void> {
+    if (this.state !== 'held') return;
+    this.state = 'released';
+    await this.writer.close();
+  }
+
+  take(): TakenRun {
+    this.assertHeld('run it');
+    this.state = 'taken';
+    return { sessionKey: this.sessionKey, runId: this.runId, store: this.store, writer: this.writer };
+  }
+
+  private assertHeld(what: string): void {
+    if (this.state !== 'held') throw new Error(`new run ${this.sessionKey}/${this.runId} was already ${this.state === 'taken' ? 'run' : 'released'}: cannot ${what}`);
+  }
+}
+
+/**
+ * Takes the writer of a new run before its flow is built: a `RunExistsError` when the id already has a recorded run,
+ * a `LockError` while another process holds it (another start of the same id). See {@link NewRun}.
+ */
+export async function openNewRun(options: OpenNewRunOptions = {}): Promise<NewRun> {
+  const { store, sessionKey } = locateStore(options);
+  const runId = options.runId ?? newRunId();
+  assertValidId(runId, 'runId');
+  // A fresh writer refuses an id that has events before touching the run (on Postgres, in the lease's statement).
+  const writer = await store.openWriter({ sessionKey, runId }, { fresh: true, durability: options.durability ?? 'batch', redaction: options.redaction });
+  return new HeldRun(store, sessionKey, runId, writer);
+}
+
+/**
+ * Takes over `newRun` for runFlow or forkRun (named by `caller`): a TypeError when `options` also name where or how
+ * the run is stored (those belong to openNewRun), or when it is not a NewRun of openNewRun.
+ */
+export function takeNewRun(newRun: NewRun, options: Record<string, unknown>, caller: string): TakenRun {
+  if (!(newRun instanceof HeldRun)) throw new TypeError(`${caller}: newRun must come from openNewRun`);
+  const given = ['runId', 'newRunId', 'dataDir', 'store', 'sessionKey', 'durability', 'redaction'].filter((key) => options[key] !== undefined && !(caller === 'forkRun' && key === 'runId'));
+  if (given.length > 0) throw new TypeError(`${caller}: ${given.join(', ')} belong${given.length === 1 ? 's' : ''} to openNewRun when newRun is given`);
+  return newRun.take();
+}
