@@ -9,11 +9,11 @@
  *    sides (5 rounds of 200 steps), and each size starts with one unmeasured round, so neither side pays for
  *    compiling its code, opening its connections or preparing its statements in the measured rounds. Statements per
  *    step counted on the client (every statement each driver sends; backpackflow's on a store of its own, used in
- *    the unmeasured round, since the driver's statement hook captures a stack trace per query). Target: at most 0.5x PostgresSaver's in its default
- *    durability ('async': a step's checkpoint is written while the next step runs); its 'sync' durability (each
- *    checkpoint stored before the next step, as backpackflow stores each step) is the like-for-like comparison, and
- *    backpackflow's durability 'never' (a step's commit does not wait for the server's disk) is compared with
- *    PostgresSaver's 'async'.
+ *    the unmeasured round, since the driver's statement hook captures a stack trace per query). Target: at most
+ *    0.5x PostgresSaver's in its default durability ('async': a step's checkpoint is written while the next step
+ *    runs); its 'sync' durability (each checkpoint stored before the next step, as backpackflow stores each step) is
+ *    the like-for-like comparison, and backpackflow's durability 'never' (a step's commit does not wait for the
+ *    server's disk) is compared with PostgresSaver's 'async'.
  * 2. Throughput of 1, 2 and 4 worker processes (`backpackflow worker`, concurrency 1) on 200 short runs of I/O-bound
  *    nodes (3 steps waiting 20 ms each), queued once the workers listen, from the first run's start to the last run's
  *    end, and the workers' CPU time per run (their start included). Target: 4 workers at least 3x one.
