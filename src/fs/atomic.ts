@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsync, fsyncSync, mkdirSync, open, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsync, fsyncSync, mkdir, mkdirSync, open, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { writeJsonPieces } from './json-pieces.js';
 
@@ -70,7 +70,7 @@ async function openTempAsync(temp: string, mode: number | undefined): Promise<nu
     return await openAsync(temp, mode);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    mkdirSync(dirname(temp), { recursive: true });
+    await new Promise<void>((resolve, reject) => mkdir(dirname(temp), { recursive: true }, (failure) => (failure ? reject(failure) : resolve())));
     return openAsync(temp, mode);
   }
 }
