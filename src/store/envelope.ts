@@ -7,6 +7,10 @@ import { StreamEventSchema, StreamEventType, type StreamEvent } from '../events/
  * builds the value zod would (schema keys in schema order, unknown keys dropped; the payload is kept as it is,
  * which serializes as zod's copy of it does). Whatever it does not accept goes through zod, which decides and, when the event is invalid, names
  * the field. So every event is validated against the schema, and errors are zod's.
+ *
+ * For writing, {@link plainEnvelope} runs the same check without building that value: it returns the envelope's JSON
+ * text from the fields it checked, the text `JSON.stringify` gives the value parseEvent returns (test/store/
+ * event-encode.test.ts holds it to that, byte for byte).
  */
 
 const EVENT_TYPES: ReadonlySet<unknown> = new Set(Object.values(StreamEventType));
