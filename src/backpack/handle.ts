@@ -21,7 +21,7 @@ export interface HandleOps {
   delete(actor: Actor, ctx: OpContext, key: string): boolean;
   quarantine(actor: Actor, ctx: OpContext, key: string, options: { reason: string }): boolean;
   register(node: NodeRegistration, parent: Actor | undefined): Actor;
-  reserve(nodes: ReservedNodes, id: string, nodeName: string, position: number): void;
+  reserve(nodes: ReservedNodes, id: string, nodeName: string, position: number): boolean;
   adopt(nodes: ReservedNodes, id: string, nodeName: string): Actor;
 }
 
@@ -112,10 +112,10 @@ export class NodeRegistrar {
 
   /**
    * Registers node `id` of `nodes` (class name `nodeName`, at `position` among its flow's nodes) before it is built,
-   * with the checks and errors of {@link register}.
+   * with the checks and errors of {@link register}; false when it is registered there already (see NodeRegistry.reserve).
    */
-  reserve(nodes: ReservedNodes, id: string, nodeName: string, position: number): void {
-    this.#ops.reserve(nodes, id, nodeName, position);
+  reserve(nodes: ReservedNodes, id: string, nodeName: string, position: number): boolean {
+    return this.#ops.reserve(nodes, id, nodeName, position);
   }
 
   /** The registration of reserved node `id`, when its flow builds it (once). */

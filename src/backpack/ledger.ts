@@ -194,8 +194,8 @@ export class Ledger implements HandleOps {
     return this.registry.register(node, parent);
   }
 
-  reserve(nodes: ReservedNodes, id: string, nodeName: string, position: number): void {
-    this.registry.reserve(nodes, id, nodeName, position);
+  reserve(nodes: ReservedNodes, id: string, nodeName: string, position: number): boolean {
+    return this.registry.reserve(nodes, id, nodeName, position);
   }
 
   adopt(nodes: ReservedNodes, id: string, nodeName: string): Actor {

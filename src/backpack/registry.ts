@@ -71,18 +71,23 @@ export class NodeRegistry {
   /**
    * Registers node `id` of `nodes`'s flow (class name `nodeName`, at `position` among its nodes) before it is built:
    * the checks and errors of {@link register} for that node, which holds its namespace from now on; its actor is
-   * made later by {@link adopt}.
+   * made later by {@link adopt}. False (and nothing reserved) when that node is registered there already: then the
+   * flow registers it as it builds it, now.
    */
-  reserve(nodes: ReservedNodes, id: string, nodeName: string, position: number): void {
-    this.#check({ nodeId: id, nodeName, namespace: nodes.namespace === '' ? id : `${nodes.namespace}.${id}` }, nodes.parent);
+  reserve(nodes: ReservedNodes, id: string, nodeName: string, position: number): boolean {
+    const { key } = this.#check({ nodeId: id, nodeName, namespace: nodes.namespace === '' ? id : `${nodes.namespace}.${id}` }, nodes.parent);
+    // The same node registered again (another flow of the same nodes on this Backpack) replaces the registration in
+    // its place: that is register's to do, with the node built.
+    if (this.#byKey.has(key) || this.#reservedHolder(key) !== undefined) return false;
     this.#reserved.add(nodes);
     if (this.#lastRun?.nodes === nodes && position >= this.#lastRun.to) {
       this.#lastRun.to = position + 1;
-      return;
+      return true;
     }
     const run: ReservedRun = { nodes, from: position, to: position + 1 };
     this.#byKey.set(`\0${this.#byKey.size}`, run);
     this.#lastRun = run;
+    return true;
   }
 
   /** The actor of node `id` reserved in `nodes` (its flow calls this once, when it builds the node). */

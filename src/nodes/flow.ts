@@ -101,7 +101,7 @@ interface Deferred {
 }
 
 let startDeferring: (flow: Flow, source: DeferredNodes) => void;
-let defer: (flow: Flow, NodeClass: BackpackNodeClass, id: string, position: number) => void;
+let defer: (flow: Flow, NodeClass: BackpackNodeClass, id: string, position: number) => boolean;
 let place: (flow: Flow, position: number, node: BaseNode | undefined) => void;
 
 /**
@@ -122,9 +122,11 @@ export function deferNodes(flow: Flow, source: DeferredNodes): void {
  * happens cannot be told: a class that declares no constructor, no instance fields, no `permissions`,
  * `namespaceSegment` or `paramsSchema` (see `constructsPlainly` in the serialization module), a config with no
  * namespace segment or permissions, valid retry settings and checked params; not the flow's first node (its entry).
+ * False, with nothing added, when the same node is registered at its namespace already (another flow of the same
+ * nodes on the Backpack): then add it with `addNode`, whose registration replaces that one in its place.
  */
-export function deferNode(flow: Flow, NodeClass: BackpackNodeClass, id: string, position: number): void {
-  defer(flow, NodeClass, id, position);
+export function deferNode(flow: Flow, NodeClass: BackpackNodeClass, id: string, position: number): boolean {
+  return defer(flow, NodeClass, id, position);
 }
 
 /** Records that the node at `position` of the flow's {@link DeferredNodes} was added now (`node`) or could not be (undefined). */
@@ -316,7 +318,7 @@ export class Flow extends BaseFlow<any> {
   }
 
   /** See {@link deferNode}. */
-  #defer(NodeClass: BackpackNodeClass, id: string, position: number): void {
+  #defer(NodeClass: BackpackNodeClass, id: string, position: number): boolean {
     const deferred = this.#deferred;
     if (deferred === undefined || position < deferred.added || !this.entryNode) {
       throw new FlowError(`Flow '${this.id}': node '${String(id)}' cannot be built on first use here (the entry node, or out of order)`);
@@ -340,8 +342,9 @@ export class Flow extends BaseFlow<any> {
       );
     }
     if (deferred.source.position(id) !== position) throw new FlowError(`Flow '${this.id}': node '${id}' is not at position ${position} of its config`);
-    this.#registrar.reserve(deferred.reserved, id, NodeClass.name, position);
+    if (!this.#registrar.reserve(deferred.reserved, id, NodeClass.name, position)) return false;
     deferred.added = position + 1;
+    return true;
   }
 
   /** See {@link placeNode}. */

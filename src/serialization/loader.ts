@@ -352,13 +352,15 @@ export class FlowLoader implements FlowConfigLoader {
       const params = resolveEnvRefs(node.params, `${at}/params`, env, problems, share);
       if (share) adoptParams(params);
       if (deferring && params === node.params && flow.entryNode !== undefined && this.#buildsLater(NodeClass, node)) {
+        let deferred: boolean;
         try {
-          deferNode(flow, NodeClass, node.id, i);
+          deferred = deferNode(flow, NodeClass, node.id, i);
         } catch (error) {
           problems.push({ path: at, message: `could not create node '${node.id}': ${(error as Error).message}` });
           placeNode(flow, i, undefined);
+          continue;
         }
-        continue;
+        if (deferred) continue;
       }
       const nodeConfig = nodeConfigOf(node, params);
       let instance: BackpackNode;
