@@ -250,7 +250,9 @@ export class FlowLoader implements FlowConfigLoader {
     // Where each id and namespace segment was taken: a node's index (its path is made only for a problem), or a
     // subflow's path. Every node of this flow has a namespace under the same one, so segments tell namespaces apart
     // (no namespace string is made per node).
-    const names = new NameTable();
+    // (The loader may put a node, or nothing, in place of a node config it built: each still has the id or none.)
+    const nodes = cfg.nodes as ({ id: string } | undefined)[];
+    const names = new NameTable((i) => nodes[i]?.id, nodes.length);
     tables?.set(cfg, names);
     const nodeAt = (where: number | string): string => (typeof where === 'number' ? `${path}/nodes/${where}` : where);
     cfg.nodes.forEach((node, i) => {
