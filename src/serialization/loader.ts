@@ -59,8 +59,8 @@ export interface LoadOptions {
    * Called with the config as given (parsed, if it was text) once it is found valid and its dependencies are
    * present, before any node is built; the flow is built only when it resolves. The CLI records a run's config here,
    * so that a large parsed config is recorded before, not beside, the flow it becomes: the loader holds no reference
-   * to the config as given once this returns, and drops each node's entry of its own checked copy as soon as the
-   * node is built (a caller that keeps no reference of its own lets the parsed nodes go as the flow grows).
+   * to the config as given once this returns. Of its own checked copy it drops each node's entry as soon as the node
+   * is built; a node built on first use (see {@link FlowLoader.loadFlow}) keeps its entry, its only form until then.
    */
   beforeBuild?: (config: unknown) => void | Promise<void>;
 }
@@ -144,8 +144,10 @@ export class FlowLoader implements FlowConfigLoader {
 
   /**
    * Builds a Flow from `config`: validates it (a FlowConfigError lists every problem), resolves `${ENV}` params,
-   * creates the nodes with the registered classes, internal flows, subflows and edges. `deps` reach every node as
-   * `this.deps`; every key a `dependencies` map of the config declares must be in them. Inside a node's execution the
+   * creates the nodes with the registered classes, internal flows, subflows and edges. Of a config the loader keeps
+   * (text, or `shareConfig`), a node whose creation runs only the library's code (see `constructsPlainly`) is
+   * checked now and built on first use: the flow holds its checked config until something asks for the node. `deps`
+   * reach every node as `this.deps`; every key a `dependencies` map of the config declares must be in them. Inside a node's execution the
    * new flow shares that node's Backpack and streamer (and, when no `deps` are given, its dependencies).
    */
   async loadFlow(config: unknown, deps?: DependencyLookup | Record<string, unknown>, options: LoadOptions = {}): Promise<Flow> {
