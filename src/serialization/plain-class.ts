@@ -2,8 +2,12 @@
  * Whether creating a node of a class runs only the library's code: then the flow loader may build it on first use
  * (see `deferNode` in the nodes module), as no one can tell when it was built.
  */
-import { parse, type Node as AstNode } from 'acorn';
+import { createRequire } from 'node:module';
+import type * as Acorn from 'acorn';
 import { BackpackNode, type BackpackNodeClass } from '../nodes/index.js';
+
+/** acorn, loaded when a class is first judged (not with the library: most processes never load a flow). */
+let acorn: typeof Acorn | undefined;
 
 const verdicts = new WeakMap<object, boolean>();
 
@@ -43,9 +47,10 @@ function declaresNoInstanceState(C: object): boolean {
     return false;
   }
   if (!/^class\b/.test(source)) return false;
-  let program: AstNode;
+  let program: Acorn.Node;
   try {
-    program = parse(`(${source})`, { ecmaVersion: 'latest', sourceType: 'module' });
+    acorn ??= createRequire(import.meta.url)('acorn') as typeof Acorn;
+    program = acorn.parse(`(${source})`, { ecmaVersion: 'latest', sourceType: 'module' });
   } catch {
     return false;
   }
