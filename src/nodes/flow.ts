@@ -410,9 +410,20 @@ export class Flow extends BaseFlow<any> {
     return node;
   }
 
-  /** Every node id, in the order added. */
+  /** Every node id, in the order added (building no node). */
   #ids(): string[] {
-    return this.getAllNodes().map((node) => node.id);
+    const deferred = this.#deferred;
+    if (deferred === undefined) return [...this.#nodes.keys()];
+    const ids: string[] = [];
+    for (let at = 0; at < deferred.added; at++) {
+      const entry = deferred.source.entries[at];
+      if (entry !== undefined) ids.push(entry instanceof BaseNode ? entry.id : deferred.source.idOf(entry));
+    }
+    for (const [id, node] of this.#nodes) {
+      const at = deferred.source.position(id);
+      if (at === undefined || at >= deferred.added || deferred.source.entries[at] !== node) ids.push(id);
+    }
+    return ids;
   }
 
   /** Makes `node` (or the node added with that id, as BackpackFlow v2 allowed) the entry node. */

@@ -257,3 +257,24 @@ describe('a flow loaded with nodes built on first use (property)', () => {
     );
   });
 });
+
+describe('naming the nodes of a flow with nodes not built yet', () => {
+  it('setEntryNode with an unknown id lists every node, loaded and added later, in order', async () => {
+    const loader = loaderWith();
+    const config: FlowConfigInput = { version: '2.0.0', nodes: ['a', 'b', 'c'].map((id) => ({ type: 'Put', id, params: {} })) };
+    const messages = await Promise.all(
+      [config, JSON.stringify(config)].map(async (given) => {
+        const flow = await loader.loadFlow(given);
+        flow.addNode(Put, { id: 'later' });
+        try {
+          flow.setEntryNode('nope');
+        } catch (error) {
+          return (error as Error).message;
+        }
+        return 'no error';
+      }),
+    );
+    expect(messages[0]).toBe("Flow 'flow': no node with id 'nope' to make the entry node (nodes: a, b, c, later)");
+    expect(messages[1]).toBe(messages[0]);
+  });
+});
