@@ -29,17 +29,31 @@ const NO_INTEGRITY_EDITS: [file: string, find: string, replace: string][] = [
   [
     'store/chain.ts',
     'export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: readonly (string | Buffer[])[], sealFirst: boolean, scratch?: Buffer): SealedBatch {',
-    // The batch as written, unsealed: each line and its newline.
+    // The batch as written, unsealed: each line and its newline, small lines joined into one text (one write, as
+    // this tree writes a batch of small lines: a piece per line would cost the copy a system call per line).
     `$&
   if (Buffer.isBuffer(start)) {
-    const pieces = lines.flatMap((line) => (typeof line === 'string' ? [\`\${line}\\n\`] : [...line, '\\n']));
+    const pieces: (string | Buffer)[] = [];
+    let text = '';
+    for (const line of lines) {
+      if (typeof line === 'string') text += \`\${line}\\n\`;
+      else {
+        if (text !== '') pieces.push(text);
+        pieces.push(...line);
+        text = '\\n';
+      }
+    }
+    pieces.push(text);
+    const kept = lines.slice();
     const sizes = pieces.map((piece) => (typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length));
-    return { head: start, pieces, bytes: sizes.reduce((sum, n) => sum + n, 0), lineBytes: () => lines.map((line) => (typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0)) + 1) };
+    return { head: start, pieces, bytes: sizes.reduce((sum, n) => sum + n, 0), lineBytes: () => kept.map((line) => (typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0)) + 1) };
   }`,
   ],
   ['hash/sealed.ts', "return `{\"checksum\":\"${backend.digest(Buffer.from(body)).toString('hex')}\",\"data\":${body}}\\n`;", 'return `{"checksum":"","data":${body}}\\n`;'],
   ['hash/sealed.ts', "const checksum = backend.digest(out.subarray(DATA_AT, DATA_AT + length)).toString('hex');", "const checksum = '0'.repeat(64);"],
   ['redact/redactor.ts', '  redact<T>(value: T): RedactionResult<T> {', '$&\n    return { value, redacted: false };'],
+  // The event log's quick path asks only whether a payload holds a secret (store/event-encode.ts).
+  ['redact/redactor.ts', '  containsSecrets(value: unknown): boolean {', '$&\n    return false;'],
 ];
 
 /** This working tree without hashing and redaction (see the module comment). */

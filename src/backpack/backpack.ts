@@ -220,8 +220,8 @@ export class Backpack {
   forNode(identity: NodeIdentity, eventContext?: { runId?: string; spanId?: string }): BackpackHandle {
     if (!identity || typeof identity !== 'object') throw new BackpackError('forNode needs an identity { nodeId, nodeName, namespace }');
     let actor: Actor | undefined;
-    for (const a of this.#ledger.registry.values()) {
-      if (a.nodeId === identity.nodeId && (a.namespace ?? '') === identity.namespace && a.parent === undefined) actor = a;
+    for (const a of this.#ledger.registry.withId(identity.nodeId)) {
+      if ((a.namespace ?? '') === identity.namespace && a.parent === undefined) actor = a;
     }
     if (actor !== undefined && actor.nodeName !== identity.nodeName) {
       throw new BackpackError(`Node '${identity.nodeId}' is registered as '${actor.nodeName}', not '${String(identity.nodeName)}'`, { nodeId: identity.nodeId });
@@ -238,8 +238,7 @@ export class Backpack {
 
   /** The access rules registered for `nodeId`, if any. */
   getPermissions(nodeId: string): Readonly<NodePermissions> | undefined {
-    for (const a of this.#ledger.registry.values()) if (a.nodeId === nodeId) return a.permissions;
-    return undefined;
+    return this.#ledger.registry.withId(nodeId)[0]?.permissions;
   }
 
   /**

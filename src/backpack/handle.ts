@@ -6,6 +6,7 @@
  */
 import type { Actor, OpContext } from './actor.js';
 import { BackpackError } from './errors.js';
+import type { ReservedNodes } from './registry.js';
 import type { BackpackItem, HandlePackOptions, NodeIdentity, NodeRegistration } from './types.js';
 
 /** The operations a Backpack performs for its handles (internal: created by the Backpack, held privately). */
@@ -20,6 +21,8 @@ export interface HandleOps {
   delete(actor: Actor, ctx: OpContext, key: string): boolean;
   quarantine(actor: Actor, ctx: OpContext, key: string, options: { reason: string }): boolean;
   register(node: NodeRegistration, parent: Actor | undefined): Actor;
+  reserve(nodes: ReservedNodes, id: string, nodeName: string, position: number): boolean;
+  adopt(nodes: ReservedNodes, id: string, nodeName: string): Actor;
 }
 
 type Spoofable = { nodeId?: unknown; nodeName?: unknown; namespace?: unknown } | undefined | null;
@@ -91,6 +94,33 @@ export class NodeRegistrar {
   /** Registers `node` (inside the registrar's node, if any): see `Backpack.registerNode` and `BackpackHandle.registerChild`. */
   register(node: NodeRegistration): RegisteredNode {
     return this.#ops.register(node, this.#parent) as unknown as RegisteredNode;
+  }
+
+  /**
+   * The reservations of a flow's nodes that are built on first use: they sit under `namespace`, inside the
+   * registrar's node if any; the flow answers where each is and makes its node (see {@link ReservedNodes}).
+   */
+  reservations(namespace: string, flow: Pick<ReservedNodes, 'position' | 'idAt'> & { actor(id: string): RegisteredNode }): ReservedNodes {
+    return {
+      namespace,
+      parent: this.#parent,
+      position: (id) => flow.position(id),
+      idAt: (at) => flow.idAt(at),
+      actor: (id) => flow.actor(id) as unknown as Actor,
+    };
+  }
+
+  /**
+   * Registers node `id` of `nodes` (class name `nodeName`, at `position` among its flow's nodes) before it is built,
+   * with the checks and errors of {@link register}; false when it is registered there already (see NodeRegistry.reserve).
+   */
+  reserve(nodes: ReservedNodes, id: string, nodeName: string, position: number): boolean {
+    return this.#ops.reserve(nodes, id, nodeName, position);
+  }
+
+  /** The registration of reserved node `id`, when its flow builds it (once). */
+  adopt(nodes: ReservedNodes, id: string, nodeName: string): RegisteredNode {
+    return this.#ops.adopt(nodes, id, nodeName) as unknown as RegisteredNode;
   }
 
   /** A handle acting as `node`, which this registrar registered; its events carry `eventContext`. */

@@ -15,7 +15,7 @@ import { applyCommit, Commit, CommitInit, COPY_ON_READ, FOUND, History, LARGE, P
 import { LiveState } from './live-state.js';
 import { checkTags, type ResolvedOptions } from './options.js';
 import { checkSegments, compileNamespacePattern } from './patterns.js';
-import { NodeRegistry } from './registry.js';
+import { NodeRegistry, type ReservedNodes } from './registry.js';
 import type { BackpackEvent, BackpackEventSink, BackpackItem, HandlePackOptions, NodeRegistration } from './types.js';
 import { prepareValue, setOwn } from './values.js';
 
@@ -192,6 +192,14 @@ export class Ledger implements HandleOps {
 
   register(node: NodeRegistration, parent: Actor): Actor {
     return this.registry.register(node, parent);
+  }
+
+  reserve(nodes: ReservedNodes, id: string, nodeName: string, position: number): boolean {
+    return this.registry.reserve(nodes, id, nodeName, position);
+  }
+
+  adopt(nodes: ReservedNodes, id: string, nodeName: string): Actor {
+    return this.registry.adopt(nodes, id, nodeName);
   }
 
   /** The active item under `key` if `actor` may read it (no commit, no record). */

@@ -8,12 +8,48 @@ import { checkPermissions } from './access.js';
 import { Actor } from './actor.js';
 import { BackpackError } from './errors.js';
 import { checkSegments } from './patterns.js';
-import type { NodeRegistration } from './types.js';
+import type { NodePermissions, NodeRegistration } from './types.js';
+
+/**
+ * Nodes of one flow registered before they are built (a flow loader builds a node of a plain class on first use,
+ * see `Flow`): each sits at `<namespace>.<id>` (just `<id>` under the empty namespace), inside `parent`, with the
+ * class name the flow gives and no access rules of its own, at a position among the flow's nodes. Registered with
+ * {@link NodeRegistry.reserve}, which keeps no entry per node: the flow answers for them. Their actors are made by
+ * {@link NodeRegistry.adopt} when the flow builds them. Not exported from the package.
+ */
+export interface ReservedNodes {
+  /** The namespace of the flow whose nodes these are. */
+  readonly namespace: string;
+  /** The node the flow runs inside, if any. */
+  readonly parent: Actor | undefined;
+  /** The position of the node reserved as `id`, or undefined when `id` is not reserved here. */
+  position(id: string): number | undefined;
+  /** The id of the node reserved at `position`, or undefined when none is. */
+  idAt(position: number): string | undefined;
+  /** The actor of the node reserved as `id`, the same one every time (its flow builds the node if it is not yet). */
+  actor(id: string): Actor;
+}
+
+/** Reservations of one flow made one after another, with no other registration between them: positions `from` to `to` (excluded). */
+interface ReservedRun {
+  readonly nodes: ReservedNodes;
+  readonly from: number;
+  to: number;
+}
 
 /** The registered nodes of one Backpack. */
 export class NodeRegistry {
-  /** Registration key (the namespace, or `#<nodeId>` for a node without one) to actor. */
-  readonly #byKey = new Map<string, Actor>();
+  /**
+   * Registration key (the namespace, or `#<nodeId>` for a node without one) to actor, in registration order; a run of
+   * reservations takes one place in that order, under a key no namespace can be (it starts with a NUL).
+   */
+  readonly #byKey = new Map<string, Actor | ReservedRun>();
+  /** Every flow's reservations, for finding who holds a namespace. */
+  readonly #reserved = new Set<ReservedNodes>();
+  /** The run the last registration went to, while it is last. */
+  #lastRun: ReservedRun | undefined;
+  /** Reserved nodes registered again (with new rules): the new actor, by key. */
+  readonly #again = new Map<string, Actor>();
 
   /**
    * Registers `node` (inside `parent`, if given) and returns its actor. Registering the same node id at the same
@@ -21,6 +57,46 @@ export class NodeRegistry {
    * registered namespace is an error naming both.
    */
   register(node: NodeRegistration, parent?: Actor): Actor {
+    const { key, permissions } = this.#check(node, parent);
+    const actor = new Actor(node.nodeId, node.nodeName, node.namespace === '' ? undefined : node.namespace, permissions, parent);
+    if (this.#byKey.get(key) === undefined && this.#reservedHolder(key) !== undefined) {
+      this.#again.set(key, actor);
+    } else {
+      if (!this.#byKey.has(key)) this.#lastRun = undefined;
+      this.#byKey.set(key, actor);
+    }
+    return actor;
+  }
+
+  /**
+   * Registers node `id` of `nodes`'s flow (class name `nodeName`, at `position` among its nodes) before it is built:
+   * the checks and errors of {@link register} for that node, which holds its namespace from now on; its actor is
+   * made later by {@link adopt}. False (and nothing reserved) when that node is registered there already: then the
+   * flow registers it as it builds it, now.
+   */
+  reserve(nodes: ReservedNodes, id: string, nodeName: string, position: number): boolean {
+    const { key } = this.#check({ nodeId: id, nodeName, namespace: nodes.namespace === '' ? id : `${nodes.namespace}.${id}` }, nodes.parent);
+    // The same node registered again (another flow of the same nodes on this Backpack) replaces the registration in
+    // its place: that is register's to do, with the node built.
+    if (this.#byKey.has(key) || this.#reservedHolder(key) !== undefined) return false;
+    this.#reserved.add(nodes);
+    if (this.#lastRun?.nodes === nodes && position >= this.#lastRun.to) {
+      this.#lastRun.to = position + 1;
+      return true;
+    }
+    const run: ReservedRun = { nodes, from: position, to: position + 1 };
+    this.#byKey.set(`\0${this.#byKey.size}`, run);
+    this.#lastRun = run;
+    return true;
+  }
+
+  /** The actor of node `id` reserved in `nodes` (its flow calls this once, when it builds the node). */
+  adopt(nodes: ReservedNodes, id: string, nodeName: string): Actor {
+    return new Actor(id, nodeName, nodes.namespace === '' ? id : `${nodes.namespace}.${id}`, undefined, nodes.parent);
+  }
+
+  /** The checks of a registration; returns its key and checked rules. */
+  #check(node: NodeRegistration, parent: Actor | undefined): { key: string; permissions: Readonly<NodePermissions> | undefined } {
     if (!node || typeof node !== 'object') throw new BackpackError('registerNode needs { nodeId, nodeName, namespace }');
     const { nodeId, nodeName, namespace } = node;
     if (typeof nodeId !== 'string' || nodeId === '') throw new BackpackError('registerNode needs a non-empty nodeId');
@@ -39,7 +115,8 @@ export class NodeRegistry {
     }
     const permissions = node.permissions === undefined ? undefined : checkPermissions(nodeId, node.permissions);
     const key = namespace === '' ? `#${nodeId}` : namespace;
-    const holder = this.#byKey.get(key);
+    const held = this.#byKey.get(key);
+    const holder = held instanceof Actor ? held : this.#reservedHolder(key);
     if (holder !== undefined && (holder.nodeId !== nodeId || holder.parent !== parent)) {
       throw new BackpackError(
         namespace === ''
@@ -48,9 +125,18 @@ export class NodeRegistry {
         { nodeId },
       );
     }
-    const actor = new Actor(nodeId, nodeName, namespace === '' ? undefined : namespace, permissions, parent);
-    this.#byKey.set(key, actor);
-    return actor;
+    return { key, permissions };
+  }
+
+  /** The id and parent of the reserved node at registration key `key`, if one holds it. */
+  #reservedHolder(key: string): { nodeId: string; parent: Actor | undefined } | undefined {
+    for (const nodes of this.#reserved) {
+      const prefix = nodes.namespace === '' ? '' : `${nodes.namespace}.`;
+      if (!key.startsWith(prefix)) continue;
+      const id = key.slice(prefix.length);
+      if (!id.includes('.') && nodes.position(id) !== undefined) return { nodeId: id, parent: nodes.parent };
+    }
+    return undefined;
   }
 
   /**
@@ -60,8 +146,7 @@ export class NodeRegistry {
    */
   resolve(nodeId: unknown, claimed?: { nodeName?: unknown; namespace?: unknown }): Actor {
     if (typeof nodeId !== 'string' || nodeId === '') throw new BackpackError(`Option 'nodeId' must be a non-empty string (omit it for the owner's view), got ${String(nodeId)}`);
-    const matches: Actor[] = [];
-    for (const actor of this.#byKey.values()) if (actor.nodeId === nodeId) matches.push(actor);
+    const matches = this.withId(nodeId);
     const wanted = claimed?.namespace;
     const candidates = wanted === undefined ? matches : matches.filter((a) => (a.namespace ?? '') === wanted);
     if (candidates.length === 0) {
@@ -91,9 +176,35 @@ export class NodeRegistry {
     return actor;
   }
 
-  /** Every registered node, in registration order. */
-  values(): IterableIterator<Actor> {
-    return this.#byKey.values();
+  /** The registered nodes with id `nodeId`, in registration order (a reserved node among them is built, no other). */
+  withId(nodeId: string): Actor[] {
+    const matches: Actor[] = [];
+    for (const entry of this.#byKey.values()) {
+      if (entry instanceof Actor) {
+        if (entry.nodeId === nodeId) matches.push(entry);
+      } else {
+        const at = entry.nodes.position(nodeId);
+        if (at !== undefined && at >= entry.from && at < entry.to) matches.push(this.#reservedActor(entry.nodes, nodeId));
+      }
+    }
+    return matches;
+  }
+
+  /** Every registered node, in registration order (reserved nodes are built for it). */
+  *values(): IterableIterator<Actor> {
+    for (const entry of this.#byKey.values()) {
+      if (entry instanceof Actor) yield entry;
+      else {
+        for (let at = entry.from; at < entry.to; at++) {
+          const id = entry.nodes.idAt(at);
+          if (id !== undefined) yield this.#reservedActor(entry.nodes, id);
+        }
+      }
+    }
+  }
+
+  #reservedActor(nodes: ReservedNodes, id: string): Actor {
+    return this.#again.get(nodes.namespace === '' ? id : `${nodes.namespace}.${id}`) ?? nodes.actor(id);
   }
 }
 

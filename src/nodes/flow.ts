@@ -1,6 +1,7 @@
 import { Backpack, BackpackHandle, type BackpackOptions } from '../backpack/index.js';
 import { nodeRegistrar } from '../backpack/backpack.js';
 import type { NodeRegistrar, RegisteredNode } from '../backpack/handle.js';
+import type { ReservedNodes } from '../backpack/registry.js';
 import { EventStreamer, StreamEventType, newRunId, newSpanId } from '../events/index.js';
 import {
   BaseFlow,
@@ -76,6 +77,63 @@ export interface FlowConfigLoader {
 
 let defaultConfigLoader: FlowConfigLoader | undefined;
 
+/**
+ * The nodes of a flow config that a flow loader adds to a flow to be built on first use (see {@link deferNode}):
+ * the config's nodes in order, each the record of a node (what `build` takes), replaced by the node once the flow
+ * has it, or undefined once none can be had from it.
+ */
+export interface DeferredNodes {
+  readonly entries: (object | undefined)[];
+  /** The position in `entries` of the node config with id `id`, whether added yet or not; undefined when none has it. */
+  position(id: string): number | undefined;
+  /** The id of the node `record` describes. */
+  idOf(record: object): string;
+  /** The class and config of the node `record` describes: exactly what `addNode` would have been given. */
+  build(record: object): { NodeClass: BackpackNodeClass; config: BackpackNodeConfig };
+}
+
+/** What a flow knows of its loaded nodes (see {@link DeferredNodes}): how many were added, and their reservation. */
+interface Deferred {
+  readonly source: DeferredNodes;
+  readonly reserved: ReservedNodes;
+  /** Entries at positions below this were added (the loader adds them in order). */
+  added: number;
+}
+
+let startDeferring: (flow: Flow, source: DeferredNodes) => void;
+let defer: (flow: Flow, NodeClass: BackpackNodeClass, id: string, position: number) => boolean;
+let place: (flow: Flow, position: number, node: BaseNode | undefined) => void;
+
+/**
+ * Makes `source` the list of `flow`'s loaded nodes; the loader then adds them in order, each with
+ * {@link deferNode} or (built at once, by `addNode` or not at all) {@link placeNode}. Only before any node is added,
+ * and for a flow loaded from a config whose nodes are added by no one but the loader (no `fromConfig`). Not
+ * exported from the package.
+ */
+export function deferNodes(flow: Flow, source: DeferredNodes): void {
+  startDeferring(flow, source);
+}
+
+/**
+ * Adds node `id` of `NodeClass`, at `position` of the flow's {@link DeferredNodes}, as `addNode` would, with the same
+ * checks and errors (id, uniqueness, namespace segment, the Backpack's registration), but builds it only on first
+ * use: when it is asked for (`getNode`, `getAllNodes`, a route, the entry, export) or its registration is (the
+ * Backpack's `toJSON`, `forNode`, `resolve`). Only for a node whose creation is the library's alone, so that when it
+ * happens cannot be told: a class that declares no constructor, no instance fields, no `permissions`,
+ * `namespaceSegment` or `paramsSchema` (see `constructsPlainly` in the serialization module), a config with no
+ * namespace segment or permissions, valid retry settings and checked params; not the flow's first node (its entry).
+ * False, with nothing added, when the same node is registered at its namespace already (another flow of the same
+ * nodes on the Backpack): then add it with `addNode`, whose registration replaces that one in its place.
+ */
+export function deferNode(flow: Flow, NodeClass: BackpackNodeClass, id: string, position: number): boolean {
+  return defer(flow, NodeClass, id, position);
+}
+
+/** Records that the node at `position` of the flow's {@link DeferredNodes} was added now (`node`) or could not be (undefined). */
+export function placeNode(flow: Flow, position: number, node: BaseNode | undefined): void {
+  place(flow, position, node);
+}
+
 let streamerOf: (flow: Flow) => EventStreamer;
 let handleOf: (flow: Flow, node: RegisteredNode, eventContext?: { runId?: string; spanId?: string }) => BackpackHandle;
 
@@ -134,7 +192,10 @@ export class Flow extends BaseFlow<any> {
   readonly #streamer: EventStreamer;
   /** Registers this flow's nodes with the Backpack (inside #parent's node, if any) and makes their handles. */
   readonly #registrar: NodeRegistrar;
+  /** The nodes by id, in the order added, but for those of {@link #deferred}. */
   readonly #nodes = new Map<string, BaseNode>();
+  /** A loaded flow's nodes, built on first use (see {@link deferNode}); they come before the others. */
+  #deferred: Deferred | undefined;
   /**
    * The nodes whose namespace segment is not their id, by segment (for the others, the id is the segment, and ids are
    * unique): all that is needed to keep namespaces unique, without a map entry per node of a large flow.
@@ -146,6 +207,9 @@ export class Flow extends BaseFlow<any> {
   static {
     streamerOf = (flow) => flow.#streamer;
     handleOf = (flow, node, eventContext) => flow.#registrar.handle(node, eventContext);
+    startDeferring = (flow, source) => flow.#startDeferring(source);
+    defer = (flow, NodeClass, id, position) => flow.#defer(NodeClass, id, position);
+    place = (flow, position, node) => flow.#place(position, node);
   }
 
   constructor(options: FlowOptions = {}) {
@@ -211,14 +275,17 @@ export class Flow extends BaseFlow<any> {
     if (!config || typeof config.id !== 'string' || config.id === '') {
       throw new TypeError(`Flow '${this.id}': addNode(${NodeClass.name}, config) needs config.id, a non-empty string`);
     }
-    if (this.#nodes.has(config.id)) {
+    if (this.#has(config.id)) {
       throw new FlowError(`Flow '${this.id}' already has a node with id '${config.id}': node ids must be unique within a flow`);
     }
     const segment = checkSegment(config.namespaceSegment ?? NodeClass.namespaceSegment ?? config.id, `Namespace segment of node '${config.id}'`);
     const namespace = composeNamespace(this.namespace, segment);
-    // Another node with this segment: one that chose it, or (for a node that chose its own) the node of that id.
+    // Another node with this segment: one that chose it, or (for a node that chose its own) the node of that id
+    // (a node built on first use has its id as its segment).
     const named = segment === config.id ? undefined : this.#nodes.get(segment);
-    const holder = this.#ownSegments.get(segment) ?? (named instanceof BackpackNode && named.namespace === namespace ? named.id : undefined);
+    const holder =
+      this.#ownSegments.get(segment) ??
+      (named instanceof BackpackNode && named.namespace === namespace ? named.id : segment !== config.id && this.#reservedAt(segment) !== undefined ? segment : undefined);
     if (holder !== undefined) {
       throw new FlowError(
         `Nodes '${holder}' and '${config.id}' of flow '${this.id}' would share namespace '${namespace}': ` +
@@ -236,15 +303,138 @@ export class Flow extends BaseFlow<any> {
     return node;
   }
 
+  /** See {@link deferNodes}. */
+  #startDeferring(source: DeferredNodes): void {
+    if (this.#deferred !== undefined || this.#nodes.size > 0) throw new FlowError(`Flow '${this.id}': nodes built on first use are the flow's first nodes, listed once`);
+    this.#deferred = {
+      source,
+      added: 0,
+      reserved: this.#registrar.reservations(this.namespace, {
+        position: (id) => this.#reservedAt(id),
+        idAt: (at) => this.#reservedIdAt(at),
+        actor: (id) => nodeBinding(this.#node(id)!, this)!,
+      }),
+    };
+  }
+
+  /** See {@link deferNode}. */
+  #defer(NodeClass: BackpackNodeClass, id: string, position: number): boolean {
+    const deferred = this.#deferred;
+    if (deferred === undefined || position < deferred.added || !this.entryNode) {
+      throw new FlowError(`Flow '${this.id}': node '${String(id)}' cannot be built on first use here (the entry node, or out of order)`);
+    }
+    this.#checkOpen('add a node');
+    if (typeof NodeClass !== 'function' || !(NodeClass.prototype instanceof BackpackNode) || NodeClass.namespaceSegment !== undefined) {
+      throw new TypeError(`Flow '${this.id}': a node built on first use is of a BackpackNode class without a namespaceSegment, got ${String(NodeClass)}`);
+    }
+    if (typeof id !== 'string' || id === '') {
+      throw new TypeError(`Flow '${this.id}': addNode(${NodeClass.name}, config) needs config.id, a non-empty string`);
+    }
+    if (this.#has(id)) {
+      throw new FlowError(`Flow '${this.id}' already has a node with id '${id}': node ids must be unique within a flow`);
+    }
+    const segment = checkSegment(id, `Namespace segment of node '${id}'`);
+    const holder = this.#ownSegments.get(segment);
+    if (holder !== undefined) {
+      throw new FlowError(
+        `Nodes '${holder}' and '${id}' of flow '${this.id}' would share namespace '${composeNamespace(this.namespace, segment)}': ` +
+          `give one of them its own segment with config.namespaceSegment`,
+      );
+    }
+    if (deferred.source.position(id) !== position) throw new FlowError(`Flow '${this.id}': node '${id}' is not at position ${position} of its config`);
+    if (!this.#registrar.reserve(deferred.reserved, id, NodeClass.name, position)) return false;
+    deferred.added = position + 1;
+    return true;
+  }
+
+  /** See {@link placeNode}. */
+  #place(position: number, node: BaseNode | undefined): void {
+    const deferred = this.#deferred;
+    if (deferred === undefined || position < deferred.added || (node !== undefined && this.#nodes.get(node.id) !== node)) {
+      throw new FlowError(`Flow '${this.id}': cannot place a node at position ${position}`);
+    }
+    deferred.source.entries[position] = node;
+    deferred.added = position + 1;
+  }
+
+  /** True when the flow has a node with id `id` (built or not). */
+  #has(id: string): boolean {
+    if (this.#nodes.has(id)) return true;
+    const deferred = this.#deferred;
+    if (deferred === undefined) return false;
+    const at = deferred.source.position(id);
+    return at !== undefined && at < deferred.added && deferred.source.entries[at] !== undefined;
+  }
+
+  /** The position of node `id` when it was added to be built on first use (built since or not), else undefined. */
+  #reservedAt(id: string): number | undefined {
+    const deferred = this.#deferred;
+    if (deferred === undefined) return undefined;
+    const at = deferred.source.position(id);
+    return at !== undefined && this.#reservedIdAt(at) === id ? at : undefined;
+  }
+
+  /** The id of the node added at `position` to be built on first use (built since or not), else undefined. */
+  #reservedIdAt(position: number): string | undefined {
+    const deferred = this.#deferred;
+    if (deferred === undefined || position >= deferred.added) return undefined;
+    const entry = deferred.source.entries[position];
+    if (entry === undefined) return undefined;
+    if (!(entry instanceof BaseNode)) return deferred.source.idOf(entry);
+    // A node the loader added at once is in #nodes; one built here is not.
+    return this.#nodes.get(entry.id) === entry ? undefined : entry.id;
+  }
+
+  /** The node `id`, built now if it was added to be built on first use; undefined when there is none. */
+  #node(id: string): BaseNode | undefined {
+    const added = this.#nodes.get(id);
+    if (added !== undefined) return added;
+    const deferred = this.#deferred;
+    const at = deferred?.source.position(id);
+    if (deferred === undefined || at === undefined || at >= deferred.added) return undefined;
+    return this.#nodeAt(deferred, at);
+  }
+
+  /** The node at `position` of the loaded nodes (built now if it is not yet), or undefined. */
+  #nodeAt(deferred: Deferred, position: number): BaseNode | undefined {
+    const entry = deferred.source.entries[position];
+    if (entry === undefined || entry instanceof BaseNode) return entry;
+    const { NodeClass, config } = deferred.source.build(entry);
+    const id = config.id;
+    const node = new NodeClass(config, { namespace: composeNamespace(this.namespace, id), flow: this, deps: this.deps });
+    if (node.id !== id || nodePermissions(node) !== undefined) {
+      throw new FlowError(`Flow '${this.id}': node '${id}' was added to be built on first use, but its class gives it ${node.id !== id ? `id '${node.id}'` : 'access rules'}`);
+    }
+    bindNode(node, this.#registrar.adopt(deferred.reserved, id, NodeClass.name), this);
+    deferred.source.entries[position] = node;
+    return node;
+  }
+
+  /** Every node id, in the order added (building no node). */
+  #ids(): string[] {
+    const deferred = this.#deferred;
+    if (deferred === undefined) return [...this.#nodes.keys()];
+    const ids: string[] = [];
+    for (let at = 0; at < deferred.added; at++) {
+      const entry = deferred.source.entries[at];
+      if (entry !== undefined) ids.push(entry instanceof BaseNode ? entry.id : deferred.source.idOf(entry));
+    }
+    for (const [id, node] of this.#nodes) {
+      const at = deferred.source.position(id);
+      if (at === undefined || at >= deferred.added || deferred.source.entries[at] !== node) ids.push(id);
+    }
+    return ids;
+  }
+
   /** Makes `node` (or the node added with that id, as BackpackFlow v2 allowed) the entry node. */
   override setEntryNode(node: BaseNode | string): this {
     this.#checkOpen('change the entry node');
     if (typeof node === 'string') {
-      const found = this.#nodes.get(node) ?? this.#subflows.find((sub) => sub.id === node);
-      if (!found) throw new FlowError(`Flow '${this.id}': no node with id '${node}' to make the entry node (nodes: ${[...this.#nodes.keys()].join(', ') || 'none'})`);
+      const found = this.#node(node) ?? this.#subflows.find((sub) => sub.id === node);
+      if (!found) throw new FlowError(`Flow '${this.id}': no node with id '${node}' to make the entry node (nodes: ${this.#ids().join(', ') || 'none'})`);
       return super.setEntryNode(found);
     }
-    if (node instanceof BackpackNode && this.#nodes.get(node.id) !== node) {
+    if (node instanceof BackpackNode && this.#node(node.id) !== node) {
       throw new FlowError(`Flow '${this.id}': entry node '${node.id}' was not added to this flow (use flow.addNode)`);
     }
     return super.setEntryNode(node);
@@ -252,12 +442,24 @@ export class Flow extends BaseFlow<any> {
 
   /** The node added with `id`, or undefined. */
   getNode(id: string): BaseNode | undefined {
-    return this.#nodes.get(id);
+    return this.#node(id);
   }
 
   /** Every node added to this flow, in the order added. */
   getAllNodes(): BaseNode[] {
-    return [...this.#nodes.values()];
+    const deferred = this.#deferred;
+    if (deferred === undefined) return [...this.#nodes.values()];
+    const nodes: BaseNode[] = [];
+    for (let at = 0; at < deferred.added; at++) {
+      const node = this.#nodeAt(deferred, at);
+      if (node !== undefined) nodes.push(node);
+    }
+    // Nodes added after the loaded ones (the loader's own are in #nodes and at their position).
+    for (const node of this.#nodes.values()) {
+      const at = deferred.source.position(node.id);
+      if (at === undefined || at >= deferred.added || deferred.source.entries[at] !== node) nodes.push(node);
+    }
+    return nodes;
   }
 
   /** True once the flow has run: its nodes and routes can no longer change. */
@@ -296,7 +498,7 @@ export class Flow extends BaseFlow<any> {
    * missing-route policy.
    */
   createChildFlow(node: BackpackNode, overrides: { maxSteps?: number; onMissingRoute?: MissingRoutePolicy } = {}): Flow {
-    if (this.#nodes.get(node.id) !== node) throw new FlowError(`Flow '${this.id}': node '${node.id}' was not added to this flow`);
+    if (this.#node(node.id) !== node) throw new FlowError(`Flow '${this.id}': node '${node.id}' was not added to this flow`);
     return node.createNestedFlow({ maxSteps: overrides.maxSteps ?? this.maxSteps, onMissingRoute: overrides.onMissingRoute ?? this.onMissingRoute });
   }
 

@@ -338,11 +338,15 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     if (event.runId === runId) buffer.push(event);
   });
   /** Commits the buffered events as one step (events, projection; see RunWriter.commit). */
-  const persist = async (): Promise<void> => {
-    const batch = target.modelDeltas === 'keep' ? buffer : foldModelDeltas(buffer);
-    buffer = [];
-    if (batch.length === 0) return;
-    await writer.commit(batch);
+  const persist = (): Promise<void> => {
+    // Not an async function (one promise less per step); a throw still becomes a rejection.
+    try {
+      const batch = target.modelDeltas === 'keep' ? buffer : foldModelDeltas(buffer);
+      buffer = [];
+      return batch.length === 0 ? Promise.resolve() : writer.commit(batch);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   };
   /**
    * Keyframes are taken at the step boundary (the state, the log's chain and line, synchronously) and written off
@@ -396,14 +400,17 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
         started.catch(() => undefined);
       })
     : () => undefined;
+  /** Set once the start is recorded: the steps after the first do not wait for it again. */
+  let startDone = false;
   const startRecorded = async (): Promise<void> => {
     stopWatchingStart();
     await started;
+    startDone = true;
   };
   const onStep = async (boundary: StepBoundary): Promise<void> => {
     // The end of a nested flow is not a resumable position; its changes go with the enclosing node's boundary.
     if (boundary.next === undefined && boundary.path.length > 0) return;
-    await startRecorded();
+    if (!startDone) await startRecorded();
     step++;
     const position = boundary.next === undefined ? [] : [...boundary.path, boundary.next];
     const delta = tracker.next();

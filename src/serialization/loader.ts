@@ -15,9 +15,11 @@ import {
   type DependencyLookup,
   type FlowConfigLoader,
 } from '../nodes/index.js';
+import { deferNode, deferNodes, placeNode, type DeferredNodes } from '../nodes/flow.js';
 import { BACKPACK_DEP, DependencyContainer, EVENT_STREAMER_DEP } from './container.js';
 import { FlowConfigError, pointer, type ConfigProblem } from './errors.js';
 import { nestingProblem } from './limits.js';
+import { constructsPlainly } from './plain-class.js';
 import { parseFlowConfig } from './parse.js';
 import { flattenEdges, flattenNodes, findNode, getCompositeNodes, getMaxDepth } from './query.js';
 import { FlowConfigSchema, SUPPORTED_MAJOR_VERSION, type FlowConfig, type FlowEdge, type NodeConfig } from './schema.js';
@@ -57,8 +59,8 @@ export interface LoadOptions {
    * Called with the config as given (parsed, if it was text) once it is found valid and its dependencies are
    * present, before any node is built; the flow is built only when it resolves. The CLI records a run's config here,
    * so that a large parsed config is recorded before, not beside, the flow it becomes: the loader holds no reference
-   * to the config as given once this returns, and drops each node's entry of its own checked copy as soon as the
-   * node is built (a caller that keeps no reference of its own lets the parsed nodes go as the flow grows).
+   * to the config as given once this returns. Of its own checked copy it drops each node's entry as soon as the node
+   * is built; a node built on first use (see {@link FlowLoader.loadFlow}) keeps its entry, its only form until then.
    */
   beforeBuild?: (config: unknown) => void | Promise<void>;
 }
@@ -142,14 +144,17 @@ export class FlowLoader implements FlowConfigLoader {
 
   /**
    * Builds a Flow from `config`: validates it (a FlowConfigError lists every problem), resolves `${ENV}` params,
-   * creates the nodes with the registered classes, internal flows, subflows and edges. `deps` reach every node as
-   * `this.deps`; every key a `dependencies` map of the config declares must be in them. Inside a node's execution the
+   * creates the nodes with the registered classes, internal flows, subflows and edges. Of a config the loader keeps
+   * (text, or `shareConfig`), a node whose creation runs only the library's code (see `constructsPlainly`) is
+   * checked now and built on first use: the flow holds its checked config until something asks for the node. `deps`
+   * reach every node as `this.deps`; every key a `dependencies` map of the config declares must be in them. Inside a node's execution the
    * new flow shares that node's Backpack and streamer (and, when no `deps` are given, its dependencies).
    */
   async loadFlow(config: unknown, deps?: DependencyLookup | Record<string, unknown>, options: LoadOptions = {}): Promise<Flow> {
     const share = typeof config === 'string' || options.shareConfig === true;
     let input = typeof config === 'string' ? parseFlowConfig(config, 'flow config', { maxBytes: options.maxBytes }) : config;
-    const { problems, config: parsed } = this.#check(input, options.maxDepth ?? DEFAULT_DEPTH, options.maxBytes);
+    const tables = new Map<FlowConfig, NameTable>();
+    const { problems, config: parsed } = this.#check(input, options.maxDepth ?? DEFAULT_DEPTH, options.maxBytes, tables);
     if (parsed === undefined) throw new FlowConfigError(problems);
     const caller = currentNode();
     const given = deps === undefined && caller?.deps ? caller.deps : toLookup(deps);
@@ -167,7 +172,7 @@ export class FlowLoader implements FlowConfigLoader {
       ? caller.createNestedFlow(settings)
       : new Flow({ ...settings, backpack, eventStreamer });
     const loadProblems: ConfigProblem[] = [];
-    await this.#populate(flow, parsed, '', options.env ?? process.env, share, loadProblems);
+    await this.#populate(flow, parsed, '', options.env ?? process.env, share, loadProblems, tables);
     if (loadProblems.length > 0) throw new FlowConfigError(loadProblems, 'Flow config could not be loaded');
     return flow;
   }
@@ -203,7 +208,7 @@ export class FlowLoader implements FlowConfigLoader {
   // ------------------------------------------------------------------ validation
 
   /** Every problem of `input`, and the normalized config when there is none (so that loading parses it once). */
-  #check(input: unknown, maxDepth: number, maxBytes: number | undefined): { problems: ConfigProblem[]; config?: FlowConfig } {
+  #check(input: unknown, maxDepth: number, maxBytes: number | undefined, tables?: Map<FlowConfig, NameTable>): { problems: ConfigProblem[]; config?: FlowConfig } {
     let config = input;
     if (typeof input === 'string') {
       try {
@@ -231,11 +236,12 @@ export class FlowLoader implements FlowConfigLoader {
     if (major !== SUPPORTED_MAJOR_VERSION) {
       problems.push({ path: '/version', message: unsupportedVersion(normalized.version) });
     }
-    this.#checkFlow(normalized, '', normalized.namespace, true, problems);
+    this.#checkFlow(normalized, '', normalized.namespace, true, problems, tables);
     return problems.length > 0 ? { problems } : { problems, config: normalized };
   }
 
-  #checkFlow(cfg: FlowConfig, path: string, namespace: string, top: boolean, problems: ConfigProblem[]): void {
+  /** Checks one flow of a config; `tables` gets the flow's table of ids (a loader finds nodes by id with it). */
+  #checkFlow(cfg: FlowConfig, path: string, namespace: string, top: boolean, problems: ConfigProblem[], tables?: Map<FlowConfig, NameTable>): void {
     if (namespace) {
       try {
         checkNamespace(namespace, 'namespace');
@@ -246,7 +252,10 @@ export class FlowLoader implements FlowConfigLoader {
     // Where each id and namespace segment was taken: a node's index (its path is made only for a problem), or a
     // subflow's path. Every node of this flow has a namespace under the same one, so segments tell namespaces apart
     // (no namespace string is made per node).
-    const names = new NameTable();
+    // (The loader may put a node, or nothing, in place of a node config it built: each still has the id or none.)
+    const nodes = cfg.nodes as ({ id: string } | undefined)[];
+    const names = new NameTable((i) => nodes[i]?.id, nodes.length);
+    tables?.set(cfg, names);
     const nodeAt = (where: number | string): string => (typeof where === 'number' ? `${path}/nodes/${where}` : where);
     cfg.nodes.forEach((node, i) => {
       const at = nodeAt(i);
@@ -279,7 +288,7 @@ export class FlowLoader implements FlowConfigLoader {
           problems.push({ path: `${at}/internalFlow/namespace`, message: `an internal flow has its node's namespace '${nodeNamespace}', not '${inner.namespace}'` });
         }
         if (inner.version !== cfg.version) problems.push({ path: `${at}/internalFlow/version`, message: `version ${inner.version} differs from the enclosing flow's ${cfg.version}` });
-        this.#checkFlow(inner, `${at}/internalFlow`, nodeNamespace, false, problems);
+        this.#checkFlow(inner, `${at}/internalFlow`, nodeNamespace, false, problems, tables);
       }
     });
     (cfg.subflows ?? []).forEach((sub, k) => {
@@ -287,7 +296,7 @@ export class FlowLoader implements FlowConfigLoader {
       if (!sub.namespace) problems.push({ path: `${at}/namespace`, message: 'a subflow needs a namespace segment' });
       else if (names.idHolder(sub.namespace) !== undefined) problems.push({ path: `${at}/namespace`, message: `subflow '${sub.namespace}' has the id of ${nodeAt(names.idHolder(sub.namespace)!)}` });
       else names.claimId(sub.namespace, at);
-      this.#checkFlow(sub, at, composeNamespace(namespace, sub.namespace), false, problems);
+      this.#checkFlow(sub, at, composeNamespace(namespace, sub.namespace), false, problems, tables);
     });
     const routes = new Map<string, number>();
     cfg.edges.forEach((edge, j) => {
@@ -311,20 +320,53 @@ export class FlowLoader implements FlowConfigLoader {
 
   // ------------------------------------------------------------------ loading
 
-  async #populate(flow: Flow, cfg: FlowConfig, path: string, env: Record<string, string | undefined>, share: boolean, problems: ConfigProblem[]): Promise<void> {
+  /**
+   * Adds the nodes, subflows and edges of `cfg` to `flow`. A config that is the loader's to keep (`share`) and whose
+   * nodes no `fromConfig` adds has its plain nodes built on first use (see {@link #buildsLater}): the flow keeps the
+   * checked node configs and the id table of the check (`tables`), and builds a node from them when it is asked for.
+   */
+  async #populate(
+    flow: Flow,
+    cfg: FlowConfig,
+    path: string,
+    env: Record<string, string | undefined>,
+    share: boolean,
+    problems: ConfigProblem[],
+    tables: Map<FlowConfig, NameTable>,
+  ): Promise<void> {
     // Subflows by namespace; nodes are found by id in the flow (a million nodes need no second map).
     const subflows = new Map<string, Flow>();
     const target = (id: string): BaseNode | undefined => flow.getNode(id) ?? subflows.get(id);
+    const names = tables.get(cfg);
+    const deferring = share && names !== undefined && cfg.nodes.every((node) => this.#types.get(node.type)!.fromConfig === undefined);
+    if (deferring) {
+      deferNodes(flow, {
+        entries: cfg.nodes,
+        position: (id) => {
+          const at = names.idHolder(id);
+          return typeof at === 'number' ? at : undefined;
+        },
+        idOf: (record) => (record as NodeConfig).id,
+        build: this.#builder,
+      });
+    }
     for (const [i, node] of cfg.nodes.entries()) {
       const at = `${path}/nodes/${i}`;
       const NodeClass = this.#types.get(node.type)!;
       const params = resolveEnvRefs(node.params, `${at}/params`, env, problems, share);
       if (share) adoptParams(params);
-      const nodeConfig: BackpackNodeConfig = { id: node.id, ...params };
-      if (node.namespaceSegment !== undefined) nodeConfig.namespaceSegment = node.namespaceSegment;
-      if (node.maxRetries !== undefined) nodeConfig.maxRetries = node.maxRetries;
-      if (node.retryDelayMs !== undefined) nodeConfig.retryDelayMs = node.retryDelayMs;
-      if (node.permissions !== undefined) nodeConfig.permissions = node.permissions as NodePermissions;
+      if (deferring && params === node.params && flow.entryNode !== undefined && this.#buildsLater(NodeClass, node)) {
+        let deferred: boolean;
+        try {
+          deferred = deferNode(flow, NodeClass, node.id, i);
+        } catch (error) {
+          problems.push({ path: at, message: `could not create node '${node.id}': ${(error as Error).message}` });
+          placeNode(flow, i, undefined);
+          continue;
+        }
+        if (deferred) continue;
+      }
+      const nodeConfig = nodeConfigOf(node, params);
       let instance: BackpackNode;
       try {
         instance = NodeClass.fromConfig
@@ -332,23 +374,26 @@ export class FlowLoader implements FlowConfigLoader {
           : flow.addNode(NodeClass, nodeConfig);
       } catch (error) {
         problems.push({ path: at, message: `could not create node '${node.id}': ${(error as Error).message}` });
+        if (deferring) placeNode(flow, i, undefined);
         continue;
       }
+      if (deferring) placeNode(flow, i, instance);
       // Shared params that held no `${ENV}` reference are the node's own: its params export as they are. Otherwise
       // the params as written are kept (a copy of the caller's object, as zod's copy was, unless shared).
       if (params !== node.params) this.#rawParams.set(instance, share ? node.params : ownEntries(node.params));
       if (node.internalFlow) {
         const inner = node.internalFlow;
         const child = flow.createChildFlow(instance, { maxSteps: inner.maxSteps, onMissingRoute: inner.onMissingRoute });
-        await this.#populate(child, inner, `${at}/internalFlow`, env, share, problems);
+        await this.#populate(child, inner, `${at}/internalFlow`, env, share, problems, tables);
         instance.attachInternalFlow(child);
       }
-      // The checked copy is the loader's own (#check made every array of it): a built node's entry is not needed again.
-      (cfg.nodes as (NodeConfig | undefined)[])[i] = undefined;
+      // The checked copy is the loader's own (#check made every array of it): a built node's entry is not needed again
+      // (the flow keeps the list of nodes it builds on first use, where this node now stands).
+      if (!deferring) (cfg.nodes as (NodeConfig | undefined)[])[i] = undefined;
     }
     for (const [k, sub] of (cfg.subflows ?? []).entries()) {
       const subflow = flow.addSubflow({ namespace: sub.namespace, maxSteps: sub.maxSteps, onMissingRoute: sub.onMissingRoute });
-      await this.#populate(subflow, sub, `${path}/subflows/${k}`, env, share, problems);
+      await this.#populate(subflow, sub, `${path}/subflows/${k}`, env, share, problems, tables);
       subflows.set(sub.namespace, subflow);
     }
     for (const edge of cfg.edges) {
@@ -361,6 +406,24 @@ export class FlowLoader implements FlowConfigLoader {
     else if (!flow.entryNode && cfg.subflows?.length) flow.setEntryNode(subflows.get(cfg.subflows[0]!.namespace)!);
     this.#dependencies.set(flow, cfg.dependencies);
   }
+
+  /**
+   * True when `node` (checked, its params free of `${ENV}` references) can be built on first use: its class is plain
+   * (see {@link constructsPlainly}) and its config sets no namespace segment, permissions or internal flow, and
+   * retry settings the Node constructor takes. Creating it then cannot fail, nor change anything but the flow.
+   */
+  #buildsLater(NodeClass: LoadableNodeClass, node: NodeConfig): boolean {
+    if (node.namespaceSegment !== undefined || node.permissions !== undefined || node.internalFlow !== undefined) return false;
+    if (node.maxRetries !== undefined && !(Number.isInteger(node.maxRetries) && node.maxRetries >= 1)) return false;
+    if (node.retryDelayMs !== undefined && !(Number.isFinite(node.retryDelayMs) && node.retryDelayMs >= 0)) return false;
+    return constructsPlainly(NodeClass);
+  }
+
+  /** How a flow builds a node {@link #populate} deferred: its class and config, as the node would have been added. */
+  readonly #builder: DeferredNodes['build'] = (record) => {
+    const node = record as NodeConfig;
+    return { NodeClass: this.#types.get(node.type)!, config: nodeConfigOf(node, node.params) };
+  };
 
   // ------------------------------------------------------------------ export
 
@@ -444,6 +507,16 @@ export function normalizeFlowConfig(config: unknown): FlowConfig {
     return out;
   };
   return strip(parsed, { maxSteps: DEFAULT_MAX_STEPS, onMissingRoute: DEFAULT_MISSING_ROUTE });
+}
+
+/** The config a loaded node is created with: its id, params (resolved) and settings. */
+function nodeConfigOf(node: NodeConfig, params: Record<string, unknown>): BackpackNodeConfig {
+  const nodeConfig: BackpackNodeConfig = { id: node.id, ...params };
+  if (node.namespaceSegment !== undefined) nodeConfig.namespaceSegment = node.namespaceSegment;
+  if (node.maxRetries !== undefined) nodeConfig.maxRetries = node.maxRetries;
+  if (node.retryDelayMs !== undefined) nodeConfig.retryDelayMs = node.retryDelayMs;
+  if (node.permissions !== undefined) nodeConfig.permissions = node.permissions as NodePermissions;
+  return nodeConfig;
 }
 
 /** A shallow copy of `record`'s own enumerable entries (a `__proto__` key stays an own key). */

@@ -1,32 +1,50 @@
 /**
  * The ids and namespace segments taken in one flow of a config being validated, and by what (a node's index, or a
- * subflow's JSON path): the first taker of each. One map for both: a node whose segment is its id (nearly every
- * node) holds one entry, a bare number; only a name that is one node's id and another's segment needs an object.
- * So a flow of a million nodes costs one map entry per node, and no string is made per node.
+ * subflow's JSON path): the first taker of each. A node whose segment is its id (nearly every node) and that takes
+ * a free name is held in a table of node indexes (4 bytes a slot, sized once for the flow's nodes, keyed by the id
+ * of the node at each index); every other name, in a map. So a flow of a million nodes costs no map entry per node
+ * and no string per node, and its table is made at once, with nothing left behind by growing. A loader that keeps
+ * the table after the check finds a node's position by its id with it.
  */
 type Where = number | string;
 type Held = number | { id?: Where; segment?: number };
 
 export class NameTable {
-  readonly #names = new Map<string, Held>();
+  /** Node index + 1 of names taken as both id and segment by one node (0: empty), by a hash of the name. */
+  readonly #slots: Int32Array;
+  readonly #mask: number;
+  /** Slots in use (at most half of them: beyond, names go to the map). */
+  #used = 0;
+  /** The id of the node at an index (undefined when there is none there any more). */
+  readonly #idAt: (index: number) => string | undefined;
+  /** Every other name taken. */
+  readonly #names = new Map<string, Exclude<Held, number>>();
+
+  /** A table for a flow of `count` nodes, the node at index i having id `idAt(i)`. */
+  constructor(idAt: (index: number) => string | undefined, count: number) {
+    let size = 8;
+    while (size < count * 2) size *= 2;
+    this.#slots = new Int32Array(size);
+    this.#mask = size - 1;
+    this.#idAt = idAt;
+  }
 
   /** What took `name` as an id (a node's index or a subflow's path), if anything. */
   idHolder(name: string): Where | undefined {
-    const held = this.#names.get(name);
+    const held = this.#held(name);
     return typeof held === 'number' ? held : held?.id;
   }
 
   /** The index of the node that took `segment` as its namespace segment, if any. */
   segmentHolder(segment: string): number | undefined {
-    const held = this.#names.get(segment);
+    const held = this.#held(segment);
     return typeof held === 'number' ? held : held?.segment;
   }
 
-  /** Records node `index` as the taker of `id` and of `segment`, where each is not taken yet. */
+  /** Records node `index` (whose id is `id`) as the taker of `id` and of `segment`, where each is not taken yet. */
   claimNode(id: string, segment: string, index: number): void {
-    const held = this.#names.get(id);
-    if (segment === id && held === undefined) {
-      this.#names.set(id, index);
+    if (segment === id && this.#used * 2 < this.#slots.length && this.#held(id) === undefined && this.#idAt(index) === id) {
+      this.#insert(id, index);
       return;
     }
     this.#claim(id, 'id', index);
@@ -38,11 +56,42 @@ export class NameTable {
     this.#claim(name, 'id', where);
   }
 
+  #held(name: string): Held | undefined {
+    const index = this.#find(name);
+    return index >= 0 ? index : this.#names.get(name);
+  }
+
   #claim(name: string, as: 'id' | 'segment', where: Where): void {
-    const held = this.#names.get(name);
+    const held = this.#held(name);
     if (typeof held === 'number') return;
     if (held === undefined) this.#names.set(name, as === 'id' ? { id: where } : { segment: where as number });
     else if (as === 'id') held.id ??= where;
     else held.segment ??= where as number;
   }
+
+  /** The index held for `name` in the table, or -1. */
+  #find(name: string): number {
+    const slots = this.#slots;
+    for (let slot = hash(name) & this.#mask; ; slot = (slot + 1) & this.#mask) {
+      const held = slots[slot]!;
+      if (held === 0) return -1;
+      if (this.#idAt(held - 1) === name) return held - 1;
+    }
+  }
+
+  /** Holds node `index` for `name` (not held yet) in the table. */
+  #insert(name: string, index: number): void {
+    const slots = this.#slots;
+    let slot = hash(name) & this.#mask;
+    while (slots[slot] !== 0) slot = (slot + 1) & this.#mask;
+    slots[slot] = index + 1;
+    this.#used++;
+  }
+}
+
+/** FNV-1a of the UTF-16 code units of `text`. */
+function hash(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h >>> 0;
 }

@@ -44,7 +44,8 @@ export class BatchMarker {
   /** Rewrites the marker in place: one positional write of a fixed-size record, so the file is never empty. */
   write(record: PendingBatch): void {
     const data = this.record;
-    data.fill(0x20, data.write(JSON.stringify(record)));
+    // JSON.stringify's text of the record (its fields are integers), written without building it through JSON.
+    data.fill(0x20, data.write(`{"gen":${record.gen},"start":${record.start},"end":${record.end}}`, 'latin1'));
     let written = 0;
     while (written < data.length) written += writeSync(this.fd, data, written, data.length - written, written);
     this.gen = record.gen;

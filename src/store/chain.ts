@@ -172,33 +172,44 @@ function sealText(backend: HashBackend, start: Buffer, lines: readonly string[],
     out = Buffer.allocUnsafe(room);
   }
   const seals: (string | undefined)[] = new Array(count);
-  /** Where each line ends (after its newline). */
-  const ends: number[] = new Array(count);
   let head = start;
-  let from = 0;
   let at = 0;
-  for (let i = 0; i < count; i++) {
-    at += out.write(lines[i]!, at);
+  /** Seals the lines written so far (from `from`, each with its newline): the seal replaces the last one's `}` and newline. */
+  const sealTo = (from: number, i: number): void => {
+    // The hashed bytes are the lines as they were (each with its newline), after the previous chain.
+    head = backend.digestOf([head, out.subarray(from, at)]);
+    const seal = `${PREFIX}${head.toString('hex')}"}\n`;
+    at = at - 2 + out.write(seal, at - 2, 'latin1');
+    seals[i] = seal;
+  };
+  let first = 0;
+  if (sealFirst && count > 1) {
+    at = out.write(lines[0]!, 0);
     out[at++] = 0x0a;
-    if (i === count - 1 || (i === 0 && sealFirst)) {
-      // The hashed bytes are the lines as they were (each with its newline), after the previous chain.
-      head = backend.digestOf([head, out.subarray(from, at)]);
-      const seal = `${PREFIX}${head.toString('hex')}"}\n`;
-      // The seal replaces the line's closing brace and newline.
-      at = at - 2 + out.write(seal, at - 2, 'latin1');
-      seals[i] = seal;
-      from = at;
-    }
-    ends[i] = at;
+    sealTo(0, 0);
+    first = 1;
   }
+  // The other lines in one write (one call, not one per line): each with its newline, the last one sealed.
+  const from = at;
+  let text = '';
+  for (let i = first; i < count; i++) text += `${lines[i]!}\n`;
+  at += out.write(text, at);
+  sealTo(from, count - 1);
   const bytes = at;
   const piece = out.subarray(0, bytes);
+  // The caller may reuse `lines`: what lineBytes needs is kept.
+  const kept = lines.slice();
   return {
     head,
     pieces: [piece],
     bytes,
     seals,
-    lineBytes: () => ends.map((end, i) => end - (i === 0 ? 0 : ends[i - 1]!)),
+    lineBytes: () =>
+      kept.map((line, i) => {
+        const seal = seals[i];
+        const body = Buffer.byteLength(line);
+        return seal === undefined ? body + 1 : body - 1 + seal.length;
+      }),
   };
 }
 

@@ -85,7 +85,9 @@ export class CheckpointStore {
   private save(checkpoint: CheckpointInput, path: string): Promise<number> {
     // What is written is the checkpoint as it is now, even if the caller changes it before its turn comes.
     const body = JSON.stringify(this.prepare(checkpoint, path));
-    const next = this.queue.then(() => writeSealedJson(path, body, this.fsync, this.syncDirectory));
+    // One save after another (the queue orders them), each creating its file on the thread pool: a keyframe is
+    // written while its run goes on.
+    const next = this.queue.then(() => writeSealedJson(path, body, this.fsync, this.syncDirectory, true));
     this.queue = next.catch(() => undefined);
     return next;
   }

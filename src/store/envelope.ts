@@ -7,6 +7,10 @@ import { StreamEventSchema, StreamEventType, type StreamEvent } from '../events/
  * builds the value zod would (schema keys in schema order, unknown keys dropped; the payload is kept as it is,
  * which serializes as zod's copy of it does). Whatever it does not accept goes through zod, which decides and, when the event is invalid, names
  * the field. So every event is validated against the schema, and errors are zod's.
+ *
+ * For writing, {@link plainEnvelope} runs the same check without building that value: it returns the envelope's JSON
+ * text from the fields it checked, the text `JSON.stringify` gives the value parseEvent returns (test/store/
+ * event-encode.test.ts holds it to that, byte for byte).
  */
 
 const EVENT_TYPES: ReadonlySet<unknown> = new Set(Object.values(StreamEventType));
@@ -37,31 +41,110 @@ function isSimpleRecord(value: unknown): value is Record<string, unknown> {
   return !Object.hasOwn(value, '__proto__') && !Object.hasOwn(value, 'constructor') && Object.getOwnPropertySymbols(value).length === 0;
 }
 
+/** The fields of a candidate envelope, each read once (as zod reads them). */
+type Fields = Record<'v' | 'id' | 'seq' | 'timestamp' | 'runId' | 'sessionKey' | 'type' | 'namespace' | 'nodeId' | 'nodeName' | 'spanId' | 'parentSpanId' | 'payload' | 'redaction' | 'chain', unknown>;
+
+function fieldsOf(value: unknown): Fields | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const { v, id, seq, timestamp, runId, sessionKey, type, namespace, nodeId, nodeName, spanId, parentSpanId, payload, redaction, chain } = value as Record<string, unknown>;
+  return { v, id, seq, timestamp, runId, sessionKey, type, namespace, nodeId, nodeName, spanId, parentSpanId, payload, redaction, chain };
+}
+
+/** Whether the quick check accepts these fields (see the module comment). */
+function acceptable(f: Fields): f is Fields & StreamEvent {
+  if (f.v !== 1 || f.redaction !== undefined) return false;
+  // A stored line's chain hash is checked by the log's readers, not part of the event: left out, as readers do.
+  if (f.chain !== undefined && (typeof f.chain !== 'string' || !CHAIN.test(f.chain))) return false;
+  if (typeof f.id !== 'string' || f.id === '' || typeof f.runId !== 'string' || f.runId === '') return false;
+  if (!isCount(f.seq) || !isCount(f.timestamp) || !EVENT_TYPES.has(f.type)) return false;
+  if (f.sessionKey !== undefined && (typeof f.sessionKey !== 'string' || f.sessionKey === '')) return false;
+  if (!isOptionalString(f.namespace) || !isOptionalString(f.nodeId) || !isOptionalString(f.nodeName)) return false;
+  return isOptionalString(f.spanId) && isOptionalString(f.parentSpanId) && isSimpleRecord(f.payload);
+}
+
 /** The envelope zod would return for `value`, or undefined when the quick check cannot tell (zod decides then). */
 function quickEnvelope(value: unknown): StreamEvent | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  // Each field is read once, as zod reads it.
-  const { v, id, seq, timestamp, runId, sessionKey, type, namespace, nodeId, nodeName, spanId, parentSpanId, payload, redaction, chain } = value as Record<
-    string,
-    unknown
-  >;
-  if (v !== 1 || redaction !== undefined) return undefined;
-  // A stored line's chain hash is checked by the log's readers, not part of the event: left out, as readers do.
-  if (chain !== undefined && (typeof chain !== 'string' || !CHAIN.test(chain))) return undefined;
-  if (typeof id !== 'string' || id === '' || typeof runId !== 'string' || runId === '') return undefined;
-  if (!isCount(seq) || !isCount(timestamp) || !EVENT_TYPES.has(type)) return undefined;
-  if (sessionKey !== undefined && (typeof sessionKey !== 'string' || sessionKey === '')) return undefined;
-  if (!isOptionalString(namespace) || !isOptionalString(nodeId) || !isOptionalString(nodeName)) return undefined;
-  if (!isOptionalString(spanId) || !isOptionalString(parentSpanId) || !isSimpleRecord(payload)) return undefined;
+  const f = fieldsOf(value);
+  if (f === undefined || !acceptable(f)) return undefined;
   // Built in schema order; optional fields only when set (zod keeps a field set to undefined: the same JSON).
-  const event = { v, id, seq, timestamp, runId } as StreamEvent;
-  if (sessionKey !== undefined) event.sessionKey = sessionKey;
-  event.type = type as StreamEvent['type'];
-  if (namespace !== undefined) event.namespace = namespace;
-  if (nodeId !== undefined) event.nodeId = nodeId;
-  if (nodeName !== undefined) event.nodeName = nodeName;
-  if (spanId !== undefined) event.spanId = spanId;
-  if (parentSpanId !== undefined) event.parentSpanId = parentSpanId;
-  event.payload = payload;
+  const event = { v: f.v, id: f.id, seq: f.seq, timestamp: f.timestamp, runId: f.runId } as StreamEvent;
+  if (f.sessionKey !== undefined) event.sessionKey = f.sessionKey;
+  event.type = f.type;
+  if (f.namespace !== undefined) event.namespace = f.namespace;
+  if (f.nodeId !== undefined) event.nodeId = f.nodeId;
+  if (f.nodeName !== undefined) event.nodeName = f.nodeName;
+  if (f.spanId !== undefined) event.spanId = f.spanId;
+  if (f.parentSpanId !== undefined) event.parentSpanId = f.parentSpanId;
+  event.payload = f.payload;
   return event;
+}
+
+/** An event the quick check accepts, without a chain hash, as {@link plainEnvelope} returns it. */
+export interface PlainEnvelope {
+  seq: number;
+  runId: string;
+  sessionKey: string | undefined;
+  payload: Record<string, unknown>;
+  /**
+   * The event's stored JSON up to its payload: `{"v":1,...,"payload":`. Followed by the payload's JSON and `}`, it
+   * is byte for byte `JSON.stringify` of what {@link parseEvent} returns for the event.
+   */
+  head: string;
+}
+
+const json = JSON.stringify;
+
+/**
+ * The JSON of the envelope fields that a node's events share (namespace, nodeId, nodeName, spanId, parentSpanId),
+ * for the last few combinations seen: a step's events come from one node execution, in three or four shapes.
+ */
+class SharedFields {
+  private readonly keys: (string | undefined)[] = [];
+  private readonly texts: string[] = [];
+  private next = 0;
+  private static readonly SIZE = 4;
+
+  text(namespace: string | undefined, nodeId: string | undefined, nodeName: string | undefined, spanId: string | undefined, parentSpanId: string | undefined): string {
+    const keys = this.keys;
+    for (let i = 0, k = 0; i < this.texts.length; i++, k += 5) {
+      if (keys[k] === namespace && keys[k + 1] === nodeId && keys[k + 2] === nodeName && keys[k + 3] === spanId && keys[k + 4] === parentSpanId) return this.texts[i]!;
+    }
+    let text = '';
+    if (namespace !== undefined) text += `,"namespace":${json(namespace)}`;
+    if (nodeId !== undefined) text += `,"nodeId":${json(nodeId)}`;
+    if (nodeName !== undefined) text += `,"nodeName":${json(nodeName)}`;
+    if (spanId !== undefined) text += `,"spanId":${json(spanId)}`;
+    if (parentSpanId !== undefined) text += `,"parentSpanId":${json(parentSpanId)}`;
+    const at = this.next;
+    this.next = (at + 1) % SharedFields.SIZE;
+    keys[at * 5] = namespace;
+    keys[at * 5 + 1] = nodeId;
+    keys[at * 5 + 2] = nodeName;
+    keys[at * 5 + 3] = spanId;
+    keys[at * 5 + 4] = parentSpanId;
+    this.texts[at] = text;
+    return text;
+  }
+}
+
+const shared = new SharedFields();
+/** `,"runId":...` and `,"sessionKey":...` of the last run seen. */
+let lastRun: { runId: string; sessionKey: string | undefined; text: string } = { runId: '', sessionKey: undefined, text: '' };
+
+/**
+ * The fields and the JSON of the envelope of `value` when the quick check accepts it and it carries no chain hash
+ * (what the runtime emits); undefined otherwise (then {@link parseEvent} decides). Every field is read once, so
+ * the text is what was checked. A payload with a `toJSON` of its own is left to parseEvent (`JSON.stringify` would
+ * call it with another key).
+ */
+export function plainEnvelope(value: unknown): PlainEnvelope | undefined {
+  const f = fieldsOf(value);
+  if (f === undefined || f.chain !== undefined || !acceptable(f) || f.payload['toJSON'] !== undefined) return undefined;
+  // Schema order, optional fields only when set: as JSON.stringify writes quickEnvelope's object. Numbers are safe
+  // integers >= 0 (JSON and String agree on them); the type is one of the vocabulary's (nothing to escape).
+  if (lastRun.runId !== f.runId || lastRun.sessionKey !== f.sessionKey) {
+    lastRun = { runId: f.runId, sessionKey: f.sessionKey, text: `,"runId":${json(f.runId)}${f.sessionKey === undefined ? '' : `,"sessionKey":${json(f.sessionKey)}`}` };
+  }
+  const head = `{"v":1,"id":${json(f.id)},"seq":${f.seq},"timestamp":${f.timestamp}${lastRun.text},"type":"${f.type}"${shared.text(f.namespace, f.nodeId, f.nodeName, f.spanId, f.parentSpanId)},"payload":`;
+  return { seq: f.seq, runId: f.runId, sessionKey: f.sessionKey, payload: f.payload, head };
 }

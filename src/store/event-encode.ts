@@ -5,7 +5,7 @@
 import type { StreamEvent } from '../events/types.js';
 import { isLargeJson, writeJsonPieces } from '../fs/index.js';
 import type { Redactor } from '../redact/index.js';
-import { parseEvent } from './envelope.js';
+import { parseEvent, plainEnvelope } from './envelope.js';
 import { EventStoreError, describeIssues } from './errors.js';
 
 /** The run a line is encoded for, and how errors name its log. */
@@ -30,6 +30,12 @@ export function encodeEvent(
   position: string,
 ): { line: string | Buffer[]; seq: number } {
   const path = target.where;
+  // What the runtime emits: checked as parseEvent checks it, written without building the stored event again. When
+  // the redaction pass changes the payload or the payload is large, the general path below writes it.
+  const plain = plainEnvelope(event);
+  if (plain !== undefined && plain.runId === target.runId && (plain.sessionKey === undefined || plain.sessionKey === target.sessionKey) && (previousSeq === undefined || plain.seq > previousSeq)) {
+    if (!target.redactor.containsSecrets(plain.payload) && !isLargeJson(plain.payload)) return { line: `${plain.head}${JSON.stringify(plain.payload)}}`, seq: plain.seq };
+  }
   const parsed = parseEvent(event);
   if (!parsed.success) throw new EventStoreError(`invalid event${position}: ${describeIssues(parsed.error, '(event)')}`, { path });
   let valid = parsed.data;

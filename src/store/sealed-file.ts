@@ -15,10 +15,13 @@ export function writeSealed(path: string, data: unknown, fsync: boolean, syncDir
   return writeSealedJson(path, JSON.stringify(data), fsync, syncDirectory);
 }
 
-/** {@link writeSealed} of the data whose JSON is `body` (made by the caller when it must be taken at once). */
-export async function writeSealedJson(path: string, body: string, fsync: boolean, syncDirectory = fsync): Promise<number> {
+/**
+ * {@link writeSealed} of the data whose JSON is `body` (made by the caller when it must be taken at once); with
+ * `background`, the file is created on the thread pool (see AtomicWriteOptions.background).
+ */
+export async function writeSealedJson(path: string, body: string, fsync: boolean, syncDirectory = fsync, background = false): Promise<number> {
   const bytes = sealJson(body, await sharedHashBackend());
-  await writeFileAtomic(path, bytes, { fsync, syncDirectory });
+  await writeFileAtomic(path, bytes, { fsync, syncDirectory, background });
   return bytes.length;
 }
 

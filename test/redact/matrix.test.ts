@@ -101,6 +101,44 @@ class Fails extends BackpackNode {
   }
 }
 
+/**
+ * A node that puts `secret` in every place of a step that user data reaches: a key it reads and one it packs, the
+ * values and tags it packs (and so the summary of the packed value), an error message of a failed attempt (retried),
+ * the action it returns (no route takes it), and a question it asks a person.
+ */
+class Everywhere extends BackpackNode {
+  override prep(backpack: BackpackHandle): unknown {
+    return backpack.unpack(`lookup ${String(this.config['secret'])}`);
+  }
+  private attempts = 0;
+  override async exec(): Promise<number> {
+    if (++this.attempts === 1) throw new Error(`upstream refused ${String(this.config['secret'])}`);
+    return this.attempts;
+  }
+  override async post(backpack: BackpackHandle): Promise<string> {
+    const secret = String(this.config['secret']);
+    backpack.pack(`key ${secret}`, { note: `say ${secret}`, [secret]: [secret, 1], password: secret }, { tags: [`tag ${secret}`] });
+    backpack.pack('summary', `${'x'.repeat(70)} ${secret}`);
+    if (this.config['ask'] === true) await this.interrupt({ question: `is ${secret} right?` });
+    return `go ${secret}`;
+  }
+}
+
+/** Runs {@link Everywhere} with `durability` (and the secret in the run's input), keyframe at every step. */
+async function runEverywhere(secret: string, durability: 'never' | 'batch', ask = false): Promise<string> {
+  const dataDir = temp();
+  const flow = new Flow({ namespace: 'matrix' });
+  const node = flow.addNode(Everywhere, { id: 'everywhere', secret, ask, maxRetries: 2 });
+  // A route for another action: the secret action the node returns is a missing route (reported with the action).
+  node.on('other', node);
+  const result = await runFlow(flow, { dataDir, runId: 'r', durability, keyframeInterval: 1, input: { [`in ${secret}`]: secret } });
+  expect(result.status).toBe(ask ? 'waiting' : 'completed');
+  const types = new Set((await new EventStore({ dataDir, sessionKey: 'default', runId: 'r' }).readAll()).map((e) => e.type));
+  const expected = ['backpack.unpacked', 'backpack.packed', 'node.retry', 'checkpoint.saved', ...(ask ? ['node.interrupted', 'run.waiting'] : ['node.completed', 'route.missing'])];
+  for (const type of expected) expect(types).toContain(type);
+  return dataDir;
+}
+
 async function runPacking(make: (round: number) => [string, unknown][]): Promise<string> {
   const dataDir = temp();
   const flow = new Flow({ namespace: 'matrix' });
@@ -128,6 +166,8 @@ const PLACEMENTS: Record<string, Placement> = {
   'Set member': backpack((s, r) => [['members', new Set([s, `m${r}`])]]),
   'nested deep in arrays and objects': backpack((s, r) => [['deep', { a: [{ b: { c: [r, { d: s }] } }] }]]),
   'value under a secret-named backpack key (event summary)': backpack((s, r) => [['openaiApiKey', `${s}${r}`], ['password', `${s}${r}`]]),
+  "every place of a step with durability 'never' (the event log's quick path)": (secret) => runEverywhere(secret, 'never'),
+  "every place of a step with durability 'batch', and a question to a person": (secret) => runEverywhere(secret, 'batch', true),
   'custom event payload': async (secret) => {
     const dataDir = temp();
     const flow = new Flow({ namespace: 'matrix' });

@@ -60,3 +60,36 @@ describe('validateConfig: ids and namespaces of a flow', () => {
     );
   });
 });
+
+describe('NameTable', () => {
+  it('answers for thousands of nodes as a map of first takers does, whatever their ids, segments and subflows', async () => {
+    const { NameTable } = await import('../../src/serialization/name-table.js');
+    const id = fc.stringMatching(/^[a-c]{1,6}$/);
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ id, segment: fc.option(id, { nil: undefined }) }), { maxLength: 3000 }),
+        fc.array(id, { maxLength: 5 }),
+        fc.array(id, { maxLength: 50 }),
+        (nodes, subflows, asked) => {
+          const table = new NameTable((i) => nodes[i]?.id, nodes.length);
+          const ids = new Map<string, number | string>();
+          const segments = new Map<string, number>();
+          nodes.forEach((n, i) => {
+            table.claimNode(n.id, n.segment ?? n.id, i);
+            if (!ids.has(n.id)) ids.set(n.id, i);
+            if (!segments.has(n.segment ?? n.id)) segments.set(n.segment ?? n.id, i);
+          });
+          subflows.forEach((name, k) => {
+            table.claimId(name, `/subflows/${k}`);
+            if (!ids.has(name)) ids.set(name, `/subflows/${k}`);
+          });
+          for (const name of [...asked, ...nodes.map((n) => n.id)]) {
+            expect(table.idHolder(name)).toBe(ids.get(name));
+            expect(table.segmentHolder(name)).toBe(segments.get(name));
+          }
+        },
+      ),
+      { numRuns: trials(40, 400) },
+    );
+  });
+});

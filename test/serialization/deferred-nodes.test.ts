@@ -1,0 +1,280 @@
+/**
+ * Nodes built on first use (issue 13: a large flow costs a few times its size): a flow loaded from text (or a shared
+ * config) holds its plain nodes as their checked configs and builds each when asked for. Nothing may tell the
+ * difference: the same export, node order, registrations, errors and run as a flow whose nodes were all built at load.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { Backpack, BackpackNode, FlowLoader, type BackpackHandle, type Flow, type FlowConfigInput, type StreamEvent } from '../../src/index.js';
+import { constructsPlainly } from '../../src/serialization/plain-class.js';
+import { trials } from '../support/soak.js';
+
+let schemaReads = 0;
+
+/** A plain node: no constructor, no fields. Packs `params.value` under `params.key`, returns `params.action`. */
+class Put extends BackpackNode {
+  // Read once per check of a node, once when the class is judged, once per node created: it counts creations.
+  static override get paramsSchema(): undefined {
+    schemaReads++;
+    return undefined;
+  }
+  override post(backpack: BackpackHandle): string | undefined {
+    backpack.pack(this.config.key as string, this.config.value);
+    return this.config.action as string | undefined;
+  }
+}
+
+/** Another plain class, a subclass of a plain one. */
+class Echo extends Put {}
+
+/** Not plain: a constructor of its own (it could throw, or count). */
+class Tagged extends BackpackNode {
+  readonly tag: string;
+  constructor(config: { id: string; [key: string]: unknown }, context: ConstructorParameters<typeof BackpackNode>[1]) {
+    super(config, context);
+    if (config.id === 'boom') throw new Error('this node refuses the id boom');
+    this.tag = `tag:${config.id}`;
+  }
+  override post(backpack: BackpackHandle): undefined {
+    backpack.pack(`tag-${this.id}`, this.tag);
+    return undefined;
+  }
+}
+
+/** Not plain: access rules declared as a field. */
+class Reader extends BackpackNode {
+  override readonly permissions = { read: ['in'], write: ['out'] };
+}
+
+function loaderWith(): FlowLoader {
+  return new FlowLoader().register('Put', Put).register('Echo', Echo).register('Tagged', Tagged).register('Reader', Reader);
+}
+
+describe('which node classes are built on first use', () => {
+  it('a class whose creation is BackpackNode\'s alone is plain; a constructor, an instance field or access rules make it not', () => {
+    expect(constructsPlainly(Put)).toBe(true);
+    expect(constructsPlainly(Echo)).toBe(true);
+    expect(constructsPlainly(Tagged)).toBe(false);
+    expect(constructsPlainly(Reader)).toBe(false);
+    class WithPrivate extends BackpackNode {
+      #seen = 0;
+      override post(): string {
+        return String(++this.#seen);
+      }
+    }
+    class WithStatic extends BackpackNode {
+      static readonly label = 'static members run once, at definition';
+      static {
+        void WithStatic.label;
+      }
+      override post(): string {
+        return '{ constructor() {} }';
+      }
+    }
+    class UnderTagged extends Tagged {}
+    class Segmented extends BackpackNode {
+      static override namespaceSegment = 'seg';
+    }
+    class Loadable extends BackpackNode {
+      static fromConfig(): never {
+        throw new Error('not called');
+      }
+    }
+    class RulesGetter extends BackpackNode {
+      override get permissions() {
+        return { read: ['x'] };
+      }
+    }
+    expect(constructsPlainly(WithPrivate)).toBe(false);
+    expect(constructsPlainly(WithStatic)).toBe(true);
+    expect(constructsPlainly(UnderTagged)).toBe(false);
+    expect(constructsPlainly(Segmented)).toBe(false);
+    expect(constructsPlainly(Loadable)).toBe(false);
+    expect(constructsPlainly(RulesGetter)).toBe(false);
+    // A class that is not `class` source (compiled to a function, or a proxy) cannot be read: not plain.
+    expect(constructsPlainly(new Proxy(Put, {}))).toBe(false);
+  });
+});
+
+describe('nodes built on first use', () => {
+  const chain = (n: number): FlowConfigInput => ({
+    version: '2.0.0',
+    namespace: 'big',
+    nodes: Array.from({ length: n }, (_, i) => ({ type: 'Put', id: `n${i}`, params: { key: `k${i}`, value: i } })),
+    edges: [{ from: 'n0', to: 'n1' }],
+  });
+
+  it('loading builds the entry and the routed nodes only; a node is built when asked for, once, and stays the same node', async () => {
+    const loader = loaderWith();
+    const config = chain(50);
+    schemaReads = 0;
+    await loader.loadFlow(config);
+    const eagerReads = schemaReads;
+    schemaReads = 0;
+    const flow = await loader.loadFlow(JSON.stringify(config));
+    // The check reads the schema of every node in both loads; only the eager one created all 50.
+    expect(eagerReads - schemaReads).toBeGreaterThanOrEqual(50 - 3);
+    schemaReads = 0;
+    const n7 = flow.getNode('n7');
+    expect(schemaReads).toBe(1);
+    expect(flow.getNode('n7')).toBe(n7);
+    expect(flow.getNode('n1')).toBe(flow.getNode('n0')!.getNextNode());
+    expect(schemaReads).toBe(1);
+    expect(flow.getNode('n50')).toBeUndefined();
+  });
+
+  it('errors of a node are reported at load, with the same message and path, built on first use or not', async () => {
+    const loader = loaderWith();
+    const config: FlowConfigInput = {
+      version: '2.0.0',
+      nodes: [
+        { type: 'Put', id: 'first', params: {} },
+        { type: 'Put', id: 'has space', params: {} },
+        { type: 'Tagged', id: 'boom', params: {} },
+        { type: 'Put', id: 'fine', params: {} },
+      ],
+    };
+    const errorOf = (load: Promise<Flow>) => load.then(() => undefined, (error: { errors: unknown }) => error.errors);
+    const eager = await errorOf(loader.loadFlow(config));
+    expect(eager).toEqual([
+      { path: '/nodes/1', message: expect.stringContaining("could not create node 'has space': Namespace segment of node 'has space'") },
+      { path: '/nodes/2', message: "could not create node 'boom': this node refuses the id boom" },
+    ]);
+    expect(await errorOf(loader.loadFlow(JSON.stringify(config)))).toEqual(eager);
+  });
+
+  it('on a shared Backpack, a namespace held by a node not built yet is refused to another node, and given again to the same one, as at load', async () => {
+    const loader = loaderWith();
+    const config = chain(4);
+    const intruder: FlowConfigInput = { version: '2.0.0', namespace: 'big', nodes: [{ type: 'Put', id: 'other', namespaceSegment: 'n3', params: {} }] };
+    const seen: unknown[] = [];
+    for (const text of [false, true]) {
+      const backpack = new Backpack();
+      const first = await loader.loadFlow(text ? JSON.stringify(config) : config, undefined, { backpack });
+      // The same nodes again (a second flow of the same config): registered again, in place.
+      const again = await loader.loadFlow(text ? JSON.stringify(config) : config, undefined, { backpack });
+      const refused = await loader.loadFlow(JSON.stringify(intruder), undefined, { backpack }).catch((error: { errors: unknown }) => error.errors);
+      let registerError: unknown;
+      try {
+        backpack.registerNode({ nodeId: 'x', nodeName: 'X', namespace: 'big.n2' });
+      } catch (error) {
+        registerError = (error as Error).message;
+      }
+      seen.push({
+        refused,
+        registerError,
+        nodes: backpack.toJSON().nodes,
+        permissions: backpack.getPermissions('n3'),
+        identity: backpack.forNode({ nodeId: 'n3', nodeName: 'Put', namespace: 'big.n3' }).identity,
+        built: [first.getNode('n3')?.id, again.getNode('n2')?.id],
+      });
+    }
+    expect(seen[0]).toMatchObject({ refused: [{ path: '/nodes/0', message: expect.stringContaining("Nodes 'n3' and 'other' would share the full namespace 'big.n3'") }] });
+    expect(seen[1]).toEqual(seen[0]);
+  });
+});
+
+// ---------------------------------------------------------------- the same flow, built at load or on first use
+
+const ident = fc.stringMatching(/^[a-z][a-z0-9_]{0,5}$/);
+
+/** A flow config mixing plain nodes, nodes that are not plain, a composite and a subflow, with random routes. */
+type NodeInput = FlowConfigInput['nodes'][number];
+
+const mixedFlow: fc.Arbitrary<FlowConfigInput> = fc.uniqueArray(ident, { minLength: 1, maxLength: 12 }).chain((ids) => {
+  const node = (id: string, i: number): fc.Arbitrary<NodeInput> =>
+    fc.oneof(
+      { weight: 6, arbitrary: fc.record({ type: fc.constantFrom('Put', 'Echo'), id: fc.constant(id), params: fc.record({ key: fc.constant(`k-${id}`), value: fc.integer(), action: fc.constantFrom('default', 'next') }) }) as fc.Arbitrary<NodeInput> },
+      { weight: 1, arbitrary: fc.constant<NodeInput>({ type: 'Tagged', id, params: {} }) },
+      { weight: 1, arbitrary: fc.constant<NodeInput>({ type: 'Put', id, params: { key: `r-${id}`, value: i }, maxRetries: 2, retryDelayMs: 0 }) },
+      { weight: 1, arbitrary: fc.constant<NodeInput>({ type: 'Put', id, namespaceSegment: `s${i}`, params: { key: `s-${id}`, value: i } }) },
+      {
+        weight: 1,
+        arbitrary: fc.constant<NodeInput>({
+          type: 'Put',
+          id,
+          params: { key: `c-${id}`, value: i },
+          internalFlow: { version: '2.0.0', nodes: [{ type: 'Put', id: 'inner', params: { key: `i-${id}`, value: 1 } }, { type: 'Echo', id: 'inner2', params: { key: `j-${id}`, value: 2 } }], edges: [{ from: 'inner', to: 'inner2' }] },
+        }),
+      },
+    );
+  const edges = fc.uniqueArray(fc.record({ from: fc.constantFrom(...ids), to: fc.constantFrom(...ids), condition: fc.constantFrom('default', 'next') }), {
+    maxLength: 8,
+    selector: (e) => `${e.from}/${e.condition}`,
+  });
+  return fc.record({
+    nodes: fc.tuple(...ids.map(node)),
+    edges,
+    sub: fc.boolean(),
+    asked: fc.subarray(ids),
+  }).map(({ nodes, edges, sub, asked }) => {
+    const config: FlowConfigInput & { asked?: string[] } = { version: '2.0.0', namespace: 'app', nodes, edges, maxSteps: 30, onMissingRoute: 'end' };
+    if (sub) config.subflows = [{ version: '2.0.0', namespace: 'side', nodes: [{ type: 'Put', id: 'x', params: { key: 'side', value: 0 } }, { type: 'Put', id: 'y', params: { key: 'side2', value: 0 } }] }];
+    return Object.assign(config, { asked }) as FlowConfigInput;
+  });
+});
+
+/** What a run shows: every event but its times and ids of run and span. */
+function runView(events: StreamEvent[]): unknown[] {
+  return events.map((e) => {
+    const payload = { ...(e.payload as Record<string, unknown>) };
+    delete payload['durationMs'];
+    return { type: e.type, nodeId: e.nodeId, nodeName: e.nodeName, namespace: e.namespace, payload };
+  });
+}
+
+describe('a flow loaded with nodes built on first use (property)', () => {
+  it('exports, lists, registers and runs exactly as the same flow built at load, whatever is asked for first', async () => {
+    const loader = loaderWith();
+    await fc.assert(
+      fc.asyncProperty(mixedFlow, async (generated) => {
+        const { asked, ...config } = generated as FlowConfigInput & { asked: string[] };
+        const loaded = await Promise.allSettled([loader.loadFlow(config), loader.loadFlow(JSON.stringify(config))]);
+        if (loaded[0].status === 'rejected') {
+          // (A generated segment may be another node's id: the same problems, either way.)
+          expect(loaded[1]).toEqual(loaded[0]);
+          return;
+        }
+        const eager = loaded[0].value;
+        const lazy = (loaded[1] as PromiseFulfilledResult<Flow>).value;
+        // Some nodes asked for first, in a random order: the rest are built later, by whatever needs them.
+        for (const id of asked) expect(lazy.getNode(id)?.id).toBe(eager.getNode(id)?.id);
+        expect(lazy.backpack.toJSON().nodes).toEqual(eager.backpack.toJSON().nodes);
+        expect(lazy.getAllNodes().map((n) => [n.id, n.constructor.name])).toEqual(eager.getAllNodes().map((n) => [n.id, n.constructor.name]));
+        expect(loader.exportFlow(lazy)).toEqual(loader.exportFlow(eager));
+        expect(lazy.getStats()).toEqual(eager.getStats());
+        const runs = await Promise.all(
+          [eager, lazy].map(async (flow) => {
+            const events: StreamEvent[] = [];
+            flow.eventStreamer.on('*', (event) => void events.push(event));
+            const action = await flow.run({}).catch((error: Error) => `failed: ${error.message}`);
+            return { action, events: runView(events), state: flow.backpack.toJSON().nodes?.length, keys: flow.backpack.keys().sort() };
+          }),
+        );
+        expect(runs[1]).toEqual(runs[0]);
+      }),
+      { numRuns: trials(40, 400), seed: 1313 },
+    );
+  });
+});
+
+describe('naming the nodes of a flow with nodes not built yet', () => {
+  it('setEntryNode with an unknown id lists every node, loaded and added later, in order', async () => {
+    const loader = loaderWith();
+    const config: FlowConfigInput = { version: '2.0.0', nodes: ['a', 'b', 'c'].map((id) => ({ type: 'Put', id, params: {} })) };
+    const messages = await Promise.all(
+      [config, JSON.stringify(config)].map(async (given) => {
+        const flow = await loader.loadFlow(given);
+        flow.addNode(Put, { id: 'later' });
+        try {
+          flow.setEntryNode('nope');
+        } catch (error) {
+          return (error as Error).message;
+        }
+        return 'no error';
+      }),
+    );
+    expect(messages[0]).toBe("Flow 'flow': no node with id 'nope' to make the entry node (nodes: a, b, c, later)");
+    expect(messages[1]).toBe(messages[0]);
+  });
+});
