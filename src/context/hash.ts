@@ -85,6 +85,16 @@ export class Encoder {
     return this;
   }
 
+  /** Appends the 32 bytes of an identifier held in `source` at `start` (no hex string made and read back). */
+  idFrom(source: Uint8Array, start: number): this {
+    this.reserve(32);
+    const buf = this.buf;
+    let at = this.length;
+    for (let k = start, end = start + 32; k < end; k++) buf[at++] = source[k]!;
+    this.length = at;
+    return this;
+  }
+
   /** The BLAKE3 digest of everything appended, as hex. */
   hash(backend: HashBackend): string {
     return backend.digest(this.buf.subarray(0, this.length)).toString('hex');
