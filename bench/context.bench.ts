@@ -11,6 +11,9 @@
  * GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_NOSYSTEM=1; so core.preloadIndex is on and git stats the index in threads,
  * and there is no fsmonitor and no untracked cache; gc.auto=0, see GIT_ENV), `.merkle/` in `.git/info/exclude`.
  *
+ * Every process runs without NODE_OPTIONS and NODE_EXTRA_CA_CERTS (see withoutNodeStartupSettings; a row shows
+ * what they cost where they are set).
+ *
  * Floor rows, the same way against git status: what any Node process pays before doing the work (`node -e 0`), and
  * a Node script that does nothing but lstat the same 100,000 files, once with `fs.lstatSync` on whole paths and once
  * with the engine's own lstat (`statOne`: Node's binding, paths relative to the workspace as the scan gives them).
@@ -45,7 +48,7 @@ if (!existsSync(CLI)) {
  * its clean-up) and competes with the timed runs; status never runs it.
  */
 const GIT_ENV = {
-  ...process.env,
+  ...withoutNodeStartupSettings(process.env),
   GIT_CONFIG_GLOBAL: '/dev/null',
   GIT_CONFIG_NOSYSTEM: '1',
   GIT_CONFIG_COUNT: '1',
@@ -57,18 +60,30 @@ const GIT_ENV = {
   GIT_COMMITTER_EMAIL: 'bench@localhost',
 };
 
+/**
+ * The environment without the variables that make every Node process do extra work before any of its code runs:
+ * NODE_OPTIONS, and NODE_EXTRA_CA_CERTS, which Node 20 reads and parses at every start (this machine sets it to the
+ * system's whole certificate bundle: about 50 ms of CPU per process, more than the rest of Node's start). Neither is
+ * part of the command; git pays nothing for them. One row (`node -e 0` with this machine's own environment) shows
+ * what they cost here.
+ */
+function withoutNodeStartupSettings(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { NODE_OPTIONS: _options, NODE_EXTRA_CA_CERTS: _certs, ...rest } = env;
+  return rest;
+}
+
 function git(root: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 28, env: GIT_ENV });
 }
 
 /** Wall and CPU time (user + system of every thread, as bash's `times` reports) of one whole command as a process, in ms; throws when it fails. */
-function processRun(root: string, command: string, args: string[]): { wall: number; cpu: number } {
+function processRun(root: string, command: string, args: string[], env: NodeJS.ProcessEnv = GIT_ENV): { wall: number; cpu: number } {
   const start = performance.now();
   const result = spawnSync('bash', ['-c', '"$@" >/dev/null; status=$?; times; exit $status', 'bash', command, ...args], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
     encoding: 'utf8',
-    env: GIT_ENV,
+    env,
   });
   const wall = performance.now() - start;
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} exited ${result.status}: ${result.stderr}`);
@@ -90,10 +105,10 @@ interface PairResult {
  * `pairs` pairs of (command, git status) as processes, in turn, after `before` for each pair (the order inside a
  * pair alternates); returns both commands' medians and the medians of the per-pair ratios.
  */
-function processPairs(root: string, pairs: number, command: string[], before: () => void = () => undefined): PairResult {
+function processPairs(root: string, pairs: number, command: string[], before: () => void = () => undefined, env: NodeJS.ProcessEnv = GIT_ENV): PairResult {
   const ours: { wall: number; cpu: number }[] = [];
   const theirs: { wall: number; cpu: number }[] = [];
-  const run = () => processRun(root, command[0]!, command.slice(1));
+  const run = () => processRun(root, command[0]!, command.slice(1), env);
   const status = () => processRun(root, 'git', ['status', '--porcelain']);
   for (let i = 0; i < pairs; i++) {
     before();
@@ -201,6 +216,8 @@ async function main(): Promise<void> {
     const cliOne = processPairs(root, PAIRS, scanCommand, editOne);
     git(root, 'status', '--porcelain');
     const nodeStart = processPairs(root, PAIRS, [process.execPath, '-e', '0']);
+    const machineEnv = { ...process.env, ...GIT_ENV, NODE_OPTIONS: process.env.NODE_OPTIONS, NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS };
+    const nodeStartHere = process.env.NODE_OPTIONS === undefined && process.env.NODE_EXTRA_CA_CERTS === undefined ? undefined : processPairs(root, PAIRS, [process.execPath, '-e', '0'], undefined, machineEnv);
     const floorFs = processPairs(root, PAIRS, [process.execPath, '--input-type=module', '-e', lstatScript('fs')]);
     const floorEngine = processPairs(root, PAIRS, [process.execPath, '--input-type=module', '-e', lstatScript('engine')]);
 
@@ -262,6 +279,7 @@ async function main(): Promise<void> {
       ...pairRows('process: backpackflow context scan vs git status, nothing changed', cliClean, 1.0),
       ...pairRows('process: backpackflow context scan vs git status, one file changed', cliOne, 1.0),
       ...pairRows('floor: node -e 0 vs git status', nodeStart),
+      ...(nodeStartHere === undefined ? [] : pairRows(`not counted above: node -e 0 with this machine's NODE_OPTIONS / NODE_EXTRA_CA_CERTS vs git status`, nodeStartHere)),
       ...pairRows(`floor: node lstatSync of the ${DIRS * FILES_PER_DIR} files (whole paths) vs git status`, floorFs),
       ...pairRows(`floor: node lstat of the ${DIRS * FILES_PER_DIR} files as the scan does it (statOne, relative paths) vs git status`, floorEngine),
       ratioRow('in-process: first scan vs git add -A && git write-tree', oursFirst, gitFirst, 1.0, 'git'),

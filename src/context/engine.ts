@@ -239,7 +239,7 @@ export class ContextEngine {
         nodes: result.tree.size,
         hashed: result.hashed,
         changed: result.changed,
-        changedPaths: result.changed ? diffTrees(previous?.tree, result.tree) : [],
+        changedPaths: !result.changed ? [] : result.delta !== undefined && previous !== undefined ? deltaPaths(previous.tree, result.delta) : diffTrees(previous?.tree, result.tree),
       };
     } finally {
       release();
@@ -691,6 +691,17 @@ export class ContextEngine {
  * Paths whose node appeared, disappeared or changed id between two trees, in code-point order. Equal directory ids
  * mean equal subtrees (ids cover paths and contents), so only changed branches are visited.
  */
+/**
+ * What {@link diffTrees} finds, from an update's delta: its removed paths (every path of a removed subtree), and the
+ * records it added or replaced whose NodeID is new (an update replaces the record of every changed path and of its
+ * ancestors, and also directories whose stat alone changed). Costs lookups for the change only, not a walk.
+ */
+function deltaPaths(before: Tree, delta: NonNullable<Awaited<ReturnType<typeof scanWorkspace>>['delta']>): string[] {
+  const changed = new Set(delta.removed);
+  for (const record of delta.upserts) if (before.get(record.path)?.nodeId !== record.nodeId) changed.add(record.path);
+  return [...changed].sort(compareCodePoints);
+}
+
 function diffTrees(before: Tree | undefined, after: Tree): string[] {
   const changed: string[] = [];
   const stack = [''];

@@ -56,14 +56,15 @@ export class Encoder {
   /** Appends `u32(n)`. */
   u32(n: number): this {
     this.reserve(4);
-    this.length = this.buf.writeUInt32BE(n, this.length);
+    this.length = putU32(this.buf, this.length, n);
     return this;
   }
 
   /** Appends `u8(n)`. */
   u8(n: number): this {
+    if (!Number.isInteger(n) || n < 0 || n > 0xff) throw new RangeError(`u8 out of range: ${n}`);
     this.reserve(1);
-    this.length = this.buf.writeUInt8(n, this.length);
+    this.buf[this.length++] = n;
     return this;
   }
 
@@ -72,7 +73,7 @@ export class Encoder {
     // At most 3 bytes per UTF-16 unit; the exact length is written after encoding.
     this.reserve(4 + s.length * 3);
     const written = this.buf.write(s, this.length + 4, 'utf8');
-    this.buf.writeUInt32BE(written, this.length);
+    putU32(this.buf, this.length, written);
     this.length += 4 + written;
     return this;
   }
@@ -85,10 +86,34 @@ export class Encoder {
     return this;
   }
 
+  /** Appends the 32 bytes of an identifier held in `source` at `start` (no hex string made and read back). */
+  idFrom(source: Uint8Array, start: number): this {
+    this.reserve(32);
+    const buf = this.buf;
+    let at = this.length;
+    for (let k = start, end = start + 32; k < end; k++) buf[at++] = source[k]!;
+    this.length = at;
+    return this;
+  }
+
   /** The BLAKE3 digest of everything appended, as hex. */
   hash(backend: HashBackend): string {
     return backend.digest(this.buf.subarray(0, this.length)).toString('hex');
   }
+}
+
+/**
+ * Writes `n` big-endian at `at` and returns the offset after it: the bytes stored directly (Buffer#writeUInt32BE
+ * checks its arguments in JavaScript, which costs more than the write when a directory's id encodes thousands of
+ * children).
+ */
+function putU32(buf: Buffer, at: number, n: number): number {
+  if (!Number.isInteger(n) || n < 0 || n > 0xffffffff) throw new RangeError(`u32 out of range: ${n}`);
+  buf[at] = n >>> 24;
+  buf[at + 1] = (n >>> 16) & 0xff;
+  buf[at + 2] = (n >>> 8) & 0xff;
+  buf[at + 3] = n & 0xff;
+  return at + 4;
 }
 
 const HEX_ID = /^[0-9a-f]{64}$/;

@@ -68,15 +68,7 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
   // three components per file instead of the root's too. This loop holds the thread from here to its end, so the
   // working directory cannot change under it (the helper thread uses whole paths: it runs while this one yields).
   const pathOf = pathBytes(workingDirectoryIs(root) ? '' : `${root}/`, body);
-  for (let i = split; i < count; i++) {
-    if (shadowed.size > 0 && shadowed.has(i)) continue;
-    const start = starts[i]! + 5;
-    statOne(i === 0 ? root : pathOf(start, stored.pathEnd(i) - start), stat, 0);
-    if (unchanged(stored, i, stat, 0, cached, racyFromMs)) continue;
-    const verdict = staleLeaf(stored.at(i), stat, 0, stored.kindCodeAt(i) === 2);
-    if (verdict === undefined) return undefined;
-    stale.push(verdict);
-  }
+  if (!statRange(stored, split, count, shadowed, root, pathOf, racyFromMs, stale)) return undefined;
   if (helped !== undefined) {
     const stats = await helped;
     const first: StaleLeaf[] = [];
@@ -102,6 +94,38 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
     stale.push(verdict);
   }
   return stale;
+}
+
+/**
+ * lstat of records `from` to `to` (but the shadowed ones) on this thread, each compared with its cached stat; the
+ * stale leaves go to `stale`. False when the check cannot decide (see {@link staleLeaf}). A function of its own, and a
+ * small one: it runs once per scan but loops over every record, so V8 compiles it while it runs (on-stack
+ * replacement), and the time that compilation takes grows with the code of the whole function.
+ */
+function statRange(
+  stored: StoredNodes,
+  from: number,
+  to: number,
+  shadowed: ReadonlySet<number>,
+  root: string,
+  pathOf: (start: number, length: number) => Buffer,
+  racyFromMs: number,
+  stale: StaleLeaf[],
+): boolean {
+  const { starts } = stored.raw;
+  const stat = new Float64Array(STAT_FIELDS);
+  const cached = new Float64Array(3);
+  const anyShadowed = shadowed.size > 0;
+  for (let i = from; i < to; i++) {
+    if (anyShadowed && shadowed.has(i)) continue;
+    const start = starts[i]! + 5;
+    statOne(i === 0 ? root : pathOf(start, stored.pathEnd(i) - start), stat, 0);
+    if (unchanged(stored, i, stat, 0, cached, racyFromMs)) continue;
+    const verdict = staleLeaf(stored.at(i), stat, 0, stored.kindCodeAt(i) === 2);
+    if (verdict === undefined) return false;
+    stale.push(verdict);
+  }
+  return true;
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { Encoder } from './hash.js';
 import type { NodeKind, NodeRecord } from './tree.js';
 
 const KIND_BY_CODE: Record<number, NodeKind | undefined> = { 1: 'file', 2: 'dir', 3: 'symlink' };
@@ -190,6 +191,12 @@ export class StoredNodes {
     const o = this.starts[i]!;
     const p = o + 5 + this.view.getUint32(o + 1) + field;
     return this.body.toString('hex', p, p + 32);
+  }
+
+  /** Appends the NodeID of record `i` to `enc` from the file's bytes. */
+  appendNodeId(i: number, enc: Encoder): void {
+    const o = this.starts[i]!;
+    enc.idFrom(this.body, o + 5 + this.view.getUint32(o + 1) + 56);
   }
 
   /** Position of `path` in the file, or -1. */

@@ -396,7 +396,12 @@ function dirRecord(dir: string, children: NodeRecord[], mtimeMs: number, ino: nu
   const named = children.map((node) => ({ node, name: baseName(node.path) }));
   named.sort((a, b) => compareCodePoints(a.name, b.name));
   const enc = new Encoder('merkle.node.dir.v1').str(dir).u32(named.length);
-  for (const { node, name } of named) enc.u8(KIND_CODE[node.kind]).str(name).id(node.nodeId);
+  for (const { node, name } of named) {
+    enc.u8(KIND_CODE[node.kind]).str(name);
+    // A record read in place from a tree file gives its id's bytes (a directory's children are mostly such).
+    if (node instanceof StoredRecord) node.store.appendNodeId(node.index, enc);
+    else enc.id(node.nodeId);
+  }
   return { path: dir, kind: 'dir', nodeId: enc.hash(backend), contentHash: '', size: named.length, mtimeMs, ino, children: named.map(({ node }) => node.path) };
 }
 

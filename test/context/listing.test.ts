@@ -203,6 +203,7 @@ describe('incremental update equals a whole build', () => {
     const open = () => ContextEngine.open(root, { parallelStatThreshold: start % 2 === 1 ? 0 : undefined });
     let engine = await open();
     await engine.scan();
+    let before = new Map((await engine.listNodes()).map((n) => [n.path, n.nodeId]));
     for (let round = 0; round < 25; round++) {
       if (mode === 'from disk') {
         await engine.close();
@@ -247,6 +248,11 @@ describe('incremental update equals a whole build', () => {
       const whole = new Map([...full.records()].map((n) => [n.path, n.nodeId]));
       expect(incremental, `round ${round}`).toEqual(whole);
       expect(report.root).toBe(full.rootId);
+      // The report names exactly the paths whose id changed, appeared or disappeared, in code point order.
+      const changed = [...new Set([...before.keys(), ...whole.keys()])].filter((path) => before.get(path) !== whole.get(path));
+      expect(report.changedPaths, `round ${round}`).toEqual(changed.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+      if (changed.length > 0) expect(report.changed).toBe(true);
+      before = whole;
     }
     await engine.close();
   });
