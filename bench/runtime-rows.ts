@@ -186,10 +186,12 @@ class Case {
 export async function runtimeRows(builds: Build[]): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bpf-bench-runtime-'));
   try {
-    // Short runs: their medians are taken over enough runs to span the disk's periodic journal commits.
-    const list50 = new Case('50-step runs, list growing to 10 KB', await measure(builds, 'list', 50, 31, dir));
-    const list1000 = new Case('1,000-step runs, list growing to 200 KB', await measure(builds, 'list', 1000, 9, dir));
-    const count = new Case('1,000-step runs, one small pack each', await measure(builds, 'count', 1000, 9, dir));
+    // Short runs: their medians are taken over enough runs to span the disk's periodic journal commits. The
+    // 'batch' differences between builds swing by ±10 µs per step from one invocation to the next (9 runs of 1,000
+    // steps gave -6 to +28 µs where 'never' gave 1-7 µs): hence 25 and 121 runs.
+    const list50 = new Case('50-step runs, list growing to 10 KB', await measure(builds, 'list', 50, 121, dir));
+    const list1000 = new Case('1,000-step runs, list growing to 200 KB', await measure(builds, 'list', 1000, 25, dir));
+    const count = new Case('1,000-step runs, one small pack each', await measure(builds, 'count', 1000, 25, dir));
     await CURRENT.api.runFlow(flowsOf(CURRENT.api).list(400), { dataDir: dir, runId: 'disk-400' });
     const bytes = bytesUnder(join(dir, 'sessions', 'default', 'runs', 'disk-400'));
     const rows: BenchRow[] = [];
