@@ -44,7 +44,7 @@ describe('run: the recorded flow and a flow that cannot be built', () => {
     const failed = await cli(['run', flowFile(dir, true), ...modules, '--run-id', 'r1', '--data-dir', dataDir]);
     expect(failed.code).toBe(1);
     expect(failed.stderr).toMatch(/could not create node 'second': this node refuses to be built/);
-    // What was recorded before the build is not a run (and is not deleted: a concurrent start may own it).
+    // What was recorded before the build is not a run (it stays; a later start of the id records over it).
     const shown = await cli(['runs', 'show', 'r1', '--data-dir', dataDir]);
     expect(shown.code).toBe(1);
     const listed = await cliJson<unknown[]>(['runs', 'list', '--data-dir', dataDir]);
