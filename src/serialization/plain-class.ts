@@ -17,7 +17,8 @@ const verdicts = new WeakMap<object, boolean>();
  * nodes a `namespaceSegment`, `permissions` (static, or on the prototype), a `paramsSchema` or a `fromConfig`: so
  * that `new NodeClass(config, context)` does exactly what BackpackNode's constructor does with a checked config,
  * which cannot fail and changes nothing else. Anything this cannot read (a class compiled to a function, a proxy,
- * source acorn does not parse) is judged not plain. Static members and methods are fine.
+ * source acorn does not parse) is judged not plain. Static members and methods are fine; an instance getter or
+ * setter is not (the constructors set and read instance properties, which an accessor could intercept).
  */
 export function constructsPlainly(NodeClass: BackpackNodeClass): boolean {
   let verdict = verdicts.get(NodeClass);
@@ -57,8 +58,14 @@ function declaresNoInstanceState(C: object): boolean {
   const statement = (program as unknown as { body: { type: string; expression?: { type: string; body?: { body: Member[] } } }[] }).body;
   const expression = statement.length === 1 && statement[0]!.type === 'ExpressionStatement' ? statement[0]!.expression : undefined;
   if (expression?.type !== 'ClassExpression' || expression.body === undefined) return false;
+  // Instance accessors are refused too: the constructors assign and read instance properties (`this.id = ...`,
+  // `this.config = ...`, `this.params` for a schema), and an accessor of the same name on the prototype would run the
+  // class's own code while the node is built.
   return expression.body.body.every(
-    (member) => member.type === 'StaticBlock' || (member.type === 'MethodDefinition' && member.kind !== 'constructor') || ((member.type === 'PropertyDefinition' || member.type === 'AccessorProperty') && member.static === true),
+    (member) =>
+      member.type === 'StaticBlock' ||
+      (member.type === 'MethodDefinition' && (member.kind === 'method' || member.static === true)) ||
+      ((member.type === 'PropertyDefinition' || member.type === 'AccessorProperty') && member.static === true),
   );
 }
 

@@ -91,6 +91,23 @@ describe('which node classes are built on first use', () => {
     expect(constructsPlainly(Segmented)).toBe(false);
     expect(constructsPlainly(Loadable)).toBe(false);
     expect(constructsPlainly(RulesGetter)).toBe(false);
+    // An instance accessor could run the class's code while the node is built (the constructors set `this.id`).
+    let setterRan = false;
+    class IdSetter extends BackpackNode {
+      // @ts-expect-error an accessor over BackpackNode's id property, as plain JavaScript could write it
+      set id(value: string) {
+        setterRan = true;
+        Object.defineProperty(this, 'id', { value, enumerable: true });
+      }
+    }
+    expect(constructsPlainly(IdSetter)).toBe(false);
+    expect(setterRan).toBe(false);
+    class MessageGetter extends BackpackNode {
+      get message(): string {
+        return 'a getter of its own';
+      }
+    }
+    expect(constructsPlainly(MessageGetter)).toBe(false);
     // A class that is not `class` source (compiled to a function, or a proxy) cannot be read: not plain.
     expect(constructsPlainly(new Proxy(Put, {}))).toBe(false);
   });
