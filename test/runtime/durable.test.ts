@@ -11,6 +11,7 @@ import {
   loadRunPoint,
   resumeRun,
   runFlow,
+  verifyRun,
   type BackpackHandle,
 } from '../../src/index.js';
 import { EventStore, ProjectionStore } from '../../src/store/index.js';
@@ -44,6 +45,22 @@ describe('runFlow', () => {
     expect(meta).toMatchObject({ status: 'completed', stepCount: 6 });
     expect(existsSync(join(runDir('run-a'), 'checkpoint'))).toBe(false); // fewer steps than one keyframe interval
     expect((await listRuns({ dataDir })).map((m) => m.runId)).toEqual(['run-a']);
+  });
+
+  it("runs several durable runs at once in one process (each step's fsync then goes through the thread pool): every log verifies and every run records its own state", async () => {
+    const runs = ['one', 'two', 'three', 'four'];
+    const results = await Promise.all(runs.map((runId, i) => runFlow(buildJournalFlow({ rounds: 3 + i, delayMs: 1 }), { dataDir, runId, durability: 'batch', keyframeInterval: 2 })));
+    expect(results.map((r) => r.steps)).toEqual([5, 6, 7, 8]);
+    for (const [i, runId] of runs.entries()) {
+      const report = await verifyRun({ dataDir, runId });
+      expect(report.ok, JSON.stringify(report)).toBe(true);
+      const point = await loadRunPoint({ dataDir, runId });
+      expect(point.step).toBe(results[i]!.steps);
+      // Each run's own rounds are in its own state: no step of another run was filed in this one's log.
+      const events = await new EventStore({ dataDir, sessionKey: 'default', runId }).readAll();
+      expect(new Set(events.map((e) => e.runId))).toEqual(new Set([runId]));
+      expect(events.filter((e) => e.type === StreamEventType.NODE_START && e.nodeId === 'collect')).toHaveLength(3 + i);
+    }
   });
 
   it('records the state at every step exactly: loadRunPoint(step) equals what the flow had then', async () => {
