@@ -216,7 +216,7 @@ async function main(): Promise<void> {
     const cliOne = processPairs(root, PAIRS, scanCommand, editOne);
     git(root, 'status', '--porcelain');
     const nodeStart = processPairs(root, PAIRS, [process.execPath, '-e', '0']);
-    const machineEnv = { ...process.env, ...GIT_ENV, NODE_OPTIONS: process.env.NODE_OPTIONS, NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS };
+    const machineEnv = { ...GIT_ENV, NODE_OPTIONS: process.env.NODE_OPTIONS, NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS };
     const nodeStartHere = process.env.NODE_OPTIONS === undefined && process.env.NODE_EXTRA_CA_CERTS === undefined ? undefined : processPairs(root, PAIRS, [process.execPath, '-e', '0'], undefined, machineEnv);
     const floorFs = processPairs(root, PAIRS, [process.execPath, '--input-type=module', '-e', lstatScript('fs')]);
     const floorEngine = processPairs(root, PAIRS, [process.execPath, '--input-type=module', '-e', lstatScript('engine')]);

@@ -6,10 +6,13 @@
  * beside the bundle; a process that finds it deserializes that code instead. Node.js 20 offers no such cache for ES
  * modules or `require`, hence the bundle is CommonJS run as a `vm.Script`, which takes one.
  *
- * The cache is used only when it belongs to this very bundle (the build writes the same random id into both) and V8
- * accepts it (same V8 version and flags; otherwise it is rejected and everything is compiled as usual). Nothing is
- * ever written at run time.
+ * The cache is used only when it belongs to this very bundle (the build writes the same random id into both), was
+ * made from exactly this text (it holds the SHA-256 of the source it was made from: V8 itself checks only the
+ * source's length, and would run the old code of a bundle edited in place to the same length), and V8 accepts it
+ * (same V8 version and flags; otherwise it is rejected and everything is compiled as usual). Nothing is ever written
+ * at run time.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
@@ -25,13 +28,19 @@ export interface CompiledBundle<T> {
   instantiate(): T;
   /** Whether the code cache served this compilation. */
   readonly cache: CodeCacheUse;
-  /** The code cache of every function compiled so far, with the bundle's id in front (what the build stores). */
+  /** The code cache of every function compiled so far, with the bundle's id and the source's digest in front (what the build stores). */
   codeCache(): Buffer;
 }
 
 /** The first line of a bundle: its directive and the random id of its build. */
 const HEADER = /^"use strict";\/\* bundle ([0-9a-f]{32}) \*\//;
 const ID_BYTES = 32;
+/** After the id: the SHA-256 of the source the cache was made from. */
+const DIGEST_BYTES = 32;
+
+function digestOf(source: string): Buffer {
+  return createHash('sha256').update(source).digest();
+}
 
 /** The id a bundle's header names, or undefined. */
 export function bundleId(source: string): string | undefined {
@@ -56,8 +65,10 @@ export function loadBundle<T>(file: string): CompiledBundle<T> {
   let cache: CodeCacheUse = 'absent';
   try {
     const stored = readFileSync(codeCacheFile(file));
-    if (id !== undefined && stored.length > ID_BYTES && stored.toString('latin1', 0, ID_BYTES) === id) cachedData = stored.subarray(ID_BYTES);
-    else cache = 'other build';
+    if (id === undefined || stored.length <= ID_BYTES + DIGEST_BYTES || stored.toString('latin1', 0, ID_BYTES) !== id) cache = 'other build';
+    // This build's cache, made from other text (the bundle was edited since): never offered to V8.
+    else if (!stored.subarray(ID_BYTES, ID_BYTES + DIGEST_BYTES).equals(digestOf(source))) cache = 'rejected';
+    else cachedData = stored.subarray(ID_BYTES + DIGEST_BYTES);
   } catch {
     // No cache: compiled as usual.
   }
@@ -79,7 +90,7 @@ export function loadBundle<T>(file: string): CompiledBundle<T> {
     },
     codeCache() {
       if (id === undefined) throw new Error(`${file} has no bundle id in its first line`);
-      return Buffer.concat([Buffer.from(id, 'latin1'), script.createCachedData()]);
+      return Buffer.concat([Buffer.from(id, 'latin1'), digestOf(source), script.createCachedData()]);
     },
   };
 }

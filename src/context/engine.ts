@@ -17,7 +17,7 @@ import { compareCodePoints, isHexId, loadHashBackend, type HashBackend } from '.
 import { IgnoreRules } from './ignore-rules.js';
 import { displayPath, parentPath, toWorkspacePath } from './paths.js';
 import { quickCheck, type StaleLeaf } from './quick-check.js';
-import { scanWorkspace } from './scan.js';
+import { scanWorkspace, type ScanResult } from './scan.js';
 import { StatPool } from './stat-pool.js';
 import { plainRecord } from './stored-nodes.js';
 import { MerkleStore } from './store.js';
@@ -688,20 +688,20 @@ export class ContextEngine {
 }
 
 /**
- * Paths whose node appeared, disappeared or changed id between two trees, in code-point order. Equal directory ids
- * mean equal subtrees (ids cover paths and contents), so only changed branches are visited.
- */
-/**
  * What {@link diffTrees} finds, from an update's delta: its removed paths (every path of a removed subtree), and the
  * records it added or replaced whose NodeID is new (an update replaces the record of every changed path and of its
  * ancestors, and also directories whose stat alone changed). Costs lookups for the change only, not a walk.
  */
-function deltaPaths(before: Tree, delta: NonNullable<Awaited<ReturnType<typeof scanWorkspace>>['delta']>): string[] {
+function deltaPaths(before: Tree, delta: NonNullable<ScanResult['delta']>): string[] {
   const changed = new Set(delta.removed);
   for (const record of delta.upserts) if (before.get(record.path)?.nodeId !== record.nodeId) changed.add(record.path);
   return [...changed].sort(compareCodePoints);
 }
 
+/**
+ * Paths whose node appeared, disappeared or changed id between two trees, in code-point order. Equal directory ids
+ * mean equal subtrees (ids cover paths and contents), so only changed branches are visited.
+ */
 function diffTrees(before: Tree | undefined, after: Tree): string[] {
   const changed: string[] = [];
   const stack = [''];

@@ -186,17 +186,21 @@ export class StoredNodes {
     out[j + 2] = view.getFloat64(p + 16);
   }
 
+  /** Where the 32-byte hash at `field` (24: content hash, 56: NodeID) of record `i` starts in the file. */
+  private hashAt(i: number, field: 24 | 56): number {
+    const o = this.starts[i]!;
+    return o + 5 + this.view.getUint32(o + 1) + field;
+  }
+
   /** The hex of the 32-byte hash at `field` (24: content hash, 56: NodeID) of record `i`. */
   hexAt(i: number, field: 24 | 56): string {
-    const o = this.starts[i]!;
-    const p = o + 5 + this.view.getUint32(o + 1) + field;
+    const p = this.hashAt(i, field);
     return this.body.toString('hex', p, p + 32);
   }
 
   /** Appends the NodeID of record `i` to `enc` from the file's bytes. */
   appendNodeId(i: number, enc: Encoder): void {
-    const o = this.starts[i]!;
-    enc.idFrom(this.body, o + 5 + this.view.getUint32(o + 1) + 56);
+    enc.idFrom(this.body, this.hashAt(i, 56));
   }
 
   /** Position of `path` in the file, or -1. */

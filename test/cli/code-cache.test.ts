@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -68,13 +69,23 @@ describe('the context bundle loads with its code cache', () => {
     // as usual. (A source this isolate compiled before comes from V8's own cache without reading the bytes, so each
     // case is a source of its own.)
     const damaged = bundle(ID, '// damaged');
-    writeFileSync(codeCacheFile(damaged), Buffer.concat([Buffer.from(ID, 'latin1'), Buffer.alloc(64, 7)]));
+    writeFileSync(codeCacheFile(damaged), Buffer.concat([Buffer.from(ID, 'latin1'), createHash('sha256').update(readFileSync(damaged, 'utf8')).digest(), Buffer.alloc(64, 7)]));
     const refused = loadBundle<Counter>(damaged);
     expect(refused.cache).toBe('rejected');
     expect(refused.instantiate().next()).toBe(1);
     const edited = bundle(ID, '// edited after the cache was made');
     writeFileSync(codeCacheFile(edited), cache);
     expect(loadBundle<Counter>(edited).cache).toBe('rejected');
+    // Edited in place to the same length (V8 checks only the length): the cache is not used, the new code runs.
+    const sameLength = bundle(ID, 'module.exports.value = 1111;');
+    const made1111 = loadBundle<Counter & { value: number }>(sameLength);
+    made1111.instantiate();
+    const cache1111 = made1111.codeCache();
+    writeFileSync(sameLength, readFileSync(sameLength, 'utf8').replace('1111', '2222'));
+    writeFileSync(codeCacheFile(sameLength), cache1111);
+    const reloaded = loadBundle<Counter & { value: number }>(sameLength);
+    expect(reloaded.cache).toBe('rejected');
+    expect(reloaded.instantiate().value).toBe(2222);
   });
 
   it('the built command line finds the cache the build made for it, and the bundle calls no import()', () => {

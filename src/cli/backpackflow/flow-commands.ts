@@ -4,17 +4,17 @@ import { newRunId } from '../../events/index.js';
 import type { NewRun } from '../../runtime/index.js';
 import { runFlow } from '../../runtime/index.js';
 import { UsageError } from './errors.js';
+import { storeErrors } from './store-errors.js';
 import { validId } from './arguments.js';
 import { FlowConfigError, type ConfigProblem } from '../../serialization/index.js';
 import { flowModuleOption, maxFlowBytesOption, modulesOption, type FlowFileOptions, type FlowSourceOptions } from './flow-options.js';
 import { loadFlowFile, loaderWith, openCliRun, parseInput, readFlowFile, recordRunFlow, validateFlow } from './flows.js';
 import { documentCollector, openFlowModule, parseFlowModule, type DocumentSink, type OpenFlow } from './recipe.js';
-import { CliError } from './errors.js';
 import { colors as c, print, type CommonOptions } from './output.js';
 import { common, runLive } from './runs.js';
 import { cliPostgresStore, cliStore } from './run-store.js';
 import { RunQueue } from '../../store/postgres/queue.js';
-import { StoreError, type PostgresRunStore, type RunRef } from '../../store/index.js';
+import type { PostgresRunStore, RunRef } from '../../store/index.js';
 
 /**
  * `run <flow.json>` or `run --flow-module <file#export>`: build the flow (a config is validated first), record how it
@@ -41,7 +41,7 @@ export function runCommand(): Command {
       try {
         const opened = await openAndRecord(path, options, async () => (newRun = await openCliRun(cliStore(options), ref)));
         try {
-          await runLive(options, opened.flow, (flow) => runFlow(flow, { newRun, input, ...(options.keepModelDeltas ? { modelDeltas: 'keep' as const } : {}) }));
+          await runLive(options, opened.flow, (flow) => runFlow(flow, { newRun: opened.sink, input, ...(options.keepModelDeltas ? { modelDeltas: 'keep' as const } : {}) }));
         } finally {
           await opened.close();
         }
@@ -59,21 +59,25 @@ export function runCommand(): Command {
  * flow. Until the run's first event, what is recorded is not a run: `runs list` and `runs show` ignore it and a later
  * start of the same id records over it; a build that fails leaves it in place.
  */
-async function openAndRecord(path: string | undefined, options: CommonOptions & FlowSourceOptions, begin: () => Promise<DocumentSink>): Promise<OpenFlow> {
+async function openAndRecord<S extends DocumentSink>(path: string | undefined, options: CommonOptions & FlowSourceOptions, begin: () => Promise<S>): Promise<OpenFlow & { sink: S }> {
   if (path !== undefined) {
-    const flow = await loadFlowFile(path, options.modules, options.maxFlowBytes, async (config) => recordRunFlow(await begin(), { v: 1, flow: { kind: 'config' }, modules: options.modules }, config));
-    return { flow, close: async () => undefined };
+    let sink: S | undefined;
+    const flow = await loadFlowFile(path, options.modules, options.maxFlowBytes, async (config) => recordRunFlow((sink = await begin()), { v: 1, flow: { kind: 'config' }, modules: options.modules }, config));
+    // The loader hands a valid config to beforeBuild before it builds anything.
+    if (sink === undefined) throw new Error(`${path}: the flow was built without its config being recorded`);
+    return { flow, close: async () => undefined, sink };
   }
   const spec = parseFlowModule(options.flowModule!);
   await loaderWith(options.modules);
   const opened = await openFlowModule(spec);
   try {
-    await recordRunFlow(await begin(), { v: 1, flow: { kind: 'module', module: spec.module, export: spec.export }, modules: options.modules });
+    const sink = await begin();
+    await recordRunFlow(sink, { v: 1, flow: { kind: 'module', module: spec.module, export: spec.export }, modules: options.modules });
+    return { ...opened, sink };
   } catch (error) {
     await opened.close();
     throw error;
   }
-  return opened;
 }
 
 /**
@@ -84,12 +88,7 @@ async function enqueueStart(path: string | undefined, options: CommonOptions & F
   const collected = documentCollector();
   const opened = await openAndRecord(path, options, async () => collected);
   await opened.close();
-  try {
-    await new RunQueue(store).enqueue(ref, 'start', input === undefined ? {} : { input }, collected.documents);
-  } catch (error) {
-    if (error instanceof StoreError) throw new CliError(error.message);
-    throw error;
-  }
+  await storeErrors(() => new RunQueue(store).enqueue(ref, 'start', input === undefined ? {} : { input }, collected.documents));
   print(options, { runId: ref.runId, sessionKey: ref.sessionKey, status: 'queued' }, () => ref.runId);
 }
 

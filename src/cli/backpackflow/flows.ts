@@ -13,8 +13,9 @@ import {
   type ConfigProblem,
   type LoadableNodeClass,
 } from '../../serialization/index.js';
-import { redact, StoreError, type RunRef, type RunStore } from '../../store/index.js';
+import { redact, type RunRef, type RunStore } from '../../store/index.js';
 import { CliError } from './errors.js';
+import { storeErrors } from './store-errors.js';
 import type { FlowSourceOptions } from './flow-options.js';
 import { openFlowModule, parseFlowModule, readRecipe, recordRecipe, type DocumentSink, type OpenFlow, type RecordedDocuments, type RunRecipe } from './recipe.js';
 import { openNewRun, type NewRun } from '../../runtime/index.js';
@@ -152,13 +153,8 @@ export function parseInput(text: string | undefined): Record<string, unknown> | 
  * its own: a CliError when the id already has a recorded run (its records are then left alone) or another start of
  * it holds it.
  */
-export async function openCliRun(store: RunStore, ref: RunRef): Promise<NewRun> {
-  try {
-    return await openNewRun({ store, sessionKey: ref.sessionKey, runId: ref.runId });
-  } catch (error) {
-    if (error instanceof StoreError) throw new CliError(error.message);
-    throw error;
-  }
+export function openCliRun(store: RunStore, ref: RunRef): Promise<NewRun> {
+  return storeErrors(() => openNewRun({ store, sessionKey: ref.sessionKey, runId: ref.runId }));
 }
 
 /**

@@ -4,9 +4,10 @@ import { compileNamespacePattern } from '../../backpack/index.js';
 import type { Flow } from '../../nodes/index.js';
 import { FlowVisualizer, StreamEventType, StreamEventTypeSchema, isEventOf, newRunId, type EventPayloadMap, type StreamEvent } from '../../events/index.js';
 import { forkRun, listRuns, resumeRun, verifyRun, type RunResult } from '../../runtime/index.js';
-import { RunStatusSchema, StoreError, type RunRef } from '../../store/index.js';
+import { RunStatusSchema, type RunRef } from '../../store/index.js';
 import { RunQueue } from '../../store/postgres/queue.js';
 import { CliError, UsageError } from './errors.js';
+import { storeErrors } from './store-errors.js';
 import { nonNegativeInteger, positiveInteger, validId } from './arguments.js';
 import { flowModuleOption, maxFlowBytesOption, modulesOption, type FlowSourceOptions } from './flow-options.js';
 import { blame, diffStates, stateReport, type EventsPage } from './inspect.js';
@@ -25,16 +26,6 @@ export function common(command: Command, json = true): Command {
     .option('-s, --session <key>', 'session', validId('--session'), 'default');
   if (json) command.option('--json', 'print one JSON document');
   return command;
-}
-
-/** Turns the runtime's own errors about a run (bad step, missing checkpoint) into CLI errors. */
-async function storeErrors<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    if (error instanceof StoreError) throw new CliError(error.message);
-    throw error;
-  }
 }
 
 /**
