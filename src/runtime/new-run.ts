@@ -23,7 +23,7 @@ export interface NewRun {
   readonly store: RunStore;
   /**
    * Keeps a document with the run (`'flow'`: its flow config; `'recipe'`: how its flow is built), under this start's
-   * writer: see `RunWriter.saveDocument`. The caller redacts what needs it.
+   * writer (see `RunWriter.saveDocument`), its secrets redacted as everything the run writes (its `redaction` too).
    */
   saveDocument(name: RunDocumentName, value: unknown): Promise<void>;
   /**

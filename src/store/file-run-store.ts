@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StreamEvent } from '../events/types.js';
-import type { RedactionOptions } from '../redact/index.js';
+import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { CheckpointStore } from './checkpoint-store.js';
 import { EventStore, type ReadOptions, type VerifiedEvent, type VerifyResult } from './event-store.js';
 import { assertNewRun, listRunIds, runHasEvents, runWriterAlive } from './layout.js';
@@ -159,6 +159,8 @@ class FileRunWriter implements RunWriter {
   private readonly checkpoints: CheckpointStore;
   private readonly projection: ProjectionStore;
   private closed = false;
+  /** The run's redaction, for its documents (the stores below hold their own). */
+  private readonly redactor: Redactor;
 
   constructor(
     dataDir: string,
@@ -167,6 +169,7 @@ class FileRunWriter implements RunWriter {
     redaction: RedactionOptions | undefined,
   ) {
     const { sessionKey, runId } = ref;
+    this.redactor = redactorFor(redaction);
     this.events = new EventStore({ dataDir, sessionKey, runId, durability, redaction });
     // Keyframes and the projection are derived from the log (which is fsynced per step): their files are fsynced,
     // their renames are not waited for (see CheckpointStoreOptions.syncDirectory).
@@ -222,7 +225,7 @@ class FileRunWriter implements RunWriter {
 
   async saveDocument(name: RunDocumentName, value: unknown): Promise<void> {
     if (this.closed) throw new Error(`the writer of run ${this.ref.sessionKey}/${this.ref.runId} is closed`);
-    await writeJsonAtomic(documentPath(this.projection.dataDir, this.ref, name), value);
+    await writeJsonAtomic(documentPath(this.projection.dataDir, this.ref, name), this.redactor.redact(value).value);
   }
 
   async close(): Promise<void> {

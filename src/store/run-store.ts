@@ -64,8 +64,8 @@ export interface RunWriter {
   /**
    * Keeps a document of the run (see {@link RunStore.saveDocument}) while this writer holds it, so that what a new
    * run records before its first event is its own, never a concurrent start's of the same id: files write it under
-   * the writer lock; Postgres fences it like a commit (a `FencedError` once the run was taken over). The caller
-   * redacts what needs it.
+   * the writer lock; Postgres fences it like a commit (a `FencedError` once the run was taken over). Secrets are
+   * redacted as in everything the writer stores (the built-in catalogue and the run's own `redaction`).
    */
   saveDocument(name: RunDocumentName, value: unknown): Promise<void>;
   /** Stores what is pending (the projection) and gives the run up. Idempotent. */

@@ -237,6 +237,27 @@ describe('Postgres run store', () => {
     expect((await queue.entries()).filter((e) => e.sessionKey === 'q2').map((e) => e.runId)).toEqual(['queued']);
   });
 
+  it('a queued start that races a writer taking the run waits for it, then is refused, and records nothing over its documents', async () => {
+    const store = open();
+    const queue = new RunQueue(store);
+    const ref = { sessionKey: 'q3', runId: 'race' };
+    await admin`insert into backpackflow.runs (session_key, run_id) values (${ref.sessionKey}, ${ref.runId})`;
+    let enqueued: Promise<unknown> | undefined;
+    // Another start takes the lease and records its flow in a transaction that commits while the enqueue runs.
+    await admin.begin(async (tx) => {
+      await tx`update backpackflow.runs set lease_owner = 'racer', lease_expires_at = now() + interval '1 minute', writer_token = writer_token + 1 where session_key = ${ref.sessionKey} and run_id = ${ref.runId}`;
+      await tx`insert into backpackflow.run_documents (session_key, run_id, name, body) values (${ref.sessionKey}, ${ref.runId}, 'flow', '{"who":"racer"}')`;
+      enqueued = queue.enqueue(ref, 'start', {}, { flow: { who: 'queued' } }).then(
+        () => 'queued',
+        (error: unknown) => error,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    });
+    expect(String(await enqueued)).toMatch(/q3\/race is being started or run by racer/);
+    expect(await store.loadDocument(ref, 'flow')).toEqual({ who: 'racer' });
+    expect((await queue.entries()).filter((e) => e.sessionKey === 'q3')).toEqual([]);
+  });
+
   it("fences a new run's documents: a writer whose lease was taken over records nothing over the new holder's", async () => {
     const ref = { sessionKey: 's', runId: 'docs-fenced' };
     const a = await open({ owner: 'start-a' }).openWriter(ref, { fresh: true });

@@ -81,6 +81,15 @@ describe('openNewRun', () => {
     await again.release();
   });
 
+  it("redacts what it records with the run's own redaction too, as everything the run writes", async () => {
+    const held = await openNewRun({ dataDir, runId: 'doc', redaction: { secretKeys: ['deployPhrase'], patterns: [/ACME-[0-9]{6}/g] } });
+    await held.saveDocument('flow', { nodes: [{ id: 'a', params: { deployPhrase: 'open sesame', note: 'ticket ACME-123456', apiKey: 'sk-not-written' } }] });
+    await held.release();
+    const text = readFileSync(flowFile('doc'), 'utf8');
+    for (const secret of ['open sesame', 'ACME-123456', 'sk-not-written']) expect(text).not.toContain(secret);
+    expect(text).toContain('[REDACTED]');
+  });
+
   it('refuses a hostile id and an id that has a recorded run before touching anything', async () => {
     await expect(openNewRun({ dataDir, runId: '-rf' })).rejects.toBeInstanceOf(InvalidIdError);
     await expect(openNewRun({ dataDir, runId: '../x' })).rejects.toBeInstanceOf(InvalidIdError);

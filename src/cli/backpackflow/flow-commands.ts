@@ -82,7 +82,7 @@ async function openAndRecord<S extends DocumentSink>(path: string | undefined, o
 
 /**
  * `run --enqueue`: builds the flow (so that a flow that cannot be built is refused now, not by a worker), then queues
- * the start with its documents in one statement, which refuses an id that has a recorded run, a live writer or a job.
+ * the start with its documents in one transaction (the run's row locked), which refuses an id that has a recorded run, a live writer or a job.
  */
 async function enqueueStart(path: string | undefined, options: CommonOptions & FlowSourceOptions, store: PostgresRunStore, ref: RunRef, input: Record<string, unknown> | undefined): Promise<void> {
   const collected = documentCollector();

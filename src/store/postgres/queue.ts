@@ -48,21 +48,29 @@ export class RunQueue {
    * Queues run `ref`. A run that is already queued or being run is a StoreError (it is not queued twice); a run whose
    * earlier job is done can be queued again (a resume). A `start` is also refused (a StoreError saying why) when the
    * run has events or a live writer holds it (another start of the id); its `documents` (its flow config, its recipe:
-   * see RunStore.saveDocument, redacted by the caller) are stored in the same statement, only when the job is queued,
-   * so that a start that is refused never records over another's.
+   * see RunStore.saveDocument, redacted by the caller) are stored in the same transaction, only when the job is
+   * queued, with the run's row locked, so that a start that is refused never records over another's.
    */
   async enqueue(ref: RunRef, kind: 'start' | 'resume', payload: QueuedRun['payload'], documents: Partial<Record<RunDocumentName, unknown>> = {}): Promise<void> {
     assertValidId(ref.sessionKey, 'sessionKey');
     assertValidId(ref.runId, 'runId');
-    if (kind !== 'start' && Object.keys(documents).length > 0) throw new StoreError(`enqueue: only a start records documents with its run (${ref.sessionKey}/${ref.runId})`);
-    const sql = await this.store.sql();
     const names = Object.keys(documents);
+    if (kind !== 'start' && names.length > 0) throw new StoreError(`enqueue: only a start records documents with its run (${ref.sessionKey}/${ref.runId})`);
+    const sql = await this.store.sql();
     const bodies = names.map((name) => JSON.stringify(documents[name as RunDocumentName]));
     const start = kind === 'start';
-    // One statement: the run's row, its job (unless one is queued or running; for a start, unless the run has events
-    // or a live writer), its documents when the job was queued, and the wake-up of idle workers, which Postgres
-    // delivers when the statement commits.
-    const [row] = await sql<{ queued: string; had_events: boolean; leased_by: string | null }[]>`
+    const [row] = await sql.begin(async (tx) => {
+      // A start first takes the run's row (made if missing) until it commits: a writer cannot take the lease between
+      // the check below and the documents' write, and the check (a statement of its own, so reading anew) sees a
+      // lease taken before.
+      if (start) {
+        await tx`insert into backpackflow.runs (session_key, run_id) values (${ref.sessionKey}, ${ref.runId}) on conflict do nothing`;
+        await tx`select 1 from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId} for update`;
+      }
+      // The run's row, its job (unless one is queued or running; for a start, unless the run has events or a live
+      // writer), its documents when the job was queued, and the wake-up of idle workers, which Postgres delivers
+      // when the transaction commits.
+      return await tx<{ queued: string; had_events: boolean; leased_by: string | null }[]>`
       with run as (
         insert into backpackflow.runs (session_key, run_id) values (${ref.sessionKey}, ${ref.runId}) on conflict do nothing
       ), blocked as (
@@ -86,6 +94,7 @@ export class RunQueue {
       select (select count(*) from job) as queued, blocked.had_events, blocked.leased_by,
         (select pg_notify(${QUEUE_CHANNEL}, ${`${ref.sessionKey}/${ref.runId}`}) where exists (select 1 from job)) as notified
       from blocked`;
+    });
     if (Number(row!.queued) > 0) return;
     const run = `run ${ref.sessionKey}/${ref.runId}`;
     if (start && row!.had_events) throw new StoreError(`${run} already has a recorded run in ${this.store.location} (resume is the way to continue one)`);

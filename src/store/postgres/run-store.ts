@@ -641,7 +641,7 @@ class PostgresRunWriter implements RunWriter {
     // Fenced like a commit: stored only while this writer's token is the run's.
     const rows = await this.sql`
       insert into backpackflow.run_documents (session_key, run_id, name, body)
-      select ${ref.sessionKey}, ${ref.runId}, ${name}, ${JSON.stringify(value)}
+      select ${ref.sessionKey}, ${ref.runId}, ${name}, ${JSON.stringify(this.redactor.redact(value).value)}
       where exists (select 1 from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and writer_token = ${this.token})
       on conflict (session_key, run_id, name) do update set body = excluded.body
       returning 1`;
