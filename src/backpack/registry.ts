@@ -30,6 +30,11 @@ export interface ReservedNodes {
   actor(id: string): Actor;
 }
 
+/** The namespace of reserved node `id` of `nodes`: its id under the flow's namespace. */
+function namespaceOf(nodes: ReservedNodes, id: string): string {
+  return nodes.namespace === '' ? id : `${nodes.namespace}.${id}`;
+}
+
 /** Reservations of one flow made one after another, with no other registration between them: positions `from` to `to` (excluded). */
 interface ReservedRun {
   readonly nodes: ReservedNodes;
@@ -75,7 +80,7 @@ export class NodeRegistry {
    * flow registers it as it builds it, now.
    */
   reserve(nodes: ReservedNodes, id: string, nodeName: string, position: number): boolean {
-    const { key } = this.#check({ nodeId: id, nodeName, namespace: nodes.namespace === '' ? id : `${nodes.namespace}.${id}` }, nodes.parent);
+    const { key } = this.#check({ nodeId: id, nodeName, namespace: namespaceOf(nodes, id) }, nodes.parent);
     // The same node registered again (another flow of the same nodes on this Backpack) replaces the registration in
     // its place: that is register's to do, with the node built.
     if (this.#byKey.has(key) || this.#reservedHolder(key) !== undefined) return false;
@@ -92,7 +97,7 @@ export class NodeRegistry {
 
   /** The actor of node `id` reserved in `nodes` (its flow calls this once, when it builds the node). */
   adopt(nodes: ReservedNodes, id: string, nodeName: string): Actor {
-    return new Actor(id, nodeName, nodes.namespace === '' ? id : `${nodes.namespace}.${id}`, undefined, nodes.parent);
+    return new Actor(id, nodeName, namespaceOf(nodes, id), undefined, nodes.parent);
   }
 
   /** The checks of a registration; returns its key and checked rules. */
@@ -204,7 +209,7 @@ export class NodeRegistry {
   }
 
   #reservedActor(nodes: ReservedNodes, id: string): Actor {
-    return this.#again.get(nodes.namespace === '' ? id : `${nodes.namespace}.${id}`) ?? nodes.actor(id);
+    return this.#again.get(namespaceOf(nodes, id)) ?? nodes.actor(id);
   }
 }
 
