@@ -15,6 +15,8 @@
  * pre-check ({@link SecretPattern.gate}) so that ordinary text costs one combined scan.
  */
 
+import { CONNECTION_KEY_PATTERN, DISCORD_WEBHOOK_PATTERN, VENDOR_TOKEN_PATTERN } from './vendor-patterns.js';
+
 /** One kind of secret-looking value. */
 export interface SecretPattern {
   /** A stable name, e.g. `github-pat`; reported nowhere on disk (the marker is the same for every kind). */
@@ -33,6 +35,12 @@ export interface SecretPattern {
   readonly gate?: RegExp;
   /** Strings shorter than this are never scanned with this pattern. */
   readonly minLength: number;
+  /**
+   * Instead of a gate: every match holds a run of at least this many token characters (letters, digits and
+   * `_+/=.~%-`), so only text holding such a run is scanned with this pattern (one pass over the text finds the
+   * longest run; a long union of vendor prefixes as a gate cost twice the whole pre-check).
+   */
+  readonly minRun?: number;
   /** A check of each match in code (cheaper than the same check as lookaheads at every position); default: all. */
   readonly accept?: (match: string) => boolean;
 }
@@ -161,6 +169,9 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
     minLength: 40,
     accept: (match) => /[A-Z]/.test(match) && /[a-z]/.test(match) && /[0-9]/.test(match),
   },
+  VENDOR_TOKEN_PATTERN,
+  CONNECTION_KEY_PATTERN,
+  DISCORD_WEBHOOK_PATTERN,
 ];
 
 /**

@@ -65,6 +65,7 @@ const MAX_DEPTH = 5000;
 
 interface CompiledPattern {
   readonly regex: RegExp;
+  readonly minRun: number;
   readonly gate: RegExp | undefined;
   readonly minLength: number;
   readonly accept: ((match: string) => boolean) | undefined;
@@ -75,8 +76,38 @@ function compile(pattern: SecretPattern): CompiledPattern {
     regex: new RegExp(pattern.regex.source, pattern.regex.flags.includes('g') ? pattern.regex.flags : `${pattern.regex.flags}g`),
     gate: pattern.gate ? new RegExp(pattern.gate.source, 'i') : undefined,
     minLength: pattern.minLength,
+    minRun: pattern.minRun ?? 0,
     accept: pattern.accept,
   };
+}
+
+/** Token characters (see {@link SecretPattern.minRun}), by char code below 128. */
+const TOKEN_CHAR = new Uint8Array(128);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=.~%-') TOKEN_CHAR[c.charCodeAt(0)] = 1;
+
+function isTokenChar(c: number): boolean {
+  return c < 128 && TOKEN_CHAR[c] === 1;
+}
+
+/**
+ * Whether `text` holds a run of at least `length` token characters. Such a run covers at least two of every
+ * `length / 2`-th position, so only those are looked at, and the run is measured around the ones that are token
+ * characters (about half the work of a scan of every character in prose).
+ */
+function hasTokenRun(text: string, length: number): boolean {
+  const stride = length >> 1;
+  let from = 0;
+  for (let i = stride - 1; i < text.length; i += stride) {
+    if (!isTokenChar(text.charCodeAt(i))) continue;
+    let start = i;
+    while (start > from && isTokenChar(text.charCodeAt(start - 1))) start--;
+    let end = i + 1;
+    while (end < text.length && isTokenChar(text.charCodeAt(end))) end++;
+    if (end - start >= length) return true;
+    from = end;
+    i = end - 1;
+  }
+  return false;
 }
 
 function isPlainObject(value: object): boolean {
@@ -119,6 +150,10 @@ export class Redactor {
   private readonly keys: SecretKeyMatcher;
   private readonly gated: CompiledPattern[] = [];
   private readonly ungated: CompiledPattern[] = [];
+  /** Patterns scanned only in text holding a long run of token characters ({@link SecretPattern.minRun}). */
+  private readonly byRun: CompiledPattern[] = [];
+  /** The shortest {@link SecretPattern.minRun} of {@link byRun}. */
+  private readonly minRun: number;
   /** Union of every gate: one scan tells whether any gated pattern can match. */
   private readonly anyGate: RegExp;
   private readonly minLength: number;
@@ -129,7 +164,9 @@ export class Redactor {
   /** Compiles the catalogue with `options`; throws a TypeError naming a bad pattern or key name. */
   constructor(options: RedactionOptions = {}) {
     this.keys = new SecretKeyMatcher(options.secretKeys ?? []);
-    for (const pattern of DEFAULT_SECRET_PATTERNS) (pattern.gate ? this.gated : this.ungated).push(compile(pattern));
+    for (const pattern of DEFAULT_SECRET_PATTERNS) {
+      (pattern.gate ? this.gated : pattern.minRun !== undefined ? this.byRun : this.ungated).push(compile(pattern));
+    }
     for (const [i, regex] of (options.patterns ?? []).entries()) {
       if (!(regex instanceof RegExp)) throw new TypeError(`redaction: patterns[${i}] must be a RegExp, got ${typeof regex}`);
       if (regex.test('')) throw new TypeError(`redaction: patterns[${i}] (${String(regex)}) matches the empty string`);
@@ -137,7 +174,8 @@ export class Redactor {
     }
     this.userPatterns = options.patterns?.length ?? 0;
     this.anyGate = new RegExp(this.gated.map((p) => p.gate!.source).join('|'), 'i');
-    this.minLength = Math.min(...this.gated.map((p) => p.minLength), ...this.ungated.map((p) => p.minLength));
+    this.minLength = Math.min(...[...this.gated, ...this.ungated, ...this.byRun].map((p) => p.minLength));
+    this.minRun = Math.min(...this.byRun.map((p) => p.minRun));
   }
 
   /** Whether an object key (or Map key) names a secret. */
@@ -158,6 +196,9 @@ export class Redactor {
       }
     }
     for (const pattern of this.ungated) if (text.length >= pattern.minLength) out = replaceMatches(out, pattern);
+    if (text.length >= this.minRun && hasTokenRun(text, this.minRun)) {
+      for (const pattern of this.byRun) if (text.length >= pattern.minLength) out = replaceMatches(out, pattern);
+    }
     if (truncated) {
       // Only the end can hold a cut secret: matching there keeps the cost independent of the text's length.
       const from = Math.max(0, out.length - 160);

@@ -1,0 +1,89 @@
+/**
+ * Every string a pattern of the catalogue matches is redacted, wherever it sits in a text: the redactor's
+ * pre-checks (the characters every secret holds, the combined gate, each pattern's gate and minimum length) never
+ * let a match through. Tokens are generated from the patterns themselves, so a pattern added later is covered.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_SECRET_PATTERNS, REDACTED, redact, redactorFor } from '../../src/redact/index.js';
+import { VENDOR_TOKEN_FORMATS } from '../../src/redact/vendor-patterns.js';
+import { trials } from '../support/soak.js';
+
+/** A regex fast-check can generate from: the same language without word boundaries, lookarounds, names and `i`. */
+function generatorOf(regex: RegExp): RegExp {
+  const source = regex.source
+    .replace(/\\b/g, '')
+    .replace(/\(\?<?[=!][^()]*\)/g, '')
+    .replace(/\(\?<[A-Za-z]+>/g, '(');
+  return new RegExp(`^(?:${source})$`);
+}
+
+/** The matches of a pattern in `text` that it accepts. */
+function secretsIn(text: string, pattern: { regex: RegExp; accept?: (match: string) => boolean }): string[] {
+  const regex = new RegExp(pattern.regex.source, pattern.regex.flags.includes('g') ? pattern.regex.flags : `${pattern.regex.flags}g`);
+  const out: string[] = [];
+  for (const m of text.matchAll(regex)) {
+    if (pattern.accept !== undefined && !pattern.accept(m[0])) continue;
+    out.push(m[0]);
+  }
+  return out;
+}
+
+const redactor = redactorFor();
+/** Text around a token: anything, or (more often) the blanks and punctuation secrets are found between. */
+const around = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('', ' ', '"', 'key: ', '\n', 'Authorization: ', '(', ','));
+
+const cases = [
+  ...DEFAULT_SECRET_PATTERNS.map((p) => ({ name: `pattern ${p.id}`, generate: generatorOf(p.regex), pattern: p })),
+  ...VENDOR_TOKEN_FORMATS.map((f) => ({
+    name: `vendor format ${f.source}`,
+    generate: generatorOf(f.regex),
+    pattern: DEFAULT_SECRET_PATTERNS.find((p) => p.id === 'vendor-token')!,
+  })),
+];
+
+describe('the secret catalogue', () => {
+  it.each(cases)('redacts every string $name matches, wherever it sits in a text', ({ generate, pattern }) => {
+    fc.assert(
+      fc.property(around, fc.stringMatching(generate), around, (before, token, after) => {
+        const text = `${before}${token}${after}`;
+        const secrets = secretsIn(text, pattern);
+        fc.pre(secrets.length > 0);
+        const out = redactor.redactText(text);
+        for (const secret of secrets) expect(out.includes(secret), `${JSON.stringify(secret)} survived in ${JSON.stringify(out)}`).toBe(false);
+        expect(out).toContain(REDACTED);
+      }),
+      { numRuns: trials(40, 400) },
+    );
+  });
+
+  it('redacts the vendor tokens gitleaks lists and LLM vendors publish, in values, keys and Map keys', () => {
+    const tokens = {
+      sendgrid: `SG.${'aB3dE5fG7hJ9kL1mN3pQ5r'}.${'Zx8Cv6Bn4Mq2Wr0Ty8Ui6Op4As2Df0Gh8Jk6Lz4Xc2V'}`,
+      twilio: 'SK0123456789abcdef0123456789abcdef',
+      groq: `gsk_${'Ab12Cd34Ef56'.repeat(4)}`,
+      xai: `xai-${'Ab12Cd34Ef56'.repeat(6)}`,
+      googleOauth: `ya29.a0AfB_${'byC3dE5fG7hJ9k'.repeat(5)}`,
+      linear: `lin_api_${'Ab12Cd34Ef56Gh78Ij90'.repeat(2)}`,
+      shopify: `shpat_${'0123456789abcdef'.repeat(2)}`,
+      perplexity: `pplx-${'Ab12Cd34Ef56'.repeat(4)}`,
+      tavily: `tvly-dev-${'Ab12Cd34Ef56'.repeat(3)}`,
+      langsmith: `lsv2_pt_${'0123456789abcdef'.repeat(2)}_0123456789`,
+    };
+    const azure = `DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${'Qk9Lx2Rz7Wm4Tn'.repeat(6)}==;EndpointSuffix=core.windows.net`;
+    const discord = `https://discord.com/api/webhooks/123456789012345678/${'Xk3Lq9Zr7Wm2Tn5Bv8Yc1Hd4Jf6Gs0Pa'.repeat(2)}`;
+    for (const [name, token] of Object.entries(tokens)) {
+      const { value } = redact({ note: `found ${token} in the logs`, [token]: 1, map: new Map([[token, 'x']]) });
+      const text = JSON.stringify({ ...value, map: [...(value.map as Map<string, string>).keys()] });
+      expect(text.includes(token), `${name}: ${text}`).toBe(false);
+    }
+    const { value } = redact([azure, discord]);
+    expect(value[0]).toBe(`DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${REDACTED};EndpointSuffix=core.windows.net`);
+    expect(value[1]).toBe(`https://discord.com/api/webhooks/123456789012345678/${REDACTED}`);
+  });
+
+  it('keeps ordinary text that shares a prefix with a vendor token', () => {
+    const text = 'task: skim the ticket; fc-5 passed; sig=ok; pat.com; the ya29 route; dapi docs; api_org_ name';
+    expect(redactor.redactText(text)).toBe(text);
+  });
+});
