@@ -228,7 +228,8 @@ describe('Postgres run store', () => {
     await u.commit(batch(other.runId, 3, 2));
     await until(() => seen === 1);
     await stop();
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    // Past the registration's length once its renewals stopped: it has run out.
+    await new Promise((resolve) => setTimeout(resolve, 800));
     await w.commit(batch(ref.runId, 5, 3));
     await w.close();
     await u.close();
