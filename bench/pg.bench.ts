@@ -291,7 +291,7 @@ async function main(): Promise<void> {
         for (const w of workers) w.kill('SIGTERM');
         cpuPerRun[count] = (await Promise.all(cpu)).reduce((a, b) => a + b, 0) / 1000 / 200;
         const [span] = await sql<{ first: string; last: Date; done: string }[]>`
-          select (select min((body::json->>'timestamp')::bigint) from backpackflow.events where body like '{"v":1,"id":%"type":"run.started"%') as first,
+          select (select min((body::json->>'timestamp')::bigint) from backpackflow.event_lines where body like '{"v":1,"id":%"type":"run.started"%') as first,
                  (select max(finished_at) from backpackflow.queue) as last,
                  (select count(*) from backpackflow.queue where outcome = 'completed') as done`;
         if (Number(span!.done) !== 200) throw new Error(`${count} workers completed ${span!.done} of 200 runs`);

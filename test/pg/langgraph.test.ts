@@ -56,11 +56,11 @@ afterAll(async () => {
 });
 
 describe('a LangGraph thread stored in Postgres, inspected with backpackflow runs --database-url', () => {
-  it('is a run in the database: events chained in rows, its projection beside them, no lease left behind', async () => {
+  it('is a run in the database: events chained in rows (one per step), its projection beside them, no lease left behind', async () => {
     const [run] = await sql<{ meta: string | null; lease_owner: string | null }[]>`select meta, lease_owner from backpackflow.runs where session_key = 'default' and run_id = ${thread}`;
     expect(run?.lease_owner).toBeNull();
     expect(JSON.parse(run!.meta!)).toMatchObject({ runId: thread, status: 'completed' });
-    const [{ count }] = (await sql`select count(*)::int as count from backpackflow.events where run_id = ${thread} and sealed`) as unknown as [{ count: number }];
+    const [{ count }] = (await sql`select count(*)::int as count from backpackflow.event_batches where run_id = ${thread}`) as unknown as [{ count: number }];
     expect(count).toBeGreaterThan(4);
     expect((await verifyRun({ store, runId: thread })).status).toBe('verified');
   });
@@ -136,7 +136,7 @@ describe('BackpackflowSaver on Postgres: what no row may hold, and who may write
     const before = await saver.getTuple(config);
     await saver.close();
     const rows = await sql`
-      select body from backpackflow.events where session_key = 'secrets'
+      select body from backpackflow.event_batches where session_key = 'secrets'
       union all select body from backpackflow.keyframes where session_key = 'secrets'
       union all select meta from backpackflow.runs where session_key = 'secrets'`;
     expect(rows.length).toBeGreaterThan(3);
@@ -195,7 +195,7 @@ describe('BackpackflowSaver on Postgres: what no row may hold, and who may write
       await first.close().catch(() => undefined);
       await otherStore.close();
     }
-    const rows = await sql`select body from backpackflow.events where session_key = 'fenced' and body like '%fenced-out-value%'`;
+    const rows = await sql`select body from backpackflow.event_batches where session_key = 'fenced' and body like '%fenced-out-value%'`;
     expect(rows.length).toBe(0);
     expect((await verifyRun({ store, sessionKey: 'fenced', runId: 't' })).status).toBe('verified');
   });
@@ -240,7 +240,7 @@ describe('BackpackflowSaver on Postgres: what no row may hold, and who may write
     await putOne(saver, 'd', { topic: 'tides' });
     await putOne(saver, 'd', { topic: 'waves' });
     await saver.close();
-    const changed = await sql`update backpackflow.events set body = replace(body, '"waves"', '"storm"') where session_key = 'edited' and body like '%"waves"%'`;
+    const changed = await sql`update backpackflow.event_batches set body = replace(body, '"waves"', '"storm"') where session_key = 'edited' and body like '%"waves"%'`;
     expect(changed.count).toBeGreaterThan(0);
     const again = new BackpackflowSaver({ store, sessionKey: 'edited' });
     await expect(again.getTuple({ configurable: { thread_id: 'd' } })).rejects.toThrow(store.describeLog({ sessionKey: 'edited', runId: 'd' }));
@@ -257,7 +257,7 @@ describe('BackpackflowSaver on Postgres: what no row may hold, and who may write
     await putOne(saver, 'x', { a: 3 });
     await saver.deleteThread('x');
     await saver.close();
-    for (const table of ['runs', 'events', 'keyframes']) {
+    for (const table of ['runs', 'event_batches', 'keyframes']) {
       const rows = await sql`select 1 from ${sql('backpackflow')}.${sql(table)} where session_key = 'gone' and run_id = 'x'`;
       expect(rows.length, table).toBe(0);
     }

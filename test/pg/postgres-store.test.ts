@@ -16,6 +16,14 @@ import { freshDatabase } from '../support/pg.js';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const run = promisify(execFile);
 
+async function until(done: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 function batch(runId: string, seq: number, step: number): StreamEvent[] {
   return [makeEvent(runId, seq, { type: 'node.started', nodeId: `n${step}` }), makeEvent(runId, seq + 1, { type: 'checkpoint.saved', payload: { step, position: [], keyframe: false } })];
 }
@@ -156,7 +164,8 @@ describe('Postgres run store', () => {
     const w = await store.openWriter(ref, { fresh: true });
     for (let step = 1; step <= 3; step++) await w.commit(batch(ref.runId, step * 2 - 1, step));
     await w.close();
-    await admin`update backpackflow.events set body = replace(body, '"n2"', '"nX"') where run_id = ${ref.runId} and line = 2`;
+    // Each step's batch is one row (migration 5); line 3 (numbered from 0: 2) is the first line of the second.
+    await admin`update backpackflow.event_batches set body = replace(body, '"n2"', '"nX"') where run_id = ${ref.runId} and first_line = 2`;
     const read = async (options = {}): Promise<number[]> => {
       const out: number[] = [];
       for await (const { event } of store.readVerified(ref, options)) out.push(event.seq);
@@ -166,9 +175,82 @@ describe('Postgres run store', () => {
     const warnings: string[] = [];
     expect(await read({ onCorrupt: 'skip', onWarning: (w: string) => warnings.push(w) })).toEqual([1, 2, 5, 6]);
     expect(warnings.join('\n')).toContain('run s/edited');
-    await admin`delete from backpackflow.events where run_id = ${ref.runId} and line = 4`;
+    // Line 5 (the first of the third batch) cut out of its row.
+    await admin`update backpackflow.event_batches set body = substr(body, strpos(body, E'\n') + 1), first_line = 5 where run_id = ${ref.runId} and first_line = 4`;
     await expect(read({ from: 4 })).rejects.toThrow(EventStoreError);
-    await expect(read({ from: 4 })).rejects.toThrow(/line 5 is missing/);
+    await expect(read({ from: 4 })).rejects.toThrow(/line 5 is missing \(the next stored line is 6\)/);
+  });
+
+  it('reports a row stored over the one before it (a line stored twice)', async () => {
+    const ref = { sessionKey: 's', runId: 'overlapped' };
+    const store = open();
+    const w = await store.openWriter(ref, { fresh: true });
+    for (let step = 1; step <= 3; step++) await w.commit(batch(ref.runId, step * 2 - 1, step));
+    await w.close();
+    await admin`update backpackflow.event_batches set first_line = 3 where run_id = ${ref.runId} and first_line = 4`;
+    await expect(store.readPage(ref, 10, 0)).rejects.toThrow(/line 4 is stored twice: the log was changed there/);
+    const verified = await store.verifyLog(ref);
+    expect(verified).toMatchObject({ ok: false, verifiedLines: 4, firstBadLine: 5 });
+    expect(verified.problem).toMatch(/run s\/overlapped.*line 4 is stored twice/);
+  });
+
+  it('refuses, as fenced, a commit whose first line another writer stored first, even with a token that is still the run\'s', async () => {
+    const ref = { sessionKey: 's', runId: 'overtaken' };
+    const store = open({ owner: 'worker-a' });
+    const a = await store.openWriter(ref, { fresh: true });
+    await a.commit(batch(ref.runId, 1, 1));
+    // Another writer's batch at lines 3-4, stored behind this writer's view of the log (a view read before that
+    // writer's commit): the key (run, first line) is taken.
+    await admin`insert into backpackflow.event_batches (session_key, run_id, first_line, last_line, last_seq, body) values ('s', ${ref.runId}, 2, 3, 4, 'theirs')`;
+    await expect(a.commit(batch(ref.runId, 3, 2))).rejects.toThrow(/another writer stored lines 3-4 first: this writer lost the run/);
+    await expect(a.commit(batch(ref.runId, 5, 3))).rejects.toBeInstanceOf(FencedError);
+    await a.close();
+    const [row] = await admin<{ body: string }[]>`select body from backpackflow.event_batches where run_id = ${ref.runId} and first_line = 2`;
+    expect(row!.body).toBe('theirs');
+    expect((await admin`select 1 from backpackflow.event_batches where run_id = ${ref.runId} and first_line = 4`).length).toBe(0);
+  });
+
+  it('announces a step only while a tail is registered on its run, and a tail registers itself, renewed while it listens', async () => {
+    const ref = { sessionKey: 's', runId: 'tailed' };
+    const store = open({ leaseMs: 300 });
+    const other = { sessionKey: 's', runId: 'untailed' };
+    const notices: string[] = [];
+    const listener = await (await store.sql()).listen('backpackflow_events', (payload) => notices.push(payload));
+    const w = await store.openWriter(ref, { fresh: true });
+    const u = await store.openWriter(other, { fresh: true });
+    await w.commit(batch(ref.runId, 1, 1));
+    await u.commit(batch(other.runId, 1, 1));
+    let seen = 0;
+    const stop = await store.onCommits(ref, () => seen++);
+    // Past the registration's length: renewed while the tail listens.
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    await w.commit(batch(ref.runId, 3, 2));
+    await u.commit(batch(other.runId, 3, 2));
+    await until(() => seen === 1);
+    await stop();
+    // Past the registration's length once its renewals stopped: it has run out.
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    await w.commit(batch(ref.runId, 5, 3));
+    await w.close();
+    await u.close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await listener.unlisten();
+    expect(notices).toEqual(['s/tailed']);
+    expect(seen).toBe(1);
+  });
+
+  it('registers a tail on a run not stored yet, which a fresh writer then takes as any new run', async () => {
+    const ref = { sessionKey: 's', runId: 'tailed-early' };
+    const store = open();
+    let seen = 0;
+    const stop = await store.onCommits(ref, () => seen++);
+    expect(await store.listRuns('s')).not.toContainEqual(ref);
+    const w = await store.openWriter(ref, { fresh: true });
+    await w.commit(batch(ref.runId, 1, 1));
+    await w.close();
+    await until(() => seen === 1);
+    await stop();
+    expect(await store.listRuns('s')).toContainEqual(ref);
   });
 
   it('reports a damaged keyframe and a damaged projection, naming them', async () => {

@@ -116,7 +116,7 @@ describe('workers', () => {
     // Kill the worker holding a run that has recorded a few steps but not finished.
     const victimPid = await until('a worker in the middle of a run', async () => {
       const rows = await admin<{ lease_owner: string; steps: string }[]>`
-        select r.lease_owner, (select count(*) from backpackflow.events e where e.run_id = r.run_id and e.body like '%"type":"checkpoint.saved"%') as steps
+        select r.lease_owner, (select count(*) from backpackflow.event_lines e where e.run_id = r.run_id and e.body like '%"type":"checkpoint.saved"%') as steps
         from backpackflow.runs r where r.lease_owner is not null and r.lease_expires_at > now()`;
       const mid = rows.find((r) => Number(r.steps) >= 3);
       return mid === undefined ? undefined : Number(mid.lease_owner.split(':').at(-2));
@@ -156,7 +156,7 @@ describe('workers', () => {
     const a = startWorker(url, ['--lease-ms', '1000']);
     workers.push(a);
     await until('worker A to record a few steps', async () => {
-      const [row] = await admin<{ n: string }[]>`select count(*) as n from backpackflow.events where run_id = 'raced' and body like '%"type":"checkpoint.saved"%'`;
+      const [row] = await admin<{ n: string }[]>`select count(*) as n from backpackflow.event_lines where run_id = 'raced' and body like '%"type":"checkpoint.saved"%'`;
       return Number(row!.n) >= 3;
     });
     // A stalls (a long GC pause, a partition) past its lease; B starts and takes the run over.

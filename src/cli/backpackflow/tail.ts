@@ -1,7 +1,8 @@
 /**
  * `runs tail <runId>`: a run's events as they are stored, from the first, until the run completes or fails (a waiting
  * run is followed until it is answered and ends). On
- * Postgres each committed step is announced (LISTEN/NOTIFY on `backpackflow_events`), so lines appear as soon as the
+ * Postgres each committed step of a tailed run is announced (the tail registers itself: PostgresRunStore.onCommits;
+ * LISTEN/NOTIFY on `backpackflow_events`), so lines appear as soon as the
  * step commits; on files the log is read again every `--poll-ms`. A run not stored yet (queued, not started) is waited
  * for. Only what the log's chain vouches for is printed.
  */

@@ -157,6 +157,90 @@ export const MIGRATIONS: readonly Migration[] = [
       $fn$;
     `,
   },
+  {
+    version: 5,
+    name: 'one row per step, notify only tailed runs',
+    sql: `
+      -- A step's lines in one row (a step's commit inserts one row, not one per line: fewer tuples, index entries and
+      -- WAL per step), keyed by the run and the number of its first line: a writer whose view of the log is stale
+      -- (its lease taken over) inserts at the line where the batch committed after that view starts, so its insert
+      -- fails (fencing) as the per-line key (run, seq) did. body: the lines as the file store writes them, joined by
+      -- a newline (a log line never holds one); last_seq: the seq of its last line.
+      create table backpackflow.event_batches (
+        session_key text not null,
+        run_id text not null,
+        first_line integer not null,
+        last_line integer not null,
+        last_seq bigint not null,
+        body text not null,
+        primary key (session_key, run_id, first_line),
+        check (last_line >= first_line),
+        foreign key (session_key, run_id) references backpackflow.runs on delete cascade
+      );
+      -- The rows of version 4, grouped into batches that each end at a sealed line (or before a missing line, so
+      -- that a deleted row is still reported as missing), in their order.
+      insert into backpackflow.event_batches (session_key, run_id, first_line, last_line, last_seq, body)
+      select session_key, run_id, min(line), max(line), (array_agg(seq order by line desc))[1], string_agg(body, E'\\n' order by line)
+      from (
+        select e.*,
+          count(*) filter (where sealed) over (partition by session_key, run_id order by line rows between unbounded preceding and 1 preceding) as sealed_before,
+          line - row_number() over (partition by session_key, run_id order by line) as gap
+        from backpackflow.events e
+      ) as lines
+      group by session_key, run_id, sealed_before, gap;
+      drop function backpackflow.commit_step(text, text, bigint, text, boolean, integer, integer, text, text, text, boolean, text);
+      drop table backpackflow.events;
+      -- The log line by line, for queries by hand (read only).
+      create view backpackflow.event_lines as
+        select b.session_key, b.run_id, b.first_line + t.n::integer - 1 as line, t.body
+        from backpackflow.event_batches b, unnest(string_to_array(b.body, E'\\n')) with ordinality as t(body, n);
+      -- Live tails (PostgresRunStore.onCommits) register here, renewing it while they listen; a step's commit
+      -- announces itself only while a tail is registered. The commit reads it from the row it updates, so a tail's
+      -- registration and a commit are ordered by the row's lock: a commit either precedes it (and the tail, reading
+      -- the log after registering, sees it) or sees it (and announces itself).
+      alter table backpackflow.runs add column tailed_until timestamptz;
+      -- A step's commit (run-store.ts, PostgresRunWriter.commit), as one call of one prepared statement with few,
+      -- plain parameters: the projection update fenced by the writer's token and, only when the fence held, the
+      -- step's lines inserted as one row and, when the run is tailed, the commit announced. The call is the
+      -- statement's whole transaction, so they are one transaction. Returns false (nothing changed) when the token
+      -- is no longer the run's; lines another writer stored first fail with a unique violation (23505). p_lines: the
+      -- lines joined by a newline, p_line_count of them (a text that holds another count is refused); p_last_seq:
+      -- the seq of the last. p_lazy: durability 'never', the commit does not wait for the server's disk
+      -- (connection.ts: asyncCommit).
+      create function backpackflow.commit_step(p_session text, p_run text, p_token bigint, p_meta text, p_ends boolean,
+        p_lease_ms integer, p_first_line integer, p_line_count integer, p_last_seq bigint, p_lines text, p_lazy boolean,
+        p_channel text) returns boolean
+      -- Built-ins and operators resolve in pg_catalog only, whatever the caller's search_path holds (the tables are
+      -- named with their schema). A SET clause restores only the setting it names: synchronous_commit, set below for
+      -- the transaction, stays set until the commit.
+      language plpgsql set search_path = pg_catalog, pg_temp as $fn$
+      declare
+        tailed boolean;
+      begin
+        if p_line_count < 1 or length(p_lines) - length(replace(p_lines, E'\\n', '')) <> p_line_count - 1 then
+          raise exception 'backpackflow.commit_step: the lines are not % lines', p_line_count;
+        end if;
+        if p_lazy then
+          perform set_config('synchronous_commit', 'off', true);
+        end if;
+        update backpackflow.runs set meta = p_meta,
+          lease_owner = case when p_ends then null else lease_owner end,
+          lease_expires_at = case when p_ends then null else now() + p_lease_ms * interval '1 millisecond' end
+        where session_key = p_session and run_id = p_run and writer_token = p_token
+        returning tailed_until > now() into tailed;
+        if not found then
+          return false;
+        end if;
+        insert into backpackflow.event_batches (session_key, run_id, first_line, last_line, last_seq, body)
+        values (p_session, p_run, p_first_line, p_first_line + p_line_count - 1, p_last_seq, p_lines);
+        if tailed then
+          perform pg_notify(p_channel, p_session || '/' || p_run);
+        end if;
+        return true;
+      end
+      $fn$;
+    `,
+  },
 ];
 
 const LOCK = `select pg_advisory_xact_lock(hashtext('backpackflow.migrations'))`;

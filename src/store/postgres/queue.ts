@@ -74,7 +74,7 @@ export class RunQueue {
       with run as (
         insert into backpackflow.runs (session_key, run_id) values (${ref.sessionKey}, ${ref.runId}) on conflict do nothing
       ), blocked as (
-        select exists (select 1 from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId}) as had_events,
+        select exists (select 1 from backpackflow.event_batches where session_key = ${ref.sessionKey} and run_id = ${ref.runId}) as had_events,
           (select lease_owner from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and lease_owner is not null and lease_expires_at >= now()) as leased_by
       ), job as (
         insert into backpackflow.queue (session_key, run_id, kind, payload)
@@ -133,7 +133,7 @@ export class RunQueue {
       select c.session_key, c.run_id, c.kind, c.payload, c.attempts,
         (select body from backpackflow.run_documents d where d.session_key = c.session_key and d.run_id = c.run_id and d.name = 'flow') as flow,
         (select body from backpackflow.run_documents d where d.session_key = c.session_key and d.run_id = c.run_id and d.name = 'recipe') as recipe,
-        exists (select 1 from backpackflow.events e where e.session_key = c.session_key and e.run_id = c.run_id) as had_events
+        exists (select 1 from backpackflow.event_batches e where e.session_key = c.session_key and e.run_id = c.run_id) as had_events
       from claimed c`;
     if (row === undefined) return undefined;
     let payload: QueuedRun['payload'] = {};

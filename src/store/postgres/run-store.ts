@@ -1,13 +1,14 @@
 /**
  * Runs stored in PostgreSQL (DESIGN D15): the {@link RunStore} of many workers sharing one database.
  *
- * - Events: one row per log line, the line exactly as the file store writes it (validated, redacted, the step's batch
- *   sealed with the running BLAKE3 chain hash of chain.ts), keyed by (run, seq). Readers verify the chain as the file
- *   readers do, so an edited row is reported, never served.
+ * - Events: one row per committed batch (a step's events), its lines exactly as the file store writes them
+ *   (validated, redacted, the batch sealed with the running BLAKE3 chain hash of chain.ts), keyed by (run, number of
+ *   its first line), so that a second writer's insert at the same place fails (fencing). Readers verify the chain as
+ *   the file readers do, so an edited row is reported, never served.
  * - One writer per run: opening a writer takes the run's lease (`lease_owner`, `lease_expires_at`, renewed while the
  *   writer lives) and increments its fencing token, in one statement that also reads where the log stands. A step is
  *   one statement: the projection update fenced by the token, and the step's events inserted only when the fence
- *   held. A writer whose lease expired and was taken over finds the token changed (or its seq taken) and gets a
+ *   held. A writer whose lease expired and was taken over finds the token changed (or its first line taken) and gets a
  *   {@link FencedError}; nothing of it is stored. The batch that ends the run (run.completed, run.failed,
  *   run.waiting) gives the lease up in its own transaction.
  * - Keyframes: sealed JSON with their checksum and chain hash, as `checkpoint/<step>.json` holds them; written off
@@ -89,12 +90,35 @@ export class PostgresRunStore implements RunStore {
 
   /**
    * Calls `onCommit` each time a step of run `ref` commits, announced by the commit itself (LISTEN/NOTIFY; the live
-   * tails of `runs tail` and the Studio); resolves to the function that stops listening.
+   * tails of `runs tail` and the Studio); resolves to the function that stops listening. A commit announces itself
+   * only while a tail is registered on its run (migration 5: `runs.tailed_until`): this listens first, then
+   * registers (a run not stored yet gets its row, as a queued run does), renewing the registration every third of
+   * {@link leaseMs} while it listens, so a step committed once this resolves is announced. A registration left by a
+   * tail that is gone runs out after `leaseMs`.
    */
   async onCommits(ref: RunRef, onCommit: () => void): Promise<() => Promise<void>> {
+    checkRef(ref);
     const notice = commitNotice(ref);
-    const listener = await (await this.sql()).listen(EVENTS_CHANNEL, (payload) => payload === notice && onCommit());
-    return () => listener.unlisten().catch(() => undefined);
+    const sql = await this.sql();
+    const listener = await sql.listen(EVENTS_CHANNEL, (payload) => payload === notice && onCommit());
+    const register = async (): Promise<void> => {
+      await sql`
+        insert into backpackflow.runs as r (session_key, run_id, tailed_until)
+        select ${ref.sessionKey}, ${ref.runId}, now() + ${this.leaseMs} * interval '1 millisecond' from ${asyncCommit(sql)}
+        on conflict (session_key, run_id) do update set tailed_until = greatest(r.tailed_until, excluded.tailed_until)`;
+    };
+    try {
+      await register();
+    } catch (error) {
+      await listener.unlisten().catch(() => undefined);
+      throw error;
+    }
+    const renewal = setInterval(() => void register().catch(() => undefined), Math.max(50, Math.floor(this.leaseMs / 3)));
+    renewal.unref();
+    return async () => {
+      clearInterval(renewal);
+      await listener.unlisten().catch(() => undefined);
+    };
   }
 
   describeLog(ref: RunRef): string {
@@ -120,7 +144,7 @@ export class PostgresRunStore implements RunStore {
   async hasEvents(ref: RunRef): Promise<boolean> {
     checkRef(ref);
     const sql = await this.sql();
-    const rows = await sql`select 1 from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId} limit 1`;
+    const rows = await sql`select 1 from backpackflow.event_batches where session_key = ${ref.sessionKey} and run_id = ${ref.runId} limit 1`;
     return rows.length > 0;
   }
 
@@ -129,8 +153,27 @@ export class PostgresRunStore implements RunStore {
   }
 
   /**
-   * The committed lines from line `from` on, verified against the chain: reading starts after the last sealed line
-   * before `from` (its chain hash read from its own text), so every batch served is checked.
+   * The stored lines of the run, each with its number, from the rows whose first line is `start` or later: a row holds a
+   * committed batch (migration 5), its lines numbered from its `first_line`. A row whose text holds more or fewer
+   * lines than it should shows as a line stored twice or missing where the next row starts.
+   */
+  private async *storedLines(sql: Database['sql'], ref: RunRef, start: number): AsyncGenerator<{ line: number; body: string }> {
+    const cursor = sql<{ first_line: number; body: string }[]>`
+      select first_line, body from backpackflow.event_batches
+      where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and first_line >= ${start}
+      order by first_line`.cursor(ROWS_PER_FETCH);
+    for await (const rows of cursor) {
+      for (const row of rows) {
+        const lines = row.body.split('\n');
+        for (let i = 0; i < lines.length; i++) yield { line: row.first_line + i, body: lines[i]! };
+      }
+    }
+  }
+
+  /**
+   * The committed lines from line `from` on, verified against the chain: reading starts after the last batch that
+   * ends before `from`, from the chain hash on its last line (read from its own text), so every batch served is
+   * checked.
    */
   private async *verifiedLines(ref: RunRef, from: number, options: ReadOptions): AsyncGenerator<{ line: number; text: string; chain: string }> {
     if (!Number.isInteger(from) || from < 0) throw new EventStoreError(`read: from must be a non-negative integer, got ${from}`);
@@ -142,13 +185,15 @@ export class PostgresRunStore implements RunStore {
     let start = 0;
     let reader = new ChainReader(backend, genesis(backend, ref.sessionKey, ref.runId));
     if (from > 0) {
-      const [anchor] = await sql<{ line: number; body: string }[]>`
-        select line, body from backpackflow.events
-        where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and line < ${from} and sealed
-        order by line desc limit 1`;
-      const chain = anchor === undefined ? undefined : chainOf(Buffer.from(anchor.body));
+      // The last batch that ends before `from` (of the two last rows that start before it, the one that does not
+      // hold it).
+      const [anchor] = await sql<{ last_line: number; body: string }[]>`
+        select last_line, body from backpackflow.event_batches
+        where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and first_line < ${from} and last_line < ${from}
+        order by first_line desc limit 1`;
+      const chain = anchor === undefined ? undefined : chainOf(Buffer.from(lastLineOf(anchor.body)));
       if (anchor !== undefined && chain !== undefined) {
-        start = anchor.line + 1;
+        start = anchor.last_line + 1;
         reader = new ChainReader(backend, Buffer.from(chain, 'hex'));
       }
     }
@@ -156,31 +201,25 @@ export class PostgresRunStore implements RunStore {
     let batchStart = start;
     let lastSealed = start - 1;
     let expected = start;
-    const cursor = sql<{ line: number; body: string }[]>`
-      select line, body from backpackflow.events
-      where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and line >= ${start}
-      order by line`.cursor(ROWS_PER_FETCH);
-    for await (const rows of cursor) {
-      for (const row of rows) {
-        if (row.line !== expected) {
-          // A row was deleted: the batch around the gap cannot match its chain hash; say where.
-          const message = `${where}: line ${expected + 1} is missing (the next stored line is ${row.line + 1}): the log was changed there`;
-          if ((options.onCorrupt ?? 'error') === 'error') throw new EventStoreError(message, { path: where, line: expected + 1 });
-          warn(`${message}; what follows up to the next chain hash is not served`);
-        }
-        expected = row.line + 1;
-        const step = reader.feed(Buffer.from(row.body));
-        if (row.line >= from) batch.push({ line: row.line, text: row.body });
-        if (step.kind === 'open') continue;
-        lastSealed = row.line;
-        if (step.kind === 'verified') {
-          for (const line of batch) yield { ...line, chain: step.chain };
-        } else {
-          this.damagedBatch(where, batch, batchStart, row.line, options, warn);
-        }
-        batch = [];
-        batchStart = row.line + 1;
+    for await (const row of this.storedLines(sql, ref, start)) {
+      if (row.line !== expected) {
+        // A row was deleted or edited: the batch around it cannot match its chain hash; say where.
+        const message = `${where}: ${gapProblem(expected, row.line)}`;
+        if ((options.onCorrupt ?? 'error') === 'error') throw new EventStoreError(message, { path: where, line: expected + 1 });
+        warn(`${message}; what follows up to the next chain hash is not served`);
       }
+      expected = row.line + 1;
+      const step = reader.feed(Buffer.from(row.body));
+      if (row.line >= from) batch.push({ line: row.line, text: row.body });
+      if (step.kind === 'open') continue;
+      lastSealed = row.line;
+      if (step.kind === 'verified') {
+        for (const line of batch) yield { ...line, chain: step.chain };
+      } else {
+        this.damagedBatch(where, batch, batchStart, row.line, options, warn);
+      }
+      batch = [];
+      batchStart = row.line + 1;
     }
     if (expected - 1 > lastSealed) {
       warn(`${where}: lines ${lastSealed + 2}-${expected} come after its last chain hash (line ${lastSealed + 1}): the log was cut or damaged there; they are not served`);
@@ -245,25 +284,21 @@ export class PostgresRunStore implements RunStore {
     let batchStart = 0;
     let lastSealed = -1;
     let expected = 0;
-    const cursor = sql<{ line: number; body: string }[]>`
-      select line, body from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId} order by line`.cursor(ROWS_PER_FETCH);
-    for await (const rows of cursor) {
-      for (const row of rows) {
-        if (row.line !== expected) damage(expected + 1, `line ${expected + 1} is missing (the next stored line is ${row.line + 1}): the log was changed there`);
-        expected = row.line + 1;
-        result.lines++;
-        const decoded = decodeLine(row.body, row.line, 0);
-        if ('error' in decoded) result.corruptLines.push(decoded);
-        else result.events++;
-        const step = reader.feed(Buffer.from(row.body));
-        if (step.kind === 'open') continue;
-        if (step.kind === 'verified') {
-          if (result.problem === undefined) result.verifiedLines = row.line + 1;
-          result.chainHead = step.chain;
-        } else damage(batchStart + 1, `lines ${batchStart + 1}-${row.line + 1} do not match the chain hash on line ${row.line + 1}: the log was changed there`);
-        lastSealed = row.line;
-        batchStart = row.line + 1;
-      }
+    for await (const row of this.storedLines(sql, ref, 0)) {
+      if (row.line !== expected) damage(expected + 1, gapProblem(expected, row.line));
+      expected = row.line + 1;
+      result.lines++;
+      const decoded = decodeLine(row.body, row.line, 0);
+      if ('error' in decoded) result.corruptLines.push(decoded);
+      else result.events++;
+      const step = reader.feed(Buffer.from(row.body));
+      if (step.kind === 'open') continue;
+      if (step.kind === 'verified') {
+        if (result.problem === undefined) result.verifiedLines = row.line + 1;
+        result.chainHead = step.chain;
+      } else damage(batchStart + 1, `lines ${batchStart + 1}-${row.line + 1} do not match the chain hash on line ${row.line + 1}: the log was changed there`);
+      lastSealed = row.line;
+      batchStart = row.line + 1;
     }
     if (expected - 1 > lastSealed) damage(lastSealed + 2, `lines ${lastSealed + 2}-${expected} come after its last chain hash (line ${lastSealed + 1}): the log was cut or damaged there`);
     const first = result.corruptLines[0];
@@ -337,7 +372,7 @@ export class PostgresRunStore implements RunStore {
     const rows = await sql<{ session_key: string; run_id: string }[]>`
       select r.session_key, r.run_id from backpackflow.runs r
       where ${sessionKey === undefined ? sql`true` : sql`r.session_key = ${sessionKey}`}
-        and (r.meta is not null or exists (select 1 from backpackflow.events e where e.session_key = r.session_key and e.run_id = r.run_id))
+        and (r.meta is not null or exists (select 1 from backpackflow.event_batches e where e.session_key = r.session_key and e.run_id = r.run_id))
       order by r.session_key collate "C", r.run_id collate "C"`;
     return rows.map((r) => ({ sessionKey: r.session_key, runId: r.run_id }));
   }
@@ -406,9 +441,9 @@ export class PostgresRunStore implements RunStore {
 }
 
 /**
- * A step's commit: the call of the function of migration 4 (migrations.ts), whose parameters are, in order, the run,
- * the writer's token, the projection, whether the batch ends the run, the lease, the first line's number, the seqs,
- * the sealed positions, the lines, whether the commit waits for the disk, and the channel of live tails.
+ * A step's commit: the call of the function of migration 5 (migrations.ts), whose parameters are, in order, the run,
+ * the writer's token, the projection, whether the batch ends the run, the lease, the first line's number, the number
+ * of lines, the last line's seq, the lines, whether the commit waits for the disk, and the channel of live tails.
  */
 const COMMIT_STEP = 'select backpackflow.commit_step($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) as held';
 
@@ -429,6 +464,18 @@ function parseMeta(text: string, where: string): RunMeta {
   const parsed = RunMetaSchema.safeParse(json);
   if (!parsed.success) throw new ProjectionStoreError(`corrupt run projection ${where}: ${describeIssues(parsed.error, '(root)')}`, { path: where });
   return parsed.data;
+}
+
+/** The last line of a batch row's text. */
+function lastLineOf(body: string): string {
+  return body.slice(body.lastIndexOf('\n') + 1);
+}
+
+/** What a line numbered `found` where line `expected` should be says about the log (numbers from 0). */
+function gapProblem(expected: number, found: number): string {
+  return found > expected
+    ? `line ${expected + 1} is missing (the next stored line is ${found + 1}): the log was changed there`
+    : `${found + 1 === expected ? `line ${expected} is` : `lines ${found + 1}-${expected} are`} stored twice: the log was changed there`;
 }
 
 function corruptHandler(where: string, options: ReadOptions): (corrupt: CorruptLine) => void {
@@ -484,15 +531,15 @@ class PostgresRunWriter implements RunWriter {
         select ${ref.sessionKey}, ${ref.runId}, 1, ${store.owner}, now() + ${store.leaseMs} * interval '1 millisecond' from ${asyncCommit(sql)}
         on conflict (session_key, run_id) do update set writer_token = r.writer_token + 1, lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at
         where (r.lease_owner is null or r.lease_expires_at < now())
-          and not (${fresh}::boolean and exists (select 1 from backpackflow.events e where e.session_key = r.session_key and e.run_id = r.run_id))
+          and not (${fresh}::boolean and exists (select 1 from backpackflow.event_batches e where e.session_key = r.session_key and e.run_id = r.run_id))
         returning r.writer_token
       )
-      select (select writer_token from taken) as token, runs.lease_owner as holder, runs.lease_expires_at as holder_until, last.line, last.seq, last.body,
-        (select coalesce(sum(octet_length(body) + 1), 0) from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId}) as bytes
+      select (select writer_token from taken) as token, runs.lease_owner as holder, runs.lease_expires_at as holder_until, last.last_line as line, last.last_seq as seq, last.body,
+        (select coalesce(sum(octet_length(body) + 1), 0) from backpackflow.event_batches where session_key = ${ref.sessionKey} and run_id = ${ref.runId}) as bytes
       from (select 1) as one
       left join backpackflow.runs on runs.session_key = ${ref.sessionKey} and runs.run_id = ${ref.runId}
       left join lateral (
-        select line, seq, body from backpackflow.events where session_key = ${ref.sessionKey} and run_id = ${ref.runId} order by line desc limit 1
+        select last_line, last_seq, body from backpackflow.event_batches where session_key = ${ref.sessionKey} and run_id = ${ref.runId} order by first_line desc limit 1
       ) as last on true`;
     const { token, line, seq, body } = row!;
     if (token === null) {
@@ -508,7 +555,7 @@ class PostgresRunWriter implements RunWriter {
         // The statement's snapshot predates the lease; a writer that committed in between makes this view stale,
         // and then the first commit of this writer collides with its lines and is refused (fenced), never merged.
         if (fresh) throw new RunExistsError(ref.sessionKey, ref.runId, this.where);
-        const chain = chainOf(Buffer.from(body));
+        const chain = chainOf(Buffer.from(lastLineOf(body)));
         if (chain === undefined) {
           throw new EventStoreError(`${this.where}: its last line (${line + 1}) carries no chain hash: the log was cut or damaged there; it cannot be continued`, { path: this.where });
         }
@@ -545,7 +592,7 @@ class PostgresRunWriter implements RunWriter {
     if (this.broken) throw new FencedError(`the writer of ${this.where} cannot go on: ${this.broken.message}`, { path: this.where, cause: this.broken });
   }
 
-  /** A refused commit: fenced (the token changed, or another writer stored these seqs first), or another error. */
+  /** A refused commit: fenced (the token changed, or another writer stored these lines first), or another error. */
   private refused(error: unknown, what: string): never {
     if ((error as { code?: string }).code === '23505') {
       this.broken = error as Error;
@@ -565,13 +612,11 @@ class PostgresRunWriter implements RunWriter {
     const { ref, sql } = this;
     const target = { sessionKey: ref.sessionKey, runId: ref.runId, redactor: this.redactor, where: this.where };
     const lines: string[] = [];
-    const seqs: number[] = [];
     let previous = this.lastSeq;
     for (let i = 0; i < events.length; i++) {
       const encoded = encodeEvent(target, events[i]!, previous, events.length > 1 ? ` ${i} of the batch` : '');
       // A row is text: a large line's pieces are joined here (the file store writes them without joining).
       lines.push(typeof encoded.line === 'string' ? encoded.line : Buffer.concat(encoded.line).toString('utf8'));
-      seqs.push(encoded.seq);
       previous = encoded.seq;
     }
     const backend = this.backend!;
@@ -579,15 +624,12 @@ class PostgresRunWriter implements RunWriter {
     const start = this.chainHead === undefined ? genesis(backend, ref.sessionKey, ref.runId) : Buffer.from(this.chainHead, 'hex');
     const batch = sealBatch(backend, start, lines, sealFirst);
     const head = batch.head.toString('hex');
-    /** The 1-based positions of the sealed lines (see COMMIT_STEP). */
-    const sealed: number[] = [];
     const bytes = batch.bytes;
     for (let i = 0; i < lines.length; i++) {
       const seal = batch.seals[i];
       // The row holds the line as the file store writes it, without its newline (a seal replaces the closing brace).
       if (seal === undefined) continue;
       lines[i] = `${lines[i]!.slice(0, -1)}${seal.slice(0, -1)}`;
-      sealed.push(i + 1);
     }
     // The batch that ends the run (its run.completed, run.failed or run.waiting) gives the lease up in its own
     // transaction, unless keyframes are still being written: the writer's close then has no statement of its own.
@@ -597,16 +639,17 @@ class PostgresRunWriter implements RunWriter {
     let held: boolean;
     try {
       // One statement, so one transaction (migrations.ts: commit_step): the projection update fenced by the token,
-      // and the step's lines inserted and announced (live tails: runs tail) only if it held. A fixed text with plain
-      // parameters, prepared once per connection: the lines go as one text parameter, unescaped.
+      // and the step's lines inserted as one row and announced (when a live tail is registered: onCommits) only if
+      // it held. A fixed text with plain parameters, prepared once per connection: the lines go as one text
+      // parameter, unescaped.
       const [row] = await sql.unsafe<{ held: boolean }[]>(
         COMMIT_STEP,
-        [ref.sessionKey, ref.runId, this.token, metaText, ends, this.store.leaseMs, this.eventCount, seqs.join(','), sealed.join(','), lines.join('\n'), this.lazyCommit, EVENTS_CHANNEL],
+        [ref.sessionKey, ref.runId, this.token, metaText, ends, this.store.leaseMs, this.eventCount, lines.length, previous!, lines.join('\n'), this.lazyCommit, EVENTS_CHANNEL],
         { prepare: true },
       );
       held = row!.held;
     } catch (error) {
-      this.refused(error, `seq ${seqs[0]}…`);
+      this.refused(error, `lines ${this.eventCount + 1}-${this.eventCount + lines.length}`);
     }
     if (!held) this.fenced('the step');
     if (ends) {
@@ -616,7 +659,7 @@ class PostgresRunWriter implements RunWriter {
     this.chainHead = head;
     this.eventCount += lines.length;
     this.byteLength += bytes;
-    this.lastSeq = seqs[seqs.length - 1];
+    this.lastSeq = previous;
     this.meta = meta;
   }
 
