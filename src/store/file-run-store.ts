@@ -124,10 +124,6 @@ export class FileRunStore implements RunStore {
     return documentPath(this.dataDir, ref, name);
   }
 
-  async saveDocument(ref: RunRef, name: RunDocumentName, value: unknown): Promise<void> {
-    await writeJsonAtomic(this.documentPath(ref, name), value);
-  }
-
   async loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown> {
     const path = this.documentPath(ref, name);
     const text = await readTextIfExists(path);

@@ -62,8 +62,9 @@ export interface RunWriter {
    */
   takeKeyframe(keyframe: KeyframeInput): () => Promise<number>;
   /**
-   * Keeps a document of the run (see {@link RunStore.saveDocument}) while this writer holds it, so that what a new
-   * run records before its first event is its own, never a concurrent start's of the same id: files write it under
+   * Keeps a document of the run (`'flow'`: its flow config, `'recipe'`: how its flow is built; in files `flow.json`
+   * and `run.recipe.json` beside its log) while this writer holds it, the only way a document is stored, so that what
+   * a new run records before its first event is its own, never a concurrent start's of the same id: files write it under
    * the writer lock; Postgres fences it like a commit (a `FencedError` once the run was taken over). Secrets are
    * redacted as in everything the writer stores (the built-in catalogue and the run's own `redaction`).
    */
@@ -72,7 +73,7 @@ export interface RunWriter {
   close(): Promise<void>;
 }
 
-/** The documents kept with a run (see {@link RunStore.saveDocument}). */
+/** The documents kept with a run (see {@link RunWriter.saveDocument}). */
 export type RunDocumentName = 'flow' | 'recipe';
 
 /** The storage of runs: see the module comment. Every method validates the ids it is given. */
@@ -120,11 +121,6 @@ export interface RunStore {
    * so that it can be reported), by session then run id; a writer opened and closed without writing is not a run.
    */
   listRuns(sessionKey?: string): Promise<RunRef[]>;
-  /**
-   * Keeps a document of the run (`'flow'`: its flow config, `'recipe'`: how its flow is built) as JSON: in files,
-   * `flow.json` and `run.recipe.json` beside its log. The caller redacts what needs it.
-   */
-  saveDocument(ref: RunRef, name: RunDocumentName, value: unknown): Promise<void>;
   /** A document of the run, or undefined; a StoreError naming it when it is not JSON. */
   loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown>;
   /** Whether a live writer holds the run (a file lock of a live process; an unexpired lease). */

@@ -274,9 +274,7 @@ describe('Postgres run store', () => {
     const queue = new RunQueue(store);
     const first = { sessionKey: 'q', runId: 'first' };
     const second = { sessionKey: 'q', runId: 'second' };
-    await store.saveDocument(first, 'flow', { nodes: ['a'] });
-    await store.saveDocument(first, 'recipe', { v: 1 });
-    await queue.enqueue(first, 'start', { input: { x: 1 } });
+    await queue.enqueue(first, 'start', { input: { x: 1 } }, { flow: { nodes: ['a'] }, recipe: { v: 1 } });
     await queue.enqueue(second, 'resume', {});
     await expect(queue.enqueue(second, 'resume', {})).rejects.toThrow(/already queued/);
     const a = await queue.claim('worker-a', 60_000);

@@ -95,7 +95,9 @@ describe('openNewRun', () => {
     await expect(openNewRun({ dataDir, runId: '../x' })).rejects.toBeInstanceOf(InvalidIdError);
     await runFlow(buildJournalFlow({ rounds: 1 }), { dataDir, runId: 'done' });
     const store = new FileRunStore(dataDir);
-    await store.saveDocument({ sessionKey: 'default', runId: 'done' }, 'flow', { original: true });
+    const writer = await store.openWriter({ sessionKey: 'default', runId: 'done' }, { fresh: false });
+    await writer.saveDocument('flow', { original: true });
+    await writer.close();
     await expect(openNewRun({ dataDir, runId: 'done' })).rejects.toBeInstanceOf(RunExistsError);
     expect(JSON.parse(readFileSync(flowFile('done'), 'utf8'))).toEqual({ original: true });
   });

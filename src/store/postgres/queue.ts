@@ -21,7 +21,7 @@ export interface QueuedRun extends RunRef {
   payload: { input?: Record<string, unknown>; resume?: unknown };
   attempts: number;
   /**
-   * The run's documents (see RunStore.saveDocument) as stored when it was claimed, read by the claim itself, parsed
+   * The run's documents (see RunWriter.saveDocument) as stored when it was claimed, read by the claim itself, parsed
    * by {@link PostgresRunStore.parseDocument} when asked for: `undefined` for a document the run does not have.
    */
   documents: Partial<Record<RunDocumentName, string>>;
@@ -48,7 +48,7 @@ export class RunQueue {
    * Queues run `ref`. A run that is already queued or being run is a StoreError (it is not queued twice); a run whose
    * earlier job is done can be queued again (a resume). A `start` is also refused (a StoreError saying why) when the
    * run has events or a live writer holds it (another start of the id); its `documents` (its flow config, its recipe:
-   * see RunStore.saveDocument, redacted by the caller) are stored in the same transaction, only when the job is
+   * see RunWriter.saveDocument, redacted by the caller) are stored in the same transaction, only when the job is
    * queued, with the run's row locked, so that a start that is refused never records over another's.
    */
   async enqueue(ref: RunRef, kind: 'start' | 'resume', payload: QueuedRun['payload'], documents: Partial<Record<RunDocumentName, unknown>> = {}): Promise<void> {

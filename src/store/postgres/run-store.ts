@@ -377,15 +377,6 @@ export class PostgresRunStore implements RunStore {
     return rows.map((r) => ({ sessionKey: r.session_key, runId: r.run_id }));
   }
 
-  async saveDocument(ref: RunRef, name: RunDocumentName, value: unknown): Promise<void> {
-    checkRef(ref);
-    const sql = await this.sql();
-    await sql`insert into backpackflow.runs (session_key, run_id) values (${ref.sessionKey}, ${ref.runId}) on conflict do nothing`;
-    await sql`
-      insert into backpackflow.run_documents (session_key, run_id, name, body) values (${ref.sessionKey}, ${ref.runId}, ${name}, ${JSON.stringify(value)})
-      on conflict (session_key, run_id, name) do update set body = excluded.body`;
-  }
-
   async loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown> {
     checkRef(ref);
     const sql = await this.sql();
