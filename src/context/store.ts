@@ -13,6 +13,10 @@ import { Tree } from './tree.js';
 import { JournaledFile } from './journal.js';
 import { copyForUpdate, stateChange, stateCodec, type StateJournalEntry } from './state-journal.js';
 import { treeCodec, type TreeJournalEntry } from './tree-journal.js';
+import { encodeStatIndex, StatIndex, statView, TREE_HEADER_BYTES, type StatView } from './stat-index.js';
+
+/** The stat index of the tree file, in `.merkle/` (see `stat-index.ts`). */
+const STAT_INDEX_FILE = 'tree.stat';
 
 /** A frame written to its temp file by {@link MerkleStore.stageFrames}, not yet renamed to `file`. */
 export interface StagedFrame {
@@ -24,6 +28,7 @@ export interface StagedFrame {
  * The `.merkle/` folder of one workspace:
  *
  * - `tree`: the scanned tree and stat cache (binary, checksummed), and `tree.journal`: the rescans since;
+ * - `tree.stat`: the stat cache of `tree` alone, for the quick check of a rescan (a cache: see `stat-index.ts`);
  * - `state.json`: frame sets, heads, stale marks and the basis index (sealed JSON), and `state.journal`: the
  *   transactions since (journals: see `journal.ts`);
  * - `agents.json`: registered agents (sealed JSON);
@@ -37,13 +42,15 @@ export class MerkleStore {
   readonly dir: string;
   private readonly tree: JournaledFile<Tree, TreeJournalEntry>;
   private readonly state: JournaledFile<StoreState, StateJournalEntry>;
+  /** The stat index last read, by the stat of its file and the header of the tree file it mirrors. */
+  private statIndex: { key: string; index: StatIndex } | undefined;
 
   constructor(
     workspaceRoot: string,
     private readonly backend: HashBackend,
   ) {
     this.dir = join(workspaceRoot, STORE_DIR);
-    this.tree = new JournaledFile(join(this.dir, 'tree'), join(this.dir, 'tree.journal'), treeCodec(backend), backend);
+    this.tree = new JournaledFile(join(this.dir, 'tree'), join(this.dir, 'tree.journal'), treeCodec(backend), backend, (data) => this.writeStatIndex(data));
     this.state = new JournaledFile(join(this.dir, 'state.json'), join(this.dir, 'state.journal'), stateCodec(backend), backend);
   }
 
@@ -66,9 +73,58 @@ export class MerkleStore {
    * The stored tree (the tree file with its journal applied) and the time it was last written, or undefined before
    * the first scan.
    */
-  readTree(): { tree: Tree; writtenMs: number } | undefined {
+  readTree(): { tree: Tree; writtenMs: number; key: string } | undefined {
     const stored = this.tree.read();
-    return stored === undefined ? undefined : { tree: stored.value, writtenMs: stored.writtenMs };
+    return stored === undefined ? undefined : { tree: stored.value, writtenMs: stored.writtenMs, key: stored.key };
+  }
+
+  /** {@link readTree}'s answer when the tree it would read is the one already in memory; otherwise undefined. */
+  readTreeIfCached(): { tree: Tree; writtenMs: number; key: string } | undefined {
+    const stored = this.tree.readIfCached();
+    return stored === undefined ? undefined : { tree: stored.value, writtenMs: stored.writtenMs, key: stored.key };
+  }
+
+  /**
+   * What a rescan's quick check needs of the stored tree, from `tree.stat` (see `stat-index.ts`) and the journal,
+   * without reading the tree file's body; `key` equals {@link readTree}'s for the same files. Undefined when the
+   * stat index is missing, damaged or not that of the tree file: then the tree file serves.
+   */
+  readStatView(): { view: StatView; writtenMs: number; key: string } | undefined {
+    const journaled = this.tree.readEntries(TREE_HEADER_BYTES);
+    if (journaled === undefined) return undefined;
+    const file = join(this.dir, STAT_INDEX_FILE);
+    const stat = statSync(file, { throwIfNoEntry: false });
+    if (stat === undefined) return undefined;
+    // An engine that stays open reads the stat index again only when it or the tree file changed.
+    const cacheKey = `${stat.ino}:${stat.mtimeMs}:${stat.size}:${journaled.header.toString('hex')}`;
+    let index = this.statIndex?.key === cacheKey ? this.statIndex.index : undefined;
+    if (index === undefined) {
+      let data: Buffer;
+      try {
+        data = readFileSync(file);
+      } catch {
+        return undefined;
+      }
+      index = StatIndex.read(data, journaled.header, this.backend);
+      if (index !== undefined) this.statIndex = { key: cacheKey, index };
+    }
+    const view = index === undefined ? undefined : statView(index, journaled.entries);
+    return view === undefined ? undefined : { view, writtenMs: journaled.writtenMs, key: journaled.key };
+  }
+
+  /**
+   * Derives `tree.stat` from the tree file just written. It is a cache: when it cannot be written, the one left on
+   * disk names another tree file and is ignored, so the failure is not the scan's.
+   */
+  private writeStatIndex(tree: Buffer): void {
+    const file = join(this.dir, STAT_INDEX_FILE);
+    const data = encodeStatIndex(tree, this.backend);
+    try {
+      if (data === undefined) rmSync(file, { force: true });
+      else writeFileAtomicSync(file, data);
+    } catch {
+      // See above: a stale or missing stat index is never used.
+    }
   }
 
   /** Size of the tree file in bytes (0 before the first scan), without reading it. */
