@@ -1,7 +1,7 @@
 import { cpSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ContextEngine, ContextError } from '../../src/context/index.js';
+import { ContextEngine } from '../../src/context/index.js';
 import { STAT_FIELDS, statOne, verifiedBindingLstat } from '../../src/context/stat-pool.js';
 import { SAMPLE, openSample, snapshotStore, tempDir, writeTree } from './helpers.js';
 
