@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ContextEngine, loadHashBackend } from '../../src/context/index.js';
 import { encodeStatIndex } from '../../src/context/stat-index.js';
-import { SAMPLE, openSample, tempDir, writeTree } from './helpers.js';
+import { openSample, tempDir, writeTree } from './helpers.js';
 import { trials } from '../support/soak.js';
 
 /** The root a first scan of a copy of `root` (without `.merkle/`) finds: what any rescan of `root` must report. */
