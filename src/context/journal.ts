@@ -23,11 +23,13 @@ export interface JournalCodec<T, E> {
   parseEntry(value: unknown): E | undefined;
   /** The base with entries applied in order; `file` names the journal in errors. */
   apply(base: T, entries: readonly E[], file: string): T;
+  /** The journal is folded into its base once it outgrows this share of the base (and 64 KB); default 1/8. */
+  readonly compactRatio?: number;
 }
 
 const VERSION = 1;
 const HEADER_BYTES = 8 + 4 + 32;
-/** A journal is folded into its base once it outgrows this share of the base (and 64 KB). */
+/** A journal is folded into its base once it outgrows this share of the base (and 64 KB), unless its codec says otherwise. */
 const COMPACT_RATIO = 1 / 8;
 
 interface Cached<T> {
@@ -151,7 +153,7 @@ export class JournaledFile<T, E> {
     this.backend.digest(payload).copy(record, 4);
     payload.copy(record, 36);
     const length = this.journal?.validLength ?? HEADER_BYTES;
-    if (base === undefined || this.current === undefined || length + record.length > Math.max(64 * 1024, base.size * COMPACT_RATIO)) {
+    if (base === undefined || this.current === undefined || length + record.length > Math.max(64 * 1024, base.size * (this.codec.compactRatio ?? COMPACT_RATIO))) {
       this.write(value);
       return;
     }

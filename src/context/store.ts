@@ -9,11 +9,17 @@ import type { HashBackend } from './hash.js';
 import { STORE_DIR } from './ignore-rules.js';
 import { emptyState, type StoreState } from './state.js';
 import { corruptStoreFile, seal, unseal } from './sealed.js';
-import { Tree } from './tree.js';
+import { Tree, type NodeRecord } from './tree.js';
 import { JournaledFile } from './journal.js';
 import { copyForUpdate, stateChange, stateCodec, type StateJournalEntry } from './state-journal.js';
 import { treeCodec, type TreeJournalEntry } from './tree-journal.js';
 import { encodeStatIndex, StatIndex, statView, TREE_HEADER_BYTES, type StatView } from './stat-index.js';
+
+/** A directory's record without its list of children (see `TreeJournalEntry`). */
+function withoutChildren(record: NodeRecord): NodeRecord {
+  const { path, kind, nodeId, contentHash, size, mtimeMs, ino } = record;
+  return { path, kind, nodeId, contentHash, size, mtimeMs, ino };
+}
 
 /** The stat index of the tree file, in `.merkle/` (see `stat-index.ts`). */
 const STAT_INDEX_FILE = 'tree.stat';
@@ -140,7 +146,10 @@ export class MerkleStore {
 
   /** Stores `tree`, the stored tree updated by `delta`, as one journal entry (see `journal.ts`). */
   updateTree(tree: Tree, delta: Omit<TreeJournalEntry, 'basis'>): void {
-    this.tree.append(tree, { ...delta, basis: tree.basis ?? null });
+    // Without their children: a change to one file upserts every directory above it, whose child lists (the root's
+    // above all) made up most of each entry, and of the time to read a journal near compaction.
+    const upserts = delta.upserts.map((record) => (record.children === undefined ? record : withoutChildren(record)));
+    this.tree.append(tree, { upserts, removed: delta.removed, basis: tree.basis ?? null });
   }
 
   /** The frame state (empty before any frame was written). Shared and read-only: see {@link readStateForUpdate}. */

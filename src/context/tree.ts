@@ -306,6 +306,14 @@ export class Tree {
     let leafCount = this.leafCount;
     const touched = new Set<string>();
     for (const entry of entries) {
+      // Directories upserted without their children (see MerkleStore.updateTree) keep the children they had, less
+      // those this entry removes, plus those it adds: their records before the entry, then the new paths.
+      const derived = new Map<string, readonly string[]>();
+      for (const record of entry.upserts) {
+        if (record.kind !== 'dir' || record.children !== undefined) continue;
+        const old = nodes.get(record.path);
+        derived.set(record.path, old?.kind === 'dir' ? (old.children ?? []) : []);
+      }
       for (const path of entry.removed) {
         const old = nodes.get(path);
         if (old === undefined) continue;
@@ -313,12 +321,25 @@ export class Tree {
         nodes.delete(path);
         touched.add(parentPath(path) ?? '');
       }
+      const added = new Map<string, string[]>();
       for (const record of entry.upserts) {
         const old = nodes.get(record.path);
         leafCount += (record.kind !== 'dir' ? 1 : 0) - (old !== undefined && old.kind !== 'dir' ? 1 : 0);
+        if (old === undefined && record.path !== '') {
+          const parent = parentPath(record.path) ?? '';
+          const list = added.get(parent);
+          if (list === undefined) added.set(parent, [record.path]);
+          else list.push(record.path);
+        }
         nodes.set(record.path, record);
         touched.add(record.path);
         touched.add(parentPath(record.path) ?? '');
+      }
+      for (const [dir, before] of derived) {
+        const kept = new Set(before.filter((child) => nodes.has(child)));
+        for (const child of added.get(dir) ?? []) kept.add(child);
+        const children = [...kept].sort((a, b) => compareCodePoints(baseName(a), baseName(b)));
+        nodes.set(dir, { ...nodes.get(dir)!, children });
       }
       basis = entry.basis ?? undefined;
     }
