@@ -305,14 +305,23 @@ export class Tree {
     let basis = this.basis;
     let leafCount = this.leafCount;
     const touched = new Set<string>();
+    // Directories upserted without their children (see MerkleStore.updateTree) have, after the last entry, the
+    // existing paths under them among: their children when last listed (before the entries, or in an entry that
+    // gave the list), and the paths added under them since. Worked out once per directory at the end: per entry,
+    // the root's list alone was a thousand lookups and a sort.
+    const derived = new Map<string, { listed: readonly string[]; added: Set<string> }>();
+    const addedUnder = (path: string) => {
+      const parent = parentPath(path);
+      if (parent !== undefined) derived.get(parent)?.added.add(path);
+    };
     for (const entry of entries) {
-      // Directories upserted without their children (see MerkleStore.updateTree) keep the children they had, less
-      // those this entry removes, plus those it adds: their records before the entry, then the new paths.
-      const derived = new Map<string, readonly string[]>();
+      // A directory removed starts again from nothing; then the directories this entry lists without children,
+      // with their lists before it (its upserts come in no particular order: a new file may precede its directory).
+      for (const path of entry.removed) derived.delete(path);
       for (const record of entry.upserts) {
-        if (record.kind !== 'dir' || record.children !== undefined) continue;
+        if (record.kind !== 'dir' || record.children !== undefined || derived.has(record.path)) continue;
         const old = nodes.get(record.path);
-        derived.set(record.path, old?.kind === 'dir' ? (old.children ?? []) : []);
+        derived.set(record.path, { listed: old?.kind === 'dir' ? (old.children ?? []) : [], added: new Set() });
       }
       for (const path of entry.removed) {
         const old = nodes.get(path);
@@ -321,27 +330,25 @@ export class Tree {
         nodes.delete(path);
         touched.add(parentPath(path) ?? '');
       }
-      const added = new Map<string, string[]>();
       for (const record of entry.upserts) {
         const old = nodes.get(record.path);
         leafCount += (record.kind !== 'dir' ? 1 : 0) - (old !== undefined && old.kind !== 'dir' ? 1 : 0);
-        if (old === undefined && record.path !== '') {
-          const parent = parentPath(record.path) ?? '';
-          const list = added.get(parent);
-          if (list === undefined) added.set(parent, [record.path]);
-          else list.push(record.path);
-        }
+        if (record.kind !== 'dir' || record.children !== undefined) derived.delete(record.path);
+        if (old === undefined) addedUnder(record.path);
         nodes.set(record.path, record);
         touched.add(record.path);
         touched.add(parentPath(record.path) ?? '');
       }
-      for (const [dir, before] of derived) {
-        const kept = new Set(before.filter((child) => nodes.has(child)));
-        for (const child of added.get(dir) ?? []) kept.add(child);
-        const children = [...kept].sort((a, b) => compareCodePoints(baseName(a), baseName(b)));
-        nodes.set(dir, { ...nodes.get(dir)!, children });
-      }
       basis = entry.basis ?? undefined;
+    }
+    for (const [dir, { listed, added }] of derived) {
+      const record = nodes.get(dir);
+      if (record?.kind !== 'dir') continue; // removed, or replaced by a file, since
+      const kept = new Set<string>();
+      for (const child of listed) if (nodes.has(child)) kept.add(child);
+      for (const child of added) if (nodes.has(child)) kept.add(child);
+      const children = [...kept].sort((a, b) => compareCodePoints(baseName(a), baseName(b)));
+      nodes.set(dir, { ...record, children });
     }
     // Only what the entries touched can be broken: each such directory must list exactly existing records.
     if (!nodes.has('')) corruptTree(where, 'the root has no record');
