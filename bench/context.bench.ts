@@ -19,6 +19,9 @@
  * with the engine's own lstat (`statOne`: Node's binding, paths relative to the workspace as the scan gives them).
  * The scan cannot cost less than the second; git status costs about that much in all.
  *
+ * The same two rows again with the tree journal near the size at which it is folded into the tree file: the most
+ * of it an unchanged scan reads (the rows above start with an empty journal).
+ *
  * Secondary rows: the same engine in-process (an engine already open, then one opened just before each scan), a
  * first scan against `git add -A && git write-tree`, frames and synthesis.
  *
@@ -26,11 +29,12 @@
  * process row (default 11).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ContextEngine } from '../src/context/index.js';
+import { ContextEngine, loadHashBackend } from '../src/context/index.js';
+import { treeCodec } from '../src/context/tree-journal.js';
 import { median, printTable, timeMedianMs, type BenchRow } from './harness.js';
 
 const DIRS = Number(process.env.BENCH_DIRS ?? 1000);
@@ -215,6 +219,25 @@ async function main(): Promise<void> {
     const editOne = () => appendFileSync(join(root, `pkg${String(edits++ % DIRS).padStart(4, '0')}`, 'file2.ts'), '// edit\n');
     const cliOne = processPairs(root, PAIRS, scanCommand, editOne);
     git(root, 'status', '--porcelain');
+
+    // The same two rows with the tree journal at 90% of the size at which it is folded into the tree file (the most
+    // an unchanged scan ever reads of it): one-file changes, each scanned and journaled, until it is that large.
+    const journal = join(root, '.merkle', 'tree.journal');
+    const compactAt = Math.max(64 * 1024, statSync(join(root, '.merkle', 'tree')).size * treeCodec(await loadHashBackend()).compactRatio!);
+    const filler = await ContextEngine.open(root);
+    let journalEntries = 0;
+    while ((statSync(journal, { throwIfNoEntry: false })?.size ?? 0) < 0.9 * compactAt) {
+      const file = `pkg${String(journalEntries++ % DIRS).padStart(4, '0')}/file3.ts`;
+      appendFileSync(join(root, file), '// journal\n');
+      await filler.scan({ paths: [file] });
+    }
+    await filler.close();
+    const journalLabel = `tree journal near compaction (${journalEntries} entries, ${(statSync(journal).size / 1024).toFixed(0)} KB)`;
+    processRun(root, scanCommand[0]!, scanCommand.slice(1));
+    git(root, 'status', '--porcelain');
+    const cliJournalClean = processPairs(root, PAIRS, scanCommand);
+    const cliJournalOne = processPairs(root, PAIRS, scanCommand, editOne);
+    git(root, 'status', '--porcelain');
     const nodeStart = processPairs(root, PAIRS, [process.execPath, '-e', '0']);
     const machineEnv = { ...GIT_ENV, NODE_OPTIONS: process.env.NODE_OPTIONS, NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS };
     const nodeStartHere = process.env.NODE_OPTIONS === undefined && process.env.NODE_EXTRA_CA_CERTS === undefined ? undefined : processPairs(root, PAIRS, [process.execPath, '-e', '0'], undefined, machineEnv);
@@ -278,6 +301,8 @@ async function main(): Promise<void> {
     const ok = printTable(`context engine: ${DIRS * FILES_PER_DIR} files in ${DIRS} directories`, [
       ...pairRows('process: backpackflow context scan vs git status, nothing changed', cliClean, 1.0),
       ...pairRows('process: backpackflow context scan vs git status, one file changed', cliOne, 1.0),
+      ...pairRows(`process: context scan vs git status, nothing changed, ${journalLabel}`, cliJournalClean),
+      ...pairRows(`process: context scan vs git status, one file changed, ${journalLabel}`, cliJournalOne),
       ...pairRows('floor: node -e 0 vs git status', nodeStart),
       ...(nodeStartHere === undefined ? [] : pairRows(`not counted above: node -e 0 with this machine's NODE_OPTIONS / NODE_EXTRA_CA_CERTS vs git status`, nodeStartHere)),
       ...pairRows(`floor: node lstatSync of the ${DIRS * FILES_PER_DIR} files (whole paths) vs git status`, floorFs),

@@ -16,7 +16,7 @@ import {
 import { compareCodePoints, isHexId, loadHashBackend, type HashBackend } from './hash.js';
 import { IgnoreRules } from './ignore-rules.js';
 import { displayPath, parentPath, toWorkspacePath } from './paths.js';
-import { quickCheck, type StaleLeaf } from './quick-check.js';
+import { quickCheck, treeStats, type StaleLeaf } from './quick-check.js';
 import { scanWorkspace, type ScanResult } from './scan.js';
 import { StatPool } from './stat-pool.js';
 import { plainRecord } from './stored-nodes.js';
@@ -201,14 +201,19 @@ export class ContextEngine {
     // The quick check needs no lock: it reads the stored tree (written atomically, its journal checked entry by
     // entry) and stats the workspace. When it finds nothing changed, that is the answer; otherwise its findings
     // serve the locked scan, provided the tree is still the one it checked.
-    let checked: { tree: Tree; stale: readonly StaleLeaf[] | undefined } | undefined;
+    let checked: { key: string; stale: readonly StaleLeaf[] | undefined } | undefined;
     if (!options.force && options.paths === undefined) {
-      const stored = this.store.readTree();
+      // The tree in memory serves when it is current; else the stat index when it is there (the tree file's hashes
+      // are not needed to find nothing changed); else the tree file.
+      const cached = this.store.readTreeIfCached();
+      const indexed = cached === undefined ? this.store.readStatView() : undefined;
+      const read = cached ?? (indexed === undefined ? this.store.readTree() : undefined);
+      const stored = indexed !== undefined ? { ...indexed, stats: indexed.view, rootId: indexed.view.rootId, size: indexed.view.size } : read === undefined ? undefined : { ...read, stats: treeStats(read.tree), rootId: read.tree.rootId, size: read.tree.size };
       if (stored !== undefined) {
-        const helper = stored.tree.size >= threshold ? this.statPool : undefined;
-        const stale = await quickCheck({ root: this.workspaceRoot, tree: stored.tree, rulesKey: rules.key, racyFromMs: stored.writtenMs, helper });
-        if (stale !== undefined && stale.length === 0) return { root: stored.tree.rootId, nodes: stored.tree.size, hashed: 0, changed: false, changedPaths: [] };
-        checked = { tree: stored.tree, stale };
+        const helper = stored.size >= threshold ? this.statPool : undefined;
+        const stale = await quickCheck({ root: this.workspaceRoot, tree: stored.stats, rulesKey: rules.key, racyFromMs: stored.writtenMs, helper });
+        if (stale !== undefined && stale.length === 0) return { root: stored.rootId, nodes: stored.size, hashed: 0, changed: false, changedPaths: [] };
+        checked = { key: stored.key, stale };
       }
     }
     const release = await this.store.lock(this.options.lockTimeoutMs);
@@ -230,7 +235,7 @@ export class ContextEngine {
         racyFromMs: previous?.writtenMs,
         only: options.paths?.map((p) => toWorkspacePath(this.workspaceRoot, p)),
         helper: parallel ? this.statPool : undefined,
-        quick: checked !== undefined && checked.tree === previous?.tree ? { stale: checked.stale } : undefined,
+        quick: checked !== undefined && checked.key === previous?.key ? { stale: checked.stale } : undefined,
       });
       if (result.delta !== undefined) this.store.updateTree(result.tree, result.delta);
       else if (result.changed) this.store.writeTree(result.tree);

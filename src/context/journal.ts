@@ -23,11 +23,13 @@ export interface JournalCodec<T, E> {
   parseEntry(value: unknown): E | undefined;
   /** The base with entries applied in order; `file` names the journal in errors. */
   apply(base: T, entries: readonly E[], file: string): T;
+  /** The journal is folded into its base once it outgrows this share of the base (and 64 KB); default 1/8. */
+  readonly compactRatio?: number;
 }
 
 const VERSION = 1;
 const HEADER_BYTES = 8 + 4 + 32;
-/** A journal is folded into its base once it outgrows this share of the base (and 64 KB). */
+/** A journal is folded into its base once it outgrows this share of the base (and 64 KB), unless its codec says otherwise. */
 const COMPACT_RATIO = 1 / 8;
 
 interface Cached<T> {
@@ -47,6 +49,8 @@ export class JournaledFile<T, E> {
     private readonly journalFile: string,
     private readonly codec: JournalCodec<T, E>,
     private readonly backend: HashBackend,
+    /** Called after each write of the base file with its bytes (to keep a cache derived from them). */
+    private readonly onBaseWritten?: (data: Buffer) => void,
   ) {}
 
   /**
@@ -60,7 +64,7 @@ export class JournaledFile<T, E> {
   }
 
   /** The stored value (base with journal applied) and when it was last written; undefined when never written. */
-  read(): { value: T; writtenMs: number } | undefined {
+  read(): { value: T; writtenMs: number; key: string } | undefined {
     const stat = statSync(this.file, { throwIfNoEntry: false });
     if (stat === undefined) return undefined;
     const baseKey = statKey(stat);
@@ -77,7 +81,46 @@ export class JournaledFile<T, E> {
       this.current = { key, value };
       this.journal = journal === undefined ? undefined : { validLength: journal.validLength, size: journalStat!.size };
     }
-    return { value: this.current.value, writtenMs: Math.max(stat.mtimeMs, journalStat?.mtimeMs ?? 0) };
+    return { value: this.current.value, writtenMs: Math.max(stat.mtimeMs, journalStat?.mtimeMs ?? 0), key };
+  }
+
+  /** What {@link read} would return, when it would return the value already in memory; otherwise undefined. */
+  readIfCached(): { value: T; writtenMs: number; key: string } | undefined {
+    if (this.current === undefined) return undefined;
+    const stat = statSync(this.file, { throwIfNoEntry: false });
+    const journalStat = statSync(this.journalFile, { throwIfNoEntry: false });
+    if (stat === undefined) return undefined;
+    const key = `${statKey(stat)}|${journalStat === undefined ? '' : statKey(journalStat)}`;
+    return this.current.key === key ? { value: this.current.value, writtenMs: Math.max(stat.mtimeMs, journalStat?.mtimeMs ?? 0), key } : undefined;
+  }
+
+  /**
+   * The journal's entries without decoding the base: for a reader that has what it needs of the base elsewhere (a
+   * cache derived from it, see `onBaseWritten`). `header` gets the base file's first bytes (the reader checks that
+   * its cache belongs to them); `key` is the one {@link read} would return for the same files. Undefined before the
+   * first write, or when the base file is too short to be one.
+   */
+  readEntries(headerBytes: number): { header: Buffer; entries: E[]; writtenMs: number; key: string } | undefined {
+    const stat = statSync(this.file, { throwIfNoEntry: false });
+    if (stat === undefined || stat.size < headerBytes) return undefined;
+    const header = Buffer.alloc(headerBytes);
+    const fd = openSync(this.file, 'r');
+    try {
+      if (readSync(fd, header, 0, headerBytes, 0) !== headerBytes) return undefined;
+    } finally {
+      closeSync(fd);
+    }
+    const journalStat = statSync(this.journalFile, { throwIfNoEntry: false });
+    const journal = journalStat === undefined ? undefined : this.decodeJournal(readFileSync(this.journalFile), Buffer.from(this.codec.checksum(header)));
+    // A writer that replaced the base meanwhile may have dropped the journal of the header read above.
+    const after = statSync(this.file, { throwIfNoEntry: false });
+    if (after === undefined || statKey(after) !== statKey(stat)) return undefined;
+    return {
+      header,
+      entries: journal?.entries ?? [],
+      writtenMs: Math.max(stat.mtimeMs, journalStat?.mtimeMs ?? 0),
+      key: `${statKey(stat)}|${journalStat === undefined ? '' : statKey(journalStat)}`,
+    };
   }
 
   /** Replaces the stored value (and drops the journal). */
@@ -90,6 +133,7 @@ export class JournaledFile<T, E> {
     if (this.journalNames(checksum)) rmSync(this.journalFile, { force: true });
     writeFileAtomicSync(this.file, data);
     rmSync(this.journalFile, { force: true });
+    this.onBaseWritten?.(data);
     const key = statKey(statSync(this.file));
     // The value just written is the value in memory: the next read need not decode it again.
     this.base = { key, value: { value, checksum: Buffer.from(checksum), size: data.length } };
@@ -109,7 +153,7 @@ export class JournaledFile<T, E> {
     this.backend.digest(payload).copy(record, 4);
     payload.copy(record, 36);
     const length = this.journal?.validLength ?? HEADER_BYTES;
-    if (base === undefined || this.current === undefined || length + record.length > Math.max(64 * 1024, base.size * COMPACT_RATIO)) {
+    if (base === undefined || this.current === undefined || length + record.length > Math.max(64 * 1024, base.size * (this.codec.compactRatio ?? COMPACT_RATIO))) {
       this.write(value);
       return;
     }

@@ -1,21 +1,54 @@
 import { KIND_CODE } from './hash.js';
 import { STAT_FIELDS, statOne } from './stat-pool.js';
-import type { StoredNodes } from './stored-nodes.js';
-import type { NodeRecord, ScanBasis, Tree } from './tree.js';
+import type { NodeKind, NodeRecord, ScanBasis, Tree } from './tree.js';
+
+/** What the quick check knows of a stored record: its path, kind and cached stat. */
+export type CachedRecord = Pick<NodeRecord, 'path' | 'kind' | 'size' | 'mtimeMs' | 'ino'>;
 
 /** A file or symlink of the stored tree whose lstat no longer matches its cached stat (or may not: racy). */
 export interface StaleLeaf {
-  readonly record: NodeRecord;
+  /** The stored record as the quick check read it (the scan that uses it checks it against the tree). */
+  readonly record: CachedRecord;
   readonly kind: 'file' | 'symlink';
   readonly size: number;
   readonly mtimeMs: number;
   readonly ino: number;
 }
 
+/**
+ * Records read in place, in canonical path order: the tree file's (`StoredNodes`) or its stat index's
+ * (`StatIndex`). Each record starts with u8 kind, u32 path length and the path, then f64 size, mtimeMs, ino.
+ */
+export interface StatRecords {
+  readonly size: number;
+  /** Every path is ASCII. */
+  readonly ascii: boolean;
+  readonly raw: { readonly body: Buffer; readonly starts: Int32Array };
+  pathEnd(i: number): number;
+  kindCodeAt(i: number): number;
+  pathAt(i: number): string;
+  statAt(i: number, out: Float64Array, j: number): void;
+  indexOf(path: string): number;
+}
+
+/** The stored records and what the journal changed on top of them, with the basis of the stored tree. */
+export interface StoredStats {
+  readonly stored: StatRecords;
+  readonly overlay: ReadonlyMap<string, NodeRecord | undefined>;
+  readonly basis: ScanBasis | undefined;
+}
+
+/** The {@link StoredStats} of a tree read from its file; undefined for a tree built in memory. */
+export function treeStats(tree: Tree): StoredStats | undefined {
+  const layers = tree.storedLayers();
+  return layers === undefined ? undefined : { ...layers, basis: tree.basis };
+}
+
 /** Inputs of {@link quickCheck}. */
 export interface QuickCheckInput {
   readonly root: string;
-  readonly tree: Tree;
+  /** The stored tree's records (undefined: a tree built in memory, which the check cannot use). */
+  readonly tree: StoredStats | undefined;
   /** The rules key of this scan: the stored listings hold only under the same key. */
   readonly rulesKey: string;
   /** Entries whose mtime is at or after this instant may have changed again in the same tick. */
@@ -43,10 +76,9 @@ const NON_ASCII = /[^ -~]/;
  */
 export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | undefined> {
   const { root, tree, racyFromMs } = input;
-  const layers = tree.storedLayers();
-  const basis: ScanBasis | undefined = tree.basis;
-  if (layers === undefined || basis === undefined || !basis.reusable || basis.rules !== input.rulesKey) return undefined;
-  const { stored, overlay } = layers;
+  const basis: ScanBasis | undefined = tree?.basis;
+  if (tree === undefined || basis === undefined || !basis.reusable || basis.rules !== input.rulesKey) return undefined;
+  const { stored, overlay } = tree;
   if (!stored.ascii) return undefined;
   const count = stored.size;
   // Stored records an overlay entry replaces or removes: checked through the overlay, not the file.
@@ -76,7 +108,7 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
       if (shadowed.size > 0 && shadowed.has(i)) continue;
       const j = i * STAT_FIELDS;
       if (unchanged(stored, i, stats, j, cached, racyFromMs)) continue;
-      const verdict = staleLeaf(stored.at(i), stats, j, stored.kindCodeAt(i) === 2);
+      const verdict = staleLeaf(cachedAt(stored, i), stats, j, stored.kindCodeAt(i) === 2);
       if (verdict === undefined) return undefined;
       first.push(verdict);
     }
@@ -103,7 +135,7 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
  * replacement), and the time that compilation takes grows with the code of the whole function.
  */
 function statRange(
-  stored: StoredNodes,
+  stored: StatRecords,
   from: number,
   to: number,
   shadowed: ReadonlySet<number>,
@@ -121,7 +153,7 @@ function statRange(
     const start = starts[i]! + 5;
     statOne(i === 0 ? root : pathOf(start, stored.pathEnd(i) - start), stat, 0);
     if (unchanged(stored, i, stat, 0, cached, racyFromMs)) continue;
-    const verdict = staleLeaf(stored.at(i), stat, 0, stored.kindCodeAt(i) === 2);
+    const verdict = staleLeaf(cachedAt(stored, i), stat, 0, stored.kindCodeAt(i) === 2);
     if (verdict === undefined) return false;
     stale.push(verdict);
   }
@@ -150,7 +182,7 @@ function pathBytes(prefix: string, body: Buffer): (start: number, length: number
 }
 
 /** Whether the stat at `j` of `stats` matches record `i`'s cached stat, which is older than the racy window. */
-function unchanged(stored: StoredNodes, i: number, stats: Float64Array, j: number, cached: Float64Array, racyFromMs: number): boolean {
+function unchanged(stored: StatRecords, i: number, stats: Float64Array, j: number, cached: Float64Array, racyFromMs: number): boolean {
   const code = stored.kindCodeAt(i);
   stored.statAt(i, cached, 0);
   // A directory's stored size is its number of children, not its stat's size.
@@ -173,8 +205,17 @@ function workingDirectoryIs(dir: string): boolean {
   return both[0] === 4 && both[4] === 4 && both[3] === both[7] && both[2] === both[6];
 }
 
+const KIND_BY_CODE: readonly (NodeKind | undefined)[] = [undefined, 'file', 'dir', 'symlink'];
+
+/** Record `i` as the quick check knows it. */
+function cachedAt(stored: StatRecords, i: number): CachedRecord {
+  const stat = new Float64Array(3);
+  stored.statAt(i, stat, 0);
+  return { path: stored.pathAt(i), kind: KIND_BY_CODE[stored.kindCodeAt(i)]!, size: stat[0]!, mtimeMs: stat[1]!, ino: stat[2]! };
+}
+
 /** A leaf whose stat changed, or undefined when the change needs the full listing (see {@link quickCheck}). */
-function staleLeaf(record: NodeRecord, stats: Float64Array, j: number, isDir: boolean): StaleLeaf | undefined {
+function staleLeaf(record: CachedRecord, stats: Float64Array, j: number, isDir: boolean): StaleLeaf | undefined {
   const kind = stats[j];
   if (isDir || (kind !== 1 && kind !== 2)) return undefined; // a directory changed, or an entry vanished or changed into one
   if (record.path === '.gitignore' || record.path.endsWith('/.gitignore')) return undefined; // the rules may have changed

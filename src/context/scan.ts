@@ -5,7 +5,7 @@ import type { HashBackend } from './hash.js';
 import type { IgnoreRules } from './ignore-rules.js';
 import { emptyListing, listWorkspace, type DirStat, type Listing } from './listing.js';
 import { joinPath, parentPath } from './paths.js';
-import { quickCheck, type QuickCheckInput, type StaleLeaf } from './quick-check.js';
+import { quickCheck, treeStats, type QuickCheckInput, type StaleLeaf } from './quick-check.js';
 import { STAT_FIELDS, statOne, statSerial } from './stat-pool.js';
 import { Tree, leafNodeId, type LeafRecord, type NodeRecord, type ScanBasis } from './tree.js';
 
@@ -65,8 +65,9 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const subtrees = input.only === undefined || input.previous === undefined ? [''] : prune(input.only, root, input.rules);
   const partial = subtrees[0] !== '' && input.previous !== undefined;
   if (previous !== undefined && !partial) {
-    const stale = input.quick !== undefined ? input.quick.stale : await quickCheck({ root, tree: previous, rulesKey: input.rules.key, racyFromMs: racyFrom, helper: input.helper });
-    if (stale !== undefined) return rehashStale(previous, stale, root, input.backend);
+    const stale = input.quick !== undefined ? input.quick.stale : await quickCheck({ root, tree: treeStats(previous), rulesKey: input.rules.key, racyFromMs: racyFrom, helper: input.helper });
+    const result = stale === undefined ? undefined : rehashStale(previous, stale, root, input.backend);
+    if (result !== undefined) return result;
   }
 
   const list = (reuse: boolean): Listing => {
@@ -141,11 +142,15 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
 
 /**
  * The scan's result when {@link quickCheck} found only files whose stat changed: those are read and hashed, and the
- * tree is updated with the ones whose record changed (a racy file re-read unchanged keeps its record).
+ * tree is updated with the ones whose record changed (a racy file re-read unchanged keeps its record). Undefined
+ * when a stale leaf is not a leaf of `previous` with the stat the check read (it read a stat index that does not
+ * match the tree): the full listing must run.
  */
-function rehashStale(previous: Tree, stale: readonly StaleLeaf[], root: string, backend: HashBackend): ScanResult {
+function rehashStale(previous: Tree, stale: readonly StaleLeaf[], root: string, backend: HashBackend): ScanResult | undefined {
   const leaves: LeafRecord[] = [];
-  for (const { record: old, kind, size, mtimeMs, ino } of stale) {
+  for (const { record: cached, kind, size, mtimeMs, ino } of stale) {
+    const old = previous.get(cached.path);
+    if (old === undefined || old.kind !== cached.kind || old.size !== cached.size || old.mtimeMs !== cached.mtimeMs || old.ino !== cached.ino) return undefined;
     const contentHash = hashContent(`${root}/${old.path}`, kind, size, backend, old.path);
     const record: LeafRecord = { path: old.path, kind, nodeId: leafNodeId(kind, old.path, contentHash, backend), contentHash, size, mtimeMs, ino };
     if (!sameLeaf(old, record)) leaves.push(record);

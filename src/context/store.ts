@@ -9,10 +9,20 @@ import type { HashBackend } from './hash.js';
 import { STORE_DIR } from './ignore-rules.js';
 import { emptyState, type StoreState } from './state.js';
 import { corruptStoreFile, seal, unseal } from './sealed.js';
-import { Tree } from './tree.js';
+import { Tree, type NodeRecord } from './tree.js';
 import { JournaledFile } from './journal.js';
 import { copyForUpdate, stateChange, stateCodec, type StateJournalEntry } from './state-journal.js';
 import { treeCodec, type TreeJournalEntry } from './tree-journal.js';
+import { encodeStatIndex, StatIndex, statView, TREE_HEADER_BYTES, type StatView } from './stat-index.js';
+
+/** A directory's record without its list of children (see `TreeJournalEntry`). */
+function withoutChildren(record: NodeRecord): NodeRecord {
+  const { path, kind, nodeId, contentHash, size, mtimeMs, ino } = record;
+  return { path, kind, nodeId, contentHash, size, mtimeMs, ino };
+}
+
+/** The stat index of the tree file, in `.merkle/` (see `stat-index.ts`). */
+const STAT_INDEX_FILE = 'tree.stat';
 
 /** A frame written to its temp file by {@link MerkleStore.stageFrames}, not yet renamed to `file`. */
 export interface StagedFrame {
@@ -24,6 +34,7 @@ export interface StagedFrame {
  * The `.merkle/` folder of one workspace:
  *
  * - `tree`: the scanned tree and stat cache (binary, checksummed), and `tree.journal`: the rescans since;
+ * - `tree.stat`: the stat cache of `tree` alone, for the quick check of a rescan (a cache: see `stat-index.ts`);
  * - `state.json`: frame sets, heads, stale marks and the basis index (sealed JSON), and `state.journal`: the
  *   transactions since (journals: see `journal.ts`);
  * - `agents.json`: registered agents (sealed JSON);
@@ -37,13 +48,15 @@ export class MerkleStore {
   readonly dir: string;
   private readonly tree: JournaledFile<Tree, TreeJournalEntry>;
   private readonly state: JournaledFile<StoreState, StateJournalEntry>;
+  /** The stat index last read, by the stat of its file and the header of the tree file it mirrors. */
+  private statIndex: { key: string; index: StatIndex } | undefined;
 
   constructor(
     workspaceRoot: string,
     private readonly backend: HashBackend,
   ) {
     this.dir = join(workspaceRoot, STORE_DIR);
-    this.tree = new JournaledFile(join(this.dir, 'tree'), join(this.dir, 'tree.journal'), treeCodec(backend), backend);
+    this.tree = new JournaledFile(join(this.dir, 'tree'), join(this.dir, 'tree.journal'), treeCodec(backend), backend, (data) => this.writeStatIndex(data));
     this.state = new JournaledFile(join(this.dir, 'state.json'), join(this.dir, 'state.journal'), stateCodec(backend), backend);
   }
 
@@ -66,9 +79,58 @@ export class MerkleStore {
    * The stored tree (the tree file with its journal applied) and the time it was last written, or undefined before
    * the first scan.
    */
-  readTree(): { tree: Tree; writtenMs: number } | undefined {
+  readTree(): { tree: Tree; writtenMs: number; key: string } | undefined {
     const stored = this.tree.read();
-    return stored === undefined ? undefined : { tree: stored.value, writtenMs: stored.writtenMs };
+    return stored === undefined ? undefined : { tree: stored.value, writtenMs: stored.writtenMs, key: stored.key };
+  }
+
+  /** {@link readTree}'s answer when the tree it would read is the one already in memory; otherwise undefined. */
+  readTreeIfCached(): { tree: Tree; writtenMs: number; key: string } | undefined {
+    const stored = this.tree.readIfCached();
+    return stored === undefined ? undefined : { tree: stored.value, writtenMs: stored.writtenMs, key: stored.key };
+  }
+
+  /**
+   * What a rescan's quick check needs of the stored tree, from `tree.stat` (see `stat-index.ts`) and the journal,
+   * without reading the tree file's body; `key` equals {@link readTree}'s for the same files. Undefined when the
+   * stat index is missing, damaged or not that of the tree file: then the tree file serves.
+   */
+  readStatView(): { view: StatView; writtenMs: number; key: string } | undefined {
+    const journaled = this.tree.readEntries(TREE_HEADER_BYTES);
+    if (journaled === undefined) return undefined;
+    const file = join(this.dir, STAT_INDEX_FILE);
+    const stat = statSync(file, { throwIfNoEntry: false });
+    if (stat === undefined) return undefined;
+    // An engine that stays open reads the stat index again only when it or the tree file changed.
+    const cacheKey = `${stat.ino}:${stat.mtimeMs}:${stat.size}:${journaled.header.toString('hex')}`;
+    let index = this.statIndex?.key === cacheKey ? this.statIndex.index : undefined;
+    if (index === undefined) {
+      let data: Buffer;
+      try {
+        data = readFileSync(file);
+      } catch {
+        return undefined;
+      }
+      index = StatIndex.read(data, journaled.header, this.backend);
+      if (index !== undefined) this.statIndex = { key: cacheKey, index };
+    }
+    const view = index === undefined ? undefined : statView(index, journaled.entries);
+    return view === undefined ? undefined : { view, writtenMs: journaled.writtenMs, key: journaled.key };
+  }
+
+  /**
+   * Derives `tree.stat` from the tree file just written. It is a cache: when it cannot be written, the one left on
+   * disk names another tree file and is ignored, so the failure is not the scan's.
+   */
+  private writeStatIndex(tree: Buffer): void {
+    const file = join(this.dir, STAT_INDEX_FILE);
+    const data = encodeStatIndex(tree, this.backend);
+    try {
+      if (data === undefined) rmSync(file, { force: true });
+      else writeFileAtomicSync(file, data);
+    } catch {
+      // See above: a stale or missing stat index is never used.
+    }
   }
 
   /** Size of the tree file in bytes (0 before the first scan), without reading it. */
@@ -84,7 +146,10 @@ export class MerkleStore {
 
   /** Stores `tree`, the stored tree updated by `delta`, as one journal entry (see `journal.ts`). */
   updateTree(tree: Tree, delta: Omit<TreeJournalEntry, 'basis'>): void {
-    this.tree.append(tree, { ...delta, basis: tree.basis ?? null });
+    // Without their children: a change to one file upserts every directory above it, whose child lists (the root's
+    // above all) made up most of each entry, and of the time to read a journal near compaction.
+    const upserts = delta.upserts.map((record) => (record.children === undefined ? record : withoutChildren(record)));
+    this.tree.append(tree, { upserts, removed: delta.removed, basis: tree.basis ?? null });
   }
 
   /** The frame state (empty before any frame was written). Shared and read-only: see {@link readStateForUpdate}. */

@@ -7,7 +7,10 @@ import { Tree, type NodeKind, type NodeRecord, type ScanBasis } from './tree.js'
  * few files appends a few records instead of rewriting the tree file.
  */
 export interface TreeJournalEntry {
-  /** Records added or replaced (directories with their children). */
+  /**
+   * Records added or replaced. A directory's children may be left out (the store leaves them out): it then has the
+   * children it had before the entry that still exist after it, and the paths under it the entry adds.
+   */
   readonly upserts: readonly NodeRecord[];
   /** Paths removed, applied before the upserts. */
   readonly removed: readonly string[];
@@ -24,6 +27,11 @@ export function treeCodec(backend: HashBackend): JournalCodec<Tree, TreeJournalE
     checksum: (data) => data.subarray(12, 44),
     parseEntry,
     apply: (tree, entries, file) => tree.applyJournal(entries, file),
+    // Every rescan that changes nothing reads the whole journal (and decodes it, where the tree file's records are
+    // read in place): a 100,000-file tree's journal at an eighth of the tree file took 60 ms of CPU to read, at a
+    // 64th about 8 ms. An entry for one changed file is under 1 KB (directories come without child lists), so a
+    // 64th still holds some 190 of them between two rewrites of the tree file.
+    compactRatio: 1 / 64,
   };
 }
 
@@ -44,7 +52,7 @@ function parseEntry(input: unknown): TreeJournalEntry | undefined {
       typeof raw.size === 'number' &&
       typeof raw.mtimeMs === 'number' &&
       typeof raw.ino === 'number' &&
-      (raw.kind === 'dir' ? Array.isArray(raw.children) && raw.children.every((c) => typeof c === 'string') : raw.children === undefined);
+      (raw.kind === 'dir' ? raw.children === undefined || (Array.isArray(raw.children) && raw.children.every((c) => typeof c === 'string')) : raw.children === undefined);
     if (!ok) return undefined;
     upserts.push(raw as NodeRecord);
   }

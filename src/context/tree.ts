@@ -305,7 +305,24 @@ export class Tree {
     let basis = this.basis;
     let leafCount = this.leafCount;
     const touched = new Set<string>();
+    // Directories upserted without their children (see MerkleStore.updateTree) have, after the last entry, the
+    // existing paths under them among: their children when last listed (before the entries, or in an entry that
+    // gave the list), and the paths added under them since. Worked out once per directory at the end: per entry,
+    // the root's list alone was a thousand lookups and a sort.
+    const derived = new Map<string, { listed: readonly string[]; added: Set<string> }>();
+    const addedUnder = (path: string) => {
+      const parent = parentPath(path);
+      if (parent !== undefined) derived.get(parent)?.added.add(path);
+    };
     for (const entry of entries) {
+      // A directory removed starts again from nothing; then the directories this entry lists without children,
+      // with their lists before it (its upserts come in no particular order: a new file may precede its directory).
+      for (const path of entry.removed) derived.delete(path);
+      for (const record of entry.upserts) {
+        if (record.kind !== 'dir' || record.children !== undefined || derived.has(record.path)) continue;
+        const old = nodes.get(record.path);
+        derived.set(record.path, { listed: old?.kind === 'dir' ? (old.children ?? []) : [], added: new Set() });
+      }
       for (const path of entry.removed) {
         const old = nodes.get(path);
         if (old === undefined) continue;
@@ -316,11 +333,22 @@ export class Tree {
       for (const record of entry.upserts) {
         const old = nodes.get(record.path);
         leafCount += (record.kind !== 'dir' ? 1 : 0) - (old !== undefined && old.kind !== 'dir' ? 1 : 0);
+        if (record.kind !== 'dir' || record.children !== undefined) derived.delete(record.path);
+        if (old === undefined) addedUnder(record.path);
         nodes.set(record.path, record);
         touched.add(record.path);
         touched.add(parentPath(record.path) ?? '');
       }
       basis = entry.basis ?? undefined;
+    }
+    for (const [dir, { listed, added }] of derived) {
+      const record = nodes.get(dir);
+      if (record?.kind !== 'dir') continue; // removed, or replaced by a file, since
+      const kept = new Set<string>();
+      for (const child of listed) if (nodes.has(child)) kept.add(child);
+      for (const child of added) if (nodes.has(child)) kept.add(child);
+      const children = [...kept].sort((a, b) => compareCodePoints(baseName(a), baseName(b)));
+      nodes.set(dir, { ...record, children });
     }
     // Only what the entries touched can be broken: each such directory must list exactly existing records.
     if (!nodes.has('')) corruptTree(where, 'the root has no record');
