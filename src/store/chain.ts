@@ -71,7 +71,10 @@ export interface SealedBatch {
    * keep lines apart (Postgres rows) build a sealed line's text from it.
    */
   seals: readonly (string | undefined)[];
-  /** The size in bytes of each stored line, newline included (computed when asked). */
+  /**
+   * The size in bytes of each stored line, newline included (computed when asked; for a batch written from the
+   * caller's scratch buffer, only until that buffer is reused).
+   */
   lineBytes: () => number[];
 }
 
@@ -141,23 +144,48 @@ export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: r
   pieces.push(text);
   let bytes = 0;
   for (const piece of pieces) bytes += typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length;
-  const lineBytes = (): number[] =>
-    stored.map((line, i) => {
-      const seal = seals[i];
-      const body = typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0);
-      return seal === undefined ? body + 1 : body - 1 + seal.length;
-    });
+  const lineBytes = (): number[] => stored.map((line, i) => storedLineBytes(typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0), seals[i]));
   return { head: head as Buffer, pieces, bytes, lineBytes, seals };
+}
+
+/** The size of a stored line, newline included, from the bytes of its JSON (`body`) and its seal (see SealedBatch.seals). */
+function storedLineBytes(body: number, seal: string | undefined): number {
+  // A seal replaces the closing `}` and the newline; its text is ASCII.
+  return seal === undefined ? body + 1 : body - 1 + seal.length;
 }
 
 /** `,"chain":"` + 64 hex + `"}` and the newline, less the `}` and newline they replace. */
 const SEAL_EXTRA = SUFFIX_LENGTH - 1;
 
+/** The size of each line of `bytes` (whole lines, each with its newline): what a batch sealed by sealText holds. */
+function lineSizes(bytes: Buffer): number[] {
+  const sizes: number[] = [];
+  for (let from = 0; from < bytes.length; ) {
+    const end = bytes.indexOf(0x0a, from) + 1;
+    sizes.push(end - from);
+    from = end;
+  }
+  return sizes;
+}
+
+/**
+ * Writes into `out` from offset `from` the seal of the lines `out[start, at)` (each with its newline), in place of
+ * the last one's closing brace and newline; returns the new chain and the seal's text. `at` is then `from` + the
+ * seal's length.
+ */
+function sealInPlace(backend: HashBackend, previous: Buffer, out: Buffer, start: number, at: number): { head: Buffer; seal: string } {
+  // The hashed bytes are the lines as they were (each with its newline), after the previous chain.
+  const head = backend.digestOf([previous, out.subarray(start, at)]);
+  const seal = `${PREFIX}${head.toString('hex')}"}\n`;
+  out.write(seal, at - 2, 'latin1');
+  return { head, seal };
+}
+
 /**
  * {@link sealBatch} of text lines none of which is large: each line is encoded once, as UTF-8 into one Buffer (the
- * caller's `scratch` when the batch surely fits in it, which then holds the result until the caller reuses it),
- * whose bytes are hashed and written as they are; a seal is written in place of the closing brace and newline it
- * replaces once the line's hash is known.
+ * caller's `scratch` when the batch surely fits in it, which then holds the result until the caller reuses it: so
+ * does `lineBytes`, which reads the line ends from it), whose bytes are hashed and written as they are; a seal is
+ * written in place of the closing brace and newline it replaces once the line's hash is known.
  */
 function sealText(backend: HashBackend, start: Buffer, lines: readonly string[], sealFirst: boolean, chars: number, scratch: Buffer | undefined): SealedBatch {
   const count = lines.length;
@@ -174,19 +202,14 @@ function sealText(backend: HashBackend, start: Buffer, lines: readonly string[],
   const seals: (string | undefined)[] = new Array(count);
   let head = start;
   let at = 0;
-  /** Seals the lines written so far (from `from`, each with its newline): the seal replaces the last one's `}` and newline. */
-  const sealTo = (from: number, i: number): void => {
-    // The hashed bytes are the lines as they were (each with its newline), after the previous chain.
-    head = backend.digestOf([head, out.subarray(from, at)]);
-    const seal = `${PREFIX}${head.toString('hex')}"}\n`;
-    at = at - 2 + out.write(seal, at - 2, 'latin1');
-    seals[i] = seal;
-  };
   let first = 0;
   if (sealFirst && count > 1) {
     at = out.write(lines[0]!, 0);
     out[at++] = 0x0a;
-    sealTo(0, 0);
+    const sealed = sealInPlace(backend, head, out, 0, at);
+    head = sealed.head;
+    seals[0] = sealed.seal;
+    at += sealed.seal.length - 2;
     first = 1;
   }
   // The other lines in one write (one call, not one per line): each with its newline, the last one sealed.
@@ -194,23 +217,11 @@ function sealText(backend: HashBackend, start: Buffer, lines: readonly string[],
   let text = '';
   for (let i = first; i < count; i++) text += `${lines[i]!}\n`;
   at += out.write(text, at);
-  sealTo(from, count - 1);
-  const bytes = at;
+  const sealed = sealInPlace(backend, head, out, from, at);
+  seals[count - 1] = sealed.seal;
+  const bytes = at + sealed.seal.length - 2;
   const piece = out.subarray(0, bytes);
-  // The caller may reuse `lines`: what lineBytes needs is kept.
-  const kept = lines.slice();
-  return {
-    head,
-    pieces: [piece],
-    bytes,
-    seals,
-    lineBytes: () =>
-      kept.map((line, i) => {
-        const seal = seals[i];
-        const body = Buffer.byteLength(line);
-        return seal === undefined ? body + 1 : body - 1 + seal.length;
-      }),
-  };
+  return { head: sealed.head, pieces: [piece], bytes, seals, lineBytes: lineSizes.bind(undefined, piece) };
 }
 
 /** The result of feeding a line to a {@link ChainReader}. */
