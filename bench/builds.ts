@@ -46,7 +46,7 @@ const NO_INTEGRITY_EDITS: [file: string, find: string, replace: string][] = [
     pieces.push(text);
     const kept = lines.slice();
     const sizes = pieces.map((piece) => (typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length));
-    return { head: start, pieces, bytes: sizes.reduce((sum, n) => sum + n, 0), lineBytes: () => kept.map((line) => (typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0)) + 1) };
+    return { head: start, pieces, bytes: sizes.reduce((sum, n) => sum + n, 0), seals: new Array(lines.length), lineBytes: () => kept.map((line) => (typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0)) + 1) };
   }`,
   ],
   ['hash/sealed.ts', "return `{\"checksum\":\"${backend.digest(Buffer.from(body)).toString('hex')}\",\"data\":${body}}\\n`;", 'return `{"checksum":"","data":${body}}\\n`;'],

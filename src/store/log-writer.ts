@@ -20,8 +20,11 @@ import { acquireLock } from './lock.js';
 import type { RunPaths } from './paths.js';
 import type { Durability } from './types.js';
 
-/** What the methods that have nothing to wait for return. */
-const DONE = Promise.resolve();
+/**
+ * What the writer's methods return when their work is done and there is nothing to wait for: one shared resolved
+ * promise, so that a caller can tell (by identity) and go on without waiting a turn of the event loop.
+ */
+export const DONE: Promise<void> = Promise.resolve();
 
 function fdatasyncAsync(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
