@@ -46,14 +46,12 @@ const NO_INTEGRITY_EDITS: [file: string, find: string, replace: string][] = [
     pieces.push(text);
     const kept = lines.slice();
     const sizes = pieces.map((piece) => (typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length));
-    return { head: start, pieces, bytes: sizes.reduce((sum, n) => sum + n, 0), lineBytes: () => kept.map((line) => (typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0)) + 1) };
+    return { head: start, pieces, bytes: sizes.reduce((sum, n) => sum + n, 0), seals: new Array(lines.length), lineBytes: () => kept.map((line) => (typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0)) + 1) };
   }`,
   ],
   ['hash/sealed.ts', "return `{\"checksum\":\"${backend.digest(Buffer.from(body)).toString('hex')}\",\"data\":${body}}\\n`;", 'return `{"checksum":"","data":${body}}\\n`;'],
   ['hash/sealed.ts', "const checksum = backend.digest(out.subarray(DATA_AT, DATA_AT + length)).toString('hex');", "const checksum = '0'.repeat(64);"],
   ['redact/redactor.ts', '  redact<T>(value: T): RedactionResult<T> {', '$&\n    return { value, redacted: false };'],
-  // The event log's quick path asks only whether a payload holds a secret (store/event-encode.ts).
-  ['redact/redactor.ts', '  containsSecrets(value: unknown): boolean {', '$&\n    return false;'],
 ];
 
 /** This working tree without hashing and redaction (see the module comment). */

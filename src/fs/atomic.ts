@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsync, fsyncSync, mkdir, mkdirSync, open, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsync, fsyncSync, mkdirSync, open, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { writeJsonPieces } from './json-pieces.js';
 
@@ -56,23 +56,23 @@ function openTemp(temp: string, mode: number | undefined): number {
   }
 }
 
-function openAsync(path: string, mode: number | undefined): Promise<number> {
-  return new Promise((resolve, reject) => open(path, 'wx', mode, (error, fd) => (error ? reject(error) : resolve(fd))));
-}
-
 /**
  * {@link openTemp} on the thread pool: creating a file costs 100-500 µs on a journaling file system (a directory
  * entry and an inode), which the event loop then spends on other work (the next steps of a run that writes a
- * keyframe in the background).
+ * keyframe in the background). When that fails (mostly: the folder does not exist yet, once per folder),
+ * {@link openTemp} tries again and decides: it makes the folder, or throws its error.
  */
-async function openTempAsync(temp: string, mode: number | undefined): Promise<number> {
-  try {
-    return await openAsync(temp, mode);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    await new Promise<void>((resolve, reject) => mkdir(dirname(temp), { recursive: true }, (failure) => (failure ? reject(failure) : resolve())));
-    return openAsync(temp, mode);
-  }
+function openTempAsync(temp: string, mode: number | undefined): Promise<number> {
+  return new Promise((resolve, reject) =>
+    open(temp, 'wx', mode, (error, fd) => {
+      if (!error) return resolve(fd);
+      try {
+        resolve(openTemp(temp, mode));
+      } catch (failure) {
+        reject(failure);
+      }
+    }),
+  );
 }
 
 function writeAll(fd: number, bytes: Uint8Array): void {

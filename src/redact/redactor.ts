@@ -22,6 +22,9 @@ import { DEFAULT_SECRET_PATTERNS, TRUNCATED_SECRET_TAIL, type SecretPattern } fr
 /** What replaces a secret. */
 export const REDACTED = '[REDACTED]';
 
+/** Thrown inside a {@link Redactor.containsSecrets} walk at the first text it would replace, and caught there. */
+const FOUND: unique symbol = Symbol('redaction: secret found');
+
 /** Secrets of your own, added to the built-in catalogue (an option of runFlow, the stores and the ContextEngine). */
 export interface RedactionOptions {
   /**
@@ -219,13 +222,33 @@ export class Redactor {
     return { value: next as T, redacted: next !== value };
   }
 
-  /** Whether `value` holds anything {@link redact} would replace. */
+  /**
+   * Whether `value` holds anything {@link redact} would replace. It stops at the first text it would replace, and
+   * builds no redacted copy.
+   */
   containsSecrets(value: unknown): boolean {
-    return this.walk(value, 0) !== value;
+    this.probing = true;
+    try {
+      return this.walk(value, 0) !== value;
+    } catch (error) {
+      if (error === FOUND) return true;
+      throw error;
+    } finally {
+      this.probing = false;
+    }
+  }
+
+  /** Set while {@link containsSecrets} walks: the first replaced text ends the walk (see {@link replaced}). */
+  private probing = false;
+
+  /** `next`, the replacement of text `text`; when {@link containsSecrets} asks and they differ, the walk ends there. */
+  private replaced(text: string, next: string): string {
+    if (this.probing && next !== text) throw FOUND;
+    return next;
   }
 
   private walk(value: unknown, depth: number): unknown {
-    if (typeof value === 'string') return this.redactText(value);
+    if (typeof value === 'string') return this.replaced(value, this.redactText(value));
     if (value === null || typeof value !== 'object') return value;
     if (depth > MAX_DEPTH) throw new RangeError(`redaction: value nested deeper than ${MAX_DEPTH} levels; it cannot be checked for secrets`);
     if (Array.isArray(value)) return isPairList(value) ? this.walkPairs(value, depth) : this.walkArray(value, depth, false);
@@ -263,7 +286,7 @@ export class Redactor {
       else if (this.keys.isSecretKey(key)) next = this.secretEntry(item, depth + 1);
       else if (namesSecret && VALUE_FIELDS.has(key)) next = this.blank(item, depth + 1);
       else next = this.walk(item, depth + 1);
-      const nextKey = this.redactKey(key);
+      const nextKey = this.replaced(key, this.redactKey(key));
       if (out === undefined && (next !== item || nextKey !== key)) {
         out = {};
         let copied = 0;
@@ -307,7 +330,7 @@ export class Redactor {
       const pair = pairs[i];
       let next: unknown;
       if (Array.isArray(pair) && pair.length === 2 && typeof pair[0] === 'string' && this.keys.isSecretKey(pair[0])) {
-        const key = this.redactText(pair[0]);
+        const key = this.replaced(pair[0], this.redactText(pair[0]));
         const inner = this.secretEntry(pair[1], depth + 1);
         next = key === pair[0] && inner === pair[1] ? pair : [key, inner];
       } else next = this.walk(pair, depth + 1);
@@ -344,7 +367,7 @@ export class Redactor {
 
   /** Every string replaced (keeping numbers, booleans and the shape). */
   private blank(value: unknown, depth: number): unknown {
-    if (typeof value === 'string') return value === REDACTED ? value : REDACTED;
+    if (typeof value === 'string') return this.replaced(value, REDACTED);
     if (value === null || typeof value !== 'object') return value;
     if (depth > MAX_DEPTH) throw new RangeError(`redaction: value nested deeper than ${MAX_DEPTH} levels; it cannot be checked for secrets`);
     if (Array.isArray(value)) return this.walkArray(value, depth, true);

@@ -407,10 +407,8 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     await started;
     startDone = true;
   };
-  const onStep = async (boundary: StepBoundary): Promise<void> => {
-    // The end of a nested flow is not a resumable position; its changes go with the enclosing node's boundary.
-    if (boundary.next === undefined && boundary.path.length > 0) return;
-    if (!startDone) await startRecorded();
+  /** A step boundary: its checkpoint.saved event, the step's batch committed, and a keyframe when one is due. */
+  const boundaryStep = (boundary: StepBoundary): Promise<void> => {
     step++;
     const position = boundary.next === undefined ? [] : [...boundary.path, boundary.next];
     const delta = tracker.next();
@@ -419,8 +417,19 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     const isKeyframe = step - lastKeyframe.step >= keyframeInterval && writer.byteLength - lastKeyframe.logBytes >= lastKeyframe.bytes;
     const payload: CheckpointPayload = { step, position, keyframe: isKeyframe, ...(delta ? { delta } : {}) };
     streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload });
-    await persist();
-    if (isKeyframe) keyframe(position);
+    const persisted = persist();
+    return isKeyframe ? persisted.then(() => keyframe(position)) : persisted;
+  };
+  const onStep = (boundary: StepBoundary): Promise<void> | undefined => {
+    // Not an async function: a step whose batch is committed when persist returns (see RunWriter.commit) makes no
+    // promise of its own here. A throw still becomes a rejection.
+    try {
+      // The end of a nested flow is not a resumable position; its changes go with the enclosing node's boundary.
+      if (boundary.next === undefined && boundary.path.length > 0) return undefined;
+      return startDone ? boundaryStep(boundary) : startRecorded().then(() => boundaryStep(boundary));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   };
 
   try {

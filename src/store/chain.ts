@@ -49,6 +49,15 @@ export function chainOf(line: Buffer): string | undefined {
 }
 
 /**
+ * Whether a stored line (its bytes, without the newline) ends the way a sealed line does, `,"chain":"` at the place
+ * of its chain field, even when the rest of its seal is not valid (a damaged seal): such a line was sealed.
+ */
+export function looksSealed(line: Buffer): boolean {
+  const at = line.length - SUFFIX_LENGTH;
+  return at >= 0 && line.compare(PREFIX_BYTES, 0, PREFIX_BYTES.length, at, at + PREFIX_BYTES.length) === 0;
+}
+
+/**
  * A line longer than this is hashed and written from Buffers made once, never joined with others nor copied again.
  * A line given as Buffers (the pieces of a large event's JSON, see fs/json-pieces.ts) is used as it is.
  */
@@ -71,7 +80,10 @@ export interface SealedBatch {
    * keep lines apart (Postgres rows) build a sealed line's text from it.
    */
   seals: readonly (string | undefined)[];
-  /** The size in bytes of each stored line, newline included (computed when asked). */
+  /**
+   * The size in bytes of each stored line, newline included (computed when asked; for a batch written from the
+   * caller's scratch buffer, only until that buffer is reused).
+   */
   lineBytes: () => number[];
 }
 
@@ -141,23 +153,48 @@ export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: r
   pieces.push(text);
   let bytes = 0;
   for (const piece of pieces) bytes += typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length;
-  const lineBytes = (): number[] =>
-    stored.map((line, i) => {
-      const seal = seals[i];
-      const body = typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0);
-      return seal === undefined ? body + 1 : body - 1 + seal.length;
-    });
+  const lineBytes = (): number[] => stored.map((line, i) => storedLineBytes(typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0), seals[i]));
   return { head: head as Buffer, pieces, bytes, lineBytes, seals };
+}
+
+/** The size of a stored line, newline included, from the bytes of its JSON (`body`) and its seal (see SealedBatch.seals). */
+function storedLineBytes(body: number, seal: string | undefined): number {
+  // A seal replaces the closing `}` and the newline; its text is ASCII.
+  return seal === undefined ? body + 1 : body - 1 + seal.length;
 }
 
 /** `,"chain":"` + 64 hex + `"}` and the newline, less the `}` and newline they replace. */
 const SEAL_EXTRA = SUFFIX_LENGTH - 1;
 
+/** The size of each line of `bytes` (whole lines, each with its newline): what a batch sealed by sealText holds. */
+function lineSizes(bytes: Buffer): number[] {
+  const sizes: number[] = [];
+  for (let from = 0; from < bytes.length; ) {
+    const end = bytes.indexOf(0x0a, from) + 1;
+    sizes.push(end - from);
+    from = end;
+  }
+  return sizes;
+}
+
+/**
+ * Writes into `out` from offset `from` the seal of the lines `out[start, at)` (each with its newline), in place of
+ * the last one's closing brace and newline; returns the new chain and the seal's text. `at` is then `from` + the
+ * seal's length.
+ */
+function sealInPlace(backend: HashBackend, previous: Buffer, out: Buffer, start: number, at: number): { head: Buffer; seal: string } {
+  // The hashed bytes are the lines as they were (each with its newline), after the previous chain.
+  const head = backend.digestOf([previous, out.subarray(start, at)]);
+  const seal = `${PREFIX}${head.toString('hex')}"}\n`;
+  out.write(seal, at - 2, 'latin1');
+  return { head, seal };
+}
+
 /**
  * {@link sealBatch} of text lines none of which is large: each line is encoded once, as UTF-8 into one Buffer (the
- * caller's `scratch` when the batch surely fits in it, which then holds the result until the caller reuses it),
- * whose bytes are hashed and written as they are; a seal is written in place of the closing brace and newline it
- * replaces once the line's hash is known.
+ * caller's `scratch` when the batch surely fits in it, which then holds the result until the caller reuses it: so
+ * does `lineBytes`, which reads the line ends from it), whose bytes are hashed and written as they are; a seal is
+ * written in place of the closing brace and newline it replaces once the line's hash is known.
  */
 function sealText(backend: HashBackend, start: Buffer, lines: readonly string[], sealFirst: boolean, chars: number, scratch: Buffer | undefined): SealedBatch {
   const count = lines.length;
@@ -174,19 +211,14 @@ function sealText(backend: HashBackend, start: Buffer, lines: readonly string[],
   const seals: (string | undefined)[] = new Array(count);
   let head = start;
   let at = 0;
-  /** Seals the lines written so far (from `from`, each with its newline): the seal replaces the last one's `}` and newline. */
-  const sealTo = (from: number, i: number): void => {
-    // The hashed bytes are the lines as they were (each with its newline), after the previous chain.
-    head = backend.digestOf([head, out.subarray(from, at)]);
-    const seal = `${PREFIX}${head.toString('hex')}"}\n`;
-    at = at - 2 + out.write(seal, at - 2, 'latin1');
-    seals[i] = seal;
-  };
   let first = 0;
   if (sealFirst && count > 1) {
     at = out.write(lines[0]!, 0);
     out[at++] = 0x0a;
-    sealTo(0, 0);
+    const sealed = sealInPlace(backend, head, out, 0, at);
+    head = sealed.head;
+    seals[0] = sealed.seal;
+    at += sealed.seal.length - 2;
     first = 1;
   }
   // The other lines in one write (one call, not one per line): each with its newline, the last one sealed.
@@ -194,23 +226,11 @@ function sealText(backend: HashBackend, start: Buffer, lines: readonly string[],
   let text = '';
   for (let i = first; i < count; i++) text += `${lines[i]!}\n`;
   at += out.write(text, at);
-  sealTo(from, count - 1);
-  const bytes = at;
+  const sealed = sealInPlace(backend, head, out, from, at);
+  seals[count - 1] = sealed.seal;
+  const bytes = at + sealed.seal.length - 2;
   const piece = out.subarray(0, bytes);
-  // The caller may reuse `lines`: what lineBytes needs is kept.
-  const kept = lines.slice();
-  return {
-    head,
-    pieces: [piece],
-    bytes,
-    seals,
-    lineBytes: () =>
-      kept.map((line, i) => {
-        const seal = seals[i];
-        const body = Buffer.byteLength(line);
-        return seal === undefined ? body + 1 : body - 1 + seal.length;
-      }),
-  };
+  return { head: sealed.head, pieces: [piece], bytes, seals, lineBytes: lineSizes.bind(undefined, piece) };
 }
 
 /** The result of feeding a line to a {@link ChainReader}. */
@@ -263,18 +283,19 @@ export class ChainReader {
 }
 
 /**
- * The last sealed line among the first `size` bytes of the log (which end at a line end), read backwards in
- * 64 KB chunks: its chain, the offset just after it and how many lines follow it; undefined when none is sealed.
+ * The last sealed line among the first `size` bytes of the log (which end at a line end) and after byte `from` (a
+ * line start, default 0), read backwards in 64 KB chunks: its chain, the offset just after it and how many lines
+ * follow it; undefined when none is sealed.
  */
-export async function lastSealedLine(path: string, size: number): Promise<{ end: number; chain: string; linesAfter: number } | undefined> {
-  if (size === 0) return undefined;
+export async function lastSealedLine(path: string, size: number, from = 0): Promise<{ end: number; chain: string; linesAfter: number } | undefined> {
+  if (size <= from) return undefined;
   const handle = await fsp.open(path, 'r');
   try {
     let position = size;
     let carry = Buffer.alloc(0);
     let linesAfter = 0;
-    while (position > 0) {
-      const length = Math.min(64 * 1024, position);
+    while (position > from) {
+      const length = Math.min(64 * 1024, position - from);
       position -= length;
       const chunk = Buffer.allocUnsafe(length);
       const { bytesRead } = await handle.read(chunk, 0, length, position);
@@ -283,7 +304,7 @@ export async function lastSealedLine(path: string, size: number): Promise<{ end:
       let end = buffer.length;
       while (end > 0) {
         const nl = end >= 2 ? buffer.lastIndexOf(0x0a, end - 2) : -1;
-        if (nl === -1 && position > 0) break; // the line starts in an earlier chunk
+        if (nl === -1 && position > from) break; // the line starts in an earlier chunk
         const chain = chainOf(buffer.subarray(nl + 1, end - 1));
         if (chain !== undefined) return { end: position + end, chain, linesAfter };
         linesAfter++;

@@ -4,7 +4,7 @@
  */
 import type { StreamEvent } from '../events/types.js';
 import { isLargeJson, writeJsonPieces } from '../fs/index.js';
-import type { Redactor } from '../redact/index.js';
+import type { RedactionResult, Redactor } from '../redact/index.js';
 import { parseEvent, plainEnvelope } from './envelope.js';
 import { EventStoreError, describeIssues } from './errors.js';
 
@@ -33,8 +33,11 @@ export function encodeEvent(
   // What the runtime emits: checked as parseEvent checks it, written without building the stored event again. When
   // the redaction pass changes the payload or the payload is large, the general path below writes it.
   const plain = plainEnvelope(event);
+  /** The redaction of the payload, when the quick path made it (the general path below takes it over). */
+  let redaction: RedactionResult<Record<string, unknown>> | undefined;
   if (plain !== undefined && plain.runId === target.runId && (plain.sessionKey === undefined || plain.sessionKey === target.sessionKey) && (previousSeq === undefined || plain.seq > previousSeq)) {
-    if (!target.redactor.containsSecrets(plain.payload) && !isLargeJson(plain.payload)) return { line: `${plain.head}${JSON.stringify(plain.payload)}}`, seq: plain.seq };
+    redaction = target.redactor.redact(plain.payload);
+    if (!redaction.redacted && !isLargeJson(plain.payload)) return { line: `${plain.head}${JSON.stringify(plain.payload)}}`, seq: plain.seq };
   }
   const parsed = parseEvent(event);
   if (!parsed.success) throw new EventStoreError(`invalid event${position}: ${describeIssues(parsed.error, '(event)')}`, { path });
@@ -52,7 +55,8 @@ export function encodeEvent(
   if (previousSeq !== undefined && valid.seq <= previousSeq) {
     throw new EventStoreError(`event${position} has seq ${valid.seq}, not greater than the last stored seq ${previousSeq}; continue from lastSeq + 1`, { path });
   }
-  const { value: payload, redacted } = target.redactor.redact(valid.payload);
+  // The quick check accepted this event, so parseEvent kept its payload as it is: its redaction is already made.
+  const { value: payload, redacted } = redaction !== undefined && plain!.payload === valid.payload ? redaction : target.redactor.redact(valid.payload);
   const stored: StreamEvent = redacted ? { ...valid, payload, redaction: { containsSecrets: true } } : valid;
   if (!isLargeJson(stored.payload)) return { line: JSON.stringify(stored), seq: valid.seq };
   const line: Buffer[] = [];

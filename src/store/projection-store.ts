@@ -91,22 +91,16 @@ export class ProjectionStore {
    * Same rules as {@link updateRunMeta}.
    */
   updateRunMetaBatch(runId: string, events: readonly StreamEvent[], options: { persist?: boolean } = {}): Promise<RunMeta> {
-    for (const event of events) {
-      if (event.runId !== runId) {
-        return Promise.reject(new ProjectionStoreError(`event of run ${event.runId} cannot update the projection of run ${runId}`, { path: this.metaPath(runId) }));
+    if (options.persist === false) {
+      try {
+        const folded = this.foldCached(runId, events);
+        if (folded !== undefined) return Promise.resolve(folded);
+      } catch (error) {
+        return Promise.reject(error);
       }
-      if (event.sessionKey !== undefined && event.sessionKey !== this.sessionKey) {
-        return Promise.reject(
-          new ProjectionStoreError(`event of session ${event.sessionKey} cannot update a projection of session ${this.sessionKey}`, { path: this.metaPath(runId) }),
-        );
-      }
-    }
-    const cached = this.cache.get(runId);
-    if (cached !== undefined && options.persist === false && !this.queues.has(runId)) {
-      // Loaded, nothing to write, nothing queued before it: fold now (the durable runtime's per-step update).
-      const folded = foldRunMetaBatch(cached, events);
-      this.cache.set(runId, folded);
-      return Promise.resolve(folded);
+    } else {
+      const foreign = this.foreignEvent(runId, events);
+      if (foreign !== undefined) return Promise.reject(foreign);
     }
     // Updates of one run run one after another, so that calls not awaited by the caller still fold every event.
     const previous = this.queues.get(runId) ?? Promise.resolve();
@@ -123,6 +117,33 @@ export class ProjectionStore {
     );
     this.queues.set(runId, tail);
     return next;
+  }
+
+  /**
+   * {@link updateRunMetaBatch} with `persist: false`, done now when it can be: the projection of `runId` is loaded
+   * and no update is queued before this one (the durable runtime's per-step update). Returns the folded projection,
+   * or undefined when it cannot be done now (then call updateRunMetaBatch). Throws a ProjectionStoreError for an
+   * event of another run or session.
+   */
+  foldCached(runId: string, events: readonly StreamEvent[]): RunMeta | undefined {
+    const foreign = this.foreignEvent(runId, events);
+    if (foreign !== undefined) throw foreign;
+    const cached = this.cache.get(runId);
+    if (cached === undefined || this.queues.has(runId)) return undefined;
+    const folded = foldRunMetaBatch(cached, events);
+    this.cache.set(runId, folded);
+    return folded;
+  }
+
+  /** The error for the first event in `events` that is not of run `runId` of this session, if any. */
+  private foreignEvent(runId: string, events: readonly StreamEvent[]): ProjectionStoreError | undefined {
+    for (const event of events) {
+      if (event.runId !== runId) return new ProjectionStoreError(`event of run ${event.runId} cannot update the projection of run ${runId}`, { path: this.metaPath(runId) });
+      if (event.sessionKey !== undefined && event.sessionKey !== this.sessionKey) {
+        return new ProjectionStoreError(`event of session ${event.sessionKey} cannot update a projection of session ${this.sessionKey}`, { path: this.metaPath(runId) });
+      }
+    }
+    return undefined;
   }
 
   /** Forgets the queue of `runId` once its last update (`tail`) has settled. */

@@ -6,6 +6,8 @@ import { tempDir } from './helpers.js';
 
 const variants = [
   { name: 'writeFileAtomic', write: (path: string, data: string, o?: { fsync?: boolean; mode?: number }) => writeFileAtomic(path, data, o) },
+  // The temp file created on the thread pool (a keyframe written while its run goes on).
+  { name: 'writeFileAtomic, background', write: (path: string, data: string, o?: { fsync?: boolean; mode?: number }) => writeFileAtomic(path, data, { ...o, background: true }) },
   { name: 'writeFileAtomicSync', write: async (path: string, data: string, o?: { fsync?: boolean; mode?: number }) => writeFileAtomicSync(path, data, o) },
 ];
 
@@ -27,6 +29,13 @@ describe.each(variants)('$name', ({ write }) => {
     await expect(write(path, 'new')).rejects.toThrow(/EISDIR|directory/);
     expect(readdirSync(dir)).toEqual(['target']);
     expect(readFileSync(join(path, 'inside'), 'utf8')).toBe('x');
+  });
+
+  it('rejects with the error when the folder cannot be made (a file is in its place), leaving nothing behind', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'file'), 'x');
+    await expect(write(join(dir, 'file', 'sub', 'c.json'), '1')).rejects.toThrow(/ENOTDIR|EEXIST/);
+    expect(readdirSync(dir)).toEqual(['file']);
   });
 
   it('creates the file with the requested mode', async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { REDACTED, Redactor, containsSecrets, isSecretKey, redact } from '../../src/redact/index.js';
 import { SECRETS } from '../store/helpers.js';
 
@@ -118,6 +119,39 @@ describe('redact', () => {
     expect(redact({ note: 'id ACME-123456 here', userPin: '1234' }).redacted).toBe(false);
     expect(() => new Redactor({ patterns: [/x*/] })).toThrow(/matches the empty string/);
     expect(() => new Redactor({ secretKeys: ['--'] })).toThrow(/secretKeys/);
+  });
+
+  it('containsSecrets answers as redact does, for secrets in values, keys, Map keys, Set members, pairs and under secret-named keys', () => {
+    const secret = fc.constantFrom('ghp_R8kL2mQ9xZ4vT7wN1bY5cH3jD6fG0aKsPeUi', 'postgres://admin:Pg5ecret@db/app', 'sk-proj-Q7vLx2Rk9TmWp4ZsN8bYc3HjD6fGa1Ke');
+    const text = fc.oneof(fc.string({ maxLength: 20 }), secret);
+    const key = fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('password', 'apiKey', 'key', 'valueSummary'), secret);
+    const { value } = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small' },
+        text,
+        fc.integer(),
+        fc.dictionary(key, tie('value'), { maxKeys: 4 }),
+        fc.array(tie('value'), { maxLength: 4 }),
+        fc.array(fc.tuple(key, tie('value')), { minLength: 1, maxLength: 3 }),
+        fc.array(fc.tuple(key, tie('value')), { maxLength: 3 }).map((entries) => new Map(entries)),
+        fc.array(text, { maxLength: 3 }).map((members) => new Set(members)),
+      ),
+    }));
+    const redactor = new Redactor();
+    fc.assert(
+      fc.property(value, (input) => {
+        const expected = redactor.redact(input).redacted;
+        expect(redactor.containsSecrets(input)).toBe(expected);
+        // An early answer leaves the redactor as it was: redact still returns the whole redacted copy.
+        expect(redactor.redact(input).redacted).toBe(expected);
+      }),
+      { numRuns: 300 },
+    );
+    const deep: unknown[] = [];
+    let inner = deep;
+    for (let i = 0; i < 6000; i++) inner.push((inner = []));
+    expect(() => redactor.containsSecrets(deep)).toThrow(RangeError);
+    expect(redactor.containsSecrets({ s: 'ok' })).toBe(false);
   });
 
   it('refuses a value nested too deep to check rather than writing it unchecked', () => {
