@@ -62,7 +62,7 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
     source: 'secretlint:database-connection-string, secretlint:basicauth (credentials in a URL)',
     regex: /\b[A-Za-z][A-Za-z0-9+.-]{1,30}:\/\/[^\s:@/?#"'`]*:(?<secret>[^\s@/?#"'`]+)@/g,
     gate: /:\/\//,
-    minLength: 10,
+    minLength: 8,
   },
   {
     id: 'github-token',
@@ -146,7 +146,7 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
     source: 'gitleaks:jwt',
     regex: /\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g,
     gate: /eyJ/,
-    minLength: 20,
+    minLength: 16,
   },
   {
     id: 'authorization-header',
