@@ -40,6 +40,14 @@ interface ReservedRun {
   readonly nodes: ReservedNodes;
   readonly from: number;
   to: number;
+  /** Its place in registration order. */
+  readonly order: number;
+}
+
+/** A node registered one by one, as the id index holds it: its registration key and place in registration order. */
+interface Indexed {
+  readonly key: string;
+  readonly order: number;
 }
 
 /** The registered nodes of one Backpack. */
@@ -49,8 +57,10 @@ export class NodeRegistry {
    * reservations takes one place in that order, under a key no namespace can be (it starts with a NUL).
    */
   readonly #byKey = new Map<string, Actor | ReservedRun>();
-  /** Every flow's reservations, for finding who holds a namespace. */
-  readonly #reserved = new Set<ReservedNodes>();
+  /** The nodes registered one by one, by node id (a lookup by id reads its own entries, not every registration). */
+  readonly #byId = new Map<string, Indexed | Indexed[]>();
+  /** Each flow's runs of reservations, in the order made (so by position), by flow namespace. */
+  readonly #reserved = new Map<string, Map<ReservedNodes, ReservedRun[]>>();
   /** The run the last registration went to, while it is last. */
   #lastRun: ReservedRun | undefined;
   /** Reserved nodes registered again (with new rules): the new actor, by key. */
@@ -67,10 +77,20 @@ export class NodeRegistry {
     if (this.#byKey.get(key) === undefined && this.#reservedHolder(key) !== undefined) {
       this.#again.set(key, actor);
     } else {
-      if (!this.#byKey.has(key)) this.#lastRun = undefined;
+      if (!this.#byKey.has(key)) {
+        this.#lastRun = undefined;
+        this.#index(node.nodeId, { key, order: this.#byKey.size });
+      }
       this.#byKey.set(key, actor);
     }
     return actor;
+  }
+
+  #index(nodeId: string, entry: Indexed): void {
+    const held = this.#byId.get(nodeId);
+    if (held === undefined) this.#byId.set(nodeId, entry);
+    else if (Array.isArray(held)) held.push(entry);
+    else this.#byId.set(nodeId, [held, entry]);
   }
 
   /**
@@ -84,12 +104,19 @@ export class NodeRegistry {
     // The same node registered again (another flow of the same nodes on this Backpack) replaces the registration in
     // its place: that is register's to do, with the node built.
     if (this.#byKey.has(key) || this.#reservedHolder(key) !== undefined) return false;
-    this.#reserved.add(nodes);
     if (this.#lastRun?.nodes === nodes && position >= this.#lastRun.to) {
       this.#lastRun.to = position + 1;
       return true;
     }
-    const run: ReservedRun = { nodes, from: position, to: position + 1 };
+    let flows = this.#reserved.get(nodes.namespace);
+    const runs = flows?.get(nodes) ?? [];
+    // Runs are searched by position: a flow reserves its nodes in order.
+    const last = runs.at(-1);
+    if (last !== undefined && position < last.to) throw new BackpackError(`Node '${id}' is reserved out of order (position ${position}, after ${last.to - 1})`, { nodeId: id });
+    if (flows === undefined) this.#reserved.set(nodes.namespace, (flows = new Map()));
+    if (runs.length === 0) flows.set(nodes, runs);
+    const run: ReservedRun = { nodes, from: position, to: position + 1, order: this.#byKey.size };
+    runs.push(run);
     this.#byKey.set(`\0${this.#byKey.size}`, run);
     this.#lastRun = run;
     return true;
@@ -135,12 +162,12 @@ export class NodeRegistry {
 
   /** The id and parent of the reserved node at registration key `key`, if one holds it. */
   #reservedHolder(key: string): { nodeId: string; parent: Actor | undefined } | undefined {
-    for (const nodes of this.#reserved) {
-      const prefix = nodes.namespace === '' ? '' : `${nodes.namespace}.`;
-      if (!key.startsWith(prefix)) continue;
-      const id = key.slice(prefix.length);
-      if (!id.includes('.') && nodes.position(id) !== undefined) return { nodeId: id, parent: nodes.parent };
-    }
+    // A reserved node's key is its flow's namespace and its id (which holds no '.'): one probe per flow of that namespace.
+    const dot = key.lastIndexOf('.');
+    const flows = this.#reserved.get(dot < 0 ? '' : key.slice(0, dot));
+    if (flows === undefined) return undefined;
+    const id = key.slice(dot + 1);
+    for (const nodes of flows.keys()) if (nodes.position(id) !== undefined) return { nodeId: id, parent: nodes.parent };
     return undefined;
   }
 
@@ -181,18 +208,24 @@ export class NodeRegistry {
     return actor;
   }
 
-  /** The registered nodes with id `nodeId`, in registration order (a reserved node among them is built, no other). */
+  /**
+   * The registered nodes with id `nodeId`, in registration order (a reserved node among them is built, no other): its
+   * entries in the id index, and one probe per flow with reservations (a binary search finds the run holding it).
+   */
   withId(nodeId: string): Actor[] {
-    const matches: Actor[] = [];
-    for (const entry of this.#byKey.values()) {
-      if (entry instanceof Actor) {
-        if (entry.nodeId === nodeId) matches.push(entry);
-      } else {
-        const at = entry.nodes.position(nodeId);
-        if (at !== undefined && at >= entry.from && at < entry.to) matches.push(this.#reservedActor(entry.nodes, nodeId));
+    const found: { order: number; actor: Actor }[] = [];
+    const held = this.#byId.get(nodeId);
+    for (const { key, order } of held === undefined ? [] : Array.isArray(held) ? held : [held]) found.push({ order, actor: this.#byKey.get(key) as Actor });
+    for (const flows of this.#reserved.values()) {
+      for (const [nodes, runs] of flows) {
+        const at = nodes.position(nodeId);
+        if (at === undefined) continue;
+        const run = runHolding(runs, at);
+        if (run !== undefined) found.push({ order: run.order, actor: this.#reservedActor(nodes, nodeId) });
       }
     }
-    return matches;
+    if (found.length > 1) found.sort((a, b) => a.order - b.order);
+    return found.map((f) => f.actor);
   }
 
   /** Every registered node, in registration order (reserved nodes are built for it). */
@@ -211,6 +244,20 @@ export class NodeRegistry {
   #reservedActor(nodes: ReservedNodes, id: string): Actor {
     return this.#again.get(namespaceOf(nodes, id)) ?? nodes.actor(id);
   }
+}
+
+/** The run of `runs` (sorted by position, disjoint) that holds position `at`, if any. */
+function runHolding(runs: readonly ReservedRun[], at: number): ReservedRun | undefined {
+  let low = 0;
+  let high = runs.length - 1;
+  while (low <= high) {
+    const mid = (low + high) >> 1;
+    const run = runs[mid]!;
+    if (at < run.from) high = mid - 1;
+    else if (at >= run.to) low = mid + 1;
+    else return run;
+  }
+  return undefined;
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
