@@ -399,9 +399,9 @@ export class Flow extends BaseFlow<any> {
     const { NodeClass, config } = deferred.source.build(entry);
     const id = config.id;
     const node = new NodeClass(config, { namespace: composeNamespace(this.namespace, id), flow: this, deps: this.deps });
-    if (node.id !== id || nodePermissions(node) !== undefined) {
-      throw new FlowError(`Flow '${this.id}': node '${id}' was added to be built on first use, but its class gives it ${node.id !== id ? `id '${node.id}'` : 'access rules'}`);
-    }
+    // Its access rules are its registration's, made when it was added (none: its class and config gave none then), as
+    // for a node built then: rules a class is given later change neither.
+    if (node.id !== id) throw new FlowError(`Flow '${this.id}': node '${id}' was added to be built on first use, but its class gives it id '${node.id}'`);
     bindNode(node, this.#registrar.adopt(deferred.reserved, id, NodeClass.name), this);
     deferred.source.entries[position] = node;
     return node;
