@@ -44,21 +44,17 @@ interface ReservedRun {
   readonly order: number;
 }
 
-/** A node registered one by one, as the id index holds it: its registration key and place in registration order. */
-interface Indexed {
-  readonly key: string;
-  readonly order: number;
-}
-
 /** The registered nodes of one Backpack. */
 export class NodeRegistry {
+  /** Registration key (the namespace, or `#<nodeId>` for a node without one) to the actor of the node registered there. */
+  readonly #byKey = new Map<string, Actor>();
+  /** Every registration in order: a node registered one by one, or a run of reservations (one place for the run). */
+  readonly #ordered: (Actor | ReservedRun)[] = [];
   /**
-   * Registration key (the namespace, or `#<nodeId>` for a node without one) to actor, in registration order; a run of
-   * reservations takes one place in that order, under a key no namespace can be (it starts with a NUL).
+   * The places in {@link #ordered} of the nodes registered one by one, by node id: a lookup by id reads its own
+   * entries, not every registration (a number, not an object, per node).
    */
-  readonly #byKey = new Map<string, Actor | ReservedRun>();
-  /** The nodes registered one by one, by node id (a lookup by id reads its own entries, not every registration). */
-  readonly #byId = new Map<string, Indexed | Indexed[]>();
+  readonly #byId = new Map<string, number | number[]>();
   /** Each flow's runs of reservations, in the order made (so by position), by flow namespace. */
   readonly #reserved = new Map<string, Map<ReservedNodes, ReservedRun[]>>();
   /** The run the last registration went to, while it is last. */
@@ -77,20 +73,30 @@ export class NodeRegistry {
     if (this.#byKey.get(key) === undefined && this.#reservedHolder(key) !== undefined) {
       this.#again.set(key, actor);
     } else {
-      if (!this.#byKey.has(key)) {
+      const replaced = this.#byKey.get(key);
+      if (replaced === undefined) {
         this.#lastRun = undefined;
-        this.#index(node.nodeId, { key, order: this.#byKey.size });
+        this.#index(node.nodeId, this.#ordered.push(actor) - 1);
+      } else {
+        // The same node again (the checks made sure): its new rules take its place.
+        this.#ordered[this.#placesOf(node.nodeId).find((at) => this.#ordered[at] === replaced)!] = actor;
       }
       this.#byKey.set(key, actor);
     }
     return actor;
   }
 
-  #index(nodeId: string, entry: Indexed): void {
+  #index(nodeId: string, at: number): void {
     const held = this.#byId.get(nodeId);
-    if (held === undefined) this.#byId.set(nodeId, entry);
-    else if (Array.isArray(held)) held.push(entry);
-    else this.#byId.set(nodeId, [held, entry]);
+    if (held === undefined) this.#byId.set(nodeId, at);
+    else if (Array.isArray(held)) held.push(at);
+    else this.#byId.set(nodeId, [held, at]);
+  }
+
+  /** The places in {@link #ordered} of the nodes with id `nodeId` registered one by one, in order. */
+  #placesOf(nodeId: string): readonly number[] {
+    const held = this.#byId.get(nodeId);
+    return held === undefined ? [] : Array.isArray(held) ? held : [held];
   }
 
   /**
@@ -115,9 +121,9 @@ export class NodeRegistry {
     if (last !== undefined && position < last.to) throw new BackpackError(`Node '${id}' is reserved out of order (position ${position}, after ${last.to - 1})`, { nodeId: id });
     if (flows === undefined) this.#reserved.set(nodes.namespace, (flows = new Map()));
     if (runs.length === 0) flows.set(nodes, runs);
-    const run: ReservedRun = { nodes, from: position, to: position + 1, order: this.#byKey.size };
+    const run: ReservedRun = { nodes, from: position, to: position + 1, order: this.#ordered.length };
     runs.push(run);
-    this.#byKey.set(`\0${this.#byKey.size}`, run);
+    this.#ordered.push(run);
     this.#lastRun = run;
     return true;
   }
@@ -147,8 +153,7 @@ export class NodeRegistry {
     }
     const permissions = node.permissions === undefined ? undefined : checkPermissions(nodeId, node.permissions);
     const key = namespace === '' ? `#${nodeId}` : namespace;
-    const held = this.#byKey.get(key);
-    const holder = held instanceof Actor ? held : this.#reservedHolder(key);
+    const holder = this.#byKey.get(key) ?? this.#reservedHolder(key);
     if (holder !== undefined && (holder.nodeId !== nodeId || holder.parent !== parent)) {
       throw new BackpackError(
         namespace === ''
@@ -214,8 +219,7 @@ export class NodeRegistry {
    */
   withId(nodeId: string): Actor[] {
     const found: { order: number; actor: Actor }[] = [];
-    const held = this.#byId.get(nodeId);
-    for (const { key, order } of held === undefined ? [] : Array.isArray(held) ? held : [held]) found.push({ order, actor: this.#byKey.get(key) as Actor });
+    for (const at of this.#placesOf(nodeId)) found.push({ order: at, actor: this.#ordered[at] as Actor });
     for (const flows of this.#reserved.values()) {
       for (const [nodes, runs] of flows) {
         const at = nodes.position(nodeId);
@@ -230,7 +234,7 @@ export class NodeRegistry {
 
   /** Every registered node, in registration order (reserved nodes are built for it). */
   *values(): IterableIterator<Actor> {
-    for (const entry of this.#byKey.values()) {
+    for (const entry of this.#ordered) {
       if (entry instanceof Actor) yield entry;
       else {
         for (let at = entry.from; at < entry.to; at++) {
