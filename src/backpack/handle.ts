@@ -98,16 +98,11 @@ export class NodeRegistrar {
 
   /**
    * The reservations of a flow's nodes that are built on first use: they sit under `namespace`, inside the
-   * registrar's node if any; the flow answers where each is and makes its node (see {@link ReservedNodes}).
+   * registrar's node if any; the flow's own functions answer where each is and make its node (see {@link ReservedNodes}).
    */
   reservations(namespace: string, flow: Pick<ReservedNodes, 'position' | 'idAt'> & { actor(id: string): RegisteredNode }): ReservedNodes {
-    return {
-      namespace,
-      parent: this.#parent,
-      position: (id) => flow.position(id),
-      idAt: (at) => flow.idAt(at),
-      actor: (id) => flow.actor(id) as unknown as Actor,
-    };
+    // A RegisteredNode is the registrar's Actor under an opaque type: the flow's function is the one called.
+    return { namespace, parent: this.#parent, position: flow.position, idAt: flow.idAt, actor: flow.actor as unknown as ReservedNodes['actor'] };
   }
 
   /**

@@ -40,17 +40,23 @@ interface ReservedRun {
   readonly nodes: ReservedNodes;
   readonly from: number;
   to: number;
+  /** Its place in registration order. */
+  readonly order: number;
 }
 
 /** The registered nodes of one Backpack. */
 export class NodeRegistry {
+  /** Registration key (the namespace, or `#<nodeId>` for a node without one) to the actor of the node registered there. */
+  readonly #byKey = new Map<string, Actor>();
+  /** Every registration in order: a node registered one by one, or a run of reservations (one place for the run). */
+  readonly #ordered: (Actor | ReservedRun)[] = [];
   /**
-   * Registration key (the namespace, or `#<nodeId>` for a node without one) to actor, in registration order; a run of
-   * reservations takes one place in that order, under a key no namespace can be (it starts with a NUL).
+   * The places in {@link #ordered} of the nodes registered one by one, by node id: a lookup by id reads its own
+   * entries, not every registration (a number, not an object, per node).
    */
-  readonly #byKey = new Map<string, Actor | ReservedRun>();
-  /** Every flow's reservations, for finding who holds a namespace. */
-  readonly #reserved = new Set<ReservedNodes>();
+  readonly #byId = new Map<string, number | number[]>();
+  /** Each flow's runs of reservations, in the order made (so by position), by flow namespace. */
+  readonly #reserved = new Map<string, Map<ReservedNodes, ReservedRun[]>>();
   /** The run the last registration went to, while it is last. */
   #lastRun: ReservedRun | undefined;
   /** Reserved nodes registered again (with new rules): the new actor, by key. */
@@ -67,10 +73,30 @@ export class NodeRegistry {
     if (this.#byKey.get(key) === undefined && this.#reservedHolder(key) !== undefined) {
       this.#again.set(key, actor);
     } else {
-      if (!this.#byKey.has(key)) this.#lastRun = undefined;
+      const replaced = this.#byKey.get(key);
+      if (replaced === undefined) {
+        this.#lastRun = undefined;
+        this.#index(node.nodeId, this.#ordered.push(actor) - 1);
+      } else {
+        // The same node again (the checks made sure): its new rules take its place.
+        this.#ordered[this.#placesOf(node.nodeId).find((at) => this.#ordered[at] === replaced)!] = actor;
+      }
       this.#byKey.set(key, actor);
     }
     return actor;
+  }
+
+  #index(nodeId: string, at: number): void {
+    const held = this.#byId.get(nodeId);
+    if (held === undefined) this.#byId.set(nodeId, at);
+    else if (Array.isArray(held)) held.push(at);
+    else this.#byId.set(nodeId, [held, at]);
+  }
+
+  /** The places in {@link #ordered} of the nodes with id `nodeId` registered one by one, in order. */
+  #placesOf(nodeId: string): readonly number[] {
+    const held = this.#byId.get(nodeId);
+    return held === undefined ? [] : Array.isArray(held) ? held : [held];
   }
 
   /**
@@ -84,13 +110,20 @@ export class NodeRegistry {
     // The same node registered again (another flow of the same nodes on this Backpack) replaces the registration in
     // its place: that is register's to do, with the node built.
     if (this.#byKey.has(key) || this.#reservedHolder(key) !== undefined) return false;
-    this.#reserved.add(nodes);
     if (this.#lastRun?.nodes === nodes && position >= this.#lastRun.to) {
       this.#lastRun.to = position + 1;
       return true;
     }
-    const run: ReservedRun = { nodes, from: position, to: position + 1 };
-    this.#byKey.set(`\0${this.#byKey.size}`, run);
+    let flows = this.#reserved.get(nodes.namespace);
+    const runs = flows?.get(nodes) ?? [];
+    // Runs are searched by position: a flow reserves its nodes in order.
+    const last = runs.at(-1);
+    if (last !== undefined && position < last.to) throw new BackpackError(`Node '${id}' is reserved out of order (position ${position}, after ${last.to - 1})`, { nodeId: id });
+    if (flows === undefined) this.#reserved.set(nodes.namespace, (flows = new Map()));
+    if (runs.length === 0) flows.set(nodes, runs);
+    const run: ReservedRun = { nodes, from: position, to: position + 1, order: this.#ordered.length };
+    runs.push(run);
+    this.#ordered.push(run);
     this.#lastRun = run;
     return true;
   }
@@ -120,8 +153,7 @@ export class NodeRegistry {
     }
     const permissions = node.permissions === undefined ? undefined : checkPermissions(nodeId, node.permissions);
     const key = namespace === '' ? `#${nodeId}` : namespace;
-    const held = this.#byKey.get(key);
-    const holder = held instanceof Actor ? held : this.#reservedHolder(key);
+    const holder = this.#byKey.get(key) ?? this.#reservedHolder(key);
     if (holder !== undefined && (holder.nodeId !== nodeId || holder.parent !== parent)) {
       throw new BackpackError(
         namespace === ''
@@ -135,12 +167,12 @@ export class NodeRegistry {
 
   /** The id and parent of the reserved node at registration key `key`, if one holds it. */
   #reservedHolder(key: string): { nodeId: string; parent: Actor | undefined } | undefined {
-    for (const nodes of this.#reserved) {
-      const prefix = nodes.namespace === '' ? '' : `${nodes.namespace}.`;
-      if (!key.startsWith(prefix)) continue;
-      const id = key.slice(prefix.length);
-      if (!id.includes('.') && nodes.position(id) !== undefined) return { nodeId: id, parent: nodes.parent };
-    }
+    // A reserved node's key is its flow's namespace and its id (which holds no '.'): one probe per flow of that namespace.
+    const dot = key.lastIndexOf('.');
+    const flows = this.#reserved.get(dot < 0 ? '' : key.slice(0, dot));
+    if (flows === undefined) return undefined;
+    const id = key.slice(dot + 1);
+    for (const nodes of flows.keys()) if (nodes.position(id) !== undefined) return { nodeId: id, parent: nodes.parent };
     return undefined;
   }
 
@@ -181,23 +213,28 @@ export class NodeRegistry {
     return actor;
   }
 
-  /** The registered nodes with id `nodeId`, in registration order (a reserved node among them is built, no other). */
+  /**
+   * The registered nodes with id `nodeId`, in registration order (a reserved node among them is built, no other): its
+   * entries in the id index, and one probe per flow with reservations (a binary search finds the run holding it).
+   */
   withId(nodeId: string): Actor[] {
-    const matches: Actor[] = [];
-    for (const entry of this.#byKey.values()) {
-      if (entry instanceof Actor) {
-        if (entry.nodeId === nodeId) matches.push(entry);
-      } else {
-        const at = entry.nodes.position(nodeId);
-        if (at !== undefined && at >= entry.from && at < entry.to) matches.push(this.#reservedActor(entry.nodes, nodeId));
+    const found: { order: number; actor: Actor }[] = [];
+    for (const at of this.#placesOf(nodeId)) found.push({ order: at, actor: this.#ordered[at] as Actor });
+    for (const flows of this.#reserved.values()) {
+      for (const [nodes, runs] of flows) {
+        const at = nodes.position(nodeId);
+        if (at === undefined) continue;
+        const run = runHolding(runs, at);
+        if (run !== undefined) found.push({ order: run.order, actor: this.#reservedActor(nodes, nodeId) });
       }
     }
-    return matches;
+    if (found.length > 1) found.sort((a, b) => a.order - b.order);
+    return found.map((f) => f.actor);
   }
 
   /** Every registered node, in registration order (reserved nodes are built for it). */
   *values(): IterableIterator<Actor> {
-    for (const entry of this.#byKey.values()) {
+    for (const entry of this.#ordered) {
       if (entry instanceof Actor) yield entry;
       else {
         for (let at = entry.from; at < entry.to; at++) {
@@ -211,6 +248,20 @@ export class NodeRegistry {
   #reservedActor(nodes: ReservedNodes, id: string): Actor {
     return this.#again.get(namespaceOf(nodes, id)) ?? nodes.actor(id);
   }
+}
+
+/** The run of `runs` (sorted by position, disjoint) that holds position `at`, if any. */
+function runHolding(runs: readonly ReservedRun[], at: number): ReservedRun | undefined {
+  let low = 0;
+  let high = runs.length - 1;
+  while (low <= high) {
+    const mid = (low + high) >> 1;
+    const run = runs[mid]!;
+    if (at < run.from) high = mid - 1;
+    else if (at >= run.to) low = mid + 1;
+    else return run;
+  }
+  return undefined;
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).

@@ -272,26 +272,7 @@ export class Flow extends BaseFlow<any> {
     if (typeof NodeClass !== 'function' || (NodeClass !== BackpackNode && !(NodeClass.prototype instanceof BackpackNode))) {
       throw new TypeError(`Flow '${this.id}': addNode takes a BackpackNode class, got ${String(NodeClass)}`);
     }
-    if (!config || typeof config.id !== 'string' || config.id === '') {
-      throw new TypeError(`Flow '${this.id}': addNode(${NodeClass.name}, config) needs config.id, a non-empty string`);
-    }
-    if (this.#has(config.id)) {
-      throw new FlowError(`Flow '${this.id}' already has a node with id '${config.id}': node ids must be unique within a flow`);
-    }
-    const segment = checkSegment(config.namespaceSegment ?? NodeClass.namespaceSegment ?? config.id, `Namespace segment of node '${config.id}'`);
-    const namespace = composeNamespace(this.namespace, segment);
-    // Another node with this segment: one that chose it, or (for a node that chose its own) the node of that id
-    // (a node built on first use has its id as its segment).
-    const named = segment === config.id ? undefined : this.#nodes.get(segment);
-    const holder =
-      this.#ownSegments.get(segment) ??
-      (named instanceof BackpackNode && named.namespace === namespace ? named.id : segment !== config.id && this.#reservedAt(segment) !== undefined ? segment : undefined);
-    if (holder !== undefined) {
-      throw new FlowError(
-        `Nodes '${holder}' and '${config.id}' of flow '${this.id}' would share namespace '${namespace}': ` +
-          `give one of them its own segment with config.namespaceSegment`,
-      );
-    }
+    const { segment, namespace } = this.#checkNew(NodeClass, config?.id, config?.namespaceSegment ?? NodeClass.namespaceSegment);
     const node = new NodeClass(config, { namespace, flow: this, deps: this.deps });
     const registration = { nodeId: node.id, nodeName: NodeClass.name, namespace, permissions: nodePermissions(node) };
     // The node keeps its registration (no binding object per node): mappings on its routes are committed as the node
@@ -301,6 +282,35 @@ export class Flow extends BaseFlow<any> {
     if (segment !== node.id) this.#ownSegments.set(segment, node.id);
     if (!this.entryNode) super.setEntryNode(node);
     return node;
+  }
+
+  /**
+   * The checks of a node about to be added (as `id`, with namespace segment `own` or its id), with addNode's errors:
+   * its id, its uniqueness, its segment, and that no other node of the flow has that segment. Returns its segment
+   * and full namespace.
+   */
+  #checkNew(NodeClass: BackpackNodeClass, id: unknown, own: string | undefined): { segment: string; namespace: string } {
+    if (typeof id !== 'string' || id === '') {
+      throw new TypeError(`Flow '${this.id}': addNode(${NodeClass.name}, config) needs config.id, a non-empty string`);
+    }
+    if (this.#has(id)) {
+      throw new FlowError(`Flow '${this.id}' already has a node with id '${id}': node ids must be unique within a flow`);
+    }
+    const segment = checkSegment(own ?? id, `Namespace segment of node '${id}'`);
+    const namespace = composeNamespace(this.namespace, segment);
+    // Another node with this segment: one that chose it, or (for a node that chose its own) the node of that id
+    // (a node built on first use has its id as its segment).
+    const named = segment === id ? undefined : this.#nodes.get(segment);
+    const holder =
+      this.#ownSegments.get(segment) ??
+      (named instanceof BackpackNode && named.namespace === namespace ? named.id : segment !== id && this.#reservedAt(segment) !== undefined ? segment : undefined);
+    if (holder !== undefined) {
+      throw new FlowError(
+        `Nodes '${holder}' and '${id}' of flow '${this.id}' would share namespace '${namespace}': ` +
+          `give one of them its own segment with config.namespaceSegment`,
+      );
+    }
+    return { segment, namespace };
   }
 
   /** See {@link deferNodes}. */
@@ -327,20 +337,7 @@ export class Flow extends BaseFlow<any> {
     if (typeof NodeClass !== 'function' || !(NodeClass.prototype instanceof BackpackNode) || NodeClass.namespaceSegment !== undefined) {
       throw new TypeError(`Flow '${this.id}': a node built on first use is of a BackpackNode class without a namespaceSegment, got ${String(NodeClass)}`);
     }
-    if (typeof id !== 'string' || id === '') {
-      throw new TypeError(`Flow '${this.id}': addNode(${NodeClass.name}, config) needs config.id, a non-empty string`);
-    }
-    if (this.#has(id)) {
-      throw new FlowError(`Flow '${this.id}' already has a node with id '${id}': node ids must be unique within a flow`);
-    }
-    const segment = checkSegment(id, `Namespace segment of node '${id}'`);
-    const holder = this.#ownSegments.get(segment);
-    if (holder !== undefined) {
-      throw new FlowError(
-        `Nodes '${holder}' and '${id}' of flow '${this.id}' would share namespace '${composeNamespace(this.namespace, segment)}': ` +
-          `give one of them its own segment with config.namespaceSegment`,
-      );
-    }
+    this.#checkNew(NodeClass, id, undefined);
     if (deferred.source.position(id) !== position) throw new FlowError(`Flow '${this.id}': node '${id}' is not at position ${position} of its config`);
     if (!this.#registrar.reserve(deferred.reserved, id, NodeClass.name, position)) return false;
     deferred.added = position + 1;
@@ -402,9 +399,9 @@ export class Flow extends BaseFlow<any> {
     const { NodeClass, config } = deferred.source.build(entry);
     const id = config.id;
     const node = new NodeClass(config, { namespace: composeNamespace(this.namespace, id), flow: this, deps: this.deps });
-    if (node.id !== id || nodePermissions(node) !== undefined) {
-      throw new FlowError(`Flow '${this.id}': node '${id}' was added to be built on first use, but its class gives it ${node.id !== id ? `id '${node.id}'` : 'access rules'}`);
-    }
+    // Its access rules are its registration's, made when it was added (none: its class and config gave none then), as
+    // for a node built then: rules a class is given later change neither.
+    if (node.id !== id) throw new FlowError(`Flow '${this.id}': node '${id}' was added to be built on first use, but its class gives it id '${node.id}'`);
     bindNode(node, this.#registrar.adopt(deferred.reserved, id, NodeClass.name), this);
     deferred.source.entries[position] = node;
     return node;
@@ -412,18 +409,33 @@ export class Flow extends BaseFlow<any> {
 
   /** Every node id, in the order added (building no node). */
   #ids(): string[] {
+    return this.#walk(
+      (deferred, at) => {
+        const entry = deferred.source.entries[at];
+        return entry === undefined || entry instanceof BaseNode ? entry?.id : deferred.source.idOf(entry);
+      },
+      (node) => node.id,
+    );
+  }
+
+  /**
+   * The flow's nodes in the order added, as `loaded` gives the one at a position of the loaded nodes (skipped when
+   * undefined) and `later` any other (added after the loaded ones; the loader's own are in #nodes and at their position).
+   */
+  #walk<T>(loaded: (deferred: Deferred, position: number) => T | undefined, later: (node: BaseNode) => T): T[] {
     const deferred = this.#deferred;
-    if (deferred === undefined) return [...this.#nodes.keys()];
-    const ids: string[] = [];
-    for (let at = 0; at < deferred.added; at++) {
-      const entry = deferred.source.entries[at];
-      if (entry !== undefined) ids.push(entry instanceof BaseNode ? entry.id : deferred.source.idOf(entry));
+    const out: T[] = [];
+    if (deferred !== undefined) {
+      for (let at = 0; at < deferred.added; at++) {
+        const item = loaded(deferred, at);
+        if (item !== undefined) out.push(item);
+      }
     }
-    for (const [id, node] of this.#nodes) {
-      const at = deferred.source.position(id);
-      if (at === undefined || at >= deferred.added || deferred.source.entries[at] !== node) ids.push(id);
+    for (const node of this.#nodes.values()) {
+      const at = deferred?.source.position(node.id);
+      if (at === undefined || at >= deferred!.added || deferred!.source.entries[at] !== node) out.push(later(node));
     }
-    return ids;
+    return out;
   }
 
   /** Makes `node` (or the node added with that id, as BackpackFlow v2 allowed) the entry node. */
@@ -447,19 +459,7 @@ export class Flow extends BaseFlow<any> {
 
   /** Every node added to this flow, in the order added. */
   getAllNodes(): BaseNode[] {
-    const deferred = this.#deferred;
-    if (deferred === undefined) return [...this.#nodes.values()];
-    const nodes: BaseNode[] = [];
-    for (let at = 0; at < deferred.added; at++) {
-      const node = this.#nodeAt(deferred, at);
-      if (node !== undefined) nodes.push(node);
-    }
-    // Nodes added after the loaded ones (the loader's own are in #nodes and at their position).
-    for (const node of this.#nodes.values()) {
-      const at = deferred.source.position(node.id);
-      if (at === undefined || at >= deferred.added || deferred.source.entries[at] !== node) nodes.push(node);
-    }
-    return nodes;
+    return this.#walk((deferred, at) => this.#nodeAt(deferred, at), (node) => node);
   }
 
   /** True once the flow has run: its nodes and routes can no longer change. */

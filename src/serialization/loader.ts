@@ -2,7 +2,7 @@ import type { ZodType } from 'zod';
 import { Backpack as BackpackClass, BackpackError, type Backpack, type NodePermissions } from '../backpack/index.js';
 import { adoptValue } from '../backpack/values.js';
 import { EventStreamer as EventStreamerClass, type EventStreamer } from '../events/index.js';
-import { mappingProblems, type BaseNode } from '../flow/index.js';
+import { FlowError, mappingProblems, type BaseNode } from '../flow/index.js';
 import {
   BackpackNode,
   Flow,
@@ -19,7 +19,7 @@ import { deferNode, deferNodes, placeNode, type DeferredNodes } from '../nodes/f
 import { BACKPACK_DEP, DependencyContainer, EVENT_STREAMER_DEP } from './container.js';
 import { FlowConfigError, pointer, type ConfigProblem } from './errors.js';
 import { nestingProblem } from './limits.js';
-import { constructsPlainly } from './plain-class.js';
+import { constructorChange, constructsPlainly } from './plain-class.js';
 import { parseFlowConfig } from './parse.js';
 import { flattenEdges, flattenNodes, findNode, getCompositeNodes, getMaxDepth } from './query.js';
 import { FlowConfigSchema, SUPPORTED_MAJOR_VERSION, type FlowConfig, type FlowEdge, type NodeConfig } from './schema.js';
@@ -98,6 +98,12 @@ const DEFAULT_DEPTH = 10;
 const DEFAULT_MAX_STEPS = 1000;
 const DEFAULT_MISSING_ROUTE = 'warn';
 
+/** What one load keeps while it adds nodes: the id tables of its check, and its verdict on each class (see constructsPlainly). */
+interface LoadState {
+  readonly tables: Map<FlowConfig, NameTable>;
+  readonly plain: Map<LoadableNodeClass, boolean>;
+}
+
 /**
  * Turns flow configs (JSON) into running flows and flows back into configs (PRD-004 §4-§6, DESIGN D13-D14). Node
  * classes are registered under a type name; `loadFlow` validates the whole config first and refuses it with every
@@ -172,7 +178,7 @@ export class FlowLoader implements FlowConfigLoader {
       ? caller.createNestedFlow(settings)
       : new Flow({ ...settings, backpack, eventStreamer });
     const loadProblems: ConfigProblem[] = [];
-    await this.#populate(flow, parsed, '', options.env ?? process.env, share, loadProblems, tables);
+    await this.#populate(flow, parsed, '', options.env ?? process.env, share, loadProblems, { tables, plain: new Map() });
     if (loadProblems.length > 0) throw new FlowConfigError(loadProblems, 'Flow config could not be loaded');
     return flow;
   }
@@ -332,12 +338,12 @@ export class FlowLoader implements FlowConfigLoader {
     env: Record<string, string | undefined>,
     share: boolean,
     problems: ConfigProblem[],
-    tables: Map<FlowConfig, NameTable>,
+    load: LoadState,
   ): Promise<void> {
     // Subflows by namespace; nodes are found by id in the flow (a million nodes need no second map).
     const subflows = new Map<string, Flow>();
     const target = (id: string): BaseNode | undefined => flow.getNode(id) ?? subflows.get(id);
-    const names = tables.get(cfg);
+    const names = load.tables.get(cfg);
     const deferring = share && names !== undefined && cfg.nodes.every((node) => this.#types.get(node.type)!.fromConfig === undefined);
     if (deferring) {
       deferNodes(flow, {
@@ -355,7 +361,7 @@ export class FlowLoader implements FlowConfigLoader {
       const NodeClass = this.#types.get(node.type)!;
       const params = resolveEnvRefs(node.params, `${at}/params`, env, problems, share);
       if (share) adoptParams(params);
-      if (deferring && params === node.params && flow.entryNode !== undefined && this.#buildsLater(NodeClass, node)) {
+      if (deferring && params === node.params && flow.entryNode !== undefined && this.#buildsLater(NodeClass, node, load)) {
         let deferred: boolean;
         try {
           deferred = deferNode(flow, NodeClass, node.id, i);
@@ -384,7 +390,7 @@ export class FlowLoader implements FlowConfigLoader {
       if (node.internalFlow) {
         const inner = node.internalFlow;
         const child = flow.createChildFlow(instance, { maxSteps: inner.maxSteps, onMissingRoute: inner.onMissingRoute });
-        await this.#populate(child, inner, `${at}/internalFlow`, env, share, problems, tables);
+        await this.#populate(child, inner, `${at}/internalFlow`, env, share, problems, load);
         instance.attachInternalFlow(child);
       }
       // The checked copy is the loader's own (#check made every array of it): a built node's entry is not needed again
@@ -393,7 +399,7 @@ export class FlowLoader implements FlowConfigLoader {
     }
     for (const [k, sub] of (cfg.subflows ?? []).entries()) {
       const subflow = flow.addSubflow({ namespace: sub.namespace, maxSteps: sub.maxSteps, onMissingRoute: sub.onMissingRoute });
-      await this.#populate(subflow, sub, `${path}/subflows/${k}`, env, share, problems, tables);
+      await this.#populate(subflow, sub, `${path}/subflows/${k}`, env, share, problems, load);
       subflows.set(sub.namespace, subflow);
     }
     for (const edge of cfg.edges) {
@@ -412,17 +418,28 @@ export class FlowLoader implements FlowConfigLoader {
    * (see {@link constructsPlainly}) and its config sets no namespace segment, permissions or internal flow, and
    * retry settings the Node constructor takes. Creating it then cannot fail, nor change anything but the flow.
    */
-  #buildsLater(NodeClass: LoadableNodeClass, node: NodeConfig): boolean {
+  #buildsLater(NodeClass: LoadableNodeClass, node: NodeConfig, load: LoadState): boolean {
     if (node.namespaceSegment !== undefined || node.permissions !== undefined || node.internalFlow !== undefined) return false;
     if (node.maxRetries !== undefined && !(Number.isInteger(node.maxRetries) && node.maxRetries >= 1)) return false;
     if (node.retryDelayMs !== undefined && !(Number.isFinite(node.retryDelayMs) && node.retryDelayMs >= 0)) return false;
-    return constructsPlainly(NodeClass);
+    // Judged once per load (a class may change between loads: see constructsPlainly).
+    let plain = load.plain.get(NodeClass);
+    if (plain === undefined) load.plain.set(NodeClass, (plain = constructsPlainly(NodeClass)));
+    return plain;
   }
 
   /** How a flow builds a node {@link #populate} deferred: its class and config, as the node would have been added. */
   readonly #builder: DeferredNodes['build'] = (record) => {
     const node = record as NodeConfig;
-    return { NodeClass: this.#types.get(node.type)!, config: nodeConfigOf(node, node.params) };
+    const NodeClass = this.#types.get(node.type)!;
+    // Judged plain at load; a class changed since (a getter put on its prototype, a paramsSchema assigned) would make
+    // this node differ from one built at load: an error naming the change. (Its access rules are its registration's,
+    // made at load, as for a node built then.)
+    const change = constructorChange(NodeClass);
+    if (change !== undefined) {
+      throw new FlowError(`Node '${node.id}' was to be built on first use, but its class ${NodeClass.name} changed since the flow was loaded (${change}): it cannot be built as it would have been at load`);
+    }
+    return { NodeClass, config: nodeConfigOf(node, node.params) };
   };
 
   // ------------------------------------------------------------------ export

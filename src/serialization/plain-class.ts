@@ -9,7 +9,8 @@ import { BackpackNode, type BackpackNodeClass } from '../nodes/index.js';
 /** acorn, loaded when a class is first judged (not with the library: most processes never load a flow). */
 let acorn: typeof Acorn | undefined;
 
-const verdicts = new WeakMap<object, boolean>();
+/** The verdict on each class's own source (parsed once: a function's source never changes). */
+const sourceVerdicts = new WeakMap<object, boolean>();
 
 /**
  * True when `NodeClass` (a BackpackNode class) and every class between it and BackpackNode are `class` source that
@@ -18,25 +19,53 @@ const verdicts = new WeakMap<object, boolean>();
  * that `new NodeClass(config, context)` does exactly what BackpackNode's constructor does with a checked config,
  * which cannot fail and changes nothing else. Anything this cannot read (a class compiled to a function, a proxy,
  * source acorn does not parse) is judged not plain. Static members and methods are fine; an instance getter or
- * setter is not (the constructors set and read instance properties, which an accessor could intercept).
+ * setter is not (the constructors set and read instance properties, which an accessor could intercept), whether
+ * written in the class or put on its prototype later. Only the verdict on each class's source is kept: what can be
+ * changed after the class is defined (its statics, its prototypes' properties, its chain of classes) is read again
+ * at every call, so a class changed after a flow was loaded is judged as it is now (see {@link constructorChange}).
  */
 export function constructsPlainly(NodeClass: BackpackNodeClass): boolean {
-  let verdict = verdicts.get(NodeClass);
-  if (verdict === undefined) {
-    verdict = judge(NodeClass);
-    verdicts.set(NodeClass, verdict);
-  }
-  return verdict;
+  return describeChange(NodeClass) === undefined;
 }
 
-function judge(NodeClass: BackpackNodeClass): boolean {
-  const loadable = NodeClass as BackpackNodeClass & { fromConfig?: unknown };
-  if (loadable.fromConfig !== undefined || NodeClass.namespaceSegment !== undefined || NodeClass.permissions !== undefined || NodeClass.paramsSchema !== undefined) return false;
-  if ('permissions' in NodeClass.prototype) return false;
-  for (let C: unknown = NodeClass; C !== BackpackNode; C = Object.getPrototypeOf(C)) {
-    if (typeof C !== 'function' || !(C.prototype instanceof BackpackNode) || !declaresNoInstanceState(C)) return false;
+/**
+ * Undefined when `NodeClass` constructs plainly (see {@link constructsPlainly}), else what makes it not, in words.
+ */
+function describeChange(NodeClass: BackpackNodeClass): string | undefined {
+  for (const name of ['fromConfig', 'namespaceSegment', 'permissions'] as const) {
+    if ((NodeClass as unknown as Record<string, unknown>)[name] !== undefined) return `it has a static '${name}'`;
   }
-  return true;
+  if ('permissions' in NodeClass.prototype) return "its nodes have 'permissions'";
+  return constructorChange(NodeClass);
+}
+
+/**
+ * Undefined when `new NodeClass(config, context)` would run none of the class's own code (see
+ * {@link constructsPlainly}; what it says of the class's registration, its static or prototype `permissions`, its
+ * `namespaceSegment` and `fromConfig`, is left out), else what would run, in words. The loader asks this again when it
+ * builds a node on first use: a class changed since the flow was loaded so that building a node now would run code
+ * that building it at load did not is an error naming the change, not a node built differently.
+ */
+export function constructorChange(NodeClass: BackpackNodeClass): string | undefined {
+  if (NodeClass.paramsSchema !== undefined) return "it has a static 'paramsSchema'";
+  for (let C: unknown = NodeClass; C !== BackpackNode; C = Object.getPrototypeOf(C)) {
+    if (typeof C !== 'function' || !(C.prototype instanceof BackpackNode)) return 'it does not extend BackpackNode as a class';
+    const accessor = accessorOf(C.prototype as object);
+    if (accessor !== undefined) return `the prototype of ${C.name || 'a class'} has a getter or setter '${String(accessor)}'`;
+    let plain = sourceVerdicts.get(C);
+    if (plain === undefined) sourceVerdicts.set(C, (plain = declaresNoInstanceState(C)));
+    if (!plain) return `class ${C.name || '(anonymous)'} declares a constructor or an instance field, or its source cannot be read`;
+  }
+  return undefined;
+}
+
+/** The first own property of `prototype` that is a getter or setter, if any. */
+function accessorOf(prototype: object): PropertyKey | undefined {
+  for (const key of Reflect.ownKeys(prototype)) {
+    const descriptor = Reflect.getOwnPropertyDescriptor(prototype, key);
+    if (descriptor !== undefined && (descriptor.get !== undefined || descriptor.set !== undefined)) return key;
+  }
+  return undefined;
 }
 
 /** True when the source of class `C` parses as a class whose body has no constructor and no instance field. */
