@@ -1,3 +1,4 @@
+import { RecordBody } from './record-body.js';
 import type { HashBackend } from './hash.js';
 import type { NodeRecord, ScanBasis } from './tree.js';
 import type { TreeJournalEntry } from './tree-journal.js';
@@ -75,19 +76,16 @@ export function encodeStatIndex(tree: Buffer, backend: HashBackend): Buffer | un
  * The records of a stat index read in place (the same interface as the tree file's `StoredNodes` offers the quick
  * check): kind, path and cached stat per record, a lookup by path, and the raw bytes for the stat helper thread.
  */
-export class StatIndex {
-  private readonly view: DataView;
-
+export class StatIndex extends RecordBody {
   private constructor(
-    private readonly body: Buffer,
-    private readonly starts: Int32Array,
-    /** Every path is ASCII. */
-    readonly ascii: boolean,
+    body: Buffer,
+    starts: Int32Array,
+    ascii: boolean,
     /** The root's NodeID in the tree file, as hex. */
     readonly rootId: string,
     readonly basis: ScanBasis | undefined,
   ) {
-    this.view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+    super(body, starts, ascii);
   }
 
   /**
@@ -112,37 +110,6 @@ export class StatIndex {
 
   get size(): number {
     return this.starts.length;
-  }
-
-  /** The raw bytes the records are in, and where each record starts (for the stat helper thread). */
-  get raw(): { readonly body: Buffer; readonly starts: Int32Array } {
-    return { body: this.body, starts: this.starts };
-  }
-
-  /** Where the path of record `i` ends in the body. */
-  pathEnd(i: number): number {
-    const o = this.starts[i]!;
-    return o + 5 + this.view.getUint32(o + 1);
-  }
-
-  /** Kind code (1 file, 2 dir, 3 symlink) of record `i`. */
-  kindCodeAt(i: number): number {
-    return this.body[this.starts[i]!]!;
-  }
-
-  /** The path of record `i`. */
-  pathAt(i: number): string {
-    const o = this.starts[i]!;
-    return this.body.toString(this.ascii ? 'latin1' : 'utf8', o + 5, this.pathEnd(i));
-  }
-
-  /** Size, mtimeMs and ino of record `i` into `out` at `j`. */
-  statAt(i: number, out: Float64Array, j: number): void {
-    const p = this.pathEnd(i);
-    const view = this.view;
-    out[j] = view.getFloat64(p);
-    out[j + 1] = view.getFloat64(p + 8);
-    out[j + 2] = view.getFloat64(p + 16);
   }
 
   /** Position of `path`, or -1. */

@@ -1,4 +1,5 @@
 import type { Encoder } from './hash.js';
+import { latin1Slice, RecordBody } from './record-body.js';
 import type { NodeKind, NodeRecord } from './tree.js';
 
 const KIND_BY_CODE: Record<number, NodeKind | undefined> = { 1: 'file', 2: 'dir', 3: 'symlink' };
@@ -19,23 +20,19 @@ const FIXED_BYTES = 24 + 64;
  * Record layout: u8 kind, u32 path length, path (UTF-8), f64 size, f64 mtimeMs, f64 ino, 32-byte content hash,
  * 32-byte NodeID.
  */
-export class StoredNodes {
+export class StoredNodes extends RecordBody {
   private readonly cache: (StoredRecord | undefined)[];
-  /** The body as a DataView: its number reads are single loads, where Buffer's read byte by byte in JavaScript. */
-  private readonly view: DataView;
 
   private constructor(
-    private readonly body: Buffer,
-    /** Where each record starts in `body`. */
-    private readonly starts: Int32Array,
+    body: Buffer,
+    starts: Int32Array,
     /** Index of the first record after each record's subtree (the next record for a leaf). */
     private readonly ends: Int32Array,
     readonly leafCount: number,
-    /** Every path is ASCII (so its UTF-8 bytes are its characters, and NFC leaves it as it is). */
-    readonly ascii: boolean,
+    ascii: boolean,
   ) {
+    super(body, starts, ascii);
     this.cache = new Array<StoredRecord | undefined>(starts.length);
-    this.view = new DataView(body.buffer, body.byteOffset, body.byteLength);
   }
 
   /**
@@ -153,39 +150,6 @@ export class StoredNodes {
     return out;
   }
 
-  /** The raw file bytes the records are in, and where each record starts (for the stat helper thread). */
-  get raw(): { readonly body: Buffer; readonly starts: Int32Array } {
-    return { body: this.body, starts: this.starts };
-  }
-
-  /** Where the path of record `i` ends in the body. */
-  pathEnd(i: number): number {
-    const o = this.starts[i]!;
-    return o + 5 + this.view.getUint32(o + 1);
-  }
-
-  /** Kind code (1 file, 2 dir, 3 symlink) of record `i`. */
-  kindCodeAt(i: number): number {
-    return this.body[this.starts[i]!]!;
-  }
-
-  /** The path of record `i`, without making its record. */
-  pathAt(i: number): string {
-    const o = this.starts[i]!;
-    const end = o + 5 + this.view.getUint32(o + 1);
-    return this.ascii ? latin1Slice(this.body, o + 5, end) : this.body.toString('utf8', o + 5, end);
-  }
-
-  /** Size, mtimeMs and ino of record `i` into `out` at `j`. */
-  statAt(i: number, out: Float64Array, j: number): void {
-    const o = this.starts[i]!;
-    const view = this.view;
-    const p = o + 5 + view.getUint32(o + 1);
-    out[j] = view.getFloat64(p);
-    out[j + 1] = view.getFloat64(p + 8);
-    out[j + 2] = view.getFloat64(p + 16);
-  }
-
   /** Where the 32-byte hash at `field` (24: content hash, 56: NodeID) of record `i` starts in the file. */
   private hashAt(i: number, field: 24 | 56): number {
     const o = this.starts[i]!;
@@ -287,15 +251,6 @@ export function plainRecord(record: NodeRecord): NodeRecord {
   const { path, kind, nodeId, contentHash, size, mtimeMs, ino, children } = record;
   return children === undefined ? { path, kind, nodeId, contentHash, size, mtimeMs, ino } : { path, kind, nodeId, contentHash, size, mtimeMs, ino, children: [...children] };
 }
-
-/**
- * The characters of Latin-1 bytes: Buffer's own `latin1Slice` where it has one (what `toString('latin1')` calls
- * after looking the encoding up by name, once per call), else `toString`.
- */
-const latin1Slice: (body: Buffer, start: number, end: number) => string =
-  typeof (Buffer.prototype as { latin1Slice?: unknown }).latin1Slice === 'function'
-    ? (body, start, end) => (body as Buffer & { latin1Slice(start: number, end: number): string }).latin1Slice(start, end)
-    : (body, start, end) => body.toString('latin1', start, end);
 
 // Byte loops rather than Buffer#compare: its argument checks cost more than comparing a few bytes of a path.
 

@@ -1,0 +1,61 @@
+/**
+ * Records read in place from a file's bytes (the tree file's `StoredNodes`, the stat index's `StatIndex`): each
+ * record starts with its kind code (1 byte), its path's byte length (4 bytes, big-endian) and its path, followed by
+ * its cached stat (size, mtimeMs, ino as three doubles) and what the file adds after that.
+ */
+export abstract class RecordBody {
+  /** The body as a DataView: its number reads are single loads, where Buffer's read byte by byte in JavaScript. */
+  protected readonly view: DataView;
+
+  protected constructor(
+    protected readonly body: Buffer,
+    /** Where each record starts in `body`. */
+    protected readonly starts: Int32Array,
+    /** Every path is ASCII (so its UTF-8 bytes are its characters, and NFC leaves it as it is). */
+    readonly ascii: boolean,
+  ) {
+    this.view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+  }
+
+  /** The raw bytes the records are in, and where each record starts (for the stat helper thread). */
+  get raw(): { readonly body: Buffer; readonly starts: Int32Array } {
+    return { body: this.body, starts: this.starts };
+  }
+
+  /** Where the path of record `i` ends in the body. */
+  pathEnd(i: number): number {
+    const o = this.starts[i]!;
+    return o + 5 + this.view.getUint32(o + 1);
+  }
+
+  /** Kind code (1 file, 2 dir, 3 symlink) of record `i`. */
+  kindCodeAt(i: number): number {
+    return this.body[this.starts[i]!]!;
+  }
+
+  /** The path of record `i`, without making its record. */
+  pathAt(i: number): string {
+    const o = this.starts[i]!;
+    const end = o + 5 + this.view.getUint32(o + 1);
+    return this.ascii ? latin1Slice(this.body, o + 5, end) : this.body.toString('utf8', o + 5, end);
+  }
+
+  /** Size, mtimeMs and ino of record `i` into `out` at `j`. */
+  statAt(i: number, out: Float64Array, j: number): void {
+    const o = this.starts[i]!;
+    const view = this.view;
+    const p = o + 5 + view.getUint32(o + 1);
+    out[j] = view.getFloat64(p);
+    out[j + 1] = view.getFloat64(p + 8);
+    out[j + 2] = view.getFloat64(p + 16);
+  }
+}
+
+/**
+ * The characters of Latin-1 bytes: Buffer's own `latin1Slice` where it has one (what `toString('latin1')` calls
+ * after looking the encoding up by name, once per call), else `toString`.
+ */
+export const latin1Slice: (body: Buffer, start: number, end: number) => string =
+  typeof (Buffer.prototype as { latin1Slice?: unknown }).latin1Slice === 'function'
+    ? (body, start, end) => (body as Buffer & { latin1Slice(start: number, end: number): string }).latin1Slice(start, end)
+    : (body, start, end) => body.toString('latin1', start, end);
