@@ -49,15 +49,6 @@ export function chainOf(line: Buffer): string | undefined {
 }
 
 /**
- * Whether a stored line (its bytes, without the newline) ends the way a sealed line does, `,"chain":"` at the place
- * of its chain field, even when the rest of its seal is not valid (a damaged seal): such a line was sealed.
- */
-export function looksSealed(line: Buffer): boolean {
-  const at = line.length - SUFFIX_LENGTH;
-  return at >= 0 && line.compare(PREFIX_BYTES, 0, PREFIX_BYTES.length, at, at + PREFIX_BYTES.length) === 0;
-}
-
-/**
  * A line longer than this is hashed and written from Buffers made once, never joined with others nor copied again.
  * A line given as Buffers (the pieces of a large event's JSON, see fs/json-pieces.ts) is used as it is.
  */
@@ -283,19 +274,18 @@ export class ChainReader {
 }
 
 /**
- * The last sealed line among the first `size` bytes of the log (which end at a line end) and after byte `from` (a
- * line start, default 0), read backwards in 64 KB chunks: its chain, the offset just after it and how many lines
- * follow it; undefined when none is sealed.
+ * The last sealed line among the first `size` bytes of the log (which end at a line end), read backwards in
+ * 64 KB chunks: its chain, the offset just after it and how many lines follow it; undefined when none is sealed.
  */
-export async function lastSealedLine(path: string, size: number, from = 0): Promise<{ end: number; chain: string; linesAfter: number } | undefined> {
-  if (size <= from) return undefined;
+export async function lastSealedLine(path: string, size: number): Promise<{ end: number; chain: string; linesAfter: number } | undefined> {
+  if (size === 0) return undefined;
   const handle = await fsp.open(path, 'r');
   try {
     let position = size;
     let carry = Buffer.alloc(0);
     let linesAfter = 0;
-    while (position > from) {
-      const length = Math.min(64 * 1024, position - from);
+    while (position > 0) {
+      const length = Math.min(64 * 1024, position);
       position -= length;
       const chunk = Buffer.allocUnsafe(length);
       const { bytesRead } = await handle.read(chunk, 0, length, position);
@@ -304,7 +294,7 @@ export async function lastSealedLine(path: string, size: number, from = 0): Prom
       let end = buffer.length;
       while (end > 0) {
         const nl = end >= 2 ? buffer.lastIndexOf(0x0a, end - 2) : -1;
-        if (nl === -1 && position > from) break; // the line starts in an earlier chunk
+        if (nl === -1 && position > 0) break; // the line starts in an earlier chunk
         const chain = chainOf(buffer.subarray(nl + 1, end - 1));
         if (chain !== undefined) return { end: position + end, chain, linesAfter };
         linesAfter++;

@@ -27,14 +27,12 @@ export type { CorruptLine, EventStoreOptions, IndexEntry, OpenedLog, ReadOptions
  * the run (runId, sessionKey, increasing seq), redacted, and written with one `write` on an open descriptor.
  *
  * Batches are all-or-nothing across a crash. One `write` is not enough: Linux may stop a large write at a page
- * boundary when the process is killed, leaving complete lines of half a batch. So the writer names what it is
- * writing in `events.pending`, the batch marker (one small in-place write; see batch-marker.ts): a region of the
- * log in which batches are appended one after another, each ending with a sealed line, so that the committed end is
- * the end of the last sealed line (one marker write serves the steps of a whole region; the first batch of a log,
- * with a sealed line inside it, is named on its own as `{ gen, start, end }`). Readers treat what follows the last
- * sealed line of the region as invisible when it is a batch being written (complete lines, none sealed), and the
- * next writer truncates it; a damaged last batch is neither hidden nor cut. Readers read the marker, the log size,
- * and the marker again, retrying if `gen` changed, so a batch being written concurrently is never half seen.
+ * boundary when the process is killed, leaving complete lines of half a batch. So before writing a batch of two or
+ * more events the writer records `{ gen, start, end }` in `events.pending` (one small in-place write). A batch is
+ * committed once the log is at least `end` bytes long; the marker keeps naming it until the next batch overwrites
+ * the marker or `close()` clears it (one marker write per batch, not two). Readers treat bytes from `start` on as
+ * invisible while the log is shorter than `end`, and the next writer truncates them. Readers read the marker, the log size, and the
+ * marker again, retrying if `gen` changed, so a batch being written concurrently is never half seen.
  *
  * Reading needs no lock and never loads the whole log. Readers ignore a torn last line; a corrupt line in the middle
  * is an error naming its line number unless the reader asks to skip (see {@link ReadOptions}).

@@ -8,11 +8,11 @@ import type { StreamEvent } from '../events/types.js';
 import type { FileLock } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import type { Redactor } from '../redact/index.js';
-import { BatchMarker, REGION_BYTES, committedOf, readPending } from './batch-marker.js';
+import { BatchMarker, readPending } from './batch-marker.js';
 import { CHAIN_BACKEND, genesis, lastSealedLine, sealBatch, type Hasher, type SealedBatch } from './chain.js';
 import { encodeEvent } from './event-encode.js';
 import { EventStoreError } from './errors.js';
-import { readLines } from './lines.js';
+import { endOfLastLine, readLines } from './lines.js';
 import { IndexWriter } from './log-index.js';
 import { seqOf } from './log-format.js';
 import type { IndexEntry, OpenedLog } from './log-types.js';
@@ -176,19 +176,20 @@ export class LogWriter {
       this.fd = fd;
       let size = fstatSync(fd).size;
       const pending = readPending(this.paths.pendingBatch);
+      // Not append mode: the marker is rewritten in place (positional writes of a fixed-size record).
+      this.marker = new BatchMarker(openSync(this.paths.pendingBatch, 'w'));
+      if (pending !== undefined && pending !== 'torn') {
+        this.marker.gen = pending.gen;
+        if (size > pending.start && size < pending.end) {
+          ftruncateSync(fd, pending.start);
+          size = pending.start;
+        }
+      }
+      this.marker.clear();
       if (size > 0) {
-        // Cut what is not committed: a batch left unfinished (see batch-marker.ts) and a torn last line.
         const handle = await fsp.open(this.paths.events, 'r');
         try {
-          const { end, damaged } = await committedOf(this.paths.events, handle, pending, size);
-          if (damaged) {
-            // Left as it is (a cut would lose what it holds), and not continued.
-            throw new EventStoreError(
-              `${this.paths.events}: the last batch before offset ${size} is damaged (its seal or line end was changed), not a batch a crash left unfinished. ` +
-                `Check it with EventStore.verify() or 'backpackflow runs verify ${this.runId}'; it cannot be continued.`,
-              { path: this.paths.events },
-            );
-          }
+          const end = await endOfLastLine(handle, size);
           if (end < size) {
             ftruncateSync(fd, end);
             size = end;
@@ -197,10 +198,6 @@ export class LogWriter {
           await handle.close();
         }
       }
-      // Not append mode: the marker is rewritten in place (positional writes of a fixed-size record).
-      this.marker = new BatchMarker(openSync(this.paths.pendingBatch, 'w'));
-      if (pending !== undefined && pending !== 'torn') this.marker.gen = pending.gen;
-      this.marker.clear();
       if (size > 0) fdatasyncSync(fd);
       this.size = size;
       this.backend = await sharedHashBackend(CHAIN_BACKEND);
@@ -304,7 +301,7 @@ export class LogWriter {
     if (!this.ready) await this.open();
     const { line, seq } = this.prepare(event, this.last, '');
     const { sealed, restore } = this.seal([line]);
-    this.writeLines(1, [seq], sealed, restore);
+    this.writeLines(1, [seq], sealed, false, restore);
     await this.syncIfAlways();
   }
 
@@ -326,27 +323,20 @@ export class LogWriter {
       }
       const { sealed, restore } = this.seal(lines);
       lines.length = 0;
-      this.writeLines(seqs.length, seqs, sealed, restore);
+      this.writeLines(seqs.length, seqs, sealed, seqs.length > 1, restore);
     } catch (error) {
       return Promise.reject(error);
     }
     return this.syncIfAlways();
   }
 
-  /**
-   * Writes a sealed batch, named by the batch marker first when needed (see batch-marker.ts): a batch whose lines
-   * are sealed only at its end needs no marker write while it fits in the region the marker names; a batch with a
-   * sealed line inside (the first batch of a log) is named on its own.
-   */
-  private writeLines(count: number, seqs: number[], sealed: SealedBatch, restore: () => void): void {
+  private writeLines(count: number, seqs: number[], sealed: SealedBatch, framed: boolean, restore: () => void): void {
     this.assertWritable();
     const marker = this.marker!;
     const start = this.size;
     const { bytes, pieces } = sealed;
-    const sealedInside = count > 1 && sealed.seals[0] !== undefined;
-    const named = sealedInside || start + bytes > marker.regionEnd;
-    if (named) {
-      marker.write(sealedInside ? { gen: marker.gen + 1, start, end: start + bytes } : { gen: marker.gen + 1, start, end: start + Math.max(REGION_BYTES, bytes), region: true });
+    if (framed) {
+      marker.write({ gen: marker.gen + 1, start, end: start + bytes });
       if (this.durability === 'always') fdatasyncSync(marker.fd);
     }
     try {
@@ -354,7 +344,7 @@ export class LogWriter {
     } catch (error) {
       ftruncateSync(this.fd!, start);
       restore();
-      if (named) marker.clear();
+      if (framed) marker.clear();
       throw new EventStoreError(`could not append to ${this.paths.events}: ${(error as Error).message}`, { path: this.paths.events, cause: error });
     }
     // Committed. The marker still names this batch until the next batch overwrites it or close() clears it.

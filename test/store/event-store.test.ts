@@ -2,7 +2,6 @@ import { appendFileSync, existsSync, readFileSync, readdirSync, writeFileSync } 
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../src/events/index.js';
-import { REGION_BYTES, readPending, type PendingBatch } from '../../src/store/batch-marker.js';
 import { LARGE_LINE } from '../../src/store/chain.js';
 import { writtenType } from '../../src/store/log-format.js';
 import { EventStore, EventStoreError, LockError, type CorruptLine } from '../../src/store/index.js';
@@ -443,67 +442,6 @@ describe('EventStore', () => {
       expect(readFileSync(store.paths.events).length).toBe(size);
       await writer.appendBatch([makeEvent(RUN, 2), makeEvent(RUN, 3)]);
       expect((await open().readAll()).map((e) => e.seq)).toEqual([0, 1, 2, 3]);
-    });
-
-    it('names a region of batches with one marker write: the steps after the first rewrite the marker once, not once per step', async () => {
-      const store = open();
-      await fill(store, 3);
-      // The first batch has a sealed line inside (the log's first line): it is named on its own.
-      const first = readPending(store.paths.pendingBatch);
-      const size = readFileSync(store.paths.events).length;
-      expect(first).toEqual({ gen: expect.any(Number), start: 0, end: size });
-      for (let step = 0; step < 50; step++) await fill(store, 5, 3 + step * 5);
-      expect(readPending(store.paths.pendingBatch)).toEqual({ gen: (first as PendingBatch).gen + 1, start: size, end: size + REGION_BYTES, region: true });
-      expect((await store.readAll()).length).toBe(253);
-    });
-
-    /** The files of a run whose writer was killed after `steps` batches of five (the marker naming a region). */
-    const crashedInRegion = async (steps: number): Promise<{ store: EventStore; log: Buffer; marker: Buffer }> => {
-      const store = open();
-      await fill(store, 3);
-      for (let step = 0; step < steps; step++) await fill(store, 5, 3 + step * 5);
-      const log = readFileSync(store.paths.events);
-      const marker = readFileSync(store.paths.pendingBatch);
-      await store.close();
-      writeFileSync(store.paths.events, log);
-      writeFileSync(store.paths.pendingBatch, marker);
-      return { store, log, marker };
-    };
-
-    it('hides and then cuts a batch left unfinished inside a region by a crash', async () => {
-      const { store, log } = await crashedInRegion(4);
-      expect(readPending(store.paths.pendingBatch)).toMatchObject({ region: true });
-      // Two of the three lines of the next batch reached the log: complete lines, not sealed.
-      const lines = [23, 24].map((seq) => JSON.stringify(makeEvent(RUN, seq)) + '\n');
-      appendFileSync(store.paths.events, lines.join(''));
-      const reader = open();
-      expect((await reader.readAll()).map((e) => e.seq)).toEqual(Array.from({ length: 23 }, (_, i) => i));
-      expect(await reader.verify()).toMatchObject({ ok: true, tornTailBytes: lines[0]!.length + lines[1]!.length });
-      const writer = open();
-      expect(await writer.open()).toEqual({ lastSeq: 22, eventCount: 23 });
-      expect(readFileSync(store.paths.events).equals(log)).toBe(true);
-      await fill(writer, 2, 23);
-      expect((await open().readAll()).map((e) => e.seq)).toEqual(Array.from({ length: 25 }, (_, i) => i));
-    });
-
-    it('does not take a damaged seal at the end of a region for an unfinished batch: readers report it, the writer refuses to continue, nothing is cut', async () => {
-      for (const damage of ['seal', 'brace', 'newline'] as const) {
-        const { store, log } = await crashedInRegion(4);
-        const damaged = Buffer.from(log);
-        const at = damaged.length - (damage === 'seal' ? 10 : damage === 'brace' ? 2 : 1);
-        damaged[at] = damage === 'seal' ? 0x7a : 0x20; // 'z' in the hex, or a blank for the brace or the newline
-        writeFileSync(store.paths.events, damaged);
-        const warnings: string[] = [];
-        const served = await open().readAll({ onWarning: (w) => warnings.push(w) });
-        // The last batch (its seal damaged) is not served, and the reader says so: never a silent shorter log.
-        expect(served.length, damage).toBe(18);
-        if (damage !== 'newline') expect(warnings, damage).toEqual([expect.stringMatching(/lines 19-23 come after its last chain hash/)]);
-        else expect((await open().verify()).tornTailBytes, damage).toBeGreaterThan(0);
-        await expect(open().open(), damage).rejects.toThrow(/events\.jsonl: the last batch before offset \d+ is damaged .*cannot be continued/);
-        expect(readFileSync(store.paths.events).equals(damaged), damage).toBe(true);
-        tmp.cleanup();
-        tmp = tempDir();
-      }
     });
 
     it('reports a corrupt middle line by number, and skips it only when asked, never silently', async () => {
