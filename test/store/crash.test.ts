@@ -3,7 +3,7 @@
  * report ready); the parent then checks what is on disk. The fixtures are bundled once and trials run a few at a
  * time, to keep the suite fast.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,6 +101,26 @@ describe('crash safety (SIGKILL at random moments)', () => {
     });
     expect(acknowledged).toBeGreaterThan(TRIALS);
   }, 120_000);
+
+  it('a log cut inside acknowledged batches after a kill is reported and never continued: the cut is not taken for the batch being written', async () => {
+    const runId = 'cut-after-kill';
+    const child = spawnFixture('crash-events.ts', [tmp.dir, runId, 'never'], bundles);
+    await child.waitFor('ready');
+    const deadline = Date.now() + 20_000;
+    while (acks(child).length < 300 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    child.process.kill('SIGKILL');
+    await child.exited;
+    expect(acks(child).length).toBeGreaterThanOrEqual(300);
+    // The writer died holding the log (its batch marker still set); then the log loses its end from the middle of a
+    // line a third of the way in: batches acknowledged long before the kill.
+    const log = join(tmp.dir, 'sessions', 'crash', 'runs', runId, 'events.jsonl');
+    const lines = readFileSync(log, 'utf8').split('\n');
+    truncateSync(log, Buffer.byteLength(lines.slice(0, Math.floor(lines.length / 3)).join('\n')) + 1 + 10);
+    const report = await new EventStore({ dataDir: tmp.dir, sessionKey: 'crash', runId }).verify();
+    expect(report.ok).toBe(false);
+    expect(report.problem).toContain(log);
+    await expect(new EventStore({ dataDir: tmp.dir, sessionKey: 'crash', runId }).open()).rejects.toThrow(/cut or damaged/);
+  });
 
   it('a reader running alongside the writer never sees half a batch or a torn line', async () => {
     const runId = 'concurrent-read';
