@@ -17,6 +17,31 @@ export abstract class RecordBody {
     this.view = new DataView(body.buffer, body.byteOffset, body.byteLength);
   }
 
+  /** The number of records. */
+  get size(): number {
+    return this.starts.length;
+  }
+
+  /** Position of `path`, or -1 (records are in canonical path order). */
+  indexOf(path: string): number {
+    // With ASCII paths only, the key's characters are compared with the bytes as they are (a key with any other
+    // character is not there); otherwise the key is encoded first.
+    let key: Buffer | string = path;
+    if (!this.ascii) key = Buffer.from(path, 'utf8');
+    else if (NON_ASCII.test(path)) return -1;
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const o = this.starts[mid]!;
+      const c = compareStoredPaths(this.body, o + 5, this.view.getUint32(o + 1), key);
+      if (c === 0) return mid;
+      if (c < 0) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
+
   /** The raw bytes the records are in, and where each record starts (for the stat helper thread). */
   get raw(): { readonly body: Buffer; readonly starts: Int32Array } {
     return { body: this.body, starts: this.starts };
@@ -49,6 +74,29 @@ export abstract class RecordBody {
     out[j + 1] = view.getFloat64(p + 8);
     out[j + 2] = view.getFloat64(p + 16);
   }
+}
+
+const SLASH = 0x2f;
+const NON_ASCII = /[^\0-\x7f]/;
+
+/**
+ * Canonical order of two UTF-8 paths: byte order (= code point order) with `/` below every other byte, which is the
+ * order of comparing them component by component, an ancestor first. `a` is in `body`; `key` is UTF-8 bytes, or a
+ * string of ASCII characters (each its own byte).
+ */
+function compareStoredPaths(body: Buffer, a: number, aLength: number, key: Buffer | string): number {
+  const bLength = key.length;
+  const n = Math.min(aLength, bLength);
+  const text = typeof key === 'string';
+  for (let k = 0; k < n; k++) {
+    const x = body[a + k]!;
+    const y = text ? key.charCodeAt(k) : key[k]!;
+    if (x === y) continue;
+    if (x === SLASH) return -1;
+    if (y === SLASH) return 1;
+    return x - y;
+  }
+  return aLength - bLength;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { RecordBody } from './record-body.js';
 import type { HashBackend } from './hash.js';
-import type { NodeRecord, ScanBasis } from './tree.js';
+import { parseBasis, type NodeRecord, type ScanBasis } from './tree.js';
 import type { TreeJournalEntry } from './tree-journal.js';
 
 /**
@@ -33,8 +33,6 @@ const TREE_FILE_RECORDS = 48;
 /** Bytes after a path: three f64 in both files, then two 32-byte hashes in the tree file only. */
 const STAT_BYTES = 24;
 const HASH_BYTES = 64;
-const SLASH = 0x2f;
-const NON_ASCII = /[^\0-\x7f]/;
 
 /** The bytes of a tree file's header a stat index must agree with (see {@link treeHeaderBytes}). */
 export const TREE_HEADER_BYTES = TREE_FILE_RECORDS;
@@ -103,30 +101,9 @@ export class StatIndex extends RecordBody {
     const starts = new Int32Array(count);
     const end = scanRecords(data, starts);
     if (end === undefined) return undefined;
-    const basis = parseBasis(data, end);
+    const basis = basisAt(data, end);
     if (basis === null) return undefined;
     return new StatIndex(data, starts, data[ASCII] === 1, data.toString('hex', ROOT_ID, ROOT_ID + 32), basis);
-  }
-
-  get size(): number {
-    return this.starts.length;
-  }
-
-  /** Position of `path`, or -1. */
-  indexOf(path: string): number {
-    if (this.ascii && NON_ASCII.test(path)) return -1;
-    const key = Buffer.from(path, 'utf8');
-    let lo = 0;
-    let hi = this.starts.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const o = this.starts[mid]! + 5;
-      const c = compareCanonical(this.body, o, this.pathEnd(mid) - o, key, 0, key.length);
-      if (c === 0) return mid;
-      if (c < 0) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
   }
 }
 
@@ -154,32 +131,14 @@ function scanRecords(data: Buffer, starts: Int32Array): number | undefined {
 }
 
 /** The scan basis at `o` (undefined: none recorded), or null when malformed or not at the very end. */
-function parseBasis(data: Buffer, o: number): ScanBasis | undefined | null {
+function basisAt(data: Buffer, o: number): ScanBasis | undefined | null {
   if (o + 4 > data.length) return null;
   const end = o + 4 + data.readUInt32BE(o);
   if (end !== data.length) return null;
-  try {
-    const value = JSON.parse(data.toString('utf8', o + 4, end)) as Partial<ScanBasis> | null;
-    if (value === null) return undefined;
-    return typeof value.rules === 'string' && typeof value.reusable === 'boolean' ? { rules: value.rules, reusable: value.reusable } : null;
-  } catch {
-    return null;
-  }
+  const basis = parseBasis(data.toString('utf8', o + 4, end));
+  return basis === undefined ? null : (basis ?? undefined);
 }
 
-/** Canonical order of two UTF-8 paths (byte order with `/` below every other byte): negative, zero or positive. */
-function compareCanonical(a: Buffer, ao: number, aLength: number, b: Buffer, bo: number, bLength: number): number {
-  const n = Math.min(aLength, bLength);
-  for (let k = 0; k < n; k++) {
-    const x = a[ao + k]!;
-    const y = b[bo + k]!;
-    if (x === y) continue;
-    if (x === SLASH) return -1;
-    if (y === SLASH) return 1;
-    return x - y;
-  }
-  return aLength - bLength;
-}
 
 /** A stat index with the tree journal applied on top: what the quick check needs of the stored tree. */
 export interface StatView {

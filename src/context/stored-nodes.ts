@@ -6,7 +6,6 @@ const KIND_BY_CODE: Record<number, NodeKind | undefined> = { 1: 'file', 2: 'dir'
 const SLASH = 0x2f;
 const DIR_CODE = 2;
 const DOT = 0x2e;
-const NON_ASCII = /[^\0-\x7f]/;
 /** Bytes of a record after its path: size, mtimeMs, ino (f64 each), content hash, NodeID (32 bytes each). */
 const FIXED_BYTES = 24 + 64;
 
@@ -117,10 +116,6 @@ export class StoredNodes extends RecordBody {
     return { nodes: new StoredNodes(body, starts, ends, leafCount, ascii), end: o };
   }
 
-  get size(): number {
-    return this.starts.length;
-  }
-
   /** The record at position `i` of the file (made once, then the same object). */
   at(i: number): StoredRecord {
     let record = this.cache[i];
@@ -165,26 +160,6 @@ export class StoredNodes extends RecordBody {
   /** Appends the NodeID of record `i` to `enc` from the file's bytes. */
   appendNodeId(i: number, enc: Encoder): void {
     enc.idFrom(this.body, this.hashAt(i, 56));
-  }
-
-  /** Position of `path` in the file, or -1. */
-  indexOf(path: string): number {
-    // With ASCII paths only, the key's characters are compared with the bytes as they are (a key with any other
-    // character is not there); otherwise the key is encoded first.
-    let key: Buffer | string = path;
-    if (!this.ascii) key = Buffer.from(path, 'utf8');
-    else if (NON_ASCII.test(path)) return -1;
-    let lo = 0;
-    let hi = this.starts.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const o = this.starts[mid]!;
-      const c = compareStoredPaths(this.body, o + 5, this.view.getUint32(o + 1), key);
-      if (c === 0) return mid;
-      if (c < 0) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
   }
 
   get(path: string): NodeRecord | undefined {
@@ -270,22 +245,3 @@ function compareBytes(body: Buffer, a: number, aLength: number, b: number, bLeng
   return aLength - bLength;
 }
 
-/**
- * Canonical order of two UTF-8 paths: byte order (= code point order) with `/` below every other byte, which is the
- * order of comparing them component by component, an ancestor first. `a` is in `body`; `key` is UTF-8 bytes, or a
- * string of ASCII characters (each its own byte).
- */
-function compareStoredPaths(body: Buffer, a: number, aLength: number, key: Buffer | string): number {
-  const bLength = key.length;
-  const n = Math.min(aLength, bLength);
-  const text = typeof key === 'string';
-  for (let k = 0; k < n; k++) {
-    const x = body[a + k]!;
-    const y = text ? key.charCodeAt(k) : key[k]!;
-    if (x === y) continue;
-    if (x === SLASH) return -1;
-    if (y === SLASH) return 1;
-    return x - y;
-  }
-  return aLength - bLength;
-}

@@ -439,7 +439,7 @@ export function leafNodeId(kind: NodeKind, path: string, contentHash: string, ba
 }
 
 /** The stored basis: null (none recorded) or `{ rules, reusable }`; undefined when malformed. */
-function parseBasis(text: string): ScanBasis | null | undefined {
+export function parseBasis(text: string): ScanBasis | null | undefined {
   try {
     const value: unknown = JSON.parse(text);
     if (value === null) return null;
