@@ -1,6 +1,7 @@
 import { KIND_CODE } from './hash.js';
 import { STAT_FIELDS, statOne } from './stat-pool.js';
-import type { NodeKind, NodeRecord, ScanBasis, Tree } from './tree.js';
+import type { RecordBody } from './record-body.js';
+import type { NodeRecord, ScanBasis, Tree } from './tree.js';
 
 /** What the quick check knows of a stored record: its path, kind and cached stat. */
 export type CachedRecord = Pick<NodeRecord, 'path' | 'kind' | 'size' | 'mtimeMs' | 'ino'>;
@@ -15,25 +16,9 @@ export interface StaleLeaf {
   readonly ino: number;
 }
 
-/**
- * Records read in place, in canonical path order: the tree file's (`StoredNodes`) or its stat index's
- * (`StatIndex`). Each record starts with u8 kind, u32 path length and the path, then f64 size, mtimeMs, ino.
- */
-export interface StatRecords {
-  readonly size: number;
-  /** Every path is ASCII. */
-  readonly ascii: boolean;
-  readonly raw: { readonly body: Buffer; readonly starts: Int32Array };
-  pathEnd(i: number): number;
-  kindCodeAt(i: number): number;
-  pathAt(i: number): string;
-  statAt(i: number, out: Float64Array, j: number): void;
-  indexOf(path: string): number;
-}
-
 /** The stored records and what the journal changed on top of them, with the basis of the stored tree. */
 export interface StoredStats {
-  readonly stored: StatRecords;
+  readonly stored: RecordBody;
   readonly overlay: ReadonlyMap<string, NodeRecord | undefined>;
   readonly basis: ScanBasis | undefined;
 }
@@ -135,7 +120,7 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
  * replacement), and the time that compilation takes grows with the code of the whole function.
  */
 function statRange(
-  stored: StatRecords,
+  stored: RecordBody,
   from: number,
   to: number,
   shadowed: ReadonlySet<number>,
@@ -182,7 +167,7 @@ function pathBytes(prefix: string, body: Buffer): (start: number, length: number
 }
 
 /** Whether the stat at `j` of `stats` matches record `i`'s cached stat, which is older than the racy window. */
-function unchanged(stored: StatRecords, i: number, stats: Float64Array, j: number, cached: Float64Array, racyFromMs: number): boolean {
+function unchanged(stored: RecordBody, i: number, stats: Float64Array, j: number, cached: Float64Array, racyFromMs: number): boolean {
   const code = stored.kindCodeAt(i);
   stored.statAt(i, cached, 0);
   // A directory's stored size is its number of children, not its stat's size.
@@ -205,13 +190,11 @@ function workingDirectoryIs(dir: string): boolean {
   return both[0] === 4 && both[4] === 4 && both[3] === both[7] && both[2] === both[6];
 }
 
-const KIND_BY_CODE: readonly (NodeKind | undefined)[] = [undefined, 'file', 'dir', 'symlink'];
-
 /** Record `i` as the quick check knows it. */
-function cachedAt(stored: StatRecords, i: number): CachedRecord {
+function cachedAt(stored: RecordBody, i: number): CachedRecord {
   const stat = new Float64Array(3);
   stored.statAt(i, stat, 0);
-  return { path: stored.pathAt(i), kind: KIND_BY_CODE[stored.kindCodeAt(i)]!, size: stat[0]!, mtimeMs: stat[1]!, ino: stat[2]! };
+  return { path: stored.pathAt(i), kind: stored.kindAt(i), size: stat[0]!, mtimeMs: stat[1]!, ino: stat[2]! };
 }
 
 /** A leaf whose stat changed, or undefined when the change needs the full listing (see {@link quickCheck}). */

@@ -1,3 +1,8 @@
+import type { NodeKind } from './tree.js';
+
+/** A record's kind by its code (see `KIND_CODE` in hash.ts). */
+export const KIND_BY_CODE: readonly (NodeKind | undefined)[] = [undefined, 'file', 'dir', 'symlink'];
+
 /**
  * Records read in place from a file's bytes (the tree file's `StoredNodes`, the stat index's `StatIndex`): each
  * record starts with its kind code (1 byte), its path's byte length (4 bytes, big-endian) and its path, followed by
@@ -56,6 +61,11 @@ export abstract class RecordBody {
   /** Kind code (1 file, 2 dir, 3 symlink) of record `i`. */
   kindCodeAt(i: number): number {
     return this.body[this.starts[i]!]!;
+  }
+
+  /** The kind of record `i`. */
+  kindAt(i: number): NodeKind {
+    return KIND_BY_CODE[this.body[this.starts[i]!]!]!;
   }
 
   /** The path of record `i`, without making its record. */

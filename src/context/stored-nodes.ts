@@ -1,8 +1,7 @@
 import type { Encoder } from './hash.js';
-import { latin1Slice, RecordBody } from './record-body.js';
+import { KIND_BY_CODE, latin1Slice, RecordBody } from './record-body.js';
 import type { NodeKind, NodeRecord } from './tree.js';
 
-const KIND_BY_CODE: Record<number, NodeKind | undefined> = { 1: 'file', 2: 'dir', 3: 'symlink' };
 const SLASH = 0x2f;
 const DIR_CODE = 2;
 const DOT = 0x2e;
