@@ -351,6 +351,25 @@ describe('Postgres run store', () => {
     await a.close();
   });
 
+  it("fences a document against a take-over that commits while it is stored: the old writer's document is refused, the new holder's stays", async () => {
+    const ref = { sessionKey: 's', runId: 'docs-racing' };
+    const a = await open({ owner: 'start-a' }).openWriter(ref, { fresh: true });
+    let saved: Promise<unknown> | undefined;
+    // Another writer takes the run over and records its flow in a transaction that commits while a's document is stored.
+    await admin.begin(async (tx) => {
+      await tx`update backpackflow.runs set lease_owner = 'racer', lease_expires_at = now() + interval '1 minute', writer_token = writer_token + 1 where session_key = ${ref.sessionKey} and run_id = ${ref.runId}`;
+      await tx`insert into backpackflow.run_documents (session_key, run_id, name, body) values (${ref.sessionKey}, ${ref.runId}, 'flow', '{"who":"racer"}')`;
+      saved = a.saveDocument('flow', { who: 'a' }).then(
+        () => 'saved',
+        (error: unknown) => error,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    });
+    expect(await saved).toBeInstanceOf(FencedError);
+    expect(await open().loadDocument(ref, 'flow')).toEqual({ who: 'racer' });
+    await a.close().catch(() => undefined);
+  });
+
   it('migrates a new database exactly once when several processes use it first at the same time', async () => {
     const fresh = await freshDatabase();
     try {

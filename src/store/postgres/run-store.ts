@@ -674,9 +674,10 @@ class PostgresRunWriter implements RunWriter {
     const { ref } = this;
     // Fenced like a commit: stored only while this writer's token is the run's.
     const rows = await this.sql`
+      with fence as (${this.fence(this.token)})
       insert into backpackflow.run_documents (session_key, run_id, name, body)
       select ${ref.sessionKey}, ${ref.runId}, ${name}, ${JSON.stringify(this.redactor.redact(value).value)}
-      where exists (select 1 from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and writer_token = ${this.token})
+      where exists (select 1 from fence)
       on conflict (session_key, run_id, name) do update set body = excluded.body
       returning 1`;
     if (rows.length === 0) this.fenced(`its ${name} document`);
@@ -690,9 +691,10 @@ class PostgresRunWriter implements RunWriter {
     let rows: { step: number }[];
     try {
       rows = await this.sql<{ step: number }[]>`
+        with fence as (${this.fence(token)})
         insert into backpackflow.keyframes (session_key, run_id, step, body)
         select ${ref.sessionKey}, ${ref.runId}, ${prepared.step}, ${body} from ${asyncCommit(this.sql)}
-        where exists (select 1 from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and writer_token = ${token})
+        where exists (select 1 from fence)
         on conflict (session_key, run_id, step) do update set body = excluded.body
         returning step`;
     } catch (error) {
@@ -700,6 +702,16 @@ class PostgresRunWriter implements RunWriter {
     }
     if (rows.length === 0) this.fenced(`the keyframe of step ${prepared.step}`);
     return body.length;
+  }
+
+  /**
+   * The fence of a write beside the step's commit (a document, a keyframe): the run's row while `token` is its
+   * writer's, locked for share, so a take-over committing meanwhile is waited for and then seen (as a step's commit
+   * sees it through its update), never read from an older snapshot. Used as a CTE: `with fence as (...)`.
+   */
+  private fence(token: number): postgres.PendingQuery<postgres.Row[]> {
+    const { ref } = this;
+    return this.sql`select 1 from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and writer_token = ${token} for share`;
   }
 
   private async release(): Promise<void> {
