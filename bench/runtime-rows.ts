@@ -4,11 +4,13 @@
  * reaching 10 KB, and of 1,000 steps, reaching 200 KB: the overhead must be flat in the state's size) and on one
  * that packs a counter; bytes on disk after 400 list steps.
  *
- * Every build compared (this one, this one without hashing and redaction, see builds.ts, and optionally a git ref)
- * runs every case in turn, run by run (A B C, then C B A, ...), so that a drift of the machine's speed, or one run's
- * disk writes delaying the next run's fsyncs, affects all of them alike; the comparisons are reported as
+ * Every build compared (this one, this one without hashing and redaction, an unedited copy of this one, see
+ * builds.ts, and optionally a git ref) runs every case in turn, run by run (A B C, then B C A, then C A B, ...), so
+ * that a drift of the machine's speed, or one run's disk writes delaying the next run's fsyncs, affects all of them
+ * alike; the comparisons are reported as
  * differences and ratios of those interleaved medians.
  */
+import { execFileSync } from 'node:child_process';
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -112,9 +114,13 @@ async function measure(builds: Build[], shape: Shape, steps: number, runs: numbe
       times.set('sync', timing);
     }
     for (const mode of i % 2 === 0 ? modes : [...modes].reverse()) {
-      const order = i % 2 === 0 ? builds.map((_, b) => b) : builds.map((_, b) => builds.length - 1 - b);
+      // Builds take turns at every position (first, after the sync, ..., last): the order rotates by one each turn.
+      const order = builds.map((_, b) => (b + i) % builds.length);
       for (const b of order) {
         const flow = flows[b]![shape](steps);
+        // The 'batch' runs of a turn start on a clean disk: the pages the 'never' runs left dirty would otherwise be
+        // written by the first fdatasync of whichever build runs first (ext4's ordered mode), charging it for them.
+        if (mode === 'batch' && b === order[0]) execFileSync('sync');
         const usage = process.cpuUsage();
         const start = performance.now();
         if (mode === 'plain') await flow.run();
@@ -180,8 +186,11 @@ class Case {
 }
 
 /**
- * Measures and returns the rows. `builds[0]` must be this build and `builds[1]` this build without hashing and
- * redaction; further builds (a git ref) get a row comparing their overheads with this build's.
+ * Measures and returns the rows. `builds[0]` must be this build, `builds[1]` a copy of it without hashing and
+ * redaction and `builds[2]` an unedited copy of it, made and loaded as `builds[1]` is: the cost of hashing and
+ * redaction is the difference between the two copies, and this build's difference to its copy (the control, printed
+ * beside it) shows the measurement's own error. Further builds (a git ref) get a row comparing their overheads with
+ * this build's.
  */
 export async function runtimeRows(builds: Build[]): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bpf-bench-runtime-'));
@@ -189,9 +198,9 @@ export async function runtimeRows(builds: Build[]): Promise<BenchRow[]> {
     // Short runs: their medians are taken over enough runs to span the disk's periodic journal commits. The
     // 'batch' differences between builds swing by ±10 µs per step from one invocation to the next (9 runs of 1,000
     // steps gave -6 to +28 µs where 'never' gave 1-7 µs): hence 25 and 121 runs.
-    const list50 = new Case('50-step runs, list growing to 10 KB', await measure(builds, 'list', 50, 121, dir));
-    const list1000 = new Case('1,000-step runs, list growing to 200 KB', await measure(builds, 'list', 1000, 25, dir));
-    const count = new Case('1,000-step runs, one small pack each', await measure(builds, 'count', 1000, 25, dir));
+    const list50 = new Case('50-step runs, list growing to 10 KB', await measure(builds, 'list', 50, 120, dir));
+    const list1000 = new Case('1,000-step runs, list growing to 200 KB', await measure(builds, 'list', 1000, 24, dir));
+    const count = new Case('1,000-step runs, one small pack each', await measure(builds, 'count', 1000, 24, dir));
     await CURRENT.api.runFlow(flowsOf(CURRENT.api).list(400), { dataDir: dir, runId: 'disk-400' });
     const bytes = bytesUnder(join(dir, 'sessions', 'default', 'runs', 'disk-400'));
     const rows: BenchRow[] = [];
@@ -228,20 +237,20 @@ export async function runtimeRows(builds: Build[]): Promise<BenchRow[]> {
       for (const mode of ['batch', 'never'] as const) {
         rows.push({
           name: `hashing + redaction: extra per-step CPU time over ${builds[1]!.name}, '${mode}': ${c.label}`,
-          median: c.extra(0, 1, mode, 'cpu'),
+          median: c.extra(2, 1, mode, 'cpu'),
           unit: 'µs',
           target: 10,
-          anchor: `process CPU time; overhead ratio ${c.ratio(0, 1, mode, 'cpu').toFixed(2)}x`,
+          anchor: `process CPU time; overhead ratio ${c.ratio(2, 1, mode, 'cpu').toFixed(2)}x; control: this build differs from its copy by ${c.extra(0, 2, mode, 'cpu').toFixed(1)} µs`,
         });
         rows.push({
           name: `hashing + redaction: extra per-step wall time over ${builds[1]!.name}, '${mode}': ${c.label}`,
-          median: c.extra(0, 1, mode, 'wall'),
+          median: c.extra(2, 1, mode, 'wall'),
           unit: 'µs',
-          anchor: `overhead ratio ${c.ratio(0, 1, mode, 'wall').toFixed(2)}x; wall time also carries fsync and other processes`,
+          anchor: `overhead ratio ${c.ratio(2, 1, mode, 'wall').toFixed(2)}x; wall time also carries fsync and other processes; control: ${c.extra(0, 2, mode, 'wall').toFixed(1)} µs`,
         });
       }
     }
-    for (let b = 2; b < builds.length; b++) {
+    for (let b = 3; b < builds.length; b++) {
       for (const c of [count, list50, list1000]) {
         for (const mode of ['batch', 'never'] as const) {
           rows.push({

@@ -7,8 +7,8 @@
  * - MemoryStore.search over 100k items;
  * - CheckpointStore.saveLatest of a 10 KB state;
  * - runFlow's per-step overhead (runtime-rows.ts), and (issue 13) the extra per-step cost of hashing and
- *   redaction: this build against a copy of itself without them (builds.ts), measured interleaved in this one
- *   process. `BENCH_REF=<git ref>` adds that ref's build (e.g. main) to the comparison. `BENCH_ONLY=runtime` runs
+ *   redaction: a copy of this build without them against an unedited copy (builds.ts), with this build against
+ *   its copy as the control, measured interleaved in this one process. `BENCH_REF=<git ref>` adds that ref's build (e.g. main) to the comparison. `BENCH_ONLY=runtime` runs
  *   only the runFlow rows, `BENCH_ONLY=paging` only the 1M-event log rows.
  * Building the 1M-event log and the 100k-item memory is reported separately (not a target).
  */
@@ -20,7 +20,7 @@ import type { StreamEvent } from '../src/events/types.js';
 import { CheckpointStore, EventStore, MemoryStore, runPaths, type Durability, type MemoryItem } from '../src/store/index.js';
 import { median, printTable, timeMedianMs, type BenchRow } from './harness.js';
 import { runPointRows } from './run-point-rows.js';
-import { noIntegrityBuild, refBuild, type Build } from './builds.js';
+import { copyBuild, noIntegrityBuild, refBuild, type Build } from './builds.js';
 import { CURRENT, runtimeRows } from './runtime-rows.js';
 
 const root = mkdtempSync(join(tmpdir(), 'bpf-bench-store-'));
@@ -174,7 +174,7 @@ try {
   execFileSync('sync');
   const only = process.env['BENCH_ONLY'];
   const ref = process.env['BENCH_REF'];
-  const builds = only === undefined || only === 'runtime' ? [CURRENT, await noIntegrityBuild(), ...(ref ? [await refBuild(ref)] : [])] : [];
+  const builds = only === undefined || only === 'runtime' ? [CURRENT, await noIntegrityBuild(), await copyBuild(), ...(ref ? [await refBuild(ref)] : [])] : [];
   const runtime = builds.length > 0 ? await runtimeRows(builds) : [];
   // BENCH_ONLY=runtime: only the runFlow rows, for quick iterations; runpoint: only the loadRunPoint rows;
   // paging: only the 1M-event log rows.
@@ -184,7 +184,7 @@ try {
     rows.push(...(await runPointRows(join(root, 'run-points'))));
     await appendCosts();
     await checkpointCosts();
-    await pagingCosts(builds[2]);
+    await pagingCosts(builds[3]);
     await searchCosts();
   }
   rows.push(...runtime);
