@@ -449,16 +449,27 @@ export class RunReader {
     return diffStates(ref.runId, before, after);
   }
 
-  /** Every write of `key` in the run. */
+  /**
+   * Every write of `key` in the run. A damaged log or keyframe does not fail the view: what could not be read is
+   * skipped and named in the report's warnings, which the page shows above the writes.
+   */
   async blame(ref: RunRef, key: string): Promise<BlameReport> {
     if (key === '' || key.length > 1024) throw new HttpError(400, `invalid key: must be 1..1024 characters, got ${key.length}`, 'key');
     const at = await this.existing(ref);
     const events: StreamEvent[] = [];
+    const warnings: string[] = [];
+    const onCorrupt = (c: CorruptLine): void => void warnings.push(`skipped corrupt line ${c.line} of the event log of run ${ref.runId}: ${c.error}`);
     const types = [StreamEventType.CHECKPOINT_SAVED, StreamEventType.BACKPACK_PACK, StreamEventType.BACKPACK_QUARANTINE];
-    for await (const { event } of this.store.readVerified(at, { onCorrupt: 'skip', types })) events.push(event);
+    for await (const { event } of this.store.readVerified(at, { onCorrupt, onWarning: (w) => void warnings.push(w), types })) {
+      // Only the key's writes and the step boundaries are kept: a long run's other writes are not held in memory.
+      if (event.type === StreamEventType.CHECKPOINT_SAVED || (event.payload as { key?: unknown }).key === key) events.push(event);
+    }
     const first = firstStep(events);
-    const initial = await loadRunPoint({ store: this.store, sessionKey: ref.session, runId: ref.runId, step: first }).catch(() => undefined);
-    return blame(ref.runId, key, events, initial);
+    const initial = await loadRunPoint({ store: this.store, sessionKey: ref.session, runId: ref.runId, step: first }).catch((error: unknown) => {
+      warnings.push(`the state at step ${first} could not be read (${error instanceof Error ? error.message : String(error)}): a value the run started with is not shown`);
+      return undefined;
+    });
+    return blame(ref.runId, key, events, initial, warnings);
   }
 
   /** The memory items best matching `query` (BM25), best first. */

@@ -396,4 +396,48 @@ describe('studio API over a damaged log', () => {
       stream.close();
     }
   });
+
+  it('blame, state and diff name what a damaged log or keyframe keeps from them, in warnings the page shows', async () => {
+    class Step extends BackpackNode {
+      override post(backpack: BackpackHandle): string | undefined {
+        const n = ((backpack.unpack('k') as number | undefined) ?? 0) + 1;
+        backpack.pack('k', n);
+        return n < 4 ? 'again' : undefined;
+      }
+    }
+    const makeFlow = (): Flow => {
+      const flow = new Flow({ namespace: 'dmg' });
+      const node = flow.addNode(Step, { id: 'step' });
+      node.on('again', node);
+      return flow;
+    };
+    const id = 'run_damaged_blame';
+    await runFlow(makeFlow(), { dataDir, runId: id });
+    const intact = (await api(`/api/runs/${id}/blame/k`)).json;
+    expect(intact.writes.map((w: any) => w.summary)).toEqual(['1', '2', '3', '4']);
+    expect(intact.warnings).toEqual([]);
+    expect((await api(`/api/runs/${id}/state`)).json.warnings).toEqual([]);
+    // Step 3's write is edited in place: still valid JSON, but its batch no longer matches its chain hash.
+    const path = runPaths(dataDir, 'default', id).events;
+    const text = readFileSync(path, 'utf8');
+    const edited = text.replace('"valueSummary":"3"', '"valueSummary":"9"');
+    expect(edited).not.toBe(text);
+    writeFileSync(path, edited);
+    const blame = (await api(`/api/runs/${id}/blame/k`)).json;
+    expect(blame.writes.map((w: any) => w.summary)).not.toContain('9');
+    expect(blame.warnings.join('\n')).toMatch(/events\.jsonl/);
+    // A log with an unsealed tail (a torn last batch): the state and the diff are served from what the chain
+    // vouches for, and say what was left out.
+    const other = 'run_torn_tail';
+    await runFlow(makeFlow(), { dataDir, runId: other });
+    appendFileSync(runPaths(dataDir, 'default', other).events, '{"v":1,"torn":\n');
+    const state = await api(`/api/runs/${other}/state`);
+    expect(state.status).toBe(200);
+    expect(state.json.items.find((i: any) => i.key === 'k')?.summary).toBe('4');
+    expect(state.json.warnings.join('\n')).toMatch(/events\.jsonl: lines? [\d-]+ come after its last chain hash/);
+    const diff = (await api(`/api/runs/${other}/diff?from=1&to=4`)).json;
+    expect(diff.changes.map((c: any) => [c.key, c.change])).toEqual([['k', 'modified']]);
+    expect(diff.warnings.join('\n')).toMatch(/events\.jsonl/);
+    expect((await api(`/api/runs/${other}/blame/k`)).json.warnings.join('\n')).toMatch(/events\.jsonl/);
+  });
 });

@@ -3,10 +3,11 @@
  * started by the CLI, the run found in the table and opened; the step slider moved and a key's writer read; a diff,
  * a blame, the events filter; and a running run's events arriving live.
  */
-import { existsSync } from 'node:fs';
+import { appendFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runPaths } from '../../src/store/index.js';
 import { FIXTURES, MODULES, cli, tempDir } from '../cli/helpers.js';
 import { CHROMIUM } from '../support/chromium.js';
 import { startGatedRun, studioInBrowser, type BrowserStudio } from './helpers.js';
@@ -106,6 +107,25 @@ describe('studio in a browser', () => {
     expect(await text('li[data-node="t.check"]')).toBe('check Check t.check ×1last');
     expect(await page.locator('li.last-node').count()).toBe(1);
     expect(errors).toEqual([]);
+  }, 120_000);
+
+  it('shows what a damaged log keeps from the blame and state views, above the answer', async () => {
+    const run = await cli(['run', join(FIXTURES, 'flow.json'), '--modules', MODULES, '--data-dir', dataDir, '--input', '{"question":"torn?"}']);
+    const tornId = /run id: (\S+)/.exec(run.stdout)![1]!;
+    // A torn last batch: a line after the log's last chain hash.
+    appendFileSync(runPaths(dataDir, 'default', tornId).events, '{"v":1,"torn":\n');
+    await page.goto(`${studio.url.origin}/#/runs/default/${tornId}`);
+    await page.getByRole('heading', { name: tornId }).waitFor(WAIT);
+    await page.getByRole('tab', { name: 'Blame' }).click();
+    await page.locator('input[name="key"]').fill('count');
+    await page.getByRole('button', { name: 'Blame' }).click();
+    await page.locator('table.blame tbody tr').first().waitFor(WAIT);
+    const warnings = page.locator('[aria-label="warnings"]');
+    await warnings.waitFor(WAIT);
+    expect(await warnings.innerText()).toMatch(/events\.jsonl: lines? [\d-]+ come after its last chain hash/);
+    await page.getByRole('tab', { name: 'State' }).click();
+    await page.locator('table.state').waitFor(WAIT);
+    expect(await page.locator('[aria-label="warnings"]').innerText()).toMatch(/events\.jsonl/);
   }, 120_000);
 
   it("shows a running run's events as they are written, then its end", async () => {

@@ -37,6 +37,11 @@ export interface StateReport {
   position: string[];
   items: StateEntry[];
   quarantined: QuarantinedEntry[];
+  /**
+   * What was damaged or could not be verified, and how the answer was served despite it (an earlier keyframe, the
+   * steps up to the last verified one, a skipped corrupt line); empty when everything read was intact.
+   */
+  warnings: string[];
 }
 
 type Item = BackpackState['items'][string];
@@ -67,7 +72,7 @@ function entry(key: string, item: Item): StateEntry {
 }
 
 /** The report of `runs state` from a loaded run point. */
-export function stateReport(runId: string, point: { step: number; position: string[]; state: BackpackState }): StateReport {
+export function stateReport(runId: string, point: { step: number; position: string[]; state: BackpackState; warnings?: string[] }): StateReport {
   return {
     runId,
     step: point.step,
@@ -77,6 +82,7 @@ export function stateReport(runId: string, point: { step: number; position: stri
       ...entry(key, item),
       quarantine: { reason: item.quarantine.reason, nodeId: item.quarantine.nodeId ?? null, timestamp: item.quarantine.timestamp },
     })),
+    warnings: [...(point.warnings ?? [])],
   };
 }
 
@@ -99,6 +105,11 @@ export interface DiffReport {
   to: number;
   changes: DiffChange[];
   counts: { added: number; modified: number; deleted: number; quarantined: number };
+  /**
+   * What was damaged or could not be verified, and how the answer was served despite it (an earlier keyframe, the
+   * steps up to the last verified one, a skipped corrupt line); empty when everything read was intact.
+   */
+  warnings: string[];
 }
 
 function sameItem(a: Item, b: Item): boolean {
@@ -106,7 +117,7 @@ function sameItem(a: Item, b: Item): boolean {
 }
 
 /** The changes of the active Backpack between two states, keys in the order they appear (from, then new keys). */
-export function diffStates(runId: string, from: { step: number; state: BackpackState }, to: { step: number; state: BackpackState }): DiffReport {
+export function diffStates(runId: string, from: { step: number; state: BackpackState; warnings?: string[] }, to: { step: number; state: BackpackState; warnings?: string[] }): DiffReport {
   const changes: DiffChange[] = [];
   const before = from.state.items;
   const after = to.state.items;
@@ -136,7 +147,8 @@ export function diffStates(runId: string, from: { step: number; state: BackpackS
   }
   const counts = { added: 0, modified: 0, deleted: 0, quarantined: 0 };
   for (const c of changes) counts[c.change]++;
-  return { runId, from: from.step, to: to.step, changes, counts };
+  const warnings = [...new Set([...(from.warnings ?? []), ...(to.warnings ?? [])])];
+  return { runId, from: from.step, to: to.step, changes, counts, warnings };
 }
 
 /** One write of a key (`runs blame`). */
@@ -160,14 +172,20 @@ export interface BlameReport {
   runId: string;
   key: string;
   writes: BlameEntry[];
+  /**
+   * What was damaged or could not be verified, and how the answer was served despite it (an earlier keyframe, the
+   * steps up to the last verified one, a skipped corrupt line); empty when everything read was intact.
+   */
+  warnings: string[];
 }
 
 /**
  * Every write of `key`: the run's input (the state at its first step, when it holds the key and no stored event
  * packed it there), then each stored `backpack.packed` / `backpack.quarantined` event of the key, with the step
- * whose boundary recorded it.
+ * whose boundary recorded it. `warnings`: what the reader of `events` could not serve (see BlameReport.warnings); the
+ * warnings of `initial` are added to them.
  */
-export function blame(runId: string, key: string, events: StreamEvent[], initial: { step: number; state: BackpackState } | undefined): BlameReport {
+export function blame(runId: string, key: string, events: StreamEvent[], initial: { step: number; state: BackpackState; warnings?: string[] } | undefined, warnings: readonly string[] = []): BlameReport {
   const writes: BlameEntry[] = [];
   const seed = initial?.state.items[key];
   if (initial && seed) {
@@ -209,7 +227,7 @@ export function blame(runId: string, key: string, events: StreamEvent[], initial
       ...(quarantine ? { reason: String(p.reason ?? '') } : {}),
     });
   }
-  return { runId, key, writes };
+  return { runId, key, writes, warnings: [...new Set([...warnings, ...(initial?.warnings ?? [])])] };
 }
 
 /** A page of a run's events (`runs events`). */

@@ -109,8 +109,14 @@ export function runsCommand(): Command {
       const ref = { ...options, runId };
       const events = await readRunEvents(ref);
       const first = firstStep(events);
-      const initial = await storeErrors(() => runPointAt(ref, first, events)).catch(() => undefined);
-      const report = blame(runId, key, events, initial);
+      const unread: string[] = [];
+      const initial = await storeErrors(() => runPointAt(ref, first, events)).catch((error: unknown) => {
+        // The writes the log holds are still shown; what the run started with is named as unknown.
+        unread.push(`the state at step ${first} could not be read (${error instanceof Error ? error.message : String(error)}): a value the run started with is not shown`);
+        warn(unread[0]!);
+        return undefined;
+      });
+      const report = blame(runId, key, events, initial, unread);
       print(options, report, () => renderBlame(report));
     },
   );

@@ -1,7 +1,7 @@
 /** Every write of one key: step, node, namespace, version, value, and quarantines with their reasons. */
 import { formatTime, getJson, runPath, type BlameReport } from './client.js';
 import { useLoad } from './hooks.js';
-import { Head, Problem, Writer } from './parts.js';
+import { Head, Problem, Warnings, Writer } from './parts.js';
 
 /** The blame of `keyName` (asked for with a text field offering the keys of the last state). */
 export function BlameView(props: { session: string; runId: string; keyName: string; keys: string[]; onKey: (key: string) => void }) {
@@ -32,6 +32,7 @@ export function BlameView(props: { session: string; runId: string; keyName: stri
         <button type="submit">Blame</button>
       </form>
       {blame.error && <Problem text={blame.error} />}
+      {report && <Warnings warnings={report.warnings} />}
       {report && report.writes.length === 0 && <p class="muted">No write of '{report.key}' in this run.</p>}
       {report && report.writes.length > 0 && (
         <table class="blame">

@@ -1,7 +1,7 @@
 /** What changed in the Backpack between two steps, and who changed it. */
 import { getJson, runPath, type DiffReport, type StepRange } from './client.js';
 import { useLoad } from './hooks.js';
-import { Head, Problem, Writer } from './parts.js';
+import { Head, Problem, Warnings, Writer } from './parts.js';
 
 const MARK = { added: '+', modified: '~', deleted: '−', quarantined: '⊘' } as const;
 
@@ -30,6 +30,7 @@ export function DiffView(props: { session: string; runId: string; steps: StepRan
         <button type="submit">Show diff</button>
       </form>
       {diff.error && <Problem text={diff.error} />}
+      {report && <Warnings warnings={report.warnings} />}
       {report && (
         <>
           <p class="diff-counts" aria-live="polite">

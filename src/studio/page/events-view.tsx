@@ -1,7 +1,7 @@
 /** The events table: filters by type and namespace pattern, paged through the server (which seeks by the log's index). */
 import { getJson, runPath, type EventsPageResult } from './client.js';
 import { useLoad } from './hooks.js';
-import { Head, Problem } from './parts.js';
+import { Head, Problem, Warnings } from './parts.js';
 
 /** What the events view is asked to show (kept in the location hash). */
 export interface EventFilters {
@@ -64,6 +64,7 @@ export function EventsView(props: { session: string; runId: string; eventTypes: 
         </label>
       </form>
       {page.error && <Problem text={page.error} />}
+      {data && <Warnings warnings={data.warnings} />}
       {data && data.corrupt.length > 0 && <Problem text={`${data.corrupt.length} corrupt line(s) in the log: ${data.corrupt.map((c) => `line ${c.line}: ${c.error}`).join('; ')}`} />}
       <nav class="pager" aria-label="event pages">
         <button type="button" disabled={filters.page <= 1} onClick={() => onChange({ ...filters, page: filters.page - 1 })}>

@@ -15,6 +15,21 @@ export function Problem({ text }: { text: string }) {
   );
 }
 
+/**
+ * What a reader could not read or verify and how the answer was served despite it (a damaged keyframe, a log cut
+ * short, a skipped corrupt line): shown above the answer, so that nothing damaged looks whole.
+ */
+export function Warnings({ warnings }: { warnings: readonly string[] | undefined }) {
+  if (warnings === undefined || warnings.length === 0) return null;
+  return (
+    <ul class="problem warnings" role="alert" aria-label="warnings">
+      {warnings.map((w) => (
+        <li>{w}</li>
+      ))}
+    </ul>
+  );
+}
+
 /** A node (or nothing, for the run's input) with its namespace. */
 export function Writer({ nodeId, namespace }: { nodeId: string | null; namespace: string | null }) {
   if (nodeId === null) return <span class="muted">(input)</span>;

@@ -3,7 +3,7 @@ import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { formatTime, getJson, runHash, runPath, type StateReport, type StepRange } from './client.js';
 import { useLoad } from './hooks.js';
-import { Head, Problem, Toolbar, Writer } from './parts.js';
+import { Head, Problem, Warnings, Toolbar, Writer } from './parts.js';
 
 /** The Backpack of a run at `step`. */
 export function StateView(props: {
@@ -41,6 +41,7 @@ export function StateView(props: {
         {report && report.step === step && props.actions?.(step, report.position.length === 0)}
       </Toolbar>
       {state.error && <Problem text={state.error} />}
+      {report && <Warnings warnings={report.warnings} />}
       {report && (
         <>
           <table class="state" aria-label={`backpack at step ${report.step}`}>
