@@ -96,6 +96,11 @@ export interface TracePage extends RunTrace {
    * lines only (every one verified against the chain), whose header and counts the rest of the log may still change.
    */
   complete: boolean;
+  /**
+   * What the read of the log skipped or could not verify (a corrupt line, lines after its last chain hash), so far
+   * for a page that is not `complete`; empty when the log read whole.
+   */
+  warnings: string[];
 }
 
 /** How many trace events are read between checks of whether a waiting {@link RunReader.traceHead} can be answered. */
@@ -109,8 +114,13 @@ function settledHead(trace: RunTrace, limit: number): boolean {
 }
 
 /** Top-level lines `offset`.. of `trace`, at most `limit`. */
-function page(trace: RunTrace, offset: number, limit: number, complete: boolean): TracePage {
-  return { ...trace, items: trace.items.slice(offset, offset + limit), offset, itemCount: trace.items.length, longestMs: longestNode(trace.items), complete };
+function page(trace: RunTrace, offset: number, limit: number, complete: boolean, warnings: readonly string[]): TracePage {
+  return { ...trace, items: trace.items.slice(offset, offset + limit), offset, itemCount: trace.items.length, longestMs: longestNode(trace.items), complete, warnings: [...warnings] };
+}
+
+/** The warning for a corrupt line a view skipped. */
+function skipped(ref: RunRef, c: CorruptLine): string {
+  return `skipped corrupt line ${c.line} of the event log of run ${ref.runId}: ${c.error}`;
 }
 
 /** The longest duration of the nodes among `items` and under them, in ms (0 when none has one). */
@@ -152,6 +162,8 @@ interface Kept<T> {
   heads?: Set<{ limit: number; resolve: (page: TracePage) => void }>;
   /** The events read so far, while it is being made. */
   read?: StreamEvent[];
+  /** What the read skipped or could not verify (see {@link TracePage.warnings}). */
+  warnings: string[];
 }
 
 /** Reads runs, steps and memory from one run store and its memory. */
@@ -231,7 +243,8 @@ export class RunReader {
    * and draw, not the whole tree (the page asks for more as it is scrolled).
    */
   async tracePage(ref: RunRef, offset: number, limit: number): Promise<TracePage> {
-    return page(await this.scan(ref), offset, limit, true);
+    const kept = await this.scanEntry(ref);
+    return page(await kept.result, offset, limit, true, kept.warnings);
   }
 
   /**
@@ -247,17 +260,17 @@ export class RunReader {
     // a finished one is used only while the log still ends where it did.
     const under = this.traces.get(`${ref.session}/${ref.runId}`);
     const kept = under !== undefined && under.made === undefined ? under : await this.scanEntry(ref);
-    if (kept.made !== undefined) return page(kept.made, 0, limit, true);
+    if (kept.made !== undefined) return page(kept.made, 0, limit, true, kept.warnings);
     // A read under way may have gone far enough already (it checks for waiting heads only now and then, early on).
     if (kept.read !== undefined && kept.read.length > 0) {
       const trace = buildTrace(ref.runId, kept.read);
-      if (settledHead(trace, limit)) return page(trace, 0, limit, false);
+      if (settledHead(trace, limit)) return page(trace, 0, limit, false, kept.warnings);
     }
     return new Promise<TracePage>((resolve, reject) => {
       const waiter = { limit, resolve };
       (kept.heads ??= new Set()).add(waiter);
       kept.result.then(
-        (trace) => kept.heads?.delete(waiter) && resolve(page(trace, 0, limit, true)),
+        (trace) => kept.heads?.delete(waiter) && resolve(page(trace, 0, limit, true, kept.warnings)),
         (error: unknown) => kept.heads?.delete(waiter) && reject(error),
       );
     });
@@ -365,7 +378,7 @@ export class RunReader {
       for (const head of kept.heads) {
         if (!settledHead(trace, head.limit)) continue;
         kept.heads.delete(head);
-        head.resolve(page(trace, 0, head.limit, false));
+        head.resolve(page(trace, 0, head.limit, false, kept.warnings));
       }
     });
   }
@@ -389,12 +402,13 @@ export class RunReader {
     const meta = await this.meta(ref);
     const again = cache.get(key);
     if (again !== undefined && again.eventCount === meta.eventCount && again.lastSeq === meta.lastSeq) return again;
-    const kept = { eventCount: meta.eventCount, lastSeq: meta.lastSeq } as Kept<T>;
+    const kept = { eventCount: meta.eventCount, lastSeq: meta.lastSeq, warnings: [] as string[] } as Kept<T>;
+    const onCorrupt = (c: CorruptLine): void => void kept.warnings.push(skipped(ref, c));
     const result = (async () => {
       const events: StreamEvent[] = [];
       kept.read = events;
       try {
-        for await (const { event } of this.store.readVerified(at, { onCorrupt: 'skip', types })) {
+        for await (const { event } of this.store.readVerified(at, { onCorrupt, onWarning: (w) => void kept.warnings.push(w), types })) {
           events.push(event);
           // Now and then (not past the first few checks: each one looks at everything read so far).
           if (progress !== undefined && events.length % HEAD_CHECK === 0 && events.length <= HEAD_CHECK * HEAD_CHECKS) progress(kept, events);
@@ -458,7 +472,7 @@ export class RunReader {
     const at = await this.existing(ref);
     const events: StreamEvent[] = [];
     const warnings: string[] = [];
-    const onCorrupt = (c: CorruptLine): void => void warnings.push(`skipped corrupt line ${c.line} of the event log of run ${ref.runId}: ${c.error}`);
+    const onCorrupt = (c: CorruptLine): void => void warnings.push(skipped(ref, c));
     const types = [StreamEventType.CHECKPOINT_SAVED, StreamEventType.BACKPACK_PACK, StreamEventType.BACKPACK_QUARANTINE];
     for await (const { event } of this.store.readVerified(at, { onCorrupt, onWarning: (w) => void warnings.push(w), types })) {
       // Only the key's writes and the step boundaries are kept: a long run's other writes are not held in memory.

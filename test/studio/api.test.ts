@@ -116,6 +116,7 @@ describe('studio API over a recorded run', () => {
     expect(whole.items.slice(-2)).toMatchObject([{ kind: 'node', node: { nodeId: 'tick', status: 'completed', action: 'done' } }, { kind: 'route-missing', action: 'done' }]);
     expect(head.items).toEqual(whole.items.slice(0, 5));
     const first = (await api('/api/runs/run_long_trace/trace?limit=5')).json;
+    expect(first.warnings).toEqual([]);
     expect(first).toMatchObject({ complete: true, offset: 0, itemCount: 800, status: 'completed', items: whole.items.slice(0, 5) });
     expect(first.longestMs).toBe(Math.max(...whole.items.filter((i: any) => i.kind === 'node').map((i: any) => i.node.durationMs)));
     const later = (await api('/api/runs/run_long_trace/trace?limit=3&offset=797')).json;
@@ -439,5 +440,10 @@ describe('studio API over a damaged log', () => {
     expect(diff.changes.map((c: any) => [c.key, c.change])).toEqual([['k', 'modified']]);
     expect(diff.warnings.join('\n')).toMatch(/events\.jsonl/);
     expect((await api(`/api/runs/${other}/blame/k`)).json.warnings.join('\n')).toMatch(/events\.jsonl/);
+    // The run view opens on the trace: its pages say so too (the whole trace stays what `runs show --json` prints).
+    expect((await api(`/api/runs/${id}/trace?limit=50`)).json.warnings.join('\n')).toMatch(/events\.jsonl/);
+    const trace = (await api(`/api/runs/${other}/trace?limit=50`)).json;
+    expect(trace.complete).toBe(true);
+    expect(trace.warnings.join('\n')).toMatch(/events\.jsonl: lines? [\d-]+ come after its last chain hash/);
   });
 });

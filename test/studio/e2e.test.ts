@@ -109,13 +109,14 @@ describe('studio in a browser', () => {
     expect(errors).toEqual([]);
   }, 120_000);
 
-  it('shows what a damaged log keeps from the blame and state views, above the answer', async () => {
+  it('shows what a damaged log keeps from the trace, blame and state views, above the answer', async () => {
     const run = await cli(['run', join(FIXTURES, 'flow.json'), '--modules', MODULES, '--data-dir', dataDir, '--input', '{"question":"torn?"}']);
     const tornId = /run id: (\S+)/.exec(run.stdout)![1]!;
     // A torn last batch: a line after the log's last chain hash.
     appendFileSync(runPaths(dataDir, 'default', tornId).events, '{"v":1,"torn":\n');
     await page.goto(`${studio.url.origin}/#/runs/default/${tornId}`);
     await page.getByRole('heading', { name: tornId }).waitFor(WAIT);
+    await page.locator('section[aria-label="trace"] [aria-label="warnings"]').waitFor(WAIT);
     await page.getByRole('tab', { name: 'Blame' }).click();
     await page.locator('input[name="key"]').fill('count');
     await page.getByRole('button', { name: 'Blame' }).click();

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import type { RunTrace, TracePage } from './client.js';
 import { formatMs } from './client.js';
-import { Status } from './parts.js';
+import { Status, Warnings } from './parts.js';
 
 type Item = RunTrace['items'][number];
 type Node = Extract<Item, { kind: 'node' }>['node'];
@@ -114,6 +114,7 @@ export function TraceView({ page, more }: { page: TracePage; more: (offset: numb
           {page.flowNamespace || '(root flow)'} · the first lines of the log; reading the rest…
         </p>
       )}
+      <Warnings warnings={page.warnings} />
       <ul class="tree">
         <ItemList items={page.items} longest={page.longestMs} />
         <ItemList items={extra} longest={page.longestMs} />
