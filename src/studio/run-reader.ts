@@ -401,7 +401,8 @@ export class RunReader {
     if (held !== undefined && (await this.endsAt(at, held.eventCount, held.lastSeq))) return held;
     const meta = await this.meta(ref);
     const again = cache.get(key);
-    if (again !== undefined && again.eventCount === meta.eventCount && again.lastSeq === meta.lastSeq) return again;
+    // Made by another request meanwhile (not the entry just found stale) for the log as the projection counts it.
+    if (again !== undefined && again !== held && again.eventCount === meta.eventCount && again.lastSeq === meta.lastSeq) return again;
     const kept = { eventCount: meta.eventCount, lastSeq: meta.lastSeq, warnings: [] as string[] } as Kept<T>;
     const onCorrupt = (c: CorruptLine): void => void kept.warnings.push(skipped(ref, c));
     const result = (async () => {
@@ -432,8 +433,12 @@ export class RunReader {
   /** Whether the log of `at` still ends with event `lastSeq` at line `eventCount - 1` (two lines read through its index). */
   private async endsAt(at: StoreRef, eventCount: number, lastSeq: number): Promise<boolean> {
     if (eventCount === 0) return false;
-    const tail = await this.store.readPage(at, 2, eventCount - 1, { onCorrupt: 'skip', onWarning: () => undefined }).catch(() => []);
-    return tail.length === 1 && tail[0]!.seq === lastSeq;
+    // Anything the reader cannot serve after that event (a torn or damaged tail written since) means the log
+    // changed: it is read again, so that its views say what is wrong with it.
+    let damaged = false;
+    const flag = (): void => void (damaged = true);
+    const tail = await this.store.readPage(at, 2, eventCount - 1, { onCorrupt: flag, onWarning: flag }).catch(() => []);
+    return !damaged && tail.length === 1 && tail[0]!.seq === lastSeq;
   }
 
   /** A step given by the client, checked against the run's recorded steps (a 400 giving the range otherwise). */

@@ -431,6 +431,8 @@ describe('studio API over a damaged log', () => {
     // vouches for, and say what was left out.
     const other = 'run_torn_tail';
     await runFlow(makeFlow(), { dataDir, runId: other });
+    // Viewed whole first: the trace kept for the run must not hide the tear written after it.
+    expect((await api(`/api/runs/${other}/trace?limit=50`)).json.warnings).toEqual([]);
     appendFileSync(runPaths(dataDir, 'default', other).events, '{"v":1,"torn":\n');
     const state = await api(`/api/runs/${other}/state`);
     expect(state.status).toBe(200);
