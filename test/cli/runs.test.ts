@@ -1,6 +1,7 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { runPaths } from '../../src/store/index.js';
 import { FIXTURES, MODULES, cli, cliJson, tempDir } from './helpers.js';
 
 const FLOW = join(FIXTURES, 'flow.json');
@@ -239,5 +240,23 @@ describe('backpackflow memory', () => {
     expect(none).toEqual([]);
     expect(human.stdout).toContain('1. ');
     expect(human.stdout).toContain('Checkpoints are written at every step boundary');
+  }, 30_000);
+});
+
+describe('backpackflow runs over a torn log', () => {
+  it('state, diff and blame --json name what the log did not serve, as stderr does', async () => {
+    const dir = tempDir();
+    const run = await cli(['run', FLOW, '--modules', MODULES, '--data-dir', dir, '--input', '{"question":"torn?"}']);
+    const id = /run id: (\S+)/.exec(run.stdout)![1]!;
+    const d = ['--data-dir', dir];
+    expect((await cliJson(['runs', 'blame', id, 'fact', ...d])).warnings).toEqual([]);
+    appendFileSync(runPaths(dir, 'default', id).events, '{"v":1,"torn":\n');
+    const torn = /events\.jsonl: lines? [\d-]+ come after its last chain hash/;
+    const blame = await cli(['runs', 'blame', id, 'fact', ...d, '--json']);
+    expect(blame.code).toBe(0);
+    expect(blame.stderr).toMatch(torn);
+    expect(JSON.parse(blame.stdout).warnings.join('\n')).toMatch(torn);
+    expect((await cliJson(['runs', 'state', id, ...d])).warnings.join('\n')).toMatch(torn);
+    expect((await cliJson(['runs', 'diff', id, '--from', '0', '--to', '1', ...d])).warnings.join('\n')).toMatch(torn);
   }, 30_000);
 });

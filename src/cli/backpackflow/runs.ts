@@ -87,8 +87,10 @@ export function runsCommand(): Command {
     .option('--step <n>', 'step (default: the last)', nonNegativeInteger('--step'))
     .action(async (runId: string, options: RunOpts) => {
       const ref = { ...options, runId };
-      const events = await readRunEvents(ref);
-      const report = stateReport(runId, await storeErrors(() => runPointAt(ref, options.step, events)));
+      const unread: string[] = [];
+      const events = await readRunEvents(ref, (w) => void unread.push(w));
+      const point = await storeErrors(() => runPointAt(ref, options.step, events));
+      const report = stateReport(runId, { ...point, warnings: [...new Set([...unread, ...point.warnings])] });
       print(options, report, () => renderState(report));
     });
 
@@ -97,23 +99,25 @@ export function runsCommand(): Command {
     .requiredOption('--to <n>', 'later step', nonNegativeInteger('--to'))
     .action(async (runId: string, options: RunOpts & { from: number; to: number }) => {
       const ref = { ...options, runId };
-      const events = await readRunEvents(ref);
+      const unread: string[] = [];
+      const events = await readRunEvents(ref, (w) => void unread.push(w));
       const from = await storeErrors(() => runPointAt(ref, options.from, events));
       const to = await storeErrors(() => runPointAt(ref, options.to, events));
-      const report = diffStates(runId, from, to);
+      // What the read of the whole log did not serve is named even when both steps come before it.
+      const report = diffStates(runId, { ...from, warnings: [...unread, ...from.warnings] }, to);
       print(options, report, () => renderDiff(report));
     });
 
   common(runs.command('blame <runId> <key>').description('every write of a key: node, namespace, step, version, value')).action(
     async (runId: string, key: string, options: CommonOptions) => {
       const ref = { ...options, runId };
-      const events = await readRunEvents(ref);
-      const first = firstStep(events);
       const unread: string[] = [];
+      const events = await readRunEvents(ref, (w) => void unread.push(w));
+      const first = firstStep(events);
       const initial = await storeErrors(() => runPointAt(ref, first, events)).catch((error: unknown) => {
         // The writes the log holds are still shown; what the run started with is named as unknown.
         unread.push(`the state at step ${first} could not be read (${error instanceof Error ? error.message : String(error)}): a value the run started with is not shown`);
-        warn(unread[0]!);
+        warn(unread.at(-1)!);
         return undefined;
       });
       const report = blame(runId, key, events, initial, unread);

@@ -34,16 +34,23 @@ export async function openRun(options: RunRefOptions): Promise<OpenedRun> {
   return { store, ref };
 }
 
-/** Every stored event of a run that its chain vouches for, in order (what is not served is warned about on stderr). */
-export async function readRunEvents(options: RunRefOptions): Promise<StreamEvent[]> {
-  return readFilteredEvents(options, () => true);
+/**
+ * Every stored event of a run that its chain vouches for, in order. What is not served is warned about on stderr
+ * and handed to `onWarning` too, when given (for a report that names it).
+ */
+export async function readRunEvents(options: RunRefOptions, onWarning?: (message: string) => void): Promise<StreamEvent[]> {
+  return readFilteredEvents(options, () => true, onWarning);
 }
 
 /** The stored events of a run for which `predicate` holds, in order (only the matches are kept in memory). */
-export async function readFilteredEvents(options: RunRefOptions, predicate: (event: StreamEvent) => boolean): Promise<StreamEvent[]> {
+export async function readFilteredEvents(options: RunRefOptions, predicate: (event: StreamEvent) => boolean, onWarning?: (message: string) => void): Promise<StreamEvent[]> {
   const { store, ref } = await openRun(options);
   const out: StreamEvent[] = [];
-  for await (const { event } of store.readVerified(ref, { onWarning: warn })) if (predicate(event)) out.push(event);
+  const warned = (message: string): void => {
+    warn(message);
+    onWarning?.(message);
+  };
+  for await (const { event } of store.readVerified(ref, { onWarning: warned })) if (predicate(event)) out.push(event);
   return out;
 }
 
