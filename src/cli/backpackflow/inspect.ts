@@ -29,19 +29,23 @@ export interface QuarantinedEntry extends StateEntry {
   quarantine: { reason: string; nodeId: string | null; timestamp: number };
 }
 
+/** What a report read that was damaged or could not be verified. */
+export interface Warned {
+  /**
+   * What was damaged or could not be verified, and how the answer was served despite it (an earlier keyframe, the
+   * steps up to the last verified one, a skipped corrupt line); empty when everything read was intact.
+   */
+  warnings: string[];
+}
+
 /** The Backpack of a run at one step (`runs state`). */
-export interface StateReport {
+export interface StateReport extends Warned {
   runId: string;
   step: number;
   /** Where the run continues after this step (node ids, outermost first); empty when it had ended. */
   position: string[];
   items: StateEntry[];
   quarantined: QuarantinedEntry[];
-  /**
-   * What was damaged or could not be verified, and how the answer was served despite it (an earlier keyframe, the
-   * steps up to the last verified one, a skipped corrupt line); empty when everything read was intact.
-   */
-  warnings: string[];
 }
 
 type Item = BackpackState['items'][string];
@@ -99,17 +103,12 @@ export interface DiffChange {
 }
 
 /** What changed in the Backpack from one step to another (`runs diff`). */
-export interface DiffReport {
+export interface DiffReport extends Warned {
   runId: string;
   from: number;
   to: number;
   changes: DiffChange[];
   counts: { added: number; modified: number; deleted: number; quarantined: number };
-  /**
-   * What was damaged or could not be verified, and how the answer was served despite it (an earlier keyframe, the
-   * steps up to the last verified one, a skipped corrupt line); empty when everything read was intact.
-   */
-  warnings: string[];
 }
 
 function sameItem(a: Item, b: Item): boolean {
@@ -168,15 +167,10 @@ export interface BlameEntry {
 }
 
 /** Every write of a key in a run. */
-export interface BlameReport {
+export interface BlameReport extends Warned {
   runId: string;
   key: string;
   writes: BlameEntry[];
-  /**
-   * What was damaged or could not be verified, and how the answer was served despite it (an earlier keyframe, the
-   * steps up to the last verified one, a skipped corrupt line); empty when everything read was intact.
-   */
-  warnings: string[];
 }
 
 /**
