@@ -1,5 +1,5 @@
 import { KIND_CODE } from './hash.js';
-import { STAT_FIELDS, statOne } from './stat-pool.js';
+import { ABORT, BUSY, NEXT, STAT_FIELDS, statOne, type SharedStatJob } from './stat-pool.js';
 import type { RecordBody } from './record-body.js';
 import type { NodeRecord, ScanBasis, Tree } from './tree.js';
 
@@ -38,11 +38,18 @@ export interface QuickCheckInput {
   readonly rulesKey: string;
   /** Entries whose mtime is at or after this instant may have changed again in the same tick. */
   readonly racyFromMs: number;
-  readonly helper?: { statRecordsOnHelper(bytes: Uint8Array, starts: Int32Array, root: string): Promise<Float64Array> };
+  readonly helper?: { statShared(job: SharedStatJob): Promise<void> };
+  /** How long to wait for the helper to finish the chunk it holds (default 5 s), then stat everything here. */
+  readonly helperWaitMs?: number;
 }
 
-/** Share of the stored records the helper thread stats. */
-const HELPER_SHARE = 0.5;
+/**
+ * Records per chunk of the work shared with the helper thread (see SharedStatJob): about a millisecond of lstat
+ * calls, so that the thread that finishes first waits at most that long for the other.
+ */
+const CHUNK = 512;
+/** How long the calling thread waits for the helper to finish the chunk it holds before it stats everything itself. */
+const HELPER_WAIT_MS = 5_000;
 /** Kind code in a tree file (1 file, 2 dir, 3 symlink) to the kind code of a stat (1 file, 4 dir, 2 symlink). */
 const STAT_KIND = [0, 1, 4, 2];
 const NON_ASCII = /[^ -~]/;
@@ -73,32 +80,55 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
     if (i >= 0) shadowed.add(i);
   }
 
-  const split = input.helper === undefined ? 0 : Math.floor(count * HELPER_SHARE);
-  const { body, starts } = stored.raw;
-  // The helper gets a copy of the bytes up to the last path of its share, and reads those paths itself.
-  const helped = split > 0 ? input.helper!.statRecordsOnHelper(new Uint8Array(body.subarray(0, stored.pathEnd(split - 1))), starts.slice(0, split), root) : undefined;
-  helped?.catch(() => undefined); // awaited below unless this thread gives up first
   const stat = new Float64Array(STAT_FIELDS);
-  const cached = new Float64Array(3);
-  const stale: StaleLeaf[] = [];
+  const stale: { at: number; leaf: StaleLeaf }[] = [];
   // With the working directory at the root, paths go to the kernel relative to it, which then resolves two or
   // three components per file instead of the root's too. This loop holds the thread from here to its end, so the
   // working directory cannot change under it (the helper thread uses whole paths: it runs while this one yields).
-  const pathOf = pathBytes(workingDirectoryIs(root) ? '' : `${root}/`, body);
-  if (!statRange(stored, split, count, shadowed, root, pathOf, racyFromMs, stale)) return undefined;
-  if (helped !== undefined) {
-    const stats = await helped;
-    const first: StaleLeaf[] = [];
-    for (let i = 0; i < split; i++) {
-      if (shadowed.size > 0 && shadowed.has(i)) continue;
-      const j = i * STAT_FIELDS;
-      if (unchanged(stored, i, stats, j, cached, racyFromMs)) continue;
-      const verdict = staleLeaf(cachedAt(stored, i), stats, j, stored.kindCodeAt(i) === 2);
-      if (verdict === undefined) return undefined;
-      first.push(verdict);
+  const pathOf = pathBytes(workingDirectoryIs(root) ? '' : `${root}/`, stored.raw.body);
+  // Small trees (tests, mostly) still come in a few chunks, so that the helper has some to take.
+  const chunk = Math.max(1, Math.min(CHUNK, Math.ceil(count / 16)));
+  const chunks = Math.ceil(count / chunk);
+  if (input.helper === undefined || chunks < 2) {
+    if (!statRange(stored, 0, count, shadowed, root, pathOf, racyFromMs, stale)) return undefined;
+  } else {
+    const job = sharedJob(stored, root, chunk);
+    // Not awaited: the chunks it finished are flagged in job.done (one it failed on is not, and is statted below).
+    input.helper.statShared(job).catch(() => undefined);
+    const mine = new Uint8Array(chunks);
+    for (let c = Atomics.add(job.control, NEXT, 1); c < chunks; c = Atomics.add(job.control, NEXT, 1)) {
+      mine[c] = 1;
+      if (!statRange(stored, c * chunk, Math.min(count, (c + 1) * chunk), shadowed, root, pathOf, racyFromMs, stale)) {
+        Atomics.store(job.control, ABORT, 1);
+        return undefined;
+      }
     }
-    stale.unshift(...first);
+    // Every chunk is claimed. The helper holds one only while BUSY is set: wait for it to write that one's stats.
+    // (A helper that died holding one is given 5 s: then this thread stats everything itself.)
+    if (Atomics.load(job.control, BUSY) !== 0 && Atomics.wait(job.control, BUSY, 1, input.helperWaitMs ?? HELPER_WAIT_MS) === 'timed-out') {
+      Atomics.store(job.control, ABORT, 1);
+      return quickCheck({ ...input, helper: undefined });
+    }
+    const cached = new Float64Array(3);
+    for (let c = 0; c < chunks; c++) {
+      if (mine[c] === 1) continue;
+      if (Atomics.load(job.done, c) === 0) {
+        // Claimed by the helper, which failed on it.
+        if (!statRange(stored, c * chunk, Math.min(count, (c + 1) * chunk), shadowed, root, pathOf, racyFromMs, stale)) return undefined;
+        continue;
+      }
+      for (let i = c * chunk, end = Math.min(count, (c + 1) * chunk); i < end; i++) {
+        if (shadowed.size > 0 && shadowed.has(i)) continue;
+        const j = i * STAT_FIELDS;
+        if (unchanged(stored, i, job.stats, j, cached, racyFromMs)) continue;
+        const leaf = staleLeaf(cachedAt(stored, i), job.stats, j, stored.kindCodeAt(i) === 2);
+        if (leaf === undefined) return undefined;
+        stale.push({ at: i, leaf });
+      }
+    }
   }
+  // In record order, whichever thread found them.
+  const leaves = stale.sort((a, b) => a.at - b.at).map((s) => s.leaf);
   for (const record of overlay.values()) {
     if (record === undefined) continue;
     if (NON_ASCII.test(record.path)) return undefined;
@@ -108,14 +138,14 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
     if (same) continue;
     const verdict = staleLeaf(record, stat, 0, isDir);
     if (verdict === undefined) return undefined;
-    stale.push(verdict);
+    leaves.push(verdict);
   }
-  return stale;
+  return leaves;
 }
 
 /**
  * lstat of records `from` to `to` (but the shadowed ones) on this thread, each compared with its cached stat; the
- * stale leaves go to `stale`. False when the check cannot decide (see {@link staleLeaf}). A function of its own, and a
+ * stale leaves go to `stale` with their record numbers. False when the check cannot decide (see {@link staleLeaf}). A function of its own, and a
  * small one: it runs once per scan but loops over every record, so V8 compiles it while it runs (on-stack
  * replacement), and the time that compilation takes grows with the code of the whole function.
  */
@@ -127,7 +157,7 @@ function statRange(
   root: string,
   pathOf: (start: number, length: number) => Buffer,
   racyFromMs: number,
-  stale: StaleLeaf[],
+  stale: { at: number; leaf: StaleLeaf }[],
 ): boolean {
   const { starts } = stored.raw;
   const stat = new Float64Array(STAT_FIELDS);
@@ -138,11 +168,37 @@ function statRange(
     const start = starts[i]! + 5;
     statOne(i === 0 ? root : pathOf(start, stored.pathEnd(i) - start), stat, 0);
     if (unchanged(stored, i, stat, 0, cached, racyFromMs)) continue;
-    const verdict = staleLeaf(cachedAt(stored, i), stat, 0, stored.kindCodeAt(i) === 2);
-    if (verdict === undefined) return false;
-    stale.push(verdict);
+    const leaf = staleLeaf(cachedAt(stored, i), stat, 0, stored.kindCodeAt(i) === 2);
+    if (leaf === undefined) return false;
+    stale.push({ at: i, leaf });
   }
   return true;
+}
+
+/**
+ * The {@link SharedStatJob} over `stored`'s records: their bytes and starts on SharedArrayBuffers (copied there
+ * unless already on one: see `StatIndex.read`), and the stats, done flags and counters it fills.
+ */
+function sharedJob(stored: RecordBody, root: string, chunk: number): SharedStatJob {
+  const { body, starts } = stored.raw;
+  return {
+    bytes: onShared(body),
+    starts: onShared(starts),
+    root,
+    stats: new Float64Array(new SharedArrayBuffer(starts.length * STAT_FIELDS * 8)),
+    done: new Uint8Array(new SharedArrayBuffer(Math.ceil(starts.length / chunk))),
+    control: new Int32Array(new SharedArrayBuffer(3 * 4)),
+    chunk,
+  };
+}
+
+/** `array` itself when it is on a SharedArrayBuffer, else a copy of it on one. */
+function onShared<T extends Uint8Array | Int32Array>(array: T): T {
+  if (array.buffer instanceof SharedArrayBuffer) return array;
+  const buffer = new SharedArrayBuffer(array.byteLength);
+  const copy = array instanceof Int32Array ? new Int32Array(buffer) : new Uint8Array(buffer);
+  copy.set(array);
+  return copy as T;
 }
 
 /**

@@ -98,7 +98,8 @@ export class StatIndex extends RecordBody {
     const count = data.readUInt32BE(COUNT);
     if (count === 0 || count !== treeHeader.readUInt32BE(TREE_FILE_COUNT)) return undefined;
     if (!backend.digest(data.subarray(COUNT)).equals(data.subarray(OWN_SUM, OWN_SUM + 32))) return undefined;
-    const starts = new Int32Array(count);
+    // On shared memory when the bytes are (see readStatView): the quick check's helper thread reads both.
+    const starts = data.buffer instanceof SharedArrayBuffer ? new Int32Array(new SharedArrayBuffer(count * 4)) : new Int32Array(count);
     const end = scanRecords(data, starts);
     if (end === undefined) return undefined;
     const basis = basisAt(data, end);

@@ -124,7 +124,32 @@ export const statSerial = async (paths: readonly string[]): Promise<Float64Array
   return out;
 };
 
-// A request is NUL-joined paths, or records of a stored tree file (see StoredNodes) whose paths are relative to root;
+/** Slots of {@link SharedStatJob.control}. */
+export const NEXT = 0;
+export const BUSY = 1;
+export const ABORT = 2;
+
+/**
+ * lstat of stored records shared by the calling thread and the helper: every buffer is on a SharedArrayBuffer.
+ * The records (`bytes`, `starts`: see RecordBody; paths relative to `root`, record 0 the root itself) are cut in
+ * chunks of `chunk`; each thread claims the next chunk with `Atomics.add(control, NEXT, 1)` until none is left, so
+ * the calling thread works from the start while the helper boots and neither waits for the other's share. The
+ * helper writes its stats into `stats` ({@link STAT_FIELDS} per record), then sets `done[chunk]`; it sets
+ * `control[BUSY]` while it may hold a chunk (before it claims, cleared once the chunk is done, or it failed, or there
+ * was none left), so once every chunk is claimed and BUSY is clear, `done` tells which ones it statted.
+ * `control[ABORT]` stops it.
+ */
+export interface SharedStatJob {
+  readonly bytes: Uint8Array;
+  readonly starts: Int32Array;
+  readonly root: string;
+  readonly stats: Float64Array;
+  readonly done: Uint8Array;
+  readonly control: Int32Array;
+  readonly chunk: number;
+}
+
+// A request is NUL-joined paths, or a SharedStatJob over records of a stored tree (see RecordBody);
 // \`fast\` says that the calling thread verified Node's lstat binding (see verifiedBindingLstat), which answers the
 // same on every thread of a process.
 const WORKER_SOURCE = `
@@ -147,23 +172,48 @@ function statInto(path, out, j, fast) {
   out[j] = st.isFile() ? 1 : st.isSymbolicLink() ? 2 : st.isDirectory() ? 4 : 3;
   out[j + 1] = st.size; out[j + 2] = st.mtimeMs; out[j + 3] = st.ino;
 }
-parentPort.on('message', ({ id, joined, records, fast }) => {
+parentPort.on('message', ({ id, joined, shared, fast }) => {
   let out;
   let error;
-  try {
-    if (records !== undefined) {
-      const { bytes, starts, root } = records;
-      const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      out = new Float64Array(starts.length * ${STAT_FIELDS});
-      for (let i = 0; i < starts.length; i++) {
-        const o = starts[i];
-        statInto(root + '/' + buf.toString('utf8', o + 5, o + 5 + buf.readUInt32BE(o + 1)), out, i * ${STAT_FIELDS}, fast);
+  if (shared !== undefined) {
+    // Chunks of records claimed one at a time from the shared counter, the calling thread claiming too: see
+    // SharedStatJob. BUSY is set before each claim and cleared after its stats are written (or it came up empty).
+    const { bytes, starts, root, stats, done, control, chunk } = shared;
+    const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const chunks = Math.ceil(starts.length / chunk);
+    // Each path as bytes after root + '/', in a buffer reused for every path of its length (no string per path).
+    const head = Buffer.from(root + '/');
+    const byLength = [];
+    try {
+      for (;;) {
+        if (Atomics.load(control, ${ABORT}) !== 0) break;
+        Atomics.store(control, ${BUSY}, 1);
+        const c = Atomics.add(control, ${NEXT}, 1);
+        if (c >= chunks) break;
+        const end = Math.min(starts.length, (c + 1) * chunk);
+        for (let i = c * chunk; i < end; i++) {
+          if (i === 0) { statInto(root, stats, 0, fast); continue; }
+          const o = starts[i] + 5;
+          const length = buf.readUInt32BE(o - 4);
+          let path = byLength[length];
+          if (path === undefined) { path = Buffer.allocUnsafeSlow(head.length + length); head.copy(path, 0); byLength[length] = path; }
+          for (let k = 0, at = head.length; k < length; k++) path[at + k] = buf[o + k];
+          statInto(path, stats, i * ${STAT_FIELDS}, fast);
+        }
+        Atomics.store(done, c, 1);
+        Atomics.store(control, ${BUSY}, 0);
+        Atomics.notify(control, ${BUSY});
       }
-    } else {
-      const paths = joined.split('\\0');
-      out = new Float64Array(paths.length * ${STAT_FIELDS});
-      for (let i = 0; i < paths.length; i++) statInto(paths[i], out, i * ${STAT_FIELDS}, fast);
-    }
+    } catch (e) { error = String(e && e.message || e); }
+    Atomics.store(control, ${BUSY}, 0);
+    Atomics.notify(control, ${BUSY});
+    parentPort.postMessage({ id, error });
+    return;
+  }
+  try {
+    const paths = joined.split('\\0');
+    out = new Float64Array(paths.length * ${STAT_FIELDS});
+    for (let i = 0; i < paths.length; i++) statInto(paths[i], out, i * ${STAT_FIELDS}, fast);
   } catch (e) { error = String(e && e.message || e); out = new Float64Array(0); }
   parentPort.postMessage({ id, out, error }, [out.buffer]);
 });`;
@@ -176,7 +226,7 @@ parentPort.on('message', ({ id, joined, records, fast }) => {
 export class StatPool {
   private worker: Worker | undefined;
   private nextId = 0;
-  private readonly waiting = new Map<number, { resolve: (out: Float64Array) => void; reject: (error: Error) => void }>();
+  private readonly waiting = new Map<number, { resolve: (out: never) => void; reject: (error: Error) => void }>();
 
   /** Starts the helper thread ahead of its first use (it takes a few tens of milliseconds to boot). */
   warm(): void {
@@ -200,19 +250,18 @@ export class StatPool {
   }
 
   /**
-   * Stats the records of a stored tree file on the helper thread: `bytes` holds them, `starts` says where each
-   * begins, and their paths are relative to `root`. The paths are read on that thread, so this one decodes none.
+   * Takes part in `job` on the helper thread (see {@link SharedStatJob}): resolves once it has claimed its last
+   * chunk; rejects when it failed (the chunks it finished are flagged done all the same).
    */
-  statRecordsOnHelper(bytes: Uint8Array, starts: Int32Array, root: string): Promise<Float64Array> {
-    if (starts.length === 0) return Promise.resolve(new Float64Array(0));
-    return this.request({ records: { bytes, starts, root } });
+  statShared(job: SharedStatJob): Promise<void> {
+    return this.request({ shared: job });
   }
 
-  private request(message: object): Promise<Float64Array> {
+  private request<T = Float64Array>(message: object): Promise<T> {
     const worker = this.ensureWorker();
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.set(id, { resolve: resolve as (out: never) => void, reject });
       worker.ref();
       worker.postMessage({ id, fast: bindingLstat() !== null, ...message });
     });
@@ -222,12 +271,12 @@ export class StatPool {
     if (this.worker !== undefined) return this.worker;
     const worker = new Worker(WORKER_SOURCE, { eval: true });
     worker.unref();
-    worker.on('message', ({ id, out, error }: { id: number; out: Float64Array; error?: string }) => {
+    worker.on('message', ({ id, out, error }: { id: number; out?: Float64Array; error?: string }) => {
       const waiter = this.waiting.get(id);
       this.waiting.delete(id);
       if (this.waiting.size === 0) worker.unref();
       if (error !== undefined) waiter?.reject(new Error(error));
-      else waiter?.resolve(out);
+      else waiter?.resolve(out as never);
     });
     const fail = (error: Error) => {
       for (const waiter of this.waiting.values()) waiter.reject(error);

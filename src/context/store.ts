@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describeHolder, fsyncDirSync, waitForLock, writeFileAtomicSync, readTextIfExistsSync } from '../fs/index.js';
 import type { AgentIdentity } from './agents.js';
@@ -107,7 +107,7 @@ export class MerkleStore {
     if (index === undefined) {
       let data: Buffer;
       try {
-        data = readFileSync(file);
+        data = readFileShared(file);
       } catch {
         return undefined;
       }
@@ -321,5 +321,26 @@ export class MerkleStore {
     this.ensure();
     writeFileAtomicSync(file, text);
     return true;
+  }
+}
+
+/**
+ * The bytes of `file` on a SharedArrayBuffer: the stat index is read there so that the quick check's helper thread
+ * reads the same bytes, without a copy (see SharedStatJob).
+ */
+function readFileShared(file: string): Buffer {
+  const fd = openSync(file, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    const data = Buffer.from(new SharedArrayBuffer(size));
+    let done = 0;
+    while (done < size) {
+      const n = readSync(fd, data, done, size - done, done);
+      if (n === 0) return data.subarray(0, done); // cut meanwhile: the checksum decides
+      done += n;
+    }
+    return data;
+  } finally {
+    closeSync(fd);
   }
 }
