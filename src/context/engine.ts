@@ -47,8 +47,9 @@ export interface ContextEngineOptions {
   /** How long a writer waits for the workspace lock (default 10 s). */
   readonly lockTimeoutMs?: number;
   /**
-   * Trees with at least this many nodes are stat'ed on two threads during a rescan. Default: 20,000 while the load
-   * average leaves a core idle, otherwise one thread (a helper thread then costs CPU and gains no time).
+   * Trees with at least this many nodes are stat'ed on two threads during a rescan, which share the work chunk by
+   * chunk. Default: 20,000 while a core is idle (on Linux: fewer runnable threads right now than cores, this process's
+   * own not counted), otherwise one thread (a helper thread then costs CPU and gains no time).
    */
   readonly parallelStatThreshold?: number;
   /**

@@ -237,7 +237,13 @@ export class StatPool {
   async close(): Promise<void> {
     const worker = this.worker;
     this.worker = undefined;
-    if (worker !== undefined) await worker.terminate();
+    if (worker === undefined) return;
+    // Held while it stops (the message handler no longer lets it go: it is not this.worker now). Unreferenced, its
+    // 'exit', which settles terminate(), could come after the event loop had emptied, and a process whose last await
+    // is this close() would end with it unsettled (exit code 13): that happened when a reply to a quick check that
+    // no longer waited for it (see SharedStatJob) arrived during close() and unreferenced the worker again.
+    worker.ref();
+    await worker.terminate();
   }
 
   /**
@@ -274,7 +280,7 @@ export class StatPool {
     worker.on('message', ({ id, out, error }: { id: number; out?: Float64Array; error?: string }) => {
       const waiter = this.waiting.get(id);
       this.waiting.delete(id);
-      if (this.waiting.size === 0) worker.unref();
+      if (this.waiting.size === 0 && this.worker === worker) worker.unref();
       if (error !== undefined) waiter?.reject(new Error(error));
       else waiter?.resolve(out as never);
     });

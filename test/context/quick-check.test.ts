@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -6,6 +7,8 @@ import { IgnoreRules } from '../../src/context/ignore-rules.js';
 import { quickCheck, type QuickCheckInput } from '../../src/context/quick-check.js';
 import { ABORT, BUSY, NEXT, STAT_FIELDS, statOne, type SharedStatJob } from '../../src/context/stat-pool.js';
 import { MerkleStore } from '../../src/context/store.js';
+import { bundledScript } from '../support/bundle.js';
+import { plainEnv } from '../support/env.js';
 import { tempDir, writeTree } from './helpers.js';
 
 /** A scanned workspace of 80 files in 8 directories, and what the quick check needs of its stored tree. */
@@ -131,5 +134,15 @@ describe('quickCheck: the work shared with the helper thread', () => {
     expect(paths(result)).toEqual(['d3/f3.txt']);
     expect(performance.now() - start).toBeGreaterThanOrEqual(45);
     expect(Atomics.load(stuck!.control, ABORT)).toBe(1); // told to stop
+  });
+
+  it("close() ends the helper thread even when its reply comes during close(), so a process's last await settles", async () => {
+    // The helper boots and answers while the calling thread is busy (the quick check no longer waits for it); that
+    // reply, handled during close(), used to unreference the stopping thread, and the process then ended with exit
+    // code 13 (an unsettled top-level await) before printing 'closed'. Plain node: under tsx its loader thread kept
+    // the process alive.
+    const script = await bundledScript(join(import.meta.dirname, 'fixtures', 'close-during-reply.ts'));
+    const out = execFileSync(process.execPath, [script], { encoding: 'utf8', env: plainEnv(), timeout: 20_000 });
+    expect(out.trim()).toBe('closed');
   });
 });
