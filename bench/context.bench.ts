@@ -35,7 +35,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ContextEngine, loadHashBackend } from '../src/context/index.js';
 import { treeCodec } from '../src/context/tree-journal.js';
-import { median, printTable, timeMedianMs, type BenchRow } from './harness.js';
+import { median, printTable, timeMedianMs, withoutNodeStartupSettings, type BenchRow } from './harness.js';
 
 const DIRS = Number(process.env.BENCH_DIRS ?? 1000);
 const FILES_PER_DIR = Number(process.env.BENCH_FILES_PER_DIR ?? 100);
@@ -64,17 +64,6 @@ const GIT_ENV = {
   GIT_COMMITTER_EMAIL: 'bench@localhost',
 };
 
-/**
- * The environment without the variables that make every Node process do extra work before any of its code runs:
- * NODE_OPTIONS, and NODE_EXTRA_CA_CERTS, which Node 20 reads and parses at every start (this machine sets it to the
- * system's whole certificate bundle: about 50 ms of CPU per process, more than the rest of Node's start). Neither is
- * part of the command; git pays nothing for them. One row (`node -e 0` with this machine's own environment) shows
- * what they cost here.
- */
-function withoutNodeStartupSettings(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const { NODE_OPTIONS: _options, NODE_EXTRA_CA_CERTS: _certs, ...rest } = env;
-  return rest;
-}
 
 function git(root: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 28, env: GIT_ENV });

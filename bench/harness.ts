@@ -61,3 +61,15 @@ export function printTable(title: string, rows: BenchRow[]): boolean {
   console.log(lines.join('\n'));
   return allMet;
 }
+
+/**
+ * The environment without the variables that make every Node process do extra work before any of its code runs:
+ * NODE_OPTIONS, and NODE_EXTRA_CA_CERTS, which Node 20 reads and parses at every start (this machine sets it to the
+ * system's whole certificate bundle: about 50 ms of CPU per process, more than the rest of Node's start). Neither is
+ * part of the command; git pays nothing for them. The benches that time processes (context, cli) run them without
+ * these, and show in one row (`node -e 0` with this machine's own environment) what they cost here.
+ */
+export function withoutNodeStartupSettings(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { NODE_OPTIONS: _options, NODE_EXTRA_CA_CERTS: _certs, ...rest } = env;
+  return rest;
+}

@@ -1,4 +1,7 @@
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN } from './helpers.js';
 
@@ -25,5 +28,16 @@ describe('the built command line loads what a command uses', () => {
     const loaded = modulesLoaded(['context', '--help']);
     expect(loaded.some((url) => url.endsWith('/cli/context-program.js'))).toBe(true);
     expect(loaded.filter((url) => /\/dist\/(store|runtime|context)\/|\/node_modules\/(zod|commander)\//.test(url))).toEqual([]);
+  });
+
+  it('a command on a data directory does not load the PostgreSQL driver', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'bf-modules-'));
+    try {
+      const loaded = modulesLoaded(['runs', 'list', '--data-dir', dataDir]);
+      expect(loaded.some((url) => url.includes('/dist/store/'))).toBe(true);
+      expect(loaded.filter((url) => url.includes('/node_modules/postgres/'))).toEqual([]);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

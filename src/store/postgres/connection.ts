@@ -2,7 +2,9 @@
  * Connections to PostgreSQL (`postgres`, porsager's driver: pure JavaScript, pipelined, prepared statements): one pool
  * per URL and options, the schema migrated once on first use (see migrations.ts).
  */
-import postgres, { type Sql } from 'postgres';
+import { createRequire } from 'node:module';
+import type postgres from 'postgres';
+import type { Sql } from 'postgres';
 import { StoreError } from '../errors.js';
 import { migrate } from './migrations.js';
 
@@ -42,10 +44,21 @@ export function safeLocation(url: string): string {
   return parsed.toString();
 }
 
+/**
+ * The driver, loaded when the first pool opens: a process that never opens one (runs on files, the CLI over a data
+ * directory, every user of the library who does not use PostgreSQL) does not load it (about 20 ms of every start).
+ * Its CommonJS build, required synchronously, so that opening a pool stays synchronous.
+ */
+let driver: typeof postgres | undefined;
+
+function loadDriver(): typeof postgres {
+  return (driver ??= createRequire(import.meta.url)('postgres') as typeof postgres);
+}
+
 /** Opens a pool on `url` (at most `max` connections) and starts migrating the schema. */
 export function openDatabase(url: string, options: { max?: number; onStatement?: (query: string) => void } = {}): Database {
   const location = safeLocation(url);
-  const sql = postgres(url, {
+  const sql = loadDriver()(url, {
     max: options.max ?? 4,
     onnotice: () => undefined,
     // Connections of a pool that sits idle are closed, so an idle process does not hold server slots.
