@@ -1,14 +1,15 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { BIN } from './helpers.js';
 
-/** The files (as file: URLs) a built command loads, seen by a module loader hook that reports every load. */
-function modulesLoaded(args: string[]): string[] {
+/** The files (as file: URLs) a built command (or `script`) loads, seen by a module loader hook that reports every load. */
+function modulesLoaded(args: string[], script: string[] = [BIN]): string[] {
   const hook = 'data:text/javascript,export async function load(url, context, next) { process.stderr.write(`LOADED ${url}\\n`); return next(url, context); }';
-  const result = spawnSync(process.execPath, ['--no-warnings', '--experimental-loader', hook, BIN, ...args], { encoding: 'utf8' });
+  const result = spawnSync(process.execPath, ['--no-warnings', '--experimental-loader', hook, ...script, ...args], { encoding: 'utf8' });
   expect(result.status, result.stderr).toBe(0);
   return result.stderr
     .split('\n')
@@ -39,5 +40,14 @@ describe('the built command line loads what a command uses', () => {
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+
+  it('the AI SDK is loaded by the first model call, not by importing the library or by a command that calls no model', () => {
+    // validate --help builds the command whose module registers the built-in LLM node classes.
+    expect(modulesLoaded(['validate', '--help']).filter((url) => /\/node_modules\/(ai|@ai-sdk)\//.test(url))).toEqual([]);
+    const index = pathToFileURL(join(dirname(BIN), '..', 'index.js')).href;
+    const loaded = modulesLoaded([], ['--input-type=module', '-e', `await import(${JSON.stringify(index)})`]);
+    expect(loaded.some((url) => url.endsWith('/dist/nodes/llm/llm-node.js'))).toBe(true);
+    expect(loaded.filter((url) => /\/node_modules\/(ai|@ai-sdk)\//.test(url))).toEqual([]);
   });
 });

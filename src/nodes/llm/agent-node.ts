@@ -81,7 +81,7 @@ export class AgentNode extends ToolUsingNode<AgentPrep, AgentResult> {
 
   async #loop(prep: AgentPrep, tools: Map<string, LlmTool>): Promise<AgentResult> {
     const p = this.agentParams;
-    const modelTools = toModelTools(tools);
+    const modelTools = await toModelTools(tools);
     const maxSteps = p.maxSteps ?? 5;
     const messages = [...prep.messages];
     const toolResults: ToolResultRecord[] = [];

@@ -1,4 +1,4 @@
-import { Output } from 'ai';
+import { loadAiSdk } from './ai-sdk.js';
 import { z } from 'zod';
 import type { BackpackHandle } from '../../backpack/index.js';
 import { FlowAction, type RunScope } from '../../flow/index.js';
@@ -73,6 +73,7 @@ export class DecisionNode extends LlmNode<DecisionPrep, Decision> {
     const actions = this.actions;
     const schema = z.object({ action: z.enum(actions as [string, ...string[]]), reason: z.string().optional() });
     const attempts = this.decisionParams.decisionAttempts ?? 3;
+    const { Output } = await loadAiSdk();
     let last: InvalidModelOutputError | undefined;
     for (let attempt = 1; attempt <= attempts; attempt++) {
       try {

@@ -1,4 +1,5 @@
-import { generateText, streamText, type ModelMessage, type ToolSet } from 'ai';
+import type { ModelMessage, ToolSet } from 'ai';
+import { loadAiSdk, type AiSdk } from './ai-sdk.js';
 import { z } from 'zod';
 import type { BackpackHandle } from '../../backpack/index.js';
 import { StreamEventType } from '../../events/index.js';
@@ -46,7 +47,7 @@ export interface ModelRequest {
   messages: ModelMessage[];
   tools?: ToolSet;
   /** An AI SDK output specification (e.g. `Output.object({ schema })`). */
-  output?: Parameters<typeof generateText>[0]['output'];
+  output?: Parameters<typeof AiSdk.generateText>[0]['output'];
   stream?: boolean;
   /** The run's abort signal. */
   signal?: AbortSignal;
@@ -170,6 +171,7 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
   }
 
   async #generate(resolved: ResolvedModel, request: ModelRequest, signal: AbortSignal): Promise<ModelReply> {
+    const { generateText } = await loadAiSdk();
     const result = await generateText({ ...this.#common(resolved, request, signal), output: request.output });
     return {
       text: result.text,
@@ -184,6 +186,7 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
   }
 
   async #stream(resolved: ResolvedModel, request: ModelRequest, signal: AbortSignal, attempt: number): Promise<ModelReply> {
+    const { streamText } = await loadAiSdk();
     const result = streamText({ ...this.#common(resolved, request, signal), onError: () => {} });
     let index = 0;
     for await (const part of result.fullStream) {

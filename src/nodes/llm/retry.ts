@@ -1,4 +1,5 @@
-import { APICallError, NoObjectGeneratedError } from 'ai';
+import type { APICallError, NoObjectGeneratedError } from 'ai';
+import { isAiSdkError } from './ai-sdk.js';
 import { delay } from '../../flow/index.js';
 import { InvalidModelOutputError, LlmError, ModelCallError, ModelTimeoutError, redactSecrets } from './errors.js';
 
@@ -50,17 +51,19 @@ export function backoffDelay(attempt: number, policy: RetryPolicy, retryAfterMs?
 export function classifyError(error: unknown, what: string, secrets: readonly (string | undefined)[]): LlmError {
   if (error instanceof LlmError) return error;
   const clean = (s: string): string => redactSecrets(s, secrets);
-  if (NoObjectGeneratedError.isInstance(error)) {
-    return new InvalidModelOutputError(clean(`${what}: the model's answer does not match the expected structure: ${firstLine(error.cause instanceof Error ? error.cause.message : error.message)}`), error.text);
+  if (isAiSdkError(error, 'AI_NoObjectGeneratedError')) {
+    const failed = error as NoObjectGeneratedError;
+    return new InvalidModelOutputError(clean(`${what}: the model's answer does not match the expected structure: ${firstLine(failed.cause instanceof Error ? failed.cause.message : failed.message)}`), failed.text);
   }
-  if (APICallError.isInstance(error)) {
-    const status = error.statusCode;
-    const providerMessage = providerErrorMessage(error.responseBody) ?? error.message;
+  if (isAiSdkError(error, 'AI_APICallError')) {
+    const failed = error as APICallError;
+    const status = failed.statusCode;
+    const providerMessage = providerErrorMessage(failed.responseBody) ?? failed.message;
     if (status === undefined) {
       return new ModelCallError(clean(`${what}: no answer from the provider (${providerMessage})`), undefined, true);
     }
     if (status === 429 || status >= 500) {
-      const retryAfterMs = parseRetryAfter(error.responseHeaders);
+      const retryAfterMs = parseRetryAfter(failed.responseHeaders);
       return new ModelCallError(clean(`${what}: provider answered ${status}: ${providerMessage}`), status, true, retryAfterMs);
     }
     if (status >= 200 && status < 300) {

@@ -71,8 +71,8 @@ export class ToolParamGenerationNode extends ToolUsingNode<StepPrep, ModelReply>
     return { ...readPrompt(this.id, backpack, p, p.systemPrompt, { promptOnlyToStart: true }), signal: scope.signal };
   }
 
-  override exec(prep: StepPrep): Promise<ModelReply> {
-    return this.callModel({ system: prep.system, messages: prep.messages, tools: toModelTools(this.tools), signal: prep.signal, purpose: 'tool-params' });
+  override async exec(prep: StepPrep): Promise<ModelReply> {
+    return this.callModel({ system: prep.system, messages: prep.messages, tools: await toModelTools(this.tools), signal: prep.signal, purpose: 'tool-params' });
   }
 
   override post(backpack: BackpackHandle, prep: StepPrep, reply: ModelReply): string {

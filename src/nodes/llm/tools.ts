@@ -1,4 +1,5 @@
-import { tool as aiTool, jsonSchema, zodSchema, type JSONSchema7, type JSONValue, type ToolModelMessage, type ToolSet } from 'ai';
+import type { JSONSchema7, JSONValue, ToolModelMessage, ToolSet } from 'ai';
+import { loadAiSdk } from './ai-sdk.js';
 import type { ZodType } from 'zod';
 import type { BackpackHandle } from '../../backpack/index.js';
 import type { BackpackNode, DependencyLookup } from '../backpack-node.js';
@@ -117,8 +118,12 @@ export function collectTools(
   return tools;
 }
 
-/** The tools as the AI SDK takes them for a model call: description and input schema, no execute (we execute). */
-export function toModelTools(tools: ReadonlyMap<string, LlmTool>): ToolSet {
+/**
+ * The tools as the AI SDK takes them for a model call: description and input schema, no execute (we execute).
+ * Asynchronous since the SDK is imported on first use (see ai-sdk.ts).
+ */
+export async function toModelTools(tools: ReadonlyMap<string, LlmTool>): Promise<ToolSet> {
+  const { tool: aiTool, jsonSchema, zodSchema } = await loadAiSdk();
   const set: ToolSet = {};
   for (const [name, t] of tools) {
     set[name] = aiTool({ description: t.description, inputSchema: t.jsonSchema ? jsonSchema(t.jsonSchema as JSONSchema7) : zodSchema(t.inputSchema) });
