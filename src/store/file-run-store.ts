@@ -2,7 +2,7 @@
  * Runs stored in the files of a data directory (DESIGN D15): the embedded {@link RunStore}, over the event log,
  * checkpoint and projection stores, with their on-disk format unchanged. One writer per run is the log's lock file.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StreamEvent } from '../events/types.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
@@ -68,6 +68,13 @@ export class FileRunStore implements RunStore {
     assertValidId(ref.sessionKey, 'sessionKey');
     assertValidId(ref.runId, 'runId');
     return runHasEvents(this.dataDir, ref.sessionKey, ref.runId);
+  }
+
+  async logVersion(ref: RunRef): Promise<string | undefined> {
+    assertValidId(ref.sessionKey, 'sessionKey');
+    assertValidId(ref.runId, 'runId');
+    const stat = statSync(runPaths(this.dataDir, ref.sessionKey, ref.runId).events, { bigint: true, throwIfNoEntry: false });
+    return stat === undefined ? undefined : `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
   }
 
   async assertNewRun(ref: RunRef): Promise<void> {

@@ -92,6 +92,14 @@ export interface RunStore {
   openWriter(ref: RunRef, options: OpenWriterOptions): Promise<RunWriter>;
   /** Whether the run has recorded events. */
   hasEvents(ref: RunRef): Promise<boolean>;
+  /**
+   * An identifier of the run's log as it is now, which changes whenever its bytes may have (an append, a cut, an edit
+   * in place, a replaced file), or undefined where the store cannot tell that cheaply (PostgreSQL) or the log does not
+   * exist. Readers that keep what they made of a log (the studio) use it to know when to read it again, and so see
+   * a damaged log at once rather than when it next grows. Files: the inode, size and change times of events.jsonl
+   * (a change time cannot be set back without setting the system clock back).
+   */
+  logVersion(ref: RunRef): Promise<string | undefined>;
   /** A `RunExistsError` when the run has recorded events. */
   assertNewRun(ref: RunRef): Promise<void>;
   /** The events (from `options.from` on) the log's chain vouches for, with the chain hash of their batch and their line. */

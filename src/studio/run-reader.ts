@@ -155,6 +155,8 @@ export const MAX_PAGE_SIZE = 500;
 interface Kept<T> {
   eventCount: number;
   lastSeq: number;
+  /** The log's version (see RunStore.logVersion) taken before it was read, where the store has one. */
+  version: string | undefined;
   result: Promise<T>;
   /** The result once it is made. */
   made?: T;
@@ -398,12 +400,14 @@ export class RunReader {
     const key = `${ref.session}/${ref.runId}`;
     const at = storeRef(ref);
     const held = cache.get(key);
-    if (held !== undefined && (await this.endsAt(at, held.eventCount, held.lastSeq))) return held;
+    if (held !== undefined && (await this.unchanged(at, held))) return held;
+    // Taken before anything is read: a change while it is read makes the next request read it again.
+    const version = await this.store.logVersion(at);
     const meta = await this.meta(ref);
     const again = cache.get(key);
     // Made by another request meanwhile (not the entry just found stale) for the log as the projection counts it.
     if (again !== undefined && again !== held && again.eventCount === meta.eventCount && again.lastSeq === meta.lastSeq) return again;
-    const kept = { eventCount: meta.eventCount, lastSeq: meta.lastSeq, warnings: [] as string[] } as Kept<T>;
+    const kept = { eventCount: meta.eventCount, lastSeq: meta.lastSeq, version, warnings: [] as string[] } as Kept<T>;
     const onCorrupt = (c: CorruptLine): void => void kept.warnings.push(skipped(ref, c));
     const result = (async () => {
       const events: StreamEvent[] = [];
@@ -428,6 +432,16 @@ export class RunReader {
     );
     for (const old of cache.keys()) if (cache.size > SCANS_KEPT) cache.delete(old);
     return kept;
+  }
+
+  /**
+   * Whether the log of `at` is still the one `held` was made from: by its version where the store keeps one (any
+   * write, an edit in place included, makes it read again: its views then say what is wrong with it), else by its
+   * end (see {@link endsAt}).
+   */
+  private async unchanged(at: StoreRef, held: Kept<unknown>): Promise<boolean> {
+    if (held.version !== undefined) return (await this.store.logVersion(at)) === held.version;
+    return this.endsAt(at, held.eventCount, held.lastSeq);
   }
 
   /** Whether the log of `at` still ends with event `lastSeq` at line `eventCount - 1` (two lines read through its index). */

@@ -448,4 +448,30 @@ describe('studio API over a damaged log', () => {
     expect(trace.complete).toBe(true);
     expect(trace.warnings.join('\n')).toMatch(/events\.jsonl: lines? [\d-]+ come after its last chain hash/);
   });
+
+  it('a trace viewed before the log was edited in place (same length, earlier than its end) is read again and says so', async () => {
+    class Count extends BackpackNode {
+      override post(backpack: BackpackHandle): string | undefined {
+        const n = ((backpack.unpack('n') as number | undefined) ?? 0) + 1;
+        backpack.pack('n', n);
+        return n < 4 ? 'again' : undefined;
+      }
+    }
+    const flow = new Flow({ namespace: 'inplace' });
+    const node = flow.addNode(Count, { id: 'count' });
+    node.on('again', node);
+    const id = 'run_edited_in_place';
+    await runFlow(flow, { dataDir, runId: id });
+    const before = (await api(`/api/runs/${id}/trace?limit=50`)).json;
+    expect(before.warnings).toEqual([]);
+    // The log keeps its length and its last line: only its inode's change time tells it was written.
+    const path = runPaths(dataDir, 'default', id).events;
+    const text = readFileSync(path, 'utf8');
+    const edited = text.replace('"valueSummary":"2"', '"valueSummary":"7"');
+    expect(edited).not.toBe(text);
+    expect(edited.length).toBe(text.length);
+    writeFileSync(path, edited);
+    const after = (await api(`/api/runs/${id}/trace?limit=50`)).json;
+    expect(after.warnings.join('\n')).toMatch(/events\.jsonl/);
+  });
 });

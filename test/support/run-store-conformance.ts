@@ -157,12 +157,26 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
       expect((await readAll(sut.store)).map((e) => e.seq)).toEqual([1, 2, 3]);
     });
 
+    it('gives a log version that changes with every commit and holds while nothing is written, or none at all', async () => {
+      expect(await sut.store.logVersion(ref)).toBeUndefined();
+      const w = await writer({ fresh: true });
+      await w.commit(stepBatch(ref.runId, 1, 1));
+      const first = await sut.store.logVersion(ref);
+      expect(await sut.store.logVersion(ref)).toBe(first);
+      await w.commit(stepBatch(ref.runId, 4, 2));
+      const second = await sut.store.logVersion(ref);
+      if (first === undefined) expect(second).toBeUndefined(); // the store cannot tell cheaply
+      else expect(second).not.toBe(first);
+      await w.close();
+    });
+
     it('rejects hostile ids before touching anything', async () => {
       for (const bad of ['../escape', 'a/b', '', '..', 'x'.repeat(200), 'a\u0000b']) {
         await expect(sut.store.openWriter({ sessionKey: 's1', runId: bad }, { fresh: true })).rejects.toBeInstanceOf(InvalidIdError);
         await expect(sut.store.hasEvents({ sessionKey: bad, runId: 'r' })).rejects.toBeInstanceOf(InvalidIdError);
         await expect(sut.store.loadRunMeta({ sessionKey: 's1', runId: bad })).rejects.toBeInstanceOf(InvalidIdError);
         await expect(sut.store.listRuns(bad)).rejects.toBeInstanceOf(InvalidIdError);
+        await expect(sut.store.logVersion({ sessionKey: 's1', runId: bad })).rejects.toBeInstanceOf(InvalidIdError);
       }
       expect(await sut.store.listRuns()).toEqual([]);
     });

@@ -141,6 +141,12 @@ export class PostgresRunStore implements RunStore {
     return writer;
   }
 
+  /** Undefined: a row changed in place is not seen without reading the rows (see {@link RunStore.logVersion}). */
+  async logVersion(ref: RunRef): Promise<string | undefined> {
+    checkRef(ref);
+    return undefined;
+  }
+
   async hasEvents(ref: RunRef): Promise<boolean> {
     checkRef(ref);
     const sql = await this.sql();
