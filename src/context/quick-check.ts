@@ -83,8 +83,8 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
   const stat = new Float64Array(STAT_FIELDS);
   const stale: { at: number; leaf: StaleLeaf }[] = [];
   // With the working directory at the root, paths go to the kernel relative to it, which then resolves two or
-  // three components per file instead of the root's too. This loop holds the thread from here to its end, so the
-  // working directory cannot change under it (the helper thread uses whole paths: it runs while this one yields).
+  // three components per file instead of the root's too. This thread does not yield from here to its end, so the
+  // working directory cannot change under it (the helper thread, which cannot rely on it, uses whole paths).
   const pathOf = pathBytes(workingDirectoryIs(root) ? '' : `${root}/`, stored.raw.body);
   // Small trees (tests, mostly) still come in a few chunks, so that the helper has some to take.
   const chunk = Math.max(1, Math.min(CHUNK, Math.ceil(count / 16)));
@@ -145,8 +145,8 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
 
 /**
  * lstat of records `from` to `to` (but the shadowed ones) on this thread, each compared with its cached stat; the
- * stale leaves go to `stale` with their record numbers. False when the check cannot decide (see {@link staleLeaf}). A function of its own, and a
- * small one: it runs once per scan but loops over every record, so V8 compiles it while it runs (on-stack
+ * stale leaves go to `stale` with their record numbers. False when the check cannot decide (see {@link staleLeaf}).
+ * A function of its own, and a small one: it loops over every record, so V8 compiles it while it runs (on-stack
  * replacement), and the time that compilation takes grows with the code of the whole function.
  */
 function statRange(
