@@ -226,7 +226,9 @@ parentPort.on('message', ({ id, joined, shared, fast }) => {
 export class StatPool {
   private worker: Worker | undefined;
   private nextId = 0;
-  private readonly waiting = new Map<number, { resolve: (out: never) => void; reject: (error: Error) => void }>();
+  private readonly waiting = new Map<number, { resolve: (out: never) => void; reject: (error: Error) => void; keepAlive: boolean; worker: Worker }>();
+  /** Per helper thread, its unanswered requests that keep the process alive (see {@link request}). */
+  private readonly keptAlive = new WeakMap<Worker, number>();
 
   /** Starts the helper thread ahead of its first use (it takes a few tens of milliseconds to boot). */
   warm(): void {
@@ -260,17 +262,33 @@ export class StatPool {
    * chunk; rejects when it failed (the chunks it finished are flagged done all the same).
    */
   statShared(job: SharedStatJob): Promise<void> {
-    return this.request({ shared: job });
+    return this.request({ shared: job }, false);
   }
 
-  private request<T = Float64Array>(message: object): Promise<T> {
+  /**
+   * Sends `message` to the helper. While a `keepAlive` request is unanswered the helper keeps the process alive;
+   * a shared job's reply is not waited for (see SharedStatJob), so it does not: a process whose work is done does
+   * not wait for a helper that is still booting.
+   */
+  private request<T = Float64Array>(message: object, keepAlive = true): Promise<T> {
     const worker = this.ensureWorker();
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
-      this.waiting.set(id, { resolve: resolve as (out: never) => void, reject });
-      worker.ref();
+      this.waiting.set(id, { resolve: resolve as (out: never) => void, reject, keepAlive, worker });
+      if (keepAlive) this.holdAlive(worker, 1);
       worker.postMessage({ id, fast: bindingLstat() !== null, ...message });
     });
+  }
+
+  /**
+   * Counts `worker`'s requests that keep the process alive up or down: referenced while there are any, except a
+   * helper being closed, which stays referenced until it has exited (see {@link close}).
+   */
+  private holdAlive(worker: Worker, delta: 1 | -1): void {
+    const count = (this.keptAlive.get(worker) ?? 0) + delta;
+    this.keptAlive.set(worker, count);
+    if (count === 1 && delta === 1) worker.ref();
+    else if (count === 0 && this.worker === worker) worker.unref();
   }
 
   private ensureWorker(): Worker {
@@ -280,13 +298,18 @@ export class StatPool {
     worker.on('message', ({ id, out, error }: { id: number; out?: Float64Array; error?: string }) => {
       const waiter = this.waiting.get(id);
       this.waiting.delete(id);
-      if (this.waiting.size === 0 && this.worker === worker) worker.unref();
+      if (waiter?.keepAlive === true) this.holdAlive(worker, -1);
       if (error !== undefined) waiter?.reject(new Error(error));
       else waiter?.resolve(out as never);
     });
     const fail = (error: Error) => {
-      for (const waiter of this.waiting.values()) waiter.reject(error);
-      this.waiting.clear();
+      // Only this thread's requests: a closed helper's exit may come after a new one took requests.
+      for (const [id, waiter] of this.waiting) {
+        if (waiter.worker !== worker) continue;
+        this.waiting.delete(id);
+        if (waiter.keepAlive) this.holdAlive(worker, -1);
+        waiter.reject(error);
+      }
       if (this.worker === worker) this.worker = undefined;
     };
     worker.on('error', fail);

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ContextEngine, loadHashBackend } from '../../src/context/index.js';
 import { IgnoreRules } from '../../src/context/ignore-rules.js';
 import { quickCheck, type QuickCheckInput } from '../../src/context/quick-check.js';
-import { ABORT, BUSY, NEXT, STAT_FIELDS, statOne, type SharedStatJob } from '../../src/context/stat-pool.js';
+import { ABORT, BUSY, NEXT, STAT_FIELDS, StatPool, statOne, type SharedStatJob } from '../../src/context/stat-pool.js';
 import { MerkleStore } from '../../src/context/store.js';
 import { bundledScript } from '../support/bundle.js';
 import { plainEnv } from '../support/env.js';
@@ -144,5 +144,18 @@ describe('quickCheck: the work shared with the helper thread', () => {
     const script = await bundledScript(join(import.meta.dirname, 'fixtures', 'close-during-reply.ts'));
     const out = execFileSync(process.execPath, [script], { encoding: 'utf8', env: plainEnv(), timeout: 20_000 });
     expect(out.trim()).toBe('closed');
+  });
+
+  it('a pool closed and used again serves the new request: the old helper ending does not fail it', async () => {
+    const pool = new StatPool();
+    pool.warm();
+    const closing = pool.close();
+    const root = tempDir();
+    writeTree(root, { 'a.txt': 'abc' });
+    const stats = await pool.statOnHelper(`${root}/a.txt\0${root}/absent`);
+    expect(Array.from(stats.subarray(0, 2))).toEqual([1, 3]); // a file of 3 bytes
+    expect(stats[STAT_FIELDS]).toBe(0); // nothing there
+    await closing;
+    await pool.close();
   });
 });
