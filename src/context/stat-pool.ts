@@ -294,7 +294,6 @@ export class StatPool {
   private ensureWorker(): Worker {
     if (this.worker !== undefined) return this.worker;
     const worker = new Worker(WORKER_SOURCE, { eval: true });
-    worker.unref();
     worker.on('message', ({ id, out, error }: { id: number; out?: Float64Array; error?: string }) => {
       const waiter = this.waiting.get(id);
       this.waiting.delete(id);
@@ -314,6 +313,8 @@ export class StatPool {
     };
     worker.on('error', fail);
     worker.on('exit', () => fail(new Error('stat helper thread exited')));
+    // After the listeners: a 'message' listener references the worker's port again.
+    worker.unref();
     this.worker = worker;
     return worker;
   }

@@ -158,4 +158,12 @@ describe('quickCheck: the work shared with the helper thread', () => {
     await closing;
     await pool.close();
   });
+
+  it('a process that leaves the helper a shared job and never closes the pool ends when its own work is done', async () => {
+    // The worker's 'message' listener referenced it again after it was created unreferenced: with no request left
+    // to unreference it, a context scan that found nothing changed never exited.
+    const script = await bundledScript(join(import.meta.dirname, 'fixtures', 'shared-job-exit.ts'));
+    const out = execFileSync(process.execPath, [script], { encoding: 'utf8', env: plainEnv(), timeout: 20_000 });
+    expect(out.trim()).toBe('done');
+  });
 });
