@@ -48,6 +48,12 @@ function statChunk(job: SharedStatJob, root: string, c: number): void {
 
 const paths = (leaves: Awaited<ReturnType<typeof quickCheck>>) => leaves?.map((leaf) => leaf.record.path);
 
+/** What test/context/fixtures/helper-job.ts prints, run by plain node (under tsx its loader thread kept the process alive). */
+async function runHelperJobFixture(mode: 'close' | 'leave'): Promise<string> {
+  const script = await bundledScript(join(import.meta.dirname, 'fixtures', 'helper-job.ts'));
+  return execFileSync(process.execPath, [script, mode], { encoding: 'utf8', env: plainEnv(), timeout: 20_000 }).trim();
+}
+
 describe('quickCheck: the work shared with the helper thread', () => {
   it('finds the same changed files whichever thread statted them', async () => {
     const { root, input } = await scanned();
@@ -139,11 +145,8 @@ describe('quickCheck: the work shared with the helper thread', () => {
   it("close() ends the helper thread even when its reply comes during close(), so a process's last await settles", async () => {
     // The helper boots and answers while the calling thread is busy (the quick check no longer waits for it); that
     // reply, handled during close(), used to unreference the stopping thread, and the process then ended with exit
-    // code 13 (an unsettled top-level await) before printing 'closed'. Plain node: under tsx its loader thread kept
-    // the process alive.
-    const script = await bundledScript(join(import.meta.dirname, 'fixtures', 'close-during-reply.ts'));
-    const out = execFileSync(process.execPath, [script], { encoding: 'utf8', env: plainEnv(), timeout: 20_000 });
-    expect(out.trim()).toBe('closed');
+    // code 13 (an unsettled top-level await) before printing 'done'.
+    expect(await runHelperJobFixture('close')).toBe('done');
   });
 
   it('a pool closed and used again serves the new request: the old helper ending does not fail it', async () => {
@@ -162,8 +165,6 @@ describe('quickCheck: the work shared with the helper thread', () => {
   it('a process that leaves the helper a shared job and never closes the pool ends when its own work is done', async () => {
     // The worker's 'message' listener referenced it again after it was created unreferenced: with no request left
     // to unreference it, a context scan that found nothing changed never exited.
-    const script = await bundledScript(join(import.meta.dirname, 'fixtures', 'shared-job-exit.ts'));
-    const out = execFileSync(process.execPath, [script], { encoding: 'utf8', env: plainEnv(), timeout: 20_000 });
-    expect(out.trim()).toBe('done');
+    expect(await runHelperJobFixture('leave')).toBe('done');
   });
 });

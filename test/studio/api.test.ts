@@ -31,6 +31,21 @@ afterAll(async () => {
 
 const api = (path: string, headers: Record<string, string> = {}) => get(studio.port, path, headers);
 
+/** A flow of one node that packs k = 1, 2, 3, 4, a step each. */
+function countingFlow(namespace: string): Flow {
+  class Step extends BackpackNode {
+    override post(backpack: BackpackHandle): string | undefined {
+      const n = ((backpack.unpack('k') as number | undefined) ?? 0) + 1;
+      backpack.pack('k', n);
+      return n < 4 ? 'again' : undefined;
+    }
+  }
+  const flow = new Flow({ namespace });
+  const node = flow.addNode(Step, { id: 'step' });
+  node.on('again', node);
+  return flow;
+}
+
 describe('studio API over a recorded run', () => {
   it('prints a loopback URL with the token writes need (reads need none) and answers /api/info', async () => {
     expect(studio.token).toMatch(/^[A-Za-z0-9_-]{32}$/);
@@ -399,19 +414,7 @@ describe('studio API over a damaged log', () => {
   });
 
   it('blame, state and diff name what a damaged log or keyframe keeps from them, in warnings the page shows', async () => {
-    class Step extends BackpackNode {
-      override post(backpack: BackpackHandle): string | undefined {
-        const n = ((backpack.unpack('k') as number | undefined) ?? 0) + 1;
-        backpack.pack('k', n);
-        return n < 4 ? 'again' : undefined;
-      }
-    }
-    const makeFlow = (): Flow => {
-      const flow = new Flow({ namespace: 'dmg' });
-      const node = flow.addNode(Step, { id: 'step' });
-      node.on('again', node);
-      return flow;
-    };
+    const makeFlow = (): Flow => countingFlow('dmg');
     const id = 'run_damaged_blame';
     await runFlow(makeFlow(), { dataDir, runId: id });
     const intact = (await api(`/api/runs/${id}/blame/k`)).json;
@@ -450,18 +453,8 @@ describe('studio API over a damaged log', () => {
   });
 
   it('a trace viewed before the log was edited in place (same length, earlier than its end) is read again and says so', async () => {
-    class Count extends BackpackNode {
-      override post(backpack: BackpackHandle): string | undefined {
-        const n = ((backpack.unpack('n') as number | undefined) ?? 0) + 1;
-        backpack.pack('n', n);
-        return n < 4 ? 'again' : undefined;
-      }
-    }
-    const flow = new Flow({ namespace: 'inplace' });
-    const node = flow.addNode(Count, { id: 'count' });
-    node.on('again', node);
     const id = 'run_edited_in_place';
-    await runFlow(flow, { dataDir, runId: id });
+    await runFlow(countingFlow('inplace'), { dataDir, runId: id });
     const before = (await api(`/api/runs/${id}/trace?limit=50`)).json;
     expect(before.warnings).toEqual([]);
     // The log keeps its length and its last line: only its inode's change time tells it was written.
