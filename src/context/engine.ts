@@ -195,10 +195,14 @@ export class ContextEngine {
    * reads); a small change is appended to the tree journal.
    */
   async scan(options: { force?: boolean; paths?: readonly string[] } = {}): Promise<ScanReport> {
-    const threshold = this.options.parallelStatThreshold ?? (hasIdleCore() ? 20_000 : Number.POSITIVE_INFINITY);
+    // Each record takes at least MIN_TREE_RECORD_BYTES of the tree file, so a smaller file cannot reach the default
+    // threshold, and whether a core is idle (a few /proc reads) need not be asked.
+    const treeBytes = this.store.treeFileBytes();
+    const threshold =
+      this.options.parallelStatThreshold ?? (treeBytes >= DEFAULT_PARALLEL_STAT_THRESHOLD * MIN_TREE_RECORD_BYTES && hasIdleCore() ? DEFAULT_PARALLEL_STAT_THRESHOLD : Number.POSITIVE_INFINITY);
     // A tree file that large will be rescanned with the helper thread: start it now, so that it boots while this
-    // thread reads the tree (each record takes at least MIN_TREE_RECORD_BYTES).
-    if (!options.force && this.store.treeFileBytes() >= threshold * MIN_TREE_RECORD_BYTES) this.statPool.warm();
+    // thread reads the tree.
+    if (!options.force && treeBytes >= threshold * MIN_TREE_RECORD_BYTES) this.statPool.warm();
     const rules = new IgnoreRules(this.workspaceRoot, { patterns: this.options.ignore, defaults: this.options.defaultIgnores });
     // The quick check needs no lock: it reads the stored tree (written atomically, its journal checked entry by
     // entry) and stats the workspace. When it finds nothing changed, that is the answer; otherwise its findings
@@ -723,6 +727,9 @@ function diffTrees(before: Tree | undefined, after: Tree): string[] {
   }
   return changed.sort(compareCodePoints);
 }
+
+/** Trees with at least this many nodes are stat'ed on two threads while a core is idle (see ContextEngineOptions). */
+const DEFAULT_PARALLEL_STAT_THRESHOLD = 20_000;
 
 /**
  * Whether a core is idle now. On 100,000 files a helper thread for lstat costs about 20 ms of CPU to boot; with the
