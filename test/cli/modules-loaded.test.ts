@@ -25,6 +25,14 @@ describe('the built command line loads what a command uses', () => {
     expect(loaded.length).toBeLessThanOrEqual(6);
   });
 
+  it("a command's help loads its definition, not what its action runs (the runtime, the stores, zod)", () => {
+    for (const command of ['run', 'validate']) {
+      const loaded = modulesLoaded([command, '--help']);
+      expect(loaded.some((url) => url.endsWith('/cli/backpackflow/flow-commands.js'))).toBe(true);
+      expect(loaded.filter((url) => /\/dist\/(store\/index|runtime|serialization\/index|nodes)|\/cli\/backpackflow\/flow-actions|\/node_modules\/zod\//.test(url))).toEqual([]);
+    }
+  });
+
   it('context commands load the one bundled context module, not the run store or the unbundled context modules', () => {
     const loaded = modulesLoaded(['context', '--help']);
     expect(loaded.some((url) => url.endsWith('/cli/context-program.js'))).toBe(true);

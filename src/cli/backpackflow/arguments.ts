@@ -1,5 +1,5 @@
 /** Parsers of option values: each fails with a usage error naming the option. */
-import { idProblem } from '../../store/index.js';
+import { idProblem } from '../../store/paths.js';
 import { UsageError } from './errors.js';
 
 /** Parses a non-negative integer option value, or fails with a usage error naming the option. */

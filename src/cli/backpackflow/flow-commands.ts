@@ -1,20 +1,9 @@
-/** `run` and `validate`: flows from JSON files. */
+/** `run` and `validate`: flows from JSON files. Their actions (flow-actions.ts) are imported when they run. */
 import { Command } from 'commander';
-import { newRunId } from '../../events/index.js';
-import type { NewRun } from '../../runtime/index.js';
-import { runFlow } from '../../runtime/index.js';
-import { UsageError } from './errors.js';
-import { storeErrors } from './store-errors.js';
+import { common } from './common-options.js';
 import { validId } from './arguments.js';
-import { FlowConfigError, type ConfigProblem } from '../../serialization/index.js';
-import { flowModuleOption, maxFlowBytesOption, modulesOption, type FlowFileOptions, type FlowSourceOptions } from './flow-options.js';
-import { loadFlowFile, loaderWith, openCliRun, parseInput, readFlowFile, recordRunFlow, validateFlow } from './flows.js';
-import { documentCollector, openFlowModule, parseFlowModule, type DocumentSink, type OpenFlow } from './recipe.js';
-import { colors as c, print, type CommonOptions } from './output.js';
-import { common, runLive } from './runs.js';
-import { cliPostgresStore, cliStore } from './run-store.js';
-import { RunQueue } from '../../store/postgres/queue.js';
-import type { PostgresRunStore, RunRef } from '../../store/index.js';
+import { flowModuleOption, maxFlowBytesOption, modulesOption, type FlowFileOptions } from './flow-options.js';
+import type { RunOptions } from './flow-actions.js';
 
 /**
  * `run <flow.json>` or `run --flow-module <file#export>`: build the flow (a config is validated first), record how it
@@ -29,67 +18,7 @@ export function runCommand(): Command {
     .addOption(maxFlowBytesOption())
     .option('--enqueue', 'queue the run for a worker (backpackflow worker) and print its id; needs --database-url')
     .option('--keep-model-deltas', "store every streamed token as its own model.delta event (default: one event per model call and step)")
-    .action(async (path: string | undefined, options: CommonOptions & FlowSourceOptions & { input?: string; runId?: string; enqueue?: boolean; keepModelDeltas?: boolean }) => {
-      if ((path === undefined) === (options.flowModule === undefined)) throw new UsageError('run takes a flow file or --flow-module <file#export>, one of the two');
-      const input = parseInput(options.input);
-      const runId = options.runId ?? newRunId();
-      const ref = { sessionKey: options.session, runId };
-      if (options.enqueue) return await enqueueStart(path, options, cliPostgresStore(options, 'run --enqueue'), ref, input);
-      // The run's writer is taken before anything is recorded with it (once its config is valid): what is recorded
-      // is this start's, never a concurrent start's of the same id.
-      let newRun: NewRun | undefined;
-      try {
-        const opened = await openAndRecord(path, options, async () => (newRun = await openCliRun(cliStore(options), ref)));
-        try {
-          await runLive(options, opened.flow, (flow) => runFlow(flow, { newRun: opened.sink, input, ...(options.keepModelDeltas ? { modelDeltas: 'keep' as const } : {}) }));
-        } finally {
-          await opened.close();
-        }
-      } finally {
-        // A no-op once the run took it over; else (the flow failed to build) the run is given up, its records left.
-        await newRun?.release();
-      }
-    });
-}
-
-/**
- * Builds the flow of a new run (its file or its module) and records how it is built through what `begin` gives (for
- * `run`: the run's writer, taken only once its config is valid, so an invalid flow leaves nothing). A flow config is
- * recorded as soon as it is valid, before the flow is built, so that a large parsed config is never held beside its
- * flow. Until the run's first event, what is recorded is not a run: `runs list` and `runs show` ignore it and a later
- * start of the same id records over it; a build that fails leaves it in place.
- */
-async function openAndRecord<S extends DocumentSink>(path: string | undefined, options: CommonOptions & FlowSourceOptions, begin: () => Promise<S>): Promise<OpenFlow & { sink: S }> {
-  if (path !== undefined) {
-    let sink: S | undefined;
-    const flow = await loadFlowFile(path, options.modules, options.maxFlowBytes, async (config) => recordRunFlow((sink = await begin()), { v: 1, flow: { kind: 'config' }, modules: options.modules }, config));
-    // The loader hands a valid config to beforeBuild before it builds anything.
-    if (sink === undefined) throw new Error(`${path}: the flow was built without its config being recorded`);
-    return { flow, close: async () => undefined, sink };
-  }
-  const spec = parseFlowModule(options.flowModule!);
-  await loaderWith(options.modules);
-  const opened = await openFlowModule(spec);
-  try {
-    const sink = await begin();
-    await recordRunFlow(sink, { v: 1, flow: { kind: 'module', module: spec.module, export: spec.export }, modules: options.modules });
-    return { ...opened, sink };
-  } catch (error) {
-    await opened.close();
-    throw error;
-  }
-}
-
-/**
- * `run --enqueue`: builds the flow (so that a flow that cannot be built is refused now, not by a worker), then queues
- * the start with its documents in one transaction (the run's row locked), which refuses an id that has a recorded run, a live writer or a job.
- */
-async function enqueueStart(path: string | undefined, options: CommonOptions & FlowSourceOptions, store: PostgresRunStore, ref: RunRef, input: Record<string, unknown> | undefined): Promise<void> {
-  const collected = documentCollector();
-  const opened = await openAndRecord(path, options, async () => collected);
-  await opened.close();
-  await storeErrors(() => new RunQueue(store).enqueue(ref, 'start', input === undefined ? {} : { input }, collected.documents));
-  print(options, { runId: ref.runId, sessionKey: ref.sessionKey, status: 'queued' }, () => ref.runId);
+    .action(async (path: string | undefined, options: RunOptions) => (await import('./flow-actions.js')).runAction(path, options));
 }
 
 /** `validate <flow.json>`: every problem with its JSON path; exit 1 when there is one. */
@@ -100,19 +29,5 @@ export function validateCommand(): Command {
     .option('--json', 'print one JSON document')
     .addOption(modulesOption())
     .addOption(maxFlowBytesOption())
-    .action(async (path: string, options: FlowFileOptions & { json?: boolean }) => {
-      let problems: ConfigProblem[];
-      try {
-        problems = validateFlow(await loaderWith(options.modules), readFlowFile(path, options.maxFlowBytes));
-      } catch (error) {
-        if (!(error instanceof FlowConfigError)) throw error;
-        problems = error.errors;
-      }
-      print(options, { valid: problems.length === 0, errors: problems }, () =>
-        problems.length === 0
-          ? `${c.green('✓')} ${path} is a valid flow`
-          : [`${c.red('✗')} ${path}: ${problems.length} problem${problems.length === 1 ? '' : 's'}`, ...problems.map((p) => `  ${c.bold(p.path || '/')}: ${p.message}`)].join('\n'),
-      );
-      if (problems.length > 0) process.exitCode = 1;
-    });
+    .action(async (path: string, options: FlowFileOptions & { json?: boolean }) => (await import('./flow-actions.js')).validateAction(path, options));
 }

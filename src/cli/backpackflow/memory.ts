@@ -6,7 +6,7 @@ import { PostgresMemoryStore } from '../../store/postgres/memory-store.js';
 import { cliPostgresStore } from './run-store.js';
 import { nonNegativeInteger } from './arguments.js';
 import { colors as c, print, type CommonOptions } from './output.js';
-import { common } from './runs.js';
+import { common } from './common-options.js';
 
 /** The memory `options` select: the data directory's, or the database's with `--database-url`. */
 function memoryOf(options: CommonOptions): Memory {

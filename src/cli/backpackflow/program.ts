@@ -67,10 +67,10 @@ export async function main(argv: string[]): Promise<number> {
     try {
       await program.parseAsync(argv);
     } finally {
-      // Only a command's module opens a store; without one (`--help`, `--version`, an unknown command) the store
-      // modules (and zod with them) are not loaded just to close nothing.
+      // Only a command's action opens a store; the registry of opened stores loads none of the store modules (nor zod),
+      // so a command's help closes nothing and loads nothing for it.
       if (name !== undefined && Object.hasOwn(COMMANDS, name)) {
-        const { closeCliStore } = await import('./run-store.js');
+        const { closeCliStore } = await import('./open-stores.js');
         await closeCliStore();
       }
     }

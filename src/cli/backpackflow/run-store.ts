@@ -5,14 +5,14 @@
 import { resolve } from 'node:path';
 import { FileRunStore, PostgresRunStore, type RunStore } from '../../store/index.js';
 import { UsageError } from './errors.js';
+import { openedStores as opened } from './open-stores.js';
+
 
 /** What selects the store. */
 export interface StoreOptions {
   dataDir: string;
   databaseUrl?: string;
 }
-
-const opened = new Map<string, RunStore>();
 
 /** The store `options` select (opened once per process and selection). */
 export function cliStore(options: StoreOptions): RunStore {
@@ -29,11 +29,4 @@ export function cliStore(options: StoreOptions): RunStore {
 export function cliPostgresStore(options: StoreOptions, command: string): PostgresRunStore {
   if (!options.databaseUrl) throw new UsageError(`${command} needs a database: pass --database-url <url> or set BACKPACKFLOW_DATABASE_URL`);
   return cliStore(options) as PostgresRunStore;
-}
-
-/** Closes the stores this process opened (their connections, so that the process can exit). */
-export async function closeCliStore(): Promise<void> {
-  const stores = [...opened.values()];
-  opened.clear();
-  for (const store of stores) await store.close();
 }

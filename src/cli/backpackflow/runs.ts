@@ -7,6 +7,7 @@ import { forkRun, listRuns, resumeRun, verifyRun, type RunResult } from '../../r
 import { RunStatusSchema, type RunRef } from '../../store/index.js';
 import { RunQueue } from '../../store/postgres/queue.js';
 import { CliError, UsageError } from './errors.js';
+import { common } from './common-options.js';
 import { storeErrors } from './store-errors.js';
 import { nonNegativeInteger, positiveInteger, validId } from './arguments.js';
 import { flowModuleOption, maxFlowBytesOption, modulesOption, type FlowSourceOptions } from './flow-options.js';
@@ -17,16 +18,6 @@ import { firstStep, openRun, readEventsPage, readFilteredEvents, readRunEvents, 
 import { cliPostgresStore, cliStore } from './run-store.js';
 import { buildTrace, renderTrace } from './trace.js';
 import { addRetentionCommands } from './retention-commands.js';
-
-/** Adds `--data-dir`, `--database-url`, `--session` and `--json` to a command. */
-export function common(command: Command, json = true): Command {
-  command
-    .option('-d, --data-dir <dir>', 'data directory', '.backpackflow')
-    .addOption(new Option('--database-url <url>', 'store runs in PostgreSQL instead of the data directory').env('BACKPACKFLOW_DATABASE_URL'))
-    .option('-s, --session <key>', 'session', validId('--session'), 'default');
-  if (json) command.option('--json', 'print one JSON document');
-  return command;
-}
 
 /**
  * Runs a flow (new, resumed or forked) with the live trace (unless --json), a warning on stderr for every action
