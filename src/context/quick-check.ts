@@ -192,12 +192,22 @@ function sharedJob(stored: RecordBody, root: string, chunk: number): SharedStatJ
   };
 }
 
-/** `array` itself when it is on a SharedArrayBuffer, else a copy of it on one. */
+/**
+ * Copies on shared memory of arrays that are not, made once per array: an engine that stays open rescans from the
+ * same tree in memory, whose records would otherwise be copied (megabytes) at every scan.
+ */
+const sharedCopies = new WeakMap<Uint8Array | Int32Array, Uint8Array | Int32Array>();
+
+/** `array` itself when it is on a SharedArrayBuffer, else its copy on one (see {@link sharedCopies}). */
 function onShared<T extends Uint8Array | Int32Array>(array: T): T {
   if (array.buffer instanceof SharedArrayBuffer) return array;
-  const buffer = new SharedArrayBuffer(array.byteLength);
-  const copy = array instanceof Int32Array ? new Int32Array(buffer) : new Uint8Array(buffer);
-  copy.set(array);
+  let copy = sharedCopies.get(array);
+  if (copy === undefined) {
+    const buffer = new SharedArrayBuffer(array.byteLength);
+    copy = array instanceof Int32Array ? new Int32Array(buffer) : new Uint8Array(buffer);
+    copy.set(array);
+    sharedCopies.set(array, copy);
+  }
   return copy as T;
 }
 

@@ -41,7 +41,6 @@ export async function runAction(path: string | undefined, options: RunOptions): 
     // A no-op once the run took it over; else (the flow failed to build) the run is given up, its records left.
     await newRun?.release();
   }
-
 }
 
 /**
