@@ -1,10 +1,11 @@
-import { APICallError } from 'ai';
+import { APICallError, NoObjectGeneratedError } from 'ai';
 import { describe, expect, it } from 'vitest';
 import {
   backoffDelay,
   callWithRetry,
   classifyError,
   DEFAULT_RETRY_POLICY,
+  InvalidModelOutputError,
   ModelCallError,
   ModelTimeoutError,
   parseRetryAfter,
@@ -50,6 +51,15 @@ describe('backoffDelay', () => {
 });
 
 describe('classifyError', () => {
+  it("tells the SDK's errors apart by their marker, with no SDK loaded by the library: an answer of the wrong shape, an error named like one", () => {
+    const wrongShape = new NoObjectGeneratedError({ message: 'No object generated.', cause: new Error('expected "action"'), text: '{"x":1}', response: undefined as never, usage: undefined as never, finishReason: 'stop' });
+    const e = classifyError(wrongShape, 'decide', []);
+    expect(e).toBeInstanceOf(InvalidModelOutputError);
+    expect(e.message).toBe(`decide: the model's answer does not match the expected structure: expected "action"`);
+    // Only the marker counts: a plain error with the SDK's name and a status is not read as the provider's answer.
+    const impostor = Object.assign(new Error('status 500'), { name: 'AI_APICallError', statusCode: 500 });
+    expect((classifyError(impostor, 'call', []) as ModelCallError).status).toBeUndefined();
+  });
   it('retries 429 and 5xx with the Retry-After delay, and keeps the provider message', () => {
     const e = classifyError(apiError(429, undefined, { 'retry-after': '1' }), 'call', []) as ModelCallError;
     expect(e).toBeInstanceOf(ModelCallError);
