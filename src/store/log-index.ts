@@ -4,13 +4,17 @@
  * ({@link IndexWriter}); readers load it incrementally ({@link IndexReader}) and find where to start
  * ({@link nearestEntry}).
  */
-import { closeSync, constants, promises as fsp, openSync, statSync, writeSync } from 'node:fs';
+import { closeSync, promises as fsp, openSync, rmSync, statSync, writeSync } from 'node:fs';
 import { writeFileAtomic } from '../fs/index.js';
 import { readLines } from './lines.js';
 import { parseIndex, seqOf } from './log-format.js';
 import type { IndexEntry } from './log-types.js';
 
-/** One entry every this many events, unless the options say otherwise. */
+/**
+ * One entry every this many events, unless the options say otherwise. There is no entry for the first line (a reader
+ * without an entry starts there anyway), so a log shorter than this has no index file: the file is created with its
+ * first entry (creating a file costs hundreds of microseconds on some disks, a cost every short run would pay).
+ */
 export const DEFAULT_INDEX_INTERVAL = 1000;
 
 function indexText(entries: IndexEntry[]): string {
@@ -20,6 +24,11 @@ function indexText(entries: IndexEntry[]): string {
 function writeAll(fd: number, data: Buffer): void {
   let written = 0;
   while (written < data.length) written += writeSync(fd, data, written, data.length - written);
+}
+
+/** The line of the last of `entries`, or 0 (the first line, which has no entry). */
+function lastLine(entries: readonly IndexEntry[]): number {
+  return entries.length === 0 ? 0 : entries[entries.length - 1]!.line;
 }
 
 /** The last entry at or before `line` inside the committed log (`end` bytes), or undefined (read from the start). */
@@ -114,10 +123,10 @@ export class IndexWriter {
    */
   async recover(size: number): Promise<{ lineCount: number; lastText: string | undefined }> {
     if (size === 0) {
-      // An empty log has no entries: opening the index with truncation empties a stale one (readers check entries
-      // against the log, so a stale index that a power loss brought back is only ignored), without reading it.
+      // An empty log has no entries: a stale index (which readers would only ignore, as they check entries against
+      // the log) is removed without being read; the file is created with the first entry (see record).
       this.entries = [];
-      this.fd = openSync(this.path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_APPEND);
+      rmSync(this.path, { force: true });
       return { lineCount: 0, lastText: undefined };
     }
     let entries = parseIndex(await fsp.readFile(this.path, 'utf8').catch(() => ''));
@@ -133,8 +142,7 @@ export class IndexWriter {
     let lastText: string | undefined;
     let count = from.line;
     for await (const raw of readLines(this.eventsPath, from.offset, size, from.line)) {
-      const previous = entries[entries.length - 1];
-      if (previous === undefined || raw.index - previous.line >= this.interval) {
+      if (raw.index - lastLine(entries) >= this.interval) {
         const seq = seqOf(raw.text);
         if (seq !== undefined) {
           entries.push({ line: raw.index, offset: raw.offset, seq });
@@ -146,7 +154,6 @@ export class IndexWriter {
     }
     this.entries = entries;
     if (rewrite) await writeFileAtomic(this.path, indexText(entries));
-    this.fd = openSync(this.path, 'a');
     return { lineCount: count, lastText };
   }
 
@@ -155,23 +162,21 @@ export class IndexWriter {
    * gives their sizes, asked only when an entry is reached): the entries they reach are added and appended to the file.
    */
   record(firstLine: number, start: number, lineBytes: () => number[], seqs: number[]): void {
-    const lastEntry = this.entries[this.entries.length - 1];
     // Byte offsets are counted only when this batch reaches the next index entry.
-    if (lastEntry !== undefined && firstLine + seqs.length - 1 - lastEntry.line < this.interval) return;
+    if (firstLine + seqs.length - 1 - lastLine(this.entries) < this.interval) return;
     const lines = lineBytes();
     let text = '';
     let offset = start;
     for (let i = 0; i < lines.length; i++) {
       const line = firstLine + i;
-      const previous = this.entries[this.entries.length - 1];
-      if (previous === undefined || line - previous.line >= this.interval) {
+      if (line - lastLine(this.entries) >= this.interval) {
         const entry = { line, offset, seq: seqs[i]! };
         this.entries.push(entry);
         text += JSON.stringify(entry) + '\n';
       }
       offset += lines[i]!;
     }
-    if (text) writeAll(this.fd!, Buffer.from(text));
+    if (text) writeAll((this.fd ??= openSync(this.path, 'a')), Buffer.from(text));
   }
 
   /**
@@ -181,13 +186,12 @@ export class IndexWriter {
   async rebuild(size: number, interval: number): Promise<void> {
     const entries: IndexEntry[] = [];
     for await (const raw of readLines(this.eventsPath, 0, size, 0, (i) => i % interval === 0)) {
-      if (raw.index % interval !== 0) continue;
+      if (raw.index === 0 || raw.index % interval !== 0) continue;
       const seq = seqOf(raw.text);
       if (seq !== undefined) entries.push({ line: raw.index, offset: raw.offset, seq });
     }
     this.close();
     await writeFileAtomic(this.path, indexText(entries));
-    this.fd = openSync(this.path, 'a');
     this.entries = entries;
     this.interval = interval;
   }

@@ -213,16 +213,26 @@ describe('EventStore', () => {
       await fill(store, 25);
       await store.append(makeEvent(RUN, 25));
       const entries = readFileSync(store.paths.index, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { line: number; offset: number; seq: number });
-      expect(entries.map((e) => e.line)).toEqual([0, 10, 20]);
+      expect(entries.map((e) => e.line)).toEqual([10, 20]);
       const log = readFileSync(store.paths.events);
       for (const e of entries) expect(JSON.parse(log.subarray(e.offset, log.indexOf(10, e.offset)).toString()).seq).toBe(e.seq);
+    });
+
+    it('creates no index file for a log shorter than indexInterval, and creates it with its first entry', async () => {
+      const store = open({ indexInterval: 10 });
+      await fill(store, 10);
+      expect(existsSync(store.paths.index)).toBe(false);
+      expect((await open().readPage(3, 6)).map((e) => e.seq)).toEqual([6, 7, 8]);
+      expect(await open().verify()).toMatchObject({ ok: true });
+      await store.append(makeEvent(RUN, 10));
+      expect(readFileSync(store.paths.index, 'utf8').trimEnd().split('\n').map((l) => (JSON.parse(l) as { line: number }).line)).toEqual([10]);
     });
 
     it('records the right offsets when small batches cross index entries', async () => {
       const store = open({ indexInterval: 7 });
       for (let seq = 0; seq < 60; seq += 3) await fill(store, 3, seq);
       const entries = readFileSync(store.paths.index, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { line: number; offset: number; seq: number });
-      expect(entries.map((e) => e.line)).toEqual([0, 7, 14, 21, 28, 35, 42, 49, 56]);
+      expect(entries.map((e) => e.line)).toEqual([7, 14, 21, 28, 35, 42, 49, 56]);
       const log = readFileSync(store.paths.events);
       for (const e of entries) expect(JSON.parse(log.subarray(e.offset, log.indexOf(10, e.offset)).toString()).seq).toBe(e.seq);
       expect((await open().readPage(4, 40)).map((e) => e.seq)).toEqual([40, 41, 42, 43]);
@@ -262,9 +272,9 @@ describe('EventStore', () => {
       await fill(store, 30);
       await store.buildIndex(5);
       const lines = readFileSync(store.paths.index, 'utf8').trimEnd().split('\n');
-      expect(lines.map((l) => (JSON.parse(l) as { line: number }).line)).toEqual([0, 5, 10, 15, 20, 25]);
+      expect(lines.map((l) => (JSON.parse(l) as { line: number }).line)).toEqual([5, 10, 15, 20, 25]);
       await fill(store, 6, 30);
-      expect(readFileSync(store.paths.index, 'utf8').trimEnd().split('\n').length).toBe(8);
+      expect(readFileSync(store.paths.index, 'utf8').trimEnd().split('\n').length).toBe(7);
       await expect(store.buildIndex(0)).rejects.toThrow(/positive integer/);
     });
 
@@ -287,14 +297,14 @@ describe('EventStore', () => {
       const store = open({ indexInterval: 10 });
       await fill(store, 25);
       await store.close();
-      expect(readFileSync(store.paths.index, 'utf8').trimEnd().split('\n')).toHaveLength(3);
+      expect(readFileSync(store.paths.index, 'utf8').trimEnd().split('\n')).toHaveLength(2);
       writeFileSync(store.paths.events, '');
       const again = open({ indexInterval: 10 });
       await again.open();
-      expect(readFileSync(store.paths.index, 'utf8')).toBe('');
+      expect(existsSync(store.paths.index)).toBe(false);
       await fill(again, 12, 100);
       const entries = readFileSync(store.paths.index, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { line: number; offset: number; seq: number });
-      expect(entries.map((e) => [e.line, e.seq])).toEqual([[0, 100], [10, 110]]);
+      expect(entries.map((e) => [e.line, e.seq])).toEqual([[10, 110]]);
       expect((await open().readPage(2, 10)).map((e) => e.seq)).toEqual([110, 111]);
     });
 
@@ -369,8 +379,8 @@ describe('EventStore', () => {
       expect(lines.map((l) => /,"chain":"[0-9a-f]{64}"\}$/.test(l))).toEqual([true, false, true, false, false, true, true, false, true, true]);
       expect(await open().readAll()).toEqual([...batches.flat(), big(9, 'b')]);
       expect(await open().verify()).toMatchObject({ ok: true, chain: 'verified', verifiedLines: 10 });
-      // The index's byte offsets land on line starts (indexInterval 1: every line has an entry).
-      const starts = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join('')));
+      // The index's byte offsets land on line starts (indexInterval 1: every line but the first has an entry).
+      const starts = lines.map((_, i) => Buffer.byteLength(lines.slice(0, i).map((l) => `${l}\n`).join(''))).slice(1);
       const entries = readFileSync(store.paths.index, 'utf8').trimEnd().split('\n').map((l) => (JSON.parse(l) as { offset: number }).offset);
       expect(entries).toEqual(starts);
       expect((await open().readPage(2, 7)).map((e) => e.seq)).toEqual([7, 8]);
@@ -515,7 +525,7 @@ describe('EventStore', () => {
       const again = open();
       await again.append(makeEvent(RUN, 0));
       await again.close();
-      expect(readdirSync(again.paths.dir).sort()).toEqual(['events.idx.jsonl', 'events.jsonl', 'events.pending']);
+      expect(readdirSync(again.paths.dir).sort()).toEqual(['events.jsonl', 'events.pending']);
     });
 
     it('does not judge a lock from another host stale', async () => {
