@@ -19,7 +19,8 @@ export type { CorruptLine, EventStoreOptions, IndexEntry, OpenedLog, ReadOptions
 /**
  * The append-only event log of one run: `sessions/<sessionKey>/runs/<runId>/events.jsonl`, one {@link StreamEvent}
  * per line, with `events.idx.jsonl` recording the byte offset of every `indexInterval`-th event so that
- * {@link readPage} seeks instead of scanning.
+ * {@link readPage} seeks instead of scanning (the first line has no entry: a log shorter than `indexInterval` has
+ * no index file).
  *
  * Writing: the first append (or {@link open}) takes the run's writer lock (`events.lock`, one writer per run across
  * processes, stale locks of dead processes recovered), cuts a torn last line and an unfinished batch, and catches
