@@ -1,5 +1,5 @@
-import { closeSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
-import { writeFileAtomicSync } from '../fs/index.js';
+import { closeSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync, statSync, writeSync } from 'node:fs';
+import { removeFileIfExists, writeFileAtomicSync } from '../fs/index.js';
 import type { HashBackend } from './hash.js';
 
 /**
@@ -130,9 +130,9 @@ export class JournaledFile<T, E> {
     // A journal left on disk must never apply to the new base. It names its base by checksum, so normally the new
     // base goes first (a crash in between leaves a journal naming another base: ignored). Only a journal naming
     // this very checksum (an identical base) must go first; a crash in between then leaves exactly the new value.
-    if (this.journalNames(checksum)) rmSync(this.journalFile, { force: true });
+    if (this.journalNames(checksum)) removeFileIfExists(this.journalFile);
     writeFileAtomicSync(this.file, data);
-    rmSync(this.journalFile, { force: true });
+    removeFileIfExists(this.journalFile);
     this.onBaseWritten?.(data);
     const key = statKey(statSync(this.file));
     // The value just written is the value in memory: the next read need not decode it again.

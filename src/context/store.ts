@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { describeHolder, fsyncDirSync, waitForLock, writeFileAtomicSync, readTextIfExistsSync } from '../fs/index.js';
+import { describeHolder, fsyncDirSync, removeFileIfExists, waitForLock, writeFileAtomicSync, readTextIfExistsSync } from '../fs/index.js';
 import type { AgentIdentity } from './agents.js';
 import { ContextError } from './errors.js';
 import { verifyFrame, type Frame } from './frames.js';
@@ -126,7 +126,7 @@ export class MerkleStore {
     const file = join(this.dir, STAT_INDEX_FILE);
     const data = encodeStatIndex(tree, this.backend);
     try {
-      if (data === undefined) rmSync(file, { force: true });
+      if (data === undefined) removeFileIfExists(file);
       else writeFileAtomicSync(file, data);
     } catch {
       // See above: a stale or missing stat index is never used.

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsync, fsyncSync, mkdirSync, open, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsync, fsyncSync, mkdirSync, open, openSync, renameSync, writeSync } from 'node:fs';
+import { removeFileIfExists } from './remove.js';
 import { basename, dirname, join } from 'node:path';
 import { writeJsonPieces } from './json-pieces.js';
 
@@ -101,7 +102,7 @@ function fillTemp(temp: string, fd: number, data: string | Uint8Array | { json: 
     else writeJsonPieces(data.json, (piece) => writeAll(fd, Buffer.from(piece)));
   } catch (error) {
     closeSync(fd);
-    rmSync(temp, { force: true });
+    removeFileIfExists(temp);
     throw error;
   }
   return fd;
@@ -113,7 +114,7 @@ function finish(temp: string, fd: number, path: string): void {
     closeSync(fd);
     renameSync(temp, path);
   } catch (error) {
-    rmSync(temp, { force: true });
+    removeFileIfExists(temp);
     throw error;
   }
 }
@@ -140,7 +141,7 @@ async function writeAtomic(path: string, data: string | Uint8Array | { json: unk
       await fsyncAsync(fd);
     } catch (error) {
       closeSync(fd);
-      rmSync(temp, { force: true });
+      removeFileIfExists(temp);
       throw error;
     }
   }
@@ -157,7 +158,7 @@ export function writeFileAtomicSync(path: string, data: string | Uint8Array, opt
       fsyncSync(fd);
     } catch (error) {
       closeSync(fd);
-      rmSync(temp, { force: true });
+      removeFileIfExists(temp);
       throw error;
     }
   }

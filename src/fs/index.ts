@@ -8,6 +8,7 @@ export { isLargeJson, writeJsonPieces } from './json-pieces.js';
 export { readJsonChunked } from './json-read.js';
 export type { ReadJsonOptions } from './json-read.js';
 export { readTextIfExists, readTextIfExistsSync } from './read.js';
+export { removeFileIfExists } from './remove.js';
 export { describeHolder, lockHeld, tryLock, waitForLock } from './lock.js';
 export type { FileLock, LockBusy, LockHolder, LockOptions } from './lock.js';
 export { parseStatStartTime, systemProbe } from './process-identity.js';

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { removeFileIfExists } from './remove.js';
 import { hostname } from 'node:os';
 import { systemProbe, type ProcessProbe } from './process-identity.js';
 
@@ -163,7 +164,7 @@ export function tryLock(path: string, options: LockOptions = {}): FileLock | Loc
     }
     return { busy: true, reason: 'contended' };
   } finally {
-    rmSync(temp, { force: true });
+    removeFileIfExists(temp);
   }
 }
 
@@ -175,15 +176,15 @@ function recoverStale(path: string, staleRaw: string, temp: string, probe: Proce
     const other = readLockFile(recover);
     if (other !== 'missing' && other.holder !== undefined && isStale(recover, other.holder, probe, leaseMs)) {
       const again = readLockFile(recover);
-      if (again !== 'missing' && again.raw === other.raw) rmSync(recover, { force: true });
+      if (again !== 'missing' && again.raw === other.raw) removeFileIfExists(recover);
     }
     return false;
   }
   try {
     const current = readLockFile(path);
-    if (current !== 'missing' && current.raw === staleRaw) rmSync(path, { force: true });
+    if (current !== 'missing' && current.raw === staleRaw) removeFileIfExists(path);
   } finally {
-    rmSync(recover, { force: true });
+    removeFileIfExists(recover);
   }
   return true;
 }
@@ -211,7 +212,7 @@ function makeLock(path: string, holder: LockHolder, raw: string, leaseMs: number
       released = true;
       if (timer !== undefined) clearInterval(timer);
       const current = readLockFile(path);
-      if (current !== 'missing' && current.raw === raw) rmSync(path, { force: true });
+      if (current !== 'missing' && current.raw === raw) removeFileIfExists(path);
     },
   };
 }

@@ -4,8 +4,8 @@
  * ({@link IndexWriter}); readers load it incrementally ({@link IndexReader}) and find where to start
  * ({@link nearestEntry}).
  */
-import { closeSync, promises as fsp, openSync, rmSync, statSync, writeSync } from 'node:fs';
-import { writeFileAtomic } from '../fs/index.js';
+import { closeSync, promises as fsp, openSync, statSync, writeSync } from 'node:fs';
+import { removeFileIfExists, writeFileAtomic } from '../fs/index.js';
 import { readLines } from './lines.js';
 import { parseIndex, seqOf } from './log-format.js';
 import type { IndexEntry } from './log-types.js';
@@ -126,7 +126,7 @@ export class IndexWriter {
       // An empty log has no entries: a stale index (which readers would only ignore, as they check entries against
       // the log) is removed without being read; the file is created with the first entry (see record).
       this.entries = [];
-      rmSync(this.path, { force: true });
+      removeFileIfExists(this.path);
       return { lineCount: 0, lastText: undefined };
     }
     let entries = parseIndex(await fsp.readFile(this.path, 'utf8').catch(() => ''));

@@ -1,7 +1,7 @@
-import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readTextIfExists, readTextIfExistsSync, writeFileAtomic, writeFileAtomicSync, writeJsonAtomic } from '../../src/fs/index.js';
+import { readTextIfExists, readTextIfExistsSync, removeFileIfExists, writeFileAtomic, writeFileAtomicSync, writeJsonAtomic } from '../../src/fs/index.js';
 import { tempDir } from './helpers.js';
 
 const variants = [
@@ -63,5 +63,18 @@ describe.each([
     await expect(read(join(dir, 'f'))).resolves.toBe('héllo');
     await expect(read(join(dir, 'missing'))).resolves.toBeUndefined();
     await expect(read(dir)).rejects.toMatchObject({ code: 'EISDIR' });
+  });
+});
+
+describe('removeFileIfExists', () => {
+  it('removes a file (true), answers false for a missing one, and throws for a directory, which it leaves', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'f'), 'x');
+    expect(removeFileIfExists(join(dir, 'f'))).toBe(true);
+    expect(existsSync(join(dir, 'f'))).toBe(false);
+    expect(removeFileIfExists(join(dir, 'f'))).toBe(false);
+    mkdirSync(join(dir, 'd'));
+    expect(() => removeFileIfExists(join(dir, 'd'))).toThrow(/EISDIR|EPERM|directory/);
+    expect(statSync(join(dir, 'd')).isDirectory()).toBe(true);
   });
 });
