@@ -245,6 +245,7 @@ export class ContextEngine {
       });
       if (result.delta !== undefined) this.store.updateTree(result.tree, result.delta);
       else if (result.changed) this.store.writeTree(result.tree);
+      else if (result.racy) this.store.refreshTree(result.tree);
       return {
         root: result.tree.rootId,
         nodes: result.tree.size,

@@ -25,6 +25,11 @@ export interface Listing {
   readonly gitignores: number[];
   /** Directories whose listing came from the cache instead of a readdir. */
   reused: number;
+  /**
+   * Directories read again only because their unchanged stat fell in the racy window (see ListingCache.racyFromMs):
+   * until a newer write of the tree moves that window past them, every scan reads them again.
+   */
+  racy: number;
   /** A re-read directory gained or lost a `.gitignore`, so cached listings below it may no longer hold. */
   rulesChanged: boolean;
 }
@@ -40,7 +45,7 @@ export interface ListingCache {
 
 /** An empty listing to fill. */
 export function emptyListing(): Listing {
-  return { paths: [], fsPaths: [], known: [], dirs: new Map(), gitignores: [], reused: 0, rulesChanged: false };
+  return { paths: [], fsPaths: [], known: [], dirs: new Map(), gitignores: [], reused: 0, racy: 0, rulesChanged: false };
 }
 
 /**
@@ -70,15 +75,9 @@ export function listWorkspace(root: string, subtree: string, rules: IgnoreRules,
       return; // removed or replaced since its parent was read
     }
     into.dirs.set(dir, { mtimeMs: stat.mtimeMs, ino: stat.ino });
-    if (
-      usable !== undefined &&
-      previous !== undefined &&
-      previous.kind === 'dir' &&
-      previous.mtimeMs === stat.mtimeMs &&
-      previous.ino === stat.ino &&
-      stat.mtimeMs < usable.racyFromMs &&
-      fsDir === dir
-    ) {
+    const unchanged = usable !== undefined && previous !== undefined && previous.kind === 'dir' && previous.mtimeMs === stat.mtimeMs && previous.ino === stat.ino && fsDir === dir;
+    if (unchanged && stat.mtimeMs >= usable.racyFromMs) into.racy++;
+    else if (unchanged) {
       const records = usable.tree.childRecords(previous);
       const fsPaths = childFsPaths(root, previous, records);
       if (fsPaths !== undefined) {

@@ -152,6 +152,16 @@ export class MerkleStore {
     this.tree.append(tree, { upserts, removed: delta.removed, basis: tree.basis ?? null });
   }
 
+  /**
+   * Records that a scan found `tree` unchanged after reading again entries of its racy window (see ScanResult.racy):
+   * an empty journal entry, whose write time becomes the tree's (the journal's mtime), so the next scan trusts the
+   * stat of entries older than this one. Without it a workspace scanned within the tick of its last change (a small
+   * one, right after `.merkle/` was created in its root, say) was read again at every scan, never by the quick check.
+   */
+  refreshTree(tree: Tree): void {
+    this.tree.append(tree, { upserts: [], removed: [], basis: tree.basis ?? null });
+  }
+
   /** The frame state (empty before any frame was written). Shared and read-only: see {@link readStateForUpdate}. */
   readState(): Readonly<StoreState> {
     return this.state.read()?.value ?? emptyState();
@@ -289,7 +299,7 @@ export class MerkleStore {
 
   /** Removes staged frames whose state was not written (nothing changed). */
   discardFrames(staged: readonly StagedFrame[]): void {
-    for (const { temp } of staged) rmSync(temp, { force: true });
+    for (const { temp } of staged) removeFileIfExists(temp);
   }
 
   /**

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ContextEngine, type ContextEngineOptions } from '../../src/context/index.js';
@@ -25,6 +25,36 @@ export function writeTree(root: string, files: Record<string, string>): void {
   }
 }
 
+/**
+ * Sets the mtime of `root` and of everything under it (but `.merkle/`, which it creates first, so that the first
+ * scan's lock does not touch the root again) to `secondsAgo` seconds before now. A workspace written moments before
+ * its scan has entries in the tree's racy window (changed in the tick the tree was written), which scans read again
+ * (see ScanResult.racy); tests of the stat cache start from a settled workspace instead.
+ */
+export function settle(root: string, secondsAgo = 60): void {
+  mkdirSync(join(root, '.merkle'), { recursive: true });
+  const at = Math.floor(Date.now() / 1000) - secondsAgo;
+  const visit = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (dir === root && entry.name === '.merkle') continue;
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) visit(path);
+      if (!entry.isSymbolicLink()) utimesSync(path, at, at);
+    }
+    utimesSync(dir, at, at);
+  };
+  visit(root);
+}
+
+/**
+ * Waits past the filesystem's timestamp tick: a change made just before a scan that writes the tree falls in the
+ * tree's racy window, and the scan after that reads it again. Tests that count what a later scan reads call this
+ * between their change and the scan that records it.
+ */
+export function afterTick(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 15));
+}
+
 /** The small workspace most tests use. */
 export const SAMPLE: Record<string, string> = {
   'README.md': '# sample\n',
@@ -42,6 +72,7 @@ export async function openSample(
 ): Promise<{ root: string; engine: ContextEngine }> {
   const root = tempDir();
   writeTree(root, files);
+  settle(root);
   const engine = await ContextEngine.open(root, options);
   await engine.scan();
   await engine.registerAgent({ agentId: 'w', role: 'writer' });

@@ -1,9 +1,9 @@
-import { statSync, writeFileSync } from 'node:fs';
+import { statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tryLock, type FileLock } from '../../src/fs/index.js';
 import { ContextEngine } from '../../src/context/index.js';
-import { openSample } from './helpers.js';
+import { openSample, settle, tempDir, writeTree } from './helpers.js';
 
 describe('workspace lock', () => {
   it('a writer blocked by the lock fails without touching the store', async () => {
@@ -30,5 +30,34 @@ describe('workspace lock', () => {
       lock.release();
     }
     expect((await engine.scan()).changedPaths).toEqual(['', 'README.md']);
+  });
+
+  // A workspace whose entries fell in the racy window of its tree (changed in the tick the tree was written) is read
+  // again by the next scan, which finds it unchanged: that scan records itself, so the one after it is the quick,
+  // lockless check again. Before, the window stayed where it was, and every scan read the workspace again.
+  it.each([
+    { racy: 'every directory and file', dirsAgo: 100 },
+    { racy: 'files only (the quick check hands them to the locked scan)', dirsAgo: 110 },
+  ])('a scan that re-reads racily clean entries ($racy) records it: the next scan needs no lock and reads nothing', async ({ dirsAgo }) => {
+    const root = tempDir();
+    writeTree(root, { 'a.txt': 'a\n', 'src/b.ts': 'b\n', 'src/deep/c.ts': 'c\n' });
+    settle(root, 100);
+    const at = Math.floor(Date.now() / 1000) - dirsAgo;
+    for (const dir of ['', 'src', 'src/deep']) utimesSync(join(root, dir), at, at);
+    const engine = await ContextEngine.open(root, { lockTimeoutMs: 50 });
+    const first = await engine.scan();
+    // The tree as if written in the tick of the files' last change (100 s ago): they are racily clean.
+    const treeAt = Math.floor(Date.now() / 1000) - 100;
+    utimesSync(join(root, '.merkle', 'tree'), treeAt, treeAt);
+    const again = await engine.scan();
+    expect(again).toMatchObject({ root: first.root, changed: false, changedPaths: [], hashed: 3 });
+    const lock = tryLock(join(root, '.merkle', 'lock')) as FileLock;
+    try {
+      expect(await engine.scan()).toMatchObject({ root: first.root, changed: false, hashed: 0 });
+    } finally {
+      lock.release();
+    }
+    expect((await engine.validate()).ok).toBe(true);
+    await engine.close();
   });
 });

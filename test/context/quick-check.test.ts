@@ -9,7 +9,7 @@ import { ABORT, BUSY, NEXT, STAT_FIELDS, StatPool, statOne, type SharedStatJob }
 import { MerkleStore } from '../../src/context/store.js';
 import { bundledScript } from '../support/bundle.js';
 import { plainEnv } from '../support/env.js';
-import { tempDir, writeTree } from './helpers.js';
+import { settle, tempDir, writeTree } from './helpers.js';
 
 /** A scanned workspace of 80 files in 8 directories, and what the quick check needs of its stored tree. */
 async function scanned(): Promise<{ root: string; input: () => QuickCheckInput }> {
@@ -17,6 +17,7 @@ async function scanned(): Promise<{ root: string; input: () => QuickCheckInput }
   const files: Record<string, string> = {};
   for (let d = 0; d < 8; d++) for (let f = 0; f < 10; f++) files[`d${d}/f${f}.txt`] = `${d}/${f}`;
   writeTree(root, files);
+  settle(root);
   const engine = await ContextEngine.open(root);
   await engine.scan();
   await engine.close();

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
 import { STAT_FIELDS, statOne, verifiedBindingLstat } from '../../src/context/stat-pool.js';
-import { SAMPLE, openSample, snapshotStore, tempDir, writeTree } from './helpers.js';
+import { SAMPLE, afterTick, openSample, snapshotStore, tempDir, writeTree } from './helpers.js';
 
 async function idsByPath(engine: ContextEngine, paths: readonly string[]): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
@@ -63,6 +63,7 @@ describe('scan: the Merkle tree', () => {
     expect((await engine.scan()).hashed).toBe(0);
 
     writeFileSync(join(root, 'docs/guide.md'), 'guide, longer\n');
+    await afterTick();
     expect((await engine.scan()).hashed).toBe(1);
 
     // Same size and same mtime, new inode: the cache must notice the replacement.
@@ -71,6 +72,7 @@ describe('scan: the Merkle tree', () => {
     writeFileSync(join(root, 'README.tmp'), '# SAMPLE\n');
     utimesSync(join(root, 'README.tmp'), mtime, mtime);
     renameSync(join(root, 'README.tmp'), file);
+    await afterTick();
     const report = await engine.scan();
     expect(report.hashed).toBe(1);
     expect(report.changedPaths).toContain('README.md');
@@ -212,6 +214,7 @@ describe('scan: parallel stat', () => {
       expect(await parallel.scan()).toMatchObject({ changed: false, hashed: 0 });
       writeFileSync(join(root, 'src/main.ts'), 'export const main = 2;\n');
       rmSync(join(root, 'docs/guide.md'));
+      await afterTick();
       const report = await parallel.scan();
       expect(report).toMatchObject({ changed: true, hashed: 1 });
       expect(report.changedPaths).toEqual(['', 'docs', 'docs/guide.md', 'src', 'src/main.ts']);
@@ -220,6 +223,7 @@ describe('scan: parallel stat', () => {
       expect((await engine.status()).root).toBe(report.root);
       // A name stored as NFC but spelled NFD on disk: the helper misses it, this thread finds it.
       writeTree(root, { 'docs/cafe\u0301.md': 'coffee' });
+      await afterTick();
       expect((await parallel.scan()).hashed).toBe(1);
       expect(await parallel.scan()).toMatchObject({ changed: false, hashed: 0 });
       expect((await parallel.resolveNode('docs/caf\u00e9.md')).kind).toBe('file');
