@@ -245,7 +245,9 @@ export class ContextEngine {
       });
       if (result.delta !== undefined) this.store.updateTree(result.tree, result.delta);
       else if (result.changed) this.store.writeTree(result.tree);
-      else if (result.racy) this.store.refreshTree(result.tree);
+      // Racily clean entries were read again: recorded once the clock has passed them (an mtime in the future,
+      // from another machine's clock or an archive, stays racy until then, and writing would not help).
+      else if (result.racyMtimeMs !== undefined && Date.now() > result.racyMtimeMs) this.store.refreshTree(result.tree);
       return {
         root: result.tree.rootId,
         nodes: result.tree.size,

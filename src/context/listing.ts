@@ -26,10 +26,11 @@ export interface Listing {
   /** Directories whose listing came from the cache instead of a readdir. */
   reused: number;
   /**
-   * Directories read again only because their unchanged stat fell in the racy window (see ListingCache.racyFromMs):
-   * until a newer write of the tree moves that window past them, every scan reads them again.
+   * The newest mtime of the directories read again only because their unchanged stat fell in the racy window (see
+   * ListingCache.racyFromMs), or -Infinity: until a newer write of the tree moves that window past them, every scan
+   * reads them again.
    */
-  racy: number;
+  racyMtimeMs: number;
   /** A re-read directory gained or lost a `.gitignore`, so cached listings below it may no longer hold. */
   rulesChanged: boolean;
 }
@@ -45,7 +46,7 @@ export interface ListingCache {
 
 /** An empty listing to fill. */
 export function emptyListing(): Listing {
-  return { paths: [], fsPaths: [], known: [], dirs: new Map(), gitignores: [], reused: 0, racy: 0, rulesChanged: false };
+  return { paths: [], fsPaths: [], known: [], dirs: new Map(), gitignores: [], reused: 0, racyMtimeMs: Number.NEGATIVE_INFINITY, rulesChanged: false };
 }
 
 /**
@@ -76,7 +77,7 @@ export function listWorkspace(root: string, subtree: string, rules: IgnoreRules,
     }
     into.dirs.set(dir, { mtimeMs: stat.mtimeMs, ino: stat.ino });
     const unchanged = usable !== undefined && previous !== undefined && previous.kind === 'dir' && previous.mtimeMs === stat.mtimeMs && previous.ino === stat.ino && fsDir === dir;
-    if (unchanged && stat.mtimeMs >= usable.racyFromMs) into.racy++;
+    if (unchanged && stat.mtimeMs >= usable.racyFromMs) into.racyMtimeMs = Math.max(into.racyMtimeMs, stat.mtimeMs);
     else if (unchanged) {
       const records = usable.tree.childRecords(previous);
       const fsPaths = childFsPaths(root, previous, records);

@@ -47,12 +47,13 @@ export interface ScanResult {
   /** Files and symlinks read and hashed. */
   readonly hashed: number;
   /**
-   * Whether entries whose stat matched `previous` were read again only because they fell in its racy window
-   * (`racyFromMs`: changed in the tick the tree was written), and found unchanged. Such a window stays where it is
-   * until the tree is written again, so every later scan would read them again: the caller records the scan (see
-   * `MerkleStore.refreshTree`), as git rewrites its index after refreshing racily clean entries.
+   * When the tree is unchanged but entries whose stat matched `previous` were read again only because they fell in
+   * its racy window (`racyFromMs`: changed in the tick the tree was written), the newest of their mtimes; else
+   * undefined. The window stays where it is until the tree is written again, so every later scan would read them
+   * again: the caller records the scan once the clock is past that mtime (see `MerkleStore.refreshTree`), as git
+   * rewrites its index after refreshing racily clean entries.
    */
-  readonly racy: boolean;
+  readonly racyMtimeMs?: number;
   /**
    * For a scan that updated the previous tree, the records it added or replaced and the paths it removed (what
    * the store journals instead of rewriting the tree); undefined when the tree was built whole.
@@ -98,7 +99,7 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const found: LeafRecord[] | undefined = previous === undefined ? [] : undefined;
   const changedLeaves: LeafRecord[] = [];
   let hashed = 0;
-  let racyFiles = 0;
+  let racyMtimeMs = Number.NEGATIVE_INFINITY;
   let present = 0;
   let added = 0;
   const gitignoreFiles = new Set<string>();
@@ -118,7 +119,7 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
         found?.push(cached);
         continue;
       }
-      racyFiles++;
+      racyMtimeMs = Math.max(racyMtimeMs, mtimeMs);
     }
     const contentHash = hashContent(fsPaths[i], kind, size, input.backend, path);
     hashed++;
@@ -137,11 +138,12 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const isGitignoreFile = (path: string): boolean =>
     gitignoreFiles.has(path) || (partial && !subtrees.some((s) => isUnder(path, s)) && input.previous!.get(path)?.kind === 'file');
   const basis = scanBasis(input.rules, isGitignoreFile, listing.reused > 0 || partial ? input.previous : undefined);
-  if (previous === undefined) return { tree: Tree.build(found!, dirs, input.backend, basis), changed: true, hashed, racy: false };
+  if (previous === undefined) return { tree: Tree.build(found!, dirs, input.backend, basis), changed: true, hashed };
   const removed = partial ? removedUnder(previous, subtrees, paths, stats, dirs) : removedAll(previous, paths, stats, present - added, dirs);
   const update = previous.update({ leaves: changedLeaves, removed, dirs, basis }, input.backend);
-  if (update.tree === previous) return { tree: previous, changed: false, hashed, racy: racyFiles > 0 || listing.racy > 0 };
-  return { tree: update.tree, changed: true, hashed, racy: false, delta: { upserts: update.upserts, removed } };
+  racyMtimeMs = Math.max(racyMtimeMs, listing.racyMtimeMs);
+  if (update.tree === previous) return { tree: previous, changed: false, hashed, ...(racyMtimeMs > Number.NEGATIVE_INFINITY ? { racyMtimeMs } : {}) };
+  return { tree: update.tree, changed: true, hashed, delta: { upserts: update.upserts, removed } };
 }
 
 /**
@@ -161,8 +163,8 @@ function rehashStale(previous: Tree, stale: readonly StaleLeaf[], root: string, 
   }
   const update = previous.update({ leaves, removed: [], dirs: new Map(), basis: previous.basis! }, backend);
   // Nothing changed, yet files were stale: their stat matched, but in the racy window.
-  if (update.tree === previous) return { tree: previous, changed: false, hashed: stale.length, racy: stale.length > 0 };
-  return { tree: update.tree, changed: true, hashed: stale.length, racy: false, delta: { upserts: update.upserts, removed: [] } };
+  if (update.tree === previous) return { tree: previous, changed: false, hashed: stale.length, ...(stale.length > 0 ? { racyMtimeMs: stale.reduce((newest, leaf) => Math.max(newest, leaf.mtimeMs), Number.NEGATIVE_INFINITY) } : {}) };
+  return { tree: update.tree, changed: true, hashed: stale.length, delta: { upserts: update.upserts, removed: [] } };
 }
 
 /** Paths of `previous` that a full scan did not find. `kept` leaves of the listing were leaves before. */

@@ -1,4 +1,4 @@
-import { statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tryLock, type FileLock } from '../../src/fs/index.js';
@@ -60,4 +60,20 @@ describe('workspace lock', () => {
     expect((await engine.validate()).ok).toBe(true);
     await engine.close();
   });
+
+  it('a file whose mtime is in the future stays racy, and a scan that re-reads it unchanged writes nothing', async () => {
+    const root = tempDir();
+    writeTree(root, { 'a.txt': 'a\n', 'later.txt': 'from a clock ahead\n' });
+    settle(root, 100);
+    const ahead = Math.floor(Date.now() / 1000) + 3600;
+    utimesSync(join(root, 'later.txt'), ahead, ahead);
+    const engine = await ContextEngine.open(root);
+    const first = await engine.scan();
+    for (let i = 0; i < 3; i++) {
+      expect(await engine.scan()).toMatchObject({ root: first.root, changed: false, hashed: 1 });
+      expect(existsSync(join(root, '.merkle', 'tree.journal'))).toBe(false);
+    }
+    await engine.close();
+  });
 });
+
