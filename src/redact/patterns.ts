@@ -104,7 +104,8 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
     source: 'gitleaks:slack-bot-token, slack-user-token, slack-app-token, slack-legacy-token; secretlint:slack',
     regex: /\bxox[abeposr]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+/gi,
     gate: /xox|xapp-/,
-    minLength: 14,
+    // The shortest match: `xapp-1-A-1-a` (12); `xoxb-` and ten characters is 15.
+    minLength: 12,
   },
   {
     id: 'slack-webhook',
@@ -160,7 +161,8 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
     source: 'gitleaks:generic-api-key (keyword = value), secretlint:aws (AWS_SECRET_ACCESS_KEY = ...)',
     regex: new RegExp(String.raw`\b${ASSIGNED_NAME}["']?[ \t]*(?:=|:|=>)[ \t]*["']?(?<secret>[^\s"'\`,;&]{3,})`, 'gi'),
     gate: /secret|passw|pwd|token|api_?key|access_?key|private_?key|credential/,
-    minLength: 8,
+    // The shortest match: `pwd=abc` (7).
+    minLength: 7,
   },
   {
     id: 'aws-secret-access-key',

@@ -43,6 +43,17 @@ const cases = [
 ];
 
 describe('the secret catalogue', () => {
+  // The redactor skips a pattern for text shorter than its minLength: a minLength above the pattern's shortest match
+  // lets that match through (`xapp-1-A-1-a`, 12 characters, had a minLength of 14; `pwd=abc`, 7, one of 8).
+  it.each(cases)("$name: no match is shorter than the pattern's minLength", ({ generate, pattern }) => {
+    fc.assert(
+      fc.property(fc.stringMatching(generate, { size: 'xsmall' }), (token) => {
+        for (const secret of secretsIn(token, pattern)) expect(secret.length, JSON.stringify(secret)).toBeGreaterThanOrEqual(pattern.minLength);
+      }),
+      { numRuns: trials(2000, 20000) },
+    );
+  });
+
   it.each(cases)('redacts every string $name matches, wherever it sits in a text', ({ generate, pattern }) => {
     fc.assert(
       fc.property(around, fc.stringMatching(generate), around, (before, token, after) => {
