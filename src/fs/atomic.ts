@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, fsync, fsyncSync, mkdirSync, open, openSync, renameSync, writeSync } from 'node:fs';
-import { removeFileIfExists } from './remove.js';
 import { basename, dirname, join } from 'node:path';
+import { removeFileIfExists } from './remove.js';
 import { writeJsonPieces } from './json-pieces.js';
 
 /** Options of {@link writeFileAtomic} and {@link writeFileAtomicSync}. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { removeFileIfExists } from './remove.js';
 import { hostname } from 'node:os';
+import { removeFileIfExists } from './remove.js';
 import { systemProbe, type ProcessProbe } from './process-identity.js';
 
 /** Who holds a lock, as recorded in the lock file. */
