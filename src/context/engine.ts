@@ -195,6 +195,7 @@ export class ContextEngine {
    * reads); a small change is appended to the tree journal.
    */
   async scan(options: { force?: boolean; paths?: readonly string[] } = {}): Promise<ScanReport> {
+    const started = Date.now();
     // Each record takes at least MIN_TREE_RECORD_BYTES of the tree file, so a smaller file cannot reach the default
     // threshold, and whether a core is idle (a few /proc reads) need not be asked.
     const treeBytes = this.store.treeFileBytes();
@@ -245,9 +246,11 @@ export class ContextEngine {
       });
       if (result.delta !== undefined) this.store.updateTree(result.tree, result.delta);
       else if (result.changed) this.store.writeTree(result.tree);
-      // Racily clean entries were read again: recorded once the clock has passed them (an mtime in the future,
-      // from another machine's clock or an archive, stays racy until then, and writing would not help).
-      else if (result.racyMtimeMs !== undefined && Date.now() > result.racyMtimeMs) this.store.refreshTree(result.tree);
+      // Racily clean entries were read again and found unchanged: recorded, so the next scan trusts their stat, but
+      // only when they were last changed well before this scan began reading (RACY_REFRESH_MARGIN_MS): a change
+      // made after this scan read an entry then has a later mtime than the one it recorded, so it cannot go unseen.
+      // An mtime in the future (another machine's clock, an archive) stays racy, and nothing is written for it.
+      else if (result.racyMtimeMs !== undefined && result.racyMtimeMs < started - RACY_REFRESH_MARGIN_MS) this.store.refreshTree(result.tree);
       return {
         root: result.tree.rootId,
         nodes: result.tree.size,
@@ -730,6 +733,13 @@ function diffTrees(before: Tree | undefined, after: Tree): string[] {
   }
   return changed.sort(compareCodePoints);
 }
+
+/**
+ * How long before a scan began an entry re-read as racily clean must have last changed for the scan to record it
+ * (see ContextEngine.scan): more than any filesystem's timestamp granularity (ext4's coarse clock lags by a kernel
+ * tick, FAT rounds to 2 s), so that a later change can never carry the same mtime.
+ */
+const RACY_REFRESH_MARGIN_MS = 2_000;
 
 /** Trees with at least this many nodes are stat'ed on two threads while a core is idle (see ContextEngineOptions). */
 const DEFAULT_PARALLEL_STAT_THRESHOLD = 20_000;

@@ -50,8 +50,8 @@ export interface ScanResult {
    * When the tree is unchanged but entries whose stat matched `previous` were read again only because they fell in
    * its racy window (`racyFromMs`: changed in the tick the tree was written), the newest of their mtimes; else
    * undefined. The window stays where it is until the tree is written again, so every later scan would read them
-   * again: the caller records the scan once the clock is past that mtime (see `MerkleStore.refreshTree`), as git
-   * rewrites its index after refreshing racily clean entries.
+   * again: the caller records the scan when that mtime is well before the scan began (see `ContextEngine.scan` and
+   * `MerkleStore.refreshTree`), as git rewrites its index after refreshing racily clean entries.
    */
   readonly racyMtimeMs?: number;
   /**
