@@ -29,6 +29,13 @@ function secretsIn(text: string, pattern: { regex: RegExp; accept?: (match: stri
   return out;
 }
 
+/** The longest run of token characters in `text` (the characters SecretPattern.minRun counts). */
+function longestTokenRun(text: string): number {
+  let longest = 0;
+  for (const run of text.match(/[A-Za-z0-9_+/=.~%-]+/g) ?? []) longest = Math.max(longest, run.length);
+  return longest;
+}
+
 const redactor = redactorFor();
 /** Text around a token: anything, or (more often) the blanks and punctuation secrets are found between. */
 const around = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('', ' ', '"', 'key: ', '\n', 'Authorization: ', '(', ','));
@@ -45,10 +52,14 @@ const cases = [
 describe('the secret catalogue', () => {
   // The redactor skips a pattern for text shorter than its minLength: a minLength above the pattern's shortest match
   // lets that match through (`xapp-1-A-1-a`, 12 characters, had a minLength of 14; `pwd=abc`, 7, one of 8).
-  it.each(cases)("$name: no match is shorter than the pattern's minLength", ({ generate, pattern }) => {
+  // Likewise a pattern with a minRun runs only on text holding that long a run of token characters.
+  it.each(cases)("$name: no match is shorter than the pattern's minLength, or holds a shorter token run than its minRun", ({ generate, pattern }) => {
     fc.assert(
       fc.property(fc.stringMatching(generate, { size: 'xsmall' }), (token) => {
-        for (const secret of secretsIn(token, pattern)) expect(secret.length, JSON.stringify(secret)).toBeGreaterThanOrEqual(pattern.minLength);
+        for (const secret of secretsIn(token, pattern)) {
+          expect(secret.length, JSON.stringify(secret)).toBeGreaterThanOrEqual(pattern.minLength);
+          if (pattern.minRun !== undefined) expect(longestTokenRun(secret), JSON.stringify(secret)).toBeGreaterThanOrEqual(pattern.minRun);
+        }
       }),
       { numRuns: trials(800, 5000) },
     );
