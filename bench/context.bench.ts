@@ -64,7 +64,6 @@ const GIT_ENV = {
   GIT_COMMITTER_EMAIL: 'bench@localhost',
 };
 
-
 function git(root: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 28, env: GIT_ENV });
 }

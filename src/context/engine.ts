@@ -747,9 +747,9 @@ const DEFAULT_PARALLEL_STAT_THRESHOLD = 20_000;
 /**
  * Whether a core is idle now. On 100,000 files a helper thread for lstat costs about 20 ms of CPU to boot; with the
  * machine's cores busy it gains no time. On Linux the answer is the kernel's count of runnable threads at this
- * instant (the fourth field of /proc/loadavg, less this process's own: Node's threads are in it too): the one-minute load average also counts
- * processes that have ended, such as the previous command of a script, and kept the helper away from a machine that
- * was idle again (measured: back-to-back scans on a two-core machine ran at a load average of 1.0-1.4 and never used
+ * instant (the fourth field of /proc/loadavg, less this process's own: Node's threads are in it too): the one-minute
+ * load average also counts processes that have ended, such as the previous command of a script, and kept the helper
+ * away from a machine that was idle again (measured: back-to-back scans on a two-core machine ran at a load average of 1.0-1.4 and never used
  * it). Elsewhere the one-minute load average decides (where it is unknown, Windows: 0, the machine counts as idle).
  * The work is shared chunk by chunk (see SharedStatJob), so a wrong guess costs the boot, never a wait.
  */

@@ -155,8 +155,9 @@ export class MerkleStore {
   /**
    * Records that a scan found `tree` unchanged after reading again entries of its racy window (see
    * ScanResult.racyMtimeMs): an empty journal entry, whose write time becomes the tree's (the journal's mtime), so
-   * the next scan trusts the stat of entries older than this one. Without it a workspace scanned within the tick of its last change (a small
-   * one, right after `.merkle/` was created in its root, say) was read again at every scan, never by the quick check.
+   * the next scan trusts the stat of entries older than this one. Without it a workspace scanned within the tick of
+   * its last change (a small one, right after `.merkle/` was created in its root, say) was read again at every scan,
+   * never by the quick check.
    */
   refreshTree(tree: Tree): void {
     this.tree.append(tree, { upserts: [], removed: [], basis: tree.basis ?? null });

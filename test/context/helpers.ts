@@ -4,6 +4,7 @@ import { mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ContextEngine, type ContextEngineOptions } from '../../src/context/index.js';
+import { delay } from '../../src/flow/index.js';
 import { runMerkleInProcess } from '../cli/in-process.js';
 import { plainEnv } from '../support/env.js';
 import { makeTempDir } from '../support/temp.js';
@@ -52,7 +53,7 @@ export function settle(root: string, secondsAgo = 60): void {
  * between their change and the scan that records it.
  */
 export function afterTick(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 15));
+  return delay(15);
 }
 
 /** The small workspace most tests use. */

@@ -98,5 +98,4 @@ export async function validateAction(path: string, options: FlowFileOptions & { 
       : [`${c.red('✗')} ${path}: ${problems.length} problem${problems.length === 1 ? '' : 's'}`, ...problems.map((p) => `  ${c.bold(p.path || '/')}: ${p.message}`)].join('\n'),
   );
   if (problems.length > 0) process.exitCode = 1;
-
 }

@@ -7,7 +7,6 @@ import { FileRunStore, PostgresRunStore, type RunStore } from '../../store/index
 import { UsageError } from './errors.js';
 import { openedStores as opened } from './open-stores.js';
 
-
 /** What selects the store. */
 export interface StoreOptions {
   dataDir: string;
