@@ -3,9 +3,9 @@
  * being written, so that a crash never exposes half a batch. The writer rewrites it in place; readers use it to
  * find the committed end of the log.
  */
-import { promises as fsp, statSync, writeSync } from 'node:fs';
+import { promises as fsp, writeSync } from 'node:fs';
 import { readTextIfExistsSync } from '../fs/index.js';
-import { endOfLastLine } from './lines.js';
+import { endOfData, endOfLastLine } from './lines.js';
 import type { RunPaths } from './paths.js';
 
 /** A batch of the log: bytes from `start` on are invisible while the log is shorter than `end`. */
@@ -59,28 +59,28 @@ export class BatchMarker {
 
 /**
  * Bytes of the log that hold committed, complete lines: excludes a batch being written (or left unfinished by a
- * crash) and a torn last line. Safe against a concurrent writer: the marker is read before and after the log's
- * size, and again if its generation changed in between.
+ * crash), a torn last line and the space the writer reserved after the last line (zeros, see `endOfData`). Safe
+ * against a concurrent writer: the marker is read before and after the end of the log's data, and again if its
+ * generation changed in between.
  */
 export async function committedEnd(paths: RunPaths): Promise<number> {
-  for (let attempt = 0; ; attempt++) {
-    const before = readPending(paths.pendingBatch);
-    let size: number;
-    try {
-      size = statSync(paths.events).size;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-      throw error;
+  let handle: fsp.FileHandle;
+  try {
+    handle = await fsp.open(paths.events, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw error;
+  }
+  try {
+    for (let attempt = 0; ; attempt++) {
+      const before = readPending(paths.pendingBatch);
+      let end = await endOfData(handle, (await handle.stat()).size);
+      const after = readPending(paths.pendingBatch);
+      if (attempt < 100 && (before === 'torn' || after === 'torn' || before?.gen !== after?.gen)) continue;
+      if (after !== undefined && after !== 'torn' && end > after.start && end < after.end) end = after.start;
+      return end === 0 ? 0 : await endOfLastLine(handle, end);
     }
-    const after = readPending(paths.pendingBatch);
-    if (attempt < 100 && (before === 'torn' || after === 'torn' || before?.gen !== after?.gen)) continue;
-    if (after !== undefined && after !== 'torn' && size > after.start && size < after.end) size = after.start;
-    if (size === 0) return 0;
-    const handle = await fsp.open(paths.events, 'r');
-    try {
-      return await endOfLastLine(handle, size);
-    } finally {
-      await handle.close();
-    }
+  } finally {
+    await handle.close();
   }
 }

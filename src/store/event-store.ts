@@ -35,6 +35,10 @@ export type { CorruptLine, EventStoreOptions, IndexEntry, OpenedLog, ReadOptions
  * invisible while the log is shorter than `end`, and the next writer truncates them. Readers read the marker, the log size, and the
  * marker again, retrying if `gen` changed, so a batch being written concurrently is never half seen.
  *
+ * With durability 'batch' or 'always', the writer reserves space after the last line by writing zeros (see
+ * log-writer.ts: an fdatasync that does not grow the file costs about half), cut when it closes and by the next
+ * writer after a crash; readers take zeros at the end of the log for space not yet written (see `endOfData`).
+ *
  * Reading needs no lock and never loads the whole log. Readers ignore a torn last line; a corrupt line in the middle
  * is an error naming its line number unless the reader asks to skip (see {@link ReadOptions}).
  */

@@ -99,6 +99,35 @@ export async function* readLineBatches(
   }
 }
 
+/**
+ * The end of the data of an open file whose first `size` bytes are read: the offset just after its last byte that is
+ * not zero (0 when there is none). The event log's writer reserves space after its last line by writing zeros (see
+ * log-writer.ts), and a line never holds a zero byte, so zeros at the end of the log are space not yet written.
+ * Reads back from the end in chunks, comparing each with zeros; the reserve is at most a megabyte.
+ */
+export async function endOfData(handle: fsp.FileHandle, size: number): Promise<number> {
+  let position = size;
+  const buffer = Buffer.allocUnsafe(CHUNK);
+  while (position > 0) {
+    const length = Math.min(CHUNK, position);
+    const { bytesRead } = await handle.read(buffer, 0, length, position - length);
+    const chunk = buffer.subarray(0, bytesRead);
+    if (bytesRead < length) return position - length + lastNonZero(chunk) + 1;
+    if (!chunk.equals(ZEROS.subarray(0, length))) return position - length + lastNonZero(chunk) + 1;
+    position -= length;
+  }
+  return 0;
+}
+
+const ZEROS = Buffer.alloc(CHUNK);
+
+/** Index of the last byte of `bytes` that is not zero, -1 when there is none. */
+function lastNonZero(bytes: Buffer): number {
+  let i = bytes.length - 1;
+  while (i >= 0 && bytes[i] === 0) i--;
+  return i;
+}
+
 /** Byte offset just after the last newline of the first `size` bytes of an open file (0 when there is none). */
 export async function endOfLastLine(handle: fsp.FileHandle, size: number): Promise<number> {
   let position = size;

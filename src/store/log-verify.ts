@@ -2,20 +2,26 @@
  * Verifying the event log of a run as a whole (see chain.ts): every chain hash recomputed, every line validated,
  * the index checked against the log. `EventStore.verify()` runs it.
  */
-import { promises as fsp, statSync } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import { sharedHashBackend } from '../hash/blake3.js';
 import { CHAIN_BACKEND, ChainReader, genesis } from './chain.js';
 import type { CorruptLine, IndexEntry, VerifyResult } from './log-types.js';
 import { decodeLine, parseIndex, seqOf } from './log-format.js';
-import { readLines } from './lines.js';
+import { endOfData, readLines } from './lines.js';
 import type { RunPaths } from './paths.js';
 
 /** Checks the first `end` bytes of the log of `paths` (its committed lines); see EventStore.verify. */
 export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runId: string; end: number }): Promise<VerifyResult> {
   const { paths, end } = log;
+  // The end of the data: zeros after it are space a writer reserved, not a torn tail (see endOfData).
   let size = 0;
   try {
-    size = statSync(paths.events).size;
+    const handle = await fsp.open(paths.events, 'r');
+    try {
+      size = await endOfData(handle, (await handle.stat()).size);
+    } finally {
+      await handle.close();
+    }
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }

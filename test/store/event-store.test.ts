@@ -40,6 +40,7 @@ describe('EventStore', () => {
       const store = open();
       await store.append(makeEvent(RUN, 0, { type: 'run.started' }));
       await store.append(makeEvent(RUN, 1));
+      await store.close();
       const lines = readFileSync(store.paths.events, 'utf8').trimEnd().split('\n');
       expect(store.paths.events).toBe(`${tmp.dir}/sessions/sess/runs/${RUN}/events.jsonl`);
       expect(lines.map((l) => (JSON.parse(l) as { seq: number }).seq)).toEqual([0, 1]);
@@ -118,6 +119,80 @@ describe('EventStore', () => {
       const pending = store.appendBatch([makeEvent(RUN, 2), makeEvent(RUN, 3)]);
       await expect(pending).rejects.toThrow(/closed/);
       expect((await open().readAll()).map((e) => e.seq)).toEqual([0, 1]);
+    });
+  });
+
+  describe('space reserved after the last line', () => {
+    /** The log's bytes: its lines, and the zeros after them. */
+    const parts = (store: EventStore): { data: Buffer; reserved: Buffer } => {
+      const bytes = readFileSync(store.paths.events);
+      const end = bytes.lastIndexOf(0x0a) + 1;
+      return { data: bytes.subarray(0, end), reserved: bytes.subarray(end) };
+    };
+
+    it("with 'batch' and 'always', a writer keeps zeros after the last line, which readers take for unwritten space, and cuts them when it closes", async () => {
+      for (const durability of ['batch', 'always'] as const) {
+        const store = open({ runId: `reserve-${durability}`, durability });
+        const run = store.runId;
+        await store.appendBatch([makeEvent(run, 0, { type: 'run.started' })]);
+        for (let i = 1; i < 197; i += 4) await store.appendBatch(Array.from({ length: 4 }, (_, j) => makeEvent(run, i + j)));
+        const live = parts(store);
+        expect(live.reserved.length, durability).toBeGreaterThan(0);
+        expect(live.reserved.every((b) => b === 0), durability).toBe(true);
+        // Every reader answers from the lines alone, as it does once the space is cut.
+        const reader = new EventStore({ dataDir: tmp.dir, sessionKey: 'sess', runId: run });
+        expect((await reader.readAll()).map((e) => e.seq)).toEqual(Array.from({ length: 197 }, (_, i) => i));
+        expect((await reader.readPage(10, 192)).map((e) => e.seq)).toEqual([192, 193, 194, 195, 196]);
+        expect(await reader.countEvents()).toBe(197);
+        expect(await reader.verify()).toMatchObject({ ok: true, tornTailBytes: 0, lines: 197 });
+        await store.close();
+        const closed = parts(store);
+        expect(closed.reserved.length, durability).toBe(0);
+        expect(closed.data.equals(live.data), durability).toBe(true);
+      }
+    });
+
+    it("with 'never', nothing is reserved", async () => {
+      const store = open({ durability: 'never' });
+      await fill(store, 20);
+      expect(parts(store).reserved.length).toBe(0);
+    });
+
+    it('the next writer cuts the space a writer that did not close left, and continues the log after the last line', async () => {
+      const first = open({ runId: 'left-open' });
+      await first.appendBatch([makeEvent('left-open', 0, { type: 'run.started' }), makeEvent('left-open', 1)]);
+      const left = parts(first);
+      expect(left.reserved.length).toBeGreaterThan(0);
+      // A writer that died holding the log: its lock and its reserved space stay behind (the lock is let go here, as
+      // a kill's is judged stale: see the crash tests, which kill real writers).
+      const copy = `${tmp.dir}/copy.jsonl`;
+      writeFileSync(copy, readFileSync(first.paths.events));
+      await first.close();
+      writeFileSync(first.paths.events, readFileSync(copy));
+      const second = open({ runId: 'left-open' });
+      expect(await second.open()).toEqual({ lastSeq: 1, eventCount: 2 });
+      expect(readFileSync(second.paths.events).equals(left.data)).toBe(true);
+      await second.append(makeEvent('left-open', 2));
+      await second.close();
+      expect(parts(second).reserved.length).toBe(0);
+      expect((await second.readAll()).map((e) => e.seq)).toEqual([0, 1, 2]);
+      expect(await second.verify()).toMatchObject({ ok: true, tornTailBytes: 0 });
+    });
+
+    it('a line that lost its end to zeros (torn, or damaged) is not served, and the zeros are not counted as torn bytes', async () => {
+      const store = open();
+      for (let i = 0; i < 5; i++) await store.appendBatch([makeEvent(RUN, i)]);
+      await store.close();
+      const bytes = readFileSync(store.paths.events);
+      // The last line's last 20 bytes become zeros, and 100 more follow.
+      const damaged = Buffer.concat([bytes.subarray(0, bytes.length - 20), Buffer.alloc(120)]);
+      writeFileSync(store.paths.events, damaged);
+      const reader = new EventStore({ dataDir: tmp.dir, sessionKey: 'sess', runId: RUN });
+      const warnings: string[] = [];
+      expect((await reader.readAll({ onWarning: (m) => warnings.push(m) })).map((e) => e.seq)).toEqual([0, 1, 2, 3]);
+      const report = await reader.verify();
+      expect(report.lines).toBe(4);
+      expect(report.tornTailBytes).toBe(bytes.length - 20 - (bytes.subarray(0, bytes.length - 20).lastIndexOf(0x0a) + 1));
     });
   });
 
