@@ -1,7 +1,8 @@
 /**
  * The batch marker of the event log (`events.pending`, see event-store.ts): `{ gen, start, end }` of the batch
  * being written, so that a crash never exposes half a batch. The writer rewrites it in place; readers use it to
- * find the committed end of the log.
+ * find the committed end of the log. A writer that closes the log records its size there (`closed`): a log whose
+ * data then ends anywhere else was cut, torn or extended after its writer was done with it, which no crash explains.
  */
 import { promises as fsp, writeSync } from 'node:fs';
 import { readTextIfExistsSync } from '../fs/index.js';
@@ -13,6 +14,8 @@ export interface PendingBatch {
   gen: number;
   start: number;
   end: number;
+  /** Set by a writer that closed the log: the size of the log's data then. */
+  closed?: number;
 }
 
 const PENDING_RECORD_BYTES = 96;
@@ -26,7 +29,7 @@ export function readPending(path: string): PendingBatch | undefined | 'torn' {
   if (text === undefined || text.trim() === '') return undefined;
   try {
     const parsed = JSON.parse(text) as PendingBatch;
-    if (typeof parsed.gen === 'number' && typeof parsed.start === 'number' && typeof parsed.end === 'number') return parsed;
+    if (typeof parsed.gen === 'number' && typeof parsed.start === 'number' && typeof parsed.end === 'number' && (parsed.closed === undefined || Number.isSafeInteger(parsed.closed))) return parsed;
   } catch {
     // fall through
   }
@@ -45,7 +48,8 @@ export class BatchMarker {
   write(record: PendingBatch): void {
     const data = this.record;
     // JSON.stringify's text of the record (its fields are integers), written without building it through JSON.
-    data.fill(0x20, data.write(`{"gen":${record.gen},"start":${record.start},"end":${record.end}}`, 'latin1'));
+    const closed = record.closed === undefined ? '' : `,"closed":${record.closed}`;
+    data.fill(0x20, data.write(`{"gen":${record.gen},"start":${record.start},"end":${record.end}${closed}}`, 'latin1'));
     let written = 0;
     while (written < data.length) written += writeSync(this.fd, data, written, data.length - written, written);
     this.gen = record.gen;
@@ -55,6 +59,22 @@ export class BatchMarker {
   clear(): void {
     this.write({ gen: this.gen + 1, start: 0, end: 0 });
   }
+
+  /** Names no batch, and records that the writer closed the log with `size` bytes of data. */
+  close(size: number): void {
+    this.write({ gen: this.gen + 1, start: 0, end: 0, closed: size });
+  }
+}
+
+/**
+ * What is wrong with a log whose data ends at `end` when its marker says its writer closed it with more (see
+ * {@link PendingBatch.closed}): the log was cut, which no crash explains; undefined when it was not (no such record,
+ * or the log holds at least what was closed). Bytes added after the close are left to the readers' other checks: a
+ * torn line is not served, whole lines not covered by the chain are reported.
+ */
+export function cutSinceClose(pending: PendingBatch | undefined | 'torn', end: number, path: string): string | undefined {
+  if (pending === undefined || pending === 'torn' || pending.closed === undefined || end >= pending.closed) return undefined;
+  return `${path}: its writer closed it with ${pending.closed} bytes, it now holds ${end}: the log was cut after it was closed`;
 }
 
 /**

@@ -7,6 +7,7 @@ import { sharedHashBackend } from '../hash/blake3.js';
 import { CHAIN_BACKEND, ChainReader, genesis } from './chain.js';
 import type { CorruptLine, IndexEntry, VerifyResult } from './log-types.js';
 import { decodeLine, parseIndex, seqOf } from './log-format.js';
+import { cutSinceClose, readPending } from './batch-marker.js';
 import { endOfData, readLines } from './lines.js';
 import type { RunPaths } from './paths.js';
 
@@ -96,12 +97,14 @@ export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runI
       problem: `${paths.index} records event ${badEntry.line + 1} at byte ${badEntry.offset} with seq ${badEntry.seq}, which is not what ${paths.events} holds there: the index is damaged (a writer rebuilds it on open)`,
     };
   }
+  const cut = cutSinceClose(readPending(paths.pendingBatch), size, paths.events);
+  if (cut !== undefined) damage ??= { line: lines, problem: cut };
   if (damage === undefined && corruptLines.length > 0) {
     damage = { line: corruptLines[0]!.line, problem: `${paths.events}: line ${corruptLines[0]!.line} is corrupt: ${corruptLines[0]!.error}` };
   }
   const indexDamaged = beyond !== undefined || badEntry !== undefined || entries.length < indexLines;
   const chain = damage !== undefined && (sealed || indexDamaged) ? 'damaged' : sealed ? 'verified' : 'unverifiable';
-  const result: VerifyResult = { ok: corruptLines.length === 0 && chain !== 'damaged', chain, lines, events, corruptLines, tornTailBytes: size - end, verifiedLines };
+  const result: VerifyResult = { ok: corruptLines.length === 0 && chain !== 'damaged' && cut === undefined, chain, lines, events, corruptLines, tornTailBytes: size - end, verifiedLines };
   if (damage !== undefined) {
     result.firstBadLine = damage.line;
     result.problem = damage.problem;

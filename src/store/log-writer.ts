@@ -8,7 +8,7 @@ import type { StreamEvent } from '../events/types.js';
 import type { FileLock } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import type { Redactor } from '../redact/index.js';
-import { BatchMarker, readPending } from './batch-marker.js';
+import { BatchMarker, cutSinceClose, readPending } from './batch-marker.js';
 import { CHAIN_BACKEND, genesis, lastSealedLine, sealBatch, type Hasher, type SealedBatch } from './chain.js';
 import { encodeEvent } from './event-encode.js';
 import { EventStoreError } from './errors.js';
@@ -207,6 +207,11 @@ export class LogWriter {
         }
       }
       const pending = readPending(this.paths.pendingBatch);
+      // A log changed after its last writer closed it is damaged: refused before the marker (the witness) is rewritten.
+      const changed = cutSinceClose(pending, size, this.paths.events);
+      if (changed !== undefined) {
+        throw new EventStoreError(`${changed}. Check it with EventStore.verify() or 'backpackflow runs verify ${this.runId}'; it cannot be continued.`, { path: this.paths.events });
+      }
       // Not append mode: the marker is rewritten in place (positional writes of a fixed-size record).
       this.marker = new BatchMarker(openSync(this.paths.pendingBatch, 'w'));
       if (pending !== undefined && pending !== 'torn') {
@@ -443,6 +448,8 @@ export class LogWriter {
     // Before the last flush, which makes the cut durable with the last lines.
     this.releaseReserve();
     await this.flush();
+    // The size the log was closed with (see PendingBatch.closed), after the lines it counts are durable.
+    if (this.ready) this.marker?.close(this.size);
     if (this.ready && this.durability !== 'never') fsyncPolicy.openWriters--;
     this.closed = true;
     this.ready = false;
@@ -452,9 +459,10 @@ export class LogWriter {
   }
 
   private closeDescriptors(): void {
-    // Clear the marker so that later damage to the log (a shorter line) is never taken for the last batch.
+    // Clear the marker so that later damage to the log (a shorter line) is never taken for the last batch (close()
+    // has recorded the log's size in it already).
     if (this.marker !== undefined) {
-      this.marker.clear();
+      if (!this.closed) this.marker.clear();
       closeSync(this.marker.fd);
       this.marker = undefined;
     }

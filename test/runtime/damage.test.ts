@@ -59,7 +59,8 @@ describe('a torn last line of events.jsonl', () => {
     truncateSync(log, lastLine + 10);
     const error = (await resumeRun(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'torn' }).catch((e: unknown) => e)) as Error;
     expect(error.message).not.toMatch(/already completed/);
-    expect(error.message).toMatch(/run default\/torn is incomplete but has no step left to run: its last recorded step \(\d+\) ended the flow/);
+    // The log was closed whole, then cut: damage, not a crash, and resume says so.
+    expect(error.message).toMatch(/events\.jsonl: its writer closed it with \d+ bytes, it now holds \d+: the log was cut after it was closed/);
     // Not completed as far as the log goes, and no process is writing it: stopped.
     expect((await listRuns({ dataDir }))[0]).toMatchObject({ runId: 'torn', status: 'stopped' });
   });
@@ -75,7 +76,7 @@ describe('a torn last line of events.jsonl', () => {
     await expect(loadRunPoint({ dataDir, runId: 'cut' })).rejects.toThrow(new RegExp(`run\\.meta\\.json records events up to seq \\d+, but .*events\\.jsonl serves them up to seq \\d+`));
     const point = await loadRunPoint({ dataDir, runId: 'cut', step: 1 });
     expect(point.position.length).toBeGreaterThan(0);
-    await expect(resumeRun(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'cut' })).rejects.toThrow(/not covered by the chain.*cannot be continued/);
+    await expect(resumeRun(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'cut' })).rejects.toThrow(/the log was cut after it was closed.*cannot be continued/);
     expect((await listRuns({ dataDir }))[0]).toMatchObject({ runId: 'cut', status: 'stopped' });
   });
 });

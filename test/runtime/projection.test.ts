@@ -4,7 +4,7 @@
  * random byte offsets, which is what a kill can leave, with the stored projection missing, stale or ahead.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -23,7 +23,7 @@ let trialNumber = 0;
 const ROUNDS = 12;
 const paths = (dataDir: string, runId: string) => {
   const dir = join(dataDir, 'sessions', 'default', 'runs', runId);
-  return { events: join(dir, 'events.jsonl'), index: join(dir, 'events.idx.jsonl'), meta: join(dir, 'projections', 'run.meta.json') };
+  return { events: join(dir, 'events.jsonl'), index: join(dir, 'events.idx.jsonl'), pending: join(dir, 'events.pending'), meta: join(dir, 'projections', 'run.meta.json') };
 };
 
 /** The stored projection (the incremental one) and a fresh full fold of the log (generateRunMeta), which is then
@@ -108,6 +108,8 @@ describe('run projection after crashes and resumes', () => {
           const before = await new EventStore({ dataDir, sessionKey: 'default', runId }).readAll();
           const stale = foldRunMetaBatch(emptyRunMeta('default', runId), before.slice(0, 1 + Math.floor(storedShare * (before.length - 1))));
           truncateSync(p.events, keep + Math.floor(at * (Buffer.byteLength(text) - keep)));
+          // A killed writer leaves its batch marker with no record of the size it closed the log with.
+          writeFileSync(p.pending, JSON.stringify({ gen: 1, start: 0, end: 0 }));
           if (existsSync(p.index)) unlinkSync(p.index);
           if (projection === 'missing') unlinkSync(p.meta);
           if (projection === 'stale') await writeJsonAtomic(p.meta, stale);

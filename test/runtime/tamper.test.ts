@@ -82,7 +82,10 @@ describe('events.jsonl cut exactly after a batch', () => {
     // A step the log still holds is served exactly.
     const point = await loadRunPoint({ dataDir: tmp.dir, runId: RUN, step: 3 });
     expect([point.step, count(point), point.warnings]).toEqual([3, 3, []]);
-    expect((await verifyRun({ dataDir: tmp.dir, runId: RUN })).problems).toEqual([expect.stringMatching(/run\.meta\.json counts \d+ events/)]);
+    // The log's own record of the size it was closed with says so too (a cut at a batch boundary leaves no other trace in it).
+    const problems = (await verifyRun({ dataDir: tmp.dir, runId: RUN })).problems;
+    expect(problems).toHaveLength(2);
+    expect(problems).toEqual(expect.arrayContaining([expect.stringMatching(/run\.meta\.json counts \d+ events/), expect.stringMatching(/events\.jsonl: its writer closed it with \d+ bytes, it now holds \d+: the log was cut after it was closed/)]));
   });
 });
 
@@ -156,6 +159,8 @@ describe('a log written before chain hashes', () => {
   it('still reads; verify calls it unverifiable rather than failing', async () => {
     const plain = readFileSync(events(), 'utf8').replace(/,"chain":"[0-9a-f]{64}"\}/g, '}');
     writeFileSync(events(), plain);
+    // The batch marker as writers of that time left it: with no record of the size the log was closed with.
+    writeFileSync(join(dir, 'events.pending'), JSON.stringify({ gen: 1, start: 0, end: 0 }));
     rmSync(join(dir, 'checkpoint'), { recursive: true });
     const point = await loadRunPoint({ dataDir: tmp.dir, runId: RUN });
     expect([point.step, count(point), point.warnings]).toEqual([50, 50, []]);

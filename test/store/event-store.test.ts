@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, readdirSync, truncateSync, writeFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../src/events/index.js';
@@ -373,7 +373,9 @@ describe('EventStore', () => {
       await fill(store, 25);
       await store.close();
       expect(readFileSync(store.paths.index, 'utf8').trimEnd().split('\n')).toHaveLength(2);
+      // As a crash can leave it (a writer that did not close: its marker names no close).
       writeFileSync(store.paths.events, '');
+      writeFileSync(store.paths.pendingBatch, JSON.stringify({ gen: 1, start: 0, end: 0 }));
       const again = open({ indexInterval: 10 });
       await again.open();
       expect(existsSync(store.paths.index)).toBe(false);
@@ -559,6 +561,55 @@ describe('EventStore', () => {
       const report = await reader.verify();
       expect(report).toMatchObject({ ok: false, chain: 'damaged', firstBadLine: 2, lines: 5, events: 3 });
       expect(report.corruptLines.map((c) => c.line)).toEqual([2, 4]);
+    });
+  });
+
+  describe('a log cut after its writer closed it', () => {
+    /** A closed log of single-event batches, and where each of its lines ends. */
+    const closedLog = async (): Promise<{ store: EventStore; ends: number[] }> => {
+      const store = open();
+      for (let i = 0; i < 6; i++) await store.appendBatch([makeEvent(RUN, i)]);
+      await store.close();
+      const bytes = readFileSync(store.paths.events);
+      const ends: number[] = [];
+      for (let at = bytes.indexOf(0x0a); at !== -1; at = bytes.indexOf(0x0a, at + 1)) ends.push(at + 1);
+      return { store, ends };
+    };
+
+    it('is reported by verify and refused by the next writer, whether cut at a batch boundary or inside a line', async () => {
+      for (const cut of ['boundary', 'torn'] as const) {
+        const { store, ends } = await closedLog();
+        const size = ends[ends.length - 1]!;
+        const to = cut === 'boundary' ? ends[ends.length - 2]! : size - 20;
+        truncateSync(store.paths.events, to);
+        const report = await new EventStore({ dataDir: tmp.dir, sessionKey: 'sess', runId: RUN }).verify();
+        expect(report.ok, cut).toBe(false);
+        expect(report.problem, cut).toBe(`${store.paths.events}: its writer closed it with ${size} bytes, it now holds ${to}: the log was cut after it was closed`);
+        await expect(open().open(), cut).rejects.toThrow(/was cut after it was closed.*cannot be continued/);
+        // Refused without touching the witness: asked again, the writer still refuses.
+        await expect(open().open(), cut).rejects.toThrow(/was cut after it was closed/);
+        tmp.cleanup();
+        tmp = tempDir();
+      }
+    });
+
+    it('is not confused with a crash: a writer that did not close leaves no record of a size, and the next writer cuts its torn line', async () => {
+      const { store, ends } = await closedLog();
+      const writer = open();
+      await writer.open();
+      await writer.appendBatch([makeEvent(RUN, 6)]);
+      // The writer dies here: its lines stay, and a torn line after them; its lock is let go as a kill's would be.
+      const log = readFileSync(store.paths.events);
+      const marker = readFileSync(store.paths.pendingBatch);
+      await writer.close();
+      writeFileSync(store.paths.events, Buffer.concat([log.subarray(0, log.lastIndexOf(0x0a) + 1), Buffer.from('{"v":1,"id":"to')]));
+      writeFileSync(store.paths.pendingBatch, marker);
+      expect(marker.toString()).not.toContain('closed');
+      const next = open();
+      expect(await next.open()).toEqual({ lastSeq: 6, eventCount: 7 });
+      expect(ends.length).toBe(6);
+      await next.close();
+      expect(await next.verify()).toMatchObject({ ok: true, lines: 7, tornTailBytes: 0 });
     });
   });
 
