@@ -174,7 +174,10 @@ export class Backpack {
     return out;
   }
 
-  /** Removes `key` (a `delete` commit). Returns false, without a commit, when the key is not active. */
+  /**
+   * Removes `key` (a `delete` commit). Returns false, without a commit, when the key is not active; as a node that may
+   * write the key but not read it, false either way (the key is removed if it was active).
+   */
   delete(key: string, options?: { nodeId?: string }): boolean {
     return this.#ledger.delete(this.#actorFrom(options), undefined, key);
   }
@@ -242,13 +245,15 @@ export class Backpack {
   }
 
   /**
-   * Keys `nodeId` accessed, distinct, in first-access order, from the retained history: `write` covers pack,
-   * delete, quarantine and clear; `read` covers unpack commits (recorded unless `recordReads` is false).
+   * Keys `node` accessed, distinct, in first-access order, from the retained history: `write` covers pack,
+   * delete, quarantine and clear; `read` covers unpack commits (recorded unless `recordReads` is false). `node` is a
+   * node id, or `{ nodeId, namespace }` when several nodes have that id (see {@link NodeRef}).
    */
-  getAccessLog(nodeId: string, type: 'read' | 'write'): string[] {
+  getAccessLog(node: NodeRef, type: 'read' | 'write'): string[] {
+    const isNode = this.#nodeMatcher(node);
     const keys = new Set<string>();
     for (const c of this.#ledger.history.commitsSince(0)) {
-      if (c.actor.nodeId !== nodeId) continue;
+      if (!isNode(c.actor)) continue;
       if (type === 'read' ? c.action === 'unpack' && c.flags & FOUND : c.action !== 'unpack') {
         if (c.action === 'clear') for (const item of c.detail as readonly Commit[]) keys.add(item.key);
         else keys.add(c.key);
@@ -266,7 +271,8 @@ export class Backpack {
 
   /**
    * Moves `key` out of the active state into quarantine (a `quarantine` commit, D10): unpack, namespace queries and
-   * snapshots' active state no longer see it; {@link getQuarantined} lists it. Returns false when the key is not active.
+   * snapshots' active state no longer see it; {@link getQuarantined} lists it. Returns false when the key is not active
+   * (as a node that may not read the key, false either way).
    */
   quarantine(key: string, options: { reason: string; nodeId?: string }): boolean {
     return this.#ledger.quarantine(this.#actorFrom(options), undefined, key, options);
@@ -317,9 +323,14 @@ export class Backpack {
     return wrap(this.#ledger.snapshotAt(this.#ledger.history.seqOfCommit(commitId), this.#as(options?.nodeId)));
   }
 
-  /** The state just before the first commit by `nodeId`, as a new Backpack (as `options.nodeId`: only what it may read). */
-  getSnapshotBeforeNode(nodeId: string, options?: AsNodeOptions): Backpack {
-    return wrap(this.#ledger.snapshotAt(this.#ledger.history.seqBeforeNode(nodeId), this.#as(options?.nodeId)));
+  /**
+   * The state just before the first commit by `node` (a node id, or `{ nodeId, namespace }`: see {@link NodeRef}), as
+   * a new Backpack (as `options.nodeId`: only what it may read).
+   */
+  getSnapshotBeforeNode(node: NodeRef, options?: AsNodeOptions): Backpack {
+    const isNode = this.#nodeMatcher(node);
+    const nodeId = typeof node === 'string' ? node : node.nodeId;
+    return wrap(this.#ledger.snapshotAt(this.#ledger.history.seqBeforeNode(nodeId, isNode), this.#as(options?.nodeId)));
   }
 
   /**
@@ -446,10 +457,38 @@ export class Backpack {
     return this.#ledger.registry.resolve(options.nodeId, options);
   }
 
+  /**
+   * Which actors are the node `node` names. Ids are unique only within a flow, and node code can register nodes
+   * inside its own under any id, so a bare id names a node only while one namespace has it (among registered nodes
+   * and retained commits); otherwise a BackpackError asks for `{ nodeId, namespace }`.
+   */
+  #nodeMatcher(node: NodeRef): (actor: Actor) => boolean {
+    const nodeId = typeof node === 'string' ? node : typeof node === 'object' && node !== null ? node.nodeId : undefined;
+    if (typeof nodeId !== 'string' || nodeId === '') throw new BackpackError(`A node is named by its id or { nodeId, namespace }, got ${String(node)}`);
+    if (typeof node !== 'string') {
+      if (typeof node.namespace !== 'string') throw new BackpackError(`Node '${nodeId}': namespace must be a string ('' for a node without one)`, { nodeId });
+      const namespace = node.namespace === '' ? undefined : node.namespace;
+      return (a) => a.nodeId === nodeId && a.namespace === namespace;
+    }
+    const namespaces = new Set<string>();
+    for (const a of this.#ledger.registry.withId(nodeId)) namespaces.add(a.namespace ?? '');
+    for (const c of this.#ledger.history.commitsSince(0)) if (c.actor.nodeId === nodeId) namespaces.add(c.actor.namespace ?? '');
+    if (namespaces.size > 1) {
+      throw new BackpackError(`Node id '${nodeId}' names ${namespaces.size} nodes (namespaces '${[...namespaces].join("', '")}'): name it as { nodeId, namespace }`, { nodeId });
+    }
+    return (a) => a.nodeId === nodeId;
+  }
+
   #as(nodeId: string | undefined): Actor {
     return nodeId === undefined ? OWNER : this.#ledger.registry.resolve(nodeId);
   }
 }
+
+/**
+ * A node as the owner's queries name it: its id, or `{ nodeId, namespace }` (its full namespace, '' for none) when
+ * several nodes have that id (ids are unique only within a flow; full namespaces are unique in the Backpack).
+ */
+export type NodeRef = string | { readonly nodeId: string; readonly namespace: string };
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
 Object.freeze(Backpack.prototype);

@@ -217,13 +217,13 @@ export class BackpackHandle {
     return this.#ops.getItemsByNamespace(this.#actor, pattern);
   }
 
-  /** Deletes `key` as this node; false when it is not active. */
+  /** Deletes `key` as this node; false when it is not active, or this node may not read it (whether or not it existed). */
   delete(key: string, options?: { nodeId?: string }): boolean {
     this.#noSpoofing('delete', key, options);
     return this.#ops.delete(this.#actor, this.#ctx, key);
   }
 
-  /** Quarantines `key` as this node (D10); false when it is not active. */
+  /** Quarantines `key` as this node (D10); false when it is not active, or this node may not read it (whether or not it existed). */
   quarantine(key: string, options: { reason: string; nodeId?: string }): boolean {
     this.#noSpoofing('quarantine', key, options);
     return this.#ops.quarantine(this.#actor, this.#ctx, key, options);

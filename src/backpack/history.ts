@@ -477,13 +477,13 @@ export class History {
     );
   }
 
-  /** Seq of the state just before the first commit by `nodeId`. */
-  seqBeforeNode(nodeId: string): number {
+  /** Seq of the state just before the first commit of the node `isNode` accepts (its id is `nodeId`). */
+  seqBeforeNode(nodeId: string, isNode: (actor: Actor) => boolean): number {
     if (this.#prunedNodes.has(nodeId)) {
       throw new HistoryPrunedError(`The first commit of node '${nodeId}'`, `the oldest retained commit is seq ${this.#baseSeq + 1}`);
     }
     for (let i = this.#start; i < this.#commits.length; i++) {
-      if (this.#commits[i]!.actor.nodeId === nodeId) return this.#commits[i]!.seq - 1;
+      if (isNode(this.#commits[i]!.actor)) return this.#commits[i]!.seq - 1;
     }
     throw new InvalidCommitError(`No commit by node '${nodeId}' in this Backpack's history; the node has not packed or read anything`, nodeId);
   }

@@ -1,5 +1,5 @@
 export * from './patterns.js';
-export { Backpack, DEFAULT_OPTIONS, type ResolvedOptions } from './backpack.js';
+export { Backpack, DEFAULT_OPTIONS, type NodeRef, type ResolvedOptions } from './backpack.js';
 export { BackpackHandle, NodeBinding } from './handle.js';
 export { CODEC_TAG, encodeValue, decodeValue, summarizeValue, type JsonValue } from './codec.js';
 export { UnavailableValue, isUnavailable, deepEqual, setOwn } from './values.js';

@@ -80,11 +80,20 @@ export class Ledger implements HandleOps {
     if (actor !== OWNER) this.checkWrite(actor, ctx, key);
     const item = this.state.items.get(key);
     if (item === undefined) return false;
+    const hidden = this.#hidden(actor, item);
     const init = this.#init.reset('delete', key);
     init.previousValue = item.value;
     init.flags = item.flags & COPY_ON_READ ? PREV_COPY_ON_READ : 0;
     this.#commit(actor, init);
-    return true;
+    return !hidden;
+  }
+
+  /**
+   * True when `actor` may not read `item`: then deleting or quarantining it answers as for a missing key (false), so
+   * that a node allowed to write a key but not to read it never learns whether it exists (D9).
+   */
+  #hidden(actor: Actor, item: Commit): boolean {
+    return actor !== OWNER && !this.guard.mayRead(actor, item);
   }
 
   quarantine(actor: Actor, ctx: OpContext, key: string, options: { reason: string }): boolean {
@@ -96,6 +105,7 @@ export class Ledger implements HandleOps {
     if (actor !== OWNER) this.checkWrite(actor, ctx, key);
     const item = this.state.items.get(key);
     if (item === undefined) return false;
+    const hidden = this.#hidden(actor, item);
     const replaced = this.state.quarantined.get(key);
     if (replaced && replaced.quarantined.item.flags & LARGE) this.state.dropLarge(replaced.quarantined.item);
     const init = this.#init.reset('quarantine', key);
@@ -103,7 +113,7 @@ export class Ledger implements HandleOps {
     init.detail = { item, reason };
     this.#commit(actor, init);
     if (this.sink) this.#emit('backpack.quarantined', { key, reason }, actor, ctx);
-    return true;
+    return !hidden;
   }
 
   clear(actor: Actor): void {

@@ -114,7 +114,7 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
       }
       if (scope.signal?.aborted) throw scope.signal.reason;
       this.#stepsRun++;
-      action = await current._run(shared, scope);
+      action = await this.runStep(current, shared, scope);
       const next = current.getNextNode(action);
       if (next) {
         const mappings = current.getRouteMappings(action);
@@ -129,6 +129,11 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
       current = next;
     }
     return action;
+  }
+
+  /** Runs one step: `node`'s full execution with the shared state (the namespaced Flow checks the node first). */
+  protected runStep(node: BaseNode<S>, shared: S, scope: RunScope): Promise<string | undefined> {
+    return node._run(shared, scope);
   }
 
   /**

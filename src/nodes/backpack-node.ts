@@ -2,13 +2,13 @@ import type { ZodType } from 'zod';
 import type { BackpackHandle, NodePermissions } from '../backpack/index.js';
 import type { RegisteredNode } from '../backpack/handle.js';
 import { newSpanId, StreamEventType, type InterruptInfo } from '../events/index.js';
-import { FlowError, FlowSignal, Node, type Attempt, type BaseNode, type RouteOptions, type RunScope } from '../flow/index.js';
+import { BaseNode, FlowError, FlowSignal, Node, type Attempt, type RouteOptions, type RunScope } from '../flow/index.js';
 import { checkSegments, encodeValue } from '../backpack/index.js';
 import { answerJsonSchema, checkAnswer, InterruptAnswerError, RunInterrupted } from './interrupt.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView } from './event-view.js';
 import { currentExecution, type NodeExecution } from './execution.js';
-import { Flow, flowStreamer, nodeHandle, type FlowOptions } from './flow.js';
+import { Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
 
 /**
  * How a BackpackNode is configured: an id, optional namespace segment and retry settings, and any params of its own
@@ -218,7 +218,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     if (registered === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
     const flow = this.#flow;
     let handle: BackpackHandle | undefined;
-    return ((this.#more ??= {}).events ??= new NodeEventView(flowStreamer(flow), this.namespace, () => (handle ??= nodeHandle(flow, registered))));
+    return ((this.#more ??= {}).events ??= new NodeEventView(flowStreamer(flow), this, () => (handle ??= nodeHandle(flow, registered))));
   }
 
   /**
@@ -230,6 +230,8 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     if (this.#flow?.sealed) {
       throw new FlowError(`Node '${this.id}' belongs to flow '${this.#flow.id}', which has already run: its routes cannot change`);
     }
+    const problem = node instanceof BaseNode ? stepProblem(node) : undefined;
+    if (problem !== undefined) throw new FlowError(`Node '${this.id}', route '${String(action)}': ${problem}`);
     return super.on(action, node, options);
   }
 
@@ -315,7 +317,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     if (this.#binding === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
     const ns = options.namespace;
     const namespace = ns === undefined || ns === this.namespace || ns.startsWith(`${this.namespace}.`) ? (ns ?? this.namespace) : `${this.namespace}.${ns}`;
-    return new Flow({
+    const flow = new Flow({
       id: options.id ?? this.id,
       namespace,
       backpack: nodeHandle(this.#flow, this.#binding),
@@ -324,6 +326,9 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       maxSteps: options.maxSteps ?? this.#flow.maxSteps,
       onMissingRoute: options.onMissingRoute ?? this.#flow.onMissingRoute,
     });
+    // Frozen: node code reaches other nodes' internal flows (`internalFlow`) and may not change what they run.
+    Object.freeze(flow);
+    return flow;
   }
 
   /**

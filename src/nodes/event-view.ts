@@ -2,13 +2,17 @@
  * The event stream as one node sees it (DESIGN D6, D12). A node reads events through this view only: it shows the
  * node's own events and those of nodes inside it, the flow's lifecycle and route events, and Backpack events of
  * keys the node may read now; never another node's payloads that may quote state (model, tool, memory, checkpoint,
- * error events), and never a denial by an item rule (to the node such a key is missing). A node emits through it
- * in its own name (or a node's inside it), and cannot emit the events that only the Backpack and the runtime write.
+ * error events), never a denial by an item rule (to the node such a key is missing), and never a value summary (a
+ * `backpack.packed` event is judged by the key's item now, which may not be the item the event was about). A node
+ * emits through it in its own name: the event's node id, class name, run and span are the node's own, whatever the
+ * input says (its namespace may be the node's or one inside it); it cannot emit the events that only the Backpack
+ * and the runtime write.
  */
 import type { BackpackHandle } from '../backpack/index.js';
 import { compileNamespacePattern } from '../backpack/patterns.js';
 import type { EventHandler, EventStreamer, HistoryFilter, StreamEvent, StreamEventTypeValue } from '../events/index.js';
 import type { EventInput } from '../events/types.js';
+import type { BackpackNode } from './backpack-node.js';
 import { currentExecution } from './execution.js';
 
 /** Events whose payload carries no state: anyone in the run may see them. */
@@ -24,13 +28,15 @@ const RESERVED: ReadonlySet<string> = new Set([
 /** What a node can do with the event stream. */
 export class NodeEventView {
   readonly #streamer: EventStreamer;
+  readonly #node: BackpackNode;
   readonly #namespace: string;
   readonly #handle: () => BackpackHandle;
 
   /** @internal Created by BackpackNode for itself. */
-  constructor(streamer: EventStreamer, namespace: string, handle: () => BackpackHandle) {
+  constructor(streamer: EventStreamer, node: BackpackNode, handle: () => BackpackHandle) {
     this.#streamer = streamer;
-    this.#namespace = namespace;
+    this.#node = node;
+    this.#namespace = node.namespace;
     this.#handle = handle;
   }
 
@@ -59,13 +65,29 @@ export class NodeEventView {
     return typeof key === 'string' && this.#handle().getItem(key) !== undefined;
   }
 
-  /** Emits an event of this node (or of a node inside it); the Backpack's and the runtime's own events are refused. */
+  /**
+   * Emits an event of this node (its namespace may be one inside the node's); the Backpack's and the runtime's own
+   * events are refused. Node id, class name, run and span are the node's own (those of its current execution; none
+   * outside one), whatever `input` says.
+   */
   emit(input: EventInput): StreamEvent {
     if (RESERVED.has(input.type)) throw new TypeError(`A node cannot emit '${input.type}' events: only the Backpack and the runtime write them`);
     if (input.namespace !== undefined && !this.#ownOrInside(input.namespace)) {
       throw new TypeError(`A node in namespace '${this.#namespace}' cannot emit events for namespace '${input.namespace}'`);
     }
-    return this.#streamer.emit({ ...input, namespace: input.namespace ?? this.#namespace });
+    const node = this.#node;
+    const execution = currentExecution.getStore();
+    const own = execution?.node === node ? execution : undefined;
+    return this.#streamer.emit({
+      type: input.type,
+      payload: input.payload,
+      namespace: input.namespace ?? this.#namespace,
+      nodeId: node.id,
+      nodeName: node.constructor.name,
+      runId: own?.scope.runId,
+      spanId: own?.spanId,
+      parentSpanId: own?.scope.spanId,
+    });
   }
 
   /** Subscribes to visible events of `type` (or every type with `'*'`); returns the unsubscribe function. */
@@ -91,10 +113,12 @@ export class NodeEventView {
     return this.#streamer.onNamespace(pattern, this.#guard(handler));
   }
 
-  /** Visible events still in the history, oldest first, that match `filter`. */
+  /** Visible events still in the history, oldest first, that match `filter` (as the node sees them, see {@link seen}). */
   getHistory(filter: HistoryFilter = {}): StreamEvent[] {
     if (filter.namespace !== undefined) compileNamespacePattern(filter.namespace);
-    return this.#streamer.getHistory(filter).filter((event) => this.visible(event));
+    const out: StreamEvent[] = [];
+    for (const event of this.#streamer.getHistory(filter)) if (this.visible(event)) out.push(seen(event));
+    return out;
   }
 
   /**
@@ -104,9 +128,21 @@ export class NodeEventView {
   #guard(handler: EventHandler): EventHandler {
     return (event) => {
       if (!this.visible(event)) return undefined;
-      return currentExecution.exit(() => handler(event));
+      const shown = seen(event);
+      return currentExecution.exit(() => handler(shown));
     };
   }
+}
+
+/**
+ * A visible event as a node sees it: a `backpack.packed` event without its `valueSummary`. Visibility is judged by
+ * the key's item now, and the item an older event was about may be one the node may not read (a value a later pack
+ * replaced): its summary would quote it.
+ */
+function seen(event: StreamEvent): StreamEvent {
+  if (event.type !== 'backpack.packed' || !('valueSummary' in event.payload)) return event;
+  const { valueSummary: _dropped, ...payload } = event.payload;
+  return { ...event, payload };
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).

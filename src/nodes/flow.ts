@@ -12,6 +12,7 @@ import {
   missingRouteMessage,
   type MissingRoutePolicy,
   type RouteMappings,
+  type RouteOptions,
   type RunScope,
   type StepBoundary,
 } from '../flow/index.js';
@@ -150,6 +151,25 @@ export function flowStreamer(flow: Flow): EventStreamer {
   return streamerOf(flow);
 }
 
+let givesOwnerView: (flow: Flow) => boolean;
+
+/**
+ * Why `node` cannot be routed to (or be the entry of, or run as a step of) a flow of BackpackNodes, or undefined.
+ * Everything a flow's graph holds is reachable from node code (`this.successors`, a subflow's nodes), so it may hold
+ * only BackpackNodes and flows that keep the owner's Backpack and streamer to themselves (subflows, flows that run
+ * inside a node): a plain node would be handed the owner's Backpack as its shared state, and a top-level flow gives
+ * out the owner's Backpack. Not exported from the package.
+ */
+export function stepProblem(node: BaseNode): string | undefined {
+  if (node instanceof BackpackNode) return undefined;
+  if (node instanceof Flow) {
+    return givesOwnerView(node)
+      ? `flow '${node.id}' holds the owner's Backpack (a top-level flow), and node code can reach a route's target: make it a subflow with flow.addSubflow`
+      : undefined;
+  }
+  return `node '${node.id}' is a ${node.constructor.name}, not a BackpackNode: a flow of BackpackNodes would hand it the owner's Backpack as its shared state; make it a BackpackNode and add it with flow.addNode`;
+}
+
 /** Sets the loader `Flow.fromConfig` uses when none is passed (the serialization module sets its default loader). */
 export function setDefaultFlowConfigLoader(loader: FlowConfigLoader): void {
   defaultConfigLoader = loader;
@@ -202,6 +222,8 @@ export class Flow extends BaseFlow<any> {
    */
   readonly #ownSegments = new Map<string, string>();
   readonly #subflows: Flow[] = [];
+  /** The flow this one is a subflow of (see {@link addSubflow}): then it holds the owner's Backpack privately. */
+  #enclosing: Flow | undefined;
   #sealed = false;
 
   static {
@@ -210,6 +232,7 @@ export class Flow extends BaseFlow<any> {
     startDeferring = (flow, source) => flow.#startDeferring(source);
     defer = (flow, NodeClass, id, position) => flow.#defer(NodeClass, id, position);
     place = (flow, position, node) => flow.#place(position, node);
+    givesOwnerView = (flow) => flow.#parent === undefined && flow.#enclosing === undefined;
   }
 
   constructor(options: FlowOptions = {}) {
@@ -242,15 +265,33 @@ export class Flow extends BaseFlow<any> {
     if (this.#backpack === undefined) {
       throw new FlowError(`Flow '${this.id}' runs inside node '${this.#parent!.identity.nodeId}': its Backpack is the owner's; read state through the node's handle`);
     }
+    this.#refuseSubflow('Backpack', 'backpack');
     return this.#backpack;
   }
 
-  /** The stream every event of the flow goes to (the owner's; a flow that runs inside a node does not give it out). */
+  /**
+   * The stream every event of the flow goes to (the owner's). A flow that runs inside a node, and a subflow, do not
+   * give it out.
+   */
   get eventStreamer(): EventStreamer {
     if (this.#parent !== undefined) {
       throw new FlowError(`Flow '${this.id}' runs inside node '${this.#parent.identity.nodeId}': its events are read through that node's eventStreamer view`);
     }
+    this.#refuseSubflow('event streamer', 'eventStreamer');
     return this.#streamer;
+  }
+
+  /** The flow this one is a subflow of, at any depth, or this flow. */
+  #outermost(): Flow {
+    return this.#enclosing === undefined ? this : this.#enclosing.#outermost();
+  }
+
+  /** A subflow is reachable from node code (it is a route's target): it keeps the owner's `what` to itself. */
+  #refuseSubflow(what: string, property: string): void {
+    const top = this.#outermost();
+    if (top !== this) {
+      throw new FlowError(`Flow '${this.id}' is a subflow of flow '${top.id}': it does not give out the owner's ${what} (node code can reach a subflow through routes); use flow '${top.id}'.${property}`);
+    }
   }
 
   /**
@@ -281,6 +322,7 @@ export class Flow extends BaseFlow<any> {
     this.#nodes.set(node.id, node);
     if (segment !== node.id) this.#ownSegments.set(segment, node.id);
     if (!this.entryNode) super.setEntryNode(node);
+    lockNode(node);
     return node;
   }
 
@@ -403,7 +445,7 @@ export class Flow extends BaseFlow<any> {
     // for a node built then: rules a class is given later change neither.
     if (node.id !== id) throw new FlowError(`Flow '${this.id}': node '${id}' was added to be built on first use, but its class gives it id '${node.id}'`);
     bindNode(node, this.#registrar.adopt(deferred.reserved, id, NodeClass.name), this);
-    deferred.source.entries[position] = node;
+    deferred.source.entries[position] = lockNode(node);
     return node;
   }
 
@@ -449,7 +491,27 @@ export class Flow extends BaseFlow<any> {
     if (node instanceof BackpackNode && this.#node(node.id) !== node) {
       throw new FlowError(`Flow '${this.id}': entry node '${node.id}' was not added to this flow (use flow.addNode)`);
     }
+    const problem = node instanceof BaseNode ? stepProblem(node) : undefined;
+    if (problem !== undefined) throw new FlowError(`Flow '${this.id}': cannot make it the entry node: ${problem}`);
     return super.setEntryNode(node);
+  }
+
+  /** Routes `action` to `node` (a BackpackNode or a subflow; see BaseNode.on), refused once the flow has run. */
+  override on(action: string, node: BaseNode, options?: RouteOptions): this {
+    if (this.#sealed || this.#enclosing?.sealed) throw new FlowError(`Flow '${this.id}' has already run: its routes cannot change`);
+    const problem = node instanceof BaseNode ? stepProblem(node) : undefined;
+    if (problem !== undefined) throw new FlowError(`Flow '${this.id}', route '${String(action)}': ${problem}`);
+    return super.on(action, node, options);
+  }
+
+  /**
+   * Runs one step: a BackpackNode or a subflow (anything else is refused, whatever put it in the graph), with no
+   * shared state: a node works through its own handle.
+   */
+  protected override runStep(node: BaseNode, _shared: unknown, scope: RunScope): Promise<string | undefined> {
+    const problem = stepProblem(node);
+    if (problem !== undefined) return Promise.reject(new FlowError(`Flow '${this.id}' cannot run it: ${problem}`));
+    return node._run(undefined, scope);
   }
 
   /** The node added with `id`, or undefined. */
@@ -483,7 +545,10 @@ export class Flow extends BaseFlow<any> {
       maxSteps: options.maxSteps ?? this.maxSteps,
       onMissingRoute: options.onMissingRoute ?? this.onMissingRoute,
     });
+    subflow.#enclosing = this;
     this.#subflows.push(subflow);
+    // Node code reaches a subflow through routes: it may not change what the subflow runs (README: threat model).
+    Object.freeze(subflow);
     return subflow;
   }
 
@@ -515,9 +580,14 @@ export class Flow extends BaseFlow<any> {
       );
     }
     const parent = currentExecution.getStore();
-    if (this.#parent !== undefined && parent === undefined) {
+    if (this.#enclosing !== undefined) {
+      // Reachable from node code through routes: a run of its own would pack `input` as the owner.
+      throw new FlowError(`Flow '${this.id}' is a subflow of flow '${this.#enclosing.id}': it runs as a step of that flow (route to it), not on its own`);
+    }
+    if (this.#parent !== undefined && !runsInside(parent?.handle.identity.namespace, this.#parent.identity.namespace)) {
       // Outside its node's execution a nested flow would be a run of its own, under any run id its caller gives, on
-      // the owner's event stream: node code could announce runs that never happened.
+      // the owner's event stream: node code could announce runs that never happened. Inside another node's execution,
+      // that node's code would act as this flow's node.
       throw new FlowError(`Flow '${this.id}' runs inside node '${this.#parent.identity.nodeId}': run it from that node's prep, exec or post, as part of the node's run`);
     }
     if (input !== undefined) {
@@ -579,9 +649,15 @@ export class Flow extends BaseFlow<any> {
     }
   }
 
-  protected override execute(shared: Backpack | BackpackHandle, scope: RunScope): Promise<string | undefined> {
-    this.#sealed = true;
+  protected override execute(shared: Backpack | BackpackHandle | undefined, scope: RunScope): Promise<string | undefined> {
+    this.#seal();
     return super.execute(shared, scope);
+  }
+
+  /** Seals this flow and its subflows: node code reaches subflows through routes, and may not add to them mid-run. */
+  #seal(): void {
+    this.#sealed = true;
+    for (const sub of this.#subflows) sub.#seal();
   }
 
   /**
@@ -655,7 +731,7 @@ export class Flow extends BaseFlow<any> {
       }
     };
     visit(this, 0);
-    if (this.#backpack !== undefined) stats.backpackSize = this.#backpack.size;
+    if (givesOwnerView(this)) stats.backpackSize = this.#backpack!.size;
     return stats;
   }
 
@@ -689,6 +765,23 @@ export class Flow extends BaseFlow<any> {
       throw new FlowError(`Flow '${this.id}' has already run and cannot change: cannot ${what}. Build a new flow instead.`);
     }
   }
+}
+
+/**
+ * Locks a node its flow added: node code reaches other nodes through routes, and may not change what another runs
+ * (README: threat model). Sealed: no property can be added (an own `prep` over the class's), removed or redefined;
+ * a property holding a function is read-only. Fields holding data stay writable, by the node's own code.
+ */
+function lockNode<T extends BaseNode>(node: T): T {
+  for (const key of Reflect.ownKeys(node)) {
+    if (typeof Object.getOwnPropertyDescriptor(node, key)!.value === 'function') Object.defineProperty(node, key, { writable: false });
+  }
+  return Object.seal(node);
+}
+
+/** True when the execution of the node at `running` may run a flow built on the handle of the node at `owner` (itself, or a node registered inside it). */
+function runsInside(running: string | undefined, owner: string): boolean {
+  return running !== undefined && (owner === running || owner.startsWith(`${running}.`));
 }
 
 function namespaceOf(node: BaseNode, fallback: string): string | undefined {

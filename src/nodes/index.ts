@@ -1,4 +1,4 @@
-export { BackpackNode, backpackKeyProblem, currentNode, describeError, nodePermissions } from './backpack-node.js';
+export { BackpackNode, backpackKeyProblem, describeError, nodePermissions } from './backpack-node.js';
 export { NodeEventView } from './event-view.js';
 export type { FlowView, BackpackNodeConfig, BackpackNodeClass, NodeContext, DataContract, DependencyLookup } from './backpack-node.js';
 export { Flow, setDefaultFlowConfigLoader } from './flow.js';

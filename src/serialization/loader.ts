@@ -9,12 +9,12 @@ import {
   backpackKeyProblem,
   checkNamespace,
   composeNamespace,
-  currentNode,
   type BackpackNodeClass,
   type BackpackNodeConfig,
   type DependencyLookup,
   type FlowConfigLoader,
 } from '../nodes/index.js';
+import { currentNode } from '../nodes/backpack-node.js';
 import { deferNode, deferNodes, placeNode, type DeferredNodes } from '../nodes/flow.js';
 import { BACKPACK_DEP, DependencyContainer, EVENT_STREAMER_DEP } from './container.js';
 import { FlowConfigError, pointer, type ConfigProblem } from './errors.js';

@@ -162,14 +162,14 @@ describe('Flow API', () => {
     expect(() => flow.backpack.unpack('secret', 'n')).toThrow();
   });
 
-  it('addSubflow shares the Backpack and the streamer and can be routed to', async () => {
+  it('addSubflow runs on the Backpack of its flow and can be routed to, but hands out neither the Backpack nor the streamer (node code reaches subflows through routes)', async () => {
     const flow = new Flow({ namespace: 'sales' });
     const first = flow.addNode(Writer, { id: 'first', key: 'a', value: 1 });
     const reports = flow.addSubflow({ namespace: 'reports' });
     reports.addNode(Writer, { id: 'daily', key: 'b', value: 2 });
     first.next(reports);
-    expect(reports.backpack).toBe(flow.backpack);
-    expect(reports.eventStreamer).toBe(flow.eventStreamer);
+    expect(() => reports.backpack).toThrow(/sales/);
+    expect(() => reports.eventStreamer).toThrow(/sales/);
     await flow.run();
     expect(flow.backpack.getItem('b')?.metadata.sourceNamespace).toBe('sales.reports.daily');
   });
