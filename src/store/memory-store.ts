@@ -1,6 +1,8 @@
-import { promises as fsp, statSync } from 'node:fs';
+import { existsSync, promises as fsp, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { readTextIfExists, readTextIfExistsSync, writeJsonAtomic } from '../fs/index.js';
+import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
+import { openSealed } from '../hash/sealed.js';
 import { LockError, MemoryStoreError, describeIssues } from './errors.js';
 import { KeywordIndex, tokenize } from './keyword-index.js';
 import type { FileLock } from '../fs/index.js';
@@ -8,6 +10,7 @@ import { acquireLock } from './lock.js';
 import { assertValidId, isValidId, memoryItemPath, memoryPaths, type MemoryPaths } from './paths.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { MemoryItemSchema, durabilityOf, type Durability, type MemoryItem } from './types.js';
+import { writeSealed } from './sealed-file.js';
 
 /**
  * The stored form of a memory item (shared by the memory stores): `createdAt` filled when absent, validated (a
@@ -97,6 +100,15 @@ export function tokensOf(item: MemoryItem): string[] {
  * another process to finish), and first reloads the index if another process rewrote keyword.json since this
  * store read it (compared by inode, size and mtime); searches reload it too. So several processes can share one
  * memory without losing each other's writes.
+ *
+ * Damage is never answered in silence. Item files and keyword.json are sealed with their BLAKE3 checksum
+ * (`{"checksum": ..., "data": ...}`, see hash/sealed.ts), and an item must hold the id its file is named after. An item
+ * that fails this is skipped by search and listings with a `MemoryStoreCorruptItem` warning naming its file (and is
+ * an error from {@link get}); an item the index lists whose file is gone gets a `MemoryStoreMissingItem` warning; a
+ * keyword.json that fails its checksum is rebuilt from the items, which are the truth, with a `MemoryStoreIndex`
+ * warning. Files written before seals (plain JSON) still read: such an item is taken as it is and sealed at the
+ * next operation that holds the memory lock; such an index is not trusted but rebuilt from the items, and each item
+ * it disagrees with gets a `MemoryStoreMismatch` warning naming both files (one of the two was edited).
  */
 export class MemoryStore implements Memory {
   readonly paths: MemoryPaths;
@@ -108,6 +120,8 @@ export class MemoryStore implements Memory {
   private loading: Promise<KeywordIndex> | undefined;
   private queue: Promise<unknown> = Promise.resolve();
   private readonly redactor: Redactor;
+  /** Items read from files written before seals, by id, with the text read: sealed by the next {@link endChange}. */
+  private readonly unsealed = new Map<string, { text: string; item: MemoryItem }>();
 
   /** Opens nothing yet: the index is loaded (or rebuilt) on first use. */
   constructor(options: MemoryStoreOptions) {
@@ -144,37 +158,84 @@ export class MemoryStore implements Memory {
   }
 
   private async readOrRebuildIndex(locked: boolean): Promise<KeywordIndex> {
+    const backend = await sharedHashBackend();
     const stamp = this.stampOf(this.paths.keywordIndex);
     const text = await readTextIfExists(this.paths.keywordIndex);
-    let index: KeywordIndex | undefined;
-    if (text !== undefined) {
-      try {
-        index = KeywordIndex.fromJSON(JSON.parse(text));
-      } catch (error) {
-        process.emitWarning(`rebuilding corrupt memory index ${this.paths.keywordIndex}: ${(error as Error).message}`, 'MemoryStoreIndex');
-      }
-    }
+    const stored = text === undefined ? undefined : this.openIndex(text, backend);
     const pending = await this.readPending();
-    this.index = index;
     this.indexStamp = stamp;
-    if (index !== undefined && pending === undefined) return index;
+    let index = stored?.sealed ? stored.index : undefined;
+    if (index !== undefined && pending === undefined) return (this.index = index);
     if (index !== undefined && pending !== undefined && pending !== 'corrupt') {
       // A crash interrupted an operation on these items: index them as they are on disk now.
       for (const id of pending) {
-        const item = this.readItemOrSkip(id);
-        if (item) index.set(id, tokensOf(item));
+        const found = this.readItemOrSkip(id, backend);
+        if (typeof found === 'object') index.set(id, tokensOf(found));
         else index.delete(id);
       }
     } else {
       index = new KeywordIndex();
+      const unread = new Set<string>(Array.isArray(pending) ? pending : []);
       for (const file of await this.listItemFiles()) {
-        const item = this.readItemOrSkip(file.slice(0, -'.json'.length));
-        if (item) index.set(item.id, tokensOf(item));
+        const id = file.slice(0, -'.json'.length);
+        const found = this.readItemOrSkip(id, backend);
+        if (typeof found === 'object') index.set(id, tokensOf(found));
+        else unread.add(id);
       }
+      // An index written before seals is not trusted, but it tells which items were edited since (unless a crash
+      // left a damaged record, when the items it was changing are unknown).
+      if (stored !== undefined && !stored.sealed && pending !== 'corrupt') this.reportDisagreements(stored.index, index, unread);
     }
     this.index = index;
     if (text !== undefined || pending !== undefined || index.size > 0) await this.persistRepair(index, locked);
     return index;
+  }
+
+  /**
+   * The index in keyword.json's text and whether it was sealed; undefined, with a `MemoryStoreIndex` warning, when
+   * it fails its checksum or is not a consistent index.
+   */
+  private openIndex(text: string, backend: HashBackend): { index: KeywordIndex; sealed: boolean } | undefined {
+    const opened = openSealed(text, backend, true);
+    try {
+      if (!opened.ok) throw new Error(opened.problem);
+      return { index: KeywordIndex.fromJSON(opened.data), sealed: opened.sealed };
+    } catch (error) {
+      process.emitWarning(`rebuilding corrupt memory index ${this.paths.keywordIndex}: ${(error as Error).message}`, 'MemoryStoreIndex');
+      return undefined;
+    }
+  }
+
+  /**
+   * Compares an index written before seals with the one rebuilt from the items, and warns about each item they
+   * disagree on, except those in `skip` (damaged items, already warned about, and items a crash left pending).
+   */
+  private reportDisagreements(old: KeywordIndex, rebuilt: KeywordIndex, skip: ReadonlySet<string>): void {
+    const before = old.signatures();
+    const now = rebuilt.signatures();
+    for (const [id, signature] of before) {
+      if (skip.has(id) || now.get(id) === signature) continue;
+      if (now.has(id)) this.warnMismatch(id);
+      else process.emitWarning(this.lostMessage(id), 'MemoryStoreMissingItem');
+    }
+    for (const id of now.keys()) if (!before.has(id) && !skip.has(id)) this.warnMismatch(id);
+  }
+
+  private warnMismatch(id: string): void {
+    process.emitWarning(
+      `memory item ${memoryItemPath(this.paths, id)} does not match the memory index ${this.paths.keywordIndex} written before seals: one of them was edited; the index is rebuilt from the items`,
+      'MemoryStoreMismatch',
+    );
+  }
+
+  private lostMessage(id: string): string {
+    return `memory item ${memoryItemPath(this.paths, id)} is missing, though the memory index ${this.paths.keywordIndex} lists it (deleted outside the store?); delete('${id}') drops it from the index`;
+  }
+
+  /** Warns that an item the index lists has no file, unless an operation of another process under way explains it. */
+  private warnLost(id: string): void {
+    if (this.stampOf(this.paths.keywordIndex) !== this.indexStamp || existsSync(this.pendingPath)) return;
+    process.emitWarning(this.lostMessage(id), 'MemoryStoreMissingItem');
   }
 
   /** Ids of the operation a crash interrupted (from `index/pending.json`), undefined when none, 'corrupt'. */
@@ -199,7 +260,13 @@ export class MemoryStore implements Memory {
     await writeJsonAtomic(this.pendingPath, { ids }, { fsync: this.fsync });
   }
 
+  /** Seals the items read unsealed that are still as read, then persists the index and removes the record. */
   private async endChange(index: KeywordIndex): Promise<void> {
+    for (const [id, { text, item }] of this.unsealed) {
+      const path = memoryItemPath(this.paths, id);
+      if (readTextIfExistsSync(path) === text) await writeSealed(path, item, this.fsync);
+    }
+    this.unsealed.clear();
     await this.persistIndex(index);
     await fsp.rm(this.pendingPath, { force: true });
   }
@@ -228,7 +295,7 @@ export class MemoryStore implements Memory {
   }
 
   private async persistIndex(index: KeywordIndex): Promise<void> {
-    await writeJsonAtomic(this.paths.keywordIndex, index.toJSON(), { fsync: this.fsync });
+    await writeSealed(this.paths.keywordIndex, index.toJSON(), this.fsync);
     this.indexStamp = this.stampOf(this.paths.keywordIndex);
   }
 
@@ -281,48 +348,55 @@ export class MemoryStore implements Memory {
     await this.exclusive(async (index) => {
       await this.beginChange(prepared.map((item) => item.id));
       for (const item of prepared) {
-        await writeJsonAtomic(memoryItemPath(this.paths, item.id), item, { fsync: this.fsync });
+        await writeSealed(memoryItemPath(this.paths, item.id), item, this.fsync);
         index.set(item.id, tokensOf(item));
       }
       await this.endChange(index);
     });
   }
 
-  /** The item with `id`, or null. A file that is not a valid item is a {@link MemoryStoreError} naming its path. */
+  /**
+   * The item with `id`, or null. A file that is not a valid item (not JSON, failing its checksum, holding another
+   * id) is a {@link MemoryStoreError} naming its path; an item the index lists whose file is gone is null with a
+   * `MemoryStoreMissingItem` warning naming the file.
+   */
   async get(id: string): Promise<MemoryItem | null> {
-    return this.readItem(id);
+    const item = this.readItem(id, await sharedHashBackend());
+    if (item === null && (await this.currentIndex(false)).has(id)) this.warnLost(id);
+    return item;
   }
 
   /**
-   * {@link readItem}, except that a damaged item file is skipped (null) with a warning naming it: one damaged item
-   * must not make every search, or the rebuild of the index, fail.
+   * {@link readItem}, except that a damaged item file is skipped ('damaged') with a warning naming it: one damaged
+   * item must not make every search, or the rebuild of the index, fail. 'missing' when there is no file.
    */
-  private readItemOrSkip(id: string): MemoryItem | null {
+  private readItemOrSkip(id: string, backend: HashBackend): MemoryItem | 'missing' | 'damaged' {
     try {
-      return this.readItem(id);
+      return this.readItem(id, backend) ?? 'missing';
     } catch (error) {
       if (!(error instanceof MemoryStoreError)) throw error;
       process.emitWarning(`skipped ${error.message}`, 'MemoryStoreCorruptItem');
-      return null;
+      return 'damaged';
     }
   }
 
   /**
    * Reads one item file synchronously: item files are small, and a search reads its top K of them, where K thread-pool
-   * round trips would cost more than the ranking itself.
+   * round trips would cost more than the ranking itself. The seal is verified (a file written before seals is taken
+   * as it is, and remembered for sealing), the item validated, and its id must be the one its file is named after.
    */
-  private readItem(id: string): MemoryItem | null {
+  private readItem(id: string, backend: HashBackend): MemoryItem | null {
     const path = memoryItemPath(this.paths, id);
     const text = readTextIfExistsSync(path);
     if (text === undefined) return null;
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (error) {
-      throw new MemoryStoreError(`corrupt memory item ${path}: not JSON (${(error as Error).message})`, { path, cause: error });
-    }
-    const parsed = MemoryItemSchema.safeParse(json);
+    const opened = openSealed(text, backend, true);
+    if (!opened.ok) throw new MemoryStoreError(`corrupt memory item ${path}: ${opened.problem}`, { path });
+    const parsed = MemoryItemSchema.safeParse(opened.data);
     if (!parsed.success) throw new MemoryStoreError(`corrupt memory item ${path}: ${describeIssues(parsed.error, '(item)')}`, { path });
+    if (parsed.data.id !== id) {
+      throw new MemoryStoreError(`corrupt memory item ${path}: it holds item '${parsed.data.id}', not '${id}' (another item's file copied over it?)`, { path });
+    }
+    if (!opened.sealed) this.unsealed.set(id, { text, item: parsed.data });
     return parsed.data;
   }
 
@@ -349,21 +423,29 @@ export class MemoryStore implements Memory {
    * Every item, a page at a time, in id order: `limit` items (default 100) after the id `after` (exclusive). Paging
    * by id stays correct while others write: an item is never listed twice, and one written meanwhile appears on a
    * later page when its id sorts after the page. A damaged item file is skipped with a warning naming it
-   * (`MemoryStoreCorruptItem`), as search does.
+   * (`MemoryStoreCorruptItem`), as search does, and an item the index lists in the page's range whose file is gone
+   * gets a `MemoryStoreMissingItem` warning.
    */
   async listAll(options: { limit?: number; after?: string } = {}): Promise<MemoryPage> {
     const limit = options.limit ?? 100;
     if (!Number.isInteger(limit) || limit < 1) throw new MemoryStoreError(`listAll limit must be an integer >= 1, got ${limit}`);
     if (options.after !== undefined) assertValidId(options.after, 'memory id (after)');
+    const index = await this.currentIndex(false);
+    const backend = await sharedHashBackend();
     const ids = (await this.listItemFiles()).map((f) => f.slice(0, -'.json'.length)).sort();
     const start = options.after === undefined ? 0 : ids.findIndex((id) => id > options.after!);
     const items: MemoryItem[] = [];
     let i = start < 0 ? ids.length : start;
     for (; i < ids.length && items.length < limit; i++) {
-      const item = this.readItemOrSkip(ids[i]!);
-      if (item) items.push(item);
+      const item = this.readItemOrSkip(ids[i]!, backend);
+      if (typeof item === 'object') items.push(item);
     }
-    return i < ids.length ? { items, next: ids[i - 1] } : { items };
+    const last = i < ids.length ? ids[i - 1] : undefined;
+    const listed = new Set(ids);
+    for (const id of index.idList()) {
+      if (!listed.has(id) && (options.after === undefined || id > options.after) && (last === undefined || id <= last)) this.warnLost(id);
+    }
+    return last === undefined ? { items } : { items, next: last };
   }
 
   /**
@@ -375,10 +457,11 @@ export class MemoryStore implements Memory {
   async deleteWhere(filter: MemoryFilter | ((item: MemoryItem) => boolean), options: { dryRun?: boolean } = {}): Promise<string[]> {
     const matches = typeof filter === 'function' ? filter : compileFilter(filter);
     return this.exclusive(async (index) => {
+      const backend = await sharedHashBackend();
       const doomed: string[] = [];
       for (const file of (await this.listItemFiles()).sort()) {
-        const item = this.readItemOrSkip(file.slice(0, -'.json'.length));
-        if (item && matches(item)) doomed.push(item.id);
+        const item = this.readItemOrSkip(file.slice(0, -'.json'.length), backend);
+        if (typeof item === 'object' && matches(item)) doomed.push(item.id);
       }
       if (options.dryRun || doomed.length === 0) return doomed;
       await this.beginChange(doomed);
@@ -393,19 +476,22 @@ export class MemoryStore implements Memory {
 
   /**
    * The `topK` items best matching `query` by BM25 (ties by id), with their scores. A damaged item file is skipped
-   * with a warning naming it (`MemoryStoreCorruptItem`), and the next best item takes its place.
+   * with a warning naming it (`MemoryStoreCorruptItem`), as is an item the index lists whose file is gone
+   * (`MemoryStoreMissingItem`), and the next best item takes its place.
    */
   async searchScored(query: string, topK: number): Promise<ScoredMemoryItem[]> {
     if (typeof query !== 'string') throw new MemoryStoreError(`search query must be a string, got ${typeof query}`);
     if (!Number.isInteger(topK) || topK < 0) throw new MemoryStoreError(`search topK must be a non-negative integer, got ${topK}`);
     const index = await this.currentIndex(false);
+    const backend = await sharedHashBackend();
     const out: ScoredMemoryItem[] = [];
     let seen = 0;
     for (let want = topK; out.length < topK; want += topK - out.length) {
       const hits = index.search(query, want);
       for (const hit of hits.slice(seen)) {
-        const item = this.readItemOrSkip(hit.id);
-        if (item) out.push({ item, score: hit.score });
+        const item = this.readItemOrSkip(hit.id, backend);
+        if (typeof item === 'object') out.push({ item, score: hit.score });
+        else if (item === 'missing') this.warnLost(hit.id);
       }
       if (hits.length < want) break;
       seen = hits.length;

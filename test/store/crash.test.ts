@@ -205,7 +205,7 @@ describe('crash safety (SIGKILL at random moments)', () => {
       const indexPath = store.paths.keywordIndex;
       let indexIds: string[] = [];
       try {
-        indexIds = KeywordIndex.fromJSON(JSON.parse(readFileSync(indexPath, 'utf8'))).idList();
+        indexIds = KeywordIndex.fromJSON(JSON.parse(readFileSync(indexPath, 'utf8')).data).idList();
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       }

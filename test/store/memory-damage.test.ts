@@ -30,7 +30,7 @@ describe('a damaged memory item', () => {
     writeFileSync(path, '{"id":"best","content":');
     const warnings = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
     expect((await store.search('tides', 2)).map((i) => i.id)).toEqual(['next', 'last']);
-    expect(warnings).toHaveBeenCalledWith(expect.stringContaining(`corrupt memory item ${path}: not JSON`), 'MemoryStoreCorruptItem');
+    expect(warnings).toHaveBeenCalledWith(expect.stringContaining(`corrupt memory item ${path}: not valid JSON`), 'MemoryStoreCorruptItem');
     expect((await store.search('tides', 5)).map((i) => i.id)).toEqual(['next', 'last']);
     // Asked for by id, it is an error naming the file.
     await expect(store.get('best')).rejects.toThrow(`corrupt memory item ${path}`);

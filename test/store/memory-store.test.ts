@@ -77,7 +77,7 @@ describe('MemoryStore', () => {
     await store.write(item('m1', 'delta'));
     expect(await store.delete('m2')).toBe(true);
     expect(await store.delete('m2')).toBe(false);
-    const index = JSON.parse(readFileSync(store.paths.keywordIndex, 'utf8'));
+    const index = JSON.parse(readFileSync(store.paths.keywordIndex, 'utf8')).data;
     expect(index).toEqual({ v: 1, N: 1, totalLength: 1, docs: { m1: 1 }, terms: { delta: { m1: 1 } } });
     expect(await store.get('m2')).toBeNull();
     expect(await open().search('beta', 5)).toEqual([]);
@@ -112,7 +112,7 @@ describe('MemoryStore', () => {
     expect(await fresh.search('old', 5)).toEqual([]);
     expect(await fresh.search('bee', 5)).toEqual([]);
     expect(existsSync(`${store.paths.indexDir}/pending.json`)).toBe(false);
-    expect(Object.keys(JSON.parse(readFileSync(store.paths.keywordIndex, 'utf8')).docs).sort()).toEqual(['a', 'c']);
+    expect(Object.keys(JSON.parse(readFileSync(store.paths.keywordIndex, 'utf8')).data.docs).sort()).toEqual(['a', 'c']);
   });
 
   it('removes its pending record after each operation', async () => {
@@ -134,7 +134,7 @@ describe('MemoryStore', () => {
     const store = open();
     await store.write(item('a', 'x'));
     writeFileSync(`${store.paths.itemsDir}/a.json`, '{oops');
-    await expect(store.get('a')).rejects.toThrow(/corrupt memory item .*a\.json: not JSON/);
+    await expect(store.get('a')).rejects.toThrow(/corrupt memory item .*a\.json: not valid JSON/);
   });
 
   it('never writes secrets in content, keywords or metadata', async () => {
@@ -155,7 +155,7 @@ describe('MemoryStore', () => {
     expect((await first.search('beta', 10)).map((i) => i.id)).toEqual(['b']);
     await second.delete('a');
     expect(await first.search('alpha', 10)).toEqual([]);
-    expect(Object.keys(JSON.parse(readFileSync(first.paths.keywordIndex, 'utf8')).docs).sort()).toEqual(['b', 'c']);
+    expect(Object.keys(JSON.parse(readFileSync(first.paths.keywordIndex, 'utf8')).data.docs).sort()).toEqual(['b', 'c']);
   });
 
   it('waits for the memory lock and reports its holder after lockTimeoutMs', async () => {

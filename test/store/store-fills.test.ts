@@ -18,7 +18,7 @@ describe('MemoryStore.write fills createdAt', () => {
     const fresh = await store.get('fresh');
     expect(fresh?.createdAt).toBeGreaterThanOrEqual(before);
     expect(fresh?.createdAt).toBeLessThanOrEqual(after);
-    expect(JSON.parse(readFileSync(`${store.paths.itemsDir}/fresh.json`, 'utf8')).createdAt).toBe(fresh?.createdAt);
+    expect(JSON.parse(readFileSync(`${store.paths.itemsDir}/fresh.json`, 'utf8')).data.createdAt).toBe(fresh?.createdAt);
     expect((await store.get('dated'))?.createdAt).toBe(42);
     expect((await store.search('tide', 5)).map((i) => i.id).sort()).toEqual(['dated', 'fresh']);
     // A given createdAt must still be valid.
