@@ -38,7 +38,8 @@ async function engine(): Promise<ContextEngine> {
     // reported below
   }
   if (!isDir) throw new ContextError('INVALID_ARGUMENT', `workspace ${dir} is not a directory`, { workspace: dir });
-  return ContextEngine.open(dir);
+  // Damage to a journal is told on stderr by every command that reads from it (see ContextEngineOptions.onWarning).
+  return ContextEngine.open(dir, { onWarning: (message) => process.stderr.write(`${program.name()}: warning: ${message}\n`) });
 }
 
 function print(json: unknown, human: () => string): void {
@@ -69,7 +70,7 @@ program
   .option('--force', 're-read every file')
   .action(async (opts: { force?: boolean }) => {
     const report = await (await engine()).scan({ force: opts.force });
-    print({ root: report.root, nodes: report.nodes }, () =>
+    print({ root: report.root, nodes: report.nodes, ...(report.warnings.length > 0 && { warnings: report.warnings }) }, () =>
       [
         `${pc.bold('root')} ${report.root}`,
         `${report.nodes} nodes, ${report.hashed} file(s) hashed, ${report.changed ? `${report.changedPaths.length} path(s) changed` : 'no changes'}`,
@@ -82,7 +83,7 @@ program
   .description('show the root hash and counts')
   .action(async () => {
     const s = await (await engine()).status();
-    print({ root: s.root, nodes: s.nodes, frames: s.frames, heads: s.heads, stale: s.stale }, () =>
+    print({ root: s.root, nodes: s.nodes, frames: s.frames, heads: s.heads, stale: s.stale, ...(s.warnings.length > 0 && { warnings: s.warnings }) }, () =>
       [
         `${pc.bold('root')}   ${s.root ?? pc.yellow('(not scanned; run backpackflow context scan)')}`,
         `nodes  ${s.nodes}`,
@@ -106,6 +107,14 @@ program
       ].join('\n'),
     );
     if (!report.ok) process.exitCode = 1;
+  });
+
+program
+  .command('repair')
+  .description('accept what a damaged journal lost: keep it aside and continue from the state that survives')
+  .action(async () => {
+    const { repaired } = await (await engine()).repair();
+    print({ repaired }, () => (repaired.length === 0 ? 'nothing to repair' : repaired.join('\n')));
   });
 
 program

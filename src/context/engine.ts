@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
-import { resolve as resolvePath } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { authorize, checkAgentId, checkIdentity, type AgentIdentity, type AgentRole } from './agents.js';
 import { composeFrames, type ComposedContext, type CompositionPolicy } from './compose.js';
@@ -57,6 +57,13 @@ export interface ContextEngineOptions {
    * built-in catalogue (see the README's Redaction section). A frame's id covers its redacted form.
    */
   readonly redaction?: RedactionOptions;
+  /**
+   * Told, once per message, when a reader answers from a damaged or missing journal (`.merkle/tree.journal`,
+   * `.merkle/state.journal`): the message names the file and what was lost, and the answer may be older than the
+   * last acknowledged write. Default: `process.emitWarning` (printed on stderr). {@link ContextEngine.status} and
+   * {@link ContextEngine.scan} also return these messages; `validate` reports them as errors.
+   */
+  readonly onWarning?: (message: string) => void;
 }
 
 /** Result of {@link ContextEngine.scan}. */
@@ -69,6 +76,8 @@ export interface ScanReport {
   readonly changed: boolean;
   /** Paths whose NodeID changed, appeared or disappeared, in code-point order. */
   readonly changedPaths: string[];
+  /** Damage found in the stored tree (a damaged or missing tree journal), which this scan rebuilt from the workspace. */
+  readonly warnings: string[];
 }
 
 /** Result of {@link ContextEngine.status}. */
@@ -81,6 +90,8 @@ export interface StatusReport {
   /** Heads marked stale or made for a node version that is no longer current. */
   readonly stale: number;
   readonly agents: number;
+  /** Damaged or missing journals the counts were read from, each naming its file and what was lost. */
+  readonly warnings: string[];
 }
 
 /** The spec's NodeContext: a node and the frames a view selects. */
@@ -163,6 +174,8 @@ export class ContextEngine {
   private readonly policies = new Map<string, CustomSynthesisFn>();
   private readonly statPool = new StatPool();
   private readonly redactor: Redactor;
+  /** Messages already given to onWarning. */
+  private readonly warned = new Set<string>();
 
   private constructor(
     /** Absolute workspace root. */
@@ -216,10 +229,11 @@ export class ContextEngine {
       const indexed = cached === undefined ? this.store.readStatView() : undefined;
       const read = cached ?? (indexed === undefined ? this.store.readTree() : undefined);
       const stored = indexed !== undefined ? { ...indexed, stats: indexed.view, rootId: indexed.view.rootId, size: indexed.view.size } : read === undefined ? undefined : { ...read, stats: treeStats(read.tree), rootId: read.tree.rootId, size: read.tree.size };
-      if (stored !== undefined) {
+      // A damaged tree journal: the locked scan below rebuilds the tree (a constant check, no work added here).
+      if (stored !== undefined && stored.damage === undefined) {
         const helper = stored.size >= threshold ? this.statPool : undefined;
         const stale = await quickCheck({ root: this.workspaceRoot, tree: stored.stats, rulesKey: rules.key, racyFromMs: stored.writtenMs, helper });
-        if (stale !== undefined && stale.length === 0) return { root: stored.rootId, nodes: stored.size, hashed: 0, changed: false, changedPaths: [] };
+        if (stale !== undefined && stale.length === 0) return { root: stored.rootId, nodes: stored.size, hashed: 0, changed: false, changedPaths: [], warnings: [] };
         checked = { key: stored.key, stale };
       }
     }
@@ -232,19 +246,25 @@ export class ContextEngine {
         if (!options.force) throw error;
         previous = undefined; // a forced scan rebuilds a corrupt tree from the filesystem
       }
+      // A tree whose journal lost entries is older than the last scan, and its write time is not that of its
+      // records: every file is read again (a forced scan), and the tree written whole, which ends the damage.
+      const damage = previous?.damage;
+      const warnings = damage === undefined ? [] : [`${damage}; the tree was rebuilt from the workspace`];
+      for (const warning of warnings) this.warn(warning);
       const parallel = (previous?.tree.size ?? 0) >= threshold;
       const result = await scanWorkspace({
         workspaceRoot: this.workspaceRoot,
         rules,
         backend: this.backend,
         previous: previous?.tree,
-        force: options.force,
+        force: options.force || damage !== undefined,
         racyFromMs: previous?.writtenMs,
         only: options.paths?.map((p) => toWorkspacePath(this.workspaceRoot, p)),
         helper: parallel ? this.statPool : undefined,
         quick: checked !== undefined && checked.key === previous?.key ? { stale: checked.stale } : undefined,
       });
-      if (result.delta !== undefined) this.store.updateTree(result.tree, result.delta);
+      if (damage !== undefined) this.store.writeTree(result.tree);
+      else if (result.delta !== undefined) this.store.updateTree(result.tree, result.delta);
       else if (result.changed) this.store.writeTree(result.tree);
       // Racily clean entries were read again and found unchanged: recorded, so the next scan trusts their stat, but
       // only when they were last changed well before this scan began reading (RACY_REFRESH_MARGIN_MS): a change
@@ -257,6 +277,7 @@ export class ContextEngine {
         hashed: result.hashed,
         changed: result.changed,
         changedPaths: !result.changed ? [] : result.delta !== undefined && previous !== undefined ? deltaPaths(previous.tree, result.delta) : diffTrees(previous?.tree, result.tree),
+        warnings,
       };
     } finally {
       release();
@@ -270,8 +291,11 @@ export class ContextEngine {
 
   /** Root id and counts. Read-only. */
   async status(): Promise<StatusReport> {
-    const tree = this.store.readTree()?.tree;
-    const state = this.store.readState();
+    const stored = this.store.readTree();
+    const tree = stored?.tree;
+    const { state, damage } = this.store.readStateChecked();
+    const warnings = [stored?.damage, damage].filter((w): w is string => w !== undefined);
+    for (const warning of warnings) this.warn(warning);
     let frames = 0;
     let heads = 0;
     let stale = 0;
@@ -289,7 +313,27 @@ export class ContextEngine {
       heads,
       stale,
       agents: Object.keys(this.store.readAgents()).length,
+      warnings,
     };
+  }
+
+  /**
+   * Accepts the loss that a damaged or missing journal reported, so that writes can go on: a damaged
+   * `state.journal` is kept beside the store (`state.journal.damaged-<time>`) and the frame state that survives
+   * becomes the new base; a damaged `tree.journal` is rebuilt by a scan. Frames the lost transactions wrote stay
+   * on disk (`validate` lists them). Returns what was repaired (nothing when no journal was damaged).
+   */
+  async repair(): Promise<{ repaired: string[] }> {
+    const repaired: string[] = [];
+    const release = await this.store.lock(this.options.lockTimeoutMs);
+    try {
+      const state = this.store.repairState();
+      if (state !== undefined) repaired.push(state);
+    } finally {
+      release();
+    }
+    if (this.store.readTree()?.damage !== undefined) repaired.push(...(await this.scan()).warnings);
+    return { repaired };
   }
 
   /** Verifies every stored structure (tree ids, frames, heads, basis index, agents). Read-only. */
@@ -358,7 +402,7 @@ export class ContextEngine {
   /** The spec's GetNode: the node and the frames `view` selects, in the view's deterministic order. Read-only. */
   async getNode(node: string, view: ContextView = {}): Promise<NodeContext> {
     const record = this.resolve(this.requireTree(), node, 'getNode');
-    const state = this.store.readState();
+    const state = this.readState();
     const all = candidatesOf(record.path, state.frames[record.path], state.heads[record.path]);
     const selected = filterCandidates(all, view).sort(comparatorFor(view.ordering ?? 'recency', view, 'getNode'));
     const maxFrames = checkMaxFrames(view.maxFrames, 'getNode', 50);
@@ -369,7 +413,7 @@ export class ContextEngine {
   /** Every frame attached to a node, oldest first, optionally of one type. Read-only. */
   async listFrames(node: string, options: { type?: string } = {}): Promise<FrameSummary[]> {
     const record = this.resolve(this.requireTree(), node, 'listFrames');
-    const state = this.store.readState();
+    const state = this.readState();
     return candidatesOf(record.path, state.frames[record.path], state.heads[record.path])
       .filter((c) => options.type === undefined || c.entry.type === options.type)
       .map((c) => ({
@@ -391,7 +435,7 @@ export class ContextEngine {
   async listAnnotated(node = ''): Promise<NodeAnnotation[]> {
     const tree = this.requireTree();
     const root = this.resolve(tree, node, 'listAnnotated').path;
-    const state = this.store.readState();
+    const state = this.readState();
     const inside = (path: string): boolean => root === '' || path === root || path.startsWith(`${root}/`);
     const paths = [...new Set([...Object.keys(state.frames), ...Object.keys(state.heads)])].filter(inside).sort();
     return paths.map((path) => ({
@@ -407,7 +451,7 @@ export class ContextEngine {
   async getHead(node: string, type: string): Promise<string | null> {
     checkFrameType(type, 'getHead');
     const record = this.resolve(this.requireTree(), node, 'getHead');
-    return this.store.readState().heads[record.path]?.[type] ?? null;
+    return this.readState().heads[record.path]?.[type] ?? null;
   }
 
   /** One frame by id, verified against its id. */
@@ -423,7 +467,7 @@ export class ContextEngine {
     return composeFrames(
       {
         tree,
-        state: this.store.readState(),
+        state: this.readState(),
         readFrame: (id) => this.store.readFrame(id),
         resolve: (ref) => this.resolve(tree, ref, 'compose'),
       },
@@ -569,6 +613,12 @@ export class ContextEngine {
   private async transact<T>(fn: (tx: Transaction) => T): Promise<T> {
     const release = await this.store.lock(this.options.lockTimeoutMs);
     try {
+      const damage = this.store.readTree()?.damage;
+      if (damage !== undefined) {
+        throw new ContextError('CORRUPT_STORE', `${damage}. Run 'backpackflow context scan' to rebuild the tree from the workspace before writing frames`, {
+          file: join(this.store.dir, 'tree.journal'),
+        });
+      }
       const tx: Transaction = {
         tree: this.requireTree(),
         state: this.store.readStateForUpdate(),
@@ -588,8 +638,25 @@ export class ContextEngine {
     }
   }
 
+  /** Reports damage once per message (see ContextEngineOptions.onWarning). */
+  private warn(message: string | undefined): void {
+    if (message === undefined || this.warned.has(message)) return;
+    this.warned.add(message);
+    if (this.options.onWarning !== undefined) this.options.onWarning(message);
+    else process.emitWarning(message, 'ContextStoreWarning');
+  }
+
+  /** The frame state, its damage reported. */
+  private readState(): Readonly<StoreState> {
+    const { state, damage } = this.store.readStateChecked();
+    this.warn(damage);
+    return state;
+  }
+
+  /** The stored tree, its damage reported; a NOT_SCANNED error before the first scan. */
   private requireTree(): Tree {
     const stored = this.store.readTree();
+    this.warn(stored?.damage);
     if (stored === undefined) {
       throw new ContextError('NOT_SCANNED', `workspace ${this.workspaceRoot} has not been scanned; run 'backpackflow context scan' first`, {
         workspace: this.workspaceRoot,

@@ -15,6 +15,14 @@ import { copyForUpdate, stateChange, stateCodec, type StateJournalEntry } from '
 import { treeCodec, type TreeJournalEntry } from './tree-journal.js';
 import { encodeStatIndex, StatIndex, statView, TREE_HEADER_BYTES, type StatView } from './stat-index.js';
 
+/** The stored tree as read: see {@link MerkleStore.readTree}. */
+export interface StoredTree {
+  readonly tree: Tree;
+  readonly writtenMs: number;
+  readonly key: string;
+  readonly damage?: string;
+}
+
 /** A directory's record without its list of children (see `TreeJournalEntry`). */
 function withoutChildren(record: NodeRecord): NodeRecord {
   const { path, kind, nodeId, contentHash, size, mtimeMs, ino } = record;
@@ -77,17 +85,18 @@ export class MerkleStore {
 
   /**
    * The stored tree (the tree file with its journal applied) and the time it was last written, or undefined before
-   * the first scan.
+   * the first scan. `damage` names a damaged or missing `tree.journal` and what was lost (see `journal.ts`): the
+   * tree is then older than the last scan, and a scan rebuilds it from the workspace.
    */
-  readTree(): { tree: Tree; writtenMs: number; key: string } | undefined {
+  readTree(): StoredTree | undefined {
     const stored = this.tree.read();
-    return stored === undefined ? undefined : { tree: stored.value, writtenMs: stored.writtenMs, key: stored.key };
+    return stored === undefined ? undefined : { tree: stored.value, writtenMs: stored.writtenMs, key: stored.key, damage: stored.damage };
   }
 
   /** {@link readTree}'s answer when the tree it would read is the one already in memory; otherwise undefined. */
-  readTreeIfCached(): { tree: Tree; writtenMs: number; key: string } | undefined {
+  readTreeIfCached(): StoredTree | undefined {
     const stored = this.tree.readIfCached();
-    return stored === undefined ? undefined : { tree: stored.value, writtenMs: stored.writtenMs, key: stored.key };
+    return stored === undefined ? undefined : { tree: stored.value, writtenMs: stored.writtenMs, key: stored.key, damage: stored.damage };
   }
 
   /**
@@ -95,7 +104,7 @@ export class MerkleStore {
    * without reading the tree file's body; `key` equals {@link readTree}'s for the same files. Undefined when the
    * stat index is missing, damaged or not that of the tree file: then the tree file serves.
    */
-  readStatView(): { view: StatView; writtenMs: number; key: string } | undefined {
+  readStatView(): { view: StatView; writtenMs: number; key: string; damage?: string } | undefined {
     const journaled = this.tree.readEntries(TREE_HEADER_BYTES);
     if (journaled === undefined) return undefined;
     const file = join(this.dir, STAT_INDEX_FILE);
@@ -115,7 +124,7 @@ export class MerkleStore {
       if (index !== undefined) this.statIndex = { key: cacheKey, index };
     }
     const view = index === undefined ? undefined : statView(index, journaled.entries);
-    return view === undefined ? undefined : { view, writtenMs: journaled.writtenMs, key: journaled.key };
+    return view === undefined ? undefined : { view, writtenMs: journaled.writtenMs, key: journaled.key, damage: journaled.damage };
   }
 
   /**
@@ -163,18 +172,37 @@ export class MerkleStore {
     this.tree.append(tree, { upserts: [], removed: [], basis: tree.basis ?? null });
   }
 
-  /** The frame state (empty before any frame was written). Shared and read-only: see {@link readStateForUpdate}. */
+  /**
+   * The frame state (empty before any frame was written). Shared and read-only: see {@link readStateForUpdate}.
+   * `damage` names a damaged or missing `state.journal` and what was lost (see `journal.ts`): the state is then
+   * older than the last acknowledged transaction.
+   */
+  readStateChecked(): { state: Readonly<StoreState>; damage?: string } {
+    const stored = this.state.read();
+    return stored === undefined ? { state: emptyState() } : { state: stored.value, damage: stored.damage };
+  }
+
+  /** The frame state alone, for callers that report its damage elsewhere (see {@link readStateChecked}). */
   readState(): Readonly<StoreState> {
-    return this.state.read()?.value ?? emptyState();
+    return this.readStateChecked().state;
   }
 
   /**
    * A copy of the frame state for a transaction to modify with the functions of `state.ts`, which replace the
    * per-path values they change rather than mutating them; so the copy is shallow, and {@link writeState} finds
-   * what changed by identity.
+   * what changed by identity. Throws CORRUPT_STORE when `state.journal` is damaged: a write would fold the
+   * surviving state into a new base and end the damage's report, so writes wait for {@link repairState}.
    */
   readStateForUpdate(): StoreState {
-    return copyForUpdate(this.readState());
+    const { state, damage } = this.readStateChecked();
+    if (damage !== undefined) {
+      throw new ContextError(
+        'CORRUPT_STORE',
+        `${damage}. Writes to the frame state are refused so that this stays reported: run 'backpackflow context validate' to see what it affects, then 'backpackflow context repair' to continue from the state that survives (the damaged journal is kept beside it)`,
+        { file: join(this.dir, 'state.journal') },
+      );
+    }
+    return copyForUpdate(state);
   }
 
   /** Stores a state made from {@link readStateForUpdate}: one journal entry of what changed; false when nothing did. */
@@ -188,10 +216,30 @@ export class MerkleStore {
     return true;
   }
 
-  /** Bytes after the last valid entry of `state.journal`, described (see `JournaledFile.tail`); undefined when none. */
-  stateJournalTail(): string | undefined {
+  /** Bytes after the committed entries of `state.journal`, described (see `JournaledFile.uncommitted`); undefined when none. */
+  stateJournalUncommitted(): string | undefined {
     this.state.read();
-    return this.state.tail();
+    return this.state.uncommitted();
+  }
+
+  /**
+   * Accepts the loss reported for a damaged or missing `state.journal`: renames the journal (when there is one) to
+   * `state.journal.damaged-<time>` and stores the state that survives as a new base with an empty journal. Returns
+   * what was repaired, or undefined when the journal was intact. Callers hold the lock.
+   */
+  repairState(): string | undefined {
+    const { state, damage } = this.readStateChecked();
+    if (damage === undefined) return undefined;
+    const journal = join(this.dir, 'state.journal');
+    const kept = `${journal}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    let moved = true;
+    try {
+      renameSync(journal, kept);
+    } catch {
+      moved = false; // missing
+    }
+    this.state.write(copyForUpdate(state));
+    return `${damage}; the frame state that survives is now ${join(this.dir, 'state.json')}${moved ? `, and the damaged journal is kept as ${kept}` : ''}`;
   }
 
   /** Registered agents by id. */

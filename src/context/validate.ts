@@ -27,9 +27,10 @@ export interface ValidateInput {
 /**
  * Verifies the whole store without writing: tree checksum and every NodeID re-derived; every frame in every frame
  * set read and verified against its id and its entry; heads, stale marks and the basis index referencing existing
- * frames; agents readable; no committed frame file left unreferenced (see `checkOrphans`). Warns about a workspace
- * changed since the last scan, leftovers of interrupted writes, bytes after the last valid state journal entry and
- * stale heads.
+ * frames; agents readable; no committed frame file left unreferenced (see `checkOrphans`); both journals present and
+ * intact up to their committed length (a damaged or missing one lost acknowledged changes: an error). Warns about a
+ * workspace changed since the last scan, leftovers of interrupted writes, bytes after the last committed state
+ * journal entry (an append a crash cut short before it was acknowledged) and stale heads.
  */
 export async function validateStore(input: ValidateInput): Promise<ValidationReport> {
   const errors: string[] = [];
@@ -46,6 +47,7 @@ export async function validateStore(input: ValidateInput): Promise<ValidationRep
   const stored = attempt(() => input.store.readTree());
   const tree = stored?.tree;
   if (stored === undefined && errors.length === 0) warnings.push("workspace not scanned yet; run 'backpackflow context scan'");
+  if (stored?.damage !== undefined) errors.push(`${stored.damage}; run 'backpackflow context scan' to rebuild the tree from the workspace`);
   if (tree !== undefined) {
     checkTreeIds(tree, input.backend, errors);
     let rescan: Awaited<ReturnType<typeof scanWorkspace>> | undefined;
@@ -57,10 +59,14 @@ export async function validateStore(input: ValidateInput): Promise<ValidationRep
     if (rescan?.changed) warnings.push(`workspace changed since the last scan (root would be ${rescan.tree.rootId}); run 'backpackflow context scan'`);
   }
 
-  const state = attempt(() => input.store.readState());
+  const read = attempt(() => input.store.readStateChecked());
+  const state = read?.state;
+  if (read?.damage !== undefined) {
+    errors.push(`${read.damage}; 'backpackflow context repair' continues from the state that survives (writes are refused until then)`);
+  }
   const agents = attempt(() => input.store.readAgents()) ?? {};
   if (state !== undefined) checkState(state, tree, agents, input.store, errors, warnings);
-  if (state !== undefined) checkOrphans(state, input.store, errors, warnings);
+  if (state !== undefined) checkOrphans(state, read?.damage, input.store, errors, warnings);
   return { ok: errors.length === 0, errors, warnings };
 }
 
@@ -144,7 +150,7 @@ function checkState(
  * be kept. A temp file is an unfinished write: of a committed frame (referenced, final missing) it is that frame's
  * only copy, to keep; otherwise a write that never committed, safe to delete.
  */
-function checkOrphans(state: Readonly<StoreState>, store: MerkleStore, errors: string[], warnings: string[]): void {
+function checkOrphans(state: Readonly<StoreState>, damage: string | undefined, store: MerkleStore, errors: string[], warnings: string[]): void {
   const referenced = new Set<string>();
   for (const entries of Object.values(state.frames)) for (const e of entries) referenced.add(e.frameId);
   const root = join(store.dir, 'frames');
@@ -154,8 +160,7 @@ function checkOrphans(state: Readonly<StoreState>, store: MerkleStore, errors: s
   } catch {
     return;
   }
-  const journal = store.stateJournalTail();
-  const cut = journal === undefined ? '' : ` (${journal})`;
+  const cut = damage === undefined ? '' : ` (${damage})`;
   for (const shard of shards) {
     for (const name of readdirSync(join(root, shard))) {
       const file = join(root, shard, name);
@@ -171,5 +176,6 @@ function checkOrphans(state: Readonly<StoreState>, store: MerkleStore, errors: s
       }
     }
   }
-  if (journal !== undefined) warnings.push(`state journal: ${journal}`);
+  const uncommitted = store.stateJournalUncommitted();
+  if (uncommitted !== undefined) warnings.push(`state journal: ${uncommitted}`);
 }

@@ -1,17 +1,21 @@
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compareCodePoints } from '../../src/context/hash.js';
 import { ContextEngine, loadHashBackend, type ScanReport } from '../../src/context/index.js';
 import { IgnoreRules } from '../../src/context/ignore-rules.js';
+import { JournaledFile } from '../../src/context/journal.js';
 import { emptyListing, listWorkspace, type Listing } from '../../src/context/listing.js';
 import { scanWorkspace } from '../../src/context/scan.js';
 import { Tree } from '../../src/context/tree.js';
+import { treeCodec } from '../../src/context/tree-journal.js';
 import { SAMPLE, tempDir, writeTree } from './helpers.js';
 import { SOAK } from '../support/soak.js';
 
 const backend = await loadHashBackend();
+/** Where a journal's commit record (committed length and its check) sits: after the 76-byte header (format 2). */
+const COMMIT_OFFSET = 76;
 
 async function scanTree(root: string, previous?: Tree): Promise<Tree> {
   return (await scanWorkspace({ workspaceRoot: root, rules: new IgnoreRules(root), backend, previous })).tree;
@@ -285,35 +289,57 @@ describe('tree journal', () => {
     writeFileSync(join(root, 'README.md'), 'two\n');
     await engine.scan();
     const full = readFileSync(journalFile(root));
-    writeFileSync(journalFile(root), full.subarray(0, full.length - 5)); // the second entry cut short
+    expect(full.length).toBeGreaterThan(intact.length);
+    // The crash came mid-append, before the commit record was rewritten: the first entry's journal (its commit
+    // record covers the first entry only) followed by the second entry cut short, after the committed length.
+    const torn = Buffer.concat([intact, full.subarray(intact.length, full.length - 5)]);
+    expect(torn.readUInt32BE(COMMIT_OFFSET)).toBe(intact.length);
+    writeFileSync(journalFile(root), torn);
 
-    const reader = await ContextEngine.open(root);
+    const warnings: string[] = [];
+    const reader = await ContextEngine.open(root, { onWarning: (m) => warnings.push(m) });
     expect((await reader.status()).root).toBe(first.root);
-    const rescan = await reader.scan(); // sees README.md changed again, appends after the intact prefix
+    expect(warnings).toEqual([]); // an unacknowledged append is no damage
+    const rescan = await reader.scan(); // sees README.md changed again, appends after the committed prefix
     expect(rescan.changedPaths).toContain('README.md');
+    expect(rescan.warnings).toEqual([]);
     const journal = readFileSync(journalFile(root));
-    expect(journal.subarray(0, intact.length).equals(intact)).toBe(true);
-    const after = await ContextEngine.open(root);
+    // The header and the committed entry are kept; the torn bytes are replaced by the new entry, now committed.
+    expect(journal.subarray(0, COMMIT_OFFSET).equals(intact.subarray(0, COMMIT_OFFSET))).toBe(true);
+    expect(journal.subarray(COMMIT_OFFSET + 8, intact.length).equals(intact.subarray(COMMIT_OFFSET + 8))).toBe(true);
+    expect(journal.length).toBeGreaterThan(intact.length);
+    expect(journal.readUInt32BE(COMMIT_OFFSET)).toBe(journal.length);
+    const after = await ContextEngine.open(root, { onWarning: (m) => warnings.push(m) });
     expect((await after.status()).root).toBe(rescan.root);
     expect(await after.scan()).toMatchObject({ changed: false, hashed: 0 });
+    expect(warnings).toEqual([]);
   });
 
   it('a journal that belongs to another tree file is ignored; one that breaks the tree is reported as corrupt', async () => {
     const { root, engine, report: { root: original } } = await scanned(SAMPLE);
     writeFileSync(join(root, 'README.md'), 'changed\n');
     await engine.scan();
-    const journal = readFileSync(journalFile(root));
-    const stale = Buffer.from(journal);
-    stale[20] ^= 0xff; // the tree checksum it extends
+    // An intact journal with a committed entry, written by another store: its header names that store's tree file.
+    const other = await scanned({ ...SAMPLE, 'README.md': 'another workspace\n' });
+    writeFileSync(join(other.root, 'src/main.ts'), 'export const main = 3;\n');
+    await other.engine.scan();
+    const stale = readFileSync(journalFile(other.root));
+    expect(stale.readUInt32BE(COMMIT_OFFSET)).toBe(stale.length);
+    expect(stale.length).toBeGreaterThan(COMMIT_OFFSET + 8);
+    expect(stale.subarray(12, 44).equals(readFileSync(treeFile(root)).subarray(12, 44))).toBe(false);
     writeFileSync(journalFile(root), stale);
-    expect((await (await ContextEngine.open(root)).status()).root).toBe(original);
+    const warnings: string[] = [];
+    const ignoring = await ContextEngine.open(root, { onWarning: (m) => warnings.push(m) });
+    expect((await ignoring.status()).root).toBe(original);
+    expect(warnings).toEqual([]);
+    expect((await ignoring.validate()).errors).toEqual([]);
 
-    // A well-sealed entry that removes a child its directory still lists.
-    const header = journal.subarray(0, 44);
-    const payload = Buffer.from(JSON.stringify({ upserts: [], removed: ['src/main.ts'], basis: null }), 'utf8');
-    const entry = Buffer.concat([Buffer.alloc(4), backend.digest(payload), payload]);
-    entry.writeUInt32BE(payload.length, 0);
-    writeFileSync(journalFile(root), Buffer.concat([header, entry]));
+    // A well-sealed, committed entry that removes a child its directory still lists, appended by the real writer.
+    const tree = new JournaledFile(treeFile(root), journalFile(root), treeCodec(backend), backend);
+    tree.append(tree.read()!.value, { upserts: [], removed: ['src/main.ts'], basis: null });
+    const sealed = readFileSync(journalFile(root));
+    expect(sealed.subarray(12, 44).equals(readFileSync(treeFile(root)).subarray(12, 44))).toBe(true);
+    expect(sealed.readUInt32BE(COMMIT_OFFSET)).toBe(sealed.length);
     const broken = await ContextEngine.open(root);
     await expect(broken.status()).rejects.toThrow(/corrupt tree file .*tree\.journal: directory 'src' lists 'src\/main\.ts'/);
     const repaired = await broken.scan({ force: true });
@@ -331,7 +357,12 @@ describe('tree journal', () => {
       rewritten = !readFileSync(treeFile(root)).equals(base);
     }
     expect(rewritten).toBe(true);
-    expect(() => readFileSync(journalFile(root))).toThrow(/ENOENT/);
+    // The journal is folded into the new tree file, and an empty one (header and commit record, no entries) naming it
+    // is written beside it.
+    const journal = readFileSync(journalFile(root));
+    expect(journal.length).toBe(COMMIT_OFFSET + 8);
+    expect(journal.readUInt32BE(COMMIT_OFFSET)).toBe(COMMIT_OFFSET + 8);
+    expect(journal.subarray(12, 44).equals(readFileSync(treeFile(root)).subarray(12, 44))).toBe(true);
     const fresh = await ContextEngine.open(root);
     expect(await idsOf(fresh)).toEqual(await idsOf(engine));
   });
@@ -359,20 +390,42 @@ describe('state journal', () => {
   it('a cut last entry loses that transaction from the state, validate names the frame it committed, and the next one is appended after the intact entries', async () => {
     const { root, engine } = await scanned(SAMPLE);
     await engine.registerAgent({ agentId: 'w', role: 'writer' });
-    await engine.putFrame('README.md', { type: 'summary', content: 'base' }, 'w');
+    const first = await engine.putFrame('README.md', { type: 'summary', content: 'base' }, 'w');
     const kept = await engine.putFrame('README.md', { type: 'summary', content: 'kept' }, 'w');
     const torn = await engine.putFrame('README.md', { type: 'summary', content: 'torn' }, 'w');
     const journal = readFileSync(journalFile(root));
-    writeFileSync(journalFile(root), journal.subarray(0, journal.length - 3));
-    const reader = await ContextEngine.open(root);
+    writeFileSync(journalFile(root), journal.subarray(0, journal.length - 3)); // committed bytes cut: damage
+    const warnings: string[] = [];
+    const reader = await ContextEngine.open(root, { onWarning: (m) => warnings.push(m) });
     expect(await reader.getHead('README.md', 'summary')).toBe(kept);
+    expect(warnings).toEqual([expect.stringContaining(`${journalFile(root)} is damaged: committed bytes`)]);
+    const orphan = `frame file .*${torn}\\.json is referenced by no frame set: the state journal entry that committed it was lost`;
+    const damaged = await reader.validate();
+    expect(damaged.errors).toEqual([
+      expect.stringContaining(`${journalFile(root)} is damaged`),
+      expect.stringMatching(new RegExp(`${orphan} \\(.*state\\.journal is damaged: .*\\); keep the file$`)),
+    ]);
+    // The next transaction is refused until the loss is accepted by repair (which keeps the damaged journal aside).
+    await expect(reader.putFrame('docs/guide.md', { type: 'summary', content: 'after' }, 'w')).rejects.toMatchObject({
+      code: 'CORRUPT_STORE',
+      message: expect.stringContaining('state.journal is damaged'),
+    });
+    expect(readFileSync(journalFile(root)).equals(journal.subarray(0, journal.length - 3))).toBe(true);
+    expect((await reader.repair()).repaired).toEqual([expect.stringContaining(`${journalFile(root)} is damaged`)]);
+    expect(readdirSync(join(root, '.merkle')).filter((n) => n.startsWith('state.journal.damaged-'))).toHaveLength(1);
+    // The intact entries are now the base; the next transaction is appended to the journal after them.
+    const repairedBase = readFileSync(stateFile(root));
     const next = await reader.putFrame('docs/guide.md', { type: 'summary', content: 'after' }, 'w');
-    const after = await ContextEngine.open(root);
+    expect(readFileSync(stateFile(root)).equals(repairedBase)).toBe(true);
+    expect(readFileSync(journalFile(root)).length).toBeGreaterThan(84);
+    const after = await ContextEngine.open(root, { onWarning: (m) => warnings.push(m) });
     expect(await after.getHead('README.md', 'summary')).toBe(kept);
     expect(await after.getHead('docs/guide.md', 'summary')).toBe(next);
+    expect((await after.listFrames('README.md')).map((f) => f.frameId)).toEqual([first, kept]);
+    expect(warnings).toHaveLength(1); // only the one before repair
     // The frame file of the lost transaction is kept, and reported: it was committed, so it is never "safe to delete".
     const report = await after.validate();
-    expect(report.errors).toEqual([expect.stringMatching(new RegExp(`frame file .*${torn}\\.json is referenced by no frame set: the state journal entry that committed it was lost; keep the file`))]);
+    expect(report.errors).toEqual([expect.stringMatching(new RegExp(`${orphan}; keep the file$`))]);
     expect(report.warnings.join('\n')).not.toContain('safe to delete');
     expect((await after.getFrame(torn)).content).toBe('torn');
   });

@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
 import { openSample } from './helpers.js';
 
+const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
 describe('store integrity', () => {
   it('verifies state.json and agents.json against their checksums on read', async () => {
     const { root, engine } = await openSample();
@@ -48,8 +50,12 @@ describe('store integrity', () => {
     const report = await fresh.validate();
     expect(report.ok).toBe(false);
     const file = join(root, '.merkle', 'frames', acked.slice(0, 2), `${acked}.json`);
-    expect(report.errors).toHaveLength(1);
-    expect(report.errors[0]).toMatch(new RegExp(`^frame file ${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is referenced by no frame set: the state journal entry that committed it was lost \\(.*state\\.journal: \\d+ bytes after the last valid entry \\(at byte \\d+\\) are ignored\\); keep the file$`));
+    // Two errors: the journal damage (its only entry, after the 84-byte header, fails its checksum: state.json holds the
+    // first transaction), and the acknowledged frame whose entry it lost, with that damage named.
+    const damage = `${escape(journal)} is damaged: committed bytes 84-\\d+ \\(\\d+ bytes\\) fail their checksum, so the changes they held and any after them are lost; 0 intact entries before them are applied`;
+    expect(report.errors).toHaveLength(2);
+    expect(report.errors[0]).toMatch(new RegExp(`^${damage}; 'backpackflow context repair' continues`));
+    expect(report.errors[1]).toMatch(new RegExp(`^frame file ${escape(file)} is referenced by no frame set: the state journal entry that committed it was lost \\(${damage}\\); keep the file$`));
     expect(report.warnings.join('\n')).not.toContain('safe to delete');
     expect(await fresh.getHead('README.md', 'summary')).toBe(base);
     expect((await fresh.getFrame(acked)).content).toBe('acknowledged');
