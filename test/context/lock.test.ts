@@ -42,12 +42,15 @@ describe('workspace lock', () => {
     const root = tempDir();
     writeTree(root, { 'a.txt': 'a\n', 'src/b.ts': 'b\n', 'src/deep/c.ts': 'c\n' });
     settle(root, 100);
-    const at = Math.floor(Date.now() / 1000) - dirsAgo;
+    // Every time below is counted from the second settle() dated the files at (read back, so that a second
+    // boundary passing between two readings of the clock cannot move one of them).
+    const filesAt = Math.floor(statSync(join(root, 'a.txt')).mtimeMs / 1000);
+    const at = filesAt + 100 - dirsAgo;
     for (const dir of ['', 'src', 'src/deep']) utimesSync(join(root, dir), at, at);
     const engine = await ContextEngine.open(root, { lockTimeoutMs: 50 });
     const first = await engine.scan();
     // The tree as if written in the tick of the files' last change (100 s ago): they are racily clean.
-    const treeAt = Math.floor(Date.now() / 1000) - 100;
+    const treeAt = filesAt;
     utimesSync(join(root, '.merkle', 'tree'), treeAt, treeAt);
     const again = await engine.scan();
     expect(again).toMatchObject({ root: first.root, changed: false, changedPaths: [], hashed: 3 });
