@@ -5,29 +5,23 @@
  * object that itself has a `$bp` key is wrapped (`{ "$bp": "object", "v": {...} }`) so it never reads as a tag.
  */
 import { BackpackError } from './errors.js';
-import { CODEC_TAG, isStoredJson, isTypedArray, setOwn, UnavailableValue, type TypedArray } from './values.js';
+import {
+  CODEC_TAG,
+  isStoredJson,
+  isUnavailable,
+  setOwn,
+  TYPED_ARRAYS,
+  typedArrayName,
+  UnavailableValue,
+  type TypedArray,
+  type TypedArrayName,
+} from './values.js';
 
 /** A value JSON can hold exactly. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
 export { CODEC_TAG };
 const TAG = CODEC_TAG;
-
-const TYPED_ARRAYS = {
-  Int8Array,
-  Uint8Array,
-  Uint8ClampedArray,
-  Int16Array,
-  Uint16Array,
-  Int32Array,
-  Uint32Array,
-  Float32Array,
-  Float64Array,
-  BigInt64Array,
-  BigUint64Array,
-} as const;
-
-type TypedArrayName = keyof typeof TYPED_ARRAYS;
 
 function encodeNumber(n: number): JsonValue {
   if (Number.isFinite(n) && !Object.is(n, -0)) return n;
@@ -100,11 +94,13 @@ function encodeAt(value: unknown, stack: PathStack): JsonValue {
     for (const m of value) members.push(encodeChild(m, stack, `<member ${i++}>`));
     return { [TAG]: 'set', v: members };
   }
-  if (isTypedArray(value)) {
-    const bytes = Buffer.from(value.buffer as ArrayBuffer, value.byteOffset, value.byteLength);
-    return { [TAG]: 'typed', t: value.constructor.name, v: bytes.toString('base64') };
+  const typed = typedArrayName(value);
+  if (typed !== undefined) {
+    const array = value as TypedArray;
+    const bytes = Buffer.from(array.buffer as ArrayBuffer, array.byteOffset, array.byteLength);
+    return { [TAG]: 'typed', t: typed, v: bytes.toString('base64') };
   }
-  if (value instanceof UnavailableValue) {
+  if (isUnavailable(value)) {
     return { [TAG]: 'unavailable', key: value.key, bytes: value.bytes, summary: value.summary, reason: value.reason };
   }
   const proto = Object.getPrototypeOf(value);
@@ -249,8 +245,9 @@ class Summary {
       return this.add('}');
     }
     if (v instanceof Set) return this.list(`Set(${v.size}) {`, v, '}', depth);
-    if (isTypedArray(v)) return this.add(`${v.constructor.name}(${v.length})`);
-    if (v instanceof UnavailableValue) return this.add(`[unavailable ${v.bytes} bytes: ${v.summary}]`);
+    const typed = typedArrayName(v);
+    if (typed !== undefined) return this.add(`${typed}(${(v as TypedArray).length})`);
+    if (isUnavailable(v)) return this.add(`[unavailable ${v.bytes} bytes: ${v.summary}]`);
     this.add('{');
     let first = true;
     for (const k in v as object) {

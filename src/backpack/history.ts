@@ -174,14 +174,17 @@ export class Commit {
     return this.detail as QuarantineDetail;
   }
 
-  /** The value as a reader gets it (typed arrays copied). */
+  /**
+   * The value as a reader gets it: a value holding a Map, Set, Date or typed array copied (see copyStoredValue),
+   * whatever the flags say (they may come from a file), any other one as stored.
+   */
   readValue(): unknown {
-    return this.flags & COPY_ON_READ ? copyStoredValue(this.key, this.value) : this.value;
+    return copyStoredValue(this.key, this.value);
   }
 
-  /** The previous value as a reader gets it (typed arrays copied). */
+  /** The previous value as a reader gets it (see {@link readValue}). */
   readPreviousValue(): unknown {
-    return this.flags & PREV_COPY_ON_READ ? copyStoredValue(this.key, this.previousValue) : this.previousValue;
+    return copyStoredValue(this.key, this.previousValue);
   }
 }
 

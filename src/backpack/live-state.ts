@@ -4,7 +4,8 @@
  * Commits change it only through `applyCommit` with this state's listener, so the index and the large values always
  * follow the items.
  */
-import { LARGE, COPY_ON_READ, type Commit, type State, type StateListener } from './history.js';
+import { LARGE, type Commit, type State, type StateListener } from './history.js';
+import { copyStoredValue } from './values.js';
 import type { NamespaceMatcher } from './patterns.js';
 import type { BackpackItem } from './types.js';
 
@@ -51,10 +52,9 @@ export class LiveState implements State {
     return this.#large;
   }
 
-  /** The value of an item as a reader gets it (typed arrays copied; a large value if still held). */
+  /** The value of an item as a reader gets it (a large value if still held; see Commit.readValue for copies). */
   valueOf(item: Commit): unknown {
-    if (item.flags & LARGE) return this.#large.has(item) ? this.#large.get(item) : item.value;
-    return item.flags & COPY_ON_READ ? item.readValue() : item.value;
+    return copyStoredValue(item.key, item.flags & LARGE && this.#large.has(item) ? this.#large.get(item) : item.value);
   }
 
   /** The public, frozen form of an item. */

@@ -1,9 +1,15 @@
 /**
  * Values are data and immutable (DESIGN D7): `prepareValue` checks a value, copies it and freezes the copy in one
- * walk, and measures its approximate encoded size. Maps, Sets and Dates become frozen subclasses whose mutators
- * throw; typed arrays cannot be frozen in JavaScript, so values holding them are copied again on every read.
- * Objects with a null prototype are stored as plain objects (JSON cannot tell them apart); instances of other
- * classes are rejected rather than silently stripped of their prototype.
+ * walk, and measures its approximate encoded size. Objects with a null prototype are stored as plain objects (JSON
+ * cannot tell them apart); instances of other classes are rejected rather than silently stripped of their prototype.
+ *
+ * Maps, Sets, Dates and typed arrays keep their contents in internal slots, which `Object.freeze` does not cover
+ * (`Map.prototype.set.call(frozenMap, …)` still writes): a value holding one is copied on every read, so a reader
+ * only ever changes its own copy. They are read through the built-in methods alone and stored as the built-in
+ * classes (an instance of a subclass, such as a Buffer or a Date made under fake timers, as its built-in class), so a
+ * stored value carries no code of the packer's to run later in a reader. A proxy of one is rejected; a proxy of a
+ * plain object or array is read once, by `pack`, into a plain copy. Reads get Maps, Sets and Dates that are frozen
+ * and whose mutators throw, and fresh typed arrays.
  */
 import { types } from 'node:util';
 import { BackpackError } from './errors.js';
@@ -17,48 +23,43 @@ function frozenMutator(kind: string): () => never {
   };
 }
 
-/** A Map whose mutators throw. Its `constructor` is Map, so it compares equal to a plain Map. */
-class FrozenMap<K, V> extends Map<K, V> {
-  constructor(entries: Iterable<readonly [K, V]>) {
-    super();
-    for (const [k, v] of entries) Map.prototype.set.call(this, k, v);
-    Object.freeze(this);
-  }
+/**
+ * The prototype of the Maps, Sets or Dates the Backpack makes: the built-in one, with its mutators throwing and its
+ * `constructor` the built-in class (so such a value compares equal to a plain one). Frozen: every reader shares it,
+ * and a node must not rewrite what others run (README: threat model).
+ */
+function frozenPrototype(base: MapConstructor | SetConstructor | DateConstructor, mutators: readonly string[]): object {
+  const proto = Object.create(base.prototype) as object;
+  for (const name of mutators) Object.defineProperty(proto, name, { value: frozenMutator(base.name) });
+  Object.defineProperty(proto, 'constructor', { value: base });
+  return Object.freeze(proto);
+}
+const FROZEN_MAP = frozenPrototype(Map, ['set', 'delete', 'clear']);
+const FROZEN_SET = frozenPrototype(Set, ['add', 'delete', 'clear']);
+const FROZEN_DATE = frozenPrototype(Date, Object.getOwnPropertyNames(Date.prototype).filter((n) => n.startsWith('set')));
+
+/**
+ * Gives `obj`, a Map, Set or Date just built by the built-in constructor and methods, its frozen prototype, and
+ * freezes it. (Built as a plain Map and then given the prototype: filling an instance of a subclass is several times
+ * slower.)
+ */
+function frozenAs<T extends object>(obj: T, proto: object): T {
+  Object.setPrototypeOf(obj, proto);
+  return Object.freeze(obj);
 }
 
-/** A Set whose mutators throw. */
-class FrozenSet<T> extends Set<T> {
-  constructor(values: Iterable<T>) {
-    super();
-    for (const v of values) Set.prototype.add.call(this, v);
-    Object.freeze(this);
-  }
-}
-
-/** A Date whose setters throw. */
-class FrozenDate extends Date {
-  constructor(time: number) {
-    super(time);
-    Object.freeze(this);
-  }
-}
-
-for (const [cls, base, names] of [
-  [FrozenMap, Map, ['set', 'delete', 'clear']],
-  [FrozenSet, Set, ['add', 'delete', 'clear']],
-  [FrozenDate, Date, Object.getOwnPropertyNames(Date.prototype).filter((n) => n.startsWith('set'))],
-] as const) {
-  for (const name of names) Object.defineProperty(cls.prototype, name, { value: frozenMutator(base.name) });
-  Object.defineProperty(cls.prototype, 'constructor', { value: base });
-}
+/** The UnavailableValue instances its constructor made: the only ones a value may hold (see {@link isUnavailable}). */
+const GENUINE = new WeakSet<object>();
 
 /**
  * Stands in for a value that history did not keep (it was larger than `maxValueBytes`): a snapshot that needs it
- * shows this marker instead of inventing a value.
+ * shows this marker instead of inventing a value. Only instances made by this constructor (not by a subclass,
+ * `Object.create` or a proxy) count as the marker and may be packed.
  */
 export class UnavailableValue {
   /** Always true; lets JSON readers recognise the marker. */
   readonly unavailable = true;
+  /** @throws TypeError when a field has the wrong type (the marker holds strings and a number, nothing else). */
   constructor(
     /** The key whose value is missing. */
     readonly key: string,
@@ -69,51 +70,108 @@ export class UnavailableValue {
     /** Why it is missing. */
     readonly reason: string,
   ) {
+    const fields = { key, bytes, summary, reason };
+    for (const [name, v] of Object.entries(fields)) {
+      const type = name === 'bytes' ? 'number' : 'string';
+      if (typeof v !== type) throw new TypeError(`UnavailableValue: ${name} must be a ${type}, got ${v === null ? 'null' : typeof v}`);
+    }
     Object.freeze(this);
+    if (new.target === UnavailableValue) GENUINE.add(this);
   }
 }
+Object.freeze(UnavailableValue.prototype);
+Object.freeze(UnavailableValue);
 
-/** True when `value` is the marker of a value history did not keep. */
+/** True when `value` is the marker of a value history did not keep (made by the UnavailableValue constructor). */
 export function isUnavailable(value: unknown): value is UnavailableValue {
-  return value instanceof UnavailableValue;
+  return typeof value === 'object' && value !== null && GENUINE.has(value);
 }
 
-/** A typed array (not a DataView). */
-export type TypedArray =
-  | Int8Array
-  | Uint8Array
-  | Uint8ClampedArray
-  | Int16Array
-  | Uint16Array
-  | Int32Array
-  | Uint32Array
-  | Float32Array
-  | Float64Array
-  | BigInt64Array
-  | BigUint64Array;
+/** The built-in typed array classes, by name. */
+export const TYPED_ARRAYS = Object.freeze({
+  Int8Array,
+  Uint8Array,
+  Uint8ClampedArray,
+  Int16Array,
+  Uint16Array,
+  Int32Array,
+  Uint32Array,
+  Float32Array,
+  Float64Array,
+  BigInt64Array,
+  BigUint64Array,
+});
 
-/** True for typed arrays (not DataView). */
+/** The name of a built-in typed array class. */
+export type TypedArrayName = keyof typeof TYPED_ARRAYS;
+
+/** A typed array (not a DataView). */
+export type TypedArray = InstanceType<(typeof TYPED_ARRAYS)[TypedArrayName]>;
+
+// The built-in accessors of %TypedArray%.prototype read the internal slots: no method of the object itself runs.
+const TYPED_ARRAY_PROTO = Object.getPrototypeOf(Uint8Array.prototype) as object;
+function builtinGetter(name: string | symbol): (this: unknown) => unknown {
+  return Object.getOwnPropertyDescriptor(TYPED_ARRAY_PROTO, name)!.get!;
+}
+const typedArrayTag = builtinGetter(Symbol.toStringTag) as (this: unknown) => TypedArrayName | undefined;
+const typedArrayLength = builtinGetter('length') as (this: TypedArray) => number;
+const typedArrayByteLength = builtinGetter('byteLength') as (this: TypedArray) => number;
+const typedArraySet = (TYPED_ARRAY_PROTO as { set: (this: TypedArray, source: TypedArray) => void }).set;
+// The classes themselves as they were when this module loaded (fake timers, for one, replace the global Date).
+const NativeMap = Map;
+const NativeSet = Set;
+const NativeDate = Date;
+const mapForEach = Map.prototype.forEach;
+const mapSet = Map.prototype.set;
+const setForEach = Set.prototype.forEach;
+const setAdd = Set.prototype.add;
+const dateGetTime = Date.prototype.getTime;
+
+/**
+ * The built-in class of a typed array (`'Uint8Array'` for a Uint8Array or a Buffer), read from its internal slot;
+ * undefined for anything else (a DataView, a proxy, an object that only borrowed a typed array prototype).
+ */
+export function typedArrayName(value: unknown): TypedArrayName | undefined {
+  return typedArrayTag.call(value);
+}
+
+/** True for typed arrays (not DataView), by their internal slot. */
 export function isTypedArray(value: unknown): value is TypedArray {
-  return ArrayBuffer.isView(value) && !(value instanceof DataView);
+  return typedArrayTag.call(value) !== undefined;
+}
+
+/** What a Map, Set, Date or typed array is, read from its internal slots whatever its prototype says; else undefined. */
+function slotKind(v: object): 'map' | 'set' | 'date' | TypedArrayName | undefined {
+  if (types.isMap(v)) return 'map';
+  if (types.isSet(v)) return 'set';
+  if (types.isDate(v)) return 'date';
+  return typedArrayName(v);
+}
+
+/** The class name a prototype shows, read without running any getter of it. */
+function className(proto: object): string {
+  const ctor = Object.getOwnPropertyDescriptor(proto, 'constructor')?.value as unknown;
+  const name = typeof ctor === 'function' ? (Object.getOwnPropertyDescriptor(ctor, 'name')?.value as unknown) : undefined;
+  return typeof name === 'string' && name !== '' ? name : 'object with a custom prototype';
 }
 
 /** A checked, frozen copy of a value with its approximate encoded size. */
 export interface PreparedValue {
   value: unknown;
   bytes: number;
-  /** The value holds typed arrays, which cannot be frozen: reads copy it. */
+  /** The value holds Maps, Sets, Dates or typed arrays, which freezing does not protect: reads copy it. */
   copyOnRead: boolean;
 }
 
 const SUPPORTED = 'pack plain data: JSON types, undefined, Date, Map, Set, BigInt or typed arrays';
 
 /**
- * Every object a {@link Walker} made or adopted (frozen all through, holding no typed array), with its approximate
- * encoded size times two, plus one when it is plain JSON that the codec encodes as itself. Such an object can never
- * change, so a value packed again with it inside (a list a node grew, an object with one key changed) shares it
- * instead of copying it again: packing costs what is new, and readers that compare stored values (the durable
- * runtime, from step to step) find what did not change by identity. The codec hands out a plain-JSON one as its
- * own encoding instead of building a copy.
+ * Every object a {@link Walker} made or adopted (frozen all through, holding no Map, Set, Date or typed array), with
+ * its approximate encoded size times two, plus one when it is plain JSON that the codec encodes as itself. Such an
+ * object can never change, so a value packed again with it inside (a list a node grew, an object with one key
+ * changed) shares it instead of copying it again: packing costs what is new, and readers that compare stored values
+ * (the durable runtime, from step to step) find what did not change by identity. The codec hands out a plain-JSON
+ * one as its own encoding instead of building a copy.
  */
 const STORED = new WeakMap<object, number>();
 
@@ -180,11 +238,6 @@ class Walker {
   }
 
   copyObject(v: object): unknown {
-    if (v instanceof UnavailableValue) {
-      this.bytes += 64;
-      this.json = false;
-      return v;
-    }
     const shared = STORED.get(v);
     if (shared !== undefined) {
       this.bytes += Math.floor(shared / 2);
@@ -195,7 +248,7 @@ class Walker {
     if (this.inPlace) return this.adoptObject(v);
     this.ancestors.add(v);
     const bytesBefore = this.bytes;
-    const typedBefore = this.copyOnRead;
+    const slotsBefore = this.copyOnRead;
     const jsonBefore = this.json;
     this.copyOnRead = false;
     this.json = true;
@@ -210,63 +263,92 @@ class Walker {
         this.bytes += 1;
       }
       out = Object.freeze(arr);
-    } else if (v instanceof Date) {
-      this.bytes += 40;
-      this.json = false;
-      out = new FrozenDate(v.getTime());
-    } else if (v instanceof Map) {
-      const entries: [unknown, unknown][] = [];
-      this.bytes += 20;
-      for (const [k, val] of v) {
-        this.path.push('<map key>');
-        const ck = this.copy(k);
-        this.path.pop();
-        this.path.push(typeof k === 'string' || typeof k === 'number' ? String(k) : '<map value>');
-        entries.push([ck, this.copy(val)]);
-        this.path.pop();
-      }
-      this.json = false;
-      out = new FrozenMap(entries);
-    } else if (v instanceof Set) {
-      const values: unknown[] = [];
-      this.bytes += 20;
-      for (const member of v) {
-        this.path.push('<set member>');
-        values.push(this.copy(member));
-        this.path.pop();
-      }
-      this.json = false;
-      out = new FrozenSet(values);
-    } else if (isTypedArray(v)) {
-      this.copyOnRead = true;
-      this.bytes += Math.ceil(v.byteLength * 1.37) + 40;
-      out = v.slice();
     } else {
-      const proto = Object.getPrototypeOf(v);
-      if (proto !== Object.prototype && proto !== null) {
-        const name = (proto?.constructor as { name?: string } | undefined)?.name || 'object with a custom prototype';
-        this.ancestors.delete(v);
-        return this.fail(`is a ${name}`);
-      }
-      if (Object.getOwnPropertySymbols(v).length > 0) this.fail('has symbol keys');
-      if (Object.hasOwn(v, CODEC_TAG)) this.json = false;
-      const obj: Record<string, unknown> = {};
-      this.bytes += 2;
-      for (const k of Object.keys(v)) {
-        this.path.push(k);
-        const copied = this.copy((v as Record<string, unknown>)[k]);
-        this.path.pop();
-        this.bytes += k.length + 4;
-        setOwn(obj, k, copied);
-      }
-      out = Object.freeze(obj);
+      const proto = Object.getPrototypeOf(v) as object | null;
+      out = proto === Object.prototype || proto === null ? this.copyPlain(v) : this.copyInstance(v, proto);
     }
     this.ancestors.delete(v);
-    // A copy holding a typed array is not frozen all through: it is copied on every read, and never shared.
+    // A copy holding a Map, Set, Date or typed array is not immutable all through: it is copied on every read, and
+    // never shared.
     if (!this.copyOnRead) STORED.set(out as object, (this.bytes - bytesBefore) * 2 + (this.json ? 1 : 0));
-    this.copyOnRead ||= typedBefore;
+    this.copyOnRead ||= slotsBefore;
     this.json &&= jsonBefore;
     return out;
+  }
+
+  /** Copies an object whose prototype is Object.prototype or null into a frozen plain object. */
+  copyPlain(v: object): object {
+    if (Object.getOwnPropertySymbols(v).length > 0) this.fail('has symbol keys');
+    if (Object.hasOwn(v, CODEC_TAG)) this.json = false;
+    const obj: Record<string, unknown> = {};
+    this.bytes += 2;
+    for (const k of Object.keys(v)) {
+      this.path.push(k);
+      const copied = this.copy((v as Record<string, unknown>)[k]);
+      this.path.pop();
+      this.bytes += k.length + 4;
+      setOwn(obj, k, copied);
+    }
+    return Object.freeze(obj);
+  }
+
+  /**
+   * Copies an instance of a class: a Map, Set, Date or typed array (of the built-in class or a subclass: a Buffer, a
+   * Date made under fake timers) into the built-in class, reading it through the built-in methods only, so nothing of
+   * a subclass runs or is kept; or keeps an {@link UnavailableValue} its constructor made. Anything else fails: a
+   * proxy, an instance of another class, an object that only borrowed a built-in prototype.
+   */
+  copyInstance(v: object, proto: object): unknown {
+    this.json = false;
+    if (GENUINE.has(v)) {
+      this.bytes += 64;
+      return v;
+    }
+    if (types.isProxy(v)) return this.fail('is a proxy');
+    const kind = slotKind(v);
+    if (kind === undefined) {
+      if (proto === UnavailableValue.prototype) return this.fail('is an UnavailableValue its constructor did not make');
+      return this.fail(`is a ${className(proto)}`);
+    }
+    this.copyOnRead = true;
+    switch (kind) {
+      case 'date':
+        this.bytes += 40;
+        return frozenAs(new NativeDate(dateGetTime.call(v)), FROZEN_DATE);
+      case 'map': {
+        const flat: unknown[] = [];
+        mapForEach.call(v, (val: unknown, k: unknown) => flat.push(k, val));
+        const out = new NativeMap<unknown, unknown>();
+        this.bytes += 20;
+        for (let i = 0; i < flat.length; i += 2) {
+          const k = flat[i];
+          this.path.push('<map key>');
+          const ck = this.copy(k);
+          this.path.pop();
+          this.path.push(typeof k === 'string' || typeof k === 'number' ? String(k) : '<map value>');
+          mapSet.call(out, ck, this.copy(flat[i + 1]));
+          this.path.pop();
+        }
+        return frozenAs(out, FROZEN_MAP);
+      }
+      case 'set': {
+        const members: unknown[] = [];
+        setForEach.call(v, (member: unknown) => members.push(member));
+        const out = new NativeSet<unknown>();
+        this.bytes += 20;
+        this.path.push('<set member>');
+        for (let i = 0; i < members.length; i++) setAdd.call(out, this.copy(members[i]));
+        this.path.pop();
+        return frozenAs(out, FROZEN_SET);
+      }
+      default: {
+        const source = v as TypedArray;
+        this.bytes += Math.ceil(typedArrayByteLength.call(source) * 1.37) + 40;
+        const out = new TYPED_ARRAYS[kind](typedArrayLength.call(source));
+        typedArraySet.call(out, source);
+        return out;
+      }
+    }
   }
 
   /**
@@ -344,8 +426,13 @@ export function prepareValue(key: string, value: unknown): PreparedValue {
   return { value: copy, bytes: walker.bytes, copyOnRead: walker.copyOnRead };
 }
 
-/** A fresh frozen copy of a stored value (for values holding typed arrays, which cannot be frozen). */
+/**
+ * A stored value as a reader gets it: the value itself when it is immutable all through (a primitive, an object the
+ * Backpack froze holding no Map, Set, Date or typed array, an UnavailableValue), else a fresh copy (see the module
+ * comment), so that a reader never holds the stored objects that freezing does not protect.
+ */
 export function copyStoredValue(key: string, value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || STORED.has(value) || GENUINE.has(value)) return value;
   return new Walker(key).copy(value);
 }
 
@@ -400,10 +487,10 @@ export function deepEqual(a: unknown, b: unknown): boolean {
     for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) return false;
     return true;
   }
-  if (a instanceof UnavailableValue || b instanceof UnavailableValue) {
+  if (isUnavailable(a) || isUnavailable(b)) {
     return (
-      a instanceof UnavailableValue &&
-      b instanceof UnavailableValue &&
+      isUnavailable(a) &&
+      isUnavailable(b) &&
       a.key === b.key &&
       a.bytes === b.bytes &&
       a.summary === b.summary &&
