@@ -7,12 +7,20 @@
  * - secret-looking text anywhere, also inside longer strings ({@link DEFAULT_SECRET_PATTERNS}, plus the user's
  *   patterns): in string values, object keys, Map keys and Set members (live Maps and Sets, and their encoded
  *   form `{ "$bp": "map" | "set", v }`), at any depth;
- * - every string under a secret-named key ({@link SecretKeyMatcher}): object keys, Map keys (also in lists of
- *   `[key, value]` pairs, the encoded form of a Map), and an entry that names its key in a `key` field (a `backpack.packed` event: `{ key: 'password', valueSummary }`), whose
+ * - every string under a secret-named key ({@link SecretKeyMatcher}): object keys, Map keys (also a `[key, value]`
+ *   pair in a list, as an encoded Map holds them, whatever the other pairs' keys are), and an entry that names its
+ *   key in a `key` field (a `backpack.packed` event: `{ key: 'password', valueSummary }`), whose
  *   `value`, `valueSummary`, `previousValue`, `newValue` and `summary` are blanked. A Backpack item under such a
  *   key keeps its provenance (`metadata`, `accessControl`); only its value is blanked. Numbers, booleans and the
  *   shape of objects are kept;
- * - the start of a secret cut short by a summary (`"ghp_abc…`).
+ * - the start of a secret cut short by a summary (`"ghp_abc…`);
+ * - secrets in the text of byte arrays (`Uint8Array`, `Buffer`, and their encoded form `{ "$bp": "typed", v }`) that
+ *   hold text (no NUL byte in their first 8 KB, git's test for binary data): the bytes of the redacted text replace
+ *   them.
+ *
+ * Objects that are not plain data (class instances, URL objects, errors, objects with a `toJSON`) are checked in the
+ * form `JSON.stringify` writes them (the result of their `toJSON`, else their own enumerable properties), and
+ * replaced by that form, redacted, when it holds a secret.
  *
  * The walk is copy-on-write: nothing is allocated unless something is redacted, and the input is never modified.
  */
@@ -61,10 +69,39 @@ function lastWord(text: string): string {
   return text.slice(i + 1, text.length - 1);
 }
 
+/**
+ * Text shorter than this holds a match of a built-in pattern only when {@link mayHoldShortSecret} says so: the matches
+ * whose only character of {@link MAY_HOLD_SECRET} is `-` (OpenAI, GitLab and vendor tokens) are longer, except
+ * Slack's (`xoxb-` and ten characters, `xapp-1-a-1-a`). So ids such as `ev-4f0c2a9b1d3e-1a` cost one test.
+ */
+const SHORT_TEXT = 22;
+
+/** A character of every match {@link mayHoldShortSecret} looks for (`x` starts `xox` and `xapp`). */
+const SHORT_GATE = /[A-Z_:=x]/;
+const SHORT_SECRET_CHAR = /[A-Z_:=]/;
+
+/**
+ * Whether `text` holds an upper-case letter, `_`, `:`, `=`, `xox` or `xapp`: in text shorter than {@link SHORT_TEXT},
+ * every built-in match does. Generated ids hold none of these characters (nor an `x`): one character-class test.
+ */
+function mayHoldShortSecret(text: string): boolean {
+  return SHORT_GATE.test(text) && (SHORT_SECRET_CHAR.test(text) || text.includes('xox') || text.includes('xapp'));
+}
+
+/** Byte arrays holding text are scanned; one with a NUL byte in its first this many bytes is binary data. */
+const TEXT_PROBE_BYTES = 8000;
+/** The encoded typed arrays (`{ "$bp": "typed", t, v }`) whose text is scanned: those of one-byte elements. */
+const BYTE_ARRAY_TYPES = new Set(['Uint8Array', 'Uint8ClampedArray', 'Int8Array']);
+const DATE_TO_JSON = Date.prototype.toJSON;
+
 /** Fields of an entry named by its `key` field that hold (a summary of) the value. */
 const VALUE_FIELDS = new Set(['value', 'valueSummary', 'previousValue', 'newValue', 'summary']);
 /** Deeper than this, a value is refused rather than written unchecked. */
 const MAX_DEPTH = 5000;
+
+function tooDeep(): RangeError {
+  return new RangeError(`redaction: value nested deeper than ${MAX_DEPTH} levels; it cannot be checked for secrets`);
+}
 
 interface CompiledPattern {
   readonly regex: RegExp;
@@ -118,11 +155,39 @@ function isPlainObject(value: object): boolean {
   return proto === Object.prototype || proto === null;
 }
 
-/** Whether every element of a non-empty array is a `[string, value]` pair. */
-function isPairList(value: readonly unknown[]): boolean {
-  if (value.length === 0) return false;
-  for (const pair of value) if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string') return false;
-  return true;
+/** A typed array of one-byte elements: a `Uint8Array` (also a `Buffer`), `Uint8ClampedArray` or `Int8Array`. */
+function isByteArray(value: object): value is Uint8Array | Uint8ClampedArray | Int8Array {
+  return value instanceof Uint8Array || value instanceof Uint8ClampedArray || value instanceof Int8Array;
+}
+
+/** The text of `bytes` (one character per byte, so ASCII secrets keep their spelling), or undefined for binary data. */
+function bytesText(bytes: Buffer): string | undefined {
+  return bytes.subarray(0, TEXT_PROBE_BYTES).includes(0) ? undefined : bytes.toString('latin1');
+}
+
+/** A byte array of the kind of `like` holding the bytes of `text` (one byte per character). */
+function bytesLike(like: Uint8Array | Uint8ClampedArray | Int8Array, text: string): Uint8Array | Uint8ClampedArray | Int8Array {
+  if (Buffer.isBuffer(like)) return Buffer.from(text, 'latin1');
+  const bytes = new Uint8Array(Buffer.from(text, 'latin1'));
+  return like instanceof Uint8ClampedArray ? new Uint8ClampedArray(bytes.buffer) : like instanceof Int8Array ? new Int8Array(bytes.buffer) : bytes;
+}
+
+/**
+ * What `JSON.stringify` writes for `value`, an object that is not plain data, under `key`, one level deep: the result
+ * of its `toJSON(key)`; the value of a boxed primitive; an array as it is; any other object as a plain object of its
+ * own enumerable properties, without those JSON leaves out (functions, symbols, undefined).
+ */
+function jsonForm(value: object, key: string | number): unknown {
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  const form: unknown = typeof toJSON === 'function' ? (toJSON as (key: string) => unknown).call(value, String(key)) : value;
+  if (form === null || typeof form !== 'object' || Array.isArray(form)) return form;
+  if (form instanceof Number || form instanceof String || form instanceof Boolean) return form.valueOf();
+  const out: Record<string, unknown> = {};
+  for (const name of Object.keys(form)) {
+    const item = (form as Record<string, unknown>)[name];
+    if (item !== undefined && typeof item !== 'function' && typeof item !== 'symbol') setOwn(out, name, item);
+  }
+  return out;
 }
 
 /** Sets an own property, also for the key `__proto__`. */
@@ -186,12 +251,28 @@ export class Redactor {
     return this.keys.isSecretKey(key);
   }
 
+  /** False when the pre-checks tell that {@link redactText} leaves `text` as it is. */
+  private mayHoldSecret(text: string): boolean {
+    if (text.length < this.minLength) return false;
+    if (this.userPatterns > 0) return true;
+    // Every built-in pattern needs one of these characters; most text of a run (summaries, ids) has none.
+    if (text.length < SHORT_TEXT ? mayHoldShortSecret(text) : MAY_HOLD_SECRET.test(text)) return true;
+    return text.charCodeAt(text.length - 1) === 0x2026 && MAY_START_SECRET.test(lastWord(text));
+  }
+
+  /**
+   * Whether `text` holds anything {@link redactText} would replace. Meant for names and ids written as they are (an
+   * event's nodeId or namespace), which must not hold a secret: the verdict is cached for text the pre-checks do not
+   * clear, as it is for object keys.
+   */
+  holdsSecret(text: string): boolean {
+    return this.mayHoldSecret(text) && this.redactKey(text) !== text;
+  }
+
   /** `text` with every secret-looking part replaced by `'[REDACTED]'` (the same string when there is none). */
   redactText(text: string): string {
-    if (text.length < this.minLength) return text;
-    // Every built-in pattern needs one of these characters; most text of a run (summaries, ids) has none.
+    if (!this.mayHoldSecret(text)) return text;
     const truncated = text.charCodeAt(text.length - 1) === 0x2026;
-    if (this.userPatterns === 0 && !MAY_HOLD_SECRET.test(text) && !(truncated && MAY_START_SECRET.test(lastWord(text)))) return text;
     let out = text;
     if (this.anyGate.test(text)) {
       for (const pattern of this.gated) {
@@ -214,11 +295,14 @@ export class Redactor {
   /**
    * Returns a copy of `value` with secrets replaced by `'[REDACTED]'`, and whether anything was replaced. When
    * nothing is secret the input itself is returned (no allocation). Plain objects, arrays, Maps and Sets are
-   * walked; other objects (Date, class instances) are kept as they are. A value nested deeper than 5,000 levels
-   * is refused with a RangeError rather than written unchecked.
+   * walked; any other object (a class instance, a URL, an error, an object with a `toJSON`) is checked in the form
+   * `JSON.stringify` writes it, and kept as it is when that form holds no secret. A value nested deeper than 5,000
+   * levels, or such an object that holds itself, is refused with a RangeError rather than written unchecked.
+   *
+   * @param key the key `value` is written under, which `JSON.stringify` passes to its `toJSON` (default `''`, the root).
    */
-  redact<T>(value: T): RedactionResult<T> {
-    const next = this.walk(value, 0);
+  redact<T>(value: T, key = ''): RedactionResult<T> {
+    const next = this.walk(value, 0, key);
     return { value: next as T, redacted: next !== value };
   }
 
@@ -229,7 +313,7 @@ export class Redactor {
   containsSecrets(value: unknown): boolean {
     this.probing = true;
     try {
-      return this.walk(value, 0) !== value;
+      return this.walk(value, 0, '') !== value;
     } catch (error) {
       if (error === FOUND) return true;
       throw error;
@@ -237,6 +321,9 @@ export class Redactor {
       this.probing = false;
     }
   }
+
+  /** The objects {@link walkOther} is walking the JSON form of (its callers' and its own). */
+  private readonly converting = new Set<object>();
 
   /** Set while {@link containsSecrets} walks: the first replaced text ends the walk (see {@link replaced}). */
   private probing = false;
@@ -247,22 +334,76 @@ export class Redactor {
     return next;
   }
 
-  private walk(value: unknown, depth: number): unknown {
+  /** `value`, found under `key` (an index in an array), redacted. */
+  private walk(value: unknown, depth: number, key: string | number): unknown {
     if (typeof value === 'string') return this.replaced(value, this.redactText(value));
     if (value === null || typeof value !== 'object') return value;
-    if (depth > MAX_DEPTH) throw new RangeError(`redaction: value nested deeper than ${MAX_DEPTH} levels; it cannot be checked for secrets`);
-    if (Array.isArray(value)) return isPairList(value) ? this.walkPairs(value, depth) : this.walkArray(value, depth, false);
-    if (value instanceof Map) return this.walkMap(value, depth);
-    if (value instanceof Set) return this.walkSet(value, depth);
-    if (!isPlainObject(value)) return value;
-    return this.walkObject(value as Record<string, unknown>, depth, false);
+    if (depth > MAX_DEPTH) throw tooDeep();
+    if (Array.isArray(value)) return this.walkArray(value, depth, false);
+    const hasToJSON = typeof (value as { toJSON?: unknown }).toJSON === 'function';
+    if (!hasToJSON && isPlainObject(value)) return this.walkObject(value as Record<string, unknown>, depth, false);
+    if (!hasToJSON && value instanceof Map) return this.walkMap(value, depth);
+    if (!hasToJSON && value instanceof Set) return this.walkSet(value, depth);
+    return this.walkOther(value, depth, key, false);
   }
 
+  /**
+   * An object that is not plain data, as `JSON.stringify` writes it under `key` ({@link jsonForm}), walked (or, with
+   * `blank`, blanked): `value` itself when that form holds no secret, else the form redacted. A byte array holding text
+   * is scanned as text (blanked whole under a secret-named key); other binary data is kept (JSON writes its numbers).
+   */
+  private walkOther(value: object, depth: number, key: string | number, blank: boolean): unknown {
+    // A date's JSON is its ISO time (or null): nothing to look for.
+    if (value instanceof Date && value.toJSON === DATE_TO_JSON) return value;
+    if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) {
+      if (!isByteArray(value) || value.length === 0) return value;
+      const text = bytesText(Buffer.from(value.buffer, value.byteOffset, value.byteLength));
+      if (text === undefined) return value;
+      const next = this.replaced(text, blank ? REDACTED : this.redactText(text));
+      return next === text ? value : bytesLike(value, next);
+    }
+    // Objects of this kind (a client, a socket) often refer back to themselves: JSON.stringify throws on them too.
+    if (this.converting.has(value)) throw new RangeError('redaction: value is circular; it cannot be written as JSON');
+    this.converting.add(value);
+    try {
+      const form = jsonForm(value, key);
+      const next = blank ? this.blank(form, depth + 1, key) : this.walk(form, depth + 1, key);
+      return next === form ? value : next;
+    } finally {
+      this.converting.delete(value);
+    }
+  }
+
+  /**
+   * The encoded form of a typed array of one-byte elements, `{ "$bp": "typed", t, v }` (`v` its bytes in base64),
+   * whose bytes hold text (see {@link bytesText}): `v` holding the bytes of its redacted text. Undefined for
+   * anything else (walked as any object).
+   */
+  private encodedBytes(record: Record<string, unknown>): Record<string, unknown> | undefined {
+    const v = record['v'];
+    if (typeof v !== 'string' || typeof record['t'] !== 'string' || !BYTE_ARRAY_TYPES.has(record['t']) || Object.keys(record).length !== 3) return undefined;
+    const text = bytesText(Buffer.from(v, 'base64'));
+    if (text === undefined) return undefined;
+    const next = this.replaced(text, this.redactText(text));
+    return next === text ? record : { ...record, v: Buffer.from(next, 'latin1').toString('base64') };
+  }
+
+  /**
+   * Walks an array. With `blank`, every string is replaced (it sits under a secret-named key). Otherwise an element
+   * that is a `[key, value]` pair with a secret-named string key (a Map's entry in its encoded form,
+   * `Object.entries`) has its value blanked, whatever the other elements are.
+   */
   private walkArray(value: readonly unknown[], depth: number, blank: boolean): unknown {
     let out: unknown[] | undefined;
     for (let i = 0; i < value.length; i++) {
       const item = value[i];
-      const next = blank ? this.blank(item, depth + 1) : this.walk(item, depth + 1);
+      let next: unknown;
+      if (blank) next = this.blank(item, depth + 1, i);
+      else if (Array.isArray(item) && item.length === 2 && typeof item[0] === 'string' && this.keys.isSecretKey(item[0])) {
+        const key = this.replaced(item[0], this.redactText(item[0]));
+        const inner = this.secretEntry(item[1], depth + 2, 1);
+        next = key === item[0] && inner === item[1] ? item : [key, inner];
+      } else next = this.walk(item, depth + 1, i);
       if (next !== item) {
         out ??= value.slice();
         out[i] = next;
@@ -281,11 +422,15 @@ export class Redactor {
     let index = 0;
     for (const key in record) {
       const item = record[key];
+      if (key === '$bp' && item === 'typed' && !blank) {
+        const bytes = this.encodedBytes(record);
+        if (bytes !== undefined) return bytes;
+      }
       let next: unknown;
-      if (blank) next = this.blank(item, depth + 1);
-      else if (this.keys.isSecretKey(key)) next = this.secretEntry(item, depth + 1);
-      else if (namesSecret && VALUE_FIELDS.has(key)) next = this.blank(item, depth + 1);
-      else next = this.walk(item, depth + 1);
+      if (blank) next = this.blank(item, depth + 1, key);
+      else if (this.keys.isSecretKey(key)) next = this.secretEntry(item, depth + 1, key);
+      else if (namesSecret && VALUE_FIELDS.has(key)) next = this.blank(item, depth + 1, key);
+      else next = this.walk(item, depth + 1, key);
       const nextKey = this.replaced(key, this.redactKey(key));
       if (out === undefined && (next !== item || nextKey !== key)) {
         out = {};
@@ -320,34 +465,12 @@ export class Redactor {
     return `${key} #${n}`;
   }
 
-  /**
-   * A list of `[key, value]` pairs (an encoded Map, `Object.entries`, or the appended entries of a Map's delta):
-   * a value under a secret-named string key is blanked.
-   */
-  private walkPairs(pairs: unknown[], depth: number): unknown {
-    let out: unknown[] | undefined;
-    for (let i = 0; i < pairs.length; i++) {
-      const pair = pairs[i];
-      let next: unknown;
-      if (Array.isArray(pair) && pair.length === 2 && typeof pair[0] === 'string' && this.keys.isSecretKey(pair[0])) {
-        const key = this.replaced(pair[0], this.redactText(pair[0]));
-        const inner = this.secretEntry(pair[1], depth + 1);
-        next = key === pair[0] && inner === pair[1] ? pair : [key, inner];
-      } else next = this.walk(pair, depth + 1);
-      if (next !== pair) {
-        out ??= pairs.slice();
-        out[i] = next;
-      }
-    }
-    return out ?? pairs;
-  }
-
   private walkMap(map: Map<unknown, unknown>, depth: number): unknown {
     let changed = false;
     const entries: [unknown, unknown][] = [];
     for (const [key, item] of map) {
-      const nextKey = this.walk(key, depth + 1);
-      const next = typeof key === 'string' && this.keys.isSecretKey(key) ? this.secretEntry(item, depth + 1) : this.walk(item, depth + 1);
+      const nextKey = this.walk(key, depth + 1, '');
+      const next = typeof key === 'string' && this.keys.isSecretKey(key) ? this.secretEntry(item, depth + 1, '') : this.walk(item, depth + 1, '');
       changed ||= nextKey !== key || next !== item;
       entries.push([nextKey, next]);
     }
@@ -358,7 +481,7 @@ export class Redactor {
     let changed = false;
     const members: unknown[] = [];
     for (const member of set) {
-      const next = this.walk(member, depth + 1);
+      const next = this.walk(member, depth + 1, '');
       changed ||= next !== member;
       members.push(next);
     }
@@ -366,15 +489,16 @@ export class Redactor {
   }
 
   /** Every string replaced (keeping numbers, booleans and the shape). */
-  private blank(value: unknown, depth: number): unknown {
+  private blank(value: unknown, depth: number, key: string | number): unknown {
     if (typeof value === 'string') return this.replaced(value, REDACTED);
     if (value === null || typeof value !== 'object') return value;
-    if (depth > MAX_DEPTH) throw new RangeError(`redaction: value nested deeper than ${MAX_DEPTH} levels; it cannot be checked for secrets`);
+    if (depth > MAX_DEPTH) throw tooDeep();
     if (Array.isArray(value)) return this.walkArray(value, depth, true);
-    if (value instanceof Map) return new Map([...value].map(([k, v]) => [this.walk(k, depth + 1), this.blank(v, depth + 1)]));
-    if (value instanceof Set) return new Set([...value].map((m) => this.blank(m, depth + 1)));
-    if (!isPlainObject(value)) return value;
-    return this.walkObject(value as Record<string, unknown>, depth, true);
+    const hasToJSON = typeof (value as { toJSON?: unknown }).toJSON === 'function';
+    if (!hasToJSON && isPlainObject(value)) return this.walkObject(value as Record<string, unknown>, depth, true);
+    if (!hasToJSON && value instanceof Map) return new Map([...value].map(([k, v]) => [this.walk(k, depth + 1, ''), this.blank(v, depth + 1, '')]));
+    if (!hasToJSON && value instanceof Set) return new Set([...value].map((m) => this.blank(m, depth + 1, '')));
+    return this.walkOther(value, depth, key, true);
   }
 
   /**
@@ -382,24 +506,24 @@ export class Redactor {
    * with a `metadata` object: a state item, a quarantined item, a state-delta entry) keeps its provenance: its
    * `metadata` and `accessControl` are walked like any other data.
    */
-  private secretEntry(value: unknown, depth: number): unknown {
+  private secretEntry(value: unknown, depth: number, key: string | number): unknown {
     if (value !== null && typeof value === 'object' && !Array.isArray(value) && isPlainObject(value)) {
       const record = value as Record<string, unknown>;
       const metadata = record['metadata'];
       if (metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata)) {
         let out: Record<string, unknown> | undefined;
-        for (const key in record) {
-          const item = record[key];
-          const next = key === 'metadata' || key === 'accessControl' ? this.walk(item, depth + 1) : this.blank(item, depth + 1);
+        for (const name in record) {
+          const item = record[name];
+          const next = name === 'metadata' || name === 'accessControl' ? this.walk(item, depth + 1, name) : this.blank(item, depth + 1, name);
           if (next !== item) {
             out ??= { ...record };
-            setOwn(out, key, next);
+            setOwn(out, name, next);
           }
         }
         return out ?? record;
       }
     }
-    return this.blank(value, depth);
+    return this.blank(value, depth, key);
   }
 }
 

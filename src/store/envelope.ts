@@ -1,4 +1,5 @@
 import { StreamEventSchema, StreamEventType, type StreamEvent } from '../events/types.js';
+import type { Redactor } from '../redact/index.js';
 
 /**
  * Validation of the event envelope (DESIGN D11) for the event log, on write and on read. It gives exactly the
@@ -79,35 +80,65 @@ function quickEnvelope(value: unknown): StreamEvent | undefined {
   return event;
 }
 
+/**
+ * The envelope's free-form text: names and ids written as they are. They are never redacted (they name nodes and
+ * spans that checkpoints, projections and readers refer to), so an event whose text there holds a secret is refused.
+ */
+export const NAME_FIELDS = ['id', 'namespace', 'nodeId', 'nodeName', 'spanId', 'parentSpanId'] as const;
+
+/** One of {@link NAME_FIELDS}. */
+export type NameField = (typeof NAME_FIELDS)[number];
+
+/** The first of {@link NAME_FIELDS} of `event` that holds a secret by `redactor`'s catalogue, or undefined. */
+export function secretName(event: { readonly [F in NameField]?: string | undefined }, redactor: Redactor): NameField | undefined {
+  for (const field of NAME_FIELDS) {
+    const text = event[field];
+    if (text !== undefined && redactor.holdsSecret(text)) return field;
+  }
+  return undefined;
+}
+
+/** The envelope fields a node's events share, their JSON, and the last redactor that found no secret in them. */
+interface Shared {
+  readonly namespace: string | undefined;
+  readonly nodeId: string | undefined;
+  readonly nodeName: string | undefined;
+  readonly spanId: string | undefined;
+  readonly parentSpanId: string | undefined;
+  readonly text: string;
+  clearFor: Redactor | undefined;
+}
+
 /** An event the quick check accepts, without a chain hash, as {@link plainEnvelope} returns it. */
 export interface PlainEnvelope {
   seq: number;
   runId: string;
   sessionKey: string | undefined;
+  id: string;
   payload: Record<string, unknown>;
   /**
    * The event's stored JSON up to its payload: `{"v":1,...,"payload":`. Followed by the payload's JSON and `}`, it
    * is byte for byte `JSON.stringify` of what {@link parseEvent} returns for the event.
    */
   head: string;
+  /** Its namespace, nodeId, nodeName, spanId and parentSpanId (shared with the events of the same node execution). */
+  shared: Shared;
 }
 
 const json = JSON.stringify;
 
 /**
- * The JSON of the envelope fields that a node's events share (namespace, nodeId, nodeName, spanId, parentSpanId),
- * for the last few combinations seen: a step's events come from one node execution, in three or four shapes.
+ * The envelope fields that a node's events share (namespace, nodeId, nodeName, spanId, parentSpanId) and their
+ * JSON, for the last few combinations seen: a step's events come from one node execution, in three or four shapes.
  */
 class SharedFields {
-  private readonly keys: (string | undefined)[] = [];
-  private readonly texts: string[] = [];
+  private readonly entries: Shared[] = [];
   private next = 0;
   private static readonly SIZE = 4;
 
-  text(namespace: string | undefined, nodeId: string | undefined, nodeName: string | undefined, spanId: string | undefined, parentSpanId: string | undefined): string {
-    const keys = this.keys;
-    for (let i = 0, k = 0; i < this.texts.length; i++, k += 5) {
-      if (keys[k] === namespace && keys[k + 1] === nodeId && keys[k + 2] === nodeName && keys[k + 3] === spanId && keys[k + 4] === parentSpanId) return this.texts[i]!;
+  get(namespace: string | undefined, nodeId: string | undefined, nodeName: string | undefined, spanId: string | undefined, parentSpanId: string | undefined): Shared {
+    for (const e of this.entries) {
+      if (e.namespace === namespace && e.nodeId === nodeId && e.nodeName === nodeName && e.spanId === spanId && e.parentSpanId === parentSpanId) return e;
     }
     let text = '';
     if (namespace !== undefined) text += `,"namespace":${json(namespace)}`;
@@ -115,15 +146,10 @@ class SharedFields {
     if (nodeName !== undefined) text += `,"nodeName":${json(nodeName)}`;
     if (spanId !== undefined) text += `,"spanId":${json(spanId)}`;
     if (parentSpanId !== undefined) text += `,"parentSpanId":${json(parentSpanId)}`;
-    const at = this.next;
-    this.next = (at + 1) % SharedFields.SIZE;
-    keys[at * 5] = namespace;
-    keys[at * 5 + 1] = nodeId;
-    keys[at * 5 + 2] = nodeName;
-    keys[at * 5 + 3] = spanId;
-    keys[at * 5 + 4] = parentSpanId;
-    this.texts[at] = text;
-    return text;
+    const entry: Shared = { namespace, nodeId, nodeName, spanId, parentSpanId, text, clearFor: undefined };
+    this.entries[this.next] = entry;
+    this.next = (this.next + 1) % SharedFields.SIZE;
+    return entry;
   }
 }
 
@@ -145,6 +171,20 @@ export function plainEnvelope(value: unknown): PlainEnvelope | undefined {
   if (lastRun.runId !== f.runId || lastRun.sessionKey !== f.sessionKey) {
     lastRun = { runId: f.runId, sessionKey: f.sessionKey, text: `,"runId":${json(f.runId)}${f.sessionKey === undefined ? '' : `,"sessionKey":${json(f.sessionKey)}`}` };
   }
-  const head = `{"v":1,"id":${json(f.id)},"seq":${f.seq},"timestamp":${f.timestamp}${lastRun.text},"type":"${f.type}"${shared.text(f.namespace, f.nodeId, f.nodeName, f.spanId, f.parentSpanId)},"payload":`;
-  return { seq: f.seq, runId: f.runId, sessionKey: f.sessionKey, payload: f.payload, head };
+  const names = shared.get(f.namespace, f.nodeId, f.nodeName, f.spanId, f.parentSpanId);
+  const head = `{"v":1,"id":${json(f.id)},"seq":${f.seq},"timestamp":${f.timestamp}${lastRun.text},"type":"${f.type}"${names.text},"payload":`;
+  return { seq: f.seq, runId: f.runId, sessionKey: f.sessionKey, id: f.id, payload: f.payload, head, shared: names };
+}
+
+/**
+ * {@link secretName} of an event {@link plainEnvelope} accepted; the fields its node execution shares are checked
+ * once per redactor.
+ */
+export function secretPlainName(plain: PlainEnvelope, redactor: Redactor): NameField | undefined {
+  if (plain.shared.clearFor !== redactor) {
+    const field = secretName(plain.shared, redactor);
+    if (field !== undefined) return field;
+    plain.shared.clearFor = redactor;
+  }
+  return redactor.holdsSecret(plain.id) ? 'id' : undefined;
 }

@@ -53,7 +53,20 @@ function filesUnder(dir: string): string[] {
   });
 }
 
-/** The files under `dir` holding part of the secret, with the part found. */
+/**
+ * The text of the byte arrays a JSON file holds: base64 strings (a typed array in the codec's form) and lists of byte
+ * values (a Buffer as JSON writes it, `"data":[104,105]`, and a typed array's `{"0":104,"1":105}`).
+ */
+function bytesIn(text: string): string[] {
+  const out: string[] = [];
+  for (const [, base64] of text.matchAll(/"([A-Za-z0-9+/]{12,}={0,2})"/g)) out.push(Buffer.from(base64!, 'base64').toString('latin1'));
+  for (const [list] of text.matchAll(/\[\d{1,3}(?:,\d{1,3}){7,}\]|\{"0":\d{1,3}(?:,"\d+":\d{1,3}){7,}\}/g)) {
+    out.push(Buffer.from((list!.match(/(?<=[[,:])\d{1,3}(?=[,\]}])/g) ?? []).map(Number)).toString('latin1'));
+  }
+  return out;
+}
+
+/** The files under `dir` holding part of the secret (also in the bytes of a byte array), with the part found. */
 function leaks(dir: string, format: Format, skip: (path: string) => boolean = () => false): string[] {
   const parts = windows(format);
   const found: string[] = [];
@@ -61,7 +74,7 @@ function leaks(dir: string, format: Format, skip: (path: string) => boolean = ()
     if (skip(file)) continue;
     const text = readFileSync(file, 'utf8');
     // JSON escapes '/' nowhere and '\n' as '\\n'; the bodies hold neither, so plain search suffices.
-    const part = parts.find((p) => text.includes(p));
+    const part = [text, ...bytesIn(text)].flatMap((t) => parts.filter((p) => t.includes(p)))[0];
     if (part !== undefined) found.push(`${file}: ${part}`);
   }
   return found;
@@ -149,7 +162,45 @@ async function runPacking(make: (round: number) => [string, unknown][]): Promise
   return dataDir;
 }
 
-type Placement = (secret: string) => Promise<string>;
+/** Puts `secret` somewhere and returns the directory written; `body` is the part no pattern's prefix marks. */
+type Placement = (secret: string, body: string) => Promise<string>;
+
+/** A class instance, as HTTP clients and SDKs hand them out, holding the secret in a field. */
+class Credentials {
+  readonly user = 'deploy';
+  constructor(
+    readonly note: string,
+    readonly password: string,
+  ) {}
+}
+
+/** Runs a flow whose one node emits `payload` in a custom event (objects that are not plain data reach events only). */
+async function runEmitting(payload: Record<string, unknown>): Promise<string> {
+  const dataDir = temp();
+  const flow = new Flow({ namespace: 'matrix' });
+  flow.addNode(Emits, { id: 'emits', payload });
+  await runFlow(flow, { dataDir, runId: 'r' });
+  const events = await new EventStore({ dataDir, sessionKey: 'default', runId: 'r' }).readAll();
+  expect(events.find((e) => e.type === 'custom')?.redaction).toEqual({ containsSecrets: true });
+  return dataDir;
+}
+
+/**
+ * Runs a flow built by `build` (which puts the secret in a name or id): the run is refused (the flow, or the log at
+ * the first event holding it), and nothing written holds the secret.
+ */
+async function runNamed(build: (flow: () => Flow) => Flow): Promise<string> {
+  const dataDir = temp();
+  let flow: Flow;
+  try {
+    flow = build(() => new Flow({ namespace: 'matrix' }));
+  } catch (error) {
+    expect(error).toBeInstanceOf(TypeError);
+    return dataDir;
+  }
+  await expect(runFlow(flow, { dataDir, runId: 'r', keyframeInterval: 1 })).rejects.toThrow(/secret-looking (nodeId|namespace|nodeName)/);
+  return dataDir;
+}
 
 const backpack =
   (make: (secret: string, round: number) => [string, unknown][]): Placement =>
@@ -178,6 +229,38 @@ const PLACEMENTS: Record<string, Placement> = {
     expect(custom?.redaction).toEqual({ containsSecrets: true });
     return dataDir;
   },
+  'class instance, error with headers and toJSON object in an event payload': (secret, body) =>
+    runEmitting({
+      creds: new Credentials(`uses ${secret}`, body),
+      error: Object.assign(new Error('request failed'), { config: { headers: { Authorization: body, 'x-note': secret } } }),
+      later: { toJSON: () => ({ apiKey: body, text: secret }) },
+    }),
+  'URL object in an event payload': (secret, body) => {
+    const url = new URL('https://deploy@api.example.com/v1');
+    url.password = secret;
+    url.searchParams.set('access_token', body);
+    return runEmitting({ endpoint: url, endpoints: [url] });
+  },
+  'Map with keys of mixed types (its encoded pairs), the bare secret under a secret-named key': (secret, body) =>
+    runPacking((round) => [['settings', new Map<unknown, unknown>([['password', `${body}${round}`], [round, 'x'], [secret, true]])]]),
+  'byte array holding the secret as text (events, keyframes)': backpack((s, r) => [['file', new TextEncoder().encode(`config ${r}:\n${s}\n`)]]),
+  'Buffer and Uint8Array in an event payload': (secret) => runEmitting({ file: Buffer.from(`config:\n${secret}\n`), copy: new TextEncoder().encode(secret) }),
+  'node id': (secret) => runNamed((flow) => {
+    const f = flow();
+    f.addNode(Emits, { id: secret, namespaceSegment: 'n', payload: {} });
+    return f;
+  }),
+  'flow namespace': (secret) => runNamed(() => {
+    const f = new Flow({ namespace: secret });
+    f.addNode(Emits, { id: 'emits', payload: {} });
+    return f;
+  }),
+  'node class name': (secret) => runNamed((flow) => {
+    const Named = { [secret]: class extends Emits {} }[secret]!;
+    const f = flow();
+    f.addNode(Named, { id: 'named', payload: {} });
+    return f;
+  }),
   'projection (a failed run quoting the secret)': async (secret) => {
     const dataDir = temp();
     const flow = new Flow({ namespace: 'matrix' });
@@ -218,7 +301,7 @@ const PLACEMENTS: Record<string, Placement> = {
 
 describe.each(Object.entries(FORMATS))('%s', (_name, format) => {
   it.each(Object.keys(PLACEMENTS))('never reaches the disk: %s', async (placement) => {
-    const dir = await PLACEMENTS[placement]!(format.secret);
+    const dir = await PLACEMENTS[placement]!(format.secret, format.body ?? format.secret.slice(format.prefix.length));
     expect(leaks(dir, format, (path) => path.endsWith('flow.json') && !path.includes('sessions'))).toEqual([]);
   });
 });

@@ -23,7 +23,12 @@ function referenceLine(target: EncodeTarget, event: unknown, previousSeq: number
   if (valid.runId !== target.runId) return 'refused';
   if (valid.sessionKey !== undefined && valid.sessionKey !== target.sessionKey) return 'refused';
   if (previousSeq !== undefined && valid.seq <= previousSeq) return 'refused';
-  const { value: payload, redacted } = target.redactor.redact(valid.payload);
+  // Names and ids are refused, never redacted, when they hold secret-looking text.
+  for (const field of ['id', 'namespace', 'nodeId', 'nodeName', 'spanId', 'parentSpanId'] as const) {
+    const name = valid[field];
+    if (typeof name === 'string' && target.redactor.redactText(name) !== name) return 'refused';
+  }
+  const { value: payload, redacted } = target.redactor.redact(valid.payload, 'payload');
   const stored: StreamEvent = redacted ? { ...valid, payload, redaction: { containsSecrets: true } } : valid;
   return JSON.stringify(stored);
 }
@@ -127,7 +132,7 @@ describe('encodeEvent: stored lines byte for byte as before', () => {
     );
   });
 
-  it('writes the events a streamer stamps (with fields left undefined) as before, secrets and all', () => {
+  it('writes the events a streamer stamps (with fields left undefined) as before, secrets in payloads redacted, and refuses only names that hold one', () => {
     const target = targets[0]![1];
     const streamer = new EventStreamer({ runId: 'r', sessionKey: 's' });
     fc.assert(
@@ -135,7 +140,8 @@ describe('encodeEvent: stored lines byte for byte as before', () => {
         const e = streamer.emit({ type, nodeId, namespace, nodeName: 'Count', spanId: 'sp-1', payload: body as Record<string, unknown> });
         const line = encoded(target, e, undefined);
         expect(line).toBe(referenceLine(target, e, undefined));
-        expect(line).not.toBe('refused');
+        const secretName = [nodeId, namespace].some((name) => name !== undefined && target.redactor.redactText(name) !== name);
+        expect(line === 'refused').toBe(secretName);
       }),
       { numRuns: trials(300, 10_000) },
     );
@@ -146,7 +152,8 @@ describe('encodeEvent: stored lines byte for byte as before', () => {
     const keys: string[] = [];
     const e = { v: 1, id: 'e', seq: 1, timestamp: 1, runId: 'r', type: 'custom', payload: { toJSON: (key: string) => (keys.push(key), { key }) } };
     expect(encoded(target, e, undefined)).toBe(referenceLine(target, e, undefined));
-    expect(keys).toEqual(['payload', 'payload']);
+    // Redaction reads the payload as JSON.stringify writes it too: toJSON is called with the same key each time.
+    expect(keys).toEqual(['payload', 'payload', 'payload', 'payload']);
   });
 
   it('writes a large payload in pieces that join to the same text', () => {

@@ -1,0 +1,226 @@
+/**
+ * Values the redaction pass used to let through: objects that are not plain data (class instances, URL objects,
+ * errors with headers, objects with a `toJSON`), a Map whose keys are not all strings (its encoded pairs), byte
+ * arrays holding text, and the names and ids of an event's envelope. The guarantee checked is the one the log
+ * needs: the text `JSON.stringify` writes for the redacted value holds no secret.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { decodeValue, encodeValue } from '../../src/backpack/index.js';
+import { REDACTED, Redactor, redact } from '../../src/redact/index.js';
+import { EventStore, EventStoreError } from '../../src/store/index.js';
+import { makeEvent, tempDir } from '../store/helpers.js';
+import { trials } from '../support/soak.js';
+
+const TOKEN = 'ghp_R8kL2mQ9xZ4vT7wN1bY5cH3jD6fG0aKsPeUi';
+const PEM = '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----';
+/** A secret no pattern knows: only the secret-key rule can find it. */
+const PLAIN = 'hunter2-plain-words';
+
+class Creds {
+  user = 'bob';
+  password = PLAIN;
+  nested = { note: `uses ${TOKEN}` };
+}
+
+/** An error as HTTP clients throw them: the request's headers on an own property. */
+function clientError(): Error {
+  return Object.assign(new Error('request failed'), { config: { headers: { Authorization: `Bearer ${TOKEN}` } } });
+}
+
+const json = (value: unknown): string => JSON.stringify(value);
+
+describe('objects that are not plain data are redacted in the form JSON.stringify writes', () => {
+  it('class instances, URL objects, errors with headers and toJSON results', () => {
+    const input = {
+      url: new URL(`https://bob:${PLAIN}@db.example.com/x?token=${TOKEN}`),
+      creds: new Creds(),
+      err: clientError(),
+      custom: { toJSON: () => ({ apiKey: PLAIN }) },
+      list: [new Creds()],
+    };
+    const { value, redacted } = redact(input);
+    expect(redacted).toBe(true);
+    const text = json(value);
+    expect(text).not.toContain(PLAIN);
+    expect(text).not.toContain(TOKEN.slice(4));
+    expect(JSON.parse(text)).toEqual({
+      url: `https://bob:${REDACTED}@db.example.com/x?token=${REDACTED}`,
+      creds: { user: 'bob', password: REDACTED, nested: { note: `uses ${REDACTED}` } },
+      err: { config: { headers: { Authorization: REDACTED } } },
+      custom: { apiKey: REDACTED },
+      list: [{ user: 'bob', password: REDACTED, nested: { note: `uses ${REDACTED}` } }],
+    });
+    // The input is not modified.
+    expect(input.creds.password).toBe(PLAIN);
+  });
+
+  it('a value under a secret-named key is blanked in its JSON form too', () => {
+    const { value } = redact({ credentials: new Creds(), password: new URL('https://example.com/a') });
+    expect(JSON.parse(json(value))).toEqual({ credentials: { user: REDACTED, password: REDACTED, nested: { note: REDACTED } }, password: REDACTED });
+  });
+
+  it('toJSON is called with the key JSON.stringify passes, and a value whose JSON form holds no secret is kept as it is', () => {
+    const byKey = { toJSON: (key: string) => (key === 'leaky' ? TOKEN : 'fine') };
+    expect(json(redact({ leaky: byKey }).value)).toBe(`{"leaky":"${REDACTED}"}`);
+    const input = { at: new Date(0), url: new URL('https://example.com/docs'), who: new Creds().user, list: [1, 'a'], n: new Number(3) };
+    const result = redact(input);
+    expect(result.redacted).toBe(false);
+    expect(result.value).toBe(input);
+  });
+
+  it('a circular object is refused, not written unchecked', () => {
+    class Node {
+      self: Node = this;
+    }
+    expect(() => redact({ node: new Node() })).toThrow(/circular/);
+    expect(() => new Redactor().containsSecrets([new Node()])).toThrow(/circular/);
+  });
+});
+
+describe('a Map whose keys are not all strings', () => {
+  it('has each pair of its encoded form checked on its own', () => {
+    const map = new Map<unknown, unknown>([
+      ['password', PLAIN],
+      [1, 'one'],
+      [TOKEN, 'value'],
+      [undefined, { apiKey: PLAIN }],
+    ]);
+    const { value, redacted } = redact(encodeValue({ cfg: map }));
+    expect(redacted).toBe(true);
+    expect(json(value)).not.toContain(PLAIN);
+    expect(json(value)).not.toContain(TOKEN.slice(4));
+    // Still a valid encoding: it decodes to the Map with its values redacted.
+    expect([...(decodeValue(value) as { cfg: Map<unknown, unknown> }).cfg]).toEqual([
+      ['password', REDACTED],
+      [1, 'one'],
+      [REDACTED, 'value'],
+      [undefined, { apiKey: REDACTED }],
+    ]);
+  });
+
+  it('a [key, value] pair with a secret-named key is blanked whatever the other elements of its list are', () => {
+    expect(redact({ pairs: [['token', PLAIN], 3, 'x', [2, 'y']] }).value).toEqual({ pairs: [['token', REDACTED], 3, 'x', [2, 'y']] });
+  });
+});
+
+describe('byte arrays holding text', () => {
+  const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
+
+  it('are scanned as text, live and in their encoded form, and stay valid byte arrays', () => {
+    const input = { key: bytes(`key:\n${PEM}\n`), buf: Buffer.from(`token ${TOKEN}`), clamped: new Uint8ClampedArray(bytes(TOKEN)) };
+    const { value } = redact(input);
+    expect(Buffer.from(value.key).toString()).toBe(`key:\n${REDACTED}\n`);
+    expect(Buffer.isBuffer(value.buf) && value.buf.toString()).toBe(`token ${REDACTED}`);
+    expect(value.clamped).toBeInstanceOf(Uint8ClampedArray);
+
+    const encoded = encodeValue({ key: bytes(PEM), int8: new Int8Array(bytes(TOKEN)) });
+    const stored = redact(encoded);
+    expect(stored.redacted).toBe(true);
+    const decoded = decodeValue(stored.value) as { key: Uint8Array; int8: Int8Array };
+    expect(Buffer.from(decoded.key).toString()).toBe(REDACTED);
+    expect(decoded.int8).toBeInstanceOf(Int8Array);
+    expect(Buffer.from(decoded.int8.buffer).toString()).toBe(REDACTED);
+    expect(json(stored.value)).not.toContain(Buffer.from(PEM).toString('base64').slice(8, 40));
+  });
+
+  it('are blanked under a secret-named key; binary data (a NUL byte in its first 8 KB) and other typed arrays are kept', () => {
+    expect(Buffer.from(redact({ privateKey: bytes('plain words') }).value.privateKey).toString()).toBe(REDACTED);
+    const binary = new Uint8Array([0, ...bytes(TOKEN)]);
+    const floats = new Float64Array([1, 2]);
+    const input = { binary, floats, encoded: encodeValue(binary) };
+    expect(redact(input).value).toBe(input);
+  });
+});
+
+describe('the property: nothing JSON.stringify writes of a redacted value holds a secret', () => {
+  const secret = fc.constantFrom(TOKEN, 'sk-proj-Q7vLx2Rk9TmWp4ZsN8bYc3HjD6fGa1Ke', 'postgres://admin:Pg5ecretW0rdQx7@db/app', PEM);
+  const text = fc.oneof(fc.string({ maxLength: 12 }), secret, secret.map((s) => `see ${s} here`));
+  const key = fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('password', 'apiKey', 'note'));
+  class Box {
+    constructor(readonly inner: unknown) {}
+  }
+  const { value } = fc.letrec((tie) => ({
+    value: fc.oneof(
+      { depthSize: 'small' },
+      text,
+      fc.integer(),
+      fc.dictionary(key, tie('value'), { maxKeys: 3 }),
+      fc.array(tie('value'), { maxLength: 3 }),
+      tie('value').map((inner) => new Box(inner)),
+      tie('value').map((inner) => ({ toJSON: () => inner })),
+      text.map((s) => Buffer.from(s)),
+      fc.array(fc.tuple(fc.oneof(key, fc.integer(), fc.constant(undefined)), tie('value')), { maxLength: 3 }).map((entries) => new Map<unknown, unknown>(entries)),
+    ),
+  }));
+  const parts = [TOKEN.slice(4), 'Q7vLx2Rk9TmWp4ZsN8', 'Pg5ecretW0rdQx7', 'MIIEvQIBADANBgkq'];
+  /** Whether JSON text holds a secret, as text or as the bytes of a Buffer (`"data":[77,73,...]`). */
+  const holdsSecretText = (written: string, bytes = true): boolean => parts.some((part) => written.includes(part) || (bytes && written.includes(numbers(part))));
+  /** How JSON writes the bytes of `text` in a Buffer: `"data":[77,73,...]`. */
+  const numbers = (text: string): string => [...Buffer.from(text)].join(',');
+
+  it('holds for plain data, class instances, toJSON objects, byte arrays and Maps of any keys, live and encoded', () => {
+    const redactor = new Redactor();
+    fc.assert(
+      fc.property(value, (input) => {
+        const live = redactor.redact(input);
+        expect(holdsSecretText(json(live.value))).toBe(false);
+        expect(redactor.containsSecrets(input)).toBe(live.redacted);
+        // What the backpack and keyframes store: the codec's encoding of data (here the JSON of the input, where a
+        // Buffer is a list of numbers, stored as they are), in a Map of mixed keys, with a byte array.
+        const data = JSON.parse(json({ v: input })) as unknown;
+        const encoded = redactor.redact(encodeValue(new Map<unknown, unknown>([[1, data], ['password', PLAIN], [2, new Uint8Array(Buffer.from(PEM))]]))).value;
+        expect(json(encoded)).not.toContain(PLAIN);
+        expect(holdsSecretText(json(encoded), false)).toBe(false);
+        expect(holdsSecretText(Buffer.from(((encoded as { v: [unknown, { v: string }][] }).v[2]![1]).v, 'base64').toString())).toBe(false);
+      }),
+      { numRuns: trials(300, 3000) },
+    );
+  });
+});
+
+describe('names and ids of the event envelope', () => {
+  const cleanups: (() => void)[] = [];
+  afterEach(() => {
+    for (const cleanup of cleanups.splice(0)) cleanup();
+  });
+
+  function filesUnder(dir: string): string[] {
+    return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]));
+  }
+
+  it.each(['id', 'namespace', 'nodeId', 'nodeName', 'spanId', 'parentSpanId'] as const)(
+    'an event whose %s holds a secret is refused, with an error that names the field and not the secret',
+    async (field) => {
+      const { dir, cleanup } = tempDir();
+      cleanups.push(cleanup);
+      const store = new EventStore({ dataDir: dir, sessionKey: 's', runId: 'r' });
+      await store.append(makeEvent('r', 1, { namespace: 'app.a', nodeId: 'a', nodeName: 'A', spanId: 'sp-1', parentSpanId: 'sp-0' }));
+      for (const [seq, payload] of [
+        [2, { n: 2 }],
+        [3, { password: 'x' }],
+      ] as const) {
+        // The quick path (a plain payload) and the general one (a payload the redaction pass changes).
+        const error = await store.append(makeEvent('r', seq, { [field]: `x ${TOKEN}`, payload })).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(EventStoreError);
+        expect((error as Error).message).toContain(`secret-looking ${field}`);
+        expect((error as Error).message).not.toContain(TOKEN.slice(4));
+      }
+      await store.append(makeEvent('r', 2, { [field]: field === 'id' ? 'ev-2' : 'fine' }));
+      await store.close();
+      for (const file of filesUnder(dir)) expect(readFileSync(file, 'utf8')).not.toContain(TOKEN.slice(4));
+      expect((await new EventStore({ dataDir: dir, sessionKey: 's', runId: 'r' }).readAll()).map((e) => e.seq)).toEqual([1, 2]);
+    },
+  );
+
+  it("a user's patterns apply to names too", async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const store = new EventStore({ dataDir: dir, sessionKey: 's', runId: 'r', redaction: { patterns: [/\bACME-[0-9]{6}\b/] } });
+    await expect(store.append(makeEvent('r', 1, { nodeId: 'ACME-123456' }))).rejects.toThrow(/secret-looking nodeId/);
+    await store.append(makeEvent('r', 1, { nodeId: 'ACME-1' }));
+    await store.close();
+  });
+});
