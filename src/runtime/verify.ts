@@ -3,7 +3,7 @@
  * what the projection claims about the log. `backpackflow runs verify <runId>` prints it.
  */
 import { StreamEventType, isEventOf } from '../events/index.js';
-import { StoreError, assertValidId, type RunRef, type RunStore, type VerifyResult } from '../store/index.js';
+import { StoreError, assertValidId, type RunMeta, type RunRef, type RunStore, type VerifyResult } from '../store/index.js';
 import { locateStore, type RunLocation } from './location.js';
 import type { KeyframeState } from './run-point.js';
 
@@ -38,7 +38,8 @@ export interface RunVerification {
 /**
  * Recomputes the chain of a run's event log and checks what refers to it: each keyframe (`checkpoint/<step>.json`)
  * must pass its checksum, be the keyframe of its step, and carry the chain hash the log has at that step; the
- * projection (`projections/run.meta.json`) must pass its checksum and claim no more events than the log holds.
+ * projection (`projections/run.meta.json`) must pass its checksum, be this run's, and claim no more events than the
+ * log holds (readers keep such a projection as the evidence of a lost tail: deleting it takes the log as it stands).
  * Reads only. Throws a StoreError when the run does not exist.
  */
 export async function verifyRun(options: RunLocation & { runId: string }): Promise<RunVerification> {
@@ -47,6 +48,15 @@ export async function verifyRun(options: RunLocation & { runId: string }): Promi
   assertValidId(runId, 'runId');
   const ref = { sessionKey, runId };
   const logName = store.describeLog(ref);
+  // The projection is read before the log: a live writer stores it only after the events it counts.
+  let meta: RunMeta | null = null;
+  let projectionProblem: string | undefined;
+  try {
+    meta = await store.loadRunMeta(ref);
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    projectionProblem = error.message;
+  }
   const log = await store.verifyLog(ref);
   if (log.lines === 0 && log.tornTailBytes === 0) {
     throw new StoreError(`run ${sessionKey}/${runId} has no event log in ${store.location} (${logName})`);
@@ -61,16 +71,13 @@ export async function verifyRun(options: RunLocation & { runId: string }): Promi
   for (const keyframe of keyframes) if (keyframe.problem !== undefined) problems.push(keyframe.problem);
 
   const projectionPath = store.describeProjection(ref);
-  try {
-    const meta = await store.loadRunMeta(ref);
-    if (meta !== null && meta.eventCount > log.verifiedLines && log.chain !== 'unverifiable') {
-      problems.push(`${projectionPath} counts ${meta.eventCount} events, but ${logName} vouches for ${log.verifiedLines}: the log was cut or damaged`);
-    } else if (meta !== null && meta.eventCount > log.events) {
-      problems.push(`${projectionPath} counts ${meta.eventCount} events, but ${logName} holds ${log.events}: the log was cut or damaged`);
-    }
-  } catch (error) {
-    if (!(error instanceof StoreError)) throw error;
-    problems.push(error.message);
+  // The projection is kept as the evidence of a lost tail until it is deleted (see ProjectionStore.currentRunMeta).
+  const clear = `; if the log as it stands is the run, delete ${projectionPath}: it is rebuilt from the log`;
+  if (projectionProblem !== undefined) problems.push(projectionProblem);
+  else if (meta !== null && meta.eventCount > log.verifiedLines && log.chain !== 'unverifiable') {
+    problems.push(`${projectionPath} counts ${meta.eventCount} events, but ${logName} vouches for ${log.verifiedLines}: the log was cut or damaged${clear}`);
+  } else if (meta !== null && meta.eventCount > log.events) {
+    problems.push(`${projectionPath} counts ${meta.eventCount} events, but ${logName} holds ${log.events}: the log was cut or damaged${clear}`);
   }
 
   const status = problems.length > 0 ? 'damaged' : log.chain === 'unverifiable' ? 'unverifiable' : 'verified';

@@ -14,7 +14,7 @@ import { deleteRunDir } from './retention.js';
 import { ProjectionStore } from './projection-store.js';
 import type { KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from './run-store.js';
 import { readTextIfExists, writeJsonAtomic } from '../fs/index.js';
-import { StoreError } from './errors.js';
+import { ProjectionStoreError, StoreError } from './errors.js';
 import { DONE } from './log-writer.js';
 import { endOfData } from './lines.js';
 
@@ -207,7 +207,12 @@ class FileRunWriter implements RunWriter {
       // Checked again under the writer lock: another process may have started this id since a caller's check.
       if (fresh && opened.lastSeq !== undefined) assertNewRun(this.projection.dataDir, this.ref.sessionKey, this.ref.runId);
       // A continued run's projection continues from the whole log (a crash may have left the stored one behind it).
-      if (!fresh && opened.lastSeq !== undefined) await this.projection.currentRunMeta(this.ref.runId);
+      // One that recorded more than the log serves is evidence of a lost tail: not continued past (see currentRunMeta).
+      if (!fresh && opened.lastSeq !== undefined) {
+        let lost: string | undefined;
+        await this.projection.currentRunMeta(this.ref.runId, (warning) => (lost = warning));
+        if (lost !== undefined) throw new ProjectionStoreError(`${lost}. The run is not continued`, { path: runPaths(this.projection.dataDir, this.ref.sessionKey, this.ref.runId).runMeta });
+      }
     } catch (error) {
       await this.events.close();
       throw error;

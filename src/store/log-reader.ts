@@ -111,20 +111,35 @@ export class LogReader {
     }
   }
 
-  /** Whether the first line of the log is sealed: the log was written with chain hashes (see chain.ts). */
-  private async firstLineSealed(end: number): Promise<boolean> {
+  /**
+   * The first line of the log: whether it is sealed (the log was written with chain hashes, see chain.ts), and its
+   * seq (undefined when it has none).
+   */
+  private async firstLine(end: number): Promise<{ sealed: boolean; seq: number | undefined }> {
     // The first line is short (run.started): one small read, a full scan only for a longer one.
     const handle = await fsp.open(this.paths.events, 'r');
     try {
       const head = Buffer.allocUnsafe(Math.min(4096, end));
       const { bytesRead } = await handle.read(head, 0, head.length, 0);
       const nl = head.subarray(0, bytesRead).indexOf(0x0a);
-      if (nl !== -1) return chainOf(head.subarray(0, nl)) !== undefined;
+      if (nl !== -1) return { sealed: chainOf(head.subarray(0, nl)) !== undefined, seq: seqOf(head.toString('utf8', 0, nl)) };
     } finally {
       await handle.close();
     }
-    for await (const raw of readLines(this.paths.events, 0, end, 0, () => false)) return chainOf(raw.bytes) !== undefined;
-    return false;
+    for await (const raw of readLines(this.paths.events, 0, end, 0)) return { sealed: chainOf(raw.bytes) !== undefined, seq: seqOf(raw.text) };
+    return { sealed: false, seq: undefined };
+  }
+
+  /**
+   * Whether index entry `entry` may be read from: whether the log vouches for its line number. The line the reader
+   * reaches as `entry.line` is checked to have `entry.seq` (see verifiedLines); seqs only increase, so in a log whose
+   * seqs run on by one from its first line's (`firstSeq`), that line is line `entry.seq - firstSeq` and nothing
+   * more is needed when that is `entry.line`. Otherwise (a log with gaps in its seqs, such as folded model.delta
+   * events leave, or a wrong entry) the lines before `entry.offset` are counted: a scan of bytes, with no parsing.
+   */
+  private async lineVouched(entry: IndexEntry, firstSeq: number | undefined): Promise<boolean> {
+    if (firstSeq !== undefined && entry.seq - entry.line === firstSeq) return true;
+    return (await linesBefore(this.paths.events, entry.offset)) === entry.line;
   }
 
   /**
@@ -132,7 +147,8 @@ export class LogReader {
    * starts at the sealed line before the nearest index entry at or before `from`, found by reading backwards from
    * the entry; the batches after it are checked against its chain. The indexed line must have the indexed seq; if
    * not (an index rebuilt or replaced behind this reader's back), the index is dropped and the log is read from the
-   * start. Lines `unwanted` rejects (by their bytes) are verified with their batch but not yielded.
+   * start. So is an entry whose line number the log does not vouch for (see lineVouched). Lines `unwanted` rejects
+   * (by their bytes) are verified with their batch but not yielded.
    */
   private async *verifiedLines(
     from: number,
@@ -143,13 +159,19 @@ export class LogReader {
     if (end === 0) return;
     const backend = await sharedHashBackend(CHAIN_BACKEND);
     const warn = options.onWarning ?? ((message: string) => process.emitWarning(message, 'EventStoreWarning'));
-    const chained = await this.firstLineSealed(end);
+    const first = await this.firstLine(end);
+    const chained = first.sealed;
     // Where to start: the sealed line before the nearest index entry at or before `from` (found by reading backwards
     // from the entry), so that every batch from there on is checked against a chain; else the start of the log.
     let entry: IndexEntry | undefined;
     let anchor: { line: number; offset: number; chain: Buffer } | undefined;
     if (from > 0) {
       entry = nearestEntry(await this.options.indexEntries(), from, end);
+      if (entry !== undefined && !(await this.lineVouched(entry, first.seq))) {
+        // A wrong line number (a damaged or edited index) would shift every line served: read from the start.
+        this.options.indexStale();
+        entry = undefined;
+      }
       const sealed = entry !== undefined && chained ? await lastSealedLine(this.paths.events, entry.offset) : undefined;
       if (sealed !== undefined) anchor = { line: entry!.line - sealed.linesAfter, offset: sealed.end, chain: Buffer.from(sealed.chain, 'hex') };
       else if (chained) entry = undefined;
@@ -295,5 +317,30 @@ export class LogReader {
       }
     }
     return events;
+  }
+}
+
+/**
+ * The number of lines that end in the first `offset` bytes of the log at `path`, or -1 when those bytes do not end
+ * at a line end (`offset` is not the start of a line).
+ */
+async function linesBefore(path: string, offset: number): Promise<number> {
+  if (offset === 0) return 0;
+  const handle = await fsp.open(path, 'r');
+  try {
+    const chunk = Buffer.allocUnsafe(Math.min(offset, 1 << 20));
+    let lines = 0;
+    let last = -1;
+    for (let position = 0; position < offset; ) {
+      const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, offset - position), position);
+      if (bytesRead === 0) return -1;
+      const read = chunk.subarray(0, bytesRead);
+      for (let at = read.indexOf(0x0a); at !== -1; at = read.indexOf(0x0a, at + 1)) lines++;
+      last = read[bytesRead - 1]!;
+      position += bytesRead;
+    }
+    return last === 0x0a ? lines : -1;
+  } finally {
+    await handle.close();
   }
 }

@@ -59,10 +59,10 @@ export class ProjectionStore {
     return runPaths(this.dataDir, this.sessionKey, runId).runMeta;
   }
 
-  /** Folds every event of the run's log, persists the projection and returns it. */
+  /** Folds every event of the run's log, persists the projection (over whatever was stored) and returns it. */
   async generateRunMeta(runId: string, options: ReadOptions = {}): Promise<RunMeta> {
     const meta = await this.foldLog(runId, options);
-    await this.persist(meta);
+    await this.persist(runId, meta);
     return meta;
   }
 
@@ -108,7 +108,7 @@ export class ProjectionStore {
       const current = this.cache.get(runId) ?? (await this.loadRunMeta(runId)) ?? emptyRunMeta(this.sessionKey, runId);
       const folded = foldRunMetaBatch(current, events);
       this.cache.set(runId, folded);
-      if (options.persist !== false && folded !== current) await this.persist(folded);
+      if (options.persist !== false && folded !== current) await this.persist(runId, folded);
       return folded;
     });
     const tail: Promise<void> = next.then(
@@ -154,27 +154,31 @@ export class ProjectionStore {
   /** Writes the cached projection of `runId` (after updates with `persist: false`). */
   async flush(runId: string): Promise<void> {
     const meta = this.cache.get(runId);
-    if (meta) await this.persist(meta);
+    if (meta) await this.persist(runId, meta);
   }
 
   /**
-   * Writes a projection, sealed with its checksum (see hash/sealed.ts); secrets (e.g. a token quoted in a run's
-   * error message) are redacted first.
+   * Writes the projection of `runId`, sealed with its checksum (see hash/sealed.ts), to that run's file (never to a
+   * path taken from `meta`); secrets (e.g. a token quoted in a run's error message) are redacted first.
    */
-  private async persist(meta: RunMeta): Promise<void> {
-    this.cache.set(meta.runId, meta);
-    await writeSealed(this.metaPath(meta.runId), this.redactor.redact(meta).value, this.fsync, this.syncDirectory);
+  private async persist(runId: string, meta: RunMeta): Promise<void> {
+    this.cache.set(runId, meta);
+    await writeSealed(this.metaPath(runId), this.redactor.redact(meta).value, this.fsync, this.syncDirectory);
   }
 
   /**
    * The projection of `runId` as its log stands now. The stored one is used when it is intact and agrees with the
    * log (the event at line `eventCount - 1` has its `lastSeq`), and brought up to date with the events after it (a
-   * run killed before it stored its projection); otherwise (missing, corrupt, or ahead of a log whose tail was
-   * cut) it is rebuilt by a full fold, a corrupt file with a warning naming it. Stores the result when it changed.
-   * A stored projection that recorded more events than the log now serves means the log lost what it had: the
-   * rebuilt projection is returned and `onWarning` told, naming both files. Throws when the log itself cannot be read
-   * (an error naming its file and line), or has no events. With `persist: false` nothing is written (a reader beside
-   * a live writer, such as the studio, must not store a projection that could land after the writer's own).
+   * run killed before it stored its projection); otherwise (missing, corrupt, of another run, or not matching the
+   * log) it is rebuilt by a full fold, a corrupt one with a warning naming it. Stores the result when it changed.
+   *
+   * A stored projection that recorded more events than the log now serves (more of them, or a later seq) means the
+   * log lost what it had: the projection rebuilt from the log is returned and `onWarning` told, naming both files,
+   * and the stored one is left as it is, so that every reader goes on reporting the loss until the user deals with
+   * it (deleting the projection, see {@link delete}, takes the log as it stands for the run). Throws when the log
+   * itself cannot be read (an error naming its file and line), or has no events. With `persist: false` nothing is
+   * written (a reader beside a live writer, such as the studio, must not store a projection that could land after
+   * the writer's own).
    */
   async currentRunMeta(
     runId: string,
@@ -196,25 +200,31 @@ export class ProjectionStore {
         let meta = stored;
         for await (const event of events.readStream({ from: stored.eventCount })) meta = foldRunMeta(meta, event);
         if (meta === stored) this.cache.set(runId, meta);
-        else if (store) await this.persist((meta = canonical(meta)));
+        else if (store) await this.persist(runId, (meta = canonical(meta)));
         else meta = canonical(meta);
         return meta;
       }
     }
-    const rebuilt = store ? await this.generateRunMeta(runId) : await this.foldLog(runId);
-    if (stored !== null && stored.eventCount > rebuilt.eventCount) {
+    const rebuilt = await this.foldLog(runId);
+    if (stored !== null && (stored.eventCount > rebuilt.eventCount || stored.lastSeq > rebuilt.lastSeq)) {
+      const seqs = stored.eventCount > rebuilt.eventCount ? '' : ` up to seq ${stored.lastSeq} (the log's last is ${rebuilt.lastSeq})`;
       onWarning(
         `${runPaths(this.dataDir, this.sessionKey, runId).events} serves ${rebuilt.eventCount} events, but the run's projection ${this.metaPath(runId)} ` +
-          `recorded ${stored.eventCount}: the log lost its tail (cut or damaged; check it with 'runs verify ${runId}'); the run is shown as its log stands`,
+          `recorded ${stored.eventCount}${seqs}: the log lost its tail (cut or damaged; check it with 'runs verify ${runId}'); the run is shown as its log ` +
+          `stands, and the projection is kept as the evidence (delete it to take the log as it stands for the run)`,
       );
+      return rebuilt;
     }
+    if (store) await this.persist(runId, rebuilt);
     return rebuilt;
   }
 
   /**
    * Removes the stored projection of `runId` (after the updates already queued for it) and forgets the cached one;
    * resolves to whether a file was there. The projection is a cache of the log: the next `currentRunMeta` rebuilds
-   * it. To delete a whole run, use `deleteRun`.
+   * it. This is also how a projection that recorded more events than the log serves (a lost tail, which
+   * `currentRunMeta` keeps reporting) is cleared: the log as it stands is then the run. To delete a whole run, use
+   * `deleteRun`.
    */
   async delete(runId: string): Promise<boolean> {
     const path = this.metaPath(runId);
@@ -232,12 +242,17 @@ export class ProjectionStore {
 
   /**
    * The persisted projection of `runId`, or null when there is none. A corrupt or edited file (it fails its
-   * checksum) is an error naming its path; one written before seals existed (plain JSON) still loads.
+   * checksum), or one that is the projection of another run or session (a file copied or moved in), is an error
+   * naming its path; one written before seals existed (plain JSON) still loads.
    */
   async loadRunMeta(runId: string): Promise<RunMeta | null> {
     const path = this.metaPath(runId);
     const meta = await readSealedIfExists(path, RunMetaSchema, (reason) => new ProjectionStoreError(`corrupt run projection ${path}: ${reason}`, { path }));
-    return meta ?? null;
+    if (meta === undefined) return null;
+    if (meta.runId !== runId || meta.sessionKey !== this.sessionKey) {
+      throw new ProjectionStoreError(`corrupt run projection ${path}: it is the projection of run ${meta.sessionKey}/${meta.runId}, not of ${this.sessionKey}/${runId}`, { path });
+    }
+    return meta;
   }
 
 }

@@ -84,7 +84,7 @@ describe('damaged run files through the CLI', () => {
     const resume = await cli(['runs', 'resume', 'torn', '--modules', MODULES, ...d]);
     expect(resume.code).toBe(1);
     expect(resume.stderr).not.toContain('already completed');
-    expect(resume.stderr).toMatch(/run default\/torn is incomplete but has no step left to run/);
+    expect(resume.stderr).toMatch(/run\.meta\.json records events up to seq \d+, but .*events\.jsonl serves them up to seq \d+: the log was cut or damaged/);
     expect((await cliJson(['runs', 'list', ...d]))[0]).toMatchObject({ runId: 'torn', status: 'stopped' });
   });
 });

@@ -36,7 +36,8 @@ export async function openRun(options: RunRefOptions): Promise<OpenedRun> {
 
 /**
  * Every stored event of a run that its chain vouches for, in order. What is not served is warned about on stderr
- * and handed to `onWarning` too, when given (for a report that names it).
+ * and handed to `onWarning` too, when given (for a report that names it), and so is a log that serves fewer events
+ * than the run's projection recorded (it lost its tail).
  */
 export async function readRunEvents(options: RunRefOptions, onWarning?: (message: string) => void): Promise<StreamEvent[]> {
   return readFilteredEvents(options, () => true, onWarning);
@@ -50,7 +51,16 @@ export async function readFilteredEvents(options: RunRefOptions, predicate: (eve
     warn(message);
     onWarning?.(message);
   };
-  for await (const { event } of store.readVerified(ref, { onWarning: warned })) if (predicate(event)) out.push(event);
+  const claimed = await projectionClaims(store, ref);
+  let served = 0;
+  let lastSeq = -1;
+  for await (const { event } of store.readVerified(ref, { onWarning: warned })) {
+    served++;
+    lastSeq = event.seq;
+    if (predicate(event)) out.push(event);
+  }
+  const lost = lostTail(store, ref, claimed, served, lastSeq);
+  if (lost !== undefined) warned(lost);
   return out;
 }
 
@@ -66,14 +76,38 @@ export async function readEventsPage(
   warn: (message: string) => void,
 ): Promise<{ total: number; events: StreamEvent[] }> {
   const { store, ref } = await openRun(options);
-  const total = await store.countEvents(ref, { onWarning: warn });
+  // Read before the log (see projectionClaims).
   const meta = await store.loadRunMeta(ref);
+  const total = await store.countEvents(ref, { onWarning: warn });
   if (meta !== null && meta.eventCount > total) {
     throw new StoreError(
       `${store.describeProjection(ref)} counts ${meta.eventCount} events, but ${store.describeLog(ref)} serves ${total}: the log was cut or damaged (backpackflow runs verify ${options.runId})`,
     );
   }
   return { total, events: await store.readPage(ref, pageSize, offset, { onWarning: warn }) };
+}
+
+/**
+ * What the run's stored projection recorded, read before its log: a live writer stores its projection only after
+ * the events it counts, so a log read after it holds them all unless it lost its tail. Undefined when there is no
+ * projection or it is damaged (the listing reports that; the events come from the log alone).
+ */
+async function projectionClaims(store: RunStore, ref: RunRef): Promise<{ eventCount: number; lastSeq: number } | undefined> {
+  try {
+    return (await store.loadRunMeta(ref)) ?? undefined;
+  } catch (error) {
+    if (error instanceof StoreError) return undefined;
+    throw error;
+  }
+}
+
+/** The warning for a log that serves `served` events up to seq `lastSeq` when the projection `claimed` more. */
+function lostTail(store: RunStore, ref: RunRef, claimed: { eventCount: number; lastSeq: number } | undefined, served: number, lastSeq: number): string | undefined {
+  if (claimed === undefined || (claimed.eventCount <= served && claimed.lastSeq <= lastSeq)) return undefined;
+  return (
+    `${store.describeProjection(ref)} counts ${claimed.eventCount} events up to seq ${claimed.lastSeq}, but ${store.describeLog(ref)} serves ${served} ` +
+    `up to seq ${lastSeq}: the log was cut or damaged (backpackflow runs verify ${ref.runId}); what it serves is shown`
+  );
 }
 
 /** The recorded steps of a run: 0 through the last `checkpoint.saved` step. */
