@@ -8,6 +8,7 @@ import { answerJsonSchema, checkAnswer, InterruptAnswerError, RunInterrupted } f
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView } from './event-view.js';
 import { currentExecution, type NodeExecution } from './execution.js';
+import { flowOfToken, type FlowToken } from './flow-token.js';
 import { Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
 
 /**
@@ -40,8 +41,11 @@ export interface FlowView {
 export interface NodeContext {
   /** The node's full namespace. */
   namespace: string;
-  /** The flow the node belongs to (kept private by the node; node code sees a {@link FlowView}). */
-  flow: Flow;
+  /**
+   * The flow the node belongs to, as an opaque token (only the BackpackNode base class can turn it into the flow,
+   * which it keeps private; node code sees a {@link FlowView}). A subclass passes the context on to `super` as given.
+   */
+  flow: FlowToken;
   /** Non-serializable things the node may need (LLM clients, the context engine), from the flow. */
   deps?: DependencyLookup;
 }
@@ -168,7 +172,8 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
 
   constructor(config: BackpackNodeConfig, context: NodeContext) {
     super(config);
-    if (!context || typeof context.namespace !== 'string' || !(context.flow instanceof Flow)) {
+    const flow = context ? flowOfToken(context.flow) : undefined;
+    if (!context || typeof context.namespace !== 'string' || flow === undefined) {
       // The BackpackFlow v2 form, new Node(config, { namespace, backpack, eventStreamer }), lands here too.
       throw new TypeError(
         `${new.target.name} '${config?.id}': a BackpackNode is created by its flow: use flow.addNode(${new.target.name}, { id: ... }), ` +
@@ -186,8 +191,8 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     }
     this.namespace = context.namespace;
     // The flow's dependencies are read from the flow (no field per node); others given here are kept in #more.
-    if (context.deps !== context.flow.deps) (this.#more ??= {}).deps = context.deps;
-    this.#flow = context.flow;
+    if (context.deps !== flow.deps) (this.#more ??= {}).deps = context.deps;
+    this.#flow = flow;
   }
 
   /** Injected dependencies (from the flow), if any. */

@@ -18,6 +18,7 @@ import {
 } from '../flow/index.js';
 import { BackpackNode, bindNode, describeError, nodeBinding, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { currentExecution } from './execution.js';
+import { flowToken } from './flow-token.js';
 import { RunInterrupted } from './interrupt.js';
 import { checkNamespace, checkSegment, composeNamespace } from './namespace.js';
 
@@ -314,7 +315,7 @@ export class Flow extends BaseFlow<any> {
       throw new TypeError(`Flow '${this.id}': addNode takes a BackpackNode class, got ${String(NodeClass)}`);
     }
     const { segment, namespace } = this.#checkNew(NodeClass, config?.id, config?.namespaceSegment ?? NodeClass.namespaceSegment);
-    const node = new NodeClass(config, { namespace, flow: this, deps: this.deps });
+    const node = new NodeClass(config, { namespace, flow: flowToken(this), deps: this.deps });
     const registration = { nodeId: node.id, nodeName: NodeClass.name, namespace, permissions: nodePermissions(node) };
     // The node keeps its registration (no binding object per node): mappings on its routes are committed as the node
     // (see applyMappings).
@@ -440,7 +441,7 @@ export class Flow extends BaseFlow<any> {
     if (entry === undefined || entry instanceof BaseNode) return entry;
     const { NodeClass, config } = deferred.source.build(entry);
     const id = config.id;
-    const node = new NodeClass(config, { namespace: composeNamespace(this.namespace, id), flow: this, deps: this.deps });
+    const node = new NodeClass(config, { namespace: composeNamespace(this.namespace, id), flow: flowToken(this), deps: this.deps });
     // Its access rules are its registration's, made when it was added (none: its class and config gave none then), as
     // for a node built then: rules a class is given later change neither.
     if (node.id !== id) throw new FlowError(`Flow '${this.id}': node '${id}' was added to be built on first use, but its class gives it id '${node.id}'`);

@@ -251,3 +251,37 @@ describe('delete and quarantine do not tell a node that may not read a key wheth
     );
   });
 });
+
+describe("a node's constructor (node code) gets no way to its flow", () => {
+  it('the context it receives holds an opaque token for the flow: nothing on it reaches the Backpack, and the node still works', async () => {
+    const seen: unknown[] = [];
+    class Vault extends BackpackNode {
+      override post(backpack: BackpackHandle): undefined {
+        backpack.pack('token', 'sk-SECRET');
+        return undefined;
+      }
+    }
+    class Curious extends BackpackNode {
+      constructor(config: ConstructorParameters<typeof BackpackNode>[0], context: ConstructorParameters<typeof BackpackNode>[1]) {
+        super(config, context);
+        const token = context.flow as unknown as Record<string, unknown>;
+        seen.push(Object.getPrototypeOf(token), Reflect.ownKeys(token), reach(() => token['backpack']), Object.isFrozen(token));
+      }
+      override prep(backpack: BackpackHandle): unknown {
+        return backpack.unpack('token') ?? 'hidden';
+      }
+      override post(backpack: BackpackHandle, prepared: unknown): undefined {
+        backpack.pack('seen', prepared);
+        return undefined;
+      }
+    }
+    const flow = new Flow({ namespace: 'app' });
+    const vault = flow.addNode(Vault, { id: 'vault' });
+    vault.next(flow.addNode(Curious, { id: 'curious', permissions: { deny: ['token'] } }));
+    expect(seen).toEqual([null, [], 'null', true]);
+    await flow.run();
+    expect(flow.backpack.unpack('seen')).toBe('hidden');
+    // Made by hand with a context that does not come from a flow, a node is refused, naming the way to make one.
+    expect(() => new Curious({ id: 'x' }, { namespace: 'app.x', flow: {} as never })).toThrow(/use flow\.addNode\(Curious/);
+  });
+});
