@@ -9,7 +9,7 @@ import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView } from './event-view.js';
 import { currentExecution, type NodeExecution } from './execution.js';
 import { flowOfToken, type FlowToken } from './flow-token.js';
-import { Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
+import { closeDeclaredFlow, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
 
 /**
  * How a BackpackNode is configured: an id, optional namespace segment and retry settings, and any params of its own
@@ -233,7 +233,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
    */
   override on(action: string, node: BaseNode, options?: RouteOptions): this {
     if (this.#flow?.sealed) {
-      throw new FlowError(`Node '${this.id}' belongs to flow '${this.#flow.id}', which has already run: its routes cannot change`);
+      throw new FlowError(`Node '${this.id}' belongs to flow '${this.#flow.id}', which ${this.#flow.sealedBecause}: its routes cannot change`);
     }
     const problem = node instanceof BaseNode ? stepProblem(node) : undefined;
     if (problem !== undefined) throw new FlowError(`Node '${this.id}', route '${String(action)}': ${problem}`);
@@ -298,7 +298,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
    * outside an execution, once per node. A second call throws.
    */
   createInternalFlow(): Flow {
-    const execution = currentExecution.getStore();
+    const execution = BackpackNode.#ownExecution(this);
     if (execution?.node === this) {
       if (execution.internalFlowCreated) {
         throw new FlowError(`Internal flow already created for node '${this.id}' in this execution: call createInternalFlow() once per execution`);
@@ -319,6 +319,23 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
    * {@link createInternalFlow}.
    */
   createNestedFlow(options: Omit<FlowOptions, 'backpack' | 'eventStreamer' | 'backpackOptions'> = {}): Flow {
+    BackpackNode.#ownExecution(this);
+    return this.#nestedFlow(options);
+  }
+
+  /**
+   * The current execution, which must be `node`'s own when there is one: a flow built on a node runs with its rules,
+   * so the code of another node (which reaches this one through its routes) may not build one.
+   */
+  static #ownExecution(node: BackpackNode): NodeExecution | undefined {
+    const running = currentExecution.getStore();
+    if (running !== undefined && running.node !== node) {
+      throw new FlowError(`Node '${running.node.id}' cannot build a flow on node '${node.id}': a node builds flows only on itself`);
+    }
+    return running;
+  }
+
+  #nestedFlow(options: Omit<FlowOptions, 'backpack' | 'eventStreamer' | 'backpackOptions'> = {}): Flow {
     if (this.#binding === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
     const ns = options.namespace;
     const namespace = ns === undefined || ns === this.namespace || ns.startsWith(`${this.namespace}.`) ? (ns ?? this.namespace) : `${this.namespace}.${ns}`;
@@ -351,8 +368,10 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     if (node.#more?.internalFlowDeclared === true || !node.buildInternalFlow) return;
     const more = (node.#more ??= {});
     more.internalFlowDeclared = true;
-    const flow = node.createNestedFlow();
+    const flow = node.#nestedFlow();
     node.buildInternalFlow(flow);
+    // Complete once declared: other nodes reach it (`internalFlow`) and must not add to what it runs.
+    closeDeclaredFlow(flow, node.id);
     more.internalFlow = flow;
   }
 

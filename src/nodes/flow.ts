@@ -195,6 +195,9 @@ export interface FlowRunOptions {
   forkedFrom?: { runId: string; step: number };
 }
 
+/** Seals the internal flow node `nodeId` declared (see BackpackNode.buildInternalFlow): node code may not add to it. */
+export let closeDeclaredFlow: (flow: Flow, nodeId: string) => void;
+
 /**
  * A flow of BackpackNodes with graph-assigned namespaces (tech spec decision 5, DESIGN D4): `addNode(NodeClass,
  * config)` creates a node whose namespace is this flow's namespace plus the node's segment, bound to the flow's
@@ -226,6 +229,8 @@ export class Flow extends BaseFlow<any> {
   /** The flow this one is a subflow of (see {@link addSubflow}): then it holds the owner's Backpack privately. */
   #enclosing: Flow | undefined;
   #sealed = false;
+  /** Set for the internal flow a node declared (buildInternalFlow): the node's id. */
+  #declaredBy: string | undefined;
 
   static {
     streamerOf = (flow) => flow.#streamer;
@@ -499,7 +504,7 @@ export class Flow extends BaseFlow<any> {
 
   /** Routes `action` to `node` (a BackpackNode or a subflow; see BaseNode.on), refused once the flow has run. */
   override on(action: string, node: BaseNode, options?: RouteOptions): this {
-    if (this.#sealed || this.#enclosing?.sealed) throw new FlowError(`Flow '${this.id}' has already run: its routes cannot change`);
+    if (this.#sealed || this.#enclosing?.sealed) throw new FlowError(`Flow '${this.id}' ${this.sealedBecause}: its routes cannot change`);
     const problem = node instanceof BaseNode ? stepProblem(node) : undefined;
     if (problem !== undefined) throw new FlowError(`Flow '${this.id}', route '${String(action)}': ${problem}`);
     return super.on(action, node, options);
@@ -526,6 +531,11 @@ export class Flow extends BaseFlow<any> {
   }
 
   /** True once the flow has run: its nodes and routes can no longer change. */
+  /** Why the flow is {@link sealed}: it has run, or it is a node's declared internal flow (complete once declared). */
+  get sealedBecause(): string {
+    return this.#declaredBy === undefined ? 'has already run' : `is the internal flow node '${this.#declaredBy}' declared (buildInternalFlow), complete once declared`;
+  }
+
   get sealed(): boolean {
     return this.#sealed;
   }
@@ -661,6 +671,13 @@ export class Flow extends BaseFlow<any> {
     for (const sub of this.#subflows) sub.#seal();
   }
 
+  static {
+    closeDeclaredFlow = (flow, nodeId) => {
+      flow.#declaredBy = nodeId;
+      flow.#seal();
+    };
+  }
+
   /**
    * Edge data mappings (`from.on(action, to, { mappings })`, `edges[].mappings` in JSON): when the route is taken,
    * before `to` runs, each target key gets the value of its source key, as a commit **made by `from`** through its
@@ -763,7 +780,7 @@ export class Flow extends BaseFlow<any> {
 
   #checkOpen(what: string): void {
     if (this.#sealed) {
-      throw new FlowError(`Flow '${this.id}' has already run and cannot change: cannot ${what}. Build a new flow instead.`);
+      throw new FlowError(`Flow '${this.id}' ${this.sealedBecause} and cannot change: cannot ${what}.${this.#declaredBy === undefined ? ' Build a new flow instead.' : ''}`);
     }
   }
 }

@@ -285,3 +285,52 @@ describe("a node's constructor (node code) gets no way to its flow", () => {
     expect(() => new Curious({ id: 'x' }, { namespace: 'app.x', flow: {} as never })).toThrow(/use flow\.addNode\(Curious/);
   });
 });
+
+describe("another node's internal flow is not node code's to change", () => {
+  it("a declared internal flow is complete once declared, and no node builds a flow on another one (it would run with that node's rules)", async () => {
+    const attempts: string[] = [];
+    class Reader extends BackpackNode {
+      override prep(backpack: BackpackHandle): unknown {
+        return backpack.unpack('token') ?? 'hidden';
+      }
+      override post(backpack: BackpackHandle, prepared: unknown): undefined {
+        backpack.pack('read', prepared);
+        return undefined;
+      }
+    }
+    class Composite extends BackpackNode {
+      protected override buildInternalFlow(flow: Flow): void {
+        flow.addNode(Reader, { id: 'inner' });
+      }
+    }
+    class Vault extends BackpackNode {
+      override post(backpack: BackpackHandle): undefined {
+        backpack.pack('token', 'sk-SECRET');
+        return undefined;
+      }
+    }
+    class Evil extends BackpackNode {
+      override exec(): undefined {
+        const target = this.successors.get('default') as Composite;
+        attempts.push(reach(() => target.internalFlow!.addNode(Reader, { id: 'planted' })));
+        attempts.push(reach(() => target.createNestedFlow()));
+        attempts.push(reach(() => target.createInternalFlow()));
+        return undefined;
+      }
+    }
+    const flow = new Flow({ namespace: 'app' });
+    const vault = flow.addNode(Vault, { id: 'vault' });
+    const evil = flow.addNode(Evil, { id: 'evil', permissions: { deny: ['token'] } });
+    const composite = flow.addNode(Composite, { id: 'composite' });
+    vault.next(evil).next(composite);
+    await flow.run();
+    expect(attempts).toEqual([
+      expect.stringMatching(/threw Flow 'composite' is the internal flow node 'composite' declared \(buildInternalFlow\), complete once declared and cannot change: cannot add a node/),
+      "threw Node 'evil' cannot build a flow on node 'composite': a node builds flows only on itself",
+      "threw Node 'evil' cannot build a flow on node 'composite': a node builds flows only on itself",
+    ]);
+    // The declared flow ran as declared: its one node read the token with the composite's (unrestricted) rules.
+    expect(flow.backpack.unpack('read')).toBe('sk-SECRET');
+    expect(composite.internalFlow!.getStats().nodeCount).toBe(1);
+  });
+});

@@ -126,7 +126,7 @@ describe('composite nodes (PRD-004 §3, DESIGN D13)', () => {
     expect(flow.backpack.getItem('trail')?.metadata.sourceNamespace).toBe('app.pipeline.step2');
   });
 
-  it('an internal flow cannot be modified after its first run', async () => {
+  it('a declared internal flow cannot be modified once declared (nor after its first run)', async () => {
     class Pipeline extends BackpackNode {
       protected override buildInternalFlow(flow: Flow) {
         flow.addNode(Step, { id: 'only' });
@@ -137,7 +137,7 @@ describe('composite nodes (PRD-004 §3, DESIGN D13)', () => {
     await flow.run();
     const internal = node.internalFlow!;
     expect(() => internal.addNode(Step, { id: 'late' })).toThrow(FlowError);
-    expect(() => internal.getNode('only')!.on('x', internal.getNode('only')!)).toThrow(/has already run: its routes cannot change/);
+    expect(() => internal.getNode('only')!.on('x', internal.getNode('only')!)).toThrow(/is the internal flow node 'p' declared \(buildInternalFlow\), complete once declared: its routes cannot change/);
   });
 });
 
