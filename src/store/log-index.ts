@@ -6,6 +6,7 @@
  */
 import { closeSync, promises as fsp, openSync, statSync, writeSync } from 'node:fs';
 import { removeFileIfExists, writeFileAtomic } from '../fs/index.js';
+import { chainOf } from './chain.js';
 import { readLines } from './lines.js';
 import { parseIndex, seqOf } from './log-format.js';
 import type { IndexEntry } from './log-types.js';
@@ -48,6 +49,62 @@ export function nearestEntry(entries: IndexEntry[], line: number, end: number): 
 }
 
 /** Whether the log `eventsPath` (`size` bytes) has a line starting at `entry.offset` whose seq is `entry.seq`. */
+/**
+ * The first line of the log at `eventsPath` (whose committed lines end at `end`): whether it is sealed (the log was
+ * written with chain hashes, see chain.ts), and its seq (undefined when it has none).
+ */
+export async function firstLineOf(eventsPath: string, end: number): Promise<{ sealed: boolean; seq: number | undefined }> {
+  // The first line is short (run.started): one small read, a full scan only for a longer one.
+  const handle = await fsp.open(eventsPath, 'r');
+  try {
+    const head = Buffer.allocUnsafe(Math.min(4096, end));
+    const { bytesRead } = await handle.read(head, 0, head.length, 0);
+    const nl = head.subarray(0, bytesRead).indexOf(0x0a);
+    if (nl !== -1) return { sealed: chainOf(head.subarray(0, nl)) !== undefined, seq: seqOf(head.toString('utf8', 0, nl)) };
+  } finally {
+    await handle.close();
+  }
+  for await (const raw of readLines(eventsPath, 0, end, 0)) return { sealed: chainOf(raw.bytes) !== undefined, seq: seqOf(raw.text) };
+  return { sealed: false, seq: undefined };
+}
+
+/**
+ * Whether the log vouches for the line number of index entry `entry`, whose line holds `entry.seq` (checked by the
+ * caller). Seqs only increase, so in a log whose seqs run on by one from its first line's (`firstSeq`), that line is
+ * line `entry.seq - firstSeq` and nothing more is needed when that is `entry.line`. Otherwise (a log with gaps in its
+ * seqs, such as folded model.delta events leave, or a wrong entry) the lines before `entry.offset` are counted: a
+ * scan of bytes, with no parsing. Readers and the writer both check an entry so before they count lines from it.
+ */
+export async function lineVouched(eventsPath: string, entry: IndexEntry, firstSeq: number | undefined): Promise<boolean> {
+  if (firstSeq !== undefined && entry.seq - entry.line === firstSeq) return true;
+  return (await linesBefore(eventsPath, entry.offset)) === entry.line;
+}
+
+/**
+ * The number of lines that end in the first `offset` bytes of the log at `path`, or -1 when those bytes do not end
+ * at a line end (`offset` is not the start of a line).
+ */
+async function linesBefore(path: string, offset: number): Promise<number> {
+  if (offset === 0) return 0;
+  const handle = await fsp.open(path, 'r');
+  try {
+    const chunk = Buffer.allocUnsafe(Math.min(offset, 1 << 20));
+    let lines = 0;
+    let last = -1;
+    for (let position = 0; position < offset; ) {
+      const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, offset - position), position);
+      if (bytesRead === 0) return -1;
+      const read = chunk.subarray(0, bytesRead);
+      for (let at = read.indexOf(0x0a); at !== -1; at = read.indexOf(0x0a, at + 1)) lines++;
+      last = read[bytesRead - 1]!;
+      position += bytesRead;
+    }
+    return last === 0x0a ? lines : -1;
+  } finally {
+    await handle.close();
+  }
+}
+
 async function entryMatches(eventsPath: string, size: number, entry: IndexEntry): Promise<boolean> {
   if (entry.offset > 0) {
     const handle = await fsp.open(eventsPath, 'r');
@@ -134,7 +191,8 @@ export class IndexWriter {
     let rewrite = valid.length !== entries.length;
     entries = valid;
     const lastEntry = entries[entries.length - 1];
-    if (lastEntry && !(await entryMatches(this.eventsPath, size, lastEntry))) {
+    // The writer counts the log's lines from its last entry: its seq and its line number must both be the log's.
+    if (lastEntry && !((await entryMatches(this.eventsPath, size, lastEntry)) && (await lineVouched(this.eventsPath, lastEntry, (await firstLineOf(this.eventsPath, size)).seq)))) {
       entries = [];
       rewrite = true;
     }

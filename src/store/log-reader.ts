@@ -2,15 +2,14 @@
  * The readers of the event log (see event-store.ts): they need no lock, never load the whole log, serve only what
  * the chain vouches for (see chain.ts), and start through the index.
  */
-import { promises as fsp } from 'node:fs';
 import type { StreamEvent } from '../events/types.js';
 import { sharedHashBackend } from '../hash/blake3.js';
 import { committedEnd } from './batch-marker.js';
-import { CHAIN_BACKEND, ChainReader, chainOf, genesis, lastSealedLine } from './chain.js';
+import { CHAIN_BACKEND, ChainReader, genesis, lastSealedLine } from './chain.js';
 import { EventStoreError } from './errors.js';
 import { readLineBatches, readLines, type RawLine } from './lines.js';
 import { decodeLine, seqOf, writtenType } from './log-format.js';
-import { nearestEntry } from './log-index.js';
+import { firstLineOf, lineVouched, nearestEntry } from './log-index.js';
 import type { CorruptLine, IndexEntry, ReadOptions, VerifiedEvent } from './log-types.js';
 import type { RunPaths } from './paths.js';
 
@@ -111,36 +110,9 @@ export class LogReader {
     }
   }
 
-  /**
-   * The first line of the log: whether it is sealed (the log was written with chain hashes, see chain.ts), and its
-   * seq (undefined when it has none).
-   */
-  private async firstLine(end: number): Promise<{ sealed: boolean; seq: number | undefined }> {
-    // The first line is short (run.started): one small read, a full scan only for a longer one.
-    const handle = await fsp.open(this.paths.events, 'r');
-    try {
-      const head = Buffer.allocUnsafe(Math.min(4096, end));
-      const { bytesRead } = await handle.read(head, 0, head.length, 0);
-      const nl = head.subarray(0, bytesRead).indexOf(0x0a);
-      if (nl !== -1) return { sealed: chainOf(head.subarray(0, nl)) !== undefined, seq: seqOf(head.toString('utf8', 0, nl)) };
-    } finally {
-      await handle.close();
-    }
-    for await (const raw of readLines(this.paths.events, 0, end, 0)) return { sealed: chainOf(raw.bytes) !== undefined, seq: seqOf(raw.text) };
-    return { sealed: false, seq: undefined };
-  }
 
-  /**
-   * Whether index entry `entry` may be read from: whether the log vouches for its line number. The line the reader
-   * reaches as `entry.line` is checked to have `entry.seq` (see verifiedLines); seqs only increase, so in a log whose
-   * seqs run on by one from its first line's (`firstSeq`), that line is line `entry.seq - firstSeq` and nothing
-   * more is needed when that is `entry.line`. Otherwise (a log with gaps in its seqs, such as folded model.delta
-   * events leave, or a wrong entry) the lines before `entry.offset` are counted: a scan of bytes, with no parsing.
-   */
-  private async lineVouched(entry: IndexEntry, firstSeq: number | undefined): Promise<boolean> {
-    if (firstSeq !== undefined && entry.seq - entry.line === firstSeq) return true;
-    return (await linesBefore(this.paths.events, entry.offset)) === entry.line;
-  }
+
+
 
   /**
    * The committed lines from line `from` on, verified against the chain (see `EventStore.readVerified`). Reading
@@ -159,7 +131,7 @@ export class LogReader {
     if (end === 0) return;
     const backend = await sharedHashBackend(CHAIN_BACKEND);
     const warn = options.onWarning ?? ((message: string) => process.emitWarning(message, 'EventStoreWarning'));
-    const first = await this.firstLine(end);
+    const first = await firstLineOf(this.paths.events, end);
     const chained = first.sealed;
     // Where to start: the sealed line before the nearest index entry at or before `from` (found by reading backwards
     // from the entry), so that every batch from there on is checked against a chain; else the start of the log.
@@ -167,7 +139,7 @@ export class LogReader {
     let anchor: { line: number; offset: number; chain: Buffer } | undefined;
     if (from > 0) {
       entry = nearestEntry(await this.options.indexEntries(), from, end);
-      if (entry !== undefined && !(await this.lineVouched(entry, first.seq))) {
+      if (entry !== undefined && !(await lineVouched(this.paths.events, entry, first.seq))) {
         // A wrong line number (a damaged or edited index) would shift every line served: read from the start.
         this.options.indexStale();
         entry = undefined;
@@ -320,27 +292,3 @@ export class LogReader {
   }
 }
 
-/**
- * The number of lines that end in the first `offset` bytes of the log at `path`, or -1 when those bytes do not end
- * at a line end (`offset` is not the start of a line).
- */
-async function linesBefore(path: string, offset: number): Promise<number> {
-  if (offset === 0) return 0;
-  const handle = await fsp.open(path, 'r');
-  try {
-    const chunk = Buffer.allocUnsafe(Math.min(offset, 1 << 20));
-    let lines = 0;
-    let last = -1;
-    for (let position = 0; position < offset; ) {
-      const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, offset - position), position);
-      if (bytesRead === 0) return -1;
-      const read = chunk.subarray(0, bytesRead);
-      for (let at = read.indexOf(0x0a); at !== -1; at = read.indexOf(0x0a, at + 1)) lines++;
-      last = read[bytesRead - 1]!;
-      position += bytesRead;
-    }
-    return last === 0x0a ? lines : -1;
-  } finally {
-    await handle.close();
-  }
-}

@@ -368,6 +368,23 @@ describe('EventStore', () => {
       expect(readFileSync(store.paths.index, 'utf8')).toBe(good);
     });
 
+    it('a writer does not count lines from an index entry whose line number the log does not vouch for: it rebuilds the index', async () => {
+      const store = open({ indexInterval: 10 });
+      await fillInSteps(store, 25);
+      await store.close();
+      const text = readFileSync(store.paths.index, 'utf8');
+      expect(text).toContain('"line":20,');
+      // Only the line number of the last entry is changed: its offset and seq still match the log.
+      writeFileSync(store.paths.index, text.replace('"line":20,', '"line":21,'));
+      const again = open({ indexInterval: 10 });
+      expect(await again.open()).toEqual({ lastSeq: 24, eventCount: 25 });
+      await fill(again, 1, 25);
+      await again.close();
+      const entries = readFileSync(store.paths.index, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { line: number; seq: number });
+      expect(entries.map((e) => [e.line, e.seq])).toEqual([[10, 10], [20, 20]]);
+      expect(await again.verify()).toMatchObject({ ok: true, lines: 26 });
+    });
+
     it('empties the index of a log found empty on open, and indexes the new lines from the start', async () => {
       const store = open({ indexInterval: 10 });
       await fill(store, 25);
