@@ -98,6 +98,11 @@ export class SecretKeyMatcher {
     this.extra = new Set(extraNames.map(normalized));
   }
 
+  /** Whether the user added names of their own (which no fixed word list covers). */
+  get hasExtra(): boolean {
+    return this.extra.size > 0;
+  }
+
   /** Whether `key` names a secret. */
   isSecretKey(key: string): boolean {
     let verdict = this.verdicts.get(key);

@@ -213,6 +213,15 @@ function replaceMatches(text: string, pattern: CompiledPattern): string {
   });
 }
 
+/**
+ * `name: value`, `name = value`, `name => value` (the name optionally quoted), with the value a quoted string (JSON
+ * escapes allowed) or a run of characters up to a space or separator: see Redactor.redactNamed.
+ */
+const NAMED_ASSIGNMENT = /(?<![\w$.-])(["']?)([A-Za-z_$][\w$.-]*)\1[ \t]*(?:=>|=|:)[ \t]*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s"'`,;&}\])]+))/g;
+/** Every built-in secret name holds one of these (see redact/keys.ts); a text without any has no named secret. */
+const NAMED_GATE = /key|secret|pass|token|cookie|credential|authorization/i;
+const ASSIGNMENT_MARK = /[:=]/;
+
 /** A redaction pass: the built-in catalogue plus the user's patterns and secret key names. */
 export class Redactor {
   private readonly keys: SecretKeyMatcher;
@@ -283,6 +292,7 @@ export class Redactor {
     if (text.length >= this.minRun && hasTokenRun(text, this.minRun)) {
       for (const pattern of this.byRun) if (text.length >= pattern.minLength) out = replaceMatches(out, pattern);
     }
+    if ((this.keys.hasExtra || NAMED_GATE.test(out)) && ASSIGNMENT_MARK.test(out)) out = this.redactNamed(out);
     if (truncated) {
       // Only the end can hold a cut secret: matching there keeps the cost independent of the text's length.
       const from = Math.max(0, out.length - 160);
@@ -290,6 +300,23 @@ export class Redactor {
       if (tail !== out.slice(from)) out = out.slice(0, from) + tail;
     }
     return out;
+  }
+
+  /**
+   * `text` with the value of every `name: value` or `name = value` whose name is secret-named by the key rule
+   * ({@link isSecretKey}, the user's names included) replaced: the form a value summary (`{url: "…", secretKey: "…"}`),
+   * a log line or a config file gives an object's fields in text, where the catalogue's own assignment pattern knows
+   * fewer names than the key rule.
+   */
+  private redactNamed(text: string): string {
+    NAMED_ASSIGNMENT.lastIndex = 0;
+    return text.replace(NAMED_ASSIGNMENT, (match: string, _q: string, name: string, double?: string, single?: string, bare?: string) => {
+      const value = double ?? single ?? bare ?? '';
+      // A value an earlier pattern replaced already (a bare value stops at its closing bracket).
+      if (value === '' || value.startsWith(REDACTED.slice(0, -1)) || !this.keys.isSecretKey(name)) return match;
+      const at = match.lastIndexOf(value);
+      return `${match.slice(0, at)}${REDACTED}${match.slice(at + value.length)}`;
+    });
   }
 
   /**

@@ -224,3 +224,59 @@ describe('names and ids of the event envelope', () => {
     await store.close();
   });
 });
+
+describe('secret-named fields written as text (a value summary, a log line, a config file)', () => {
+  /** Names the key rule calls secret, in the spellings text gives them. */
+  const SECRET_NAMES = ['secretKey', 'session_cookie', 'passphrase', 'x-api-key', 'private-key', 'OPENAI_API_KEY', 'dbPassword', 'authorization', 'refresh_token'];
+  /** Names it does not: their values are kept. */
+  const PLAIN_NAMES = ['sessionKey', 'cacheKey', 'maxTokens', 'keys', 'url', 'time'];
+  const valueArb = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9 ._/+-]{2,20}[A-Za-z0-9]$/);
+  const forms: ((name: string, value: string) => string)[] = [
+    (n, v) => `{url: "https://api.example.com", ${n}: "${v}", n: 1}`,
+    (n, v) => `{"${n}": "${v}"}`,
+    (n, v) => `${n}=${v.replace(/ /g, '_')}`,
+    (n, v) => `${n}: ${v.replace(/ /g, '_')}`,
+    (n, v) => `Map(1) {"${n}" => "${v}"}`,
+  ];
+
+  it('the value of a secret-named field is replaced, and of any other field kept (property)', () => {
+    const redactor = new Redactor();
+    fc.assert(
+      fc.property(fc.constantFrom(...SECRET_NAMES), fc.constantFrom(...PLAIN_NAMES), valueArb, fc.constantFrom(...forms), (secretName, plainName, value, form) => {
+        const secretText = form(secretName, value);
+        const out = redactor.redactText(secretText);
+        expect(out).toContain(REDACTED);
+        expect(out).not.toContain(form === forms[2] || form === forms[3] ? value.replace(/ /g, '_') : value);
+        const plainText = form(plainName, 'kept-value-1');
+        expect(redactor.redactText(plainText)).toBe(plainText);
+      }),
+      { numRuns: trials(300, 3000) },
+    );
+  });
+
+  it("a user's secret key names count too", () => {
+    expect(new Redactor({ secretKeys: ['pin'] }).redactText('{user: "bob", userPin: "4321", pin: 9876}')).toBe(`{user: "bob", userPin: "${REDACTED}", pin: ${REDACTED}}`);
+    expect(new Redactor().redactText('{user: "bob", userPin: "4321"}')).toBe('{user: "bob", userPin: "4321"}');
+  });
+
+  it("a packed value's summary in the event log holds none of its secret-named fields", async () => {
+    const { Flow, BackpackNode, runFlow } = await import('../../src/index.js');
+    class Configure extends BackpackNode {
+      override post(backpack: { pack(key: string, value: unknown): void }): undefined {
+        backpack.pack('service', { url: 'https://api.example.com', secretKey: 's3cr3tValue42', session_cookie: 'c00kieValue42', passphrase: 'correct horse battery' });
+        return undefined;
+      }
+    }
+    const flow = new Flow({ namespace: 'app' });
+    flow.addNode(Configure, { id: 'configure' });
+    const { dir, cleanup } = tempDir();
+    try {
+      await runFlow(flow, { dataDir: dir, runId: 'summary' });
+      const log = readFileSync(join(dir, 'sessions', 'default', 'runs', 'summary', 'events.jsonl'), 'utf8');
+      expect(log).toContain('valueSummary');
+      for (const secret of ['s3cr3tValue42', 'c00kieValue42', 'correct horse battery']) expect(log).not.toContain(secret);
+    } finally {
+      cleanup();
+    }
+  });
+});

@@ -111,6 +111,14 @@ export interface DiffReport extends Warned {
   counts: { added: number; modified: number; deleted: number; quarantined: number };
 }
 
+/**
+ * `record[key]` when `record` has it as its own property: keys are data (a run may pack `constructor`, `toString` or
+ * `__proto__`), never the names of what every object inherits.
+ */
+function ownValue<T>(record: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
 function sameItem(a: Item, b: Item): boolean {
   return a.metadata.version === b.metadata.version && a.metadata.timestamp === b.metadata.timestamp && JSON.stringify(a.value) === JSON.stringify(b.value);
 }
@@ -121,9 +129,9 @@ export function diffStates(runId: string, from: { step: number; state: BackpackS
   const before = from.state.items;
   const after = to.state.items;
   for (const [key, old] of Object.entries(before)) {
-    const now = after[key];
+    const now = ownValue(after, key);
     if (now === undefined) {
-      const q = to.state.quarantined[key];
+      const q = ownValue(to.state.quarantined, key);
       changes.push({
         key,
         change: q ? 'quarantined' : 'deleted',
@@ -137,11 +145,11 @@ export function diffStates(runId: string, from: { step: number; state: BackpackS
     }
   }
   for (const [key, now] of Object.entries(after)) {
-    if (!(key in before)) changes.push({ key, change: 'added', before: null, after: summarizeStored(now.value), by: provenance(now) });
+    if (!Object.hasOwn(before, key)) changes.push({ key, change: 'added', before: null, after: summarizeStored(now.value), by: provenance(now) });
   }
   // A key written and quarantined between the two steps never was active at either: report its quarantine.
   for (const [key, q] of Object.entries(to.state.quarantined)) {
-    if (key in before || key in from.state.quarantined) continue;
+    if (Object.hasOwn(before, key) || Object.hasOwn(from.state.quarantined, key)) continue;
     changes.push({ key, change: 'quarantined', before: null, after: null, by: provenance(q), quarantine: { reason: q.quarantine.reason, nodeId: q.quarantine.nodeId ?? null } });
   }
   const counts = { added: 0, modified: 0, deleted: 0, quarantined: 0 };
@@ -181,7 +189,7 @@ export interface BlameReport extends Warned {
  */
 export function blame(runId: string, key: string, events: StreamEvent[], initial: { step: number; state: BackpackState; warnings?: string[] } | undefined, warnings: readonly string[] = []): BlameReport {
   const writes: BlameEntry[] = [];
-  const seed = initial?.state.items[key];
+  const seed = initial === undefined ? undefined : ownValue(initial.state.items, key);
   if (initial && seed) {
     const p = provenance(seed);
     writes.push({
