@@ -74,7 +74,7 @@ export class BatchMarker {
  */
 export function cutSinceClose(pending: PendingBatch | undefined | 'torn', end: number, path: string): string | undefined {
   if (pending === undefined || pending === 'torn' || pending.closed === undefined || end >= pending.closed) return undefined;
-  return `${path}: its writer closed it with ${pending.closed} bytes, it now holds ${end}: the log was cut after it was closed`;
+  return `${path}: its writer closed it with ${pending.closed} bytes, it now holds ${end}: the log was cut or edited after it was closed`;
 }
 
 /**
@@ -84,21 +84,30 @@ export function cutSinceClose(pending: PendingBatch | undefined | 'torn', end: n
  * generation changed in between.
  */
 export async function committedEnd(paths: RunPaths): Promise<number> {
+  return (await committedLog(paths)).end;
+}
+
+/**
+ * {@link committedEnd}, and what is wrong with the log when it was cut after its writer closed it (see
+ * {@link cutSinceClose}): readers serve what is left, and say so.
+ */
+export async function committedLog(paths: RunPaths): Promise<{ end: number; cut: string | undefined }> {
   let handle: fsp.FileHandle;
   try {
     handle = await fsp.open(paths.events, 'r');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { end: 0, cut: undefined };
     throw error;
   }
   try {
     for (let attempt = 0; ; attempt++) {
       const before = readPending(paths.pendingBatch);
-      let end = await endOfData(handle, (await handle.stat()).size);
+      const data = await endOfData(handle, (await handle.stat()).size);
       const after = readPending(paths.pendingBatch);
       if (attempt < 100 && (before === 'torn' || after === 'torn' || before?.gen !== after?.gen)) continue;
+      let end = data;
       if (after !== undefined && after !== 'torn' && end > after.start && end < after.end) end = after.start;
-      return end === 0 ? 0 : await endOfLastLine(handle, end);
+      return { end: end === 0 ? 0 : await endOfLastLine(handle, end), cut: cutSinceClose(after, data, paths.events) };
     }
   } finally {
     await handle.close();

@@ -4,7 +4,7 @@
  */
 import type { StreamEvent } from '../events/types.js';
 import { sharedHashBackend } from '../hash/blake3.js';
-import { committedEnd } from './batch-marker.js';
+import { committedLog } from './batch-marker.js';
 import { CHAIN_BACKEND, ChainReader, genesis, lastSealedLine } from './chain.js';
 import { EventStoreError } from './errors.js';
 import { readLineBatches, readLines, type RawLine } from './lines.js';
@@ -127,10 +127,11 @@ export class LogReader {
     options: ReadOptions,
     unwanted?: (bytes: Buffer) => boolean,
   ): AsyncGenerator<VerifiedLine[]> {
-    const end = await committedEnd(this.paths);
+    const { end, cut } = await committedLog(this.paths);
+    const warn = options.onWarning ?? ((message: string) => process.emitWarning(message, 'EventStoreWarning'));
+    if (cut !== undefined) warn(`${cut}; what it held after ${end} bytes is lost`);
     if (end === 0) return;
     const backend = await sharedHashBackend(CHAIN_BACKEND);
-    const warn = options.onWarning ?? ((message: string) => process.emitWarning(message, 'EventStoreWarning'));
     const first = await firstLineOf(this.paths.events, end);
     const chained = first.sealed;
     // Where to start: the sealed line before the nearest index entry at or before `from` (found by reading backwards

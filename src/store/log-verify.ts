@@ -7,24 +7,22 @@ import { sharedHashBackend } from '../hash/blake3.js';
 import { CHAIN_BACKEND, ChainReader, genesis } from './chain.js';
 import type { CorruptLine, IndexEntry, VerifyResult } from './log-types.js';
 import { decodeLine, parseIndex, seqOf } from './log-format.js';
-import { cutSinceClose, readPending } from './batch-marker.js';
+import { cutSinceClose, readPending, type PendingBatch } from './batch-marker.js';
 import { endOfData, readLines } from './lines.js';
 import type { RunPaths } from './paths.js';
 
 /** Checks the first `end` bytes of the log of `paths` (its committed lines); see EventStore.verify. */
 export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runId: string; end: number }): Promise<VerifyResult> {
   const { paths, end } = log;
-  // The end of the data: zeros after it are space a writer reserved, not a torn tail (see endOfData).
+  // The end of the data (zeros after it are space a writer reserved, not a torn tail: see endOfData), and the batch
+  // marker read before and after it, as committedEnd does: a writer that closes meanwhile records a larger size.
   let size = 0;
-  try {
-    const handle = await fsp.open(paths.events, 'r');
-    try {
-      size = await endOfData(handle, (await handle.stat()).size);
-    } finally {
-      await handle.close();
-    }
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  let pending: PendingBatch | undefined | 'torn';
+  for (let attempt = 0; ; attempt++) {
+    const before = readPending(paths.pendingBatch);
+    size = await dataEnd(paths.events);
+    pending = readPending(paths.pendingBatch);
+    if (attempt >= 100 || (before !== 'torn' && pending !== 'torn' && before?.gen === pending?.gen)) break;
   }
   const backend = await sharedHashBackend(CHAIN_BACKEND);
   const reader = new ChainReader(backend, genesis(backend, log.sessionKey, log.runId));
@@ -97,7 +95,7 @@ export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runI
       problem: `${paths.index} records event ${badEntry.line + 1} at byte ${badEntry.offset} with seq ${badEntry.seq}, which is not what ${paths.events} holds there: the index is damaged (a writer rebuilds it on open)`,
     };
   }
-  const cut = cutSinceClose(readPending(paths.pendingBatch), size, paths.events);
+  const cut = cutSinceClose(pending, size, paths.events);
   if (cut !== undefined) damage ??= { line: lines, problem: cut };
   if (damage === undefined && corruptLines.length > 0) {
     damage = { line: corruptLines[0]!.line, problem: `${paths.events}: line ${corruptLines[0]!.line} is corrupt: ${corruptLines[0]!.error}` };
@@ -111,4 +109,20 @@ export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runI
   }
   if (chainHead !== undefined) result.chainHead = chainHead;
   return result;
+}
+
+/** The end of the data of the log at `path` (see endOfData); 0 when there is no log. */
+async function dataEnd(path: string): Promise<number> {
+  let handle: fsp.FileHandle;
+  try {
+    handle = await fsp.open(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw error;
+  }
+  try {
+    return await endOfData(handle, (await handle.stat()).size);
+  } finally {
+    await handle.close();
+  }
 }

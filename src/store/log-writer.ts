@@ -401,8 +401,19 @@ export class LogWriter {
   private reserve(end: number): void {
     const length = Math.min(RESERVE_MAX, Math.max(RESERVE_MIN, end));
     zeros ??= Buffer.alloc(RESERVE_MAX);
-    writePieceAt(this.fd!, zeros.subarray(0, length), end);
-    this.reserved = end + length;
+    try {
+      writePieceAt(this.fd!, zeros.subarray(0, length), end);
+      this.reserved = end + length;
+    } catch {
+      // Best effort (a full disk): the lines are written; what part of the zeros was is cut, and the next step tries
+      // again. The append itself does not fail for space it did not need.
+      try {
+        ftruncateSync(this.fd!, end);
+      } catch {
+        // The file keeps some zeros after its lines, which readers and the next writer take for unwritten space.
+      }
+      this.reserved = end;
+    }
   }
 
   /** Cuts the space reserved after the last line (see RESERVE_MIN), so that a closed log ends with its last line. */

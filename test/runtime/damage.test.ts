@@ -61,7 +61,7 @@ describe('a torn last line of events.jsonl', () => {
     expect(error.message).not.toMatch(/already completed/);
     // The log was closed whole, then cut: damage, not a crash, and resume says so (the projection, which recorded
     // more, is the first witness it meets; the log's close record the second).
-    expect(error.message).toMatch(/run\.meta\.json records events up to seq \d+, but .*events\.jsonl serves them up to seq \d+: the log was cut or damaged|events\.jsonl: its writer closed it with \d+ bytes, it now holds \d+: the log was cut after it was closed/);
+    expect(error.message).toMatch(/run\.meta\.json records events up to seq \d+, but .*events\.jsonl serves them up to seq \d+: the log was cut or damaged|events\.jsonl: its writer closed it with \d+ bytes, it now holds \d+: the log was cut or edited after it was closed/);
     // Not completed as far as the log goes, and no process is writing it: stopped.
     expect((await listRuns({ dataDir }))[0]).toMatchObject({ runId: 'torn', status: 'stopped' });
   });
@@ -81,7 +81,7 @@ describe('a torn last line of events.jsonl', () => {
     // With the projection deleted (the user's act that takes the log as it stands), the log's own close record still
     // refuses to continue it.
     await new ProjectionStore({ dataDir, sessionKey: 'default' }).delete('cut');
-    await expect(resumeRun(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'cut' })).rejects.toThrow(/the log was cut after it was closed.*cannot be continued/);
+    await expect(resumeRun(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'cut' })).rejects.toThrow(/the log was cut or edited after it was closed.*cannot be continued/);
     expect((await listRuns({ dataDir }))[0]).toMatchObject({ runId: 'cut', status: 'stopped' });
   });
 });

@@ -5,6 +5,7 @@ import type { StreamEvent } from '../../src/events/index.js';
 import { LARGE_LINE } from '../../src/store/chain.js';
 import { writtenType } from '../../src/store/log-format.js';
 import { EventStore, EventStoreError, LockError, type CorruptLine } from '../../src/store/index.js';
+import { spawnSync } from 'node:child_process';
 import { spawnFixture } from './child.js';
 import { SECRETS, makeEvent, tempDir } from './helpers.js';
 
@@ -152,6 +153,23 @@ describe('EventStore', () => {
       }
     });
 
+    it('on a full disk, the space that cannot be reserved does not fail an append: appends go on until the lines themselves do not fit', () => {
+      // A file size limit (ulimit -f, in KB; SIGXFSZ ignored so that a write past it fails with EFBIG) stands for a
+      // disk with 256 KB left. The events are 2 KB: reserving 64 KB, then as much again as the log holds, fails
+      // long before the lines do.
+      const child = spawnSync('bash', ['-c', `trap '' XFSZ; ulimit -f 256; exec "${process.execPath}" --import tsx test/store/fixtures/fill-events.ts "${tmp.dir}"`], {
+        encoding: 'utf8',
+      });
+      const appended = Number(/appended (\d+)/.exec(child.stdout)?.[1]);
+      expect(child.stdout).toMatch(/EFBIG/);
+      expect(appended * 2000).toBeGreaterThan(0.9 * 256 * 1024);
+      return (async () => {
+        const reader = new EventStore({ dataDir: tmp.dir, sessionKey: 'full', runId: 'fill' });
+        expect(await reader.countEvents()).toBe(appended);
+        expect(await reader.verify()).toMatchObject({ ok: true, lines: appended, tornTailBytes: 0 });
+      })();
+    });
+
     it("with 'never', nothing is reserved", async () => {
       const store = open({ durability: 'never' });
       await fill(store, 20);
@@ -248,7 +266,8 @@ describe('EventStore', () => {
       expect(read).toEqual([]);
       expect(seen.map((c) => [c.line, c.error])).toEqual([[2, expect.stringMatching(/not JSON .*position 74/)]]);
       // Lines 3-5, sound but of a type not asked for, are not reported as corrupt.
-      expect(notServed).toEqual([expect.stringMatching(/lines 2-5 do not match the chain hash on line 5.*not served/)]);
+      // The edit left the log shorter than its writer closed it: that is reported first.
+      expect(notServed).toEqual([expect.stringMatching(/cut or edited after it was closed/), expect.stringMatching(/lines 2-5 do not match the chain hash on line 5.*not served/)]);
       await expect(open().readAll({ types: ['node.started'] })).rejects.toThrow(/corrupt event at line 2 .*not JSON/);
     });
   });
@@ -563,7 +582,7 @@ describe('EventStore', () => {
       const notServed: string[] = [];
       expect((await reader.readAll({ onCorrupt: (c) => seen.push(c), onWarning: (w) => notServed.push(w) })).map((e) => e.seq)).toEqual([0]);
       expect(seen.map((c) => c.line)).toEqual([2, 4]);
-      expect(notServed).toEqual([expect.stringMatching(/events\.jsonl: lines 2-5 do not match the chain hash on line 5.*not served/)]);
+      expect(notServed).toEqual([expect.stringMatching(/cut or edited after it was closed/), expect.stringMatching(/events\.jsonl: lines 2-5 do not match the chain hash on line 5.*not served/)]);
       expect(seen[1]!.error).toMatch(/not a valid event \(type:/);
       const warnings: string[] = [];
       const onWarning = (w: Error): void => void warnings.push(w.message);
@@ -601,10 +620,15 @@ describe('EventStore', () => {
         truncateSync(store.paths.events, to);
         const report = await new EventStore({ dataDir: tmp.dir, sessionKey: 'sess', runId: RUN }).verify();
         expect(report.ok, cut).toBe(false);
-        expect(report.problem, cut).toBe(`${store.paths.events}: its writer closed it with ${size} bytes, it now holds ${to}: the log was cut after it was closed`);
-        await expect(open().open(), cut).rejects.toThrow(/was cut after it was closed.*cannot be continued/);
+        expect(report.problem, cut).toBe(`${store.paths.events}: its writer closed it with ${size} bytes, it now holds ${to}: the log was cut or edited after it was closed`);
+        // Readers serve what is left, and say what happened.
+        const warnings: string[] = [];
+        const read = await new EventStore({ dataDir: tmp.dir, sessionKey: 'sess', runId: RUN }).readAll({ onWarning: (m) => warnings.push(m) });
+        expect(read.length, cut).toBe(5);
+        expect(warnings, cut).toContainEqual(expect.stringMatching(/its writer closed it with \d+ bytes, it now holds \d+: the log was cut or edited after it was closed; what it held after \d+ bytes is lost/));
+        await expect(open().open(), cut).rejects.toThrow(/was cut or edited after it was closed.*cannot be continued/);
         // Refused without touching the witness: asked again, the writer still refuses.
-        await expect(open().open(), cut).rejects.toThrow(/was cut after it was closed/);
+        await expect(open().open(), cut).rejects.toThrow(/was cut or edited after it was closed/);
         tmp.cleanup();
         tmp = tempDir();
       }
@@ -628,6 +652,22 @@ describe('EventStore', () => {
       await next.close();
       expect(await next.verify()).toMatchObject({ ok: true, lines: 7, tornTailBytes: 0 });
     });
+  });
+
+  it('verify never calls a log cut while its writer resumes and closes it (the marker is read around the size)', async () => {
+    const store = open();
+    await fill(store, 3);
+    await store.close();
+    let seq = 3;
+    for (let round = 0; round < 30; round++) {
+      const verifying = new EventStore({ dataDir: tmp.dir, sessionKey: 'sess', runId: RUN }).verify();
+      const writer = new EventStore({ dataDir: tmp.dir, sessionKey: 'sess', runId: RUN });
+      await writer.appendBatch([makeEvent(RUN, seq++), makeEvent(RUN, seq++)]);
+      await writer.close();
+      const report = await verifying;
+      expect(report.problem ?? '', `round ${round}`).not.toMatch(/cut or edited after it was closed/);
+      expect(report.ok, `round ${round}`).toBe(true);
+    }
   });
 
   describe('single writer', () => {
