@@ -59,7 +59,7 @@ describe('a LangGraph thread stored in Postgres, inspected with backpackflow run
   it('is a run in the database: events chained in rows (one per step), its projection beside them, no lease left behind', async () => {
     const [run] = await sql<{ meta: string | null; lease_owner: string | null }[]>`select meta, lease_owner from backpackflow.runs where session_key = 'default' and run_id = ${thread}`;
     expect(run?.lease_owner).toBeNull();
-    expect(JSON.parse(run!.meta!)).toMatchObject({ runId: thread, status: 'completed' });
+    expect(JSON.parse(run!.meta!).data).toMatchObject({ runId: thread, status: 'completed' });
     const [{ count }] = (await sql`select count(*)::int as count from backpackflow.event_batches where run_id = ${thread}`) as unknown as [{ count: number }];
     expect(count).toBeGreaterThan(4);
     expect((await verifyRun({ store, runId: thread })).status).toBe('verified');

@@ -285,10 +285,10 @@ describe('Postgres run store', () => {
     await w.commit(batch(second.runId, 1, 1));
     await w.close();
     // Another owner's claim does not finish worker-a's job.
-    const b = await queue.claim('worker-b', 60_000, { job: first, outcome: 'completed' });
+    const b = await queue.claim('worker-b', 60_000, { job: a!, outcome: 'completed' });
     expect(b).toMatchObject({ ...second, kind: 'resume', documents: {}, hadEvents: true });
     expect((await queue.entries()).filter((e) => e.sessionKey === 'q').map((e) => [e.runId, e.state, e.outcome])).toEqual([['first', 'claimed', null], ['second', 'claimed', null]]);
-    expect(await queue.claim('worker-a', 60_000, { job: first, outcome: 'completed' })).toBeUndefined();
+    expect(await queue.claim('worker-a', 60_000, { job: a!, outcome: 'completed' })).toBeUndefined();
     expect((await queue.entries()).filter((e) => e.sessionKey === 'q').map((e) => [e.runId, e.state, e.outcome])).toEqual([['first', 'done', 'completed'], ['second', 'claimed', null]]);
     // A stored document that is not JSON is an error naming it when the worker asks for it.
     expect(() => store.parseDocument(first, 'flow', '{')).toThrow(/corrupt flow document of run q\/first/);

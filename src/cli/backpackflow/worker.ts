@@ -134,7 +134,8 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
       } catch (error) {
         if (causedBy(error, FencedError)) outcome = 'lost';
         else if (causedBy(error, LockError) || stop.signal.aborted) outcome = 'released';
-        else outcome = `failed: ${(error as Error).message}`;
+        // Redacted as the queue stores it: a failure's message may quote a secret (an input, a header).
+        else outcome = queue.redactor.redactText(`failed: ${(error as Error).message}`);
       } finally {
         clearInterval(renewal);
       }

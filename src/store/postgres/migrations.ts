@@ -241,6 +241,18 @@ export const MIGRATIONS: readonly Migration[] = [
       $fn$;
     `,
   },
+  {
+    version: 6,
+    name: 'fencing tokens never repeat',
+    sql: `
+      -- Every writer's fencing token (run-store.ts, PostgresRunWriter.open) is drawn from this sequence, so that a
+      -- token is never handed out twice, not even to a run deleted and started again under the same id: a writer of
+      -- the deleted run, stalled past the delete, holds a token the new run's row never has, and every write it
+      -- makes is refused. Starts after every token handed out before it.
+      create sequence backpackflow.writer_tokens as bigint;
+      select setval('backpackflow.writer_tokens', greatest(1, (select max(writer_token) from backpackflow.runs)));
+    `,
+  },
 ];
 
 const LOCK = `select pg_advisory_xact_lock(hashtext('backpackflow.migrations'))`;

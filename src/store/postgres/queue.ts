@@ -7,7 +7,12 @@
  * `claimed_until` (renewed while it runs the run), and marks it done with the outcome. A job whose worker died is
  * ready again once its claim runs out; the run's own writer lease and fencing token (run-store.ts) make sure that,
  * whatever the timing, only one worker writes the run.
+ *
+ * Secrets: a job's payload (a start's input, a resume's answer) is stored as given while the job waits, since the
+ * worker that claims it starts the run with it (and the run redacts it in everything it writes); once the job is
+ * done its payload is replaced by its redacted form. Outcomes (`failed: <message>`) are stored redacted.
  */
+import { redactorFor, type RedactionOptions, type Redactor } from '../../redact/index.js';
 import { StoreError } from '../errors.js';
 import { assertValidId } from '../paths.js';
 import type { RunDocumentName, RunRef } from '../run-store.js';
@@ -29,6 +34,9 @@ export interface QueuedRun extends RunRef {
   hadEvents: boolean;
 }
 
+/** A claimed job as it ends: its run and the payload it was claimed with (kept redacted, see the module comment). */
+export type FinishedJob = RunRef & Pick<QueuedRun, 'payload'>;
+
 /** A job's state, for `runs list`-like reports and tests. */
 export interface QueueEntry extends RunRef {
   kind: 'start' | 'resume';
@@ -40,9 +48,29 @@ export interface QueueEntry extends RunRef {
 /** The channel a new job is announced on (idle workers LISTEN to it instead of polling fast). */
 export const QUEUE_CHANNEL = 'backpackflow_queue';
 
+/** Options of {@link RunQueue}. */
+export interface RunQueueOptions {
+  /** Secrets of your own to redact from finished jobs' payloads and outcomes, on top of the built-in catalogue. */
+  redaction?: RedactionOptions;
+}
+
 /** See the module comment. */
 export class RunQueue {
-  constructor(private readonly store: PostgresRunStore) {}
+  /** The redaction of what the queue stores of a finished job (its payload, its outcome). */
+  readonly redactor: Redactor;
+
+  constructor(
+    private readonly store: PostgresRunStore,
+    options: RunQueueOptions = {},
+  ) {
+    this.redactor = redactorFor(options.redaction);
+  }
+
+  /** What a finished job keeps: its payload and outcome, redacted (see the module comment). */
+  private finished(job: FinishedJob, outcome: string): { payload: string; outcome: string } {
+    const redacted = this.redactor.redact({ payload: job.payload, outcome }).value;
+    return { payload: JSON.stringify(redacted.payload), outcome: redacted.outcome };
+  }
 
   /**
    * Queues run `ref`. A run that is already queued or being run is a StoreError (it is not queued twice); a run whose
@@ -109,12 +137,13 @@ export class RunQueue {
    * run's writer lease keeps it to one writer either way. `finished`: `owner`'s job that just ended, marked done
    * with its outcome in the same statement (as {@link finish} does).
    */
-  async claim(owner: string, claimMs: number, finished?: { job: RunRef; outcome: string }): Promise<QueuedRun | undefined> {
+  async claim(owner: string, claimMs: number, finished?: { job: FinishedJob; outcome: string }): Promise<QueuedRun | undefined> {
     const sql = await this.store.sql();
+    const done = finished === undefined ? undefined : { job: finished.job, ...this.finished(finished.job, finished.outcome) };
     const [row] = await sql<{ session_key: string; run_id: string; kind: 'start' | 'resume'; payload: string | null; attempts: number; flow: string | null; recipe: string | null; had_events: boolean }[]>`
-      with ${finished === undefined ? sql`` : sql`finished as (
-        update backpackflow.queue set state = 'done', finished_at = now(), outcome = ${finished.outcome}, claimed_until = null
-        where session_key = ${finished.job.sessionKey} and run_id = ${finished.job.runId} and state = 'claimed' and claimed_by = ${owner}
+      with ${done === undefined ? sql`` : sql`finished as (
+        update backpackflow.queue set state = 'done', finished_at = now(), payload = ${done.payload}, outcome = ${done.outcome}, claimed_until = null
+        where session_key = ${done.job.sessionKey} and run_id = ${done.job.runId} and state = 'claimed' and claimed_by = ${owner}
       ), `}claimed as (
         update backpackflow.queue q set state = 'claimed', claimed_by = ${owner}, claimed_until = now() + ${claimMs} * interval '1 millisecond', attempts = q.attempts + 1
         from (
@@ -122,7 +151,7 @@ export class RunQueue {
           where (state = 'queued' or (state = 'claimed' and claimed_until < now()))
             -- Never the job this statement marks done: both CTEs see the same snapshot, and one statement must not
             -- update a row twice.
-            ${finished === undefined ? sql`` : sql`and not (session_key = ${finished.job.sessionKey} and run_id = ${finished.job.runId})`}
+            ${done === undefined ? sql`` : sql`and not (session_key = ${done.job.sessionKey} and run_id = ${done.job.runId})`}
           order by enqueued_at
           for update skip locked
           limit 1
@@ -160,14 +189,16 @@ export class RunQueue {
   }
 
   /**
-   * Marks `owner`'s job done with its outcome (`completed`, `waiting`, `failed: …`). The commit does not wait for the
-   * disk: the run's own last commit did. A job a server crash puts back is claimed again, as after a worker's death: a
-   * completed run is found completed, any other resumes from its last recorded step.
+   * Marks `owner`'s job done with its outcome (`completed`, `waiting`, `failed: …`), its payload and outcome redacted
+   * (see the module comment). The commit does not wait for the disk: the run's own last commit did. A job a server
+   * crash puts back is claimed again, as after a worker's death: a completed run is found completed, any other
+   * resumes from its last recorded step.
    */
-  async finish(job: RunRef, owner: string, outcome: string): Promise<void> {
+  async finish(job: FinishedJob, owner: string, outcome: string): Promise<void> {
     const sql = await this.store.sql();
+    const done = this.finished(job, outcome);
     await sql`
-      update backpackflow.queue set state = 'done', finished_at = now(), outcome = ${outcome}, claimed_until = null
+      update backpackflow.queue set state = 'done', finished_at = now(), payload = ${done.payload}, outcome = ${done.outcome}, claimed_until = null
       from ${asyncCommit(sql)}
       where session_key = ${job.sessionKey} and run_id = ${job.runId} and state = 'claimed' and claimed_by = ${owner}`;
   }

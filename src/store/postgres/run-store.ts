@@ -6,14 +6,19 @@
  *   its first line), so that a second writer's insert at the same place fails (fencing). Readers verify the chain as
  *   the file readers do, so an edited row is reported, never served.
  * - One writer per run: opening a writer takes the run's lease (`lease_owner`, `lease_expires_at`, renewed while the
- *   writer lives) and increments its fencing token, in one statement that also reads where the log stands. A step is
+ *   writer lives) and gives it a new fencing token, in one statement that also reads where the log stands. Tokens come
+ *   from one sequence (migration 6), so none is handed out twice, not even to a run deleted and started again under
+ *   the same id: a stalled writer of the deleted run is fenced out of the new one. A step is
  *   one statement: the projection update fenced by the token, and the step's events inserted only when the fence
  *   held. A writer whose lease expired and was taken over finds the token changed (or its first line taken) and gets a
  *   {@link FencedError}; nothing of it is stored. The batch that ends the run (run.completed, run.failed,
  *   run.waiting) gives the lease up in its own transaction.
  * - Keyframes: sealed JSON with their checksum and chain hash, as `checkpoint/<step>.json` holds them; written off
  *   the step's path, fenced by the token.
- * - The projection: the run's RunMeta JSON (redacted), current with every step.
+ * - The projection: the run's RunMeta (redacted), current with every step, sealed with its checksum as
+ *   `run.meta.json` is (hash/sealed.ts). One that is edited, or is another run's, is not served: readers rebuild it
+ *   from the log with a warning; one that recorded more than the log serves (the log lost its tail) is kept and
+ *   reported, and its run is not continued (see {@link PostgresRunStore.currentRunMeta}).
  * - What waits for the server's disk: a step's commit (durability 'batch', the default), once per step. Taking and
  *   giving up the lease and writing a keyframe do not (connection.ts: asyncCommit): a server crash can only undo them
  *   as if they had not happened, and the next step's commit makes them durable with it.
@@ -341,9 +346,22 @@ export class PostgresRunStore implements RunStore {
     const sql = await this.sql();
     const [row] = await sql<{ meta: string | null }[]>`select meta from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId}`;
     if (row?.meta == null) return null;
-    return parseMeta(row.meta, this.describeProjection(ref));
+    return openProjection(row.meta, ref, this.describeProjection(ref), await sharedHashBackend());
   }
 
+  /**
+   * The projection of run `ref` as its log stands now, as the file store's (ProjectionStore.currentRunMeta) is: the
+   * stored one when it is intact, the run's, and agrees with the log (the event at line `eventCount - 1` has its
+   * `lastSeq`), brought up to date with the events after it; otherwise (missing, edited, another run's, or not
+   * matching the log) rebuilt from the log, an edited or foreign one with a warning naming it. Nothing is stored:
+   * the run's writer stores the projection with its next step.
+   *
+   * A stored projection that recorded more events than the log now serves (more of them, or a later seq) means the
+   * log lost what it had: the projection rebuilt from the log is returned and `onWarning` told, and the stored one
+   * is left as it is (a writer does not continue the run: see PostgresRunWriter.open), so that every reader goes on
+   * reporting the loss until the user clears it (sets the run's `meta` to null), which takes the log as it stands
+   * for the run.
+   */
   async currentRunMeta(ref: RunRef, onWarning: (message: string) => void = (m) => process.emitWarning(m, 'ProjectionBehindLog')): Promise<RunMeta> {
     let stored: RunMeta | null = null;
     try {
@@ -363,10 +381,13 @@ export class PostgresRunStore implements RunStore {
     let meta = emptyRunMeta(ref.sessionKey, ref.runId);
     for await (const { event } of this.readVerified(ref)) meta = foldRunMeta(meta, event);
     if (meta.eventCount === 0) throw new ProjectionStoreError(`run ${ref.sessionKey}/${ref.runId} has no events to project: ${this.describeLog(ref)} serves none`, { path: this.describeProjection(ref) });
-    if (stored !== null && stored.eventCount > meta.eventCount) {
+    if (stored !== null && (stored.eventCount > meta.eventCount || stored.lastSeq > meta.lastSeq)) {
+      const seqs = stored.eventCount > meta.eventCount ? '' : ` up to seq ${stored.lastSeq} (the log's last is ${meta.lastSeq})`;
       onWarning(
-        `${this.describeLog(ref)} serves ${meta.eventCount} events, but ${this.describeProjection(ref)} recorded ${stored.eventCount}: ` +
-          `the log lost its tail (check it with 'runs verify ${ref.runId}'); the run is shown as its log stands`,
+        `${this.describeLog(ref)} serves ${meta.eventCount} events, but ${this.describeProjection(ref)} recorded ${stored.eventCount}${seqs}: ` +
+          `the log lost its tail (cut or damaged; check it with 'runs verify ${ref.runId}'); the run is shown as its log stands, and the projection ` +
+          `is kept as the evidence (set it to null, update backpackflow.runs set meta = null where session_key = '${ref.sessionKey}' and ` +
+          `run_id = '${ref.runId}', to take the log as it stands for the run)`,
       );
     }
     return RunMetaSchema.parse(meta);
@@ -451,16 +472,21 @@ export function json(sql: Database['sql'], value: unknown[]): postgres.Parameter
 
 const JSON_OID = 114;
 
-function parseMeta(text: string, where: string): RunMeta {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new ProjectionStoreError(`corrupt run projection ${where}: not valid JSON (${(error as Error).message})`, { path: where });
-  }
-  const parsed = RunMetaSchema.safeParse(json);
+/**
+ * A stored projection (sealed as the file store's run.meta.json; one stored before seals existed, plain JSON, still
+ * reads), verified, validated and checked to be run `ref`'s: else a ProjectionStoreError naming `where` and what is
+ * wrong (as ProjectionStore.loadRunMeta says it of a file).
+ */
+function openProjection(text: string, ref: RunRef, where: string, backend: HashBackend): RunMeta {
+  const opened = openSealed(text, backend, true);
+  if (!opened.ok) throw new ProjectionStoreError(`corrupt run projection ${where}: ${opened.problem}`, { path: where });
+  const parsed = RunMetaSchema.safeParse(opened.data);
   if (!parsed.success) throw new ProjectionStoreError(`corrupt run projection ${where}: ${describeIssues(parsed.error, '(root)')}`, { path: where });
-  return parsed.data;
+  const meta = parsed.data;
+  if (meta.runId !== ref.runId || meta.sessionKey !== ref.sessionKey) {
+    throw new ProjectionStoreError(`corrupt run projection ${where}: it is the projection of run ${meta.sessionKey}/${meta.runId}, not of ${ref.sessionKey}/${ref.runId}`, { path: where });
+  }
+  return meta;
 }
 
 /** The last line of a batch row's text. */
@@ -515,8 +541,8 @@ class PostgresRunWriter implements RunWriter {
   }
 
   /**
-   * Takes the run's lease in one statement (its commit does not wait for the disk: see asyncCommit), which also reads
-   * where the log stands: its last line and its size. A fresh run whose log has lines is not taken (RunExistsError);
+   * Takes the run's lease with a fencing token never handed out before (migration 6) in one statement (its commit
+   * does not wait for the disk: see asyncCommit), which also reads where the log stands: its last line and its size. A fresh run whose log has lines is not taken (RunExistsError);
    * a run whose lease another writer holds is a LockError naming it.
    */
   async open(fresh: boolean): Promise<void> {
@@ -525,8 +551,8 @@ class PostgresRunWriter implements RunWriter {
     const [row] = await sql<{ token: string | null; holder: string | null; holder_until: Date | null; line: number | null; seq: string | null; body: string | null; bytes: string }[]>`
       with taken as (
         insert into backpackflow.runs as r (session_key, run_id, writer_token, lease_owner, lease_expires_at)
-        select ${ref.sessionKey}, ${ref.runId}, 1, ${store.owner}, now() + ${store.leaseMs} * interval '1 millisecond' from ${asyncCommit(sql)}
-        on conflict (session_key, run_id) do update set writer_token = r.writer_token + 1, lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at
+        select ${ref.sessionKey}, ${ref.runId}, nextval('backpackflow.writer_tokens'), ${store.owner}, now() + ${store.leaseMs} * interval '1 millisecond' from ${asyncCommit(sql)}
+        on conflict (session_key, run_id) do update set writer_token = excluded.writer_token, lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at
         where (r.lease_owner is null or r.lease_expires_at < now())
           and not (${fresh}::boolean and exists (select 1 from backpackflow.event_batches e where e.session_key = r.session_key and e.run_id = r.run_id))
         returning r.writer_token
@@ -560,7 +586,11 @@ class PostgresRunWriter implements RunWriter {
         this.eventCount = line + 1;
         this.byteLength = Number(row!.bytes);
         this.lastSeq = Number(seq);
-        this.meta = await store.currentRunMeta(ref);
+        // A projection that recorded more than the log serves is the evidence of a lost tail: the run is not
+        // continued past it (its next step would store its projection over it), as the file store's writer does not.
+        let lost: string | undefined;
+        this.meta = await store.currentRunMeta(ref, (warning) => (lost = warning));
+        if (lost !== undefined) throw new ProjectionStoreError(`${lost}. The run is not continued`, { path: store.describeProjection(ref) });
       }
     } catch (error) {
       await this.release();
@@ -632,7 +662,7 @@ class PostgresRunWriter implements RunWriter {
     // transaction, unless keyframes are still being written: the writer's close then has no statement of its own.
     const ends = ENDS_RUN.has(events[events.length - 1]!.type) && this.pendingKeyframes === 0;
     const meta = foldRunMetaBatch(this.meta, events);
-    const metaText = JSON.stringify(this.redactor.redact(meta).value);
+    const metaText = seal(this.redactor.redact(meta).value, backend);
     let held: boolean;
     try {
       // One statement, so one transaction (migrations.ts: commit_step): the projection update fenced by the token,
