@@ -7,10 +7,13 @@
  * recorded ones) and executed by the durable runtime on the Postgres store: a new run starts, a run that already has
  * events (its worker died) resumes from its last recorded step, a waiting run resumes with its answer. The run's writer
  * lease and fencing token keep it to one writer whatever the timing; a worker killed mid-run leaves its claim and its
- * lease to run out, and another worker takes the run over.
+ * lease to run out, and another worker takes the run over. A run stopped because the database connection was lost
+ * (not by a node's failure) is given back, and its next claim resumes it.
  */
 import { Wakeup } from './wakeup.js';
 import { Command, Option } from 'commander';
+import { NodeExecutionError } from '../../flow/index.js';
+import { wasReported } from '../../nodes/backpack-node.js';
 import { resumeRun, runFlow } from '../../runtime/index.js';
 import { FencedError, LockError, PostgresRunStore, RunExistsError, type RunDocumentName } from '../../store/index.js';
 import { QUEUE_CHANNEL, RunQueue, type QueuedRun } from '../../store/postgres/queue.js';
@@ -83,6 +86,29 @@ function causedBy(error: unknown, type: new (...args: never[]) => Error): boolea
   return false;
 }
 
+/**
+ * What says that a database connection was lost: the `postgres` driver's codes, the socket's, and the server's own
+ * (SQLSTATE class 08, connection exception; 57P01-57P03, the server shutting down or not yet accepting connections).
+ */
+const CONNECTION_LOST: ReadonlySet<string> = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03']);
+
+/**
+ * Whether a run ended with `error` because the store lost its database connection (a code of {@link CONNECTION_LOST}
+ * in its cause chain), not because a node failed: an error a node reported as its own (its prep or post threw it, or
+ * its exec's last attempt did, wrapped in a NodeExecutionError) is the node's failure whatever its code.
+ */
+function connectionLost(error: unknown): boolean {
+  if (wasReported(error)) return false;
+  let current: unknown = error;
+  for (let depth = 0; current instanceof Error && depth < 10; depth++) {
+    if (current instanceof NodeExecutionError) return false;
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && (CONNECTION_LOST.has(code) || code.startsWith('08'))) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /** Runs the worker until it is stopped (see the module comment). */
 export async function runWorker(options: WorkerOptions): Promise<void> {
   const store = new PostgresRunStore({ url: options.databaseUrl!, leaseMs: options.leaseMs, maxConnections: options.concurrency + 2 });
@@ -118,6 +144,9 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
           finished = undefined;
         }
         process.stderr.write(`worker ${owner}: could not claim a run: ${(error as Error).message}\n`);
+        // Not idle: the queue may hold runs (this worker's own, given back or not), it could not be read.
+        await wakeup.sleep(options.pollMs, stop.signal);
+        continue;
       }
       if (job === undefined) {
         idle.add(index);
@@ -129,11 +158,19 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
       const claimed = job;
       const renewal = setInterval(() => void queue.renew(claimed, owner, options.leaseMs).catch(() => undefined), Math.max(50, Math.floor(options.leaseMs / 3)));
       let outcome: string;
+      /** Why the job is given back, when it is. */
+      let why = 'another writer holds it, or this worker is stopping';
       try {
         outcome = await execute(store, options, claimed, stop.signal);
       } catch (error) {
         if (causedBy(error, FencedError)) outcome = 'lost';
         else if (causedBy(error, LockError) || stop.signal.aborted) outcome = 'released';
+        else if (connectionLost(error)) {
+          // The run is only stopped (what was committed stays): its next claim resumes it from its last recorded
+          // step. A release the database is still away for fails; the job's claim and the run's lease then run out.
+          outcome = 'released';
+          why = `the database connection was lost: ${(error as Error).message}`;
+        }
         // Redacted as the queue stores it: a failure's message may quote a secret (an input, a header).
         else outcome = queue.redactor.redactText(`failed: ${(error as Error).message}`);
       } finally {
@@ -147,14 +184,15 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
           process.stdout.write(`worker ${owner}: ${name} ${c.yellow('lost')} to another worker (its lease ran out; its writes were refused)\n`);
         } else if (outcome === 'released') {
           await queue.release(claimed, owner);
-          process.stdout.write(`worker ${owner}: ${name} ${c.yellow('given back')} (another writer holds it, or this worker is stopping)\n`);
+          process.stdout.write(`worker ${owner}: ${name} ${c.yellow('given back')} (${why})\n`);
           if (!stop.signal.aborted) await new Promise((resolve) => setTimeout(resolve, options.pollMs));
         } else {
           // Marked done by the next claim, in the same statement (or on its own if the worker stops first).
           finished = { job: claimed, outcome };
         }
       } catch (error) {
-        process.stderr.write(`worker ${owner}: could not record how ${name} ended (${outcome}): ${(error as Error).message}\n`);
+        const then = outcome === 'released' ? `; it is claimed again once its claim runs out (${options.leaseMs} ms)` : '';
+        process.stderr.write(`worker ${owner}: could not record how ${name} ended (${outcome === 'released' ? `given back: ${why}` : outcome}): ${(error as Error).message}${then}\n`);
       }
     }
     // Stopped before the next claim: the job that just ended is marked done on its own.
