@@ -6,15 +6,16 @@
  *   name was rebound to 127.0.0.1 sends its own name, and is refused (DNS rebinding);
  * - it is not cross-origin: an `Origin` header must be this server's own origin, and `Sec-Fetch-Site` (sent by
  *   browsers even where they send no Origin, e.g. for `<script src>`) must be `same-origin` or `none`;
- * - when the server is bound to anything but loopback, it carries the server's random token: `?token=` (the URL
- *   printed at start; answered with an HttpOnly, SameSite=Strict cookie so the page's own requests carry it), an
- *   `Authorization: Bearer` header, or that cookie.
+ * - when the server is bound to anything but loopback, an API read carries the server's random token: `?token=` (the
+ *   URL printed at start) or an `Authorization: Bearer` header. The page's own files (its HTML, scripts and styles,
+ *   the same for every studio) need none: the page reads the token from its address and sends it in the header.
  *
- * A write (any method but GET and HEAD) needs more, on loopback too: the token, from the header or the cookie (a
- * page of another origin on this machine, e.g. another port of 127.0.0.1, is same-site and would get a SameSite
- * cookie sent, so the Origin check above matters as much); `Sec-Fetch-Site`, when sent, exactly `same-origin`; and
- * (checked where the body is read) a JSON content type, which no HTML form can send and which a cross-origin
- * script can send only after a CORS preflight this server never grants.
+ * A write (any method but GET and HEAD) needs more, on loopback too: the token in an `Authorization: Bearer` header;
+ * `Sec-Fetch-Site`, when sent, exactly `same-origin`; and (checked where the body is read) a JSON content type, which
+ * no HTML form can send and which a cross-origin script can send only after a CORS preflight this server never grants.
+ *
+ * The token is never put in a cookie: browsers do not separate cookies by port, so any other server on this machine
+ * the user visits (another port of 127.0.0.1) would be sent it.
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -45,10 +46,11 @@ export interface GuardOptions {
   allowedHosts?: readonly string[];
 }
 
+/** What a request asks for: a file of the page, an API read, or a write (it changes runs). */
+export type Access = 'page' | 'read' | 'write';
+
 /** The outcome of an accepted request. */
 export interface Admission {
-  /** A cookie to set, when the token came in the query. */
-  setCookie?: string;
   /** Whether the request carried the right token (it may write). */
   authenticated: boolean;
 }
@@ -56,7 +58,6 @@ export interface Admission {
 /** Checks every request against the rules above; throws an {@link HttpError} (401, 403 or 421) otherwise. */
 export class RequestGuard {
   private readonly hostnames: Set<string>;
-  readonly cookieName: string;
 
   constructor(private readonly options: GuardOptions) {
     const names = ['localhost', '127.0.0.1', '::1', ...(options.allowedHosts ?? [])];
@@ -67,12 +68,11 @@ export class RequestGuard {
       for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) names.push(a.address);
     }
     this.hostnames = new Set(names.map((n) => n.toLowerCase().replace(/^\[|\]$/g, '')));
-    // Cookies are not separated by port: two studios on one machine must not overwrite each other's.
-    this.cookieName = `bpf_studio_${options.port}`;
   }
 
-  /** Accepts the request or throws; `write` for a request that changes runs. */
-  admit(req: IncomingMessage, url: RequestTarget, write = false): Admission {
+  /** Accepts the request for `access` or throws. */
+  admit(req: IncomingMessage, url: RequestTarget, access: Access): Admission {
+    const write = access === 'write';
     const host = req.headers.host;
     if (host === undefined || !this.isOwnHost(host)) {
       throw new HttpError(421, `refused: the Host header ${JSON.stringify(host ?? '')} does not name this server (port ${this.options.port})`, 'host');
@@ -85,7 +85,8 @@ export class RequestGuard {
     if (site !== undefined && site !== 'same-origin' && (write || site !== 'none')) {
       throw new HttpError(403, `refused: cross-site request (Sec-Fetch-Site: ${String(site)})`, 'origin');
     }
-    return write ? this.checkWriteToken(req) : this.checkToken(req, url);
+    if (write) return this.checkWriteToken(req);
+    return access === 'page' ? { authenticated: false } : this.checkToken(req, url);
   }
 
   private isOwnHost(header: string): boolean {
@@ -96,46 +97,31 @@ export class RequestGuard {
     return port === this.options.port && this.hostnames.has(name);
   }
 
-  /** The token a request carries: `?token=` (reads only), the Authorization header, or the cookie. */
-  private givenToken(req: IncomingMessage, url: RequestTarget | undefined): { token: string | undefined; fromQuery: boolean } {
-    const fromQuery = url?.searchParams.get('token') ?? undefined;
+  /** The token a request carries: `?token=` (reads only) or the Authorization header. */
+  private givenToken(req: IncomingMessage, url: RequestTarget | undefined): string | undefined {
     const auth = req.headers.authorization;
     const fromHeader = auth?.startsWith('Bearer ') ? auth.slice('Bearer '.length).trim() : undefined;
-    return { token: fromQuery ?? fromHeader ?? this.cookieOf(req.headers.cookie), fromQuery: fromQuery !== undefined };
+    return url?.searchParams.get('token') ?? fromHeader;
   }
 
   private checkToken(req: IncomingMessage, url: RequestTarget): Admission {
-    const expected = this.options.token;
-    const { token: given, fromQuery } = this.givenToken(req, url);
-    const authenticated = given !== undefined && sameSecret(given, expected);
-    if (!this.options.tokenForReads) return authenticated && fromQuery ? { authenticated, setCookie: this.cookie() } : { authenticated };
+    const given = this.givenToken(req, url);
+    const authenticated = given !== undefined && sameSecret(given, this.options.token);
+    if (!this.options.tokenForReads) return { authenticated };
     if (given === undefined) {
       throw new HttpError(401, 'this studio is bound to a non-loopback address and needs its token: open the URL it printed (with ?token=...) or send Authorization: Bearer <token>', 'token');
     }
     if (!authenticated) throw new HttpError(403, 'wrong studio token', 'token');
-    return fromQuery ? { authenticated, setCookie: this.cookie() } : { authenticated };
+    return { authenticated };
   }
 
   private checkWriteToken(req: IncomingMessage): Admission {
-    const expected = this.options.token;
-    const { token: given } = this.givenToken(req, undefined);
+    const given = this.givenToken(req, undefined);
     if (given === undefined) {
-      throw new HttpError(401, "resuming and forking need the studio's token: open the URL it printed (with ?token=...) or send Authorization: Bearer <token>", 'token');
+      throw new HttpError(401, "resuming and forking need the studio's token in an Authorization: Bearer header (the page opened from the URL the studio printed, with ?token=..., sends it)", 'token');
     }
-    if (!sameSecret(given, expected)) throw new HttpError(403, 'wrong studio token', 'token');
+    if (!sameSecret(given, this.options.token)) throw new HttpError(403, 'wrong studio token', 'token');
     return { authenticated: true };
-  }
-
-  private cookie(): string {
-    return `${this.cookieName}=${this.options.token}; HttpOnly; SameSite=Strict; Path=/`;
-  }
-
-  private cookieOf(header: string | undefined): string | undefined {
-    for (const part of (header ?? '').split(';')) {
-      const eq = part.indexOf('=');
-      if (eq > 0 && part.slice(0, eq).trim() === this.cookieName) return part.slice(eq + 1).trim();
-    }
-    return undefined;
   }
 }
 

@@ -120,9 +120,8 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
     const url = requestTarget(req);
     try {
       const read = req.method === 'GET' || req.method === 'HEAD';
-      const admission = guard.admit(req, url, !read);
-      if (admission.setCookie) res.setHeader('set-cookie', admission.setCookie);
       const api = url.pathname === '/api' || url.pathname.startsWith('/api/');
+      const admission = guard.admit(req, url, !read ? 'write' : api ? 'read' : 'page');
       if (!read && (req.method !== 'POST' || !api)) {
         res.setHeader('allow', api ? 'GET, HEAD, POST' : 'GET, HEAD');
         throw new HttpError(405, `method ${req.method} not allowed on ${url.pathname}`, 'method');

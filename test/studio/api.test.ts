@@ -56,7 +56,9 @@ describe('studio API over a recorded run', () => {
     expect((await api('/api/info', { authorization: `Bearer ${studio.token}` })).json.canWrite).toBe(true);
     const viaQuery = await api(`/api/info?token=${studio.token}`);
     expect(viaQuery.json.canWrite).toBe(true);
-    expect(viaQuery.headers['set-cookie']![0]).toBe(`bpf_studio_${studio.port}=${studio.token}; HttpOnly; SameSite=Strict; Path=/`);
+    // No cookie: browsers send a cookie to every port of 127.0.0.1, i.e. to any other server there.
+    expect(viaQuery.headers['set-cookie']).toBeUndefined();
+    expect((await api('/api/info', { cookie: `bpf_studio_${studio.port}=${studio.token}` })).json.canWrite).toBe(false);
     expect((await api('/api/info?token=wrong')).json.canWrite).toBe(false);
     expect(info.json.eventTypes).toContain('backpack.packed');
   });
@@ -316,7 +318,7 @@ describe('studio safety', () => {
     expect((await api('/api/runs', { origin: `http://127.0.0.1:${studio.port}`, 'sec-fetch-site': 'same-origin' })).status).toBe(200);
   });
 
-  it('off loopback, every request needs the random token (query → cookie, header or cookie)', async () => {
+  it('off loopback, every API request needs the random token (query or header, never a cookie); the page files none', async () => {
     const open = await startStudio({ dataDir, host: '0.0.0.0', port: 0 });
     try {
       expect(open.token).toMatch(/^[A-Za-z0-9_-]{32}$/);
@@ -329,10 +331,13 @@ describe('studio safety', () => {
       expect((await get(open.port, '/api/runs', { authorization: 'Bearer wrong' })).status).toBe(403);
       const viaQuery = await get(open.port, `/api/runs?token=${open.token}`);
       expect(viaQuery.status).toBe(200);
-      const cookie = viaQuery.headers['set-cookie']![0]!;
-      expect(cookie).toBe(`bpf_studio_${open.port}=${open.token}; HttpOnly; SameSite=Strict; Path=/`);
-      expect((await get(open.port, '/api/runs', { cookie: cookie.split(';')[0]! })).status).toBe(200);
+      expect(viaQuery.headers['set-cookie']).toBeUndefined();
+      expect((await get(open.port, '/api/runs', { cookie: `bpf_studio_${open.port}=${open.token}` })).status).toBe(401);
       expect((await get(open.port, '/api/runs', { authorization: `Bearer ${open.token}` })).status).toBe(200);
+      // The page (the same files for every studio, no data) loads without it; its script then sends the header.
+      expect([200, 503]).toContain((await get(open.port, '/')).status);
+      expect((await get(open.port, '/', { origin: 'http://evil.example' })).status).toBe(403);
+      expect((await get(open.port, '/', { host: `evil.example:${open.port}` })).status).toBe(421);
       // The token does not make a cross-origin request acceptable.
       expect((await get(open.port, `/api/runs?token=${open.token}`, { origin: 'http://evil.example' })).status).toBe(403);
     } finally {

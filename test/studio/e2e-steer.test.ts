@@ -5,6 +5,8 @@
  * command instead; the workspace's context with its stale markers and a frame's content; the theme switch.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -53,7 +55,7 @@ describe('steering runs in a browser', () => {
   it("answers a waiting run's question in the generated form and sees it complete", async () => {
     const errors: string[] = [];
     page.on('pageerror', (error) => errors.push(error.message));
-    // The printed URL carries the token: the page takes it out of the address bar (it lives on in a cookie).
+    // The printed URL carries the token: the page takes it out of the address bar (it lives on in this tab's memory).
     await page.goto(studio.url.href);
     await page.locator('tr[data-run="r_form"]').waitFor(WAIT);
     expect(page.url()).not.toContain('token');
@@ -117,6 +119,44 @@ describe('steering runs in a browser', () => {
     expect(await text('h1 .status')).toBe('waiting');
     expect(page.url()).toMatch(/#\/runs\/default\/run_/);
   }, 120_000);
+
+  it("never lets the token reach another server on 127.0.0.1; a reload in the same tab keeps it", async () => {
+    // Another web server on this machine (another port of 127.0.0.1): it records every header the browser sends it.
+    const seen: string[] = [];
+    const other = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url} ${JSON.stringify(req.headers)}`);
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(req.url === '/' ? '<!doctype html><title>other</title><img src="/pixel.png">' : '');
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const otherOrigin = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    const fresh = await browser.newContext();
+    try {
+      const tab = await fresh.newPage();
+      await tab.goto(studio.url.href);
+      await tab.locator('tr[data-run="r_readonly"]').waitFor(WAIT);
+      expect(tab.url()).not.toContain('token');
+      await tab.goto(`${otherOrigin}/`);
+      await tab.evaluate(() => fetch('/fetched', { credentials: 'include' }).then((r) => r.text()));
+      expect(seen.some((line) => line.startsWith('GET /fetched'))).toBe(true);
+      for (const line of seen) expect(line).not.toContain(studio.url.searchParams.get('token')!);
+      // Back at the studio, without the token in the address: this tab still holds it and may answer.
+      await tab.goto(`${studio.url.origin}/#/runs/default/r_readonly`);
+      await tab.getByRole('button', { name: 'Answer and resume', disabled: false }).waitFor(WAIT);
+      await tab.reload();
+      await tab.getByRole('button', { name: 'Answer and resume', disabled: false }).waitFor(WAIT);
+      // Another tab of the same browser was not given it (sessionStorage is per tab): it only reads.
+      const second = await fresh.newPage();
+      await second.goto(`${studio.url.origin}/#/runs/default/r_readonly`);
+      await second.getByText('Publish this draft?').waitFor(WAIT);
+      await second.locator('header.top span.muted').waitFor(WAIT);
+      expect(await second.getByRole('button', { name: 'Answer and resume' }).isDisabled()).toBe(true);
+      expect(await fresh.cookies()).toEqual([]);
+    } finally {
+      await fresh.close();
+      await new Promise<void>((resolve) => other.close(() => resolve()));
+    }
+  }, 60_000);
 
   it('without the token the page only reads, and shows the command that answers from a terminal', async () => {
     const fresh = await browser.newContext();

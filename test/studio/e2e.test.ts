@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPaths } from '../../src/store/index.js';
 import { FIXTURES, MODULES, cli, tempDir } from '../cli/helpers.js';
 import { CHROMIUM } from '../support/chromium.js';
-import { startGatedRun, studioInBrowser, type BrowserStudio } from './helpers.js';
+import { startCli, startGatedRun, studioInBrowser, type BrowserStudio } from './helpers.js';
 
 const WAIT = { timeout: 30_000 };
 let dataDir = '';
@@ -154,6 +154,38 @@ describe('studio in a browser', () => {
     } finally {
       release();
       await running.catch(() => undefined);
+    }
+  }, 120_000);
+
+  it('off loopback, reads with the token it was opened with (header, and the query of its event stream), no cookie', async () => {
+    const open = await startCli(['--host', '0.0.0.0', '--port', '0', '--data-dir', dataDir]);
+    const liveId = 'run_e2e_open';
+    const { waiting, release, running } = startGatedRun(dataDir, liveId);
+    const fresh = await browser.newContext();
+    try {
+      // Without the token the page's files load, but every read is refused and the page says so.
+      const stranger = await fresh.newPage();
+      await stranger.goto(open.url.origin);
+      await stranger.getByText('needs its token').first().waitFor(WAIT);
+      await stranger.close();
+      await waiting;
+      const tab = await fresh.newPage();
+      const errors: string[] = [];
+      tab.on('pageerror', (error) => errors.push(error.message));
+      await tab.goto(open.url.href);
+      await tab.locator(`tr[data-run="${liveId}"]`).getByRole('link', { name: liveId }).click();
+      await tab.locator('aside.live').waitFor(WAIT);
+      release();
+      await running;
+      await tab.locator('aside.live li', { hasText: 'run.completed' }).waitFor(WAIT);
+      await tab.locator('h1 .status-completed').waitFor(WAIT);
+      expect(await fresh.cookies()).toEqual([]);
+      expect(errors).toEqual([]);
+    } finally {
+      release();
+      await running.catch(() => undefined);
+      await fresh.close();
+      await open.stop();
     }
   }, 120_000);
 });

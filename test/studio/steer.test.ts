@@ -189,7 +189,7 @@ describe('studio writes: who may ask', () => {
     const noToken = await post(studio.port, path, answer);
     expect(noToken.status).toBe(401);
     expect(noToken.json).toMatchObject({ parameter: 'token' });
-    // The token in the query opens the page, but a write must carry it in the header or the cookie.
+    // The token in the query opens the page, but a write must carry it in the Authorization header.
     expect((await post(studio.port, `${path}?token=${studio.token}`, answer)).status).toBe(401);
     expect((await post(studio.port, path, answer, { authorization: 'Bearer wrong' })).status).toBe(403);
     expect((await write(path, answer, { origin: 'http://evil.example' })).json).toMatchObject({ parameter: 'origin' });
@@ -207,13 +207,16 @@ describe('studio writes: who may ask', () => {
     expect((await write(path, '{"answer":')).json).toMatchObject({ parameter: 'body' });
     expect((await write(path, '[1]')).status).toBe(400);
     expect((await write(path, 'x'.repeat(1024 * 1024 + 1))).status).toBe(413);
-    const cookie = (await get(studio.port, `/?token=${studio.token}`)).headers['set-cookie']![0]!.split(';')[0]!;
     expect((await write('/api/runs/..%2Fx/resume', answer)).json).toMatchObject({ parameter: 'runId' });
     expect((await write('/api/runs/r_guard/resume?session=..', answer)).json).toMatchObject({ parameter: 'session' });
     expect((await write('/api/runs/run_none/resume', answer)).status).toBe(404);
-    // Nothing above touched the run; the cookie the page gets is enough to answer it.
+    // A cookie is no token (browsers would send it to every port of 127.0.0.1), nor does opening the page set one.
+    expect((await get(studio.port, `/?token=${studio.token}`)).headers['set-cookie']).toBeUndefined();
+    const cookie = `bpf_studio_${studio.port}=${studio.token}`;
+    expect((await post(studio.port, path, answer, { cookie, origin: `http://127.0.0.1:${studio.port}`, 'sec-fetch-site': 'same-origin' })).status).toBe(401);
+    // Nothing above touched the run; the header the page sends is enough to answer it.
     expect((await read('/api/runs/r_guard')).json.meta.status).toBe('waiting');
-    const ok = await post(studio.port, path, answer, { cookie, origin: `http://127.0.0.1:${studio.port}`, 'sec-fetch-site': 'same-origin' });
+    const ok = await post(studio.port, path, answer, { ...auth(), origin: `http://127.0.0.1:${studio.port}`, 'sec-fetch-site': 'same-origin' });
     expect(ok.status).toBe(200);
     expect(ok.json.job.state).toBe('completed');
   }, 60_000);

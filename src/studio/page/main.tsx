@@ -1,7 +1,7 @@
 /** The studio page: a header, then the runs table, a run, memory, or the workspace's context, by the location hash. */
 import { render } from 'preact';
 import { useState } from 'preact/hooks';
-import { getJson, type StudioInfo } from './client.js';
+import { adoptToken, getJson, type StudioInfo } from './client.js';
 import { ContextView } from './context-view.js';
 import { useLoad, useRoute } from './hooks.js';
 import { MemoryView } from './memory-view.js';
@@ -9,8 +9,7 @@ import { Problem } from './parts.js';
 import { RunView } from './run-view.js';
 import { RunsView } from './runs-view.js';
 
-// The token in the printed URL was answered with an HttpOnly cookie: take it out of the address bar (and history).
-if (new URLSearchParams(location.search).has('token')) history.replaceState(null, '', `${location.pathname}${location.hash}`);
+adoptToken();
 
 const THEMES = ['auto', 'light', 'dark'] as const;
 type Theme = (typeof THEMES)[number];
@@ -90,7 +89,7 @@ function App() {
         {route.page === 'memory' && <MemoryView q={route.q} />}
         {route.page === 'context' && <ContextView path={route.path} />}
         {route.page === 'run' && (
-          <RunView session={route.session} runId={route.runId} tab={route.tab} params={route.params} eventTypes={info.data?.eventTypes ?? []} canWrite={info.data?.canWrite ?? false} />
+          <RunView session={route.session} runId={route.runId} tab={route.tab} params={route.params} eventTypes={info.data?.eventTypes ?? []} canWrite={info.data?.canWrite ?? false} tokenRequired={info.data?.tokenRequired ?? false} />
         )}
       </main>
     </>

@@ -5,7 +5,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { formatMs, formatTime, getJson, runHash, runPath, type RunDetail, type RunPage, type RunTrace, type SteerJob, type StateReport, type TracePage } from './client.js';
+import { formatMs, formatTime, getJson, runHash, runPath, streamUrl, type RunDetail, type RunPage, type RunTrace, type SteerJob, type StateReport, type TracePage } from './client.js';
 import { BlameView } from './blame-view.js';
 import { DiffView } from './diff-view.js';
 import { EventsView, type EventFilters } from './events-view.js';
@@ -36,11 +36,11 @@ interface LiveEvent {
  * While the run is running: its new events from the server's tail of the log. Returns how many arrived (views
  * reload on it) and the latest few.
  */
-function useLive(session: string, runId: string, running: boolean, from: number): { count: number; latest: LiveEvent[]; ended: boolean } {
+function useLive(session: string, runId: string, running: boolean, from: number, tokenRequired: boolean): { count: number; latest: LiveEvent[]; ended: boolean } {
   const [live, setLive] = useState({ count: 0, latest: [] as LiveEvent[], ended: false });
   useEffect(() => {
     if (!running) return;
-    const source = new EventSource(`${runPath(runId, 'stream')}?session=${encodeURIComponent(session)}&from=${from}`);
+    const source = new EventSource(streamUrl(runPath(runId, 'stream'), { session, from }, tokenRequired));
     source.addEventListener('event', (message) => {
       const event = JSON.parse((message as MessageEvent<string>).data) as LiveEvent;
       const ended = event.type === 'run.completed' || event.type === 'run.failed' || event.type === 'run.waiting';
@@ -48,7 +48,7 @@ function useLive(session: string, runId: string, running: boolean, from: number)
       if (ended) source.close();
     });
     return () => source.close();
-  }, [session, runId, running, from]);
+  }, [session, runId, running, from, tokenRequired]);
   return live;
 }
 
@@ -69,8 +69,8 @@ function intOf(params: URLSearchParams, name: string, fallback: number): number 
 }
 
 /** The run view. */
-export function RunView(props: { session: string; runId: string; tab: string; params: URLSearchParams; eventTypes: string[]; canWrite: boolean }) {
-  const { session, runId, tab, params, canWrite } = props;
+export function RunView(props: { session: string; runId: string; tab: string; params: URLSearchParams; eventTypes: string[]; canWrite: boolean; tokenRequired: boolean }) {
+  const { session, runId, tab, params, canWrite, tokenRequired } = props;
   const [reload, setReload] = useState(0);
   const [job, setJob] = useState<SteerJob | undefined>();
   // While a resume the studio started runs, the run is polled: its child may not have written anything yet.
@@ -79,7 +79,7 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
   const meta = detail.data?.meta;
   const latestJob = detail.data?.job ?? undefined;
   useEffect(() => setJob(latestJob), [latestJob?.state, latestJob?.startedAt]);
-  const live = useLive(session, runId, meta?.status === 'running' || jobRunning, meta?.eventCount ?? 0);
+  const live = useLive(session, runId, meta?.status === 'running' || jobRunning, meta?.eventCount ?? 0, tokenRequired);
   useEffect(() => {
     if (live.ended) setReload((r) => r + 1);
   }, [live.ended]);
