@@ -1,16 +1,15 @@
 import { existsSync, promises as fsp, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { readTextIfExists, readTextIfExistsSync, writeJsonAtomic } from '../fs/index.js';
+import { readTextIfExists, readTextIfExistsSync, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
-import { openSealed } from '../hash/sealed.js';
+import { openSealed, sealJson } from '../hash/sealed.js';
 import { LockError, MemoryStoreError, describeIssues } from './errors.js';
-import { KeywordIndex, tokenize } from './keyword-index.js';
+import { KeywordIndex, tokenize, type KeywordIndexFile } from './keyword-index.js';
 import type { FileLock } from '../fs/index.js';
 import { acquireLock } from './lock.js';
 import { assertValidId, isValidId, memoryItemPath, memoryPaths, type MemoryPaths } from './paths.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { MemoryItemSchema, durabilityOf, type Durability, type MemoryItem } from './types.js';
-import { writeSealed } from './sealed-file.js';
 
 /**
  * The stored form of a memory item (shared by the memory stores): `createdAt` filled when absent, validated (a
@@ -80,6 +79,32 @@ export interface ScoredMemoryItem {
   score: number;
 }
 
+/** keyword.json's data: the index, the generation that wrote it and each item's checksum (see {@link MemoryStore}). */
+interface MemoryIndexFile extends KeywordIndexFile {
+  gen: number;
+  sums: Record<string, string>;
+}
+
+/** An item read from its file, with its checksum (empty for a plain file) and generation. */
+interface ReadItem {
+  item: MemoryItem;
+  sum: string;
+  gen: number;
+}
+
+/** Where the checksum's hex starts in a sealed file as written, and how much of it the index keeps. */
+const SEAL_START = '{"checksum":"';
+const SUM_AT = SEAL_START.length;
+const SUM_LENGTH = 16;
+
+/**
+ * The checksum an index records for a sealed item file (the start of its seal's checksum: it tells versions of one
+ * item apart, which 64 bits do).
+ */
+function sumOf(sealed: string): string {
+  return sealed.slice(SUM_AT, SUM_AT + SUM_LENGTH);
+}
+
 /** The tokens an item is indexed under: its content's and its keywords'. */
 export function tokensOf(item: MemoryItem): string[] {
   const tokens = tokenize(item.content);
@@ -106,9 +131,25 @@ export function tokensOf(item: MemoryItem): string[] {
  * that fails this is skipped by search and listings with a `MemoryStoreCorruptItem` warning naming its file (and is
  * an error from {@link get}); an item the index lists whose file is gone gets a `MemoryStoreMissingItem` warning; a
  * keyword.json that fails its checksum is rebuilt from the items, which are the truth, with a `MemoryStoreIndex`
- * warning. Files written before seals (plain JSON) still read: such an item is taken as it is and sealed at the
- * next operation that holds the memory lock; such an index is not trusted but rebuilt from the items, and each item
- * it disagrees with gets a `MemoryStoreMismatch` warning naming both files (one of the two was edited).
+ * warning.
+ *
+ * A file put back to an older sealed copy of itself is caught by generations. Every operation that writes takes the
+ * next store-wide generation; each item file holds the generation that wrote it (a `gen` field beside the item's), and
+ * keyword.json the generation that wrote it with each item's checksum. After keyword.json, `index/generation.json`
+ * is written with the same generation, as a witness. So an item whose checksum is not the one keyword.json records
+ * is an older copy when its generation is not above the index's (a `MemoryStoreCorruptItem` warning naming it, and
+ * skipped, as is an item the index does not list, deleted since its generation); one above it was written after the
+ * index (by an operation under way, or the index is the older copy). keyword.json with a generation below the
+ * witness's is an older copy, rebuilt from the items with a `MemoryStoreIndex` warning; the items then keep their
+ * judgement against it, which still holds (an item not rewritten since must be as it recorded). Both put back
+ * together, the first item read newer than the index while no other operation is under way tells, and the index is
+ * rebuilt. What cannot be told: an item and keyword.json (and the witness) all put back to copies of one time.
+ *
+ * Files written before seals (plain JSON) still read while keyword.json is plain too (and no witness exists): such
+ * an item is taken as it is and sealed at the next operation that holds the memory lock; such an index is not
+ * trusted but rebuilt from the items, and each item it disagrees with gets a `MemoryStoreMismatch` warning naming
+ * both files (one of the two was edited). Once the memory is sealed, a plain item is damage. Sealed items and
+ * indexes written before generations read as generation 0 and an index to rebuild, and are rewritten alike.
  */
 export class MemoryStore implements Memory {
   readonly paths: MemoryPaths;
@@ -120,8 +161,17 @@ export class MemoryStore implements Memory {
   private loading: Promise<KeywordIndex> | undefined;
   private queue: Promise<unknown> = Promise.resolve();
   private readonly redactor: Redactor;
-  /** Items read from files written before seals, by id, with the text read: sealed by the next {@link endChange}. */
-  private readonly unsealed = new Map<string, { text: string; item: MemoryItem }>();
+  /** Items read from files in an earlier format, by id, with the text read: rewritten by the next {@link endChange}. */
+  private readonly toSeal = new Map<string, { text: string; item: MemoryItem }>();
+  /** The generation of the loaded index (see the class comment), and what it knows of each item: its checksum. */
+  private gen = 0;
+  private sums = new Map<string, string>();
+  /** Whether the loaded index judges items (false for an index written before generations, being rebuilt). */
+  private judging = false;
+  /** Whether the memory predates seals (plain keyword.json, no witness): plain items are then taken as they are. */
+  private legacy = false;
+  /** Set when an item told that keyword.json is an older copy: the next load rebuilds it from the items. */
+  private distrust = false;
 
   /** Opens nothing yet: the index is loaded (or rebuilt) on first use. */
   constructor(options: MemoryStoreOptions) {
@@ -159,55 +209,111 @@ export class MemoryStore implements Memory {
 
   private async readOrRebuildIndex(locked: boolean): Promise<KeywordIndex> {
     const backend = await sharedHashBackend();
+    // The witness first: written after keyword.json, it is never ahead of the keyword.json read next unless put back.
+    const witness = await this.readWitness();
     const stamp = this.stampOf(this.paths.keywordIndex);
     const text = await readTextIfExists(this.paths.keywordIndex);
     const stored = text === undefined ? undefined : this.openIndex(text, backend);
     const pending = await this.readPending();
     this.indexStamp = stamp;
-    let index = stored?.sealed ? stored.index : undefined;
+    this.legacy = witness === undefined && (text === undefined || (stored !== undefined && !stored.sealed));
+    const known = stored?.known;
+    let stale = this.distrust;
+    this.distrust = false;
+    if (witness === 'corrupt') {
+      process.emitWarning(`rebuilding memory index ${this.paths.keywordIndex}: its witness ${this.witnessPath} is damaged`, 'MemoryStoreIndex');
+      stale = true;
+    } else if (witness !== undefined && known !== undefined && known.gen < witness) {
+      process.emitWarning(
+        `memory index ${this.paths.keywordIndex} is older than the memory (generation ${known.gen}, ${this.witnessPath} says ${witness}): an older copy put back? rebuilding it from the items`,
+        'MemoryStoreIndex',
+      );
+      stale = true;
+    }
+    // Items are judged against what the index read knows, even when it is an older copy (see the class comment).
+    this.gen = known?.gen ?? 0;
+    this.sums = new Map(known?.sums ?? []);
+    this.judging = known !== undefined;
+    let newest = Math.max(this.gen, typeof witness === 'number' ? witness : 0);
+    const record = (target: KeywordIndex, id: string, found: ReadItem): void => {
+      target.set(id, tokensOf(found.item));
+      this.sums.set(id, found.sum);
+      newest = Math.max(newest, found.gen);
+    };
+    let index = known !== undefined && !stale ? stored!.index : undefined;
     if (index !== undefined && pending === undefined) return (this.index = index);
     if (index !== undefined && pending !== undefined && pending !== 'corrupt') {
       // A crash interrupted an operation on these items: index them as they are on disk now.
       for (const id of pending) {
         const found = this.readItemOrSkip(id, backend);
-        if (typeof found === 'object') index.set(id, tokensOf(found));
+        if (typeof found === 'object') record(index, id, found);
         else index.delete(id);
       }
     } else {
-      index = new KeywordIndex();
+      const rebuilt = new KeywordIndex();
+      const before = this.sums;
+      this.sums = new Map();
       const unread = new Set<string>(Array.isArray(pending) ? pending : []);
       for (const file of await this.listItemFiles()) {
         const id = file.slice(0, -'.json'.length);
-        const found = this.readItemOrSkip(id, backend);
-        if (typeof found === 'object') index.set(id, tokensOf(found));
+        const found = this.readItemOrSkip(id, backend, before);
+        if (typeof found === 'object') record(rebuilt, id, found);
         else unread.add(id);
       }
-      // An index written before seals is not trusted, but it tells which items were edited since (unless a crash
-      // left a damaged record, when the items it was changing are unknown).
-      if (stored !== undefined && !stored.sealed && pending !== 'corrupt') this.reportDisagreements(stored.index, index, unread);
+      // An index written by an earlier version is not trusted, but it tells which items were edited since (unless a
+      // crash left a damaged record, when the items it was changing are unknown).
+      if (stored !== undefined && known === undefined && pending !== 'corrupt') this.reportDisagreements(stored.index, rebuilt, unread);
+      index = rebuilt;
     }
+    for (const id of this.sums.keys()) if (!index.has(id)) this.sums.delete(id);
+    this.gen = newest;
+    this.judging = true;
     this.index = index;
     if (text !== undefined || pending !== undefined || index.size > 0) await this.persistRepair(index, locked);
     return index;
   }
 
   /**
-   * The index in keyword.json's text and whether it was sealed; undefined, with a `MemoryStoreIndex` warning, when
-   * it fails its checksum or is not a consistent index.
+   * The index in keyword.json's text, whether it was sealed, and (from an index written with generations) its
+   * generation and item checksums; undefined, with a `MemoryStoreIndex` warning, when it fails its checksum or is not
+   * a consistent index.
    */
-  private openIndex(text: string, backend: HashBackend): { index: KeywordIndex; sealed: boolean } | undefined {
+  private openIndex(text: string, backend: HashBackend): { index: KeywordIndex; sealed: boolean; known?: { gen: number; sums: Map<string, string> } } | undefined {
     const opened = openSealed(text, backend, true);
     try {
       if (!opened.ok) throw new Error(opened.problem);
-      return { index: KeywordIndex.fromJSON(opened.data), sealed: opened.sealed };
+      const index = KeywordIndex.fromJSON(opened.data);
+      const { gen, sums } = opened.data as Partial<MemoryIndexFile>;
+      if (!opened.sealed || gen === undefined) return { index, sealed: opened.sealed };
+      if (!Number.isInteger(gen) || gen < 0 || typeof sums !== 'object' || sums === null) throw new Error('bad generation or checksums');
+      const entries = Object.entries(sums);
+      if (entries.length !== index.size || entries.some(([id, sum]) => !index.has(id) || typeof sum !== 'string')) throw new Error('the checksums do not match the documents');
+      return { index, sealed: true, known: { gen, sums: new Map(entries) } };
     } catch (error) {
       process.emitWarning(`rebuilding corrupt memory index ${this.paths.keywordIndex}: ${(error as Error).message}`, 'MemoryStoreIndex');
       return undefined;
     }
   }
 
+  /** The generation in `index/generation.json` (see the class comment); undefined when absent. */
+  private async readWitness(): Promise<number | undefined | 'corrupt'> {
+    const text = await readTextIfExists(this.witnessPath);
+    if (text === undefined) return undefined;
+    try {
+      const gen = (JSON.parse(text) as { gen?: unknown }).gen;
+      if (typeof gen === 'number' && Number.isInteger(gen) && gen >= 0) return gen;
+    } catch {
+      // fall through
+    }
+    return 'corrupt';
+  }
+
+  private get witnessPath(): string {
+    return join(this.paths.indexDir, 'generation.json');
+  }
+
   /**
-   * Compares an index written before seals with the one rebuilt from the items, and warns about each item they
+   * Compares an index written by an earlier version (before seals or generations) with the one rebuilt from the items, and warns about each item they
    * disagree on, except those in `skip` (damaged items, already warned about, and items a crash left pending).
    */
   private reportDisagreements(old: KeywordIndex, rebuilt: KeywordIndex, skip: ReadonlySet<string>): void {
@@ -223,7 +329,7 @@ export class MemoryStore implements Memory {
 
   private warnMismatch(id: string): void {
     process.emitWarning(
-      `memory item ${memoryItemPath(this.paths, id)} does not match the memory index ${this.paths.keywordIndex} written before seals: one of them was edited; the index is rebuilt from the items`,
+      `memory item ${memoryItemPath(this.paths, id)} does not match the memory index ${this.paths.keywordIndex} written by an earlier version: one of them was edited or put back; the index is rebuilt from the items`,
       'MemoryStoreMismatch',
     );
   }
@@ -234,8 +340,29 @@ export class MemoryStore implements Memory {
 
   /** Warns that an item the index lists has no file, unless an operation of another process under way explains it. */
   private warnLost(id: string): void {
-    if (this.stampOf(this.paths.keywordIndex) !== this.indexStamp || existsSync(this.pendingPath)) return;
-    process.emitWarning(this.lostMessage(id), 'MemoryStoreMissingItem');
+    if (!this.changedMeanwhile()) process.emitWarning(this.lostMessage(id), 'MemoryStoreMissingItem');
+  }
+
+  /** Whether an operation (of another process) changed the memory since the index was read, or is under way. */
+  private changedMeanwhile(): boolean {
+    return this.stampOf(this.paths.keywordIndex) !== this.indexStamp || existsSync(this.pendingPath) || existsSync(this.lockPath);
+  }
+
+  /**
+   * The item read, after noting whether it tells that the index is an older copy: an item written after the index
+   * (a generation above it) while no operation explains it (see the class comment). The index is then rebuilt at
+   * the next use, with a `MemoryStoreIndex` warning naming both files.
+   */
+  private served(id: string, found: ReadItem): MemoryItem {
+    if (this.judging && found.gen > this.gen && this.sums.get(id) !== found.sum && !this.changedMeanwhile()) {
+      process.emitWarning(
+        `memory index ${this.paths.keywordIndex} is older than memory item ${memoryItemPath(this.paths, id)} (an older copy put back?); rebuilding it from the items`,
+        'MemoryStoreIndex',
+      );
+      this.distrust = true;
+      this.indexStamp = undefined;
+    }
+    return found.item;
   }
 
   /** Ids of the operation a crash interrupted (from `index/pending.json`), undefined when none, 'corrupt'. */
@@ -260,18 +387,35 @@ export class MemoryStore implements Memory {
     await writeJsonAtomic(this.pendingPath, { ids }, { fsync: this.fsync });
   }
 
-  /** Seals the items read unsealed that are still as read, then persists the index and removes the record. */
-  private async endChange(index: KeywordIndex): Promise<void> {
-    for (const [id, { text, item }] of this.unsealed) {
-      const path = memoryItemPath(this.paths, id);
-      if (readTextIfExistsSync(path) === text) await writeSealed(path, item, this.fsync);
+  /** Writes an item sealed, with the generation `gen`; resolves to its checksum as the index records it. */
+  private async writeItem(item: MemoryItem, gen: number): Promise<string> {
+    const bytes = sealJson(JSON.stringify({ ...item, gen }), await sharedHashBackend());
+    await writeFileAtomic(memoryItemPath(this.paths, item.id), bytes, { fsync: this.fsync, syncDirectory: this.fsync });
+    return sumOf(bytes.toString('latin1', 0, SUM_AT + SUM_LENGTH));
+  }
+
+  /**
+   * Ends an operation of generation `gen`: rewrites the items read in an earlier format that are still as read, then
+   * persists the index, then the witness, and removes the record.
+   */
+  private async endChange(index: KeywordIndex, gen: number): Promise<void> {
+    for (const [id, { text, item }] of this.toSeal) {
+      if (readTextIfExistsSync(memoryItemPath(this.paths, id)) === text) this.sums.set(id, await this.writeItem(item, gen));
     }
-    this.unsealed.clear();
-    await this.persistIndex(index);
+    this.toSeal.clear();
+    this.gen = gen;
+    const file: MemoryIndexFile = { ...index.toJSON(), gen, sums: Object.fromEntries(this.sums) };
+    await writeFileAtomic(this.paths.keywordIndex, sealJson(JSON.stringify(file), await sharedHashBackend()), { fsync: this.fsync, syncDirectory: this.fsync });
+    this.indexStamp = this.stampOf(this.paths.keywordIndex);
+    await writeJsonAtomic(this.witnessPath, { gen }, { fsync: this.fsync });
+    this.legacy = false;
     await fsp.rm(this.pendingPath, { force: true });
   }
 
-  /** Persists a repaired index, unless another process holds the memory lock (it persists its own index then). */
+  /**
+   * Persists a repaired index, unless another process holds the memory lock (it persists its own index then) or wrote
+   * keyword.json since it was read (its index is newer than this repair).
+   */
   private async persistRepair(index: KeywordIndex, locked: boolean): Promise<void> {
     let lock: FileLock | undefined;
     if (!locked) {
@@ -284,7 +428,7 @@ export class MemoryStore implements Memory {
       }
     }
     try {
-      await this.endChange(index);
+      if (locked || this.stampOf(this.paths.keywordIndex) === this.indexStamp) await this.endChange(index, this.gen + 1);
     } finally {
       lock?.release();
     }
@@ -292,11 +436,6 @@ export class MemoryStore implements Memory {
 
   private get lockPath(): string {
     return `${this.paths.keywordIndex.slice(0, -'.json'.length)}.lock`;
-  }
-
-  private async persistIndex(index: KeywordIndex): Promise<void> {
-    await writeSealed(this.paths.keywordIndex, index.toJSON(), this.fsync);
-    this.indexStamp = this.stampOf(this.paths.keywordIndex);
   }
 
   /** Takes the memory lock, waiting while a live process holds it, up to `lockTimeoutMs`. */
@@ -347,32 +486,35 @@ export class MemoryStore implements Memory {
     const prepared = items.map((item) => this.prepare(item));
     await this.exclusive(async (index) => {
       await this.beginChange(prepared.map((item) => item.id));
+      const gen = this.gen + 1;
       for (const item of prepared) {
-        await writeSealed(memoryItemPath(this.paths, item.id), item, this.fsync);
+        this.sums.set(item.id, await this.writeItem(item, gen));
         index.set(item.id, tokensOf(item));
       }
-      await this.endChange(index);
+      await this.endChange(index, gen);
     });
   }
 
   /**
    * The item with `id`, or null. A file that is not a valid item (not JSON, failing its checksum, holding another
-   * id) is a {@link MemoryStoreError} naming its path; an item the index lists whose file is gone is null with a
-   * `MemoryStoreMissingItem` warning naming the file.
+   * id, an older copy put back, plain JSON in a sealed memory) is a {@link MemoryStoreError} naming its path; an item
+   * the index lists whose file is gone is null with a `MemoryStoreMissingItem` warning naming the file.
    */
   async get(id: string): Promise<MemoryItem | null> {
-    const item = this.readItem(id, await sharedHashBackend());
-    if (item === null && (await this.currentIndex(false)).has(id)) this.warnLost(id);
-    return item;
+    const index = await this.currentIndex(false);
+    const found = this.readItem(id, await sharedHashBackend());
+    if (found !== null) return this.served(id, found);
+    if (index.has(id)) this.warnLost(id);
+    return null;
   }
 
   /**
    * {@link readItem}, except that a damaged item file is skipped ('damaged') with a warning naming it: one damaged
    * item must not make every search, or the rebuild of the index, fail. 'missing' when there is no file.
    */
-  private readItemOrSkip(id: string, backend: HashBackend): MemoryItem | 'missing' | 'damaged' {
+  private readItemOrSkip(id: string, backend: HashBackend, sums = this.sums): ReadItem | 'missing' | 'damaged' {
     try {
-      return this.readItem(id, backend) ?? 'missing';
+      return this.readItem(id, backend, sums) ?? 'missing';
     } catch (error) {
       if (!(error instanceof MemoryStoreError)) throw error;
       process.emitWarning(`skipped ${error.message}`, 'MemoryStoreCorruptItem');
@@ -382,22 +524,32 @@ export class MemoryStore implements Memory {
 
   /**
    * Reads one item file synchronously: item files are small, and a search reads its top K of them, where K thread-pool
-   * round trips would cost more than the ranking itself. The seal is verified (a file written before seals is taken
-   * as it is, and remembered for sealing), the item validated, and its id must be the one its file is named after.
+   * round trips would cost more than the ranking itself. The seal is verified (a plain file is taken as it is in a
+   * memory written before seals, and damage otherwise), the item validated, its id must be the one its file is named
+   * after, and, judged against the index's checksums `sums`, it must not be an older copy (see the class comment).
+   * Items in an earlier format are remembered for rewriting.
    */
-  private readItem(id: string, backend: HashBackend): MemoryItem | null {
+  private readItem(id: string, backend: HashBackend, sums = this.sums): ReadItem | null {
     const path = memoryItemPath(this.paths, id);
     const text = readTextIfExistsSync(path);
     if (text === undefined) return null;
+    const corrupt = (problem: string): MemoryStoreError => new MemoryStoreError(`corrupt memory item ${path}: ${problem}`, { path });
     const opened = openSealed(text, backend, true);
-    if (!opened.ok) throw new MemoryStoreError(`corrupt memory item ${path}: ${opened.problem}`, { path });
+    if (!opened.ok) throw corrupt(opened.problem);
     const parsed = MemoryItemSchema.safeParse(opened.data);
-    if (!parsed.success) throw new MemoryStoreError(`corrupt memory item ${path}: ${describeIssues(parsed.error, '(item)')}`, { path });
-    if (parsed.data.id !== id) {
-      throw new MemoryStoreError(`corrupt memory item ${path}: it holds item '${parsed.data.id}', not '${id}' (another item's file copied over it?)`, { path });
+    if (!parsed.success) throw corrupt(describeIssues(parsed.error, '(item)'));
+    if (parsed.data.id !== id) throw corrupt(`it holds item '${parsed.data.id}', not '${id}' (another item's file copied over it?)`);
+    if (!opened.sealed && !this.legacy) throw corrupt('not sealed, though the memory is (plain JSON written over a sealed item?)');
+    const current = opened.sealed && 'gen' in (opened.data as object);
+    const gen = current ? (opened.data as { gen: unknown }).gen : 0;
+    if (typeof gen !== 'number' || !Number.isInteger(gen) || gen < 0) throw corrupt(`bad generation ${JSON.stringify(gen)}`);
+    // A sealed file as written starts with its checksum; one reformatted since (still valid) has it hashed again.
+    const sum = !opened.sealed ? '' : text.startsWith(SEAL_START) ? sumOf(text) : sumOf(`${SEAL_START}${backend.digest(Buffer.from(JSON.stringify(opened.data))).toString('hex')}`);
+    if (this.judging && sums.get(id) !== sum && gen <= this.gen) {
+      throw new MemoryStoreError(`memory item ${path}: it is not the version the memory index ${this.paths.keywordIndex} records (an older copy put back?)`, { path });
     }
-    if (!opened.sealed) this.unsealed.set(id, { text, item: parsed.data });
-    return parsed.data;
+    if (!current) this.toSeal.set(id, { text, item: parsed.data });
+    return { item: parsed.data, sum, gen };
   }
 
   /** Deletes an item; returns whether it existed. */
@@ -414,7 +566,8 @@ export class MemoryStore implements Memory {
         },
       );
       index.delete(id);
-      await this.endChange(index);
+      this.sums.delete(id);
+      await this.endChange(index, this.gen + 1);
       return existed;
     });
   }
@@ -437,8 +590,8 @@ export class MemoryStore implements Memory {
     const items: MemoryItem[] = [];
     let i = start < 0 ? ids.length : start;
     for (; i < ids.length && items.length < limit; i++) {
-      const item = this.readItemOrSkip(ids[i]!, backend);
-      if (typeof item === 'object') items.push(item);
+      const found = this.readItemOrSkip(ids[i]!, backend);
+      if (typeof found === 'object') items.push(this.served(ids[i]!, found));
     }
     const last = i < ids.length ? ids[i - 1] : undefined;
     const listed = new Set(ids);
@@ -460,16 +613,17 @@ export class MemoryStore implements Memory {
       const backend = await sharedHashBackend();
       const doomed: string[] = [];
       for (const file of (await this.listItemFiles()).sort()) {
-        const item = this.readItemOrSkip(file.slice(0, -'.json'.length), backend);
-        if (typeof item === 'object' && matches(item)) doomed.push(item.id);
+        const found = this.readItemOrSkip(file.slice(0, -'.json'.length), backend);
+        if (typeof found === 'object' && matches(found.item)) doomed.push(found.item.id);
       }
       if (options.dryRun || doomed.length === 0) return doomed;
       await this.beginChange(doomed);
       for (const id of doomed) {
         await fsp.rm(memoryItemPath(this.paths, id), { force: true });
         index.delete(id);
+        this.sums.delete(id);
       }
-      await this.endChange(index);
+      await this.endChange(index, this.gen + 1);
       return doomed;
     });
   }
@@ -489,9 +643,9 @@ export class MemoryStore implements Memory {
     for (let want = topK; out.length < topK; want += topK - out.length) {
       const hits = index.search(query, want);
       for (const hit of hits.slice(seen)) {
-        const item = this.readItemOrSkip(hit.id, backend);
-        if (typeof item === 'object') out.push({ item, score: hit.score });
-        else if (item === 'missing') this.warnLost(hit.id);
+        const found = this.readItemOrSkip(hit.id, backend);
+        if (typeof found === 'object') out.push({ item: this.served(hit.id, found), score: hit.score });
+        else if (found === 'missing') this.warnLost(hit.id);
       }
       if (hits.length < want) break;
       seen = hits.length;

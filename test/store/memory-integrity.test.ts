@@ -3,7 +3,7 @@
  * sealed with their checksum; an item must hold the id its file is named after; an item the index lists whose file
  * is gone is reported. Stores written before seals (plain JSON) still read, and are sealed as they are used.
  */
-import { copyFileSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { KeywordIndex, MemoryStore, type MemoryItem } from '../../src/store/index.js';
@@ -127,6 +127,7 @@ describe('a memory written before seals (plain JSON items and index)', () => {
       index.set(item.id, tokensOf(item));
     }
     writeFileSync(store.paths.keywordIndex, JSON.stringify(index.toJSON()));
+    rmSync(join(store.paths.indexDir, 'generation.json'));
   }
 
   async function legacy(): Promise<MemoryStore> {
@@ -143,7 +144,7 @@ describe('a memory written before seals (plain JSON items and index)', () => {
     expect(await store.get('weather')).toEqual(ITEMS[2]);
     expect(warnings).toEqual([]);
     for (const file of [itemPath, store.paths.keywordIndex]) expect(Object.keys(JSON.parse(readFileSync(file, 'utf8')))).toEqual(['checksum', 'data']);
-    expect(JSON.parse(readFileSync(itemPath, 'utf8')).data).toEqual(ITEMS[1]);
+    expect(JSON.parse(readFileSync(itemPath, 'utf8')).data).toEqual({ ...ITEMS[1], gen: 1 });
     // Sealed now: an edit is caught.
     writeFileSync(itemPath, readFileSync(itemPath, 'utf8').replace('moon', 'sun'));
     expect(ids(await open().search('tides', 5))).toEqual(['tides']);
@@ -157,7 +158,7 @@ describe('a memory written before seals (plain JSON items and index)', () => {
     writeFileSync(path, JSON.stringify({ ...ITEMS[1], content: 'ocean waves follow the wind' }));
     expect(ids(await open().search('tides', 5))).toEqual(['tides']);
     expect(warnings).toEqual([
-      `MemoryStoreMismatch: memory item ${path} does not match the memory index ${store.paths.keywordIndex} written before seals: one of them was edited; the index is rebuilt from the items`,
+      `MemoryStoreMismatch: memory item ${path} does not match the memory index ${store.paths.keywordIndex} written by an earlier version: one of them was edited or put back; the index is rebuilt from the items`,
     ]);
   });
 
@@ -186,14 +187,15 @@ describe('a memory written before seals (plain JSON items and index)', () => {
     expect(warnings).toEqual([]);
   });
 
-  it('an item written later in the old format is still read, and sealed by the next write', async () => {
+  it('once sealed, a plain item written later is damage (finding 6): skipped, never sealed', async () => {
     const store = await seeded();
     const path = join(store.paths.itemsDir, 'moon.json');
     writeFileSync(path, JSON.stringify(ITEMS[1]));
     const reader = open();
-    expect(await reader.get('moon')).toEqual(ITEMS[1]);
+    await expect(reader.get('moon')).rejects.toThrow(`corrupt memory item ${path}: not sealed, though the memory is`);
     await reader.write({ id: 'other', content: 'something else', createdAt: 4 });
-    expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({ checksum: expect.any(String), data: ITEMS[1] });
-    expect(warnings).toEqual([]);
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual(ITEMS[1]);
+    expect(ids(await reader.search('tides', 5))).toEqual(['tides']);
+    expect(warnings).toEqual([expect.stringContaining(`skipped corrupt memory item ${path}: not sealed`)]);
   });
 });
