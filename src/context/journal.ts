@@ -4,22 +4,40 @@ import type { HashBackend } from './hash.js';
 
 /**
  * A base file plus an append-only journal of changes since it was written, so that a small change appends a small
- * entry instead of rewriting the whole file (git's split index).
+ * entry instead of rewriting the whole file (git's split index), plus a witness file that tells an older copy of
+ * either from a crash.
  *
- * Journal layout (format 2): an 8-byte magic, u32 version, the 32-byte checksum of the base file it extends, the
- * BLAKE3 of those 44 bytes, then the commit record: u32 committed length and a u32 check of it; then entries, each a
- * u32 payload length, the BLAKE3 of the payload and the payload (UTF-8 JSON).
+ * Journal layout (format 3): an 8-byte magic, u32 version, the 32-byte checksum of the base file it extends, the
+ * u64 generation of that base, the BLAKE3 of those 52 bytes, then the commit record: u32 committed length and a u32
+ * check of it; then entries, each a u32 payload length, the BLAKE3 of the payload and the payload (UTF-8 JSON).
  *
- * What tells damage from a crash:
- * - An append writes its entry after the committed length and fsyncs it, then rewrites the commit record to cover it
- *   and fsyncs again; only then is the change acknowledged. Bytes after the committed length are an append that a
- *   crash cut short before it was acknowledged: ignored in silence, and dropped by the next append. A committed byte
- *   that is missing or fails its checksum is damage: an acknowledged change is lost, and every reader says so.
- * - The journal always exists beside its base: a write of the base writes an empty journal with it (the journal
- *   first when there is no base yet or the one on disk names the new base, the base first otherwise), so a missing
- *   journal is damage too, never "nothing journaled yet". A journal with an intact header that names another base is
- *   the old journal of a rewrite that a crash interrupted after its base was renamed into place: the base already
- *   holds everything it had, so it is ignored in silence.
+ * Generations: every acknowledged write (an append, or a write of the base) makes a new generation, one more than
+ * the last. A base's generation is the one that wrote it (recorded in its journal's header); a journal's is its
+ * base's plus its committed entries. The witness (`<name>.witness` beside the journal, 2 slots of 68 bytes: magic,
+ * u48 generation, u48 base generation, base checksum, 16 bytes of the BLAKE3 of the rest; the valid slot with the
+ * higher generation counts) records the generation of the last commit and the base it extends:
+ * - A write of the base writes the witness first (both slots, atomically, fsynced: it goes durably before the base),
+ *   then the base, then an empty journal naming it.
+ * - An append commits its entry as before (entry written and fsynced, commit record rewritten and fsynced), then
+ *   writes the slot of its new generation in place, without fsync: the one more small write of a commit, and no
+ *   more fsyncs. A witness so lost to a power failure only lags behind the journal, which was durable first, and a
+ *   torn slot leaves the other one, one generation behind: both read as a crash after the journal's commit.
+ *
+ * What tells damage (acknowledged changes lost; every reader says so, naming the file) from a crash (silent):
+ * - Bytes after the committed length are an append a crash cut short before it was acknowledged: ignored, and
+ *   dropped by the next append. A committed byte that is missing or fails its checksum is damage.
+ * - A journal that extends the witness's base but whose generation is below the witness's is an older copy of
+ *   itself: damage (the witness's newer generations are lost). One above it is a crash (or power failure) between
+ *   the journal's commit and the witness's write: silent, its entries count.
+ * - A base that is not the witness's base is an older (or foreign) copy: damage, unless the witness is a base
+ *   write's first step (its generation is its base's) and the journal on disk extends the base on disk up to the
+ *   generation before it: a crash before that base was renamed into place.
+ * - A journal that is missing, or extends another base, is damage unless the witness is a base write's first step
+ *   and the base on disk is the witness's: a crash before the new empty journal was written.
+ * - A missing or unreadable witness (both slots bad) is damage: an older copy of the base or journal could no
+ *   longer be told. An older copy of the witness alone loses nothing (it reads as lagging) and is not reported.
+ * Readers read the witness before the journal and again after it, and read again when it (or the base) changed
+ * meanwhile, so a writer's commit between their reads is never taken for an older copy.
  */
 export interface JournalCodec<T, E> {
   /** 8 ASCII bytes identifying this kind of journal. */
@@ -51,28 +69,48 @@ export interface JournaledRead<T> {
   readonly damage?: string;
 }
 
-const VERSION = 2;
-const COMMIT_OFFSET = 8 + 4 + 32 + 32;
+const VERSION = 3;
+const COMMIT_OFFSET = 8 + 4 + 32 + 8 + 32;
 const HEADER_BYTES = COMMIT_OFFSET + 8;
 /** A journal is folded into its base once it outgrows this share of the base (and 64 KB), unless its codec says otherwise. */
 const COMPACT_RATIO = 1 / 8;
 /** Reads that found damage are repeated (a writer may have been between its two writes of an append). */
 const READ_ATTEMPTS = 3;
+const WITNESS_MAGIC = 'MRKLWTNS';
+const SLOT_BYTES = 8 + 6 + 6 + 32 + 16;
+
+/** The base a journal extends: its checksum and the generation that wrote it. */
+interface Epoch {
+  readonly checksum: Buffer;
+  readonly baseGen: number;
+}
+
+/** What the witness records: the generation of the last commit and the base its journal extends. */
+interface Witness extends Epoch {
+  readonly gen: number;
+}
 
 /**
- * A journal as read: where its intact committed entries end, its size, and damage when committed bytes are missing
- * or bad (then `committed` is where the intact entries end).
+ * A journal as read against its base and witness: the epoch to append to and where its intact committed entries
+ * end (`epoch` undefined when a new journal is to be written), the generation they reach, its size, and damage.
  */
 interface JournalState {
+  readonly epoch?: Epoch;
   readonly committed: number;
   readonly size: number;
+  readonly gen: number;
   readonly damage?: string;
 }
+
+/** A journal file decoded: its header's epoch, its intact committed entries, or damage when its header is bad. */
+type DecodedJournal<E> = { epoch?: Epoch; entries: E[]; committed: number; size: number; damage?: string };
 
 /** One journaled file: reads it whole, replaces it, or appends a change to it. Callers serialize writers. */
 export class JournaledFile<T, E> {
   private base: { key: string; value: T; checksum: Buffer; size: number } | undefined;
-  private current: (JournaledRead<T> & { journal: JournalState | undefined }) | undefined;
+  private current: (JournaledRead<T> & { journal: JournalState }) | undefined;
+  /** The witness beside the journal (see the module comment). */
+  private readonly witnessFile: string;
 
   constructor(
     private readonly file: string,
@@ -81,7 +119,9 @@ export class JournaledFile<T, E> {
     private readonly backend: HashBackend,
     /** Called after each write of the base file with its bytes (to keep a cache derived from them). */
     private readonly onBaseWritten?: (data: Buffer) => void,
-  ) {}
+  ) {
+    this.witnessFile = `${journalFile.replace(/\.journal$/, '')}.witness`;
+  }
 
   /**
    * Bytes after the committed length of the journal (an append cut short by a crash before it was acknowledged),
@@ -89,7 +129,7 @@ export class JournaledFile<T, E> {
    */
   uncommitted(): string | undefined {
     const journal = this.current?.journal;
-    if (journal === undefined || journal.damage !== undefined || journal.size <= journal.committed) return undefined;
+    if (journal?.epoch === undefined || journal.damage !== undefined || journal.size <= journal.committed) return undefined;
     return `${this.journalFile}: ${journal.size - journal.committed} bytes after the last committed entry (at byte ${journal.committed}) are ignored (an append interrupted before it was acknowledged)`;
   }
 
@@ -128,35 +168,31 @@ export class JournaledFile<T, E> {
     } finally {
       closeSync(fd);
     }
-    const { journal, journalStat } = this.readJournal(Buffer.from(this.codec.checksum(header)));
+    const read = this.readJournal(Buffer.from(this.codec.checksum(header)));
     // A writer that replaced the base meanwhile may have replaced the journal of the header read above.
     const after = statSync(this.file, { throwIfNoEntry: false });
-    if (after === undefined || statKey(after) !== statKey(stat)) return undefined;
-    return { header, entries: journal?.entries ?? [], writtenMs: writtenMs(stat, journalStat, journal), key: pairKey(stat, journalStat), damage: journal?.damage };
+    if (read === undefined || after === undefined || statKey(after) !== statKey(stat)) return undefined;
+    const { journal, entries, journalStat } = read;
+    return { header, entries, writtenMs: writtenMs(stat, journalStat, journal), key: pairKey(stat, journalStat), damage: journal.damage };
   }
 
-  /** Replaces the stored value, with an empty journal. */
+  /** Replaces the stored value, with an empty journal: a new generation (see the module comment). */
   write(value: T): void {
     const data = this.codec.encode(value);
     const checksum = Buffer.from(this.codec.checksum(data));
-    const journal = Buffer.concat([this.header(checksum), this.commitRecord(HEADER_BYTES)]);
-    // A journal left on disk must never apply to the new base, and a base must never be left without a journal
-    // (a missing one reads as damage). A journal naming this very checksum (an identical base), or one without a
-    // base, is replaced first; otherwise the base goes first: a crash in between leaves the old journal, naming
-    // another base, which is ignored.
-    if (statSync(this.file, { throwIfNoEntry: false }) === undefined || this.journalNames(checksum)) {
-      writeFileAtomicSync(this.journalFile, journal);
-      writeFileAtomicSync(this.file, data);
-    } else {
-      writeFileAtomicSync(this.file, data);
-      writeFileAtomicSync(this.journalFile, journal);
-    }
+    const gen = Math.max(this.current?.journal.gen ?? 0, this.readWitness()?.gen ?? 0) + 1;
+    const epoch = { checksum, baseGen: gen };
+    const journal = Buffer.concat([this.header(epoch), this.commitRecord(HEADER_BYTES)]);
+    const slot = this.witnessSlot({ ...epoch, gen });
+    writeFileAtomicSync(this.witnessFile, Buffer.concat([slot, slot]));
+    writeFileAtomicSync(this.file, data);
+    writeFileAtomicSync(this.journalFile, journal);
     this.onBaseWritten?.(data);
     // The value just written is the value in memory: the next read need not decode it again.
     const stat = statSync(this.file);
     const journalStat = statSync(this.journalFile);
     this.base = { key: statKey(stat), value, checksum, size: data.length };
-    const state = { committed: HEADER_BYTES, size: journal.length };
+    const state = { epoch, committed: HEADER_BYTES, size: journal.length, gen };
     this.current = { value, writtenMs: writtenMs(stat, journalStat, state), key: pairKey(stat, journalStat), journal: state };
   }
 
@@ -174,16 +210,18 @@ export class JournaledFile<T, E> {
     record.writeUInt32BE(payload.length, 0);
     this.backend.digest(payload).copy(record, 4);
     payload.copy(record, 36);
-    const length = journal?.committed ?? HEADER_BYTES;
+    const length = journal?.epoch === undefined ? HEADER_BYTES : journal.committed;
     const limit = Math.max(64 * 1024, (base?.size ?? 0) * (this.codec.compactRatio ?? COMPACT_RATIO));
-    if (base === undefined || this.current === undefined || journal?.damage !== undefined || length + record.length > limit) {
+    if (base === undefined || journal === undefined || journal.damage !== undefined || length + record.length > limit) {
       this.write(value);
       return;
     }
     const committed = length + record.length;
-    if (journal === undefined) {
-      // The journal on disk names another base (a rewrite interrupted after its base was renamed): a new one.
-      writeFileAtomicSync(this.journalFile, Buffer.concat([this.header(base.checksum), this.commitRecord(committed), record]));
+    const gen = journal.gen + 1;
+    const epoch = journal.epoch ?? { checksum: base.checksum, baseGen: journal.gen };
+    if (journal.epoch === undefined) {
+      // A base write that a crash interrupted before its empty journal: a new one.
+      writeFileAtomicSync(this.journalFile, Buffer.concat([this.header(epoch), this.commitRecord(committed), record]));
     } else {
       const fd = openSync(this.journalFile, 'r+');
       try {
@@ -197,9 +235,10 @@ export class JournaledFile<T, E> {
         closeSync(fd);
       }
     }
+    this.writeWitnessSlot({ ...epoch, gen });
     const stat = statSync(this.file);
     const journalStat = statSync(this.journalFile);
-    const state = { committed, size: journalStat.size };
+    const state = { epoch, committed, size: journalStat.size, gen };
     this.current = { value, writtenMs: writtenMs(stat, journalStat, state), key: pairKey(stat, journalStat), journal: state };
   }
 
@@ -214,40 +253,83 @@ export class JournaledFile<T, E> {
     const cached = this.readIfCached();
     if (cached !== undefined) return cached;
     const base = this.base;
-    const { journal, journalStat } = this.readJournal(base.checksum);
-    // A journal naming another base while the base changed under this read: a writer's rewrite, read again.
-    if (journal === undefined && journalStat !== undefined && statKey(statSync(this.file, { throwIfNoEntry: false }) ?? stat) !== baseKey) return this.readOnce();
-    const value = journal === undefined || journal.entries.length === 0 ? base.value : this.codec.apply(base.value, journal.entries, this.journalFile);
-    const read = { value, writtenMs: writtenMs(stat, journalStat, journal), key: pairKey(stat, journalStat), damage: journal?.damage };
+    const read = this.readJournal(base.checksum);
+    // A writer's commit between the reads (the witness or the base changed): read again.
+    if (read === undefined || statKey(statSync(this.file, { throwIfNoEntry: false }) ?? stat) !== baseKey) return this.readOnce();
+    const { journal, entries, journalStat } = read;
+    const value = entries.length === 0 ? base.value : this.codec.apply(base.value, entries, this.journalFile);
+    const result = { value, writtenMs: writtenMs(stat, journalStat, journal), key: pairKey(stat, journalStat), damage: journal.damage };
     // An append in progress (or cut short) is not cached: its commit record is rewritten in place, which need not
     // change the journal's size or mtime.
-    const settled = journal === undefined || journal.size === journal.committed;
-    this.current = { ...read, key: settled ? read.key : '', journal: journal && { committed: journal.committed, size: journal.size, damage: journal.damage } };
-    return read;
+    const settled = journal.epoch === undefined || journal.size === journal.committed;
+    this.current = { ...result, key: settled ? result.key : '', journal };
+    return result;
   }
 
-  /** The journal on disk decoded against a base checksum (undefined when it names another base), with its stat. */
-  private readJournal(checksum: Buffer): { journal: (JournalState & { entries: E[] }) | undefined; journalStat: Stats | undefined } {
+  /**
+   * The journal on disk read against a base checksum and the witness (see the module comment): the entries that
+   * apply, the journal's state and its stat; undefined when the witness changed during the read (a writer's commit).
+   */
+  private readJournal(checksum: Buffer): { journal: JournalState; entries: E[]; journalStat: Stats | undefined } | undefined {
+    const witnessBefore = readFileIfExists(this.witnessFile);
     const journalStat = statSync(this.journalFile, { throwIfNoEntry: false });
-    let data: Buffer | undefined;
-    try {
-      data = journalStat === undefined ? undefined : readFileSync(this.journalFile);
-    } catch {
-      data = undefined; // removed meanwhile
-    }
-    if (data === undefined) {
-      const damage = `${this.journalFile} is missing: every change journaled since ${this.file} was last written is lost (the answer is that of ${this.file} alone)`;
-      return { journal: { entries: [], committed: 0, size: 0, damage }, journalStat: undefined };
-    }
-    return { journal: this.decodeJournal(data, checksum), journalStat };
+    const data = journalStat === undefined ? undefined : readFileIfExists(this.journalFile);
+    const witnessAfter = readFileIfExists(this.witnessFile);
+    if (witnessBefore === undefined ? witnessAfter !== undefined : witnessAfter === undefined || !witnessBefore.equals(witnessAfter)) return undefined;
+    const decoded: DecodedJournal<E> =
+      data === undefined
+        ? { entries: [], committed: 0, size: 0, damage: `${this.journalFile} is missing: every change journaled since ${this.file} was last written is lost (the answer is that of ${this.file} alone)` }
+        : this.decodeJournal(data);
+    const { journal, entries } = this.reconcile(checksum, decoded, witnessBefore);
+    return { journal, entries, journalStat: data === undefined ? undefined : journalStat };
   }
 
-  private header(checksum: Buffer): Buffer {
+  /** Tells damage from a crash across base, journal and witness (see the module comment). */
+  private reconcile(checksum: Buffer, decoded: DecodedJournal<E>, witnessData: Buffer | undefined): { journal: JournalState; entries: E[] } {
+    const witness = witnessData === undefined ? undefined : this.parseWitness(witnessData);
+    const extendsBase = decoded.epoch !== undefined && decoded.epoch.checksum.equals(checksum);
+    const gen = decoded.epoch === undefined ? 0 : decoded.epoch.baseGen + decoded.entries.length;
+    // An append continues the journal's own generations; a new journal, the witness's.
+    const state = (damage: string | undefined, epoch = extendsBase ? decoded.epoch : undefined) => ({
+      journal: { epoch, committed: decoded.committed, size: decoded.size, gen: epoch === undefined ? Math.max(gen, witness?.gen ?? 0) : gen, damage },
+      entries: epoch === undefined ? [] : decoded.entries,
+    });
+    if (witness === undefined) {
+      const what = witnessData === undefined ? 'is missing' : 'is damaged (neither of its slots is intact)';
+      const lost = `${this.witnessFile} ${what}, so an older copy of ${this.file} or ${this.journalFile} put in place of the last one can no longer be told`;
+      return state(decoded.damage === undefined ? lost : `${decoded.damage}; ${lost}`);
+    }
+    if (!checksum.equals(witness.checksum)) {
+      // A base write interrupted after its witness, before its base: the journal on disk is the last one, intact.
+      if (extendsBase && witness.gen === witness.baseGen && gen === witness.gen - 1) return state(decoded.damage);
+      return state(
+        `${this.file} is not the base of the last commit (${this.witnessFile} records generation ${witness.gen}, extending a base written at generation ${witness.baseGen}): it was replaced, e.g. by an older copy, so the changes written since it are lost (the answer is that of ${this.file}${extendsBase ? ` with ${this.journalFile}` : ' alone'})`,
+      );
+    }
+    if (!extendsBase || decoded.epoch!.baseGen !== witness.baseGen) {
+      // A base write interrupted before its empty journal: the base holds everything.
+      if (witness.gen === witness.baseGen && decoded.damage === undefined) return state(undefined, undefined);
+      if (decoded.damage !== undefined) return state(decoded.damage, undefined);
+      return state(
+        `${this.journalFile} does not extend ${this.file} as written at generation ${witness.baseGen} (it extends ${extendsBase ? `the same base as written at generation ${decoded.epoch!.baseGen}` : 'another base'}): it was replaced, e.g. by an older copy, so the ${witness.gen - witness.baseGen} changes journaled since ${this.file} was written are lost (the answer is that of ${this.file} alone)`,
+        undefined,
+      );
+    }
+    if (decoded.damage === undefined && gen < witness.gen) {
+      return state(
+        `${this.journalFile} is older than the last commit: its entries reach generation ${gen} and ${this.witnessFile} records ${witness.gen}, so it was replaced, e.g. by an older copy, and the last ${witness.gen - gen} acknowledged changes are lost`,
+      );
+    }
+    return state(decoded.damage);
+  }
+
+  private header(epoch: Epoch): Buffer {
     const out = Buffer.alloc(COMMIT_OFFSET);
     out.write(this.codec.magic, 0, 8, 'latin1');
     out.writeUInt32BE(VERSION, 8);
-    checksum.copy(out, 12);
-    this.backend.digest(out.subarray(0, 44)).copy(out, 44);
+    epoch.checksum.copy(out, 12);
+    out.writeUIntBE(epoch.baseGen, 46, 6);
+    this.backend.digest(out.subarray(0, 52)).copy(out, 52);
     return out;
   }
 
@@ -259,17 +341,18 @@ export class JournaledFile<T, E> {
     return out;
   }
 
-  private decodeJournal(data: Buffer, checksum: Buffer): (JournalState & { entries: E[] }) | undefined {
-    const lost = (what: string, entries: E[], committed: number): JournalState & { entries: E[] } => ({
+  private decodeJournal(data: Buffer): DecodedJournal<E> {
+    const lost = (what: string, epoch: Epoch | undefined, entries: E[], committed: number): DecodedJournal<E> => ({
+      epoch,
       entries,
       committed,
       size: data.length,
       damage: `${this.journalFile} is damaged: ${what}`,
     });
-    if (data.length < HEADER_BYTES || !data.subarray(0, COMMIT_OFFSET).equals(this.header(data.subarray(12, 44)))) {
-      return lost(`its header is not an intact format-${VERSION} ${this.codec.magic} header, so every change journaled since ${this.file} was last written is lost`, [], 0);
+    const epoch = data.length < HEADER_BYTES ? undefined : { checksum: Buffer.from(data.subarray(12, 44)), baseGen: data.readUIntBE(46, 6) };
+    if (epoch === undefined || data.readUInt16BE(44) !== 0 || !data.subarray(0, COMMIT_OFFSET).equals(this.header(epoch))) {
+      return lost(`its header is not an intact format-${VERSION} ${this.codec.magic} header, so every change journaled since ${this.file} was last written is lost`, undefined, [], 0);
     }
-    if (!data.subarray(12, 44).equals(checksum)) return undefined;
     const commit = data.subarray(COMMIT_OFFSET, HEADER_BYTES);
     const committed = commit.readUInt32BE(0);
     const commitIntact = commit.equals(this.commitRecord(committed));
@@ -284,13 +367,13 @@ export class JournaledFile<T, E> {
       o = next;
     }
     if (!commitIntact) {
-      return lost(`its committed length (bytes ${COMMIT_OFFSET}-${HEADER_BYTES}) fails its check; the ${entries.length} intact entries up to byte ${o} are applied, and any committed after them are lost`, entries, o);
+      return lost(`its committed length (bytes ${COMMIT_OFFSET}-${HEADER_BYTES}) fails its check; the ${entries.length} intact entries up to byte ${o} are applied, and any committed after them are lost`, epoch, entries, o);
     }
     if (o < committed) {
       const missing = committed > data.length ? `, of which ${committed - data.length} are missing (the file was cut)` : '';
-      return lost(`committed bytes ${o}-${committed} (${committed - o} bytes${missing}) fail their checksum, so the changes they held and any after them are lost; ${entries.length} intact entries before them are applied`, entries, o);
+      return lost(`committed bytes ${o}-${committed} (${committed - o} bytes${missing}) fail their checksum, so the changes they held and any after them are lost; ${entries.length} intact entries before them are applied`, epoch, entries, o);
     }
-    return { entries, committed, size: data.length };
+    return { epoch, entries, committed, size: data.length };
   }
 
   /** The entry at `start`..`end` when its checksum and shape are intact. */
@@ -304,20 +387,53 @@ export class JournaledFile<T, E> {
     }
   }
 
-  /** True when the journal on disk (if any) extends a base with this checksum. */
-  private journalNames(checksum: Buffer): boolean {
-    let fd: number;
-    try {
-      fd = openSync(this.journalFile, 'r');
-    } catch {
-      return false;
+  private witnessSlot(witness: Witness): Buffer {
+    const out = Buffer.alloc(SLOT_BYTES);
+    out.write(WITNESS_MAGIC, 0, 8, 'latin1');
+    out.writeUIntBE(witness.gen, 8, 6);
+    out.writeUIntBE(witness.baseGen, 14, 6);
+    witness.checksum.copy(out, 20);
+    this.backend.digest(out.subarray(0, 52)).copy(out, 52, 0, 16);
+    return out;
+  }
+
+  /** The witness's intact slot of the higher generation; undefined when neither is intact. */
+  private parseWitness(data: Buffer): Witness | undefined {
+    let best: Witness | undefined;
+    for (let o = 0; o + SLOT_BYTES <= data.length && o < 2 * SLOT_BYTES; o += SLOT_BYTES) {
+      const slot = data.subarray(o, o + SLOT_BYTES);
+      const witness = { gen: slot.readUIntBE(8, 6), baseGen: slot.readUIntBE(14, 6), checksum: Buffer.from(slot.subarray(20, 52)) };
+      if (slot.equals(this.witnessSlot(witness)) && (best === undefined || witness.gen > best.gen)) best = witness;
     }
+    return best;
+  }
+
+  private readWitness(): Witness | undefined {
+    const data = readFileIfExists(this.witnessFile);
+    return data === undefined ? undefined : this.parseWitness(data);
+  }
+
+  /**
+   * An append's write of the witness: the slot of its generation, in place and without fsync (see the module
+   * comment: a witness that lags behind the journal is a crash, and the other slot survives a torn write).
+   */
+  private writeWitnessSlot(witness: Witness): void {
+    const fd = openSync(this.witnessFile, 'r+');
     try {
-      const header = Buffer.alloc(44);
-      return readSync(fd, header, 0, 44, 0) === 44 && header.subarray(12).equals(checksum);
+      writeSync(fd, this.witnessSlot(witness), 0, SLOT_BYTES, (witness.gen % 2) * SLOT_BYTES);
     } finally {
       closeSync(fd);
     }
+  }
+}
+
+/** A file's bytes, or undefined when it does not exist (or was removed meanwhile). */
+function readFileIfExists(file: string): Buffer | undefined {
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
   }
 }
 

@@ -14,7 +14,7 @@ import { stateCodec } from '../../src/context/state-journal.js';
 import { openSample, runMerkle } from './helpers.js';
 
 /** Where the commit record (committed length and its check) sits in a journal's header. */
-const COMMIT_OFFSET = 76;
+const COMMIT_OFFSET = 84;
 
 async function reader(root: string): Promise<{ engine: ContextEngine; warnings: string[] }> {
   const warnings: string[] = [];
@@ -22,15 +22,17 @@ async function reader(root: string): Promise<{ engine: ContextEngine; warnings: 
 }
 
 /** A sample workspace with three summaries of README.md put one after the other; their ids in order. */
-async function threeHeads(): Promise<{ root: string; engine: ContextEngine; ids: string[]; journals: Buffer[] }> {
+async function threeHeads(): Promise<{ root: string; engine: ContextEngine; ids: string[]; journals: Buffer[]; witnesses: Buffer[] }> {
   const { root, engine } = await openSample();
   const ids: string[] = [];
   const journals: Buffer[] = [];
+  const witnesses: Buffer[] = [];
   for (const content of ['v1', 'v2', 'v3']) {
     ids.push(await engine.putFrame('README.md', { type: 'summary', content }, 'w'));
     journals.push(readFileSync(join(root, '.merkle', 'state.journal')));
+    witnesses.push(readFileSync(join(root, '.merkle', 'state.witness')));
   }
-  return { root, engine, ids, journals };
+  return { root, engine, ids, journals, witnesses };
 }
 
 describe('a damaged or missing journal is reported by every reader', () => {
@@ -124,12 +126,14 @@ describe('a damaged or missing journal is reported by every reader', () => {
 
 describe('a crash before an append was acknowledged stays silent', () => {
   it('a whole entry written but not yet committed (killed between its two writes) is ignored, and the next write replaces it', async () => {
-    const { root, ids, journals } = await threeHeads();
+    const { root, ids, journals, witnesses } = await threeHeads();
     const journal = join(root, '.merkle', 'state.journal');
-    // The third transaction's entry is on disk, the commit record still that of the second; its frame still staged.
+    // The third transaction's entry is on disk, the commit record (and the witness) still that of the second; its
+    // frame still staged.
     const interrupted = Buffer.from(journals[2]!);
     journals[1]!.copy(interrupted, COMMIT_OFFSET, COMMIT_OFFSET, COMMIT_OFFSET + 8);
     writeFileSync(journal, interrupted);
+    writeFileSync(join(root, '.merkle', 'state.witness'), witnesses[1]!);
     const frame = join(root, '.merkle', 'frames', ids[2]!.slice(0, 2), `${ids[2]}.json`);
     renameSync(frame, `${frame}.123.abcd.tmp`);
     const { engine, warnings } = await reader(root);
@@ -147,10 +151,11 @@ describe('a crash before an append was acknowledged stays silent', () => {
   });
 
   it('an entry cut short after the committed length (a torn append) is ignored in silence, by readers and validate', async () => {
-    const { root, ids, journals } = await threeHeads();
+    const { root, ids, journals, witnesses } = await threeHeads();
     const journal = join(root, '.merkle', 'state.journal');
     const torn = Buffer.concat([journals[1]!, journals[2]!.subarray(journals[1]!.length, journals[1]!.length + 20)]);
     writeFileSync(journal, torn);
+    writeFileSync(join(root, '.merkle', 'state.witness'), witnesses[1]!);
     rmSync(join(root, '.merkle', 'frames', ids[2]!.slice(0, 2), `${ids[2]}.json`));
     const { engine, warnings } = await reader(root);
     expect(await engine.getHead('README.md', 'summary')).toBe(ids[1]);

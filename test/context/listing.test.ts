@@ -14,8 +14,13 @@ import { SAMPLE, tempDir, writeTree } from './helpers.js';
 import { SOAK } from '../support/soak.js';
 
 const backend = await loadHashBackend();
-/** Where a journal's commit record (committed length and its check) sits: after the 76-byte header (format 2). */
-const COMMIT_OFFSET = 76;
+const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+/**
+ * Where a journal's commit record (committed length and its check) sits: after the 84-byte header (format 3: magic,
+ * version, base checksum, base generation, header BLAKE3; journal.ts does not export it). The record is 8 bytes, so
+ * an empty journal is COMMIT_OFFSET + 8 bytes.
+ */
+const COMMIT_OFFSET = 84;
 
 async function scanTree(root: string, previous?: Tree): Promise<Tree> {
   return (await scanWorkspace({ workspaceRoot: root, rules: new IgnoreRules(root), backend, previous })).tree;
@@ -159,21 +164,31 @@ describe('listing cache: rescans stay exact', () => {
   it('reads a tree stored in format 1 (no directory stats, no basis) and records both on the next scan', async () => {
     const { root, report: { root: rootId } } = await scanned(SAMPLE);
     const file = join(root, '.merkle', 'tree');
+    const journal = join(root, '.merkle', 'tree.journal');
     const stored = readFileSync(file);
     // Format 2 ends with u32 length + basis JSON; format 1 is the same file without them.
     const json = Buffer.from(JSON.stringify({ rules: new IgnoreRules(root).key, reusable: true }), 'utf8');
     expect(stored.subarray(stored.length - json.length).equals(json)).toBe(true);
     const body = stored.subarray(44, stored.length - json.length - 4);
     const v1 = Buffer.concat([stored.subarray(0, 8), Buffer.from([0, 0, 0, 1]), backend.digest(body), body]);
-    writeFileSync(file, v1);
+    // Written as the store writes a tree file (witness, tree file, empty journal naming it), with the format-1 bytes
+    // as its encoding: a bare writeFileSync would be a tree file that is not the base of the last commit, which every
+    // reader reports and the scan rebuilds.
+    const codec = treeCodec(backend);
+    new JournaledFile(file, journal, { ...codec, encode: () => v1 }, backend).write(codec.decode(v1, file));
+    expect(readFileSync(file).equals(v1)).toBe(true);
 
-    const reopened = await ContextEngine.open(root);
+    const warnings: string[] = [];
+    const reopened = await ContextEngine.open(root, { onWarning: (m) => warnings.push(m) });
     expect((await reopened.status()).root).toBe(rootId);
     const upgrade = await reopened.scan();
     expect(upgrade).toMatchObject({ root: rootId, hashed: 0, changed: true, changedPaths: [] });
     // The directory stats and the basis went into the journal on top of the format-1 file.
+    expect(readFileSync(file).equals(v1)).toBe(true);
+    expect(readFileSync(journal).readUInt32BE(COMMIT_OFFSET)).toBeGreaterThan(COMMIT_OFFSET + 8);
     expect(await reopened.scan()).toMatchObject({ changed: false, hashed: 0 });
-    expect(await (await ContextEngine.open(root)).scan()).toMatchObject({ changed: false, hashed: 0 });
+    expect(await (await ContextEngine.open(root, { onWarning: (m) => warnings.push(m) })).scan()).toMatchObject({ changed: false, hashed: 0 });
+    expect(warnings).toEqual([]);
   });
 });
 
@@ -286,15 +301,20 @@ describe('tree journal', () => {
     writeFileSync(join(root, 'README.md'), 'one\n');
     const first = await engine.scan();
     const intact = readFileSync(journalFile(root));
+    const witness = join(root, '.merkle', 'tree.witness');
+    const intactWitness = readFileSync(witness);
     writeFileSync(join(root, 'README.md'), 'two\n');
     await engine.scan();
     const full = readFileSync(journalFile(root));
     expect(full.length).toBeGreaterThan(intact.length);
     // The crash came mid-append, before the commit record was rewritten: the first entry's journal (its commit
-    // record covers the first entry only) followed by the second entry cut short, after the committed length.
+    // record covers the first entry only) followed by the second entry cut short, after the committed length; the
+    // witness is still the one of the first entry's commit (it is written after the commit record).
     const torn = Buffer.concat([intact, full.subarray(intact.length, full.length - 5)]);
     expect(torn.readUInt32BE(COMMIT_OFFSET)).toBe(intact.length);
     writeFileSync(journalFile(root), torn);
+    expect(readFileSync(witness).equals(intactWitness)).toBe(false);
+    writeFileSync(witness, intactWitness);
 
     const warnings: string[] = [];
     const reader = await ContextEngine.open(root, { onWarning: (m) => warnings.push(m) });
@@ -315,10 +335,11 @@ describe('tree journal', () => {
     expect(warnings).toEqual([]);
   });
 
-  it('a journal that belongs to another tree file is ignored; one that breaks the tree is reported as corrupt', async () => {
+  it('a journal that belongs to another tree file is not applied and is reported as damage (the changes since the tree file are lost); one that breaks the tree is reported as corrupt', async () => {
     const { root, engine, report: { root: original } } = await scanned(SAMPLE);
     writeFileSync(join(root, 'README.md'), 'changed\n');
     await engine.scan();
+    const own = readFileSync(journalFile(root));
     // An intact journal with a committed entry, written by another store: its header names that store's tree file.
     const other = await scanned({ ...SAMPLE, 'README.md': 'another workspace\n' });
     writeFileSync(join(other.root, 'src/main.ts'), 'export const main = 3;\n');
@@ -330,11 +351,17 @@ describe('tree journal', () => {
     writeFileSync(journalFile(root), stale);
     const warnings: string[] = [];
     const ignoring = await ContextEngine.open(root, { onWarning: (m) => warnings.push(m) });
-    expect((await ignoring.status()).root).toBe(original);
-    expect(warnings).toEqual([]);
-    expect((await ignoring.validate()).errors).toEqual([]);
+    // The answer is the tree file's alone (the original scan's), not the other store's entry on top of it; the
+    // witness records this store's committed README.md change, so the journal put in place is reported as losing it.
+    const { root: answered, warnings: listed } = await ignoring.status();
+    expect(answered).toBe(original);
+    const journalWarning = new RegExp(`^${escape(journalFile(root))} does not extend ${escape(treeFile(root))} as written at generation \\d+ \\(it extends another base\\): .* the 1 changes journaled since .* are lost`);
+    expect([...warnings, ...listed].some((w) => journalWarning.test(w)), JSON.stringify([...warnings, ...listed])).toBe(true);
+    expect((await ignoring.validate()).errors.some((e) => e.includes(journalFile(root)))).toBe(true);
 
-    // A well-sealed, committed entry that removes a child its directory still lists, appended by the real writer.
+    // A well-sealed, committed entry that removes a child its directory still lists, appended by the real writer to
+    // the store's own journal, put back (a damaged journal is never appended to: the writer would rewrite the tree).
+    writeFileSync(journalFile(root), own);
     const tree = new JournaledFile(treeFile(root), journalFile(root), treeCodec(backend), backend);
     tree.append(tree.read()!.value, { upserts: [], removed: ['src/main.ts'], basis: null });
     const sealed = readFileSync(journalFile(root));

@@ -41,18 +41,23 @@ describe('store integrity', () => {
   it('a damaged last state journal entry: the acknowledged frame it committed is reported by validate, never called safe to delete', async () => {
     const { root, engine } = await openSample();
     const base = await engine.putFrame('README.md', { type: 'summary', content: 'base' }, 'w');
-    const acked = await engine.putFrame('README.md', { type: 'summary', content: 'acknowledged' }, 'w');
     const journal = join(root, '.merkle', 'state.journal');
+    // The first transaction wrote state.json whole, with an empty journal (header and commit record): its length is
+    // where the next entry starts.
+    const headerBytes = readFileSync(journal).length;
+    const acked = await engine.putFrame('README.md', { type: 'summary', content: 'acknowledged' }, 'w');
     const bytes = readFileSync(journal);
+    expect(bytes.length).toBeGreaterThan(headerBytes);
     bytes[bytes.length - 10] ^= 0x20; // inside the last entry's payload
     writeFileSync(journal, bytes);
     const fresh = await ContextEngine.open(root);
     const report = await fresh.validate();
     expect(report.ok).toBe(false);
     const file = join(root, '.merkle', 'frames', acked.slice(0, 2), `${acked}.json`);
-    // Two errors: the journal damage (its only entry, after the 84-byte header, fails its checksum: state.json holds the
-    // first transaction), and the acknowledged frame whose entry it lost, with that damage named.
-    const damage = `${escape(journal)} is damaged: committed bytes 84-\\d+ \\(\\d+ bytes\\) fail their checksum, so the changes they held and any after them are lost; 0 intact entries before them are applied`;
+    // Two errors: the journal damage (its only entry, from the end of the header to the end of the file, fails its
+    // checksum: state.json holds the first transaction), and the acknowledged frame whose entry it lost, with that
+    // damage named.
+    const damage = `${escape(journal)} is damaged: committed bytes ${headerBytes}-${bytes.length} \\(${bytes.length - headerBytes} bytes\\) fail their checksum, so the changes they held and any after them are lost; 0 intact entries before them are applied`;
     expect(report.errors).toHaveLength(2);
     expect(report.errors[0]).toMatch(new RegExp(`^${damage}; 'backpackflow context repair' continues`));
     expect(report.errors[1]).toMatch(new RegExp(`^frame file ${escape(file)} is referenced by no frame set: the state journal entry that committed it was lost \\(${damage}\\); keep the file$`));
