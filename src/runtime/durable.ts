@@ -18,6 +18,7 @@ import { loadRunPoint, type CheckpointPayload } from './run-point.js';
 import { checkRecordedAnswer, pendingAnswers } from './interrupts.js';
 import { StateTracker } from './state-tracker.js';
 import { foldModelDeltas, type ModelDeltaOptions } from './model-deltas.js';
+import { redactorFor } from '../redact/index.js';
 import { takeNewRun, type NewRun, type TakenRun } from './new-run.js';
 
 /**
@@ -337,11 +338,14 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   const unsubscribe = streamer.on('*', (event) => {
     if (event.runId === runId) buffer.push(event);
   });
+  // With deltas kept, a model call whose whole text holds a secret is folded all the same (see ModelDeltaStorage).
+  const redactor = target.modelDeltas === 'keep' ? redactorFor(target.redaction) : undefined;
+  const holdsSecret = (text: string): boolean => redactor!.redactText(text) !== text;
   /** Commits the buffered events as one step (events, projection; see RunWriter.commit). */
   const persist = (): Promise<void> => {
     // Not an async function (one promise less per step); a throw still becomes a rejection.
     try {
-      const batch = target.modelDeltas === 'keep' ? buffer : foldModelDeltas(buffer);
+      const batch = target.modelDeltas === 'keep' ? foldModelDeltas(buffer, holdsSecret) : foldModelDeltas(buffer);
       buffer = [];
       return batch.length === 0 ? Promise.resolve() : writer.commit(batch);
     } catch (error) {

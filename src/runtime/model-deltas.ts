@@ -8,7 +8,9 @@ import { StreamEventType, type StreamEvent } from '../events/index.js';
  *   Subscribers (the live trace, OpenTelemetry) still see every delta as it arrives; only the stored log is folded.
  *   A streamed answer costs one line instead of one line per token (an envelope is ~250 bytes, a token ~4), and the
  *   one redaction pass sees the whole text, so a secret split across tokens is still found and redacted.
- * - `'keep'`: every delta is stored as it arrived (to replay the timing of a stream).
+ * - `'keep'`: every delta is stored as it arrived (to replay the timing of a stream), except the deltas of a model
+ *   call whose whole text holds a secret: those are folded, since a secret split across deltas escapes a redaction
+ *   pass that sees one delta at a time.
  */
 export type ModelDeltaStorage = 'fold' | 'keep';
 
@@ -36,9 +38,10 @@ export interface FoldedDeltaPayload {
 
 /**
  * The batch with the `model.delta` events of each model call (same run, span, purpose and attempt) folded into one
- * (see {@link ModelDeltaStorage}). Other events keep their order; a batch without deltas is returned as it is.
+ * (see {@link ModelDeltaStorage}), or only those of the calls whose whole text `fold` accepts. Other events keep
+ * their order; a batch without deltas is returned as it is.
  */
-export function foldModelDeltas(batch: StreamEvent[]): StreamEvent[] {
+export function foldModelDeltas(batch: StreamEvent[], fold: (text: string) => boolean = () => true): StreamEvent[] {
   if (!batch.some((e) => e.type === StreamEventType.MODEL_DELTA)) return batch;
   const groups = new Map<string, StreamEvent[]>();
   for (const event of batch) {
@@ -59,6 +62,10 @@ export function foldModelDeltas(batch: StreamEvent[]): StreamEvent[] {
     }
     const first = group[0]!;
     const text = group.map((e) => (typeof e.payload['delta'] === 'string' ? e.payload['delta'] : '')).join('');
+    if (!fold(text)) {
+      for (const event of group) folded.set(event, event);
+      continue;
+    }
     const index = typeof first.payload['index'] === 'number' ? first.payload['index'] : 0;
     const payload: FoldedDeltaPayload = { ...last.payload, index, count: group.length, delta: text, folded: true, firstTimestamp: first.timestamp };
     folded.set(last, { ...last, payload: payload as unknown as Record<string, unknown> });

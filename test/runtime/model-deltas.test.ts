@@ -49,6 +49,18 @@ describe('model.delta storage', () => {
     expect(folded.bytes).toBeLessThan(kept.bytes / 3);
   });
 
+  it("with modelDeltas: 'keep', a call whose whole text holds a secret split across tokens is stored folded and redacted; others stay kept", async () => {
+    const secret = 'ghp_' + 'Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2';
+    const tokens = ['the key is ', secret.slice(0, 10), secret.slice(10, 25), secret.slice(25), ' ok'];
+    const { text, storedDeltas } = await streamedRun('keep-secret', tokens, 'keep');
+    expect(text).not.toContain(secret.slice(0, 10));
+    expect(text).not.toContain(secret.slice(10, 25));
+    expect(storedDeltas).toHaveLength(1);
+    expect(storedDeltas[0]!.payload).toMatchObject({ folded: true, count: 5, delta: 'the key is [REDACTED] ok' });
+    const clean = await streamedRun('keep-clean', ['no ', 'secret ', 'here'], 'keep');
+    expect(clean.storedDeltas.map((e) => e.payload.delta)).toEqual(['no ', 'secret ', 'here']);
+  });
+
   it('a secret split across tokens is redacted in the folded log', async () => {
     const secret = 'ghp_' + 'Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2';
     const tokens = ['the key is ', secret.slice(0, 10), secret.slice(10, 25), secret.slice(25), ' ok'];
