@@ -1,3 +1,4 @@
+import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import type { EventStreamer } from './streamer.js';
 import { StreamEventType, type ErrorSummary, type EventPayloadMap, type StreamEvent } from './types.js';
 
@@ -48,6 +49,12 @@ export interface OtelApi {
 export interface OpenTelemetryOptions {
   /** The tracer spans are started with. Default: `trace.getTracer('backpackflow')` of the global provider. */
   tracer?: OtelTracer;
+  /**
+   * Secrets of your own, added to the built-in catalogue, that are redacted from what the bridge puts on spans: pass
+   * the `redaction` you pass to `runFlow`, so that spans hide what the event log hides. The built-in catalogue applies
+   * without it; redaction cannot be turned off.
+   */
+  redaction?: RedactionOptions;
 }
 
 /**
@@ -64,6 +71,11 @@ export interface OpenTelemetryOptions {
  * timestamps. A run span starts in the active OpenTelemetry context, so a flow run inside a traced request joins
  * that trace.
  *
+ * Secrets are redacted (DESIGN D15) from all the text the bridge takes from events before it reaches a span: span
+ * names, string attributes, span event attributes (a retry's `exception.message`, a quarantine's `reason`), the error
+ * status message and the recorded exception (its name and message; the stack is never exported). The built-in catalogue
+ * always applies; `options.redaction` adds your own patterns and key names, as runFlow's `redaction` does.
+ *
  * Loads `@opentelemetry/api` on first use and rejects with an error naming the package when it is missing.
  * Resolves to a function that detaches the bridge and ends the spans still open.
  */
@@ -77,13 +89,26 @@ export async function attachOpenTelemetry(streamer: EventStreamer, options: Open
       { cause },
     );
   }
-  return bridgeToOpenTelemetry(streamer, api, options.tracer ?? api.trace.getTracer('backpackflow'));
+  return bridgeToOpenTelemetry(streamer, api, options.tracer ?? api.trace.getTracer('backpackflow'), { redaction: options.redaction });
 }
 
-/** The bridge itself, given the loaded API (see {@link attachOpenTelemetry}). Returns the detach function. */
-export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tracer: OtelTracer): () => void {
+/**
+ * The bridge itself, given the loaded API (see {@link attachOpenTelemetry}, which also describes the redaction of what
+ * reaches a span). Returns the detach function. A direct caller whose runs use `runFlow(..., { redaction })` passes
+ * the same `redaction` here; without it only the built-in catalogue is redacted.
+ */
+export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tracer: OtelTracer, options: Pick<OpenTelemetryOptions, 'redaction'> = {}): () => void {
   const open = new Map<string, { span: OtelSpan; runId: string }>();
   const errorCode = api.SpanStatusCode.ERROR;
+  const redactor = redactorFor(options.redaction);
+  const text = (value: string): string => redactor.redactText(value);
+  // Text reaches a span only through these two, start and fail, which redact it.
+  const setAttribute = (span: OtelSpan, key: string, value: OtelAttributeValue): void => {
+    span.setAttribute(key, redactValue(redactor, value));
+  };
+  const addEvent = (span: OtelSpan, name: string, attributes: OtelAttributes, time: number): void => {
+    span.addEvent(name, redactAttributes(redactor, attributes), time);
+  };
 
   /** Per run: its span, and the step in progress (see {@link stepAttribute}). */
   const runs = new Map<string, { spanId?: string; step?: number; checkpoints: boolean }>();
@@ -98,19 +123,26 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
     const parentKey = keys.parentKey ?? event.parentSpanId;
     const parent = parentKey === undefined ? undefined : open.get(parentKey)?.span;
     const context = parent === undefined ? api.context.active() : api.trace.setSpan(api.context.active(), parent);
-    const options = { attributes: withStep(event, { ...commonAttributes(event), ...attributes }), startTime: event.timestamp, ...(keys.kind === undefined ? {} : { kind: keys.kind }) };
-    open.set(key, { span: tracer.startSpan(name, options, context), runId: event.runId });
+    const options = {
+      attributes: redactAttributes(redactor, withStep(event, { ...commonAttributes(event), ...attributes })),
+      startTime: event.timestamp,
+      ...(keys.kind === undefined ? {} : { kind: keys.kind }),
+    };
+    open.set(key, { span: tracer.startSpan(text(name), options, context), runId: event.runId });
   };
   /** Ends the span under `key` (failed with `error`, and `error.type` set, when there is one). */
   const endKey = (key: string, time: number, error?: ErrorSummary): void => {
     const entry = open.get(key);
     if (entry === undefined) return;
     if (error !== undefined) {
-      entry.span.setAttribute('error.type', error.name || 'Error');
+      setAttribute(entry.span, 'error.type', error.name || 'Error');
       fail(entry.span, error, time);
     }
     entry.span.end(time);
     open.delete(key);
+  };
+  const setAttributeOf = (entry: { span: OtelSpan } | undefined, key: string, value: OtelAttributeValue): void => {
+    if (entry !== undefined) setAttribute(entry.span, key, value);
   };
   const end = (event: StreamEvent, error?: ErrorSummary): void => {
     const entry = event.spanId === undefined ? undefined : open.get(event.spanId);
@@ -120,14 +152,15 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
     open.delete(event.spanId!);
   };
   const fail = (span: OtelSpan, error: ErrorSummary | undefined, time: number): void => {
-    const summary = error ?? { name: 'Error', message: 'unknown error' };
+    // A fresh object of the name and message only: whatever else an emitter put in the payload (a stack) stays out.
+    const summary = { name: text(String(error?.name ?? 'Error')), message: text(String(error?.message ?? 'unknown error')) };
     span.recordException(summary, time);
     span.setStatus({ code: errorCode, message: `${summary.name}: ${summary.message}` });
   };
   /** Span events go to the event's own span, or else to the span it happened in (routes carry only a parent). */
   const annotate = (event: StreamEvent, name: string, attributes: OtelAttributes): void => {
-    const id = event.spanId ?? event.parentSpanId;
-    open.get(id ?? '')?.span.addEvent(name, attributes, event.timestamp);
+    const span = open.get(event.spanId ?? event.parentSpanId ?? '')?.span;
+    if (span !== undefined) addEvent(span, name, attributes, event.timestamp);
   };
 
   const unsubscribe = streamer.on('*', (event) => {
@@ -143,15 +176,15 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
       case StreamEventType.RUN_END: {
         const p = event.payload as Partial<EventPayloadMap['run.completed']>;
         const entry = event.spanId === undefined ? undefined : open.get(event.spanId);
-        if (typeof p.steps === 'number') entry?.span.setAttribute('backpackflow.steps', p.steps);
-        if (typeof p.action === 'string') entry?.span.setAttribute('backpackflow.action', p.action);
+        if (typeof p.steps === 'number') setAttributeOf(entry, 'backpackflow.steps', p.steps);
+        if (typeof p.action === 'string') setAttributeOf(entry, 'backpackflow.action', p.action);
         endRun(event);
         return;
       }
       case StreamEventType.RUN_WAITING: {
         // A pause: the span ends here, unfailed; a resumed run is a span of its own.
         const entry = event.spanId === undefined ? undefined : open.get(event.spanId);
-        entry?.span.setAttribute('backpackflow.waiting', true);
+        setAttributeOf(entry, 'backpackflow.waiting', true);
         endRun(event);
         return;
       }
@@ -192,15 +225,15 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
         if (entry === undefined) return;
         if (p.retryInMs !== undefined) {
           // A failed attempt that is retried: the call goes on in the same span.
-          entry.span.addEvent('retry', { attempt: p.attempt ?? 0, delay_ms: p.retryInMs, 'exception.type': p.error?.name ?? 'Error', 'exception.message': p.error?.message ?? '' }, event.timestamp);
+          addEvent(entry.span, 'retry', { attempt: p.attempt ?? 0, delay_ms: p.retryInMs, 'exception.type': p.error?.name ?? 'Error', 'exception.message': p.error?.message ?? '' }, event.timestamp);
           return;
         }
-        if (typeof p.responseModel === 'string') entry.span.setAttribute('gen_ai.response.model', p.responseModel);
-        if (typeof p.responseId === 'string') entry.span.setAttribute('gen_ai.response.id', p.responseId);
-        if (typeof p.usage?.inputTokens === 'number') entry.span.setAttribute('gen_ai.usage.input_tokens', p.usage.inputTokens);
-        if (typeof p.usage?.outputTokens === 'number') entry.span.setAttribute('gen_ai.usage.output_tokens', p.usage.outputTokens);
-        if (typeof p.finishReason === 'string') entry.span.setAttribute('gen_ai.response.finish_reasons', [p.finishReason]);
-        if (typeof p.attempt === 'number') entry.span.setAttribute('backpackflow.attempts', p.attempt);
+        if (typeof p.responseModel === 'string') setAttribute(entry.span, 'gen_ai.response.model', p.responseModel);
+        if (typeof p.responseId === 'string') setAttribute(entry.span, 'gen_ai.response.id', p.responseId);
+        if (typeof p.usage?.inputTokens === 'number') setAttribute(entry.span, 'gen_ai.usage.input_tokens', p.usage.inputTokens);
+        if (typeof p.usage?.outputTokens === 'number') setAttribute(entry.span, 'gen_ai.usage.output_tokens', p.usage.outputTokens);
+        if (typeof p.finishReason === 'string') setAttribute(entry.span, 'gen_ai.response.finish_reasons', [p.finishReason]);
+        if (typeof p.attempt === 'number') setAttribute(entry.span, 'backpackflow.attempts', p.attempt);
         endKey(modelKey(event), event.timestamp, p.error);
         return;
       }
@@ -219,18 +252,18 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
       case StreamEventType.TOOL_RESULT: {
         const p = event.payload as ToolPayload;
         const entry = open.get(toolKey(event));
-        if (typeof p.attempts === 'number') entry?.span.setAttribute('backpackflow.attempts', p.attempts);
+        if (typeof p.attempts === 'number') setAttributeOf(entry, 'backpackflow.attempts', p.attempts);
         endKey(toolKey(event), event.timestamp, typeof p.error === 'string' ? { name: 'ToolError', message: p.error } : undefined);
         return;
       }
       case StreamEventType.EXEC_COMPLETE: {
         const p = event.payload as Partial<EventPayloadMap['node.exec_completed']>;
-        if (typeof p.attempts === 'number') open.get(event.spanId ?? '')?.span.setAttribute('backpackflow.attempts', p.attempts);
+        if (typeof p.attempts === 'number') setAttributeOf(open.get(event.spanId ?? ''), 'backpackflow.attempts', p.attempts);
         return;
       }
       case StreamEventType.NODE_END: {
         const p = event.payload as Partial<EventPayloadMap['node.completed']>;
-        if (typeof p.action === 'string') open.get(event.spanId ?? '')?.span.setAttribute('backpackflow.action', p.action);
+        if (typeof p.action === 'string') setAttributeOf(open.get(event.spanId ?? ''), 'backpackflow.action', p.action);
         end(event);
         // A run without checkpoints (not durable): a step is one execution of a node of the top-level flow.
         const run = runs.get(event.runId);
@@ -239,7 +272,7 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
       }
       case StreamEventType.ERROR: {
         const p = event.payload as Partial<EventPayloadMap['error']>;
-        open.get(event.spanId ?? '')?.span.setAttribute('backpackflow.error.phase', p.phase ?? 'unknown');
+        setAttributeOf(open.get(event.spanId ?? ''), 'backpackflow.error.phase', p.phase ?? 'unknown');
         end(event, p.error ?? { name: 'Error', message: 'unknown error' });
         return;
       }
@@ -355,6 +388,24 @@ const PROVIDER_NAMES: Readonly<Record<string, string>> = {
 export function providerName(provider: string | undefined, label: string | undefined): string {
   const raw = provider?.split('.')[0] || (label?.includes(':') ? label.slice(0, label.indexOf(':')) : undefined) || 'unknown';
   return PROVIDER_NAMES[raw] ?? raw;
+}
+
+/** `value` with its text redacted (the same value when nothing was). */
+function redactValue(redactor: Redactor, value: OtelAttributeValue): OtelAttributeValue {
+  if (typeof value === 'string') return redactor.redactText(value);
+  if (!Array.isArray(value)) return value;
+  const items = value.map((item) => redactor.redactText(item));
+  return items.some((item, i) => item !== value[i]) ? items : value;
+}
+
+/** `attributes` with their text redacted (the same object when nothing was). */
+function redactAttributes(redactor: Redactor, attributes: OtelAttributes): OtelAttributes {
+  let out: OtelAttributes | undefined;
+  for (const [key, value] of Object.entries(attributes)) {
+    const next = redactValue(redactor, value);
+    if (next !== value) (out ??= { ...attributes })[key] = next;
+  }
+  return out ?? attributes;
 }
 
 function commonAttributes(event: StreamEvent): OtelAttributes {
