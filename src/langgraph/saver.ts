@@ -514,12 +514,19 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
 
   /**
    * Redacts a channel's value as if it were stored under the channel's name: a channel named like a secret
-   * (`password`, `apiKey`) has its strings blanked, as a Backpack key of that name would.
+   * (`password`, `apiKey`) has its strings blanked, as a Backpack key of that name would. Bytes (the serializer's
+   * `bytes` type) are redacted as the redactor redacts a `Uint8Array`: bytes holding text are stored with their
+   * redacted text, binary data as it is. Other serializer types are opaque and stored as they are.
    */
   #redactChannel(channel: string, encoded: EncodedValue): EncodedValue {
-    if (!('v' in encoded)) return encoded;
-    const redacted = this.#redactor.redact({ [channel]: encoded.v }).value as Record<string, unknown>;
-    return { t: 'json', v: redacted[channel] };
+    if ('v' in encoded) {
+      const redacted = this.#redactor.redact({ [channel]: encoded.v }).value as Record<string, unknown>;
+      return { t: 'json', v: redacted[channel] };
+    }
+    if (encoded.t !== 'bytes') return encoded;
+    const bytes = plainValue(encoded);
+    const redacted = (this.#redactor.redact({ [channel]: bytes }).value as Record<string, unknown>)[channel];
+    return redacted === bytes ? encoded : { t: encoded.t, b64: Buffer.from(redacted as Uint8Array).toString('base64') };
   }
 
   /** Redacts what is about to be stored, so that what this saver serves now is what it serves after a restart. */

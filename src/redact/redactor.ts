@@ -92,6 +92,8 @@ function mayHoldShortSecret(text: string): boolean {
 const TEXT_PROBE_BYTES = 8000;
 /** The encoded typed arrays (`{ "$bp": "typed", t, v }`) whose text is scanned: those of one-byte elements. */
 const BYTE_ARRAY_TYPES = new Set(['Uint8Array', 'Uint8ClampedArray', 'Int8Array']);
+/** The base64 of `[REDACTED]`: what a blanked byte array holds. */
+const BLANK_BYTES = Buffer.from(REDACTED, 'latin1').toString('base64');
 const DATE_TO_JSON = Date.prototype.toJSON;
 
 /** Fields of an entry named by its `key` field that hold (a summary of) the value. */
@@ -402,15 +404,25 @@ export class Redactor {
   }
 
   /**
-   * The encoded form of a typed array of one-byte elements, `{ "$bp": "typed", t, v }` (`v` its bytes in base64),
-   * whose bytes hold text (see {@link bytesText}): `v` holding the bytes of its redacted text. Undefined for
-   * anything else (walked as any object).
+   * The encoded form of a typed array, `{ "$bp": "typed", t, v }` (`v` its bytes in base64), redacted: one of
+   * one-byte elements whose bytes hold text (see {@link bytesText}) with `v` holding the bytes of its redacted text,
+   * any other as it is (with `blank`: emptied, see below). Undefined for a record not of that shape (walked as any
+   * object).
    */
-  private encodedBytes(record: Record<string, unknown>): Record<string, unknown> | undefined {
+  private encodedBytes(record: Record<string, unknown>, blank: boolean): Record<string, unknown> | undefined {
     const v = record['v'];
-    if (typeof v !== 'string' || typeof record['t'] !== 'string' || !BYTE_ARRAY_TYPES.has(record['t']) || Object.keys(record).length !== 3) return undefined;
+    const type = record['t'];
+    if (typeof v !== 'string' || typeof type !== 'string' || Object.keys(record).length !== 3) return undefined;
+    // `v` is encoded bytes, never text: scanned as text, base64 looks like a key (40 characters of it, a 30-byte value,
+    // match the AWS secret key's shape) and replacing it would corrupt the value. Blanked, the record stays one of its
+    // type: the bytes of the mark for one-byte elements, none for others.
+    if (blank) {
+      const marked = BYTE_ARRAY_TYPES.has(type) ? BLANK_BYTES : '';
+      return v === marked ? record : { ...record, v: marked };
+    }
+    if (!BYTE_ARRAY_TYPES.has(type)) return record;
     const text = bytesText(Buffer.from(v, 'base64'));
-    if (text === undefined) return undefined;
+    if (text === undefined) return record;
     const next = this.replaced(text, this.redactText(text));
     return next === text ? record : { ...record, v: Buffer.from(next, 'latin1').toString('base64') };
   }
@@ -449,8 +461,8 @@ export class Redactor {
     let index = 0;
     for (const key in record) {
       const item = record[key];
-      if (key === '$bp' && item === 'typed' && !blank) {
-        const bytes = this.encodedBytes(record);
+      if (key === '$bp' && item === 'typed') {
+        const bytes = this.encodedBytes(record, blank);
         if (bytes !== undefined) return bytes;
       }
       let next: unknown;

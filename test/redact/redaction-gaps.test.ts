@@ -280,3 +280,35 @@ describe('secret-named fields written as text (a value summary, a log line, a co
     }
   });
 });
+
+describe('encoded byte arrays are bytes, never text', () => {
+  it('a typed record whose base64 looks like a key (any 30 bytes: 40 characters) is kept as it is, whatever its bytes (property)', () => {
+    const types = ['Uint8Array', 'Int8Array', 'Uint8ClampedArray', 'Float64Array', 'Uint16Array'] as const;
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 0, maxLength: 64 }), fc.constantFrom(...types), (bytes, t) => {
+        // Binary data (a NUL among the first bytes), as the redactor judges it.
+        const data = Buffer.from([0, ...bytes]);
+        const size = t === 'Float64Array' ? 8 : t === 'Uint16Array' ? 2 : 1;
+        const v = data.subarray(0, data.length - (data.length % size)).toString('base64');
+        const record = { $bp: 'typed', t, v };
+        expect(redact({ value: record }).value).toEqual({ value: record });
+      }),
+      { numRuns: trials(300, 3000) },
+    );
+    // The case that corrupted values: 30 bytes, whose base64 has the shape of an AWS secret key.
+    const thirty = Buffer.from(Array.from({ length: 30 }, (_, i) => (i * 37 + 11) % 256));
+    thirty[0] = 0;
+    const record = { $bp: 'typed', t: 'Uint8Array', v: thirty.toString('base64') };
+    expect(record.v).toHaveLength(40);
+    expect(redact({ value: record }).value).toEqual({ value: record });
+  });
+
+  it('under a secret-named key a typed record stays one of its type: the bytes of the mark, or none', () => {
+    const { value } = redact({ password: { $bp: 'typed', t: 'Uint8Array', v: Buffer.from('hunter2').toString('base64') }, apiKey: { $bp: 'typed', t: 'Float64Array', v: Buffer.alloc(16).toString('base64') } });
+    const decoded = decodeValue(value) as { password: Uint8Array; apiKey: Float64Array };
+    expect(Buffer.from(decoded.password).toString('latin1')).toBe(REDACTED);
+    expect(decoded.apiKey).toBeInstanceOf(Float64Array);
+    expect(decoded.apiKey.length).toBe(0);
+    expect(json(value)).not.toContain(Buffer.from('hunter2').toString('base64'));
+  });
+});
