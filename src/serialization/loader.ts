@@ -25,7 +25,7 @@ import { flattenEdges, flattenNodes, findNode, getCompositeNodes, getMaxDepth } 
 import { FlowConfigSchema, SUPPORTED_MAJOR_VERSION, type FlowConfig, type FlowEdge, type NodeConfig } from './schema.js';
 import { checkFlowStructure } from './structure.js';
 import { NameTable } from './name-table.js';
-import { maskSecrets, resolveEnvRefs } from './secrets.js';
+import { maskMarkedSecrets, maskSecrets, resolveEnvRefs } from './secrets.js';
 
 /** Options of {@link FlowLoader.exportFlow}. */
 export interface ExportOptions {
@@ -181,6 +181,30 @@ export class FlowLoader implements FlowConfigLoader {
     await this.#populate(flow, parsed, '', options.env ?? process.env, share, loadProblems, { tables, plain: new Map() });
     if (loadProblems.length > 0) throw new FlowConfigError(loadProblems, 'Flow config could not be loaded');
     return flow;
+  }
+
+  /**
+   * A copy of a flow config as given (parsed JSON) with the params each node's class marks secret masked, at every
+   * nesting level (see {@link maskMarkedSecrets}): what a run records of its flow file. Nodes of unknown types, and
+   * anything not shaped like a flow config, are copied as they are.
+   */
+  maskConfigSecrets(config: unknown): unknown {
+    const record = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+    const maskFlow = (flow: unknown): unknown => {
+      if (!record(flow) || !Array.isArray(flow['nodes'])) return flow;
+      const out: Record<string, unknown> = { ...flow, nodes: flow['nodes'].map(maskNode) };
+      if (Array.isArray(flow['subflows'])) out['subflows'] = flow['subflows'].map(maskFlow);
+      return out;
+    };
+    const maskNode = (node: unknown): unknown => {
+      if (!record(node)) return node;
+      const NodeClass = typeof node['type'] === 'string' ? this.#types.get(node['type']) : undefined;
+      const out: Record<string, unknown> = { ...node };
+      if (record(node['params'])) out['params'] = maskMarkedSecrets(node['params'], NodeClass?.paramsSchema as ZodType | undefined);
+      if (node['internalFlow'] !== undefined) out['internalFlow'] = maskFlow(node['internalFlow']);
+      return out;
+    };
+    return maskFlow(config);
   }
 
   /** The config of `flow`, nested flows included down to `depth`; secret params masked unless `includeSensitive`. */

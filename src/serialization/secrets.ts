@@ -40,6 +40,20 @@ export function maskSecrets(params: Record<string, unknown>, schema?: ZodType): 
   );
 }
 
+/**
+ * A copy of `params` with each param `schema` marks secret (`.meta({ secret: true })`) replaced by `'***'`, unless
+ * its value is written as environment references only (`"${PIN}"`), which are resolved at load and never hold the
+ * secret. What the run's recorder applies to a flow file before it stores it (the names and the catalogue are then
+ * the redaction pass's), so that a rebuilt flow resolves its references again.
+ */
+export function maskMarkedSecrets(params: Record<string, unknown>, schema?: ZodType): Record<string, unknown> {
+  const marked = schemaSecrets(schema);
+  if (marked.size === 0) return params;
+  return Object.fromEntries(
+    Object.entries(params).map(([k, v]) => [k, marked.has(k) && v !== undefined && v !== null && !(typeof v === 'string' && v.replace(ENV_REF, '') === '' && v !== '') ? MASK : v]),
+  );
+}
+
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
 /**

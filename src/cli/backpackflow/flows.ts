@@ -107,7 +107,10 @@ export async function loadFlowFile(path: string, modules: readonly string[], max
   const loader = await loaderWith(modules);
   try {
     // The parsed config is ours alone: the nodes keep its values rather than copies.
-    return await loader.loadFlow(readFlowFile(path, maxBytes), undefined, { shareConfig: true, beforeBuild });
+    // What is recorded of the file has the params its node classes mark secret masked (the redaction pass knows
+    // secret names and formats, not the classes).
+    const record = beforeBuild === undefined ? undefined : (config: unknown) => beforeBuild(loader.maskConfigSecrets(config));
+    return await loader.loadFlow(readFlowFile(path, maxBytes), undefined, { shareConfig: true, beforeBuild: record });
   } catch (error) {
     if (error instanceof FlowConfigError) throw new CliError(describeProblems(path, error.errors));
     throw error;

@@ -190,7 +190,7 @@ export function runsCommand(): Command {
     .addOption(maxFlowBytesOption())
     .option('--new-run-id <id>', 'id of the new run (default: a new one)', validId('--new-run-id'))
     .action(async (runId: string, options: CommonOptions & FlowSourceOptions & { step: number; newRunId?: string }) => {
-      const { openCliRun, openRecordedFlow, recordedFlowConfig, recordRunFlow } = await import('./flows.js');
+      const { loaderWith, openCliRun, openRecordedFlow, recordedFlowConfig, recordRunFlow } = await import('./flows.js');
       const events = await readRunEvents({ ...options, runId });
       await storeErrors(() => runPointAt({ ...options, runId }, options.step, events));
       const { store, ref } = await openRun({ ...options, runId });
@@ -198,7 +198,9 @@ export function runsCommand(): Command {
       try {
         const forkId = options.newRunId ?? newRunId();
         if (forkId === runId) throw new CliError(`a fork needs a run id of its own, not ${runId}`);
-        const config = recipe.flow.kind === 'config' ? await recordedFlowConfig(options.flow, store, ref, options.maxFlowBytes) : undefined;
+        const given = recipe.flow.kind === 'config' ? await recordedFlowConfig(options.flow, store, ref, options.maxFlowBytes) : undefined;
+        // A flow file given here is recorded as a run's file is: with the params its classes mark secret masked.
+        const config = given !== undefined && options.flow !== undefined ? (await loaderWith(recipe.modules)).maskConfigSecrets(given) : given;
         // The fork's writer is taken first: what is recorded with it is this fork's, never a concurrent start's.
         const newRun = await openCliRun(store, { sessionKey: options.session, runId: forkId });
         try {
