@@ -2,7 +2,7 @@
  * Runs stored in the files of a data directory (DESIGN D15): the embedded {@link RunStore}, over the event log,
  * checkpoint and projection stores, with their on-disk format unchanged. One writer per run is the log's lock file.
  */
-import { existsSync, promises as fsp, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StreamEvent } from '../events/types.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
@@ -16,7 +16,7 @@ import type { KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStor
 import { readTextIfExists, writeJsonAtomic } from '../fs/index.js';
 import { ProjectionStoreError, StoreError } from './errors.js';
 import { DONE } from './log-writer.js';
-import { endOfData } from './lines.js';
+import { dataEndOf } from './lines.js';
 
 import type { Checkpoint, Durability, RunMeta } from './types.js';
 
@@ -79,7 +79,7 @@ export class FileRunStore implements RunStore {
     if (stat === undefined) return undefined;
     // While a writer reserves space after the last line (see log-writer.ts), an append leaves the file's size as it
     // was, and two in one tick of the file system's clock leave its times too: the end of the data tells them apart.
-    const end = await dataEnd(path, Number(stat.size));
+    const end = (await dataEndOf(path)) ?? -1;
     return `${stat.dev}:${stat.ino}:${stat.size}:${end}:${stat.mtimeNs}:${stat.ctimeNs}`;
   }
 
@@ -267,18 +267,3 @@ class FileRunWriter implements RunWriter {
   }
 }
 
-/** The end of the data of the log at `path` whose file is `size` bytes (see endOfData); -1 when it vanished. */
-async function dataEnd(path: string, size: number): Promise<number> {
-  let handle: fsp.FileHandle;
-  try {
-    handle = await fsp.open(path, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return -1;
-    throw error;
-  }
-  try {
-    return await endOfData(handle, size);
-  } finally {
-    await handle.close();
-  }
-}

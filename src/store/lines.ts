@@ -121,6 +121,22 @@ export async function endOfData(handle: fsp.FileHandle, size: number): Promise<n
 
 const ZEROS = Buffer.alloc(CHUNK);
 
+/** {@link endOfData} of the file at `path` as it is now; undefined when there is no such file. */
+export async function dataEndOf(path: string): Promise<number | undefined> {
+  let handle: fsp.FileHandle;
+  try {
+    handle = await fsp.open(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    return await endOfData(handle, (await handle.stat()).size);
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Index of the last byte of `bytes` that is not zero, -1 when there is none. */
 function lastNonZero(bytes: Buffer): number {
   let i = bytes.length - 1;

@@ -8,7 +8,7 @@ import { CHAIN_BACKEND, ChainReader, genesis } from './chain.js';
 import type { CorruptLine, IndexEntry, VerifyResult } from './log-types.js';
 import { decodeLine, parseIndex, seqOf } from './log-format.js';
 import { cutSinceClose, readPending, type PendingBatch } from './batch-marker.js';
-import { endOfData, readLines } from './lines.js';
+import { dataEndOf, readLines } from './lines.js';
 import type { RunPaths } from './paths.js';
 
 /** Checks the first `end` bytes of the log of `paths` (its committed lines); see EventStore.verify. */
@@ -20,7 +20,7 @@ export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runI
   let pending: PendingBatch | undefined | 'torn';
   for (let attempt = 0; ; attempt++) {
     const before = readPending(paths.pendingBatch);
-    size = await dataEnd(paths.events);
+    size = (await dataEndOf(paths.events)) ?? 0;
     pending = readPending(paths.pendingBatch);
     if (attempt >= 100 || (before !== 'torn' && pending !== 'torn' && before?.gen === pending?.gen)) break;
   }
@@ -111,18 +111,3 @@ export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runI
   return result;
 }
 
-/** The end of the data of the log at `path` (see endOfData); 0 when there is no log. */
-async function dataEnd(path: string): Promise<number> {
-  let handle: fsp.FileHandle;
-  try {
-    handle = await fsp.open(path, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-    throw error;
-  }
-  try {
-    return await endOfData(handle, (await handle.stat()).size);
-  } finally {
-    await handle.close();
-  }
-}

@@ -8,7 +8,7 @@ import type { StreamEvent } from '../events/types.js';
 import type { FileLock } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import type { Redactor } from '../redact/index.js';
-import { BatchMarker, cutSinceClose, readPending } from './batch-marker.js';
+import { BatchMarker, cutSinceClose, readPending, type PendingBatch } from './batch-marker.js';
 import { CHAIN_BACKEND, genesis, lastSealedLine, sealBatch, type Hasher, type SealedBatch } from './chain.js';
 import { encodeEvent } from './event-encode.js';
 import { EventStoreError } from './errors.js';
@@ -197,39 +197,26 @@ export class LogWriter {
       const fd = openSync(this.paths.events, constants.O_RDWR | constants.O_CREAT, 0o666);
       this.fd = fd;
       const fileSize = fstatSync(fd).size;
-      let size = fileSize;
-      if (size > 0) {
+      const pending = readPending(this.paths.pendingBatch);
+      const batch = pending === 'torn' ? undefined : pending;
+      let size = 0;
+      if (fileSize > 0) {
         const handle = await fsp.open(this.paths.events, 'r');
         try {
-          size = await endOfData(handle, size);
+          const data = await endOfData(handle, fileSize);
+          // A log changed after its last writer closed it is damaged: refused before the marker (the witness) is
+          // rewritten.
+          this.refuseCutSinceClose(batch, data);
+          size = batch !== undefined && data > batch.start && data < batch.end ? batch.start : data;
+          if (size > 0) size = await endOfLastLine(handle, size);
         } finally {
           await handle.close();
         }
-      }
-      const pending = readPending(this.paths.pendingBatch);
-      // A log changed after its last writer closed it is damaged: refused before the marker (the witness) is rewritten.
-      const changed = cutSinceClose(pending, size, this.paths.events);
-      if (changed !== undefined) {
-        throw new EventStoreError(`${changed}. Check it with EventStore.verify() or 'backpackflow runs verify ${this.runId}'; it cannot be continued.`, { path: this.paths.events });
-      }
+      } else this.refuseCutSinceClose(batch, 0);
       // Not append mode: the marker is rewritten in place (positional writes of a fixed-size record).
       this.marker = new BatchMarker(openSync(this.paths.pendingBatch, 'w'));
-      if (pending !== undefined && pending !== 'torn') {
-        this.marker.gen = pending.gen;
-        if (size > pending.start && size < pending.end) {
-          ftruncateSync(fd, pending.start);
-          size = pending.start;
-        }
-      }
+      if (batch !== undefined) this.marker.gen = batch.gen;
       this.marker.clear();
-      if (size > 0) {
-        const handle = await fsp.open(this.paths.events, 'r');
-        try {
-          size = await endOfLastLine(handle, size);
-        } finally {
-          await handle.close();
-        }
-      }
       // The writer starts at the end of the last whole line, with no space reserved: what lies past it (a torn line,
       // an unfinished batch, the space a crashed writer reserved) is cut.
       if (size < fileSize) ftruncateSync(fd, size);
@@ -250,6 +237,14 @@ export class LogWriter {
       this.closeDescriptors();
       lock.release();
       throw error;
+    }
+  }
+
+  /** Throws when the marker says the log was closed with more data than it holds (see cutSinceClose). */
+  private refuseCutSinceClose(pending: PendingBatch | undefined, data: number): void {
+    const cut = cutSinceClose(pending, data, this.paths.events);
+    if (cut !== undefined) {
+      throw new EventStoreError(`${cut}. Check it with EventStore.verify() or 'backpackflow runs verify ${this.runId}'; it cannot be continued.`, { path: this.paths.events });
     }
   }
 

@@ -8,20 +8,9 @@ import { types } from 'node:util';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Backpack, BackpackError, encodeValue, isUnavailable, UnavailableValue } from '../../src/backpack/index.js';
+import { TYPED_ARRAYS } from '../../src/backpack/values.js';
 
-const TYPED = [
-  Int8Array,
-  Uint8Array,
-  Uint8ClampedArray,
-  Int16Array,
-  Uint16Array,
-  Int32Array,
-  Uint32Array,
-  Float32Array,
-  Float64Array,
-  BigInt64Array,
-  BigUint64Array,
-] as const;
+const TYPED = Object.values(TYPED_ARRAYS);
 type TypedCtor = (typeof TYPED)[number];
 type Typed = InstanceType<TypedCtor>;
 const TYPED_PROTO = Object.getPrototypeOf(Uint8Array.prototype) as Typed;

@@ -5,22 +5,12 @@
  */
 import { copyFileSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KeywordIndex, MemoryStore, type MemoryItem } from '../../src/store/index.js';
 import { tokensOf } from '../../src/store/memory-store.js';
-import { tempDir } from './helpers.js';
+import { tempDirAndWarnings } from './helpers.js';
 
-let tmp: ReturnType<typeof tempDir>;
-let warnings: string[];
-beforeEach(() => {
-  tmp = tempDir();
-  warnings = [];
-  vi.spyOn(process, 'emitWarning').mockImplementation((warning, type) => void warnings.push(`${String(type)}: ${String(warning)}`));
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  tmp.cleanup();
-});
+const ctx = tempDirAndWarnings();
 
 const ITEMS: MemoryItem[] = [
   { id: 'tides', content: 'tides rise twice daily near the coast', createdAt: 1 },
@@ -28,7 +18,7 @@ const ITEMS: MemoryItem[] = [
   { id: 'weather', content: 'mountain weather changes fast', createdAt: 3 },
 ];
 
-const open = (): MemoryStore => new MemoryStore({ dataDir: tmp.dir, durability: 'never' });
+const open = (): MemoryStore => new MemoryStore({ dataDir: ctx.tmp.dir, durability: 'never' });
 
 async function seeded(): Promise<MemoryStore> {
   const writer = open();
@@ -45,7 +35,7 @@ describe('memory damage is reported', () => {
     const path = join(store.paths.itemsDir, 'moon.json');
     writeFileSync(path, readFileSync(path, 'utf8').replace('the moon', 'the sun'));
     expect(ids(await store.search('tides', 5))).toEqual(['tides']);
-    expect(warnings).toEqual([`MemoryStoreCorruptItem: skipped corrupt memory item ${path}: checksum mismatch`]);
+    expect(ctx.warnings).toEqual([`MemoryStoreCorruptItem: skipped corrupt memory item ${path}: checksum mismatch`]);
     await expect(store.get('moon')).rejects.toThrow(`corrupt memory item ${path}: checksum mismatch`);
     expect(await store.get('tides')).toEqual(ITEMS[0]);
   });
@@ -55,7 +45,7 @@ describe('memory damage is reported', () => {
     const path = join(store.paths.itemsDir, 'tides.json');
     copyFileSync(join(store.paths.itemsDir, 'weather.json'), path);
     expect(ids(await store.search('tides', 5))).toEqual(['moon']);
-    expect(warnings).toEqual([`MemoryStoreCorruptItem: skipped corrupt memory item ${path}: it holds item 'weather', not 'tides' (another item's file copied over it?)`]);
+    expect(ctx.warnings).toEqual([`MemoryStoreCorruptItem: skipped corrupt memory item ${path}: it holds item 'weather', not 'tides' (another item's file copied over it?)`]);
     await expect(store.get('tides')).rejects.toThrow(`corrupt memory item ${path}: it holds item 'weather'`);
     expect(await store.get('weather')).toEqual(ITEMS[2]);
   });
@@ -66,25 +56,25 @@ describe('memory damage is reported', () => {
     unlinkSync(path);
     const lost = `MemoryStoreMissingItem: memory item ${path} is missing, though the memory index ${store.paths.keywordIndex} lists it (deleted outside the store?); delete('moon') drops it from the index`;
     expect(ids(await store.search('tides', 5))).toEqual(['tides']);
-    expect(warnings).toEqual([lost]);
+    expect(ctx.warnings).toEqual([lost]);
     expect(await store.get('moon')).toBeNull();
-    expect(warnings).toEqual([lost, lost]);
+    expect(ctx.warnings).toEqual([lost, lost]);
     expect(ids((await store.listAll()).items)).toEqual(['tides', 'weather']);
-    expect(warnings).toEqual([lost, lost, lost]);
+    expect(ctx.warnings).toEqual([lost, lost, lost]);
     // Deleting it by id drops it from the index: no more warnings.
     expect(await store.delete('moon')).toBe(false);
     expect(await store.get('moon')).toBeNull();
     expect(ids(await open().search('tides', 5))).toEqual(['tides']);
-    expect(warnings).toHaveLength(3);
+    expect(ctx.warnings).toHaveLength(3);
   });
 
   it('listAll warns only about the lost items of its page', async () => {
     const store = await seeded();
     unlinkSync(join(store.paths.itemsDir, 'weather.json'));
     expect(await store.listAll({ limit: 1 })).toEqual({ items: [ITEMS[1]], next: 'moon' });
-    expect(warnings).toEqual([]);
+    expect(ctx.warnings).toEqual([]);
     expect(await store.listAll({ after: 'moon' })).toEqual({ items: [ITEMS[0]] });
-    expect(warnings).toEqual([expect.stringContaining(`memory item ${join(store.paths.itemsDir, 'weather.json')} is missing`)]);
+    expect(ctx.warnings).toEqual([expect.stringContaining(`memory item ${join(store.paths.itemsDir, 'weather.json')} is missing`)]);
   });
 
   it('keyword.json edited (a term renamed): rebuilt from the items with a warning naming it, the answer unchanged', async () => {
@@ -94,10 +84,10 @@ describe('memory damage is reported', () => {
     writeFileSync(path, readFileSync(path, 'utf8').replaceAll('"tides"', '"tidez"'));
     const fresh = open();
     expect(await fresh.searchScored('tides', 5)).toEqual(before);
-    expect(warnings).toEqual([`MemoryStoreIndex: rebuilding corrupt memory index ${path}: checksum mismatch`]);
+    expect(ctx.warnings).toEqual([`MemoryStoreIndex: rebuilding corrupt memory index ${path}: checksum mismatch`]);
     // The rebuilt index is sealed again: the next reader trusts it.
     expect(await open().searchScored('tides', 5)).toEqual(before);
-    expect(warnings).toHaveLength(1);
+    expect(ctx.warnings).toHaveLength(1);
   });
 
   it('no warning and the same answers when nothing is damaged', async () => {
@@ -105,7 +95,7 @@ describe('memory damage is reported', () => {
     expect(ids(await store.search('tides', 5))).toEqual(['moon', 'tides']);
     expect(ids((await store.listAll()).items)).toEqual(['moon', 'tides', 'weather']);
     expect(await store.get('nope')).toBeNull();
-    expect(warnings).toEqual([]);
+    expect(ctx.warnings).toEqual([]);
   });
 
   it('an item deleted by another store meanwhile is not reported', async () => {
@@ -114,7 +104,7 @@ describe('memory damage is reported', () => {
     await open().delete('moon');
     expect(ids(await store.search('tides', 5))).toEqual(['tides']);
     expect(await store.get('moon')).toBeNull();
-    expect(warnings).toEqual([]);
+    expect(ctx.warnings).toEqual([]);
   });
 });
 
@@ -142,13 +132,13 @@ describe('a memory written before seals (plain JSON items and index)', () => {
     expect(JSON.parse(readFileSync(itemPath, 'utf8'))).toEqual(ITEMS[1]);
     expect(ids(await store.search('tides', 5))).toEqual(['moon', 'tides']);
     expect(await store.get('weather')).toEqual(ITEMS[2]);
-    expect(warnings).toEqual([]);
+    expect(ctx.warnings).toEqual([]);
     for (const file of [itemPath, store.paths.keywordIndex]) expect(Object.keys(JSON.parse(readFileSync(file, 'utf8')))).toEqual(['checksum', 'data']);
     expect(JSON.parse(readFileSync(itemPath, 'utf8')).data).toEqual({ ...ITEMS[1], gen: 1 });
     // Sealed now: an edit is caught.
     writeFileSync(itemPath, readFileSync(itemPath, 'utf8').replace('moon', 'sun'));
     expect(ids(await open().search('tides', 5))).toEqual(['tides']);
-    expect(warnings).toEqual([expect.stringContaining(`corrupt memory item ${itemPath}: checksum mismatch`)]);
+    expect(ctx.warnings).toEqual([expect.stringContaining(`corrupt memory item ${itemPath}: checksum mismatch`)]);
   });
 
   it('an item edited before the upgrade: the index written with it tells, naming both files', async () => {
@@ -157,7 +147,7 @@ describe('a memory written before seals (plain JSON items and index)', () => {
     const path = join(store.paths.itemsDir, 'moon.json');
     writeFileSync(path, JSON.stringify({ ...ITEMS[1], content: 'ocean waves follow the wind' }));
     expect(ids(await open().search('tides', 5))).toEqual(['tides']);
-    expect(warnings).toEqual([
+    expect(ctx.warnings).toEqual([
       `MemoryStoreMismatch: memory item ${path} does not match the memory index ${store.paths.keywordIndex} written by an earlier version: one of them was edited or put back; the index is rebuilt from the items`,
     ]);
   });
@@ -170,7 +160,7 @@ describe('a memory written before seals (plain JSON items and index)', () => {
     copyFileSync(join(store.paths.itemsDir, 'weather.json'), join(store.paths.itemsDir, 'tides.json'));
     const fresh = open();
     expect(ids(await fresh.search('mountain tides', 5))).toEqual(['weather']);
-    expect(warnings.sort()).toEqual([
+    expect(ctx.warnings.sort()).toEqual([
       expect.stringMatching(/^MemoryStoreCorruptItem: skipped corrupt memory item .*tides\.json: it holds item 'weather'/),
       expect.stringMatching(/^MemoryStoreMismatch: memory item .*weather\.json does not match the memory index/),
       expect.stringMatching(/^MemoryStoreMissingItem: memory item .*moon\.json is missing/),
@@ -184,7 +174,7 @@ describe('a memory written before seals (plain JSON items and index)', () => {
     writeFileSync(join(store.paths.itemsDir, 'moon.json'), JSON.stringify({ ...ITEMS[1], content: 'the moon pulls the sea' }));
     unlinkSync(join(store.paths.itemsDir, 'weather.json'));
     expect(ids(await open().search('moon tides', 5))).toEqual(['moon', 'tides']);
-    expect(warnings).toEqual([]);
+    expect(ctx.warnings).toEqual([]);
   });
 
   it('once sealed, a plain item written later is damage (finding 6): skipped, never sealed', async () => {
@@ -196,6 +186,6 @@ describe('a memory written before seals (plain JSON items and index)', () => {
     await reader.write({ id: 'other', content: 'something else', createdAt: 4 });
     expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual(ITEMS[1]);
     expect(ids(await reader.search('tides', 5))).toEqual(['tides']);
-    expect(warnings).toEqual([expect.stringContaining(`skipped corrupt memory item ${path}: not sealed`)]);
+    expect(ctx.warnings).toEqual([expect.stringContaining(`skipped corrupt memory item ${path}: not sealed`)]);
   });
 });

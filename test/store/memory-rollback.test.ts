@@ -6,23 +6,13 @@
  */
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MemoryStore, type MemoryItem } from '../../src/store/index.js';
-import { tempDir } from './helpers.js';
+import { tempDirAndWarnings } from './helpers.js';
 
-let tmp: ReturnType<typeof tempDir>;
-let warnings: string[];
-beforeEach(() => {
-  tmp = tempDir();
-  warnings = [];
-  vi.spyOn(process, 'emitWarning').mockImplementation((warning, type) => void warnings.push(`${String(type)}: ${String(warning)}`));
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  tmp.cleanup();
-});
+const ctx = tempDirAndWarnings();
 
-const open = (): MemoryStore => new MemoryStore({ dataDir: tmp.dir, durability: 'never' });
+const open = (): MemoryStore => new MemoryStore({ dataDir: ctx.tmp.dir, durability: 'never' });
 const ids = (items: MemoryItem[]): string[] => items.map((i) => i.id);
 const ALPHA: MemoryItem = { id: 'm1', content: 'alpha one', createdAt: 1 };
 const BETA: MemoryItem = { id: 'm1', content: 'beta two', createdAt: 2 };
@@ -33,10 +23,10 @@ async function rolledBack(file: (store: MemoryStore) => string, first: MemoryIte
   const writer = open();
   await writer.writeMany(first);
   const path = file(writer);
-  copyFileSync(path, `${tmp.dir}/copy`);
+  copyFileSync(path, `${ctx.tmp.dir}/copy`);
   await then(writer);
   await writer.close();
-  copyFileSync(`${tmp.dir}/copy`, path);
+  copyFileSync(`${ctx.tmp.dir}/copy`, path);
   return open();
 }
 
@@ -52,9 +42,9 @@ describe('an item file put back to an older sealed copy', () => {
     expect(ids(await store.search('beta', 5))).toEqual([]);
     expect(ids(await store.search('alpha', 5))).toEqual([]);
     expect(await store.search('other', 5)).toEqual([OTHER]);
-    expect(warnings).toEqual([`MemoryStoreCorruptItem: skipped ${stale}`]);
+    expect(ctx.warnings).toEqual([`MemoryStoreCorruptItem: skipped ${stale}`]);
     expect(ids((await store.listAll()).items)).toEqual(['m2']);
-    expect(warnings).toHaveLength(2);
+    expect(ctx.warnings).toHaveLength(2);
   });
 
   it('a deleted item put back is not resurrected', async () => {
@@ -62,7 +52,7 @@ describe('an item file put back to an older sealed copy', () => {
     const path = join(store.paths.itemsDir, 'm1.json');
     await expect(store.get('m1')).rejects.toThrow(`memory item ${path}: it is not the version`);
     expect(ids((await store.listAll()).items)).toEqual(['m2']);
-    expect(warnings).toEqual([expect.stringContaining(`skipped memory item ${path}: it is not the version`)]);
+    expect(ctx.warnings).toEqual([expect.stringContaining(`skipped memory item ${path}: it is not the version`)]);
   });
 
   it('stays reported when an older keyword.json is rebuilt from the items, and a write of the item repairs it', async () => {
@@ -77,13 +67,13 @@ describe('an item file put back to an older sealed copy', () => {
     writeFileSync(writer.paths.keywordIndex, oldIndex);
     const store = open();
     expect(ids(await store.search('alpha beta other', 5))).toEqual(['m2']);
-    expect(warnings).toEqual([
+    expect(ctx.warnings).toEqual([
       expect.stringContaining(`memory index ${store.paths.keywordIndex} is older than the memory`),
       expect.stringContaining(`skipped memory item ${item}: it is not the version`),
     ]);
     await store.write(BETA);
     expect(await open().search('beta', 5)).toEqual([BETA]);
-    expect(warnings).toHaveLength(2);
+    expect(ctx.warnings).toHaveLength(2);
   });
 });
 
@@ -91,18 +81,18 @@ describe('keyword.json put back to an older sealed copy', () => {
   it('is rebuilt from the items with a warning naming it, and every search answers from the items', async () => {
     const store = await rolledBack(indexFile, [ALPHA, OTHER], (s) => s.write(BETA));
     expect(await store.search('beta', 5)).toEqual([BETA]);
-    expect(warnings).toEqual([expect.stringMatching(/^MemoryStoreIndex: memory index .*keyword\.json is older than the memory \(generation 1, .*generation\.json says 2\)/)]);
+    expect(ctx.warnings).toEqual([expect.stringMatching(/^MemoryStoreIndex: memory index .*keyword\.json is older than the memory \(generation 1, .*generation\.json says 2\)/)]);
     expect(ids(await store.search('alpha', 5))).toEqual([]);
     expect(await store.get('m1')).toEqual(BETA);
     // Rebuilt and sealed again: no more warnings.
     expect(await open().search('beta', 5)).toEqual([BETA]);
-    expect(warnings).toHaveLength(1);
+    expect(ctx.warnings).toHaveLength(1);
   });
 
   it('an item deleted since is not listed', async () => {
     const store = await rolledBack(indexFile, [ALPHA, OTHER], (s) => s.delete('m1'));
     expect(ids(await store.search('alpha other', 5))).toEqual(['m2']);
-    expect(warnings).toEqual([expect.stringContaining(`memory index ${store.paths.keywordIndex} is older than the memory`)]);
+    expect(ctx.warnings).toEqual([expect.stringContaining(`memory index ${store.paths.keywordIndex} is older than the memory`)]);
   });
 
   it('together with generation.json: an item newer than the index tells, and the index is rebuilt', async () => {
@@ -115,12 +105,12 @@ describe('keyword.json put back to an older sealed copy', () => {
     writeFileSync(genPath, gen);
     const store = open();
     expect(await store.search('alpha', 5)).toEqual([BETA]);
-    expect(warnings).toEqual([
+    expect(ctx.warnings).toEqual([
       `MemoryStoreIndex: memory index ${store.paths.keywordIndex} is older than memory item ${join(store.paths.itemsDir, 'm1.json')} (an older copy put back?); rebuilding it from the items`,
     ]);
     expect(await store.search('beta', 5)).toEqual([BETA]);
     expect(await store.search('alpha', 5)).toEqual([]);
-    expect(warnings).toHaveLength(1);
+    expect(ctx.warnings).toHaveLength(1);
   });
 });
 
@@ -135,7 +125,7 @@ describe('a sealed item replaced by plain JSON', () => {
     const notSealed = `corrupt memory item ${path}: not sealed, though the memory is (plain JSON written over a sealed item?)`;
     await expect(store.get('m1')).rejects.toThrow(notSealed);
     expect(ids(await store.search('gamma alpha other', 5))).toEqual(['m2']);
-    expect(warnings).toEqual([`MemoryStoreCorruptItem: skipped ${notSealed}`]);
+    expect(ctx.warnings).toEqual([`MemoryStoreCorruptItem: skipped ${notSealed}`]);
     await store.write({ id: 'm3', content: 'more', createdAt: 6 });
     expect(readFileSync(path, 'utf8')).toBe(plain);
   });
@@ -155,6 +145,6 @@ describe('no false warnings', () => {
     expect(await b.get('m1')).toBeNull();
     expect(await a.search('other beta', 5)).toEqual([OTHER]);
     expect(await open().search('other', 5)).toEqual([OTHER]);
-    expect(warnings).toEqual([]);
+    expect(ctx.warnings).toEqual([]);
   });
 });
