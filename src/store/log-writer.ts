@@ -123,6 +123,11 @@ export class LogWriter {
   private lineCount = 0;
   private last: number | undefined;
   private readonly inflight = new Set<Promise<void>>();
+  /**
+   * Set when bytes were written that no fdatasync has been asked for since (lines, or the reserve): what
+   * {@link flush} makes durable. Cutting the reserve does not set it: zeros after the last line, or none, read alike.
+   */
+  private unsynced = false;
   private closed = false;
   /** Set once {@link open} has finished repairing the log: appends before that wait for it. */
   private ready = false;
@@ -370,6 +375,7 @@ export class LogWriter {
       marker.write({ gen: marker.gen + 1, start, end: start + bytes });
       if (this.durability === 'always') fdatasyncSync(marker.fd);
     }
+    this.unsynced = true;
     try {
       let at = start;
       for (const piece of pieces) at = writePieceAt(this.fd!, piece, at);
@@ -427,7 +433,11 @@ export class LogWriter {
   }
 
   private async sync(): Promise<void> {
-    const sync = fdatasyncAsync(this.fd!);
+    this.unsynced = false;
+    const sync = fdatasyncAsync(this.fd!).catch((error: unknown) => {
+      this.unsynced = true;
+      throw error;
+    });
     this.inflight.add(sync);
     try {
       await sync;
@@ -436,10 +446,21 @@ export class LogWriter {
     }
   }
 
+  /**
+   * Makes what was written durable (durability 'batch' and 'always'): one fdatasync, after those in flight; none when
+   * nothing was written since the last one was asked for (a second flush, or the close after a step's flush).
+   */
   flush(): Promise<void> {
     if (!this.ready || this.durability === 'never') return DONE;
-    if (this.inflight.size === 0) return flushSync(this.fd!);
-    return Promise.all(this.inflight).then(() => flushSync(this.fd!));
+    if (!this.unsynced) return this.inflight.size === 0 ? DONE : Promise.all(this.inflight).then(() => undefined);
+    this.unsynced = false;
+    const fd = this.fd!;
+    const synced = this.inflight.size === 0 ? flushSync(fd) : Promise.all(this.inflight).then(() => flushSync(fd));
+    if (synced === DONE) return DONE;
+    return synced.catch((error: unknown) => {
+      this.unsynced = true;
+      throw error;
+    });
   }
 
   /** Rebuilds the index with one entry every `interval` events (opening the log first if needed). */
@@ -451,7 +472,8 @@ export class LogWriter {
   async close(): Promise<void> {
     if (this.closed) return;
     if (this.opening) await this.opening.catch(() => undefined);
-    // Before the last flush, which makes the cut durable with the last lines.
+    // The cut of the reserve is not synced on its own (the flush below syncs only lines not yet synced): a crash that
+    // undoes it leaves zeros after the last line, which readers and the next writer take for unwritten space.
     this.releaseReserve();
     await this.flush();
     // The size the log was closed with (see PendingBatch.closed), after the lines it counts are durable.
