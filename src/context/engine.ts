@@ -58,9 +58,9 @@ export interface ContextEngineOptions {
    */
   readonly redaction?: RedactionOptions;
   /**
-   * Told, once per message, when a reader answers from a damaged or missing journal (`.merkle/tree.journal`,
-   * `.merkle/state.journal`): the message names the file and what was lost, and the answer may be older than the
-   * last acknowledged write. Default: `process.emitWarning` (printed on stderr). {@link ContextEngine.status} and
+   * Told, once per message, when a reader answers from a damaged or missing file of the tree or the frame state (a
+   * journal such as `.merkle/state.journal`, a witness, or the base `.merkle/tree` or `.merkle/state.json` itself):
+   * the message names the file and what was lost, and the answer may be older than the last acknowledged write. Default: `process.emitWarning` (printed on stderr). {@link ContextEngine.status} and
    * {@link ContextEngine.scan} also return these messages; `validate` reports them as errors.
    */
   readonly onWarning?: (message: string) => void;
@@ -76,7 +76,10 @@ export interface ScanReport {
   readonly changed: boolean;
   /** Paths whose NodeID changed, appeared or disappeared, in code-point order. */
   readonly changedPaths: string[];
-  /** Damage found in the stored tree (a damaged or missing tree journal), which this scan rebuilt from the workspace. */
+  /**
+   * Damage found in the stored tree (a damaged or missing tree file, journal or witness), which this scan rebuilt
+   * from the workspace.
+   */
   readonly warnings: string[];
 }
 
@@ -90,7 +93,7 @@ export interface StatusReport {
   /** Heads marked stale or made for a node version that is no longer current. */
   readonly stale: number;
   readonly agents: number;
-  /** Damaged or missing journals the counts were read from, each naming its file and what was lost. */
+  /** Damaged or missing files (journals, witnesses, bases) the counts were read from, each naming it and what was lost. */
   readonly warnings: string[];
 }
 
@@ -228,7 +231,7 @@ export class ContextEngine {
       const cached = this.store.readTreeIfCached();
       const indexed = cached === undefined ? this.store.readStatView() : undefined;
       const read = cached ?? (indexed === undefined ? this.store.readTree() : undefined);
-      const stored = indexed !== undefined ? { ...indexed, stats: indexed.view, rootId: indexed.view.rootId, size: indexed.view.size } : read === undefined ? undefined : { ...read, stats: treeStats(read.tree), rootId: read.tree.rootId, size: read.tree.size };
+      const stored = indexed !== undefined ? { ...indexed, stats: indexed.view, rootId: indexed.view.rootId, size: indexed.view.size } : read?.tree === undefined ? undefined : { ...read, stats: treeStats(read.tree), rootId: read.tree.rootId, size: read.tree.size };
       // A damaged tree journal: the locked scan below rebuilds the tree (a constant check, no work added here).
       if (stored !== undefined && stored.damage === undefined) {
         const helper = stored.size >= threshold ? this.statPool : undefined;
@@ -251,7 +254,7 @@ export class ContextEngine {
       const damage = previous?.damage;
       const warnings = damage === undefined ? [] : [`${damage}; the tree was rebuilt from the workspace`];
       for (const warning of warnings) this.warn(warning);
-      const parallel = (previous?.tree.size ?? 0) >= threshold;
+      const parallel = (previous?.tree?.size ?? 0) >= threshold;
       const result = await scanWorkspace({
         workspaceRoot: this.workspaceRoot,
         rules,
@@ -276,7 +279,7 @@ export class ContextEngine {
         nodes: result.tree.size,
         hashed: result.hashed,
         changed: result.changed,
-        changedPaths: !result.changed ? [] : result.delta !== undefined && previous !== undefined ? deltaPaths(previous.tree, result.delta) : diffTrees(previous?.tree, result.tree),
+        changedPaths: !result.changed ? [] : result.delta !== undefined && previous?.tree !== undefined ? deltaPaths(previous.tree, result.delta) : diffTrees(previous?.tree, result.tree),
         warnings,
       };
     } finally {
@@ -318,10 +321,12 @@ export class ContextEngine {
   }
 
   /**
-   * Accepts the loss that a damaged or missing journal reported, so that writes can go on: a damaged
-   * `state.journal` is kept beside the store (`state.journal.damaged-<time>`) and the frame state that survives
-   * becomes the new base; a damaged `tree.journal` is rebuilt by a scan. Frames the lost transactions wrote stay
-   * on disk (`validate` lists them). Returns what was repaired (nothing when no journal was damaged).
+   * Accepts the loss that a damaged or missing file of the tree or the frame state reported (a journal, a witness,
+   * or `state.json` or `tree` itself), so that writes can go on: a damaged `state.journal` (or `state.json` that
+   * fails to decode) is kept beside the store (`state.journal.damaged-<time>`) and the frame state that survives
+   * becomes the new base (the empty state when `state.json` was lost); a damaged tree is rebuilt by a scan. Frames
+   * the lost transactions wrote stay on disk (`validate` lists them). Returns what was repaired (nothing when no file
+   * was damaged).
    */
   async repair(): Promise<{ repaired: string[] }> {
     const repaired: string[] = [];
@@ -332,7 +337,16 @@ export class ContextEngine {
     } finally {
       release();
     }
-    if (this.store.readTree()?.damage !== undefined) repaired.push(...(await this.scan()).warnings);
+    let treeDamage: string | undefined;
+    try {
+      treeDamage = this.store.readTree()?.damage;
+    } catch (error) {
+      // A tree file that fails to decode: a forced scan rebuilds it from the workspace.
+      if (!(error instanceof ContextError && error.code === 'CORRUPT_STORE')) throw error;
+      await this.scan({ force: true });
+      repaired.push(`rebuilt the tree from the workspace: ${error.message}`);
+    }
+    if (treeDamage !== undefined) repaired.push(...(await this.scan()).warnings);
     return { repaired };
   }
 
@@ -657,7 +671,12 @@ export class ContextEngine {
   private requireTree(): Tree {
     const stored = this.store.readTree();
     this.warn(stored?.damage);
-    if (stored === undefined) {
+    if (stored?.damage !== undefined && stored.tree === undefined) {
+      throw new ContextError('CORRUPT_STORE', `${stored.damage}. Run 'backpackflow context scan' to rebuild the tree from the workspace`, {
+        file: join(this.store.dir, 'tree'),
+      });
+    }
+    if (stored?.tree === undefined) {
       throw new ContextError('NOT_SCANNED', `workspace ${this.workspaceRoot} has not been scanned; run 'backpackflow context scan' first`, {
         workspace: this.workspaceRoot,
       });

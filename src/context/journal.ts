@@ -1,4 +1,4 @@
-import { closeSync, fdatasyncSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync, statSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, existsSync, fdatasyncSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync, statSync, writeSync, type Stats } from 'node:fs';
 import { writeFileAtomicSync } from '../fs/index.js';
 import type { HashBackend } from './hash.js';
 
@@ -36,6 +36,12 @@ import type { HashBackend } from './hash.js';
  *   and the base on disk is the witness's: a crash before the new empty journal was written.
  * - A missing or unreadable witness (both slots bad) is damage: an older copy of the base or journal could no
  *   longer be told. An older copy of the witness alone loses nothing (it reads as lagging) and is not reported.
+ *   Stores written before witnesses (journal formats 1 and 2) are reported so too, until a write of the base.
+ * - A missing base is damage when the witness or the journal is there: everything it held is lost, and the read
+ *   answers no value. The one crash that leaves no base is the first write's, cut after its witness: generation 1,
+ *   a base write's first step, and no journal yet. Nothing was acknowledged, so it reads as never written, and the
+ *   next write is generation 1 again (a second crash there stays silent too). Deleting both the base and the empty
+ *   journal of a first write looks the same, and is not told.
  * Readers read the witness before the journal and again after it, and read again when it (or the base) changed
  * meanwhile, so a writer's commit between their reads is never taken for an older copy.
  */
@@ -53,6 +59,15 @@ export interface JournalCodec<T, E> {
   apply(base: T, entries: readonly E[], file: string): T;
   /** The journal is folded into its base once it outgrows this share of the base (and 64 KB); default 1/8. */
   readonly compactRatio?: number;
+}
+
+/**
+ * What {@link JournaledFile.read} answers when the base file is missing though the witness or the journal shows that
+ * it was written: no value, and the damage naming the file.
+ */
+export interface LostBase {
+  readonly value?: undefined;
+  readonly damage: string;
 }
 
 /** What a read of a journaled file answers. */
@@ -133,9 +148,12 @@ export class JournaledFile<T, E> {
     return `${this.journalFile}: ${journal.size - journal.committed} bytes after the last committed entry (at byte ${journal.committed}) are ignored (an append interrupted before it was acknowledged)`;
   }
 
-  /** The stored value (base with journal applied) and when it was last written; undefined when never written. */
-  read(): JournaledRead<T> | undefined {
-    let result: JournaledRead<T> | undefined;
+  /**
+   * The stored value (base with journal applied) and when it was last written; undefined when never written, a
+   * {@link LostBase} when the base file is missing though it was written.
+   */
+  read(): JournaledRead<T> | LostBase | undefined {
+    let result: JournaledRead<T> | LostBase | undefined;
     for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
       result = this.readOnce();
       if (result?.damage === undefined) return result;
@@ -180,7 +198,9 @@ export class JournaledFile<T, E> {
   write(value: T): void {
     const data = this.codec.encode(value);
     const checksum = Buffer.from(this.codec.checksum(data));
-    const gen = Math.max(this.current?.journal.gen ?? 0, this.readWitness()?.gen ?? 0) + 1;
+    const witness = this.readWitness();
+    const firstWrite = !existsSync(this.file) && firstWriteCut(witness, existsSync(this.journalFile));
+    const gen = firstWrite ? 1 : Math.max(this.current?.journal.gen ?? 0, witness?.gen ?? 0) + 1;
     const epoch = { checksum, baseGen: gen };
     const journal = Buffer.concat([this.header(epoch), this.commitRecord(HEADER_BYTES)]);
     const slot = this.witnessSlot({ ...epoch, gen });
@@ -242,9 +262,9 @@ export class JournaledFile<T, E> {
     this.current = { value, writtenMs: writtenMs(stat, journalStat, state), key: pairKey(stat, journalStat), journal: state };
   }
 
-  private readOnce(): JournaledRead<T> | undefined {
+  private readOnce(): JournaledRead<T> | LostBase | undefined {
     const stat = statSync(this.file, { throwIfNoEntry: false });
-    if (stat === undefined) return undefined;
+    if (stat === undefined) return this.readWithoutBase();
     const baseKey = statKey(stat);
     if (this.base?.key !== baseKey) {
       const data = readFileSync(this.file);
@@ -264,6 +284,26 @@ export class JournaledFile<T, E> {
     const settled = journal.epoch === undefined || journal.size === journal.committed;
     this.current = { ...result, key: settled ? result.key : '', journal };
     return result;
+  }
+
+  /**
+   * A read that found no base file: undefined when none was written (nothing on disk, or the first write cut before
+   * its base was renamed into place), else the damage (see the module comment).
+   */
+  private readWithoutBase(): JournaledRead<T> | LostBase | undefined {
+    this.base = undefined;
+    this.current = undefined;
+    const witnessData = readFileIfExists(this.witnessFile);
+    const journalExists = existsSync(this.journalFile);
+    // A first write renames its base into place before it writes the journal: a base there now was not lost.
+    if (existsSync(this.file)) return this.readOnce();
+    const witness = witnessData === undefined ? undefined : this.parseWitness(witnessData);
+    if (witnessData === undefined ? !journalExists : firstWriteCut(witness, journalExists)) return undefined;
+    const shown =
+      witness !== undefined
+        ? `${this.witnessFile} records a base written at generation ${witness.baseGen} and commits up to generation ${witness.gen}`
+        : `${this.journalFile} is there, and is only ever written after ${this.file}`;
+    return { damage: `${this.file} is missing: ${shown}, so everything stored in it is lost (the answer is that of a store where it was never written)` };
   }
 
   /**
@@ -425,6 +465,14 @@ export class JournaledFile<T, E> {
       closeSync(fd);
     }
   }
+}
+
+/**
+ * Whether a witness without a base is the first write's, cut before its base was renamed into place (see the module
+ * comment): generation 1, a base write's first step, and no journal yet.
+ */
+function firstWriteCut(witness: Witness | undefined, journalExists: boolean): boolean {
+  return witness !== undefined && witness.gen === 1 && witness.baseGen === 1 && !journalExists;
 }
 
 /** A file's bytes, or undefined when it does not exist (or was removed meanwhile). */

@@ -23,6 +23,14 @@ export interface StoredTree {
   readonly damage?: string;
 }
 
+/** What {@link MerkleStore.readTree} answers when the tree file is missing though it was written: the damage, no tree. */
+export interface LostTree {
+  readonly tree?: undefined;
+  readonly writtenMs?: undefined;
+  readonly key?: undefined;
+  readonly damage: string;
+}
+
 /** A directory's record without its list of children (see `TreeJournalEntry`). */
 function withoutChildren(record: NodeRecord): NodeRecord {
   const { path, kind, nodeId, contentHash, size, mtimeMs, ino } = record;
@@ -85,12 +93,14 @@ export class MerkleStore {
 
   /**
    * The stored tree (the tree file with its journal applied) and the time it was last written, or undefined before
-   * the first scan. `damage` names a damaged or missing `tree.journal` and what was lost (see `journal.ts`): the
-   * tree is then older than the last scan, and a scan rebuilds it from the workspace.
+   * the first scan. `damage` names a damaged or missing `tree.journal` or `tree.witness` and what was lost (see
+   * `journal.ts`): the tree is then older than the last scan, and a scan rebuilds it from the workspace. A missing
+   * tree file that was written is a {@link LostTree}, which a scan rebuilds too.
    */
-  readTree(): StoredTree | undefined {
+  readTree(): StoredTree | LostTree | undefined {
     const stored = this.tree.read();
-    return stored === undefined ? undefined : { tree: stored.value, writtenMs: stored.writtenMs, key: stored.key, damage: stored.damage };
+    if (stored?.value === undefined) return stored;
+    return { tree: stored.value, writtenMs: stored.writtenMs, key: stored.key, damage: stored.damage };
   }
 
   /** {@link readTree}'s answer when the tree it would read is the one already in memory; otherwise undefined. */
@@ -174,12 +184,12 @@ export class MerkleStore {
 
   /**
    * The frame state (empty before any frame was written). Shared and read-only: see {@link readStateForUpdate}.
-   * `damage` names a damaged or missing `state.journal` and what was lost (see `journal.ts`): the state is then
-   * older than the last acknowledged transaction.
+   * `damage` names a damaged or missing `state.journal`, `state.witness` or `state.json` and what was lost (see
+   * `journal.ts`): the state is then older than the last acknowledged transaction (empty when `state.json` is lost).
    */
   readStateChecked(): { state: Readonly<StoreState>; damage?: string } {
     const stored = this.state.read();
-    return stored === undefined ? { state: emptyState() } : { state: stored.value, damage: stored.damage };
+    return { state: stored?.value ?? emptyState(), damage: stored?.damage };
   }
 
   /** The frame state alone, for callers that report its damage elsewhere (see {@link readStateChecked}). */
@@ -211,7 +221,7 @@ export class MerkleStore {
     const entry = stateChange(before, state);
     if (entry === undefined) return false;
     this.ensure();
-    if (this.state.read() === undefined) this.state.write(state);
+    if (this.state.read()?.value === undefined) this.state.write(state);
     else this.state.append(state, entry);
     return true;
   }
@@ -223,15 +233,20 @@ export class MerkleStore {
   }
 
   /**
-   * Accepts the loss reported for a damaged or missing `state.journal`: renames the journal (when there is one) to
-   * `state.journal.damaged-<time>` and stores the state that survives as a new base with an empty journal. Returns
-   * what was repaired, or undefined when the journal was intact. Callers hold the lock.
+   * Accepts the loss reported for a damaged or missing `state.journal`, `state.witness` or `state.json` (whose loss
+   * leaves the empty state), or for a `state.json` that fails to decode (kept as `state.json.damaged-<time>`, and
+   * lost too): renames the journal (when there is one) to `state.journal.damaged-<time>` and stores the state that
+   * survives as a new base with an empty journal. Returns what was repaired, or undefined when nothing was damaged.
+   * Callers hold the lock.
    */
   repairState(): string | undefined {
-    const { state, damage } = this.readStateChecked();
-    if (damage === undefined) return undefined;
+    const base = join(this.dir, 'state.json');
     const journal = join(this.dir, 'state.journal');
-    const kept = `${journal}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+    const corrupt = this.keepCorruptBase(base, `${base}.damaged-${stamp}`);
+    const { state, damage } = this.readStateChecked();
+    if (damage === undefined && corrupt === undefined) return undefined;
+    const kept = `${journal}.damaged-${stamp}`;
     let moved = true;
     try {
       renameSync(journal, kept);
@@ -239,7 +254,20 @@ export class MerkleStore {
       moved = false; // missing
     }
     this.state.write(copyForUpdate(state));
-    return `${damage}; the frame state that survives is now ${join(this.dir, 'state.json')}${moved ? `, and the damaged journal is kept as ${kept}` : ''}`;
+    const what = [corrupt, damage].filter((m): m is string => m !== undefined).join('; ');
+    return `${what}; the frame state that survives is now ${base}${moved ? `, and the damaged journal is kept as ${kept}` : ''}`;
+  }
+
+  /** Moves `base` to `kept` when it fails to decode (a CORRUPT_STORE error naming it); what was moved, or undefined. */
+  private keepCorruptBase(base: string, kept: string): string | undefined {
+    try {
+      this.readStateChecked();
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof ContextError && error.code === 'CORRUPT_STORE' && error.details['file'] === base)) throw error;
+      renameSync(base, kept);
+      return `${error.message}; it is kept as ${kept}`;
+    }
   }
 
   /** Registered agents by id. */

@@ -28,7 +28,8 @@ export interface ValidateInput {
  * Verifies the whole store without writing: tree checksum and every NodeID re-derived; every frame in every frame
  * set read and verified against its id and its entry; heads, stale marks and the basis index referencing existing
  * frames; agents readable; no committed frame file left unreferenced (see `checkOrphans`); both journals present and
- * intact up to their committed length (a damaged or missing one lost acknowledged changes: an error). Warns about a
+ * intact up to their committed length, and they, their bases and their witnesses agreeing (a damaged, missing or
+ * older file lost acknowledged changes: an error, see `journal.ts`). Warns about a
  * workspace changed since the last scan, leftovers of interrupted writes, bytes after the last committed state
  * journal entry (an append a crash cut short before it was acknowledged) and stale heads.
  */

@@ -1,10 +1,11 @@
 /**
- * Damage to the context store's journals (`.merkle/tree.journal`, `.merkle/state.journal`) is never answered in
- * silence: after a random truncation, bit flip or deletion of a real journal, every reader (status, getHead,
- * listFrames, validate, scan) returns what it returned before the damage, or a warning (an error for validate)
- * naming the journal. A scan always ends with the workspace's true root (it rebuilds a damaged tree).
+ * Damage to any file of the context store (`.merkle/`: the tree, the frame state, their journals and witnesses, the
+ * stat index, agents, frames) is never answered in silence: after a random deletion, truncation or bit flip of one
+ * file of a real store, every reader (status, getHead, listFrames) returns what it returned before the damage, or a
+ * warning or an error naming the file, and validate fails naming it whenever an answer changed. A scan always ends
+ * with the workspace's true root (it rebuilds a damaged tree), and after `repair` every reader answers in silence.
  */
-import { cpSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -16,23 +17,36 @@ interface Answers {
   root: string | null;
   frames: number;
   heads: number;
+  agents: number;
   readmeHead: string | null;
   mainFrames: string[];
 }
 
-async function answers(engine: ContextEngine): Promise<Answers> {
-  const status = await engine.status();
-  return {
-    root: status.root,
-    frames: status.frames,
-    heads: status.heads,
-    readmeHead: await engine.getHead('README.md', 'summary'),
-    mainFrames: (await engine.listFrames('src/main.ts')).map((f) => f.frameId),
+/** Each reader's answer (or the message of the error it threw), and every message it reported. */
+async function answers(engine: ContextEngine, warnings: string[]): Promise<{ got: Record<keyof Answers, unknown>; messages: string[] }> {
+  const thrown: string[] = [];
+  const attempt = async <T>(read: () => Promise<T>): Promise<T | { threw: string }> => {
+    try {
+      return await read();
+    } catch (error) {
+      thrown.push((error as Error).message);
+      return { threw: (error as Error).message };
+    }
   };
+  const status = await attempt(() => engine.status());
+  const counts = 'threw' in status ? { root: status, frames: status, heads: status, agents: status } : { root: status.root, frames: status.frames, heads: status.heads, agents: status.agents };
+  const got = {
+    ...counts,
+    readmeHead: await attempt(() => engine.getHead('README.md', 'summary')),
+    mainFrames: await attempt(async () => (await engine.listFrames('src/main.ts')).map((f) => f.frameId)),
+  };
+  return { got, messages: [...warnings, ...('threw' in status ? [] : status.warnings), ...thrown] };
 }
 
 let prepared: string;
 let expected: Answers;
+/** Every file of the prepared store, relative to `.merkle/`. */
+let files: string[];
 
 beforeAll(async () => {
   // Both journals hold several committed entries: frames and heads in the state journal, a rescan in the tree journal.
@@ -45,7 +59,12 @@ beforeAll(async () => {
   await engine.scan();
   await engine.close();
   prepared = root;
-  expected = await answers(await ContextEngine.open(root, { onWarning: () => {} }));
+  files = readdirSync(join(root, '.merkle'), { recursive: true, encoding: 'utf8' }).filter((name) => statSync(join(root, '.merkle', name)).isFile() && name !== 'lock');
+  for (const name of ['tree', 'tree.journal', 'tree.witness', 'tree.stat', 'state.json', 'state.journal', 'state.witness', 'agents.json']) expect(files).toContain(name);
+  const warnings: string[] = [];
+  const read = await answers(await ContextEngine.open(root, { onWarning: (m) => warnings.push(m) }), warnings);
+  expect(read.messages).toEqual([]);
+  expected = read.got as Answers;
 });
 
 type Damage = { kind: 'delete' } | { kind: 'truncate'; at: number } | { kind: 'flip'; at: number; bit: number };
@@ -66,38 +85,63 @@ function damage(file: string, d: Damage): void {
   writeFileSync(file, bytes);
 }
 
-describe('journal damage (property)', () => {
-  it('every reader answers as before the damage, or warns naming the damaged journal; validate fails whenever an answer changed', async () => {
+/**
+ * Damage the store does not tell: `agents.json` deleted (no witness records that it was written; the registry reads
+ * as empty). A known gap, left to a change of the agents file.
+ */
+const untold = (name: string, d: Damage): boolean => name === 'agents.json' && d.kind === 'delete';
+
+/** Files `repair` (with the scan it runs) puts right: the tree and the frame state, with their journals and witnesses. */
+const repairable = (name: string): boolean => /^(tree|state)(\.json|\.journal|\.witness)?$/.test(name);
+
+describe('store damage (property)', () => {
+  it('every reader answers as before the damage, or names the damaged file; validate fails whenever an answer changed; repair ends the reports', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('tree.journal', 'state.journal'), damageArb, async (name, d) => {
-        const root = tempDir('merkle-damage-');
-        cpSync(prepared, root, { recursive: true, preserveTimestamps: true });
-        const journal = join(root, '.merkle', name);
-        damage(journal, d);
-        const warnings: string[] = [];
-        const engine = await ContextEngine.open(root, { onWarning: (m) => warnings.push(m) });
-        const got = await answers(engine);
-        const named = warnings.some((w) => w.includes(journal));
-        for (const key of Object.keys(expected) as (keyof Answers)[]) {
-          if (!named) expect(got[key], `${key} after ${JSON.stringify(d)} of ${name}, with no warning naming it`).toEqual(expected[key]);
-        }
-        const report = await engine.validate();
-        const changed = JSON.stringify(got) !== JSON.stringify(expected);
-        if (changed) {
-          expect(report.ok, `validate after ${JSON.stringify(d)} of ${name} changed the answers`).toBe(false);
-          expect(report.errors.some((e) => e.includes(journal))).toBe(true);
-        }
-        if (named) expect(report.ok).toBe(false);
-        // A scan answers with the workspace as it is, damaged tree or not, and leaves a tree that reads clean.
-        const scan = await engine.scan();
-        expect(scan.root).toBe(expected.root);
-        expect(scan.warnings.some((w) => w.includes(journal))).toBe(name === 'tree.journal' && named);
-        const after = await ContextEngine.open(root, { onWarning: (m) => warnings.push(`after scan: ${m}`) });
-        expect((await after.status()).root).toBe(expected.root);
-        await engine.close();
-        rmSync(root, { recursive: true, force: true });
-      }),
-      { numRuns: trials(40, 300) },
+      fc.asyncProperty(
+        fc.constantFrom(...files).chain((name) => damageArb.filter((d) => !untold(name, d)).map((d) => ({ name, d }))),
+        async ({ name, d }) => {
+          const root = tempDir('merkle-damage-');
+          cpSync(prepared, root, { recursive: true, preserveTimestamps: true });
+          const file = join(root, '.merkle', name);
+          damage(file, d);
+          const what = `${JSON.stringify(d)} of ${name}`;
+          const warnings: string[] = [];
+          const engine = await ContextEngine.open(root, { onWarning: (m) => warnings.push(m) });
+          const { got, messages } = await answers(engine, warnings);
+          const named = messages.some((m) => m.includes(file));
+          if (!named) expect(got, `${what}, with no warning or error naming it: ${JSON.stringify(messages)}`).toEqual(expected);
+          const report = await engine.validate();
+          const changed = JSON.stringify(got) !== JSON.stringify(expected);
+          if (changed || named) {
+            expect(report.ok, `validate after ${what}`).toBe(false);
+            expect(report.errors.some((e) => e.includes(file)), `validate after ${what}: ${JSON.stringify(report.errors)}`).toBe(true);
+          }
+          // A scan answers with the workspace as it is, damaged tree or not (a corrupt tree file asks for --force).
+          let scan;
+          try {
+            scan = await engine.scan();
+          } catch (error) {
+            expect((error as Error).message).toContain(file);
+            scan = await engine.scan({ force: true });
+          }
+          expect(scan.root).toBe(expected.root);
+          for (const warning of scan.warnings) expect(warning).toContain(file);
+          if (repairable(name)) {
+            // Repair accepts what was lost: then every reader answers in silence, the tree is the workspace's.
+            await engine.repair();
+            const after: string[] = [];
+            const again = await answers(await ContextEngine.open(root, { onWarning: (m) => after.push(m) }), after);
+            expect(again.messages, `after repair of ${what}`).toEqual([]);
+            expect(again.got.root).toBe(expected.root);
+            // What validate still reports is frames whose committed state was lost (kept, never called safe to delete).
+            for (const error of (await engine.validate()).errors) expect(error).toMatch(/^frame file .* is referenced by no frame set/);
+          }
+          await engine.close();
+          rmSync(root, { recursive: true, force: true });
+        },
+      ),
+      // Every file deleted, and the rest at random.
+      { numRuns: trials(60, 400), examples: files.filter((name) => !untold(name, { kind: 'delete' })).map((name) => [{ name, d: { kind: 'delete' } }]) },
     );
   });
 });

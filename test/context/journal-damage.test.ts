@@ -170,7 +170,7 @@ describe('a crash before an append was acknowledged stays silent', () => {
     const old = readFileSync(journal);
     const backend = await loadHashBackend();
     const store = new JournaledFile(file, journal, stateCodec(backend), backend);
-    store.write(store.read()!.value); // the rewrite: a new base holding every entry, and an empty journal
+    store.write(store.read()!.value!); // the rewrite: a new base holding every entry, and an empty journal
     writeFileSync(journal, old); // as if the crash came before the new journal was renamed into place
     const { engine, warnings } = await reader(root);
     expect(await engine.getHead('README.md', 'summary')).toBe(ids[2]);

@@ -363,7 +363,7 @@ describe('tree journal', () => {
     // the store's own journal, put back (a damaged journal is never appended to: the writer would rewrite the tree).
     writeFileSync(journalFile(root), own);
     const tree = new JournaledFile(treeFile(root), journalFile(root), treeCodec(backend), backend);
-    tree.append(tree.read()!.value, { upserts: [], removed: ['src/main.ts'], basis: null });
+    tree.append(tree.read()!.value!, { upserts: [], removed: ['src/main.ts'], basis: null });
     const sealed = readFileSync(journalFile(root));
     expect(sealed.subarray(12, 44).equals(readFileSync(treeFile(root)).subarray(12, 44))).toBe(true);
     expect(sealed.readUInt32BE(COMMIT_OFFSET)).toBe(sealed.length);
