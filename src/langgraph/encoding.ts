@@ -1,12 +1,21 @@
 import { createHash } from 'node:crypto';
+import { decodeValue as decodeCodec, encodeValue as encodeCodec } from '../backpack/index.js';
 import { isValidId } from '../store/index.js';
+
+/** Bytes in the value codec's form, `{ "$bp": "typed", t: "Uint8Array", v: base64 }` (DESIGN D7). */
+export type EncodedBytes = { $bp: 'typed'; t: 'Uint8Array'; v: string };
 
 /**
  * How LangGraph values are kept in the event log: the saver's serializer (`serde.dumpsTyped`) gives a type and
  * bytes; JSON is stored as the JSON value itself (so the one redaction pass sees it, and `runs state` shows it),
- * anything else as base64.
+ * any other type as its bytes in the value codec's form, which the redaction pass treats as bytes (their text
+ * scanned when they hold text, never their base64: base64 of some lengths looks like a key). `{ t, b64 }` is the
+ * form of earlier versions, still read (see {@link StoredValue}).
  */
-export type EncodedValue = { t: 'json'; v: unknown } | { t: string; b64: string };
+export type EncodedValue = { t: 'json'; v: unknown } | { t: string; bytes: EncodedBytes };
+
+/** What the log may hold: an {@link EncodedValue}, or `{ t, b64 }` (bytes as bare base64) of earlier versions. */
+export type StoredValue = EncodedValue | { t: string; b64: string };
 
 /** The part of LangGraph's `SerializerProtocol` the saver uses. */
 export interface Serde {
@@ -18,22 +27,48 @@ export interface Serde {
 export async function encodeValue(serde: Serde, value: unknown): Promise<EncodedValue> {
   const [type, bytes] = await serde.dumpsTyped(value);
   if (type === 'json') return { t: 'json', v: JSON.parse(Buffer.from(bytes).toString('utf8')) as unknown };
-  return { t: type, b64: Buffer.from(bytes).toString('base64') };
+  return { t: type, bytes: encodeBytes(bytes) };
+}
+
+/** `bytes` in the value codec's form (a Buffer or a Uint8Array alike). */
+function encodeBytes(bytes: Uint8Array): EncodedBytes {
+  return encodeCodec(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)) as EncodedBytes;
 }
 
 /** Decodes what {@link encodeValue} stored; `where` names the value in an error. */
-export async function decodeValue(serde: Serde, encoded: EncodedValue, where: string): Promise<unknown> {
+export async function decodeValue(serde: Serde, encoded: StoredValue, where: string): Promise<unknown> {
   if (encoded === null || typeof encoded !== 'object' || typeof encoded.t !== 'string') {
-    throw new TypeError(`${where}: not an encoded LangGraph value (expected { t, v } or { t, b64 })`);
+    throw new TypeError(`${where}: not an encoded LangGraph value (expected { t, v } or { t, bytes })`);
   }
   if ('v' in encoded) return serde.loadsTyped('json', JSON.stringify(encoded.v));
-  if (typeof encoded.b64 !== 'string') throw new TypeError(`${where}: an encoded value of type '${encoded.t}' needs b64`);
-  return serde.loadsTyped(encoded.t, new Uint8Array(Buffer.from(encoded.b64, 'base64')));
+  return serde.loadsTyped(encoded.t, bytesOf(encoded, where));
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** The bytes of a value of a non-JSON type (either stored form); `where` names it in an error. */
+function bytesOf(encoded: Exclude<StoredValue, { t: 'json'; v: unknown }>, where: string): Uint8Array {
+  if ('bytes' in encoded) {
+    let bytes: unknown;
+    try {
+      bytes = decodeCodec(encoded.bytes);
+    } catch (error) {
+      throw new TypeError(`${where}: the bytes of a value of type '${encoded.t}' do not decode: ${(error as Error).message}`);
+    }
+    if (bytes instanceof Uint8Array) return bytes;
+  } else if (typeof encoded.b64 === 'string') {
+    // Earlier versions' redaction took some base64 (40 characters) for a key and replaced it: say so, not wrong bytes.
+    if (!BASE64.test(encoded.b64)) {
+      throw new TypeError(`${where}: the stored bytes of type '${encoded.t}' are not base64 (${JSON.stringify(encoded.b64.slice(0, 40))}): redaction replaced them when an earlier version stored them; the value is lost`);
+    }
+    return new Uint8Array(Buffer.from(encoded.b64, 'base64'));
+  }
+  throw new TypeError(`${where}: an encoded value of type '${encoded.t}' needs bytes ({ "$bp": "typed", "t": "Uint8Array", "v": base64 })`);
 }
 
 /** The plain data of an encoded value, as the Backpack mirror holds it (bytes as a Uint8Array). */
-export function plainValue(encoded: EncodedValue): unknown {
-  return 'v' in encoded ? encoded.v : new Uint8Array(Buffer.from(encoded.b64, 'base64'));
+export function plainValue(encoded: StoredValue): unknown {
+  return 'v' in encoded ? encoded.v : bytesOf(encoded, 'plainValue');
 }
 
 const HASHED_PREFIX = 'lgt-';

@@ -31,8 +31,10 @@ import {
   nodeOfTaskPath,
   plainValue,
   threadRunId,
+  type EncodedBytes,
   type EncodedValue,
   type Serde,
+  type StoredValue,
 } from './encoding.js';
 import { RunStoreRecordStore, type CheckpointRecordStore } from './record-store.js';
 
@@ -76,8 +78,8 @@ interface StoredCheckpoint {
    * The values of the channels this checkpoint updated, with the version each was stored under. A list, not a record
    * by channel: a channel named like a secret (`token`) must not make the redaction pass blank its encoding.
    */
-  values: Array<{ channel: string; version: number | string; value: EncodedValue }>;
-  metadata: EncodedValue;
+  values: Array<{ channel: string; version: number | string; value: StoredValue }>;
+  metadata: StoredValue;
 }
 
 /** One pending write as the log holds it. */
@@ -85,7 +87,7 @@ interface StoredWrite {
   taskId: string;
   idx: number;
   channel: string;
-  value: EncodedValue;
+  value: StoredValue;
   taskPath: string;
 }
 
@@ -103,7 +105,7 @@ interface Thread {
   checkpoints: Map<string, Map<string, StoredCheckpoint & { savedAt: number }>>;
   writes: Map<string, Map<string, StoredWrite & { savedAt: number }>>;
   /** Channel values by namespace, channel and version (see {@link StoredCheckpoint.values}). */
-  blobs: Map<string, EncodedValue>;
+  blobs: Map<string, StoredValue>;
   /** seq of the last event read or written. */
   lastSeq: number;
   /** The last backpackflow step (one per root checkpoint); -1 before the first. */
@@ -514,19 +516,18 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
 
   /**
    * Redacts a channel's value as if it were stored under the channel's name: a channel named like a secret
-   * (`password`, `apiKey`) has its strings blanked, as a Backpack key of that name would. Bytes (the serializer's
-   * `bytes` type) are redacted as the redactor redacts a `Uint8Array`: bytes holding text are stored with their
-   * redacted text, binary data as it is. Other serializer types are opaque and stored as they are.
+   * (`password`, `apiKey`) has its strings blanked, as a Backpack key of that name would. A value of another type
+   * than JSON (the serializer's `bytes`) is redacted as the redactor redacts encoded bytes: bytes holding text keep
+   * their redacted text (blanked under such a channel), binary data is stored as it is.
    */
   #redactChannel(channel: string, encoded: EncodedValue): EncodedValue {
+    const under = (value: unknown) => (this.#redactor.redact({ [channel]: value }).value as Record<string, unknown>)[channel];
     if ('v' in encoded) {
-      const redacted = this.#redactor.redact({ [channel]: encoded.v }).value as Record<string, unknown>;
-      return { t: 'json', v: redacted[channel] };
+      const v = under(encoded.v);
+      return v === encoded.v ? encoded : { t: 'json', v };
     }
-    if (encoded.t !== 'bytes') return encoded;
-    const bytes = plainValue(encoded);
-    const redacted = (this.#redactor.redact({ [channel]: bytes }).value as Record<string, unknown>)[channel];
-    return redacted === bytes ? encoded : { t: encoded.t, b64: Buffer.from(redacted as Uint8Array).toString('base64') };
+    const bytes = under(encoded.bytes) as EncodedBytes;
+    return bytes === encoded.bytes ? encoded : { t: encoded.t, bytes };
   }
 
   /** Redacts what is about to be stored, so that what this saver serves now is what it serves after a restart. */

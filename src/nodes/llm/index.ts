@@ -32,6 +32,7 @@ export type { ProviderFactory, ProviderSettings, ProviderEntry, ResolveModelOpti
 export { callWithRetry, classifyError, parseRetryAfter, backoffDelay, DEFAULT_RETRY_POLICY } from './retry.js';
 export type { RetryPolicy, CallOptions } from './retry.js';
 export { defineTool, flowTool, collectTools, toModelTools, toolResultMessage, TOOLBOX_DEP } from './tools.js';
+export { MAX_TOOL_INPUT_NESTING } from './tool-input.js';
 export type { LlmTool, FlowToolDefinition, ToolContext, ToolCallRecord, ToolResultRecord } from './tools.js';
 export { McpServerSchema, McpStdioServerSchema, McpHttpServerSchema, McpServerError, openMcpServers, describeMcpServer } from './mcp.js';
 export type { McpServer, McpToolbox } from './mcp.js';

@@ -8,6 +8,7 @@ import { BackpackNode, describeError } from '../backpack-node.js';
 import { InvalidModelOutputError, redactSecrets } from './errors.js';
 import { defaultProviders, resolveModel, type ProviderRegistry, type ResolvedModel } from './providers.js';
 import { callWithRetry, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
+import { limitToolInputNesting, type NestingLimitedModel } from './tool-input.js';
 import type { LlmTool, ToolCallRecord, ToolResultRecord } from './tools.js';
 
 /** Params every LLM node takes (DESIGN D14: they export to JSON; `apiKey` is secret). */
@@ -123,9 +124,10 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
       ...dropUndefined({ temperature: p.temperature, maxOutputTokens: p.maxOutputTokens }),
     });
     let attempt = 1;
+    const limited = limitToolInputNesting(resolved.model);
     try {
       const reply = await callWithRetry(
-        (signal) => (request.stream ? this.#stream(resolved, request, signal, attempt) : this.#generate(resolved, request, signal)),
+        (signal) => (request.stream ? this.#stream(resolved, limited, request, signal, attempt) : this.#generate(limited, request, signal)),
         {
           what,
           policy: this.retryPolicy,
@@ -156,10 +158,10 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     }
   }
 
-  #common(resolved: ResolvedModel, request: ModelRequest, signal: AbortSignal) {
+  #common(limited: NestingLimitedModel, request: ModelRequest, signal: AbortSignal) {
     const p = this.llmParams;
     return {
-      model: resolved.model,
+      model: limited.model,
       system: request.system,
       messages: request.messages,
       tools: request.tools,
@@ -170,12 +172,12 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     };
   }
 
-  async #generate(resolved: ResolvedModel, request: ModelRequest, signal: AbortSignal): Promise<ModelReply> {
+  async #generate(limited: NestingLimitedModel, request: ModelRequest, signal: AbortSignal): Promise<ModelReply> {
     const { generateText } = await loadAiSdk();
-    const result = await generateText({ ...this.#common(resolved, request, signal), output: request.output });
+    const result = await generateText({ ...this.#common(limited, request, signal), output: request.output });
     return {
       text: result.text,
-      toolCalls: result.toolCalls.map((c) => ({ toolCallId: c.toolCallId, toolName: c.toolName, input: c.input })),
+      toolCalls: result.toolCalls.map(limited.toolCall),
       output: request.output ? result.output : undefined,
       usage: usageOf(result.usage),
       finishReason: result.finishReason,
@@ -185,9 +187,9 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     };
   }
 
-  async #stream(resolved: ResolvedModel, request: ModelRequest, signal: AbortSignal, attempt: number): Promise<ModelReply> {
+  async #stream(resolved: ResolvedModel, limited: NestingLimitedModel, request: ModelRequest, signal: AbortSignal, attempt: number): Promise<ModelReply> {
     const { streamText } = await loadAiSdk();
-    const result = streamText({ ...this.#common(resolved, request, signal), onError: () => {} });
+    const result = streamText({ ...this.#common(limited, request, signal), onError: () => {} });
     let index = 0;
     for await (const part of result.fullStream) {
       if (part.type === 'error') throw part.error;
@@ -199,7 +201,7 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     const [text, toolCalls, usage, finishReason, response] = await Promise.all([result.text, result.toolCalls, result.usage, result.finishReason, result.response]);
     return {
       text,
-      toolCalls: toolCalls.map((c) => ({ toolCallId: c.toolCallId, toolName: c.toolName, input: c.input })),
+      toolCalls: toolCalls.map(limited.toolCall),
       usage: usageOf(usage),
       finishReason,
       responseMessages: assistantMessages(response.messages),
@@ -222,8 +224,9 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
   }
 
   /**
-   * Runs one tool call: validates the input against the tool's schema, executes it with up to `attempts` attempts,
-   * and reports TOOL_CALL and TOOL_RESULT. A failed attempt that is retried is packed and quarantined; the final
+   * Runs one tool call: validates the input against the tool's schema (arguments the model nested deeper than
+   * `MAX_TOOL_INPUT_NESTING` are invalid input, see {@link ToolCallRecord.inputProblem}), executes it with up to
+   * `attempts` attempts, and reports TOOL_CALL and TOOL_RESULT. A failed attempt that is retried is packed and quarantined; the final
    * failure is returned as an error result for the model to see (PRD-001 §3.5), never thrown.
    */
   protected async runTool(call: ToolCallRecord, tool: LlmTool | undefined, options: { attempts: number; signal?: AbortSignal; backpack: BackpackHandle }): Promise<ToolResultRecord> {
@@ -235,6 +238,7 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
       return record;
     };
     if (!tool) return finish({ toolCallId: call.toolCallId, toolName: call.toolName, error: `Unknown tool '${call.toolName}'`, attempts: 0 });
+    if (call.inputProblem !== undefined) return finish({ toolCallId: call.toolCallId, toolName: call.toolName, error: `Invalid input for tool '${call.toolName}': ${call.inputProblem}`, attempts: 0 });
     const parsed = tool.inputSchema.safeParse(call.input);
     if (!parsed.success) {
       const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`).join('; ');

@@ -110,7 +110,7 @@ interface ExecutionPrep {
   signal?: AbortSignal;
 }
 
-const toolCallsSchema = z.array(z.object({ toolCallId: z.string(), toolName: z.string(), input: z.unknown() }));
+const toolCallsSchema = z.array(z.object({ toolCallId: z.string(), toolName: z.string(), input: z.unknown(), inputProblem: z.string().optional() }));
 
 /**
  * Runs the tool calls packed under `toolCallsIn` with the node's tools, in order, and packs their results under

@@ -77,6 +77,11 @@ export interface ToolCallRecord {
   toolCallId: string;
   toolName: string;
   input: unknown;
+  /**
+   * Why the model's arguments were not kept, when they could not be (nested deeper than `MAX_TOOL_INPUT_NESTING`):
+   * `input` is then `{}`, and the call is answered with an invalid-input error naming the problem.
+   */
+  inputProblem?: string;
 }
 
 /** The outcome of a tool call: its output, or the error the model is shown. */
