@@ -7,6 +7,7 @@
 import { z, type ZodType } from 'zod';
 import { FlowSignal } from '../flow/index.js';
 import type { InterruptInfo } from '../events/index.js';
+import { jsonPointer } from '../backpack/nesting.js';
 
 /** The run stopped to wait for a person's answer to `interrupt`. */
 export class RunInterrupted extends FlowSignal {
@@ -33,16 +34,11 @@ export class InterruptAnswerError extends RunInterrupted {
   }
 }
 
-/** JSON pointer of a zod issue path. */
-function pointer(path: readonly PropertyKey[]): string {
-  return path.map((p) => `/${String(p).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
-}
-
 /** The answer's problems against `schema` (zod or JSON Schema), or the parsed answer. */
 export function checkAnswer(schema: ZodType, answer: unknown): { ok: true; value: unknown } | { ok: false; problems: { path: string; message: string }[] } {
   const result = schema.safeParse(answer);
   if (result.success) return { ok: true, value: result.data };
-  return { ok: false, problems: result.error.issues.map((i) => ({ path: pointer(i.path), message: i.message })) };
+  return { ok: false, problems: result.error.issues.map((i) => ({ path: jsonPointer(i.path), message: i.message })) };
 }
 
 /** The JSON Schema of an interrupt's answer schema; a schema JSON cannot express is an error naming the node. */

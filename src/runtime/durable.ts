@@ -20,6 +20,7 @@ import { StateTracker } from './state-tracker.js';
 import { foldModelDeltas, type ModelDeltaOptions } from './model-deltas.js';
 import { redactorFor } from '../redact/index.js';
 import { takeNewRun, type NewRun, type TakenRun } from './new-run.js';
+import { checkFlowNames } from './flow-names.js';
 
 /**
  * Durable runs (DESIGN D16). A run's directory holds its event log, its projection and its checkpoints:
@@ -101,6 +102,8 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
   try {
     // A run id that has events is refused by the writer's opening (fresh), before anything of that run is touched.
     if (!taken) assertValidId(runId, 'runId');
+    // Names are logged unredacted: a flow whose names hold a secret is refused before anything of the run is written.
+    checkFlowNames(flow, options.redaction);
     for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
   } catch (error) {
     await taken?.writer.close();
@@ -220,6 +223,8 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
   let point: Awaited<ReturnType<typeof loadRunPoint>>;
   try {
     if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
+    // Names are logged unredacted: a flow whose names hold a secret is refused before anything of the run is written.
+    checkFlowNames(flow, options.redaction);
     point = await loadRunPoint({ store, sessionKey, runId: options.runId, step: options.atStep });
     if (point.position.length === 0) throw new StoreError(`run ${sessionKey}/${options.runId} had ended at step ${options.atStep}: nothing to run from there`);
     // A run id that has events is refused by the writer's opening (fresh), before anything of that run is touched.

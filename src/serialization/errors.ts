@@ -16,6 +16,4 @@ export class FlowConfigError extends Error {
 }
 
 /** JSON pointer of a path (RFC 6901 escaping). */
-export function pointer(path: readonly PropertyKey[]): string {
-  return path.map((p) => '/' + String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('');
-}
+export { jsonPointer as pointer } from '../backpack/nesting.js';

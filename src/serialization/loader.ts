@@ -15,6 +15,7 @@ import {
   type FlowConfigLoader,
 } from '../nodes/index.js';
 import { currentNode } from '../nodes/backpack-node.js';
+import { checkSegment } from '../nodes/namespace.js';
 import { deferNode, deferNodes, placeNode, type DeferredNodes } from '../nodes/flow.js';
 import { BACKPACK_DEP, DependencyContainer, EVENT_STREAMER_DEP } from './container.js';
 import { FlowConfigError, pointer, type ConfigProblem } from './errors.js';
@@ -65,6 +66,27 @@ export interface LoadOptions {
   beforeBuild?: (config: unknown) => void | Promise<void>;
 }
 
+/** Options of {@link FlowLoader.validateConfig}. */
+export interface ValidateOptions {
+  /** Most nesting levels accepted (default 10). */
+  maxDepth?: number;
+  /** Longest config text accepted, in UTF-8 bytes, when `config` is text (default 16 MiB). */
+  maxBytes?: number;
+  /**
+   * The dependencies the flow is to be loaded with (what `loadFlow` would be given as `deps`): every key a
+   * `dependencies` map of the config declares (at any level) must be among them, as loadFlow requires. Not checked
+   * when not given.
+   */
+  dependencies?: DependencyLookup | Record<string, unknown>;
+  /**
+   * Whether a name holds a secret, as the redaction of the run the flow is for judges it (`secretNameTest` of the
+   * runtime). A run writes node ids, class names and namespaces to its event log as they are (never redacted), so
+   * with this each one that holds a secret is a problem at its JSON pointer (the secret is not quoted). Not checked
+   * when not given.
+   */
+  secretName?: (name: string) => boolean;
+}
+
 /** Result of {@link FlowLoader.validateConfig}. */
 export interface ConfigValidationReport {
   valid: boolean;
@@ -97,6 +119,15 @@ const RESERVED_PARAMS = new Set(['id', 'namespaceSegment', 'maxRetries', 'retryD
 const DEFAULT_DEPTH = 10;
 const DEFAULT_MAX_STEPS = 1000;
 const DEFAULT_MISSING_ROUTE = 'warn';
+
+/** Why a name that holds a secret is refused (see ValidateOptions.secretName). */
+const WRITTEN_AS_IS = 'names and ids are written to the event log as they are (never redacted), so they must not hold secrets; rename it';
+
+/** The secret check of one validation: the test, and the classes whose name was reported already (once per class). */
+interface NameCheck {
+  readonly secret: (name: string) => boolean;
+  readonly reported: Set<LoadableNodeClass>;
+}
 
 /** What one load keeps while it adds nodes: the id tables of its check, and its verdict on each class (see constructsPlainly). */
 interface LoadState {
@@ -141,11 +172,16 @@ export class FlowLoader implements FlowConfigLoader {
 
   /**
    * Every problem of `config` (an object, or JSON text), each with its JSON path; valid when there is none. Does not
-   * resolve `${ENV}`. Refuses, as `loadFlow` does, nesting deeper than MAX_JSON_NESTING and text over `maxBytes`.
+   * resolve `${ENV}`. Refuses, as `loadFlow` does, nesting deeper than MAX_JSON_NESTING and text over `maxBytes`;
+   * with `options.dependencies`, a declared dependency they lack, and with `options.secretName`, a name that holds a
+   * secret (see {@link ValidateOptions}).
    */
-  validateConfig(config: unknown, options: { maxDepth?: number; maxBytes?: number } = {}): ConfigValidationReport {
-    const errors = this.#check(config, options.maxDepth ?? DEFAULT_DEPTH, options.maxBytes).problems;
-    return { valid: errors.length === 0, errors };
+  validateConfig(config: unknown, options: ValidateOptions = {}): ConfigValidationReport {
+    const secret = options.secretName;
+    const check = secret === undefined ? undefined : { secret, reported: new Set<LoadableNodeClass>() };
+    const { problems, config: checked } = this.#check(config, options.maxDepth ?? DEFAULT_DEPTH, options.maxBytes, undefined, check);
+    if (checked !== undefined && options.dependencies !== undefined) problems.push(...missingDependencies(checked, '', toLookup(options.dependencies)));
+    return { valid: problems.length === 0, errors: problems };
   }
 
   /**
@@ -161,7 +197,7 @@ export class FlowLoader implements FlowConfigLoader {
     let input = typeof config === 'string' ? parseFlowConfig(config, 'flow config', { maxBytes: options.maxBytes }) : config;
     const tables = new Map<FlowConfig, NameTable>();
     const { problems, config: parsed } = this.#check(input, options.maxDepth ?? DEFAULT_DEPTH, options.maxBytes, tables);
-    if (parsed === undefined) throw new FlowConfigError(problems);
+    if (parsed === undefined || problems.length > 0) throw new FlowConfigError(problems);
     const caller = currentNode();
     const given = deps === undefined && caller?.deps ? caller.deps : toLookup(deps);
     const missing = missingDependencies(parsed, '', given);
@@ -237,8 +273,11 @@ export class FlowLoader implements FlowConfigLoader {
 
   // ------------------------------------------------------------------ validation
 
-  /** Every problem of `input`, and the normalized config when there is none (so that loading parses it once). */
-  #check(input: unknown, maxDepth: number, maxBytes: number | undefined, tables?: Map<FlowConfig, NameTable>): { problems: ConfigProblem[]; config?: FlowConfig } {
+  /**
+   * Every problem of `input`, and the normalized config when its structure is valid (so that loading parses it once;
+   * it loads only when there is no problem at all).
+   */
+  #check(input: unknown, maxDepth: number, maxBytes: number | undefined, tables?: Map<FlowConfig, NameTable>, check?: NameCheck): { problems: ConfigProblem[]; config?: FlowConfig } {
     let config = input;
     if (typeof input === 'string') {
       try {
@@ -266,12 +305,13 @@ export class FlowLoader implements FlowConfigLoader {
     if (major !== SUPPORTED_MAJOR_VERSION) {
       problems.push({ path: '/version', message: unsupportedVersion(normalized.version) });
     }
-    this.#checkFlow(normalized, '', normalized.namespace, true, problems, tables);
-    return problems.length > 0 ? { problems } : { problems, config: normalized };
+    if (check?.secret(normalized.namespace)) problems.push({ path: '/namespace', message: `the flow's namespace looks like a secret: ${WRITTEN_AS_IS}` });
+    this.#checkFlow(normalized, '', normalized.namespace, true, problems, tables, check);
+    return { problems, config: normalized };
   }
 
   /** Checks one flow of a config; `tables` gets the flow's table of ids (a loader finds nodes by id with it). */
-  #checkFlow(cfg: FlowConfig, path: string, namespace: string, top: boolean, problems: ConfigProblem[], tables?: Map<FlowConfig, NameTable>): void {
+  #checkFlow(cfg: FlowConfig, path: string, namespace: string, top: boolean, problems: ConfigProblem[], tables?: Map<FlowConfig, NameTable>, check?: NameCheck): void {
     if (namespace) {
       try {
         checkNamespace(namespace, 'namespace');
@@ -287,6 +327,8 @@ export class FlowLoader implements FlowConfigLoader {
     const names = new NameTable((i) => nodes[i]?.id, nodes.length);
     tables?.set(cfg, names);
     const nodeAt = (where: number | string): string => (typeof where === 'number' ? `${path}/nodes/${where}` : where);
+    // A namespace under one that holds a secret holds it too: only the first is reported.
+    const namespaceSecret = check?.secret(namespace) ?? false;
     cfg.nodes.forEach((node, i) => {
       const at = nodeAt(i);
       const NodeClass = this.#types.get(node.type);
@@ -299,8 +341,15 @@ export class FlowLoader implements FlowConfigLoader {
       for (const key of Object.keys(node.params)) {
         if (RESERVED_PARAMS.has(key)) problems.push({ path: `${at}/params/${key}`, message: `'${key}' is a node setting, not a param: put it beside params` });
       }
-      if (node.namespaceSegment?.includes('.')) problems.push({ path: `${at}/namespaceSegment`, message: `a namespace segment is one segment (no '.'), got '${node.namespaceSegment}'` });
       const segment = node.namespaceSegment ?? NodeClass?.namespaceSegment ?? node.id;
+      // Where the segment comes from (as addNode takes it): the config's namespaceSegment, the class's, or the id.
+      const segmentAt = node.namespaceSegment !== undefined ? `${at}/namespaceSegment` : NodeClass?.namespaceSegment !== undefined ? `${at}/type` : `${at}/id`;
+      try {
+        checkSegment(segment, `Namespace segment of node '${node.id}'`);
+      } catch (error) {
+        problems.push({ path: segmentAt, message: (error as Error).message });
+      }
+      if (check !== undefined) checkNames(check, node.id, NodeClass, namespaceSecret ? undefined : composeNamespace(namespace, segment), at, segmentAt, problems);
       const holder = names.segmentHolder(segment);
       if (holder !== undefined) {
         problems.push({ path: `${at}/namespaceSegment`, message: `namespace '${composeNamespace(namespace, segment)}' is also taken by ${nodeAt(holder)}: give this node its own namespaceSegment` });
@@ -318,7 +367,7 @@ export class FlowLoader implements FlowConfigLoader {
           problems.push({ path: `${at}/internalFlow/namespace`, message: `an internal flow has its node's namespace '${nodeNamespace}', not '${inner.namespace}'` });
         }
         if (inner.version !== cfg.version) problems.push({ path: `${at}/internalFlow/version`, message: `version ${inner.version} differs from the enclosing flow's ${cfg.version}` });
-        this.#checkFlow(inner, `${at}/internalFlow`, nodeNamespace, false, problems, tables);
+        this.#checkFlow(inner, `${at}/internalFlow`, nodeNamespace, false, problems, tables, check);
       }
     });
     (cfg.subflows ?? []).forEach((sub, k) => {
@@ -326,7 +375,11 @@ export class FlowLoader implements FlowConfigLoader {
       if (!sub.namespace) problems.push({ path: `${at}/namespace`, message: 'a subflow needs a namespace segment' });
       else if (names.idHolder(sub.namespace) !== undefined) problems.push({ path: `${at}/namespace`, message: `subflow '${sub.namespace}' has the id of ${nodeAt(names.idHolder(sub.namespace)!)}` });
       else names.claimId(sub.namespace, at);
-      this.#checkFlow(sub, at, composeNamespace(namespace, sub.namespace), false, problems, tables);
+      const subNamespace = composeNamespace(namespace, sub.namespace);
+      if (check !== undefined && (check.secret(sub.namespace) || (!namespaceSecret && check.secret(subNamespace)))) {
+        problems.push({ path: `${at}/namespace`, message: `the subflow's namespace looks like a secret: ${WRITTEN_AS_IS}` });
+      }
+      this.#checkFlow(sub, at, subNamespace, false, problems, tables, check);
     });
     const routes = new Map<string, number>();
     cfg.edges.forEach((edge, j) => {
@@ -588,6 +641,23 @@ function unsupportedVersion(version: string): string {
 
 function relativeNamespace(namespace: string, parent: string): string {
   return parent && namespace.startsWith(parent + '.') ? namespace.slice(parent.length + 1) : namespace;
+}
+
+/**
+ * Reports the names of node `id` (at `at`) that hold a secret by `check`: its id, its class's name (at the first
+ * node of the class) and its `namespace` (unless undefined: its flow's holds the secret, reported there) where its
+ * segment comes from (`segmentAt`), unless that is its id, reported already.
+ */
+function checkNames(check: NameCheck, id: string, NodeClass: LoadableNodeClass | undefined, namespace: string | undefined, at: string, segmentAt: string, problems: ConfigProblem[]): void {
+  const secretId = check.secret(id);
+  if (secretId) problems.push({ path: `${at}/id`, message: `the node id looks like a secret: ${WRITTEN_AS_IS}` });
+  if (NodeClass !== undefined && !check.reported.has(NodeClass) && check.secret(NodeClass.name)) {
+    check.reported.add(NodeClass);
+    problems.push({ path: `${at}/type`, message: `the name of the class registered as this type looks like a secret (every node of the type has it): ${WRITTEN_AS_IS}` });
+  }
+  if (namespace !== undefined && !(secretId && segmentAt === `${at}/id`) && check.secret(namespace)) {
+    problems.push({ path: segmentAt, message: `the node's namespace looks like a secret: ${WRITTEN_AS_IS}` });
+  }
 }
 
 /** Every key a flow's `dependencies` (at any level) declares that `deps` does not have, at its JSON path. */

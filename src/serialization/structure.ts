@@ -5,7 +5,8 @@
  * dropped at once; the normalized config returned shares the input's objects wherever they are already normal
  * (defaults present), so a valid config is held once.
  *
- * The problems are zod's own issues for the same schemas, in the order a whole-config parse reports them.
+ * The problems are zod's own issues for the same schemas, in the order a whole-config parse reports them, and a
+ * `__proto__` key of a record (params, dependencies, mappings), which zod passes over (see protoKeyProblems).
  */
 import { z } from 'zod';
 import { pointer, type ConfigProblem } from './errors.js';
@@ -24,6 +25,7 @@ const NodeShellSchema = NodeConfigSchema.extend({ internalFlow: z.unknown().opti
 /** The order in which zod reports the issues of an object: its shape's keys, then the object's own (path `[]`). */
 const FLOW_KEYS = Object.keys(FlowConfigSchema.shape);
 const NODE_KEYS = Object.keys(NodeConfigSchema.shape);
+const EDGE_KEYS = Object.keys(FlowEdgeSchema.shape);
 
 type Buckets = Map<string, ConfigProblem[]>;
 
@@ -54,6 +56,18 @@ function add(buckets: Buckets, key: string, more: ConfigProblem[]): void {
 }
 
 /**
+ * The problem of a `__proto__` key in record field `key` of `owner` (params, dependencies, mappings), at its JSON
+ * pointer under `path`. JSON.parse keeps such a key as an own key, but zod's record check skips it and leaves it out
+ * of its copy: unchecked, it would be kept or lost depending on whether the loader uses zod's copy. Refused instead.
+ */
+function protoKeyProblems(owner: unknown, key: string, path: string): ConfigProblem[] {
+  if (owner === null || typeof owner !== 'object') return [];
+  const record = (owner as Record<string, unknown>)[key];
+  if (record === null || typeof record !== 'object' || !Object.hasOwn(record, '__proto__')) return [];
+  return [{ path: `${path}/${key}/__proto__`, message: `'__proto__' cannot be a key of ${key}: in JavaScript it names an object's prototype, so it would be dropped or misread; rename it` }];
+}
+
+/**
  * Checks `input` against FlowConfigSchema, appending every problem (JSON pointers under `path`) to `problems`.
  * Returns the normalized config (defaults filled, sharing the input's objects where they need no default) when
  * there is no problem, else undefined.
@@ -76,6 +90,7 @@ export function checkFlowStructure(input: unknown, path: string, problems: Confi
     add(buckets, key, out);
     return ok ? checked : undefined;
   };
+  add(buckets, 'dependencies', protoKeyProblems(input, 'dependencies', path));
   const nodes = members('nodes', checkNodeStructure);
   const edges = members('edges', checkEdgeStructure);
   const subflows = members('subflows', checkFlowStructure);
@@ -92,6 +107,7 @@ export function checkFlowStructure(input: unknown, path: string, problems: Confi
 function checkNodeStructure(input: unknown, path: string, problems: ConfigProblem[]): NodeConfig | undefined {
   const shell = NodeShellSchema.safeParse(input);
   const buckets = bucketed(shell.success ? [] : shell.error.issues, path);
+  add(buckets, 'params', protoKeyProblems(input, 'params', path));
   const given = input !== null && typeof input === 'object' ? (input as Record<string, unknown>).internalFlow : undefined;
   let internalFlow: FlowConfig | undefined;
   if (given !== undefined) {
@@ -114,9 +130,10 @@ function checkNodeStructure(input: unknown, path: string, problems: ConfigProble
 /** Checks one edge; returns it normalized (the input itself when it names its condition), else undefined. */
 function checkEdgeStructure(input: unknown, path: string, problems: ConfigProblem[]): FlowEdge | undefined {
   const parsed = FlowEdgeSchema.safeParse(input);
-  if (!parsed.success) {
-    report(bucketed(parsed.error.issues, path), Object.keys(FlowEdgeSchema.shape), problems);
-    return undefined;
-  }
+  const buckets = bucketed(parsed.success ? [] : parsed.error.issues, path);
+  add(buckets, 'mappings', protoKeyProblems(input, 'mappings', path));
+  const before = problems.length;
+  report(buckets, EDGE_KEYS, problems);
+  if (!parsed.success || problems.length > before) return undefined;
   return (input as Partial<FlowEdge>).condition === undefined ? parsed.data : (input as FlowEdge);
 }

@@ -19,6 +19,7 @@ import { storeErrors } from './store-errors.js';
 import type { FlowSourceOptions } from './flow-options.js';
 import { openFlowModule, parseFlowModule, readRecipe, recordRecipe, type DocumentSink, type OpenFlow, type RecordedDocuments, type RunRecipe } from './recipe.js';
 import { openNewRun, type NewRun } from '../../runtime/index.js';
+import { secretNameTest } from '../../runtime/flow-names.js';
 
 /**
  * Reads and parses a flow file of at most `maxBytes` (checked before reading), in chunks: the whole text is not held
@@ -89,9 +90,13 @@ export async function loaderWith(modules: readonly string[] = []): Promise<FlowL
   return loader;
 }
 
-/** Every problem of a flow config, each with its JSON path (`validate`). */
+/**
+ * Every problem of a flow config, each with its JSON path (`validate`), as `run` would find them before its first
+ * step: its dependencies against what `run` gives a flow file (none: loadFlowFile passes loadFlow no dependencies),
+ * its names against the redaction `run` writes with (the built-in catalogue; see checkFlowNames).
+ */
 export function validateFlow(loader: FlowLoader, config: unknown): ConfigProblem[] {
-  return loader.validateConfig(config).errors;
+  return loader.validateConfig(config, { dependencies: {}, secretName: secretNameTest() }).errors;
 }
 
 function describeProblems(path: string, problems: ConfigProblem[]): string {

@@ -1,5 +1,5 @@
 import type { LanguageModel } from 'ai';
-import { MAX_JSON_NESTING, nestingProblem } from '../../serialization/limits.js';
+import { MAX_JSON_NESTING, nestingProblem } from '../../backpack/nesting.js';
 import type { ToolCallRecord } from './tools.js';
 
 /**
