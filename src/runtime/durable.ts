@@ -99,17 +99,19 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
   const taken = options.newRun ? takeNewRun(options.newRun, { ...options }, 'runFlow') : undefined;
   const { store, sessionKey } = taken ?? locateStore(options);
   const runId = taken?.runId ?? options.runId ?? newRunId();
+  // A NewRun's redaction is openNewRun's (its writer's): the runtime's own checks judge by it too.
+  const redaction = taken ? taken.redaction : options.redaction;
   try {
     // A run id that has events is refused by the writer's opening (fresh), before anything of that run is touched.
     if (!taken) assertValidId(runId, 'runId');
     // Names are logged unredacted: a flow whose names hold a secret is refused before anything of the run is written.
-    checkFlowNames(flow, options.redaction);
+    checkFlowNames(flow, redaction);
     for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
   } catch (error) {
     await taken?.writer.close();
     throw error;
   }
-  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas, writer: taken?.writer }, {
+  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval, signal: options.signal, redaction, modelDeltas: options.modelDeltas, writer: taken?.writer }, {
     step: 0,
     position: [],
     fresh: true,
@@ -145,6 +147,8 @@ export interface ResumeRunOptions extends RunLocation, ModelDeltaOptions {
 export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<RunResult> {
   const { store, sessionKey } = locateStore(options);
   assertValidId(options.runId, 'runId');
+  // Names are logged unredacted: a flow rebuilt with a secret-looking name is refused before the run is touched.
+  checkFlowNames(flow, options.redaction);
   const ref = { sessionKey, runId: options.runId };
   if (!(await store.hasEvents(ref))) throw new StoreError(`run ${sessionKey}/${options.runId} has no recorded events in ${store.location}: nothing to resume`);
   // What the log says, not what a stored projection says: they differ after a crash or a cut tail.
@@ -220,11 +224,13 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
   const taken = options.newRun ? takeNewRun(options.newRun, { ...options }, 'forkRun') : undefined;
   const { store, sessionKey } = taken ?? locateStore(options);
   const runId = taken?.runId ?? options.newRunId ?? newRunId();
+  // A NewRun's redaction is openNewRun's (its writer's): the runtime's own checks judge by it too.
+  const redaction = taken ? taken.redaction : options.redaction;
   let point: Awaited<ReturnType<typeof loadRunPoint>>;
   try {
     if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
     // Names are logged unredacted: a flow whose names hold a secret is refused before anything of the run is written.
-    checkFlowNames(flow, options.redaction);
+    checkFlowNames(flow, redaction);
     point = await loadRunPoint({ store, sessionKey, runId: options.runId, step: options.atStep });
     if (point.position.length === 0) throw new StoreError(`run ${sessionKey}/${options.runId} had ended at step ${options.atStep}: nothing to run from there`);
     // A run id that has events is refused by the writer's opening (fresh), before anything of that run is touched.
@@ -234,7 +240,7 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
     await taken?.writer.close();
     throw error;
   }
-  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval, signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas, writer: taken?.writer }, {
+  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval, signal: options.signal, redaction, modelDeltas: options.modelDeltas, writer: taken?.writer }, {
     step: point.step,
     position: point.position,
     fresh: true,

@@ -1,5 +1,5 @@
 import { newRunId } from '../events/index.js';
-import { assertValidId, type Durability, type RunDocumentName, type RunStore, type RunWriter } from '../store/index.js';
+import { assertValidId, type Durability, type RedactionOptions, type RunDocumentName, type RunStore, type RunWriter } from '../store/index.js';
 import { locateStore, type RunLocation } from './location.js';
 
 /** Options of {@link openNewRun}. */
@@ -40,6 +40,8 @@ export interface TakenRun {
   runId: string;
   store: RunStore;
   writer: RunWriter;
+  /** The run's redaction (openNewRun's): what the runtime's own checks judge secrets by, as its writer does. */
+  redaction: RedactionOptions | undefined;
 }
 
 class HeldRun implements NewRun {
@@ -50,6 +52,7 @@ class HeldRun implements NewRun {
     readonly sessionKey: string,
     readonly runId: string,
     private readonly writer: RunWriter,
+    private readonly redaction: RedactionOptions | undefined,
   ) {}
 
   async saveDocument(name: RunDocumentName, value: unknown): Promise<void> {
@@ -66,7 +69,7 @@ class HeldRun implements NewRun {
   take(): TakenRun {
     this.assertHeld('run it');
     this.state = 'taken';
-    return { sessionKey: this.sessionKey, runId: this.runId, store: this.store, writer: this.writer };
+    return { sessionKey: this.sessionKey, runId: this.runId, store: this.store, writer: this.writer, redaction: this.redaction };
   }
 
   private assertHeld(what: string): void {
@@ -84,7 +87,7 @@ export async function openNewRun(options: OpenNewRunOptions = {}): Promise<NewRu
   assertValidId(runId, 'runId');
   // A fresh writer refuses an id that has events before touching the run (on Postgres, in the lease's statement).
   const writer = await store.openWriter({ sessionKey, runId }, { fresh: true, durability: options.durability ?? 'batch', redaction: options.redaction });
-  return new HeldRun(store, sessionKey, runId, writer);
+  return new HeldRun(store, sessionKey, runId, writer, options.redaction);
 }
 
 /**

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BackpackNode, Flow, FlowError, FlowLoader, forkRun, listRuns, openNewRun, runFlow } from '../../src/index.js';
+import { BackpackNode, Flow, FlowError, FlowLoader, forkRun, listRuns, openNewRun, resumeRun, runFlow } from '../../src/index.js';
 import { checkFlowNames, secretNameTest } from '../../src/runtime/flow-names.js';
 import { makeTempDir } from '../support/temp.js';
 
@@ -82,6 +82,24 @@ describe('runFlow refuses a flow whose names hold a secret, before anything is w
     await expect(forkRun(chain('team', TOKEN), { dataDir, runId: 'origin', atStep: 1, newRunId: 'branch' })).rejects.toThrow(/^node 'team\.\[REDACTED\]' has a secret-looking nodeId/);
     expect(events(dataDir, 'origin')).toBe(before);
     expect(events(dataDir, 'branch')).toBe('');
+  });
+
+  it('resumeRun refuses it too, and leaves the recorded run alone', async () => {
+    const dataDir = makeTempDir('bpf-flow-names-', 'test');
+    const origin = chain('team', 'second');
+    origin.getNode('second')!.next(origin.addNode(Step, { id: 'third' }));
+    await runFlow(origin, { dataDir, runId: 'stopped', signal: AbortSignal.abort() }).catch(() => undefined);
+    const before = events(dataDir, 'stopped');
+    expect(before).toContain('run.started');
+    await expect(resumeRun(chain('team', TOKEN), { dataDir, runId: 'stopped' })).rejects.toThrow(/^node 'team\.\[REDACTED\]' has a secret-looking nodeId/);
+    expect(events(dataDir, 'stopped')).toBe(before);
+  });
+
+  it("a new run taken over from openNewRun is judged by the NewRun's redaction", async () => {
+    const dataDir = makeTempDir('bpf-flow-names-', 'test');
+    const held = await openNewRun({ dataDir, runId: 'held-custom', redaction: { patterns: [/\binternal-[0-9]{6}\b/g] } });
+    await expect(runFlow(chain('team', 'internal-123456'), { newRun: held })).rejects.toThrow(/^node 'team\.\[REDACTED\]' has a secret-looking nodeId/);
+    expect(events(dataDir, 'held-custom')).toBe('');
   });
 
   it('checks the nodes a run can reach, and builds none of those a loaded flow builds on first use', async () => {

@@ -8,7 +8,7 @@ import { StreamEventType, type StreamEvent } from '../../src/events/index.js';
 import { Flow } from '../../src/nodes/index.js';
 import { ChatNode } from '../../src/nodes/llm/index.js';
 import { EventStore } from '../../src/store/index.js';
-import { foldModelDeltas, runFlow, type ModelDeltaStorage } from '../../src/runtime/index.js';
+import { foldModelDeltas, openNewRun, runFlow, type ModelDeltaStorage } from '../../src/runtime/index.js';
 import { buildTrace, renderTrace } from '../../src/cli/backpackflow/trace.js';
 import { streamingModel } from '../support/streaming-model.js';
 
@@ -59,6 +59,20 @@ describe('model.delta storage', () => {
     expect(storedDeltas[0]!.payload).toMatchObject({ folded: true, count: 5, delta: 'the key is [REDACTED] ok' });
     const clean = await streamedRun('keep-clean', ['no ', 'secret ', 'here'], 'keep');
     expect(clean.storedDeltas.map((e) => e.payload.delta)).toEqual(['no ', 'secret ', 'here']);
+  });
+
+  it("with modelDeltas: 'keep' and a run taken over from openNewRun, a split secret of the NewRun's own patterns is folded and redacted too", async () => {
+    const secret = 'ACME-' + '4417093355';
+    const tokens = ['code ', secret.slice(0, 7), secret.slice(7), ' done'];
+    const flow = new Flow({ namespace: 'talk', deps: { has: (k) => k === 'model', get: () => streamingModel(tokens) as never } });
+    flow.addNode(ChatNode, { id: 'chat', promptFrom: 'question', stream: true });
+    const newRun = await openNewRun({ dataDir, runId: 'keep-custom', redaction: { patterns: [/\bACME-[0-9]{10}\b/] } });
+    await runFlow(flow, { newRun, input: { question: 'code?' }, modelDeltas: 'keep' });
+    const text = readFileSync(join(dataDir, 'sessions', 'default', 'runs', 'keep-custom', 'events.jsonl'), 'utf8');
+    expect(text).not.toContain(secret.slice(0, 7));
+    expect(text).not.toContain(secret.slice(7));
+    const stored = await new EventStore({ dataDir, sessionKey: 'default', runId: 'keep-custom' }).readAll();
+    expect(stored.filter((e) => e.type === StreamEventType.MODEL_DELTA).map((e) => e.payload.delta)).toEqual(['code [REDACTED] done']);
   });
 
   it('a secret split across tokens is redacted in the folded log', async () => {
