@@ -11,5 +11,5 @@ export { readTextIfExists, readTextIfExistsSync } from './read.js';
 export { removeFileIfExists } from './remove.js';
 export { describeHolder, lockHeld, tryLock, waitForLock } from './lock.js';
 export type { FileLock, LockBusy, LockHolder, LockOptions } from './lock.js';
-export { parseStatStartTime, systemProbe } from './process-identity.js';
+export { parseStatStartTime, parseStatState, systemProbe } from './process-identity.js';
 export type { ProcessProbe } from './process-identity.js';

@@ -58,13 +58,34 @@ function readProcStartTime(pid: number): string | undefined {
   }
 }
 
+/**
+ * Field 3 (state) of `/proc/<pid>/stat`: one letter, `Z` for a zombie (dead, not yet reaped by its parent), `X` for
+ * dead; undefined where it cannot be read.
+ */
+export function parseStatState(stat: string): string | undefined {
+  const close = stat.lastIndexOf(')');
+  return close < 0 ? undefined : stat.charAt(close + 2) || undefined;
+}
+
+/**
+ * Whether `pid` is a running process: it exists (signal 0) and, where /proc tells, is not a zombie. A killed writer
+ * whose parent has not reaped it yet (forever, under a PID 1 that never reaps) still answers signal 0 and keeps its
+ * start time, but it holds nothing any more.
+ */
 function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return true; // no /proc (or the process just went): signal 0 said it exists
+  }
+  const state = parseStatState(stat);
+  return state !== 'Z' && state !== 'X';
 }
 
 /** The probe of this system: /proc where there is one, pid liveness everywhere. */

@@ -179,7 +179,8 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     throw new StoreError(`run ${sessionKey}/${options.runId} is ${meta.status}, not waiting for an answer: resume it without one`);
   }
   flow.backpack.importState(point.state);
-  return execute(flow, { store, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: checkKeyframeInterval(options.keyframeInterval), signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas }, {
+  // Everything above read the log before this resume held its writer: confirmed under the writer's lock (readAt).
+  return execute(flow, { store, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: checkKeyframeInterval(options.keyframeInterval), signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas, readAt: meta.lastSeq }, {
     step: point.step,
     position: point.position,
     fresh: false,
@@ -310,6 +311,12 @@ interface ExecuteTarget extends ModelDeltaOptions {
   redaction: RedactionOptions | undefined;
   /** The run's writer when a {@link NewRun} took it already (a fresh run only). */
   writer?: TakenRun['writer'];
+  /**
+   * A resume: the seq of the last event of the log its checks and its start point were read from (before it held
+   * the writer). Another writer that got the run between those reads and this one's lock moved it on: the resume is
+   * refused, nothing written, rather than continued from a point the log has left behind.
+   */
+  readAt?: number;
 }
 
 interface StartPoint {
@@ -339,6 +346,15 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   // the run untouched; on Postgres within the statement that takes the lease, no round trip of its own) and
   // continues a resumed run's projection from the whole log.
   const writer = target.writer ?? await store.openWriter({ sessionKey, runId }, { fresh: start.fresh, durability: target.durability ?? 'batch', redaction: target.redaction });
+  if (target.readAt !== undefined && (writer.lastSeq ?? -1) !== target.readAt) {
+    const now = writer.lastSeq ?? -1;
+    await writer.close();
+    throw new StoreError(
+      `run ${sessionKey}/${runId} moved on while this resume was starting: its log ended at seq ${target.readAt} when the resume read it, ` +
+        `and at seq ${now} once it held the run (another process resumed it meanwhile). Nothing was written; see where it stands ` +
+        `('runs show ${runId}') and resume it again if it still needs it`,
+    );
+  }
   const streamer = flow.eventStreamer;
   streamer.setNextSeq(runId, (writer.lastSeq ?? 0) + 1);
 

@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bundledScript } from '../support/bundle.js';
-import { parseStatStartTime, systemProbe, tryLock, waitForLock, type FileLock, type LockBusy, type ProcessProbe } from '../../src/fs/index.js';
+import { parseStatStartTime, parseStatState, systemProbe, tryLock, waitForLock, type FileLock, type LockBusy, type ProcessProbe } from '../../src/fs/index.js';
 import { tempDir } from './helpers.js';
 
 const HOST = hostname();
@@ -92,6 +92,22 @@ describe('tryLock and waitForLock', () => {
     lock.release();
   });
 
+  it('a lock held by a zombie (killed, not yet reaped by its parent) is stale; its start time still matches', async () => {
+    // `sleep 0` in the background, then the shell becomes `sleep 5`, which never reaps it: it stays a zombie.
+    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 5'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(parent);
+    const pid = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))));
+    const stat = (): string => readFileSync(`/proc/${pid}/stat`, 'utf8');
+    for (let i = 0; i < 200 && parseStatState(stat()) !== 'Z'; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(parseStatState(stat())).toBe('Z');
+    const startTime = systemProbe.startTime(pid);
+    expect(startTime).toMatch(/^\d+$/);
+    expect(systemProbe.alive(pid)).toBe(false);
+    const file = join(tempDir(), 'lock');
+    writeFileSync(file, JSON.stringify({ pid, host: HOST, createdAt: Date.now(), bootId: systemProbe.bootId(), startTime }));
+    taken(tryLock(file)).release();
+  });
+
   it('a lock taken before a reboot is stale even if its pid is alive again', async () => {
     const pid = await liveChild();
     const file = join(tempDir(), 'lock');
@@ -157,6 +173,14 @@ describe('tryLock and waitForLock', () => {
     expect(existsSync(file)).toBe(false);
     expect(existsSync(`${file}.recover`)).toBe(false);
   }, 30_000);
+});
+
+describe('parseStatState', () => {
+  it('reads field 3 after the last parenthesis of the command name', () => {
+    expect(parseStatState('42 (a) b (c) Z 1 2')).toBe('Z');
+    expect(parseStatState('42 (sleep) S 1')).toBe('S');
+    expect(parseStatState('garbage')).toBeUndefined();
+  });
 });
 
 describe('parseStatStartTime', () => {

@@ -1,0 +1,88 @@
+/**
+ * A resume reads where the run stands (its status, its last step, the answers given) before it holds the run's
+ * writer. When another resume gets the run in between and moves it on, the first must not continue from the point
+ * the log has left behind (running its nodes again, writing a second history into the same log): it is refused,
+ * nothing written.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BackpackNode, FileRunStore, Flow, listRuns, resumeRun, runFlow, StoreError, type RunStore } from '../../src/index.js';
+import { makeTempDir } from '../support/temp.js';
+
+type Handle = Parameters<BackpackNode['post']>[0];
+
+/** A counter flow of `steps` steps whose node counts its executions, and stops the run after step `stopAt`. */
+function counter(steps: number, runs: { count: number }, stopAt?: { step: number; controller: AbortController }): Flow {
+  class Count extends BackpackNode<number, number> {
+    override prep(backpack: Handle): number {
+      return (backpack.unpack('n') as number | undefined) ?? 0;
+    }
+    override exec(n: number): number {
+      runs.count++;
+      return n + 1;
+    }
+    override post(backpack: Handle, _prev: number, n: number): string | undefined {
+      backpack.pack('n', n);
+      if (stopAt && n === stopAt.step) stopAt.controller.abort();
+      return n < steps ? 'again' : undefined;
+    }
+  }
+  const flow = new Flow({ namespace: 'race' });
+  const node = flow.addNode(Count, { id: 'count' });
+  node.on('again', node);
+  return flow;
+}
+
+/** `store`, whose openWriter waits until `gate` resolves (a process descheduled between its checks and its lock). */
+function gated(store: RunStore, gate: Promise<void>): RunStore {
+  return new Proxy(store, {
+    get(target, property) {
+      const value = Reflect.get(target, property) as unknown;
+      if (property === 'openWriter') return async (...args: unknown[]) => (await gate, (value as (...a: unknown[]) => unknown).apply(target, args));
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  }) as RunStore;
+}
+
+describe('resumeRun and a concurrent resume', () => {
+  it('a resume whose run moved on after its checks is refused, nothing written; the run ran each step once', async () => {
+    const dataDir = makeTempDir('bpf-resume-race-', 'test');
+    const runs = { count: 0 };
+    const controller = new AbortController();
+    await runFlow(counter(5, runs, { step: 2, controller }), { dataDir, runId: 'r', signal: controller.signal }).catch(() => undefined);
+    expect((await listRuns({ dataDir }))[0]?.status).not.toBe('completed');
+    const store = new FileRunStore(dataDir);
+    let open!: () => void;
+    const late = resumeRun(counter(5, runs), { store: gated(store, new Promise<void>((resolve) => (open = resolve))), runId: 'r' }).then(
+      () => 'resumed',
+      (error: unknown) => error,
+    );
+    // The late resume has read the run and waits for its writer; another resume takes the run and completes it.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await expect(resumeRun(counter(5, runs), { dataDir, runId: 'r' })).resolves.toMatchObject({ status: 'completed', steps: 5 });
+    const log = (): string => readFileSync(join(dataDir, 'sessions', 'default', 'runs', 'r', 'events.jsonl'), 'utf8');
+    const before = log();
+    open();
+    const refused = await late;
+    expect(refused).toBeInstanceOf(StoreError);
+    expect((refused as Error).message).toMatch(/^run default\/r moved on while this resume was starting: .* Nothing was written/);
+    expect(log()).toBe(before);
+    expect(runs.count).toBe(5);
+    expect(before.split('\n').filter((line) => line.includes('"type":"run.completed"'))).toHaveLength(1);
+    expect((await listRuns({ dataDir }))[0]).toMatchObject({ status: 'completed' });
+  });
+
+  it('a resume whose run did not move meanwhile goes on as before', async () => {
+    const dataDir = makeTempDir('bpf-resume-race-', 'test');
+    const runs = { count: 0 };
+    const controller = new AbortController();
+    await runFlow(counter(4, runs, { step: 1, controller }), { dataDir, runId: 'r', signal: controller.signal }).catch(() => undefined);
+    let open!: () => void;
+    const resumed = resumeRun(counter(4, runs), { store: gated(new FileRunStore(dataDir), new Promise<void>((resolve) => (open = resolve))), runId: 'r' });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    open();
+    await expect(resumed).resolves.toMatchObject({ status: 'completed', steps: 4 });
+    expect(runs.count).toBe(4);
+  });
+});
