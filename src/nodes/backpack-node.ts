@@ -1,12 +1,12 @@
 import type { ZodType } from 'zod';
 import type { BackpackHandle, NodePermissions } from '../backpack/index.js';
 import type { RegisteredNode } from '../backpack/handle.js';
-import { newSpanId, StreamEventType, type InterruptInfo } from '../events/index.js';
+import { newSpanId, StreamEventType, type InterruptInfo, type StreamEventTypeValue } from '../events/index.js';
 import { BaseNode, FlowError, FlowSignal, Node, type Attempt, type RouteOptions, type RunScope } from '../flow/index.js';
 import { checkSegments, encodeValue } from '../backpack/index.js';
 import { answerJsonSchema, checkAnswer, InterruptAnswerError, RunInterrupted } from './interrupt.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
-import { NodeEventView } from './event-view.js';
+import { NodeEventView, nodeEvent } from './event-view.js';
 import { currentExecution, type NodeExecution } from './execution.js';
 import { flowOfToken, type FlowToken } from './flow-token.js';
 import { closeDeclaredFlow, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
@@ -251,7 +251,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
    */
   get backpack(): BackpackHandle {
     const execution = currentExecution.getStore();
-    if (execution?.node === this) return execution.handle;
+    if (execution?.node === this && !execution.ended) return execution.handle;
     throw new FlowError(`Node '${this.id}': its backpack is available only while it runs (prep, exec, post); outside, read the flow's Backpack`);
   }
 
@@ -398,8 +398,9 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
 
   protected override onAttemptFailed(error: unknown, attempt: Attempt, delayMs: number, _scope: RunScope): void {
     const execution = currentExecution.getStore();
-    if (execution?.node === this) execution.failedAttempts++;
-    this.emitEvent(StreamEventType.NODE_RETRY, {
+    if (execution?.node !== this || execution.ended) return;
+    execution.failedAttempts++;
+    BackpackNode.#emit(execution, StreamEventType.NODE_RETRY, {
       attempt: attempt.attempt,
       maxRetries: attempt.maxAttempts,
       delayMs,
@@ -409,6 +410,11 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
 
   /** One execution: contracts, prep, exec with retries, post, each reported as an event of this node's span. */
   override _run(_shared: unknown, scope: RunScope): Promise<string | undefined> {
+    const parent = currentExecution.getStore();
+    if (parent?.ended === true) {
+      // A flow a node left running (a timer, a promise) after its execution: its steps would land in a later step.
+      return Promise.reject(new FlowError(`Node '${this.id}' cannot run inside node '${parent.node.id}', whose execution ended: run nested flows from prep, exec or post before they return`));
+    }
     const spanId = newSpanId();
     const execution: NodeExecution = {
       node: this,
@@ -418,6 +424,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       internalFlowCreated: false,
       failedAttempts: 0,
       interrupts: 0,
+      ended: false,
     };
     return currentExecution.run(execution, () => BackpackNode.#lifecycle(this, execution));
   }
@@ -426,18 +433,18 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     const { handle, scope } = execution;
     const ctor = node.constructor as BackpackNodeClass;
     const started = performance.now();
-    node.emitEvent(StreamEventType.NODE_START, {});
+    BackpackNode.#emit(execution, StreamEventType.NODE_START, {});
     let phase: 'contract' | 'prep' | 'exec' | 'post' = 'contract';
     try {
       if (ctor.inputs) BackpackNode.#checkContract(node, 'input', ctor.inputs, handle);
       phase = 'prep';
       let mark = performance.now();
       const prepRes = await node.prep(handle, scope);
-      node.emitEvent(StreamEventType.PREP_COMPLETE, { durationMs: performance.now() - mark });
+      BackpackNode.#emit(execution, StreamEventType.PREP_COMPLETE, { durationMs: performance.now() - mark });
       phase = 'exec';
       mark = performance.now();
       const execRes = await node._exec(prepRes, scope);
-      node.emitEvent(StreamEventType.EXEC_COMPLETE, {
+      BackpackNode.#emit(execution, StreamEventType.EXEC_COMPLETE, {
         durationMs: performance.now() - mark,
         attempts: execution.failedAttempts + 1,
       });
@@ -445,7 +452,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       const action = await node.post(handle, prepRes, execRes);
       phase = 'contract';
       if (ctor.outputs) BackpackNode.#checkContract(node, 'output', ctor.outputs, handle);
-      node.emitEvent(StreamEventType.NODE_END, { action: action ?? 'default', durationMs: performance.now() - started });
+      BackpackNode.#emit(execution, StreamEventType.NODE_END, { action: action ?? 'default', durationMs: performance.now() - started });
       return action;
     } catch (error) {
       // A pause (here or in a node inside this one) is not an error. An error a node inside this one reported is
@@ -454,9 +461,11 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
         const payload: Record<string, unknown> = { phase, error: describeError(error) };
         if (wasReported(error)) payload.propagated = true;
         else markReported(error);
-        node.emitEvent(StreamEventType.ERROR, payload);
+        BackpackNode.#emit(execution, StreamEventType.ERROR, payload);
       }
       throw error;
+    } finally {
+      execution.ended = true;
     }
   }
 
@@ -489,7 +498,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
    */
   async interrupt<T = unknown>(payload: unknown, options: { schema?: ZodType<T> } = {}): Promise<T> {
     const execution = currentExecution.getStore();
-    if (execution?.node !== this) throw new FlowError(`Node '${this.id}': interrupt() is called from the node's own prep, exec or post`);
+    if (execution?.node !== this || execution.ended) throw new FlowError(`Node '${this.id}': interrupt() is called from the node's own prep, exec or post, before they return`);
     const index = execution.interrupts++;
     const info: InterruptInfo = { nodeId: this.id, namespace: this.namespace, index, payload: encodeValue(payload) };
     if (options.schema) info.schema = answerJsonSchema(this.id, options.schema);
@@ -502,25 +511,25 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     }
     const event: Record<string, unknown> = { index, payload: info.payload };
     if (info.schema) event.schema = info.schema;
-    this.emitEvent(StreamEventType.NODE_INTERRUPT, event);
+    BackpackNode.#emit(execution, StreamEventType.NODE_INTERRUPT, event);
     throw new RunInterrupted(info);
   }
 
-  /** Emits an event of this node: its id, class, namespace, and (inside an execution) its run and span. */
-  protected emitEvent(type: (typeof StreamEventType)[keyof typeof StreamEventType], payload: Record<string, unknown>): void {
-    const execution = currentExecution.getStore();
-    const own = execution?.node === this ? execution : undefined;
-    if (this.#binding === undefined) return;
-    flowStreamer(this.#flow).emit({
-      type,
-      nodeId: this.id,
-      nodeName: this.constructor.name,
-      namespace: this.namespace,
-      runId: own?.scope.runId,
-      spanId: own?.spanId,
-      parentSpanId: own?.scope.spanId,
-      payload,
-    });
+  /**
+   * Emits an event of this node, for subclasses: the same as `this.eventStreamer.emit({ type, payload })`, with the
+   * same rules (see {@link NodeEventView.emit}). Its id, class, namespace, and the run and span of its execution are
+   * its own. A node emits `model.*`, `tool.*`, `memory.*` and `custom` events, from its prep, exec or post before they
+   * return; any other type (`node.started`, `node.completed`, `error`, `route.taken`, `checkpoint.saved`, ...) is the
+   * library's account of what happened and throws a TypeError, as does an emit from a timer or a promise left
+   * running after the node's execution ended.
+   */
+  protected emitEvent(type: StreamEventTypeValue, payload: Record<string, unknown>): void {
+    this.eventStreamer.emit({ type, payload });
+  }
+
+  /** The library's own events of a node's execution (its lifecycle, retries, interrupts): not reachable from subclasses. */
+  static #emit(execution: NodeExecution, type: StreamEventTypeValue, payload: Record<string, unknown>): void {
+    flowStreamer(execution.node.#flow).emit(nodeEvent(execution, type, payload));
   }
 
 }

@@ -4,26 +4,43 @@
  * keys the node may read now; never another node's payloads that may quote state (model, tool, memory, checkpoint,
  * error events), never a denial by an item rule (to the node such a key is missing), and never a value summary (a
  * `backpack.packed` event is judged by the key's item now, which may not be the item the event was about). A node
- * emits through it in its own name: the event's node id, class name, run and span are the node's own, whatever the
- * input says (its namespace may be the node's or one inside it); it cannot emit the events that only the Backpack
- * and the runtime write.
+ * emits through it in its own name (see {@link NodeEventView.emit}, the one gate for events node code emits).
  */
 import type { BackpackHandle } from '../backpack/index.js';
 import { compileNamespacePattern } from '../backpack/patterns.js';
 import type { EventHandler, EventStreamer, HistoryFilter, StreamEvent, StreamEventTypeValue } from '../events/index.js';
 import type { EventInput } from '../events/types.js';
 import type { BackpackNode } from './backpack-node.js';
-import { currentExecution } from './execution.js';
+import { currentExecution, type NodeExecution } from './execution.js';
 
 /** Events whose payload carries no state: anyone in the run may see them. */
 const LIFECYCLE: ReadonlySet<string> = new Set([
   'run.started', 'run.completed', 'node.started', 'node.prep_completed', 'node.exec_completed', 'node.completed', 'route.taken', 'route.missing',
 ]);
-/** Events only the Backpack and the runtime emit. */
-const RESERVED: ReadonlySet<string> = new Set([
-  'backpack.packed', 'backpack.unpacked', 'backpack.quarantined', 'access.denied', 'checkpoint.saved', 'run.started', 'run.completed', 'run.failed',
-  'run.waiting', 'node.interrupted', 'interrupt.answered',
+/**
+ * The event types node code may emit: what a node does (model and tool calls, memory, its own `custom` events).
+ * Every other type is the library's account of what happened, written only by the library: the lifecycle of runs
+ * and nodes (started, completed, retry, error, interrupted), routes, the Backpack's events, and the runtime's
+ * (`checkpoint.saved`, `interrupt.answered`, which `loadRunPoint` and `resumeRun` trust).
+ */
+const NODE_TYPES: ReadonlySet<string> = new Set([
+  'model.started', 'model.delta', 'model.completed', 'tool.called', 'tool.result', 'memory.written', 'memory.retrieved', 'custom',
 ]);
+
+/** True for `own` and namespaces under it. */
+function ownOrInside(own: string, namespace: string | undefined): boolean {
+  return namespace !== undefined && (namespace === own || namespace.startsWith(`${own}.`));
+}
+
+/**
+ * An event of `execution`'s node: its id, class name and namespace (or `namespace`, one inside it), and the run and
+ * span of the execution. How the library emits a node's lifecycle; node code goes through {@link NodeEventView.emit}.
+ * Not exported from the package.
+ */
+export function nodeEvent(execution: NodeExecution, type: StreamEventTypeValue, payload: Record<string, unknown> | undefined, namespace = execution.node.namespace): EventInput {
+  const { node, scope } = execution;
+  return { type, payload, namespace, nodeId: node.id, nodeName: node.constructor.name, runId: scope.runId, spanId: execution.spanId, parentSpanId: scope.spanId };
+}
 
 /** What a node can do with the event stream. */
 export class NodeEventView {
@@ -40,14 +57,9 @@ export class NodeEventView {
     this.#handle = handle;
   }
 
-  /** True for the node's own namespace and namespaces under it. */
-  #ownOrInside(namespace: string | undefined): boolean {
-    return namespace !== undefined && (namespace === this.#namespace || namespace.startsWith(`${this.#namespace}.`));
-  }
-
   /** Whether the node may see `event`. */
   visible(event: StreamEvent): boolean {
-    const own = this.#ownOrInside(event.namespace);
+    const own = ownOrInside(this.#namespace, event.namespace);
     switch (event.type) {
       case 'access.denied':
         return own && event.payload.hidden !== true;
@@ -66,28 +78,39 @@ export class NodeEventView {
   }
 
   /**
-   * Emits an event of this node (its namespace may be one inside the node's); the Backpack's and the runtime's own
-   * events are refused. Node id, class name, run and span are the node's own (those of its current execution; none
-   * outside one), whatever `input` says.
+   * Emits an event of this node: the one gate for events node code emits (`BackpackNode.emitEvent` comes here too).
+   * A node emits while it runs: from its prep, exec or post (after awaits too, and from its subscribers while it
+   * runs). Node id, class name, run and span are those of its execution, whatever `input` says; its namespace may be
+   * the node's or one inside it. Refused with a TypeError:
+   * - any type but `model.*`, `tool.*`, `memory.*` and `custom`: the lifecycle of runs and nodes (`node.started`,
+   *   `node.completed`, `node.retry`, `error`, ...), routes, the Backpack's events and the runtime's
+   *   (`checkpoint.saved`, `interrupt.answered`) are written by the library alone, since the runs list, traces and
+   *   `resumeRun` trust them;
+   * - a namespace outside the node's;
+   * - an emit after the node's execution ended (from a timer or a promise left running): it would land in a later
+   *   step as if it happened in this one;
+   * - an emit outside the node's execution (code reaching this node through routes does not speak for it).
    */
   emit(input: EventInput): StreamEvent {
-    if (RESERVED.has(input.type)) throw new TypeError(`A node cannot emit '${input.type}' events: only the Backpack and the runtime write them`);
-    if (input.namespace !== undefined && !this.#ownOrInside(input.namespace)) {
-      throw new TypeError(`A node in namespace '${this.#namespace}' cannot emit events for namespace '${input.namespace}'`);
-    }
     const node = this.#node;
+    const { type } = input;
+    if (!NODE_TYPES.has(type)) {
+      throw new TypeError(
+        `Node '${node.id}' cannot emit '${type}' events: the library writes them (run and node lifecycle, routes, the Backpack's and the runtime's events); ` +
+          'a node emits model.*, tool.*, memory.* and custom events',
+      );
+    }
+    if (input.namespace !== undefined && !ownOrInside(this.#namespace, input.namespace)) {
+      throw new TypeError(`Node '${node.id}' in namespace '${this.#namespace}' cannot emit events for namespace '${input.namespace}'`);
+    }
     const execution = currentExecution.getStore();
-    const own = execution?.node === node ? execution : undefined;
-    return this.#streamer.emit({
-      type: input.type,
-      payload: input.payload,
-      namespace: input.namespace ?? this.#namespace,
-      nodeId: node.id,
-      nodeName: node.constructor.name,
-      runId: own?.scope.runId,
-      spanId: own?.spanId,
-      parentSpanId: own?.scope.spanId,
-    });
+    if (execution?.node !== node || execution.ended) {
+      const where = execution?.node === node
+        ? 'its execution ended (a timer or a promise left running after post returned)'
+        : execution === undefined ? 'it is not running' : `it is not running (this is an execution of node '${execution.node.id}')`;
+      throw new TypeError(`Node '${node.id}' (namespace '${this.#namespace}') cannot emit '${type}': ${where}; a node emits from its prep, exec or post, before they return`);
+    }
+    return this.#streamer.emit(nodeEvent(execution, type, input.payload, input.namespace ?? this.#namespace));
   }
 
   /** Subscribes to visible events of `type` (or every type with `'*'`); returns the unsubscribe function. */
@@ -122,14 +145,18 @@ export class NodeEventView {
   }
 
   /**
-   * Wraps a subscriber: it sees only visible events, and runs outside the execution that emitted the event (so a
-   * subscriber never acts inside another node's execution).
+   * Wraps a subscriber: it sees only visible events, and runs in the execution of this node it was subscribed from
+   * (so what it emits is the node's, in its span, and refused once that execution ended), or outside any execution
+   * if subscribed outside one; never in the execution that emitted the event (a subscriber never acts inside another
+   * node's execution).
    */
   #guard(handler: EventHandler): EventHandler {
+    const running = currentExecution.getStore();
+    const own = running?.node === this.#node ? running : undefined;
     return (event) => {
       if (!this.visible(event)) return undefined;
       const shown = seen(event);
-      return currentExecution.exit(() => handler(shown));
+      return own === undefined ? currentExecution.exit(() => handler(shown)) : currentExecution.run(own, () => handler(shown));
     };
   }
 }

@@ -20,6 +20,11 @@ export interface NodeExecution {
   failedAttempts: number;
   /** Interrupts this execution has reached so far (answered or not). */
   interrupts: number;
+  /**
+   * Set when the execution's prep, exec and post are over (it returned or threw). Async context carries the execution
+   * into timers and promises the node left running; they find it ended, so nothing they do is taken as part of it.
+   */
+  ended: boolean;
 }
 
 /** The execution the current async context belongs to. */

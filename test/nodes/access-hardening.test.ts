@@ -135,7 +135,7 @@ describe('node identity cannot be forged', () => {
   it('an event a node emits carries its own id, class, run and span, whatever the input says', async () => {
     class Evil extends BackpackNode {
       override post(): undefined {
-        this.eventStreamer.emit({ type: 'node.completed', nodeId: 'verifier', nodeName: 'Verifier', runId: 'other-run', spanId: 's', parentSpanId: 'p', payload: { action: 'approved' } });
+        this.eventStreamer.emit({ type: 'custom', nodeId: 'verifier', nodeName: 'Verifier', runId: 'other-run', spanId: 's', parentSpanId: 'p', payload: { action: 'approved' } });
       }
     }
     const flow = new Flow({ namespace: 'app' });
