@@ -125,6 +125,7 @@ export class NodeRegistrar {
 }
 
 let childRegistrar: (handle: BackpackHandle) => NodeRegistrar;
+let closer: (handle: BackpackHandle) => void;
 
 /**
  * The registrar of the nodes of a flow that runs inside `handle`'s node (see {@link BackpackHandle.registerChild}).
@@ -140,9 +141,24 @@ export class BackpackHandle {
   readonly #actor: Actor;
   readonly #ctx: OpContext;
   readonly #identity: Readonly<NodeIdentity>;
+  /** Cleared by {@link closeHandle} when the node execution it was made for ends. */
+  #open = true;
 
   static {
     childRegistrar = (handle) => new NodeRegistrar(handle.#ops, handle.#actor);
+    closer = (handle) => {
+      handle.#open = false;
+    };
+  }
+
+  /** Throws once the handle is closed: a timer or promise the node left running must not act in a later step. */
+  #live(): void {
+    if (!this.#open) {
+      throw new BackpackError(
+        `Node '${this.#identity.nodeId}': its backpack handle is closed, its execution ended (a timer or a promise left running after prep, exec or post returned); use the handle passed to the running execution`,
+        { nodeId: this.#identity.nodeId },
+      );
+    }
   }
 
   /** @internal Handles are made by the Backpack; a handle built over anything else reaches nothing. */
@@ -173,58 +189,69 @@ export class BackpackHandle {
 
   /** Packs `value` under `key` as this node. */
   pack(key: string, value: unknown, options?: HandlePackOptions): void {
+    this.#live();
     this.#noSpoofing('pack', key, options as Spoofable);
     this.#ops.pack(this.#actor, this.#ctx, key, value, options);
   }
 
   /** The value under `key` if this node may read it (see `Backpack.unpack`). */
   unpack<V = unknown>(key: string): V | undefined {
+    this.#live();
     return this.#ops.unpack(this.#actor, this.#ctx, key, false) as V | undefined;
   }
 
   /** The value under `key`; throws KeyNotFoundError or AccessDeniedError (see `Backpack.unpackRequired`). */
   unpackRequired<V = unknown>(key: string): V {
+    this.#live();
     return this.#ops.unpack(this.#actor, this.#ctx, key, true) as V;
   }
 
   /** The value under `key` if this node may read it, without a commit, log entry or event. */
   peek<V = unknown>(key: string): V | undefined {
+    this.#live();
     return this.#ops.peek(this.#actor, key) as V | undefined;
   }
 
   /** True when `key` is active and this node may read it. */
   has(key: string): boolean {
+    this.#live();
     return this.#ops.getItem(this.#actor, key) !== undefined;
   }
 
   /** Active keys this node may read, in first-pack order. */
   keys(): string[] {
+    this.#live();
     return this.#ops.keys(this.#actor);
   }
 
   /** The item under `key` with metadata, if this node may read it (no commit). */
   getItem(key: string): BackpackItem | undefined {
+    this.#live();
     return this.#ops.getItem(this.#actor, key);
   }
 
   /** Values of readable items whose source namespace matches `pattern` (D5). */
   unpackByNamespace(pattern: string): Record<string, unknown> {
+    this.#live();
     return this.#ops.unpackByNamespace(this.#actor, this.#ctx, pattern);
   }
 
   /** Readable items (with metadata) whose source namespace matches `pattern` (D5). */
   getItemsByNamespace(pattern: string): BackpackItem[] {
+    this.#live();
     return this.#ops.getItemsByNamespace(this.#actor, pattern);
   }
 
   /** Deletes `key` as this node; false when it is not active, or this node may not read it (whether or not it existed). */
   delete(key: string, options?: { nodeId?: string }): boolean {
+    this.#live();
     this.#noSpoofing('delete', key, options);
     return this.#ops.delete(this.#actor, this.#ctx, key);
   }
 
   /** Quarantines `key` as this node (D10); false when it is not active, or this node may not read it (whether or not it existed). */
   quarantine(key: string, options: { reason: string; nodeId?: string }): boolean {
+    this.#live();
     this.#noSpoofing('quarantine', key, options);
     return this.#ops.quarantine(this.#actor, this.#ctx, key, options);
   }
@@ -234,8 +261,17 @@ export class BackpackHandle {
    * under this node's, and this node's rules bound its own. Flows built on this handle call it for their nodes.
    */
   registerChild(node: NodeRegistration): NodeBinding {
+    this.#live();
     return new NodeBinding(this.#ops, this.#ops.register(node, this.#actor), this.#ctx?.runId);
   }
+}
+
+/**
+ * Closes `handle`: every later operation through it throws. Called by the nodes layer when the node execution the
+ * handle was made for ends. Not exported from the package.
+ */
+export function closeHandle(handle: BackpackHandle): void {
+  closer(handle);
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).

@@ -1,6 +1,6 @@
 import type { ZodType } from 'zod';
 import type { BackpackHandle, NodePermissions } from '../backpack/index.js';
-import type { RegisteredNode } from '../backpack/handle.js';
+import { closeHandle, type RegisteredNode } from '../backpack/handle.js';
 import { newSpanId, StreamEventType, type InterruptInfo, type StreamEventTypeValue } from '../events/index.js';
 import { BaseNode, FlowError, FlowSignal, Node, type Attempt, type RouteOptions, type RunScope } from '../flow/index.js';
 import { checkSegments, encodeValue } from '../backpack/index.js';
@@ -466,6 +466,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       throw error;
     } finally {
       execution.ended = true;
+      closeHandle(execution.handle);
     }
   }
 
