@@ -6,6 +6,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { colors as pc } from './colors.js';
+import { terminalText as t } from '../events/terminal-text.js';
 import { ContextEngine, ContextError, type CompositionSource, type ContextView, type SynthesisPolicy } from '../context/index.js';
 
 /** Bad command-line usage: exit code 2. */
@@ -39,15 +40,16 @@ async function engine(): Promise<ContextEngine> {
   }
   if (!isDir) throw new ContextError('INVALID_ARGUMENT', `workspace ${dir} is not a directory`, { workspace: dir });
   // Damage to a journal is told on stderr by every command that reads from it (see ContextEngineOptions.onWarning).
-  return ContextEngine.open(dir, { onWarning: (message) => process.stderr.write(`${program.name()}: warning: ${message}\n`) });
+  return ContextEngine.open(dir, { onWarning: (message) => process.stderr.write(`${program.name()}: warning: ${t(message)}\n`) });
 }
 
 function print(json: unknown, human: () => string): void {
   process.stdout.write(globals().json ? `${JSON.stringify(json, null, 2)}\n` : `${human()}\n`);
 }
 
+/** A workspace path as the human output prints it (through terminalText: a file name may hold any character). */
 function show(path: string): string {
-  return path === '' ? '.' : path;
+  return path === '' ? '.' : t(path);
 }
 
 function integer(name: string): (value: string) => number {
@@ -102,8 +104,8 @@ program
     print(report, () =>
       [
         report.ok ? pc.green('ok') : pc.red(`${report.errors.length} error(s)`),
-        ...report.errors.map((e) => pc.red(`error: ${e}`)),
-        ...report.warnings.map((w) => pc.yellow(`warning: ${w}`)),
+        ...report.errors.map((e) => pc.red(`error: ${t(e)}`)),
+        ...report.warnings.map((w) => pc.yellow(`warning: ${t(w)}`)),
       ].join('\n'),
     );
     if (!report.ok) process.exitCode = 1;
@@ -114,7 +116,7 @@ program
   .description('accept what a damaged journal lost: keep it aside and continue from the state that survives')
   .action(async () => {
     const { repaired } = await (await engine()).repair();
-    print({ repaired }, () => (repaired.length === 0 ? 'nothing to repair' : repaired.join('\n')));
+    print({ repaired }, () => (repaired.length === 0 ? 'nothing to repair' : repaired.map((r) => t(r)).join('\n')));
   });
 
 program
@@ -143,9 +145,9 @@ program
       const frames = ctx.frames.map((f) => ({ frameId: f.frameId, type: f.type, agentId: f.agentId, content: f.content }));
       print({ nodeId: ctx.nodeId, path: ctx.nodeRecord.path, type: ctx.nodeRecord.kind, frames, frameCount: ctx.frameCount }, () =>
         [
-          `${pc.bold(show(ctx.nodeRecord.path))} ${pc.dim(ctx.nodeRecord.kind)} ${ctx.nodeId}`,
+          `${pc.bold(show(ctx.nodeRecord.path))} ${pc.dim(t(ctx.nodeRecord.kind))} ${t(ctx.nodeId)}`,
           `${ctx.frameCount} frame(s)${frames.length < ctx.frameCount ? `, ${frames.length} shown` : ''}`,
-          ...frames.map((f) => `${pc.cyan(f.type)} ${pc.dim(f.agentId)} ${f.frameId}\n${indent(f.content)}`),
+          ...frames.map((f) => `${pc.cyan(t(f.type))} ${pc.dim(t(f.agentId))} ${t(f.frameId)}\n${indent(f.content)}`),
         ].join('\n'),
       );
     },
@@ -159,7 +161,7 @@ program
   .action(async (node: string, frameFile: string, opts: { agent: string; type?: string }) => {
     const frame = readFrameFile(frameFile, opts.type);
     const frameId = await (await engine()).putFrame(node, frame, opts.agent);
-    print({ frameId }, () => frameId);
+    print({ frameId }, () => t(frameId));
   });
 
 program
@@ -187,7 +189,7 @@ program
         policy = { kind: opts.policy as 'concatenation' | 'summarization', sourceType: opts.sourceType };
       }
       const frameId = await (await engine()).synthesizeBranch(node, opts.type, opts.agent, policy);
-      print({ frameId }, () => frameId);
+      print({ frameId }, () => t(frameId));
     },
   );
 
@@ -200,9 +202,9 @@ program
     print({ regenerated: r.regenerated }, () =>
       [
         `${r.regenerated.length} frame(s) regenerated`,
-        ...r.regenerated,
-        ...r.needsAgent.map((h) => pc.yellow(`needs its agent: ${h.type} on ${show(h.path)} (${h.frameId})`)),
-        ...r.markedStale.map((h) => pc.yellow(`marked stale: ${h.type} on ${show(h.path)}`)),
+        ...r.regenerated.map((id) => t(id)),
+        ...r.needsAgent.map((h) => pc.yellow(`needs its agent: ${t(h.type)} on ${show(h.path)} (${t(h.frameId)})`)),
+        ...r.markedStale.map((h) => pc.yellow(`marked stale: ${t(h.type)} on ${show(h.path)}`)),
       ].join('\n'),
     );
   });
@@ -212,7 +214,7 @@ program
   .description("mark a node's heads stale")
   .action(async (node: string) => {
     const r = await (await engine()).invalidate(node);
-    print(r, () => `${r.invalidated.length} head(s) marked stale${r.invalidated.map((h) => `\n${h.type} on ${show(h.path)}`).join('')}`);
+    print(r, () => `${r.invalidated.length} head(s) marked stale${r.invalidated.map((h) => `\n${t(h.type)} on ${show(h.path)}`).join('')}`);
   });
 
 program
@@ -223,7 +225,7 @@ program
     const frames = await (await engine()).listFrames(node, { type: opts.type });
     print(
       frames.map((f) => ({ frameId: f.frameId, type: f.type, agentId: f.agentId })),
-      () => (frames.length === 0 ? 'no frames' : frames.map((f) => `${f.frameId} ${pc.cyan(f.type)} ${pc.dim(f.agentId)}${f.isHead ? pc.green(' head') : ''}`).join('\n')),
+      () => (frames.length === 0 ? 'no frames' : frames.map((f) => `${t(f.frameId)} ${pc.cyan(t(f.type))} ${pc.dim(t(f.agentId))}${f.isHead ? pc.green(' head') : ''}`).join('\n')),
     );
   });
 
@@ -233,7 +235,7 @@ program
   .requiredOption('--type <t>', 'frame type')
   .action(async (node: string, opts: { type: string }) => {
     const frameId = await (await engine()).getHead(node, opts.type);
-    print({ frameId }, () => frameId ?? 'none');
+    print({ frameId }, () => t(frameId ?? 'none'));
   });
 
 const agent = program.command('agent').description('manage agents');
@@ -244,7 +246,7 @@ agent
   .option('--capability <type>', 'frame type the agent may write (repeatable; default any)', collect)
   .action(async (id: string, opts: { role: 'reader' | 'writer' | 'synthesis'; capability?: string[] }) => {
     const identity = await (await engine()).registerAgent({ agentId: id, role: opts.role, capabilities: opts.capability });
-    print(identity, () => `${identity.agentId} ${pc.cyan(identity.role)}`);
+    print(identity, () => `${t(identity.agentId)} ${pc.cyan(t(identity.role))}`);
   });
 agent
   .command('list')
@@ -252,7 +254,7 @@ agent
   .action(async () => {
     const agents = await (await engine()).listAgents();
     print(agents, () =>
-      agents.length === 0 ? 'no agents' : agents.map((a) => `${a.agentId} ${pc.cyan(a.role)}${a.capabilities.length ? ` [${a.capabilities.join(', ')}]` : ''}`).join('\n'),
+      agents.length === 0 ? 'no agents' : agents.map((a) => `${t(a.agentId)} ${pc.cyan(t(a.role))}${a.capabilities.length ? ` [${t(a.capabilities.join(', '))}]` : ''}`).join('\n'),
     );
   });
 
@@ -295,8 +297,8 @@ program
       print({ nodeId: c.nodeId, path: c.path, frames, candidates: c.candidates, skipped: c.skipped }, () =>
         [
           `${frames.length} of ${c.candidates} candidate frame(s)`,
-          ...frames.map((f) => `${pc.cyan(f.type)} ${show(f.path)} ${pc.dim(`${f.source} ${f.agentId}`)} ${f.frameId}\n${indent(f.content)}`),
-          ...c.skipped.map((s) => pc.yellow(`skipped ${s.ref}: ${s.reason}`)),
+          ...frames.map((f) => `${pc.cyan(t(f.type))} ${show(f.path)} ${pc.dim(t(`${f.source} ${f.agentId}`))} ${t(f.frameId)}\n${indent(f.content)}`),
+          ...c.skipped.map((s) => pc.yellow(`skipped ${t(s.ref)}: ${t(s.reason)}`)),
         ].join('\n'),
       );
     },
@@ -312,11 +314,11 @@ program
     const watcher = await eng.watch(
       (event) => {
         if (globals().json) process.stdout.write(`${JSON.stringify(event)}\n`);
-        else process.stdout.write(`${pc.bold('root')} ${event.root}\n${event.changedPaths.map((p) => `  ${show(p)}`).join('\n')}\n`);
+        else process.stdout.write(`${pc.bold('root')} ${t(event.root)}\n${event.changedPaths.map((p) => `  ${show(p)}`).join('\n')}\n`);
       },
-      { debounceMs: opts.debounce, onError: (error) => process.stderr.write(`context watch: ${(error as Error).message}\n`) },
+      { debounceMs: opts.debounce, onError: (error) => process.stderr.write(`context watch: ${t((error as Error).message)}\n`) },
     );
-    if (!globals().json) process.stdout.write(`watching ${eng.workspaceRoot} (Ctrl-C to stop)\n`);
+    if (!globals().json) process.stdout.write(`watching ${t(eng.workspaceRoot)} (Ctrl-C to stop)\n`);
     await new Promise<void>((done) => {
       const stop = () => void watcher.close().then(done);
       process.once('SIGINT', stop);
@@ -358,11 +360,9 @@ function parseView(text: string): ContextView {
   return view as ContextView;
 }
 
+/** Frame content, each line indented (through terminalText: the content is any text an agent wrote). */
 function indent(text: string): string {
-  return text
-    .split('\n')
-    .map((line) => `  ${line}`)
-    .join('\n');
+  return `  ${t(text, { continuation: '  ' })}`;
 }
 
 /**
@@ -380,11 +380,11 @@ export async function runContextCli(argv: readonly string[], name = 'backpackflo
       return error.exitCode === 0 ? 0 : 2;
     }
     if (error instanceof UsageError) {
-      process.stderr.write(`${name}: ${error.message}\n`);
+      process.stderr.write(`${name}: ${t(error.message)}\n`);
       return 2;
     }
     const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`${name}: ${message}\n`);
+    process.stderr.write(`${name}: ${t(message)}\n`);
     return 1;
   }
 }

@@ -1,5 +1,6 @@
 import { createColors } from 'picocolors';
 import type { EventStreamer } from './streamer.js';
+import { terminalText } from './terminal-text.js';
 import { StreamEventType, type ErrorSummary, type EventPayloadMap, type StreamEvent } from './types.js';
 
 /** Options of {@link FlowVisualizer}. */
@@ -15,9 +16,11 @@ export interface FlowVisualizerOptions {
 type Colors = ReturnType<typeof createColors>;
 
 const INDENT = '│  ';
-/** C0 and C1 control characters except tab and newline: never written to the terminal from model output. */
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARACTERS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+/** Recorded text (ids, keys, messages, actions) as the trace prints it: see terminalText. */
+function t(value: unknown): string {
+  return terminalText(String(value));
+}
 
 /**
  * Prints the live, hierarchical trace of flow runs (PRD-004 §8.2): one line per run, node start and end, retry,
@@ -34,7 +37,9 @@ const CONTROL_CHARACTERS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
  * │  │  → route default: search → analysis
  * ```
  *
- * Errors are red when colored; with `color: false` the output holds no ANSI codes at all.
+ * Errors are red when colored; with `color: false` the output holds no ANSI codes at all. Every text the run
+ * supplies (ids, names, keys, messages, actions, model output) goes through {@link terminalText}: no control or
+ * bidirectional character of it reaches the terminal.
  */
 export class FlowVisualizer {
   readonly #output: NodeJS.WritableStream;
@@ -66,7 +71,7 @@ export class FlowVisualizer {
    * Tokens as they arrive: the first delta of a model call opens a line (`✎ <model> (<purpose>): `) and each delta
    * is written to it at once; the line ends when anything else is printed or the call completes, and a later delta
    * of the same call opens a continuation line (`✎ … `). Control characters (ANSI escapes a model might emit) are
-   * not written; a newline in the text continues at the line's indentation.
+   * shown as escapes (terminalText); a newline in the text continues at the line's indentation.
    */
   #delta(event: StreamEvent, depth: number): void {
     const p = event.payload as { delta?: unknown; model?: unknown; purpose?: unknown; attempt?: unknown };
@@ -76,12 +81,12 @@ export class FlowVisualizer {
     if (this.#streaming?.key !== key) {
       this.#endStream();
       const continued = this.#streamed.has(key);
-      const label = continued ? '… ' : `${String(p.model ?? 'model')}${p.purpose === undefined ? '' : ` (${String(p.purpose)})`}: `;
+      const label = continued ? '… ' : `${t(p.model ?? 'model')}${p.purpose === undefined ? '' : ` (${t(p.purpose)})`}: `;
       this.#output.write(`${indent}${this.#c.magenta('✎')} ${this.#c.dim(label)}`);
       this.#streaming = { key, indent };
       this.#streamed.add(key);
     }
-    const text = p.delta.replace(CONTROL_CHARACTERS, '').replace(/\n/g, `\n${indent}   `);
+    const text = terminalText(p.delta, { continuation: `${indent}   ` });
     this.#output.write(text);
   }
 
@@ -137,13 +142,13 @@ export class FlowVisualizer {
   /** The line for `event` (without indentation), or undefined for events the trace does not show. */
   #describe(event: StreamEvent): string | undefined {
     const c = this.#c;
-    const name = event.nodeName ?? event.nodeId ?? '(node)';
+    const name = t(event.nodeName ?? event.nodeId ?? '(node)');
     switch (event.type) {
       case StreamEventType.RUN_START: {
         const p = event.payload as Partial<EventPayloadMap['run.started']>;
-        const flow = p.flowNamespace || event.namespace || '(root flow)';
-        const origin = p.forkedFrom ? c.yellow(` (fork of ${p.forkedFrom.runId} at step ${p.forkedFrom.step})`) : p.resumed ? c.yellow(' (resumed)') : '';
-        return `${c.bold('▶ run')} ${c.bold(flow)} ${c.dim(event.runId)}${origin}`;
+        const flow = t(p.flowNamespace || event.namespace || '(root flow)');
+        const origin = p.forkedFrom ? c.yellow(` (fork of ${t(p.forkedFrom.runId)} at step ${t(p.forkedFrom.step)})`) : p.resumed ? c.yellow(' (resumed)') : '';
+        return `${c.bold('▶ run')} ${c.bold(flow)} ${c.dim(t(event.runId))}${origin}`;
       }
       case StreamEventType.RUN_END: {
         const p = event.payload as Partial<EventPayloadMap['run.completed']>;
@@ -151,7 +156,7 @@ export class FlowVisualizer {
       }
       case StreamEventType.RUN_WAITING: {
         const p = event.payload as Partial<EventPayloadMap['run.waiting']>;
-        return c.yellow(`■ run waiting${steps(p.steps)}${separated(formatDuration(p.durationMs))}: ${p.interrupt?.nodeId ?? '?'} asks ${JSON.stringify(p.interrupt?.payload)}`);
+        return c.yellow(`■ run waiting${steps(p.steps)}${separated(formatDuration(p.durationMs))}: ${t(p.interrupt?.nodeId ?? '?')} asks ${t(JSON.stringify(p.interrupt?.payload))}`);
       }
       case StreamEventType.NODE_INTERRUPT:
         return `${c.yellow('?')} ${name} ${c.yellow('interrupted')}`;
@@ -160,7 +165,7 @@ export class FlowVisualizer {
         return c.red(`■ run failed${steps(p.steps)}${separated(formatDuration(p.durationMs))}: ${formatError(p.error)}`);
       }
       case StreamEventType.NODE_START:
-        return `${c.cyan('⚙')} ${c.bold(name)}${event.namespace ? ` ${c.dim(event.namespace)}` : ''}`;
+        return `${c.cyan('⚙')} ${c.bold(name)}${event.namespace ? ` ${c.dim(t(event.namespace))}` : ''}`;
       case StreamEventType.NODE_END: {
         const p = event.payload as Partial<EventPayloadMap['node.completed']>;
         return `${c.green('✓')} ${name}${duration(c, p.durationMs)}${action(c, p.action)}`;
@@ -168,40 +173,40 @@ export class FlowVisualizer {
       case StreamEventType.NODE_RETRY: {
         const p = event.payload as Partial<EventPayloadMap['node.retry']>;
         const wait = typeof p.delayMs === 'number' ? `; retrying in ${formatMs(p.delayMs)}` : '; retrying';
-        return c.yellow(`↻ attempt ${p.attempt ?? '?'}/${p.maxRetries ?? '?'} failed: ${formatError(p.error)}${wait}`);
+        return c.yellow(`↻ attempt ${t(p.attempt ?? '?')}/${t(p.maxRetries ?? '?')} failed: ${formatError(p.error)}${wait}`);
       }
       case StreamEventType.ERROR: {
         const p = event.payload as Partial<EventPayloadMap['error']>;
         const who = event.nodeName ?? event.nodeId;
-        return c.red(`✗ ${who === undefined ? '' : `${who} `}failed${p.phase ? ` in ${p.phase}` : ''}: ${formatError(p.error)}`);
+        return c.red(`✗ ${who === undefined ? '' : `${t(who)} `}failed${p.phase ? ` in ${t(p.phase)}` : ''}: ${formatError(p.error)}`);
       }
       case StreamEventType.ROUTE: {
         const p = event.payload as Partial<EventPayloadMap['route.taken']>;
-        return c.cyan(`→ route ${p.action}: ${p.from} → ${p.to}`);
+        return c.cyan(`→ route ${t(p.action)}: ${t(p.from)} → ${t(p.to)}`);
       }
       case StreamEventType.ROUTE_MISSING: {
         const p = event.payload as Partial<EventPayloadMap['route.missing']>;
-        const available = p.available && p.available.length > 0 ? p.available.join(', ') : 'none';
-        return c.yellow(`⚠ no route for '${p.action}' from ${p.from} (available: ${available}); the flow ends here`);
+        const available = p.available && p.available.length > 0 ? t(p.available.join(', ')) : 'none';
+        return c.yellow(`⚠ no route for '${t(p.action)}' from ${t(p.from)} (available: ${available}); the flow ends here`);
       }
       case StreamEventType.BACKPACK_QUARANTINE: {
         const p = event.payload as Partial<EventPayloadMap['backpack.quarantined']>;
-        return c.magenta(`⊘ quarantined ${p.key}: ${p.reason}`);
+        return c.magenta(`⊘ quarantined ${t(p.key)}: ${t(p.reason)}`);
       }
       case StreamEventType.ACCESS_DENIED: {
         const p = event.payload as Partial<EventPayloadMap['access.denied']>;
-        return c.magenta(`⛔ access denied: ${name} may not ${p.operation} ${p.key} (${p.rule})`);
+        return c.magenta(`⛔ access denied: ${name} may not ${t(p.operation)} ${t(p.key)} (${t(p.rule)})`);
       }
       case StreamEventType.BACKPACK_PACK: {
         if (!this.#showBackpack) return undefined;
         const p = event.payload as Partial<EventPayloadMap['backpack.packed']>;
-        const tags = p.tags && p.tags.length > 0 ? c.dim(` [${p.tags.join(', ')}]`) : '';
-        return `${c.blue('+ pack')} ${p.key} v${p.version} = ${p.valueSummary}${tags}`;
+        const tags = p.tags && p.tags.length > 0 ? c.dim(` [${t(p.tags.join(', '))}]`) : '';
+        return `${c.blue('+ pack')} ${t(p.key)} v${t(p.version)} = ${t(p.valueSummary)}${tags}`;
       }
       case StreamEventType.BACKPACK_UNPACK: {
         if (!this.#showBackpack) return undefined;
         const p = event.payload as Partial<EventPayloadMap['backpack.unpacked']>;
-        return `${c.blue('· unpack')} ${p.key}${p.found === false ? c.dim(' (not found)') : ''}`;
+        return `${c.blue('· unpack')} ${t(p.key)}${p.found === false ? c.dim(' (not found)') : ''}`;
       }
       default:
         return undefined;
@@ -224,7 +229,7 @@ function duration(c: Colors, ms: number | undefined): string {
 }
 
 function action(c: Colors, name: string | undefined): string {
-  return name === undefined ? '' : ` → ${c.cyan(name)}`;
+  return name === undefined ? '' : ` → ${c.cyan(t(name))}`;
 }
 
 function formatDuration(ms: number | undefined): string {
@@ -240,5 +245,5 @@ function formatMs(ms: number): string {
 
 function formatError(error: ErrorSummary | undefined): string {
   if (error === undefined) return 'unknown error';
-  return `${error.name}: ${error.message}`.replace(/\s*\n\s*/g, ' ');
+  return t(`${error.name}: ${error.message}`.replace(/\s*\n\s*/g, ' '));
 }

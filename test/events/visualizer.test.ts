@@ -217,7 +217,7 @@ describe('FlowVisualizer: live tokens', () => {
     expect(output.text.slice(before.length)).toBe('│  │  │  ✎ openai:gpt-4o (chat): Tides rise\n│  │  ✓ SearchNode 1.0ms → default\n');
   });
 
-  it('strips control characters (ANSI escapes) from model text, indents its newlines, and continues an interrupted stream on a … line', () => {
+  it('shows control characters (ANSI escapes) of model text as escapes, indents its newlines, and continues an interrupted stream on a … line', () => {
     const streamer = new EventStreamer();
     const output = new Capture();
     new FlowVisualizer(streamer, { output, color: false });
@@ -225,7 +225,7 @@ describe('FlowVisualizer: live tokens', () => {
     streamer.emit(delta('other', {}, 'summary'));
     streamer.emit(delta(' three'));
     // The node's span was not seen start here, so its lines sit one level in.
-    expect(output.text).toBe('│  ✎ openai:gpt-4o (chat): [2Jline one\n│     line two\n│  ✎ openai:gpt-4o (summary): other\n│  ✎ …  three');
+    expect(output.text).toBe('│  ✎ openai:gpt-4o (chat): \\u001b[2Jline one\n│     line\\u0007 two\n│  ✎ openai:gpt-4o (summary): other\n│  ✎ …  three');
     expect(output.text).not.toContain('\u001b');
   });
 });

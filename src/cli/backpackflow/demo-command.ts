@@ -12,6 +12,7 @@ import { CliError } from './errors.js';
 import { recordRecipe } from './recipe.js';
 import { shellQuote } from '../../studio/shell.js';
 import { cliCommand, colors as c, print } from './output.js';
+import { terminalText as t } from '../../events/terminal-text.js';
 
 const DEFAULT_QUESTION = 'how are durable runs checkpointed and resumed?';
 
@@ -90,15 +91,15 @@ export function demoCommand(): Command {
           quarantined: Object.entries(point.state.quarantined).map(([key, q]) => ({ key, reason: q.quarantine.reason })),
           steps: point.step,
         };
-        const d = `${options.dataDir === '.backpackflow' ? '' : ` --data-dir ${options.dataDir}`}${options.session === 'default' ? '' : ` --session ${options.session}`}`;
+        const d = t(`${options.dataDir === '.backpackflow' ? '' : ` --data-dir ${options.dataDir}`}${options.session === 'default' ? '' : ` --session ${options.session}`}`);
         print(options, report, () =>
           [
             '',
-            `${c.bold('question:')} ${report.question}${report.model ? c.dim(` (answered by ${report.model})`) : ''}`,
-            `${c.bold('answer:')}\n${report.answer.text}`,
+            `${c.bold('question:')} ${t(report.question)}${report.model ? c.dim(` (answered by ${t(report.model)})`) : ''}`,
+            `${c.bold('answer:')}\n  ${t(report.answer.text, { continuation: '  ' })}`,
             '',
-            `files: ${report.summaries.written} summarized, ${report.summaries.reused} unchanged; directories ${report.synthesis.mode}: ${report.synthesis.frames}; memory items written: ${report.memory.written}`,
-            ...report.quarantined.map((q) => c.magenta(`quarantined '${q.key}': ${q.reason}`)),
+            `files: ${report.summaries.written} summarized, ${report.summaries.reused} unchanged; directories ${t(String(report.synthesis.mode))}: ${t(String(report.synthesis.frames))}; memory items written: ${report.memory.written}`,
+            ...report.quarantined.map((q) => c.magenta(t(`quarantined '${q.key}': ${q.reason}`))),
             `${c.bold('run id:')} ${report.runId}`,
             '',
             'inspect it:',
@@ -106,7 +107,7 @@ export function demoCommand(): Command {
             `  ${cliCommand()} runs diff ${report.runId} --from 0 --to ${report.steps}${d}`,
             `  ${cliCommand()} runs blame ${report.runId} claim${d}`,
             'or in the browser:',
-            `  ${cliCommand()} studio${d} --workspace ${shellQuote(options.workspace)}`,
+            `  ${cliCommand()} studio${d} --workspace ${t(shellQuote(options.workspace))}`,
           ].join('\n'),
         );
       } finally {

@@ -12,6 +12,7 @@ import type { FlowFileOptions, FlowSourceOptions } from './flow-options.js';
 import { loadFlowFile, loaderWith, openCliRun, parseInput, readFlowFile, recordRunFlow, validateFlow } from './flows.js';
 import { documentCollector, openFlowModule, parseFlowModule, type DocumentSink, type OpenFlow } from './recipe.js';
 import { colors as c, print, type CommonOptions } from './output.js';
+import { terminalText as t } from '../../events/terminal-text.js';
 import { runLive } from './runs.js';
 import { cliPostgresStore, cliStore } from './run-store.js';
 import { RunQueue } from '../../store/postgres/queue.js';
@@ -94,8 +95,8 @@ export async function validateAction(path: string, options: FlowFileOptions & { 
   }
   print(options, { valid: problems.length === 0, errors: problems }, () =>
     problems.length === 0
-      ? `${c.green('✓')} ${path} is a valid flow`
-      : [`${c.red('✗')} ${path}: ${problems.length} problem${problems.length === 1 ? '' : 's'}`, ...problems.map((p) => `  ${c.bold(p.path || '/')}: ${p.message}`)].join('\n'),
+      ? `${c.green('✓')} ${t(path)} is a valid flow`
+      : [`${c.red('✗')} ${t(path)}: ${problems.length} problem${problems.length === 1 ? '' : 's'}`, ...problems.map((p) => `  ${c.bold(t(p.path || '/'))}: ${t(p.message)}`)].join('\n'),
   );
   if (problems.length > 0) process.exitCode = 1;
 }

@@ -20,6 +20,7 @@ import type { FlowSourceOptions } from './flow-options.js';
 import { openFlowModule, parseFlowModule, readRecipe, recordRecipe, type DocumentSink, type OpenFlow, type RecordedDocuments, type RunRecipe } from './recipe.js';
 import { openNewRun, type NewRun } from '../../runtime/index.js';
 import { secretNameTest } from '../../runtime/flow-names.js';
+import { terminalText } from '../../events/terminal-text.js';
 
 /**
  * Reads and parses a flow file of at most `maxBytes` (checked before reading), in chunks: the whole text is not held
@@ -100,7 +101,7 @@ export function validateFlow(loader: FlowLoader, config: unknown): ConfigProblem
 }
 
 function describeProblems(path: string, problems: ConfigProblem[]): string {
-  return `invalid flow ${path} (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  ${p.path || '/'}: ${p.message}`).join('\n')}`;
+  return `invalid flow ${path} (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  ${terminalText(p.path || '/')}: ${terminalText(p.message)}`).join('\n')}`;
 }
 
 /**

@@ -2,7 +2,7 @@
  * What `runs state`, `runs diff`, `runs blame` and `runs events` compute from a stored run. Each returns plain data
  * (what `--json` prints); the human renderers are in render.ts.
  */
-import { decodeValue, summarizeValue, type BackpackState, type JsonValue } from '../../backpack/index.js';
+import { decodeValue, summarizeValue, type BackpackState, type JsonValue, type QuarantinedStateItem } from '../../backpack/index.js';
 import { StreamEventType, isEventOf, type EventPayloadMap, type StreamEvent } from '../../events/index.js';
 
 /** Who wrote a value: the provenance of a Backpack item. */
@@ -123,7 +123,22 @@ function sameItem(a: Item, b: Item): boolean {
   return a.metadata.version === b.metadata.version && a.metadata.timestamp === b.metadata.timestamp && JSON.stringify(a.value) === JSON.stringify(b.value);
 }
 
-/** The changes of the active Backpack between two states, keys in the order they appear (from, then new keys). */
+/**
+ * Whether `to`'s quarantine record of `key` is one made after `from`: a record `from` already held is an old
+ * quarantine (the key was packed again since), not what happened between the two steps.
+ */
+function newQuarantine(from: BackpackState, to: BackpackState, key: string): QuarantinedStateItem | undefined {
+  const q = ownValue(to.quarantined, key);
+  const old = ownValue(from.quarantined, key);
+  if (q === undefined || old === undefined) return q;
+  const same = old.quarantine.timestamp === q.quarantine.timestamp && old.quarantine.reason === q.quarantine.reason && old.quarantine.nodeId === q.quarantine.nodeId && sameItem(old, q);
+  return same ? undefined : q;
+}
+
+/**
+ * The changes of the active Backpack between two states, keys in the order they appear (from, then new keys). A key
+ * is reported quarantined only when `to` holds a quarantine of it that `from` did not (see newQuarantine).
+ */
 export function diffStates(runId: string, from: { step: number; state: BackpackState; warnings?: string[] }, to: { step: number; state: BackpackState; warnings?: string[] }): DiffReport {
   const changes: DiffChange[] = [];
   const before = from.state.items;
@@ -131,7 +146,7 @@ export function diffStates(runId: string, from: { step: number; state: BackpackS
   for (const [key, old] of Object.entries(before)) {
     const now = ownValue(after, key);
     if (now === undefined) {
-      const q = ownValue(to.state.quarantined, key);
+      const q = newQuarantine(from.state, to.state, key);
       changes.push({
         key,
         change: q ? 'quarantined' : 'deleted',
@@ -149,7 +164,7 @@ export function diffStates(runId: string, from: { step: number; state: BackpackS
   }
   // A key written and quarantined between the two steps never was active at either: report its quarantine.
   for (const [key, q] of Object.entries(to.state.quarantined)) {
-    if (Object.hasOwn(before, key) || Object.hasOwn(from.state.quarantined, key)) continue;
+    if (Object.hasOwn(before, key) || newQuarantine(from.state, to.state, key) === undefined) continue;
     changes.push({ key, change: 'quarantined', before: null, after: null, by: provenance(q), quarantine: { reason: q.quarantine.reason, nodeId: q.quarantine.nodeId ?? null } });
   }
   const counts = { added: 0, modified: 0, deleted: 0, quarantined: 0 };

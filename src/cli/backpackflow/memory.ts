@@ -7,6 +7,7 @@ import { cliPostgresStore } from './run-store.js';
 import { nonNegativeInteger } from './arguments.js';
 import { colors as c, print, type CommonOptions } from './output.js';
 import { common } from './common-options.js';
+import { terminalText as t } from '../../events/terminal-text.js';
 
 /** The memory `options` select: the data directory's, or the database's with `--database-url`. */
 function memoryOf(options: CommonOptions): Memory {
@@ -25,7 +26,9 @@ export function memoryCommand(): Command {
       const hits = await store.searchScored(query, options.top);
       const json = hits.map((h) => ({ id: h.item.id, score: h.score, content: h.item.content, keywords: h.item.keywords ?? [], metadata: h.item.metadata ?? {} }));
       print(options, json, () =>
-        hits.length === 0 ? `no memory matches '${query}'` : hits.map((h, i) => `${i + 1}. ${c.dim(`[${h.score.toFixed(3)}] ${h.item.id}`)}\n   ${h.item.content}`).join('\n'),
+        hits.length === 0
+          ? `no memory matches '${t(query)}'`
+          : hits.map((h, i) => `${i + 1}. ${c.dim(`[${h.score.toFixed(3)}] ${t(h.item.id)}`)}\n   ${t(h.item.content, { continuation: '   ' })}`).join('\n'),
       );
     });
 

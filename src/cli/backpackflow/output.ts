@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { colors } from '../colors.js';
+import { terminalText } from '../../events/terminal-text.js';
 
 export { colors };
 
@@ -15,11 +16,14 @@ export interface CommonOptions {
 
 const warned = new Set<string>();
 
-/** Prints a warning on stderr (once per message), e.g. lines of a damaged log that were not served. */
+/**
+ * Prints a warning on stderr (once per message), e.g. lines of a damaged log that were not served. The message may
+ * quote stored text (keys, paths, ids): it is printed through terminalText, one line.
+ */
 export function warn(message: string): void {
   if (warned.has(message)) return;
   warned.add(message);
-  process.stderr.write(`backpackflow: warning: ${message}\n`);
+  process.stderr.write(`backpackflow: warning: ${terminalText(message)}\n`);
 }
 
 /** Forgets which warnings were printed: for a process that runs `main` more than once (the tests run it in-process). */
@@ -50,8 +54,9 @@ export function formatMs(ms: number | undefined): string {
   return `${(ms / 1000).toFixed(2)}s`;
 }
 
-/** Left-aligned columns separated by two spaces. */
-export function table(header: string[], rows: string[][]): string {
+/** Left-aligned columns separated by two spaces; every cell is data, printed through terminalText. */
+export function table(header: string[], unsafeRows: string[][]): string {
+  const rows = unsafeRows.map((row) => row.map((cell) => terminalText(cell)));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
   return [colors.bold(line(header)), ...rows.map(line)].join('\n');

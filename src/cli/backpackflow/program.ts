@@ -53,6 +53,16 @@ export async function buildProgram(argv: readonly string[] = []): Promise<Comman
   return program;
 }
 
+/**
+ * An error message as the last line on stderr prints it: it may quote a node's error or stored text, so it goes
+ * through terminalText (loaded here: `--help` loads nothing of events/); a message of several lines (every problem
+ * of a flow file) keeps them, each indented under the first.
+ */
+async function errorLine(message: string): Promise<string> {
+  const { terminalText } = await import('../../events/terminal-text.js');
+  return terminalText(message, { continuation: '  ' });
+}
+
 /** Runs the CLI with `argv` (as process.argv) and returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
   // `context ...` is the context engine's own command line: everything after the word is its arguments.
@@ -81,11 +91,11 @@ export async function main(argv: string[]): Promise<number> {
       return error.exitCode === 0 ? 0 : 2;
     }
     if (error instanceof UsageError) {
-      process.stderr.write(`backpackflow: ${error.message}\n`);
+      process.stderr.write(`backpackflow: ${await errorLine(error.message)}\n`);
       return 2;
     }
     const message = error instanceof CliError ? error.message : error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    process.stderr.write(`backpackflow: ${message}\n`);
+    process.stderr.write(`backpackflow: ${await errorLine(message)}\n`);
     return 1;
   }
 }

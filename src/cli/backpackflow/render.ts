@@ -3,11 +3,12 @@ import type { StreamEvent } from '../../events/index.js';
 import type { RunVerification } from '../../runtime/index.js';
 import type { RunMeta } from '../../store/index.js';
 import type { BlameReport, DiffReport, EventsPage, Provenance, StateReport } from './inspect.js';
+import { terminalText as t } from '../../events/terminal-text.js';
 import { colors as c, formatMs, table } from './output.js';
 
 function who(p: Provenance): string {
   if (p.nodeId === null && p.namespace === null) return '(input)';
-  return `${p.nodeId ?? '?'}${p.namespace ? ` @ ${p.namespace}` : ''}`;
+  return t(`${p.nodeId ?? '?'}${p.namespace ? ` @ ${p.namespace}` : ''}`);
 }
 
 function time(ms: number): string {
@@ -17,7 +18,7 @@ function time(ms: number): string {
 /** `runs list`. */
 export function renderRuns(runs: RunMeta[]): string {
   if (runs.length === 0) return 'no runs';
-  const damaged = runs.filter((r) => r.damaged !== undefined).map((r) => c.red(`damaged run ${r.runId}: ${r.damaged}`));
+  const damaged = runs.filter((r) => r.damaged !== undefined).map((r) => c.red(t(`damaged run ${r.runId}: ${r.damaged}`)));
   const listing = table(
     ['RUN', 'SESSION', 'STATUS', 'NODE RUNS', 'EVENTS', 'ERRORS', 'STARTED', 'DURATION'],
     runs.map((r) => [
@@ -39,26 +40,26 @@ export function renderVerification(report: RunVerification): string {
   const log = report.log;
   const head =
     report.status === 'verified'
-      ? `${c.green('✓')} run ${report.runId}: verified (${log.lines} events, chain ${log.chainHead?.slice(0, 16) ?? ''}…, ${report.keyframes.length} keyframe${report.keyframes.length === 1 ? '' : 's'})`
+      ? `${c.green('✓')} run ${t(report.runId)}: verified (${log.lines} events, chain ${log.chainHead?.slice(0, 16) ?? ''}…, ${report.keyframes.length} keyframe${report.keyframes.length === 1 ? '' : 's'})`
       : report.status === 'unverifiable'
-        ? `${c.yellow('?')} run ${report.runId}: unverifiable: no chain (${log.lines} events, written before chain hashes existed)`
-        : `${c.red('✗')} run ${report.runId}: damaged${log.firstBadLine !== undefined ? ` (first line that disagrees: ${log.firstBadLine})` : ''}`;
-  return [head, ...report.problems.map((p) => `  ${p}`)].join('\n');
+        ? `${c.yellow('?')} run ${t(report.runId)}: unverifiable: no chain (${log.lines} events, written before chain hashes existed)`
+        : `${c.red('✗')} run ${t(report.runId)}: damaged${log.firstBadLine !== undefined ? ` (first line that disagrees: ${log.firstBadLine})` : ''}`;
+  return [head, ...report.problems.map((p) => `  ${t(p)}`)].join('\n');
 }
 
 /** `runs state`. */
 export function renderState(report: StateReport): string {
-  const where = report.position.length ? `next: ${report.position.join(' › ')}` : 'run ended';
-  const lines = [`${c.bold(`backpack of ${report.runId} at step ${report.step}`)} ${c.dim(`(${where})`)}`];
+  const where = report.position.length ? `next: ${t(report.position.join(' › '))}` : 'run ended';
+  const lines = [`${c.bold(`backpack of ${t(report.runId)} at step ${report.step}`)} ${c.dim(`(${where})`)}`];
   if (report.items.length === 0) lines.push(c.dim('(empty)'));
   for (const item of report.items) {
-    lines.push(`${c.bold(item.key)} = ${item.summary}`);
-    lines.push(c.dim(`    v${item.provenance.version} by ${who(item.provenance)} at ${time(item.provenance.timestamp)}${item.provenance.tags.length ? ` [${item.provenance.tags.join(', ')}]` : ''}`));
+    lines.push(`${c.bold(t(item.key))} = ${t(item.summary)}`);
+    lines.push(c.dim(`    v${item.provenance.version} by ${who(item.provenance)} at ${time(item.provenance.timestamp)}${item.provenance.tags.length ? ` [${t(item.provenance.tags.join(', '))}]` : ''}`));
   }
   if (report.quarantined.length) lines.push(c.magenta('quarantined:'));
   for (const item of report.quarantined) {
-    lines.push(`${c.magenta(`⊘ ${item.key}`)} = ${item.summary}`);
-    lines.push(c.dim(`    v${item.provenance.version} by ${who(item.provenance)}; quarantined by ${item.quarantine.nodeId ?? '?'}: ${item.quarantine.reason}`));
+    lines.push(`${c.magenta(`⊘ ${t(item.key)}`)} = ${t(item.summary)}`);
+    lines.push(c.dim(`    v${item.provenance.version} by ${who(item.provenance)}; quarantined by ${t(item.quarantine.nodeId ?? '?')}: ${t(item.quarantine.reason)}`));
   }
   return lines.join('\n');
 }
@@ -67,22 +68,22 @@ export function renderState(report: StateReport): string {
 export function renderDiff(report: DiffReport): string {
   const { added, modified, deleted, quarantined } = report.counts;
   const lines = [
-    c.bold(`diff of ${report.runId}, step ${report.from} → ${report.to}: ${added} added, ${modified} modified, ${deleted} deleted, ${quarantined} quarantined`),
+    c.bold(`diff of ${t(report.runId)}, step ${report.from} → ${report.to}: ${added} added, ${modified} modified, ${deleted} deleted, ${quarantined} quarantined`),
   ];
   for (const change of report.changes) {
     switch (change.change) {
       case 'added':
-        lines.push(`${c.green(`+ ${change.key}`)} = ${change.after}  ${c.dim(`by ${who(change.by)}`)}`);
+        lines.push(`${c.green(`+ ${t(change.key)}`)} = ${t(String(change.after))}  ${c.dim(`by ${who(change.by)}`)}`);
         break;
       case 'modified':
-        lines.push(`${c.yellow(`~ ${change.key}`)}: ${change.before} → ${change.after}  ${c.dim(`by ${who(change.by)}`)}`);
+        lines.push(`${c.yellow(`~ ${t(change.key)}`)}: ${t(String(change.before))} → ${t(String(change.after))}  ${c.dim(`by ${who(change.by)}`)}`);
         break;
       case 'deleted':
-        lines.push(`${c.red(`- ${change.key}`)} (was ${change.before}, written by ${who(change.by)})`);
+        lines.push(`${c.red(`- ${t(change.key)}`)} (was ${t(String(change.before))}, written by ${who(change.by)})`);
         break;
       case 'quarantined':
         lines.push(
-          `${c.magenta(`⊘ ${change.key}`)} (${change.before === null ? 'written' : `was ${change.before}, written`} by ${who(change.by)}) quarantined by ${change.quarantine?.nodeId ?? '?'}: ${change.quarantine?.reason ?? ''}`,
+          `${c.magenta(`⊘ ${t(change.key)}`)} (${change.before === null ? 'written' : `was ${t(change.before)}, written`} by ${who(change.by)}) quarantined by ${t(change.quarantine?.nodeId ?? '?')}: ${t(change.quarantine?.reason ?? '')}`,
         );
         break;
     }
@@ -92,7 +93,7 @@ export function renderDiff(report: DiffReport): string {
 
 /** `runs blame`. */
 export function renderBlame(report: BlameReport): string {
-  if (report.writes.length === 0) return `no write of '${report.key}' in run ${report.runId}`;
+  if (report.writes.length === 0) return `no write of '${t(report.key)}' in run ${t(report.runId)}`;
   return table(
     ['STEP', 'NODE', 'NAMESPACE', 'VERSION', 'VALUE'],
     report.writes.map((w) => [
@@ -107,8 +108,9 @@ export function renderBlame(report: BlameReport): string {
 
 /** One event as a line of `runs events` and `runs tail`. */
 export function eventLine(e: StreamEvent): string {
-  const payload = JSON.stringify(e.payload);
-  return `${String(e.seq).padStart(5)} ${time(e.timestamp)} ${c.cyan(e.type.padEnd(20))} ${e.namespace ?? ''}${e.nodeId ? c.dim(` (${e.nodeId})`) : ''} ${c.dim(payload.length > 120 ? `${payload.slice(0, 119)}…` : payload)}`;
+  // JSON escapes C0 controls but not C1 nor bidirectional characters: the payload's text goes through terminalText too.
+  const payload = t(JSON.stringify(e.payload));
+  return `${String(e.seq).padStart(5)} ${time(e.timestamp)} ${c.cyan(t(e.type).padEnd(20))} ${t(e.namespace ?? '')}${e.nodeId ? c.dim(` (${t(e.nodeId)})`) : ''} ${c.dim(payload.length > 120 ? `${payload.slice(0, 119)}…` : payload)}`;
 }
 
 /** `runs events`. */

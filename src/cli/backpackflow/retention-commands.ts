@@ -6,6 +6,7 @@ import { nonNegativeInteger, validId } from './arguments.js';
 import { UsageError } from './errors.js';
 import { colors, print, table, type CommonOptions } from './output.js';
 import { cliStore } from './run-store.js';
+import { terminalText as t } from '../../events/terminal-text.js';
 
 type DeleteOptions = CommonOptions & { dryRun?: boolean };
 type PruneOptions = CommonOptions & { dryRun?: boolean; olderThan?: Date | number; status?: RunStatus[]; keepLast?: number };
@@ -98,7 +99,7 @@ function renderDelete(report: DeleteReport, session: string): string {
   const verb = report.dryRun ? 'would delete' : 'deleted';
   const lines = report.deleted.map((id) => `${colors.green('✓')} ${verb} ${id}`);
   for (const id of report.missing) lines.push(`${colors.red('✗')} ${id}: no such run in session '${session}'`);
-  for (const r of report.refused) lines.push(`${colors.red('✗')} ${r.runId}: refused: ${r.reason}`);
+  for (const r of report.refused) lines.push(`${colors.red('✗')} ${r.runId}: refused: ${t(r.reason)}`);
   return lines.join('\n');
 }
 
@@ -114,7 +115,7 @@ function renderPrune(result: PruneResult): string {
     );
   }
   lines.push(`${verb} ${result.deleted.length} run${result.deleted.length === 1 ? '' : 's'}, kept ${result.kept}`);
-  for (const s of result.skipped) lines.push(`skipped ${s.sessionKey}/${s.runId}: ${s.reason}`);
-  if (result.swept.length > 0) lines.push(`${result.dryRun ? 'would remove' : 'removed'} ${result.swept.length} leftover of an interrupted delete: ${result.swept.join(', ')}`);
+  for (const s of result.skipped) lines.push(t(`skipped ${s.sessionKey}/${s.runId}: ${s.reason}`));
+  if (result.swept.length > 0) lines.push(`${result.dryRun ? 'would remove' : 'removed'} ${result.swept.length} leftover of an interrupted delete: ${t(result.swept.join(', '))}`);
   return lines.join('\n');
 }

@@ -18,6 +18,7 @@ import { firstStep, openRun, readEventsPage, readFilteredEvents, readRunEvents, 
 import { cliPostgresStore, cliStore } from './run-store.js';
 import { buildTrace, renderTrace } from './trace.js';
 import { addRetentionCommands } from './retention-commands.js';
+import { terminalText as t } from '../../events/terminal-text.js';
 
 /**
  * Runs a flow (new, resumed or forked) with the live trace (unless --json), a warning on stderr for every action
@@ -37,18 +38,18 @@ export async function runLive(options: CommonOptions, flow: Flow, start: (flow: 
     stopWarning();
     visualizer?.detach();
   }
-  const at = `${options.dataDir === '.backpackflow' ? '' : ` --data-dir ${options.dataDir}`}${options.session === 'default' ? '' : ` --session ${options.session}`}`;
+  const at = t(`${options.dataDir === '.backpackflow' ? '' : ` --data-dir ${options.dataDir}`}${options.session === 'default' ? '' : ` --session ${options.session}`}`);
   print(options, result, () => {
     if (result.status === 'waiting') {
       const question = result.interrupt!;
       return [
-        `run id: ${colors.bold(result.runId)} is ${colors.yellow('waiting')} for an answer to node '${question.nodeId}' (${question.namespace}):`,
-        `  ${JSON.stringify(question.payload)}`,
-        ...(question.schema ? [`  answer schema: ${JSON.stringify(question.schema)}`] : []),
-        `answer it: ${cliCommand()} runs resume ${result.runId} --input '<json>'${at}`,
+        `run id: ${colors.bold(t(result.runId))} is ${colors.yellow('waiting')} for an answer to node '${t(question.nodeId)}' (${t(question.namespace)}):`,
+        `  ${t(String(JSON.stringify(question.payload)))}`,
+        ...(question.schema ? [`  answer schema: ${t(JSON.stringify(question.schema))}`] : []),
+        `answer it: ${cliCommand()} runs resume ${t(result.runId)} --input '<json>'${at}`,
       ].join('\n');
     }
-    return `run id: ${colors.bold(result.runId)} (${result.steps} steps, action ${result.action ?? 'none'})\ninspect it: ${cliCommand()} runs show ${result.runId}${at}`;
+    return `run id: ${colors.bold(t(result.runId))} (${result.steps} steps, action ${t(result.action ?? 'none')})\ninspect it: ${cliCommand()} runs show ${t(result.runId)}${at}`;
   });
   return result;
 }

@@ -6,6 +6,7 @@ import { Command, Option } from 'commander';
 import { isValidId } from '../../store/index.js';
 import { CliError, UsageError } from './errors.js';
 import { colors as c } from './output.js';
+import { terminalText as t } from '../../events/terminal-text.js';
 
 interface StudioCommandOptions {
   dataDir: string;
@@ -76,7 +77,7 @@ export function studioCommand(): Command {
       }
       const lines = [
         `${c.bold('backpackflow studio')} ${studio.url}`,
-        c.dim(`data: ${options.databaseUrl ? studio.location : dataDir}${options.session ? ` · session ${options.session}` : ''}${workspace ? ` · workspace ${workspace}` : ''}`),
+        c.dim(t(`data: ${options.databaseUrl ? studio.location : dataDir}${options.session ? ` · session ${options.session}` : ''}${workspace ? ` · workspace ${workspace}` : ''}`)),
       ];
       if (isLoopbackHost(options.host)) lines.push(c.dim('the token in this URL lets the page answer, resume and fork runs; without it the page only reads'));
       else lines.push(c.yellow(`bound to ${options.host}: every request needs the token in this URL; share it only with people who may read and steer these runs`));

@@ -3,6 +3,7 @@
  * durations, actions, retries, errors, quarantines and the routes taken between them, in the order they happened.
  */
 import { StreamEventType, type StreamEvent } from '../../events/index.js';
+import { terminalText as t } from '../../events/terminal-text.js';
 import { colors, formatMs } from './output.js';
 
 /** One line under a span, in the order it happened. */
@@ -242,38 +243,44 @@ function shorten(text: string, max: number): string {
 }
 
 function nodeLine(node: TraceNode): string {
-  const name = node.nodeName ?? node.nodeId ?? '(node)';
-  const ns = node.namespace ? ` ${c.dim(node.namespace)}` : '';
+  const name = t(node.nodeName ?? node.nodeId ?? '(node)');
+  const ns = node.namespace ? ` ${c.dim(t(node.namespace))}` : '';
   const time = node.durationMs === null ? '' : ` ${c.dim(formatMs(node.durationMs))}`;
   const mark = node.status === 'completed' ? c.green('✓') : node.status === 'failed' ? c.red('✗') : node.status === 'waiting' ? c.yellow('?') : c.yellow('…');
   const action =
-    node.action === null ? (node.status === 'incomplete' ? c.yellow(' (did not finish)') : node.status === 'waiting' ? c.yellow(' (waiting for an answer)') : '') : ` → ${c.cyan(node.action)}`;
+    node.action === null ? (node.status === 'incomplete' ? c.yellow(' (did not finish)') : node.status === 'waiting' ? c.yellow(' (waiting for an answer)') : '') : ` → ${c.cyan(t(node.action))}`;
   return `${mark} ${c.bold(name)}${ns}${time}${action}`;
 }
 
+/** A value as JSON, through terminalText (JSON escapes C0 controls, not C1 nor bidirectional characters). */
+function json(value: unknown): string {
+  return t(String(JSON.stringify(value)));
+}
+
+/** The line of a trace item; every text of it recorded by the run goes through terminalText. */
 function itemLine(item: Exclude<TraceItem, { kind: 'node' }>): string {
   switch (item.kind) {
     case 'route':
-      return c.cyan(`→ route ${item.action}: ${item.from} → ${item.to}`);
+      return c.cyan(`→ route ${t(item.action)}: ${t(item.from)} → ${t(item.to)}`);
     case 'route-missing':
-      return c.yellow(`⚠ no route for '${item.action}' from ${item.from} (available: ${item.available.join(', ') || 'none'})`);
+      return c.yellow(`⚠ no route for '${t(item.action)}' from ${t(item.from)} (available: ${t(item.available.join(', ')) || 'none'})`);
     case 'retry':
-      return c.yellow(`↻ attempt ${item.attempt}/${item.maxRetries} failed: ${item.error}`);
+      return c.yellow(`↻ attempt ${item.attempt}/${item.maxRetries} failed: ${t(item.error)}`);
     case 'error':
-      return c.red(`✗ error in ${item.phase}: ${item.error}`);
+      return c.red(`✗ error in ${t(item.phase)}: ${t(item.error)}`);
     case 'quarantine':
-      return c.magenta(`⊘ quarantined ${item.key}: ${item.reason}`);
+      return c.magenta(`⊘ quarantined ${t(item.key)}: ${t(item.reason)}`);
     case 'access-denied':
-      return c.magenta(`⛔ access denied: ${item.operation} ${item.key} (${item.rule})`);
+      return c.magenta(`⛔ access denied: ${t(item.operation)} ${t(item.key)} (${t(item.rule)})`);
     case 'interrupt':
-      return c.yellow(`? asked (${item.index}): ${JSON.stringify(item.payload)}`);
+      return c.yellow(`? asked (${item.index}): ${json(item.payload)}`);
     case 'answer':
-      return c.yellow(`✎ answered ${item.nodeId} (${item.index}): ${JSON.stringify(item.answer)}`);
+      return c.yellow(`✎ answered ${t(item.nodeId)} (${item.index}): ${json(item.answer)}`);
     case 'model': {
       const tokens = item.inputTokens === null && item.outputTokens === null ? '' : c.dim(` ${item.inputTokens ?? '?'}→${item.outputTokens ?? '?'} tokens`);
-      const text = item.text === '' ? '' : `: ${JSON.stringify(shorten(item.text, 120))}`;
-      const error = item.error === null ? '' : c.red(` ✗ ${item.error}`);
-      return `${c.magenta('✎')} ${item.model}${item.purpose ? ` (${item.purpose})` : ''}${tokens}${text}${error}`;
+      const text = item.text === '' ? '' : `: ${json(shorten(item.text, 120))}`;
+      const error = item.error === null ? '' : c.red(` ✗ ${t(item.error)}`);
+      return `${c.magenta('✎')} ${t(item.model)}${item.purpose ? ` (${t(item.purpose)})` : ''}${tokens}${text}${error}`;
     }
   }
 }
@@ -297,22 +304,22 @@ export function renderTrace(trace: RunTrace): string {
     trace.status === 'completed'
       ? c.green('completed')
       : trace.status === 'failed'
-        ? c.red(`failed: ${trace.error ?? ''}`)
+        ? c.red(`failed: ${t(trace.error ?? '')}`)
         : trace.status === 'waiting'
           ? c.yellow('waiting')
           : c.yellow('incomplete');
   const time = trace.durationMs === null ? '' : ` · ${formatMs(trace.durationMs)}`;
-  const action = trace.action === null ? '' : ` → ${c.cyan(trace.action)}`;
+  const action = trace.action === null ? '' : ` → ${c.cyan(t(trace.action))}`;
   const resumed = trace.starts > 1 ? c.yellow(` · resumed ${trace.starts - 1}×`) : '';
-  const out = [`${c.bold('run')} ${trace.runId} ${c.dim(trace.flowNamespace || '(root flow)')} ${status}${time}${action}${resumed}`];
+  const out = [`${c.bold('run')} ${t(trace.runId)} ${c.dim(t(trace.flowNamespace || '(root flow)'))} ${status}${time}${action}${resumed}`];
   if (trace.startedAt !== null) out.push(c.dim(`started ${new Date(trace.startedAt).toISOString()}`));
-  if (trace.forkedFrom) out.push(c.yellow(`fork of ${trace.forkedFrom.runId} at step ${trace.forkedFrom.step}`));
+  if (trace.forkedFrom) out.push(c.yellow(`fork of ${t(trace.forkedFrom.runId)} at step ${trace.forkedFrom.step}`));
   if (trace.segments.length > 1) {
     trace.segments.forEach((s, i) => out.push(c.dim(`segment ${i + 1}: ${new Date(s.startedAt).toISOString()} · ${s.durationMs === null ? 'did not end' : formatMs(s.durationMs)} · ${s.outcome ?? 'stopped'}`)));
   }
   if (trace.interrupt) {
-    out.push(c.yellow(`waiting for an answer to node '${trace.interrupt.nodeId}' (${trace.interrupt.namespace}): ${JSON.stringify(trace.interrupt.payload)}`));
-    if (trace.interrupt.schema) out.push(c.yellow(`answer schema: ${JSON.stringify(trace.interrupt.schema)}`));
+    out.push(c.yellow(`waiting for an answer to node '${t(String(trace.interrupt.nodeId))}' (${t(String(trace.interrupt.namespace))}): ${json(trace.interrupt.payload)}`));
+    if (trace.interrupt.schema) out.push(c.yellow(`answer schema: ${json(trace.interrupt.schema)}`));
   }
   renderItems(trace.items, '', out);
   return out.join('\n');

@@ -21,6 +21,7 @@ import { positiveInteger } from './arguments.js';
 import { UsageError } from './errors.js';
 import { maxFlowBytesOption, modulesOption, type FlowFileOptions } from './flow-options.js';
 import { colors as c } from './output.js';
+import { terminalText as t } from '../../events/terminal-text.js';
 
 interface WorkerOptions extends FlowFileOptions {
   databaseUrl?: string;
@@ -130,7 +131,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
     const recordEnd = (): void => {
       if (finished === undefined) return;
       const { job, outcome } = finished;
-      process.stdout.write(`worker ${owner}: ${job.sessionKey}/${job.runId} ${outcome === 'completed' ? c.green(outcome) : outcome}\n`);
+      process.stdout.write(`worker ${owner}: ${job.sessionKey}/${job.runId} ${outcome === 'completed' ? c.green(outcome) : t(outcome)}\n`);
       finished = undefined;
     };
     while (!stop.signal.aborted) {
@@ -140,10 +141,10 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
         recordEnd();
       } catch (error) {
         if (finished !== undefined) {
-          process.stderr.write(`worker ${owner}: could not record how ${finished.job.sessionKey}/${finished.job.runId} ended (${finished.outcome}): ${(error as Error).message}\n`);
+          process.stderr.write(`worker ${owner}: could not record how ${finished.job.sessionKey}/${finished.job.runId} ended (${t(finished.outcome)}): ${t((error as Error).message)}\n`);
           finished = undefined;
         }
-        process.stderr.write(`worker ${owner}: could not claim a run: ${(error as Error).message}\n`);
+        process.stderr.write(`worker ${owner}: could not claim a run: ${t((error as Error).message)}\n`);
         // Not idle: the queue may hold runs (this worker's own, given back or not), it could not be read.
         await wakeup.sleep(options.pollMs, stop.signal);
         continue;
@@ -184,7 +185,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
           process.stdout.write(`worker ${owner}: ${name} ${c.yellow('lost')} to another worker (its lease ran out; its writes were refused)\n`);
         } else if (outcome === 'released') {
           await queue.release(claimed, owner);
-          process.stdout.write(`worker ${owner}: ${name} ${c.yellow('given back')} (${why})\n`);
+          process.stdout.write(`worker ${owner}: ${name} ${c.yellow('given back')} (${t(why)})\n`);
           if (!stop.signal.aborted) await new Promise((resolve) => setTimeout(resolve, options.pollMs));
         } else {
           // Marked done by the next claim, in the same statement (or on its own if the worker stops first).
@@ -192,14 +193,14 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
         }
       } catch (error) {
         const then = outcome === 'released' ? `; it is claimed again once its claim runs out (${options.leaseMs} ms)` : '';
-        process.stderr.write(`worker ${owner}: could not record how ${name} ended (${outcome === 'released' ? `given back: ${why}` : outcome}): ${(error as Error).message}${then}\n`);
+        process.stderr.write(`worker ${owner}: could not record how ${name} ended (${t(outcome === 'released' ? `given back: ${why}` : outcome)}): ${t((error as Error).message)}${then}\n`);
       }
     }
     // Stopped before the next claim: the job that just ended is marked done on its own.
     if (finished !== undefined) {
       const { job, outcome } = finished;
       await queue.finish(job, owner, outcome).then(recordEnd, (error: unknown) => {
-        process.stderr.write(`worker ${owner}: could not record how ${job.sessionKey}/${job.runId} ended (${outcome}): ${(error as Error).message}\n`);
+        process.stderr.write(`worker ${owner}: could not record how ${job.sessionKey}/${job.runId} ended (${t(outcome)}): ${t((error as Error).message)}\n`);
       });
     }
   };

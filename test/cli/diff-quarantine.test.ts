@@ -1,0 +1,56 @@
+/**
+ * `runs diff` reports a key quarantined only for a quarantine made between its two steps: a quarantine record the
+ * earlier step already held (the key was quarantined before, then packed again) is history, not a change.
+ */
+import { describe, expect, it } from 'vitest';
+import { diffStates, type DiffChange } from '../../src/cli/backpackflow/inspect.js';
+import { BackpackNode, Flow, type BackpackHandle } from '../../src/index.js';
+import { loadRunPoint, runFlow } from '../../src/runtime/index.js';
+import { tempDir } from './helpers.js';
+
+/** A flow of one node looping over `script`: step i runs script[i - 1]. */
+function stepper(script: Array<(backpack: BackpackHandle) => void>): Flow {
+  class Stepper extends BackpackNode {
+    override post(backpack: BackpackHandle): string {
+      const i = (backpack.peek('__i') as number | undefined) ?? 0;
+      script[i]!(backpack);
+      backpack.pack('__i', i + 1);
+      return i + 1 < script.length ? 'again' : 'done';
+    }
+  }
+  const flow = new Flow({ namespace: 'main' });
+  const node = flow.addNode(Stepper, { id: 'stepper' });
+  node.on('again', node);
+  return flow;
+}
+
+describe('runs diff: which quarantine is a change', () => {
+  it('a key deleted after an old quarantine is deleted; a new quarantine is reported with its own reason', async () => {
+    const dataDir = tempDir();
+    await runFlow(
+      stepper([
+        (b) => b.pack('k', 1), // step 1
+        (b) => b.quarantine('k', { reason: 'old reason' }), // step 2
+        (b) => b.pack('k', 2), // step 3: active again
+        (b) => b.delete('k'), // step 4: deleted
+        (b) => b.pack('k', 3), // step 5
+        (b) => b.quarantine('k', { reason: 'new reason' }), // step 6
+      ]),
+      { dataDir, runId: 'r1' },
+    );
+    const at = (step: number) => loadRunPoint({ dataDir, runId: 'r1', step });
+    const change = async (from: number, to: number): Promise<Pick<DiffChange, 'change' | 'quarantine'> | undefined> => {
+      const k = diffStates('r1', await at(from), await at(to)).changes.find((c) => c.key === 'k');
+      return k && { change: k.change, ...(k.quarantine ? { quarantine: k.quarantine } : {}) };
+    };
+    expect(await change(3, 4)).toEqual({ change: 'deleted' });
+    expect(await change(1, 2)).toEqual({ change: 'quarantined', quarantine: { reason: 'old reason', nodeId: 'stepper' } });
+    expect(await change(2, 3)).toEqual({ change: 'added' });
+    // Quarantined (and packed again) between 1 and 4: the quarantine happened in that span.
+    expect(await change(1, 4)).toEqual({ change: 'quarantined', quarantine: { reason: 'old reason', nodeId: 'stepper' } });
+    expect(await change(3, 6)).toEqual({ change: 'quarantined', quarantine: { reason: 'new reason', nodeId: 'stepper' } });
+    // Absent at 4 (its old quarantine record kept), quarantined anew by 6.
+    expect(await change(4, 6)).toEqual({ change: 'quarantined', quarantine: { reason: 'new reason', nodeId: 'stepper' } });
+    expect(await change(2, 4)).toBeUndefined();
+  });
+});
