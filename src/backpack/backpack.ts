@@ -433,16 +433,24 @@ export class Backpack {
   }
 
   /**
-   * Keys whose item changed (packed, deleted, quarantined or cleared) in the commits after `seq`; undefined when some
-   * of those commits were pruned, so the caller must compare every key.
+   * Keys whose item changed (packed, deleted, quarantined or cleared) in the commits after `seq`, in the order of
+   * their first such commit; undefined when some of those commits were pruned, so the caller must compare every key.
+   * Keys that left the active state in those commits (deleted, quarantined or cleared) are also added to `left`.
    */
-  changedKeysSince(seq: number): string[] | undefined {
+  changedKeysSince(seq: number, left?: Set<string>): string[] | undefined {
     const h = this.#ledger.history;
     if (seq < h.baseSeq) return undefined;
     const keys = new Set<string>();
     for (const c of h.commitsSince(seq)) {
-      if (c.action === 'clear') for (const item of c.detail as readonly Commit[]) keys.add(item.key);
-      else if (c.action !== 'unpack') keys.add(c.key);
+      if (c.action === 'clear') {
+        for (const item of c.detail as readonly Commit[]) {
+          keys.add(item.key);
+          left?.add(item.key);
+        }
+      } else if (c.action !== 'unpack') {
+        keys.add(c.key);
+        if (c.action !== 'pack') left?.add(c.key);
+      }
     }
     return [...keys];
   }

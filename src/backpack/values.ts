@@ -455,11 +455,24 @@ export function setOwn(obj: object, key: string, value: unknown): void {
  * Dates, members for Maps and Sets.
  */
 export function deepEqual(a: unknown, b: unknown): boolean {
+  return equal(a, b, false);
+}
+
+/**
+ * {@link deepEqual} that also requires the same order wherever a reader sees one: the keys of plain objects (as
+ * `Object.keys` lists them), the entries of Maps and the members of Sets. True exactly when the two values encode
+ * alike through the value codec (order and -0 included).
+ */
+export function deepEqualInOrder(a: unknown, b: unknown): boolean {
+  return equal(a, b, true);
+}
+
+function equal(a: unknown, b: unknown, ordered: boolean): boolean {
   if (Object.is(a, b)) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a)) {
     if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], b[i])) return false;
+    for (let i = 0; i < a.length; i++) if (!equal(a[i], b[i], ordered)) return false;
     return true;
   }
   if (Array.isArray(b)) return false;
@@ -468,19 +481,19 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   }
   if (a instanceof Map || b instanceof Map) {
     if (!(a instanceof Map && b instanceof Map) || a.size !== b.size) return false;
-    if ([...a.keys()].every(isPrimitiveKey)) {
-      for (const [k, v] of a) if (!b.has(k) || !deepEqual(v, b.get(k))) return false;
+    if (!ordered && [...a.keys()].every(isPrimitiveKey)) {
+      for (const [k, v] of a) if (!b.has(k) || !equal(v, b.get(k), ordered)) return false;
       return true;
     }
-    return deepEqual([...a], [...b]);
+    return equal([...a], [...b], ordered);
   }
   if (a instanceof Set || b instanceof Set) {
     if (!(a instanceof Set && b instanceof Set) || a.size !== b.size) return false;
-    if ([...a].every(isPrimitiveKey)) {
+    if (!ordered && [...a].every(isPrimitiveKey)) {
       for (const v of a) if (!b.has(v)) return false;
       return true;
     }
-    return deepEqual([...a], [...b]);
+    return equal([...a], [...b], ordered);
   }
   if (isTypedArray(a) || isTypedArray(b)) {
     if (!isTypedArray(a) || !isTypedArray(b) || a.constructor !== b.constructor || a.length !== b.length) return false;
@@ -500,9 +513,10 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   const ka = Object.keys(a);
   const kb = Object.keys(b);
   if (ka.length !== kb.length) return false;
-  for (const k of ka) {
-    if (!Object.prototype.hasOwnProperty.call(b, k)) return false;
-    if (!deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  for (let i = 0; i < ka.length; i++) {
+    const k = ka[i]!;
+    if (ordered ? k !== kb[i] : !Object.prototype.hasOwnProperty.call(b, k)) return false;
+    if (!equal((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], ordered)) return false;
   }
   return true;
 }

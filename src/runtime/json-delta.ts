@@ -8,9 +8,14 @@
  * - `{ a: items }`: the array grew by `items` at its end (everything before is unchanged);
  * - `{ o: { key: delta }, d: [keys] }`: an object whose listed keys changed (`d`: keys deleted).
  * `diffJson` picks whichever is shorter when serialized.
+ *
+ * Applying a delta gives the next value exactly, order included: a patch keeps the keys it does not delete where they
+ * were and puts new keys last, so an object whose keys changed order (the same keys, or a key deleted and set again)
+ * is replaced, and so is a Map or Set whose entries changed order. Numbers compare with Object.is (-0 is not 0).
  */
 
-import { CODEC_TAG, deepEqual, encodeValue, setOwn, type JsonValue } from '../backpack/index.js';
+import { CODEC_TAG, encodeValue, setOwn, type JsonValue } from '../backpack/index.js';
+import { deepEqualInOrder } from '../backpack/values.js';
 
 export type { JsonValue };
 
@@ -21,17 +26,38 @@ function isObject(value: JsonValue): value is { [key: string]: JsonValue } {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** The shortest delta that turns `prev` into `next`; undefined when they are equal. */
+/**
+ * Whether a patch from an object with keys `prevKeys` gives the order of `nextKeys` (see the module comment): the
+ * keys both have come first in `nextKeys`, in the order they had, and the new keys after them.
+ */
+function patchKeepsOrder(prevKeys: readonly string[], prev: object, nextKeys: readonly string[], next: object): boolean {
+  let p = 0;
+  let added = false;
+  for (const key of nextKeys) {
+    if (!Object.hasOwn(prev, key)) {
+      added = true;
+      continue;
+    }
+    while (p < prevKeys.length && !Object.hasOwn(next, prevKeys[p]!)) p++;
+    if (added || prevKeys[p] !== key) return false;
+    p++;
+  }
+  return true;
+}
+
+/** The shortest delta that turns `prev` into `next`; undefined when they are equal (key order included). */
 export function diffJson(prev: JsonValue, next: JsonValue): JsonDelta | undefined {
-  if (deepEqual(prev, next)) return undefined;
+  if (deepEqualInOrder(prev, next)) return undefined;
   const replace: JsonDelta = { r: next };
   if (Array.isArray(prev) && Array.isArray(next) && next.length > prev.length) {
-    for (let i = 0; i < prev.length; i++) if (!deepEqual(prev[i]!, next[i]!)) return replace;
+    for (let i = 0; i < prev.length; i++) if (!deepEqualInOrder(prev[i]!, next[i]!)) return replace;
     return { a: next.slice(prev.length) };
   }
   if (isObject(prev) && isObject(next)) {
+    const prevKeys = Object.keys(prev);
+    if (!patchKeepsOrder(prevKeys, prev, Object.keys(next), next)) return replace;
     const changed: Record<string, JsonDelta> = {};
-    const deleted = Object.keys(prev).filter((key) => !Object.hasOwn(next, key));
+    const deleted = prevKeys.filter((key) => !Object.hasOwn(next, key));
     for (const [key, value] of Object.entries(next)) {
       const delta = Object.hasOwn(prev, key) ? diffJson(prev[key]!, value) : { r: value };
       if (delta) setOwn(changed, key, delta);
@@ -54,35 +80,40 @@ function isPlainRecord(value: unknown): value is Record<string, unknown> {
  * (frozen, and sharing what did not change: an array grown by a node keeps its elements), computed by identity
  * instead of by encoding both: what is the same object, or the same primitive, is not looked into, so the cost
  * follows what changed, not the size of the value. Only the parts that changed are encoded. Undefined when the two
- * encode alike. Like {@link diffJson}: an array grown at its end is an append, a plain object a patch of the keys
- * that changed (or a replacement when every key changed), anything else a replacement.
+ * encode alike (order and -0 included). Like {@link diffJson}: an array grown at its end is an append, a plain object
+ * whose keys kept their order a patch of the keys that changed (or a replacement when every key changed), anything
+ * else a replacement.
  */
 export function diffStored(prev: unknown, next: unknown): JsonDelta | undefined {
-  if (prev === next) return undefined;
+  if (Object.is(prev, next)) return undefined;
   if (Array.isArray(prev) && Array.isArray(next)) {
-    if (next.length < prev.length) return deepEqual(prev, next) ? undefined : { r: encodeValue(next) };
+    if (next.length < prev.length) return { r: encodeValue(next) };
     for (let i = 0; i < prev.length; i++) {
       // Identity first: a deep comparison only for an element that is not the same (a fresh copy of equal data).
-      if (prev[i] !== next[i] && !deepEqual(prev[i], next[i])) return { r: encodeValue(next) };
+      if (!Object.is(prev[i], next[i]) && !deepEqualInOrder(prev[i], next[i])) return { r: encodeValue(next) };
     }
     return next.length === prev.length ? undefined : { a: encodeValue(next.slice(prev.length)) as JsonValue[] };
   }
   if (isPlainRecord(prev) && isPlainRecord(next)) {
+    const prevKeys = Object.keys(prev);
+    const nextKeys = Object.keys(next);
+    if (!patchKeepsOrder(prevKeys, prev, nextKeys, next)) return { r: encodeValue(next) };
     let changed: Record<string, JsonDelta> | undefined;
-    let count = 0;
     let kept = 0;
-    for (const key of Object.keys(next)) {
-      count++;
-      const delta = Object.hasOwn(prev, key) ? diffStored(prev[key], next[key]) : { r: encodeValue(next[key]) };
+    let shared = 0;
+    for (const key of nextKeys) {
+      const had = Object.hasOwn(prev, key);
+      if (had) shared++;
+      const delta = had ? diffStored(prev[key], next[key]) : { r: encodeValue(next[key]) };
       if (delta === undefined) kept++;
       else setOwn((changed ??= {}), key, delta);
     }
-    const deleted = Object.keys(prev).filter((key) => !Object.hasOwn(next, key));
+    const deleted = shared === prevKeys.length ? [] : prevKeys.filter((key) => !Object.hasOwn(next, key));
     if (changed === undefined && deleted.length === 0) return undefined;
-    if (kept === 0 && count > 0) return { r: encodeValue(next) };
+    if (kept === 0 && nextKeys.length > 0) return { r: encodeValue(next) };
     return deleted.length ? { o: changed ?? {}, d: deleted } : { o: changed! };
   }
-  return deepEqual(prev, next) ? undefined : { r: encodeValue(next) };
+  return deepEqualInOrder(prev, next) ? undefined : { r: encodeValue(next) };
 }
 
 /** Applies `delta` to `prev` (which is not modified) and returns the new value. */

@@ -1,5 +1,4 @@
 import {
-  deepEqual,
   encodeValue,
   setOwn,
   type Backpack,
@@ -10,19 +9,26 @@ import {
   type StoredItem,
   type StoredState,
 } from '../backpack/index.js';
+import { deepEqualInOrder } from '../backpack/values.js';
 import { applyJsonDelta, diffStored, type JsonDelta } from './json-delta.js';
 
 /** What changed in a Backpack's state between two step boundaries. Values travel as structural JSON deltas. */
 export interface StateDelta {
   /** Items packed since: metadata, item rules, and the value as a delta from the item's previous value. */
   set?: Record<string, { metadata: StateItem['metadata']; accessControl?: StateItem['accessControl']; value?: JsonDelta }>;
-  /** Keys that left the active state (deleted, cleared or quarantined). */
+  /**
+   * Keys that left the active state (deleted, cleared or quarantined). A key also in `set` left and came back: it
+   * goes last, as in the Backpack, and `set` carries its whole value.
+   */
   removed?: string[];
   /** Items quarantined since, whole. */
   quarantined?: Record<string, QuarantinedStateItem>;
 }
 
-/** Applies `delta` to `state` in place (keys new to the state go last, as in the Backpack). */
+/**
+ * Applies `delta` to `state` in place: `removed` first, then `set`, whose keys new to the state go last in the order
+ * `set` lists them (as in the Backpack).
+ */
 export function applyStateDelta(state: BackpackState, delta: StateDelta): void {
   for (const key of delta.removed ?? []) delete state.items[key];
   for (const [key, change] of Object.entries(delta.set ?? {})) {
@@ -46,6 +52,8 @@ export function applyStateDelta(state: BackpackState, delta: StateDelta): void {
 export class StateTracker {
   #state: StoredState;
   #seq: number;
+  /** The Backpack's keys in its order at the last boundary, when known (else the mirror's keys give it, slower). */
+  #order: string[] | undefined;
 
   /**
    * Starts at the Backpack's current state, or, with `fromEmpty`, at the empty state, so that the first delta holds
@@ -63,42 +71,101 @@ export class StateTracker {
   /** The delta since the last boundary, or undefined when nothing changed; moves the boundary to now. */
   next(): StateDelta | undefined {
     // Normally only the keys committed since the last boundary are compared; if history was pruned past it, all.
-    const changed = this.backpack.changedKeysSince(this.#seq);
+    const left = new Set<string>();
+    const changed = this.backpack.changedKeysSince(this.#seq, left);
     this.#seq = this.backpack.headSeq;
     if (changed?.length === 0) return undefined;
     const now = this.backpack.exportStoredState(changed);
-    const keys = changed ?? new Set([...Object.keys(this.#state.items), ...Object.keys(now.items), ...Object.keys(now.quarantined)]);
+    const keys = new Set(changed ?? [...Object.keys(this.#state.items), ...Object.keys(now.items), ...Object.keys(now.quarantined)]);
+    const last = this.#keysGoneLast(keys, now, changed === undefined ? undefined : left);
     const delta: StateDelta = {};
-    for (const key of keys) {
-      const item = own(now.items, key);
-      const previous = own(this.#state.items, key);
-      if (item) {
-        const value = previous ? diffStored(previous.value, item.value) : { r: encodeValue(item.value) };
-        if (value || !previous || !sameMeta(previous, item)) {
-          setOwn((delta.set ??= {}), key, {
-            metadata: item.metadata,
-            ...(item.accessControl ? { accessControl: item.accessControl } : {}),
-            ...(value ? { value } : {}),
-          });
-        }
-        setOwn(this.#state.items, key, item);
-      } else if (previous) {
-        (delta.removed ??= []).push(key);
-        delete this.#state.items[key];
-      }
-      const quarantined = own(now.quarantined, key);
-      if (quarantined && !deepEqual(quarantined, own(this.#state.quarantined, key))) {
-        setOwn((delta.quarantined ??= {}), key, { ...quarantined, value: encodeValue(quarantined.value) });
-        setOwn(this.#state.quarantined, key, quarantined);
-      }
-    }
+    for (const key of keys) if (!last.has(key)) this.#compare(key, now, delta, false);
+    for (const key of last) this.#compare(key, now, delta, true);
     if (!delta.set && !delta.removed && !delta.quarantined) return undefined;
     return delta;
+  }
+
+  /**
+   * The keys among `changed` that went to the end of the Backpack's order since the last boundary, in their order
+   * there: keys new to the state, and keys that left it and came back (deleted, cleared or quarantined, then packed
+   * again), when that changed where they are. The Backpack's keys are listed only when a key could have moved: a
+   * key changed that was there before and is still there, or more than one new key.
+   */
+  #keysGoneLast(changed: ReadonlySet<string>, now: StoredState, leftSince: ReadonlySet<string> | undefined): Set<string> {
+    const mirror = this.#state.items;
+    const added: string[] = [];
+    let stayed = 0;
+    let left = 0;
+    for (const key of changed) {
+      const before = own(mirror, key) !== undefined;
+      if (!own(now.items, key)) left += before ? 1 : 0;
+      else if (before) stayed++;
+      else added.push(key);
+    }
+    // No key left the active state since the last boundary (the Backpack's commits say so): every key kept its place,
+    // and the new ones came last in the order they were first packed, which is `changed`'s.
+    if (leftSince !== undefined && leftSince.size === 0) {
+      if (added.length > 0) this.#order = undefined;
+      return new Set(added);
+    }
+    if (stayed === 0 && added.length <= 1) {
+      if (left > 0 || added.length > 0) this.#order = undefined;
+      return new Set(added);
+    }
+    // The Backpack's order is the last boundary's without the keys that left, then the keys that came since. Walking
+    // both, the keys that kept their place match in turn; the rest of the Backpack's order goes last. Keys that are
+    // array indices are skipped: every record lists them first, in numeric order, so their order never shows.
+    const live = this.backpack.keys();
+    let i = 0;
+    for (const key of this.#order ?? Object.keys(mirror)) {
+      if (!isNamedKey(key) || (changed.has(key) && !own(now.items, key))) continue;
+      while (i < live.length && !isNamedKey(live[i]!)) i++;
+      if (live[i] === key) i++;
+    }
+    this.#order = live;
+    return new Set(live.slice(i).filter(isNamedKey));
+  }
+
+  /** Adds what changed under `key` to `delta` and moves the mirror to `now`; `last`: the key goes last. */
+  #compare(key: string, now: StoredState, delta: StateDelta, last: boolean): void {
+    const item = own(now.items, key);
+    let previous = own(this.#state.items, key);
+    if (item) {
+      if (previous && last) {
+        // It left and came back: removed, then set again whole (a new key goes last).
+        (delta.removed ??= []).push(key);
+        delete this.#state.items[key];
+        previous = undefined;
+      }
+      const value = previous ? diffStored(previous.value, item.value) : { r: encodeValue(item.value) };
+      if (value || !previous || !sameMeta(previous, item)) {
+        setOwn((delta.set ??= {}), key, {
+          metadata: item.metadata,
+          ...(item.accessControl ? { accessControl: item.accessControl } : {}),
+          ...(value ? { value } : {}),
+        });
+      }
+      setOwn(this.#state.items, key, item);
+    } else if (previous) {
+      (delta.removed ??= []).push(key);
+      delete this.#state.items[key];
+    }
+    const quarantined = own(now.quarantined, key);
+    if (quarantined && !deepEqualInOrder(quarantined, own(this.#state.quarantined, key))) {
+      setOwn((delta.quarantined ??= {}), key, { ...quarantined, value: encodeValue(quarantined.value) });
+      setOwn(this.#state.quarantined, key, quarantined);
+    }
   }
 }
 
 function sameMeta(a: StoredItem<StateItem>, b: StoredItem<StateItem>): boolean {
-  return deepEqual(a.metadata, b.metadata) && deepEqual(a.accessControl, b.accessControl);
+  return deepEqualInOrder(a.metadata, b.metadata) && deepEqualInOrder(a.accessControl, b.accessControl);
+}
+
+/** Whether `key` is not an array index (`'0'` to `'4294967294'`), whose place in a record is fixed. */
+function isNamedKey(key: string): boolean {
+  const c = key.charCodeAt(0);
+  return !(c >= 48 && c <= 57) || String(Number(key) >>> 0) !== key || key === '4294967295';
 }
 
 /** `record[key]` if it is the record's own property (never something inherited, such as `__proto__`). */

@@ -13,10 +13,80 @@ export function durabilityOf(options: { durability?: Durability }, owner: string
 }
 
 /**
+ * What keeps `value` from being JSON data, or undefined when it is: strings, finite numbers, booleans, null, arrays
+ * and plain objects (prototype `Object.prototype` or null, no symbol keys) all through; an own `"__proto__"` key is
+ * data like any other key (`JSON.parse` makes one). On a problem, `path` is where it is.
+ */
+function jsonProblem(value: unknown, path: (string | number)[]): string | undefined {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return undefined;
+    case 'number':
+      return Number.isFinite(value) ? undefined : notJson(String(value));
+    case 'object':
+      break;
+    default:
+      return notJson(typeof value === 'undefined' ? 'undefined (or a hole in an array)' : `a ${typeof value}`);
+  }
+  if (value === null) return undefined;
+  const proto = Object.getPrototypeOf(value) as object | null;
+  if (Array.isArray(value) ? proto !== Array.prototype : proto !== Object.prototype && proto !== null) return notJson(`an instance of ${className(proto)}`);
+  if (Object.getOwnPropertySymbols(value).length > 0) return notJson('an object with symbol keys');
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      path.push(i);
+      const problem = jsonProblem(value[i], path);
+      if (problem) return problem;
+      path.pop();
+    }
+    return undefined;
+  }
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    path.push(key);
+    const problem = jsonProblem((value as Record<string, unknown>)[key], path);
+    if (problem) return problem;
+    path.pop();
+  }
+  return undefined;
+}
+
+function notJson(what: string): string {
+  return `expected JSON data (a string, finite number, boolean, null, array or plain object), got ${what}`;
+}
+
+/** The class name a prototype shows, read without running any getter of it. */
+function className(proto: object | null): string {
+  const ctor = proto && (Object.getOwnPropertyDescriptor(proto, 'constructor')?.value as unknown);
+  const name = typeof ctor === 'function' ? (Object.getOwnPropertyDescriptor(ctor, 'name')?.value as unknown) : undefined;
+  return typeof name === 'string' && name !== '' ? name : 'a class';
+}
+
+/**
+ * JSON data, checked where it is rather than copied (`z.json()` builds a copy, and its copy drops a key named
+ * `__proto__`): the value parsed is the value given, so a large keyframe is not copied either. An issue names the
+ * path of the first thing that is not JSON.
+ */
+const JsonDataSchema = z.custom<z.core.util.JSONType>().superRefine((value, ctx) => {
+  const path: (string | number)[] = [];
+  let problem: string | undefined;
+  try {
+    problem = jsonProblem(value, path);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    path.length = 0;
+    problem = 'nested too deep to check (or refers to itself)';
+  }
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem, path, input: value });
+});
+
+/**
  * A checkpoint of a run at a step boundary. `position` is the stack of node ids, outermost flow first, so a run
  * stopped inside a composite node's internal flow resumes there. `state` is opaque to the store: the runtime puts a
- * Backpack keyframe or a delta there. `redaction` says whether secrets were replaced before it was written;
- * `chain` is the event log's chain hash at this step, which readers compare with the log.
+ * Backpack keyframe or a delta there; it must be JSON data and is kept as given (not copied). `redaction` says
+ * whether secrets were replaced before it was written; `chain` is the event log's chain hash at this step, which
+ * readers compare with the log.
  */
 export const CheckpointSchema = z.object({
   v: z.literal(1),
@@ -25,7 +95,7 @@ export const CheckpointSchema = z.object({
   step: z.number().int().nonnegative(),
   createdAt: z.number().int().nonnegative(),
   position: z.array(z.string()),
-  state: z.json(),
+  state: JsonDataSchema,
   meta: z.record(z.string(), z.unknown()).optional(),
   redaction: z.object({ containsSecrets: z.boolean() }).optional(),
   /** The chain hash of the event log after this step's batch (see chain.ts): ties a keyframe to its log. */
@@ -37,55 +107,11 @@ export const CheckpointSchema = z.object({
 /** A checkpoint as saved and loaded. */
 export type Checkpoint = z.infer<typeof CheckpointSchema>;
 
-/** {@link CheckpointSchema} with a `state` it does not look into (see {@link parseCheckpoint}). */
-const CheckpointHeadSchema = CheckpointSchema.extend({ state: z.unknown() });
-
-/** Deeper than this, {@link isPlainJson} leaves the answer to zod. */
-const PLAIN_JSON_DEPTH = 1000;
-
 /**
- * Whether `value` is plain JSON data that `z.json()` accepts and whose copy by zod serializes exactly as `value`
- * does: strings, finite numbers, booleans, null, dense arrays (plain `Array`s) and plain objects (prototype
- * `Object.prototype` or null, no symbol keys, no own `__proto__` key), all through. False means "not sure", never
- * "invalid": zod decides then.
- */
-function isPlainJson(value: unknown, depth: number): boolean {
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-      return true;
-    case 'number':
-      return Number.isFinite(value);
-    case 'object':
-      break;
-    default:
-      return false;
-  }
-  if (value === null) return true;
-  if (depth > PLAIN_JSON_DEPTH) return false;
-  if (Array.isArray(value)) {
-    if (Object.getPrototypeOf(value) !== Array.prototype) return false;
-    for (let i = 0; i < value.length; i++) if (!isPlainJson(value[i], depth + 1)) return false;
-    return true;
-  }
-  const proto = Object.getPrototypeOf(value) as unknown;
-  if ((proto !== Object.prototype && proto !== null) || Object.hasOwn(value, '__proto__') || Object.getOwnPropertySymbols(value).length > 0) return false;
-  for (const key in value) {
-    if (Object.hasOwn(value, key) && !isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
-  }
-  return true;
-}
-
-/**
- * `CheckpointSchema.safeParse(value)`, faster for a plain JSON `state` (a keyframe of a large state is most of its
- * checkpoint): that state is checked by a plain walk and kept as it is (it serializes as zod's copy would), and the
- * other fields are parsed by zod. Anything else goes through `CheckpointSchema`, which decides and names the field.
+ * `CheckpointSchema.safeParse(value)`: the other fields are parsed (copied) by zod, and `state`, most of a keyframe,
+ * is checked in place and kept as it is, own `__proto__` keys included.
  */
 export function parseCheckpoint(value: unknown): ReturnType<typeof CheckpointSchema.safeParse> {
-  if (typeof value === 'object' && value !== null && isPlainJson((value as { state?: unknown }).state, 0)) {
-    const head = CheckpointHeadSchema.safeParse(value);
-    if (head.success) return { success: true, data: head.data as Checkpoint };
-  }
   return CheckpointSchema.safeParse(value);
 }
 

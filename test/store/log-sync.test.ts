@@ -2,33 +2,39 @@
  * When the event log's writer asks the disk to sync: once for what was written since the last sync, never for
  * nothing (a second flush, or the close after a step's flush, which only cuts the reserved space).
  */
-import { readFileSync } from 'node:fs';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import fs, { readFileSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EventStore } from '../../src/store/index.js';
 import { runPaths } from '../../src/store/paths.js';
 import { makeEvent, tempDir } from './helpers.js';
 
-const syncs = vi.hoisted(() => ({ count: 0 }));
-
-vi.mock('node:fs', async (importOriginal) => {
-  const fs = await importOriginal<typeof import('node:fs')>();
-  const fdatasyncSync: typeof fs.fdatasyncSync = (fd) => {
-    syncs.count++;
-    fs.fdatasyncSync(fd);
-  };
-  const fdatasync = ((fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => {
-    syncs.count++;
-    fs.fdatasync(fd, callback);
-  }) as typeof fs.fdatasync;
-  return { ...fs, default: { ...fs, fdatasyncSync, fdatasync }, fdatasyncSync, fdatasync };
-});
+/**
+ * Syncs counted by wrapping node:fs's own functions (and updating the named ESM exports every module imports): the
+ * test files share their worker's module cache, so mocking the module would miss a store loaded earlier.
+ */
+const syncs = { count: 0 };
+const original = { fdatasyncSync: fs.fdatasyncSync, fdatasync: fs.fdatasync };
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => {
   tmp = tempDir();
   syncs.count = 0;
+  fs.fdatasyncSync = (fd) => {
+    syncs.count++;
+    original.fdatasyncSync(fd);
+  };
+  fs.fdatasync = ((fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => {
+    syncs.count++;
+    original.fdatasync(fd, callback);
+  }) as typeof fs.fdatasync;
+  syncBuiltinESMExports();
 });
-afterEach(() => tmp.cleanup());
+afterEach(() => {
+  Object.assign(fs, original);
+  syncBuiltinESMExports();
+  tmp.cleanup();
+});
 
 describe('event log syncs', () => {
   it("'batch': a flush syncs what was written, a second flush and the close sync nothing, and the log is whole", async () => {
