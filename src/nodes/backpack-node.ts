@@ -7,7 +7,7 @@ import { checkSegments, encodeValue } from '../backpack/index.js';
 import { answerJsonSchema, checkAnswer, InterruptAnswerError, RunInterrupted } from './interrupt.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView, nodeEvent } from './event-view.js';
-import { currentExecution, type NodeExecution } from './execution.js';
+import { currentExecution, takeStep, type NodeExecution } from './execution.js';
 import { flowOfToken, type FlowToken } from './flow-token.js';
 import { closeDeclaredFlow, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
 
@@ -410,6 +410,9 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
 
   /** One execution: contracts, prep, exec with retries, post, each reported as an event of this node's span. */
   override _run(_shared: unknown, scope: RunScope): Promise<string | undefined> {
+    if (!takeStep(this, scope)) {
+      return Promise.reject(new FlowError(`Node '${this.id}' runs only as a step its flow takes (a route to it, or the entry): it cannot be run directly, by node code or by hand`));
+    }
     const parent = currentExecution.getStore();
     if (parent?.ended === true) {
       // A flow a node left running (a timer, a promise) after its execution: its steps would land in a later step.

@@ -29,3 +29,22 @@ export interface NodeExecution {
 
 /** The execution the current async context belongs to. */
 export const currentExecution = new AsyncLocalStorage<NodeExecution>();
+
+/**
+ * Steps a flow hands to its nodes: the scope a node's `_run` was called with by its flow's `runStep`, taken once.
+ * `_run` is public (PocketFlow's shape), and node code reaches other nodes (`this.successors`): a node must not run
+ * another out of the flow's order (a `publish` behind an `approve`), nor itself as a step no route took.
+ */
+const steps = new WeakMap<object, RunScope>();
+
+/** Lets `node` run the next time its `_run` is called with `scope` (see {@link takeStep}). */
+export function grantStep(node: object, scope: RunScope): void {
+  steps.set(node, scope);
+}
+
+/** Whether `node`'s flow granted it this step (`scope`); the grant is used up either way. */
+export function takeStep(node: object, scope: RunScope): boolean {
+  const granted = steps.get(node);
+  steps.delete(node);
+  return granted !== undefined && granted === scope;
+}

@@ -17,7 +17,7 @@ import {
   type StepBoundary,
 } from '../flow/index.js';
 import { BackpackNode, bindNode, describeError, nodeBinding, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
-import { currentExecution } from './execution.js';
+import { currentExecution, grantStep, takeStep } from './execution.js';
 import { flowToken } from './flow-token.js';
 import { RunInterrupted } from './interrupt.js';
 import { checkNamespace, checkSegment, composeNamespace } from './namespace.js';
@@ -510,6 +510,14 @@ export class Flow extends BaseFlow<any> {
     return super.on(action, node, options);
   }
 
+  /** As a subflow: only as a step its enclosing flow takes (node code reaches subflows through routes). */
+  override _run(shared: unknown, scope: RunScope): Promise<string | undefined> {
+    if (this.#enclosing !== undefined && !takeStep(this, scope)) {
+      return Promise.reject(new FlowError(`Flow '${this.id}' is a subflow of flow '${this.#enclosing.id}': it runs only as a step of that flow (a route to it), not directly`));
+    }
+    return super._run(shared, scope);
+  }
+
   /**
    * Runs one step: a BackpackNode or a subflow (anything else is refused, whatever put it in the graph), with no
    * shared state: a node works through its own handle.
@@ -517,6 +525,7 @@ export class Flow extends BaseFlow<any> {
   protected override runStep(node: BaseNode, _shared: unknown, scope: RunScope): Promise<string | undefined> {
     const problem = stepProblem(node);
     if (problem !== undefined) return Promise.reject(new FlowError(`Flow '${this.id}' cannot run it: ${problem}`));
+    grantStep(node, scope);
     return node._run(undefined, scope);
   }
 
