@@ -216,6 +216,12 @@ export class LogReader {
         if (retry) break;
         if (served.length > 0) yield served;
       }
+      if (!retry && checked !== undefined && lastLine < checked.line) {
+        // The log ended before the indexed line: the entry's offset led past it (a damaged or edited index whose line
+        // and seq agree). Nothing was served (every line served comes after it): read from the start.
+        this.options.indexStale();
+        retry = true;
+      }
       if (retry) {
         if (entry === undefined) return; // unreachable: from the start, nothing is checked against the index
         entry = anchor = undefined;
