@@ -13,7 +13,8 @@ import { ContextEngine, ContextError, type CompositionSource, type ContextView, 
 class UsageError extends Error {}
 
 interface GlobalOptions {
-  workspace: string;
+  /** Unset: the working directory when the command runs. */
+  workspace?: string;
   json?: boolean;
 }
 
@@ -21,7 +22,9 @@ const program = new Command();
 program
   .name('merkle')
   .description('Deterministic, content-addressed context for a workspace')
-  .option('-w, --workspace <dir>', 'workspace root', process.cwd())
+  // No default value: one taken when this module loads would outlive a change of directory (a long-lived process,
+  // the in-process test runner); the working directory is read when a command runs.
+  .option('-w, --workspace <dir>', 'workspace root (default: the current directory)')
   .option('--json', 'print one JSON document')
   .showHelpAfterError()
   .exitOverride();
@@ -31,7 +34,7 @@ function globals(): GlobalOptions {
 }
 
 async function engine(): Promise<ContextEngine> {
-  const dir = resolve(globals().workspace);
+  const dir = resolve(globals().workspace ?? process.cwd());
   let isDir = false;
   try {
     isDir = statSync(dir).isDirectory();
