@@ -34,15 +34,23 @@ function counter(steps: number, runs: { count: number }, stopAt?: { step: number
   return flow;
 }
 
-/** `store`, whose openWriter waits until `gate` resolves (a process descheduled between its checks and its lock). */
-function gated(store: RunStore, gate: Promise<void>): RunStore {
-  return new Proxy(store, {
+/**
+ * `store`, whose openWriter waits until `open` is called (a process descheduled between its checks and its lock);
+ * `reached` resolves once a caller waits there.
+ */
+function gated(store: RunStore): { store: RunStore; reached: Promise<void>; open: () => void } {
+  let open!: () => void;
+  let reach!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const reached = new Promise<void>((resolve) => (reach = resolve));
+  const proxy = new Proxy(store, {
     get(target, property) {
       const value = Reflect.get(target, property) as unknown;
-      if (property === 'openWriter') return async (...args: unknown[]) => (await gate, (value as (...a: unknown[]) => unknown).apply(target, args));
+      if (property === 'openWriter') return async (...args: unknown[]) => (reach(), await gate, (value as (...a: unknown[]) => unknown).apply(target, args));
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   }) as RunStore;
+  return { store: proxy, reached, open };
 }
 
 describe('resumeRun and a concurrent resume', () => {
@@ -52,18 +60,17 @@ describe('resumeRun and a concurrent resume', () => {
     const controller = new AbortController();
     await runFlow(counter(5, runs, { step: 2, controller }), { dataDir, runId: 'r', signal: controller.signal }).catch(() => undefined);
     expect((await listRuns({ dataDir }))[0]?.status).not.toBe('completed');
-    const store = new FileRunStore(dataDir);
-    let open!: () => void;
-    const late = resumeRun(counter(5, runs), { store: gated(store, new Promise<void>((resolve) => (open = resolve))), runId: 'r' }).then(
+    const gate = gated(new FileRunStore(dataDir));
+    const late = resumeRun(counter(5, runs), { store: gate.store, runId: 'r' }).then(
       () => 'resumed',
       (error: unknown) => error,
     );
     // The late resume has read the run and waits for its writer; another resume takes the run and completes it.
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await gate.reached;
     await expect(resumeRun(counter(5, runs), { dataDir, runId: 'r' })).resolves.toMatchObject({ status: 'completed', steps: 5 });
     const log = (): string => readFileSync(join(dataDir, 'sessions', 'default', 'runs', 'r', 'events.jsonl'), 'utf8');
     const before = log();
-    open();
+    gate.open();
     const refused = await late;
     expect(refused).toBeInstanceOf(StoreError);
     expect((refused as Error).message).toMatch(/^run default\/r moved on while this resume was starting: .* Nothing was written/);
@@ -78,10 +85,10 @@ describe('resumeRun and a concurrent resume', () => {
     const runs = { count: 0 };
     const controller = new AbortController();
     await runFlow(counter(4, runs, { step: 1, controller }), { dataDir, runId: 'r', signal: controller.signal }).catch(() => undefined);
-    let open!: () => void;
-    const resumed = resumeRun(counter(4, runs), { store: gated(new FileRunStore(dataDir), new Promise<void>((resolve) => (open = resolve))), runId: 'r' });
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    open();
+    const gate = gated(new FileRunStore(dataDir));
+    const resumed = resumeRun(counter(4, runs), { store: gate.store, runId: 'r' });
+    await gate.reached;
+    gate.open();
     await expect(resumed).resolves.toMatchObject({ status: 'completed', steps: 4 });
     expect(runs.count).toBe(4);
   });
