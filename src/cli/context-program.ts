@@ -27,6 +27,8 @@ program
   .option('-w, --workspace <dir>', 'workspace root (default: the current directory)')
   .option('--json', 'print one JSON document')
   .showHelpAfterError()
+  // Commander's usage errors quote what was typed: printed as every error line is (its own commands inherit this).
+  .configureOutput({ outputError: (text, write) => write(`${t(text.replace(/\n$/, ''), { continuation: '  ' })}\n`) })
   .exitOverride();
 
 function globals(): GlobalOptions {

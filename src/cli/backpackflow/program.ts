@@ -19,10 +19,33 @@ const COMMANDS: Record<string, { description: string; load: () => Promise<Comman
   demo: { description: 'an offline research agent over a workspace: scan, summarize, synthesize, remember, answer, guard', load: async () => (await import('./demo-command.js')).demoCommand() },
 };
 
-/** Makes every command of the tree throw instead of exiting, so `main` maps usage errors to exit code 2. */
+/**
+ * What commander wrote to stderr during the last parse: its usage errors (`error` true), which quote what was typed,
+ * and the lines it adds after them. Held until {@link main} prints them, the errors through terminalText (loaded only
+ * then: `--help` loads nothing of events/). Commander writes to stderr only when it is about to throw.
+ */
+let commanderErrors: { text: string; error: boolean }[] = [];
+
+/**
+ * Makes every command of the tree throw instead of exiting, so `main` maps usage errors to exit code 2, and hold what
+ * it writes to stderr (see {@link commanderErrors}).
+ */
 function overrideExits(command: Command): void {
-  command.exitOverride().showHelpAfterError('(add --help for usage)');
+  command
+    .exitOverride()
+    .showHelpAfterError('(add --help for usage)')
+    .configureOutput({
+      writeErr: (text) => commanderErrors.push({ text, error: false }),
+      outputError: (text) => commanderErrors.push({ text, error: true }),
+    });
   for (const sub of command.commands) overrideExits(sub);
+}
+
+/** Prints what commander held back (see {@link commanderErrors}), its usage errors as {@link errorLine} prints a message. */
+async function printCommanderErrors(): Promise<void> {
+  const held = commanderErrors;
+  commanderErrors = [];
+  for (const { text, error } of held) process.stderr.write(error ? `${await errorLine(text.replace(/\n$/, ''))}\n` : text);
 }
 
 /**
@@ -77,6 +100,7 @@ export async function main(argv: string[]): Promise<number> {
     try {
       await program.parseAsync(argv);
     } finally {
+      await printCommanderErrors();
       // Only a command's action opens a store; the registry of opened stores loads none of the store modules (nor zod),
       // so a command's help closes nothing and loads nothing for it.
       if (name !== undefined && Object.hasOwn(COMMANDS, name)) {
@@ -87,7 +111,7 @@ export async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (error) {
     if (error instanceof CommanderError) {
-      // Help and version "errors" are successes; commander already printed the usage message.
+      // Help and version "errors" are successes; the usage message is printed (printCommanderErrors).
       return error.exitCode === 0 ? 0 : 2;
     }
     if (error instanceof UsageError) {
