@@ -97,9 +97,11 @@ function exportWith(source: StateSource, keys: Iterable<string> | undefined, enc
   const items: StoredState['items'] = {};
   const quarantined: StoredState['quarantined'] = {};
   const ok = source.readable ?? (() => true);
-  const pick = (key: string): void => {
+  const pickItem = (key: string): void => {
     const item = source.items.get(key);
     if (item && ok(item)) setOwn(items, key, stateItem(source, item, encode));
+  };
+  const pickQuarantined = (key: string): void => {
     const q = source.quarantined.get(key);
     if (q && ok(q.quarantined.item)) {
       const detail: QuarantinedStateItem['quarantine'] = { reason: q.quarantined.reason, timestamp: q.timestamp };
@@ -107,10 +109,12 @@ function exportWith(source: StateSource, keys: Iterable<string> | undefined, enc
       setOwn(quarantined, key, { ...stateItem(source, q.quarantined.item, encode), quarantine: detail });
     }
   };
-  if (keys === undefined) {
-    for (const key of source.items.keys()) pick(key);
-    for (const key of source.quarantined.keys()) if (!source.items.has(key)) pick(key);
-  } else for (const key of new Set(keys)) pick(key);
+  const chosen = keys === undefined ? undefined : new Set(keys);
+  for (const key of chosen ?? source.items.keys()) pickItem(key);
+  // Quarantined items are listed by key (sorted as strings): the order they were quarantined in is not part of the
+  // state, so a state read back from a run's record (keyframe and deltas) lists them as the live one does.
+  const held = chosen === undefined ? [...source.quarantined.keys()] : [...chosen].filter((key) => source.quarantined.has(key));
+  for (const key of held.sort()) pickQuarantined(key);
   return { version: 1, items, quarantined };
 }
 

@@ -27,7 +27,7 @@ export interface StateDelta {
 
 /**
  * Applies `delta` to `state` in place: `removed` first, then `set`, whose keys new to the state go last in the order
- * `set` lists them (as in the Backpack).
+ * `set` lists them (as in the Backpack), then `quarantined`, listed by key (as exportState lists them).
  */
 export function applyStateDelta(state: BackpackState, delta: StateDelta): void {
   for (const key of delta.removed ?? []) delete state.items[key];
@@ -40,7 +40,11 @@ export function applyStateDelta(state: BackpackState, delta: StateDelta): void {
     if (!previous) delete state.items[key];
     setOwn(state.items, key, item);
   }
-  for (const [key, item] of Object.entries(delta.quarantined ?? {})) setOwn(state.quarantined, key, item);
+  if (delta.quarantined === undefined) return;
+  for (const [key, item] of Object.entries(delta.quarantined)) setOwn(state.quarantined, key, item);
+  const sorted: BackpackState['quarantined'] = {};
+  for (const key of Object.keys(state.quarantined).sort()) setOwn(sorted, key, state.quarantined[key]!);
+  state.quarantined = sorted;
 }
 
 /**
