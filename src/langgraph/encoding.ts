@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { decodeValue as decodeCodec, encodeValue as encodeCodec } from '../backpack/index.js';
-import { isValidId } from '../store/index.js';
+import { isValidId, redactorFor, type Redactor } from '../store/index.js';
 
 /** Bytes in the value codec's form, `{ "$bp": "typed", t: "Uint8Array", v: base64 }` (DESIGN D7). */
 export type EncodedBytes = { $bp: 'typed'; t: 'Uint8Array'; v: string };
@@ -75,13 +75,28 @@ const HASHED_PREFIX = 'lgt-';
 
 /**
  * The backpackflow run id of a LangGraph thread: the thread id itself when it is a valid store id (letters,
- * digits, `_`, `-`, `.`, up to 128) and does not start with `lgt-`; else `lgt-` and 40 hex digits of its SHA-256.
- * The run records the thread id it holds, and the saver refuses a run that holds another, so that two thread ids
- * never share a run silently.
+ * digits, `_`, `-`, `.`, up to 128), does not start with `lgt-` and holds nothing `redactor` (default: the built-in
+ * catalogue) takes for a secret; else `lgt-` and 40 hex digits of its SHA-256 ({@link threadDigest}), so that a
+ * thread id such as a JWT or an API token used as a session id never becomes a directory name. The run records the
+ * digest of the thread id it holds, and the saver refuses a run that holds another, so that two thread ids never
+ * share a run silently.
  */
-export function threadRunId(threadId: string): string {
-  if (isValidId(threadId) && !threadId.startsWith('-') && !threadId.startsWith(HASHED_PREFIX)) return threadId;
-  return HASHED_PREFIX + createHash('sha256').update(threadId, 'utf8').digest('hex').slice(0, 40);
+export function threadRunId(threadId: string, redactor: Redactor = redactorFor()): string {
+  if (isValidId(threadId) && !threadId.startsWith('-') && !threadId.startsWith(HASHED_PREFIX) && !redactor.holdsSecret(threadId)) return threadId;
+  return hashedRunId(threadDigest(threadId));
+}
+
+/** The run id of a thread whose id is not kept as it is, from its {@link threadDigest}. */
+export function hashedRunId(digest: string): string {
+  return HASHED_PREFIX + digest.slice(0, 40);
+}
+
+/**
+ * The SHA-256 of a thread id, in hex: what a thread's run records to say which thread it holds. Its display copy of
+ * the thread id is redacted like any payload, so it cannot decide identity when the id holds a secret.
+ */
+export function threadDigest(threadId: string): string {
+  return createHash('sha256').update(threadId, 'utf8').digest('hex');
 }
 
 /**

@@ -26,10 +26,12 @@ import { redactorFor, type Durability, type Redactor, type RunStore } from '../s
 import {
   decodeValue,
   encodeValue,
+  hashedRunId,
   isMirroredChannel,
   namespaceSegment,
   nodeOfTaskPath,
   plainValue,
+  threadDigest,
   threadRunId,
   type EncodedBytes,
   type EncodedValue,
@@ -71,9 +73,9 @@ interface StoredCheckpoint {
   parentId?: string;
   /**
    * The checkpoint without its channel values: those are stored once per channel version, in `values`, for the
-   * channels this checkpoint updated (`newVersions`), and read back through `channel_versions`.
+   * channels this checkpoint updated (`newVersions`), and read back through its channel versions.
    */
-  checkpoint: { v: number; ts: string; channel_versions: Record<string, number | string>; versions_seen: Record<string, Record<string, number | string>> };
+  checkpoint: StoredVersions & { v: number; ts: string };
   /**
    * The values of the channels this checkpoint updated, with the version each was stored under. A list, not a record
    * by channel: a channel named like a secret (`token`) must not make the redaction pass blank its encoding.
@@ -81,6 +83,24 @@ interface StoredCheckpoint {
   values: Array<{ channel: string; version: number | string; value: StoredValue }>;
   metadata: StoredValue;
 }
+
+/**
+ * A checkpoint's channel versions and the versions each node has seen, as lists: channel and node names are never
+ * keys of the stored record, so that a channel named like a secret (`apiKey`) does not make the redaction pass blank
+ * its version (as it blanks what a secret-named key holds). Earlier versions stored them as records
+ * (`channel_versions`, `versions_seen`), still read.
+ */
+type StoredVersions =
+  | { versions: VersionList; seen: Array<{ node: string; versions: VersionList }> }
+  | { channel_versions: Record<string, number | string>; versions_seen: Record<string, Record<string, number | string>> };
+
+type VersionList = Array<{ channel: string; version: number | string }>;
+
+/** A checkpoint as a thread indexes it: its versions as LangGraph's records again, and when it was saved. */
+type IndexedCheckpoint = Omit<StoredCheckpoint, 'checkpoint'> & {
+  checkpoint: { v: number; ts: string; channel_versions: ChannelVersions; versions_seen: Record<string, ChannelVersions> };
+  savedAt: number;
+};
 
 /** One pending write as the log holds it. */
 interface StoredWrite {
@@ -102,7 +122,7 @@ interface StoredWrites {
 interface Thread {
   threadId: string;
   runId: string;
-  checkpoints: Map<string, Map<string, StoredCheckpoint & { savedAt: number }>>;
+  checkpoints: Map<string, Map<string, IndexedCheckpoint>>;
   writes: Map<string, Map<string, StoredWrite & { savedAt: number }>>;
   /** Channel values by namespace, channel and version (see {@link StoredCheckpoint.values}). */
   blobs: Map<string, StoredValue>;
@@ -131,7 +151,9 @@ interface Thread {
  * `checkpoint.saved` per checkpoint).
  *
  * Values go through the saver's serializer and are redacted before they are stored: a secret in a channel comes
- * back as `[REDACTED]`, in this process and after it, never as the secret.
+ * back as `[REDACTED]`, in this process and after it, never as the secret. Names are not values: a thread id holding
+ * a secret is stored under its hash ({@link threadRunId}); a checkpoint id, namespace, channel or node name, version
+ * or task id holding one is refused, since the saver gives those back from storage as they are.
  */
 export class BackpackflowSaver extends BaseCheckpointSaver {
   readonly store: CheckpointRecordStore;
@@ -156,9 +178,9 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     return this.serde as unknown as Serde;
   }
 
-  /** The backpackflow run id a thread is recorded under (see {@link threadRunId}). */
+  /** The backpackflow run id a thread is recorded under (see {@link threadRunId}; secrets by this saver's redaction). */
   runIdOf(threadId: string): string {
-    return threadRunId(threadId);
+    return threadRunId(threadId, this.#redactor);
   }
 
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
@@ -209,6 +231,16 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     const ns = checkString('checkpoint_ns', config.configurable?.checkpoint_ns ?? '');
     const parentId = (config.configurable?.checkpoint_id as string | undefined) || undefined;
     checkString('checkpoint.id', checkpoint.id);
+    this.#checkName('put', 'configurable.checkpoint_ns', ns);
+    this.#checkName('put', 'configurable.checkpoint_id', parentId);
+    this.#checkName('put', 'checkpoint.id', checkpoint.id);
+    // Checked, not kept: the values below are stored under these channels and versions.
+    this.#versionList('put', 'newVersions', newVersions ?? {});
+    const versions = this.#versionList('put', 'checkpoint.channel_versions', checkpoint.channel_versions);
+    const seen = Object.entries(checkpoint.versions_seen ?? {}).map(([node, byChannel]) => {
+      this.#checkName('put', 'checkpoint.versions_seen key', node);
+      return { node, versions: this.#versionList('put', `checkpoint.versions_seen['${node}']`, byChannel) };
+    });
     // Everything happens in the thread's queue, in call order: a checkpoint is mirrored after the writes made before it.
     await this.#write(tid, async (thread) => {
       const values: StoredCheckpoint['values'] = [];
@@ -221,12 +253,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
         ns,
         id: checkpoint.id,
         ...(parentId !== undefined ? { parentId } : {}),
-        checkpoint: {
-          v: checkpoint.v,
-          ts: checkpoint.ts,
-          channel_versions: { ...checkpoint.channel_versions },
-          versions_seen: structuredClone(checkpoint.versions_seen ?? {}),
-        },
+        checkpoint: { v: checkpoint.v, ts: checkpoint.ts, versions, seen },
         values,
         metadata: await encodeValue(this.#serde, metadata),
       });
@@ -253,6 +280,11 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     const ns = checkString('checkpoint_ns', config.configurable?.checkpoint_ns ?? '');
     const cid = checkString('checkpoint_id', checkpointId);
     checkString('task_id', taskId);
+    this.#checkName('putWrites', 'configurable.checkpoint_ns', ns);
+    this.#checkName('putWrites', 'configurable.checkpoint_id', cid);
+    this.#checkName('putWrites', 'taskId', taskId);
+    this.#checkName('putWrites', 'taskPath', taskPath);
+    for (const [channel] of writes) this.#checkName('putWrites', 'channel', channel);
     await this.#write(tid, async (thread) => {
       const encoded = await Promise.all(writes.map(async ([channel, value]) => ({ channel, value: this.#redactChannel(channel, await encodeValue(this.#serde, value)) })));
       const key = writesKey(ns, cid);
@@ -278,11 +310,11 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
 
   override async deleteThread(threadId: string): Promise<void> {
     const tid = checkString('thread_id', threadId);
-    const runId = threadRunId(tid);
+    const runId = this.runIdOf(tid);
     await this.#enqueue(runId, async () => {
       const stored = await this.store.read(runId);
       // Only a run that records this thread is deleted: an ordinary run under the same id is refused.
-      if (stored.length > 0) recordedThread(stored, runId, tid, this.store.sessionKey);
+      if (stored.length > 0) this.#recordedThread(stored, runId, tid);
       if (stored.length > 0 || (await this.#threads.get(runId)?.catch(() => undefined))?.writing) await this.store.delete(runId);
       this.#threads.delete(runId);
     });
@@ -316,7 +348,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
   // ---- threads ------------------------------------------------------------------------------------------------
 
   #thread(threadId: string): Promise<Thread> {
-    const runId = threadRunId(threadId);
+    const runId = this.runIdOf(threadId);
     let pending = this.#threads.get(runId);
     if (pending === undefined) {
       pending = this.#load(threadId, runId);
@@ -326,7 +358,11 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     return pending;
   }
 
-  /** Every LangGraph thread of the session (runs that are not threads are skipped). */
+  /**
+   * Every LangGraph thread of the session (runs that are not threads are skipped). A thread whose id held a secret,
+   * and that this saver has not used, is known only by its redacted copy: it is listed under that copy (not kept, so
+   * that a later use by its real id reads it afresh).
+   */
   async #allThreads(): Promise<Thread[]> {
     const out: Thread[] = [];
     for (const runId of await this.store.listRunIds()) {
@@ -336,8 +372,13 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
         continue;
       }
       const events = await this.store.read(runId);
-      const threadId = threadOf(events);
-      if (threadId !== undefined && threadRunId(threadId) === runId) out.push(await this.#thread(threadId));
+      const recorded = threadOf(events);
+      if (recorded === undefined) continue;
+      if (recorded.sha256 === undefined || threadDigest(recorded.threadId) === recorded.sha256) {
+        if (this.runIdOf(recorded.threadId) === runId) out.push(await this.#thread(recorded.threadId));
+      } else if (hashedRunId(recorded.sha256) === runId) {
+        out.push(this.#replay(recorded.threadId, runId, events));
+      }
     }
     return out;
   }
@@ -345,7 +386,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
   /** Builds a thread's index and Backpack mirror from its log. */
   async #load(threadId: string, runId: string): Promise<Thread> {
     const events = await this.store.read(runId);
-    if (events.length > 0) recordedThread(events, runId, threadId, this.store.sessionKey);
+    if (events.length > 0) this.#recordedThread(events, runId, threadId);
     return this.#replay(threadId, runId, events);
   }
 
@@ -386,7 +427,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
 
   /** Runs `work` on the thread with the writer lock held, one write of a run at a time. */
   async #write(threadId: string, work: (thread: Thread) => Promise<void>): Promise<void> {
-    const runId = threadRunId(threadId);
+    const runId = this.runIdOf(threadId);
     await this.#enqueue(runId, async () => {
       let thread = await this.#thread(threadId);
       if (!thread.writing) {
@@ -394,7 +435,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
         // Another writer appended since this saver read the log: read it again under the lock.
         if ((lastSeq ?? 0) !== thread.lastSeq) {
           const events = await this.store.read(runId);
-          if (events.length > 0) recordedThread(events, runId, threadId, this.store.sessionKey);
+          if (events.length > 0) this.#recordedThread(events, runId, threadId);
           thread = this.#replay(threadId, runId, events);
           this.#threads.set(runId, Promise.resolve(thread));
         }
@@ -428,7 +469,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
         type: StreamEventType.RUN_START,
         spanId: thread.runSpan,
         namespace: LANGGRAPH_NAMESPACE,
-        payload: { flowNamespace: LANGGRAPH_NAMESPACE, entryNodeId: null, ...(resumed ? { resumed: true } : {}), langgraph: { threadId: thread.threadId } },
+        payload: { flowNamespace: LANGGRAPH_NAMESPACE, entryNodeId: null, ...(resumed ? { resumed: true } : {}), langgraph: { threadId: thread.threadId, threadSha256: threadDigest(thread.threadId) } },
       }, now),
     );
   }
@@ -515,6 +556,41 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
   }
 
   /**
+   * Refuses a name that the saver stores as it is and gives back from storage (a checkpoint id or namespace, a
+   * channel or node name, a version, a task id or path) when the redaction pass would change it: stored redacted, it
+   * would come back as another name after a restart (lookups by it miss, two such names collide); stored as it is,
+   * the secret would reach the disk. The error names the field and shows the name redacted.
+   */
+  #checkName(method: string, field: string, name: string | number | undefined): void {
+    if (typeof name !== 'string' || !this.#redactor.holdsSecret(name)) return;
+    throw new Error(
+      `BackpackflowSaver.${method}: ${field} '${this.#redactor.redactText(name)}' holds text the redactor takes for a secret; checkpoint ids, namespaces, channel and node names, versions and task ids are stored as they are, so they must not hold one`,
+    );
+  }
+
+  /** A record of channel versions as the log keeps it (see {@link StoredVersions}), each name checked ({@link #checkName}). */
+  #versionList(method: string, field: string, byChannel: ChannelVersions): VersionList {
+    return Object.entries(byChannel).map(([channel, version]) => {
+      this.#checkName(method, `${field} key`, channel);
+      this.#checkName(method, `${field}['${channel}']`, version);
+      return { channel, version };
+    });
+  }
+
+  /** Checks that a run's log records `threadId` (by its digest); an error naming the run and what it holds otherwise. */
+  #recordedThread(events: StreamEvent[], runId: string, threadId: string): void {
+    const recorded = threadOf(events);
+    if (recorded !== undefined && (recorded.sha256 === undefined ? recorded.threadId === threadId : recorded.sha256 === threadDigest(threadId))) return;
+    const where = `run ${this.store.sessionKey}/${runId}`;
+    const shown = this.#redactor.redactText(threadId);
+    throw new Error(
+      recorded === undefined
+        ? `BackpackflowSaver: ${where} is not a LangGraph thread (its log records no thread id); thread '${shown}' cannot use it`
+        : `BackpackflowSaver: ${where} holds LangGraph thread '${recorded.threadId}'${recorded.threadId === shown ? ' (another id, redacted alike)' : ''}, not '${shown}'`,
+    );
+  }
+
+  /**
    * Redacts a channel's value as if it were stored under the channel's name: a channel named like a secret
    * (`password`, `apiKey`) has its strings blanked, as a Backpack key of that name would. A value of another type
    * than JSON (the serializer's `bytes`) is redacted as the redactor redacts encoded bytes: bytes holding text keep
@@ -535,7 +611,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     return this.#redactor.redact(value).value;
   }
 
-  async #tuple(thread: Thread, stored: StoredCheckpoint): Promise<CheckpointTuple> {
+  async #tuple(thread: Thread, stored: IndexedCheckpoint): Promise<CheckpointTuple> {
     const channelValues: Record<string, unknown> = {};
     for (const [channel, version] of Object.entries(stored.checkpoint.channel_versions)) {
       const value = thread.blobs.get(blobKey(stored.ns, channel, version));
@@ -570,7 +646,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
    * Checkpoints older than format 4 kept pending `Send`s as writes to the tasks channel of their parent; LangGraph
    * reads them as that channel's value (as its MemorySaver does).
    */
-  async #migratePendingSends(thread: Thread, stored: StoredCheckpoint, checkpoint: Checkpoint): Promise<void> {
+  async #migratePendingSends(thread: Thread, stored: IndexedCheckpoint, checkpoint: Checkpoint): Promise<void> {
     const sends: unknown[] = [];
     for (const write of thread.writes.get(writesKey(stored.ns, stored.parentId!))?.values() ?? []) {
       if (write.channel === TASKS) sends.push(await decodeValue(this.#serde, write.value, `pending send of task ${write.taskId}`));
@@ -588,8 +664,28 @@ function blobKey(ns: string, channel: string, version: number | string): string 
 function indexCheckpoint(thread: Thread, record: StoredCheckpoint, savedAt: number): void {
   let byId = thread.checkpoints.get(record.ns);
   if (byId === undefined) thread.checkpoints.set(record.ns, (byId = new Map()));
-  byId.set(record.id, { ...record, savedAt });
+  const { v, ts } = record.checkpoint;
+  byId.set(record.id, { ...record, checkpoint: { v, ts, ...versionsOf(record.checkpoint) }, savedAt });
   for (const { channel, version, value } of record.values ?? []) thread.blobs.set(blobKey(record.ns, channel, version), value);
+}
+
+/** A stored checkpoint's versions as LangGraph's records (either stored form, see {@link StoredVersions}). */
+function versionsOf(stored: StoredVersions): Pick<IndexedCheckpoint['checkpoint'], 'channel_versions' | 'versions_seen'> {
+  if (!('versions' in stored)) return { channel_versions: { ...stored.channel_versions }, versions_seen: structuredClone(stored.versions_seen ?? {}) };
+  const versionsSeen: Record<string, ChannelVersions> = {};
+  for (const { node, versions } of stored.seen) setOwn(versionsSeen, node, recordOf(versions));
+  return { channel_versions: recordOf(stored.versions), versions_seen: versionsSeen };
+}
+
+function recordOf(list: VersionList): ChannelVersions {
+  const out: ChannelVersions = {};
+  for (const { channel, version } of list) setOwn(out, channel, version);
+  return out;
+}
+
+/** Sets an own property, `__proto__` included (a channel may have any name). */
+function setOwn(record: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 function writesKey(ns: string, checkpointId: string): string {
@@ -614,24 +710,19 @@ function checkString(field: string, value: unknown): string {
   return value;
 }
 
-/** The thread id a run's log records (its first `run.started`), or undefined when it is not a LangGraph thread. */
-function threadOf(events: StreamEvent[]): string | undefined {
+/**
+ * The thread a run's log records (its first `run.started`): the thread id as stored (redacted, so not the id when
+ * that holds a secret) and its digest ({@link threadDigest}; absent in logs of earlier versions, whose thread ids
+ * decided alone). Undefined when the run is not a LangGraph thread.
+ */
+function threadOf(events: StreamEvent[]): { threadId: string; sha256?: string } | undefined {
   const start = events.find((e) => e.type === StreamEventType.RUN_START);
-  const recorded = (start?.payload as { langgraph?: { threadId?: unknown } } | undefined)?.langgraph?.threadId;
-  return typeof recorded === 'string' ? recorded : undefined;
+  const recorded = (start?.payload as { langgraph?: { threadId?: unknown; threadSha256?: unknown } } | undefined)?.langgraph;
+  if (typeof recorded?.threadId !== 'string') return undefined;
+  return typeof recorded.threadSha256 === 'string' ? { threadId: recorded.threadId, sha256: recorded.threadSha256 } : { threadId: recorded.threadId };
 }
 
-/** Checks that a run's log records `threadId`; an error naming the run and what it holds otherwise. */
+/** Whether the `store` option is a run store (else the saver's own {@link CheckpointRecordStore}). */
 function isRunStore(store: RunStore | CheckpointRecordStore): store is RunStore {
   return typeof (store as Partial<RunStore>).openWriter === 'function';
-}
-
-function recordedThread(events: StreamEvent[], runId: string, threadId: string, sessionKey: string): void {
-  const recorded = threadOf(events);
-  if (recorded === threadId) return;
-  throw new Error(
-    recorded === undefined
-      ? `BackpackflowSaver: run ${sessionKey}/${runId} is not a LangGraph thread (its log records no thread id); thread '${threadId}' cannot use it`
-      : `BackpackflowSaver: run ${sessionKey}/${runId} holds LangGraph thread '${recorded}', not '${threadId}'`,
-  );
 }
