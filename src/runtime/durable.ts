@@ -463,6 +463,44 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     }
   };
 
+  /**
+   * The failure path's commit of the events left (the failure's `run.failed` or `run.waiting` among them). When that
+   * batch cannot be stored (an event the encoding or redaction cannot take, e.g. a payload nested too deep), the run
+   * must not be left looking resumable with no error: a `run.failed` event alone, at the seq the batch's last event
+   * had, records the failure and why the batch was lost. Returns the error for the caller then (naming the events
+   * that could not be stored and why, with the run's own error as cause), else undefined. Only on the failure path.
+   */
+  const persistFailure = async (error: unknown): Promise<Error | undefined> => {
+    const events = buffer;
+    try {
+      await persist();
+      return undefined;
+    } catch (lost) {
+      const last = events.at(-1);
+      const what = last === undefined ? "the run's last events" : `the run's last events (seq ${events[0]!.seq}-${last.seq}: ${[...new Set(events.map((e) => e.type))].join(', ')})`;
+      const reason = `${what} could not be stored: ${messageOf(lost)}`;
+      const failure = new StoreError(`run ${sessionKey}/${runId} failed (${messageOf(error)}), and ${reason}`, { cause: error });
+      if (last === undefined) return failure;
+      const run = last.type === StreamEventType.RUN_ERROR || last.type === StreamEventType.RUN_WAITING ? last : undefined;
+      const record: StreamEvent = {
+        v: last.v,
+        id: last.id,
+        seq: last.seq,
+        timestamp: last.timestamp,
+        runId,
+        sessionKey: last.sessionKey,
+        type: StreamEventType.RUN_ERROR,
+        ...(run?.namespace !== undefined ? { namespace: run.namespace } : {}),
+        ...(run?.spanId !== undefined ? { spanId: run.spanId } : {}),
+        payload: { error: `${messageOf(error)} (${reason})`, unstored: reason },
+      };
+      await writer.commit([record]).catch((again: unknown) => {
+        failure.message += `; recording the failure failed too: ${messageOf(again)}`;
+      });
+      return failure;
+    }
+  };
+
   try {
     const action = await flow.run(undefined, { runId, signal: target.signal, onStep, resume: start.position.length ? [...start.position] : undefined, answers: start.answers, forkedFrom: start.forkedFrom });
     await startRecorded();
@@ -471,8 +509,9 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     return { runId, sessionKey, dataDir: store.location, status: 'completed', action, steps: step };
   } catch (error) {
     await startRecorded().catch(() => undefined);
-    await persist().catch(() => undefined);
+    const unstored = await persistFailure(error);
     await keyframes;
+    if (unstored !== undefined) throw unstored;
     // Paused for a person: the run is recorded as waiting (run.waiting is in the log) and this process is done.
     if (error instanceof RunInterrupted && !(error instanceof InterruptAnswerError)) {
       if (keyframeError) throw keyframeError.error;
@@ -484,6 +523,11 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     unsubscribe();
     await writer.close();
   }
+}
+
+/** An error's message (its name when it has none), or the thrown value as text. */
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message || error.name : String(error);
 }
 
 function entryPosition(flow: Flow): string[] {

@@ -2,6 +2,7 @@
  * Errors of the LLM nodes. Messages name the node, provider and status, never a secret: every message built here
  * passes through {@link redactSecrets} with the secrets the caller knows.
  */
+import { usableSecrets, withoutSecrets } from './secrets.js';
 
 /** Base class of the errors the LLM nodes raise. */
 export class LlmError extends Error {
@@ -37,6 +38,18 @@ export class ModelTimeoutError extends LlmError {
   }
 }
 
+/**
+ * A model call or a tool call was stopped by the run's abort signal. The node stops waiting for it at once, also when
+ * the provider, the injected model or the tool ignores the signal (its later outcome is ignored). `cause` is the
+ * signal's reason.
+ */
+export class CallAbortedError extends LlmError {
+  override name = 'CallAbortedError';
+  constructor(what: string, reason: unknown) {
+    super(`${what} was stopped: the run was aborted (${reason instanceof Error ? reason.message : String(reason)})`, { cause: reason });
+  }
+}
+
 /** The model's answer did not fit what the node asked for (e.g. a decision that is not one of the node's actions). */
 export class InvalidModelOutputError extends LlmError {
   override name = 'InvalidModelOutputError';
@@ -47,7 +60,5 @@ export class InvalidModelOutputError extends LlmError {
 
 /** Replaces every occurrence of each secret (non-empty strings of 4+ chars) in `text` with `***`. */
 export function redactSecrets(text: string, secrets: readonly (string | undefined)[]): string {
-  let out = text;
-  for (const secret of secrets) if (secret && secret.length >= 4) out = out.split(secret).join('***');
-  return out.replace(/Bearer\s+[A-Za-z0-9._~+/=-]{8,}/g, 'Bearer ***');
+  return withoutSecrets(text, usableSecrets(secrets)).replace(/Bearer\s+[A-Za-z0-9._~+/=-]{8,}/g, 'Bearer ***');
 }

@@ -33,10 +33,11 @@ export { callWithRetry, classifyError, parseRetryAfter, backoffDelay, DEFAULT_RE
 export type { RetryPolicy, CallOptions } from './retry.js';
 export { defineTool, flowTool, collectTools, toModelTools, toolResultMessage, TOOLBOX_DEP } from './tools.js';
 export { MAX_TOOL_INPUT_NESTING } from './tool-input.js';
+export { MAX_TOOL_OUTPUT_NESTING } from './tool-output.js';
 export type { LlmTool, FlowToolDefinition, ToolContext, ToolCallRecord, ToolResultRecord } from './tools.js';
 export { McpServerSchema, McpStdioServerSchema, McpHttpServerSchema, McpServerError, openMcpServers, describeMcpServer } from './mcp.js';
 export type { McpServer, McpToolbox } from './mcp.js';
-export { LlmError, ModelResolutionError, ModelCallError, ModelTimeoutError, InvalidModelOutputError, redactSecrets } from './errors.js';
+export { LlmError, ModelResolutionError, ModelCallError, ModelTimeoutError, CallAbortedError, InvalidModelOutputError, redactSecrets } from './errors.js';
 
 import type { BackpackNodeClass } from '../backpack-node.js';
 import { AgentNode } from './agent-node.js';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ModelMessage, ToolSet } from 'ai';
 import { loadAiSdk, type AiSdk } from './ai-sdk.js';
 import { z } from 'zod';
@@ -5,10 +6,12 @@ import type { BackpackHandle } from '../../backpack/index.js';
 import { StreamEventType } from '../../events/index.js';
 import type { Attempt, RunScope } from '../../flow/index.js';
 import { BackpackNode, describeError } from '../backpack-node.js';
-import { InvalidModelOutputError, redactSecrets } from './errors.js';
+import { CallAbortedError, InvalidModelOutputError, redactSecrets } from './errors.js';
 import { defaultProviders, resolveModel, type ProviderRegistry, type ResolvedModel } from './providers.js';
-import { callWithRetry, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
+import { callWithRetry, DEFAULT_RETRY_POLICY, raceAbort, type RetryPolicy } from './retry.js';
+import { scrubSecrets, StreamScrubber, usableSecrets } from './secrets.js';
 import { limitToolInputNesting, type NestingLimitedModel } from './tool-input.js';
+import { toolOutputProblem } from './tool-output.js';
 import type { LlmTool, ToolCallRecord, ToolResultRecord } from './tools.js';
 
 /** Params every LLM node takes (DESIGN D14: they export to JSON; `apiKey` is secret). */
@@ -77,7 +80,10 @@ export interface ModelReply {
  * registry), calls it with our retries (429/5xx with backoff and Retry-After; the SDK's own retries are off), per-call
  * timeout and the run's abort signal, and reports MODEL_START / MODEL_DELTA / MODEL_END events with token usage.
  * Failed attempts (of model calls, of exec and of tools) are packed and quarantined at once (PRD-001 §3.5): they stay
- * in the trace and never reach a later prompt. Secrets never appear in events or errors.
+ * in the trace and never reach a later prompt. Secrets never appear in events or errors: the node's own API key (its
+ * `apiKey` param, or the provider's env var) is removed from its errors, from the model's replies (text, tool-call
+ * arguments, structured output, response id and model name, streamed deltas) and from tool results, before anything
+ * is emitted or packed, so a server that echoes the key does not get it into the log.
  */
 export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
   static override paramsSchema: z.ZodType = llmParamsSchema;
@@ -125,9 +131,10 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     });
     let attempt = 1;
     const limited = limitToolInputNesting(resolved.model);
+    const secrets = usableSecrets(this.#secrets(resolved));
     try {
-      const reply = await callWithRetry(
-        (signal) => (request.stream ? this.#stream(resolved, limited, request, signal, attempt) : this.#generate(limited, request, signal)),
+      const answered = await callWithRetry(
+        (signal) => (request.stream ? this.#stream(resolved, limited, request, signal, attempt, secrets) : this.#generate(limited, request, signal)),
         {
           what,
           policy: this.retryPolicy,
@@ -141,6 +148,7 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
           },
         },
       );
+      const reply = scrubSecrets(answered, secrets);
       this.emitEvent(StreamEventType.MODEL_END, {
         model: resolved.label,
         purpose: request.purpose,
@@ -187,17 +195,21 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     };
   }
 
-  async #stream(resolved: ResolvedModel, limited: NestingLimitedModel, request: ModelRequest, signal: AbortSignal, attempt: number): Promise<ModelReply> {
+  async #stream(resolved: ResolvedModel, limited: NestingLimitedModel, request: ModelRequest, signal: AbortSignal, attempt: number, secrets: readonly string[]): Promise<ModelReply> {
     const { streamText } = await loadAiSdk();
     const result = streamText({ ...this.#common(limited, request, signal), onError: () => {} });
     let index = 0;
+    // Without secrets, each delta as it came; with them, held back while it could be the start of one (see StreamScrubber).
+    const scrubber = secrets.length > 0 ? new StreamScrubber(secrets) : undefined;
+    const emitDelta = (delta: string): void => {
+      if (delta !== '') this.emitEvent(StreamEventType.MODEL_DELTA, { model: resolved.label, purpose: request.purpose, attempt, index: index++, delta });
+    };
     for await (const part of result.fullStream) {
       if (part.type === 'error') throw part.error;
       if (part.type === 'abort') throw signal.reason ?? new Error('stream aborted');
-      if (part.type === 'text-delta' && part.text !== '') {
-        this.emitEvent(StreamEventType.MODEL_DELTA, { model: resolved.label, purpose: request.purpose, attempt, index: index++, delta: part.text });
-      }
+      if (part.type === 'text-delta') emitDelta(scrubber ? scrubber.push(part.text) : part.text);
     }
+    if (scrubber) emitDelta(scrubber.flush());
     const [text, toolCalls, usage, finishReason, response] = await Promise.all([result.text, result.toolCalls, result.usage, result.finishReason, result.response]);
     return {
       text,
@@ -227,7 +239,11 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
    * Runs one tool call: validates the input against the tool's schema (arguments the model nested deeper than
    * `MAX_TOOL_INPUT_NESTING` are invalid input, see {@link ToolCallRecord.inputProblem}), executes it with up to
    * `attempts` attempts, and reports TOOL_CALL and TOOL_RESULT. A failed attempt that is retried is packed and quarantined; the final
-   * failure is returned as an error result for the model to see (PRD-001 §3.5), never thrown.
+   * failure is returned as an error result for the model to see (PRD-001 §3.5), never thrown. An attempt that takes
+   * longer than the tool's `timeoutMs` fails. A result that is not JSON data (see `toolOutputProblem`: a Date, a Map,
+   * NaN, a cycle, nesting deeper than `MAX_TOOL_OUTPUT_NESTING`, ...) is an error result naming the tool and where
+   * (a JSON pointer), not retried. When the run is aborted the node stops waiting for the tool, whether it honours the
+   * signal or not, and throws a {@link CallAbortedError} naming the tool.
    */
   protected async runTool(call: ToolCallRecord, tool: LlmTool | undefined, options: { attempts: number; signal?: AbortSignal; backpack: BackpackHandle }): Promise<ToolResultRecord> {
     const source = tool?.source ?? {};
@@ -244,17 +260,26 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
       const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`).join('; ');
       return finish({ toolCallId: call.toolCallId, toolName: call.toolName, error: `Invalid input for tool '${call.toolName}': ${problems}`, attempts: 0 });
     }
+    const aborted = (): CallAbortedError => new CallAbortedError(`node '${this.id}': tool '${call.toolName}' (call '${call.toolCallId}')`, options.signal!.reason);
     for (let attempt = 1; ; attempt++) {
-      options.signal?.throwIfAborted();
+      if (options.signal?.aborted) throw aborted();
+      const timeout = tool.timeoutMs === undefined ? undefined : AbortSignal.timeout(tool.timeoutMs);
+      const signal = timeout === undefined ? options.signal : options.signal === undefined ? timeout : AbortSignal.any([options.signal, timeout]);
+      let output: unknown;
       try {
-        const output = await tool.execute(parsed.data, { signal: options.signal, backpack: options.backpack, toolCallId: call.toolCallId, toolName: call.toolName, node: this });
-        return finish({ toolCallId: call.toolCallId, toolName: call.toolName, output: output === undefined ? null : output, attempts: attempt });
+        // Raced with the signal: a tool that ignores it is not waited for past the abort or its timeout.
+        output = await raceAbort(tool.execute(parsed.data, { signal, backpack: options.backpack, toolCallId: call.toolCallId, toolName: call.toolName, node: this }), signal);
       } catch (error) {
-        if (options.signal?.aborted) throw options.signal.reason;
-        const message = `Tool '${call.toolName}' failed: ${error instanceof Error ? error.message : String(error)}`;
+        if (options.signal?.aborted) throw aborted();
+        const message = timeout?.aborted ? `Tool '${call.toolName}' timed out after ${tool.timeoutMs} ms` : `Tool '${call.toolName}' failed: ${error instanceof Error ? error.message : String(error)}`;
         if (attempt >= options.attempts) return finish({ toolCallId: call.toolCallId, toolName: call.toolName, error: message, attempts: attempt });
-        this.recordFailedAttempt(`tool-${call.toolName}-${call.toolCallId}`, attempt, { error: message, input: call.input });
+        this.recordFailedAttempt(`tool-${call.toolName}-${keySegment(call.toolCallId)}`, attempt, { error: message, toolCallId: call.toolCallId, input: call.input });
+        continue;
       }
+      const result = output === undefined ? null : output;
+      const problem = outputProblem(result);
+      if (problem !== undefined) return finish({ toolCallId: call.toolCallId, toolName: call.toolName, error: `Tool '${call.toolName}' returned ${problem}`, attempts: attempt });
+      return finish({ toolCallId: call.toolCallId, toolName: call.toolName, output: scrubSecrets(result, usableSecrets(this.#secrets())), attempts: attempt });
     }
   }
 
@@ -277,6 +302,30 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
   }
 
 
+}
+
+/**
+ * What is wrong with a tool's result for the model, the Backpack and the log (see `toolOutputProblem`), as the rest
+ * of `Tool 'x' returned ...`; undefined when it is JSON data.
+ */
+function outputProblem(output: unknown): string | undefined {
+  try {
+    const problem = toolOutputProblem(output);
+    if (problem === undefined) return undefined;
+    return `a result that is not JSON data: ${problem.path === '' ? 'the result' : `the value at '${problem.path}'`} is ${problem.message}`;
+  } catch (error) {
+    // A getter or a proxy that throws while the result is read.
+    return `a result that could not be read: ${error instanceof Error ? error.message : String(error)}`;
+  }
+}
+
+/**
+ * A model-chosen tool-call id as one segment of a Backpack key: as it is when it is 1-64 letters, digits, '_' or '-';
+ * else `sha256-` and the first 16 hex digits of its SHA-256, so no id (`call..1`, `a.b`, `call.`, a long one) can
+ * make a key invalid or add segments. The id itself is kept in the packed value.
+ */
+export function keySegment(toolCallId: string): string {
+  return /^[A-Za-z0-9_-]{1,64}$/.test(toolCallId) ? toolCallId : `sha256-${createHash('sha256').update(toolCallId).digest('hex').slice(0, 16)}`;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { APICallError, NoObjectGeneratedError } from 'ai';
 import { isAiSdkError } from './ai-sdk.js';
 import { delay } from '../../flow/index.js';
-import { InvalidModelOutputError, LlmError, ModelCallError, ModelTimeoutError, redactSecrets } from './errors.js';
+import { CallAbortedError, InvalidModelOutputError, LlmError, ModelCallError, ModelTimeoutError, redactSecrets } from './errors.js';
 
 /** How model calls are retried (429 and 5xx and unreadable responses only). */
 export interface RetryPolicy {
@@ -118,8 +118,9 @@ export interface CallOptions {
 /**
  * Calls `fn(signal)` until it succeeds or fails for good: 429, 5xx and unreadable responses are retried per the policy
  * (honouring Retry-After, capped); other errors, timeouts and aborts are not. Each attempt gets a signal that fires on
- * the run's abort or the attempt's timeout. Rejects with a {@link ModelCallError}, {@link ModelTimeoutError} or the
- * abort reason.
+ * the run's abort or the attempt's timeout, and is not waited for past it, whether `fn` honours the signal or not.
+ * Rejects with a {@link ModelCallError}, a {@link ModelTimeoutError}, a {@link CallAbortedError} (an abort during an
+ * attempt) or the abort reason (an abort while waiting to retry).
  */
 export async function callWithRetry<T>(fn: (signal: AbortSignal) => Promise<T>, options: CallOptions): Promise<T> {
   const { policy, signal: runSignal, timeoutMs, what } = options;
@@ -130,9 +131,10 @@ export async function callWithRetry<T>(fn: (signal: AbortSignal) => Promise<T>, 
     const signal = signals.length === 1 ? signals[0]! : AbortSignal.any(signals.length ? signals : [new AbortController().signal]);
     let failure: LlmError;
     try {
-      return await fn(signal);
+      // Raced with the signal: a provider or an injected model that ignores it is not waited for.
+      return await raceAbort(fn(signal), signal);
     } catch (error) {
-      if (runSignal?.aborted) throw runSignal.reason;
+      if (runSignal?.aborted) throw new CallAbortedError(what, runSignal.reason);
       if (timeout?.aborted) throw new ModelTimeoutError(timeoutMs!, what);
       failure = classifyError(error, what, options.secrets);
     }
@@ -146,4 +148,21 @@ export async function callWithRetry<T>(fn: (signal: AbortSignal) => Promise<T>, 
     options.onRetry?.(failure, attempt, delayMs);
     await delay(delayMs, runSignal);
   }
+}
+
+/**
+ * `work`, or a rejection with the signal's reason as soon as `signal` aborts, whichever comes first: a call that
+ * ignores the signal is not waited for. Its later outcome is dropped (a later rejection is handled, never unhandled).
+ */
+export function raceAbort<T>(work: T | PromiseLike<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return Promise.resolve(work);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    Promise.resolve(work).then(
+      (value) => (signal.removeEventListener('abort', onAbort), resolve(value)),
+      (error: unknown) => (signal.removeEventListener('abort', onAbort), reject(error)),
+    );
+  });
 }

@@ -6,7 +6,7 @@ import { ChatNode, chatParamsSchema, toPlainMessages, type ChatParams } from './
 import { LlmError } from './errors.js';
 import { LlmNode, llmParamsShape, type LlmParams, type ModelReply } from './llm-node.js';
 import { promptParamsShape, readPrompt, type Prompt, type PromptParams } from './prompt.js';
-import { checkToolName, collectTools, toModelTools, toolResultMessage, type LlmTool, type ToolCallRecord, type ToolResultRecord } from './tools.js';
+import { checkToolName, checkToolTimeout, collectTools, toModelTools, toolResultMessage, type LlmTool, type ToolCallRecord, type ToolResultRecord } from './tools.js';
 
 /** Action a tool-choosing step returns when the model called tools. */
 export const TOOLS_ACTION = 'tools';
@@ -28,6 +28,7 @@ export class ToolUsingNode<P = any, E = any> extends LlmNode<P, E> {
     if (typeof tool?.execute !== 'function' || typeof tool.inputSchema?.safeParse !== 'function') {
       throw new LlmError(`Node '${this.id}': tool '${name}' needs a description, a zod inputSchema and an execute function`);
     }
+    checkToolTimeout(this.id, name, tool as LlmTool);
     this.#registered.set(name, tool as LlmTool);
     return this;
   }

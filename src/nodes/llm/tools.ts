@@ -8,7 +8,7 @@ import { LlmError } from './errors.js';
 
 /** What a tool's `execute` gets besides its input. */
 export interface ToolContext {
-  /** Fires when the run is aborted. */
+  /** Fires when the run is aborted, or when the attempt's `timeoutMs` has passed. */
   signal: AbortSignal | undefined;
   /** The calling node's backpack handle. */
   backpack: BackpackHandle;
@@ -26,8 +26,19 @@ export interface LlmTool<I = any, O = unknown> {
   description: string;
   /** Schema of the input; the model's arguments are validated against it before `execute` runs. */
   inputSchema: ZodType<I>;
-  /** Does the work; a thrown error is shown to the model as the tool's result. The result must be JSON data. */
+  /**
+   * Does the work; a thrown error is shown to the model as the tool's result. The result must be JSON data (null,
+   * booleans, strings, finite numbers, arrays and plain objects, nested at most `MAX_TOOL_OUTPUT_NESTING` levels; an
+   * object property that is `undefined` is left out, as JSON does): anything else (a Date, a Map, NaN, a BigInt, a
+   * class instance, a cycle, ...) is not converted but shown to the model as an error naming the tool and where it
+   * is (a JSON pointer). `undefined` as the whole result is `null`. Return a Date as `date.toISOString()`.
+   */
   execute(input: I, context: ToolContext): O | Promise<O>;
+  /**
+   * Time limit of one attempt, in ms: then the node stops waiting for it (whether it honours `context.signal`, which
+   * fires then too, or not) and the attempt fails with "Tool '<name>' timed out after <ms> ms". None by default.
+   */
+  timeoutMs?: number;
   /** The input's JSON Schema as the model is shown it, when it comes from elsewhere (an MCP server); default: from `inputSchema`. */
   jsonSchema?: Record<string, unknown>;
   /** Where the tool comes from, added to its `tool.called` / `tool.result` events (e.g. `{ mcpServer: 'files' }`). */
@@ -118,6 +129,7 @@ export function collectTools(
     if (!found || typeof found.execute !== 'function') {
       throw new LlmError(`Node '${nodeId}': tool '${name}' is neither registered on the node nor in the '${TOOLBOX_DEP}' dependency`);
     }
+    checkToolTimeout(nodeId, name, found);
     tools.set(name, found);
   }
   return tools;
@@ -134,6 +146,14 @@ export async function toModelTools(tools: ReadonlyMap<string, LlmTool>): Promise
     set[name] = aiTool({ description: t.description, inputSchema: t.jsonSchema ? jsonSchema(t.jsonSchema as JSONSchema7) : zodSchema(t.inputSchema) });
   }
   return set;
+}
+
+/** Checks a tool's `timeoutMs`: absent, or a positive integer number of ms. */
+export function checkToolTimeout(nodeId: string, name: string, tool: LlmTool): void {
+  const ms = tool.timeoutMs;
+  if (ms !== undefined && !(Number.isSafeInteger(ms) && ms > 0)) {
+    throw new LlmError(`Node '${nodeId}': tool '${name}' has timeoutMs ${String(ms)}: give a positive integer number of ms, or none`);
+  }
 }
 
 /** Checks a tool's name (the OpenAI API allows letters, digits, '_' and '-', up to 64). */
