@@ -290,14 +290,16 @@ async function listedRunMeta(store: RunStore, ref: RunRef, persist: boolean): Pr
     if (meta.status === 'running' && !(await store.writerAlive(ref))) return { ...meta, status: 'stopped' };
     return meta;
   } catch (error) {
-    if (!(error instanceof StoreError)) throw error;
+    // A file of the run vanished while it was read: deleted meanwhile by another process (a delete renames the run's
+    // folder away), which the checks below tell from damage.
+    if (!(error instanceof StoreError) && (error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     const stored = await store.loadRunMeta(ref).catch(() => null);
     if (!(await store.hasEvents(ref))) {
       // No events and nothing that says there were: a start that never got to its first event, not a run.
       if (stored === null || stored.eventCount === 0) return undefined;
       return { ...stored, damaged: `${store.describeLog(ref)} is empty or missing, but the run's projection records ${stored.eventCount} events` };
     }
-    return { ...(stored ?? emptyRunMeta(ref.sessionKey, ref.runId)), damaged: error.message };
+    return { ...(stored ?? emptyRunMeta(ref.sessionKey, ref.runId)), damaged: (error as Error).message };
   }
 }
 

@@ -1,9 +1,10 @@
 /** Issue 13: damage stays local. One damaged run never breaks the listing; a cut log tail never makes resume and show disagree. */
-import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, promises as fsp, readFileSync, rmSync, truncateSync, writeFileSync, type PathLike } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { listRuns, loadRunPoint, resumeRun, runFlow } from '../../src/index.js';
+import { listRuns, loadRunPoint, resumeRun, runFlow, type RunMeta } from '../../src/index.js';
 import { ProjectionStore } from '../../src/store/index.js';
 import { buildJournalFlow } from './fixtures/journal-flow.js';
 
@@ -83,5 +84,40 @@ describe('a torn last line of events.jsonl', () => {
     await new ProjectionStore({ dataDir, sessionKey: 'default' }).delete('cut');
     await expect(resumeRun(buildJournalFlow({ rounds: 3 }), { dataDir, runId: 'cut' })).rejects.toThrow(/the log was cut or edited after it was closed.*cannot be continued/);
     expect((await listRuns({ dataDir }))[0]).toMatchObject({ runId: 'cut', status: 'stopped' });
+  });
+});
+
+describe('listRuns while another process deletes a run', () => {
+  it('leaves out a run deleted at any moment of the reading of its files, and lists the others', async () => {
+    // Long enough for the log's index to have entries (a reader then opens the log several times).
+    for (const runId of ['a', 'b', 'c']) await runFlow(buildJournalFlow({ rounds: 40 }), { dataDir, runId });
+    const intact = await listRuns({ dataDir });
+    const runB = join(dataDir, 'sessions', 'default', 'runs', 'b');
+    const saved = join(dataDir, 'b-copy');
+    cpSync(runB, saved, { recursive: true });
+    const open = fsp.open.bind(fsp);
+    /** Lists with b's projection to rebuild (as after a crash); b is deleted at its files' open number `at`. */
+    const listDeletingAt = async (at: number): Promise<{ listed: RunMeta[]; opens: number }> => {
+      rmSync(runB, { recursive: true, force: true });
+      cpSync(saved, runB, { recursive: true });
+      rmSync(metaFile('b'));
+      let opens = 0;
+      const spy = vi.spyOn(fsp, 'open').mockImplementation((async (path: PathLike, ...rest: unknown[]) => {
+        if (String(path).startsWith(`${runB}/`) && opens++ === at) rmSync(runB, { recursive: true, force: true });
+        return (open as (...a: unknown[]) => Promise<FileHandle>)(path, ...rest);
+      }) as typeof fsp.open);
+      try {
+        return { listed: await listRuns({ dataDir }), opens };
+      } finally {
+        spy.mockRestore();
+      }
+    };
+    const { opens } = await listDeletingAt(-1);
+    expect(opens).toBeGreaterThan(1);
+    for (let at = 0; at < opens; at++) {
+      const { listed } = await listDeletingAt(at);
+      expect(listed, `deleted at open ${at}`).toEqual([intact[0], intact[2]]);
+      expect(existsSync(runB), `deleted at open ${at}`).toBe(false);
+    }
   });
 });
