@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { closeSync, fsync, fsyncSync, mkdirSync, open, openSync, renameSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { removeFileIfExists } from './remove.js';
+import { tempBeside } from './temp-files.js';
 import { writeJsonPieces } from './json-pieces.js';
 
 /** Options of {@link writeFileAtomic} and {@link writeFileAtomicSync}. */
@@ -22,6 +22,14 @@ export interface AtomicWriteOptions {
    * loop. Writes with it finish in no particular order: a caller that writes one path twice orders the writes itself.
    */
   readonly background?: boolean;
+  /**
+   * Which missing folders the write creates (default `'all'`: every missing folder on the way to `path`). `'own'`:
+   * only the file's own folder, and only inside a folder that exists. For a file derived from what its parent
+   * folder holds (a run's projection, `runs/<id>/projections/run.meta.json`, a cache of `runs/<id>/events.jsonl`):
+   * when that folder was removed or renamed away (the run deleted) while the file was being made, the write fails
+   * with ENOENT instead of creating the folder again.
+   */
+  readonly createDirs?: 'all' | 'own';
 }
 
 function fsyncAsync(fd: number): Promise<void> {
@@ -47,13 +55,27 @@ async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
-function openTemp(temp: string, mode: number | undefined): number {
+/** Creates the temp file; when its folder is missing, creates the folders `createDirs` allows, then tries again. */
+function openTemp(temp: string, mode: number | undefined, createDirs: AtomicWriteOptions['createDirs']): number {
   try {
     return openSync(temp, 'wx', mode);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    mkdirSync(dirname(temp), { recursive: true });
+    makeFolder(dirname(temp), createDirs ?? 'all');
     return openSync(temp, 'wx', mode);
+  }
+}
+
+function makeFolder(dir: string, createDirs: 'all' | 'own'): void {
+  if (createDirs === 'all') {
+    mkdirSync(dir, { recursive: true });
+    return;
+  }
+  try {
+    mkdirSync(dir);
+  } catch (error) {
+    // Another writer made it meanwhile; ENOENT (its parent is gone) propagates.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
 }
 
@@ -63,12 +85,12 @@ function openTemp(temp: string, mode: number | undefined): number {
  * keyframe in the background). When that fails (mostly: the folder does not exist yet, once per folder),
  * {@link openTemp} tries again and decides: it makes the folder, or throws its error.
  */
-function openTempAsync(temp: string, mode: number | undefined): Promise<number> {
+function openTempAsync(temp: string, mode: number | undefined, createDirs: AtomicWriteOptions['createDirs']): Promise<number> {
   return new Promise((resolve, reject) =>
     open(temp, 'wx', mode, (error, fd) => {
       if (!error) return resolve(fd);
       try {
-        resolve(openTemp(temp, mode));
+        resolve(openTemp(temp, mode, createDirs));
       } catch (failure) {
         reject(failure);
       }
@@ -85,13 +107,9 @@ function writeAll(fd: number, bytes: Uint8Array): void {
  * Creates the temp file beside `path` and writes `data` to it (text, bytes, or `{ json }`: the JSON of a value,
  * written in pieces); returns its name and open descriptor.
  */
-function writeTemp(path: string, data: string | Uint8Array | { json: unknown }, mode: number | undefined): { temp: string; fd: number } {
+function writeTemp(path: string, data: string | Uint8Array | { json: unknown }, options: AtomicWriteOptions): { temp: string; fd: number } {
   const temp = tempBeside(path);
-  return { temp, fd: fillTemp(temp, openTemp(temp, mode), data) };
-}
-
-function tempBeside(path: string): string {
-  return join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  return { temp, fd: fillTemp(temp, openTemp(temp, options.mode, options.createDirs), data) };
 }
 
 /** Writes `data` to the temp file just created (open as `fd`); removes it when that fails. Returns `fd`. */
@@ -122,7 +140,7 @@ function finish(temp: string, fd: number, path: string): void {
 /**
  * Writes `data` to `path` so that a reader (or a process after a crash) sees either the old file or the new one,
  * never a mix: temp file in the same directory, write, fsync, rename over `path`, fsync the directory.
- * Creates the directory when missing. The temp file is removed when the write fails.
+ * Creates the directory when missing (see `createDirs`). The temp file is removed when the write fails.
  *
  * The cheap system calls are synchronous (a thread-pool round trip costs more than they do); the fsyncs, which can
  * take milliseconds on a real disk, run on the thread pool so that they do not block the event loop (and with
@@ -135,7 +153,10 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
 async function writeAtomic(path: string, data: string | Uint8Array | { json: unknown }, options: AtomicWriteOptions): Promise<void> {
   const sync = options.fsync ?? true;
   const temp = tempBeside(path);
-  const fd = options.background === true ? fillTemp(temp, await openTempAsync(temp, options.mode), data) : fillTemp(temp, openTemp(temp, options.mode), data);
+  const fd =
+    options.background === true
+      ? fillTemp(temp, await openTempAsync(temp, options.mode, options.createDirs), data)
+      : fillTemp(temp, openTemp(temp, options.mode, options.createDirs), data);
   if (sync) {
     try {
       await fsyncAsync(fd);
@@ -152,7 +173,7 @@ async function writeAtomic(path: string, data: string | Uint8Array | { json: unk
 /** {@link writeFileAtomic} for callers that hold a lock across synchronous code (the context store). */
 export function writeFileAtomicSync(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): void {
   const sync = options.fsync ?? true;
-  const { temp, fd } = writeTemp(path, data, options.mode);
+  const { temp, fd } = writeTemp(path, data, options);
   if (sync) {
     try {
       fsyncSync(fd);

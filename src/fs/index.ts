@@ -9,6 +9,7 @@ export { readJsonChunked } from './json-read.js';
 export type { ReadJsonOptions } from './json-read.js';
 export { readTextIfExists, readTextIfExistsSync } from './read.js';
 export { removeFileIfExists } from './remove.js';
+export { removeDeadTemps } from './temp-files.js';
 export { describeHolder, lockHeld, tryLock, waitForLock } from './lock.js';
 export type { FileLock, LockBusy, LockHolder, LockOptions } from './lock.js';
 export { parseStatStartTime, parseStatState, systemProbe } from './process-identity.js';

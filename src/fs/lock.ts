@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { dirname } from 'node:path';
 import { removeFileIfExists } from './remove.js';
+import { removeDeadTemps, tempBeside } from './temp-files.js';
 import { systemProbe, type ProcessProbe } from './process-identity.js';
 
 /** Who holds a lock, as recorded in the lock file. */
@@ -132,7 +134,8 @@ function sleepSync(ms: number): void {
 /**
  * Takes the exclusive lock file `path` now, or reports who holds it. The file holds `{ pid, host, createdAt, bootId,
  * startTime, token }` and appears atomically with its content (written to a temp file, then hard-linked to `path`,
- * which fails when `path` exists), so no reader ever sees an empty lock. A stale lock (see `isStale`: boot id,
+ * which fails when `path` exists), so no reader ever sees an empty lock. The new holder removes the temp files killed
+ * processes left in the lock's folder (see `removeDeadTemps`). A stale lock (see `isStale`: boot id,
  * pid liveness, process start time, else a lease) is recovered: only the holder of a second lock, `<path>.recover`,
  * may remove it, and it checks again under that lock that the file is still the stale one; so two processes
  * recovering at once never remove a lock that a third has just taken. A live holder (this process included) is
@@ -151,11 +154,14 @@ export function tryLock(path: string, options: LockOptions = {}): FileLock | Loc
     ...(startTime === undefined ? {} : { startTime }),
   };
   const raw = JSON.stringify({ ...holder, token: randomBytes(8).toString('hex') });
-  const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  const temp = tempBeside(path);
   writeFileSync(temp, raw);
   try {
     for (let attempt = 0; attempt < 500; attempt++) {
-      if (tryLink(temp, path)) return makeLock(path, holder, raw, startTime === undefined ? leaseMs : undefined);
+      if (tryLink(temp, path)) {
+        sweepDeadTemps(dirname(path), probe);
+        return makeLock(path, holder, raw, startTime === undefined ? leaseMs : undefined);
+      }
       const current = readLockFile(path);
       if (current === 'missing') continue;
       if (current.holder === undefined) return { busy: true, reason: 'unreadable' };
@@ -165,6 +171,18 @@ export function tryLock(path: string, options: LockOptions = {}): FileLock | Loc
     return { busy: true, reason: 'contended' };
   } finally {
     removeFileIfExists(temp);
+  }
+}
+
+/**
+ * The holder of a new lock removes the temp files that killed processes left in the lock's folder (see
+ * removeDeadTemps: a dead pid's, old enough). Housekeeping: a folder it cannot read or clean does not cost the lock.
+ */
+function sweepDeadTemps(dir: string, probe: ProcessProbe): void {
+  try {
+    removeDeadTemps(dir, { probe });
+  } catch {
+    // Left for the next holder.
   }
 }
 

@@ -1,4 +1,4 @@
-import { FileRunStore, LockError, RunInUseError, RunStatusSchema, StoreError, listSessions, sweepDeletedRuns, assertValidId, type RunMeta } from '../store/index.js';
+import { FileRunStore, RunStatusSchema, StoreError, listSessions, sweepDeletedRuns, assertValidId, type RunMeta } from '../store/index.js';
 import { listRuns } from './durable.js';
 import { locateStore, type RunLocation } from './location.js';
 
@@ -31,7 +31,10 @@ export interface PruneCriteria {
    * in milliseconds (`7 * 24 * 3600_000`: older than a week).
    */
   olderThan?: Date | number;
-  /** Only runs with this status (or one of these). A `running` run (a live writer) is never deleted. */
+  /**
+   * Only runs with this status (or one of these). A `running` run (a live writer) is never deleted, and a `waiting`
+   * run (paused for a person's answer) only when this names `'waiting'`: `olderThan` or `keepLast` alone keep it.
+   */
   status?: RunStatus | readonly RunStatus[];
   /** Keep the newest N runs of each session (by start time) whatever the other criteria say. */
   keepLast?: number;
@@ -60,7 +63,11 @@ export interface PruneResult {
   dryRun: boolean;
   /** Runs deleted (in a dry run: that would be). */
   deleted: PrunedRun[];
-  /** Runs matching the criteria that were left alone, and why (a live writer; a damaged run, whose times are unknown). */
+  /**
+   * Runs matching the criteria that were left alone, and why: a live writer; a damaged run, whose times are unknown;
+   * a waiting run when `status` does not name `'waiting'`; a run that changed between the listing and its delete
+   * (a resume, an answer).
+   */
   skipped: Array<{ sessionKey: string; runId: string; reason: string }>;
   /** Runs kept (not matching, or among the newest `keepLast`). */
   kept: number;
@@ -71,8 +78,11 @@ export interface PruneResult {
 /**
  * Deletes the runs matching `criteria` (every criterion given must hold), except the newest `keepLast` of each
  * session; at least one criterion is required, so that no call deletes everything by accident. A damaged run (its
- * log cannot be read, so its times are unknown) and a run with a live writer are skipped and reported; delete one
- * by id with {@link deleteRun}. Leftovers of deletes killed mid-way are swept first.
+ * log cannot be read, so its times are unknown), a run with a live writer, and a run waiting for a person unless
+ * `status` names `'waiting'` are skipped and reported; delete one by id with {@link deleteRun}. Each run is deleted
+ * only if it is still as listed, checked under its writer guarantee (its log ends at the same event): a run resumed
+ * or answered since the listing is skipped and reported, never deleted on the strength of what it was. Leftovers of
+ * deletes killed mid-way are swept first.
  */
 export async function pruneRuns(options: PruneRunsOptions): Promise<PruneResult> {
   const { olderThan, status, keepLast } = checkCriteria(options);
@@ -91,6 +101,8 @@ export async function pruneRuns(options: PruneRunsOptions): Promise<PruneResult>
     for (const session of sessions) for (const name of await sweepDeletedRuns(store.dataDir, session, { dryRun })) swept.push(`${session}/${name}`);
   }
   const result: PruneResult = { dryRun, deleted: [], skipped: [], kept: 0, swept };
+  /** The seq each chosen run's log ended at in the listing (the delete checks it again). */
+  const listedSeq = new Map<PrunedRun, number>();
   const cutoff = olderThan === undefined ? undefined : olderThan instanceof Date ? olderThan.getTime() : (options.now ?? Date.now()) - olderThan;
   for (const session of sessions) {
     const runs = (await listRuns({ store, sessionKey: session })).sort((a, b) => b.startedAt - a.startedAt || b.runId.localeCompare(a.runId));
@@ -105,8 +117,12 @@ export async function pruneRuns(options: PruneRunsOptions): Promise<PruneResult>
         result.skipped.push({ sessionKey: session, runId: meta.runId, reason: `damaged (${meta.damaged}): its times are unknown; delete it by id` });
       } else if (meta.status === 'running') {
         result.skipped.push({ sessionKey: session, runId: meta.runId, reason: 'running: a live process writes it' });
+      } else if (meta.status === 'waiting' && !status?.includes('waiting')) {
+        result.skipped.push({ sessionKey: session, runId: meta.runId, reason: "waiting for a person's answer: pruned only when the status filter names 'waiting'" });
       } else {
-        result.deleted.push({ sessionKey: session, runId: meta.runId, status: meta.status, startedAt: meta.startedAt, lastActiveAt });
+        const run: PrunedRun = { sessionKey: session, runId: meta.runId, status: meta.status, startedAt: meta.startedAt, lastActiveAt };
+        listedSeq.set(run, meta.lastSeq);
+        result.deleted.push(run);
       }
     });
   }
@@ -120,10 +136,11 @@ export async function pruneRuns(options: PruneRunsOptions): Promise<PruneResult>
   const deleted: PrunedRun[] = [];
   for (const run of result.deleted) {
     try {
-      if (await store.deleteRun(run)) deleted.push(run);
+      if (await store.deleteRun({ sessionKey: run.sessionKey, runId: run.runId }, { lastSeq: listedSeq.get(run)! })) deleted.push(run);
     } catch (error) {
-      // A writer started since the listing (a resume): the run is in use again.
-      if (!(error instanceof RunInUseError) && !(error instanceof LockError)) throw error;
+      // A writer holds the run now (RunInUseError, LockError), it changed since the listing (RunChangedError: a resume
+      // or an answer), or its log cannot be read now: it is left whole, and the others are still pruned.
+      if (!(error instanceof StoreError)) throw error;
       result.skipped.push({ sessionKey: run.sessionKey, runId: run.runId, reason: error.message });
     }
   }

@@ -87,7 +87,7 @@ export class CheckpointStore {
     const body = JSON.stringify(this.prepare(checkpoint, path));
     // One save after another (the queue orders them), each creating its file on the thread pool: a keyframe is
     // written while its run goes on.
-    const next = this.queue.then(() => writeSealedJson(path, body, this.fsync, this.syncDirectory, true));
+    const next = this.queue.then(() => writeSealedJson(path, body, { fsync: this.fsync, syncDirectory: this.syncDirectory, background: true }));
     this.queue = next.catch(() => undefined);
     return next;
   }

@@ -12,8 +12,8 @@ import { assertNewRun, listRunIds, runHasEvents, runWriterAlive } from './layout
 import { assertValidId, historicalCheckpointPath, runPaths } from './paths.js';
 import { deleteRunDir } from './retention.js';
 import { ProjectionStore } from './projection-store.js';
-import type { KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from './run-store.js';
-import { readTextIfExists, writeJsonAtomic } from '../fs/index.js';
+import type { DeleteRunCondition, KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from './run-store.js';
+import { readTextIfExists, removeDeadTemps, writeJsonAtomic } from '../fs/index.js';
 import { ProjectionStoreError, StoreError } from './errors.js';
 import { DONE } from './log-writer.js';
 import { dataEndOf } from './lines.js';
@@ -125,8 +125,8 @@ export class FileRunStore implements RunStore {
   }
 
   /** See {@link RunStore.deleteRun}: renamed away first, then removed (src/store/retention.ts). */
-  deleteRun(ref: RunRef): Promise<boolean> {
-    return deleteRunDir(this.dataDir, ref.sessionKey, ref.runId);
+  deleteRun(ref: RunRef, expected?: DeleteRunCondition): Promise<boolean> {
+    return deleteRunDir(this.dataDir, ref.sessionKey, ref.runId, expected);
   }
 
   async listRuns(sessionKey?: string): Promise<RunRef[]> {
@@ -206,6 +206,13 @@ class FileRunWriter implements RunWriter {
     try {
       // Checked again under the writer lock: another process may have started this id since a caller's check.
       if (fresh && opened.lastSeq !== undefined) assertNewRun(this.projection.dataDir, this.ref.sessionKey, this.ref.runId);
+      const paths = runPaths(this.projection.dataDir, this.ref.sessionKey, this.ref.runId);
+      // Taking the lock swept the run's folder of what killed processes left (src/fs/temp-files.ts); its subfolders too.
+      for (const dir of [paths.projectionsDir, paths.checkpointDir]) removeDeadTemps(dir);
+      // A new run folds its projection from nothing: one left by an earlier run of this id (whose log is gone) is not its own.
+      if (fresh && (await this.projection.delete(this.ref.runId))) {
+        process.emitWarning(`run ${this.ref.sessionKey}/${this.ref.runId} starts afresh: removed ${paths.runMeta}, a projection an earlier run of this id left without its log`, 'ProjectionStoreLeftover');
+      }
       // A continued run's projection continues from the whole log (a crash may have left the stored one behind it).
       // One that recorded more than the log serves is evidence of a lost tail: not continued past (see currentRunMeta).
       if (!fresh && opened.lastSeq !== undefined) {

@@ -28,6 +28,7 @@ export {
   RunExistsError,
   FencedError,
 } from './errors.js';
+export { RunChangedError } from './retention.js';
 export type { LockHolder } from './errors.js';
 export { newSessionKey, newMemoryId } from './ids.js';
 export {
@@ -50,7 +51,7 @@ export type { AtomicWriteOptions, FileLock } from '../fs/index.js';
 export { acquireLock } from './lock.js';
 export { assertNewRun, listSessions, listRunIds, runHasEvents, runWriterAlive } from './layout.js';
 export type { RunRef } from './layout.js';
-export type { RunStore, RunWriter, RunDocumentName, KeyframeInput, OpenWriterOptions } from './run-store.js';
+export type { RunStore, RunWriter, RunDocumentName, KeyframeInput, OpenWriterOptions, DeleteRunCondition } from './run-store.js';
 export { FileRunStore } from './file-run-store.js';
 export { PostgresRunStore } from './postgres/run-store.js';
 export type { PostgresRunStoreOptions } from './postgres/run-store.js';

@@ -1,6 +1,6 @@
 import { existsSync, promises as fsp, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { readTextIfExists, readTextIfExistsSync, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
+import { readTextIfExists, readTextIfExistsSync, removeDeadTemps, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import { openSealed, sealJson } from '../hash/sealed.js';
 import { LockError, MemoryStoreError, describeIssues } from './errors.js';
@@ -444,7 +444,15 @@ export class MemoryStore implements Memory {
     const deadline = Date.now() + this.lockTimeoutMs;
     for (;;) {
       try {
-        return acquireLock(this.lockPath, 'shared memory');
+        const lock = acquireLock(this.lockPath, 'shared memory');
+        // A killed writer's temp files among the items (the lock clears those of its own folder, index/). Housekeeping:
+        // a folder it cannot clean does not cost the write.
+        try {
+          removeDeadTemps(this.paths.itemsDir);
+        } catch {
+          // left for a later write
+        }
+        return lock;
       } catch (error) {
         if (!(error instanceof LockError) || error.holder === undefined || Date.now() >= deadline) throw error;
         await new Promise((resolve) => setTimeout(resolve, 5));

@@ -1,4 +1,4 @@
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fsyncDirSync } from '../fs/index.js';
 import { ProjectionStoreError } from './errors.js';
@@ -59,11 +59,21 @@ export class ProjectionStore {
     return runPaths(this.dataDir, this.sessionKey, runId).runMeta;
   }
 
-  /** Folds every event of the run's log, persists the projection (over whatever was stored) and returns it. */
+  /**
+   * Folds every event of the run's log, persists the projection (over whatever was stored, unless the run was
+   * deleted or replaced meanwhile: see {@link persistDerived}) and returns it.
+   */
   async generateRunMeta(runId: string, options: ReadOptions = {}): Promise<RunMeta> {
+    const log = this.logIdentity(runId);
     const meta = await this.foldLog(runId, options);
-    await this.persist(runId, meta);
+    await this.persistDerived(runId, meta, log);
     return meta;
+  }
+
+  /** The identity of the run's log file as it is now (device, inode, birth time), or undefined when there is none. */
+  private logIdentity(runId: string): string | undefined {
+    const stat = statSync(runPaths(this.dataDir, this.sessionKey, runId).events, { bigint: true, throwIfNoEntry: false });
+    return stat === undefined ? undefined : `${stat.dev}:${stat.ino}:${stat.birthtimeNs}`;
   }
 
   /** The full fold of the run's log, not stored. */
@@ -159,11 +169,30 @@ export class ProjectionStore {
 
   /**
    * Writes the projection of `runId`, sealed with its checksum (see hash/sealed.ts), to that run's file (never to a
-   * path taken from `meta`); secrets (e.g. a token quoted in a run's error message) are redacted first.
+   * path taken from `meta`); secrets (e.g. a token quoted in a run's error message) are redacted first. Folding
+   * events in (a writer) creates the folders missing; `createDirs: 'own'` (a reader) creates the `projections`
+   * folder at most, never the run's, and rejects with ENOENT when that is gone.
    */
-  private async persist(runId: string, meta: RunMeta): Promise<void> {
+  private async persist(runId: string, meta: RunMeta, createDirs: 'all' | 'own' = 'all'): Promise<void> {
     this.cache.set(runId, meta);
-    await writeSealed(this.metaPath(runId), this.redactor.redact(meta).value, this.fsync, this.syncDirectory);
+    await writeSealed(this.metaPath(runId), this.redactor.redact(meta).value, { fsync: this.fsync, syncDirectory: this.syncDirectory, createDirs });
+  }
+
+  /**
+   * {@link persist} for a reader, which holds no lock: the projection is a cache of the log, stored only while the
+   * log it was folded from (`folded`, its {@link logIdentity} before the fold) is still the run's. A run deleted
+   * meanwhile (its folder renamed away) or replaced by a new run of the same id gets nothing written; in particular
+   * its folder is never created again, which would bring a deleted run back as a damaged one.
+   */
+  private async persistDerived(runId: string, meta: RunMeta, folded: string | undefined): Promise<void> {
+    if (folded === undefined || this.logIdentity(runId) !== folded) return;
+    try {
+      await this.persist(runId, meta, 'own');
+    } catch (error) {
+      // The run's folder went away (deleted) between the check and the write: there is nothing to cache for.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      this.cache.delete(runId);
+    }
   }
 
   /**
@@ -178,7 +207,8 @@ export class ProjectionStore {
    * it (deleting the projection, see {@link delete}, takes the log as it stands for the run). Throws when the log
    * itself cannot be read (an error naming its file and line), or has no events. With `persist: false` nothing is
    * written (a reader beside a live writer, such as the studio, must not store a projection that could land after
-   * the writer's own).
+   * the writer's own). Nothing is stored for a run deleted or replaced while it was being read (see
+   * {@link persistDerived}).
    */
   async currentRunMeta(
     runId: string,
@@ -186,6 +216,7 @@ export class ProjectionStore {
     options: { persist?: boolean } = {},
   ): Promise<RunMeta> {
     const store = options.persist !== false;
+    const log = store ? this.logIdentity(runId) : undefined;
     let stored: RunMeta | null = null;
     try {
       stored = await this.loadRunMeta(runId);
@@ -200,7 +231,7 @@ export class ProjectionStore {
         let meta = stored;
         for await (const event of events.readStream({ from: stored.eventCount })) meta = foldRunMeta(meta, event);
         if (meta === stored) this.cache.set(runId, meta);
-        else if (store) await this.persist(runId, (meta = canonical(meta)));
+        else if (store) await this.persistDerived(runId, (meta = canonical(meta)), log);
         else meta = canonical(meta);
         return meta;
       }
@@ -215,7 +246,7 @@ export class ProjectionStore {
       );
       return rebuilt;
     }
-    if (store) await this.persist(runId, rebuilt);
+    if (store) await this.persistDerived(runId, rebuilt, log);
     return rebuilt;
   }
 

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { describeHolder, fsyncDirSync, tryLock } from '../fs/index.js';
 import { StoreError, type LockHolder } from './errors.js';
 import { runPaths, runsDir } from './paths.js';
+import { ProjectionStore } from './projection-store.js';
+import type { DeleteRunCondition } from './run-store.js';
 
 /**
  * Deleting stored runs, crash-safe (the files side of retention; `pruneRuns` in the runtime chooses which runs).
@@ -32,11 +34,29 @@ export class RunInUseError extends StoreError {
 }
 
 /**
+ * A run that changed since the caller chose to delete it (see `DeleteRunCondition`): it is not deleted. `pruneRuns`
+ * reports it as skipped.
+ */
+export class RunChangedError extends StoreError {
+  constructor(
+    readonly sessionKey: string,
+    readonly runId: string,
+    what: string,
+    path: string,
+  ) {
+    super(`run ${sessionKey}/${runId} changed since it was listed (${what}): it is not deleted`, { path });
+  }
+}
+
+/**
  * Deletes run `runId` of session `sessionKey` (see the module comment for how a crash is survived). Resolves to
  * false when there is no such run directory. Refuses, with a {@link RunInUseError}, a run whose writer lock a live
- * process holds; a stale lock (its holder is gone) is recovered as a writer would recover it.
+ * process holds; a stale lock (its holder is gone) is recovered as a writer would recover it. With `expected`, the
+ * run is checked under its writer lock, before anything is removed: a log that no longer ends at
+ * `expected.lastSeq` (a resume, an answer, a cut since the caller listed it) is a {@link RunChangedError}, and a log
+ * that cannot be read now the error naming it; either way the run is left whole.
  */
-export async function deleteRunDir(dataDir: string, sessionKey: string, runId: string): Promise<boolean> {
+export async function deleteRunDir(dataDir: string, sessionKey: string, runId: string, expected?: DeleteRunCondition): Promise<boolean> {
   const paths = runPaths(dataDir, sessionKey, runId);
   await sweepDeletedRuns(dataDir, sessionKey);
   try {
@@ -54,6 +74,14 @@ export async function deleteRunDir(dataDir: string, sessionKey: string, runId: s
     throw error;
   }
   if ('busy' in lock) throw new RunInUseError(sessionKey, runId, lock.holder, paths.lock);
+  if (expected !== undefined) {
+    try {
+      await checkUnchanged(dataDir, sessionKey, runId, expected);
+    } catch (error) {
+      lock.release();
+      throw error;
+    }
+  }
   const parent = runsDir(dataDir, sessionKey);
   const doomed = join(parent, `${runId}${DELETING}${randomBytes(6).toString('hex')}`);
   try {
@@ -63,9 +91,20 @@ export async function deleteRunDir(dataDir: string, sessionKey: string, runId: s
     lock.release();
     throw new StoreError(`could not delete run ${sessionKey}/${runId}: renaming ${paths.dir} failed: ${(error as Error).message}`, { path: paths.dir, cause: error });
   }
-  // The lock file went with the directory; removing the directory removes it.
-  await fsp.rm(doomed, { recursive: true, force: true });
+  // The lock file went with the directory; removing the directory removes it. (A reader's temp file may appear in it
+  // meanwhile, see ProjectionStore.persistDerived: the retries remove it too.)
+  await fsp.rm(doomed, { recursive: true, force: true, maxRetries: 3 });
   return true;
+}
+
+/** Throws a {@link RunChangedError} when the run's log no longer ends at `expected.lastSeq` (see {@link deleteRunDir}). */
+async function checkUnchanged(dataDir: string, sessionKey: string, runId: string, expected: DeleteRunCondition): Promise<void> {
+  const now = await new ProjectionStore({ dataDir, sessionKey }).currentRunMeta(runId, () => undefined, { persist: false });
+  if (now.lastSeq === expected.lastSeq) return;
+  // The caller holds the writer lock: a run the log leaves 'running' has no live writer, it is stopped.
+  const status = now.status === 'running' ? 'stopped' : now.status;
+  const what = `its log ends at seq ${now.lastSeq} now, not at seq ${expected.lastSeq}, and it is ${status}`;
+  throw new RunChangedError(sessionKey, runId, what, runPaths(dataDir, sessionKey, runId).events);
 }
 
 /**

@@ -73,6 +73,16 @@ export interface RunWriter {
   close(): Promise<void>;
 }
 
+/**
+ * What a delete expects of the run, as the caller saw it when it chose to delete it (`pruneRuns`: in its listing):
+ * the run is deleted only if its log still ends with the event of seq `lastSeq`. A run resumed, answered or cut since
+ * is left alone, so a run that no longer matches the caller's criteria is never deleted on the strength of an older
+ * look at it.
+ */
+export interface DeleteRunCondition {
+  readonly lastSeq: number;
+}
+
 /** The documents kept with a run (see {@link RunWriter.saveDocument}). */
 export type RunDocumentName = 'flow' | 'recipe';
 
@@ -136,9 +146,10 @@ export interface RunStore {
   /**
    * Deletes the run (events, keyframes, projection, documents) whole or not at all, even if the process is killed
    * half way; resolves to whether there was a run. A run a live writer holds is refused (files: `RunInUseError`
-   * naming the process; Postgres: `LockError` naming the lease's owner).
+   * naming the process; Postgres: `LockError` naming the lease's owner). With `expected`, a run that no longer
+   * matches it, checked under the run's writer guarantee, is refused with a `RunChangedError` and left whole.
    */
-  deleteRun(ref: RunRef): Promise<boolean>;
+  deleteRun(ref: RunRef, expected?: DeleteRunCondition): Promise<boolean>;
   /** Releases what the store holds (connections). */
   close(): Promise<void>;
 }

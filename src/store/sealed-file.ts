@@ -4,24 +4,18 @@
  */
 import { sharedHashBackend } from '../hash/blake3.js';
 import { openSealed, sealJson } from '../hash/sealed.js';
-import { readTextIfExists, writeFileAtomic } from '../fs/index.js';
+import { readTextIfExists, writeFileAtomic, type AtomicWriteOptions } from '../fs/index.js';
 import { describeIssues } from './errors.js';
 
-/**
- * Writes `data` sealed, atomically (temp file, fsync unless `fsync` is false, rename, fsync of the directory unless
- * `syncDirectory` is false); resolves to its size in bytes.
- */
-export function writeSealed(path: string, data: unknown, fsync: boolean, syncDirectory = fsync): Promise<number> {
-  return writeSealedJson(path, JSON.stringify(data), fsync, syncDirectory);
+/** Writes `data` sealed, with {@link writeFileAtomic} and its `options`; resolves to its size in bytes. */
+export function writeSealed(path: string, data: unknown, options: AtomicWriteOptions): Promise<number> {
+  return writeSealedJson(path, JSON.stringify(data), options);
 }
 
-/**
- * {@link writeSealed} of the data whose JSON is `body` (made by the caller when it must be taken at once); with
- * `background`, the file is created on the thread pool (see AtomicWriteOptions.background).
- */
-export async function writeSealedJson(path: string, body: string, fsync: boolean, syncDirectory = fsync, background = false): Promise<number> {
+/** {@link writeSealed} of the data whose JSON is `body` (made by the caller when it must be taken at once). */
+export async function writeSealedJson(path: string, body: string, options: AtomicWriteOptions): Promise<number> {
   const bytes = sealJson(body, await sharedHashBackend());
-  await writeFileAtomic(path, bytes, { fsync, syncDirectory, background });
+  await writeFileAtomic(path, bytes, options);
   return bytes.length;
 }
 

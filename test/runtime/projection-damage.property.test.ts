@@ -174,7 +174,7 @@ describe('edits to the index and the projection of a recorded run', () => {
             edited.push(basename(paths.index));
           }
           if (replaced !== undefined) {
-            await writeSealed(paths.runMeta, projections[replaced], false);
+            await writeSealed(paths.runMeta, projections[replaced], { fsync: false });
             edited.push('run.meta.json');
           }
           const stored = readFileSync(paths.runMeta);

@@ -74,9 +74,20 @@ export function addRetentionCommands(runs: Command, common: (command: Command) =
       if (report.missing.length > 0 || report.refused.length > 0) process.exitCode = 1;
     });
 
-  common(runs.command('prune').description('delete the runs matching every criterion given, except the newest --keep-last'))
+  common(
+    runs
+      .command('prune')
+      .description(
+        "delete the runs matching every criterion given, except the newest --keep-last; runs waiting for a person's answer are kept " +
+          "unless --status names 'waiting', and a run that changed since the listing (resumed, answered) is skipped",
+      ),
+  )
     .option('--older-than <age|date>', 'only runs last active before: an age (30d, 12h, 90m, 2w) or a date (2026-01-31)', parseOlderThan)
-    .option('--status <status>', `only runs with this status (repeat or comma-separate: ${RunStatusSchema.options.join(', ')})`, parseStatuses)
+    .option(
+      '--status <status>',
+      `only runs with this status (repeat or comma-separate: ${RunStatusSchema.options.join(', ')}); 'waiting' runs are pruned only when named here`,
+      parseStatuses,
+    )
     .option('--keep-last <n>', 'keep the newest n runs whatever else matches', nonNegativeInteger('--keep-last'))
     .option('--dry-run', 'say what would be deleted, delete nothing')
     .action(async (options: PruneOptions) => {

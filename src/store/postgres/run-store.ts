@@ -37,7 +37,8 @@ import { CheckpointStoreError, EventStoreError, FencedError, LockError, Projecti
 import { decodeLine } from '../log-format.js';
 import { assertValidId } from '../paths.js';
 import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
-import type { KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from '../run-store.js';
+import { RunChangedError } from '../retention.js';
+import type { DeleteRunCondition, KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from '../run-store.js';
 import { CheckpointSchema, RunMetaSchema, durabilityOf, type Checkpoint, type RunMeta } from '../types.js';
 import type postgres from 'postgres';
 import { asyncCommit, openDatabase, type Database } from './connection.js';
@@ -427,17 +428,30 @@ export class PostgresRunStore implements RunStore {
    * what it writes: a LangGraph `deleteThread`); that writer's later commits are fenced. Resolves to whether there was
    * a run to delete.
    */
-  async deleteRun(ref: RunRef): Promise<boolean> {
+  /**
+   * See {@link RunStore.deleteRun}: one statement, which takes the run's row, so that a writer taking the run (its
+   * lease) and the delete exclude each other; with `expected`, it deletes only while the run's last stored batch
+   * ends at `expected.lastSeq`.
+   */
+  async deleteRun(ref: RunRef, expected?: DeleteRunCondition): Promise<boolean> {
     checkRef(ref);
     const sql = await this.sql();
+    const lastSeq = sql`(select max(e.last_seq) from backpackflow.event_batches e where e.session_key = r.session_key and e.run_id = r.run_id)`;
     const deleted = await sql`
-      delete from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId}
+      delete from backpackflow.runs r where session_key = ${ref.sessionKey} and run_id = ${ref.runId}
         and (lease_owner is null or lease_expires_at < now() or lease_owner = ${this.owner})
+        and (${expected === undefined}::boolean or ${lastSeq} = ${expected?.lastSeq ?? null})
       returning 1`;
     if (deleted.length > 0) return true;
-    const [holder] = await sql<{ lease_owner: string | null; lease_expires_at: Date | null }[]>`
-      select lease_owner, lease_expires_at from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId}`;
+    const [holder] = await sql<{ lease_owner: string | null; lease_expires_at: Date | null; live: boolean; last_seq: string | null }[]>`
+      select lease_owner, lease_expires_at, lease_owner is not null and lease_expires_at >= now() and lease_owner <> ${this.owner} as live,
+        ${lastSeq} as last_seq
+      from backpackflow.runs r where session_key = ${ref.sessionKey} and run_id = ${ref.runId}`;
     if (holder === undefined) return false;
+    if (!holder.live && expected !== undefined) {
+      const now = holder.last_seq === null ? 'it has no events now' : `its log ends at seq ${holder.last_seq} now`;
+      throw new RunChangedError(ref.sessionKey, ref.runId, `${now}, not at seq ${expected.lastSeq}`, this.describeLog(ref));
+    }
     throw new LockError(
       `run ${ref.sessionKey}/${ref.runId} is being written by ${holder.lease_owner ?? 'another writer'} (its lease runs until ${holder.lease_expires_at?.toISOString() ?? '?'}) in ${this.location}: it is not deleted`,
       { path: this.describeLog(ref) },
