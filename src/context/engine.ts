@@ -78,7 +78,8 @@ export interface ScanReport {
   readonly changedPaths: string[];
   /**
    * Damage found in the stored tree (a damaged or missing tree file, journal or witness), which this scan rebuilt
-   * from the workspace.
+   * from the workspace, and entries of the workspace left out of the tree (a name that is not valid UTF-8), each
+   * named with its directory.
    */
   readonly warnings: string[];
 }
@@ -266,6 +267,8 @@ export class ContextEngine {
         helper: parallel ? this.statPool : undefined,
         quick: checked !== undefined && checked.key === previous?.key ? { stale: checked.stale } : undefined,
       });
+      for (const warning of result.warnings) this.warn(warning);
+      warnings.push(...result.warnings);
       if (damage !== undefined) this.store.writeTree(result.tree);
       else if (result.delta !== undefined) this.store.updateTree(result.tree, result.delta);
       else if (result.changed) this.store.writeTree(result.tree);
@@ -413,14 +416,28 @@ export class ContextEngine {
     return tree.walk(this.resolve(tree, under, 'listNodes').path).map(plainRecord);
   }
 
-  /** The spec's GetNode: the node and the frames `view` selects, in the view's deterministic order. Read-only. */
+  /**
+   * The spec's GetNode: the node and the frames `view` selects, in the view's deterministic order. A selected frame
+   * whose file is missing is skipped (the next one takes its place) and reported through `onWarning`, naming it.
+   * Read-only.
+   */
   async getNode(node: string, view: ContextView = {}): Promise<NodeContext> {
     const record = this.resolve(this.requireTree(), node, 'getNode');
     const state = this.readState();
     const all = candidatesOf(record.path, state.frames[record.path], state.heads[record.path]);
     const selected = filterCandidates(all, view).sort(comparatorFor(view.ordering ?? 'recency', view, 'getNode'));
     const maxFrames = checkMaxFrames(view.maxFrames, 'getNode', 50);
-    const frames = selected.slice(0, maxFrames).map((c) => this.store.readFrame(c.entry.frameId));
+    // A frame file deleted by hand (or by a cleaner) is skipped with a warning naming it, not the whole node lost.
+    const frames: Frame[] = [];
+    for (const candidate of selected) {
+      if (frames.length === maxFrames) break;
+      try {
+        frames.push(this.store.readFrame(candidate.entry.frameId));
+      } catch (error) {
+        if (!(error instanceof ContextError && error.code === 'UNKNOWN_FRAME')) throw error;
+        this.warn(`getNode: ${error.message} (a frame of '${displayPath(record.path)}'); skipped. Run 'backpackflow context validate'`);
+      }
+    }
     return { nodeId: record.nodeId, nodeRecord: plainRecord(record), frames, frameCount: all.length };
   }
 

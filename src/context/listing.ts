@@ -1,8 +1,8 @@
-import { lstatSync, readdirSync } from 'node:fs';
+import { lstatSync, readdirSync, type Dirent } from 'node:fs';
 import { ContextError } from './errors.js';
 import { compareCodePoints } from './hash.js';
 import type { IgnoreRules } from './ignore-rules.js';
-import { baseName, joinPath } from './paths.js';
+import { baseName, displayPath, joinPath } from './paths.js';
 import type { NodeRecord, Tree } from './tree.js';
 
 /** The stat of a directory that the listing cache keys on. */
@@ -33,6 +33,8 @@ export interface Listing {
   racyMtimeMs: number;
   /** A re-read directory gained or lost a `.gitignore`, so cached listings below it may no longer hold. */
   rulesChanged: boolean;
+  /** One message per entry left out because its name is not valid UTF-8 (see {@link listWorkspace}). */
+  readonly warnings: string[];
 }
 
 /** The previous scan, whose records the listing reports and whose directory listings it may reuse. */
@@ -46,8 +48,15 @@ export interface ListingCache {
 
 /** An empty listing to fill. */
 export function emptyListing(): Listing {
-  return { paths: [], fsPaths: [], known: [], dirs: new Map(), gitignores: [], reused: 0, racyMtimeMs: Number.NEGATIVE_INFINITY, rulesChanged: false };
+  return { paths: [], fsPaths: [], known: [], dirs: new Map(), gitignores: [], reused: 0, racyMtimeMs: Number.NEGATIVE_INFINITY, rulesChanged: false, warnings: [] };
 }
+
+/**
+ * The mtime recorded for a directory that holds a name left out of the tree (see {@link listWorkspace}): no stat
+ * has it, so neither the quick check nor the listing cache ever trusts that directory, and every scan lists it again
+ * and warns again (only such directories pay for that).
+ */
+export const UNTRUSTED_DIR_MTIME = -1;
 
 /**
  * Lists the files under `subtree` that the rules keep. A directory whose lstat (mtime, inode) equals the cached
@@ -56,6 +65,14 @@ export function emptyListing(): Listing {
  * stat of every file). Names that NFC changes are always re-read, since the cache holds only the NFC spelling.
  * The directory is stat'ed before it is read, so a change racing with the read shows up as a changed mtime.
  * Entries come in the tree's canonical order (depth first, children by code point), as `Tree.leaves()` lists them.
+ *
+ * A name that is not valid UTF-8 is left out, with a warning in `into.warnings` naming its directory and its bytes
+ * (escaped), unless the rules ignore the name as decoded with U+FFFD for each invalid byte. It is not kept under an
+ * encoding of its bytes: workspace paths are NFC Unicode text (DESIGN.md D18) hashed as UTF-8 into every id, and
+ * no text can stand for such bytes without colliding with a real name (an escape such as `%FF` is itself a valid
+ * name, and lone surrogates are not Unicode text and encode as U+FFFD) or changing the paths of existing names
+ * (escaping the escape character). Such a directory is recorded with {@link UNTRUSTED_DIR_MTIME}, so the warning
+ * comes again at every scan, and in `validate`, until the entry is renamed or ignored.
  */
 export function listWorkspace(root: string, subtree: string, rules: IgnoreRules, cache: ListingCache | undefined, into: Listing): void {
   const previousTree = cache?.tree;
@@ -75,7 +92,8 @@ export function listWorkspace(root: string, subtree: string, rules: IgnoreRules,
       if (dir === subtree) throw new ContextError('SCAN_FAILED', `cannot read '${dir === '' ? root : dir}': not a directory`, { path: dir });
       return; // removed or replaced since its parent was read
     }
-    into.dirs.set(dir, { mtimeMs: stat.mtimeMs, ino: stat.ino });
+    const dirStat = { mtimeMs: stat.mtimeMs, ino: stat.ino };
+    into.dirs.set(dir, dirStat);
     const unchanged = usable !== undefined && previous !== undefined && previous.kind === 'dir' && previous.mtimeMs === stat.mtimeMs && previous.ino === stat.ino && fsDir === dir;
     if (unchanged && stat.mtimeMs >= usable.racyFromMs) into.racyMtimeMs = Math.max(into.racyMtimeMs, stat.mtimeMs);
     else if (unchanged) {
@@ -91,11 +109,19 @@ export function listWorkspace(root: string, subtree: string, rules: IgnoreRules,
         return;
       }
     }
-    let entries;
+    let entries: DirEntry[];
+    let raw: Dirent<Buffer>[] | undefined;
     try {
       entries = readdirSync(abs, { withFileTypes: true });
+      // A name that is not valid UTF-8 comes decoded with U+FFFD: the bytes tell (a valid name may hold U+FFFD too).
+      if (entries.some((e) => !isAscii(e.name) && e.name.includes('\uFFFD'))) raw = readdirSync(abs, { withFileTypes: true, encoding: 'buffer' });
     } catch (error) {
       throw listError(dir, error);
+    }
+    if (raw !== undefined) {
+      const left = into.warnings.length;
+      entries = decodedEntries(dir, raw, rules, into.warnings);
+      if (into.warnings.length > left) dirStat.mtimeMs = UNTRUSTED_DIR_MTIME;
     }
     // The tree's canonical order, so that an unchanged workspace lists in the same order as the tree's leaves.
     entries.sort((a, b) => compareCodePoints(nfc(a.name), nfc(b.name)));
@@ -124,6 +150,44 @@ export function listWorkspace(root: string, subtree: string, rules: IgnoreRules,
     into.fsPaths.push(fsPath);
     into.known.push(record?.kind === 'dir' ? undefined : record);
   }
+}
+
+/** A directory entry with its name as valid UTF-8 text. */
+type DirEntry = Pick<Dirent, 'name' | 'isDirectory' | 'isFile' | 'isSymbolicLink'>;
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The entries of directory `dir` read with their raw names, those that are valid UTF-8 decoded; each other one is
+ * left out with a warning in `warnings` (see {@link listWorkspace}), unless the rules ignore its lossy decoding.
+ */
+function decodedEntries(dir: string, raw: readonly Dirent<Buffer>[], rules: IgnoreRules, warnings: string[]): DirEntry[] {
+  const entries: DirEntry[] = [];
+  for (const entry of raw) {
+    const bytes = entry.name;
+    let name: string;
+    try {
+      name = utf8.decode(bytes);
+    } catch {
+      const isDir = entry.isDirectory();
+      if (!isDir && !entry.isFile() && !entry.isSymbolicLink()) continue; // never listed anyway
+      if (rules.ignores(dir, nfc(bytes.toString('utf8')), isDir)) continue;
+      warnings.push(
+        `left out '${escapeBytes(bytes)}'${isDir ? ' (a directory, with everything in it)' : ''} in '${displayPath(dir)}': its name is not valid UTF-8, ` +
+          `and workspace paths are Unicode text; rename it, or add a pattern that matches it to .gitignore`,
+      );
+      continue;
+    }
+    entries.push({ name, isDirectory: () => entry.isDirectory(), isFile: () => entry.isFile(), isSymbolicLink: () => entry.isSymbolicLink() });
+  }
+  return entries;
+}
+
+/** Printable ASCII as it is (a backslash doubled), every other byte as `\xNN`. */
+function escapeBytes(bytes: Uint8Array): string {
+  let out = '';
+  for (const b of bytes) out += b === 0x5c ? '\\\\' : b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`;
+  return out;
 }
 
 const fsPathCache = new WeakMap<NodeRecord, { root: string; paths: readonly string[] | undefined }>();
@@ -166,5 +230,9 @@ function checkNfcCollisions(dir: string, names: readonly string[]): void {
 
 function listError(dir: string, error: unknown): ContextError {
   const reason = error instanceof Error ? error.message : String(error);
-  return new ContextError('SCAN_FAILED', `cannot read directory '${dir === '' ? '.' : dir}': ${reason}`, { path: dir });
+  return new ContextError(
+    'SCAN_FAILED',
+    `cannot read directory '${displayPath(dir)}': ${reason}; make it readable by this user, or add it to .gitignore to leave it out`,
+    { path: dir },
+  );
 }

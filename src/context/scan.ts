@@ -1,4 +1,4 @@
-import { closeSync, existsSync, lstatSync, openSync, readFileSync, readSync, readlinkSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readSync, readlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ContextError } from './errors.js';
 import type { HashBackend } from './hash.js';
@@ -6,7 +6,7 @@ import type { IgnoreRules } from './ignore-rules.js';
 import { emptyListing, listWorkspace, type DirStat, type Listing } from './listing.js';
 import { joinPath, parentPath } from './paths.js';
 import { quickCheck, treeStats, type QuickCheckInput, type StaleLeaf } from './quick-check.js';
-import { STAT_FIELDS, statOne, statSerial } from './stat-pool.js';
+import { STAT_FAILED, STAT_FIELDS, statOne, statSerial } from './stat-pool.js';
 import { Tree, leafNodeId, type LeafRecord, type NodeRecord, type ScanBasis } from './tree.js';
 
 /** Files above this size are hashed in chunks rather than read whole. */
@@ -59,6 +59,8 @@ export interface ScanResult {
    * the store journals instead of rewriting the tree); undefined when the tree was built whole.
    */
   readonly delta?: { readonly upserts: readonly NodeRecord[]; readonly removed: readonly string[] };
+  /** Entries left out of the tree, each named with its directory (names that are not valid UTF-8: see `listWorkspace`). */
+  readonly warnings: readonly string[];
 }
 
 /**
@@ -107,24 +109,30 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   for (let i = 0; i < paths.length; i++) {
     const path = paths[i];
     const j = i * STAT_FIELDS;
+    if (stats[j] === STAT_FAILED) throw unstattable(path, fsPaths[i]);
     const kind = stats[j] === 1 ? 'file' : stats[j] === 2 ? 'symlink' : undefined;
     if (kind === undefined) continue; // deleted since it was listed, or no longer a file or symlink
-    present++;
     const size = stats[j + 1];
     const mtimeMs = stats[j + 2];
     const ino = stats[j + 3];
     const cached = known[i];
     if (cached !== undefined && cached.kind === kind && cached.size === size && cached.mtimeMs === mtimeMs && cached.ino === ino) {
       if (cached.mtimeMs < racyFrom) {
+        present++;
         found?.push(cached);
         continue;
       }
       racyMtimeMs = Math.max(racyMtimeMs, mtimeMs);
     }
-    const contentHash = hashContent(fsPaths[i], kind, size, input.backend, path);
+    const read = readLeaf(fsPaths[i], { kind, size, mtimeMs, ino }, input.backend, path);
     hashed++;
-    const nodeId = leafNodeId(kind, path, contentHash, input.backend);
-    const record: LeafRecord = { path, kind, nodeId, contentHash, size, mtimeMs, ino };
+    if (read === undefined || read.kind !== kind) {
+      // Replaced since its lstat: recorded as what it is now (gone, or anything but a file or symlink, is not listed).
+      stats[j] = read === undefined ? 0 : read.kind === 'file' ? 1 : 2;
+      if (read === undefined) continue;
+    }
+    present++;
+    const record = leafRecord(path, read, input.backend);
     if (cached === undefined) added++;
     if (sameLeaf(cached, record)) {
       found?.push(cached!); // a racy entry re-read: unchanged
@@ -138,33 +146,36 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const isGitignoreFile = (path: string): boolean =>
     gitignoreFiles.has(path) || (partial && !subtrees.some((s) => isUnder(path, s)) && input.previous!.get(path)?.kind === 'file');
   const basis = scanBasis(input.rules, isGitignoreFile, listing.reused > 0 || partial ? input.previous : undefined);
-  if (previous === undefined) return { tree: Tree.build(found!, dirs, input.backend, basis), changed: true, hashed };
+  const { warnings } = listing;
+  if (previous === undefined) return { tree: Tree.build(found!, dirs, input.backend, basis), changed: true, hashed, warnings };
   const removed = partial ? removedUnder(previous, subtrees, paths, stats, dirs) : removedAll(previous, paths, stats, present - added, dirs);
   const update = previous.update({ leaves: changedLeaves, removed, dirs, basis }, input.backend);
   racyMtimeMs = Math.max(racyMtimeMs, listing.racyMtimeMs);
-  if (update.tree === previous) return { tree: previous, changed: false, hashed, ...(racyMtimeMs > Number.NEGATIVE_INFINITY ? { racyMtimeMs } : {}) };
-  return { tree: update.tree, changed: true, hashed, delta: { upserts: update.upserts, removed } };
+  if (update.tree === previous) return { tree: previous, changed: false, hashed, warnings, ...(racyMtimeMs > Number.NEGATIVE_INFINITY ? { racyMtimeMs } : {}) };
+  return { tree: update.tree, changed: true, hashed, delta: { upserts: update.upserts, removed }, warnings };
 }
 
 /**
  * The scan's result when {@link quickCheck} found only files whose stat changed: those are read and hashed, and the
  * tree is updated with the ones whose record changed (a racy file re-read unchanged keeps its record). Undefined
  * when a stale leaf is not a leaf of `previous` with the stat the check read (it read a stat index that does not
- * match the tree): the full listing must run.
+ * match the tree), or is no longer what the check found (the check ran without the lock, so the entry may have been
+ * replaced since: by a FIFO, a symlink, another file): the full listing must run.
  */
 function rehashStale(previous: Tree, stale: readonly StaleLeaf[], root: string, backend: HashBackend): ScanResult | undefined {
   const leaves: LeafRecord[] = [];
   for (const { record: cached, kind, size, mtimeMs, ino } of stale) {
     const old = previous.get(cached.path);
     if (old === undefined || old.kind !== cached.kind || old.size !== cached.size || old.mtimeMs !== cached.mtimeMs || old.ino !== cached.ino) return undefined;
-    const contentHash = hashContent(`${root}/${old.path}`, kind, size, backend, old.path);
-    const record: LeafRecord = { path: old.path, kind, nodeId: leafNodeId(kind, old.path, contentHash, backend), contentHash, size, mtimeMs, ino };
+    const read = readLeaf(`${root}/${old.path}`, { kind, size, mtimeMs, ino }, backend, old.path);
+    if (read === undefined || read.kind !== kind || read.ino !== ino) return undefined;
+    const record = leafRecord(old.path, read, backend);
     if (!sameLeaf(old, record)) leaves.push(record);
   }
   const update = previous.update({ leaves, removed: [], dirs: new Map(), basis: previous.basis! }, backend);
   // Nothing changed, yet files were stale: their stat matched, but in the racy window.
-  if (update.tree === previous) return { tree: previous, changed: false, hashed: stale.length, ...(stale.length > 0 ? { racyMtimeMs: stale.reduce((newest, leaf) => Math.max(newest, leaf.mtimeMs), Number.NEGATIVE_INFINITY) } : {}) };
-  return { tree: update.tree, changed: true, hashed: stale.length, delta: { upserts: update.upserts, removed: [] } };
+  if (update.tree === previous) return { tree: previous, changed: false, hashed: stale.length, warnings: [], ...(stale.length > 0 ? { racyMtimeMs: stale.reduce((newest, leaf) => Math.max(newest, leaf.mtimeMs), Number.NEGATIVE_INFINITY) } : {}) };
+  return { tree: update.tree, changed: true, hashed: stale.length, delta: { upserts: update.upserts, removed: [] }, warnings: [] };
 }
 
 /** Paths of `previous` that a full scan did not find. `kept` leaves of the listing were leaves before. */
@@ -324,29 +335,114 @@ function isUnder(path: string, dir: string): boolean {
   return dir === '' || path === dir || path.startsWith(`${dir}/`);
 }
 
-function hashContent(abs: string, kind: 'file' | 'symlink', size: number, backend: HashBackend, path: string): string {
+/** A leaf as {@link readLeaf} read it: its kind, content hash and the stat of what was read. */
+type LeafRead = Pick<LeafRecord, 'kind' | 'contentHash' | 'size' | 'mtimeMs' | 'ino'>;
+
+/** The record of the leaf at `path` as read (its fields in one order, so that every record has one shape). */
+function leafRecord(path: string, read: LeafRead, backend: HashBackend): LeafRecord {
+  const { kind, contentHash, size, mtimeMs, ino } = read;
+  return { path, kind, nodeId: leafNodeId(kind, path, contentHash, backend), contentHash, size, mtimeMs, ino };
+}
+
+/**
+ * Opens a file for hashing without following a symlink (ELOOP, EMLINK on BSD, when the last component is one),
+ * without blocking (a FIFO's open would wait for a writer) and without making a terminal the controlling one.
+ */
+const OPEN_LEAF = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
+
+/**
+ * Reads and hashes the leaf at `abs`, which an earlier lstat (`listed`) found to be a file or symlink. It may have
+ * been replaced since (the quick check stats without the lock, and a scan may wait for the lock after it): a file
+ * is opened with {@link OPEN_LEAF}, its handle fstat'ed and read only when it is a regular file, and the result
+ * carries that fstat; a symlink's target is read as link text, never followed. An entry that became a symlink or a
+ * file is read as what it is now; one that is gone, or is now a directory, FIFO, socket or device, gives undefined
+ * (the listing leaves those out too, and the changed mtime of its directory makes the next scan list it again).
+ * One open, fstat and read per file hashed, as `readFileSync` costs: nothing for files the stat cache serves.
+ */
+function readLeaf(abs: string, listed: Pick<LeafRecord, 'kind' | 'size' | 'mtimeMs' | 'ino'>, backend: HashBackend, path: string): LeafRead | undefined {
   try {
-    if (kind === 'symlink') return backend.digest(Buffer.from(readlinkSync(abs), 'utf8')).toString('hex');
-    if (size <= STREAM_THRESHOLD) return backend.digest(readFileSync(abs)).toString('hex');
-    const hasher = backend.hasher();
-    const fd = openSync(abs, 'r');
+    if (listed.kind === 'symlink') {
+      const target = linkTarget(abs);
+      if (target === null) return undefined;
+      if (target !== undefined) return { kind: 'symlink', contentHash: backend.digest(Buffer.from(target, 'utf8')).toString('hex'), size: listed.size, mtimeMs: listed.mtimeMs, ino: listed.ino };
+    }
+    let fd: number;
     try {
-      const buffer = Buffer.allocUnsafe(CHUNK);
-      for (let n = readSync(fd, buffer, 0, CHUNK, null); n > 0; n = readSync(fd, buffer, 0, CHUNK, null)) {
-        hasher.update(buffer.subarray(0, n));
-      }
+      fd = openSync(abs, OPEN_LEAF);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ENXIO') return undefined; // gone, or a socket
+      if (code === 'ELOOP' || code === 'EMLINK') return listed.kind === 'file' ? symlinkNow(abs, backend) : undefined;
+      throw error;
+    }
+    try {
+      const stat = fstatSync(fd);
+      if (!stat.isFile()) return undefined;
+      return { kind: 'file', contentHash: hashHandle(fd, stat.size, backend), size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino };
     } finally {
       closeSync(fd);
     }
-    return hasher.digest().toString('hex');
   } catch (error) {
     throw scanError(path, error);
   }
 }
 
+/** The target of the symlink at `abs`; null when nothing is there, undefined when it is no longer a symlink. */
+function linkTarget(abs: string): string | null | undefined {
+  try {
+    return readlinkSync(abs);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EINVAL') return undefined;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw error;
+  }
+}
+
+/** A file that became a symlink after it was listed, read as one (its own lstat: the listed stat was the file's). */
+function symlinkNow(abs: string, backend: HashBackend): LeafRead | undefined {
+  const stat = lstatSync(abs, { throwIfNoEntry: false });
+  if (stat === undefined || !stat.isSymbolicLink()) return undefined;
+  const target = linkTarget(abs);
+  if (typeof target !== 'string') return undefined;
+  return { kind: 'symlink', contentHash: backend.digest(Buffer.from(target, 'utf8')).toString('hex'), size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino };
+}
+
+/** BLAKE3 of an open file's bytes: whole when at most STREAM_THRESHOLD (its fstat size), else in chunks to its end. */
+function hashHandle(fd: number, size: number, backend: HashBackend): string {
+  if (size <= STREAM_THRESHOLD) {
+    const buffer = Buffer.allocUnsafe(size);
+    let done = 0;
+    for (let n = 1; done < size && n > 0; done += n) n = readSync(fd, buffer, done, size - done, null);
+    return backend.digest(buffer.subarray(0, done)).toString('hex');
+  }
+  const hasher = backend.hasher();
+  const buffer = Buffer.allocUnsafe(CHUNK);
+  for (let n = readSync(fd, buffer, 0, CHUNK, null); n > 0; n = readSync(fd, buffer, 0, CHUNK, null)) hasher.update(buffer.subarray(0, n));
+  return hasher.digest().toString('hex');
+}
+
 function scanError(path: string, error: unknown): ContextError {
   const reason = error instanceof Error ? error.message : String(error);
-  return new ContextError('SCAN_FAILED', `cannot read '${path}': ${reason}`, { path });
+  return new ContextError('SCAN_FAILED', `cannot read '${path}': ${reason}; make it readable by this user, or add it to .gitignore to leave it out`, { path });
+}
+
+/**
+ * The error for a listed entry whose lstat failed (see STAT_FAILED): EACCES when a directory on its path cannot be
+ * searched, ELOOP, ENAMETOOLONG. Its lstat is taken once more, here only, for the reason.
+ */
+function unstattable(path: string, fsPath: string): ContextError {
+  let reason = 'lstat failed';
+  try {
+    lstatSync(fsPath);
+  } catch (error) {
+    reason = (error as Error).message;
+  }
+  return new ContextError(
+    'SCAN_FAILED',
+    `cannot stat '${path}': ${reason}; make the directories on its path searchable by this user, or add it to .gitignore to leave it out`,
+    { path },
+  );
 }
 
 function sameLeaf(a: NodeRecord | undefined, b: LeafRecord): boolean {

@@ -3,8 +3,18 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
-/** Per path, four numbers: kind (0 missing, 1 file, 2 symlink, 3 other, 4 directory), size, mtimeMs, ino. */
+/**
+ * Per path, four numbers: kind (0 missing, 1 file, 2 symlink, 3 other, 4 directory, {@link STAT_FAILED}), size,
+ * mtimeMs, ino.
+ */
 export const STAT_FIELDS = 4;
+
+/**
+ * The kind of a path whose lstat failed for another reason than "nothing there" (EACCES on a directory that cannot
+ * be searched, ELOOP, ENAMETOOLONG, ...): the stat is not thrown raw from deep inside a check, but recorded, and the
+ * caller that knows the path's workspace spelling reports it (see `scan.ts`) or lets a full listing decide.
+ */
+export const STAT_FAILED = 5;
 
 /** Node's own lstat binding: the numbers of a stat (see {@link verifiedBindingLstat}), undefined when nothing is there. */
 type BindingLstat = (path: string | Buffer, bigint: false, request: undefined, throwIfNoEntry: false) => Float64Array | undefined;
@@ -45,8 +55,11 @@ function statByBinding(binding: BindingLstat, path: string | Buffer, out: Float6
   try {
     st = binding(path, false, undefined, false);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOTDIR') st = undefined;
-    else throw error;
+    if ((error as NodeJS.ErrnoException).code !== 'ENOTDIR') {
+      out[j] = STAT_FAILED;
+      return;
+    }
+    st = undefined;
   }
   if (st === undefined) {
     out[j] = 0;
@@ -61,7 +74,13 @@ function statByBinding(binding: BindingLstat, path: string | Buffer, out: Float6
 }
 
 function statByStats(path: string | Buffer, out: Float64Array, j: number): void {
-  const st = lstatMissingOk(path);
+  let st: Stats | undefined;
+  try {
+    st = lstatMissingOk(path);
+  } catch {
+    out[j] = STAT_FAILED;
+    return;
+  }
   if (st === undefined) {
     out[j] = 0;
     return;
@@ -160,14 +179,14 @@ function statInto(path, out, j, fast) {
   let st;
   if (fast) {
     binding ??= process.binding('fs').lstat;
-    try { st = binding(path, false, undefined, false); } catch (e) { if (e.code !== 'ENOTDIR') throw e; }
+    try { st = binding(path, false, undefined, false); } catch (e) { if (e.code !== 'ENOTDIR') { out[j] = ${STAT_FAILED}; return; } }
     if (st === undefined) { out[j] = 0; return; }
     const type = st[${MODE}] & ${S_IFMT};
     out[j] = type === ${S_IFREG} ? 1 : type === ${S_IFLNK} ? 2 : type === ${S_IFDIR} ? 4 : 3;
     out[j + 1] = st[${SIZE}]; out[j + 2] = st[${MTIME_SEC}] * 1e3 + st[${MTIME_NSEC}] / 1e6; out[j + 3] = st[${INO}];
     return;
   }
-  try { st = lstatSync(path, { throwIfNoEntry: false }); } catch (e) { if (e.code !== 'ENOTDIR') throw e; }
+  try { st = lstatSync(path, { throwIfNoEntry: false }); } catch (e) { if (e.code !== 'ENOTDIR') { out[j] = ${STAT_FAILED}; return; } }
   if (st === undefined) { out[j] = 0; return; }
   out[j] = st.isFile() ? 1 : st.isSymbolicLink() ? 2 : st.isDirectory() ? 4 : 3;
   out[j + 1] = st.size; out[j + 2] = st.mtimeMs; out[j + 3] = st.ino;

@@ -1,5 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { systemProbe } from '../fs/index.js';
 import type { HashBackend } from './hash.js';
 import type { IgnoreRules } from './ignore-rules.js';
 import { displayPath } from './paths.js';
@@ -57,6 +58,7 @@ export async function validateStore(input: ValidateInput): Promise<ValidationRep
     } catch (error) {
       errors.push((error as Error).message);
     }
+    if (rescan !== undefined) warnings.push(...rescan.warnings);
     if (rescan?.changed) warnings.push(`workspace changed since the last scan (root would be ${rescan.tree.rootId}); run 'backpackflow context scan'`);
   }
 
@@ -67,7 +69,7 @@ export async function validateStore(input: ValidateInput): Promise<ValidationRep
   }
   const agents = attempt(() => input.store.readAgents()) ?? {};
   if (state !== undefined) checkState(state, tree, agents, input.store, errors, warnings);
-  if (state !== undefined) checkOrphans(state, read?.damage, input.store, errors, warnings);
+  if (state !== undefined) checkOrphans(state, input.store, errors, warnings);
   return { ok: errors.length === 0, errors, warnings };
 }
 
@@ -148,12 +150,16 @@ function checkState(
  * Files under `frames/` that no frame set references. A final frame file is renamed into place only after the state
  * journal entry referencing it is durable (see `MerkleStore.stageFrames`), so an unreferenced one is the trace of a
  * committed transaction whose journal entry was lost since (a damaged or cut journal): an error, and the file must
- * be kept. A temp file is an unfinished write: of a committed frame (referenced, final missing) it is that frame's
- * only copy, to keep; otherwise a write that never committed, safe to delete.
+ * be kept. A temp file (`<FrameID>.json.<pid>.<random>.tmp`) of a process that is still running is a write in
+ * progress, and is not judged; of a dead one, it is an unfinished write: of a committed frame (referenced, final
+ * missing) that frame's only copy, to keep; otherwise a write that never committed, safe to delete.
+ *
+ * Validate takes no lock, and writers run meanwhile: `state` was read before the files are listed, so a writer may
+ * have committed and renamed frames it does not hold. Files are judged against the state read again after the
+ * listing (`store.readStateChecked`), which holds every frame whose final file was listed (its entry was durable
+ * before its rename, which came before the listing).
  */
-function checkOrphans(state: Readonly<StoreState>, damage: string | undefined, store: MerkleStore, errors: string[], warnings: string[]): void {
-  const referenced = new Set<string>();
-  for (const entries of Object.values(state.frames)) for (const e of entries) referenced.add(e.frameId);
+function checkOrphans(state: Readonly<StoreState>, store: MerkleStore, errors: string[], warnings: string[]): void {
   const root = join(store.dir, 'frames');
   let shards: string[];
   try {
@@ -161,22 +167,59 @@ function checkOrphans(state: Readonly<StoreState>, damage: string | undefined, s
   } catch {
     return;
   }
-  const cut = damage === undefined ? '' : ` (${damage})`;
+  const files: { file: string; name: string }[] = [];
   for (const shard of shards) {
-    for (const name of readdirSync(join(root, shard))) {
-      const file = join(root, shard, name);
-      const id = name.slice(0, 64);
-      if (name.endsWith('.json') && name.length === 69) {
-        if (!referenced.has(id)) {
-          errors.push(`frame file ${file} is referenced by no frame set: the state journal entry that committed it was lost${cut}; keep the file`);
-        }
-      } else if (name.startsWith(`${id}.json.`) && referenced.has(id) && !existsSync(store.framePath(id))) {
-        warnings.push(`frame ${id} is stored only in ${file}, a write stopped before its rename; keep the file (frames are read from it)`);
-      } else {
-        warnings.push(`leftover file ${file} (an interrupted write that never committed); safe to delete`);
+    let names: string[];
+    try {
+      names = readdirSync(join(root, shard));
+    } catch {
+      continue; // not a directory
+    }
+    for (const name of names) files.push({ file: join(root, shard, name), name });
+  }
+  const referenced = referencedFrames(state);
+  let after: { referenced: Set<string>; damage: string | undefined } | undefined;
+  const current = (): NonNullable<typeof after> => {
+    if (after === undefined) {
+      try {
+        const read = store.readStateChecked();
+        after = { referenced: referencedFrames(read.state), damage: read.damage };
+      } catch {
+        after = { referenced, damage: undefined }; // unreadable now: judged by the first read (its error is reported)
       }
+    }
+    return after;
+  };
+  for (const { file, name } of files) {
+    const id = name.slice(0, 64);
+    if (name.endsWith('.json') && name.length === 69) {
+      if (referenced.has(id) || current().referenced.has(id)) continue;
+      const { damage } = current();
+      const cut = damage === undefined ? '' : ` (${damage})`;
+      errors.push(`frame file ${file} is referenced by no frame set: the state journal entry that committed it was lost${cut}; keep the file`);
+      continue;
+    }
+    const writer = tempFileWriter(name, id);
+    if (writer !== undefined && systemProbe.alive(writer)) continue; // a write in progress
+    if (name.startsWith(`${id}.json.`) && current().referenced.has(id) && !existsSync(store.framePath(id))) {
+      warnings.push(`frame ${id} is stored only in ${file}, a write stopped before its rename; keep the file (frames are read from it)`);
+    } else {
+      warnings.push(`leftover file ${file} (an interrupted write that never committed); safe to delete`);
     }
   }
   const uncommitted = store.stateJournalUncommitted();
   if (uncommitted !== undefined) warnings.push(`state journal: ${uncommitted}`);
+}
+
+function referencedFrames(state: Readonly<StoreState>): Set<string> {
+  const referenced = new Set<string>();
+  for (const entries of Object.values(state.frames)) for (const e of entries) referenced.add(e.frameId);
+  return referenced;
+}
+
+/** The pid in the name of a frame's temp file (`<FrameID>.json.<pid>.<random>.tmp`, see `stageFrames`), if it has one. */
+function tempFileWriter(name: string, id: string): number | undefined {
+  const match = /^\.json\.(\d+)\.[0-9a-f]+\.tmp$/.exec(name.slice(id.length));
+  const pid = match === null ? undefined : Number(match[1]);
+  return pid !== undefined && Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
 }
