@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
+import { ContextError } from './errors.js';
 import { joinPath, parentPath } from './paths.js';
 
 /** The store folder: never part of the tree, whatever the rules say. */
@@ -29,6 +30,9 @@ export const DEFAULT_SECRET_FILE_PATTERNS: readonly string[] = [
   '.pgpass',
 ];
 
+/** The largest `.gitignore` read (1 MiB): a larger one fails the scan with an error naming it (see {@link IgnoreRules}). */
+export const MAX_GITIGNORE_BYTES = 1024 * 1024;
+
 /** Options for {@link IgnoreRules}. */
 export interface IgnoreOptions {
   /** Extra `.gitignore`-syntax patterns, relative to the workspace root. */
@@ -41,6 +45,13 @@ export interface IgnoreOptions {
  * Decides which workspace paths are part of the tree: `.gitignore` files at any depth (with git's semantics:
  * patterns are relative to the directory holding the file, deeper files override shallower ones, negation works),
  * extra patterns, and default names. Matching is by whole path components, never by substring.
+ *
+ * Only a `.gitignore` that is a regular file is read. One that is a symbolic link is not followed, as git does not
+ * since 2.32 (a link could apply the rules of a file outside the workspace, or read a device without end): it gives
+ * no rules, and is a file of the tree like any other link. One that is a directory, FIFO, socket or device gives no
+ * rules either, and is never opened in a way that could block. A `.gitignore` larger than {@link MAX_GITIGNORE_BYTES}
+ * is a SCAN_FAILED error naming it and the limit: skipping its rules could put files it excludes (secrets, say)
+ * into the tree.
  */
 export class IgnoreRules {
   private readonly names: Set<string>;
@@ -113,16 +124,49 @@ export class IgnoreRules {
     return matcher;
   }
 
+  /** The rules of `dir`'s `.gitignore`, or null when it has none (see the class comment for what is read). */
   private loadGitignore(dir: string): Ignore | null {
-    const file = join(this.workspaceRoot, dir, '.gitignore');
-    // Most directories have none: a cheap existence check instead of a failed read and its exception.
-    if (!existsSync(file)) return null;
-    try {
-      const matcher = ignore().add(readFileSync(file, 'utf8'));
-      this.loaded.push(dir);
-      return matcher;
-    } catch {
-      return null; // unreadable or a directory: no rules from it
+    const text = readGitignore(join(this.workspaceRoot, dir, '.gitignore'), joinPath(dir, '.gitignore'));
+    if (text === undefined) return null;
+    this.loaded.push(dir);
+    return ignore().add(text);
+  }
+}
+
+/**
+ * The text of the `.gitignore` at `file` (`path` in the workspace) when it is a regular file; undefined when it is
+ * missing, unreadable or anything else. Throws SCAN_FAILED when it is larger than {@link MAX_GITIGNORE_BYTES}.
+ */
+function readGitignore(file: string, path: string): string | undefined {
+  let fd: number;
+  try {
+    // Most directories have none: one lstat instead of a failed open and its exception.
+    if (lstatSync(file, { throwIfNoEntry: false })?.isFile() !== true) return undefined;
+    // Replaced since by a link or a FIFO: O_NOFOLLOW and O_NONBLOCK, then the fstat below, refuse it without blocking.
+    fd = openSync(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+  } catch {
+    return undefined; // unreadable: no rules from it
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) return undefined;
+    // One byte past the limit tells a file that grew past it since the fstat.
+    const data = Buffer.allocUnsafe(Math.min(stat.size, MAX_GITIGNORE_BYTES) + 1);
+    let done = 0;
+    while (done < data.length) {
+      const n = readSync(fd, data, done, data.length - done, done);
+      if (n === 0) break;
+      done += n;
     }
+    if (done > MAX_GITIGNORE_BYTES) {
+      throw new ContextError(
+        'SCAN_FAILED',
+        `'${path}' has ${Math.max(stat.size, done)} bytes, over the ${MAX_GITIGNORE_BYTES}-byte limit for a .gitignore; shorten it (it is not skipped: its rules decide what enters the tree)`,
+        { path, limit: MAX_GITIGNORE_BYTES },
+      );
+    }
+    return data.toString('utf8', 0, done);
+  } finally {
+    closeSync(fd);
   }
 }

@@ -1,6 +1,7 @@
-import { closeSync, existsSync, fdatasyncSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync, statSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, fdatasyncSync, fsyncSync, ftruncateSync, lstatSync, readSync, writeSync, type Stats } from 'node:fs';
 import { writeFileAtomicSync } from '../fs/index.js';
 import type { HashBackend } from './hash.js';
+import { entryExists, lstatEntry, openStoreFile, readStoreFile } from './store-files.js';
 
 /**
  * A base file plus an append-only journal of changes since it was written, so that a small change appends a small
@@ -117,8 +118,11 @@ interface JournalState {
   readonly damage?: string;
 }
 
-/** A journal file decoded: its header's epoch, its intact committed entries, or damage when its header is bad. */
-type DecodedJournal<E> = { epoch?: Epoch; entries: E[]; committed: number; size: number; damage?: string };
+/**
+ * A journal file decoded: its header's epoch, its intact committed entries, or damage when its header is bad;
+ * `missing` when there is no journal file.
+ */
+type DecodedJournal<E> = { epoch?: Epoch; entries: E[]; committed: number; size: number; damage?: string; missing?: true };
 
 /** One journaled file: reads it whole, replaces it, or appends a change to it. Callers serialize writers. */
 export class JournaledFile<T, E> {
@@ -164,9 +168,9 @@ export class JournaledFile<T, E> {
   /** What {@link read} would return, when it would return the value already in memory; otherwise undefined. */
   readIfCached(): JournaledRead<T> | undefined {
     if (this.current === undefined) return undefined;
-    const stat = statSync(this.file, { throwIfNoEntry: false });
+    const stat = lstatEntry(this.file);
     if (stat === undefined) return undefined;
-    const journalStat = statSync(this.journalFile, { throwIfNoEntry: false });
+    const journalStat = lstatEntry(this.journalFile);
     return this.current.key === pairKey(stat, journalStat) ? this.current : undefined;
   }
 
@@ -177,10 +181,11 @@ export class JournaledFile<T, E> {
    * Undefined before the first write, when the base file is too short to be one, or when a writer replaced it meanwhile.
    */
   readEntries(headerBytes: number): { header: Buffer; entries: E[]; writtenMs: number; key: string; damage?: string } | undefined {
-    const stat = statSync(this.file, { throwIfNoEntry: false });
+    const stat = lstatEntry(this.file);
     if (stat === undefined || stat.size < headerBytes) return undefined;
     const header = Buffer.alloc(headerBytes);
-    const fd = openSync(this.file, 'r');
+    const fd = openStoreFile(this.file);
+    if (fd === undefined) return undefined;
     try {
       if (readSync(fd, header, 0, headerBytes, 0) !== headerBytes) return undefined;
     } finally {
@@ -188,7 +193,7 @@ export class JournaledFile<T, E> {
     }
     const read = this.readJournal(Buffer.from(this.codec.checksum(header)));
     // A writer that replaced the base meanwhile may have replaced the journal of the header read above.
-    const after = statSync(this.file, { throwIfNoEntry: false });
+    const after = lstatEntry(this.file);
     if (read === undefined || after === undefined || statKey(after) !== statKey(stat)) return undefined;
     const { journal, entries, journalStat } = read;
     return { header, entries, writtenMs: writtenMs(stat, journalStat, journal), key: pairKey(stat, journalStat), damage: journal.damage };
@@ -199,7 +204,7 @@ export class JournaledFile<T, E> {
     const data = this.codec.encode(value);
     const checksum = Buffer.from(this.codec.checksum(data));
     const witness = this.readWitness();
-    const firstWrite = !existsSync(this.file) && firstWriteCut(witness, existsSync(this.journalFile));
+    const firstWrite = !entryExists(this.file) && firstWriteCut(witness, entryExists(this.journalFile));
     const gen = firstWrite ? 1 : Math.max(this.current?.journal.gen ?? 0, witness?.gen ?? 0) + 1;
     const epoch = { checksum, baseGen: gen };
     const journal = Buffer.concat([this.header(epoch), this.commitRecord(HEADER_BYTES)]);
@@ -209,8 +214,8 @@ export class JournaledFile<T, E> {
     writeFileAtomicSync(this.journalFile, journal);
     this.onBaseWritten?.(data);
     // The value just written is the value in memory: the next read need not decode it again.
-    const stat = statSync(this.file);
-    const journalStat = statSync(this.journalFile);
+    const stat = lstatSync(this.file);
+    const journalStat = lstatSync(this.journalFile);
     this.base = { key: statKey(stat), value, checksum, size: data.length };
     const state = { epoch, committed: HEADER_BYTES, size: journal.length, gen };
     this.current = { value, writtenMs: writtenMs(stat, journalStat, state), key: pairKey(stat, journalStat), journal: state };
@@ -243,7 +248,7 @@ export class JournaledFile<T, E> {
       // A base write that a crash interrupted before its empty journal: a new one.
       writeFileAtomicSync(this.journalFile, Buffer.concat([this.header(epoch), this.commitRecord(committed), record]));
     } else {
-      const fd = openSync(this.journalFile, 'r+');
+      const fd = openStoreFile(this.journalFile, true);
       try {
         // Drop an uncommitted entry left by a crash before appending after it.
         if (journal.size !== length) ftruncateSync(fd, length);
@@ -256,18 +261,19 @@ export class JournaledFile<T, E> {
       }
     }
     this.writeWitnessSlot({ ...epoch, gen });
-    const stat = statSync(this.file);
-    const journalStat = statSync(this.journalFile);
+    const stat = lstatSync(this.file);
+    const journalStat = lstatSync(this.journalFile);
     const state = { epoch, committed, size: journalStat.size, gen };
     this.current = { value, writtenMs: writtenMs(stat, journalStat, state), key: pairKey(stat, journalStat), journal: state };
   }
 
   private readOnce(): JournaledRead<T> | LostBase | undefined {
-    const stat = statSync(this.file, { throwIfNoEntry: false });
+    const stat = lstatEntry(this.file);
     if (stat === undefined) return this.readWithoutBase();
     const baseKey = statKey(stat);
     if (this.base?.key !== baseKey) {
-      const data = readFileSync(this.file);
+      const data = readStoreFile(this.file);
+      if (data === undefined) return this.readOnce(); // removed meanwhile
       this.base = { key: baseKey, value: this.codec.decode(data, this.file), checksum: Buffer.from(this.codec.checksum(data)), size: data.length };
     }
     const cached = this.readIfCached();
@@ -275,7 +281,7 @@ export class JournaledFile<T, E> {
     const base = this.base;
     const read = this.readJournal(base.checksum);
     // A writer's commit between the reads (the witness or the base changed): read again.
-    if (read === undefined || statKey(statSync(this.file, { throwIfNoEntry: false }) ?? stat) !== baseKey) return this.readOnce();
+    if (read === undefined || statKey(lstatEntry(this.file) ?? stat) !== baseKey) return this.readOnce();
     const { journal, entries, journalStat } = read;
     const value = entries.length === 0 ? base.value : this.codec.apply(base.value, entries, this.journalFile);
     const result = { value, writtenMs: writtenMs(stat, journalStat, journal), key: pairKey(stat, journalStat), damage: journal.damage };
@@ -293,10 +299,10 @@ export class JournaledFile<T, E> {
   private readWithoutBase(): JournaledRead<T> | LostBase | undefined {
     this.base = undefined;
     this.current = undefined;
-    const witnessData = readFileIfExists(this.witnessFile);
-    const journalExists = existsSync(this.journalFile);
+    const witnessData = readStoreFile(this.witnessFile);
+    const journalExists = entryExists(this.journalFile);
     // A first write renames its base into place before it writes the journal: a base there now was not lost.
-    if (existsSync(this.file)) return this.readOnce();
+    if (entryExists(this.file)) return this.readOnce();
     const witness = witnessData === undefined ? undefined : this.parseWitness(witnessData);
     if (witnessData === undefined ? !journalExists : firstWriteCut(witness, journalExists)) return undefined;
     const shown =
@@ -311,14 +317,14 @@ export class JournaledFile<T, E> {
    * apply, the journal's state and its stat; undefined when the witness changed during the read (a writer's commit).
    */
   private readJournal(checksum: Buffer): { journal: JournalState; entries: E[]; journalStat: Stats | undefined } | undefined {
-    const witnessBefore = readFileIfExists(this.witnessFile);
-    const journalStat = statSync(this.journalFile, { throwIfNoEntry: false });
-    const data = journalStat === undefined ? undefined : readFileIfExists(this.journalFile);
-    const witnessAfter = readFileIfExists(this.witnessFile);
+    const witnessBefore = readStoreFile(this.witnessFile);
+    const journalStat = lstatEntry(this.journalFile);
+    const data = journalStat === undefined ? undefined : readStoreFile(this.journalFile);
+    const witnessAfter = readStoreFile(this.witnessFile);
     if (witnessBefore === undefined ? witnessAfter !== undefined : witnessAfter === undefined || !witnessBefore.equals(witnessAfter)) return undefined;
     const decoded: DecodedJournal<E> =
       data === undefined
-        ? { entries: [], committed: 0, size: 0, damage: `${this.journalFile} is missing: every change journaled since ${this.file} was last written is lost (the answer is that of ${this.file} alone)` }
+        ? { entries: [], committed: 0, size: 0, missing: true, damage: `${this.journalFile} is missing: every change journaled since ${this.file} was last written is lost (the answer is that of ${this.file} alone)` }
         : this.decodeJournal(data);
     const { journal, entries } = this.reconcile(checksum, decoded, witnessBefore);
     return { journal, entries, journalStat: data === undefined ? undefined : journalStat };
@@ -347,8 +353,9 @@ export class JournaledFile<T, E> {
       );
     }
     if (!extendsBase || decoded.epoch!.baseGen !== witness.baseGen) {
-      // A base write interrupted before its empty journal: the base holds everything.
-      if (witness.gen === witness.baseGen && decoded.damage === undefined) return state(undefined, undefined);
+      // A base write interrupted (or, in another process, not yet done) before its empty journal replaced the last
+      // one, or before the first one was written: the base holds everything.
+      if (witness.gen === witness.baseGen && (decoded.damage === undefined || decoded.missing)) return state(undefined, undefined);
       if (decoded.damage !== undefined) return state(decoded.damage, undefined);
       return state(
         `${this.journalFile} does not extend ${this.file} as written at generation ${witness.baseGen} (it extends ${extendsBase ? `the same base as written at generation ${decoded.epoch!.baseGen}` : 'another base'}): it was replaced, e.g. by an older copy, so the ${witness.gen - witness.baseGen} changes journaled since ${this.file} was written are lost (the answer is that of ${this.file} alone)`,
@@ -449,7 +456,7 @@ export class JournaledFile<T, E> {
   }
 
   private readWitness(): Witness | undefined {
-    const data = readFileIfExists(this.witnessFile);
+    const data = readStoreFile(this.witnessFile);
     return data === undefined ? undefined : this.parseWitness(data);
   }
 
@@ -458,7 +465,7 @@ export class JournaledFile<T, E> {
    * comment: a witness that lags behind the journal is a crash, and the other slot survives a torn write).
    */
   private writeWitnessSlot(witness: Witness): void {
-    const fd = openSync(this.witnessFile, 'r+');
+    const fd = openStoreFile(this.witnessFile, true);
     try {
       writeSync(fd, this.witnessSlot(witness), 0, SLOT_BYTES, (witness.gen % 2) * SLOT_BYTES);
     } finally {
@@ -475,15 +482,6 @@ function firstWriteCut(witness: Witness | undefined, journalExists: boolean): bo
   return witness !== undefined && witness.gen === 1 && witness.baseGen === 1 && !journalExists;
 }
 
-/** A file's bytes, or undefined when it does not exist (or was removed meanwhile). */
-function readFileIfExists(file: string): Buffer | undefined {
-  try {
-    return readFileSync(file);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-}
 
 function statKey(stat: { ino: number; mtimeMs: number; size: number }): string {
   return `${stat.ino}:${stat.mtimeMs}:${stat.size}`;

@@ -9,9 +9,12 @@ export function corruptStoreFile(file: string, why: string): ContextError {
 
 export { seal } from '../hash/sealed.js';
 
-/** The data of a sealed JSON document, verified against its checksum; `file` names it in errors. */
+/**
+ * The data of a sealed JSON document, verified against its checksum; `file` names it in errors, which never quote
+ * its text (JSON.parse's message does: the file may be anyone's, put in the store's place).
+ */
 export function unseal<T>(text: string, file: string, backend: HashBackend): T {
   const opened = openSealed(text, backend);
-  if (!opened.ok) throw corruptStoreFile(file, opened.problem);
+  if (!opened.ok) throw corruptStoreFile(file, opened.problem.startsWith('not valid JSON') ? 'not valid JSON' : opened.problem);
   return opened.data as T;
 }

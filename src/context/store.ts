@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, readdirSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { describeHolder, fsyncDirSync, removeFileIfExists, waitForLock, writeFileAtomicSync, readTextIfExistsSync } from '../fs/index.js';
+import { describeHolder, fsyncDirSync, removeFileIfExists, waitForLock, writeFileAtomicSync } from '../fs/index.js';
 import type { AgentIdentity } from './agents.js';
 import { ContextError } from './errors.js';
 import { verifyFrame, type Frame } from './frames.js';
@@ -14,6 +14,7 @@ import { JournaledFile } from './journal.js';
 import { copyForUpdate, stateChange, stateCodec, type StateJournalEntry } from './state-journal.js';
 import { treeCodec, type TreeJournalEntry } from './tree-journal.js';
 import { encodeStatIndex, StatIndex, statView, TREE_HEADER_BYTES, type StatView } from './stat-index.js';
+import { checkStoreDir, checkStoreFile, createStoreFile, ensureStoreDir, lstatEntry, readStoreFile } from './store-files.js';
 
 /** The stored tree as read: see {@link MerkleStore.readTree}. */
 export interface StoredTree {
@@ -57,7 +58,9 @@ export interface StagedFrame {
  * - `frames/<2 hex>/<FrameID>.json`: immutable frames, verified against their id on every read;
  * - `lock`: the writers' lock.
  *
- * Every file is written to a temp file, fsynced and renamed, so readers never see a half-written state.
+ * Every file is written to a temp file, fsynced and renamed, so readers never see a half-written state. Nothing in
+ * `.merkle/` is followed or waited on: every method checks that the folders it uses are real directories, and files
+ * are opened as `store-files.ts` says (a symlink, FIFO or other special file is a CORRUPT_STORE error naming it).
  */
 export class MerkleStore {
   /** Absolute path of `.merkle/`. */
@@ -76,15 +79,24 @@ export class MerkleStore {
     this.state = new JournaledFile(join(this.dir, 'state.json'), join(this.dir, 'state.journal'), stateCodec(backend), backend);
   }
 
-  /** Creates `.merkle/` if needed (writers only: reading never creates anything). */
+  /** Creates `.merkle/` and `frames/` if needed (writers only: reading never creates anything), as real directories. */
   ensure(): void {
-    mkdirSync(join(this.dir, 'frames'), { recursive: true });
+    ensureStoreDir(this.dir);
+    ensureStoreDir(join(this.dir, 'frames'));
+  }
+
+  /** Throws CORRUPT_STORE unless `.merkle/` is a real directory or missing (see `store-files.ts`); readers call it first. */
+  private checkDir(): void {
+    checkStoreDir(this.dir);
   }
 
   /** Takes the workspace write lock; resolves to its release function. */
   async lock(timeoutMs = 10_000): Promise<() => void> {
     this.ensure();
     const file = join(this.dir, 'lock');
+    // The lock library reads a lock file it finds: one that is not a regular file is refused before it could block.
+    checkStoreFile(file);
+    checkStoreFile(`${file}.recover`);
     const result = await waitForLock(file, { timeoutMs });
     if (!('busy' in result)) return () => result.release();
     const who = result.reason === 'unreadable' ? 'a file that is not a lock record' : result.holder === undefined ? 'another writer' : describeHolder(result.holder);
@@ -98,6 +110,7 @@ export class MerkleStore {
    * tree file that was written is a {@link LostTree}, which a scan rebuilds too.
    */
   readTree(): StoredTree | LostTree | undefined {
+    this.checkDir();
     const stored = this.tree.read();
     if (stored?.value === undefined) return stored;
     return { tree: stored.value, writtenMs: stored.writtenMs, key: stored.key, damage: stored.damage };
@@ -105,6 +118,7 @@ export class MerkleStore {
 
   /** {@link readTree}'s answer when the tree it would read is the one already in memory; otherwise undefined. */
   readTreeIfCached(): StoredTree | undefined {
+    this.checkDir();
     const stored = this.tree.readIfCached();
     return stored === undefined ? undefined : { tree: stored.value, writtenMs: stored.writtenMs, key: stored.key, damage: stored.damage };
   }
@@ -115,21 +129,25 @@ export class MerkleStore {
    * stat index is missing, damaged or not that of the tree file: then the tree file serves.
    */
   readStatView(): { view: StatView; writtenMs: number; key: string; damage?: string } | undefined {
+    this.checkDir();
     const journaled = this.tree.readEntries(TREE_HEADER_BYTES);
     if (journaled === undefined) return undefined;
     const file = join(this.dir, STAT_INDEX_FILE);
-    const stat = statSync(file, { throwIfNoEntry: false });
+    const stat = lstatEntry(file);
     if (stat === undefined) return undefined;
     // An engine that stays open reads the stat index again only when it or the tree file changed.
     const cacheKey = `${stat.ino}:${stat.mtimeMs}:${stat.size}:${journaled.header.toString('hex')}`;
     let index = this.statIndex?.key === cacheKey ? this.statIndex.index : undefined;
     if (index === undefined) {
-      let data: Buffer;
+      // On a SharedArrayBuffer, so that the quick check's helper thread reads the same bytes without a copy (see
+      // SharedStatJob). A cache: when it cannot be read (a special file, say), the tree file serves.
+      let data: Buffer | undefined;
       try {
-        data = readFileShared(file);
+        data = readStoreFile(file, (size) => Buffer.from(new SharedArrayBuffer(size)));
       } catch {
         return undefined;
       }
+      if (data === undefined) return undefined;
       index = StatIndex.read(data, journaled.header, this.backend);
       if (index !== undefined) this.statIndex = { key: cacheKey, index };
     }
@@ -154,7 +172,8 @@ export class MerkleStore {
 
   /** Size of the tree file in bytes (0 before the first scan), without reading it. */
   treeFileBytes(): number {
-    return statSync(join(this.dir, 'tree'), { throwIfNoEntry: false })?.size ?? 0;
+    this.checkDir();
+    return lstatEntry(join(this.dir, 'tree'))?.size ?? 0;
   }
 
   /** Replaces the stored tree (and drops its journal). */
@@ -188,6 +207,7 @@ export class MerkleStore {
    * `journal.ts`): the state is then older than the last acknowledged transaction (empty when `state.json` is lost).
    */
   readStateChecked(): { state: Readonly<StoreState>; damage?: string } {
+    this.checkDir();
     const stored = this.state.read();
     return { state: stored?.value ?? emptyState(), damage: stored?.damage };
   }
@@ -228,6 +248,7 @@ export class MerkleStore {
 
   /** Bytes after the committed entries of `state.journal`, described (see `JournaledFile.uncommitted`); undefined when none. */
   stateJournalUncommitted(): string | undefined {
+    this.checkDir();
     this.state.read();
     return this.state.uncommitted();
   }
@@ -272,9 +293,11 @@ export class MerkleStore {
 
   /** Registered agents by id. */
   readAgents(): Record<string, AgentIdentity> {
+    this.checkDir();
     const file = join(this.dir, 'agents.json');
-    if (!existsSync(file)) return {};
-    return this.readSealed<{ agents: Record<string, AgentIdentity> }>(file).agents;
+    const data = readStoreFile(file);
+    if (data === undefined) return {};
+    return unseal<{ agents: Record<string, AgentIdentity> }>(data.toString('utf8'), file, this.backend).agents;
   }
 
   /** Replaces the agent registry; false when unchanged. */
@@ -295,29 +318,33 @@ export class MerkleStore {
    */
   readFrame(frameId: string): Frame {
     const file = this.framePath(frameId);
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch {
-      for (const temp of this.unfinishedFrameFiles(frameId)) {
-        try {
-          return this.parseFrame(readFileSync(temp, 'utf8'), frameId, temp);
-        } catch {
-          // Not this one (cut short, or another frame's bytes): try the next.
-        }
+    this.checkFrameDirs(frameId);
+    const data = readStoreFile(file);
+    if (data !== undefined) return this.parseFrame(data, frameId, file);
+    for (const temp of this.unfinishedFrameFiles(frameId)) {
+      try {
+        const staged = readStoreFile(temp);
+        if (staged !== undefined) return this.parseFrame(staged, frameId, temp);
+      } catch {
+        // Not this one (cut short, another frame's bytes, not a regular file): try the next.
       }
-      // A writer in another process may have renamed the temp file into place between the two reads above.
-      const renamed = readTextIfExistsSync(file);
-      if (renamed !== undefined) return this.parseFrame(renamed, frameId, file);
-      throw new ContextError('UNKNOWN_FRAME', `frame ${frameId} not found at ${file}`, { frameId, file });
     }
-    return this.parseFrame(text, frameId, file);
+    // A writer in another process may have renamed the temp file into place between the two reads above.
+    const renamed = readStoreFile(file);
+    if (renamed !== undefined) return this.parseFrame(renamed, frameId, file);
+    throw new ContextError('UNKNOWN_FRAME', `frame ${frameId} not found at ${file}`, { frameId, file });
   }
 
-  private parseFrame(text: string, frameId: string, file: string): Frame {
+  /** Checks that `.merkle/`, `frames/` and the shard of `frameId` are real directories or missing; true when all exist. */
+  private checkFrameDirs(frameId: string): boolean {
+    const shard = dirname(this.framePath(frameId));
+    return checkStoreDir(this.dir) && checkStoreDir(dirname(shard)) && checkStoreDir(shard);
+  }
+
+  private parseFrame(data: Buffer, frameId: string, file: string): Frame {
     let frame: Frame;
     try {
-      frame = JSON.parse(text) as Frame;
+      frame = JSON.parse(data.toString('utf8')) as Frame;
     } catch {
       throw corruptStoreFile(file, `frame ${frameId} is not valid JSON`);
     }
@@ -340,29 +367,29 @@ export class MerkleStore {
    */
   stageFrames(frames: Iterable<Frame>): StagedFrame[] {
     const staged: StagedFrame[] = [];
+    this.ensure();
     for (const frame of frames) {
       const file = this.framePath(frame.frameId);
-      const text = `${JSON.stringify(frame)}\n`;
-      if (existsSync(file)) {
-        if (readFileSync(file, 'utf8') === text) continue;
+      const text = Buffer.from(`${JSON.stringify(frame)}\n`);
+      ensureStoreDir(dirname(file));
+      const stored = readStoreFile(file);
+      if (stored !== undefined) {
+        if (stored.equals(text)) continue;
         throw new ContextError(
           'FRAME_CONFLICT',
           `frame ${frame.frameId} already exists at ${file} with different bytes; frames are never overwritten`,
           { frameId: frame.frameId, file },
         );
       }
-      mkdirSync(dirname(file), { recursive: true });
       const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-      writeFileSync(temp, text, { mode: 0o444 });
-      staged.push({ temp, file });
-    }
-    for (const { temp } of staged) {
-      const fd = openSync(temp, 'r');
+      const fd = createStoreFile(temp, 0o444);
       try {
+        for (let done = 0; done < text.length; ) done += writeSync(fd, text, done, text.length - done);
         fsyncSync(fd);
       } finally {
         closeSync(fd);
       }
+      staged.push({ temp, file });
     }
     for (const dir of new Set(staged.map((s) => dirname(s.file)))) fsyncDirSync(dir);
     return staged;
@@ -381,10 +408,11 @@ export class MerkleStore {
 
   /**
    * Temp files holding a verified copy of `frameId` (a write that stopped between the state journal and the
-   * rename), best first.
+   * rename), best first. CORRUPT_STORE when a folder on the way is not a real directory.
    */
   unfinishedFrameFiles(frameId: string): string[] {
     const dir = dirname(this.framePath(frameId));
+    if (!this.checkFrameDirs(frameId)) return [];
     let names: string[];
     try {
       names = readdirSync(dir);
@@ -394,40 +422,11 @@ export class MerkleStore {
     return names.filter((n) => n.startsWith(`${frameId}.json.`) && n.endsWith('.tmp')).map((n) => join(dir, n));
   }
 
-  private readSealed<T>(file: string): T {
-    return unseal<T>(readFileSync(file, 'utf8'), file, this.backend);
-  }
-
   private writeSealed(file: string, data: unknown): boolean {
     const text = seal(data, this.backend);
-    try {
-      if (readFileSync(file, 'utf8') === text) return false;
-    } catch {
-      // Not written yet.
-    }
     this.ensure();
+    if (readStoreFile(file)?.toString('utf8') === text) return false;
     writeFileAtomicSync(file, text);
     return true;
-  }
-}
-
-/**
- * The bytes of `file` on a SharedArrayBuffer: the stat index is read there so that the quick check's helper thread
- * reads the same bytes, without a copy (see SharedStatJob).
- */
-function readFileShared(file: string): Buffer {
-  const fd = openSync(file, 'r');
-  try {
-    const size = fstatSync(fd).size;
-    const data = Buffer.from(new SharedArrayBuffer(size));
-    let done = 0;
-    while (done < size) {
-      const n = readSync(fd, data, done, size - done, done);
-      if (n === 0) return data.subarray(0, done); // cut meanwhile: the checksum decides
-      done += n;
-    }
-    return data;
-  } finally {
-    closeSync(fd);
   }
 }

@@ -4,6 +4,7 @@ import { systemProbe } from '../fs/index.js';
 import type { HashBackend } from './hash.js';
 import type { IgnoreRules } from './ignore-rules.js';
 import { displayPath } from './paths.js';
+import { checkStoreDir } from './store-files.js';
 import type { DirStat } from './listing.js';
 import { scanWorkspace } from './scan.js';
 import type { StoreState } from './state.js';
@@ -161,9 +162,18 @@ function checkState(
  */
 function checkOrphans(state: Readonly<StoreState>, store: MerkleStore, errors: string[], warnings: string[]): void {
   const root = join(store.dir, 'frames');
+  /** Whether `dir` is a real directory to list (a link or another kind of entry is an error: see store-files.ts). */
+  const listable = (dir: string): boolean => {
+    try {
+      return checkStoreDir(dir);
+    } catch (error) {
+      errors.push((error as Error).message);
+      return false;
+    }
+  };
   let shards: string[];
   try {
-    shards = readdirSync(root);
+    shards = listable(root) ? readdirSync(root) : [];
   } catch {
     return;
   }
@@ -171,9 +181,10 @@ function checkOrphans(state: Readonly<StoreState>, store: MerkleStore, errors: s
   for (const shard of shards) {
     let names: string[];
     try {
+      if (!listable(join(root, shard))) continue;
       names = readdirSync(join(root, shard));
     } catch {
-      continue; // not a directory
+      continue;
     }
     for (const name of names) files.push({ file: join(root, shard, name), name });
   }
