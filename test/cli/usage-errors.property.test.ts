@@ -4,11 +4,21 @@
  * lines: a script that passes hostile text as an argument cannot make the terminal act on it, nor add a line at the
  * first column.
  */
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ACTS_BUT_NEWLINE, hostileText, twin } from '../support/hostile-text.js';
 import { trials } from '../support/soak.js';
+import { plainEnv } from '../support/env.js';
 import { cli, tempDir, type Result } from './helpers.js';
+import { runMerkleInProcess } from './in-process.js';
+
+const root = join(import.meta.dirname, '..', '..');
+
+/** The context command line in this process (as `backpackflow context`: the same bundle), in `cwd`. */
+function merkle(args: string[], cwd: string): Promise<Result> {
+  return runMerkleInProcess(root, args, cwd, plainEnv());
+}
 
 /** Hostile text that can be an argument (an argument cannot hold NUL). */
 const argText = hostileText().map((text) => text.replace(/\0/g, '?'));
@@ -26,9 +36,9 @@ async function usageErrors(text: string, dir: string): Promise<Record<string, Re
     'unknown option': await cli(['runs', 'list', `--x${text}`, ...d]),
     'excess argument': await cli(['runs', 'list', `extra${text}`, ...d]),
     'invalid option value': await cli(['runs', 'events', 'r1', '--page-size', `x${text}`, ...d]),
-    'context unknown command': await cli(['context', `zz${text}`]),
-    'context unknown option': await cli(['context', 'status', `--x${text}`]),
-    'context excess argument': await cli(['context', 'status', `extra${text}`]),
+    'context unknown command': await merkle([`zz${text}`], dir),
+    'context unknown option': await merkle(['status', `--x${text}`], dir),
+    'context excess argument': await merkle(['status', `extra${text}`], dir),
   };
 }
 
@@ -53,6 +63,7 @@ describe("commander's usage errors go through terminalText", () => {
     const result = await cli(['runs', 'list', '--x\u001b[2Kdone']);
     expect(result.stderr).toBe("error: unknown option '--x\\u001b[2Kdone'\n(add --help for usage)\n");
     const context = await cli(['context', 'status', '--x\u001b[2Kdone']);
+    expect(context.code).toBe(2);
     expect(context.stderr).toMatch(/^error: unknown option '--x\\u001b\[2Kdone'\n/);
   });
 });

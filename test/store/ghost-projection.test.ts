@@ -6,6 +6,7 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { trials } from '../support/soak.js';
 import { EventStore, FileRunStore, ProjectionStore, deleteRunDir, listRunIds, runPaths } from '../../src/store/index.js';
 import { writeFileAtomic } from '../../src/fs/index.js';
 import { bundleFixtures, spawnFixture } from './child.js';
@@ -37,7 +38,7 @@ describe('a reader racing a delete', () => {
   });
   afterAll(() => tmp.cleanup());
 
-  const TRIALS = 10;
+  const TRIALS = trials(5, 20);
   it(`never brings the deleted run back (${TRIALS} trials, the delete landing at different moments of the reader's fold)`, async () => {
     let raced = 0;
     for (let trial = 0; trial < TRIALS; trial++) {
