@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, linkSync, openSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import { removeFileIfExists } from './remove.js';
@@ -53,15 +53,28 @@ interface Read {
   holder: LockHolder | undefined;
 }
 
+/**
+ * The lock file at `path`: opened without following a link or blocking (a FIFO planted there would hang the reader),
+ * and read only when it is a regular file; anything else reads as no holder (the caller reports it as unreadable).
+ */
 function readLockFile(path: string): Read | 'missing' {
-  let raw: string;
+  let fd: number;
   try {
-    raw = readFileSync(path, 'utf8');
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'missing';
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return 'missing';
+    // A symbolic link (O_NOFOLLOW), or a directory on systems that refuse to open one.
+    if (code === 'ELOOP' || code === 'EISDIR' || code === 'EMLINK') return { raw: '', holder: undefined };
     throw error;
   }
-  return { raw, holder: parseHolder(raw) };
+  try {
+    if (!fstatSync(fd).isFile()) return { raw: '', holder: undefined };
+    const raw = readFileSync(fd, 'utf8');
+    return { raw, holder: parseHolder(raw) };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function parseHolder(raw: string): LockHolder | undefined {
@@ -155,7 +168,8 @@ export function tryLock(path: string, options: LockOptions = {}): FileLock | Loc
   };
   const raw = JSON.stringify({ ...holder, token: randomBytes(8).toString('hex') });
   const temp = tempBeside(path);
-  writeFileSync(temp, raw);
+  // A new file (never a link or a file someone placed under that name: O_EXCL).
+  writeFileSync(temp, raw, { flag: 'wx' });
   try {
     for (let attempt = 0; attempt < 500; attempt++) {
       if (tryLink(temp, path)) {

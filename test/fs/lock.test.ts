@@ -1,5 +1,5 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -189,5 +189,29 @@ describe('parseStatStartTime', () => {
     expect(parseStatStartTime(`42 (a) b (c) ${rest.join(' ')}`)).toBe('22');
     expect(parseStatStartTime('42 (x) S 1')).toBeUndefined();
     expect(parseStatStartTime('garbage')).toBeUndefined();
+  });
+});
+
+describe('a lock path that is not a regular file', () => {
+  it('is refused as unreadable, without reading through a link or blocking on a FIFO', async () => {
+    const fixture = await bundledScript(join(import.meta.dirname, 'fixtures', 'try-lock-once.ts'));
+    const dir = tempDir();
+    // A record of a live process (this one), outside the lock's folder: followed, it would read as a held lock.
+    const outside = join(dir, 'outside.json');
+    writeFileSync(outside, JSON.stringify({ pid: process.pid, host: HOST, createdAt: Date.now() }));
+    const cases: Record<string, (path: string) => void> = {
+      'a symlink to a lock record': (path) => symlinkSync(outside, path),
+      'a dangling symlink': (path) => symlinkSync(join(dir, 'nowhere'), path),
+      'a FIFO': (path) => execFileSync('mkfifo', [path]),
+      'a directory': (path) => mkdirSync(path),
+    };
+    for (const [kind, make] of Object.entries(cases)) {
+      const path = join(dir, `${kind.replace(/\W+/g, '-')}.lock`);
+      make(path);
+      const child = spawnSync(process.execPath, [fixture, path], { encoding: 'utf8', timeout: 10_000 });
+      expect(child.signal, `${kind}: the child hung`).toBeNull();
+      expect(child.stdout.trim(), `${kind}: ${child.stderr}`).toBe('busy unreadable');
+      expect(readFileSync(outside, 'utf8')).toContain(`"pid":${process.pid}`);
+    }
   });
 });
