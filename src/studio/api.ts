@@ -111,7 +111,7 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
     const job =
       view === 'resume'
         ? await ctx.steering.resume(ref, body['answer'])
-        : await ctx.steering.fork(ref, forkStep(body), body['newRunId'] === undefined ? undefined : String(body['newRunId']));
+        : await ctx.steering.fork(ref, forkStep(body), forkId(body));
     return sendJson(res, job.state === 'running' ? 202 : 200, { job });
   }
   if (view === 'blame' && rest.length === 1) return sendJson(res, 200, await ctx.reader.blame(ref, rest[0]!));
@@ -148,6 +148,13 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
     default:
       throw new HttpError(404, `no API route ${url.pathname}`, 'path');
   }
+}
+
+/** The id asked for the fork: a string, or none (the studio makes one); anything else is a 400. */
+function forkId(body: Record<string, unknown>): string | undefined {
+  const id = body['newRunId'];
+  if (id === undefined || typeof id === 'string') return id;
+  throw new HttpError(400, `newRunId must be a string (or left out for a new id), got ${id === null ? 'null' : Array.isArray(id) ? 'an array' : typeof id}`, 'newRunId');
 }
 
 function forkStep(body: Record<string, unknown>): number {

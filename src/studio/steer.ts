@@ -172,7 +172,7 @@ export class Steering {
    * after the settle time, with the job.
    */
   async resume(ref: RunRef, answer: unknown): Promise<SteerJob> {
-    const release = this.reserve(ref);
+    const release = this.reserve(ref, 'resume');
     try {
       const meta = await this.reader.meta(ref);
       if (meta.status === 'completed') throw new HttpError(409, `run '${ref.runId}' already completed: fork it from a step to run it again`, 'runId');
@@ -201,7 +201,7 @@ export class Steering {
     const problem = idProblem(forkId);
     if (problem !== undefined) throw new HttpError(400, `invalid newRunId ${JSON.stringify(forkId)}: ${problem}`, 'newRunId');
     const target = { session: ref.session, runId: forkId };
-    const release = this.reserve(target);
+    const release = this.reserve(target, 'fork');
     try {
       if (await this.reader.store.hasEvents(storeRef(target))) throw new HttpError(409, `run '${forkId}' already exists: choose another id for the fork`, 'newRunId');
       const state = await this.reader.state(ref, step);
@@ -233,17 +233,19 @@ export class Steering {
   }
 
   /** Claims the run for one job, synchronously, so that a second request for it while the first is checked is a 409. */
-  private reserve(ref: RunRef): { abandon(): void } {
+  private reserve(ref: RunRef, kind: SteerJob['kind']): { abandon(): void } {
     const k = key(ref);
     const current = this.jobs.get(k);
     if (current?.state === 'running' || this.children.has(k) || this.pending.has(k)) {
-      throw new HttpError(409, `a ${current?.kind ?? 'resume'} of run '${ref.runId}' started from the studio is still running: wait for it to end`, 'runId');
+      const under = this.pending.get(k) ?? current?.kind ?? kind;
+      throw new HttpError(409, `a ${under} of run '${ref.runId}' started from the studio is still running: wait for it to end`, 'runId');
     }
-    this.pending.add(k);
+    this.pending.set(k, kind);
     return { abandon: () => this.pending.delete(k) };
   }
 
-  private readonly pending = new Set<string>();
+  /** The runs claimed by a job being checked or started, with the job's kind. */
+  private readonly pending = new Map<string, SteerJob['kind']>();
 
   private async start(release: { abandon(): void }, base: Pick<SteerJob, 'kind' | 'session' | 'runId' | 'from'>, args: string[], answer: unknown): Promise<SteerJob> {
     const k = key(base);

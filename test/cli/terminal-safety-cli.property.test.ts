@@ -63,7 +63,7 @@ function flowModule(dir: string, s: Texts): string {
 const S = ${JSON.stringify({ ...s, key })};
 class W extends BackpackNode {
   static namespaceSegment = 'w';
-  post(bp) { bp.pack(S.key, S.value); bp.pack(S.key + 'q', 1); bp.quarantine(S.key + 'q', { reason: S.reason }); return 'go' + S.action; }
+  post(bp) { bp.pack(S.key, S.value); bp.pack(S.key + 'q', 1); bp.quarantine(S.key + 'q', { reason: 'r' + S.reason }); return 'go' + S.action; }
 }
 Object.defineProperty(W, 'name', { value: 'W' + S.className });
 class F extends BackpackNode {

@@ -166,12 +166,20 @@ describe('forking from the studio', () => {
       [{ step: '1' }, 'step', /must be an integer >= 0/],
       [{}, 'step', /invalid step null/],
       [{ step: 1, newRunId: '../x' }, 'newRunId', /invalid newRunId "\.\.\/x"/],
+      [{ step: 1, newRunId: null }, 'newRunId', /newRunId must be a string/],
+      [{ step: 1, newRunId: ['r_array'] }, 'newRunId', /newRunId must be a string/],
+      [{ step: 1, newRunId: { toString: 1 } }, 'newRunId', /newRunId must be a string/],
     ] as const) {
       const bad = await write('/api/runs/r_fork_src/fork', body);
       expect(bad.status, JSON.stringify(body)).toBe(400);
       expect(bad.json.parameter).toBe(parameter);
       expect(bad.json.error).toMatch(message);
     }
+    expect((await read('/api/runs/null')).status).toBe(404);
+    // Two forks to one new id at once: one is made, the other refused, and the refusal speaks of a fork.
+    const both = await Promise.all([1, 2].map(() => write('/api/runs/r_fork_src/fork', { step: 1, newRunId: 'r_twice' })));
+    expect(both.map((r) => r.status).sort()).toEqual([200, 409]);
+    expect(both.find((r) => r.status === 409)!.json.error).toMatch(/^(a fork of run 'r_twice'|run 'r_twice' already exists)/);
     // The last step of a completed run ended the flow: nothing to run from there.
     await write('/api/runs/r_forked/resume', { answer: { approved: true, priority: 'low', copies: 1 } });
     const steps = (await read('/api/runs/r_forked')).json.steps;
