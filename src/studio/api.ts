@@ -27,6 +27,8 @@ export interface ApiContext {
   tail: TailOptions;
   /** Registers an open stream (until its response closes) so that closing the server ends it. */
   track(stop: () => void, res: ServerResponse): void;
+  /** Counts a live stream from now until `res` closes; a 503 when {@link TailOptions.maxStreams} are open. */
+  admitStream(res: ServerResponse): void;
 }
 
 const DEFAULT_SESSION = 'default';
@@ -139,6 +141,7 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
     case 'steps':
       return sendJson(res, 200, await ctx.reader.steps(ref));
     case 'stream': {
+      ctx.admitStream(res);
       const at = await ctx.reader.existing(ref);
       const lastId = req.headers['last-event-id'];
       const resumeAt = typeof lastId === 'string' && /^\d+$/.test(lastId) ? Number(lastId) : undefined;

@@ -16,7 +16,7 @@ import { HttpError, requestTarget, sendError } from './http.js';
 import { RunReader } from './run-reader.js';
 import { defaultPageDir, PageFiles } from './static.js';
 import { Steering, type SteeringOptions } from './steer.js';
-import type { TailOptions } from './tail.js';
+import { DEFAULT_MAX_STREAMS, type TailOptions } from './tail.js';
 
 /** Options of {@link startStudio}. */
 export interface StudioOptions {
@@ -103,6 +103,8 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
   const page = new PageFiles(options.pageDir ?? defaultPageDir());
   const log = options.log ?? ((message: string) => process.stderr.write(`backpackflow studio: ${message}\n`));
   const streams = new Set<() => void>();
+  /** Live streams admitted and not yet closed (see ApiContext.admitStream). */
+  let streaming = 0;
   const ctx: ApiContext = {
     reader,
     steering,
@@ -113,6 +115,12 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
     track: (stop, res) => {
       streams.add(stop);
       res.on('close', () => streams.delete(stop));
+    },
+    admitStream: (res) => {
+      const max = options.tail?.maxStreams ?? DEFAULT_MAX_STREAMS;
+      if (streaming >= max) throw new HttpError(503, `${max} live streams are open already (the studio's limit): close a tab that follows a run, then retry`, 'stream');
+      streaming++;
+      res.once('close', () => streaming--);
     },
   };
 

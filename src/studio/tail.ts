@@ -21,7 +21,15 @@ export interface TailOptions {
   pollMs?: number;
   /** How often an idle stream gets a comment line (default 15 s). */
   heartbeatMs?: number;
+  /**
+   * How many live streams the studio serves at once (default {@link DEFAULT_MAX_STREAMS}); one more is a 503 until one
+   * closes. Each holds a connection, a watcher of its run's log and a timer.
+   */
+  maxStreams?: number;
 }
+
+/** The default of {@link TailOptions.maxStreams}: far more than the tabs a person keeps open. */
+export const DEFAULT_MAX_STREAMS = 64;
 
 /** Calls `poke` now and whenever the log of `ref` may have grown; resolves to the function that stops it. */
 async function watchLog(store: RunStore, ref: RunRef, poke: () => void, pollMs: number): Promise<() => void> {

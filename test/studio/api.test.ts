@@ -303,6 +303,32 @@ describe('studio API: live stream of a running run', () => {
 });
 
 describe('studio safety', () => {
+  it('serves at most maxStreams live streams at once: one more is a 503 until one closes', async () => {
+    const small = await startStudio({ dataDir, port: 0, tail: { pollMs: 50, maxStreams: 2 } });
+    const open = async () => openStream(small.port, `/api/runs/${runId}/stream`);
+    try {
+      // Several at once: the limit holds for streams still being set up too.
+      const first = await Promise.all([open(), open(), open()]);
+      expect(first.map((s) => s.status).sort()).toEqual([200, 200, 503]);
+      const refused = await open();
+      expect(refused.status).toBe(503);
+      for (const stream of first.filter((s) => s.status === 200)) {
+        await stream.waitFor((m) => JSON.parse(m.data).type === 'run.completed');
+      }
+      first.find((s) => s.status === 200)!.close();
+      let again = await open();
+      for (let i = 0; again.status === 503 && i < 50; i++) {
+        again.close();
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        again = await open();
+      }
+      expect(again.status).toBe(200);
+      for (const stream of [...first, refused, again]) stream.close();
+    } finally {
+      await small.close();
+    }
+  });
+
   it('refuses a Host that is not this server (DNS rebinding) and cross-origin requests', async () => {
     const rebound = await api('/api/runs', { host: `evil.example:${studio.port}` });
     expect(rebound.status).toBe(421);
