@@ -26,7 +26,7 @@ import { flattenEdges, flattenNodes, findNode, getCompositeNodes, getMaxDepth } 
 import { FlowConfigSchema, SUPPORTED_MAJOR_VERSION, type FlowConfig, type FlowEdge, type NodeConfig } from './schema.js';
 import { checkFlowStructure } from './structure.js';
 import { NameTable } from './name-table.js';
-import { maskMarkedSecrets, maskSecrets, resolveEnvRefs } from './secrets.js';
+import { maskMarkedSecrets, maskSecrets, paramsAsWritten, resolveEnvRefs } from './secrets.js';
 
 /** Options of {@link FlowLoader.exportFlow}. */
 export interface ExportOptions {
@@ -85,6 +85,11 @@ export interface ValidateOptions {
    * when not given.
    */
   secretName?: (name: string) => boolean;
+  /**
+   * Where `${ENV_NAME}` references resolve from, as in `loadFlow` (default `process.env`): each variable a param
+   * references that is not set there is a problem at the param's JSON path, as loadFlow reports it.
+   */
+  env?: Record<string, string | undefined>;
 }
 
 /** Result of {@link FlowLoader.validateConfig}. */
@@ -129,6 +134,16 @@ interface NameCheck {
   readonly reported: Set<LoadableNodeClass>;
 }
 
+/**
+ * What a check is given besides the config: the environment `${ENV}` references must resolve in (`env`), a table
+ * of ids to fill per flow (`tables`, for a load) and the secret check of names (`names`).
+ */
+interface Checking {
+  readonly env: Record<string, string | undefined>;
+  readonly tables?: Map<FlowConfig, NameTable>;
+  readonly names?: NameCheck;
+}
+
 /** What one load keeps while it adds nodes: the id tables of its check, and its verdict on each class (see constructsPlainly). */
 interface LoadState {
   readonly tables: Map<FlowConfig, NameTable>;
@@ -171,15 +186,16 @@ export class FlowLoader implements FlowConfigLoader {
   }
 
   /**
-   * Every problem of `config` (an object, or JSON text), each with its JSON path; valid when there is none. Does not
-   * resolve `${ENV}`. Refuses, as `loadFlow` does, nesting deeper than MAX_JSON_NESTING and text over `maxBytes`;
-   * with `options.dependencies`, a declared dependency they lack, and with `options.secretName`, a name that holds a
-   * secret (see {@link ValidateOptions}).
+   * Every problem of `config` (an object, or JSON text), each with its JSON path; valid when there is none. Refuses,
+   * as `loadFlow` does, nesting deeper than MAX_JSON_NESTING, text over `maxBytes`, params that contain themselves or
+   * a number that is not finite, and a `${ENV}` reference to a variable not set in `options.env` (default
+   * `process.env`); with `options.dependencies`, a declared dependency they lack, and with `options.secretName`, a
+   * name that holds a secret (see {@link ValidateOptions}).
    */
   validateConfig(config: unknown, options: ValidateOptions = {}): ConfigValidationReport {
     const secret = options.secretName;
     const check = secret === undefined ? undefined : { secret, reported: new Set<LoadableNodeClass>() };
-    const { problems, config: checked } = this.#check(config, options.maxDepth ?? DEFAULT_DEPTH, options.maxBytes, undefined, check);
+    const { problems, config: checked } = this.#check(config, options.maxDepth ?? DEFAULT_DEPTH, options.maxBytes, { names: check, env: options.env ?? process.env });
     if (checked !== undefined && options.dependencies !== undefined) problems.push(...missingDependencies(checked, '', toLookup(options.dependencies)));
     return { valid: problems.length === 0, errors: problems };
   }
@@ -196,7 +212,8 @@ export class FlowLoader implements FlowConfigLoader {
     const share = typeof config === 'string' || options.shareConfig === true;
     let input = typeof config === 'string' ? parseFlowConfig(config, 'flow config', { maxBytes: options.maxBytes }) : config;
     const tables = new Map<FlowConfig, NameTable>();
-    const { problems, config: parsed } = this.#check(input, options.maxDepth ?? DEFAULT_DEPTH, options.maxBytes, tables);
+    const env = options.env ?? process.env;
+    const { problems, config: parsed } = this.#check(input, options.maxDepth ?? DEFAULT_DEPTH, options.maxBytes, { tables, env });
     if (parsed === undefined || problems.length > 0) throw new FlowConfigError(problems);
     const caller = currentNode();
     const given = deps === undefined && caller?.deps ? caller.deps : toLookup(deps);
@@ -214,7 +231,7 @@ export class FlowLoader implements FlowConfigLoader {
       ? caller.createNestedFlow(settings)
       : new Flow({ ...settings, backpack, eventStreamer });
     const loadProblems: ConfigProblem[] = [];
-    await this.#populate(flow, parsed, '', options.env ?? process.env, share, loadProblems, { tables, plain: new Map() });
+    await this.#populate(flow, parsed, '', env, share, loadProblems, { tables, plain: new Map() });
     if (loadProblems.length > 0) throw new FlowConfigError(loadProblems, 'Flow config could not be loaded');
     return flow;
   }
@@ -277,7 +294,7 @@ export class FlowLoader implements FlowConfigLoader {
    * Every problem of `input`, and the normalized config when its structure is valid (so that loading parses it once;
    * it loads only when there is no problem at all).
    */
-  #check(input: unknown, maxDepth: number, maxBytes: number | undefined, tables?: Map<FlowConfig, NameTable>, check?: NameCheck): { problems: ConfigProblem[]; config?: FlowConfig } {
+  #check(input: unknown, maxDepth: number, maxBytes: number | undefined, checking: Checking): { problems: ConfigProblem[]; config?: FlowConfig } {
     let config = input;
     if (typeof input === 'string') {
       try {
@@ -305,13 +322,14 @@ export class FlowLoader implements FlowConfigLoader {
     if (major !== SUPPORTED_MAJOR_VERSION) {
       problems.push({ path: '/version', message: unsupportedVersion(normalized.version) });
     }
-    if (check?.secret(normalized.namespace)) problems.push({ path: '/namespace', message: `the flow's namespace looks like a secret: ${WRITTEN_AS_IS}` });
-    this.#checkFlow(normalized, '', normalized.namespace, true, problems, tables, check);
+    if (checking.names?.secret(normalized.namespace)) problems.push({ path: '/namespace', message: `the flow's namespace looks like a secret: ${WRITTEN_AS_IS}` });
+    this.#checkFlow(normalized, '', normalized.namespace, true, problems, checking);
     return { problems, config: normalized };
   }
 
-  /** Checks one flow of a config; `tables` gets the flow's table of ids (a loader finds nodes by id with it). */
-  #checkFlow(cfg: FlowConfig, path: string, namespace: string, top: boolean, problems: ConfigProblem[], tables?: Map<FlowConfig, NameTable>, check?: NameCheck): void {
+  /** Checks one flow of a config; `checking.tables` gets the flow's table of ids (a loader finds nodes by id with it). */
+  #checkFlow(cfg: FlowConfig, path: string, namespace: string, top: boolean, problems: ConfigProblem[], checking: Checking): void {
+    const { tables, names: check, env } = checking;
     if (namespace) {
       try {
         checkNamespace(namespace, 'namespace');
@@ -355,7 +373,11 @@ export class FlowLoader implements FlowConfigLoader {
         problems.push({ path: `${at}/namespaceSegment`, message: `namespace '${composeNamespace(namespace, segment)}' is also taken by ${nodeAt(holder)}: give this node its own namespaceSegment` });
       }
       names.claimNode(node.id, segment, i);
-      const schema = NodeClass?.paramsSchema as ZodType | undefined;
+      const found = paramsProblems(node.params, `${at}/params`, problems);
+      // (Resolved here only to report the unset variables with every other problem; a load resolves them again as it
+      // builds the node.)
+      if (found === 'refs') resolveEnvRefs(node.params, `${at}/params`, env, problems, true);
+      const schema = found === 'cycle' ? undefined : (NodeClass?.paramsSchema as ZodType | undefined);
       if (schema) {
         const result = schema.safeParse(node.params);
         if (!result.success) for (const issue of result.error.issues) problems.push({ path: `${at}/params${pointer(issue.path)}`, message: issue.message });
@@ -367,7 +389,7 @@ export class FlowLoader implements FlowConfigLoader {
           problems.push({ path: `${at}/internalFlow/namespace`, message: `an internal flow has its node's namespace '${nodeNamespace}', not '${inner.namespace}'` });
         }
         if (inner.version !== cfg.version) problems.push({ path: `${at}/internalFlow/version`, message: `version ${inner.version} differs from the enclosing flow's ${cfg.version}` });
-        this.#checkFlow(inner, `${at}/internalFlow`, nodeNamespace, false, problems, tables, check);
+        this.#checkFlow(inner, `${at}/internalFlow`, nodeNamespace, false, problems, checking);
       }
     });
     (cfg.subflows ?? []).forEach((sub, k) => {
@@ -379,7 +401,7 @@ export class FlowLoader implements FlowConfigLoader {
       if (check !== undefined && (check.secret(sub.namespace) || (!namespaceSecret && check.secret(subNamespace)))) {
         problems.push({ path: `${at}/namespace`, message: `the subflow's namespace looks like a secret: ${WRITTEN_AS_IS}` });
       }
-      this.#checkFlow(sub, at, subNamespace, false, problems, tables, check);
+      this.#checkFlow(sub, at, subNamespace, false, problems, checking);
     });
     const routes = new Map<string, number>();
     cfg.edges.forEach((edge, j) => {
@@ -564,7 +586,9 @@ export class FlowLoader implements FlowConfigLoader {
   #exportNode(node: ExportableNode, depth: number, includeSensitive: boolean, chain: Flow[], flow: Flow): NodeConfig {
     const own = typeof node.toConfig === 'function' ? node.toConfig() : {};
     const NodeClass = node.constructor as LoadableNodeClass;
-    const raw = own.params ?? this.#rawParams.get(node) ?? dataOnly(node.params);
+    const written = this.#rawParams.get(node);
+    // A toConfig that hands back its resolved params exports them as written (their ${ENV} references), never resolved.
+    const raw = own.params !== undefined ? paramsAsWritten(own.params, node.params, written) : (written ?? dataOnly(node.params));
     const out: NodeConfig = {
       type: own.type ?? this.#names.get(NodeClass) ?? NodeClass.name,
       id: node.id,
@@ -633,6 +657,54 @@ function isData(value: unknown): boolean {
   if (typeof value !== 'object') return false;
   const proto = Object.getPrototypeOf(value) as unknown;
   return (proto === Object.prototype || proto === null) && Object.values(value).every(isData);
+}
+
+/**
+ * Appends to `problems` what no load can take in a node's `params` (at `path`), each at its JSON pointer: a value
+ * that contains an enclosing one (an object config can hold a cycle, found by identity: resolving or copying it
+ * would never end), and a number that is not finite (JSON's `1e400` parses as Infinity, which a recorded or
+ * exported config would write as null, so a resumed or forked run would see other params). Says whether a cycle
+ * was found, else whether a string holds `${` (a reference to resolve), else nothing.
+ */
+function paramsProblems(params: Record<string, unknown>, path: string, problems: ConfigProblem[]): 'cycle' | 'refs' | undefined {
+  const walk: ParamsWalk = { params, path, problems, refs: false, cycle: false, enclosing: undefined };
+  walkParams(params, path, walk);
+  return walk.cycle ? 'cycle' : walk.refs ? 'refs' : undefined;
+}
+
+/** One walk of a node's params (see paramsProblems): what it found, and the containers enclosing the one walked. */
+interface ParamsWalk {
+  readonly params: object;
+  readonly path: string;
+  readonly problems: ConfigProblem[];
+  refs: boolean;
+  cycle: boolean;
+  /** The containers enclosing the one walked, with their paths (made once the params nest at all). */
+  enclosing: Map<object, string> | undefined;
+}
+
+function walkParams(value: object, at: string, walk: ParamsWalk): void {
+  if (Array.isArray(value)) for (let i = 0; i < value.length; i++) visitParam(value[i], i, at, walk);
+  else for (const key of Object.keys(value)) visitParam((value as Record<string, unknown>)[key], key, at, walk);
+}
+
+function visitParam(item: unknown, key: string | number, at: string, walk: ParamsWalk): void {
+  if (typeof item === 'string') walk.refs ||= item.includes('${');
+  else if (typeof item === 'number') {
+    if (!Number.isFinite(item)) walk.problems.push({ path: `${at}${pointer([key])}`, message: `${item} is not a finite number (JSON has none: a number as large as 1e400 parses as Infinity), so the config a run records would hold null instead; give a finite number` });
+  } else if (item !== null && typeof item === 'object') {
+    const itemAt = `${at}${pointer([key])}`;
+    const enclosing = (walk.enclosing ??= new Map([[walk.params, walk.path]]));
+    const outer = enclosing.get(item);
+    if (outer !== undefined) {
+      walk.cycle = true;
+      walk.problems.push({ path: itemAt, message: `circular params: this value is the one enclosing it at ${outer}, so it contains itself; params must be JSON data` });
+      return;
+    }
+    enclosing.set(item, itemAt);
+    walkParams(item, itemAt, walk);
+    enclosing.delete(item);
+  }
 }
 
 function unsupportedVersion(version: string): string {

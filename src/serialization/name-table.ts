@@ -5,8 +5,15 @@
  * of the node at each index); every other name, in a map. So a flow of a million nodes costs no map entry per node
  * and no string per node, and its table is made at once, with nothing left behind by growing. A loader that keeps
  * the table after the check finds a node's position by its id with it.
+ *
+ * The hash is fixed, so ids can be chosen to share a slot. A name is held in the table only within
+ * {@link MAX_PROBES} slots of its hash's (beyond, it goes to the map), so a lookup reads at most that many slots and
+ * no choice of ids makes a flow's check quadratic.
  */
 type Where = number | string;
+
+/** Most slots a lookup in the table reads: a name whose slot and the next ones are all taken goes to the map. */
+export const MAX_PROBES = 32;
 type Held = number | { id?: Where; segment?: number };
 
 export class NameTable {
@@ -43,10 +50,7 @@ export class NameTable {
 
   /** Records node `index` (whose id is `id`) as the taker of `id` and of `segment`, where each is not taken yet. */
   claimNode(id: string, segment: string, index: number): void {
-    if (segment === id && this.#used * 2 < this.#slots.length && this.#held(id) === undefined && this.#idAt(index) === id) {
-      this.#insert(id, index);
-      return;
-    }
+    if (segment === id && this.#used * 2 < this.#slots.length && this.#held(id) === undefined && this.#idAt(index) === id && this.#insert(id, index)) return;
     this.#claim(id, 'id', index);
     this.#claim(segment, 'segment', index);
   }
@@ -69,23 +73,29 @@ export class NameTable {
     else held.segment ??= where as number;
   }
 
-  /** The index held for `name` in the table, or -1. */
+  /** The index held for `name` in the table, or -1 (then it may be in the map). */
   #find(name: string): number {
     const slots = this.#slots;
-    for (let slot = hash(name) & this.#mask; ; slot = (slot + 1) & this.#mask) {
+    let slot = hash(name) & this.#mask;
+    for (let probe = 0; probe < MAX_PROBES; probe++, slot = (slot + 1) & this.#mask) {
       const held = slots[slot]!;
       if (held === 0) return -1;
       if (this.#idAt(held - 1) === name) return held - 1;
     }
+    return -1;
   }
 
-  /** Holds node `index` for `name` (not held yet) in the table. */
-  #insert(name: string, index: number): void {
+  /** Holds node `index` for `name` (not held yet) in the table; false when its slots are taken (it goes to the map). */
+  #insert(name: string, index: number): boolean {
     const slots = this.#slots;
     let slot = hash(name) & this.#mask;
-    while (slots[slot] !== 0) slot = (slot + 1) & this.#mask;
-    slots[slot] = index + 1;
-    this.#used++;
+    for (let probe = 0; probe < MAX_PROBES; probe++, slot = (slot + 1) & this.#mask) {
+      if (slots[slot] !== 0) continue;
+      slots[slot] = index + 1;
+      this.#used++;
+      return true;
+    }
+    return false;
   }
 }
 

@@ -1,5 +1,5 @@
-import type { ZodType } from 'zod';
-import { isSecretKey } from '../redact/index.js';
+import { globalRegistry, type ZodType } from 'zod';
+import { isSecretKey, redactorFor } from '../redact/index.js';
 import type { ConfigProblem } from './errors.js';
 
 /** What a masked secret exports as. */
@@ -14,44 +14,186 @@ export function isSecretParamName(name: string): boolean {
   return isSecretKey(name);
 }
 
-/** Names of the params a schema marks secret with `.meta({ secret: true })` (top level of an object schema). */
-function schemaSecrets(schema: ZodType | undefined): Set<string> {
-  const out = new Set<string>();
-  const shape = (schema as { shape?: Record<string, ZodType> } | undefined)?.shape;
-  if (!shape) return out;
-  for (const [key, field] of Object.entries(shape)) {
-    if ((field.meta?.() as { secret?: unknown } | undefined)?.secret === true) out.add(key);
+/** Zod's internals of a schema, as far as {@link SecretPaths} reads them (zod 4; any of its flavours: classic, mini, core). */
+interface ZodInternals {
+  _zod: {
+    def: {
+      type: string;
+      innerType?: ZodType;
+      in?: ZodType;
+      out?: ZodType;
+      options?: readonly ZodType[];
+      left?: ZodType;
+      right?: ZodType;
+      shape?: Record<string, ZodType>;
+      catchall?: ZodType;
+      element?: ZodType;
+      items?: readonly ZodType[];
+      rest?: ZodType | null;
+      valueType?: ZodType;
+    };
+    /** A lazy schema's inner schema, made once (its getter may make a new one at each call). */
+    innerType?: ZodType;
+  };
+}
+
+/** The schemas that describe the same value as `schema`: what wrappers, unions, intersections, pipes and lazy hold. */
+function sameValue(schema: ZodType): ZodType[] {
+  const internals = (schema as unknown as Partial<ZodInternals>)._zod;
+  const def = internals?.def;
+  if (def === undefined) return [];
+  switch (def.type) {
+    case 'optional':
+    case 'nullable':
+    case 'default':
+    case 'prefault':
+    case 'catch':
+    case 'readonly':
+    case 'nonoptional':
+      return def.innerType ? [def.innerType] : [];
+    case 'pipe':
+      return [def.in, def.out].filter((s) => s !== undefined);
+    case 'lazy':
+      return internals!.innerType ? [internals!.innerType] : [];
+    case 'union':
+      return [...(def.options ?? [])];
+    case 'intersection':
+      return [def.left, def.right].filter((s) => s !== undefined);
+    default:
+      return [];
+  }
+}
+
+/** The schemas of the members of a value `schema` describes: `key`'s of an object or record, item `index`'s of an array or tuple. */
+function memberSchemas(schema: ZodType, member: { key: string } | { index: number }): ZodType | undefined {
+  const def = (schema as unknown as Partial<ZodInternals>)._zod?.def;
+  if (def === undefined) return undefined;
+  if ('key' in member) {
+    if (def.type === 'object') return (Object.hasOwn(def.shape ?? {}, member.key) ? def.shape![member.key] : undefined) ?? def.catchall;
+    if (def.type === 'record') return def.valueType;
+    return undefined;
+  }
+  if (def.type === 'array') return def.element;
+  if (def.type === 'tuple') return def.items?.[member.index] ?? def.rest ?? undefined;
+  return undefined;
+}
+
+function childSchemas(schema: ZodType): ZodType[] {
+  const def = (schema as unknown as Partial<ZodInternals>)._zod?.def;
+  if (def === undefined) return [];
+  const out: (ZodType | null | undefined)[] = [def.catchall, def.element, def.rest, def.valueType, ...Object.values(def.shape ?? {}), ...(def.items ?? [])];
+  return out.filter((s): s is ZodType => s !== undefined && s !== null);
+}
+
+/** Whether `schema` itself is marked `.meta({ secret: true })` (its own meta, or inherited from the schema it refines). */
+function isMarked(schema: ZodType): boolean {
+  return (globalRegistry.get(schema as never) as { secret?: unknown } | undefined)?.secret === true;
+}
+
+const markedAnywhere = new WeakMap<object, boolean>();
+/**
+ * Schemas {@link marksSecrets} looks at before it answers yes unseen: a getter may make a new schema at each call,
+ * without end, and the answer only spares the value-guided walk, which the value bounds.
+ */
+const MAX_SCHEMAS = 10_000;
+
+/** Whether `schema` may mark anything secret, at any depth (cached per schema). */
+function marksSecrets(schema: ZodType): boolean {
+  const cached = markedAnywhere.get(schema);
+  if (cached !== undefined) return cached;
+  const seen = new Set<ZodType>();
+  const pending = [schema];
+  let found = false;
+  while (pending.length > 0 && !found) {
+    const next = pending.pop()!;
+    if (seen.has(next)) continue;
+    seen.add(next);
+    found = isMarked(next) || seen.size > MAX_SCHEMAS;
+    pending.push(...sameValue(next), ...childSchemas(next));
+  }
+  markedAnywhere.set(schema, found);
+  return found;
+}
+
+/** `schemas` and every schema describing the same value through them (each once). */
+function expand(schemas: Iterable<ZodType>): Set<ZodType> {
+  const out = new Set<ZodType>();
+  const pending = [...schemas];
+  while (pending.length > 0) {
+    const next = pending.pop()!;
+    if (out.has(next)) continue;
+    out.add(next);
+    pending.push(...sameValue(next));
   }
   return out;
 }
 
-/** A copy of `params` with every secret (schema-marked or secret-named, at any depth) replaced by `'***'`. */
-export function maskSecrets(params: Record<string, unknown>, schema?: ZodType): Record<string, unknown> {
-  const marked = schemaSecrets(schema);
-  const walk = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(walk);
-    if (value && typeof value === 'object') {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, isSecretParamName(k) && v !== undefined && v !== null ? MASK : walk(v)]));
-    }
-    return value;
-  };
-  return Object.fromEntries(
-    Object.entries(params).map(([k, v]) => [k, (marked.has(k) || isSecretParamName(k)) && v !== undefined && v !== null ? MASK : walk(v)]),
-  );
+/** What masks params: which secrets, and how. */
+interface MaskRule {
+  /** Mask values under secret-named keys, and secret-looking strings (the redaction catalogue). */
+  readonly byNameAndValue: boolean;
+  /** Keep a marked string written as environment references only (`"${PIN}"`): it holds no secret. */
+  readonly keepEnvRefs: boolean;
 }
 
 /**
- * A copy of `params` with each param `schema` marks secret (`.meta({ secret: true })`) replaced by `'***'`, unless
- * its value is written as environment references only (`"${PIN}"`), which are resolved at load and never hold the
- * secret. What the run's recorder applies to a flow file before it stores it (the names and the catalogue are then
- * the redaction pass's), so that a rebuilt flow resolves its references again.
+ * A copy of `params` with the secrets `rule` names replaced by `'***'`: every value at a JSON path the schema marks
+ * secret (`.meta({ secret: true })` on the field, on a wrapper of it, on a union member or pipe end describing it, at
+ * any depth of objects, records, arrays and tuples) and, by `rule`, values under secret-named keys and
+ * secret-looking strings. `undefined` and `null` stay as they are.
+ */
+function maskParams(params: Record<string, unknown>, schema: ZodType | undefined, rule: MaskRule): Record<string, unknown> {
+  const redactor = redactorFor();
+  const secret = (value: unknown): unknown => {
+    if (value === undefined || value === null) return value;
+    if (rule.keepEnvRefs && typeof value === 'string' && value !== '' && value.replace(ENV_REF, '') === '') return value;
+    return MASK;
+  };
+  const walk = (value: unknown, schemas: Set<ZodType>): unknown => {
+    for (const s of schemas) if (isMarked(s)) return secret(value);
+    if (typeof value === 'string') return rule.byNameAndValue && redactor.redactText(value) !== value ? MASK : value;
+    if (value === null || typeof value !== 'object') return value;
+    const members = (member: { key: string } | { index: number }): Set<ZodType> => {
+      const found: ZodType[] = [];
+      for (const s of schemas) {
+        const m = memberSchemas(s, member);
+        if (m !== undefined) found.push(m);
+      }
+      return expand(found);
+    };
+    if (Array.isArray(value)) return value.map((item, index) => walk(item, members({ index })));
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) {
+      const next = rule.byNameAndValue && isSecretParamName(key) ? secret(item) : walk(item, members({ key }));
+      // (defined, not assigned: a '__proto__' key of JSON data is an ordinary key)
+      Object.defineProperty(out, key, { value: next, enumerable: true, writable: true, configurable: true });
+    }
+    return out;
+  };
+  return walk(params, expand(schema === undefined ? [] : [schema])) as Record<string, unknown>;
+}
+
+/**
+ * A copy of `params` as `exportFlow` writes it: every secret replaced by `'***'`, that is each value at a JSON path
+ * the params schema marks secret (`.meta({ secret: true })`, found through optional, nullable, default, catch,
+ * readonly, pipe, lazy, union and intersection schemas, in objects, records, arrays and tuples, at any depth), each
+ * value under a secret-named key ({@link isSecretParamName}), and each string the redaction catalogue finds a
+ * secret in (what a run's recorded flow config shows as `[REDACTED]`).
+ */
+export function maskSecrets(params: Record<string, unknown>, schema?: ZodType): Record<string, unknown> {
+  return maskParams(params, schema, { byNameAndValue: true, keepEnvRefs: false });
+}
+
+/**
+ * `params` with each value `schema` marks secret replaced by `'***'`, at the same JSON paths as
+ * {@link maskSecrets} finds them, unless it is written as environment references only (`"${PIN}"`), which are
+ * resolved at load and never hold the secret. What the run's recorder applies to a flow file before it stores it
+ * (the names and the catalogue are then the redaction pass's), so that a rebuilt flow resolves its references
+ * again. `params` itself when the schema marks nothing.
  */
 export function maskMarkedSecrets(params: Record<string, unknown>, schema?: ZodType): Record<string, unknown> {
-  const marked = schemaSecrets(schema);
-  if (marked.size === 0) return params;
-  return Object.fromEntries(
-    Object.entries(params).map(([k, v]) => [k, marked.has(k) && v !== undefined && v !== null && !(typeof v === 'string' && v.replace(ENV_REF, '') === '' && v !== '') ? MASK : v]),
-  );
+  if (schema === undefined || !marksSecrets(schema)) return params;
+  return maskParams(params, schema, { byNameAndValue: false, keepEnvRefs: true });
 }
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
@@ -105,4 +247,45 @@ export function resolveEnvRefs(
     return out ?? (share ? value : {});
   };
   return walk(params, () => path) as Record<string, unknown>;
+}
+
+/**
+ * `params` (what a node's `toConfig` gives) with the `${ENV}` references put back: the loader resolved each param
+ * `written` with references into the value the node got (`resolved`, at the same JSON path), and where `params`
+ * holds such a resolved value (as a whole string, or inside a longer one) the value as written takes its place. So
+ * an export never holds a resolved value (a secret from the environment), and loading it with the same environment
+ * gives the node the same params.
+ */
+export function paramsAsWritten(params: Record<string, unknown>, resolved: Readonly<Record<string, unknown>>, written: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> {
+  if (written === undefined) return params;
+  // Resolved value → as written, of every string written with a reference.
+  const pairs = new Map<string, string>();
+  const collect = (was: unknown, is: unknown): void => {
+    if (typeof was === 'string') {
+      if (typeof is === 'string' && is !== was && is !== '' && was.includes('${')) pairs.set(is, was);
+    } else if (Array.isArray(was)) {
+      if (Array.isArray(is)) was.forEach((item, i) => collect(item, is[i]));
+    } else if (was !== null && typeof was === 'object' && is !== null && typeof is === 'object' && !Array.isArray(is)) {
+      for (const [key, item] of Object.entries(was)) if (Object.hasOwn(is, key)) collect(item, (is as Record<string, unknown>)[key]);
+    }
+  };
+  collect(written, resolved);
+  if (pairs.size === 0) return params;
+  // Longest first, so that a value holding another is put back whole.
+  const longestFirst = [...pairs].sort(([a], [b]) => b.length - a.length);
+  const walk = (value: unknown): unknown => {
+    if (typeof value === 'string') {
+      const whole = pairs.get(value);
+      if (whole !== undefined) return whole;
+      let out = value;
+      for (const [is, was] of longestFirst) if (out.includes(is)) out = out.split(is).join(was);
+      return out;
+    }
+    if (Array.isArray(value)) return value.map(walk);
+    if (value === null || typeof value !== 'object') return value;
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) Object.defineProperty(out, key, { value: walk(item), enumerable: true, writable: true, configurable: true });
+    return out;
+  };
+  return walk(params) as Record<string, unknown>;
 }

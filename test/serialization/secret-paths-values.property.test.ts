@@ -1,0 +1,81 @@
+/**
+ * An export masks what the run's recorded flow config redacts: a param value the redaction catalogue finds a secret
+ * in (an OpenAI key, a bearer token, a JWT, a GitHub token, also inside longer text) exports as `'***'` whatever its
+ * name, at the same paths where the recorded config (masked by the node classes, then redacted, as the CLI records
+ * a flow file) shows `[REDACTED]`; `includeSensitive` keeps it.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { BackpackNode, FlowLoader, MASK, REDACTED, isSecretParamName, normalizeFlowConfig, redact } from '../../src/index.js';
+
+const token = (length: number) => fc.stringMatching(new RegExp(`^[A-Za-z0-9]{${length}}$`));
+const b64url = (min: number, max: number) => fc.stringMatching(new RegExp(`^[A-Za-z0-9_-]{${min},${max}}$`));
+const secretLooking = fc.oneof(
+  token(48).map((t) => `sk-proj-${t}`),
+  token(32).map((t) => `Bearer ${t}`),
+  fc.tuple(b64url(12, 20), b64url(12, 30), b64url(24, 43)).map(([h, p, s]) => `eyJ${h}.eyJ${p}.${s}`),
+  token(36).map((t) => `ghp_${t}`),
+);
+/** A secret-looking value, alone or inside prose. */
+const secretValue = fc.tuple(secretLooking, fc.constantFrom('', 'use ', 'header: '), fc.constantFrom('', ' please')).map(([s, pre, post]) => ({ secret: s, text: `${pre}${s}${post}` }));
+const plainText = fc.stringMatching(/^[a-w ]{0,12}$/);
+const name = fc.stringMatching(/^[a-w]{1,6}$/).filter((n) => !isSecretParamName(n) && n !== 'id');
+
+interface Params {
+  value: unknown;
+  secrets: string[];
+}
+
+const params: fc.Arbitrary<Params> = fc.letrec<{ value: Params }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    plainText.map((text) => ({ value: text, secrets: [] })),
+    secretValue.map(({ secret, text }) => ({ value: text, secrets: [secret] })),
+    fc.integer().map((n) => ({ value: n, secrets: [] })),
+    fc.array(tie('value'), { maxLength: 3 }).map((all) => ({ value: all.map((p) => p.value), secrets: all.flatMap((p) => p.secrets) })),
+    fc.uniqueArray(fc.tuple(name, tie('value')), { maxLength: 3, selector: ([n]) => n }).map((all) => ({
+      value: Object.fromEntries(all.map(([n, p]) => [n, p.value])),
+      secrets: all.flatMap(([, p]) => p.secrets),
+    })),
+  ),
+})).value;
+
+const topParams = fc.uniqueArray(fc.tuple(name, params), { minLength: 1, maxLength: 4, selector: ([n]) => n }).map((all) => ({
+  value: Object.fromEntries(all.map(([n, p]) => [n, p.value])) as Record<string, unknown>,
+  secrets: all.flatMap(([, p]) => p.secrets),
+}));
+
+/** Each string leaf of `value`, by JSON pointer. */
+function leaves(value: unknown, at = ''): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) for (const [path, leaf] of leaves(item, `${at}/${key}`)) out.set(path, leaf);
+  } else out.set(at, value);
+  return out;
+}
+
+class Plain extends BackpackNode {}
+
+describe('values that look like secrets', () => {
+  it('export as *** exactly where the recorded config shows [REDACTED], whatever their names; includeSensitive keeps them', async () => {
+    const loader = new FlowLoader().register('Plain', Plain);
+    await fc.assert(
+      fc.asyncProperty(topParams, async ({ value, secrets }) => {
+        const config = { version: '2.0.0', namespace: 'app', nodes: [{ type: 'Plain', id: 'p', params: value }], edges: [] };
+        const flow = await loader.loadFlow(structuredClone(config));
+        const exported = loader.exportFlow(flow);
+        const text = JSON.stringify(exported);
+        for (const secret of secrets) expect(text).not.toContain(secret);
+        const recorded = redact(loader.maskConfigSecrets(structuredClone(config))).value as typeof config;
+        const was = leaves(value);
+        const out = leaves(exported.nodes[0]!.params);
+        for (const [path, leaf] of leaves(recorded.nodes[0]!.params)) {
+          const redacted = typeof leaf === 'string' && leaf.includes(REDACTED);
+          expect(out.get(path), path).toEqual(redacted ? MASK : was.get(path));
+        }
+        expect(loader.exportFlow(flow, { includeSensitive: true })).toEqual(normalizeFlowConfig(config));
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
