@@ -91,14 +91,20 @@ export interface ItemRules {
 }
 
 /**
- * Decides one access by `actor` (DESIGN D9). Returns undefined when allowed, else the denial. The actor's own rules
- * apply first (item rules against its full namespace, then its deny, allow and namespace lists); then the rules of
- * every node it runs inside, each judged as that node (a composite's parts can do no more than the composite).
+ * Decides one access by `actor` (DESIGN D9). Returns undefined when allowed, else the denial. The item's own rules
+ * apply first, to the actor's full namespace and to that of every node it runs inside (a node that node code nests,
+ * under a name an item admits, gains nothing its enclosing nodes lack); then the actor's deny, allow and namespace
+ * lists; then those of every node it runs inside, each judged as that node (a composite's parts can do no more than
+ * the composite).
  */
 export function deniedBy(operation: 'read' | 'write', key: string, actor: Actor, item: ItemRules | undefined): Denial | undefined {
   const itemRule = item?.acl?.[operation];
-  if (itemRule && (actor.namespace === undefined || !matchesAnyNamespace(itemRule, actor.namespace))) {
-    return { rule: `item accessControl.${operation} allows only ${list(itemRule)} (reader namespace '${actor.namespace ?? ''}')`, byItem: true };
+  if (itemRule) {
+    for (let a: Actor | undefined = actor; a !== undefined; a = a.parent) {
+      if (a.namespace !== undefined && matchesAnyNamespace(itemRule, a.namespace)) continue;
+      const rule = `item accessControl.${operation} allows only ${list(itemRule)} (${a === actor ? 'reader' : `enclosing node '${a.nodeId}'`} namespace '${a.namespace ?? ''}')`;
+      return { rule, byItem: true };
+    }
   }
   const own = ruleDenial(operation, key, actor, item, itemRule !== undefined);
   if (own !== undefined) return { rule: own, byItem: false };

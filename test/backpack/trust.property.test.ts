@@ -77,6 +77,8 @@ function rulesAllow(perms: NodePermissions | undefined, key: string, sourceNs: s
 function modelReadable(s: Scenario, item: Item, readerNs: string): boolean {
   const sourceNs = WRITER_NS[item.writer];
   if (item.acl?.read && !any(item.acl.read, readerNs)) return false;
+  // An item's own rules bound the composite the reader runs inside too (its parts gain nothing it lacks).
+  if (item.acl?.read && s.composite !== 'none' && !any(item.acl.read, 'agent.c')) return false;
   if (!rulesAllow(s.reader, item.key, sourceNs, item.acl?.read !== undefined)) return false;
   return s.composite === 'none' || rulesAllow(s.composite, item.key, sourceNs, false);
 }

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { BackpackHandle, NodePermissions } from '../../src/backpack/index.js';
+import { matchesNamespace, type BackpackHandle, type NodePermissions } from '../../src/backpack/index.js';
 import { BaseNode, Node } from '../../src/flow/index.js';
 import { BackpackNode, Flow } from '../../src/nodes/index.js';
 
@@ -332,5 +332,47 @@ describe("another node's internal flow is not node code's to change", () => {
     // The declared flow ran as declared: its one node read the token with the composite's (unrestricted) rules.
     expect(flow.backpack.unpack('read')).toBe('sk-SECRET');
     expect(composite.internalFlow!.getStats().nodeCount).toBe(1);
+  });
+});
+
+describe("an item's own rules bound the nodes that node code nests", () => {
+  it('a nested node reads or writes an item only when the item admits it and every node it runs inside (property)', async () => {
+    const ids = ['c', 'auth', 'y'] as const;
+    const rule = fc.uniqueArray(fc.constantFrom('**.auth', 'app.c', 'app.c.**', 'app.*', 'app.*.auth', '**'), { minLength: 1, maxLength: 2 });
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.constantFrom(...ids), { minLength: 1, maxLength: 4 }), rule, rule, async (chain, read, write) => {
+        const seen: { read?: unknown; wrote?: boolean } = {};
+        /** Runs the rest of its chain as a nested flow of its own making; the last one reads and writes the item. */
+        class Nest extends BackpackNode {
+          override async exec(): Promise<void> {
+            const rest = this.config['rest'] as string[];
+            if (rest.length > 0) {
+              const flow = this.createNestedFlow();
+              flow.addNode(Nest, { id: rest[0]!, rest: rest.slice(1) });
+              await flow.run({});
+              return;
+            }
+            seen.read = this.backpack.unpack('token');
+            try {
+              this.backpack.pack('token', 'overwritten');
+              seen.wrote = true;
+            } catch {
+              seen.wrote = false;
+            }
+          }
+        }
+        const flow = new Flow({ namespace: 'app' });
+        flow.backpack.pack('token', 'SECRET', { nodeId: 'seed', accessControl: { read, write } });
+        flow.addNode(Nest, { id: chain[0]!, rest: chain.slice(1) });
+        await flow.run();
+        // The namespaces of the chain, outermost first: app.c, app.c.auth, ...
+        const namespaces = chain.map((_, i) => ['app', ...chain.slice(0, i + 1)].join('.'));
+        const admits = (patterns: string[]) => namespaces.every((ns) => patterns.some((p) => matchesNamespace(p, ns)));
+        expect(seen.read, `read by ${namespaces.at(-1)} under ${JSON.stringify(read)}`).toBe(admits(read) ? 'SECRET' : undefined);
+        expect(seen.wrote, `written by ${namespaces.at(-1)} under ${JSON.stringify(write)}`).toBe(admits(write));
+        expect(flow.backpack.peek('token')).toBe(admits(write) ? 'overwritten' : 'SECRET');
+      }),
+      { numRuns: 200 },
+    );
   });
 });
