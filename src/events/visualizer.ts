@@ -11,6 +11,12 @@ export interface FlowVisualizerOptions {
   color?: boolean;
   /** Also print every pack and unpack. Quarantines and access denials are always printed. */
   showBackpack?: boolean;
+  /**
+   * Applied to every line before it is printed (not to streamed model tokens): the CLI passes the text redaction the
+   * run's log is written with, so that a question, an error or a value summary shows on the terminal (and in the CI
+   * logs and files it is copied to) as it is stored. Default: none.
+   */
+  redact?: (line: string) => string;
 }
 
 type Colors = ReturnType<typeof createColors>;
@@ -43,6 +49,7 @@ function t(value: unknown): string {
  */
 export class FlowVisualizer {
   readonly #output: NodeJS.WritableStream;
+  readonly #redact: (line: string) => string;
   readonly #c: Colors;
   readonly #showBackpack: boolean;
   /** Depth and run of each span still open. Node spans close at their end; a run's spans close with the run. */
@@ -58,6 +65,7 @@ export class FlowVisualizer {
     const isTTY = (this.#output as { isTTY?: boolean }).isTTY === true;
     this.#c = createColors(options.color ?? (isTTY && process.env.NO_COLOR === undefined));
     this.#showBackpack = options.showBackpack ?? false;
+    this.#redact = options.redact ?? ((line) => line);
     this.#unsubscribe = streamer.on('*', (event) => this.#render(event));
   }
 
@@ -109,7 +117,7 @@ export class FlowVisualizer {
       const ownLine = event.type.startsWith('run.') || event.type === StreamEventType.NODE_START || event.type === StreamEventType.NODE_END;
       const depth = ownLine ? spanDepth : spanDepth + 1;
       const indent = depth > 0 ? this.#c.dim(INDENT.repeat(depth)) : '';
-      this.#output.write(`${indent}${text}\n`);
+      this.#output.write(`${indent}${this.#redact(text)}\n`);
     }
     this.#closeSpans(event);
   }

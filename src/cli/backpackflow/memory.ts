@@ -38,8 +38,10 @@ export function memoryCommand(): Command {
       const store = memoryOf(options);
       const item = { id: newMemoryId(), content: text, ...(options.keywords ? { keywords: options.keywords } : {}), metadata: { source: 'cli', session: options.session }, createdAt: Date.now() };
       await store.write(item);
+      // As stored: redacted.
+      const stored = (await store.get(item.id)) ?? item;
       await store.close();
-      print(options, item, () => `added memory ${c.bold(item.id)}`);
+      print(options, stored, () => `added memory ${c.bold(t(stored.id))}`);
     });
 
   return memory;

@@ -82,8 +82,9 @@ export async function buildProgram(argv: readonly string[] = []): Promise<Comman
  * of a flow file) keeps them, each indented under the first.
  */
 async function errorLine(message: string): Promise<string> {
-  const { terminalText } = await import('../../events/terminal-text.js');
-  return terminalText(message, { continuation: '  ' });
+  const [{ terminalText }, { redactorFor }] = await Promise.all([import('../../events/terminal-text.js'), import('../../redact/index.js')]);
+  // Redacted as a run's log is (a node's error may quote a token), for the CI logs and files stderr is copied to.
+  return terminalText(redactorFor().redactText(message), { continuation: '  ' });
 }
 
 /** Runs the CLI with `argv` (as process.argv) and returns the exit code. */

@@ -19,13 +19,17 @@ import { cliPostgresStore, cliStore } from './run-store.js';
 import { buildTrace, renderTrace } from './trace.js';
 import { addRetentionCommands } from './retention-commands.js';
 import { terminalText as t } from '../../events/terminal-text.js';
+import { redactorFor } from '../../redact/index.js';
 
 /**
  * Runs a flow (new, resumed or forked) with the live trace (unless --json), a warning on stderr for every action
  * that had no route, and reports the run: how it ended, or the question it waits for and how to answer it.
  */
 export async function runLive(options: CommonOptions, flow: Flow, start: (flow: Flow) => Promise<RunResult>): Promise<RunResult> {
-  const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout });
+  // What is printed is redacted as the log is (the built-in catalogue `run` writes with): the trace, the question a
+  // waiting node asks, the --json result.
+  const redactor = redactorFor();
+  const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout, redact: (line) => redactor.redactText(line) });
   const stopWarning = flow.eventStreamer.on(StreamEventType.ROUTE_MISSING, (event) => {
     if (!isEventOf(event, StreamEventType.ROUTE_MISSING)) return;
     const p: Partial<EventPayloadMap['route.missing']> = event.payload;
@@ -33,7 +37,8 @@ export async function runLive(options: CommonOptions, flow: Flow, start: (flow: 
   });
   let result: RunResult;
   try {
-    result = await storeErrors(() => start(flow));
+    const ran = await storeErrors(() => start(flow));
+    result = ran.interrupt === undefined ? ran : { ...ran, interrupt: { ...ran.interrupt, payload: redactor.redact(ran.interrupt.payload).value } };
   } finally {
     stopWarning();
     visualizer?.detach();
