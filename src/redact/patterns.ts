@@ -15,6 +15,7 @@
  * pre-check ({@link SecretPattern.gate}) so that ordinary text costs one combined scan.
  */
 
+import { END, START, standsApart } from './boundary.js';
 import { CONNECTION_KEY_PATTERN, DISCORD_WEBHOOK_PATTERN, VENDOR_TOKEN_PATTERN } from './vendor-patterns.js';
 
 /** One kind of secret-looking value. */
@@ -41,12 +42,29 @@ export interface SecretPattern {
    * longest run; a long union of vendor prefixes as a gate cost twice the whole pre-check).
    */
   readonly minRun?: number;
-  /** A check of each match in code (cheaper than the same check as lookaheads at every position); default: all. */
-  readonly accept?: (match: string) => boolean;
+  /**
+   * A check of each match in code (cheaper than the same check as lookaheads at every position); default: all.
+   * `before` is the character right before the match (`''` at the start of the text).
+   */
+  readonly accept?: (match: string, before: string) => boolean;
 }
 
 /** Words that make an identifier name a secret in an assignment (`DB_PASSWORD=...`, `"apiKey": "..."`); case-insensitive. */
-const ASSIGNED_NAME = String.raw`(?:[a-z_][a-z0-9_.-]*?)?(?:secret|password|passwd|pwd|token|api_?key|access_?key|private_?key|credentials?)`;
+const ASSIGNED_NAME = String.raw`(?:[a-z0-9_][a-z0-9_.-]*?)?(?:secret|password|passwd|pwd|token|api_?key|access_?key|private_?key|credentials?)`;
+
+/**
+ * The password of a URL (`scheme://user:password@host`): everything from the user name's `:` to the last `@` before the
+ * host, so a password holding `/` or `@` (`alice:Pg/s3@cret@db`) is replaced whole. RFC 3986 has userinfo escape `@`
+ * and `/`, but people paste them raw; on the secret side the pattern is generous: the password runs to the last `@`
+ * of the URL that a host follows (no `@` in it, ended by a blank, quote, `\`, `/`, `?`, `#` or the end of the text),
+ * so a credential URL with another `@` in its path (`/@scope/pkg`) loses that part of the path too. It stops at a
+ * quote, also an escaped one (`\"`, JSON quoted inside a string). A port (`host:8080/path?mail=a@b.c`,
+ * `localhost:4873/@scope/pkg`) is not a password. The pattern starts at `://`, so whatever precedes the scheme
+ * (`DSN_postgres://`, `jdbc:postgresql://`) does not matter. Lengths are bounded (a password of 256 characters at most,
+ * a host of 255), so the scan from each `://` is bounded.
+ */
+const URL_PASSWORD =
+  /:\/\/[^\s:@/?#"'`[\]\\]*:(?!\d{1,5}(?:[/?#\\]|$))(?<secret>(?:[^\s"'`\\]|\\(?!["'])){1,256})@(?=[^\s"'`@/?#\\]{0,255}(?:[\s"'`/?#\\]|$))/g;
 
 /** The default catalogue, in the order the patterns are applied. */
 export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
@@ -60,49 +78,56 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
   {
     id: 'url-password',
     source: 'secretlint:database-connection-string, secretlint:basicauth (credentials in a URL)',
-    regex: /\b[A-Za-z][A-Za-z0-9+.-]{1,30}:\/\/[^\s:@/?#"'`]*:(?<secret>[^\s@/?#"'`]+)@/g,
+    regex: URL_PASSWORD,
     gate: /:\/\//,
-    minLength: 8,
+    // The shortest match: `://:x@` (6).
+    minLength: 6,
   },
   {
     id: 'github-token',
     source: 'gitleaks:github-pat, github-oauth, github-app-token, github-refresh-token; secretlint:github',
-    regex: /\bgh[pousr]_[A-Za-z0-9_]{30,255}/g,
+    regex: new RegExp(String.raw`${START}gh[pousr]_[A-Za-z0-9_]{30,255}`, 'g'),
+    accept: standsApart,
     gate: /gh[pousr]_/,
     minLength: 34,
   },
   {
     id: 'github-fine-grained-pat',
     source: 'gitleaks:github-fine-grained-pat, secretlint:github',
-    regex: /\bgithub_pat_[A-Za-z0-9_]{20,255}/g,
+    regex: new RegExp(String.raw`${START}github_pat_[A-Za-z0-9_]{20,255}`, 'g'),
+    accept: standsApart,
     gate: /github_pat_/,
     minLength: 31,
   },
   {
     id: 'gitlab-token',
     source: 'gitleaks:gitlab-pat, secretlint:gitlab',
-    regex: /\bgl(?:pat|ptt|rt|dt|cbt|oas|soat)-[A-Za-z0-9_-]{20,}/g,
+    regex: new RegExp(String.raw`${START}gl(?:pat|ptt|rt|dt|cbt|oas|soat)-[A-Za-z0-9_-]{20,}`, 'g'),
+    accept: standsApart,
     gate: /gl(?:pat|ptt|rt|dt|cbt|oas|soat)-/,
     minLength: 24,
   },
   {
     id: 'openai-anthropic-key',
     source: 'gitleaks:openai-api-key, anthropic-api-key; secretlint:openai, anthropic',
-    regex: /\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g,
+    regex: new RegExp(String.raw`${START}sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`, 'g'),
+    accept: standsApart,
     gate: /sk-/,
     minLength: 23,
   },
   {
     id: 'stripe-key',
     source: 'gitleaks:stripe-access-token',
-    regex: /\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,247}\b|\bwhsec_[A-Za-z0-9]{20,}/g,
+    regex: new RegExp(String.raw`${START}(?:(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,247}${END}|whsec_[A-Za-z0-9]{20,})`, 'g'),
+    accept: standsApart,
     gate: /_live_|_test_|whsec_/,
     minLength: 18,
   },
   {
     id: 'slack-token',
     source: 'gitleaks:slack-bot-token, slack-user-token, slack-app-token, slack-legacy-token; secretlint:slack',
-    regex: /\bxox[abeposr]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+/gi,
+    regex: new RegExp(String.raw`${START}(?:xox[abeposr]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+)`, 'gi'),
+    accept: standsApart,
     gate: /xox|xapp-/,
     // The shortest match: `xapp-1-A-1-a` (12); `xoxb-` and ten characters is 15.
     minLength: 12,
@@ -117,69 +142,88 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
   {
     id: 'google-api-key',
     source: 'gitleaks:gcp-api-key, secretlint:gcp',
-    regex: /\bAIza[0-9A-Za-z_-]{30,}/g,
+    regex: new RegExp(String.raw`${START}AIza[0-9A-Za-z_-]{30,}`, 'g'),
     gate: /AIza/,
     minLength: 34,
   },
   {
     id: 'aws-access-key-id',
     source: 'gitleaks:aws-access-token, secretlint:aws',
-    regex: /\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b/g,
+    regex: new RegExp(String.raw`${START}(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}${END}`, 'g'),
     gate: /A3T|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA/,
     minLength: 20,
   },
   {
     id: 'npm-token',
     source: 'gitleaks:npm-access-token, secretlint:npm',
-    regex: /\bnpm_[A-Za-z0-9]{36}\b/g,
+    regex: new RegExp(String.raw`${START}npm_[A-Za-z0-9]{36}${END}`, 'g'),
+    accept: standsApart,
     gate: /npm_/,
     minLength: 40,
   },
   {
     id: 'huggingface-token',
     source: 'gitleaks:huggingface-access-token, secretlint:huggingface',
-    regex: /\bhf_[A-Za-z]{34}\b/g,
+    regex: new RegExp(String.raw`${START}hf_[A-Za-z]{34}${END}`, 'g'),
+    accept: standsApart,
     gate: /hf_/,
     minLength: 37,
   },
   {
     id: 'jwt',
     source: 'gitleaks:jwt',
-    regex: /\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g,
+    regex: new RegExp(String.raw`${START}eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`, 'g'),
     gate: /eyJ/,
     minLength: 16,
   },
   {
     id: 'authorization-header',
     source: 'secretlint:basicauth; bearer tokens',
-    regex: /\bBearer\s+[A-Za-z0-9._~+/-]{8,}=*|\bBasic\s+(?=[A-Za-z0-9+/]*[0-9+/])[A-Za-z0-9+/]{8,}=*/g,
+    regex: new RegExp(String.raw`${START}(?:Bearer\s+[A-Za-z0-9._~+/-]{8,}=*|Basic\s+(?=[A-Za-z0-9+/]*[0-9+/])[A-Za-z0-9+/]{8,}=*)`, 'g'),
     gate: /Bearer|Basic/,
     minLength: 14,
   },
   {
     id: 'secret-assignment',
     source: 'gitleaks:generic-api-key (keyword = value), secretlint:aws (AWS_SECRET_ACCESS_KEY = ...)',
-    regex: new RegExp(String.raw`\b${ASSIGNED_NAME}["']?[ \t]*(?:=|:|=>)[ \t]*["']?(?<secret>[^\s"'\`,;&]{3,})`, 'gi'),
+    // The quotes may be escaped, at any depth (`{\"password\":\"...\"}`, JSON quoted inside a string, and that
+    // quoted again); the value stops at a quote, escaped or not, and holds any other backslash.
+    regex: new RegExp(String.raw`\b${ASSIGNED_NAME}(?:\\*["'])?[ \t]*(?:=|:|=>)[ \t]*(?:\\*["'])?(?<secret>(?:[^\s"'\`,;&\\]|\\+(?![\\"'])){3,})`, 'gi'),
     gate: /secret|passw|pwd|token|api_?key|access_?key|private_?key|credential/,
     // The shortest match: `pwd=abc` (7).
     minLength: 7,
   },
+  VENDOR_TOKEN_PATTERN,
+  CONNECTION_KEY_PATTERN,
+  DISCORD_WEBHOOK_PATTERN,
+  // After the vendor tokens: a 40-character body of one (`lin_api_…`, `shippo_live_…`) is not taken alone.
   {
     id: 'aws-secret-access-key',
     source: 'secretlint:aws (AWSSecretAccessKey), shape only: 40 base64 characters mixing upper case, lower case and digits',
     regex: /(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g,
     minLength: 40,
-    accept: (match) => /[A-Z]/.test(match) && /[a-z]/.test(match) && /[0-9]/.test(match),
+    minRun: 40,
+    accept: (match) => /[A-Z]/.test(match) && /[a-z]/.test(match) && /[0-9]/.test(match) && !pathLike(match),
   },
-  VENDOR_TOKEN_PATTERN,
-  CONNECTION_KEY_PATTERN,
-  DISCORD_WEBHOOK_PATTERN,
 ];
 
 /**
+ * Whether a run of the AWS secret key's shape is a file path (`rx5Xbf/sessions/default/runs/torn/events`, from a temp
+ * folder's random name on): three or more of its `/`-separated parts are lower-case words of three letters or more.
+ * A random key has that less than once in 10,000 (it needs three slashes, 2.6% of keys, and three such parts between
+ * them); the assignment rule still takes a key written as `aws_secret_access_key = ...` whatever it holds.
+ */
+function pathLike(run: string): boolean {
+  let words = 0;
+  for (const part of run.split('/')) if (/^[a-z]{3,}$/.test(part) && ++words >= 3) return true;
+  return false;
+}
+
+/**
  * Beginnings of secrets, for text cut short by a summary (`"ghp_abc…`): when a string ends with `…` and its last
- * word starts like a secret (a vendor prefix, a URL with a password, or six or more key-like characters mixing
+ * word starts like a secret (a vendor prefix, also right after `_`, a URL with a password, which may hold `/` and `@`
+ * as {@link URL_PASSWORD} allows, or six or more key-like characters mixing
  * case or holding digits), that word is replaced even though the cut left it too short to match in full.
  */
 export const TRUNCATED_SECRET_TAIL =
-  /(?:-----BEGIN[\s\S]*|\b(?:sk-|sk_live_|rk_live_|sk_test_|rk_test_|gh[pousr]_|github_pat_|gl(?:pat|ptt|rt)-|xox[abeposr]-|AKIA|ASIA|AIza|eyJ|npm_|hf_|whsec_)[^\s"'`]*|\b[A-Za-z][A-Za-z0-9+.-]{1,30}:\/\/[^\s:@/"'`]*:[^\s@/"'`]*|\b(?:Bearer|Basic)\s+[^\s"'`]*|(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[a-z][A-Za-z0-9/+]*[A-Z]|[A-Za-z0-9/+]*[0-9/+])[A-Za-z0-9/+]{6,})…$/;
+  /(?:-----BEGIN[\s\S]*|(?<![A-Za-z0-9])(?:sk-|sk_live_|rk_live_|sk_test_|rk_test_|gh[pousr]_|github_pat_|gl(?:pat|ptt|rt)-|xox[abeposr]-|AKIA|ASIA|AIza|eyJ|npm_|hf_|whsec_)[^\s"'`]*|[A-Za-z][A-Za-z0-9+.-]{1,30}:\/\/[^\s:@/?#"'`[\]\\]*:(?!\d{1,5}(?:[/?#\\…]|$))[^\s"'`]*|(?<![A-Za-z0-9])(?:Bearer|Basic)\s+[^\s"'`]*|(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[a-z][A-Za-z0-9/+]*[A-Z]|[A-Za-z0-9/+]*[0-9/+])[A-Za-z0-9/+]{6,})…$/;

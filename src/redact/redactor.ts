@@ -110,7 +110,7 @@ interface CompiledPattern {
   readonly minRun: number;
   readonly gate: RegExp | undefined;
   readonly minLength: number;
-  readonly accept: ((match: string) => boolean) | undefined;
+  readonly accept: ((match: string, before: string) => boolean) | undefined;
 }
 
 function compile(pattern: SecretPattern): CompiledPattern {
@@ -206,9 +206,14 @@ function replaceMatches(text: string, pattern: CompiledPattern): string {
   regex.lastIndex = 0;
   return text.replace(regex, (...args: unknown[]) => {
     const match = args[0] as string;
-    if (accept !== undefined && !accept(match)) return match;
+    // The arguments end with the offset, the text and, for a pattern with named groups, the groups.
     const groups = args[args.length - 1];
-    const secret = groups !== null && typeof groups === 'object' ? (groups as { secret?: string }).secret : undefined;
+    const named = groups !== null && typeof groups === 'object';
+    if (accept !== undefined) {
+      const offset = args[args.length - (named ? 3 : 2)] as number;
+      if (!accept(match, offset > 0 ? text[offset - 1]! : '')) return match;
+    }
+    const secret = named ? (groups as { secret?: string }).secret : undefined;
     if (secret === undefined || secret === '') return REDACTED;
     const at = match.lastIndexOf(secret);
     return `${match.slice(0, at)}${REDACTED}${match.slice(at + secret.length)}`;
@@ -216,13 +221,34 @@ function replaceMatches(text: string, pattern: CompiledPattern): string {
 }
 
 /**
- * `name: value`, `name = value`, `name => value` (the name optionally quoted), with the value a quoted string (JSON
- * escapes allowed) or a run of characters up to a space or separator: see Redactor.redactNamed.
+ * The value of a named field in text: a string in double quotes (JSON escapes allowed), in escaped double quotes at
+ * any depth (`\"...\"`, JSON quoted inside a string, `\\\"...\\\"` that quoted again; the quotes escaped deeper inside
+ * it are part of it), in single quotes, or a run of characters up to a blank or separator (not starting with a
+ * backslash). Groups: double, the escape (number `escape` of the whole pattern: a numbered group, as a named one
+ * costs an object per match), escaped, single, bare.
  */
-const NAMED_ASSIGNMENT = /(?<![\w$.-])(["']?)([A-Za-z_$][\w$.-]*)\1[ \t]*(?:=>|=|:)[ \t]*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s"'`,;&}\])]+))/g;
+function namedValue(escape: number): string {
+  const same = `\\${escape}`;
+  return String.raw`(?:"((?:[^"\\]|\\.)*)"|(\\+)"((?:[^"\\]|\\+(?![\\"])|${same}\\+")*?)${same}"|'([^']*)'|([^\s"'\`,;&}\])\\][^\s"'\`,;&}\])]*))`;
+}
+/**
+ * `name: value`, `name = value`, `name => value`, the name optionally quoted (`"name"`, `'name'`, `\"name\"`): see
+ * Redactor.redactNamed. It starts only where a run of backslashes does, so a long run costs one scan, not one per
+ * backslash.
+ */
+const NAMED_ASSIGNMENT = new RegExp(String.raw`(?<![\w$.\\-])(\\*["']|)([A-Za-z_$][\w$.-]*)\1[ \t]*(?:=>|=|:)[ \t]*${namedValue(4)}`, 'g');
+/**
+ * A command-line option and its value: `--name value`, `--name=value`, `-name value` (Go's flags). A value starting
+ * with `-` is the next option. One-letter options are left alone: `-p` is a password to mysql but a port to ssh and
+ * docker, and `mkdir -p` takes none.
+ */
+const NAMED_OPTION = new RegExp(String.raw`(?<![A-Za-z0-9-])--?([A-Za-z][\w.-]*)(?:[ \t]+|=)(?!-)${namedValue(3)}`, 'g');
+/** The marker as a bare value reads it (up to its closing bracket). */
+const REDACTED_BARE = REDACTED.slice(0, -1);
 /** Every built-in secret name holds one of these (see redact/keys.ts); a text without any has no named secret. */
 const NAMED_GATE = /key|secret|pass|token|cookie|credential|authorization/i;
-const ASSIGNMENT_MARK = /[:=]/;
+/** A character every named field holds: the mark of an assignment or the dash of an option. */
+const ASSIGNMENT_MARK = /[:=-]/;
 
 /** A redaction pass: the built-in catalogue plus the user's patterns and secret key names. */
 export class Redactor {
@@ -305,20 +331,30 @@ export class Redactor {
   }
 
   /**
-   * `text` with the value of every `name: value` or `name = value` whose name is secret-named by the key rule
-   * ({@link isSecretKey}, the user's names included) replaced: the form a value summary (`{url: "…", secretKey: "…"}`),
-   * a log line or a config file gives an object's fields in text, where the catalogue's own assignment pattern knows
-   * fewer names than the key rule.
+   * `text` with the value of every `name: value`, `name = value` or `--name value` whose name is secret-named by the key
+   * rule ({@link isSecretKey}, the user's names included) replaced: the form a value summary (`{url: "…", secretKey:
+   * "…"}`), JSON quoted inside a string, a log line, a command line or a config file gives an object's fields in text,
+   * where the catalogue's own assignment pattern knows fewer names than the key rule.
    */
   private redactNamed(text: string): string {
     NAMED_ASSIGNMENT.lastIndex = 0;
-    return text.replace(NAMED_ASSIGNMENT, (match: string, _q: string, name: string, double?: string, single?: string, bare?: string) => {
-      const value = double ?? single ?? bare ?? '';
-      // A value an earlier pattern replaced already (a bare value stops at its closing bracket).
-      if (value === '' || value.startsWith(REDACTED.slice(0, -1)) || !this.keys.isSecretKey(name)) return match;
-      const at = match.lastIndexOf(value);
-      return `${match.slice(0, at)}${REDACTED}${match.slice(at + value.length)}`;
-    });
+    const out = text.replace(NAMED_ASSIGNMENT, (match: string, _quote: string, name: string, double?: string, _escape?: string, escaped?: string, single?: string, bare?: string) =>
+      this.namedValueReplaced(match, name, double ?? escaped ?? single ?? bare ?? ''),
+    );
+    if (!out.includes('-')) return out;
+    NAMED_OPTION.lastIndex = 0;
+    return out.replace(NAMED_OPTION, (match: string, name: string, double?: string, _escape?: string, escaped?: string, single?: string, bare?: string) =>
+      this.namedValueReplaced(match, name, double ?? escaped ?? single ?? bare ?? ''),
+    );
+  }
+
+  /** `match`, a named field ending with its `value`, with the value replaced when `name` is secret-named. */
+  private namedValueReplaced(match: string, name: string, value: string): string {
+    // A value an earlier pattern replaced whole already (a bare value stops at the marker's closing bracket). A value it
+    // replaced in part (a quoted value with blanks, of which the catalogue takes the first word) is replaced whole here.
+    if (value === '' || value === REDACTED || value === REDACTED_BARE || !this.keys.isSecretKey(name)) return match;
+    const at = match.lastIndexOf(value);
+    return `${match.slice(0, at)}${REDACTED}${match.slice(at + value.length)}`;
   }
 
   /**

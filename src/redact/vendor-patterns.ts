@@ -15,6 +15,7 @@
  * still redacted.
  */
 
+import { END, START, standsApart } from './boundary.js';
 import type { SecretPattern } from './patterns.js';
 
 /** One vendor's format: the gitleaks rule or vendor it comes from, and the regex source of a whole token. */
@@ -89,7 +90,8 @@ const MIN_LENGTH = 22;
 export const VENDOR_TOKEN_PATTERN: SecretPattern = {
   id: 'vendor-token',
   source: FORMATS.map((f) => f.source).join('; '),
-  regex: new RegExp(String.raw`(?<![A-Za-z0-9_])(?:${FORMATS.map((f) => f.token).join('|')})(?![A-Za-z0-9])`, 'g'),
+  regex: new RegExp(`${START}(?:${FORMATS.map((f) => f.token).join('|')})${END}`, 'g'),
+  accept: standsApart,
   minLength: MIN_LENGTH,
   minRun: MIN_LENGTH,
 };
@@ -107,7 +109,7 @@ export const VENDOR_TOKEN_FORMATS: readonly { readonly source: string; readonly 
 export const CONNECTION_KEY_PATTERN: SecretPattern = {
   id: 'connection-string-key',
   source: 'Azure storage and service bus connection strings, SAS tokens',
-  regex: /\b(?:AccountKey|SharedAccessKey|sig)=(?<secret>[A-Za-z0-9%+/=]{16,})/g,
+  regex: new RegExp(String.raw`${START}(?:AccountKey|SharedAccessKey|sig)=(?<secret>[A-Za-z0-9%+/=]{16,})`, 'g'),
   minLength: 20,
   minRun: 20,
 };

@@ -5,29 +5,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SECRET_PATTERNS, REDACTED, redact, redactorFor } from '../../src/redact/index.js';
-import { VENDOR_TOKEN_FORMATS } from '../../src/redact/vendor-patterns.js';
+import { REDACTED, redact, redactorFor } from '../../src/redact/index.js';
 import { trials } from '../support/soak.js';
-
-/** A regex fast-check can generate from: the same language without word boundaries, lookarounds, names and `i`. */
-function generatorOf(regex: RegExp): RegExp {
-  const source = regex.source
-    .replace(/\\b/g, '')
-    .replace(/\(\?<?[=!][^()]*\)/g, '')
-    .replace(/\(\?<[A-Za-z]+>/g, '(');
-  return new RegExp(`^(?:${source})$`);
-}
-
-/** The matches of a pattern in `text` that it accepts. */
-function secretsIn(text: string, pattern: { regex: RegExp; accept?: (match: string) => boolean }): string[] {
-  const regex = new RegExp(pattern.regex.source, pattern.regex.flags.includes('g') ? pattern.regex.flags : `${pattern.regex.flags}g`);
-  const out: string[] = [];
-  for (const m of text.matchAll(regex)) {
-    if (pattern.accept !== undefined && !pattern.accept(m[0])) continue;
-    out.push(m[0]);
-  }
-  return out;
-}
+import { CATALOGUE_CASES as cases, secretsIn } from './catalogue-boundaries-support.js';
 
 /** The longest run of token characters in `text` (the characters SecretPattern.minRun counts). */
 function longestTokenRun(text: string): number {
@@ -39,15 +19,6 @@ function longestTokenRun(text: string): number {
 const redactor = redactorFor();
 /** Text around a token: anything, or (more often) the blanks and punctuation secrets are found between. */
 const around = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('', ' ', '"', 'key: ', '\n', 'Authorization: ', '(', ','));
-
-const cases = [
-  ...DEFAULT_SECRET_PATTERNS.map((p) => ({ name: `pattern ${p.id}`, generate: generatorOf(p.regex), pattern: p })),
-  ...VENDOR_TOKEN_FORMATS.map((f) => ({
-    name: `vendor format ${f.source}`,
-    generate: generatorOf(f.regex),
-    pattern: DEFAULT_SECRET_PATTERNS.find((p) => p.id === 'vendor-token')!,
-  })),
-];
 
 describe('the secret catalogue', () => {
   // The redactor skips a pattern for text shorter than its minLength: a minLength above the pattern's shortest match

@@ -36,6 +36,9 @@ export const FORMATS: Record<string, Format> = {
   'AWS secret access key': { secret: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ4k9Lq2Xz', prefix: '' },
   'password in a postgres URL': { secret: 'postgres://admin:Pg5ecretW0rdQx7@db.internal:5432/app', prefix: '', body: 'Pg5ecretW0rdQx7' },
   'password in an https URL': { secret: 'https://deploy:Ht7psPassZq4Lw@git.example.com/repo.git', prefix: '', body: 'Ht7psPassZq4Lw' },
+  'password holding / and @ in a postgres URL': { secret: 'postgres://admin:Pg5e/cr@tW0rdQx7@db.internal:5432/app', prefix: '', body: 'Pg5e/cr@tW0rdQx7' },
+  'password on a command line': { secret: 'mysql -u root --password Hk7pQ2xLm9Zr4Tn prod', prefix: '', body: 'Hk7pQ2xLm9Zr4Tn' },
+  'password in JSON quoted inside a string': { secret: '{\\"user\\":\\"bob\\",\\"password\\":\\"Jq4Wz8Lm2Rt6Yk\\"}', prefix: '', body: 'Jq4Wz8Lm2Rt6Yk' },
 };
 
 /** Every 8-character window of the secret's body. */
@@ -212,6 +215,15 @@ const PLACEMENTS: Record<string, Placement> = {
   'embedded in longer text': backpack((s, r) => [['note', `the config says ${s} and more ${r}`]]),
   'cut short by the 80-character summary': backpack((s, r) => [['note', `${'x'.repeat(68 + r)} ${s}`]]),
   'object key': backpack((s, r) => [['table', { [s]: r, plain: 'ok' }]]),
+  'right after a word and `_` (OPENAI_…), in a value and an object key': backpack((s, r) => [['note', `OPENAI_${s} ${r}`], ['table', { [`k_${s}`]: r }]]),
+  'in JSON quoted inside a string (a value and an error message)': async (secret) => {
+    const quoted = JSON.stringify(JSON.stringify({ note: secret, n: 1 }));
+    const dataDir = await runPacking((round) => [['note', `tool said ${quoted} ${round}`]]);
+    const flow = new Flow({ namespace: 'matrix' });
+    flow.addNode(Fails, { id: 'fails', message: `tool said ${quoted}` });
+    await expect(runFlow(flow, { dataDir, runId: 'failed' })).rejects.toThrow();
+    return dataDir;
+  },
   'Map key': backpack((s, r) => [['lookup', new Map<string, number>([[s, r]])]]),
   'Map value under a secret-named Map key': backpack((s, r) => [['settings', new Map<string, string>([['password', `${s}${r}`]])]]),
   'Set member': backpack((s, r) => [['members', new Set([s, `m${r}`])]]),

@@ -1,0 +1,46 @@
+/**
+ * What the catalogue tests share (catalogue.test.ts, catalogue-boundaries-placement.test.ts): a token generator for
+ * every pattern and vendor format of the catalogue, and the matches a pattern accepts in a text.
+ */
+import { DEFAULT_SECRET_PATTERNS, type SecretPattern } from '../../src/redact/index.js';
+import { VENDOR_TOKEN_FORMATS } from '../../src/redact/vendor-patterns.js';
+
+/**
+ * A regex fast-check can generate from: the same language without word boundaries, lookarounds (nested one level),
+ * names and `i`.
+ */
+function generatorOf(regex: RegExp): RegExp {
+  const source = regex.source
+    .replace(/\\b/g, '')
+    .replace(/\(\?<?[=!](?:[^()]|\([^()]*\))*\)/g, '')
+    .replace(/\(\?<[A-Za-z]+>/g, '(');
+  return new RegExp(`^(?:${source})$`);
+}
+
+/** The matches of a pattern in `text` that it accepts (given the character before each, as the redactor gives it). */
+export function secretsIn(text: string, pattern: { regex: RegExp; accept?: (match: string, before: string) => boolean }): string[] {
+  const regex = new RegExp(pattern.regex.source, pattern.regex.flags.includes('g') ? pattern.regex.flags : `${pattern.regex.flags}g`);
+  const out: string[] = [];
+  for (const m of text.matchAll(regex)) {
+    if (pattern.accept !== undefined && !pattern.accept(m[0], m.index > 0 ? text[m.index - 1]! : '')) continue;
+    out.push(m[0]);
+  }
+  return out;
+}
+
+/** One format to generate tokens of: a pattern of the catalogue, or one vendor format of the vendor-token pattern. */
+export interface CatalogueCase {
+  readonly name: string;
+  /** The language of its tokens, for fc.stringMatching. */
+  readonly generate: RegExp;
+  readonly pattern: SecretPattern;
+}
+
+export const CATALOGUE_CASES: readonly CatalogueCase[] = [
+  ...DEFAULT_SECRET_PATTERNS.map((p) => ({ name: `pattern ${p.id}`, generate: generatorOf(p.regex), pattern: p })),
+  ...VENDOR_TOKEN_FORMATS.map((f) => ({
+    name: `vendor format ${f.source}`,
+    generate: generatorOf(f.regex),
+    pattern: DEFAULT_SECRET_PATTERNS.find((p) => p.id === 'vendor-token')!,
+  })),
+];
