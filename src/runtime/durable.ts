@@ -1,5 +1,5 @@
 import type { Backpack } from '../backpack/index.js';
-import { StreamEventType, newRunId, type InterruptInfo, type StreamEvent } from '../events/index.js';
+import { StreamEventType, newRunId, type EventPayloadMap, type InterruptInfo, type StreamEvent } from '../events/index.js';
 import type { StepBoundary } from '../flow/index.js';
 import { InterruptAnswerError, RunInterrupted, type Flow } from '../nodes/index.js';
 import {
@@ -484,6 +484,14 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
       const failure = new StoreError(`run ${sessionKey}/${runId} failed (${messageOf(error)}), and ${reason}`, { cause: error });
       if (last === undefined) return failure;
       const run = last.type === StreamEventType.RUN_ERROR || last.type === StreamEventType.RUN_WAITING ? last : undefined;
+      // The payload of a run.failed (an ErrorSummary, the run's duration and steps: the lost one's when it was one).
+      const lostFailure = (run?.type === StreamEventType.RUN_ERROR ? run.payload : {}) as Partial<EventPayloadMap['run.failed']>;
+      const payload: EventPayloadMap['run.failed'] & { unstored: string } = {
+        durationMs: lostFailure.durationMs ?? 0,
+        ...(lostFailure.steps !== undefined ? { steps: lostFailure.steps } : {}),
+        error: { name: error instanceof Error ? error.name : 'Error', message: `${messageOf(error)} (${reason})` },
+        unstored: reason,
+      };
       const record: StreamEvent = {
         v: last.v,
         id: last.id,
@@ -494,7 +502,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
         type: StreamEventType.RUN_ERROR,
         ...(run?.namespace !== undefined ? { namespace: run.namespace } : {}),
         ...(run?.spanId !== undefined ? { spanId: run.spanId } : {}),
-        payload: { error: `${messageOf(error)} (${reason})`, unstored: reason },
+        payload,
       };
       await writer.commit([record]).catch((again: unknown) => {
         failure.message += `; recording the failure failed too: ${messageOf(again)}`;

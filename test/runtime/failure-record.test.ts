@@ -28,11 +28,12 @@ class UnstorableThenAsks extends BackpackNode {
   }
 }
 
-const eventTypes = (dataDir: string, runId: string): string[] =>
+const storedEvents = (dataDir: string, runId: string): { type: string; payload: unknown }[] =>
   readFileSync(join(dataDir, 'sessions', 'default', 'runs', runId, 'events.jsonl'), 'utf8')
     .trim()
     .split('\n')
-    .map((line) => (JSON.parse(line) as { type: string }).type);
+    .map((line) => JSON.parse(line) as { type: string; payload: unknown });
+const eventTypes = (dataDir: string, runId: string): string[] => storedEvents(dataDir, runId).map((event) => event.type);
 
 describe('a failed run whose last batch cannot be stored', () => {
   it('is recorded as failed with the reason, and the caller is told what could not be stored', async () => {
@@ -51,6 +52,9 @@ describe('a failed run whose last batch cannot be stored', () => {
     expect(run).toMatchObject({ runId: 'run-lost', status: 'failed' });
     expect(run!.error).toMatch(/the tool broke \(the run's last events \(seq .*\) could not be stored: /);
     expect(eventTypes(dataDir, 'run-lost')).toEqual([StreamEventType.RUN_START, StreamEventType.CHECKPOINT_SAVED, StreamEventType.RUN_ERROR]);
+    // A run.failed like any other (an ErrorSummary, the run's duration), so every reader renders it.
+    const failed = storedEvents(dataDir, 'run-lost').at(-1)!;
+    expect(failed.payload).toMatchObject({ durationMs: expect.any(Number), error: { name: 'NodeExecutionError', message: expect.stringMatching(/the tool broke \(the run's last events/) } });
     // Failed, not waiting to be resumed: a resume is still possible, from the last recorded step, as for any failure.
     expect(run!.status).not.toBe('stopped');
   });
