@@ -1,4 +1,5 @@
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, lstatSync, readSync } from 'node:fs';
+import { openRegularFile, type NotRegularFile, type OpenedFile } from '../fs/index.js';
 import { join } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import { ContextError } from './errors.js';
@@ -138,18 +139,18 @@ export class IgnoreRules {
  * missing, unreadable or anything else. Throws SCAN_FAILED when it is larger than {@link MAX_GITIGNORE_BYTES}.
  */
 function readGitignore(file: string, path: string): string | undefined {
-  let fd: number;
+  let opened: OpenedFile | NotRegularFile;
   try {
     // Most directories have none: one lstat instead of a failed open and its exception.
     if (lstatSync(file, { throwIfNoEntry: false })?.isFile() !== true) return undefined;
-    // Replaced since by a link or a FIFO: O_NOFOLLOW and O_NONBLOCK, then the fstat below, refuse it without blocking.
-    fd = openSync(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+    // Replaced since by a link or a FIFO: refused without following or blocking (see openRegularFile).
+    opened = openRegularFile(file, constants.O_RDONLY);
   } catch {
     return undefined; // unreadable: no rules from it
   }
+  if ('notRegular' in opened) return undefined;
+  const { fd, stat } = opened;
   try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) return undefined;
     // One byte past the limit tells a file that grew past it since the fstat.
     const data = Buffer.allocUnsafe(Math.min(stat.size, MAX_GITIGNORE_BYTES) + 1);
     let done = 0;

@@ -1,4 +1,5 @@
-import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readSync, readlinkSync } from 'node:fs';
+import { closeSync, constants, existsSync, lstatSync, readSync, readlinkSync } from 'node:fs';
+import { openRegularFile, type NotRegularFile, type OpenedFile } from '../fs/index.js';
 import { join, resolve } from 'node:path';
 import { ContextError } from './errors.js';
 import type { HashBackend } from './hash.js';
@@ -344,11 +345,8 @@ function leafRecord(path: string, read: LeafRead, backend: HashBackend): LeafRec
   return { path, kind, nodeId: leafNodeId(kind, path, contentHash, backend), contentHash, size, mtimeMs, ino };
 }
 
-/**
- * Opens a file for hashing without following a symlink (ELOOP, EMLINK on BSD, when the last component is one),
- * without blocking (a FIFO's open would wait for a writer) and without making a terminal the controlling one.
- */
-const OPEN_LEAF = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
+/** Opens a file for hashing (see openRegularFile: no link followed, no blocking) without making a terminal the controlling one. */
+const OPEN_LEAF = constants.O_RDONLY | (constants.O_NOCTTY ?? 0);
 
 /**
  * Reads and hashes the leaf at `abs`, which an earlier lstat (`listed`) found to be a file or symlink. It may have
@@ -366,18 +364,17 @@ function readLeaf(abs: string, listed: Pick<LeafRecord, 'kind' | 'size' | 'mtime
       if (target === null) return undefined;
       if (target !== undefined) return { kind: 'symlink', contentHash: backend.digest(Buffer.from(target, 'utf8')).toString('hex'), size: listed.size, mtimeMs: listed.mtimeMs, ino: listed.ino };
     }
-    let fd: number;
+    let opened: OpenedFile | NotRegularFile;
     try {
-      fd = openSync(abs, OPEN_LEAF);
+      opened = openRegularFile(abs, OPEN_LEAF);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ENXIO') return undefined; // gone, or a socket
-      if (code === 'ELOOP' || code === 'EMLINK') return listed.kind === 'file' ? symlinkNow(abs, backend) : undefined;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return undefined; // gone
       throw error;
     }
+    if ('notRegular' in opened) return opened.notRegular === 'a symbolic link' && listed.kind === 'file' ? symlinkNow(abs, backend) : undefined;
+    const { fd, stat } = opened;
     try {
-      const stat = fstatSync(fd);
-      if (!stat.isFile()) return undefined;
       return { kind: 'file', contentHash: hashHandle(fd, stat.size, backend), size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino };
     } finally {
       closeSync(fd);

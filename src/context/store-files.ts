@@ -1,4 +1,5 @@
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, type Stats } from 'node:fs';
+import { describeEntry, openRegularFile, type NotRegularFile, type OpenedFile } from '../fs/index.js';
 import { ContextError } from './errors.js';
 
 /**
@@ -16,18 +17,6 @@ import { ContextError } from './errors.js';
  */
 
 const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
-const NONBLOCK = constants.O_NONBLOCK ?? 0;
-
-/** What a directory entry is, for an error message: `a symbolic link`, `a FIFO (named pipe)`, ... */
-export function describeEntry(stat: Stats): string {
-  if (stat.isSymbolicLink()) return 'a symbolic link';
-  if (stat.isDirectory()) return 'a directory';
-  if (stat.isFIFO()) return 'a FIFO (named pipe)';
-  if (stat.isSocket()) return 'a socket';
-  if (stat.isCharacterDevice()) return 'a character device';
-  if (stat.isBlockDevice()) return 'a block device';
-  return 'a regular file';
-}
 
 function refused(path: string, what: string, expected: 'a regular file' | 'a directory'): ContextError {
   return new ContextError(
@@ -86,21 +75,15 @@ export function checkStoreFile(path: string): void {
 export function openStoreFile(path: string): number | undefined;
 export function openStoreFile(path: string, update: true): number;
 export function openStoreFile(path: string, update = false): number | undefined {
-  let fd: number;
+  let file: OpenedFile | NotRegularFile;
   try {
-    fd = openSync(path, (update ? constants.O_RDWR : constants.O_RDONLY) | NOFOLLOW | NONBLOCK);
+    file = openRegularFile(path, update ? constants.O_RDWR : constants.O_RDONLY);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !update) return undefined;
-    // ELOOP (a link, under O_NOFOLLOW), EISDIR, ENXIO (a socket), ...: say what it is when it is not a file.
-    checkStoreFile(path);
     throw error;
   }
-  const stat = fstatSync(fd);
-  if (!stat.isFile()) {
-    closeSync(fd);
-    throw refused(path, describeEntry(stat), 'a regular file');
-  }
-  return fd;
+  if ('notRegular' in file) throw refused(path, file.notRegular, 'a regular file');
+  return file.fd;
 }
 
 /** Creates the new store file `path` (it must not exist; a link there is not followed) for writing. */

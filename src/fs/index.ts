@@ -10,6 +10,8 @@ export type { ReadJsonOptions } from './json-read.js';
 export { readTextIfExists, readTextIfExistsSync } from './read.js';
 export { removeFileIfExists } from './remove.js';
 export { removeDeadTemps } from './temp-files.js';
+export { describeEntry, openRegularFile } from './regular-file.js';
+export type { NotRegularFile, OpenedFile } from './regular-file.js';
 export { describeHolder, lockHeld, tryLock, waitForLock } from './lock.js';
 export type { FileLock, LockBusy, LockHolder, LockOptions } from './lock.js';
 export { parseStatStartTime, parseStatState, systemProbe } from './process-identity.js';

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, linkSync, openSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, linkSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
+import { openRegularFile, type NotRegularFile, type OpenedFile } from './regular-file.js';
 import { removeFileIfExists } from './remove.js';
 import { removeDeadTemps, tempBeside } from './temp-files.js';
 import { systemProbe, type ProcessProbe } from './process-identity.js';
@@ -58,22 +59,19 @@ interface Read {
  * and read only when it is a regular file; anything else reads as no holder (the caller reports it as unreadable).
  */
 function readLockFile(path: string): Read | 'missing' {
-  let fd: number;
+  let file: OpenedFile | NotRegularFile;
   try {
-    fd = openSync(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+    file = openRegularFile(path, constants.O_RDONLY);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return 'missing';
-    // A symbolic link (O_NOFOLLOW), or a directory on systems that refuse to open one.
-    if (code === 'ELOOP' || code === 'EISDIR' || code === 'EMLINK') return { raw: '', holder: undefined };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'missing';
     throw error;
   }
+  if ('notRegular' in file) return { raw: '', holder: undefined };
   try {
-    if (!fstatSync(fd).isFile()) return { raw: '', holder: undefined };
-    const raw = readFileSync(fd, 'utf8');
+    const raw = readFileSync(file.fd, 'utf8');
     return { raw, holder: parseHolder(raw) };
   } finally {
-    closeSync(fd);
+    closeSync(file.fd);
   }
 }
 
