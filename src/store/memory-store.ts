@@ -438,6 +438,9 @@ export class MemoryStore implements Memory {
     return `${this.paths.keywordIndex.slice(0, -'.json'.length)}.lock`;
   }
 
+  /** Whether this store swept items/ of dead processes' temp files already (see lockMemory). */
+  #itemsSwept = false;
+
   /** Takes the memory lock, waiting while a live process holds it, up to `lockTimeoutMs`. */
   private async lockMemory(): Promise<FileLock> {
     await fsp.mkdir(this.paths.indexDir, { recursive: true });
@@ -445,12 +448,16 @@ export class MemoryStore implements Memory {
     for (;;) {
       try {
         const lock = acquireLock(this.lockPath, 'shared memory');
-        // A killed writer's temp files among the items (the lock clears those of its own folder, index/). Housekeeping:
+        // A killed writer's temp files among the items (the lock clears those of its own folder, index/), swept at this
+        // store's first write: a listing of items/ costs what the store holds, too much for every write. Housekeeping:
         // a folder it cannot clean does not cost the write.
-        try {
-          removeDeadTemps(this.paths.itemsDir);
-        } catch {
-          // left for a later write
+        if (!this.#itemsSwept) {
+          this.#itemsSwept = true;
+          try {
+            removeDeadTemps(this.paths.itemsDir);
+          } catch {
+            // left for a later store
+          }
         }
         return lock;
       } catch (error) {

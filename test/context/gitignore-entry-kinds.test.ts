@@ -4,11 +4,11 @@
  * scan nor leaves the workspace lock behind; a file over the size limit is an error naming it and the limit. Every
  * case runs (the domain is small), in a child process under a timeout, since a hang cannot be interrupted in-process.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_GITIGNORE_BYTES } from '../../src/context/ignore-rules.js';
 import { bundledScript } from '../support/bundle.js';
+import { runJsonLinesChild, type ChildReport } from '../support/json-lines-child.js';
 import { tempDir } from './helpers.js';
 
 const child = await bundledScript(join(import.meta.dirname, 'gitignore-entry-child.ts'));
@@ -26,30 +26,8 @@ interface Line {
   done?: boolean;
 }
 
-const running = new Set<ChildProcess>();
-afterAll(() => {
-  for (const c of running) c.kill('SIGKILL');
-});
-
-function runChild(cases: string[]): Promise<{ lines: Line[]; stderr: string; timedOut: boolean }> {
-  return new Promise((resolve) => {
-    const proc = spawn(process.execPath, [child, tempDir('gitignore-entry-'), String(MAX_GITIGNORE_BYTES), ...cases], { stdio: ['ignore', 'pipe', 'pipe'] });
-    running.add(proc);
-    let stdout = '';
-    let stderr = '';
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      proc.kill('SIGKILL');
-    }, 60_000);
-    proc.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    proc.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    proc.once('exit', () => {
-      clearTimeout(timer);
-      running.delete(proc);
-      resolve({ lines: stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Line), stderr, timedOut });
-    });
-  });
+function runChild(cases: string[]): Promise<ChildReport<Line>> {
+  return runJsonLinesChild<Line>([child, tempDir('gitignore-entry-'), String(MAX_GITIGNORE_BYTES), ...cases]);
 }
 
 describe('IgnoreRules with a .gitignore of every kind', () => {

@@ -6,10 +6,10 @@
  * it is; none hangs (a child process runs them under a timeout), nothing outside the workspace changes, and no
  * output quotes the outside file. The domain is small, so every case runs (one child per kind).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { bundledScript } from '../support/bundle.js';
+import { runJsonLinesChild, type ChildReport } from '../support/json-lines-child.js';
 import { tempDir } from './helpers.js';
 
 const child = await bundledScript(join(import.meta.dirname, 'store-entry-child.ts'));
@@ -34,35 +34,8 @@ interface Line {
   done?: boolean;
 }
 
-const running = new Set<ChildProcess>();
-afterAll(() => {
-  for (const c of running) c.kill('SIGKILL');
-});
-
-function runChild(kind: string): Promise<{ lines: Line[]; stdout: string; stderr: string; timedOut: boolean }> {
-  const base = tempDir('merkle-entry-');
-  return new Promise((resolve) => {
-    const proc = spawn(process.execPath, [child, base, kind, SECRET, ...ENTRIES], { stdio: ['ignore', 'pipe', 'pipe'] });
-    running.add(proc);
-    let stdout = '';
-    let stderr = '';
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      proc.kill('SIGKILL');
-    }, 60_000);
-    proc.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    proc.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    proc.once('exit', () => {
-      clearTimeout(timer);
-      running.delete(proc);
-      const lines = stdout
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l) as Line);
-      resolve({ lines, stdout, stderr, timedOut });
-    });
-  });
+function runChild(kind: string): Promise<ChildReport<Line>> {
+  return runJsonLinesChild<Line>([child, tempDir('merkle-entry-'), kind, SECRET, ...ENTRIES]);
 }
 
 describe('a .merkle entry that is not what the engine keeps there', () => {

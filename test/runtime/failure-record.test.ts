@@ -35,15 +35,20 @@ const storedEvents = (dataDir: string, runId: string): { type: string; payload: 
     .map((line) => JSON.parse(line) as { type: string; payload: unknown });
 const eventTypes = (dataDir: string, runId: string): string[] => storedEvents(dataDir, runId).map((event) => event.type);
 
+/** The error a durable run of one node of class `Node` rejects with (undefined if it does not reject). */
+function failureOf(Node: new (...args: any[]) => BackpackNode, id: string, dataDir: string, runId: string): Promise<Error | undefined> {
+  const flow = new Flow();
+  flow.addNode(Node, { id });
+  return runFlow(flow, { dataDir, runId }).then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
+}
+
 describe('a failed run whose last batch cannot be stored', () => {
   it('is recorded as failed with the reason, and the caller is told what could not be stored', async () => {
     const dataDir = makeTempDir('bf-failure-record-', 'test');
-    const flow = new Flow();
-    flow.addNode(Unstorable, { id: 'worker' });
-    const error = await runFlow(flow, { dataDir, runId: 'run-lost' }).then(
-      () => undefined,
-      (e: unknown) => e as Error,
-    );
+    const error = await failureOf(Unstorable, 'worker', dataDir, 'run-lost');
     expect(error).toBeInstanceOf(StoreError);
     expect(error!.message).toMatch(/^run default\/run-lost failed \(Node 'worker' failed on attempt 1 of 1: the tool broke\), and the run's last events \(seq \d+-\d+: node\.started, .*custom.*run\.failed\) could not be stored: /);
     expect((error!.cause as Error).message).toMatch(/the tool broke/);
@@ -61,12 +66,7 @@ describe('a failed run whose last batch cannot be stored', () => {
 
   it('is recorded as failed when the batch lost held a pause (run.waiting), not as waiting', async () => {
     const dataDir = makeTempDir('bf-failure-record-', 'test');
-    const flow = new Flow();
-    flow.addNode(UnstorableThenAsks, { id: 'asker' });
-    const error = await runFlow(flow, { dataDir, runId: 'run-wait' }).then(
-      () => undefined,
-      (e: unknown) => e as Error,
-    );
+    const error = await failureOf(UnstorableThenAsks, 'asker', dataDir, 'run-wait');
     expect(error).toBeInstanceOf(StoreError);
     expect(error!.message).toMatch(/run\.waiting\) could not be stored/);
     const [run] = await listRuns({ dataDir });

@@ -69,7 +69,8 @@ describe('temp files left by killed processes', () => {
     const dead = await deadPid();
     const gone = [leftover(paths.keywordIndex, dead, OLD), leftover(join(paths.indexDir, 'keyword.lock'), dead, OLD), leftover(join(paths.itemsDir, 'c.json'), dead, OLD)];
     const kept = leftover(paths.keywordIndex, live.pid!, OLD);
-    await memory.write({ id: 'b', content: 'second', keywords: ['x'] });
+    // The next process's store: it sweeps items/ at its first write.
+    await new MemoryStore({ dataDir: tmp.dir, durability: 'never' }).write({ id: 'b', content: 'second', keywords: ['x'] });
     expect(gone.filter((path) => existsSync(path))).toEqual([]);
     expect(existsSync(kept)).toBe(true);
   });
