@@ -1,5 +1,5 @@
 /** What a user gets from the package: require() from CommonJS, source maps that resolve, a license. */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -10,24 +10,36 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { fi
 const dir = mkdtempSync(join(tmpdir(), 'bf-pkg-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** The package installed in `dir`'s node_modules (a link to this repository), once. */
+function installed(): void {
+  mkdirSync(join(dir, 'node_modules'), { recursive: true });
+  if (!existsSync(join(dir, 'node_modules', 'backpackflow'))) symlinkSync(root, join(dir, 'node_modules', 'backpackflow'));
+}
+
+/** What `node ...args` run in `cwd` prints; rejects (with its stderr) when it fails. */
+function node(args: string[], cwd: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, args, { cwd, encoding: 'utf8' }, (error, stdout, stderr) => (error === null ? resolve(stdout) : reject(new Error(`node ${args.join(' ')} failed: ${stderr}`, { cause: error }))));
+  });
+}
+
 describe('packaging', () => {
-  it('require("backpackflow") from CommonJS loads the ES module (Node >= 20.19)', () => {
-    mkdirSync(join(dir, 'node_modules'), { recursive: true });
-    symlinkSync(root, join(dir, 'node_modules', 'backpackflow'));
+  // The two tests that start node run at the same time.
+  it.concurrent('require("backpackflow") from CommonJS loads the ES module (Node >= 20.19)', async () => {
+    installed();
     writeFileSync(join(dir, 'main.cjs'), "const { Flow, Backpack } = require('backpackflow');\nconsole.log(typeof Flow, typeof Backpack);\n");
-    expect(execFileSync(process.execPath, [join(dir, 'main.cjs')], { cwd: dir, encoding: 'utf8' }).trim()).toBe('function function');
+    expect((await node([join(dir, 'main.cjs')], dir)).trim()).toBe('function function');
   });
 
-  it('backpackflow/langgraph resolves to the built checkpointer', () => {
-    mkdirSync(join(dir, 'node_modules'), { recursive: true });
-    if (!existsSync(join(dir, 'node_modules', 'backpackflow'))) symlinkSync(root, join(dir, 'node_modules', 'backpackflow'));
+  it.concurrent('backpackflow/langgraph resolves to the built checkpointer', async () => {
+    installed();
     writeFileSync(
       join(dir, 'langgraph.mjs'),
       "import { BackpackflowSaver } from 'backpackflow/langgraph';\n" +
         "const saver = new BackpackflowSaver({ dataDir: process.argv[2] });\n" +
         "console.log(Object.getPrototypeOf(BackpackflowSaver).name, typeof saver.getTuple, typeof saver.putWrites);\n",
     );
-    expect(execFileSync(process.execPath, [join(dir, 'langgraph.mjs'), join(dir, 'data')], { cwd: root, encoding: 'utf8' }).trim()).toBe('BaseCheckpointSaver function function');
+    expect((await node([join(dir, 'langgraph.mjs'), join(dir, 'data')], root)).trim()).toBe('BaseCheckpointSaver function function');
     expect(pkg.exports['./langgraph']).toEqual({ types: './dist/langgraph/index.d.ts', import: './dist/langgraph/index.js', default: './dist/langgraph/index.js' });
   });
 

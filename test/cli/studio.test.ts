@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { get, startCli } from '../studio/helpers.js';
 import { FIXTURES, MODULES, cli, tempDir } from './helpers.js';
 
-describe('backpackflow studio', () => {
+// Concurrently: two of the tests wait on a studio process starting, the third runs the CLI in this process.
+describe.concurrent('backpackflow studio', () => {
   it('starts on the port asked (0: a free one), prints its URL, serves the runs, stops cleanly on SIGTERM', async () => {
     const dataDir = tempDir();
     const run = await cli(['run', join(FIXTURES, 'flow.json'), '--modules', MODULES, '--data-dir', dataDir]);

@@ -62,7 +62,8 @@ describe('merkle CLI: several processes, watch, isolation', () => {
     let out = '';
     const seen = (text: string) =>
       new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`timed out waiting for '${text}'; got: ${out}`)), 10_000);
+        // Generous: on a loaded machine starting the process and its first scan can take seconds.
+        const timer = setTimeout(() => reject(new Error(`timed out waiting for '${text}'; got: ${out}`)), 25_000);
         const check = () => {
           if (out.includes(text)) {
             clearTimeout(timer);

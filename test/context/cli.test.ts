@@ -96,29 +96,32 @@ describe('merkle CLI (spec §6, end to end through the built command line; error
     const frameFile = join(tempDir(), 'f.json');
     writeFileSync(frameFile, JSON.stringify({ type: 'summary', content: 'x' }));
 
-    const unknown = await both(['get-node', 'missing/file.ts']);
-    expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toContain("no node at 'missing/file.ts'");
-    const ghost = await both(['put-frame', 'README.md', frameFile, '--agent', 'ghost']);
-    expect(ghost.code).toBe(1);
-    expect(ghost.stderr).toContain("agent 'ghost' is not registered");
-    const noFile = await both(['put-frame', 'README.md', '/nonexistent/frame.json', '--agent', 'w']);
-    expect(noFile.code).toBe(1);
-    expect(noFile.stderr).toContain('/nonexistent/frame.json');
-    const elsewhere = await both(['status', '--workspace', join(root, 'nope')]);
-    expect(elsewhere.code).toBe(1);
-    expect(elsewhere.stderr).toContain('is not a directory');
-
-    for (const usage of [
+    const usages = [
       ['frobnicate'],
       ['put-frame', 'README.md', frameFile],
       ['get-node', '.', '--max-frames', 'many'],
       ['get-node', '.', '--view', '{not json'],
       ['agent', 'add', 'x', '--role', 'boss'],
       ['synthesize', '.', '--type', 't', '--agent', 's', '--policy', 'filtering'],
-    ]) {
-      const r = await both(usage);
-      expect(r.code, usage.join(' ')).toBe(2);
+    ];
+    // The processes run side by side (the in-process runs take turns); the two put-frames, which may take the
+    // workspace lock, one after the other.
+    const [unknown, [ghost, noFile], elsewhere, ...usageResults] = await Promise.all([
+      both(['get-node', 'missing/file.ts']),
+      (async () => [await both(['put-frame', 'README.md', frameFile, '--agent', 'ghost']), await both(['put-frame', 'README.md', '/nonexistent/frame.json', '--agent', 'w'])] as const)(),
+      both(['status', '--workspace', join(root, 'nope')]),
+      ...usages.map((usage) => both(usage)),
+    ]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("no node at 'missing/file.ts'");
+    expect(ghost.code).toBe(1);
+    expect(ghost.stderr).toContain("agent 'ghost' is not registered");
+    expect(noFile.code).toBe(1);
+    expect(noFile.stderr).toContain('/nonexistent/frame.json');
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stderr).toContain('is not a directory');
+    for (const [i, r] of usageResults.entries()) {
+      expect(r.code, usages[i]!.join(' ')).toBe(2);
       expect(r.stderr.length).toBeGreaterThan(0);
     }
     expect(snapshotStore(root)).toEqual(before);

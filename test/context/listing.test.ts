@@ -11,7 +11,7 @@ import { scanWorkspace } from '../../src/context/scan.js';
 import { Tree } from '../../src/context/tree.js';
 import { treeCodec } from '../../src/context/tree-journal.js';
 import { SAMPLE, tempDir, writeTree } from './helpers.js';
-import { SOAK } from '../support/soak.js';
+import { SOAK, trials } from '../support/soak.js';
 
 const backend = await loadHashBackend();
 const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
@@ -196,7 +196,7 @@ describe('incremental update equals a whole build', () => {
   // 'resident': one open engine rescans its tree in memory. 'from disk': each rescan is by a newly opened engine, as
   // one `backpackflow context scan` process does: the stored tree (file and journal) is read in place and the quick
   // check runs first, on two threads for odd seeds. The last two 'from disk' seeds (a few seconds each) run in
-  // `npm run test:soak` only.
+  // `npm run test:soak` only, and there every seed runs 25 rounds of changes, 12 in `npm test`.
   it.each([
     [7, 'resident'],
     [11, 'resident'],
@@ -223,7 +223,7 @@ describe('incremental update equals a whole build', () => {
     let engine = await open();
     await engine.scan();
     let before = new Map((await engine.listNodes()).map((n) => [n.path, n.nodeId]));
-    for (let round = 0; round < 25; round++) {
+    for (let round = 0; round < trials(12, 25); round++) {
       if (mode === 'from disk') {
         await engine.close();
         engine = await open();

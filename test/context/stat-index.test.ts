@@ -167,7 +167,7 @@ describe('the stat index (.merkle/tree.stat)', () => {
         }
         await engine.close();
       }),
-      { numRuns: trials(25, 300) },
+      { numRuns: trials(12, 300) },
     );
     // The soak's 300 cases took 18-25 s in CI runs here: beside the 30 s default on a loaded machine.
   }, 120_000);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bundledScript } from '../support/bundle.js';
 import { runJsonLinesChild, type ChildReport } from '../support/json-lines-child.js';
-import { tempDir } from './helpers.js';
+import { makeTempDir } from '../support/temp.js';
 
 const child = await bundledScript(join(import.meta.dirname, 'store-entry-child.ts'));
 const SECRET = 'Zq9XK-private root:x:0:0';
@@ -35,11 +35,14 @@ interface Line {
 }
 
 function runChild(kind: string): Promise<ChildReport<Line>> {
-  return runJsonLinesChild<Line>([child, tempDir('merkle-entry-'), kind, SECRET, ...ENTRIES]);
+  // Removed at the end of the file: the children run concurrently, and a test's end must not remove another's.
+  return runJsonLinesChild<Line>([child, makeTempDir('merkle-entry-', 'file'), kind, SECRET, ...ENTRIES]);
 }
 
 describe('a .merkle entry that is not what the engine keeps there', () => {
-  it.each(KINDS)('as %s: every command works or fails naming it, never hangs, never writes or quotes outside', async (kind) => {
+  // One child per kind, all at once: each works in its own temp directories, and much of a child's time is waiting
+  // (fsync, lock timeouts), which the others' work fills.
+  it.concurrent.each(KINDS)('as %s: every command works or fails naming it, never hangs, never writes or quotes outside', async (kind) => {
     const { lines, stdout, stderr, timedOut } = await runChild(kind);
     const last = lines.at(-1);
     if (last?.done !== true) {

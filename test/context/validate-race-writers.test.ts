@@ -1,22 +1,20 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
-import { plainEnv } from '../support/env.js';
+import { bundledScript } from '../support/bundle.js';
+import { trials } from '../support/soak.js';
 import { openSample } from './helpers.js';
 
-const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const writer = await bundledScript(join(import.meta.dirname, 'fixtures', 'validate-race-writer.ts'));
+/** Frames each writer puts while validate runs. */
+const FRAMES = trials(40, 80);
 
 /** A child process that puts `count` frames on `node`, one transaction each, then exits. */
 function putFrames(root: string, node: string, count: number): Promise<number | null> {
-  const script = `import { ContextEngine } from './src/context/index.ts';
-    const [root, node, count] = process.argv.slice(1);
-    const engine = await ContextEngine.open(root);
-    for (let i = 0; i < Number(count); i++) await engine.putFrame(node, { type: 't' + (i % 3), content: 'frame ' + i + ' of ' + process.pid }, 'w');`;
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, root, node, String(count)], { cwd: repoRoot, env: plainEnv(), stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, [writer, root, node, String(count)], { stdio: ['ignore', 'ignore', 'inherit'] });
     child.on('exit', (code) => resolve(code));
   });
 }
@@ -30,7 +28,7 @@ function frameFiles(root: string): string[] {
 describe('validate while writers run in other processes', () => {
   it('reports no error and calls no live writer\'s temp file safe to delete', async () => {
     const { root, engine } = await openSample();
-    const writers = [putFrames(root, 'src/main.ts', 80), putFrames(root, 'README.md', 80)];
+    const writers = [putFrames(root, 'src/main.ts', FRAMES), putFrames(root, 'README.md', FRAMES)];
     let done = false;
     void Promise.all(writers).then(() => (done = true));
     const problems: string[] = [];

@@ -93,12 +93,17 @@ describe('tryLock and waitForLock', () => {
   });
 
   it('a lock held by a zombie (killed, not yet reaped by its parent) is stale; its start time still matches', async () => {
-    // `sleep 0` in the background, then the shell becomes `sleep 5`, which never reaps it: it stays a zombie.
-    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 5'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // A background child that exits when the test writes a line, then the shell becomes `sleep`, which never reaps it:
+    // it stays a zombie. The line is written only once the shell is `sleep`, so the shell cannot reap the child first.
+    const parent = spawn('sh', ['-c', 'exec 3<&0; read line <&3 & echo $!; exec sleep 60'], { stdio: ['pipe', 'pipe', 'inherit'] });
     children.push(parent);
     const pid = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))));
+    const comm = (): string => readFileSync(`/proc/${parent.pid}/comm`, 'utf8').trim();
+    for (let i = 0; i < 1000 && comm() !== 'sleep'; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(comm()).toBe('sleep');
+    parent.stdin!.write('\n');
     const stat = (): string => readFileSync(`/proc/${pid}/stat`, 'utf8');
-    for (let i = 0; i < 200 && parseStatState(stat()) !== 'Z'; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 1000 && parseStatState(stat()) !== 'Z'; i++) await new Promise((r) => setTimeout(r, 10));
     expect(parseStatState(stat())).toBe('Z');
     const startTime = systemProbe.startTime(pid);
     expect(startTime).toMatch(/^\d+$/);

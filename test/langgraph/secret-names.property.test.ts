@@ -16,6 +16,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { StreamEventType, newEventId, type StreamEvent } from '../../src/events/index.js';
 import { BackpackflowSaver, RunStoreRecordStore, threadRunId } from '../../src/langgraph/index.js';
 import { redactorFor } from '../../src/store/index.js';
+import { trials } from '../support/soak.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -152,7 +153,8 @@ describe('BackpackflowSaver with names shaped like secrets', () => {
         expect(readdirSync(join(dataDir, 'sessions', 'default', 'runs'))).toEqual([]);
         await last.close();
       }),
-      { numRuns: 30 },
+      // Each trial writes, reopens and deletes a thread on disk: a few in `npm test`, more in `npm run test:soak`.
+      { numRuns: trials(12, 60) },
     );
   });
 

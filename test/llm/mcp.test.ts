@@ -55,7 +55,8 @@ async function runAgent(servers: McpServer[], calls: Call[], params: Record<stri
   return { flow, events, toolsSeen };
 }
 
-describe('AgentNode with MCP servers', () => {
+// Each test starts its own server processes and model: they run side by side.
+describe.concurrent('AgentNode with MCP servers', () => {
   it('stdio: the model sees the server tools; each call is a tool.called / tool.result event naming the server', async () => {
     const { flow, events, toolsSeen } = await runAgent([stdio], [
       { toolCallId: 'c1', toolName: 'add', input: { a: 2, b: 40 } },
@@ -128,16 +129,15 @@ describe('AgentNode with MCP servers', () => {
   });
 
   it('connection failures name the server and how it was reached', async () => {
-    const missing = await failureOf(runAgent([{ name: 'ghost', transport: 'stdio', command: '/nonexistent/mcp-server' }], []));
+    const [missing, crashing, refused, unknownTool] = await Promise.all([
+      failureOf(runAgent([{ name: 'ghost', transport: 'stdio', command: '/nonexistent/mcp-server' }], [])),
+      failureOf(runAgent([{ name: 'crash', transport: 'stdio', command: process.execPath, args: ['-e', 'console.error("no config file"); process.exit(3)'] }], [])),
+      failureOf(runAgent([{ name: 'down', transport: 'http', url: 'http://127.0.0.1:9/mcp', timeoutMs: 5000 }], [])),
+      failureOf(runAgent([{ ...stdio, tools: ['nope'] }], [])),
+    ]);
     expect(mcpError(missing).message).toMatch(/^node 'agent': MCP server 'ghost' \(stdio: \/nonexistent\/mcp-server\): could not connect: /);
-
-    const crashing = await failureOf(runAgent([{ name: 'crash', transport: 'stdio', command: process.execPath, args: ['-e', 'console.error("no config file"); process.exit(3)'] }], []));
     expect(mcpError(crashing).message).toMatch(/MCP server 'crash' \(stdio: .*\): could not connect: .*it wrote: no config file/);
-
-    const refused = await failureOf(runAgent([{ name: 'down', transport: 'http', url: 'http://127.0.0.1:9/mcp', timeoutMs: 5000 }], []));
     expect(mcpError(refused).message).toMatch(/^node 'agent': MCP server 'down' \(http: http:\/\/127\.0\.0\.1:9\/mcp\): could not connect: /);
-
-    const unknownTool = await failureOf(runAgent([{ ...stdio, tools: ['nope'] }], []));
     expect(mcpError(unknownTool).message).toMatch(/MCP server 'fixture' \(stdio: .*\): has no tool 'nope': it lists add, shout, broken/);
   });
 });

@@ -3,7 +3,8 @@
  * a keyframe, or the projection). Every reader then returns the answer it gave for the untouched run, or an error or
  * a warning naming the damaged file. Never a different answer in silence.
  *
- * `DAMAGE_RUNS` sets the number of cases (default 40, a few seconds); the soak script runs thousands.
+ * `DAMAGE_RUNS` sets the number of cases: by default 20 in `npm test` (each file truncated and flipped, then damage at
+ * random), 2000 in `npm run test:soak`.
  */
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,9 +15,10 @@ import { readEventsPage } from '../../src/cli/backpackflow/store-access.js';
 import { listRuns, loadRunPoint, verifyRun } from '../../src/index.js';
 import { EventStore } from '../../src/store/index.js';
 import { recordCountingRun } from './fixtures/counting-run.js';
+import { trials } from '../support/soak.js';
 
 const RUN = 'damaged';
-const RUNS = Number(process.env['DAMAGE_RUNS'] ?? 40);
+const RUNS = Number(process.env['DAMAGE_RUNS'] ?? trials(20, 2000));
 let pristine: string;
 let runDir: string;
 let files: string[];
@@ -90,8 +92,11 @@ describe('damage to any file of a recorded run', () => {
   // error that fails the run) when one test runs for minutes on a loaded machine.
   const PART = 250;
   const parts = Math.max(1, Math.ceil(RUNS / PART));
+  /** Each file truncated and flipped (in the first part; fast-check counts them in its cases). */
+  const EXAMPLES = [0, 1, 2, 3, 4, 5].flatMap((file) => [{ file, kind: 'truncate' as const, at: 0.5, xor: 1 }, { file, kind: 'flip' as const, at: 0.4, xor: 0x20 }]);
   for (let part = 0; part < parts; part++) {
     const cases = Math.min(PART, RUNS - part * PART);
+    const examples = part === 0 ? EXAMPLES.map((damage) => [damage] as [typeof damage]) : [];
     it(`every reader gives the right answer, or an error or warning naming the damaged file${parts > 1 ? ` (part ${part + 1} of ${parts}, ${cases} cases)` : ''}`, async () => {
       const damage = fc.record({
         file: fc.integer({ min: 0, max: 5 }),
@@ -148,7 +153,7 @@ describe('damage to any file of a recorded run', () => {
             rmSync(dataDir, { recursive: true, force: true });
           }
         }),
-        { numRuns: cases },
+        { numRuns: Math.max(cases, examples.length), examples },
       );
     }, Math.max(120_000, cases * 250));
   }

@@ -6,7 +6,8 @@
  * runs show, event pages, loadRunPoint) gives the answer it gave for the untouched run, or an error or warning
  * naming an edited file. A projection ahead of the log is reported by every reader and is still there after them.
  *
- * `PROJECTION_DAMAGE_RUNS` sets the number of cases (default 60).
+ * `PROJECTION_DAMAGE_RUNS` sets the number of cases (by default 20 in `npm test`, each kind of edit at least once, and 300 in
+ * `npm run test:soak`).
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,9 +19,10 @@ import { listRuns, loadRunPoint, verifyRun } from '../../src/index.js';
 import { EventStore, ProjectionStore, emptyRunMeta, foldRunMetaBatch, runPaths, type RunMeta } from '../../src/store/index.js';
 import { writeSealed } from '../../src/store/sealed-file.js';
 import { recordCountingRun } from './fixtures/counting-run.js';
+import { trials } from '../support/soak.js';
 
 const RUN = 'run';
-const RUNS = Number(process.env['PROJECTION_DAMAGE_RUNS'] ?? 60);
+const RUNS = Number(process.env['PROJECTION_DAMAGE_RUNS'] ?? trials(20, 300));
 let pristine: string;
 let truth: Record<string, string>;
 /** Sealed projections to put in place of the run's, by name. */
@@ -150,6 +152,15 @@ async function truthOf(name: string): Promise<string> {
   return truth[name]!;
 }
 
+const EXAMPLES: Array<[string | undefined, { edit: IndexEdit; which: number }[]]> = [
+  ['another run', [{ edit: { kind: 'field', field: 'line', delta: 1 }, which: 0.3 }]],
+  ['another session', [{ edit: { kind: 'field', field: 'offset', delta: 200 }, which: 0.5 }]],
+  ['an older one', [{ edit: { kind: 'field', field: 'seq', delta: -2 }, which: 0.1 }]],
+  ['one event ahead', [{ edit: { kind: 'drop' }, which: 0.6 }]],
+  ['many events ahead', [{ edit: { kind: 'double' }, which: 0.2 }]],
+  [undefined, [{ edit: { kind: 'swap' }, which: 0.4 }, { edit: { kind: 'flip', at: 0.45, xor: 7 }, which: 0 }]],
+];
+
 describe('edits to the index and the projection of a recorded run', () => {
   it('every reader gives the right answer, or an error or warning naming an edited file; a projection ahead of the log stays reported', async () => {
     const projection = fc.option(fc.constantFrom('another run', 'another session', 'an older one', 'one event ahead', 'many events ahead'), { nil: undefined });
@@ -205,7 +216,11 @@ describe('edits to the index and the projection of a recorded run', () => {
           rmSync(dataDir, { recursive: true, force: true });
         }
       }),
-      { numRuns: RUNS },
+      {
+        numRuns: Math.max(RUNS, EXAMPLES.length),
+        // Every projection put in place, and every kind of index edit, in every run of the test.
+        examples: EXAMPLES.map(([replaced, indexEdits]) => [replaced, indexEdits, Object.keys(READERS)]),
+      },
     );
-  }, 180_000);
+  }, Math.max(180_000, RUNS * 1000));
 });

@@ -1,7 +1,8 @@
 /**
- * Crash tests: real child processes write to the stores and are SIGKILLed at a random moment (5-60 ms after they
- * report ready); the parent then checks what is on disk. The fixtures are bundled once and trials run a few at a
- * time, to keep the suite fast.
+ * Crash tests: real child processes write to the stores and are SIGKILLed at a random moment (0-40 ms after they
+ * acknowledged a given number of writes, so that however loaded the machine the kills land where each trial means
+ * them to); the parent then checks what is on disk. The fixtures are bundled once and trials run a few at a time, to
+ * keep the suite fast.
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -13,14 +14,32 @@ import { bundleFixtures, spawnFixture, type Child } from './child.js';
 import { tempDir } from './helpers.js';
 import { trials as trialCount } from '../support/soak.js';
 
-const TRIALS = trialCount(6, 50);
-/** Rounds of the stale-lock race (six processes each). */
-const LOCK_RACES = trialCount(2, 6);
+/** Kills per loop: in `npm test`, one per event-log durability ('always', 'batch', 'never'). */
+const TRIALS = trialCount(3, 50);
+/** Rounds of the stale-lock race, and the processes racing in each. */
+const LOCK_RACES = trialCount(1, 6);
+const LOCK_RACERS = trialCount(3, 6);
+/** How long the reader runs alongside the writer. */
+const CONCURRENT_READ_MS = trialCount(250, 2000);
 const CONCURRENCY = 5;
 
-async function killAtRandom(child: Child): Promise<void> {
+/**
+ * Acknowledged writes a trial waits for before its kill: 1 to 3 in `npm test` (every kill then lands after
+ * acknowledged writes, during a later one), and also 0 every fourth trial in the soak (a kill during the first write).
+ */
+const acksBeforeKill = (trial: number): number => (trial + 1) % 4;
+
+/**
+ * Kills the child 0-40 ms after it acknowledged `minAcks` writes (or when it is ready, for 0). Waiting for its
+ * progress, not for a fixed time, keeps a slow start on a loaded machine from turning a trial into a kill before
+ * its first write.
+ */
+async function killAtRandom(child: Child, minAcks: number): Promise<void> {
+  let exited = false;
+  void child.exited.then(() => (exited = true));
   await child.waitFor('ready');
-  await new Promise((r) => setTimeout(r, 5 + Math.random() * 55));
+  while (acks(child).length < minAcks && !exited) await new Promise((r) => setTimeout(r, 2));
+  await new Promise((r) => setTimeout(r, Math.random() * 40));
   child.process.kill('SIGKILL');
   await child.exited;
 }
@@ -80,7 +99,8 @@ describe('crash safety (SIGKILL at random moments)', () => {
       // Every third trial kills the same run twice, so a writer also recovers from an earlier crash.
       for (let round = 0; round < (trial % 3 === 0 ? 2 : 1); round++) {
         const child = spawnFixture('crash-events.ts', [tmp.dir, runId, durability], bundles);
-        await killAtRandom(child);
+        // The second kill of a run may land while the writer recovers from the first.
+        await killAtRandom(child, round === 0 ? acksBeforeKill(trial) : 0);
         const acked = acks(child).map(Number);
         acknowledged += acked.length;
         const reader = new EventStore({ dataDir: tmp.dir, sessionKey: 'crash', runId });
@@ -135,8 +155,11 @@ describe('crash safety (SIGKILL at random moments)', () => {
       const reader = new EventStore({ dataDir: tmp.dir, sessionKey: 'crash', runId });
       let reads = 0;
       let longest = 0;
-      const until = Date.now() + 400;
-      while (Date.now() < until) {
+      // Reads for CONCURRENT_READ_MS, and on until it saw an event (up to 20 s: a busy machine may keep the writer
+      // from its first append for a while).
+      const until = Date.now() + CONCURRENT_READ_MS;
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < until || (longest === 0 && Date.now() < deadline)) {
         const events = await reader.readAll();
         expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
         expectWholeBatches(events, `read ${reads}`);
@@ -156,7 +179,7 @@ describe('crash safety (SIGKILL at random moments)', () => {
       const paths = new EventStore({ dataDir: tmp.dir, sessionKey: 'crash', runId }).paths;
       mkdirSync(paths.dir, { recursive: true });
       writeFileSync(paths.lock, JSON.stringify({ pid: 2 ** 22 + 4321, host: hostname(), createdAt: 1 }));
-      const children = Array.from({ length: 6 }, () => spawnFixture('try-lock.ts', [tmp.dir, runId], bundles));
+      const children = Array.from({ length: LOCK_RACERS }, () => spawnFixture('try-lock.ts', [tmp.dir, runId], bundles));
       try {
         const outcomes = await Promise.all(
           children.map(async (child) => {
@@ -168,7 +191,7 @@ describe('crash safety (SIGKILL at random moments)', () => {
           }),
         );
         expect(outcomes.filter((o) => o === 'locked'), outcomes.join(', ')).toHaveLength(1);
-        expect(outcomes.filter((o) => o === 'refused'), outcomes.join(', ')).toHaveLength(5);
+        expect(outcomes.filter((o) => o === 'refused'), outcomes.join(', ')).toHaveLength(LOCK_RACERS - 1);
       } finally {
         for (const child of children) child.process.kill('SIGKILL');
         await Promise.all(children.map((c) => c.exited));
@@ -180,7 +203,7 @@ describe('crash safety (SIGKILL at random moments)', () => {
     await trials(TRIALS, async (trial) => {
       const runId = `ckpt-${trial}`;
       const child = spawnFixture('crash-checkpoints.ts', [tmp.dir, runId], bundles);
-      await killAtRandom(child);
+      await killAtRandom(child, acksBeforeKill(trial));
       const acked = acks(child).map(Number);
       const store = new CheckpointStore({ dataDir: tmp.dir, sessionKey: 'crash', runId });
       const latest = await store.loadLatest();
@@ -200,7 +223,7 @@ describe('crash safety (SIGKILL at random moments)', () => {
     await trials(TRIALS, async (trial) => {
       const dataDir = join(tmp.dir, `mem-${trial}`);
       const child = spawnFixture('crash-memory.ts', [dataDir, `t${trial}`], bundles);
-      await killAtRandom(child);
+      await killAtRandom(child, acksBeforeKill(trial));
       const store = new MemoryStore({ dataDir });
       const indexPath = store.paths.keywordIndex;
       let indexIds: string[] = [];

@@ -5,7 +5,9 @@ import type { StreamEvent } from '../../src/events/index.js';
 import { LARGE_LINE } from '../../src/store/chain.js';
 import { writtenType } from '../../src/store/log-format.js';
 import { EventStore, EventStoreError, LockError, type CorruptLine } from '../../src/store/index.js';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { bundledScript } from '../support/bundle.js';
 import { spawnFixture } from './child.js';
 import { SECRETS, makeEvent, tempDir } from './helpers.js';
 
@@ -153,21 +155,20 @@ describe('EventStore', () => {
       }
     });
 
-    it('on a full disk, the space that cannot be reserved does not fail an append: appends go on until the lines themselves do not fit', () => {
+    it('on a full disk, the space that cannot be reserved does not fail an append: appends go on until the lines themselves do not fit', async () => {
       // A file size limit (ulimit -f, in KB; SIGXFSZ ignored so that a write past it fails with EFBIG) stands for a
       // disk with 256 KB left. The events are 2 KB: reserving 64 KB, then as much again as the log holds, fails
-      // long before the lines do.
-      const child = spawnSync('bash', ['-c', `trap '' XFSZ; ulimit -f 256; exec "${process.execPath}" --import tsx test/store/fixtures/fill-events.ts "${tmp.dir}"`], {
-        encoding: 'utf8',
+      // long before the lines do. The child runs bundled (node starts it in a fraction of `--import tsx`'s time).
+      const script = await bundledScript(join(import.meta.dirname, 'fixtures', 'fill-events.ts'));
+      const child = await new Promise<{ stdout: string; stderr: string }>((resolve) => {
+        execFile('bash', ['-c', `trap '' XFSZ; ulimit -f 256; exec "${process.execPath}" "${script}" "${tmp.dir}"`], { encoding: 'utf8' }, (_error, stdout, stderr) => resolve({ stdout, stderr }));
       });
       const appended = Number(/appended (\d+)/.exec(child.stdout)?.[1]);
-      expect(child.stdout).toMatch(/EFBIG/);
+      expect(child.stdout, child.stderr).toMatch(/EFBIG/);
       expect(appended * 2000).toBeGreaterThan(0.9 * 256 * 1024);
-      return (async () => {
-        const reader = new EventStore({ dataDir: tmp.dir, sessionKey: 'full', runId: 'fill' });
-        expect(await reader.countEvents()).toBe(appended);
-        expect(await reader.verify()).toMatchObject({ ok: true, lines: appended, tornTailBytes: 0 });
-      })();
+      const reader = new EventStore({ dataDir: tmp.dir, sessionKey: 'full', runId: 'fill' });
+      expect(await reader.countEvents()).toBe(appended);
+      expect(await reader.verify()).toMatchObject({ ok: true, lines: appended, tornTailBytes: 0 });
     });
 
     it("with 'never', nothing is reserved", async () => {
@@ -686,7 +687,8 @@ describe('EventStore', () => {
     });
 
     it('refuses a writer while another process holds the lock, and recovers the lock once that process is killed', async () => {
-      const child = spawnFixture('hold-lock.ts', [tmp.dir, 'sess', RUN]);
+      const bundle = await bundledScript(join(import.meta.dirname, 'fixtures', 'hold-lock.ts'));
+      const child = spawnFixture('hold-lock.ts', [tmp.dir, 'sess', RUN], dirname(bundle));
       try {
         await child.waitFor('ready');
         const store = open();

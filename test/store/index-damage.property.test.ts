@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../src/events/types.js';
 import { EventStore } from '../../src/store/index.js';
 import { makeEvent, tempDir } from './helpers.js';
+import { trials } from '../support/soak.js';
 
 const INTERVAL = 7;
 const EVENTS = 120;
@@ -146,7 +147,7 @@ describe('a damaged or edited index', () => {
           }
         },
       ),
-      { numRuns: Number(process.env['INDEX_DAMAGE_RUNS'] ?? 150) },
+      { numRuns: Number(process.env['INDEX_DAMAGE_RUNS'] ?? trials(50, 1000)) },
     );
   }, 120_000);
 });

@@ -8,7 +8,7 @@
  * their places); with it damaged, the ranking of an index rebuilt from the undamaged items. What cannot be told: an
  * item file deleted together with the index that listed it is simply gone (nothing is left that knew it).
  *
- * `MEMORY_DAMAGE_RUNS` sets the number of cases (default 60, a few seconds).
+ * `MEMORY_DAMAGE_RUNS` sets the number of cases (by default 25 in `npm test`, 500 in `npm run test:soak`).
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, truncateSync, unlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,8 +18,9 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { KeywordIndex, MemoryStore, type MemoryItem, type ScoredMemoryItem } from '../../src/store/index.js';
 import { tokensOf } from '../../src/store/memory-store.js';
+import { trials } from '../support/soak.js';
 
-const RUNS = Number(process.env['MEMORY_DAMAGE_RUNS'] ?? 60);
+const RUNS = Number(process.env['MEMORY_DAMAGE_RUNS'] ?? trials(25, 500));
 const WORDS = ['tide', 'moon', 'coast', 'wind', 'rain', 'storm', 'harbour'];
 const ITEMS: MemoryItem[] = Array.from({ length: 8 }, (_, i) => ({
   id: `item-${i}`,

@@ -2,7 +2,7 @@
  * Deleting runs: crash-safe (SIGKILLed children in the middle of a delete leave the run whole or gone, never half
  * deleted and readable), refused while a live process writes the run, and leftovers swept by the next delete.
  */
-import { existsSync, readdirSync, renameSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CheckpointStore, EventStore, RunInUseError, deleteRunDir, listRunIds, runPaths, sweepDeletedRuns } from '../../src/store/index.js';
@@ -11,22 +11,29 @@ import { makeEvent, tempDir } from './helpers.js';
 import { trials } from '../support/soak.js';
 
 const SESSION = 'crash';
-const BATCHES = 40;
-const KEYFRAMES = 300;
+/** The size of a run: batches of two events in its sealed log, and keyframe files. */
+interface RunSize {
+  batches: number;
+  keyframes: number;
+}
+/** Enough files that removing them takes a while: the crash trials' runs. */
+const BIG: RunSize = { batches: 40, keyframes: 300 };
+/** The other tests' runs (every kind of file, quickly made). */
+const SMALL: RunSize = { batches: 3, keyframes: 3 };
 
-/** A run with a sealed log of BATCHES batches and KEYFRAMES keyframe files (enough files that removing takes a while). */
-async function makeRun(dataDir: string, runId: string): Promise<void> {
+/** A run with a sealed log of `size.batches` batches and `size.keyframes` keyframe files. */
+async function makeRun(dataDir: string, runId: string, size: RunSize = SMALL): Promise<void> {
   const events = new EventStore({ dataDir, sessionKey: SESSION, runId });
-  for (let b = 0; b < BATCHES; b++) await events.appendBatch([makeEvent(runId, 2 * b + 1), makeEvent(runId, 2 * b + 2)]);
+  for (let b = 0; b < size.batches; b++) await events.appendBatch([makeEvent(runId, 2 * b + 1), makeEvent(runId, 2 * b + 2)]);
   await events.close();
   const checkpoints = new CheckpointStore({ dataDir, sessionKey: SESSION, runId, durability: 'never' });
-  for (let step = 1; step <= KEYFRAMES; step++) {
+  for (let step = 1; step <= size.keyframes; step++) {
     await checkpoints.saveHistorical({ v: 1, step, createdAt: 1, position: ['n'], state: { step } }, step);
   }
 }
 
 /** The run as a reader finds it: whole (every event verified, every keyframe), or not listed at all. */
-async function expectWholeOrGone(dataDir: string, runId: string): Promise<'whole' | 'gone'> {
+async function expectWholeOrGone(dataDir: string, runId: string, size: RunSize): Promise<'whole' | 'gone'> {
   const listed = (await listRunIds(dataDir, SESSION)).some((r) => r.runId === runId);
   if (!listed) {
     expect(existsSync(runPaths(dataDir, SESSION, runId).dir), `${runId} is not listed, so its directory must be gone`).toBe(false);
@@ -34,8 +41,8 @@ async function expectWholeOrGone(dataDir: string, runId: string): Promise<'whole
   }
   const store = new EventStore({ dataDir, sessionKey: SESSION, runId });
   expect((await store.verify()).ok, `${runId} is listed, so its log must verify`).toBe(true);
-  expect(await store.readAll()).toHaveLength(2 * BATCHES);
-  expect(await new CheckpointStore({ dataDir, sessionKey: SESSION, runId }).listHistorical()).toHaveLength(KEYFRAMES);
+  expect(await store.readAll()).toHaveLength(2 * size.batches);
+  expect(await new CheckpointStore({ dataDir, sessionKey: SESSION, runId }).listHistorical()).toHaveLength(size.keyframes);
   return 'whole';
 }
 
@@ -62,24 +69,31 @@ describe('deleting a run', () => {
     await expect(deleteRunDir(tmp.dir, '..', 'x')).rejects.toThrow(/invalid sessionKey/);
   });
 
-  const TRIALS = trials(6, 40);
+  const TRIALS = trials(3, 40);
   it(`survives SIGKILL at any moment of a delete (${TRIALS} kills): the run is whole and readable, or gone; leftovers are swept`, async () => {
     const outcomes = { whole: 0, gone: 0, leftovers: 0 };
-    for (let trial = 0; trial < TRIALS; trial++) {
-      const runId = `victim-${trial}`;
-      await makeRun(tmp.dir, runId);
-      const child = spawnFixture('delete-run.ts', [tmp.dir, SESSION, runId], bundles);
+    // One big run, made once and copied for each trial (a copy costs half the file operations of making it).
+    const template = join(tmp.dir, 'template');
+    await makeRun(template, 'victim', BIG);
+    const dataDirs = Array.from({ length: TRIALS }, (_, trial) => join(tmp.dir, `trial-${trial}`));
+    for (const [trial, dataDir] of dataDirs.entries()) {
+      cpSync(template, dataDir, { recursive: true });
+      const child = spawnFixture('delete-run.ts', [dataDir, SESSION, 'victim'], bundles);
       await child.waitFor('ready');
-      await new Promise((r) => setTimeout(r, Math.random() * 40));
+      // Kill moments spread over 0-40 ms after the start (a random one in each trial's share), from before the rename
+      // to the end of the removal.
+      await new Promise((r) => setTimeout(r, ((trial + Math.random()) * 40) / TRIALS));
       child.process.kill('SIGKILL');
       await child.exited;
-      outcomes[await expectWholeOrGone(tmp.dir, runId)]++;
-      const runs = readdirSync(join(tmp.dir, 'sessions', SESSION, 'runs'));
+      outcomes[await expectWholeOrGone(dataDir, 'victim', BIG)]++;
+      const runs = readdirSync(join(dataDir, 'sessions', SESSION, 'runs'));
       outcomes.leftovers += runs.filter((n) => n.includes('~deleting-')).length;
     }
     // The next delete sweeps what killed deletes left, and a run that survived its kill is deleted now.
-    for (let trial = 0; trial < TRIALS; trial++) await deleteRunDir(tmp.dir, SESSION, `victim-${trial}`);
-    expect(readdirSync(join(tmp.dir, 'sessions', SESSION, 'runs'))).toEqual([]);
+    for (const dataDir of dataDirs) {
+      await deleteRunDir(dataDir, SESSION, 'victim');
+      expect(readdirSync(join(dataDir, 'sessions', SESSION, 'runs'))).toEqual([]);
+    }
     expect(outcomes.whole + outcomes.gone).toBe(TRIALS);
     console.log(`retention crash trials: ${JSON.stringify(outcomes)}`);
   }, 120_000);
@@ -105,7 +119,7 @@ describe('deleting a run', () => {
       expect(refused).toBeInstanceOf(RunInUseError);
       expect((refused as RunInUseError).holder?.pid).toBe(writer.process.pid);
       expect((refused as Error).message).toMatch(new RegExp(`run crash/busy has a live writer \\(pid ${writer.process.pid} `));
-      expect(await expectWholeOrGone(tmp.dir, 'busy')).toBe('whole');
+      expect(await expectWholeOrGone(tmp.dir, 'busy', SMALL)).toBe('whole');
     } finally {
       writer.process.kill('SIGKILL');
       await writer.exited;

@@ -1,8 +1,12 @@
 /**
- * Steering runs in a real browser (Debian's Chromium through playwright-core), against the studio the CLI starts:
- * a waiting run's question answered through the form generated from its schema (a server-side problem shown at its
- * field first), the run seen completing; a fork from a step of the slider; a page without the token offered the CLI
- * command instead; the workspace's context with its stale markers and a frame's content; the theme switch.
+ * Steering runs in a real browser (Debian's Chromium through playwright-core), against a studio whose resumes and
+ * forks run the built CLI, as under `backpackflow studio` (which test/studio/e2e.test.ts and test/cli/studio.test.ts
+ * start): a waiting run's question answered through the form generated from its schema (a server-side problem shown
+ * at its field first), the run seen completing; a fork from a step of the slider; a page without the token offered
+ * the CLI command instead; the workspace's context with its stale markers and a frame's content; the theme switch.
+ *
+ * The studio runs in this process, so that a write waits for its child as long as a loaded machine needs (its settle
+ * time; the CLI's is 3 s): what the page shows then never depends on the machine's speed.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -11,28 +15,29 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
-import { cliJson, tempDir } from '../cli/helpers.js';
-import { CHROMIUM } from '../support/chromium.js';
-import { studioInBrowser, type BrowserStudio } from './helpers.js';
+import { startStudio, type StudioServer } from '../../src/studio/server.js';
+import { BIN, cliJson, tempDir } from '../cli/helpers.js';
+import { CHROMIUM, launchChromium } from '../support/chromium.js';
+import { pageText } from './helpers.js';
 
 const WAIT = { timeout: 30_000 };
 const REVIEW = join(import.meta.dirname, 'fixtures', 'review.mjs');
 let dataDir = '';
-let workspace = '';
-let studio: BrowserStudio['studio'];
+let studio: StudioServer;
+/** The URL the studio prints, with its token. */
+let url: URL;
 let browser: Browser;
 let page: Page;
-let text: BrowserStudio['text'];
+let text: ReturnType<typeof pageText>;
 
 async function waitingRun(runId: string): Promise<void> {
-  const result = await cliJson(['run', '--flow-module', `${REVIEW}#buildReviewFlow`, '--input', '{"delayMs":0}', '--run-id', runId, '--data-dir', dataDir]);
+  const result = await cliJson(['run', '--flow-module', `${REVIEW}#buildReviewFlow`, '--input', '{}', '--run-id', runId, '--data-dir', dataDir]);
   expect(result.status).toBe('waiting');
 }
 
-beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (or set BACKPACKFLOW_CHROMIUM)`);
-  dataDir = tempDir();
-  workspace = tempDir();
+/** A workspace with one file whose summary frame is stale (the file changed after it was written). */
+async function staleWorkspace(): Promise<string> {
+  const workspace = tempDir();
   mkdirSync(join(workspace, 'notes'));
   writeFileSync(join(workspace, 'notes', 'tides.md'), 'the moon pulls the sea\n');
   const engine = await ContextEngine.open(workspace);
@@ -42,13 +47,26 @@ beforeAll(async () => {
   writeFileSync(join(workspace, 'notes', 'tides.md'), 'the moon and the sun pull the sea\n');
   await engine.scan();
   await engine.close();
-  await Promise.all([waitingRun('r_form'), waitingRun('r_readonly')]);
-  ({ studio, browser, page, text } = await studioInBrowser(['--port', '0', '--data-dir', dataDir, '--workspace', workspace]));
+  return workspace;
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (or set BACKPACKFLOW_CHROMIUM)`);
+  dataDir = tempDir();
+  // Chromium starts while the workspace and the runs are written.
+  const [chromium, workspace] = await Promise.all([launchChromium(), staleWorkspace(), waitingRun('r_form'), waitingRun('r_readonly')]);
+  browser = chromium;
+  // A write waits up to 60 s for its child: the page always gets the child's outcome in its reply.
+  studio = await startStudio({ dataDir, workspace, port: 0, steering: { cli: [process.execPath, BIN], settleMs: 60_000 } });
+  url = new URL(studio.url);
+  page = await browser.newPage();
+  page.setDefaultTimeout(30_000);
+  text = pageText(page);
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close();
-  await studio?.stop();
+  await studio?.close();
 });
 
 describe('steering runs in a browser', () => {
@@ -56,7 +74,7 @@ describe('steering runs in a browser', () => {
     const errors: string[] = [];
     page.on('pageerror', (error) => errors.push(error.message));
     // The printed URL carries the token: the page takes it out of the address bar (it lives on in this tab's memory).
-    await page.goto(studio.url.href);
+    await page.goto(url.href);
     await page.locator('tr[data-run="r_form"]').waitFor(WAIT);
     expect(page.url()).not.toContain('token');
     await page.locator('tr[data-run="r_form"]').getByRole('link', { name: 'r_form' }).click();
@@ -91,7 +109,6 @@ describe('steering runs in a browser', () => {
     await form.getByLabel('copies').fill('2');
     await form.getByLabel('copies').press('Enter');
     await page.locator('h1 .status-completed').waitFor(WAIT);
-    // A resume slower than the studio's settle time (a loaded machine) is reported as running first, then completed.
     await page.locator('.job', { hasText: 'Resumed from the studio: completed' }).waitFor(WAIT);
     await page.getByRole('tab', { name: 'State' }).click();
     await page.locator('table.state tr[data-key="published"]').waitFor(WAIT);
@@ -101,7 +118,7 @@ describe('steering runs in a browser', () => {
   }, 120_000);
 
   it('forks a new run from the step on the slider and opens it', async () => {
-    await page.goto(`${studio.url.origin}/#/runs/default/r_form?tab=state&step=1`);
+    await page.goto(`${url.origin}/#/runs/default/r_form?tab=state&step=1`);
     const fork = page.getByRole('button', { name: 'Fork from step 1' });
     await fork.waitFor(WAIT);
     // The last step ended the flow: no fork offered there.
@@ -133,21 +150,21 @@ describe('steering runs in a browser', () => {
     const fresh = await browser.newContext();
     try {
       const tab = await fresh.newPage();
-      await tab.goto(studio.url.href);
+      await tab.goto(url.href);
       await tab.locator('tr[data-run="r_readonly"]').waitFor(WAIT);
       expect(tab.url()).not.toContain('token');
       await tab.goto(`${otherOrigin}/`);
       await tab.evaluate(() => fetch('/fetched', { credentials: 'include' }).then((r) => r.text()));
       expect(seen.some((line) => line.startsWith('GET /fetched'))).toBe(true);
-      for (const line of seen) expect(line).not.toContain(studio.url.searchParams.get('token')!);
+      for (const line of seen) expect(line).not.toContain(url.searchParams.get('token')!);
       // Back at the studio, without the token in the address: this tab still holds it and may answer.
-      await tab.goto(`${studio.url.origin}/#/runs/default/r_readonly`);
+      await tab.goto(`${url.origin}/#/runs/default/r_readonly`);
       await tab.getByRole('button', { name: 'Answer and resume', disabled: false }).waitFor(WAIT);
       await tab.reload();
       await tab.getByRole('button', { name: 'Answer and resume', disabled: false }).waitFor(WAIT);
       // Another tab of the same browser was not given it (sessionStorage is per tab): it only reads.
       const second = await fresh.newPage();
-      await second.goto(`${studio.url.origin}/#/runs/default/r_readonly`);
+      await second.goto(`${url.origin}/#/runs/default/r_readonly`);
       await second.getByText('Publish this draft?').waitFor(WAIT);
       await second.locator('header.top span.muted').waitFor(WAIT);
       expect(await second.getByRole('button', { name: 'Answer and resume' }).isDisabled()).toBe(true);
@@ -162,7 +179,7 @@ describe('steering runs in a browser', () => {
     const fresh = await browser.newContext();
     try {
       const reader = await fresh.newPage();
-      await reader.goto(`${studio.url.origin}/#/runs/default/r_readonly`);
+      await reader.goto(`${url.origin}/#/runs/default/r_readonly`);
       await reader.getByText('Publish this draft?').waitFor(WAIT);
       expect(await reader.getByRole('button', { name: 'Answer and resume' }).isDisabled()).toBe(true);
       expect(await reader.locator('.answer-panel .terminal').textContent()).toContain('opened without the studio’s token');
@@ -173,7 +190,7 @@ describe('steering runs in a browser', () => {
   }, 60_000);
 
   it("shows the workspace's context: children, heads with stale markers, a frame's redacted content", async () => {
-    await page.goto(`${studio.url.origin}/#/`);
+    await page.goto(`${url.origin}/#/`);
     await page.getByRole('link', { name: 'Context' }).click();
     await page.locator('tr[data-path="notes"]').waitFor(WAIT);
     expect(await text('section[aria-labelledby="context-title"] p.muted')).toContain('1 stale');
@@ -196,7 +213,7 @@ describe('steering runs in a browser', () => {
 
   it('switches between light and dark themes and remembers the choice', async () => {
     await page.emulateMedia({ colorScheme: 'light' });
-    await page.goto(`${studio.url.origin}/#/`);
+    await page.goto(`${url.origin}/#/`);
     const background = (): Promise<string> => page.evaluate<string>('getComputedStyle(document.body).backgroundColor');
     await page.getByLabel('Theme').waitFor(WAIT);
     expect(await background()).toBe('rgb(255, 255, 255)');

@@ -1,16 +1,19 @@
 /**
  * The studio in a real browser (Debian's Chromium through playwright-core): a run recorded by the CLI, the studio
  * started by the CLI, the run found in the table and opened; the step slider moved and a key's writer read; a diff,
- * a blame, the events filter; and a running run's events arriving live.
+ * a blame, the events filter; and a running run's events arriving live. Off loopback (where reads need the token
+ * too), the page reads with the token of its URL, against a studio in this process (test/cli/studio.test.ts starts
+ * one with the CLI).
  */
 import { appendFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPaths } from '../../src/store/index.js';
+import { startStudio } from '../../src/studio/server.js';
 import { FIXTURES, MODULES, cli, tempDir } from '../cli/helpers.js';
 import { CHROMIUM } from '../support/chromium.js';
-import { startCli, startGatedRun, studioInBrowser, type BrowserStudio } from './helpers.js';
+import { startGatedRun, studioInBrowser, type BrowserStudio } from './helpers.js';
 
 const WAIT = { timeout: 30_000 };
 let dataDir = '';
@@ -23,10 +26,14 @@ let text: BrowserStudio['text'];
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (or set BACKPACKFLOW_CHROMIUM)`);
   dataDir = tempDir();
-  const run = await cli(['run', join(FIXTURES, 'flow.json'), '--modules', MODULES, '--data-dir', dataDir, '--input', '{"question":"what boils?"}']);
+  // The run is recorded while the studio and Chromium start (the studio reads the store at each request).
+  const [run, started] = await Promise.all([
+    cli(['run', join(FIXTURES, 'flow.json'), '--modules', MODULES, '--data-dir', dataDir, '--input', '{"question":"what boils?"}']),
+    studioInBrowser(['--port', '0', '--data-dir', dataDir]),
+  ]);
+  ({ studio, browser, page, text } = started);
   expect(run.stderr).toBe('');
   runId = /run id: (\S+)/.exec(run.stdout)![1]!;
-  ({ studio, browser, page, text } = await studioInBrowser(['--port', '0', '--data-dir', dataDir]));
 }, 120_000);
 
 afterAll(async () => {
@@ -158,21 +165,22 @@ describe('studio in a browser', () => {
   }, 120_000);
 
   it('off loopback, reads with the token it was opened with (header, and the query of its event stream), no cookie', async () => {
-    const open = await startCli(['--host', '0.0.0.0', '--port', '0', '--data-dir', dataDir]);
+    const open = await startStudio({ host: '0.0.0.0', port: 0, dataDir });
+    const openUrl = new URL(open.url);
     const liveId = 'run_e2e_open';
     const { waiting, release, running } = startGatedRun(dataDir, liveId);
     const fresh = await browser.newContext();
     try {
       // Without the token the page's files load, but every read is refused and the page says so.
       const stranger = await fresh.newPage();
-      await stranger.goto(open.url.origin);
+      await stranger.goto(openUrl.origin);
       await stranger.getByText('needs its token').first().waitFor(WAIT);
       await stranger.close();
       await waiting;
       const tab = await fresh.newPage();
       const errors: string[] = [];
       tab.on('pageerror', (error) => errors.push(error.message));
-      await tab.goto(open.url.href);
+      await tab.goto(openUrl.href);
       await tab.locator(`tr[data-run="${liveId}"]`).getByRole('link', { name: liveId }).click();
       await tab.locator('aside.live').waitFor(WAIT);
       release();
@@ -185,7 +193,7 @@ describe('studio in a browser', () => {
       release();
       await running.catch(() => undefined);
       await fresh.close();
-      await open.stop();
+      await open.close();
     }
   }, 120_000);
 });

@@ -201,6 +201,11 @@ export interface BrowserStudio {
   close(): Promise<void>;
 }
 
+/** How to read text off `page`: the text of the first element `selector` finds, its whitespace collapsed. */
+export function pageText(page: Page): (selector: string) => Promise<string> {
+  return async (selector) => ((await page.locator(selector).first().textContent()) ?? '').replace(/\s+/g, ' ').trim();
+}
+
 /** Starts `backpackflow studio` with `args` and Chromium side by side. */
 export async function studioInBrowser(args: string[]): Promise<BrowserStudio> {
   const [studio, browser] = await Promise.all([startCli(args), launchChromium()]);
@@ -210,7 +215,7 @@ export async function studioInBrowser(args: string[]): Promise<BrowserStudio> {
     studio,
     browser,
     page,
-    text: async (selector) => ((await page.locator(selector).first().textContent()) ?? '').replace(/\s+/g, ' ').trim(),
+    text: pageText(page),
     close: async () => {
       await browser.close();
       await studio.stop();

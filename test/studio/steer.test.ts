@@ -3,13 +3,16 @@
  * user's `runs resume` would), so the tests check what lands in the store, and every refusal: no token, another
  * origin, a form's content type, bad ids and steps, a wrong answer (422 with JSON pointers), a second resume while
  * one is under way (409), a run the studio cannot build (409 with the CLI command).
+ *
+ * The tests run concurrently, each on runs of its own. A resume a test needs held running waits at a gate file the
+ * test opens (fixtures/review.mjs), never on a timer, so no outcome depends on how fast the machine is.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync, truncateSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BackpackNode, Flow, listRuns, runFlow, type BackpackHandle } from '../../src/index.js';
+import { BackpackNode, Flow, listedRun, listRuns, runFlow, type BackpackHandle } from '../../src/index.js';
 import { runPaths } from '../../src/store/index.js';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
 import { defaultCliInvocation } from '../../src/studio/steer.js';
@@ -20,9 +23,38 @@ const REVIEW = join(import.meta.dirname, 'fixtures', 'review.mjs');
 let dataDir = '';
 let studio: StudioServer;
 
-/** Starts a review run with the CLI; it waits for its answer. */
-async function waitingRun(runId: string, delayMs = 0): Promise<void> {
-  const result = await cliJson(['run', '--flow-module', `${REVIEW}#buildReviewFlow`, '--input', JSON.stringify({ delayMs }), '--run-id', runId, '--data-dir', dataDir]);
+/**
+ * A file the review flow's `publish` waits for (fixtures/review.mjs): a resume given it stays running, in its own
+ * process, until the test opens the gate, however slow or fast the machine.
+ */
+interface Gate {
+  path: string;
+  /** Resolves once `publish` waits at the gate. */
+  entered(): Promise<void>;
+  open(): void;
+}
+
+/** Every gate made, opened after the file's tests (so that no resume a failed test left behind waits forever). */
+const gates: Gate[] = [];
+
+function newGate(): Gate {
+  const path = join(tempDir(), 'gate');
+  const gate = { path, entered: () => until(() => existsSync(`${path}.entered`), 'the resume reached the gate'), open: () => writeFileSync(path, '') };
+  gates.push(gate);
+  return gate;
+}
+
+/** Resolves once `check` holds (checked every 20 ms, for at most 30 s: a loaded machine may be slow). */
+async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (const deadline = Date.now() + 30_000; !(await check()); ) {
+    if (Date.now() > deadline) throw new Error(`timed out after 30 s waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Starts a review run with the CLI in `dir`; it waits for its answer (and once answered, at `gate` when given). */
+async function waitingRun(runId: string, gate?: Gate, dir = dataDir): Promise<void> {
+  const result = await cliJson(['run', '--flow-module', `${REVIEW}#buildReviewFlow`, '--input', JSON.stringify(gate ? { gate: gate.path } : {}), '--run-id', runId, '--data-dir', dir]);
   expect(result.status).toBe('waiting');
 }
 
@@ -32,14 +64,16 @@ const read = (path: string) => get(studio.port, path);
 
 beforeAll(async () => {
   dataDir = tempDir();
-  studio = await startStudio({ dataDir, port: 0, steering: { cli: [process.execPath, BIN], settleMs: 20_000 } });
-}, 60_000);
+  // A write answers once its child has ended, or after 60 s: time enough on a loaded machine (a 202 fails these tests).
+  studio = await startStudio({ dataDir, port: 0, steering: { cli: [process.execPath, BIN], settleMs: 60_000 } });
+}, 120_000);
 
 afterAll(async () => {
+  for (const gate of gates) gate.open();
   await studio?.close();
 });
 
-describe('answering a waiting run from the studio', () => {
+describe.concurrent('answering a waiting run from the studio', () => {
   it('a wrong answer is a 422 naming each JSON pointer and the run keeps waiting; a good one completes it as the CLI would', async () => {
     await waitingRun('r_answer');
     const detail = (await read('/api/runs/r_answer')).json;
@@ -68,7 +102,7 @@ describe('answering a waiting run from the studio', () => {
     // Recorded like a resume from the CLI: the answer in the log before the node ran again, two segments, the state.
     const events = (await read('/api/runs/r_answer/events?type=interrupt.answered')).json.events;
     expect(events.map((e: any) => e.event.payload.answer)).toEqual([{ approved: true, priority: 'high', copies: 2, tags: ['moon'] }]);
-    const [listed] = (await listRuns({ dataDir })).filter((m) => m.runId === 'r_answer');
+    const listed = await listedRun({ dataDir, runId: 'r_answer' });
     expect(listed).toMatchObject({ status: 'completed' });
     expect(listed!.segments!.map((s) => s.outcome)).toEqual(['waiting', 'completed']);
     const state = (await read('/api/runs/r_answer/state')).json;
@@ -78,19 +112,23 @@ describe('answering a waiting run from the studio', () => {
     const again = await write('/api/runs/r_answer/resume', { answer: { approved: true } });
     expect(again.status).toBe(409);
     expect(again.json.error).toContain('already completed: fork it');
-  }, 60_000);
+  }, 120_000);
 
   it('a second resume of a run while one is under way is a 409, also when both arrive at once', async () => {
-    await waitingRun('r_busy', 1500);
+    const gate = newGate();
+    await waitingRun('r_busy', gate);
     const answer = { answer: { approved: false, priority: 'low', copies: 1 } };
-    const replies = await Promise.all([write('/api/runs/r_busy/resume', answer), write('/api/runs/r_busy/resume', answer)]);
-    const statuses = replies.map((r) => r.status).sort();
-    expect(statuses).toEqual([200, 409]);
-    const refused = replies.find((r) => r.status === 409)!;
+    const sent = [write('/api/runs/r_busy/resume', answer), write('/api/runs/r_busy/resume', answer)];
+    // The resume that got the run is held at the gate: the first reply is the other one's refusal.
+    const refused = await Promise.race(sent);
+    expect(refused.status).toBe(409);
     expect(refused.json.error).toContain("a resume of run 'r_busy' started from the studio is still running");
+    gate.open();
+    const replies = await Promise.all(sent);
+    expect(replies.map((r) => r.status).sort()).toEqual([200, 409]);
     expect(replies.find((r) => r.status === 200)!.json.job).toMatchObject({ state: 'completed' });
-    expect((await listRuns({ dataDir })).find((m) => m.runId === 'r_busy')).toMatchObject({ status: 'completed' });
-  }, 60_000);
+    expect(await listedRun({ dataDir, runId: 'r_busy' })).toMatchObject({ status: 'completed' });
+  }, 120_000);
 
   it('a run another process is writing is a 409; a resume still running after the settle time is a 202 and shows as the job', async () => {
     const gated = startGatedRun(dataDir, 'r_gated');
@@ -105,23 +143,26 @@ describe('answering a waiting run from the studio', () => {
     }
     const quick = await startStudio({ dataDir, port: 0, steering: { cli: [process.execPath, BIN], settleMs: 50 } });
     try {
-      await waitingRun('r_slow', 2000);
+      const gate = newGate();
+      await waitingRun('r_slow', gate);
       const started = await post(quick.port, '/api/runs/r_slow/resume', { answer: { approved: true, priority: 'normal', copies: 1 } }, { authorization: `Bearer ${quick.token}` });
       expect(started.status).toBe(202);
       expect(started.json.job).toMatchObject({ state: 'running', runId: 'r_slow' });
       const second = await post(quick.port, '/api/runs/r_slow/resume', { answer: { approved: true, priority: 'normal', copies: 1 } }, { authorization: `Bearer ${quick.token}` });
       expect(second.status).toBe(409);
+      expect((await get(quick.port, '/api/runs/r_slow')).json.job).toMatchObject({ state: 'running', runId: 'r_slow' });
+      gate.open();
       let job: any;
-      for (let i = 0; i < 300 && job?.state !== 'completed'; i++) {
-        await new Promise((r) => setTimeout(r, 100));
+      await until(async () => {
         job = (await get(quick.port, '/api/runs/r_slow')).json.job;
         expect(job.state === 'running' || job.state === 'completed').toBe(true);
-      }
+        return job.state === 'completed';
+      }, "r_slow's job completed");
       expect(job).toMatchObject({ state: 'completed', exitCode: 0 });
     } finally {
       await quick.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   it('a run recorded without a flow the studio can build is a 409 with the CLI command to run instead', async () => {
     class Ask extends BackpackNode {
@@ -145,10 +186,11 @@ describe('answering a waiting run from the studio', () => {
   });
 });
 
-describe('forking from the studio', () => {
+describe.concurrent('forking from the studio', () => {
   it('starts a new run from a recorded step, recorded with its origin; bad steps and ids are refused', async () => {
     await waitingRun('r_fork_src');
-    const reply = await write('/api/runs/r_fork_src/fork', { step: 1, newRunId: 'r_forked' });
+    // Two forks of one run at once (each its own child process), to new ids: both are made.
+    const [reply, generated] = await Promise.all([write('/api/runs/r_fork_src/fork', { step: 1, newRunId: 'r_forked' }), write('/api/runs/r_fork_src/fork', { step: 0 })]);
     expect(reply.status).toBe(200);
     expect(reply.json.job).toMatchObject({ kind: 'fork', runId: 'r_forked', from: { runId: 'r_fork_src', step: 1 }, state: 'waiting' });
     const forked = (await read('/api/runs/r_forked')).json;
@@ -156,7 +198,7 @@ describe('forking from the studio', () => {
     expect(forked.meta.status).toBe('waiting');
     // The fork records its recipe like a CLI fork: it can be answered from the studio in turn.
     expect(forked.steer.buildable).toBe(true);
-    const generated = await write('/api/runs/r_fork_src/fork', { step: 0 });
+    expect(generated.status).toBe(200);
     expect(generated.json.job.runId).toMatch(/^run_/);
     expect((await write('/api/runs/r_fork_src/fork', { step: 1, newRunId: 'r_forked' })).json.error).toBe("run 'r_forked' already exists: choose another id for the fork");
 
@@ -176,20 +218,24 @@ describe('forking from the studio', () => {
       expect(bad.json.error).toMatch(message);
     }
     expect((await read('/api/runs/null')).status).toBe(404);
-    // Two forks to one new id at once: one is made, the other refused, and the refusal speaks of a fork.
-    const both = await Promise.all([1, 2].map(() => write('/api/runs/r_fork_src/fork', { step: 1, newRunId: 'r_twice' })));
+    // Two forks to one new id at once: one is made, the other refused, and the refusal speaks of a fork. Meanwhile
+    // the first fork is answered (it completes).
+    const [both, resumed] = await Promise.all([
+      Promise.all([1, 2].map(() => write('/api/runs/r_fork_src/fork', { step: 1, newRunId: 'r_twice' }))),
+      write('/api/runs/r_forked/resume', { answer: { approved: true, priority: 'low', copies: 1 } }),
+    ]);
     expect(both.map((r) => r.status).sort()).toEqual([200, 409]);
     expect(both.find((r) => r.status === 409)!.json.error).toMatch(/^(a fork of run 'r_twice'|run 'r_twice' already exists)/);
+    expect(resumed.json.job).toMatchObject({ state: 'completed' });
     // The last step of a completed run ended the flow: nothing to run from there.
-    await write('/api/runs/r_forked/resume', { answer: { approved: true, priority: 'low', copies: 1 } });
     const steps = (await read('/api/runs/r_forked')).json.steps;
     const ended = await write('/api/runs/r_forked/fork', { step: steps.last });
     expect(ended.status).toBe(409);
     expect(ended.json.error).toContain(`had ended at step ${steps.last}`);
-  }, 60_000);
+  }, 120_000);
 });
 
-describe('studio writes: who may ask', () => {
+describe.concurrent('studio writes: who may ask', () => {
   it('needs the token (on loopback too), its own origin, a JSON body; ids are validated', async () => {
     await waitingRun('r_guard');
     const answer = { answer: { approved: true, priority: 'low', copies: 1 } };
@@ -227,7 +273,7 @@ describe('studio writes: who may ask', () => {
     const ok = await post(studio.port, path, answer, { ...auth(), origin: `http://127.0.0.1:${studio.port}`, 'sec-fetch-site': 'same-origin' });
     expect(ok.status).toBe(200);
     expect(ok.json.job.state).toBe('completed');
-  }, 60_000);
+  }, 120_000);
 
   it('from the sources, the CLI child gets the tsx loader', async () => {
     const argv = defaultCliInvocation();
@@ -235,11 +281,17 @@ describe('studio writes: who may ask', () => {
     expect(argv.at(-1)).toMatch(/src\/cli\/backpackflow\.ts$/);
     const { stdout } = await promisify(execFile)(argv[0]!, [...argv.slice(1), '--version']);
     expect(stdout.trim()).toBe('0.1.0');
-  }, 30_000);
+  }, 120_000);
 });
 
-describe('statuses and damage as listRuns sees them', () => {
-  it("a run whose writer is gone is 'stopped'; a projection ahead of a cut log is not trusted, and the warning is shown", async () => {
+describe.concurrent('statuses and damage as listRuns sees them', () => {
+  it("a run whose writer is gone is 'stopped'; a projection ahead of a cut log is not trusted, and the warning is shown", async ({ onTestFinished }) => {
+    // A data directory and a studio of their own: the whole listing is compared with listRuns', and the projection on
+    // disk must stay as the run wrote it (the other tests, running meanwhile, write and list runs elsewhere).
+    const dataDir = tempDir();
+    const own = await startStudio({ dataDir, port: 0 });
+    onTestFinished(() => own.close());
+    const read = (path: string) => get(own.port, path);
     const cliRun = async (runId: string): Promise<void> => {
       const r = await cli(['run', join(import.meta.dirname, '..', 'cli', 'fixtures', 'flow.json'), '--modules', join(import.meta.dirname, '..', 'cli', 'fixtures', 'nodes.mjs'), '--run-id', runId, '--data-dir', dataDir]);
       expect(r.code).toBe(0);
@@ -270,11 +322,14 @@ describe('statuses and damage as listRuns sees them', () => {
     expect(readFileSync(cut.runMeta, 'utf8')).toBe(projection);
 
     // A resume whose process is killed mid-run (the studio ends its children when it closes): stopped, not damaged.
-    await waitingRun('r_killed', 60_000);
+    // Its gate is never opened: the resume is killed while its `publish` waits there.
+    const gate = newGate();
+    await waitingRun('r_killed', gate, dataDir);
     const doomed = await startStudio({ dataDir, port: 0, steering: { cli: [process.execPath, BIN], settleMs: 50 } });
     const started = await post(doomed.port, '/api/runs/r_killed/resume', { answer: { approved: true, priority: 'low', copies: 1 } }, { authorization: `Bearer ${doomed.token}` });
     expect(started.status).toBe(202);
-    for (let i = 0; i < 200 && (await read('/api/runs/r_killed')).json.meta.status !== 'running'; i++) await new Promise((r) => setTimeout(r, 50));
+    await gate.entered();
+    await until(async () => (await read('/api/runs/r_killed')).json.meta.status === 'running', 'r_killed shows as running');
     expect((await read('/api/runs/r_killed')).json.meta.status).toBe('running');
     await doomed.close();
     const killed = (await read('/api/runs/r_killed')).json;
@@ -282,5 +337,5 @@ describe('statuses and damage as listRuns sees them', () => {
     expect(killed.meta.damaged).toBeUndefined();
     expect((await read('/api/runs')).json.runs.find((r: any) => r.runId === 'r_killed')).toMatchObject({ status: 'stopped' });
     expect(killed.steer.buildable).toBe(true);
-  }, 60_000);
+  }, 120_000);
 });
