@@ -1,6 +1,7 @@
 /**
  * The studio's JSON API: `GET /api/...` routes over a {@link RunReader} (and a {@link ContextReader} with
- * `--workspace`), and two writes, `POST /api/runs/:id/resume` and `POST /api/runs/:id/fork` ({@link Steering}).
+ * `--workspace`), and two writes, `POST /api/runs/:id/resume` and `POST /api/runs/:id/fork` ({@link Steering}),
+ * whose job `GET /api/runs/:id/job` follows.
  * Every id is validated before use.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -140,6 +141,10 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
       return sendJson(res, 200, await ctx.reader.diff(ref, requiredIntParam(url, 'from'), requiredIntParam(url, 'to')));
     case 'steps':
       return sendJson(res, 200, await ctx.reader.steps(ref));
+    case 'job':
+      // The studio's latest resume or fork writing this run, or null; answered before the run has any events, so
+      // that the page can follow a fork whose child has not written its run yet (and show why, when it failed).
+      return sendJson(res, 200, { job: ctx.steering.job(ref) ?? null });
     case 'stream': {
       ctx.admitStream(res);
       const at = await ctx.reader.existing(ref);

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../../src/index.js';
 import { runPaths } from '../../src/store/index.js';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
-import { FIXTURES, MODULES, cli, cliJson, tempDir } from '../cli/helpers.js';
-import { get, openStream, startGatedRun } from './helpers.js';
+import { BIN, FIXTURES, MODULES, cli, cliJson, tempDir } from '../cli/helpers.js';
+import { get, openStream, post, startGatedRun } from './helpers.js';
 
 let dataDir = '';
 let runId = '';
@@ -498,4 +498,49 @@ describe('studio API over a damaged log', () => {
     const after = (await api(`/api/runs/${id}/trace?limit=50`)).json;
     expect(after.warnings.join('\n')).toMatch(/events\.jsonl/);
   });
+});
+
+describe('studio API: the job of a resume or fork', () => {
+  it('GET /api/runs/:id/job gives the studio job writing the run, before the run exists, with the checks of every read', async () => {
+    // The child's outcome is in the fork's reply (it waits up to 60 s for it).
+    const steering = await startStudio({ dataDir, port: 0, steering: { cli: [process.execPath, BIN], settleMs: 60_000 } });
+    const job = (id: string, headers: Record<string, string> = {}, query = '') => get(steering.port, `/api/runs/${id}/job${query}`, headers);
+    try {
+      // No job: null, for a recorded run and for one that does not exist (yet).
+      expect((await job(runId)).json).toEqual({ job: null });
+      const none = await job('run_job_api');
+      expect(none.status).toBe(200);
+      expect(none.json).toEqual({ job: null });
+      const forked = await post(steering.port, `/api/runs/${runId}/fork`, { step: 1, newRunId: 'run_job_api' }, { authorization: `Bearer ${steering.token}` });
+      expect(forked.status).toBe(200);
+      const reply = await job('run_job_api');
+      expect(reply.status).toBe(200);
+      expect(reply.headers['cache-control']).toBe('no-store');
+      expect(reply.json.job).toEqual(forked.json.job);
+      expect(reply.json.job).toMatchObject({ kind: 'fork', session: 'default', runId: 'run_job_api', from: { runId, step: 1 }, state: 'completed' });
+      // The job is the fork's, not the run it started from; another session has none.
+      expect((await job(runId)).json).toEqual({ job: null });
+      expect((await job('run_job_api', {}, '?session=other')).json).toEqual({ job: null });
+      // Ids are validated; the route only reads; another origin or Host is refused.
+      const bad = await job('..%2Fx');
+      expect(bad.status).toBe(400);
+      expect(bad.json.parameter).toBe('runId');
+      expect((await job('run_job_api', {}, '?session=a%2Fb')).json.parameter).toBe('session');
+      const wrote = await get(steering.port, '/api/runs/run_job_api/job', { authorization: `Bearer ${steering.token}`, 'content-type': 'application/json' }, 'POST', '{}');
+      expect(wrote.status).toBe(405);
+      expect(wrote.headers.allow).toBe('GET, HEAD');
+      expect((await job('run_job_api', { origin: 'http://evil.example' })).status).toBe(403);
+      expect((await job('run_job_api', { host: `evil.example:${steering.port}` })).status).toBe(421);
+    } finally {
+      await steering.close();
+    }
+    // Off loopback, it needs the token as every read does.
+    const open = await startStudio({ dataDir, host: '0.0.0.0', port: 0 });
+    try {
+      expect((await get(open.port, `/api/runs/${runId}/job`)).status).toBe(401);
+      expect((await get(open.port, `/api/runs/${runId}/job`, { authorization: `Bearer ${open.token}` })).json).toEqual({ job: null });
+    } finally {
+      await open.close();
+    }
+  }, 60_000);
 });

@@ -1,11 +1,13 @@
 /** Small hooks of the page: loading data, the location hash, polling. */
 import { useEffect, useState } from 'preact/hooks';
-import { parseHash, type Route } from './client.js';
+import { ApiError, parseHash, type Route } from './client.js';
 
 /** The state of a request: its data, or the error that stopped it, while `loading` says a newer one is under way. */
 export interface Loaded<T> {
   data: T | undefined;
   error: string | undefined;
+  /** The HTTP status the API answered {@link error} with (none for a network failure). */
+  status?: number;
   loading: boolean;
 }
 
@@ -21,7 +23,7 @@ export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: unkn
     setState((s) => ({ ...s, loading: true }));
     load(controller.signal).then(
       (data) => !controller.signal.aborted && setState({ data, error: undefined, loading: false }),
-      (error: Error) => !controller.signal.aborted && setState((s) => ({ data: s.data, error: error.message, loading: false })),
+      (error: Error) => !controller.signal.aborted && setState((s) => ({ data: s.data, error: error.message, status: error instanceof ApiError ? error.status : undefined, loading: false })),
     );
     return () => controller.abort();
   }, [...deps, tick]);

@@ -89,7 +89,8 @@ function App() {
         {route.page === 'memory' && <MemoryView q={route.q} />}
         {route.page === 'context' && <ContextView path={route.path} />}
         {route.page === 'run' && (
-          <RunView session={route.session} runId={route.runId} tab={route.tab} params={route.params} eventTypes={info.data?.eventTypes ?? []} canWrite={info.data?.canWrite ?? false} tokenRequired={info.data?.tokenRequired ?? false} />
+          // One view per run (keyed): another run's data or job never shows under this one's id while it loads.
+          <RunView key={`${route.session}/${route.runId}`} session={route.session} runId={route.runId} tab={route.tab} params={route.params} eventTypes={info.data?.eventTypes ?? []} canWrite={info.data?.canWrite ?? false} tokenRequired={info.data?.tokenRequired ?? false} />
         )}
       </main>
     </>

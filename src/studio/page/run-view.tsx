@@ -14,6 +14,7 @@ import { replaceHash, useLoad } from './hooks.js';
 import { Problem, Status } from './parts.js';
 import { StateView } from './state-view.js';
 import { AnswerPanel, ForkButton, JobLine, ResumePanel } from './steer-panel.js';
+import { StartingRun } from './starting-run.js';
 import { SHOWN, TraceView } from './trace-view.js';
 
 const TABS = [
@@ -78,7 +79,11 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
   const detail = useLoad((signal) => getJson<RunPage>(runPath(runId), { session }, signal), [session, runId, reload], jobRunning ? 1000 : undefined);
   const meta = detail.data?.meta;
   const latestJob = detail.data?.job ?? undefined;
-  useEffect(() => setJob(latestJob), [latestJob?.state, latestJob?.startedAt]);
+  useEffect(() => {
+    // A job seen running has ended: read the run again, as it ended (the answer that told may predate its last events).
+    if (jobRunning && latestJob !== undefined && latestJob.state !== 'running') setReload((r) => r + 1);
+    setJob(latestJob);
+  }, [latestJob?.state, latestJob?.startedAt]);
   const live = useLive(session, runId, meta?.status === 'running' || jobRunning, meta?.eventCount ?? 0, tokenRequired);
   useEffect(() => {
     if (live.ended) setReload((r) => r + 1);
@@ -89,7 +94,11 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
   };
   const go = (next: string, extra: Record<string, string | number> = {}): void => replaceHash(runHash(session, runId, next, extra));
 
-  if (detail.error && !detail.data) return <Problem text={detail.error} />;
+  if (detail.error && !detail.data) {
+    // No such run: perhaps one the studio is starting (a fork whose reply came before its child wrote anything).
+    if (detail.status === 404) return <StartingRun session={session} runId={runId} notFound={detail.error} onFound={() => setReload((r) => r + 1)} />;
+    return <Problem text={detail.error} />;
+  }
   if (!detail.data || !meta) return <p class="muted">Loading run {runId}…</p>;
   const { steps } = detail.data;
   return (
