@@ -165,12 +165,25 @@ function maskParams(params: Record<string, unknown>, schema: ZodType | undefined
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
       const next = rule.byNameAndValue && isSecretParamName(key) ? secret(item) : walk(item, members({ key }));
+      // A key that holds a secret (a map of tokens) is written as the run's recorded config writes it: redacted.
+      const outKey = rule.byNameAndValue ? freeKey(out, redactor.redactText(key), key) : key;
       // (defined, not assigned: a '__proto__' key of JSON data is an ordinary key)
-      Object.defineProperty(out, key, { value: next, enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, outKey, { value: next, enumerable: true, writable: true, configurable: true });
     }
     return out;
   };
   return walk(params, expand(schema === undefined ? [] : [schema])) as Record<string, unknown>;
+}
+
+/**
+ * `key`, or when its redacted form `text` differs, `text` made unique in `out` as the redaction pass does it (`text`,
+ * then `text #2`, `text #3`, ...), so that two secret keys do not overwrite each other.
+ */
+function freeKey(out: Record<string, unknown>, text: string, key: string): string {
+  if (text === key || !Object.hasOwn(out, text)) return text;
+  let n = 2;
+  while (Object.hasOwn(out, `${text} #${n}`)) n++;
+  return `${text} #${n}`;
 }
 
 /**

@@ -2,7 +2,8 @@
  * An export masks what the run's recorded flow config redacts: a param value the redaction catalogue finds a secret
  * in (an OpenAI key, a bearer token, a JWT, a GitHub token, also inside longer text) exports as `'***'` whatever its
  * name, at the same paths where the recorded config (masked by the node classes, then redacted, as the CLI records
- * a flow file) shows `[REDACTED]`; `includeSensitive` keeps it.
+ * a flow file) shows `[REDACTED]`; `includeSensitive` keeps it. A key that is a secret itself is written redacted, as
+ * the recorded config writes it.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -37,6 +38,11 @@ const params: fc.Arbitrary<Params> = fc.letrec<{ value: Params }>((tie) => ({
       value: Object.fromEntries(all.map(([n, p]) => [n, p.value])),
       secrets: all.flatMap(([, p]) => p.secrets),
     })),
+    // Keys that are secrets themselves (a map of tokens), two of them at times, so that their redacted forms collide.
+    fc.uniqueArray(fc.tuple(secretLooking, tie('value')), { minLength: 1, maxLength: 2, selector: ([n]) => n }).map((all) => ({
+      value: Object.fromEntries(all.map(([n, p]) => [n, p.value])),
+      secrets: all.flatMap(([n, p]) => [n, ...p.secrets]),
+    })),
   ),
 })).value;
 
@@ -67,11 +73,15 @@ describe('values that look like secrets', () => {
         const text = JSON.stringify(exported);
         for (const secret of secrets) expect(text).not.toContain(secret);
         const recorded = redact(loader.maskConfigSecrets(structuredClone(config))).value as typeof config;
-        const was = leaves(value);
+        // The recorded config and the export redact the same keys the same way: leaves are compared in order, each
+        // at the path the recorded config has it (a secret key redacted), with the leaf the params had there.
+        const was = [...leaves(value).values()];
         const out = leaves(exported.nodes[0]!.params);
-        for (const [path, leaf] of leaves(recorded.nodes[0]!.params)) {
+        const recordedLeaves = [...leaves(recorded.nodes[0]!.params)];
+        expect([...out.keys()]).toEqual(recordedLeaves.map(([path]) => path));
+        for (const [i, [path, leaf]] of recordedLeaves.entries()) {
           const redacted = typeof leaf === 'string' && leaf.includes(REDACTED);
-          expect(out.get(path), path).toEqual(redacted ? MASK : was.get(path));
+          expect(out.get(path), path).toEqual(redacted ? MASK : was[i]);
         }
         expect(loader.exportFlow(flow, { includeSensitive: true })).toEqual(normalizeFlowConfig(config));
       }),
