@@ -122,9 +122,9 @@ export interface ErrorSummary {
  * |---|---|
  * | `run.started` | `{ flowNamespace, entryNodeId, resumed?, forkedFrom? }` |
  * | `run.completed` | `{ durationMs, steps, action }` |
- * | `run.failed` | `{ durationMs, steps?, error: { name, message }, reported? }` (`reported`: a node's `error` event already reported it) |
+ * | `run.failed` | `{ durationMs, steps?, error: { name, message }, reported?, aborted? }` (`reported`: a node's `error` event already reported it; `aborted`: the run's own AbortSignal stopped it, so the run is `stopped` (resumable), not failed, and no error is counted) |
  * | `run.waiting` | `{ durationMs, steps, interrupt: { nodeId, namespace, index, payload, schema? } }` (paused for a person) |
- * | `node.interrupted` | `{ index, payload, schema? }` (`schema`: the answer's JSON Schema) |
+ * | `node.interrupted` | `{ index, payload, schema?, refused? }` (`schema`: the answer's JSON Schema; `refused`: the recorded answer was refused by the node's own schema, `[{ path, message }]` with JSON pointers, and the run waits again) |
  * | `interrupt.answered` | `{ nodeId, namespace, index, answer }` (written by `resumeRun` before the node runs again) |
  * | `node.started` | `{}` |
  * | `node.prep_completed` | `{ durationMs }` |
@@ -147,9 +147,9 @@ export interface ErrorSummary {
 export interface EventPayloadMap {
   'run.started': { flowNamespace: string; entryNodeId: string | null; resumed?: boolean; forkedFrom?: { runId: string; step: number } };
   'run.completed': { durationMs: number; steps: number; action: string };
-  'run.failed': { durationMs: number; steps?: number; error: ErrorSummary; reported?: boolean };
+  'run.failed': { durationMs: number; steps?: number; error: ErrorSummary; reported?: boolean; aborted?: boolean };
   'run.waiting': { durationMs: number; steps: number; interrupt: InterruptInfo };
-  'node.interrupted': { index: number; payload: unknown; schema?: Record<string, unknown> };
+  'node.interrupted': { index: number; payload: unknown; schema?: Record<string, unknown>; refused?: { path: string; message: string }[] };
   'interrupt.answered': { nodeId: string; namespace: string; index: number; answer: unknown };
   'node.started': Record<string, never>;
   'node.prep_completed': { durationMs: number };

@@ -204,7 +204,8 @@ export class Node<S = any, P = any, E = any> extends BaseNode<S, P, E> {
       try {
         return await this.exec(prepRes, info);
       } catch (error) {
-        if (error instanceof FlowSignal) throw error;
+        // A pause, or the run's own abort, is not a failure of this node: no retry, no fallback, not wrapped.
+        if (error instanceof FlowSignal || isRunAbort(error, scope.signal)) throw error;
         if (attempt >= maxAttempts) return this.execFallback(prepRes, error);
         this.onAttemptFailed(error, info, this.retryDelayMs, scope);
         if (this.retryDelayMs > 0) await delay(this.retryDelayMs, scope.signal);
@@ -270,6 +271,22 @@ function checkItems(nodeId: string, items: unknown): asserts items is unknown[] 
   if (!Array.isArray(items)) {
     throw new TypeError(`Batch node '${nodeId}': prep must return an array of items, got ${typeof items}`);
   }
+}
+
+/**
+ * True when `error` is the run stopping because its own `signal` aborted: the signal is aborted and the error is its
+ * reason or an `AbortError` (or wraps one as its `cause`). Such an error is not a failure of the node it passes
+ * through: like a {@link FlowSignal}, exec is not retried for it, `execFallback` does not run, nothing wraps it, and
+ * the run stops where it was (resumable).
+ */
+export function isRunAbort(error: unknown, signal: AbortSignal | undefined): boolean {
+  if (signal?.aborted !== true) return false;
+  for (let e: unknown = error, depth = 0; e !== null && e !== undefined && depth < 32; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e === signal.reason) return true;
+    if (typeof e !== 'object') return false;
+    if ((e as { name?: unknown }).name === 'AbortError') return true;
+  }
+  return false;
 }
 
 /** Waits `ms`, or rejects early with the signal's reason when it aborts. */

@@ -4,6 +4,7 @@ import { closeHandle, type RegisteredNode } from '../backpack/handle.js';
 import { newSpanId, StreamEventType, type InterruptInfo, type StreamEventTypeValue } from '../events/index.js';
 import { BaseNode, FlowError, FlowSignal, Node, type Attempt, type RouteOptions, type RunScope } from '../flow/index.js';
 import { checkSegments, encodeValue } from '../backpack/index.js';
+import { isRunAbort } from '../flow/node.js';
 import { answerJsonSchema, checkAnswer, InterruptAnswerError, RunInterrupted } from './interrupt.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView, nodeEvent } from './event-view.js';
@@ -458,9 +459,10 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       BackpackNode.#emit(execution, StreamEventType.NODE_END, { action: action ?? 'default', durationMs: performance.now() - started });
       return action;
     } catch (error) {
-      // A pause (here or in a node inside this one) is not an error. An error a node inside this one reported is
-      // reported again here (this node failed too) but marked, so that it is counted once.
-      if (!(error instanceof FlowSignal)) {
+      // A pause (here or in a node inside this one) is not an error, nor is the run's own abort (it stops the run
+      // where it is). An error a node inside this one reported is reported again here (this node failed too) but
+      // marked, so that it is counted once.
+      if (!(error instanceof FlowSignal) && !isRunAbort(error, scope.signal)) {
         const payload: Record<string, unknown> = { phase, error: describeError(error) };
         if (wasReported(error)) payload.propagated = true;
         else markReported(error);
@@ -507,16 +509,20 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     const info: InterruptInfo = { nodeId: this.id, namespace: this.namespace, index, payload: encodeValue(payload) };
     if (options.schema) info.schema = answerJsonSchema(this.id, options.schema);
     const answers = execution.scope.answers?.get(this.namespace);
+    let refused: { path: string; message: string }[] | undefined;
     if (answers !== undefined && index < answers.length) {
       if (!options.schema) return answers[index] as T;
       const checked = checkAnswer(options.schema, answers[index]);
-      if (!checked.ok) throw new InterruptAnswerError(info, checked.problems);
-      return checked.value as T;
+      if (checked.ok) return checked.value as T;
+      refused = checked.problems;
     }
+    // The pause; after an answer the node's own schema refused (a zod refine JSON Schema cannot say), the new pause
+    // says so: the log keeps the refused answer, the refusal and its problems, then the run waits again.
     const event: Record<string, unknown> = { index, payload: info.payload };
     if (info.schema) event.schema = info.schema;
+    if (refused) event.refused = refused;
     BackpackNode.#emit(execution, StreamEventType.NODE_INTERRUPT, event);
-    throw new RunInterrupted(info);
+    throw refused ? new InterruptAnswerError(info, refused) : new RunInterrupted(info);
   }
 
   /**

@@ -17,6 +17,7 @@ import {
   type StepBoundary,
 } from '../flow/index.js';
 import { BackpackNode, bindNode, describeError, nodeBinding, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
+import { isRunAbort } from '../flow/node.js';
 import { currentExecution, grantStep, takeStep } from './execution.js';
 import { flowToken } from './flow-token.js';
 import { RunInterrupted } from './interrupt.js';
@@ -180,7 +181,10 @@ export function setDefaultFlowConfigLoader(loader: FlowConfigLoader): void {
 export interface FlowRunOptions {
   /** Run id for the events (default: a new one). */
   runId?: string;
-  /** Aborts the run before its next step. */
+  /**
+   * Aborts the run before its next step (or inside a node that waits on it, `scope.signal`): the run rejects with the
+   * signal's reason, which no node retries, passes to `execFallback` or wraps, and `run.failed` carries `aborted: true`.
+   */
   signal?: AbortSignal;
   /** Resume position: node ids from the outermost flow inwards. */
   resume?: string[];
@@ -625,12 +629,19 @@ export class Flow extends BaseFlow<any> {
   async #runTopLevel(options: FlowRunOptions): Promise<string | undefined> {
     const runId = options.runId ?? newRunId();
     const spanId = newSpanId();
-    const scope: RunScope = { ...ROOT_SCOPE, runId, spanId, signal: options.signal, resume: options.resume, onStep: options.onStep, answers: options.answers };
+    // Answers belong to the node execution at the run's position (the entry, or the resume position): spent at the
+    // run's first step boundary, as the log reader (`pendingAnswers`) drops them at each checkpoint. A later execution
+    // of the same node (a loop, a composite run again) asks again. A copy: the caller's map is not emptied.
+    const answers = options.answers?.size ? new Map(options.answers) : undefined;
+    const scope: RunScope = { ...ROOT_SCOPE, runId, spanId, signal: options.signal, resume: options.resume, onStep: options.onStep, answers };
     const started = performance.now();
     let steps = 0;
     // A step is a resumable position: a nested flow's last node belongs to its enclosing node's step (as in a durable run's checkpoints).
     const count = (b: StepBoundary): void => {
-      if (b.next !== undefined || b.path.length === 0) steps++;
+      if (b.next !== undefined || b.path.length === 0) {
+        steps++;
+        answers?.clear();
+      }
     };
     const countingScope: RunScope = { ...scope, onStep: options.onStep ? (b) => (count(b), options.onStep!(b)) : count };
     this.#streamer.emit({
@@ -663,6 +674,8 @@ export class Flow extends BaseFlow<any> {
       } else {
         const payload: Record<string, unknown> = { durationMs: performance.now() - started, steps, error: describeError(error) };
         if (wasReported(error)) payload.reported = true;
+        // Stopped by its own signal (the caller's abort): not a failure of the run, which resumes from where it stopped.
+        if (isRunAbort(error, options.signal)) payload.aborted = true;
         this.#streamer.emit({ ...base, type: StreamEventType.RUN_ERROR, payload });
       }
       throw error;

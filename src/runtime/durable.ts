@@ -67,7 +67,10 @@ export interface RunFlowOptions extends RunLocation, ModelDeltaOptions {
    * more than the log itself, and a replay reads no more than about one keyframe's worth of events.
    */
   keyframeInterval?: number;
-  /** Stops the run before its next step. */
+  /**
+   * Stops the run before its next step (or inside a node that waits on it): the promise rejects with the signal's
+   * reason, and the run is recorded `stopped` (not failed, no error counted), resumable with {@link resumeRun}.
+   */
   signal?: AbortSignal;
 }
 
@@ -176,7 +179,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     list[waitingFor.index] = options.resume;
     answers.set(waitingFor.namespace, list);
   } else if (options.resume !== undefined) {
-    throw new StoreError(`run ${sessionKey}/${options.runId} is ${meta.status}, not waiting for an answer: resume it without one`);
+    throw new StoreError(await notWaitingMessage(store, ref, meta, answers));
   }
   flow.backpack.importState(point.state);
   // Everything above read the log before this resume held its writer: confirmed under the writer's lock (readAt).
@@ -187,6 +190,30 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     answers,
     answered,
   });
+}
+
+/**
+ * Why a resume with an answer is refused for a run that waits for none, with the run's status as {@link listRuns}
+ * gives it (`running` only while a live writer holds it, else `stopped`).
+ */
+async function notWaitingMessage(store: RunStore, ref: RunRef, meta: RunMeta, answers: ReadonlyMap<string, readonly unknown[]>): Promise<string> {
+  const run = `run ${ref.sessionKey}/${ref.runId}`;
+  const without = `resume it without an answer (CLI: runs resume ${ref.runId})`;
+  if (meta.status === 'waiting') {
+    // It waited when this resume read it, and its answer was in the log when it read on: another resume answered it.
+    return `${run} was waiting, but another resume recorded an answer to it meanwhile: see where it stands ('runs show ${ref.runId}'), and ${without} if it still needs it`;
+  }
+  const status = await listedStatus(store, ref, meta);
+  const recorded = [...answers.keys()];
+  if (recorded.length > 0) {
+    return `${run} is ${status}: its answer (to ${recorded.join(', ')}) was already recorded by an earlier resume, and the node gets it again when it runs: ${without}`;
+  }
+  return `${run} is ${status}, not waiting for an answer: ${without}`;
+}
+
+/** A run's status as listings give it: `running` in the record, but no live writer holds it, is `stopped`. */
+async function listedStatus(store: RunStore, ref: RunRef, meta: RunMeta): Promise<RunMeta['status']> {
+  return meta.status === 'running' && !(await store.writerAlive(ref)) ? 'stopped' : meta.status;
 }
 
 /** The run's events from line `from` on (through the index), as far as its log's chain vouches for them. */
@@ -287,8 +314,8 @@ async function listedRunMeta(store: RunStore, ref: RunRef, persist: boolean): Pr
     let meta = await store.currentRunMeta(ref, (w) => warnings.push(w), { persist });
     if (warnings.length > 0) meta = { ...meta, damaged: warnings.join('; ') };
     // 'running' in the record, but no live writer holds the run: its writer died or was stopped mid-run.
-    if (meta.status === 'running' && !(await store.writerAlive(ref))) return { ...meta, status: 'stopped' };
-    return meta;
+    const status = await listedStatus(store, ref, meta);
+    return status === meta.status ? meta : { ...meta, status };
   } catch (error) {
     // A file of the run vanished while it was read: deleted meanwhile by another process (a delete renames the run's
     // folder away), which the checks below tell from damage.

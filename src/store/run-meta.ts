@@ -38,14 +38,17 @@ function errorText(payload: Record<string, unknown>): string | undefined {
  * Folds one event into a run's projection and returns the new projection (the input is not modified). Events at
  * or below `lastSeq` are already counted and return the input unchanged, so replaying events is harmless.
  *
- * - status: `run.started` → running, `run.completed` → completed, `run.failed` → failed (with `error`),
+ * - status: `run.started` → running, `run.completed` → completed, `run.failed` → failed (with `error`), or stopped
+ *   when it carries `aborted: true` (its own AbortSignal stopped it: resumable, no error counted),
  *   `run.waiting` → waiting (with `interrupt`);
- * - segments: one per `run.started` (a resume starts a new one), closed by the run's end, failure or pause;
+ * - segments: one per `run.started` (a resume starts a new one), closed by the run's end, failure, abort (no
+ *   `outcome`: stopped) or pause;
  *   startedAt: the first segment's start (the first event's until one is seen); durationMs: the segments' sum;
  * - forkedFrom: from the start checkpoint of a fork;
  * - stepCount: `node.completed` events; nodeCount/nodeIds: distinct nodes started (namespace, else node id);
  * - toolCallCount: `tool.called`; errorCount: each error once: `error` events where they happened (not the copies
- *   reported by enclosing composites as it passes up, marked `propagated`), and a `run.failed` no node reported;
+ *   reported by enclosing composites as it passes up, marked `propagated`), and a `run.failed` no node reported
+ *   (an aborted one is no error);
  * - tokenUsage: sums of `model.completed` payload.usage {inputTokens, outputTokens, totalTokens} (total defaults
  *   to input + output); lastNodeId: the node of the last `node.started`.
  */
@@ -88,15 +91,18 @@ function foldInto(next: RunMeta, event: StreamEvent): void {
     case StreamEventType.RUN_END:
     case StreamEventType.RUN_ERROR:
     case StreamEventType.RUN_WAITING: {
+      // A run its own AbortSignal stopped is stopped (resumable), not failed: no error, and its segment has no outcome.
+      const aborted = event.type === StreamEventType.RUN_ERROR && event.payload['aborted'] === true;
       const outcome = event.type === StreamEventType.RUN_END ? 'completed' : event.type === StreamEventType.RUN_ERROR ? 'failed' : 'waiting';
-      next.status = outcome;
+      next.status = aborted ? 'stopped' : outcome;
       next.endedAt = event.timestamp;
       const segments = [...(next.segments ?? [{ startedAt: next.startedAt }])];
       const last = segments.at(-1)!;
-      segments[segments.length - 1] = { ...last, endedAt: event.timestamp, durationMs: Math.max(0, event.timestamp - last.startedAt), outcome };
+      const closed = { ...last, endedAt: event.timestamp, durationMs: Math.max(0, event.timestamp - last.startedAt) };
+      segments[segments.length - 1] = aborted ? closed : { ...closed, outcome };
       next.segments = segments;
       next.durationMs = segments.reduce((sum, seg) => sum + (seg.durationMs ?? 0), 0);
-      if (event.type === StreamEventType.RUN_ERROR) {
+      if (event.type === StreamEventType.RUN_ERROR && !aborted) {
         // A node's error was counted when the node reported it; count only a failure no node reported.
         if (event.payload['reported'] !== true) next.errorCount++;
         next.error = errorText(event.payload) ?? 'run failed';

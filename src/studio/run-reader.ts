@@ -9,7 +9,7 @@ import { compileNamespacePattern } from '../backpack/index.js';
 import { StreamEventType, StreamEventTypeSchema, type StreamEvent } from '../events/index.js';
 import { listedRun, listRuns, loadRunPoint, type RunPoint } from '../runtime/index.js';
 import type { CorruptLine, Memory, RunMeta, RunStore, RunRef as StoreRef } from '../store/index.js';
-import { blame, diffStates, stateReport, type BlameReport, type DiffReport, type StateReport } from '../cli/backpackflow/inspect.js';
+import { blame, blameReads, BLAME_EVENT_TYPES, diffStates, stateReport, type BlameReport, type DiffReport, type StateReport } from '../cli/backpackflow/inspect.js';
 import { firstStep, lastStep } from '../cli/backpackflow/store-access.js';
 import { buildTrace, TRACE_EVENT_TYPES, type RunTrace, type TraceItem } from '../cli/backpackflow/trace.js';
 import { HttpError } from './http.js';
@@ -235,9 +235,12 @@ export class RunReader {
     return detail;
   }
 
-  /** The trace tree of a run (as `runs show`). */
-  async trace(ref: RunRef): Promise<RunTrace> {
-    return this.scan(ref);
+  /** The trace tree of a run (as `runs show`), with what the read of a damaged log skipped or could not verify. */
+  async trace(ref: RunRef): Promise<RunTrace & { warnings: string[] }> {
+    const kept = await this.scanEntry(ref);
+    const trace = await kept.result;
+    // What the read skipped or could not verify: a whole trace read from a damaged log says so, as its pages do.
+    return { ...trace, warnings: [...kept.warnings] };
   }
 
   /**
@@ -492,10 +495,9 @@ export class RunReader {
     const events: StreamEvent[] = [];
     const warnings: string[] = [];
     const onCorrupt = (c: CorruptLine): void => void warnings.push(skipped(ref, c));
-    const types = [StreamEventType.CHECKPOINT_SAVED, StreamEventType.BACKPACK_PACK, StreamEventType.BACKPACK_QUARANTINE];
-    for await (const { event } of this.store.readVerified(at, { onCorrupt, onWarning: (w) => void warnings.push(w), types })) {
-      // Only the key's writes and the step boundaries are kept: a long run's other writes are not held in memory.
-      if (event.type === StreamEventType.CHECKPOINT_SAVED || (event.payload as { key?: unknown }).key === key) events.push(event);
+    for await (const { event } of this.store.readVerified(at, { onCorrupt, onWarning: (w) => void warnings.push(w), types: BLAME_EVENT_TYPES })) {
+      // Only what blame reads is kept: a long run's writes of other keys are not held in memory.
+      if (blameReads(event, key)) events.push(event);
     }
     const first = firstStep(events);
     const initial = await loadRunPoint({ store: this.store, sessionKey: ref.session, runId: ref.runId, step: first }).catch((error: unknown) => {

@@ -44,13 +44,14 @@ describe('runs diff: which quarantine is a change', () => {
       return k && { change: k.change, ...(k.quarantine ? { quarantine: k.quarantine } : {}) };
     };
     expect(await change(3, 4)).toEqual({ change: 'deleted' });
-    expect(await change(1, 2)).toEqual({ change: 'quarantined', quarantine: { reason: 'old reason', nodeId: 'stepper' } });
+    expect(await change(1, 2)).toMatchObject({ change: 'quarantined', quarantine: { reason: 'old reason', nodeId: 'stepper', replaced: false } });
     expect(await change(2, 3)).toEqual({ change: 'added' });
     // Quarantined (and packed again) between 1 and 4: the quarantine happened in that span.
-    expect(await change(1, 4)).toEqual({ change: 'quarantined', quarantine: { reason: 'old reason', nodeId: 'stepper' } });
-    expect(await change(3, 6)).toEqual({ change: 'quarantined', quarantine: { reason: 'new reason', nodeId: 'stepper' } });
+    expect(await change(1, 4)).toMatchObject({ change: 'quarantined', quarantine: { reason: 'old reason', nodeId: 'stepper', replaced: false } });
+    // The item quarantined at step 6 is value 3, not the 2 the key had at step 3: named as a replacement.
+    expect(await change(3, 6)).toMatchObject({ change: 'quarantined', quarantine: { reason: 'new reason', nodeId: 'stepper', replaced: true } });
     // Absent at 4 (its old quarantine record kept), quarantined anew by 6.
-    expect(await change(4, 6)).toEqual({ change: 'quarantined', quarantine: { reason: 'new reason', nodeId: 'stepper' } });
+    expect(await change(4, 6)).toMatchObject({ change: 'quarantined', quarantine: { reason: 'new reason', nodeId: 'stepper' } });
     expect(await change(2, 4)).toBeUndefined();
   });
 });

@@ -67,7 +67,7 @@ describe('backpackflow runs (inspection of a stored run)', () => {
       ['checked', 'added', 'check'],
     ]);
     expect(diff.changes[0].before).toBe('"water boils at 50C"');
-    expect(diff.changes[0].quarantine).toEqual({ reason: 'contradicts the sources', nodeId: 'check' });
+    expect(diff.changes[0].quarantine).toMatchObject({ reason: 'contradicts the sources', nodeId: 'check', summary: '"water boils at 50C"', replaced: false });
     expect(diff.counts).toEqual({ added: 2, modified: 0, deleted: 0, quarantined: 1 });
     // blame: every write of the key with node, namespace, step, version and value summary
     expect(blame.writes.map((w: any) => [w.step, w.nodeId, w.namespace, w.version, w.action, w.summary])).toEqual([

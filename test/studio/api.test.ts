@@ -101,7 +101,9 @@ describe('studio API over a recorded run', () => {
     const run = await cli(['run', '--flow-module', module, '--input', '{"question":"tides?"}', '--run-id', 'run_model', '--data-dir', dataDir]);
     expect(run.code, run.stderr).toBe(0);
     const shown = await cliJson(['runs', 'show', 'run_model', '--data-dir', dataDir]);
-    const trace = (await api('/api/runs/run_model/trace')).json;
+    const { warnings, ...trace } = (await api('/api/runs/run_model/trace')).json;
+    // An intact log: nothing skipped (a damaged one names what, see 'studio API over a damaged log').
+    expect(warnings).toEqual([]);
     expect(trace).toEqual(shown);
     expect(JSON.stringify(trace)).toContain('"text":"Tides rise twice"');
   });
@@ -433,6 +435,11 @@ describe('studio API over a damaged log', () => {
     const page = (await api(`/api/runs/${damagedId}/events?pageSize=500`)).json;
     expect(page.events).toHaveLength(lines);
     expect(page.warnings).toEqual([expect.stringMatching(new RegExp(`events\\.jsonl: lines? ${lines + 1}.* come after its last chain hash`))]);
+    // The whole trace (no limit: as `runs show --json`) says so too; it answered 200 with no word of the damage.
+    const whole = (await api(`/api/runs/${damagedId}/trace`)).json;
+    expect(whole.warnings).toEqual(page.warnings);
+    const pageOfTrace = (await api(`/api/runs/${damagedId}/trace?limit=10`)).json;
+    expect(pageOfTrace.warnings).toEqual(page.warnings);
     // The live tail serves what the chain vouches for and waits on the rest (it may be a batch being written).
     const stream = await openStream(studio.port, `/api/runs/${damagedId}/stream?from=${lines - 1}`);
     try {

@@ -98,8 +98,17 @@ export interface DiffChange {
   after: string | null;
   /** Provenance of the value at `to` (for a deleted or quarantined key: of the value it had at `from`). */
   by: Provenance;
-  /** For a quarantined key: why and by which node. */
-  quarantine?: { reason: string; nodeId: string | null };
+  /**
+   * For a quarantined key: why and by which node, and the item it quarantined: its value (`summary`) and who wrote
+   * it (`by`). `replaced`: the quarantined item is not the value the key had at `from` (that one was replaced, or
+   * quarantined too, in between: a key keeps one quarantined item). diffStates always sets all three.
+   */
+  quarantine?: { reason: string; nodeId: string | null; summary?: string; by?: Provenance; replaced?: boolean };
+}
+
+/** The `quarantine` of a {@link DiffChange}: `q`'s reason, node and item, and whether `q` holds another item than `old`. */
+function quarantineChange(q: QuarantinedStateItem, old: Item | undefined): NonNullable<DiffChange['quarantine']> {
+  return { reason: q.quarantine.reason, nodeId: q.quarantine.nodeId ?? null, summary: summarizeStored(q.value), by: provenance(q), replaced: old !== undefined && !sameItem(old, q) };
 }
 
 /** What changed in the Backpack from one step to another (`runs diff`). */
@@ -153,7 +162,7 @@ export function diffStates(runId: string, from: { step: number; state: BackpackS
         before: summarizeStored(old.value),
         after: null,
         by: provenance(old),
-        ...(q ? { quarantine: { reason: q.quarantine.reason, nodeId: q.quarantine.nodeId ?? null } } : {}),
+        ...(q ? { quarantine: quarantineChange(q, old) } : {}),
       });
     } else if (!sameItem(old, now)) {
       changes.push({ key, change: 'modified', before: summarizeStored(old.value), after: summarizeStored(now.value), by: provenance(now) });
@@ -165,7 +174,7 @@ export function diffStates(runId: string, from: { step: number; state: BackpackS
   // A key written and quarantined between the two steps never was active at either: report its quarantine.
   for (const [key, q] of Object.entries(to.state.quarantined)) {
     if (Object.hasOwn(before, key) || newQuarantine(from.state, to.state, key) === undefined) continue;
-    changes.push({ key, change: 'quarantined', before: null, after: null, by: provenance(q), quarantine: { reason: q.quarantine.reason, nodeId: q.quarantine.nodeId ?? null } });
+    changes.push({ key, change: 'quarantined', before: null, after: null, by: provenance(q), quarantine: quarantineChange(q, undefined) });
   }
   const counts = { added: 0, modified: 0, deleted: 0, quarantined: 0 };
   for (const c of changes) counts[c.change]++;
@@ -175,7 +184,10 @@ export function diffStates(runId: string, from: { step: number; state: BackpackS
 
 /** One write of a key (`runs blame`). */
 export interface BlameEntry {
-  /** The step whose boundary recorded the write (0: before the first node, e.g. the run's input). */
+  /**
+   * The step whose boundary recorded the write (0: before the first node, e.g. the run's input). For a value a fork
+   * started with, the fork's first step: where the value came from is {@link inheritedFrom}.
+   */
   step: number;
   seq: number | null;
   timestamp: number;
@@ -187,26 +199,71 @@ export interface BlameEntry {
   /** 'pack', or 'quarantine' when a node moved the key out of the active state. */
   action: 'pack' | 'quarantine';
   reason?: string;
+  /** For a value the run started with as a fork: the run and step it was forked from (written there or before). */
+  inheritedFrom?: { runId: string; step: number };
+}
+
+/** A write the log holds that never took effect: its step reached no boundary, so no step's state holds it. */
+export interface RolledBackWrite extends BlameEntry {
+  /** Why: its step failed, its node paused for an answer, its process ended, or the step has not finished. */
+  why: string;
 }
 
 /** Every write of a key in a run. */
 export interface BlameReport extends Warned {
   runId: string;
   key: string;
+  /** The writes that took effect: each is in the state at its step's boundary. */
   writes: BlameEntry[];
+  /**
+   * The writes that were rolled back (or whose step has not finished yet), oldest first. {@link blame} always sets
+   * it; a report made elsewhere without it has none.
+   */
+  rolledBack?: RolledBackWrite[];
 }
 
 /**
- * Every write of `key`: the run's input (the state at its first step, when it holds the key and no stored event
- * packed it there), then each stored `backpack.packed` / `backpack.quarantined` event of the key, with the step
- * whose boundary recorded it. `warnings`: what the reader of `events` could not serve (see BlameReport.warnings); the
- * warnings of `initial` are added to them.
+ * Why the writes made since the last step boundary never took effect, when `event` ends a stretch of the run before a
+ * boundary recorded them (any `run.*` event; a `run.started` after them is a new process's resume); else undefined.
+ */
+function rolledBackBy(event: StreamEvent): string | undefined {
+  const type = event.type;
+  if (type === StreamEventType.RUN_ERROR) return (event.payload as { aborted?: unknown }).aborted === true ? 'the run was stopped before the step finished' : 'its step failed';
+  if (type === StreamEventType.RUN_WAITING) return 'its node paused for an answer (and runs again from prep on resume)';
+  if (type === StreamEventType.RUN_START) return 'its process ended before the step did';
+  return type.startsWith('run.') ? `the run ended (${type}) before the step did` : undefined;
+}
+
+/** Whether {@link blame} needs `event` for the writes of `key`: a step boundary, a run event, or a write of the key. */
+export function blameReads(event: StreamEvent, key: string): boolean {
+  return event.type === StreamEventType.CHECKPOINT_SAVED || event.type.startsWith('run.') || (event.payload as { key?: unknown }).key === key;
+}
+
+/** The event types {@link blame} reads (see {@link blameReads}), for a reader that filters the log by type. */
+export const BLAME_EVENT_TYPES: readonly string[] = [
+  StreamEventType.CHECKPOINT_SAVED,
+  StreamEventType.BACKPACK_PACK,
+  StreamEventType.BACKPACK_QUARANTINE,
+  ...Object.values(StreamEventType).filter((type) => type.startsWith('run.')),
+];
+
+/**
+ * Every write of `key` that took effect: the value the run started with (the state at its first step, when it holds
+ * the key: the run's input, or for a fork what it inherited from the run and step it was forked from), then each
+ * stored `backpack.packed` / `backpack.quarantined` event of the key that the next step boundary
+ * (`checkpoint.saved`) recorded, with that step. A write followed by the end of a stretch of the run (`run.failed`,
+ * `run.waiting`, a resume's `run.started` after a killed process) before any boundary was rolled back: it is in
+ * `rolledBack`, with why, as are the writes of a step that has not finished. `warnings`: what the reader of `events`
+ * could not serve (see BlameReport.warnings); the warnings of `initial` are added to them.
  */
 export function blame(runId: string, key: string, events: StreamEvent[], initial: { step: number; state: BackpackState; warnings?: string[] } | undefined, warnings: readonly string[] = []): BlameReport {
   const writes: BlameEntry[] = [];
+  const rolledBack: RolledBackWrite[] = [];
   const seed = initial === undefined ? undefined : ownValue(initial.state.items, key);
   if (initial && seed) {
     const p = provenance(seed);
+    const start = events.find((event) => isEventOf(event, StreamEventType.RUN_START));
+    const fork = start === undefined ? undefined : (start.payload as Partial<EventPayloadMap['run.started']>).forkedFrom;
     writes.push({
       step: initial.step,
       seq: null,
@@ -217,12 +274,23 @@ export function blame(runId: string, key: string, events: StreamEvent[], initial
       version: p.version,
       summary: summarizeStored(seed.value),
       action: 'pack',
+      ...(fork ? { inheritedFrom: { runId: String(fork.runId), step: Number(fork.step) } } : {}),
     });
   }
   let step = initial?.step ?? 0;
+  // The writes since the last step boundary: the next boundary records them, or the end of the stretch drops them.
+  let pending: BlameEntry[] = [];
   for (const event of events) {
     if (isEventOf(event, StreamEventType.CHECKPOINT_SAVED)) {
       step = Number(event.payload.step) || step;
+      writes.push(...pending.map((w) => ({ ...w, step })));
+      pending = [];
+      continue;
+    }
+    const why = rolledBackBy(event);
+    if (why !== undefined) {
+      rolledBack.push(...pending.map((w) => ({ ...w, why })));
+      pending = [];
       continue;
     }
     // Read as stored: a field may be missing from a hand-made log.
@@ -231,7 +299,7 @@ export function blame(runId: string, key: string, events: StreamEvent[], initial
     else continue;
     if (p.key !== key) continue;
     const quarantine = event.type === StreamEventType.BACKPACK_QUARANTINE;
-    writes.push({
+    pending.push({
       step: step + 1,
       seq: event.seq,
       timestamp: event.timestamp,
@@ -244,7 +312,8 @@ export function blame(runId: string, key: string, events: StreamEvent[], initial
       ...(quarantine ? { reason: String(p.reason ?? '') } : {}),
     });
   }
-  return { runId, key, writes, warnings: [...new Set([...warnings, ...(initial?.warnings ?? [])])] };
+  rolledBack.push(...pending.map((w) => ({ ...w, why: 'its step has not finished (the run is at it, or its process ended)' })));
+  return { runId, key, writes, rolledBack, warnings: [...new Set([...warnings, ...(initial?.warnings ?? [])])] };
 }
 
 /** A page of a run's events (`runs events`). */

@@ -81,29 +81,47 @@ export function renderDiff(report: DiffReport): string {
       case 'deleted':
         lines.push(`${c.red(`- ${t(change.key)}`)} (was ${t(String(change.before))}, written by ${who(change.by)})`);
         break;
-      case 'quarantined':
-        lines.push(
-          `${c.magenta(`⊘ ${t(change.key)}`)} (${change.before === null ? 'written' : `was ${t(change.before)}, written`} by ${who(change.by)}) quarantined by ${t(change.quarantine?.nodeId ?? '?')}: ${t(change.quarantine?.reason ?? '')}`,
-        );
+      case 'quarantined': {
+        const q = change.quarantine;
+        const how = `quarantined by ${t(q?.nodeId ?? '?')}: ${t(q?.reason ?? '')}`;
+        if (q?.replaced && q.by !== undefined) {
+          // The quarantined item is another than the value the key had: name both.
+          lines.push(`${c.magenta(`⊘ ${t(change.key)}`)} = ${t(q.summary ?? '')} (written by ${who(q.by)}) ${how}; it replaced ${t(String(change.before))} (written by ${who(change.by)})`);
+        } else {
+          lines.push(`${c.magenta(`⊘ ${t(change.key)}`)} (${change.before === null ? 'written' : `was ${t(change.before)}, written`} by ${who(change.by)}) ${how}`);
+        }
         break;
+      }
     }
   }
   return lines.join('\n');
 }
 
-/** `runs blame`. */
+/** `runs blame`: the writes that took effect, then those that were rolled back (in no step's state), with why. */
 export function renderBlame(report: BlameReport): string {
-  if (report.writes.length === 0) return `no write of '${t(report.key)}' in run ${t(report.runId)}`;
-  return table(
-    ['STEP', 'NODE', 'NAMESPACE', 'VERSION', 'VALUE'],
-    report.writes.map((w) => [
-      String(w.step),
-      w.nodeId ?? '(input)',
-      w.namespace ?? '',
-      w.version === null ? '' : `v${w.version}`,
-      w.action === 'quarantine' ? `⊘ quarantined: ${w.reason ?? ''}` : w.summary,
-    ]),
-  );
+  const lines: string[] = [];
+  if (report.writes.length === 0) lines.push(`no write of '${t(report.key)}' in run ${t(report.runId)}`);
+  else {
+    lines.push(
+      table(
+        ['STEP', 'NODE', 'NAMESPACE', 'VERSION', 'VALUE'],
+        report.writes.map((w) => [
+          w.inheritedFrom ? `inherited from ${w.inheritedFrom.runId} step ${w.inheritedFrom.step}` : String(w.step),
+          w.nodeId ?? '(input)',
+          w.namespace ?? '',
+          w.version === null ? '' : `v${w.version}`,
+          w.action === 'quarantine' ? `⊘ quarantined: ${w.reason ?? ''}` : w.summary,
+        ]),
+      ),
+    );
+  }
+  const rolledBack = report.rolledBack ?? [];
+  if (rolledBack.length) lines.push(c.dim('rolled back (in no step\'s state):'));
+  for (const w of rolledBack) {
+    const what = w.action === 'quarantine' ? `quarantine (${w.reason ?? ''})` : `${w.version === null ? '' : `v${w.version} `}${w.summary}`;
+    lines.push(c.dim(t(`  step ${w.step} ${w.nodeId ?? '?'}${w.namespace ? ` @ ${w.namespace}` : ''}: ${what}: ${w.why}`)));
+  }
+  return lines.join('\n');
 }
 
 /** One event as a line of `runs events` and `runs tail`. */

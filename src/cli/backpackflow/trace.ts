@@ -142,6 +142,12 @@ export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
         endSegment(event, 'completed');
         break;
       case StreamEventType.RUN_ERROR:
+        // Stopped by the run's own signal (`aborted`): not a failure; the run stopped there and resumes from there.
+        if (p['aborted'] === true) {
+          trace.status = 'incomplete';
+          endSegment(event, null);
+          break;
+        }
         trace.status = 'failed';
         trace.error = errorText(p['error']);
         endSegment(event, 'failed');

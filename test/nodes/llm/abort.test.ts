@@ -58,7 +58,8 @@ describe('a tool that ignores the abort signal', () => {
     expect(error.message).toMatch(/node 'agent': tool 'slow' \(call 'c1'\) was stopped: the run was aborted \(user stop\)/);
     expect(findCause(error, CallAbortedError)).toBeInstanceOf(CallAbortedError);
     expect(rootCause(error).message).toBe('user stop');
-    expect((await listRuns({ dataDir }))[0]).toMatchObject({ status: 'failed', error: expect.stringMatching(/tool 'slow' \(call 'c1'\) was stopped/) });
+    // Stopped by its own signal, not failed: resumable, no error counted.
+    expect((await listRuns({ dataDir }))[0]).toMatchObject({ status: 'stopped', errorCount: 0 });
     rejectLater(new Error('too late'));
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(unhandled).toEqual([]);
