@@ -9,18 +9,29 @@
  * lease and fencing token keep it to one writer whatever the timing; a worker killed mid-run leaves its claim and its
  * lease to run out, and another worker takes the run over. A run stopped because the database connection was lost
  * (not by a node's failure) is given back, and its next claim resumes it.
+ *
+ * A run whose flow this worker cannot build (its config names node types none of the worker's modules register, or a
+ * module it was recorded with is not on this machine) is given back, not counted as a lapse (see queue.ts), with a line
+ * naming what is missing, and this worker does not claim it again: a worker that has those classes runs it; while
+ * none does, it stays queued, with that note, in `worker --status`. A run whose claim ran out `--max-attempts` times
+ * (each worker holding it died or stalled) is marked failed by the worker that finds it, not run again.
+ * `worker --status` lists the jobs not done and those that failed, and exits.
  */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { Wakeup } from './wakeup.js';
 import { Command, Option } from 'commander';
 import { NodeExecutionError } from '../../flow/index.js';
 import { wasReported } from '../../nodes/backpack-node.js';
 import { resumeRun, runFlow } from '../../runtime/index.js';
 import { FencedError, LockError, PostgresRunStore, RunExistsError, type RunDocumentName } from '../../store/index.js';
-import { QUEUE_CHANNEL, RunQueue, type QueuedRun } from '../../store/postgres/queue.js';
+import { DEFAULT_MAX_ATTEMPTS, QUEUE_CHANNEL, RunQueue, type QueuedRun } from '../../store/postgres/queue.js';
+import type { RunRef } from '../../store/run-store.js';
 import { positiveInteger } from './arguments.js';
 import { UsageError } from './errors.js';
 import { maxFlowBytesOption, modulesOption, type FlowFileOptions } from './flow-options.js';
-import { colors as c } from './output.js';
+import { colors as c, print, table } from './output.js';
+import { readRecipe, type RecordedDocuments } from './recipe.js';
 import { terminalText as t } from '../../events/terminal-text.js';
 
 interface WorkerOptions extends FlowFileOptions {
@@ -29,6 +40,9 @@ interface WorkerOptions extends FlowFileOptions {
   leaseMs: number;
   pollMs: number;
   exitWhenIdle?: boolean;
+  maxAttempts?: number;
+  status?: boolean;
+  json?: boolean;
 }
 
 /** The `worker` command. */
@@ -42,10 +56,77 @@ export function workerCommand(): Command {
     .option('--lease-ms <n>', "how long a run stays this worker's without renewal (renewed every third of it); a killed worker's runs are taken over after it", positiveInteger('--lease-ms'), 30_000)
     .option('--poll-ms <n>', 'how often an idle worker looks at the queue (a new run also wakes it at once)', positiveInteger('--poll-ms'), 1000)
     .option('--exit-when-idle', 'stop once the queue has nothing ready and no run is in hand')
+    .option('--max-attempts <n>', "how many times a run's claim may run out (each worker holding it died or stalled) before the run is marked failed instead of run again", positiveInteger('--max-attempts'), DEFAULT_MAX_ATTEMPTS)
+    .option('--status', "list the queue's jobs not done and those that failed (state, claims, lapsed claims, outcome or note), and exit")
+    .option('--json', 'with --status: as JSON')
     .action(async (options: WorkerOptions) => {
       if (!options.databaseUrl) throw new UsageError('worker needs a database: pass --database-url <url> or set BACKPACKFLOW_DATABASE_URL');
-      await runWorker(options);
+      if (options.status) await printStatus(options);
+      else await runWorker(options);
     });
+}
+
+/** `worker --status`: the jobs not done and those that failed, oldest first. */
+async function printStatus(options: WorkerOptions): Promise<void> {
+  const store = new PostgresRunStore({ url: options.databaseUrl!, maxConnections: 1 });
+  try {
+    const jobs = await new RunQueue(store).entries({ openOrFailed: true });
+    print(options, jobs, () =>
+      jobs.length === 0
+        ? 'no queued, running or failed jobs'
+        : table(
+            ['RUN', 'KIND', 'STATE', 'ATTEMPTS', 'LAPSED', 'WORKER', 'OUTCOME'],
+            jobs.map((j) => [`${j.sessionKey}/${j.runId}`, j.kind, j.state, String(j.attempts), String(j.lapses), j.state === 'claimed' ? (j.claimedBy ?? '') : '', j.outcome ?? '']),
+          ),
+    );
+  } finally {
+    await store.close();
+  }
+}
+
+/** A run's flow this worker cannot build: what it lacks (see {@link missingToBuild}). */
+class CannotBuildError extends Error {
+  override name = 'CannotBuildError';
+}
+
+/** The value at JSON pointer `pointer` in `value`, or undefined. */
+function valueAt(value: unknown, pointer: string): unknown {
+  let current = value;
+  for (const part of pointer.split('/').slice(1)) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<string, unknown>)[part.replace(/~1/g, '/').replace(/~0/g, '~')];
+  }
+  return current;
+}
+
+/**
+ * Why this worker cannot build run `ref`'s recorded flow, asked once building it failed: a module file it was recorded
+ * with (node modules, flow module) that is not on this machine, or node types its config names that no module of this
+ * worker registers. Undefined when neither is why (the failure is then the run's own: any worker would fail it).
+ */
+async function missingToBuild(documents: RecordedDocuments, ref: RunRef, modules: readonly string[]): Promise<string | undefined> {
+  const { loaderWith } = await import('./flows.js');
+  try {
+    const recipe = await readRecipe(documents, ref);
+    const used = modules.length > 0 || recipe === undefined ? modules : recipe.modules;
+    const files = recipe?.flow.kind === 'module' ? [...used, recipe.flow.module] : used;
+    const absent = files.filter((file) => !existsSync(resolve(file)));
+    if (absent.length > 0) return `${absent.map((file) => `'${file}'`).join(', ')} ${absent.length === 1 ? 'is' : 'are'} not on this machine`;
+    if (recipe?.flow.kind === 'module') return undefined;
+    const config = await documents.loadDocument(ref, 'flow');
+    const loader = await loaderWith(used);
+    const types = new Set<string>();
+    for (const problem of loader.validateConfig(config).errors) {
+      const type = problem.path.endsWith('/type') ? valueAt(config, problem.path) : undefined;
+      if (typeof type === 'string' && !loader.isRegistered(type)) types.add(type);
+    }
+    if (types.size === 0) return undefined;
+    const named = [...types].map((type) => `'${type}'`).join(', ');
+    return `node type${types.size === 1 ? '' : 's'} ${named} ${types.size === 1 ? 'is' : 'are'} not registered by its modules (${used.length > 0 ? used.join(', ') : 'none'})`;
+  } catch {
+    // The recipe, the config or this worker's own modules cannot be read: not a missing piece, the failure stands.
+    return undefined;
+  }
 }
 
 /** One claimed run, executed: how it ended (`completed`, `waiting`, `failed: …`), or 'released' when it was given back. */
@@ -54,7 +135,14 @@ async function execute(store: PostgresRunStore, options: WorkerOptions, job: Que
   const ref = { sessionKey: job.sessionKey, runId: job.runId };
   // The run's documents as the claim read them (no statement of their own).
   const documents = { location: store.location, loadDocument: async (_ref: unknown, name: RunDocumentName) => store.parseDocument(ref, name, job.documents[name]) };
-  const opened = await openRecordedFlow({ modules: options.modules, maxFlowBytes: options.maxFlowBytes }, documents, ref);
+  let opened: Awaited<ReturnType<typeof openRecordedFlow>>;
+  try {
+    opened = await openRecordedFlow({ modules: options.modules, maxFlowBytes: options.maxFlowBytes }, documents, ref);
+  } catch (error) {
+    const missing = await missingToBuild(documents, ref, options.modules);
+    if (missing !== undefined) throw new CannotBuildError(missing, { cause: error });
+    throw error;
+  }
   try {
     const location = { store, sessionKey: ref.sessionKey, runId: ref.runId, signal };
     if (job.kind === 'start' && !job.hadEvents) {
@@ -113,7 +201,7 @@ function connectionLost(error: unknown): boolean {
 /** Runs the worker until it is stopped (see the module comment). */
 export async function runWorker(options: WorkerOptions): Promise<void> {
   const store = new PostgresRunStore({ url: options.databaseUrl!, leaseMs: options.leaseMs, maxConnections: options.concurrency + 2 });
-  const queue = new RunQueue(store);
+  const queue = new RunQueue(store, { maxAttempts: options.maxAttempts });
   const owner = store.owner;
   const stop = new AbortController();
   const onSignal = (): void => stop.abort();
@@ -123,6 +211,8 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
   const sql = await store.sql();
   const listener = await sql.listen(QUEUE_CHANNEL, () => wakeup.wake());
   const idle = new Set<number>();
+  /** The jobs this worker found it cannot build: it does not claim them again (another worker may build them). */
+  const unbuildable = new Map<string, RunRef>();
   process.stdout.write(`worker ${owner}: working on ${store.location} (${options.concurrency} at a time)\n`);
 
   const slot = async (index: number): Promise<void> => {
@@ -137,7 +227,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
     while (!stop.signal.aborted) {
       let job: QueuedRun | undefined;
       try {
-        job = await queue.claim(owner, options.leaseMs, finished);
+        job = await queue.claim(owner, options.leaseMs, finished, [...unbuildable.values()]);
         recordEnd();
       } catch (error) {
         if (finished !== undefined) {
@@ -156,15 +246,28 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
         continue;
       }
       idle.delete(index);
+      if (job.gaveUp !== undefined) {
+        // Poisoned: every worker that held it died or stalled. Marked done as failed by the next claim.
+        finished = { job, outcome: job.gaveUp };
+        continue;
+      }
       const claimed = job;
       const renewal = setInterval(() => void queue.renew(claimed, owner, options.leaseMs).catch(() => undefined), Math.max(50, Math.floor(options.leaseMs / 3)));
       let outcome: string;
       /** Why the job is given back, when it is. */
       let why = 'another writer holds it, or this worker is stopping';
+      /** What the queue keeps of why, when the user has to act on it. */
+      let note: string | undefined;
       try {
         outcome = await execute(store, options, claimed, stop.signal);
       } catch (error) {
-        if (causedBy(error, FencedError)) outcome = 'lost';
+        if (error instanceof CannotBuildError) {
+          // Not the run's failure: this worker lacks its classes. It is not claimed here again; another worker may.
+          outcome = 'released';
+          why = `this worker cannot build its flow: ${error.message}; it is left to a worker that can`;
+          note = `worker ${owner} cannot build its flow: ${error.message}`;
+          unbuildable.set(`${claimed.sessionKey}/${claimed.runId}`, { sessionKey: claimed.sessionKey, runId: claimed.runId });
+        } else if (causedBy(error, FencedError)) outcome = 'lost';
         else if (causedBy(error, LockError) || stop.signal.aborted) outcome = 'released';
         else if (connectionLost(error)) {
           // The run is only stopped (what was committed stays): its next claim resumes it from its last recorded
@@ -184,9 +287,10 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
           // its job are the other worker's now.
           process.stdout.write(`worker ${owner}: ${name} ${c.yellow('lost')} to another worker (its lease ran out; its writes were refused)\n`);
         } else if (outcome === 'released') {
-          await queue.release(claimed, owner);
-          process.stdout.write(`worker ${owner}: ${name} ${c.yellow('given back')} (${t(why)})\n`);
-          if (!stop.signal.aborted) await new Promise((resolve) => setTimeout(resolve, options.pollMs));
+          await queue.release(claimed, owner, note);
+          process.stdout.write(`worker ${owner}: ${name} ${c.yellow('given back')} (${t(queue.redactor.redactText(why))})\n`);
+          // A job this worker cannot build is not claimed again here: no need to wait before the next claim.
+          if (!stop.signal.aborted && note === undefined) await new Promise((resolve) => setTimeout(resolve, options.pollMs));
         } else {
           // Marked done by the next claim, in the same statement (or on its own if the worker stops first).
           finished = { job: claimed, outcome };
@@ -207,6 +311,10 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
 
   try {
     await Promise.all(Array.from({ length: options.concurrency }, (_, i) => slot(i)));
+    if (unbuildable.size > 0) {
+      const names = [...unbuildable.keys()];
+      process.stderr.write(`worker ${owner}: left queued ${names.length} run${names.length === 1 ? '' : 's'} this worker cannot build (${t(names.join(', '))}); see worker --status\n`);
+    }
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

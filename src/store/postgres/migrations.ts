@@ -253,6 +253,15 @@ export const MIGRATIONS: readonly Migration[] = [
       select setval('backpackflow.writer_tokens', greatest(1, (select max(writer_token) from backpackflow.runs)));
     `,
   },
+  {
+    version: 7,
+    name: 'run queue: lapsed claims',
+    sql: `
+      -- How many of a job's claims ran out (their worker died or stalled without finishing it); a job with
+      -- maxAttempts of them is given up (queue.ts). attempts counts every claim, given back or not.
+      alter table backpackflow.queue add column lapses integer not null default 0;
+    `,
+  },
 ];
 
 const LOCK = `select pg_advisory_xact_lock(hashtext('backpackflow.migrations'))`;

@@ -8,6 +8,14 @@
  * ready again once its claim runs out; the run's own writer lease and fencing token (run-store.ts) make sure that,
  * whatever the timing, only one worker writes the run.
  *
+ * Attempts: `attempts` counts a job's claims, `lapses` those that ran out (the worker holding it died or stalled
+ * without finishing or giving it back; the claim that takes the job over counts it). A job whose claim ran out
+ * `maxAttempts` times (a poisoned job: its node kills or crashes every worker that runs it) is not run again: the
+ * claim that finds its last lapse returns it with `gaveUp` set, and that worker marks it done as failed
+ * (`failed: gave up after N attempts: …`) instead of running it. A claim given back ({@link RunQueue.release}: another
+ * writer holds the run, the worker stops or lost its connection, or cannot build the flow) is not a lapse. A job
+ * queued again after it was done starts from 0 of each.
+ *
  * Secrets: a job's payload (a start's input, a resume's answer) is stored as given while the job waits, since the
  * worker that claims it starts the run with it (and the run redacts it in everything it writes); once the job is
  * done its payload is replaced by its redacted form. Outcomes (`failed: <message>`) are stored redacted.
@@ -26,6 +34,11 @@ export interface QueuedRun extends RunRef {
   payload: { input?: Record<string, unknown>; resume?: unknown };
   attempts: number;
   /**
+   * Set when the job is given up rather than run: its claim ran out `maxAttempts` times. The failure to mark it done
+   * with (`failed: gave up after N attempts: …`, redacted as the queue stores outcomes).
+   */
+  gaveUp?: string;
+  /**
    * The run's documents (see RunWriter.saveDocument) as stored when it was claimed, read by the claim itself, parsed
    * by {@link PostgresRunStore.parseDocument} when asked for: `undefined` for a document the run does not have.
    */
@@ -41,9 +54,21 @@ export type FinishedJob = RunRef & Pick<QueuedRun, 'payload'>;
 export interface QueueEntry extends RunRef {
   kind: 'start' | 'resume';
   state: 'queued' | 'claimed' | 'done';
+  /** Claims of the job (see the module comment). */
   attempts: number;
+  /** Claims of the job that ran out (see the module comment). */
+  lapses: number;
+  /** The worker holding a claimed job, or the last one that held a job whose claim ran out. */
+  claimedBy: string | null;
+  /**
+   * A done job's outcome (`completed`, `waiting`, `failed: …`); a queued job's note from the worker that last gave it
+   * back, when that worker could not build its flow (see {@link RunQueue.release}); else null.
+   */
   outcome: string | null;
 }
+
+/** The default of {@link RunQueueOptions.maxAttempts}. */
+export const DEFAULT_MAX_ATTEMPTS = 5;
 
 /** The channel a new job is announced on (idle workers LISTEN to it instead of polling fast). */
 export const QUEUE_CHANNEL = 'backpackflow_queue';
@@ -52,18 +77,27 @@ export const QUEUE_CHANNEL = 'backpackflow_queue';
 export interface RunQueueOptions {
   /** Secrets of your own to redact from finished jobs' payloads and outcomes, on top of the built-in catalogue. */
   redaction?: RedactionOptions;
+  /**
+   * How many times a job's claim may run out (its worker died or stalled without finishing it) before the job is
+   * given up and marked failed (see the module comment); a positive integer, {@link DEFAULT_MAX_ATTEMPTS} by default.
+   */
+  maxAttempts?: number;
 }
 
 /** See the module comment. */
 export class RunQueue {
   /** The redaction of what the queue stores of a finished job (its payload, its outcome). */
   readonly redactor: Redactor;
+  /** See {@link RunQueueOptions.maxAttempts}. */
+  readonly maxAttempts: number;
 
   constructor(
     private readonly store: PostgresRunStore,
     options: RunQueueOptions = {},
   ) {
     this.redactor = redactorFor(options.redaction);
+    this.maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+    if (!Number.isSafeInteger(this.maxAttempts) || this.maxAttempts < 1) throw new StoreError(`RunQueue: maxAttempts must be a positive integer, got ${String(options.maxAttempts)}`);
   }
 
   /** What a finished job keeps: its payload and outcome, redacted (see the module comment). */
@@ -109,7 +143,7 @@ export class RunQueue {
         select ${ref.sessionKey}, ${ref.runId}, ${kind}, ${JSON.stringify(payload)} from blocked
         where not ${start}::boolean or (not blocked.had_events and blocked.leased_by is null)
         on conflict (session_key, run_id) do update set kind = excluded.kind, payload = excluded.payload, state = 'queued',
-          enqueued_at = clock_timestamp(), claimed_by = null, claimed_until = null, finished_at = null, outcome = null
+          enqueued_at = clock_timestamp(), attempts = 0, lapses = 0, claimed_by = null, claimed_until = null, finished_at = null, outcome = null
         where backpackflow.queue.state = 'done'
         returning 1
       ), documents as (
@@ -135,20 +169,27 @@ export class RunQueue {
    * reads the run's documents and whether it has events (what the worker needs to build and start it). The claim's
    * commit does not wait for the disk (see asyncCommit): a claim a server crash undoes is only claimed again, and the
    * run's writer lease keeps it to one writer either way. `finished`: `owner`'s job that just ended, marked done
-   * with its outcome in the same statement (as {@link finish} does).
+   * with its outcome in the same statement (as {@link finish} does). `skip`: jobs not to claim (those `owner` found it
+   * cannot build: another worker may). A job whose claim ran out {@link maxAttempts} times is returned with `gaveUp`
+   * set (see the module comment): it is the caller's to mark done, not to run.
    */
-  async claim(owner: string, claimMs: number, finished?: { job: FinishedJob; outcome: string }): Promise<QueuedRun | undefined> {
+  async claim(owner: string, claimMs: number, finished?: { job: FinishedJob; outcome: string }, skip: readonly RunRef[] = []): Promise<QueuedRun | undefined> {
     const sql = await this.store.sql();
     const done = finished === undefined ? undefined : { job: finished.job, ...this.finished(finished.job, finished.outcome) };
-    const [row] = await sql<{ session_key: string; run_id: string; kind: 'start' | 'resume'; payload: string | null; attempts: number; flow: string | null; recipe: string | null; had_events: boolean }[]>`
+    const skipped = skip.map((ref) => `${ref.sessionKey}/${ref.runId}`);
+    const [row] = await sql<{ session_key: string; run_id: string; kind: 'start' | 'resume'; payload: string | null; attempts: number; lapses: number; gave_up: boolean; last_owner: string | null; flow: string | null; recipe: string | null; had_events: boolean }[]>`
       with ${done === undefined ? sql`` : sql`finished as (
         update backpackflow.queue set state = 'done', finished_at = now(), payload = ${done.payload}, outcome = ${done.outcome}, claimed_until = null
         where session_key = ${done.job.sessionKey} and run_id = ${done.job.runId} and state = 'claimed' and claimed_by = ${owner}
       ), `}claimed as (
-        update backpackflow.queue q set state = 'claimed', claimed_by = ${owner}, claimed_until = now() + ${claimMs} * interval '1 millisecond', attempts = q.attempts + 1
+        update backpackflow.queue q set state = 'claimed', claimed_by = ${owner}, claimed_until = now() + ${claimMs} * interval '1 millisecond', outcome = null,
+          attempts = q.attempts + (case when ready.gave_up then 0 else 1 end), lapses = q.lapses + (case when ready.lapsed then 1 else 0 end)
         from (
-          select session_key, run_id from backpackflow.queue
+          -- A claimed job here is one whose claim ran out: with maxAttempts of them it is given up, not run.
+          select session_key, run_id, claimed_by as last_owner, state = 'claimed' as lapsed, (state = 'claimed' and lapses + 1 >= ${this.maxAttempts}) as gave_up
+          from backpackflow.queue
           where (state = 'queued' or (state = 'claimed' and claimed_until < now()))
+            ${skipped.length === 0 ? sql`` : sql`and (session_key || '/' || run_id) not in (select json_array_elements_text(${json(sql, skipped)}::json))`}
             -- Never the job this statement marks done: both CTEs see the same snapshot, and one statement must not
             -- update a row twice.
             ${done === undefined ? sql`` : sql`and not (session_key = ${done.job.sessionKey} and run_id = ${done.job.runId})`}
@@ -157,9 +198,9 @@ export class RunQueue {
           limit 1
         ) ready, ${asyncCommit(sql)}
         where q.session_key = ready.session_key and q.run_id = ready.run_id
-        returning q.session_key, q.run_id, q.kind, q.payload, q.attempts
+        returning q.session_key, q.run_id, q.kind, q.payload, q.attempts, q.lapses, ready.gave_up, ready.last_owner
       )
-      select c.session_key, c.run_id, c.kind, c.payload, c.attempts,
+      select c.session_key, c.run_id, c.kind, c.payload, c.attempts, c.lapses, c.gave_up, c.last_owner,
         (select body from backpackflow.run_documents d where d.session_key = c.session_key and d.run_id = c.run_id and d.name = 'flow') as flow,
         (select body from backpackflow.run_documents d where d.session_key = c.session_key and d.run_id = c.run_id and d.name = 'recipe') as recipe,
         exists (select 1 from backpackflow.event_batches e where e.session_key = c.session_key and e.run_id = c.run_id) as had_events
@@ -175,7 +216,11 @@ export class RunQueue {
     const documents: QueuedRun['documents'] = {};
     if (row.flow !== null) documents.flow = row.flow;
     if (row.recipe !== null) documents.recipe = row.recipe;
-    return { sessionKey: row.session_key, runId: row.run_id, kind: row.kind, payload, attempts: row.attempts, documents, hadEvents: row.had_events };
+    const job: QueuedRun = { sessionKey: row.session_key, runId: row.run_id, kind: row.kind, payload, attempts: row.attempts, documents, hadEvents: row.had_events };
+    if (row.gave_up) {
+      job.gaveUp = this.redactor.redactText(`failed: gave up after ${row.lapses} attempts: each worker holding it stopped without finishing (last: worker ${row.last_owner ?? 'unknown'})`);
+    }
+    return job;
   }
 
   /** Extends `owner`'s claim on the job; false when it is no longer `owner`'s. */
@@ -203,20 +248,28 @@ export class RunQueue {
       where session_key = ${job.sessionKey} and run_id = ${job.runId} and state = 'claimed' and claimed_by = ${owner}`;
   }
 
-  /** Gives `owner`'s job back to the queue (another writer still holds the run: it is tried again later). */
-  async release(job: RunRef, owner: string): Promise<void> {
+  /**
+   * Gives `owner`'s job back to the queue (another writer still holds the run, this worker is stopping or lost its
+   * connection, or it cannot build the run's flow: it is tried again later). The claim is not a lapse (see the module
+   * comment). `note`: why, kept (redacted) as the queued job's outcome until it is claimed again or
+   * done, for a cause the user has to act on (no worker may be able to build the flow).
+   */
+  async release(job: RunRef, owner: string, note?: string): Promise<void> {
     const sql = await this.store.sql();
+    const outcome = note === undefined ? null : this.redactor.redactText(note);
     await sql`
-      update backpackflow.queue set state = 'queued', claimed_by = null, claimed_until = null
+      update backpackflow.queue set state = 'queued', claimed_by = null, claimed_until = null, outcome = ${outcome}
       from ${asyncCommit(sql)}
       where session_key = ${job.sessionKey} and run_id = ${job.runId} and state = 'claimed' and claimed_by = ${owner}`;
   }
 
-  /** Every job, oldest first. */
-  async entries(): Promise<QueueEntry[]> {
+  /** Every job, oldest first; with `openOrFailed`, only those not done and those that failed (`worker --status`). */
+  async entries(options: { openOrFailed?: boolean } = {}): Promise<QueueEntry[]> {
     const sql = await this.store.sql();
-    const rows = await sql<{ session_key: string; run_id: string; kind: 'start' | 'resume'; state: QueueEntry['state']; attempts: number; outcome: string | null }[]>`
-      select session_key, run_id, kind, state, attempts, outcome from backpackflow.queue order by enqueued_at`;
-    return rows.map((r) => ({ sessionKey: r.session_key, runId: r.run_id, kind: r.kind, state: r.state, attempts: r.attempts, outcome: r.outcome }));
+    const rows = await sql<{ session_key: string; run_id: string; kind: 'start' | 'resume'; state: QueueEntry['state']; attempts: number; lapses: number; claimed_by: string | null; outcome: string | null }[]>`
+      select session_key, run_id, kind, state, attempts, lapses, claimed_by, outcome from backpackflow.queue
+      ${options.openOrFailed ? sql`where state <> 'done' or outcome like 'failed:%'` : sql``}
+      order by enqueued_at`;
+    return rows.map((r) => ({ sessionKey: r.session_key, runId: r.run_id, kind: r.kind, state: r.state, attempts: r.attempts, lapses: r.lapses, claimedBy: r.claimed_by, outcome: r.outcome }));
   }
 }
