@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { systemProbe } from '../fs/index.js';
 import type { HashBackend } from './hash.js';
@@ -212,6 +212,9 @@ function checkOrphans(state: Readonly<StoreState>, store: MerkleStore, errors: s
     }
     const writer = tempFileWriter(name, id);
     if (writer !== undefined && systemProbe.alive(writer)) continue; // a write in progress
+    // Its writer is gone, so the file is as it left it: one that is no longer there was renamed (committed) or
+    // removed between the listing and now (a writer that finished and exited meanwhile), not left over.
+    if (lstatSync(file, { throwIfNoEntry: false }) === undefined) continue;
     if (name.startsWith(`${id}.json.`) && current().referenced.has(id) && !existsSync(store.framePath(id))) {
       warnings.push(`frame ${id} is stored only in ${file}, a write stopped before its rename; keep the file (frames are read from it)`);
     } else {
