@@ -80,7 +80,9 @@ describe('validateConfig accepts exactly what loadFlow loads: params', () => {
 describe('params that contain themselves (an object config)', () => {
   it('are refused by validateConfig and loadFlow alike, at the JSON path that refers back and naming the enclosing value', async () => {
     // a chain of objects params/k0/k1/...; the innermost refers back to the one at level `back`
-    const chain = fc.integer({ min: 0, max: 5 }).chain((depth) => fc.tuple(fc.array(key, { minLength: depth, maxLength: depth }), fc.integer({ min: 0, max: depth }), key, fc.boolean()));
+    // ('id' is a node setting: as a top-level param it is a problem of its own, reported beside the cycle.)
+    const paramKey = key.filter((k) => k !== 'id');
+    const chain = fc.integer({ min: 0, max: 5 }).chain((depth) => fc.tuple(fc.array(paramKey, { minLength: depth, maxLength: depth }), fc.integer({ min: 0, max: depth }), paramKey, fc.boolean()));
     await fc.assert(
       fc.asyncProperty(chain, async ([keys, back, last, inArray]) => {
         const params: Record<string, unknown> = { before: '${BPF_UNSET}' };
