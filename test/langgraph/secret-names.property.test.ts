@@ -156,7 +156,7 @@ describe('BackpackflowSaver with names shaped like secrets', () => {
       // Each trial writes, reopens and deletes a thread on disk: a few in `npm test`, more in `npm run test:soak`.
       { numRuns: trials(12, 60) },
     );
-  });
+  }, 300_000); // 60 runs under SOAK=1 write and reopen two stores each
 
   it('refuses a checkpoint id, namespace, channel name, version or task id holding a secret, naming the field and not the secret', async () => {
     await fc.assert(
