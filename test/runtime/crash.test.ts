@@ -8,6 +8,7 @@ import { loadRunPoint } from '../../src/index.js';
 import { EventStore } from '../../src/store/index.js';
 import { buildJournalFlow } from './fixtures/journal-flow.js';
 import { trials } from '../support/soak.js';
+import { linesOf } from '../support/lines.js';
 
 const bundle = await bundledScript(join(import.meta.dirname, 'fixtures', 'child.ts'));
 const root = mkdtempSync(join(tmpdir(), 'bpf-crash-'));
@@ -29,15 +30,6 @@ function start(args: string[]): { done: Promise<{ code: number | null; stdout: s
     proc.on('close', (code) => resolve({ code, stdout, stderr })),
   );
   return { done, kill: () => proc.kill('SIGKILL') };
-}
-
-/** Lines of `log` so far (0 while it does not exist). */
-function linesOf(log: string): number {
-  if (!existsSync(log)) return 0;
-  const text = readFileSync(log, 'utf8');
-  let lines = 0;
-  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) lines++;
-  return lines;
 }
 
 /**

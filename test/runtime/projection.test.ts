@@ -14,6 +14,7 @@ import { listRuns, loadRunPoint, resumeRun, runFlow } from '../../src/index.js';
 import { EventStore, ProjectionStore, emptyRunMeta, foldRunMetaBatch, writeJsonAtomic, type RunMeta } from '../../src/store/index.js';
 import { buildJournalFlow } from './fixtures/journal-flow.js';
 import { trials } from '../support/soak.js';
+import { linesOf } from '../support/lines.js';
 
 const bundle = await bundledScript(join(import.meta.dirname, 'fixtures', 'child.ts'));
 const root = mkdtempSync(join(tmpdir(), 'bpf-projection-'));
@@ -47,15 +48,6 @@ function startChild(args: string[]): { done: Promise<string>; exited: () => bool
   const done = new Promise<string>((resolve) => proc.on('close', () => resolve(output)));
   void done.then(() => (closed = true));
   return { done, exited: () => closed, kill: () => proc.kill('SIGKILL') };
-}
-
-/** Lines of `log` so far (0 while it does not exist). */
-function linesOf(log: string): number {
-  if (!existsSync(log)) return 0;
-  const text = readFileSync(log, 'utf8');
-  let lines = 0;
-  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) lines++;
-  return lines;
 }
 
 const resumable = async (dataDir: string, runId: string) => (await loadRunPoint({ dataDir, runId })).position.length > 0;
