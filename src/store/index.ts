@@ -12,7 +12,7 @@ export { PostgresMemoryStore } from './postgres/memory-store.js';
 export type { MemoryItemInput, MemoryStoreOptions, ScoredMemoryItem, MemoryPage, MemoryFilter } from './memory-store.js';
 export { ProjectionStore } from './projection-store.js';
 export type { ProjectionStoreOptions } from './projection-store.js';
-export { foldRunMeta, foldRunMetaBatch, emptyRunMeta } from './run-meta.js';
+export { foldRunMeta, foldRunMetaBatch, emptyRunMeta, runDuration, type RunDuration } from './run-meta.js';
 export { KeywordIndex, tokenize, BM25_K1, BM25_B } from './keyword-index.js';
 export type { KeywordIndexFile, ScoredId } from './keyword-index.js';
 export { CheckpointSchema, MemoryItemSchema, RunMetaSchema, RunStatusSchema, TokenUsageSchema } from './types.js';

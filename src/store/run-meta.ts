@@ -42,8 +42,10 @@ function errorText(payload: Record<string, unknown>): string | undefined {
  *   when it carries `aborted: true` (its own AbortSignal stopped it: resumable, no error counted),
  *   `run.waiting` → waiting (with `interrupt`);
  * - segments: one per `run.started` (a resume starts a new one), closed by the run's end, failure, abort (no
- *   `outcome`: stopped) or pause;
- *   startedAt: the first segment's start (the first event's until one is seen); durationMs: the segments' sum;
+ *   `outcome`: stopped) or pause, with `endedAt` and `durationMs`. A segment whose writer was killed recorded no end:
+ *   the next `run.started` gives it `durationMs` up to its last recorded event, and no `endedAt`;
+ *   startedAt: the first segment's start (the first event's until one is seen); durationMs: the segments' sum, a
+ *   segment still open counted up to the last event (see {@link runDuration});
  * - forkedFrom: from the start checkpoint of a fork;
  * - stepCount: `node.completed` events; nodeCount/nodeIds: distinct nodes started (namespace, else node id);
  * - toolCallCount: `tool.called`; errorCount: each error once: `error` events where they happened (not the copies
@@ -73,14 +75,24 @@ export function foldRunMetaBatch(meta: RunMeta, events: readonly StreamEvent[]):
 /** Folds `event` into `next`, a copy of its own: fields are replaced, never the objects or arrays they hold. */
 function foldInto(next: RunMeta, event: StreamEvent): void {
   if (next.eventCount === 0) next.startedAt = event.timestamp;
+  const previous = next.updatedAt;
+  // An open segment (no end recorded yet) counts up to its last event: O(1) per event, the sum telescopes.
+  const open = next.segments?.at(-1);
+  if (open !== undefined && open.durationMs === undefined) next.durationMs = (next.durationMs ?? 0) + Math.max(0, event.timestamp - previous);
   next.lastSeq = event.seq;
   next.eventCount++;
   next.updatedAt = event.timestamp;
   switch (event.type) {
     case StreamEventType.RUN_START: {
-      // A resume starts a new segment; the run's start stays the first one's.
-      const segments = next.segments ?? [];
+      // A resume starts a new segment; the run's start stays the first one's. A segment still open had its writer
+      // killed: it ran at least up to its last recorded event (no endedAt: its end is not known).
+      const segments = [...(next.segments ?? [])];
       if (segments.length === 0) next.startedAt = event.timestamp;
+      const cut = segments.at(-1);
+      if (cut !== undefined && cut.durationMs === undefined) {
+        segments[segments.length - 1] = { ...cut, durationMs: Math.max(0, previous - cut.startedAt) };
+        next.durationMs = segments.reduce((sum, seg) => sum + (seg.durationMs ?? 0), 0);
+      }
       next.segments = [...segments, { startedAt: event.timestamp }];
       next.status = 'running';
       delete next.endedAt;
@@ -151,4 +163,25 @@ function foldInto(next: RunMeta, event: StreamEvent): void {
     default:
       break;
   }
+}
+
+/** How long a run ran, as every reader shows it (see {@link runDuration}). */
+export interface RunDuration {
+  /** The sum of its segments (RunMeta.durationMs). */
+  ms: number;
+  /**
+   * Some segment recorded no end (its writer was killed, or it is still running) and is counted up to its last recorded
+   * event: the run ran at least `ms` (shown as "≥ 945.0ms").
+   */
+  lowerBound: boolean;
+}
+
+/**
+ * The duration of a run from its projection, or undefined when it has none yet: `durationMs`, and whether it is a lower
+ * bound (a segment without `endedAt`: cut short by a killed writer, or still running). The one rule `runs list`,
+ * `runs show` and the studio show durations by.
+ */
+export function runDuration(meta: Pick<RunMeta, 'durationMs' | 'segments'>): RunDuration | undefined {
+  if (meta.durationMs === undefined) return undefined;
+  return { ms: meta.durationMs, lowerBound: (meta.segments ?? []).some((segment) => segment.endedAt === undefined) };
 }

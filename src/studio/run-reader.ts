@@ -11,7 +11,8 @@ import { listedRun, listRuns, loadRunPoint, type RunPoint } from '../runtime/ind
 import type { CorruptLine, Memory, RunMeta, RunStore, RunRef as StoreRef } from '../store/index.js';
 import { blame, blameReads, BLAME_EVENT_TYPES, diffStates, stateReport, type BlameReport, type DiffReport, type StateReport } from '../cli/backpackflow/inspect.js';
 import { firstStep, lastStep } from '../cli/backpackflow/store-access.js';
-import { buildTrace, TRACE_EVENT_TYPES, type RunTrace, type TraceItem } from '../cli/backpackflow/trace.js';
+import { buildTrace, TRACE_EVENT_TYPES, withRunMeta, type RunTrace, type TraceItem } from '../cli/backpackflow/trace.js';
+import { runDuration } from '../store/run-meta.js';
 import { HttpError } from './http.js';
 
 /** A run of one session. */
@@ -34,6 +35,8 @@ export interface ForkOrigin {
 /** A row of the runs table: the run's projection and its fork origin. */
 export interface RunSummary extends Omit<RunMeta, 'forkedFrom'> {
   forkedFrom: ForkOrigin | null;
+  /** Whether `durationMs` is a lower bound: a segment recorded no end (killed, or still running); see `runDuration`. */
+  durationLowerBound: boolean;
 }
 
 /** The recorded steps of a run: `first` (0, or a fork's start step) through `last`. */
@@ -45,6 +48,8 @@ export interface StepRange {
 /** Everything the run view needs besides its events: projection, fork origin, steps, recorded flow config. */
 export interface RunDetail {
   meta: RunMeta;
+  /** Whether `meta.durationMs` is a lower bound (see {@link RunSummary.durationLowerBound}). */
+  durationLowerBound: boolean;
   forkedFrom: ForkOrigin | null;
   steps: StepRange;
   /** The flow config recorded with the run (by `backpackflow run`), or null. */
@@ -110,7 +115,7 @@ const HEAD_CHECKS = 8;
 
 /** Whether `trace` has more than `limit` top-level lines and no node among the first `limit` is still running. */
 function settledHead(trace: RunTrace, limit: number): boolean {
-  return trace.items.length > limit && trace.items.slice(0, limit).every((item) => item.kind !== 'node' || item.node.status !== 'incomplete');
+  return trace.items.length > limit && trace.items.slice(0, limit).every((item) => item.kind !== 'node' || item.node.status !== 'running');
 }
 
 /** Top-level lines `offset`.. of `trace`, at most `limit`. */
@@ -161,7 +166,7 @@ interface Kept<T> {
   /** The result once it is made. */
   made?: T;
   /** Requests for the head of the trace waiting for the read to get far enough (see {@link RunReader.traceHead}). */
-  heads?: Set<{ limit: number; resolve: (page: TracePage) => void }>;
+  heads?: Set<{ limit: number; resolve: (page: TracePage) => void; reject: (error: unknown) => void }>;
   /** The events read so far, while it is being made. */
   read?: StreamEvent[];
   /** What the read skipped or could not verify (see {@link TracePage.warnings}). */
@@ -197,7 +202,13 @@ export class RunReader {
    */
   async runs(session: string | undefined): Promise<RunSummary[]> {
     const metas = await listRuns({ store: this.store, sessionKey: session, persist: false });
-    return Promise.all(metas.map(async (meta) => ({ ...meta, forkedFrom: await this.forkOrigin({ session: meta.sessionKey, runId: meta.runId }) })));
+    return Promise.all(
+      metas.map(async (meta) => ({
+        ...meta,
+        forkedFrom: await this.forkOrigin({ session: meta.sessionKey, runId: meta.runId }),
+        durationLowerBound: runDuration(meta)?.lowerBound ?? false,
+      })),
+    );
   }
 
   /**
@@ -226,7 +237,7 @@ export class RunReader {
   /** Projection, fork origin, step range and recorded flow config of a run. */
   async run(ref: RunRef): Promise<RunDetail> {
     const meta = await this.meta(ref);
-    const detail: RunDetail = { meta, forkedFrom: await this.forkOrigin(ref), steps: await this.steps(ref, meta), flow: null };
+    const detail: RunDetail = { meta, durationLowerBound: runDuration(meta)?.lowerBound ?? false, forkedFrom: await this.forkOrigin(ref), steps: await this.steps(ref, meta), flow: null };
     try {
       detail.flow = (await this.store.loadDocument(storeRef(ref), 'flow')) ?? null;
     } catch (error) {
@@ -235,12 +246,23 @@ export class RunReader {
     return detail;
   }
 
-  /** The trace tree of a run (as `runs show`), with what the read of a damaged log skipped or could not verify. */
+  /**
+   * The trace tree of a run (as `runs show`), with what the read of a damaged log skipped or could not verify. Its
+   * status, duration and segments are the run's as listed now (see {@link listed}).
+   */
   async trace(ref: RunRef): Promise<RunTrace & { warnings: string[] }> {
     const kept = await this.scanEntry(ref);
-    const trace = await kept.result;
+    const trace = await this.listed(ref, await kept.result);
     // What the read skipped or could not verify: a whole trace read from a damaged log says so, as its pages do.
     return { ...trace, warnings: [...kept.warnings] };
+  }
+
+  /**
+   * `trace` (kept for its log) with the header `runs list` gives the run now: a kept trace outlives its writer (a
+   * killed run's log does not change, its status does), so the status is not kept with it.
+   */
+  private async listed(ref: RunRef, trace: RunTrace): Promise<RunTrace> {
+    return withRunMeta(trace, await this.meta(ref));
   }
 
   /**
@@ -249,7 +271,7 @@ export class RunReader {
    */
   async tracePage(ref: RunRef, offset: number, limit: number): Promise<TracePage> {
     const kept = await this.scanEntry(ref);
-    return page(await kept.result, offset, limit, true, kept.warnings);
+    return page(await this.listed(ref, await kept.result), offset, limit, true, kept.warnings);
   }
 
   /**
@@ -265,17 +287,19 @@ export class RunReader {
     // a finished one is used only while the log still ends where it did.
     const under = this.traces.get(`${ref.session}/${ref.runId}`);
     const kept = under !== undefined && under.made === undefined ? under : await this.scanEntry(ref);
-    if (kept.made !== undefined) return page(kept.made, 0, limit, true, kept.warnings);
+    if (kept.made !== undefined) return page(await this.listed(ref, kept.made), 0, limit, true, kept.warnings);
     // A read under way may have gone far enough already (it checks for waiting heads only now and then, early on).
     if (kept.read !== undefined && kept.read.length > 0) {
       const trace = buildTrace(ref.runId, kept.read);
-      if (settledHead(trace, limit)) return page(trace, 0, limit, false, kept.warnings);
+      if (settledHead(trace, limit)) return page(await this.listed(ref, trace), 0, limit, false, kept.warnings);
     }
     return new Promise<TracePage>((resolve, reject) => {
-      const waiter = { limit, resolve };
+      const waiter = { limit, resolve, reject };
       (kept.heads ??= new Set()).add(waiter);
       kept.result.then(
-        (trace) => kept.heads?.delete(waiter) && resolve(page(trace, 0, limit, true, kept.warnings)),
+        (trace) => {
+          if (kept.heads?.delete(waiter)) this.listed(ref, trace).then((listed) => resolve(page(listed, 0, limit, true, kept.warnings)), reject);
+        },
         (error: unknown) => kept.heads?.delete(waiter) && reject(error),
       );
     });
@@ -383,7 +407,7 @@ export class RunReader {
       for (const head of kept.heads) {
         if (!settledHead(trace, head.limit)) continue;
         kept.heads.delete(head);
-        head.resolve(page(trace, 0, head.limit, false, kept.warnings));
+        void this.listed(ref, trace).then((listed) => head.resolve(page(listed, 0, head.limit, false, kept.warnings)), head.reject);
       }
     });
   }

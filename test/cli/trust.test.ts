@@ -73,14 +73,14 @@ describe('damaged run files through the CLI', () => {
     expect((await cliJson(['runs', 'list', ...d]))[0]).toEqual(full);
   });
 
-  it('after a torn last line, runs show and runs resume agree: incomplete, and why resume cannot continue', async () => {
+  it('after a torn last line, runs show and runs list agree: stopped, and runs resume says why it cannot continue', async () => {
     const d = ['--data-dir', tempDir()];
     await cliJson(['run', FLOW, '--modules', MODULES, '--run-id', 'torn', ...d]);
     const log = join(d[1]!, 'sessions', 'default', 'runs', 'torn', 'events.jsonl');
     const text = readFileSync(log, 'utf8');
     truncateSync(log, text.lastIndexOf('\n', text.length - 2) + 1 + 15);
     const show = await cliJson(['runs', 'show', 'torn', ...d]);
-    expect(show.status).toBe('incomplete');
+    expect(show.status).toBe('stopped');
     const resume = await cli(['runs', 'resume', 'torn', '--modules', MODULES, ...d]);
     expect(resume.code).toBe(1);
     expect(resume.stderr).not.toContain('already completed');

@@ -2,6 +2,7 @@
 import type { StreamEvent } from '../../events/index.js';
 import type { RunVerification } from '../../runtime/index.js';
 import type { RunMeta } from '../../store/index.js';
+import { runDuration, type RunDuration } from '../../store/run-meta.js';
 import type { BlameReport, DiffReport, EventsPage, Provenance, StateReport } from './inspect.js';
 import { terminalText as t } from '../../events/terminal-text.js';
 import { colors as c, formatMs, table } from './output.js';
@@ -13,6 +14,12 @@ function who(p: Provenance): string {
 
 function time(ms: number): string {
   return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+/** A run's (or a segment's) duration; a lower bound (a segment cut short, or still running) as "≥ 945.0ms". */
+export function formatDuration(duration: RunDuration | undefined): string {
+  if (duration === undefined) return '';
+  return `${duration.lowerBound ? '≥ ' : ''}${formatMs(duration.ms)}`;
 }
 
 /** `runs list`. */
@@ -29,7 +36,7 @@ export function renderRuns(runs: RunMeta[]): string {
       String(r.eventCount),
       String(r.errorCount),
       time(r.startedAt),
-      r.durationMs === undefined ? '' : formatMs(r.durationMs),
+      formatDuration(runDuration(r)),
     ]),
   );
   return [listing, ...damaged].join('\n');

@@ -16,7 +16,7 @@ import { cliCommand, colors, print, warn, type CommonOptions } from './output.js
 import { renderBlame, renderDiff, renderEvents, renderRuns, renderState, renderVerification } from './render.js';
 import { firstStep, openRun, readEventsPage, readFilteredEvents, readRunEvents, runPointAt } from './store-access.js';
 import { cliPostgresStore, cliStore } from './run-store.js';
-import { buildTrace, renderTrace } from './trace.js';
+import { renderTrace, storedTrace } from './trace.js';
 import { addRetentionCommands } from './retention-commands.js';
 import { terminalText as t } from '../../events/terminal-text.js';
 import { redactorFor } from '../../redact/index.js';
@@ -75,7 +75,7 @@ export function runsCommand(): Command {
 
   common(runs.command('show <runId>').description('the trace of a run as a tree: namespaces, durations, routes, retries, errors, quarantines')).action(
     async (runId: string, options: CommonOptions) => {
-      const trace = buildTrace(runId, await readRunEvents({ ...options, runId }));
+      const trace = await storedTrace({ ...options, runId });
       print(options, trace, () => renderTrace(trace));
     },
   );

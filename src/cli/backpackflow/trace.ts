@@ -1,10 +1,16 @@
 /**
  * The trace of a stored run as a tree (`runs show`): node executions nested by span (`parentSpanId`), with their
  * durations, actions, retries, errors, quarantines and the routes taken between them, in the order they happened.
+ * Its status, duration and segments are the run's as listings give them (`listedRun`), in DESIGN D16's words.
  */
 import { StreamEventType, type StreamEvent } from '../../events/index.js';
 import { terminalText as t } from '../../events/terminal-text.js';
+import { listedRun } from '../../runtime/index.js';
+import { emptyRunMeta, foldRunMetaBatch, runDuration } from '../../store/run-meta.js';
+import type { RunMeta } from '../../store/index.js';
 import { colors, formatMs } from './output.js';
+import { formatDuration } from './render.js';
+import { readRunEvents, openRun, type RunRefOptions } from './store-access.js';
 
 /** One line under a span, in the order it happened. */
 export type TraceItem =
@@ -29,26 +35,37 @@ export interface TraceNode {
   durationMs: number | null;
   /** The action it returned; null while running or when it failed. */
   action: string | null;
-  status: 'completed' | 'failed' | 'incomplete' | 'waiting';
+  /**
+   * `running`: no end recorded and the run is running; `stopped`: it recorded no end before its segment ended (the run
+   * was stopped, or its writer killed, while it ran); otherwise how it ended.
+   */
+  status: 'completed' | 'failed' | 'waiting' | 'running' | 'stopped';
   items: TraceItem[];
 }
 
 /** One stretch a process ran the run: from a `run.started` to its end, failure or pause. */
 export interface TraceSegment {
   startedAt: number;
+  /** Up to its end, or, when it recorded none (`ended` false), up to its last recorded event: a lower bound. */
   durationMs: number | null;
-  outcome: 'completed' | 'failed' | 'waiting' | null;
+  /** Whether it recorded its end (false: its writer was killed, or it is still running). */
+  ended: boolean;
+  /** How it ended (completed, failed, waiting), `stopped` (stopped, or its writer killed), or `running`. */
+  outcome: 'completed' | 'failed' | 'waiting' | 'stopped' | 'running';
 }
 
 /** The whole trace of a run. */
 export interface RunTrace {
   runId: string;
   flowNamespace: string | null;
-  status: 'completed' | 'failed' | 'incomplete' | 'waiting';
+  /** The run's status as `runs list` gives it (DESIGN D16: running only while a live writer holds it). */
+  status: RunMeta['status'];
   /** When the run first started (kept across resumes). */
   startedAt: number | null;
-  /** The time it ran: the sum of its segments. */
+  /** The time it ran: the sum of its segments (see `runDuration`). */
   durationMs: number | null;
+  /** Whether {@link durationMs} is a lower bound: a segment recorded no end (killed, or still running). */
+  durationLowerBound: boolean;
   segments: TraceSegment[];
   /** The run and step a fork started from. */
   forkedFrom: { runId: string; step: number } | null;
@@ -93,26 +110,86 @@ export const TRACE_EVENT_TYPES: readonly string[] = [
   StreamEventType.MODEL_END,
 ];
 
-/** Builds the trace tree of a run from its stored events. */
+/**
+ * The header of a run's trace from its projection: status, start, duration and segments, as `runs list` gives them
+ * (pass the listed projection: `listedRun`, whose status says `running` only while a live writer holds the run).
+ */
+function header(meta: RunMeta): Pick<RunTrace, 'status' | 'startedAt' | 'durationMs' | 'durationLowerBound' | 'segments'> {
+  const duration = runDuration(meta);
+  const segments = meta.segments ?? [];
+  return {
+    status: meta.status,
+    startedAt: meta.eventCount === 0 ? null : meta.startedAt,
+    durationMs: duration?.ms ?? null,
+    durationLowerBound: duration?.lowerBound ?? false,
+    segments: segments.map((segment, i) => {
+      const ended = segment.endedAt !== undefined;
+      // The last segment open is the run's: running or stopped as listed; an earlier one open had its writer killed.
+      const open = i === segments.length - 1 && segment.durationMs === undefined;
+      const durationMs = open ? Math.max(0, meta.updatedAt - segment.startedAt) : (segment.durationMs ?? null);
+      const outcome = segment.outcome ?? (open && meta.status === 'running' ? 'running' : 'stopped');
+      return { startedAt: segment.startedAt, durationMs, ended, outcome };
+    }),
+  };
+}
+
+/**
+ * `trace` with the header of `meta` (see {@link header}): a node that recorded no end is `running` only while the
+ * run is. `trace` is not modified (the studio keeps traces and gives each request the run's status at that time).
+ */
+export function withRunMeta(trace: RunTrace, meta: RunMeta): RunTrace {
+  const running = meta.status === 'running';
+  const relabel = (items: TraceItem[]): TraceItem[] => {
+    if (running || !items.some(hasRunning)) return items;
+    return items.map((item) => {
+      if (item.kind !== 'node' || !hasRunning(item)) return item;
+      const node = item.node;
+      return { kind: 'node', node: { ...node, status: node.status === 'running' ? 'stopped' : node.status, items: relabel(node.items) } };
+    });
+  };
+  return { ...trace, ...header(meta), items: relabel(trace.items) };
+}
+
+/** Whether `item` is a node that recorded no end, or holds one. */
+function hasRunning(item: TraceItem): boolean {
+  return item.kind === 'node' && (item.node.status === 'running' || item.node.items.some(hasRunning));
+}
+
+/**
+ * The trace of a stored run (`runs show`): its tree from its events, with the status, duration and segments
+ * `runs list` gives it (one rule for every reader: `listedRun`, run-meta's `runDuration`).
+ */
+export async function storedTrace(options: RunRefOptions): Promise<RunTrace> {
+  const events = await readRunEvents(options);
+  const { store, ref } = await openRun(options);
+  const meta = await listedRun({ store, sessionKey: ref.sessionKey, runId: ref.runId });
+  return meta === undefined ? buildTrace(ref.runId, events) : withRunMeta(buildTrace(ref.runId, events), meta);
+}
+
+/**
+ * Builds the trace tree of a run from its stored events. Its header (status, duration, segments) is the projection
+ * of these events (see foldRunMeta): a run that recorded no end is `running` as far as they tell; {@link withRunMeta}
+ * gives it the status listings give it (`stopped` when no live writer holds it).
+ */
 export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
   const trace: RunTrace = {
-    runId, flowNamespace: null, status: 'incomplete', startedAt: null, durationMs: null, segments: [], forkedFrom: null, interrupt: null,
+    runId, flowNamespace: null, ...header(foldRunMetaBatch(emptyRunMeta('trace', runId), events)), forkedFrom: null, interrupt: null,
     action: null, error: null, starts: 0, items: [],
   };
+  /** Nodes started that have not recorded their end yet. */
+  const open = new Set<TraceNode>();
   /** A node that stopped without finishing (failed, or paused for a person) ends there, unless it already ended. */
   const settle = (event: StreamEvent, status: 'failed' | 'waiting'): void => {
     const node = event.spanId === undefined ? undefined : nodes.get(event.spanId);
-    if (node && node.status === 'incomplete') {
+    if (node && open.delete(node)) {
       node.status = status;
       node.durationMs = event.timestamp - node.startedAt;
     }
   };
-  const endSegment = (event: StreamEvent, outcome: TraceSegment['outcome']): void => {
-    const segment = trace.segments.at(-1);
-    if (segment === undefined) return;
-    segment.durationMs = event.timestamp - segment.startedAt;
-    segment.outcome = outcome;
-    trace.durationMs = trace.segments.reduce((sum, s) => sum + (s.durationMs ?? 0), 0);
+  /** A segment ended: the nodes it left without an end did not finish in it. */
+  const endSegment = (status: TraceNode['status']): void => {
+    for (const node of open) node.status = status;
+    open.clear();
   };
   const nodes = new Map<string, TraceNode>();
   /** Model calls in progress, by node span and purpose. */
@@ -128,34 +205,30 @@ export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
       case StreamEventType.RUN_START: {
         trace.starts++;
         trace.flowNamespace ??= typeof p['flowNamespace'] === 'string' ? p['flowNamespace'] : (event.namespace ?? null);
-        trace.status = 'incomplete';
-        trace.startedAt ??= event.timestamp;
         trace.interrupt = null;
+        trace.error = null;
         const from = p['forkedFrom'] as RunTrace['forkedFrom'] | undefined;
         if (from && typeof from === 'object') trace.forkedFrom = { runId: String(from.runId), step: Number(from.step) };
-        trace.segments.push({ startedAt: event.timestamp, durationMs: null, outcome: null });
+        // Nodes the previous segment left without an end: its writer was killed while they ran.
+        endSegment('stopped');
         break;
       }
       case StreamEventType.RUN_END:
-        trace.status = 'completed';
         trace.action = typeof p['action'] === 'string' ? p['action'] : null;
-        endSegment(event, 'completed');
+        endSegment('stopped');
         break;
       case StreamEventType.RUN_ERROR:
         // Stopped by the run's own signal (`aborted`): not a failure; the run stopped there and resumes from there.
         if (p['aborted'] === true) {
-          trace.status = 'incomplete';
-          endSegment(event, null);
+          endSegment('stopped');
           break;
         }
-        trace.status = 'failed';
         trace.error = errorText(p['error']);
-        endSegment(event, 'failed');
+        endSegment('failed');
         break;
       case StreamEventType.RUN_WAITING:
-        trace.status = 'waiting';
         trace.interrupt = (p['interrupt'] as RunTrace['interrupt']) ?? null;
-        endSegment(event, 'waiting');
+        endSegment('waiting');
         break;
       case StreamEventType.NODE_INTERRUPT:
         ownerOf(event).push({ kind: 'interrupt', index: Number(p['index']), payload: p['payload'] });
@@ -174,16 +247,18 @@ export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
           startedAt: event.timestamp,
           durationMs: null,
           action: null,
-          status: 'incomplete',
+          status: 'running',
           items: [],
         };
         home(event.parentSpanId).push({ kind: 'node', node });
         nodes.set(event.spanId, node);
+        open.add(node);
         break;
       }
       case StreamEventType.NODE_END: {
         const node = event.spanId === undefined ? undefined : nodes.get(event.spanId);
         if (!node) break;
+        open.delete(node);
         node.status = 'completed';
         node.durationMs = typeof p['durationMs'] === 'number' ? p['durationMs'] : event.timestamp - node.startedAt;
         node.action = typeof p['action'] === 'string' ? p['action'] : null;
@@ -253,8 +328,8 @@ function nodeLine(node: TraceNode): string {
   const ns = node.namespace ? ` ${c.dim(t(node.namespace))}` : '';
   const time = node.durationMs === null ? '' : ` ${c.dim(formatMs(node.durationMs))}`;
   const mark = node.status === 'completed' ? c.green('✓') : node.status === 'failed' ? c.red('✗') : node.status === 'waiting' ? c.yellow('?') : c.yellow('…');
-  const action =
-    node.action === null ? (node.status === 'incomplete' ? c.yellow(' (did not finish)') : node.status === 'waiting' ? c.yellow(' (waiting for an answer)') : '') : ` → ${c.cyan(t(node.action))}`;
+  const unfinished = { running: ' (running)', stopped: ' (stopped: did not finish)', waiting: ' (waiting for an answer)', failed: '', completed: '' }[node.status];
+  const action = node.action === null ? (unfinished === '' ? '' : c.yellow(unfinished)) : ` → ${c.cyan(t(node.action))}`;
   return `${mark} ${c.bold(name)}${ns}${time}${action}`;
 }
 
@@ -311,17 +386,17 @@ export function renderTrace(trace: RunTrace): string {
       ? c.green('completed')
       : trace.status === 'failed'
         ? c.red(`failed: ${t(trace.error ?? '')}`)
-        : trace.status === 'waiting'
-          ? c.yellow('waiting')
-          : c.yellow('incomplete');
-  const time = trace.durationMs === null ? '' : ` · ${formatMs(trace.durationMs)}`;
+        : c.yellow(trace.status);
+  const time = trace.durationMs === null ? '' : ` · ${formatDuration({ ms: trace.durationMs, lowerBound: trace.durationLowerBound })}`;
   const action = trace.action === null ? '' : ` → ${c.cyan(t(trace.action))}`;
   const resumed = trace.starts > 1 ? c.yellow(` · resumed ${trace.starts - 1}×`) : '';
   const out = [`${c.bold('run')} ${t(trace.runId)} ${c.dim(t(trace.flowNamespace || '(root flow)'))} ${status}${time}${action}${resumed}`];
   if (trace.startedAt !== null) out.push(c.dim(`started ${new Date(trace.startedAt).toISOString()}`));
   if (trace.forkedFrom) out.push(c.yellow(`fork of ${t(trace.forkedFrom.runId)} at step ${trace.forkedFrom.step}`));
   if (trace.segments.length > 1) {
-    trace.segments.forEach((s, i) => out.push(c.dim(`segment ${i + 1}: ${new Date(s.startedAt).toISOString()} · ${s.durationMs === null ? 'did not end' : formatMs(s.durationMs)} · ${s.outcome ?? 'stopped'}`)));
+    trace.segments.forEach((s, i) =>
+      out.push(c.dim(`segment ${i + 1}: ${new Date(s.startedAt).toISOString()} · ${s.durationMs === null ? '' : formatDuration({ ms: s.durationMs, lowerBound: !s.ended })} · ${s.outcome}`)),
+    );
   }
   if (trace.interrupt) {
     out.push(c.yellow(`waiting for an answer to node '${t(String(trace.interrupt.nodeId))}' (${t(String(trace.interrupt.namespace))}): ${json(trace.interrupt.payload)}`));

@@ -150,6 +150,12 @@ export function formatMs(ms: number | null | undefined): string {
   return `${Math.floor(ms / 60_000)}m ${Math.round((ms % 60_000) / 1000)}s`;
 }
 
+/** A run's duration; a lower bound (a segment cut short by a killed writer, or still running) as `≥ 945.0ms`. */
+export function formatDuration(ms: number | null | undefined, lowerBound: boolean): string {
+  const text = formatMs(ms);
+  return lowerBound && text !== '' ? `≥ ${text}` : text;
+}
+
 /** A timestamp as local date and time. */
 export function formatTime(ms: number | undefined): string {
   if (typeof ms !== 'number' || ms <= 0) return '';

@@ -5,7 +5,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { formatMs, formatTime, getJson, runHash, runPath, streamUrl, type RunDetail, type RunPage, type RunTrace, type SteerJob, type StateReport, type TracePage } from './client.js';
+import { formatDuration, formatTime, getJson, runHash, runPath, streamUrl, type RunDetail, type RunPage, type RunTrace, type SteerJob, type StateReport, type TracePage } from './client.js';
 import { BlameView } from './blame-view.js';
 import { DiffView } from './diff-view.js';
 import { EventsView, type EventFilters } from './events-view.js';
@@ -112,7 +112,7 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
       <dl class="facts">
         <Fact label="Session">{session}</Fact>
         <Fact label="Started">{formatTime(meta.startedAt)}</Fact>
-        <Fact label="Duration">{formatMs(meta.durationMs)}</Fact>
+        <Fact label="Duration">{formatDuration(meta.durationMs, detail.data.durationLowerBound)}</Fact>
         <Fact label="Steps">
           {steps.first}..{steps.last}
         </Fact>

@@ -1,6 +1,6 @@
-/** The runs table: status, start, duration, steps, errors, tokens and fork origin; filters; refreshed live. */
+/** The runs table: status, start, duration, node runs, errors, tokens and fork origin; filters; refreshed live. */
 import { useState } from 'preact/hooks';
-import { formatMs, formatTime, getJson, runHash, type RunSummary } from './client.js';
+import { formatDuration, formatTime, getJson, runHash, type RunSummary } from './client.js';
 import { useLoad } from './hooks.js';
 import { Head, Problem, Status } from './parts.js';
 
@@ -47,7 +47,7 @@ export function RunsView({ session }: { session: string | null }) {
       </div>
       {runs.error && <Problem text={runs.error} />}
       <table class="runs">
-        <Head cols={['Run', 'Session', 'Status', 'Started', '#Duration', '#Steps', '#Errors', '#Tokens', 'Forked from']} />
+        <Head cols={['Run', 'Session', 'Status', 'Started', '#Duration', '#Node runs', '#Errors', '#Tokens', 'Forked from']} />
         <tbody>
           {shown.map((run) => (
             <tr key={`${run.sessionKey}/${run.runId}`} data-run={run.runId}>
@@ -61,7 +61,7 @@ export function RunsView({ session }: { session: string | null }) {
                 {run.damaged && <div class="warn small">damaged: {run.damaged}</div>}
               </td>
               <td>{formatTime(run.startedAt)}</td>
-              <td class="num">{formatMs(run.durationMs)}</td>
+              <td class="num">{formatDuration(run.durationMs, run.durationLowerBound)}</td>
               <td class="num">{run.stepCount}</td>
               <td class="num">{run.errorCount}</td>
               <td class="num">{run.tokenUsage.total}</td>

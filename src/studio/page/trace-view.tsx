@@ -1,7 +1,7 @@
 /** The trace of a run as a span tree: nodes nested by span with durations and actions, routes, retries, errors. */
 import { useState } from 'preact/hooks';
 import type { RunTrace, TracePage } from './client.js';
-import { formatMs } from './client.js';
+import { formatDuration, formatMs } from './client.js';
 import { Status, Warnings } from './parts.js';
 
 type Item = RunTrace['items'][number];
@@ -104,7 +104,7 @@ export function TraceView({ page, more }: { page: TracePage; more: (offset: numb
     <section aria-label="trace" data-complete={String(page.complete)}>
       {page.complete ? (
         <p>
-          <Status status={page.status} /> {page.flowNamespace || '(root flow)'} {formatMs(page.durationMs)}
+          <Status status={page.status} /> {page.flowNamespace || '(root flow)'} {formatDuration(page.durationMs, page.durationLowerBound)}
           {page.action && <span class="action"> → {page.action}</span>}
           {page.starts > 1 && <span class="warn"> · resumed {page.starts - 1}×</span>}
           {page.error && <span class="bad"> · {page.error}</span>}
