@@ -21,6 +21,7 @@ import { foldModelDeltas, type ModelDeltaOptions } from './model-deltas.js';
 import { redactorFor } from '../redact/index.js';
 import { takeNewRun, type NewRun, type TakenRun } from './new-run.js';
 import { checkFlowNames } from './flow-names.js';
+import { lostConnection } from '../store/errors.js';
 
 /**
  * Durable runs (DESIGN D16). A run's directory holds its event log, its projection and its checkpoints:
@@ -397,13 +398,17 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   // With deltas kept, a model call whose whole text holds a secret is folded all the same (see ModelDeltaStorage).
   const redactor = target.modelDeltas === 'keep' ? redactorFor(target.redaction) : undefined;
   const holdsSecret = (text: string): boolean => redactor!.redactText(text) !== text;
+  /** The last batch given to the writer: the failure path finds out whether it was stored (see persistFailure). */
+  let attempted: StreamEvent[] = [];
   /** Commits the buffered events as one step (events, projection; see RunWriter.commit). */
   const persist = (): Promise<void> => {
     // Not an async function (one promise less per step); a throw still becomes a rejection.
     try {
       const batch = target.modelDeltas === 'keep' ? foldModelDeltas(buffer, holdsSecret) : foldModelDeltas(buffer);
       buffer = [];
-      return batch.length === 0 ? Promise.resolve() : writer.commit(batch);
+      if (batch.length === 0) return Promise.resolve();
+      attempted = batch;
+      return writer.commit(batch);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -492,22 +497,87 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     }
   };
 
+  /** The last batch given to the writer when the writer has not stored it (its commit failed), else undefined. */
+  const unconfirmed = (): StreamEvent[] | undefined => {
+    const last = attempted.at(-1);
+    return last !== undefined && (writer.lastSeq ?? 0) < last.seq ? attempted : undefined;
+  };
   /**
-   * The failure path's commit of the events left (the failure's `run.failed` or `run.waiting` among them). When that
-   * batch cannot be stored (an event the encoding or redaction cannot take, e.g. a payload nested too deep), the run
-   * must not be left looking resumable with no error: a `run.failed` event alone, at the seq the batch's last event
-   * had, records the failure and why the batch was lost. Returns the error for the caller then (naming the events
-   * that could not be stored and why, with the run's own error as cause), else undefined. Only on the failure path.
+   * Whether `batch`, whose commit lost the store's connection, is in the log all the same (the commit went through and
+   * only its reply was lost), or `{ unknown }` with the error that kept the log from being read again. Read by new
+   * writers of the run, once this one is given up: the first fences off a commit still in flight (on Postgres its
+   * lease takes a new fencing token, after that commit's transaction), the second reads the log as it stands after it.
    */
-  const persistFailure = async (error: unknown): Promise<Error | undefined> => {
+  const landed = async (batch: StreamEvent[]): Promise<boolean | { unknown: unknown }> => {
+    await writer.close().catch(() => undefined);
+    try {
+      let lastSeq: number | undefined;
+      for (let i = 0; i < 2; i++) {
+        const again = await store.openWriter({ sessionKey, runId }, { fresh: false, durability: target.durability ?? 'batch', redaction: target.redaction });
+        lastSeq = again.lastSeq;
+        await again.close();
+      }
+      return (lastSeq ?? 0) >= batch.at(-1)!.seq;
+    } catch (unknown) {
+      return { unknown };
+    }
+  };
+  /** How messages name a batch: its seqs and event types. */
+  const described = (events: StreamEvent[]): string =>
+    events.length === 0 ? "the run's last events" : `the run's last events (seq ${events[0]!.seq}-${events.at(-1)!.seq}: ${[...new Set(events.map((e) => e.type))].join(', ')})`;
+  /**
+   * A commit of `batch` that lost the store's connection (`lost`, in its causes): a lost connection stops the run, it
+   * is not the run's failure, and nothing more is written (no `run.failed`). Finds out whether the batch was stored
+   * (see {@link landed}): 'ended' when it was and it ended the run (the run ended as recorded), else the error for the
+   * caller, which says so ("may not have been stored" only when the log could not be read again), with `lost` as
+   * its cause. The log has no seq gap either way: the next writer continues from the last stored event.
+   */
+  const stopped = async (batch: StreamEvent[], lost: Error, error: unknown): Promise<Error | 'ended'> => {
+    const stored = await landed(batch);
+    if (stored === true && ENDS_RUN.has(batch.at(-1)!.type)) return 'ended';
+    const verdict =
+      stored === true
+        ? 'they were stored (only the reply to the commit was lost)'
+        : stored === false
+          ? 'they were not stored'
+          : `they may not have been stored (reading the log again failed too: ${messageOf(stored.unknown)})`;
+    const own = lostConnection(error) === undefined && !(error instanceof RunInterrupted && !(error instanceof InterruptAnswerError)) ? ` The run had failed (${messageOf(error)}); that failure is not recorded.` : '';
+    return new StoreError(
+      `run ${sessionKey}/${runId} stopped: the connection to its store was lost while committing ${described(batch)} (${messageOf(lost)}); ${verdict}.${own} ` +
+        `The run is stopped, not failed: nothing more was written, and it resumes from its last recorded step ('runs resume ${runId}')`,
+      { cause: lost },
+    );
+  };
+
+  /**
+   * The failure path: what became of the last batch given to the writer, and the commit of the events left (the
+   * failure's `run.failed` or `run.waiting` among them).
+   * - A commit that lost the store's connection (this batch's or the one before, which ended the run): see
+   *   {@link stopped}.
+   * - A batch the store refused (an event the encoding or redaction cannot take, e.g. a payload nested too deep) is
+   *   not in the log: the events after it continue from the writer's last seq, so the log has no seq gap. When the
+   *   events left cannot be stored either, the run must not be left looking resumable with no error: a `run.failed`
+   *   event alone records the failure and why the batch was lost.
+   * Returns undefined when the run's end is recorded as it happened, 'ended' when the batch that ended the run was
+   * stored though its commit failed, else the error for the caller (naming the events not stored and why, with the
+   * run's own error, or the lost connection, as cause). Only on the failure path.
+   */
+  const persistFailure = async (error: unknown): Promise<Error | 'ended' | undefined> => {
+    const before = unconfirmed();
+    const lostBefore = before === undefined ? undefined : lostConnection(error);
+    if (before !== undefined && lostBefore !== undefined) return stopped(before, lostBefore, error);
+    const next = (writer.lastSeq ?? 0) + 1;
+    const shift = buffer.length > 0 ? buffer[0]!.seq - next : 0;
+    if (shift > 0) buffer = buffer.map((event) => ({ ...event, seq: event.seq - shift }));
     const events = buffer;
     try {
       await persist();
       return undefined;
     } catch (lost) {
+      const connection = lostConnection(lost);
+      if (connection !== undefined) return stopped(events, connection, error);
       const last = events.at(-1);
-      const what = last === undefined ? "the run's last events" : `the run's last events (seq ${events[0]!.seq}-${last.seq}: ${[...new Set(events.map((e) => e.type))].join(', ')})`;
-      const reason = `${what} could not be stored: ${messageOf(lost)}`;
+      const reason = `${described(events)} could not be stored: ${messageOf(lost)}`;
       const failure = new StoreError(`run ${sessionKey}/${runId} failed (${messageOf(error)}), and ${reason}`, { cause: error });
       if (last === undefined) return failure;
       const run = last.type === StreamEventType.RUN_ERROR || last.type === StreamEventType.RUN_WAITING ? last : undefined;
@@ -522,7 +592,8 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
       const record: StreamEvent = {
         v: last.v,
         id: last.id,
-        seq: last.seq,
+        // Right after the last stored event: the batch that was not stored leaves no gap.
+        seq: (writer.lastSeq ?? 0) + 1,
         timestamp: last.timestamp,
         runId,
         sessionKey: last.sessionKey,
@@ -538,17 +609,24 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     }
   };
 
+  let action: string | undefined;
   try {
-    const action = await flow.run(undefined, { runId, signal: target.signal, onStep, resume: start.position.length ? [...start.position] : undefined, answers: start.answers, forkedFrom: start.forkedFrom });
+    action = await flow.run(undefined, { runId, signal: target.signal, onStep, resume: start.position.length ? [...start.position] : undefined, answers: start.answers, forkedFrom: start.forkedFrom });
     await startRecorded();
     await persist();
     await keyframesWritten();
     return { runId, sessionKey, dataDir: store.location, status: 'completed', action, steps: step };
   } catch (error) {
     await startRecorded().catch(() => undefined);
-    const unstored = await persistFailure(error);
+    // The keyframes taken are written (or failed) before the failure path may give the writer up (see landed).
     await keyframes;
-    if (unstored !== undefined) throw unstored;
+    const unstored = await persistFailure(error);
+    if (unstored === 'ended' && attempted.at(-1)!.type === StreamEventType.RUN_END) {
+      // The run's end was stored, only the reply to its commit was lost: it completed.
+      if (keyframeError) throw keyframeError.error;
+      return { runId, sessionKey, dataDir: store.location, status: 'completed', action, steps: step };
+    }
+    if (unstored instanceof Error) throw unstored;
     // Paused for a person: the run is recorded as waiting (run.waiting is in the log) and this process is done.
     if (error instanceof RunInterrupted && !(error instanceof InterruptAnswerError)) {
       if (keyframeError) throw keyframeError.error;
@@ -566,6 +644,9 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message || error.name : String(error);
 }
+
+/** The events that end a run's process: a batch ending with one, once stored, records how the run ended. */
+const ENDS_RUN: ReadonlySet<string> = new Set([StreamEventType.RUN_END, StreamEventType.RUN_ERROR, StreamEventType.RUN_WAITING]);
 
 function entryPosition(flow: Flow): string[] {
   return flow.entryNode ? [flow.entryNode.id] : [];

@@ -81,3 +81,24 @@ export function describeIssues(error: { issues: ReadonlyArray<{ path: ReadonlyAr
  * another writer stored the same event first. Nothing of the refused commit is stored; the writer cannot go on.
  */
 export class FencedError extends EventStoreError {}
+
+/**
+ * What says that the connection to a shared store (a database) was lost: the `postgres` driver's codes, the socket's, and the server's own
+ * (SQLSTATE class 08, connection exception; 57P01-57P03, the server shutting down or not yet accepting connections).
+ */
+const CONNECTION_LOST: ReadonlySet<string> = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03']);
+
+/**
+ * The error in `error`'s cause chain (itself first) whose code says that a database connection was lost (see
+ * CONNECTION_LOST), or undefined. A statement that failed so may or may not have been carried out: its outcome is
+ * unknown until the database is read again.
+ */
+export function lostConnection(error: unknown): Error | undefined {
+  let current: unknown = error;
+  for (let depth = 0; current instanceof Error && depth < 10; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && (CONNECTION_LOST.has(code) || code.startsWith('08'))) return current;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

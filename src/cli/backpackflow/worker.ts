@@ -25,6 +25,7 @@ import { NodeExecutionError } from '../../flow/index.js';
 import { wasReported } from '../../nodes/backpack-node.js';
 import { resumeRun, runFlow } from '../../runtime/index.js';
 import { FencedError, LockError, PostgresRunStore, RunExistsError, type RunDocumentName } from '../../store/index.js';
+import { lostConnection } from '../../store/errors.js';
 import { DEFAULT_MAX_ATTEMPTS, QUEUE_CHANNEL, RunQueue, type QueuedRun } from '../../store/postgres/queue.js';
 import type { RunRef } from '../../store/run-store.js';
 import { positiveInteger } from './arguments.js';
@@ -176,26 +177,31 @@ function causedBy(error: unknown, type: new (...args: never[]) => Error): boolea
 }
 
 /**
- * What says that a database connection was lost: the `postgres` driver's codes, the socket's, and the server's own
- * (SQLSTATE class 08, connection exception; 57P01-57P03, the server shutting down or not yet accepting connections).
- */
-const CONNECTION_LOST: ReadonlySet<string> = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03']);
-
-/**
- * Whether a run ended with `error` because the store lost its database connection (a code of {@link CONNECTION_LOST}
- * in its cause chain), not because a node failed: an error a node reported as its own (its prep or post threw it, or
- * its exec's last attempt did, wrapped in a NodeExecutionError) is the node's failure whatever its code.
+ * Whether a run ended with `error` because the store lost its database connection (see `lostConnection`), not
+ * because a node failed: an error a node reported as its own (its prep or post threw it, or its exec's last attempt
+ * did, wrapped in a NodeExecutionError) is the node's failure whatever its code.
  */
 function connectionLost(error: unknown): boolean {
   if (wasReported(error)) return false;
   let current: unknown = error;
   for (let depth = 0; current instanceof Error && depth < 10; depth++) {
     if (current instanceof NodeExecutionError) return false;
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && (CONNECTION_LOST.has(code) || code.startsWith('08'))) return true;
+    if (lostConnection(current) === current) return true;
     current = (current as { cause?: unknown }).cause;
   }
   return false;
+}
+
+/**
+ * Whether `error`, thrown where nothing could catch it, is the `postgres` driver's own TypeError on a connection closed
+ * under it: `nextWrite` in the driver's connection.js writes to the socket its close had already dropped (porsager/postgres
+ * #1154 and #1208, not fixed in a release up to 3.4.9). A lost connection, not a bug of this worker: only a TypeError
+ * thrown by that module (its top frame) is one.
+ */
+export function driverLostConnection(error: unknown): boolean {
+  if (!(error instanceof TypeError)) return false;
+  const frame = error.stack?.split('\n').find((line) => line.trimStart().startsWith('at '));
+  return frame !== undefined && /[\\/]node_modules[\\/]postgres[\\/](?:cjs[\\/])?src[\\/]connection\.js:/.test(frame);
 }
 
 /** Runs the worker until it is stopped (see the module comment). */
@@ -211,6 +217,28 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
   const sql = await store.sql();
   const listener = await sql.listen(QUEUE_CHANNEL, () => wakeup.wake());
   const idle = new Set<number>();
+  /** The stop of each run in hand, by slot: a driver failure on a lost connection stops them all (see below). */
+  const inHand = new Map<number, AbortController>();
+  /**
+   * The driver's TypeError on a lost connection (see {@link driverLostConnection}) escapes every await: instead of
+   * dying with it, the worker takes it for what it is, a lost connection, and stops the runs in hand, which are given
+   * back (their next claim resumes them). Any other uncaught error is not this worker's to hide: unless another listener
+   * takes it, it is thrown again with this listener gone, so the process dies of it as it would have.
+   */
+  const onUncaught = (error: Error): void => {
+    if (!driverLostConnection(error)) {
+      if (process.listenerCount('uncaughtException') > 1) return;
+      process.off('uncaughtException', onUncaught);
+      setImmediate(() => {
+        throw error;
+      });
+      return;
+    }
+    process.stderr.write(`worker ${owner}: the database driver failed on a lost connection (${t(error.message)}): the runs in hand are stopped and given back\n`);
+    const reason = Object.assign(new Error(`the database connection was lost (the driver failed on it: ${error.message})`, { cause: error }), { code: 'CONNECTION_DESTROYED' });
+    for (const controller of inHand.values()) controller.abort(reason);
+  };
+  process.on('uncaughtException', onUncaught);
   /** The jobs this worker found it cannot build: it does not claim them again (another worker may build them). */
   const unbuildable = new Map<string, RunRef>();
   process.stdout.write(`worker ${owner}: working on ${store.location} (${options.concurrency} at a time)\n`);
@@ -258,8 +286,10 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
       let why = 'another writer holds it, or this worker is stopping';
       /** What the queue keeps of why, when the user has to act on it. */
       let note: string | undefined;
+      const own = new AbortController();
+      inHand.set(index, own);
       try {
-        outcome = await execute(store, options, claimed, stop.signal);
+        outcome = await execute(store, options, claimed, AbortSignal.any([stop.signal, own.signal]));
       } catch (error) {
         if (error instanceof CannotBuildError) {
           // Not the run's failure: this worker lacks its classes. It is not claimed here again; another worker may.
@@ -279,6 +309,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
         else outcome = queue.redactor.redactText(`failed: ${(error as Error).message}`);
       } finally {
         clearInterval(renewal);
+        inHand.delete(index);
       }
       const name = `${claimed.sessionKey}/${claimed.runId}`;
       try {
@@ -316,6 +347,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
       process.stderr.write(`worker ${owner}: left queued ${names.length} run${names.length === 1 ? '' : 's'} this worker cannot build (${t(names.join(', '))}); see worker --status\n`);
     }
   } finally {
+    process.off('uncaughtException', onUncaught);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await listener.unlisten().catch(() => undefined);

@@ -33,7 +33,7 @@ import { CHAIN_BACKEND, ChainReader, chainOf, genesis, sealBatch } from '../chai
 import { prepareCheckpoint } from '../checkpoint-store.js';
 import { encodeEvent } from '../event-encode.js';
 import type { CorruptLine, ReadOptions, VerifiedEvent, VerifyResult } from '../event-store.js';
-import { CheckpointStoreError, EventStoreError, FencedError, LockError, ProjectionStoreError, RunExistsError, StoreError, describeIssues } from '../errors.js';
+import { CheckpointStoreError, EventStoreError, FencedError, LockError, ProjectionStoreError, RunExistsError, StoreError, describeIssues, lostConnection } from '../errors.js';
 import { decodeLine } from '../log-format.js';
 import { assertValidId } from '../paths.js';
 import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
@@ -169,13 +169,14 @@ export class PostgresRunStore implements RunStore {
    * committed batch (migration 5), its lines numbered from its `first_line`. A row whose text holds more or fewer
    * lines than it should shows as a line stored twice or missing where the next row starts.
    */
-  private async *storedLines(sql: Database['sql'], ref: RunRef, start: number): AsyncGenerator<{ line: number; body: string }> {
-    const cursor = sql<{ first_line: number; body: string }[]>`
-      select first_line, body from backpackflow.event_batches
+  private async *storedLines(sql: Database['sql'], ref: RunRef, start: number, onRow?: (row: BatchRow) => void): AsyncGenerator<{ line: number; body: string }> {
+    const cursor = sql<BatchRow[]>`
+      select first_line, last_line, last_seq, body from backpackflow.event_batches
       where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and first_line >= ${start}
       order by first_line`.cursor(ROWS_PER_FETCH);
     for await (const rows of cursor) {
       for (const row of rows) {
+        onRow?.(row);
         const lines = row.body.split('\n');
         for (let i = 0; i < lines.length; i++) yield { line: row.first_line + i, body: lines[i]! };
       }
@@ -296,7 +297,27 @@ export class PostgresRunStore implements RunStore {
     let batchStart = 0;
     let lastSealed = -1;
     let expected = 0;
-    for await (const row of this.storedLines(sql, ref, 0)) {
+    // A row's last_line and last_seq (which the chain hash does not cover; a writer takes where the log ends from
+    // them no more, but other statements do) must say what its text holds. Reported when the lines themselves are
+    // intact (a change to the text is reported as such first).
+    let columns: { line: number; problem: string } | undefined;
+    const columnDamage = (line: number, problem: string): void => {
+      columns ??= { line, problem };
+    };
+    const checkRow = (row: BatchRow): void => {
+      const count = lineCount(row.body);
+      const lastLine = row.first_line + count - 1;
+      const named = `the row of lines ${row.first_line + 1}-${lastLine + 1} (first_line ${row.first_line})`;
+      if (row.last_line !== lastLine) {
+        columnDamage(row.first_line + 1, `${named} has last_line ${row.last_line}, but its text holds ${count} line${count === 1 ? '' : 's'} (last_line ${lastLine}): the row was changed`);
+        return;
+      }
+      const last = decodeLine(lastLineOf(row.body), lastLine, 0);
+      if (!('error' in last) && String(last.seq) !== String(row.last_seq)) {
+        columnDamage(lastLine + 1, `${named} has last_seq ${row.last_seq}, but its last line has seq ${last.seq}: the row was changed`);
+      }
+    };
+    for await (const row of this.storedLines(sql, ref, 0, checkRow)) {
       if (row.line !== expected) damage(expected + 1, gapProblem(expected, row.line));
       expected = row.line + 1;
       result.lines++;
@@ -315,6 +336,7 @@ export class PostgresRunStore implements RunStore {
     if (expected - 1 > lastSealed) damage(lastSealed + 2, `lines ${lastSealed + 2}-${expected} come after its last chain hash (line ${lastSealed + 1}): the log was cut or damaged there`);
     const first = result.corruptLines[0];
     if (first !== undefined) damage(first.line, `line ${first.line} is corrupt: ${first.error}`);
+    if (columns !== undefined) damage(columns.line, columns.problem);
     if (result.problem !== undefined) {
       result.ok = false;
       result.chain = 'damaged';
@@ -503,6 +525,21 @@ function openProjection(text: string, ref: RunRef, where: string, backend: HashB
   return meta;
 }
 
+/** A row of backpackflow.event_batches: one committed batch (last_seq is a bigint, read as text). */
+interface BatchRow {
+  first_line: number;
+  last_line: number;
+  last_seq: string;
+  body: string;
+}
+
+/** The number of lines of a batch row's text. */
+function lineCount(body: string): number {
+  let count = 1;
+  for (let at = body.indexOf('\n'); at !== -1; at = body.indexOf('\n', at + 1)) count++;
+  return count;
+}
+
 /** The last line of a batch row's text. */
 function lastLineOf(body: string): string {
   return body.slice(body.lastIndexOf('\n') + 1);
@@ -535,6 +572,12 @@ class PostgresRunWriter implements RunWriter {
   private backend: HashBackend | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private broken: Error | undefined;
+  /**
+   * The connection was lost during a commit: it may have landed or not, so this writer's view of the log may be
+   * stale and it commits nothing more (the next commit would leave a seq gap, or collide). A new writer reads where
+   * the log stands.
+   */
+  private unsettled: Error | undefined;
   private closed = false;
   /** The run's last batch gave the lease up in its own transaction (see commit): close has nothing left to do. */
   private released = false;
@@ -562,7 +605,7 @@ class PostgresRunWriter implements RunWriter {
   async open(fresh: boolean): Promise<void> {
     const { sql, ref, store } = this;
     this.backend = await sharedHashBackend(CHAIN_BACKEND);
-    const [row] = await sql<{ token: string | null; holder: string | null; holder_until: Date | null; line: number | null; seq: string | null; body: string | null; bytes: string }[]>`
+    const [row] = await sql<{ token: string | null; holder: string | null; holder_until: Date | null; first: number | null; body: string | null; bytes: string }[]>`
       with taken as (
         insert into backpackflow.runs as r (session_key, run_id, writer_token, lease_owner, lease_expires_at)
         select ${ref.sessionKey}, ${ref.runId}, nextval('backpackflow.writer_tokens'), ${store.owner}, now() + ${store.leaseMs} * interval '1 millisecond' from ${asyncCommit(sql)}
@@ -571,16 +614,16 @@ class PostgresRunWriter implements RunWriter {
           and not (${fresh}::boolean and exists (select 1 from backpackflow.event_batches e where e.session_key = r.session_key and e.run_id = r.run_id))
         returning r.writer_token
       )
-      select (select writer_token from taken) as token, runs.lease_owner as holder, runs.lease_expires_at as holder_until, last.last_line as line, last.last_seq as seq, last.body,
+      select (select writer_token from taken) as token, runs.lease_owner as holder, runs.lease_expires_at as holder_until, last.first_line as first, last.body,
         (select coalesce(sum(octet_length(body) + 1), 0) from backpackflow.event_batches where session_key = ${ref.sessionKey} and run_id = ${ref.runId}) as bytes
       from (select 1) as one
       left join backpackflow.runs on runs.session_key = ${ref.sessionKey} and runs.run_id = ${ref.runId}
       left join lateral (
-        select last_line, last_seq, body from backpackflow.event_batches where session_key = ${ref.sessionKey} and run_id = ${ref.runId} order by first_line desc limit 1
+        select first_line, body from backpackflow.event_batches where session_key = ${ref.sessionKey} and run_id = ${ref.runId} order by first_line desc limit 1
       ) as last on true`;
-    const { token, line, seq, body } = row!;
+    const { token, first, body } = row!;
     if (token === null) {
-      if (fresh && line !== null) throw new RunExistsError(ref.sessionKey, ref.runId, this.where);
+      if (fresh && first !== null) throw new RunExistsError(ref.sessionKey, ref.runId, this.where);
       throw new LockError(
         `run ${ref.sessionKey}/${ref.runId} is being written by ${row!.holder ?? 'another writer'} (its lease runs until ${row!.holder_until?.toISOString() ?? '?'}) in ${store.location}`,
         { path: this.where },
@@ -588,10 +631,17 @@ class PostgresRunWriter implements RunWriter {
     }
     this.token = Number(token);
     try {
-      if (line !== null && seq !== null && body !== null) {
+      if (first !== null && body !== null) {
         // The statement's snapshot predates the lease; a writer that committed in between makes this view stale,
         // and then the first commit of this writer collides with its lines and is refused (fenced), never merged.
         if (fresh) throw new RunExistsError(ref.sessionKey, ref.runId, this.where);
+        // Where the log ends, from the last row's own text (its first line and its lines), not from its last_line and
+        // last_seq columns, which the chain hash does not cover (runs verify checks them against the text).
+        const line = first + lineCount(body) - 1;
+        const last = decodeLine(lastLineOf(body), line, 0);
+        if ('error' in last) {
+          throw new EventStoreError(`${this.where}: its last line (${line + 1}) is corrupt (${last.error}): it cannot be continued; check it with 'runs verify ${ref.runId}'`, { path: this.where, line: line + 1 });
+        }
         const chain = chainOf(Buffer.from(lastLineOf(body)));
         if (chain === undefined) {
           throw new EventStoreError(`${this.where}: its last line (${line + 1}) carries no chain hash: the log was cut or damaged there; it cannot be continued`, { path: this.where });
@@ -599,7 +649,7 @@ class PostgresRunWriter implements RunWriter {
         this.chainHead = chain;
         this.eventCount = line + 1;
         this.byteLength = Number(row!.bytes);
-        this.lastSeq = Number(seq);
+        this.lastSeq = last.seq;
         // A projection that recorded more than the log serves is the evidence of a lost tail: the run is not
         // continued past it (its next step would store its projection over it), as the file store's writer does not.
         let lost: string | undefined;
@@ -631,6 +681,12 @@ class PostgresRunWriter implements RunWriter {
   private assertWritable(): void {
     if (this.closed) throw new EventStoreError(`the writer of ${this.where} is closed`, { path: this.where });
     if (this.broken) throw new FencedError(`the writer of ${this.where} cannot go on: ${this.broken.message}`, { path: this.where, cause: this.broken });
+    if (this.unsettled) {
+      throw new EventStoreError(
+        `the writer of ${this.where} cannot go on: the database connection was lost during its last commit, which may or may not have been stored (${this.unsettled.message}); open the run's writer again to read where its log stands`,
+        { path: this.where, cause: this.unsettled },
+      );
+    }
   }
 
   /** A refused commit: fenced (the token changed, or another writer stored these lines first), or another error. */
@@ -690,6 +746,7 @@ class PostgresRunWriter implements RunWriter {
       );
       held = row!.held;
     } catch (error) {
+      this.unsettled = lostConnection(error);
       this.refused(error, `lines ${this.eventCount + 1}-${this.eventCount + lines.length}`);
     }
     if (!held) this.fenced('the step');
