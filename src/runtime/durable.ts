@@ -88,7 +88,10 @@ export interface RunResult {
   status: 'completed' | 'waiting';
   /** What the run waits for, when `status` is `waiting`: the node, its question and the answer's JSON Schema. */
   interrupt?: InterruptInfo;
-  /** The last action of the flow (undefined while waiting). */
+  /**
+   * The last action of the flow as `run.completed` records it and every reader shows it: `'default'` when the last node
+   * returned none (as routing reads it); undefined while waiting.
+   */
   action: string | undefined;
   /** Step number of the last step (steps of a resumed run continue the numbering). */
   steps: number;
@@ -615,7 +618,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     await startRecorded();
     await persist();
     await keyframesWritten();
-    return { runId, sessionKey, dataDir: store.location, status: 'completed', action, steps: step };
+    return { runId, sessionKey, dataDir: store.location, status: 'completed', action: action ?? 'default', steps: step };
   } catch (error) {
     await startRecorded().catch(() => undefined);
     // The keyframes taken are written (or failed) before the failure path may give the writer up (see landed).
@@ -624,7 +627,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     if (unstored === 'ended' && attempted.at(-1)!.type === StreamEventType.RUN_END) {
       // The run's end was stored, only the reply to its commit was lost: it completed.
       if (keyframeError) throw keyframeError.error;
-      return { runId, sessionKey, dataDir: store.location, status: 'completed', action, steps: step };
+      return { runId, sessionKey, dataDir: store.location, status: 'completed', action: action ?? 'default', steps: step };
     }
     if (unstored instanceof Error) throw unstored;
     // Paused for a person: the run is recorded as waiting (run.waiting is in the log) and this process is done.
