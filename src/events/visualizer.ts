@@ -59,6 +59,8 @@ export class FlowVisualizer {
   #streaming: { key: string; indent: string } | undefined;
   /** Model calls whose tokens were shown (a later delta continues on a `…` line). */
   readonly #streamed = new Set<string>();
+  /** Runs whose segment continues earlier steps (resumed or forked): their end counts the steps it added. */
+  readonly #continued = new Set<string>();
 
   constructor(streamer: EventStreamer, options: FlowVisualizerOptions = {}) {
     this.#output = options.output ?? process.stdout;
@@ -142,9 +144,19 @@ export class FlowVisualizer {
     if (event.type === StreamEventType.RUN_END || event.type === StreamEventType.RUN_ERROR || event.type === StreamEventType.RUN_WAITING) {
       for (const [spanId, span] of this.#spans) if (span.runId === event.runId) this.#spans.delete(spanId);
       for (const key of this.#streamed) if ((JSON.parse(key) as unknown[])[0] === event.runId) this.#streamed.delete(key);
+      this.#continued.delete(event.runId);
     } else if ((event.type === StreamEventType.NODE_END || event.type === StreamEventType.ERROR || event.type === StreamEventType.NODE_INTERRUPT) && event.spanId !== undefined) {
       this.#spans.delete(event.spanId);
     }
+  }
+
+  /**
+   * ` · 3 steps`: the steps this segment took (the `steps` of its end event); `more steps` when it continues a run's
+   * earlier steps (resumed or forked), whose numbering goes on from there.
+   */
+  #steps(runId: string, count: number | undefined): string {
+    if (typeof count !== 'number') return '';
+    return ` · ${count} ${this.#continued.has(runId) ? 'more ' : ''}step${count === 1 ? '' : 's'}`;
   }
 
   /** The line for `event` (without indentation), or undefined for events the trace does not show. */
@@ -156,21 +168,22 @@ export class FlowVisualizer {
         const p = event.payload as Partial<EventPayloadMap['run.started']>;
         const flow = t(p.flowNamespace || event.namespace || '(root flow)');
         const origin = p.forkedFrom ? c.yellow(` (fork of ${t(p.forkedFrom.runId)} at step ${t(p.forkedFrom.step)})`) : p.resumed ? c.yellow(' (resumed)') : '';
+        if (p.forkedFrom || p.resumed) this.#continued.add(event.runId);
         return `${c.bold('▶ run')} ${c.bold(flow)} ${c.dim(t(event.runId))}${origin}`;
       }
       case StreamEventType.RUN_END: {
         const p = event.payload as Partial<EventPayloadMap['run.completed']>;
-        return `${c.green('■ run completed')}${steps(p.steps)}${separated(duration(c, p.durationMs))}${action(c, p.action)}`;
+        return `${c.green('■ run completed')}${this.#steps(event.runId, p.steps)}${separated(duration(c, p.durationMs))}${action(c, p.action)}`;
       }
       case StreamEventType.RUN_WAITING: {
         const p = event.payload as Partial<EventPayloadMap['run.waiting']>;
-        return c.yellow(`■ run waiting${steps(p.steps)}${separated(formatDuration(p.durationMs))}: ${t(p.interrupt?.nodeId ?? '?')} asks ${t(JSON.stringify(p.interrupt?.payload))}`);
+        return c.yellow(`■ run waiting${this.#steps(event.runId, p.steps)}${separated(formatDuration(p.durationMs))}: ${t(p.interrupt?.nodeId ?? '?')} asks ${t(JSON.stringify(p.interrupt?.payload))}`);
       }
       case StreamEventType.NODE_INTERRUPT:
         return `${c.yellow('?')} ${name} ${c.yellow('interrupted')}`;
       case StreamEventType.RUN_ERROR: {
         const p = event.payload as Partial<EventPayloadMap['run.failed']>;
-        return c.red(`■ run failed${steps(p.steps)}${separated(formatDuration(p.durationMs))}: ${formatError(p.error)}`);
+        return c.red(`■ run failed${this.#steps(event.runId, p.steps)}${separated(formatDuration(p.durationMs))}: ${formatError(p.error)}`);
       }
       case StreamEventType.NODE_START:
         return `${c.cyan('⚙')} ${c.bold(name)}${event.namespace ? ` ${c.dim(t(event.namespace))}` : ''}`;
@@ -222,9 +235,6 @@ export class FlowVisualizer {
   }
 }
 
-function steps(count: number | undefined): string {
-  return typeof count === 'number' ? ` · ${count} step${count === 1 ? '' : 's'}` : '';
-}
 
 /** ` 2.0ms` → ` · 2.0ms`, for the run summary lines. */
 function separated(text: string): string {

@@ -47,7 +47,7 @@ function errorText(payload: Record<string, unknown>): string | undefined {
  *   startedAt: the first segment's start (the first event's until one is seen); durationMs: the segments' sum, a
  *   segment still open counted up to the last event (see {@link runDuration});
  * - forkedFrom: from the start checkpoint of a fork;
- * - stepCount: `node.completed` events; nodeCount/nodeIds: distinct nodes started (namespace, else node id);
+ * - stepCount: `node.completed` events; lastStep: the `step` of the last `checkpoint.saved`; nodeCount/nodeIds: distinct nodes started (namespace, else node id);
  * - toolCallCount: `tool.called`; errorCount: each error once: `error` events where they happened (not the copies
  *   reported by enclosing composites as it passes up, marked `propagated`), and a `run.failed` no node reported
  *   (an aborted one is no error);
@@ -126,6 +126,8 @@ function foldInto(next: RunMeta, event: StreamEvent): void {
       break;
     }
     case StreamEventType.CHECKPOINT_SAVED: {
+      const step = event.payload['step'];
+      if (Number.isSafeInteger(step) && (step as number) >= 0) next.lastStep = step as number;
       const from = event.payload['forkedFrom'];
       if (event.payload['start'] === true && from !== null && typeof from === 'object') next.forkedFrom = from as RunMeta['forkedFrom'];
       break;

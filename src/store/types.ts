@@ -185,7 +185,14 @@ export const RunMetaSchema = z.object({
   updatedAt: z.number(),
   lastSeq: z.number().int(),
   eventCount: z.number().int().nonnegative(),
+  /** Node executions that completed (`node.completed` events; a composite's inner nodes count too): not a step number. */
   stepCount: z.number().int().nonnegative(),
+  /**
+   * The last step recorded (the number `loadRunPoint`, `runs state --step` and `runs fork --step` take; a resumed
+   * run's steps go on from its earlier ones); absent before the first step boundary, and in projections stored
+   * before it existed.
+   */
+  lastStep: z.number().int().nonnegative().optional(),
   nodeCount: z.number().int().nonnegative(),
   nodeIds: z.array(z.string()),
   toolCallCount: z.number().int().nonnegative(),

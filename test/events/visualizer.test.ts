@@ -128,10 +128,27 @@ describe('FlowVisualizer', () => {
         '│  ⚙ ChatNode sales.chat',
         '│  ✓ ChatNode 0.50ms → escalate',
         "│  ⚠ no route for 'escalate' from chat (available: default, done); the flow ends here",
-        '■ run completed · 1 step · 2.0ms → escalate',
+        '■ run completed · 1 more step · 2.0ms → escalate',
         '',
       ].join('\n'),
     );
+  });
+
+  it('counts the steps a resumed or forked segment added as more steps, and a fresh run\'s steps as its steps', () => {
+    const end = (runId: string, type: (typeof T)[keyof typeof T], steps: number): EventInput => ({ runId, type, spanId: `${runId}0`, payload: { durationMs: 1, steps, action: 'default', error: { name: 'Error', message: 'x' }, interrupt: { nodeId: 'n' } } });
+    const input: EventInput[] = [
+      { runId: 'fresh', type: T.RUN_START, spanId: 'fresh0', payload: { flowNamespace: 'f' } },
+      { runId: 'res', type: T.RUN_START, spanId: 'res0', payload: { flowNamespace: 'f', resumed: true } },
+      { runId: 'fork', type: T.RUN_START, spanId: 'fork0', payload: { flowNamespace: 'f', forkedFrom: { runId: 'fresh', step: 2 } } },
+      end('fresh', T.RUN_END, 3),
+      end('res', T.RUN_WAITING, 2),
+      end('fork', T.RUN_ERROR, 1),
+      // The same run id started afresh later (another process's run of it, as the stream sees it): its own steps again.
+      { runId: 'res', type: T.RUN_START, spanId: 'res0', payload: { flowNamespace: 'f' } },
+      end('res', T.RUN_END, 4),
+    ];
+    const ends = render({ color: false }, input).split('\n').filter((line) => line.startsWith('■'));
+    expect(ends.map((line) => line.split(' · ')[1])).toEqual(['3 steps', '2 more steps', '1 more step', '4 steps']);
   });
 
   it('keeps interleaved runs apart: each run’s nodes are indented under that run', () => {

@@ -27,11 +27,12 @@ export function renderRuns(runs: RunMeta[]): string {
   if (runs.length === 0) return 'no runs';
   const damaged = runs.filter((r) => r.damaged !== undefined).map((r) => c.red(t(`damaged run ${r.runId}: ${r.damaged}`)));
   const listing = table(
-    ['RUN', 'SESSION', 'STATUS', 'NODE RUNS', 'EVENTS', 'ERRORS', 'STARTED', 'DURATION'],
+    ['RUN', 'SESSION', 'STATUS', 'LAST STEP', 'NODE RUNS', 'EVENTS', 'ERRORS', 'STARTED', 'DURATION'],
     runs.map((r) => [
       r.runId,
       r.sessionKey,
       r.damaged === undefined ? r.status : 'damaged',
+      r.lastStep === undefined ? '' : String(r.lastStep),
       String(r.stepCount),
       String(r.eventCount),
       String(r.errorCount),

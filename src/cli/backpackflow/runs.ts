@@ -54,7 +54,7 @@ export async function runLive(options: CommonOptions, flow: Flow, start: (flow: 
         `answer it: ${cliCommand()} runs resume ${t(result.runId)} --input '<json>'${at}`,
       ].join('\n');
     }
-    return `run id: ${colors.bold(t(result.runId))} (${result.steps} steps, action ${t(result.action ?? 'none')})\ninspect it: ${cliCommand()} runs show ${t(result.runId)}${at}`;
+    return `run id: ${colors.bold(t(result.runId))} (last step ${result.steps}, action ${t(result.action ?? 'none')})\ninspect it: ${cliCommand()} runs show ${t(result.runId)}${at}`;
   });
   return result;
 }
