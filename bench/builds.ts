@@ -37,10 +37,10 @@ const NO_INTEGRITY_EDITS: [file: string, find: string, replace: string][] = [
   ['store/chain.ts', 'function sealInPlace(backend: HashBackend, previous: Buffer, out: Buffer, start: number, at: number): { head: Buffer; seal: string } {', "$&\n  return { head: previous, seal: '}\\n' };"],
   [
     'store/chain.ts',
-    '    if (chars >= 0) return sealText(backend, start, lines as readonly string[], sealFirst, chars, scratch);\n  }',
+    '  if (chars >= 0) return sealText(backend, start, lines as readonly string[], sealFirst, chars, scratch);',
     // A batch with a large line, as written, unsealed: each line and its newline, small lines joined into one text.
     `$&
-  if (Buffer.isBuffer(start)) {
+  {
     const pieces: (string | Buffer)[] = [];
     let text = '';
     for (const line of lines) {

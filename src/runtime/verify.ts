@@ -20,12 +20,16 @@ export interface KeyframeCheck {
 export interface RunVerification {
   runId: string;
   sessionKey: string;
-  /** Nothing damaged was found (a run written before chain hashes can be ok and `'unverifiable'`). */
+  /**
+   * The run is proven untouched: nothing damaged was found and the chain covers the log (`status` `'verified'`). An
+   * `'unverifiable'` run is not ok: nothing proves it unchanged.
+   */
   ok: boolean;
   /**
    * `'verified'`: the log's chain holds over every line and every keyframe and the projection agree with it.
-   * `'damaged'`: see `problems`. `'unverifiable'`: nothing damaged, but the log carries no chain hashes (written
-   * before they existed), so it cannot be proven untouched.
+   * `'damaged'`: see `problems`. `'unverifiable'`: nothing damaged was found, but the log carries no chain hash at
+   * all: written before chain hashes existed, or its chain fields were removed (which takes no hash), so it cannot be
+   * proven untouched.
    */
   status: 'verified' | 'damaged' | 'unverifiable';
   /** Every problem found, each naming its file (the first one names the first line of the log that disagrees). */
@@ -81,7 +85,7 @@ export async function verifyRun(options: RunLocation & { runId: string }): Promi
   }
 
   const status = problems.length > 0 ? 'damaged' : log.chain === 'unverifiable' ? 'unverifiable' : 'verified';
-  return { runId, sessionKey, ok: problems.length === 0, status, problems, log, keyframes };
+  return { runId, sessionKey, ok: status === 'verified', status, problems, log, keyframes };
 }
 
 /** Checks every numbered keyframe: its seal, its step, and its chain hash against the log's at that step. */
@@ -119,6 +123,10 @@ async function checkKeyframes(store: RunStore, ref: RunRef, log: VerifyResult): 
     } else if (rest.ok && chain !== undefined && logChains.get(rest.step) !== undefined && logChains.get(rest.step) !== chain) {
       rest.ok = false;
       rest.problem = `${rest.file}: its chain hash is not the one ${logName} has at step ${rest.step}: it does not belong to this log`;
+    } else if (rest.ok && chain !== undefined && log.chain === 'unverifiable') {
+      // Keyframes record the log's chain hash since chain hashes exist: a log without any was stripped of them.
+      rest.ok = false;
+      rest.problem = `${rest.file} records the chain hash ${logName} had at step ${rest.step}, but the log carries no chain hash at all: its chain fields were removed`;
     }
     out.push(rest);
   }

@@ -11,8 +11,9 @@
  * every batch (a step's events) and the first line of the log, so:
  * - a log whose first line is sealed was written with chain hashes: lines after its last sealed line were cut from
  *   a batch or damaged, and are not served;
- * - a log with no sealed line at all was written before chain hashes existed: it reads as before, and `verify`
- *   calls it unverifiable.
+ * - a log with no sealed line at all was written before chain hashes existed, or had its chain fields removed
+ *   (which takes no hash): readers serve it with a warning that nothing proves it unchanged, `verify` calls it
+ *   unverifiable (not ok), and no writer continues it.
  *
  * The field is storage-only: the event schema strips it, so readers hand out the event as it was emitted.
  */
@@ -29,9 +30,6 @@ const CLOSE = Buffer.from('}\n');
 
 /** The BLAKE3 backend of the chain: many small inputs, where hash-wasm's calls cost less than the native binding's. */
 export const CHAIN_BACKEND = 'wasm';
-
-/** A BLAKE3 hasher of the backend in use. */
-export type Hasher = ReturnType<HashBackend['hasher']>;
 
 /** The chain before the first sealed line of run `sessionKey/runId`. */
 export function genesis(backend: HashBackend, sessionKey: string, runId: string): Buffer {
@@ -80,27 +78,24 @@ export interface SealedBatch {
 
 /**
  * Seals a batch about to be written: `lines` (JSON texts ending with `}`, without their newline) get the chain field
- * on the last one, and on the first one too when `sealFirst`. `start` is the chain of the log so far, or, for a log
- * written before chain hashes, a hasher already holding the genesis and every line (used up here). One digest call
- * per sealed line; small lines are hashed and written as one text, a large one (over {@link LARGE_LINE}) as a
- * Buffer made once for both.
+ * on the last one, and on the first one too when `sealFirst`. `start` is the chain of the log so far (the genesis
+ * for a new log). One digest call per sealed line; small lines are hashed and written as one text, a large one (over
+ * {@link LARGE_LINE}) as a Buffer made once for both.
  */
-export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: readonly (string | Buffer[])[], sealFirst: boolean, scratch?: Buffer): SealedBatch {
-  if (Buffer.isBuffer(start)) {
-    let chars = 0;
-    for (const line of lines) {
-      if (typeof line !== 'string' || line.length > LARGE_LINE) {
-        chars = -1;
-        break;
-      }
-      chars += line.length;
+export function sealBatch(backend: HashBackend, start: Buffer, lines: readonly (string | Buffer[])[], sealFirst: boolean, scratch?: Buffer): SealedBatch {
+  let chars = 0;
+  for (const line of lines) {
+    if (typeof line !== 'string' || line.length > LARGE_LINE) {
+      chars = -1;
+      break;
     }
-    if (chars >= 0) return sealText(backend, start, lines as readonly string[], sealFirst, chars, scratch);
+    chars += line.length;
   }
+  if (chars >= 0) return sealText(backend, start, lines as readonly string[], sealFirst, chars, scratch);
   const stored = lines.map((line) => (typeof line === 'string' && line.length > LARGE_LINE ? [Buffer.from(line)] : line));
   /** What replaces the closing `}` and newline of a sealed line. */
   const seals: (string | undefined)[] = new Array(lines.length);
-  let head: Buffer | Hasher = start;
+  let head = start;
   let from = 0;
   const sealAt = (i: number): void => {
     // The hashed bytes are the lines as they were (each with its newline), after the previous chain.
@@ -116,11 +111,7 @@ export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: r
       }
     }
     parts.push(text);
-    if (Buffer.isBuffer(head)) head = backend.digestOf([head, ...parts]);
-    else {
-      for (const part of parts) head.update(typeof part === 'string' ? Buffer.from(part) : part);
-      head = head.digest();
-    }
+    head = backend.digestOf([head, ...parts]);
     seals[i] = `${PREFIX}${head.toString('hex')}"}\n`;
     from = i + 1;
   };
@@ -145,7 +136,7 @@ export function sealBatch(backend: HashBackend, start: Buffer | Hasher, lines: r
   let bytes = 0;
   for (const piece of pieces) bytes += typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length;
   const lineBytes = (): number[] => stored.map((line, i) => storedLineBytes(typeof line === 'string' ? Buffer.byteLength(line) : line.reduce((sum, piece) => sum + piece.length, 0), seals[i]));
-  return { head: head as Buffer, pieces, bytes, lineBytes, seals };
+  return { head, pieces, bytes, lineBytes, seals };
 }
 
 /** The size of a stored line, newline included, from the bytes of its JSON (`body`) and its seal (see SealedBatch.seals). */

@@ -134,6 +134,13 @@ export class LogReader {
     const backend = await sharedHashBackend(CHAIN_BACKEND);
     const first = await firstLineOf(this.paths.events, end);
     const chained = first.sealed;
+    if (!chained) {
+      // A writer seals the first line of every log: without it, nothing proves the lines unchanged.
+      warn(
+        `${this.paths.events} carries no chain hash on its first line: it was written before chain hashes existed, or its chain fields were removed, ` +
+          `so nothing proves what it serves unchanged (runs verify calls it unverifiable)`,
+      );
+    }
     // Where to start: the sealed line before the nearest index entry at or before `from` (found by reading backwards
     // from the entry), so that every batch from there on is checked against a chain; else the start of the log.
     let entry: IndexEntry | undefined;
@@ -175,7 +182,7 @@ export class LogReader {
             break;
           }
           if (!chained) {
-            // Written before chain hashes: served as read; chain hashes written later (a resumed run) are still checked.
+            // No chain from the start (see the warning above): served as read; chain hashes on later lines are still checked.
             if (reader !== undefined) {
               const step = reader.feed(raw.bytes);
               if (step.kind !== 'open') {

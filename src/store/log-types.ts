@@ -62,14 +62,16 @@ export interface VerifiedEvent {
 /** Result of `EventStore.verify`. */
 export interface VerifyResult {
   /**
-   * No corrupt line and no damage to the chain (a torn tail alone does not make a log invalid: it is cut on the
-   * next open). A log written before chain hashes is ok when its lines are valid; `chain` says it is unverifiable.
+   * No corrupt line, no damage to the chain, and a chain that covers the log (a torn tail alone does not make a log
+   * invalid: it is cut on the next open). An empty log is ok. A log with lines but no chain hash at all (`chain`
+   * `'unverifiable'`) is not: it was written before chain hashes existed, or its chain fields were removed, which
+   * takes no hash to do, so nothing proves it unchanged.
    */
   ok: boolean;
   /**
    * `'verified'`: every line is covered by a chain hash that matches. `'damaged'`: a batch does not match its chain
    * hash, lines follow the last chain hash (a cut log), or the index points past the end of the log; `firstBadLine`
-   * and `problem` say where. `'unverifiable'`: no line carries a chain hash (written before chain hashes existed).
+   * and `problem` say where. `'unverifiable'`: no line carries a chain hash (written before chain hashes existed, or stripped of them).
    */
   chain: 'verified' | 'damaged' | 'unverifiable';
   /** The first line (1-based) that disagrees with the chain, or the first corrupt line. */

@@ -102,7 +102,8 @@ export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runI
   }
   const indexDamaged = beyond !== undefined || badEntry !== undefined || entries.length < indexLines;
   const chain = damage !== undefined && (sealed || indexDamaged) ? 'damaged' : sealed ? 'verified' : 'unverifiable';
-  const result: VerifyResult = { ok: corruptLines.length === 0 && chain !== 'damaged' && cut === undefined, chain, lines, events, corruptLines, tornTailBytes: size - end, verifiedLines };
+  // A log with lines and no chain hash is not ok: removing the chain fields takes no hash, so it proves nothing.
+  const result: VerifyResult = { ok: corruptLines.length === 0 && chain !== 'damaged' && cut === undefined && (chain !== 'unverifiable' || lines === 0), chain, lines, events, corruptLines, tornTailBytes: size - end, verifiedLines };
   if (damage !== undefined) {
     result.firstBadLine = damage.line;
     result.problem = damage.problem;

@@ -9,7 +9,7 @@ import type { FileLock } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import type { Redactor } from '../redact/index.js';
 import { BatchMarker, cutSinceClose, readPending, type PendingBatch } from './batch-marker.js';
-import { CHAIN_BACKEND, genesis, lastSealedLine, sealBatch, type Hasher, type SealedBatch } from './chain.js';
+import { CHAIN_BACKEND, genesis, lastSealedLine, sealBatch, type SealedBatch } from './chain.js';
 import { encodeEvent } from './event-encode.js';
 import { EventStoreError } from './errors.js';
 import { endOfData, endOfLastLine, readLines } from './lines.js';
@@ -138,10 +138,6 @@ export class LogWriter {
   private headHex: string | undefined;
   /** Where a batch of small lines is encoded, hashed and written from (see sealBatch): reused batch after batch. */
   private readonly scratch = Buffer.allocUnsafe(1 << 16);
-  /** For a log written before chain hashes: a hasher holding the genesis and every line, used by the first batch. */
-  private legacyHasher: Hasher | undefined;
-  /** Set when a failed write used up the legacy hasher: the chain can no longer be continued by this writer. */
-  private chainLost = false;
 
   constructor(options: LogWriterOptions) {
     this.paths = options.paths;
@@ -254,44 +250,30 @@ export class LogWriter {
   }
 
   /**
-   * Finds where the chain stands: the last sealed line's chain, or for a log written before chain hashes, a hasher
-   * over every line (the first batch seals them all). A log whose last lines are not covered by its chain was cut or
-   * damaged: the writer refuses to seal them into its own batches.
+   * Finds where the chain stands: the last sealed line's chain. A log whose last lines are not covered by its chain
+   * was cut or damaged, and a log with lines but no chain hash at all was written before chain hashes existed or had
+   * its chain fields removed (which takes no hash): nothing proves either unchanged, and sealing its lines into this
+   * writer's chain would vouch for them, so the writer refuses both.
    */
   private async recoverChain(): Promise<void> {
-    const backend = this.backend!;
     const last = await lastSealedLine(this.paths.events, this.size);
-    this.legacyHasher = undefined;
-    if (last !== undefined) {
-      if (last.end < this.size) {
-        throw new EventStoreError(
-          `${this.paths.events}: the bytes after offset ${last.end} (after its last chain hash) are not covered by the chain: the log was cut or damaged there. ` +
-            `Check it with EventStore.verify() or 'backpackflow runs verify ${this.runId}'; it cannot be continued.`,
-          { path: this.paths.events },
-        );
-      }
-      this.setHead(Buffer.from(last.chain, 'hex'));
-      return;
+    if (last === undefined) {
+      this.setHead(undefined);
+      if (this.size === 0) return;
+      throw new EventStoreError(
+        `${this.paths.events} holds events but no chain hash: it was written before chain hashes existed, or its chain fields were removed, so nothing proves it unchanged. ` +
+          `It cannot be continued (that would seal its lines as they are); 'backpackflow runs fork ${this.runId} --step N' starts a new run from one of its steps once you have checked what it holds.`,
+        { path: this.paths.events },
+      );
     }
-    this.setHead(undefined);
-    if (this.size === 0) return;
-    // No line is sealed, so the first seal covers the genesis and the whole file as it is. A streaming hasher (the
-    // native one, when it loads): the wasm one keeps what it is fed until the digest.
-    const hasher = (await sharedHashBackend('native')).hasher();
-    hasher.update(genesis(backend, this.sessionKey, this.runId));
-    const handle = await fsp.open(this.paths.events, 'r');
-    try {
-      const chunk = Buffer.allocUnsafe(1 << 20);
-      for (let position = 0; position < this.size; ) {
-        const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, this.size - position), position);
-        if (bytesRead === 0) break;
-        hasher.update(chunk.subarray(0, bytesRead));
-        position += bytesRead;
-      }
-    } finally {
-      await handle.close();
+    if (last.end < this.size) {
+      throw new EventStoreError(
+        `${this.paths.events}: the bytes after offset ${last.end} (after its last chain hash) are not covered by the chain: the log was cut or damaged there. ` +
+          `Check it with EventStore.verify() or 'backpackflow runs verify ${this.runId}'; it cannot be continued.`,
+        { path: this.paths.events },
+      );
     }
-    this.legacyHasher = hasher;
+    this.setHead(Buffer.from(last.chain, 'hex'));
   }
 
   private setHead(head: Buffer | undefined): void {
@@ -307,22 +289,11 @@ export class LogWriter {
 
   /** Seals a batch's lines (see chain.ts): what to write, and what to restore if writing it fails. */
   private seal(lines: (string | Buffer[])[]): { sealed: SealedBatch; restore: () => void } {
-    if (this.chainLost) {
-      throw new EventStoreError(`event store of run ${this.runId}: an earlier write failed; close it and open a new one to go on`, { path: this.paths.events });
-    }
     const backend = this.backend!;
     const previous = this.head;
-    const legacy = this.legacyHasher;
-    const start = legacy ?? previous ?? genesis(backend, this.sessionKey, this.runId);
-    const sealed = sealBatch(backend, start, lines, this.lineCount === 0, this.scratch);
+    const sealed = sealBatch(backend, previous ?? genesis(backend, this.sessionKey, this.runId), lines, this.lineCount === 0, this.scratch);
     this.setHead(sealed.head);
-    this.legacyHasher = undefined;
-    const restore = (): void => {
-      this.setHead(previous);
-      this.legacyHasher = legacy;
-      if (legacy !== undefined) this.chainLost = true;
-    };
-    return { sealed, restore };
+    return { sealed, restore: () => this.setHead(previous) };
   }
 
   /**

@@ -36,17 +36,31 @@ describe('backpackflow runs verify', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, status: 'damaged', log: { chain: 'damaged' } });
   });
 
-  it('calls a log written before chain hashes unverifiable, with a warning on stderr', async () => {
+  it('calls a log without chain hashes unverifiable and fails (exit 1), with a warning on stderr', async () => {
     const { dataDir, dir } = await recorded();
     const path = join(dir, 'events.jsonl');
     writeFileSync(path, readFileSync(path, 'utf8').replace(/,"chain":"[0-9a-f]{64}"\}/g, '}'));
     // The batch marker as writers of that time left it: with no record of the size the log was closed with.
     writeFileSync(join(dir, 'events.pending'), JSON.stringify({ gen: 1, start: 0, end: 0 }));
+    // Keyframes of that time carried no chain hash either (with them, see the next test).
+    rmSync(join(dir, 'checkpoint'), { recursive: true, force: true });
     const result = await cli(['runs', 'verify', 'r1', '--data-dir', dataDir]);
-    // Its keyframes carry chain hashes the log no longer has: they cannot be tied to it, but nothing disagrees.
-    expect(result.stdout).toMatch(/unverifiable: no chain/);
+    expect(result.stdout).toMatch(/unverifiable: no chain .*nothing proves it unchanged/);
     expect(result.stderr).toMatch(/warning: run r1 has no chain hashes .*cannot be verified/);
-    expect(result.code).toBe(0);
+    expect(result.code).toBe(1);
+  });
+
+  it('calls a log stripped of its chain hashes damaged when its keyframes still record them', async () => {
+    const { dataDir, dir } = await recorded();
+    const path = join(dir, 'events.jsonl');
+    writeFileSync(path, readFileSync(path, 'utf8').replace(/,"chain":"[0-9a-f]{64}"\}/g, '}'));
+    rmSync(join(dir, 'events.pending'), { force: true });
+    rmSync(join(dir, 'projections'), { recursive: true, force: true });
+    const result = await cli(['runs', 'verify', 'r1', '--json', '--data-dir', dataDir]);
+    expect(result.code).toBe(1);
+    const report = JSON.parse(result.stdout) as { status: string; problems: string[] };
+    expect(report.status).toBe('damaged');
+    expect(report.problems.join('\n')).toMatch(/its chain fields were removed/);
   });
 });
 

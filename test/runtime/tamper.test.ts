@@ -159,31 +159,41 @@ describe('an event edited to another valid value', () => {
   });
 });
 
-describe('a log written before chain hashes', () => {
-  it('still reads; verify calls it unverifiable rather than failing', async () => {
-    const plain = readFileSync(events(), 'utf8').replace(/,"chain":"[0-9a-f]{64}"\}/g, '}');
-    writeFileSync(events(), plain);
-    // The batch marker as writers of that time left it: with no record of the size the log was closed with.
+describe('a log written before chain hashes, or stripped of them', () => {
+  /** The log without its chain fields and with a batch marker as writers before chain hashes left it. */
+  function strip(): void {
+    writeFileSync(events(), readFileSync(events(), 'utf8').replace(/,"chain":"[0-9a-f]{64}"\}/g, '}'));
     writeFileSync(join(dir, 'events.pending'), JSON.stringify({ gen: 1, start: 0, end: 0 }));
+  }
+
+  it('still reads, with a warning that nothing proves it; verify calls it unverifiable, not ok', async () => {
+    strip();
     rmSync(join(dir, 'checkpoint'), { recursive: true });
     const point = await loadRunPoint({ dataDir: tmp.dir, runId: RUN });
-    expect([point.step, count(point), point.warnings]).toEqual([50, 50, []]);
+    expect([point.step, count(point)]).toEqual([50, 50]);
+    expect(point.warnings).toEqual([expect.stringMatching(/carries no chain hash on its first line: .*nothing proves what it serves unchanged/)]);
     const report = await verifyRun({ dataDir: tmp.dir, runId: RUN });
-    expect(report).toMatchObject({ ok: true, status: 'unverifiable', log: { chain: 'unverifiable' } });
+    expect(report).toMatchObject({ ok: false, status: 'unverifiable', log: { ok: false, chain: 'unverifiable' } });
   });
 
-  it('a writer continues it, and its first chain hash covers the old lines too', async () => {
-    const store = new EventStore({ dataDir: tmp.dir, sessionKey: 'default', runId: 'legacy' });
+  it('is damaged when its keyframes record the chain hashes it no longer has (they were removed)', async () => {
+    strip();
+    const report = await verifyRun({ dataDir: tmp.dir, runId: RUN });
+    expect(report).toMatchObject({ ok: false, status: 'damaged' });
+    expect(report.problems).toContainEqual(expect.stringMatching(/records the chain hash .* but the log carries no chain hash at all: its chain fields were removed/));
+  });
+
+  it('is not continued by a writer (sealing its lines would vouch for them), and stays as it was', async () => {
     const { makeEvent } = await import('../store/helpers.js');
     const legacyDir = join(tmp.dir, 'sessions', 'default', 'runs', 'legacy');
     const { mkdirSync } = await import('node:fs');
     mkdirSync(legacyDir, { recursive: true });
-    writeFileSync(join(legacyDir, 'events.jsonl'), [0, 1, 2].map((seq) => JSON.stringify(makeEvent('legacy', seq)) + '\n').join(''));
-    await store.appendBatch([makeEvent('legacy', 3), makeEvent('legacy', 4)]);
+    const lines = [0, 1, 2].map((seq) => JSON.stringify(makeEvent('legacy', seq)) + '\n').join('');
+    writeFileSync(join(legacyDir, 'events.jsonl'), lines);
+    const store = new EventStore({ dataDir: tmp.dir, sessionKey: 'default', runId: 'legacy' });
+    await expect(store.appendBatch([makeEvent('legacy', 3), makeEvent('legacy', 4)])).rejects.toThrow(/holds events but no chain hash: .*cannot be continued/);
     await store.close();
-    expect(await new EventStore({ dataDir: tmp.dir, sessionKey: 'default', runId: 'legacy' }).verify()).toMatchObject({ ok: true, chain: 'verified', verifiedLines: 5 });
-    const text = readFileSync(join(legacyDir, 'events.jsonl'), 'utf8');
-    writeFileSync(join(legacyDir, 'events.jsonl'), text.replace('"n":1', '"n":7'));
-    expect(await new EventStore({ dataDir: tmp.dir, sessionKey: 'default', runId: 'legacy' }).verify()).toMatchObject({ ok: false, chain: 'damaged', firstBadLine: 1 });
+    expect(readFileSync(join(legacyDir, 'events.jsonl'), 'utf8')).toBe(lines);
+    expect(await new EventStore({ dataDir: tmp.dir, sessionKey: 'default', runId: 'legacy' }).verify()).toMatchObject({ ok: false, chain: 'unverifiable', lines: 3 });
   });
 });

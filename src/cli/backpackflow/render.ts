@@ -50,7 +50,7 @@ export function renderVerification(report: RunVerification): string {
     report.status === 'verified'
       ? `${c.green('✓')} run ${t(report.runId)}: verified (${log.lines} events, chain ${log.chainHead?.slice(0, 16) ?? ''}…, ${report.keyframes.length} keyframe${report.keyframes.length === 1 ? '' : 's'})`
       : report.status === 'unverifiable'
-        ? `${c.yellow('?')} run ${t(report.runId)}: unverifiable: no chain (${log.lines} events, written before chain hashes existed)`
+        ? `${c.yellow('?')} run ${t(report.runId)}: unverifiable: no chain (${log.lines} events; written before chain hashes existed, or stripped of them: nothing proves it unchanged)`
         : `${c.red('✗')} run ${t(report.runId)}: damaged${log.firstBadLine !== undefined ? ` (first line that disagrees: ${log.firstBadLine})` : ''}`;
   return [head, ...report.problems.map((p) => `  ${t(p)}`)].join('\n');
 }

@@ -155,12 +155,12 @@ export function runsCommand(): Command {
       await tailRun({ ...options, runId });
     });
 
-  common(runs.command('verify <runId>').description("prove a run's log untouched: recompute its chain hashes, check its keyframes and projection; exit 1 on damage")).action(
+  common(runs.command('verify <runId>').description("prove a run's log untouched: recompute its chain hashes, check its keyframes and projection; exit 1 unless proven (damaged, or no chain to check)")).action(
     async (runId: string, options: CommonOptions) => {
       const { store } = await openRun({ ...options, runId });
       const report = await storeErrors(() => verifyRun({ store, sessionKey: options.session, runId }));
       print(options, report, () => renderVerification(report));
-      if (report.status === 'unverifiable') warn(`run ${runId} has no chain hashes (written before they existed): it cannot be verified`);
+      if (report.status === 'unverifiable') warn(`run ${runId} has no chain hashes (written before they existed, or removed from it): it cannot be verified`);
       if (!report.ok) process.exitCode = 1;
     },
   );
