@@ -20,11 +20,12 @@ afterEach(() => {
   for (const child of children.splice(0)) child.kill('SIGKILL');
 });
 
-/** A real, live process other than this one; resolves once it runs. */
+/** A real, live process other than this one (`sleep`, which starts in a fraction of node's time); resolves once it runs. */
 async function liveChild(): Promise<number> {
-  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000); console.log("up")'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('sleep', ['60'], { stdio: 'ignore' });
   children.push(child);
-  await new Promise((resolve) => child.stdout!.once('data', resolve));
+  // 'spawn' comes once the executable is running (an exec that failed is an 'error').
+  await new Promise((resolve, reject) => child.once('spawn', resolve).once('error', reject));
   return child.pid!;
 }
 
@@ -142,8 +143,9 @@ describe('tryLock and waitForLock', () => {
     expect(JSON.parse(readFileSync(file, 'utf8'))).not.toHaveProperty('startTime');
     const old = new Date(Date.now() - 10_000);
     utimesSync(file, old, old);
-    // Refreshed by the holder (every 300 ms): held again once it has refreshed.
-    await new Promise((r) => setTimeout(r, 450));
+    // Refreshed by the holder (every 300 ms): held again once it has refreshed, which it does within 450 ms.
+    const aged = Date.now();
+    while (Date.now() - statSync(file).mtimeMs >= 900 && Date.now() - aged < 450) await new Promise((r) => setTimeout(r, 10));
     expect(Date.now() - statSync(file).mtimeMs).toBeLessThan(900);
     expect(tryLock(file, { probe: noProc, leaseMs: 900 })).toMatchObject({ busy: true, reason: 'held' });
     lock.release();

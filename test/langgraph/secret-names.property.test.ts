@@ -46,9 +46,14 @@ const secret = fc
  * A thread id and the secret it holds: ordinary ids (store ids, and ids hashed for their characters) hold none, the
  * others a secret with text around it.
  */
+/** Thread ids MemorySaver refuses ("reserved (would mutate Object.prototype)"). */
+const RESERVED = ['__proto__', 'constructor', 'prototype'];
+
 const threadId: fc.Arbitrary<{ id: string; secret?: string }> = fc.oneof(
   fc.constantFrom('t', 'tides-1', 'a/b', '../up', 'lgt-x', 'ümlaut thread').map((id) => ({ id })),
-  fc.string({ minLength: 1, maxLength: 20 }).filter((id) => redactor.redactText(id) === id).map((id) => ({ id })),
+  // Not the ids MemorySaver refuses as reserved (it would pollute Object.prototype): it cannot be the reference for
+  // them (BackpackflowSaver keeps them, see the test of its own below).
+  fc.string({ minLength: 1, maxLength: 20 }).filter((id) => redactor.redactText(id) === id && !RESERVED.includes(id)).map((id) => ({ id })),
   fc.tuple(fc.constantFrom('', 'user-', 'session.', 'a/'), secret, fc.constantFrom('', '-2', '.x')).map(([p, s, q]) => ({ id: p + s + q, secret: s })),
 );
 
@@ -110,6 +115,33 @@ function shownAs(tuples: CheckpointTuple[], shown: string): CheckpointTuple[] {
   const rename = (config: RunnableConfig | undefined) => config && { ...config, configurable: { ...config.configurable, thread_id: shown } };
   return tuples.map((t) => ({ ...t, config: rename(t.config)!, ...(t.parentConfig ? { parentConfig: rename(t.parentConfig) } : {}) }));
 }
+
+describe('BackpackflowSaver with thread ids named like Object.prototype members', () => {
+  it('keeps each as a thread of its own across a restart, and touches no prototype', async () => {
+    const dataDir = tempDir();
+    const prototypeBefore = Object.getOwnPropertyNames(Object.prototype).sort();
+    const steps: [Step, Step] = [
+      { channels: [['topic', 1, 'a']], seen: {} },
+      { channels: [['topic', 2, 'b']], seen: { agent: { topic: 1 } } },
+    ];
+    const saver = new BackpackflowSaver({ dataDir });
+    for (const thread of RESERVED) await write(saver, thread, steps, [uuid6(-1), uuid6(-1)]);
+    await saver.close();
+    const again = new BackpackflowSaver({ dataDir });
+    for (const thread of RESERVED) {
+      const tuple = await again.getTuple({ configurable: { thread_id: thread } });
+      expect(tuple?.config.configurable?.['thread_id']).toBe(thread);
+      expect(tuple?.checkpoint.channel_values).toEqual({ topic: 'b' });
+      expect(await all(again, { configurable: { thread_id: thread } })).toHaveLength(2);
+    }
+    expect(Object.getOwnPropertyNames(Object.prototype).sort()).toEqual(prototypeBefore);
+    expect(({} as Record<string, unknown>)['topic']).toBeUndefined();
+    await again.deleteThread('constructor');
+    expect(await again.getTuple({ configurable: { thread_id: 'constructor' } })).toBeUndefined();
+    expect((await again.getTuple({ configurable: { thread_id: 'prototype' } }))?.checkpoint.channel_values).toEqual({ topic: 'b' });
+    await again.close();
+  });
+});
 
 describe('BackpackflowSaver with names shaped like secrets', () => {
   it('serves what MemorySaver serves after a restart, for any thread id and secret-named channels, and no file holds the secret', async () => {

@@ -2,6 +2,7 @@
  * What the catalogue tests share (catalogue.test.ts, catalogue-boundaries-placement.test.ts): a token generator for
  * every pattern and vendor format of the catalogue, and the matches a pattern accepts in a text.
  */
+import fc from 'fast-check';
 import { DEFAULT_SECRET_PATTERNS, type SecretPattern } from '../../src/redact/index.js';
 import { VENDOR_TOKEN_FORMATS } from '../../src/redact/vendor-patterns.js';
 
@@ -44,3 +45,19 @@ export const CATALOGUE_CASES: readonly CatalogueCase[] = [
     pattern: DEFAULT_SECRET_PATTERNS.find((p) => p.id === 'vendor-token')!,
   })),
 ];
+
+const tokenArbitraries = new WeakMap<CatalogueCase, fc.Arbitrary<string>>();
+
+/**
+ * `fc.stringMatching(format.generate)`, built once per case in a test process and shared by the tests that generate
+ * its tokens (an arbitrary holds no state: each run draws from its own seed). Building one takes milliseconds (fast-check
+ * tries its list of dangerous strings against every character class), which was 40% of catalogue.test.ts.
+ */
+export function tokensOf(format: CatalogueCase): fc.Arbitrary<string> {
+  let tokens = tokenArbitraries.get(format);
+  if (tokens === undefined) {
+    tokens = fc.stringMatching(format.generate);
+    tokenArbitraries.set(format, tokens);
+  }
+  return tokens;
+}

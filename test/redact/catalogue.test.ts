@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { REDACTED, redact, redactorFor } from '../../src/redact/index.js';
 import { trials } from '../support/soak.js';
-import { CATALOGUE_CASES as cases, secretsIn } from './catalogue-boundaries-support.js';
+import { CATALOGUE_CASES as cases, secretsIn, tokensOf } from './catalogue-boundaries-support.js';
 
 /** The longest run of token characters in `text` (the characters SecretPattern.minRun counts). */
 function longestTokenRun(text: string): number {
@@ -17,6 +17,9 @@ function longestTokenRun(text: string): number {
 }
 
 const redactor = redactorFor();
+
+// The properties below check each generated secret, tens of thousands in all: they call expect() only when a check
+// fails (with the message it would give), as an expect() costs many times what its check does.
 /** Text around a token: anything, or (more often) the blanks and punctuation secrets are found between. */
 const around = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('', ' ', '"', 'key: ', '\n', 'Authorization: ', '(', ','));
 
@@ -28,8 +31,8 @@ describe('the secret catalogue', () => {
     fc.assert(
       fc.property(fc.stringMatching(generate, { size: 'xsmall' }), (token) => {
         for (const secret of secretsIn(token, pattern)) {
-          expect(secret.length, JSON.stringify(secret)).toBeGreaterThanOrEqual(pattern.minLength);
-          if (pattern.minRun !== undefined) expect(longestTokenRun(secret), JSON.stringify(secret)).toBeGreaterThanOrEqual(pattern.minRun);
+          if (secret.length < pattern.minLength) expect(secret.length, JSON.stringify(secret)).toBeGreaterThanOrEqual(pattern.minLength);
+          if (pattern.minRun !== undefined && longestTokenRun(secret) < pattern.minRun) expect(longestTokenRun(secret), JSON.stringify(secret)).toBeGreaterThanOrEqual(pattern.minRun);
         }
       }),
       // 200 trials find a minLength one above a pattern's shortest match as often as 800 did (98.6% of the cases,
@@ -38,18 +41,19 @@ describe('the secret catalogue', () => {
     );
   });
 
-  it.each(cases)('redacts every string $name matches, wherever it sits in a text', ({ generate, pattern }) => {
+  it.each(cases)('redacts every string $name matches, wherever it sits in a text', (format) => {
+    const { pattern } = format;
     // A pattern with the `i` flag matches its tokens in any case: the generated token's letters are flipped at random.
     const anyCase = pattern.regex.flags.includes('i') ? fc.array(fc.boolean(), { maxLength: 64 }) : fc.constant([] as boolean[]);
     fc.assert(
-      fc.property(around, fc.stringMatching(generate), around, anyCase, (before, generated, after, flips) => {
+      fc.property(around, tokensOf(format), around, anyCase, (before, generated, after, flips) => {
         const token = [...generated].map((c, i) => (flips[i % Math.max(1, flips.length)] ? (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()) : c)).join('');
         const text = `${before}${token}${after}`;
         const secrets = secretsIn(text, pattern);
         fc.pre(secrets.length > 0);
         const out = redactor.redactText(text);
-        for (const secret of secrets) expect(out.includes(secret), `${JSON.stringify(secret)} survived in ${JSON.stringify(out)}`).toBe(false);
-        expect(out).toContain(REDACTED);
+        for (const secret of secrets) if (out.includes(secret)) expect(out.includes(secret), `${JSON.stringify(secret)} survived in ${JSON.stringify(out)}`).toBe(false);
+        if (!out.includes(REDACTED)) expect(out).toContain(REDACTED);
       }),
       { numRuns: trials(40, 400) },
     );
@@ -58,14 +62,17 @@ describe('the secret catalogue', () => {
   // Short text without an upper-case letter, `_`, `:` or `=` (ids such as `ev-4f0c2a9b1d3e-1a`) is cleared by a
   // cheaper pre-check than other text: a lower-case match with none of these characters (`sk-…`, `glpat-…`, `xoxb-…`,
   // `fc-…`) must still be redacted, whatever its length.
-  it.each(cases)('redacts every lower-case string $name matches that holds no _, : or =', ({ generate, pattern }) => {
+  it.each(cases)('redacts every lower-case string $name matches that holds no _, : or =', (format) => {
+    const { pattern } = format;
     fc.assert(
-      fc.property(fc.stringMatching(generate), (generated) => {
+      fc.property(tokensOf(format), (generated) => {
         const token = generated.toLowerCase();
         if (/[_:=]/.test(token)) return;
         for (const secret of secretsIn(token, pattern)) {
-          expect(redactor.redactText(secret).includes(secret), JSON.stringify(secret)).toBe(false);
-          expect(redactor.redactText(`id ${secret}`).includes(secret), JSON.stringify(secret)).toBe(false);
+          for (const text of [secret, `id ${secret}`]) {
+            const survived = redactor.redactText(text).includes(secret);
+            if (survived) expect(survived, JSON.stringify(secret)).toBe(false);
+          }
         }
       }),
       { numRuns: trials(200, 2000) },

@@ -63,11 +63,12 @@ describe('RunMeta.lastStep', () => {
         expect(last).toBe(result.steps);
         expect((await loadRunPoint({ dataDir, runId, step: last })).step).toBe(last);
         await expect(loadRunPoint({ dataDir, runId, step: last! + 1 })).rejects.toThrow();
-        const atStep = Math.min(1, last!);
-        const fork = await forkRun(counting(steps + 2), { dataDir, runId, atStep, newRunId: `${runId}-f` });
+        // From the start (a step that ended the flow has nothing to run from): the fork's steps go on from there.
+        const fork = await forkRun(counting(steps + 2), { dataDir, runId, atStep: 0, newRunId: `${runId}-f` });
+        expect(fork.steps).toBeGreaterThan(0);
         expect(await lastStepOf(dataDir, `${runId}-f`)).toBe(fork.steps);
       }),
-      { numRuns: 5, examples: [[3, 1], [2, 5]] },
+      { numRuns: 5, examples: [[3, 1], [2, 5], [1, 0]] },
     );
   });
 

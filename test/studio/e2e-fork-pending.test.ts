@@ -9,11 +9,11 @@
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
 import { BIN, cliJson, tempDir } from '../cli/helpers.js';
-import { CHROMIUM, launchChromium } from '../support/chromium.js';
+import { CHROMIUM, chromiumPage } from '../support/chromium.js';
 import { pageText } from './helpers.js';
 
 const WAIT = { timeout: 30_000 };
@@ -24,7 +24,7 @@ let dataDir = '';
 let flowDir = '';
 const file = (name: string): string => join(flowDir, name);
 let studio: StudioServer;
-let browser: Browser;
+let context: BrowserContext;
 let page: Page;
 let text: ReturnType<typeof pageText>;
 
@@ -78,12 +78,10 @@ beforeAll(async () => {
   dataDir = tempDir();
   flowDir = tempDir();
   writeFlowModule();
-  const [chromium] = await Promise.all([launchChromium(), waitingRun('r_src'), waitingRun('r_gated', { gate: file('gate') })]);
-  browser = chromium;
+  const [inBrowser] = await Promise.all([chromiumPage(), waitingRun('r_src'), waitingRun('r_gated', { gate: file('gate') })]);
+  ({ context, page } = inBrowser);
   // A write answers after 100 ms with its child still running (a 202), as one does on a loaded machine.
   studio = await startStudio({ dataDir, port: 0, steering: { cli: [process.execPath, BIN], settleMs: 100 } });
-  page = await browser.newPage();
-  page.setDefaultTimeout(30_000);
   text = pageText(page);
 }, 120_000);
 
@@ -95,7 +93,7 @@ afterEach(() => {
 afterAll(async () => {
   // Nothing a failed test left held waits forever.
   writeFileSync(file('gate'), '');
-  await browser?.close();
+  await context?.close();
   await studio?.close();
 });
 

@@ -12,12 +12,12 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
 import { BIN, cliJson, tempDir } from '../cli/helpers.js';
-import { CHROMIUM, launchChromium } from '../support/chromium.js';
+import { CHROMIUM, chromiumPage } from '../support/chromium.js';
 import { pageText } from './helpers.js';
 
 const WAIT = { timeout: 30_000 };
@@ -27,6 +27,7 @@ let studio: StudioServer;
 /** The URL the studio prints, with its token. */
 let url: URL;
 let browser: Browser;
+let context: BrowserContext;
 let page: Page;
 let text: ReturnType<typeof pageText>;
 
@@ -53,19 +54,17 @@ async function staleWorkspace(): Promise<string> {
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (or set BACKPACKFLOW_CHROMIUM)`);
   dataDir = tempDir();
-  // Chromium starts while the workspace and the runs are written.
-  const [chromium, workspace] = await Promise.all([launchChromium(), staleWorkspace(), waitingRun('r_form'), waitingRun('r_readonly')]);
-  browser = chromium;
+  // Chromium starts (or this worker's is reused) while the workspace and the runs are written.
+  const [inBrowser, workspace] = await Promise.all([chromiumPage(), staleWorkspace(), waitingRun('r_form'), waitingRun('r_readonly')]);
+  ({ browser, context, page } = inBrowser);
   // A write waits up to 60 s for its child: the page always gets the child's outcome in its reply.
   studio = await startStudio({ dataDir, workspace, port: 0, steering: { cli: [process.execPath, BIN], settleMs: 60_000 } });
   url = new URL(studio.url);
-  page = await browser.newPage();
-  page.setDefaultTimeout(30_000);
   text = pageText(page);
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
+  await context?.close();
   await studio?.close();
 });
 

@@ -19,6 +19,7 @@ const WAIT = { timeout: 30_000 };
 let dataDir = '';
 let runId = '';
 let studio: BrowserStudio['studio'];
+let close: BrowserStudio['close'];
 let browser: Browser;
 let page: Page;
 let text: BrowserStudio['text'];
@@ -31,14 +32,13 @@ beforeAll(async () => {
     cli(['run', join(FIXTURES, 'flow.json'), '--modules', MODULES, '--data-dir', dataDir, '--input', '{"question":"what boils?"}']),
     studioInBrowser(['--port', '0', '--data-dir', dataDir]),
   ]);
-  ({ studio, browser, page, text } = started);
+  ({ studio, close, browser, page, text } = started);
   expect(run.stderr).toBe('');
   runId = /run id: (\S+)/.exec(run.stdout)![1]!;
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await studio?.stop();
+  await close?.();
 });
 
 describe('studio in a browser', () => {

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { request, type IncomingHttpHeaders } from 'node:http';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { BackpackNode, Flow, runFlow, type BackpackHandle, type RunResult } from '../../src/index.js';
 import type { RunStore } from '../../src/store/index.js';
-import { launchChromium } from '../support/chromium.js';
+import { chromiumPage } from '../support/chromium.js';
 import { BIN } from '../cli/helpers.js';
 import { plainEnv } from '../support/env.js';
 
@@ -191,13 +191,18 @@ export function startGatedRun(dataDir: string, runId: string, store?: RunStore):
   return { waiting, release, running: runFlow(flow, { dataDir, runId, store }) };
 }
 
-/** The studio the CLI started, a headless Chromium with one page, and how to read text off that page. */
+/**
+ * The studio the CLI started, this worker's headless Chromium with a fresh context holding one page, and how to
+ * read text off that page.
+ */
 export interface BrowserStudio {
   studio: Awaited<ReturnType<typeof startCli>>;
   browser: Browser;
+  context: BrowserContext;
   page: Page;
   /** The text of the first element `selector` finds, its whitespace collapsed. */
   text(selector: string): Promise<string>;
+  /** Closes the context (the browser stays, for the worker's next file) and stops the studio. */
   close(): Promise<void>;
 }
 
@@ -206,18 +211,17 @@ export function pageText(page: Page): (selector: string) => Promise<string> {
   return async (selector) => ((await page.locator(selector).first().textContent()) ?? '').replace(/\s+/g, ' ').trim();
 }
 
-/** Starts `backpackflow studio` with `args` and Chromium side by side. */
+/** Starts `backpackflow studio` with `args` and a page of Chromium side by side. */
 export async function studioInBrowser(args: string[]): Promise<BrowserStudio> {
-  const [studio, browser] = await Promise.all([startCli(args), launchChromium()]);
-  const page = await browser.newPage();
-  page.setDefaultTimeout(30_000);
+  const [studio, { browser, context, page }] = await Promise.all([startCli(args), chromiumPage()]);
   return {
     studio,
     browser,
+    context,
     page,
     text: pageText(page),
     close: async () => {
-      await browser.close();
+      await context.close();
       await studio.stop();
     },
   };

@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { build } from 'esbuild';
+import { exitOnSignals } from './exit-on-signal.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const bundles = new Map<string, Promise<string>>();
@@ -34,6 +35,8 @@ export function bundledScript(entry: string): Promise<string> {
       const dir = join(root, 'node_modules', '.cache', 'backpackflow-test-bundles', String(process.pid));
       outDir = dir;
       process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+      // A worker ended by its pool's SIGTERM has no `exit` otherwise: its bundles were left in node_modules/.cache.
+      exitOnSignals();
     }
     const dir = join(outDir, String(bundles.size));
     bundle = bundleScripts([entry], dir).then(() => join(dir, basename(entry).replace(/\.ts$/, '.mjs')));
