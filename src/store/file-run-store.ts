@@ -5,7 +5,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StreamEvent } from '../events/types.js';
-import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
+import { redactConfig, redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { CheckpointStore } from './checkpoint-store.js';
 import { EventStore, type ReadOptions, type VerifiedEvent, type VerifyResult } from './event-store.js';
 import { assertNewRun, listRunIds, runHasEvents, runWriterAlive } from './layout.js';
@@ -260,7 +260,7 @@ class FileRunWriter implements RunWriter {
 
   async saveDocument(name: RunDocumentName, value: unknown): Promise<void> {
     if (this.closed) throw new Error(`the writer of run ${this.ref.sessionKey}/${this.ref.runId} is closed`);
-    await writeJsonAtomic(documentPath(this.projection.dataDir, this.ref, name), this.redactor.redact(value).value);
+    await writeJsonAtomic(documentPath(this.projection.dataDir, this.ref, name), redactConfig(this.redactor, value));
   }
 
   async close(): Promise<void> {

@@ -186,7 +186,9 @@ describe('params a schema marks secret, wherever the mark sits', () => {
             const newRun = await openNewRun({ dataDir, runId: 'r' });
             // As the CLI's `run` records a flow file: the parsed config, masked by the node classes, then redacted.
             const flow = await loader.loadFlow(JSON.stringify(config), undefined, {
-              beforeBuild: (given) => recordRunFlow(newRun, { v: 1, flow: { kind: 'config' }, modules: [] }, loader.maskConfigSecrets(given)),
+              beforeBuild: async (given) => {
+                await recordRunFlow(newRun, { v: 1, flow: { kind: 'config' }, modules: [] }, loader.maskConfigSecrets(given));
+              },
             });
             const result = await runFlow(flow, { newRun });
             expect(result.status).toBe('completed');

@@ -5,13 +5,13 @@
 import { newRunId } from '../../events/index.js';
 import type { NewRun } from '../../runtime/index.js';
 import { runFlow } from '../../runtime/index.js';
-import { UsageError } from './errors.js';
+import { CliError, UsageError } from './errors.js';
 import { storeErrors } from './store-errors.js';
 import { FlowConfigError, type ConfigProblem } from '../../serialization/index.js';
 import type { FlowFileOptions, FlowSourceOptions } from './flow-options.js';
-import { loadFlowFile, loaderWith, openCliRun, parseInput, readFlowFile, recordRunFlow, validateFlow } from './flows.js';
+import { loadFlowFile, loaderWith, maskedMessage, openCliRun, parseInput, readFlowFile, recordRunFlow, validateFlow } from './flows.js';
 import { documentCollector, openFlowModule, parseFlowModule, type DocumentSink, type OpenFlow } from './recipe.js';
-import { colors as c, print, type CommonOptions } from './output.js';
+import { colors as c, print, warn, type CommonOptions } from './output.js';
 import { terminalText as t } from '../../events/terminal-text.js';
 import { runLive } from './runs.js';
 import { cliPostgresStore, cliStore } from './run-store.js';
@@ -33,6 +33,8 @@ export async function runAction(path: string | undefined, options: RunOptions): 
   let newRun: NewRun | undefined;
   try {
     const opened = await openAndRecord(path, options, async () => (newRun = await openCliRun(cliStore(options), ref)));
+    const masked = maskedMessage(runId, opened.masked, "'runs resume' and 'runs fork' of it need the flow again (--flow <flow.json>)");
+    if (masked !== undefined) warn(masked);
     try {
       await runLive(options, opened.flow, (flow) => runFlow(flow, { newRun: opened.sink, input, ...(options.keepModelDeltas ? { modelDeltas: 'keep' as const } : {}) }));
     } finally {
@@ -51,13 +53,16 @@ export async function runAction(path: string | undefined, options: RunOptions): 
  * flow. Until the run's first event, what is recorded is not a run: `runs list` and `runs show` ignore it and a later
  * start of the same id records over it; a build that fails leaves it in place.
  */
-async function openAndRecord<S extends DocumentSink>(path: string | undefined, options: CommonOptions & FlowSourceOptions, begin: () => Promise<S>): Promise<OpenFlow & { sink: S }> {
+async function openAndRecord<S extends DocumentSink>(path: string | undefined, options: CommonOptions & FlowSourceOptions, begin: () => Promise<S>): Promise<OpenFlow & { sink: S; masked: string[] }> {
   if (path !== undefined) {
     let sink: S | undefined;
-    const flow = await loadFlowFile(path, options.modules, options.maxFlowBytes, async (config) => recordRunFlow((sink = await begin()), { v: 1, flow: { kind: 'config' }, modules: options.modules }, config));
+    let masked: string[] = [];
+    const flow = await loadFlowFile(path, options.modules, options.maxFlowBytes, async (config) => {
+      masked = await recordRunFlow((sink = await begin()), { v: 1, flow: { kind: 'config' }, modules: options.modules }, config);
+    });
     // The loader hands a valid config to beforeBuild before it builds anything.
     if (sink === undefined) throw new Error(`${path}: the flow was built without its config being recorded`);
-    return { flow, close: async () => undefined, sink };
+    return { flow, close: async () => undefined, sink, masked };
   }
   const spec = parseFlowModule(options.flowModule!);
   await loaderWith(options.modules);
@@ -65,7 +70,7 @@ async function openAndRecord<S extends DocumentSink>(path: string | undefined, o
   try {
     const sink = await begin();
     await recordRunFlow(sink, { v: 1, flow: { kind: 'module', module: spec.module, export: spec.export }, modules: options.modules });
-    return { ...opened, sink };
+    return { ...opened, sink, masked: [] };
   } catch (error) {
     await opened.close();
     throw error;
@@ -80,6 +85,9 @@ async function enqueueStart(path: string | undefined, options: CommonOptions & F
   const collected = documentCollector();
   const opened = await openAndRecord(path, options, async () => collected);
   await opened.close();
+  // A worker builds a queued run from what is recorded: it would get the masks instead of the secrets.
+  const masked = maskedMessage(ref.runId, opened.masked, 'a worker builds a queued run from that record, so it is not queued');
+  if (masked !== undefined) throw new CliError(masked);
   await storeErrors(() => new RunQueue(store).enqueue(ref, 'start', input === undefined ? {} : { input }, collected.documents));
   print(options, { runId: ref.runId, sessionKey: ref.sessionKey, status: 'queued' }, () => ref.runId);
 }

@@ -13,7 +13,8 @@ import {
   type ConfigProblem,
   type LoadableNodeClass,
 } from '../../serialization/index.js';
-import { redact, type RunRef, type RunStore } from '../../store/index.js';
+import { REDACTED, redactConfig, redactorFor, type RunRef, type RunStore } from '../../store/index.js';
+import { MASK } from '../../serialization/secrets.js';
 import { CliError } from './errors.js';
 import { storeErrors } from './store-errors.js';
 import type { FlowSourceOptions } from './flow-options.js';
@@ -179,7 +180,55 @@ export async function recordedFlowConfig(given: string | undefined, store: Recor
     throw new CliError((error as Error).message);
   }
   if (config === undefined) throw new CliError(`run ${ref.sessionKey}/${ref.runId} has no recorded flow in ${store.location}: pass --flow <flow.json>`);
+  const masked = maskedPointers(config);
+  if (masked.length > 0) {
+    throw new CliError(
+      `the flow recorded with run ${ref.sessionKey}/${ref.runId} has secrets masked where they were given as they are (${listed(masked)}): built from it, ` +
+        `its nodes would get the mask instead of the secret. Pass the flow with --flow <flow.json>, or write secrets as \${ENV_NAME} references, which are recorded as written and resolved again`,
+    );
+  }
   return config;
+}
+
+/** The masks recording puts where a secret was (see recordRunFlow): the redaction marker, and exportFlow's. */
+const MASKS = [REDACTED, MASK];
+
+/**
+ * The JSON pointers of the strings of a recorded flow config that hold a mask (a secret given as it is, masked when
+ * it was recorded), in document order.
+ */
+export function maskedPointers(config: unknown, at = '', out: string[] = []): string[] {
+  if (typeof config === 'string') {
+    if (config === MASK || config.includes(REDACTED)) out.push(at || '/');
+  } else if (Array.isArray(config)) {
+    config.forEach((item, i) => maskedPointers(item, `${at}/${i}`, out));
+  } else if (config !== null && typeof config === 'object') {
+    for (const [key, value] of Object.entries(config)) {
+      if (MASKS.some((mask) => key.includes(mask))) out.push(`${at}/${pointerToken(key)}`);
+      maskedPointers(value, `${at}/${pointerToken(key)}`, out);
+    }
+  }
+  return out;
+}
+
+/** A key as a JSON pointer token (RFC 6901). */
+function pointerToken(key: string): string {
+  return key.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+/** The first few pointers of `pointers`, and how many more. */
+function listed(pointers: string[]): string {
+  const shown = pointers.slice(0, 3).join(', ');
+  return pointers.length > 3 ? `${shown} and ${pointers.length - 3} more` : shown;
+}
+
+/**
+ * What to tell the user who records a flow whose secrets were given as they are (`masked`: see maskedPointers of the
+ * recorded config), with what follows from it (`consequence`); undefined when there are none.
+ */
+export function maskedMessage(runId: string, masked: string[], consequence: string): string | undefined {
+  if (masked.length === 0) return undefined;
+  return `the flow recorded with run ${runId} masks secrets given as they are (${listed(masked)}): ${consequence}; write secrets as \${ENV_NAME} references, which are recorded as written and resolved again`;
 }
 
 /**
@@ -212,9 +261,16 @@ export async function openRecordedFlow(options: FlowSourceOptions, store: Record
 
 /**
  * Records how a new run's flow is built, before it starts, through `run` (a NewRun, whose writer this start holds):
- * its recipe and, for a flow config, the config itself (secrets redacted).
+ * its recipe and, for a flow config, the config itself (secrets redacted). Returns where the recorded config masks
+ * a secret given as it is (maskedPointers): a resume or fork cannot build the flow from the record then.
  */
-export async function recordRunFlow(run: DocumentSink, recipe: RunRecipe, config?: unknown): Promise<void> {
-  if (config !== undefined) await run.saveDocument('flow', redact(config).value);
+export async function recordRunFlow(run: DocumentSink, recipe: RunRecipe, config?: unknown): Promise<string[]> {
+  let masked: string[] = [];
+  if (config !== undefined) {
+    const recorded = redactConfig(redactorFor(), config);
+    masked = maskedPointers(recorded);
+    await run.saveDocument('flow', recorded);
+  }
   await recordRecipe(run, recipe);
+  return masked;
 }

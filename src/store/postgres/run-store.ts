@@ -28,7 +28,7 @@ import { randomUUID } from 'node:crypto';
 import { StreamEventType, type StreamEvent } from '../../events/types.js';
 import { sharedHashBackend, type HashBackend } from '../../hash/blake3.js';
 import { openSealed, seal } from '../../hash/sealed.js';
-import { redactorFor, type Redactor } from '../../redact/index.js';
+import { redactConfig, redactorFor, type Redactor } from '../../redact/index.js';
 import { CHAIN_BACKEND, ChainReader, chainOf, genesis, sealBatch } from '../chain.js';
 import { prepareCheckpoint } from '../checkpoint-store.js';
 import { encodeEvent } from '../event-encode.js';
@@ -783,7 +783,7 @@ class PostgresRunWriter implements RunWriter {
     const rows = await this.sql`
       with fence as (${this.fence(this.token)})
       insert into backpackflow.run_documents (session_key, run_id, name, body)
-      select ${ref.sessionKey}, ${ref.runId}, ${name}, ${JSON.stringify(this.redactor.redact(value).value)}
+      select ${ref.sessionKey}, ${ref.runId}, ${name}, ${JSON.stringify(redactConfig(this.redactor, value))}
       where exists (select 1 from fence)
       on conflict (session_key, run_id, name) do update set body = excluded.body
       returning 1`;
