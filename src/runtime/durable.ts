@@ -20,7 +20,7 @@ import { StateTracker } from './state-tracker.js';
 import { foldModelDeltas, type ModelDeltaOptions } from './model-deltas.js';
 import { redactorFor } from '../redact/index.js';
 import { takeNewRun, type NewRun, type TakenRun } from './new-run.js';
-import { checkFlowNames } from './flow-names.js';
+import { checkFlowNames, checkRunIds } from './flow-names.js';
 import { lostConnection } from '../store/errors.js';
 
 /**
@@ -110,7 +110,10 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
   const redaction = taken ? taken.redaction : options.redaction;
   try {
     // A run id that has events is refused by the writer's opening (fresh), before anything of that run is touched.
-    if (!taken) assertValidId(runId, 'runId');
+    if (!taken) {
+      assertValidId(runId, 'runId');
+      checkRunIds({ sessionKey, runId }, redaction);
+    }
     // Names are logged unredacted: a flow whose names hold a secret is refused before anything of the run is written.
     checkFlowNames(flow, redaction);
     for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
@@ -266,7 +269,10 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
     point = await loadRunPoint({ store, sessionKey, runId: options.runId, step: options.atStep });
     if (point.position.length === 0) throw new StoreError(`run ${sessionKey}/${options.runId} had ended at step ${options.atStep}: nothing to run from there`);
     // A run id that has events is refused by the writer's opening (fresh), before anything of that run is touched.
-    if (!taken) assertValidId(runId, 'runId');
+    if (!taken) {
+      assertValidId(runId, 'runId');
+      checkRunIds({ sessionKey, runId }, redaction);
+    }
     flow.backpack.importState(point.state);
   } catch (error) {
     await taken?.writer.close();

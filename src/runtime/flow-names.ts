@@ -7,6 +7,7 @@
 import { FlowError, type BaseNode } from '../flow/index.js';
 import { BackpackNode, Flow, composeNamespace } from '../nodes/index.js';
 import { redactorFor, type RedactionOptions } from '../redact/index.js';
+import { InvalidIdError } from '../store/index.js';
 
 /**
  * Whether a name holds a secret by the redaction `redaction` (a run's `redaction` option; without one, the built-in
@@ -62,4 +63,22 @@ export function checkFlowNames(flow: Flow, redaction?: RedactionOptions): void {
     }
   };
   visit(flow);
+}
+
+/**
+ * Refuses a new run whose run id or session key holds a secret by `redaction` (the run's; without one, the built-in
+ * catalogue) with an InvalidIdError that shows it redacted: they name the run's directory (or its rows) and are
+ * written in every event as they are, never redacted. Run ids a LangGraph thread maps to are hashed first.
+ */
+export function checkRunIds(ids: { sessionKey: string; runId: string }, redaction?: RedactionOptions): void {
+  const redactor = redactorFor(redaction);
+  for (const [kind, id] of [['sessionKey', ids.sessionKey], ['runId', ids.runId]] as const) {
+    if (redactor.holdsSecret(id)) {
+      throw new InvalidIdError(
+        kind,
+        redactor.redactText(id),
+        "it looks like a secret (by the run's redaction): run ids and session keys name the run's files and are written in every event as they are, never redacted; choose another",
+      );
+    }
+  }
 }

@@ -1,6 +1,7 @@
 import { newRunId } from '../events/index.js';
 import { assertValidId, type Durability, type RedactionOptions, type RunDocumentName, type RunStore, type RunWriter } from '../store/index.js';
 import { locateStore, type RunLocation } from './location.js';
+import { checkRunIds } from './flow-names.js';
 
 /** Options of {@link openNewRun}. */
 export interface OpenNewRunOptions extends RunLocation {
@@ -85,6 +86,7 @@ export async function openNewRun(options: OpenNewRunOptions = {}): Promise<NewRu
   const { store, sessionKey } = locateStore(options);
   const runId = options.runId ?? newRunId();
   assertValidId(runId, 'runId');
+  checkRunIds({ sessionKey, runId }, options.redaction);
   // A fresh writer refuses an id that has events before touching the run (on Postgres, in the lease's statement).
   const writer = await store.openWriter({ sessionKey, runId }, { fresh: true, durability: options.durability ?? 'batch', redaction: options.redaction });
   return new HeldRun(store, sessionKey, runId, writer, options.redaction);

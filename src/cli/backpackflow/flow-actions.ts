@@ -5,6 +5,7 @@
 import { newRunId } from '../../events/index.js';
 import type { NewRun } from '../../runtime/index.js';
 import { runFlow } from '../../runtime/index.js';
+import { checkRunIds } from '../../runtime/flow-names.js';
 import { CliError, UsageError } from './errors.js';
 import { storeErrors } from './store-errors.js';
 import { FlowConfigError, type ConfigProblem } from '../../serialization/index.js';
@@ -82,6 +83,8 @@ async function openAndRecord<S extends DocumentSink>(path: string | undefined, o
  * the start with its documents in one transaction (the run's row locked), which refuses an id that has a recorded run, a live writer or a job.
  */
 async function enqueueStart(path: string | undefined, options: CommonOptions & FlowSourceOptions, store: PostgresRunStore, ref: RunRef, input: Record<string, unknown> | undefined): Promise<void> {
+  // Refused now, as a run here would be, not by the worker that takes it.
+  checkRunIds(ref);
   const collected = documentCollector();
   const opened = await openAndRecord(path, options, async () => collected);
   await opened.close();
