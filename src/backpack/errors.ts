@@ -27,7 +27,7 @@ export class AccessDeniedError extends BackpackError {
 
   constructor(key: string, nodeId: string, operation: 'read' | 'write', rule: string, tags?: readonly string[]) {
     const tagged = tags && tags.length > 0 ? ` (item tagged ${tags.join(', ')})` : '';
-    super(`AccessDeniedError: node '${nodeId}' may not ${operation} key '${key}'${tagged}: ${rule}`, { key, nodeId });
+    super(`node '${nodeId}' may not ${operation} key '${key}'${tagged}: ${rule}`, { key, nodeId });
     this.name = 'AccessDeniedError';
     this.operation = operation;
     this.rule = rule;

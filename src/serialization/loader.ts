@@ -166,7 +166,7 @@ export class FlowLoader implements FlowConfigLoader {
   register(type: string, NodeClass: LoadableNodeClass): this {
     if (typeof type !== 'string' || type === '') throw new TypeError(`FlowLoader.register: type must be a non-empty string, got ${JSON.stringify(type)}`);
     if (typeof NodeClass !== 'function' || (NodeClass !== BackpackNode && !(NodeClass.prototype instanceof BackpackNode))) {
-      throw new TypeError(`FlowLoader.register('${type}'): expected a BackpackNode class`);
+      throw new TypeError(`FlowLoader.register('${type}'): expected a BackpackNode class${foreignBackpackNode(NodeClass)}`);
     }
     const existing = this.#types.get(type);
     if (existing && existing !== NodeClass) throw new Error(`FlowLoader.register: type '${type}' is already registered to ${existing.name}`);
@@ -737,7 +737,7 @@ function missingDependencies(cfg: FlowConfig, path: string, deps: DependencyLook
   const problems: ConfigProblem[] = [];
   for (const [key, description] of Object.entries(cfg.dependencies)) {
     if (!deps.has(key)) {
-      problems.push({ path: `${path}/dependencies${pointer([key])}`, message: `dependency '${key}' (${description}) is not in the DependencyContainer passed to loadFlow` });
+      problems.push({ path: `${path}/dependencies${pointer([key])}`, message: `dependency '${key}' (${description}) is not provided: loadFlow's DependencyContainer has no '${key}' (the backpackflow CLI provides none: build such a flow with --flow-module)` });
     }
   }
   cfg.nodes.forEach((node, i) => node.internalFlow && problems.push(...missingDependencies(node.internalFlow, `${path}/nodes/${i}/internalFlow`, deps)));
@@ -832,4 +832,19 @@ function adoptParams(params: Record<string, unknown>): void {
       if (!(error instanceof BackpackError)) throw error;
     }
   }
+}
+
+/**
+ * Why a class that is not a BackpackNode of this copy of the library may still look like one: it extends a class
+ * named BackpackNode of another copy (a module importing the library's sources, or another installed copy, beside
+ * the built CLI), which `instanceof` does not accept. Empty when it does not.
+ */
+function foreignBackpackNode(value: unknown): string {
+  if (typeof value !== 'function') return '';
+  for (let proto: unknown = Object.getPrototypeOf(value); typeof proto === 'function'; proto = Object.getPrototypeOf(proto)) {
+    if (proto.name === 'BackpackNode') {
+      return `: ${value.name || 'the class'} extends a BackpackNode of another copy of backpackflow (its module imports backpackflow from elsewhere, such as the sources beside a built CLI); import BackpackNode from the backpackflow that loads the flow`;
+    }
+  }
+  return '';
 }

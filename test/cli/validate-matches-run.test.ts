@@ -57,7 +57,7 @@ const renameSource = (id: string) => (flow: typeof example) => {
 describe('validate refuses what run refuses, at the same JSON pointer', () => {
   it.each([
     ['a node id with a dot', () => flowFile(renameSource('src.x')), '/nodes/0/id', /Namespace segment of node 'src\.x' must be one segment/],
-    ['a dependency run does not give', () => flowFile((flow) => (flow.dependencies = { llm: 'something' })), '/dependencies/llm', /dependency 'llm' \(something\) is not in/],
+    ['a dependency run does not give', () => flowFile((flow) => (flow.dependencies = { llm: 'something' })), '/dependencies/llm', /dependency 'llm' \(something\) is not provided: .*--flow-module/],
     ['a __proto__ key of params', () => flowFile(() => undefined, (json) => json.replace('"params": {\n        "key"', '"params": {\n        "__proto__": {"x": 1},\n        "key"')), '/nodes/0/params/__proto__', /'__proto__' cannot be a key of params/],
   ])('%s', async (_what, file, pointer, message) => {
     const path = file();

@@ -200,7 +200,7 @@ describe('declared dependencies', () => {
     const error = (await loader.loadFlow(config, new DependencyContainer().register('llm', {})).catch((e: unknown) => e)) as FlowConfigError;
     expect(error).toBeInstanceOf(FlowConfigError);
     expect(error.errors).toEqual([
-      { path: '/nodes/0/internalFlow/dependencies/engine', message: "dependency 'engine' (context engine) is not in the DependencyContainer passed to loadFlow" },
+      { path: '/nodes/0/internalFlow/dependencies/engine', message: "dependency 'engine' (context engine) is not provided: loadFlow's DependencyContainer has no 'engine' (the backpackflow CLI provides none: build such a flow with --flow-module)" },
     ]);
   });
 

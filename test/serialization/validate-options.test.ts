@@ -89,8 +89,8 @@ describe('validateConfig({ dependencies })', () => {
     const config = flow({ dependencies: { llm: 'a model', db: 'a database' }, subflows: [flow({ namespace: 'sub', dependencies: { cache: 'a cache' } })] });
     const missing = loader.validateConfig(config, { dependencies: { db: {} } }).errors;
     expect(missing).toEqual([
-      { path: '/dependencies/llm', message: "dependency 'llm' (a model) is not in the DependencyContainer passed to loadFlow" },
-      { path: '/subflows/0/dependencies/cache', message: "dependency 'cache' (a cache) is not in the DependencyContainer passed to loadFlow" },
+      { path: '/dependencies/llm', message: "dependency 'llm' (a model) is not provided: loadFlow's DependencyContainer has no 'llm' (the backpackflow CLI provides none: build such a flow with --flow-module)" },
+      { path: '/subflows/0/dependencies/cache', message: "dependency 'cache' (a cache) is not provided: loadFlow's DependencyContainer has no 'cache' (the backpackflow CLI provides none: build such a flow with --flow-module)" },
     ]);
     const loaded = await loader.loadFlow(config, { db: {} }).then(() => [], (error: { errors: ConfigProblem[] }) => error.errors);
     expect(loaded).toEqual(missing);

@@ -19,7 +19,7 @@ export function modulesOption(): Option {
 
 /** `--max-flow-bytes <n>`: the largest flow file accepted (default 16 MiB). */
 export function maxFlowBytesOption(): Option {
-  return new Option('--max-flow-bytes <n>', `largest flow file accepted, in bytes (default ${DEFAULT_MAX_FLOW_BYTES})`)
+  return new Option('--max-flow-bytes <n>', 'largest flow file accepted, in bytes')
     .argParser(positiveInteger('--max-flow-bytes'))
     .default(DEFAULT_MAX_FLOW_BYTES);
 }

@@ -36,7 +36,7 @@ export function renderRuns(runs: RunMeta[]): string {
       String(r.stepCount),
       String(r.eventCount),
       String(r.errorCount),
-      time(r.startedAt),
+      r.startedAt > 0 ? time(r.startedAt) : '',
       formatDuration(runDuration(r)),
     ]),
   );

@@ -68,9 +68,14 @@ export function runsCommand(): Command {
   common(runs.command('list').description('the stored runs of a session, oldest first'))
     .addOption(new Option('--status <status>', 'only runs with this status').choices(RunStatusSchema.options))
     .action(async (options: CommonOptions & { status?: string }) => {
-      const all = await listRuns({ store: cliStore(options), sessionKey: options.session });
+      const store = cliStore(options);
+      const all = await listRuns({ store, sessionKey: options.session });
       const metas = options.status === undefined ? all : all.filter((m) => m.status === options.status);
-      print(options, metas, () => renderRuns(metas));
+      // An empty session says where the runs are, when other sessions of the store have some.
+      const elsewhere = all.length === 0 && !options.json ? [...new Set((await store.listRuns()).map((ref) => ref.sessionKey))] : [];
+      print(options, metas, () =>
+        elsewhere.length === 0 ? renderRuns(metas) : `no runs in session '${t(options.session)}' (runs are in session${elsewhere.length === 1 ? '' : 's'} ${t(elsewhere.join(', '))}: add --session <key>)`,
+      );
     });
 
   common(runs.command('show <runId>').description('the trace of a run as a tree: namespaces, durations, routes, retries, errors, quarantines')).action(

@@ -2,7 +2,7 @@ import { StreamEventType, isEventOf, type StreamEvent } from '../../events/index
 import { loadRunPoint, type RunPoint } from '../../runtime/index.js';
 import { StoreError, isValidId, type RunRef, type RunStore } from '../../store/index.js';
 import { cliStore, type StoreOptions } from './run-store.js';
-import { CliError } from './errors.js';
+import { CliError, UsageError } from './errors.js';
 import { warn } from './output.js';
 
 /** Where the CLI finds runs. */
@@ -19,13 +19,14 @@ export interface OpenedRun {
 
 /** The run's store and reference, after checking that the run exists (a clear error naming the run otherwise). */
 export async function openRun(options: RunRefOptions): Promise<OpenedRun> {
-  if (!isValidId(options.session)) throw new CliError(`invalid session '${options.session}': use letters, digits, '.', '_' and '-'`);
+  if (!isValidId(options.session)) throw new UsageError(`invalid session '${options.session}': use letters, digits, '.', '_' and '-'`);
+  if (!isValidId(options.runId)) throw new UsageError(`invalid run id '${options.runId}': use letters, digits, '.', '_' and '-' (no path separators)`);
   const store = cliStore(options);
   const ref = { sessionKey: options.session, runId: options.runId };
-  if (!isValidId(options.runId) || !(await store.hasEvents(ref))) {
+  if (!(await store.hasEvents(ref))) {
     // A run whose log lost everything but whose projection is stored is known: its readers report the damage.
     const runs = await store.listRuns(options.session);
-    if (isValidId(options.runId) && runs.some((r) => r.runId === options.runId)) return { store, ref };
+    if (runs.some((r) => r.runId === options.runId)) return { store, ref };
     const known = runs.length;
     throw new CliError(
       `unknown run id '${options.runId}' in session '${options.session}' of ${store.location} (${known} run${known === 1 ? '' : 's'} there; 'backpackflow runs list' shows them)`,
