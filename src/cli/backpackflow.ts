@@ -8,4 +8,9 @@ import { exitQuietlyWhenOutputCloses } from './closed-output.js';
 import { main } from './backpackflow/program.js';
 
 exitQuietlyWhenOutputCloses();
+// The library's process warnings (a damaged log's lines not served, a cut log) in the command's own form, once each,
+// instead of Node's `(node:PID) EventStoreWarning: ...` lines, its `--trace-warnings` hint and every repeat.
+process.removeAllListeners('warning');
+// (output.js loaded on the first one: `--help` loads only what it uses.)
+process.on('warning', (warning) => void import('./backpackflow/output.js').then(({ warn }) => warn(warning.message)));
 process.exitCode = await main(process.argv);

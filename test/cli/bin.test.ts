@@ -3,6 +3,7 @@
  * the same output as the in-process runs that the other CLI tests use (test/cli/in-process.ts) for the same commands
  * on the same store.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cli, cliProcess, FIXTURES, MODULES, tempDir } from './helpers.js';
@@ -27,6 +28,23 @@ describe('the backpackflow binary', () => {
     for (const [i, { args, process, inProcess }] of results.entries()) {
       expect(process.code, args.join(' ')).toBe(commands[i]![1]);
       expect(inProcess, args.join(' ')).toEqual(process);
+    }
+  });
+
+  it("prints the library's process warnings in its own form, once each (not Node's `(node:PID) ...` lines)", async () => {
+    const dataDir = tempDir();
+    expect((await cli(['run', join(FIXTURES, 'flow.json'), '--modules', MODULES, '--run-id', 'w', '--data-dir', dataDir])).code).toBe(0);
+    // A log stripped of its chain hashes and cut after its close: readers warn about both, several readers per command.
+    const log = join(dataDir, 'sessions', 'default', 'runs', 'w', 'events.jsonl');
+    writeFileSync(log, readFileSync(log, 'utf8').replace(/,"chain":"[0-9a-f]{64}"\}/g, '}'));
+    for (const args of [['runs', 'list'], ['runs', 'show', 'w']]) {
+      const { stderr } = await cliProcess([...args, '--data-dir', dataDir]);
+      expect(stderr).not.toMatch(/\(node:\d+\)|--trace-warnings/);
+      const lines = stderr.trim().split('\n');
+      expect(lines.length).toBeGreaterThan(0);
+      for (const line of lines) expect(line).toMatch(/^backpackflow: warning: /);
+      expect(new Set(lines).size).toBe(lines.length);
+      expect(stderr).toMatch(/carries no chain hash on its first line/);
     }
   });
 });
