@@ -66,7 +66,7 @@ export function authorize(
   checkAgentId(agentId, operation);
   const agent = agents[agentId];
   if (agent === undefined) {
-    throw new ContextError('UNKNOWN_AGENT', `${operation}: agent '${agentId}' is not registered; register it first (merkle agent add ${agentId} --role <role>)`, {
+    throw new ContextError('UNKNOWN_AGENT', `${operation}: agent '${agentId}' is not registered; register it first (backpackflow context agent add ${agentId} --role <role>)`, {
       agentId,
     });
   }

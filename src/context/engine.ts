@@ -328,8 +328,9 @@ export class ContextEngine {
    * or `state.json` or `tree` itself), so that writes can go on: a damaged `state.journal` (or `state.json` that
    * fails to decode) is kept beside the store (`state.journal.damaged-<time>`) and the frame state that survives
    * becomes the new base (the empty state when `state.json` was lost); a damaged tree is rebuilt by a scan. Frames
-   * the lost transactions wrote stay on disk (`validate` lists them). Returns what was repaired (nothing when no file
-   * was damaged).
+   * the lost transactions wrote stay on disk (`validate` lists them). A damaged `agents.json` is kept beside it
+   * (`agents.json.damaged-<time>`) and the registry starts empty (agents are registered again). Returns what was
+   * repaired (nothing when no file was damaged).
    */
   async repair(): Promise<{ repaired: string[] }> {
     const repaired: string[] = [];
@@ -337,6 +338,8 @@ export class ContextEngine {
     try {
       const state = this.store.repairState();
       if (state !== undefined) repaired.push(state);
+      const agents = this.store.repairAgents();
+      if (agents !== undefined) repaired.push(agents);
     } finally {
       release();
     }
@@ -704,7 +707,7 @@ export class ContextEngine {
   private requireAgent(agentId: string, where: string): AgentIdentity {
     const agent = this.store.readAgents()[agentId];
     if (agent === undefined) {
-      throw new ContextError('UNKNOWN_AGENT', `${where}: agent '${agentId}' is not registered; register it first (merkle agent add ${agentId} --role <role>)`, {
+      throw new ContextError('UNKNOWN_AGENT', `${where}: agent '${agentId}' is not registered; register it first (backpackflow context agent add ${agentId} --role <role>)`, {
         agentId,
       });
     }

@@ -291,13 +291,40 @@ export class MerkleStore {
     }
   }
 
-  /** Registered agents by id. */
+  /** Registered agents by id; a damaged `agents.json` is a CORRUPT_STORE error that says how to go on (repairAgents). */
   readAgents(): Record<string, AgentIdentity> {
     this.checkDir();
     const file = join(this.dir, 'agents.json');
     const data = readStoreFile(file);
     if (data === undefined) return {};
-    return unseal<{ agents: Record<string, AgentIdentity> }>(data.toString('utf8'), file, this.backend).agents;
+    try {
+      return unseal<{ agents: Record<string, AgentIdentity> }>(data.toString('utf8'), file, this.backend).agents;
+    } catch (error) {
+      if (!(error instanceof ContextError && error.code === 'CORRUPT_STORE')) throw error;
+      throw new ContextError(
+        'CORRUPT_STORE',
+        `${error.message}: the agent registrations cannot be read; 'backpackflow context repair' keeps the file aside and starts an empty registry (then register the agents again)`,
+        error.details,
+      );
+    }
+  }
+
+  /**
+   * Accepts the loss of a damaged `agents.json`: keeps it as `agents.json.damaged-<time>` and starts an empty registry,
+   * so that writes can go on once the agents are registered again. Returns what was repaired, or undefined when the
+   * file reads (or is missing). Callers hold the lock.
+   */
+  repairAgents(): string | undefined {
+    const file = join(this.dir, 'agents.json');
+    try {
+      this.readAgents();
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof ContextError && error.code === 'CORRUPT_STORE' && error.details['file'] === file)) throw error;
+      const kept = `${file}.damaged-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      renameSync(file, kept);
+      return `${file} could not be read; it is kept as ${kept}, and the registry starts empty: register the agents again (backpackflow context agent add <id> --role <role>)`;
+    }
   }
 
   /** Replaces the agent registry; false when unchanged. */

@@ -103,3 +103,29 @@ describe('agent read/write model (spec §1)', () => {
     expect((await engine.validate()).ok).toBe(true);
   });
 });
+
+describe('a damaged agents.json', () => {
+  it('blocks writes with an error that says how to go on; repair keeps it aside, starts an empty registry, and writes go on once agents are registered again', async () => {
+    const { root, engine } = await openSample();
+    const file = join(root, '.merkle', 'agents.json');
+    writeFileSync(file, '{"agents": TOPSECRETBYTES');
+    await expect(engine.putFrame('README.md', { type: 'summary', content: 'v1' }, 'w')).rejects.toMatchObject({
+      code: 'CORRUPT_STORE',
+      message: expect.stringMatching(/agents\.json: not valid JSON: .*'backpackflow context repair' keeps the file aside/),
+    });
+    expect((await engine.validate()).ok).toBe(false);
+    const { repaired } = await engine.repair();
+    expect(repaired).toEqual([expect.stringMatching(/agents\.json could not be read; it is kept as .*agents\.json\.damaged-.*register the agents again/)]);
+    const kept = repaired[0]!.match(/kept as (\S+),/)![1]!;
+    expect(readFileSync(kept, 'utf8')).toBe('{"agents": TOPSECRETBYTES');
+    // An empty registry: the agent must be registered again (the hint names the command that ships with the package).
+    await expect(engine.putFrame('README.md', { type: 'summary', content: 'v1' }, 'w')).rejects.toMatchObject({
+      code: 'UNKNOWN_AGENT',
+      message: expect.stringMatching(/register it first \(backpackflow context agent add w --role <role>\)/),
+    });
+    await engine.registerAgent({ agentId: 'w', role: 'writer' });
+    await engine.putFrame('README.md', { type: 'summary', content: 'v1' }, 'w');
+    expect((await engine.validate()).ok).toBe(true);
+    expect((await engine.repair()).repaired).toEqual([]);
+  });
+});
