@@ -5,8 +5,14 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // test/pg/ runs in `npm run test:pg`, against a PostgreSQL server (which .ci/run starts).
-    // `*.soak.test.ts` run in `npm run test:soak` (SOAK=1) only, which .ci/run also runs.
-    exclude: [...configDefaults.exclude, 'test/pg/**', ...(process.env['SOAK'] === '1' ? [] : ['test/**/*.soak.test.ts'])],
+    // `*.soak.test.ts` run in `npm run test:soak` (SOAK=1) only, `*.browser.test.ts` (the studio in Debian's Chromium)
+    // in `npm run test:browser` (BROWSER=1) only: .ci/run runs both.
+    exclude: [
+      ...configDefaults.exclude,
+      'test/pg/**',
+      ...(process.env['SOAK'] === '1' ? [] : ['test/**/*.soak.test.ts']),
+      ...(process.env['BROWSER'] === '1' ? [] : ['test/**/*.browser.test.ts']),
+    ],
     globalSetup: ['test/global-setup.ts'],
     setupFiles: ['test/support/setup.ts'],
     testTimeout: 30_000,

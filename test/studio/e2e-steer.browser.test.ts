@@ -1,6 +1,6 @@
 /**
  * Steering runs in a real browser (Debian's Chromium through playwright-core), against a studio whose resumes and
- * forks run the built CLI, as under `backpackflow studio` (which test/studio/e2e.test.ts and test/cli/studio.test.ts
+ * forks run the built CLI, as under `backpackflow studio` (which test/studio/e2e.browser.test.ts and test/cli/studio.test.ts
  * start): a waiting run's question answered through the form generated from its schema (a server-side problem shown
  * at its field first), the run seen completing; a fork from a step of the slider; a page without the token offered
  * the CLI command instead; the workspace's context with its stale markers and a frame's content; the theme switch.
