@@ -840,11 +840,15 @@ function adoptParams(params: Record<string, unknown>): void {
  * the built CLI), which `instanceof` does not accept. Empty when it does not.
  */
 function foreignBackpackNode(value: unknown): string {
-  if (typeof value !== 'function') return '';
+  if (!isForeignBackpackNode(value)) return '';
+  return `: ${(value as { name?: string }).name || 'the class'} extends a BackpackNode of another copy of backpackflow (its module imports backpackflow from elsewhere, such as the sources beside a built CLI); import BackpackNode from the backpackflow that loads the flow`;
+}
+
+/** Whether `value` is a class extending a class named BackpackNode that is not this copy's (see foreignBackpackNode). */
+export function isForeignBackpackNode(value: unknown): boolean {
+  if (typeof value !== 'function' || value === BackpackNode || value.prototype instanceof BackpackNode) return false;
   for (let proto: unknown = Object.getPrototypeOf(value); typeof proto === 'function'; proto = Object.getPrototypeOf(proto)) {
-    if (proto.name === 'BackpackNode') {
-      return `: ${value.name || 'the class'} extends a BackpackNode of another copy of backpackflow (its module imports backpackflow from elsewhere, such as the sources beside a built CLI); import BackpackNode from the backpackflow that loads the flow`;
-    }
+    if (proto.name === 'BackpackNode') return true;
   }
-  return '';
+  return false;
 }

@@ -4,12 +4,13 @@
  * shows no 1970 date; `--help` gives a default once; an access error names its class once; a node class from another
  * copy of the library is named as such.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AccessDeniedError } from '../../src/backpack/errors.js';
 import { BackpackNode as OurBackpackNode, FlowLoader } from '../../src/index.js';
-import { cli, cliJson, tempDir } from './helpers.js';
+import { cli, cliJson, cliProcess, tempDir } from './helpers.js';
 
 const FLOW = join(import.meta.dirname, 'fixtures', 'flow.json');
 const MODULES = join(import.meta.dirname, 'fixtures', 'nodes.mjs');
@@ -66,5 +67,25 @@ describe('errors that say what was wrong once', () => {
       /expected a BackpackNode class: Elsewhere extends a BackpackNode of another copy of backpackflow/,
     );
     expect(() => new FlowLoader().register('Plain', class Plain {} as unknown as typeof OurBackpackNode)).toThrow(/expected a BackpackNode class$/);
+  });
+});
+
+describe('node modules the CLI cannot use, named as such', () => {
+  it('a TypeScript module run by plain node gets the way to run it; a module exporting a class of another copy is refused naming it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bpf-modules-'));
+    try {
+      const ts = join(dir, 'nodes.ts');
+      writeFileSync(ts, 'export const x: number = 1;\n');
+      const typescript = await cliProcess(['validate', FLOW, '--modules', ts]);
+      expect(typescript.code).toBe(1);
+      expect(typescript.stderr).toMatch(/cannot import module .*nodes\.ts: .*a TypeScript module: run the CLI as `node --import tsx <backpackflow>`/);
+      const foreign = join(dir, 'foreign.mjs');
+      writeFileSync(foreign, 'class BackpackNode {}\nexport class Put extends BackpackNode {}\n');
+      const refused = await cli(['validate', FLOW, '--modules', foreign]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/module .*foreign\.mjs exports Put, a BackpackNode of another copy of backpackflow/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

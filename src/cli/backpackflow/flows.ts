@@ -15,6 +15,7 @@ import {
 } from '../../serialization/index.js';
 import { REDACTED, redactConfig, redactorFor, type RunRef, type RunStore } from '../../store/index.js';
 import { MASK } from '../../serialization/secrets.js';
+import { isForeignBackpackNode } from '../../serialization/loader.js';
 import { CliError } from './errors.js';
 import { storeErrors } from './store-errors.js';
 import type { FlowSourceOptions } from './flow-options.js';
@@ -64,12 +65,20 @@ export async function loadModules(loader: FlowLoader, files: readonly string[]):
     try {
       mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
     } catch (error) {
-      throw new CliError(`cannot import module ${file}: ${(error as Error).message}`);
+      // Node imports TypeScript only through a loader: say how, rather than leave "Unknown file extension" alone.
+      const typescript = (error as NodeJS.ErrnoException).code === 'ERR_UNKNOWN_FILE_EXTENSION' && /\.[cm]?ts$/.test(file);
+      const hint = typescript ? ' (a TypeScript module: run the CLI as `node --import tsx <backpackflow>`, or give its compiled JavaScript)' : '';
+      throw new CliError(`cannot import module ${file}: ${(error as Error).message}${hint}`);
     }
     if (typeof mod['register'] === 'function') {
       await (mod['register'] as (loader: FlowLoader) => unknown)(loader);
     }
     for (const [name, value] of Object.entries(mod)) {
+      if (isForeignBackpackNode(value)) {
+        throw new CliError(
+          `module ${file} exports ${name}, a BackpackNode of another copy of backpackflow (the module imports backpackflow from elsewhere, such as the sources beside a built CLI): import BackpackNode from the backpackflow that runs the flow`,
+        );
+      }
       if (!isNodeClass(value)) continue;
       const type = name === 'default' ? value.name : name;
       if (!loader.isRegistered(type)) loader.register(type, value);
