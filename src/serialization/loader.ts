@@ -96,6 +96,12 @@ export interface ValidateOptions {
 export interface ConfigValidationReport {
   valid: boolean;
   errors: ConfigProblem[];
+  /**
+   * Set when the config's shape is invalid (its JSON structure, nesting or keys): the checks that need a valid shape
+   * (node types, ids, edges, params against node schemas, names, dependencies) did not run, so fixing `errors` may show
+   * more problems.
+   */
+  shapeOnly?: true;
 }
 
 /** Context a node class's `static fromConfig` receives. */
@@ -197,7 +203,7 @@ export class FlowLoader implements FlowConfigLoader {
     const check = secret === undefined ? undefined : { secret, reported: new Set<LoadableNodeClass>() };
     const { problems, config: checked } = this.#check(config, options.maxDepth ?? DEFAULT_DEPTH, options.maxBytes, { names: check, env: options.env ?? process.env });
     if (checked !== undefined && options.dependencies !== undefined) problems.push(...missingDependencies(checked, '', toLookup(options.dependencies)));
-    return { valid: problems.length === 0, errors: problems };
+    return { valid: problems.length === 0, errors: problems, ...(checked === undefined && problems.length > 0 ? { shapeOnly: true as const } : {}) };
   }
 
   /**

@@ -122,8 +122,8 @@ describe('backpackflow validate: ${ENV} references against the environment run u
 
   it('reports an unset variable at its JSON path, and passes once it is set', () => {
     const config = flowOf({ prompt: `\${${name}}` });
-    expect(validateFlow(loader, config)).toEqual([{ path: '/nodes/0/params/prompt', message: `environment variable ${name} is not set (referenced as \${${name}})` }]);
+    expect(validateFlow(loader, config).errors).toEqual([{ path: '/nodes/0/params/prompt', message: `environment variable ${name} is not set (referenced as \${${name}})` }]);
     process.env[name] = 'set';
-    expect(validateFlow(loader, config)).toEqual([]);
+    expect(validateFlow(loader, config).errors).toEqual([]);
   });
 });

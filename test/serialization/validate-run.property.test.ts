@@ -119,7 +119,7 @@ describe('validate accepts a flow file iff run can run it', () => {
     await fc.assert(
       fc.asyncProperty(flow(2, false), async (config) => {
         const dataDir = join(dir, String(trial++));
-        const problems = validateFlow(loader, JSON.parse(JSON.stringify(config)));
+        const problems = validateFlow(loader, JSON.parse(JSON.stringify(config))).errors;
         const ran = await runs(config, dataDir);
         expect({ valid: problems.length === 0, problems }).toEqual({ valid: ran.ok, problems: ran.ok ? [] : expect.anything() });
         // A loaded flow refused for a name is refused before anything of the run is written: by the runtime, not the

@@ -8,7 +8,7 @@ import { runFlow } from '../../runtime/index.js';
 import { checkRunIds } from '../../runtime/flow-names.js';
 import { CliError, UsageError } from './errors.js';
 import { storeErrors } from './store-errors.js';
-import { FlowConfigError, type ConfigProblem } from '../../serialization/index.js';
+import { FlowConfigError, type ConfigValidationReport } from '../../serialization/index.js';
 import type { FlowFileOptions, FlowSourceOptions } from './flow-options.js';
 import { loadFlowFile, loaderWith, maskedMessage, openCliRun, parseInput, readFlowFile, recordRunFlow, validateFlow } from './flows.js';
 import { documentCollector, openFlowModule, parseFlowModule, type DocumentSink, type OpenFlow } from './recipe.js';
@@ -97,17 +97,22 @@ async function enqueueStart(path: string | undefined, options: CommonOptions & F
 
 /** `validate`: see validateCommand. */
 export async function validateAction(path: string, options: FlowFileOptions & { json?: boolean }): Promise<void> {
-  let problems: ConfigProblem[];
+  let report: ConfigValidationReport;
   try {
-    problems = validateFlow(await loaderWith(options.modules), readFlowFile(path, options.maxFlowBytes));
+    report = validateFlow(await loaderWith(options.modules), readFlowFile(path, options.maxFlowBytes));
   } catch (error) {
     if (!(error instanceof FlowConfigError)) throw error;
-    problems = error.errors;
+    report = { valid: false, errors: error.errors, shapeOnly: true };
   }
-  print(options, { valid: problems.length === 0, errors: problems }, () =>
+  const problems = report.errors;
+  print(options, report, () =>
     problems.length === 0
       ? `${c.green('✓')} ${t(path)} is a valid flow`
-      : [`${c.red('✗')} ${t(path)}: ${problems.length} problem${problems.length === 1 ? '' : 's'}`, ...problems.map((p) => `  ${c.bold(t(p.path || '/'))}: ${t(p.message)}`)].join('\n'),
+      : [
+          `${c.red('✗')} ${t(path)}: ${problems.length} problem${problems.length === 1 ? '' : 's'}`,
+          ...problems.map((p) => `  ${c.bold(t(p.path || '/'))}: ${t(p.message)}`),
+          ...(report.shapeOnly ? [c.dim('  (the file\'s shape has problems: node types, ids, edges and params are checked once these are fixed)')] : []),
+        ].join('\n'),
   );
   if (problems.length > 0) process.exitCode = 1;
 }

@@ -11,6 +11,7 @@ import {
   readFlowConfigFile,
   stripBom,
   type ConfigProblem,
+  type ConfigValidationReport,
   type LoadableNodeClass,
 } from '../../serialization/index.js';
 import { REDACTED, redactConfig, redactorFor, type RunRef, type RunStore } from '../../store/index.js';
@@ -106,8 +107,8 @@ export async function loaderWith(modules: readonly string[] = []): Promise<FlowL
  * step: its dependencies against what `run` gives a flow file (none: loadFlowFile passes loadFlow no dependencies),
  * its names against the redaction `run` writes with (the built-in catalogue; see checkFlowNames).
  */
-export function validateFlow(loader: FlowLoader, config: unknown): ConfigProblem[] {
-  return loader.validateConfig(config, { dependencies: {}, secretName: secretNameTest() }).errors;
+export function validateFlow(loader: FlowLoader, config: unknown): ConfigValidationReport {
+  return loader.validateConfig(config, { dependencies: {}, secretName: secretNameTest() });
 }
 
 function describeProblems(path: string, problems: ConfigProblem[]): string {
