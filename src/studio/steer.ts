@@ -155,6 +155,15 @@ export class Steering {
     }
     const missing = (recipe?.modules ?? []).filter((m) => !existsSync(m));
     if (missing.length > 0) return { buildable: false, source: `the node modules recorded with the run are gone: ${missing.join(', ')}`, flags: '--modules <file...>' };
+    // A TypeScript module needs a loader the CLI this studio runs (the built one under plain node) may not have.
+    const typescript = [...(recipe?.modules ?? []), ...(recipe?.flow.kind === 'module' ? [recipe.flow.module] : [])].filter((m) => /\.[cm]?ts$/.test(m));
+    if (typescript.length > 0 && !this.cli.some((arg) => arg.includes('tsx'))) {
+      return {
+        buildable: false,
+        source: `the run's modules are TypeScript (${typescript.join(', ')}), which this studio's CLI cannot import: start the studio through tsx (npm run backpackflow -- studio, or node --import tsx <backpackflow> studio)`,
+        flags: '--modules <file...>',
+      };
+    }
     if (recipe?.flow.kind === 'module') {
       const spec = `${recipe.flow.module}#${recipe.flow.export}`;
       if (!existsSync(recipe.flow.module)) return { buildable: false, source: `the run's flow module ${recipe.flow.module} is gone`, flags: '--flow-module <file>#<export>' };

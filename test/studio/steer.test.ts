@@ -164,6 +164,18 @@ describe.concurrent('answering a waiting run from the studio', () => {
     }
   }, 120_000);
 
+  it('a run whose recorded modules are TypeScript is not offered to a studio whose CLI has no TypeScript loader', async () => {
+    await waitingRun('r_ts');
+    const recipePath = join(dataDir, 'sessions', 'default', 'runs', 'r_ts', 'run.recipe.json');
+    const recipe = JSON.parse(readFileSync(recipePath, 'utf8')) as { modules: string[] };
+    const module = join(tempDir(), 'nodes.ts');
+    writeFileSync(module, 'export {};\n');
+    writeFileSync(recipePath, JSON.stringify({ ...recipe, modules: [module] }));
+    const detail = (await read('/api/runs/r_ts')).json;
+    expect(detail.steer).toMatchObject({ buildable: false, source: expect.stringMatching(/modules are TypeScript .*nodes\.ts.*start the studio through tsx/) });
+    expect((await write('/api/runs/r_ts/fork', { step: 0 })).status).toBe(409);
+  });
+
   it('a run recorded without a flow the studio can build is a 409 with the CLI command to run instead', async () => {
     class Ask extends BackpackNode {
       override async post(backpack: BackpackHandle): Promise<undefined> {
