@@ -256,9 +256,11 @@ export class MerkleStore {
   /**
    * Accepts the loss reported for a damaged or missing `state.journal`, `state.witness` or `state.json` (whose loss
    * leaves the empty state), or for a `state.json` that fails to decode (kept as `state.json.damaged-<time>`, and
-   * lost too): renames the journal (when there is one) to `state.journal.damaged-<time>` and stores the state that
-   * survives as a new base with an empty journal. Returns what was repaired, or undefined when nothing was damaged.
-   * Callers hold the lock.
+   * lost too): keeps a copy of the journal (when there is one) as `state.journal.damaged-<time>` and stores the state
+   * that survives as a new base with an empty journal. The journal stays in place until that write replaces it, so a
+   * repair killed on the way leaves the store as it found it (the next repair does the same again), never the base
+   * without the journal entries it had just said survive. Returns what was repaired, or undefined when nothing was
+   * damaged. Callers hold the lock.
    */
   repairState(): string | undefined {
     const base = join(this.dir, 'state.json');
@@ -268,15 +270,12 @@ export class MerkleStore {
     const { state, damage } = this.readStateChecked();
     if (damage === undefined && corrupt === undefined) return undefined;
     const kept = `${journal}.damaged-${stamp}`;
-    let moved = true;
-    try {
-      renameSync(journal, kept);
-    } catch {
-      moved = false; // missing
-    }
+    const damaged = readStoreFile(journal);
+    // A durable copy (temp file, fsync, rename) before the write that replaces the journal.
+    if (damaged !== undefined) writeFileAtomicSync(kept, damaged);
     this.state.write(copyForUpdate(state));
     const what = [corrupt, damage].filter((m): m is string => m !== undefined).join('; ');
-    return `${what}; the frame state that survives is now ${base}${moved ? `, and the damaged journal is kept as ${kept}` : ''}`;
+    return `${what}; the frame state that survives is now ${base}${damaged !== undefined ? `, and the damaged journal is kept as ${kept}` : ''}`;
   }
 
   /** Moves `base` to `kept` when it fails to decode (a CORRUPT_STORE error naming it); what was moved, or undefined. */

@@ -6,7 +6,7 @@
  */
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
 import { loadHashBackend } from '../../src/context/hash.js';
 import { JournaledFile } from '../../src/context/journal.js';
@@ -81,6 +81,35 @@ describe('a damaged or missing journal is reported by every reader', () => {
       await engine.repair();
       expect(readdirSync(join(root, '.merkle')).filter((n) => n.startsWith('state.journal.damaged-'))).toHaveLength(1);
     }
+  });
+
+  it('a repair stopped before it writes the state that survives leaves the journal in place: the next repair keeps every frame it said survive', async () => {
+    const { root, ids } = await threeHeads();
+    const journal = join(root, '.merkle', 'state.journal');
+    const before = readFileSync(journal);
+    // Damage whose entries still apply: the witness is gone, the three transactions read.
+    rmSync(join(root, '.merkle', 'state.witness'));
+    const { engine } = await reader(root);
+    expect(await engine.listFrames('README.md')).toHaveLength(3);
+    // The process dies at the write of the new base (after the damaged journal was copied aside).
+    const write = vi.spyOn(JournaledFile.prototype, 'write').mockImplementationOnce(() => {
+      throw new Error('killed before the new base was written');
+    });
+    try {
+      await expect(engine.repair()).rejects.toThrow(/killed before the new base/);
+    } finally {
+      write.mockRestore();
+    }
+    expect(readFileSync(journal)).toEqual(before);
+    const { engine: again } = await reader(root);
+    expect(await again.listFrames('README.md')).toHaveLength(3);
+    const { repaired } = await again.repair();
+    expect(repaired).toEqual([expect.stringMatching(/state\.witness is missing.*the damaged journal is kept as .*state\.journal\.damaged-/)]);
+    const { engine: after, warnings } = await reader(root);
+    expect((await after.listFrames('README.md')).map((f) => f.frameId)).toEqual(ids);
+    expect(await after.getHead('README.md', 'summary')).toBe(ids[2]);
+    expect(warnings).toEqual([]);
+    expect((await after.validate()).ok).toBe(true);
   });
 
   it('tree.journal deleted: status warns and shows the older root, validate is not ok, and the next scan rebuilds the tree', async () => {
