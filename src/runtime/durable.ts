@@ -3,6 +3,7 @@ import { StreamEventType, newRunId, type EventPayloadMap, type InterruptInfo, ty
 import type { StepBoundary } from '../flow/index.js';
 import { InterruptAnswerError, RunInterrupted, type Flow } from '../nodes/index.js';
 import {
+  LockError,
   StoreError,
   emptyRunMeta,
   assertValidId,
@@ -168,6 +169,10 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
   }
   const point = await loadRunPoint({ store, sessionKey, runId: options.runId });
   if (point.position.length === 0) {
+    // A live writer explains a log that ends after the flow's last step but before the run's end: it is being written.
+    if (await store.writerAlive(ref)) {
+      throw new LockError(`run ${sessionKey}/${options.runId} is being written by another process (it is ending): see where it stands with 'runs show ${options.runId}' once it is done`, { path: store.describeLog(ref) });
+    }
     throw new StoreError(
       `run ${sessionKey}/${options.runId} is incomplete but has no step left to run: its last recorded step (${point.step}) ended the flow, ` +
         `and its log ends before the run's end was recorded (e.g. a cut last line); fork it to run again from a step`,

@@ -2,11 +2,11 @@
  * openNewRun: a new run's writer taken before its flow is built, so that what is recorded with the run before its
  * first event (its flow config, its recipe) is that start's, never a concurrent start's of the same id.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { forkRun, listRuns, loadRunPoint, openNewRun, runFlow } from '../../src/index.js';
+import { forkRun, listRuns, loadRunPoint, openNewRun, resumeRun, runFlow } from '../../src/index.js';
 import { FileRunStore, InvalidIdError, LockError, RunExistsError } from '../../src/store/index.js';
 import { buildJournalFlow } from './fixtures/journal-flow.js';
 
@@ -100,5 +100,28 @@ describe('openNewRun', () => {
     await writer.close();
     await expect(openNewRun({ dataDir, runId: 'done' })).rejects.toBeInstanceOf(RunExistsError);
     expect(JSON.parse(readFileSync(flowFile('done'), 'utf8'))).toEqual({ original: true });
+  });
+});
+
+describe('resuming a run whose log ends after its last step but before its end', () => {
+  it('says another process is writing it while a live writer holds it, and that the log ends early once none does', async () => {
+    await runFlow(buildJournalFlow({ rounds: 1 }), { dataDir, runId: 'ending' });
+    // As another process leaves it between its last step and its end: the run's end not written yet.
+    const dir = join(dataDir, 'sessions', 'default', 'runs', 'ending');
+    const lines = readFileSync(join(dir, 'events.jsonl'), 'utf8').replace(/\0+$/, '').trimEnd().split('\n');
+    expect(lines.at(-1)).toContain('"run.completed"');
+    writeFileSync(join(dir, 'events.jsonl'), `${lines.slice(0, -1).join('\n')}\n`);
+    rmSync(join(dir, 'events.pending'));
+    rmSync(join(dir, 'projections'), { recursive: true, force: true });
+    const store = new FileRunStore(dataDir);
+    const writer = await store.openWriter({ sessionKey: 'default', runId: 'ending' }, { fresh: false });
+    try {
+      const error = await resumeRun(buildJournalFlow({ rounds: 1 }), { dataDir, runId: 'ending' }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockError);
+      expect((error as Error).message).toMatch(/is being written by another process \(it is ending\)/);
+    } finally {
+      await writer.close();
+    }
+    await expect(resumeRun(buildJournalFlow({ rounds: 1 }), { dataDir, runId: 'ending' })).rejects.toThrow(/no step left to run: .*its log ends before the run's end was recorded/);
   });
 });
