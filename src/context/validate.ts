@@ -60,7 +60,12 @@ export async function validateStore(input: ValidateInput): Promise<ValidationRep
       errors.push((error as Error).message);
     }
     if (rescan !== undefined) warnings.push(...rescan.warnings);
-    if (rescan?.changed) warnings.push(`workspace changed since the last scan (root would be ${rescan.tree.rootId}); run 'backpackflow context scan'`);
+    if (rescan?.changed && rescan.tree.rootId !== tree.rootId) {
+      warnings.push(`workspace changed since the last scan (root would be ${rescan.tree.rootId}); run 'backpackflow context scan'`);
+    } else if (rescan?.changed) {
+      // Same contents, other stats (a copied or touched workspace): only the stat cache is stale, and scans re-read.
+      warnings.push("the files' stats changed since the last scan, their contents did not (a copied or touched workspace): 'backpackflow context scan' refreshes the stat cache");
+    }
   }
 
   const read = attempt(() => input.store.readStateChecked());

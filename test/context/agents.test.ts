@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
 import { MerkleStore } from '../../src/context/store.js';
 import { loadHashBackend } from '../../src/context/hash.js';
-import { openSample, snapshotStore } from './helpers.js';
+import { openSample, settle, snapshotStore } from './helpers.js';
 
 describe('agent read/write model (spec §1)', () => {
   it('writer agents cannot overwrite frames: a new frame is appended and the stored one is refused', async () => {
@@ -127,5 +127,21 @@ describe('a damaged agents.json', () => {
     await engine.putFrame('README.md', { type: 'summary', content: 'v1' }, 'w');
     expect((await engine.validate()).ok).toBe(true);
     expect((await engine.repair()).repaired).toEqual([]);
+  });
+});
+
+describe('validate of a workspace whose files were copied or touched', () => {
+  it('does not call it changed when only stats changed (the root is the same); a changed file is a change', async () => {
+    const { root, engine } = await openSample();
+    const rootId = (await engine.status()).root;
+    // As `cp -a` or a checkout leaves it: the same bytes, other mtimes (and inodes).
+    settle(root, 30);
+    const copied = await engine.validate();
+    expect(copied.warnings.some((w) => w.startsWith('workspace changed since the last scan'))).toBe(false);
+    expect(copied.warnings).toContainEqual(expect.stringMatching(/stats changed since the last scan, their contents did not/));
+    expect((await engine.status()).root).toBe(rootId);
+    writeFileSync(join(root, 'README.md'), 'changed\n');
+    const changed = await engine.validate();
+    expect(changed.warnings).toContainEqual(expect.stringMatching(/^workspace changed since the last scan \(root would be [0-9a-f]+\)/));
   });
 });
