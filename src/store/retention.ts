@@ -29,7 +29,8 @@ export class RunInUseError extends StoreError {
     path: string,
   ) {
     const who = holder === undefined ? `a lock file that is not a lock record (${path}); remove it if no writer is running` : describeHolder(holder);
-    super(`run ${sessionKey}/${runId} has a live writer (${who}): stop it before deleting the run`, { path });
+    // A delete or prune holds the same lock while it removes the run: the holder may be one of those.
+    super(`run ${sessionKey}/${runId} has a live writer (${who}): a process writing it, or another delete or prune removing it; stop it or wait for it before deleting the run`, { path });
   }
 }
 
