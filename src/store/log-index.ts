@@ -70,13 +70,14 @@ export async function firstLineOf(eventsPath: string, end: number): Promise<{ se
 
 /**
  * Whether the log vouches for the line number of index entry `entry`, whose line holds `entry.seq` (checked by the
- * caller). Seqs only increase, so in a log whose seqs run on by one from its first line's (`firstSeq`), that line is
- * line `entry.seq - firstSeq` and nothing more is needed when that is `entry.line`. Otherwise (a log with gaps in its
- * seqs, such as folded model.delta events leave, or a wrong entry) the lines before `entry.offset` are counted: a
- * scan of bytes, with no parsing. Readers and the writer both check an entry so before they count lines from it.
+ * caller): the lines before `entry.offset` are counted, a scan of bytes with no parsing. Seqs only increase, so an
+ * entry whose seq is below `firstSeq + entry.line` is refused without a scan; one at exactly that seq is not taken on
+ * its word, as it once was: in a log with gaps in its seqs (folded model.delta events leave them) an edited line
+ * number can match it (an index entry of line 14 with seq 57, moved to line 56 of a log starting at seq 1, read a
+ * page 42 lines off). Readers and the writer both check an entry so before they count lines from it.
  */
 export async function lineVouched(eventsPath: string, entry: IndexEntry, firstSeq: number | undefined): Promise<boolean> {
-  if (firstSeq !== undefined && entry.seq - entry.line === firstSeq) return true;
+  if (firstSeq !== undefined && entry.seq - firstSeq < entry.line) return false;
   return (await linesBefore(eventsPath, entry.offset)) === entry.line;
 }
 
