@@ -1,7 +1,14 @@
 import type { Redactor } from './redactor.js';
 
-/** A string made only of environment references (`${OPENAI_API_KEY}`): names, resolved at load, never the secret. */
 const ENV_REFERENCES_ONLY = /^(?:\$\{[A-Za-z_][A-Za-z0-9_]*\})+$/;
+
+/**
+ * Whether `text` is made only of environment references (`${OPENAI_API_KEY}`, `${USER}${SUFFIX}`): names, resolved
+ * when a flow is loaded, never the secret itself.
+ */
+export function onlyEnvReferences(text: string): boolean {
+  return ENV_REFERENCES_ONLY.test(text);
+}
 
 /**
  * The redaction of a configuration recorded with a run (its flow config, which a resume or fork builds the flow from
@@ -16,7 +23,7 @@ export function redactConfig(redactor: Redactor, value: unknown): unknown {
 
 function keepEnvReferences(redactor: Redactor, original: unknown, recorded: unknown): unknown {
   if (original === recorded) return recorded;
-  if (typeof original === 'string') return ENV_REFERENCES_ONLY.test(original) && redactor.redactText(original) === original ? original : recorded;
+  if (typeof original === 'string') return onlyEnvReferences(original) && redactor.redactText(original) === original ? original : recorded;
   if (Array.isArray(original)) {
     return Array.isArray(recorded) && recorded.length === original.length ? recorded.map((item, i) => keepEnvReferences(redactor, original[i], item)) : recorded;
   }

@@ -4,7 +4,7 @@
  */
 export { Redactor, redactorFor, redact, containsSecrets, isSecretKey, REDACTED } from './redactor.js';
 export type { RedactionOptions, RedactionResult } from './redactor.js';
-export { redactConfig } from './config.js';
+export { onlyEnvReferences, redactConfig } from './config.js';
 export { SecretKeyMatcher } from './keys.js';
 export { DEFAULT_SECRET_PATTERNS } from './patterns.js';
 export type { SecretPattern } from './patterns.js';

@@ -1,5 +1,5 @@
 import { globalRegistry, type ZodType } from 'zod';
-import { isSecretKey, redactorFor } from '../redact/index.js';
+import { isSecretKey, onlyEnvReferences, redactorFor } from '../redact/index.js';
 import type { ConfigProblem } from './errors.js';
 
 /** What a masked secret exports as. */
@@ -146,7 +146,7 @@ function maskParams(params: Record<string, unknown>, schema: ZodType | undefined
   const redactor = redactorFor();
   const secret = (value: unknown): unknown => {
     if (value === undefined || value === null) return value;
-    if (rule.keepEnvRefs && typeof value === 'string' && value !== '' && value.replace(ENV_REF, '') === '') return value;
+    if (rule.keepEnvRefs && typeof value === 'string' && onlyEnvReferences(value)) return value;
     return MASK;
   };
   const walk = (value: unknown, schemas: Set<ZodType>): unknown => {
