@@ -3,10 +3,11 @@
  *
  * A sealed line is a stored event whose JSON ends with a `chain` field: `{...,"chain":"<64 hex>"}`. Its value is
  *
- *     chain = BLAKE3(previous chain (32 bytes) || the lines since the previous sealed line || this line without
- *             its chain field), lines as stored, each with its newline
+ *     chain = BLAKE3(previous chain (32 bytes) || N || the lines since the previous sealed line || this line
+ *             without its chain field), lines as stored, each with its newline
  *
- * where the chain before the first sealed line is the run's genesis, `BLAKE3("backpackflow.events.chain.v1\n" +
+ * where N is the sealed line's number in the log (counted from 0) as 8 bytes, big-endian, and the chain before the
+ * first sealed line is the run's genesis, `BLAKE3("backpackflow.events.chain.v1\n" +
  * sessionKey + "\n" + runId)`, so a log copied into another run does not verify. The writer seals the last line of
  * every batch (a step's events) and the first line of the log, so:
  * - a log whose first line is sealed was written with chain hashes: lines after its last sealed line were cut from
@@ -14,6 +15,13 @@
  * - a log with no sealed line at all was written before chain hashes existed, or had its chain fields removed
  *   (which takes no hash): readers serve it with a warning that nothing proves it unchanged, `verify` calls it
  *   unverifiable (not ok), and no writer continues it.
+ *
+ * N makes the chain prove where each line is, not only what it holds: a reader that starts in the middle of the log
+ * (at an index entry) learns from the first batch it verifies whether it counted lines right, without counting the
+ * lines before it. Logs written before N was hashed (chain format 'v1', until backpackflow 0.1.0 of 2026-11-28) are
+ * still read, verified and continued in their own format: a {@link ChainReader} tells the two apart at the first
+ * sealed line it checks (a hash with N never matches the formula without it), and {@link chainFormatOf} does so from
+ * a log's first line.
  *
  * The field is storage-only: the event schema strips it, so readers hand out the event as it was emitted.
  */
@@ -30,6 +38,30 @@ const CLOSE = Buffer.from('}\n');
 
 /** The BLAKE3 backend of the chain: many small inputs, where hash-wasm's calls cost less than the native binding's. */
 export const CHAIN_BACKEND = 'wasm';
+
+/**
+ * How a log's chain hashes are computed: 'v2' hashes each sealed line's number with it (see above), 'v1' (logs
+ * written before that) does not.
+ */
+export type ChainFormat = 'v1' | 'v2';
+
+/** The format every new log is written in. */
+export const CHAIN_FORMAT: ChainFormat = 'v2';
+
+/** Where a batch starts: the number of its first line in the log, and the log's chain format. */
+export interface ChainPosition {
+  line: number;
+  format: ChainFormat;
+}
+
+/** N of a sealed line (see above): its number, as 8 bytes big-endian; nothing in a 'v1' log. */
+function lineTag(line: number, format: ChainFormat): Buffer | undefined {
+  if (format === 'v1') return undefined;
+  const tag = Buffer.allocUnsafe(8);
+  tag.writeUInt32BE(Math.floor(line / 0x1_0000_0000), 0);
+  tag.writeUInt32BE(line >>> 0, 4);
+  return tag;
+}
 
 /** The chain before the first sealed line of run `sessionKey/runId`. */
 export function genesis(backend: HashBackend, sessionKey: string, runId: string): Buffer {
@@ -79,10 +111,10 @@ export interface SealedBatch {
 /**
  * Seals a batch about to be written: `lines` (JSON texts ending with `}`, without their newline) get the chain field
  * on the last one, and on the first one too when `sealFirst`. `start` is the chain of the log so far (the genesis
- * for a new log). One digest call per sealed line; small lines are hashed and written as one text, a large one (over
+ * for a new log); `at` is the number of the batch's first line in the log and the log's chain format. One digest call per sealed line; small lines are hashed and written as one text, a large one (over
  * {@link LARGE_LINE}) as a Buffer made once for both.
  */
-export function sealBatch(backend: HashBackend, start: Buffer, lines: readonly (string | Buffer[])[], sealFirst: boolean, scratch?: Buffer): SealedBatch {
+export function sealBatch(backend: HashBackend, start: Buffer, lines: readonly (string | Buffer[])[], sealFirst: boolean, at: ChainPosition, scratch?: Buffer): SealedBatch {
   let chars = 0;
   for (const line of lines) {
     if (typeof line !== 'string' || line.length > LARGE_LINE) {
@@ -91,7 +123,7 @@ export function sealBatch(backend: HashBackend, start: Buffer, lines: readonly (
     }
     chars += line.length;
   }
-  if (chars >= 0) return sealText(backend, start, lines as readonly string[], sealFirst, chars, scratch);
+  if (chars >= 0) return sealText(backend, start, lines as readonly string[], sealFirst, at, chars, scratch);
   const stored = lines.map((line) => (typeof line === 'string' && line.length > LARGE_LINE ? [Buffer.from(line)] : line));
   /** What replaces the closing `}` and newline of a sealed line. */
   const seals: (string | undefined)[] = new Array(lines.length);
@@ -111,7 +143,8 @@ export function sealBatch(backend: HashBackend, start: Buffer, lines: readonly (
       }
     }
     parts.push(text);
-    head = backend.digestOf([head, ...parts]);
+    const tag = lineTag(at.line + i, at.format);
+    head = backend.digestOf(tag === undefined ? [head, ...parts] : [head, tag, ...parts]);
     seals[i] = `${PREFIX}${head.toString('hex')}"}\n`;
     from = i + 1;
   };
@@ -164,9 +197,10 @@ function lineSizes(bytes: Buffer): number[] {
  * the last one's closing brace and newline; returns the new chain and the seal's text. `at` is then `from` + the
  * seal's length.
  */
-function sealInPlace(backend: HashBackend, previous: Buffer, out: Buffer, start: number, at: number): { head: Buffer; seal: string } {
-  // The hashed bytes are the lines as they were (each with its newline), after the previous chain.
-  const head = backend.digestOf([previous, out.subarray(start, at)]);
+function sealInPlace(backend: HashBackend, previous: Buffer, tag: Buffer | undefined, out: Buffer, start: number, at: number): { head: Buffer; seal: string } {
+  // The hashed bytes are the lines as they were (each with its newline), after the previous chain and N.
+  const lines = out.subarray(start, at);
+  const head = backend.digestOf(tag === undefined ? [previous, lines] : [previous, tag, lines]);
   const seal = `${PREFIX}${head.toString('hex')}"}\n`;
   out.write(seal, at - 2, 'latin1');
   return { head, seal };
@@ -178,7 +212,7 @@ function sealInPlace(backend: HashBackend, previous: Buffer, out: Buffer, start:
  * does `lineBytes`, which reads the line ends from it), whose bytes are hashed and written as they are; a seal is
  * written in place of the closing brace and newline it replaces once the line's hash is known.
  */
-function sealText(backend: HashBackend, start: Buffer, lines: readonly string[], sealFirst: boolean, chars: number, scratch: Buffer | undefined): SealedBatch {
+function sealText(backend: HashBackend, start: Buffer, lines: readonly string[], sealFirst: boolean, position: ChainPosition, chars: number, scratch: Buffer | undefined): SealedBatch {
   const count = lines.length;
   const sealedCount = sealFirst && count > 1 ? 2 : 1;
   // At most 3 bytes per UTF-16 unit; exact sizes are counted only when that bound does not fit the scratch.
@@ -197,7 +231,7 @@ function sealText(backend: HashBackend, start: Buffer, lines: readonly string[],
   if (sealFirst && count > 1) {
     at = out.write(lines[0]!, 0);
     out[at++] = 0x0a;
-    const sealed = sealInPlace(backend, head, out, 0, at);
+    const sealed = sealInPlace(backend, head, lineTag(position.line, position.format), out, 0, at);
     head = sealed.head;
     seals[0] = sealed.seal;
     at += sealed.seal.length - 2;
@@ -208,7 +242,7 @@ function sealText(backend: HashBackend, start: Buffer, lines: readonly string[],
   let text = '';
   for (let i = first; i < count; i++) text += `${lines[i]!}\n`;
   at += out.write(text, at);
-  const sealed = sealInPlace(backend, head, out, from, at);
+  const sealed = sealInPlace(backend, head, lineTag(position.line + count - 1, position.format), out, from, at);
   seals[count - 1] = sealed.seal;
   const bytes = at + sealed.seal.length - 2;
   const piece = out.subarray(0, bytes);
@@ -224,17 +258,30 @@ export type ChainStep =
   /** Sealed, and the chain does not match: some line since the previous sealed line was changed. */
   | { kind: 'mismatch'; chain: string; expected: string };
 
-/** Recomputes the chain over stored lines, fed in order from a sealed line (or the start of the log). */
+/**
+ * Recomputes the chain over stored lines, fed in order from a sealed line (or the start of the log), each with its
+ * number in the log.
+ */
 export class ChainReader {
   /** The previous chain, then the lines since (copies: the reader's buffers are reused), hashed at the next seal. */
   private parts: Uint8Array[];
 
-  /** Starts after a sealed line whose chain is `previous` (or at the start of the log, with the genesis). */
+  /**
+   * Starts after a sealed line whose chain is `previous` (or at the start of the log, with the genesis). `format` is
+   * the log's chain format when the caller knows it; otherwise the first sealed line that matches either format
+   * decides it for every later one.
+   */
   constructor(
     private readonly backend: HashBackend,
     previous: Buffer,
+    private chainFormat?: ChainFormat,
   ) {
     this.parts = [previous];
+  }
+
+  /** The log's chain format: as given, or as the first sealed line that matched showed it (undefined before). */
+  get format(): ChainFormat | undefined {
+    return this.chainFormat;
   }
 
   /**
@@ -249,19 +296,41 @@ export class ChainReader {
     return chain !== undefined;
   }
 
-  /** Feeds the next stored line (its bytes, without the newline). */
-  feed(line: Buffer): ChainStep {
+  /** Feeds the next stored line (its bytes, without the newline) and its number in the log (counted from 0). */
+  feed(line: Buffer, index: number): ChainStep {
     const chain = chainOf(line);
     if (chain === undefined) {
       this.parts.push(Buffer.from(line), NEWLINE);
       return { kind: 'open' };
     }
-    this.parts.push(line.subarray(0, line.length - SUFFIX_LENGTH), CLOSE);
-    const expected = this.backend.digestOf(this.parts).toString('hex');
+    const [previous, ...lines] = this.parts;
+    lines.push(line.subarray(0, line.length - SUFFIX_LENGTH), CLOSE);
     // Go on from the stored chain: later batches are checked on their own even after a mismatch.
     this.parts = [Buffer.from(chain, 'hex')];
-    return chain === expected ? { kind: 'verified', chain } : { kind: 'mismatch', chain, expected };
+    const digest = (format: ChainFormat): string => {
+      const tag = lineTag(index, format);
+      return this.backend.digestOf(tag === undefined ? [previous!, ...lines] : [previous!, tag, ...lines]).toString('hex');
+    };
+    const expected = digest(this.chainFormat ?? CHAIN_FORMAT);
+    if (chain === expected) {
+      this.chainFormat ??= CHAIN_FORMAT;
+      return { kind: 'verified', chain };
+    }
+    if (this.chainFormat === undefined && chain === digest('v1')) {
+      this.chainFormat = 'v1';
+      return { kind: 'verified', chain };
+    }
+    return { kind: 'mismatch', chain, expected };
   }
+}
+
+/**
+ * The chain format of a log, from its first line (`first`, without the newline; the writer seals it in every log)
+ * and the run's genesis: undefined when that line carries no chain hash or matches neither format (it is damaged).
+ */
+export function chainFormatOf(backend: HashBackend, start: Buffer, first: Buffer): ChainFormat | undefined {
+  const reader = new ChainReader(backend, start);
+  return reader.feed(first, 0).kind === 'verified' ? reader.format : undefined;
 }
 
 /**

@@ -48,24 +48,25 @@ export function nearestEntry(entries: IndexEntry[], line: number, end: number): 
   return best;
 }
 
-/** Whether the log `eventsPath` (`size` bytes) has a line starting at `entry.offset` whose seq is `entry.seq`. */
 /**
- * The first line of the log at `eventsPath` (whose committed lines end at `end`): whether it is sealed (the log was
- * written with chain hashes, see chain.ts), and its seq (undefined when it has none).
+ * The first line of the log at `eventsPath` (whose committed lines end at `end`): its bytes (without the newline;
+ * undefined for an empty log), whether it is sealed (the log was written with chain hashes, see chain.ts), and its
+ * seq (undefined when it has none).
  */
-export async function firstLineOf(eventsPath: string, end: number): Promise<{ sealed: boolean; seq: number | undefined }> {
+export async function firstLineOf(eventsPath: string, end: number): Promise<{ bytes: Buffer | undefined; sealed: boolean; seq: number | undefined }> {
+  const found = (bytes: Buffer, text: string) => ({ bytes, sealed: chainOf(bytes) !== undefined, seq: seqOf(text) });
   // The first line is short (run.started): one small read, a full scan only for a longer one.
   const handle = await fsp.open(eventsPath, 'r');
   try {
     const head = Buffer.allocUnsafe(Math.min(4096, end));
     const { bytesRead } = await handle.read(head, 0, head.length, 0);
     const nl = head.subarray(0, bytesRead).indexOf(0x0a);
-    if (nl !== -1) return { sealed: chainOf(head.subarray(0, nl)) !== undefined, seq: seqOf(head.toString('utf8', 0, nl)) };
+    if (nl !== -1) return found(head.subarray(0, nl), head.toString('utf8', 0, nl));
   } finally {
     await handle.close();
   }
-  for await (const raw of readLines(eventsPath, 0, end, 0)) return { sealed: chainOf(raw.bytes) !== undefined, seq: seqOf(raw.text) };
-  return { sealed: false, seq: undefined };
+  for await (const raw of readLines(eventsPath, 0, end, 0)) return found(Buffer.from(raw.bytes), raw.text);
+  return { bytes: undefined, sealed: false, seq: undefined };
 }
 
 /**
@@ -74,7 +75,9 @@ export async function firstLineOf(eventsPath: string, end: number): Promise<{ se
  * entry whose seq is below `firstSeq + entry.line` is refused without a scan; one at exactly that seq is not taken on
  * its word, as it once was: in a log with gaps in its seqs (folded model.delta events leave them) an edited line
  * number can match it (an index entry of line 14 with seq 57, moved to line 56 of a log starting at seq 1, read a
- * page 42 lines off). Readers and the writer both check an entry so before they count lines from it.
+ * page 42 lines off). The writer checks its last entry so before it counts lines from it, and so do readers of a log
+ * whose chain does not prove line numbers (format v1, see chain.ts); in a log whose chain does, the first batch a
+ * reader verifies after the entry proves it.
  */
 export async function lineVouched(eventsPath: string, entry: IndexEntry, firstSeq: number | undefined): Promise<boolean> {
   if (firstSeq !== undefined && entry.seq - firstSeq < entry.line) return false;

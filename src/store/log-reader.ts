@@ -5,7 +5,7 @@
 import type { StreamEvent } from '../events/types.js';
 import { sharedHashBackend } from '../hash/blake3.js';
 import { committedLog } from './batch-marker.js';
-import { CHAIN_BACKEND, ChainReader, genesis, lastSealedLine } from './chain.js';
+import { CHAIN_BACKEND, ChainReader, chainFormatOf, genesis, lastSealedLine, type ChainFormat } from './chain.js';
 import { EventStoreError } from './errors.js';
 import { readLineBatches, readLines, type RawLine } from './lines.js';
 import { decodeLine, seqOf, writtenType } from './log-format.js';
@@ -145,9 +145,16 @@ export class LogReader {
     // from the entry), so that every batch from there on is checked against a chain; else the start of the log.
     let entry: IndexEntry | undefined;
     let anchor: { line: number; offset: number; chain: Buffer } | undefined;
+    // In a log whose chain hashes its lines' numbers (format v2, see chain.ts), the first batch verified after the
+    // entry proves the entry's line number (a wrong one is a mismatch: read from the start); in an older log, or one
+    // whose first line does not match, the lines before the entry are counted instead.
+    let format: ChainFormat | undefined;
+    let unproven = false;
     if (from > 0) {
       entry = nearestEntry(await this.options.indexEntries(), from, end);
-      if (entry !== undefined && !(await lineVouched(this.paths.events, entry, first.seq))) {
+      if (entry !== undefined && chained) format = chainFormatOf(backend, genesis(backend, this.options.sessionKey, this.options.runId), first.bytes!);
+      if (entry !== undefined && format === 'v2') unproven = true;
+      else if (entry !== undefined && !(await lineVouched(this.paths.events, entry, first.seq))) {
         // A wrong line number (a damaged or edited index) would shift every line served: read from the start.
         this.options.indexStale();
         entry = undefined;
@@ -160,7 +167,7 @@ export class LogReader {
       const start = anchor ?? entry ?? { line: 0, offset: 0 };
       const reader: ChainReader | undefined =
         anchor !== undefined
-          ? new ChainReader(backend, anchor.chain)
+          ? new ChainReader(backend, anchor.chain, format)
           : entry === undefined
             ? new ChainReader(backend, genesis(backend, this.options.sessionKey, this.options.runId))
             : undefined;
@@ -184,7 +191,7 @@ export class LogReader {
           if (!chained) {
             // No chain from the start (see the warning above): served as read; chain hashes on later lines are still checked.
             if (reader !== undefined) {
-              const step = reader.feed(raw.bytes);
+              const step = reader.feed(raw.bytes, raw.index);
               if (step.kind !== 'open') {
                 if (step.kind === 'mismatch') {
                   if (served.length > 0) yield served.splice(0);
@@ -206,9 +213,17 @@ export class LogReader {
             }
             continue;
           }
-          const step = reader.feed(raw.bytes);
+          const step = reader.feed(raw.bytes, raw.index);
           batch.push(raw); // its bytes are not kept valid past this chunk, and not needed once hashed
           if (step.kind === 'open') continue;
+          if (unproven && step.kind === 'mismatch') {
+            // The line numbers counted from the index entry may be wrong (nothing was served yet): read from the
+            // start, which tells a wrong index from a damaged batch.
+            this.options.indexStale();
+            retry = true;
+            break;
+          }
+          unproven = false;
           lastSealed = raw.index;
           if (step.kind === 'verified') {
             for (const line of batch) if (!line.skipped) served.push({ raw: line, chain: step.chain });
@@ -232,6 +247,7 @@ export class LogReader {
       if (retry) {
         if (entry === undefined) return; // unreachable: from the start, nothing is checked against the index
         entry = anchor = undefined;
+        unproven = false;
         continue;
       }
       if ((chained || lastSealed >= 0) && lastLine > lastSealed) {

@@ -56,7 +56,7 @@ export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runI
     const decoded = decodeLine(raw.text, raw.index, raw.offset);
     if ('error' in decoded) corruptLines.push(decoded);
     else events++;
-    const step = reader.feed(raw.bytes);
+    const step = reader.feed(raw.bytes, raw.index);
     if (step.kind === 'open') continue;
     if (step.kind === 'verified') verifiedLines += raw.index + 1 - batchStart;
     else {

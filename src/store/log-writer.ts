@@ -9,11 +9,11 @@ import type { FileLock } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import type { Redactor } from '../redact/index.js';
 import { BatchMarker, cutSinceClose, readPending, type PendingBatch } from './batch-marker.js';
-import { CHAIN_BACKEND, genesis, lastSealedLine, sealBatch, type SealedBatch } from './chain.js';
+import { CHAIN_BACKEND, CHAIN_FORMAT, chainFormatOf, genesis, lastSealedLine, sealBatch, type ChainFormat, type SealedBatch } from './chain.js';
 import { encodeEvent } from './event-encode.js';
 import { EventStoreError } from './errors.js';
 import { endOfData, endOfLastLine, readLines } from './lines.js';
-import { IndexWriter } from './log-index.js';
+import { IndexWriter, firstLineOf } from './log-index.js';
 import { seqOf } from './log-format.js';
 import type { IndexEntry, OpenedLog } from './log-types.js';
 import { acquireLock } from './lock.js';
@@ -132,6 +132,8 @@ export class LogWriter {
   /** Set once {@link open} has finished repairing the log: appends before that wait for it. */
   private ready = false;
   private backend: HashBackend | undefined;
+  /** The chain format of the log (see chain.ts): a new log's, or the one an existing log was written in. */
+  private format: ChainFormat = CHAIN_FORMAT;
   /** The chain of the log so far (see chain.ts): the hash the last sealed line carries. */
   private head: Buffer | undefined;
   /** {@link head} as hex, made when asked. */
@@ -274,6 +276,16 @@ export class LogWriter {
       );
     }
     this.setHead(Buffer.from(last.chain, 'hex'));
+    // The log is continued in its own chain format (see chain.ts), which its first line shows.
+    const first = await firstLineOf(this.paths.events, this.size);
+    const format = first.bytes === undefined ? undefined : chainFormatOf(this.backend!, genesis(this.backend!, this.sessionKey, this.runId), first.bytes);
+    if (format === undefined) {
+      throw new EventStoreError(
+        `${this.paths.events}: its first line does not match its chain hash: the log was changed there. Check it with EventStore.verify() or 'backpackflow runs verify ${this.runId}'; it cannot be continued.`,
+        { path: this.paths.events, line: 1 },
+      );
+    }
+    this.format = format;
   }
 
   private setHead(head: Buffer | undefined): void {
@@ -291,7 +303,7 @@ export class LogWriter {
   private seal(lines: (string | Buffer[])[]): { sealed: SealedBatch; restore: () => void } {
     const backend = this.backend!;
     const previous = this.head;
-    const sealed = sealBatch(backend, previous ?? genesis(backend, this.sessionKey, this.runId), lines, this.lineCount === 0, this.scratch);
+    const sealed = sealBatch(backend, previous ?? genesis(backend, this.sessionKey, this.runId), lines, this.lineCount === 0, { line: this.lineCount, format: this.format }, this.scratch);
     this.setHead(sealed.head);
     return { sealed, restore: () => this.setHead(previous) };
   }

@@ -1,8 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, vi } from 'vitest';
 import type { StreamEvent, StreamEventTypeValue } from '../../src/events/types.js';
+import { loadHashBackend } from '../../src/hash/blake3.js';
+import { chainOf, genesis, sealBatch } from '../../src/store/chain.js';
 
 /** A fresh temp directory; `cleanup()` removes it. */
 export function tempDir(): { dir: string; cleanup: () => void } {
@@ -48,4 +50,28 @@ export function tempDirAndWarnings(): { tmp: ReturnType<typeof tempDir>; warning
     state.tmp.cleanup();
   });
   return state;
+}
+
+/**
+ * Rewrites the event log at `eventsPath` (of run `sessionKey/runId`) as a writer before line numbers were hashed
+ * into the chain would have written it (chain format 'v1', see src/store/chain.ts): the same lines and batches,
+ * each sealed line's chain hash recomputed without its number. The file keeps its size.
+ */
+export async function rewriteAsChainV1(eventsPath: string, sessionKey: string, runId: string): Promise<void> {
+  const backend = await loadHashBackend('wasm');
+  const stored = readFileSync(eventsPath, 'utf8').split('\n').slice(0, -1);
+  let head = genesis(backend, sessionKey, runId);
+  let out = '';
+  let batch: string[] = [];
+  stored.forEach((line, i) => {
+    const sealed = chainOf(Buffer.from(line)) !== undefined;
+    batch.push(sealed ? `${line.slice(0, line.lastIndexOf(',"chain":"'))}}` : line);
+    if (!sealed) return;
+    const done = sealBatch(backend, head, batch, false, { line: i + 1 - batch.length, format: 'v1' });
+    head = done.head;
+    out += done.pieces.map((piece) => piece.toString()).join('');
+    batch = [];
+  });
+  for (const line of batch) out += `${line}\n`;
+  writeFileSync(eventsPath, out);
 }

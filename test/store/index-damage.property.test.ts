@@ -3,14 +3,15 @@
  * value, an entry dropped, doubled or swapped with another, a byte flipped) and read it back. Every page, and every
  * read from a line, is the one the untouched log gives: the index only says where to start reading, and an entry
  * the log does not vouch for is not used. Logs whose seqs run on by one (as the runtime writes them) and logs with
- * gaps in their seqs (as folded model.delta events leave) are both read.
+ * gaps in their seqs (as folded model.delta events leave) are both read, and a log in the chain format of before
+ * line numbers were hashed (v1: readers count the lines before an entry instead of letting the chain prove them).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../src/events/types.js';
 import { EventStore } from '../../src/store/index.js';
-import { makeEvent, tempDir } from './helpers.js';
+import { makeEvent, rewriteAsChainV1, tempDir } from './helpers.js';
 import { trials } from '../support/soak.js';
 
 const INTERVAL = 7;
@@ -29,7 +30,7 @@ let tmp: ReturnType<typeof tempDir>;
 const logs: Log[] = [];
 
 /** A log of EVENTS events in batches of 1 to 4, whose seqs go up by one, or by up to 4 when `gaps`. */
-async function writeLog(runId: string, gaps: boolean): Promise<Log> {
+async function writeLog(runId: string, gaps: boolean, format: 'v1' | 'v2' = 'v2'): Promise<Log> {
   const store = new EventStore({ dataDir: tmp.dir, sessionKey: 's', runId, durability: 'never' });
   const events: StreamEvent[] = [];
   let seq = 1;
@@ -44,13 +45,14 @@ async function writeLog(runId: string, gaps: boolean): Promise<Log> {
   }
   await store.buildIndex(INTERVAL);
   await store.close();
+  if (format === 'v1') await rewriteAsChainV1(store.paths.events, 's', runId);
   const index = store.paths.index;
   return { runId, store: new EventStore({ dataDir: tmp.dir, sessionKey: 's', runId }), index, pristine: readFileSync(index, 'utf8'), events };
 }
 
 beforeAll(async () => {
   tmp = tempDir();
-  logs.push(await writeLog('consecutive', false), await writeLog('gaps', true));
+  logs.push(await writeLog('consecutive', false), await writeLog('gaps', true), await writeLog('gaps-v1', true, 'v1'));
 });
 afterAll(() => tmp.cleanup());
 

@@ -29,7 +29,7 @@ import { StreamEventType, type StreamEvent } from '../../events/types.js';
 import { sharedHashBackend, type HashBackend } from '../../hash/blake3.js';
 import { openSealed, seal } from '../../hash/sealed.js';
 import { redactConfig, redactorFor, type Redactor } from '../../redact/index.js';
-import { CHAIN_BACKEND, ChainReader, chainOf, genesis, sealBatch } from '../chain.js';
+import { CHAIN_BACKEND, CHAIN_FORMAT, ChainReader, chainFormatOf, chainOf, genesis, sealBatch, type ChainFormat } from '../chain.js';
 import { prepareCheckpoint } from '../checkpoint-store.js';
 import { encodeEvent } from '../event-encode.js';
 import type { CorruptLine, ReadOptions, VerifiedEvent, VerifyResult } from '../event-store.js';
@@ -222,7 +222,7 @@ export class PostgresRunStore implements RunStore {
         warn(`${message}; what follows up to the next chain hash is not served`);
       }
       expected = row.line + 1;
-      const step = reader.feed(Buffer.from(row.body));
+      const step = reader.feed(Buffer.from(row.body), row.line);
       if (row.line >= from) batch.push({ line: row.line, text: row.body });
       if (step.kind === 'open') continue;
       lastSealed = row.line;
@@ -324,7 +324,7 @@ export class PostgresRunStore implements RunStore {
       const decoded = decodeLine(row.body, row.line, 0);
       if ('error' in decoded) result.corruptLines.push(decoded);
       else result.events++;
-      const step = reader.feed(Buffer.from(row.body));
+      const step = reader.feed(Buffer.from(row.body), row.line);
       if (step.kind === 'open') continue;
       if (step.kind === 'verified') {
         if (result.problem === undefined) result.verifiedLines = row.line + 1;
@@ -570,6 +570,8 @@ class PostgresRunWriter implements RunWriter {
   private token = 0;
   private meta: RunMeta;
   private backend: HashBackend | undefined;
+  /** The chain format of the log (see chain.ts): a new log's, or the one an existing log was written in. */
+  private format: ChainFormat = CHAIN_FORMAT;
   private heartbeat: NodeJS.Timeout | undefined;
   private broken: Error | undefined;
   /**
@@ -605,7 +607,7 @@ class PostgresRunWriter implements RunWriter {
   async open(fresh: boolean): Promise<void> {
     const { sql, ref, store } = this;
     this.backend = await sharedHashBackend(CHAIN_BACKEND);
-    const [row] = await sql<{ token: string | null; holder: string | null; holder_until: Date | null; first: number | null; body: string | null; bytes: string }[]>`
+    const [row] = await sql<{ token: string | null; holder: string | null; holder_until: Date | null; first: number | null; body: string | null; bytes: string; head: string | null }[]>`
       with taken as (
         insert into backpackflow.runs as r (session_key, run_id, writer_token, lease_owner, lease_expires_at)
         select ${ref.sessionKey}, ${ref.runId}, nextval('backpackflow.writer_tokens'), ${store.owner}, now() + ${store.leaseMs} * interval '1 millisecond' from ${asyncCommit(sql)}
@@ -615,7 +617,8 @@ class PostgresRunWriter implements RunWriter {
         returning r.writer_token
       )
       select (select writer_token from taken) as token, runs.lease_owner as holder, runs.lease_expires_at as holder_until, last.first_line as first, last.body,
-        (select coalesce(sum(octet_length(body) + 1), 0) from backpackflow.event_batches where session_key = ${ref.sessionKey} and run_id = ${ref.runId}) as bytes
+        (select coalesce(sum(octet_length(body) + 1), 0) from backpackflow.event_batches where session_key = ${ref.sessionKey} and run_id = ${ref.runId}) as bytes,
+        (select split_part(body, E'\n', 1) from backpackflow.event_batches where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and first_line = 0) as head
       from (select 1) as one
       left join backpackflow.runs on runs.session_key = ${ref.sessionKey} and runs.run_id = ${ref.runId}
       left join lateral (
@@ -646,6 +649,12 @@ class PostgresRunWriter implements RunWriter {
         if (chain === undefined) {
           throw new EventStoreError(`${this.where}: its last line (${line + 1}) carries no chain hash: the log was cut or damaged there; it cannot be continued`, { path: this.where });
         }
+        // The log is continued in its own chain format (see chain.ts), which its first line shows.
+        const format = row!.head === null ? undefined : chainFormatOf(this.backend, genesis(this.backend, ref.sessionKey, ref.runId), Buffer.from(row!.head));
+        if (format === undefined) {
+          throw new EventStoreError(`${this.where}: its first line does not match its chain hash: the log was changed there; it cannot be continued; check it with 'runs verify ${ref.runId}'`, { path: this.where, line: 1 });
+        }
+        this.format = format;
         this.chainHead = chain;
         this.eventCount = line + 1;
         this.byteLength = Number(row!.bytes);
@@ -719,7 +728,7 @@ class PostgresRunWriter implements RunWriter {
     const backend = this.backend!;
     const sealFirst = this.eventCount === 0;
     const start = this.chainHead === undefined ? genesis(backend, ref.sessionKey, ref.runId) : Buffer.from(this.chainHead, 'hex');
-    const batch = sealBatch(backend, start, lines, sealFirst);
+    const batch = sealBatch(backend, start, lines, sealFirst, { line: this.eventCount, format: this.format });
     const head = batch.head.toString('hex');
     const bytes = batch.bytes;
     for (let i = 0; i < lines.length; i++) {
