@@ -389,7 +389,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   // The run's single writer (or the one a NewRun took): refuses a fresh run whose id has events (a RunExistsError,
   // the run untouched; on Postgres within the statement that takes the lease, no round trip of its own) and
   // continues a resumed run's projection from the whole log.
-  const writer = target.writer ?? await store.openWriter({ sessionKey, runId }, { fresh: start.fresh, durability: target.durability ?? 'batch', redaction: target.redaction });
+  const writer = target.writer ?? await store.openWriter({ sessionKey, runId }, { fresh: start.fresh, existing: !start.fresh, durability: target.durability ?? 'batch', redaction: target.redaction });
   if (target.readAt !== undefined && (writer.lastSeq ?? -1) !== target.readAt) {
     const now = writer.lastSeq ?? -1;
     await writer.close();
@@ -527,7 +527,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     try {
       let lastSeq: number | undefined;
       for (let i = 0; i < 2; i++) {
-        const again = await store.openWriter({ sessionKey, runId }, { fresh: false, durability: target.durability ?? 'batch', redaction: target.redaction });
+        const again = await store.openWriter({ sessionKey, runId }, { fresh: false, existing: true, durability: target.durability ?? 'batch', redaction: target.redaction });
         lastSeq = again.lastSeq;
         await again.close();
       }

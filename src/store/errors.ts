@@ -62,6 +62,20 @@ export class RunExistsError extends StoreError {
   }
 }
 
+/**
+ * Continuing a run (a resume) whose record is gone: deleted by `runs delete` or `runs prune` in another process while
+ * this one was starting, after it had read the run. Nothing was written, and the run is not recreated.
+ */
+export class RunGoneError extends StoreError {
+  constructor(
+    readonly sessionKey: string,
+    readonly runId: string,
+    path: string,
+  ) {
+    super(`run ${sessionKey}/${runId} was deleted while this command was starting (${path} is gone: 'runs delete' or 'runs prune' in another process?); nothing was written`, { path });
+  }
+}
+
 /** A checkpoint that is invalid on save, or a checkpoint file that is corrupt on load. */
 export class CheckpointStoreError extends StoreError {}
 

@@ -97,10 +97,12 @@ export class EventStore {
 
   /**
    * Opens the log for writing: takes the lock (LockError when another writer holds it), repairs the tail, catches
-   * the index up, and reports the last seq so that a resumed run continues the numbering. Idempotent.
+   * the index up, and reports the last seq so that a resumed run continues the numbering. Idempotent. With
+   * `existing`, the run must exist already: its folder is not created, and a run deleted meanwhile (or never
+   * recorded) is a RunGoneError.
    */
-  open(): Promise<OpenedLog> {
-    return this.writer.open();
+  open(options: { existing?: boolean } = {}): Promise<OpenedLog> {
+    return this.writer.open(options.existing);
   }
 
   /** Appends one event. Resolves once written (and, with durability 'always', fsynced). */

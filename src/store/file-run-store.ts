@@ -61,7 +61,7 @@ export class FileRunStore implements RunStore {
     // again under the writer lock (see FileRunWriter.open).
     if (options.fresh) await this.assertNewRun(ref);
     const writer = new FileRunWriter(this.dataDir, ref, options.durability ?? 'batch', options.redaction);
-    await writer.open(options.fresh);
+    await writer.open(options.fresh, options.existing ?? false);
     return writer;
   }
 
@@ -201,8 +201,8 @@ class FileRunWriter implements RunWriter {
     return this.events.chainHead;
   }
 
-  async open(fresh: boolean): Promise<void> {
-    const opened = await this.events.open();
+  async open(fresh: boolean, existing: boolean): Promise<void> {
+    const opened = await this.events.open({ existing });
     try {
       // Checked again under the writer lock: another process may have started this id since a caller's check.
       if (fresh && opened.lastSeq !== undefined) assertNewRun(this.projection.dataDir, this.ref.sessionKey, this.ref.runId);

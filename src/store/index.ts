@@ -26,6 +26,7 @@ export {
   ProjectionStoreError,
   InvalidIdError,
   RunExistsError,
+  RunGoneError,
   FencedError,
 } from './errors.js';
 export { RunChangedError } from './retention.js';

@@ -11,7 +11,7 @@ import type { Redactor } from '../redact/index.js';
 import { BatchMarker, cutSinceClose, readPending, type PendingBatch } from './batch-marker.js';
 import { CHAIN_BACKEND, CHAIN_FORMAT, chainFormatOf, genesis, lastSealedLine, sealBatch, type ChainFormat, type SealedBatch } from './chain.js';
 import { encodeEvent } from './event-encode.js';
-import { EventStoreError } from './errors.js';
+import { EventStoreError, RunGoneError } from './errors.js';
 import { endOfData, endOfLastLine, readLines } from './lines.js';
 import { IndexWriter, firstLineOf } from './log-index.js';
 import { seqOf } from './log-format.js';
@@ -182,22 +182,36 @@ export class LogWriter {
     return this.index.entries;
   }
 
-  open(): Promise<OpenedLog> {
+  /** See EventStore.open; `existing`: the run must exist already (see OpenWriterOptions.existing). */
+  open(existing = false): Promise<OpenedLog> {
     if (this.closed) return Promise.reject(new EventStoreError(`event store of run ${this.runId} is closed`, { path: this.paths.events }));
-    this.opening ??= this.openWriter().catch((error: unknown) => {
+    this.opening ??= this.openWriter(existing).catch((error: unknown) => {
       this.opening = undefined;
       throw error;
     });
     return this.opening;
   }
 
-  private async openWriter(): Promise<OpenedLog> {
-    mkdirSync(this.paths.dir, { recursive: true });
-    const lock = acquireLock(this.paths.lock, `run ${this.runId} of session ${this.sessionKey}`);
+  private async openWriter(existing: boolean): Promise<OpenedLog> {
+    // A run that must exist is not recreated: its folder is not made, and one deleted since the caller read it (a
+    // delete renames the folder away, then removes it) fails here, or at the log's open below.
+    const gone = (error: unknown): unknown => (existing && (error as NodeJS.ErrnoException).code === 'ENOENT' ? new RunGoneError(this.sessionKey, this.runId, this.paths.dir) : error);
+    if (!existing) mkdirSync(this.paths.dir, { recursive: true });
+    let lock: FileLock;
     try {
-      // Read and write, created if missing, not in append mode: lines are written at the end of the data, which the
-      // space reserved after it (see RESERVE_MIN) puts before the end of the file.
-      const fd = openSync(this.paths.events, constants.O_RDWR | constants.O_CREAT, 0o666);
+      lock = acquireLock(this.paths.lock, `run ${this.runId} of session ${this.sessionKey}`);
+    } catch (error) {
+      throw gone(error);
+    }
+    try {
+      // Read and write, created if missing (unless the run must exist), not in append mode: lines are written at the
+      // end of the data, which the space reserved after it (see RESERVE_MIN) puts before the end of the file.
+      let fd: number;
+      try {
+        fd = openSync(this.paths.events, existing ? constants.O_RDWR : constants.O_RDWR | constants.O_CREAT, 0o666);
+      } catch (error) {
+        throw gone(error);
+      }
       this.fd = fd;
       const fileSize = fstatSync(fd).size;
       const pending = readPending(this.paths.pendingBatch);

@@ -27,6 +27,12 @@ export interface OpenWriterOptions {
    */
   fresh: boolean;
   /**
+   * The run must exist already (a resume, which read it before taking its writer): a run deleted meanwhile is a
+   * {@link RunGoneError}, and nothing of it is recreated. Default false (a writer may start a run that has no record
+   * yet, as the LangGraph saver does for a new thread).
+   */
+  existing?: boolean;
+  /**
    * When writes reach the disk. Default `'batch'`: files fsync each step's batch; Postgres commits each step and waits
    * for the server's disk. `'never'`: files are not fsynced; Postgres commits each step without waiting for the
    * server's disk (a crash of the server, not of the process, may undo the last steps, never part of one).

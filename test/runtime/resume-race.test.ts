@@ -4,10 +4,10 @@
  * the log has left behind (running its nodes again, writing a second history into the same log): it is refused,
  * nothing written.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BackpackNode, FileRunStore, Flow, listRuns, resumeRun, runFlow, StoreError, type RunStore } from '../../src/index.js';
+import { BackpackNode, EventStore, FileRunStore, Flow, listRuns, resumeRun, runFlow, RunGoneError, StoreError, type RunStore } from '../../src/index.js';
 import { makeTempDir } from '../support/temp.js';
 
 type Handle = Parameters<BackpackNode['post']>[0];
@@ -91,5 +91,35 @@ describe('resumeRun and a concurrent resume', () => {
     gate.open();
     await expect(resumed).resolves.toMatchObject({ status: 'completed', steps: 4 });
     expect(runs.count).toBe(4);
+  });
+
+  it('a resume whose run was deleted after its checks says so, writes nothing and does not recreate the run (audit-crash F3)', async () => {
+    const dataDir = makeTempDir('bpf-resume-race-', 'test');
+    const runs = { count: 0 };
+    const controller = new AbortController();
+    await runFlow(counter(4, runs, { step: 1, controller }), { dataDir, runId: 'r', signal: controller.signal }).catch(() => undefined);
+    const files = new FileRunStore(dataDir);
+    const gate = gated(files);
+    const late = resumeRun(counter(4, runs), { store: gate.store, runId: 'r' }).then(
+      () => 'resumed',
+      (error: unknown) => error,
+    );
+    // The resume has read the run and waits for its writer; 'runs delete' removes the run meanwhile.
+    await gate.reached;
+    await expect(files.deleteRun({ sessionKey: 'default', runId: 'r' })).resolves.toBe(true);
+    gate.open();
+    const refused = await late;
+    expect(refused).toBeInstanceOf(RunGoneError);
+    expect((refused as Error).message).toMatch(/^run default\/r was deleted while this command was starting \(.*runs[/\\]r is gone: 'runs delete' or 'runs prune' in another process\?\); nothing was written$/);
+    expect(existsSync(join(dataDir, 'sessions', 'default', 'runs', 'r'))).toBe(false);
+    expect(await listRuns({ dataDir })).toEqual([]);
+    expect(runs.count).toBe(1);
+  });
+
+  it('an event log opened as existing is not created: a missing run is a RunGoneError, with nothing left behind', async () => {
+    const dataDir = makeTempDir('bpf-resume-race-', 'test');
+    const store = new EventStore({ dataDir, sessionKey: 's', runId: 'never-recorded' });
+    await expect(store.open({ existing: true })).rejects.toBeInstanceOf(RunGoneError);
+    expect(existsSync(join(dataDir, 'sessions', 's'))).toBe(false);
   });
 });

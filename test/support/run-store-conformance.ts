@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../src/events/types.js';
-import { foldRunMetaBatch, emptyRunMeta, InvalidIdError, LockError, RunExistsError, EventStoreError, RunMetaSchema, StoreError } from '../../src/store/index.js';
+import { foldRunMetaBatch, emptyRunMeta, InvalidIdError, LockError, RunExistsError, RunGoneError, EventStoreError, RunMetaSchema, StoreError } from '../../src/store/index.js';
 import type { RunStore, RunWriter } from '../../src/store/run-store.js';
 import { SECRETS, makeEvent } from '../store/helpers.js';
 import { trials } from './soak.js';
@@ -140,6 +140,15 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
       expect(await readAll(sut.store)).toEqual([]);
       expect(await sut.store.deleteRun(ref)).toBe(false);
       await expect(sut.store.assertNewRun(ref)).resolves.toBeUndefined();
+      // A writer that continues the run (a resume that read it before the delete) is refused; nothing comes back.
+      await expect(sut.store.openWriter(ref, { fresh: false, existing: true })).rejects.toBeInstanceOf(RunGoneError);
+      expect(await sut.store.listRuns(ref.sessionKey)).toEqual([]);
+      expect(await sut.store.hasEvents(ref)).toBe(false);
+      // And the id is still free for a new run.
+      const again = await writer({ fresh: true });
+      await again.commit(stepBatch(ref.runId, 1, 1));
+      await again.close();
+      expect(await sut.store.countEvents(ref)).toBe(3);
     });
 
     it('refuses to start a run under an id that has events, and to store events out of order or of another run', async () => {

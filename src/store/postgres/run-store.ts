@@ -33,7 +33,7 @@ import { CHAIN_BACKEND, CHAIN_FORMAT, ChainReader, chainFormatOf, chainOf, genes
 import { prepareCheckpoint } from '../checkpoint-store.js';
 import { encodeEvent } from '../event-encode.js';
 import type { CorruptLine, ReadOptions, VerifiedEvent, VerifyResult } from '../event-store.js';
-import { CheckpointStoreError, EventStoreError, FencedError, LockError, ProjectionStoreError, RunExistsError, StoreError, describeIssues, lostConnection } from '../errors.js';
+import { CheckpointStoreError, EventStoreError, FencedError, LockError, ProjectionStoreError, RunExistsError, RunGoneError, StoreError, describeIssues, lostConnection } from '../errors.js';
 import { decodeLine } from '../log-format.js';
 import { assertValidId } from '../paths.js';
 import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
@@ -143,7 +143,7 @@ export class PostgresRunStore implements RunStore {
     checkRef(ref);
     const durability = durabilityOf(options, 'openWriter');
     const writer = new PostgresRunWriter(this, await this.sql(), ref, redactorFor(options.redaction), durability === 'never');
-    await writer.open(options.fresh);
+    await writer.open(options.fresh, options.existing ?? false);
     return writer;
   }
 
@@ -604,7 +604,7 @@ class PostgresRunWriter implements RunWriter {
    * does not wait for the disk: see asyncCommit), which also reads where the log stands: its last line and its size. A fresh run whose log has lines is not taken (RunExistsError);
    * a run whose lease another writer holds is a LockError naming it.
    */
-  async open(fresh: boolean): Promise<void> {
+  async open(fresh: boolean, existing: boolean): Promise<void> {
     const { sql, ref, store } = this;
     this.backend = await sharedHashBackend(CHAIN_BACKEND);
     const [row] = await sql<{ token: string | null; holder: string | null; holder_until: Date | null; first: number | null; body: string | null; bytes: string; head: string | null }[]>`
@@ -664,7 +664,7 @@ class PostgresRunWriter implements RunWriter {
         let lost: string | undefined;
         this.meta = await store.currentRunMeta(ref, (warning) => (lost = warning));
         if (lost !== undefined) throw new ProjectionStoreError(`${lost}. The run is not continued`, { path: store.describeProjection(ref) });
-      }
+      } else if (existing) throw new RunGoneError(ref.sessionKey, ref.runId, this.where);
     } catch (error) {
       await this.release();
       throw error;
