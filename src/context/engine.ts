@@ -22,7 +22,7 @@ import { scanWorkspace, type ScanResult } from './scan.js';
 import { StatPool } from './stat-pool.js';
 import { plainRecord } from './stored-nodes.js';
 import { MerkleStore } from './store.js';
-import { headEntry, markStale, recordFrame, type StoreState } from './state.js';
+import { headEntry, markStale, recordFrame, referencedFrames, type StoreState } from './state.js';
 import {
   policyFromKey,
   resolvePolicy,
@@ -327,8 +327,9 @@ export class ContextEngine {
    * Accepts the loss that a damaged or missing file of the tree or the frame state reported (a journal, a witness,
    * or `state.json` or `tree` itself), so that writes can go on: a damaged `state.journal` (or `state.json` that
    * fails to decode) is kept beside the store (`state.journal.damaged-<time>`) and the frame state that survives
-   * becomes the new base (the empty state when `state.json` was lost); a damaged tree is rebuilt by a scan. Frames
-   * the lost transactions wrote stay on disk (`validate` lists them). A damaged `agents.json` is kept beside it
+   * becomes the new base (the empty state when `state.json` was lost); a damaged tree is rebuilt by a scan. Frame
+   * files that no frame set references (the lost transactions wrote them) are moved out of `frames/` into
+   * `frames.lost-<time>/`, kept for inspection, so that `validate` passes again. A damaged `agents.json` is kept beside it
    * (`agents.json.damaged-<time>`) and the registry starts empty (agents are registered again). Returns what was
    * repaired (nothing when no file was damaged).
    */
@@ -338,6 +339,9 @@ export class ContextEngine {
     try {
       const state = this.store.repairState();
       if (state !== undefined) repaired.push(state);
+      // What lost transactions committed (this repair's, or an earlier one's): out of frames/, so validate passes.
+      const lost = this.store.keepUnreferencedFrames(referencedFrames(this.store.readStateChecked().state), new Date().toISOString().replace(/[:.]/g, '-'));
+      if (lost !== undefined) repaired.push(lost);
       const agents = this.store.repairAgents();
       if (agents !== undefined) repaired.push(agents);
     } finally {

@@ -79,3 +79,10 @@ export function headEntry(state: StoreState, path: string, type: string): FrameE
   if (id === undefined) return undefined;
   return state.frames[path]?.find((e) => e.frameId === id);
 }
+
+/** The ids of every frame some frame set of `state` holds. */
+export function referencedFrames(state: Readonly<StoreState>): Set<string> {
+  const referenced = new Set<string>();
+  for (const entries of Object.values(state.frames)) for (const e of entries) referenced.add(e.frameId);
+  return referenced;
+}

@@ -361,6 +361,48 @@ export class MerkleStore {
     throw new ContextError('UNKNOWN_FRAME', `frame ${frameId} not found at ${file}`, { frameId, file });
   }
 
+  /**
+   * The files in the shards of `frames/` (frames, and temp files of writes in progress or killed). A `frames/` or
+   * shard that is not a real directory is reported to `onError` and not listed (see store-files.ts).
+   */
+  frameFiles(onError: (message: string) => void): { file: string; name: string }[] {
+    const root = join(this.dir, 'frames');
+    const list = (dir: string): string[] => {
+      try {
+        return checkStoreDir(dir) ? readdirSync(dir) : [];
+      } catch (error) {
+        // Not a real directory: reported. Unreadable (or gone meanwhile): nothing to list.
+        if (error instanceof ContextError) onError(error.message);
+        return [];
+      }
+    };
+    const files: { file: string; name: string }[] = [];
+    for (const shard of list(root)) for (const name of list(join(root, shard))) files.push({ file: join(root, shard, name), name });
+    return files;
+  }
+
+  /**
+   * Moves the frame files that no frame set references (committed by transactions whose journal entries were lost:
+   * see validate's checkOrphans) out of `frames/` into `frames.lost-<stamp>/<shard>/`, kept for inspection; what
+   * was moved, or undefined. Callers hold the lock, so no writer is between a frame's journal entry and its rename.
+   */
+  keepUnreferencedFrames(referenced: ReadonlySet<string>, stamp: string): string | undefined {
+    const lost = this.frameFiles(() => undefined).filter(({ name }) => name.length === 69 && name.endsWith('.json') && !referenced.has(name.slice(0, 64)));
+    if (lost.length === 0) return undefined;
+    const kept = join(this.dir, `frames.lost-${stamp}`);
+    ensureStoreDir(kept);
+    fsyncDirSync(this.dir);
+    for (const { file, name } of lost) {
+      const shard = join(kept, name.slice(0, 2));
+      ensureStoreDir(shard);
+      fsyncDirSync(kept);
+      renameSync(file, join(shard, name));
+      fsyncDirSync(shard);
+      fsyncDirSync(dirname(file));
+    }
+    return `${lost.length} frame file${lost.length === 1 ? '' : 's'} no frame set references (their transactions' journal entries were lost) moved out of frames/ and kept in ${kept}`;
+  }
+
   /** Checks that `.merkle/`, `frames/` and the shard of `frameId` are real directories or missing; true when all exist. */
   private checkFrameDirs(frameId: string): boolean {
     const shard = dirname(this.framePath(frameId));

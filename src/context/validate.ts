@@ -7,7 +7,7 @@ import { displayPath } from './paths.js';
 import { checkStoreDir } from './store-files.js';
 import type { DirStat } from './listing.js';
 import { scanWorkspace } from './scan.js';
-import type { StoreState } from './state.js';
+import { referencedFrames, type StoreState } from './state.js';
 import type { MerkleStore } from './store.js';
 import { Tree, leafNodeId } from './tree.js';
 
@@ -166,33 +166,7 @@ function checkState(
  * before its rename, which came before the listing).
  */
 function checkOrphans(state: Readonly<StoreState>, store: MerkleStore, errors: string[], warnings: string[]): void {
-  const root = join(store.dir, 'frames');
-  /** Whether `dir` is a real directory to list (a link or another kind of entry is an error: see store-files.ts). */
-  const listable = (dir: string): boolean => {
-    try {
-      return checkStoreDir(dir);
-    } catch (error) {
-      errors.push((error as Error).message);
-      return false;
-    }
-  };
-  let shards: string[];
-  try {
-    shards = listable(root) ? readdirSync(root) : [];
-  } catch {
-    return;
-  }
-  const files: { file: string; name: string }[] = [];
-  for (const shard of shards) {
-    let names: string[];
-    try {
-      if (!listable(join(root, shard))) continue;
-      names = readdirSync(join(root, shard));
-    } catch {
-      continue;
-    }
-    for (const name of names) files.push({ file: join(root, shard, name), name });
-  }
+  const files = store.frameFiles((message) => errors.push(message));
   const referenced = referencedFrames(state);
   let after: { referenced: Set<string>; damage: string | undefined } | undefined;
   const current = (): NonNullable<typeof after> => {
@@ -212,7 +186,7 @@ function checkOrphans(state: Readonly<StoreState>, store: MerkleStore, errors: s
       if (referenced.has(id) || current().referenced.has(id)) continue;
       const { damage } = current();
       const cut = damage === undefined ? '' : ` (${damage})`;
-      errors.push(`frame file ${file} is referenced by no frame set: the state journal entry that committed it was lost${cut}; keep the file`);
+      errors.push(`frame file ${file} is referenced by no frame set: the state journal entry that committed it was lost${cut}; keep the file ('backpackflow context repair' moves it out of frames/, into a folder of its own)`);
       continue;
     }
     const writer = tempFileWriter(name, id);
@@ -230,11 +204,6 @@ function checkOrphans(state: Readonly<StoreState>, store: MerkleStore, errors: s
   if (uncommitted !== undefined) warnings.push(`state journal: ${uncommitted}`);
 }
 
-function referencedFrames(state: Readonly<StoreState>): Set<string> {
-  const referenced = new Set<string>();
-  for (const entries of Object.values(state.frames)) for (const e of entries) referenced.add(e.frameId);
-  return referenced;
-}
 
 /** The pid in the name of a frame's temp file (`<FrameID>.json.<pid>.<random>.tmp`, see `stageFrames`), if it has one. */
 function tempFileWriter(name: string, id: string): number | undefined {

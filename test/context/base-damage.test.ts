@@ -48,7 +48,8 @@ describe('a deleted base file is reported by every reader', () => {
 
     await expect(engine.putFrame('README.md', { type: 'summary', content: 'three' }, 'w')).rejects.toMatchObject({ code: 'CORRUPT_STORE', message: expect.stringContaining(`${base} is missing`) });
     const { repaired } = await engine.repair();
-    expect(repaired).toEqual([expect.stringContaining(`${base} is missing`)]);
+    // The frames of the lost state are kept, out of frames/.
+    expect(repaired).toEqual([expect.stringContaining(`${base} is missing`), expect.stringMatching(/^2 frame files no frame set references .* kept in .*frames\.lost-/)]);
     expect(readdirSync(join(root, '.merkle')).filter((n) => n.startsWith('state.journal.damaged-'))).toHaveLength(1);
     const { engine: fresh, warnings: after } = await reader(root);
     expect((await fresh.status()).frames).toBe(0);
@@ -128,6 +129,7 @@ describe('the state.json and tree files swapped', () => {
     const { repaired } = await engine.repair();
     expect(repaired).toEqual([
       expect.stringMatching(new RegExp(`^corrupt store file ${state.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: .*; it is kept as .*state\\.json\\.damaged-.*; .*state\\.json is missing: `)),
+      expect.stringMatching(/^\d+ frame files? no frame set references .* kept in .*frames\.lost-/),
       expect.stringContaining(`rebuilt the tree from the workspace: corrupt tree file ${tree}`),
     ]);
     const kept = readdirSync(join(root, '.merkle')).filter((n) => n.startsWith('state.json.damaged-'));

@@ -4,7 +4,7 @@
  * store audit); bytes an append left after the committed length (a crash before the write was acknowledged) are
  * ignored in silence. See `src/context/journal.ts`.
  */
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
@@ -54,17 +54,46 @@ describe('a damaged or missing journal is reported by every reader', () => {
       code: 'CORRUPT_STORE',
       message: expect.stringMatching(/state\.journal is missing: .*then 'backpackflow context repair' to continue from the state that survives/),
     });
+    // Before the repair, validate reports the frames of the lost transactions (never as safe to delete).
+    const before = (await engine.validate()).errors.filter((e) => e.includes('is referenced by no frame set'));
+    expect(before).toHaveLength(2);
+    for (const lost of [ids[1], ids[2]]) expect(before.join('\n')).toContain(`${lost}.json is referenced by no frame set`);
     const { repaired } = await engine.repair();
-    expect(repaired).toEqual([expect.stringContaining(`${journal} is missing`)]);
+    expect(repaired).toEqual([
+      expect.stringContaining(`${journal} is missing`),
+      expect.stringMatching(/^2 frame files no frame set references .* moved out of frames\/ and kept in .*frames\.lost-/),
+    ]);
     const { engine: fresh, warnings: after } = await reader(root);
     expect(await fresh.getHead('README.md', 'summary')).toBe(ids[0]);
     const v4 = await fresh.putFrame('README.md', { type: 'summary', content: 'v4' }, 'w');
     expect(await fresh.getHead('README.md', 'summary')).toBe(v4);
     expect(after).toEqual([]);
-    // The frames of the lost transactions stay on disk, reported (never as safe to delete).
-    const errors = (await fresh.validate()).errors;
-    expect(errors).toHaveLength(2);
-    for (const lost of [ids[1], ids[2]]) expect(errors.join('\n')).toContain(`${lost}.json is referenced by no frame set`);
+    // The frames of the lost transactions are kept, out of frames/, byte for byte: validate passes (audit F11).
+    expect(await fresh.validate()).toMatchObject({ ok: true, errors: [] });
+    const kept = readdirSync(join(root, '.merkle')).filter((n) => n.startsWith('frames.lost-'));
+    expect(kept).toHaveLength(1);
+    for (const lost of [ids[1], ids[2]]) {
+      const file = join(root, '.merkle', kept[0]!, lost!.slice(0, 2), `${lost}.json`);
+      expect(existsSync(file)).toBe(true);
+      expect(existsSync(join(root, '.merkle', 'frames', lost!.slice(0, 2), `${lost}.json`))).toBe(false);
+    }
+    // A repair with nothing left to do changes nothing.
+    expect((await fresh.repair()).repaired).toEqual([]);
+  });
+
+  it('repair also takes out frame files an earlier repair left in frames/ (validate failed on them with no way out)', async () => {
+    const { root, ids } = await threeHeads();
+    // A frame file no frame set references, as a version whose repair kept them in frames/ left it.
+    const state = join(root, '.merkle', 'frames', ids[2]!.slice(0, 2), `${ids[2]}.json`);
+    const copy = 'f'.repeat(64);
+    mkdirSync(join(root, '.merkle', 'frames', 'ff'), { recursive: true });
+    copyFileSync(state, join(root, '.merkle', 'frames', 'ff', `${copy}.json`));
+    const { engine } = await reader(root);
+    expect((await engine.validate()).errors).toEqual([expect.stringContaining(`${copy}.json is referenced by no frame set`)]);
+    const { repaired } = await engine.repair();
+    expect(repaired).toEqual([expect.stringMatching(/^1 frame file no frame set references/)]);
+    expect((await engine.validate()).ok).toBe(true);
+    expect((await engine.listFrames('README.md')).map((f) => f.frameId)).toEqual(ids);
   });
 
   it('a byte flipped in a committed state journal entry, or its tail cut: warned with the bytes lost; a damaged journal is kept aside by repair', async () => {

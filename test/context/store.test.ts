@@ -60,7 +60,7 @@ describe('store integrity', () => {
     const damage = `${escape(journal)} is damaged: committed bytes ${headerBytes}-${bytes.length} \\(${bytes.length - headerBytes} bytes\\) fail their checksum, so the changes they held and any after them are lost; 0 intact entries before them are applied`;
     expect(report.errors).toHaveLength(2);
     expect(report.errors[0]).toMatch(new RegExp(`^${damage}; 'backpackflow context repair' continues`));
-    expect(report.errors[1]).toMatch(new RegExp(`^frame file ${escape(file)} is referenced by no frame set: the state journal entry that committed it was lost \\(${damage}\\); keep the file$`));
+    expect(report.errors[1]).toMatch(new RegExp(`^frame file ${escape(file)} is referenced by no frame set: the state journal entry that committed it was lost \\(${damage}\\); keep the file \\('backpackflow context repair' moves it out of frames/, into a folder of its own\\)$`));
     expect(report.warnings.join('\n')).not.toContain('safe to delete');
     expect(await fresh.getHead('README.md', 'summary')).toBe(base);
     expect((await fresh.getFrame(acked)).content).toBe('acknowledged');
