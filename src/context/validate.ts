@@ -1,10 +1,8 @@
-import { existsSync, lstatSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, lstatSync } from 'node:fs';
 import { systemProbe } from '../fs/index.js';
 import type { HashBackend } from './hash.js';
 import type { IgnoreRules } from './ignore-rules.js';
 import { displayPath } from './paths.js';
-import { checkStoreDir } from './store-files.js';
 import type { DirStat } from './listing.js';
 import { scanWorkspace } from './scan.js';
 import { referencedFrames, type StoreState } from './state.js';
