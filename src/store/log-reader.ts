@@ -244,6 +244,11 @@ export class LogReader {
         this.options.indexStale();
         retry = true;
       }
+      if (!retry && unproven && lastLine > lastSealed) {
+        // Lines after the last chain hash, and no batch since the index entry verified to prove its line number:
+        // read from the start, so that the warning below names the right lines. (Nothing was served.)
+        retry = true;
+      }
       if (retry) {
         if (entry === undefined) return; // unreachable: from the start, nothing is checked against the index
         entry = anchor = undefined;

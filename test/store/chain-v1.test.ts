@@ -59,3 +59,28 @@ describe('an event log in chain format v1', () => {
     await expect(store.readPage(4, 20)).rejects.toThrow(/lines 21-24 do not match the chain hash/);
   });
 });
+
+describe('an index entry whose line number no batch proves', () => {
+  it('a read from an edited entry into the unsealed tail of a log warns about the same lines as a read without the index', async () => {
+    const open = () => new EventStore({ dataDir: state.tmp.dir, sessionKey: 's', runId: 'tail', indexInterval: 5 });
+    const store = open();
+    for (let b = 0; b < 10; b++) await store.appendBatch([1, 2, 3, 4].map((i) => makeEvent('tail', b * 4 + i)));
+    await store.close();
+    // The last batch loses its seal (same size: the field renamed), so its lines come after the last chain hash.
+    const text = readFileSync(store.paths.events, 'utf8');
+    const at = text.lastIndexOf(',"chain":"');
+    writeFileSync(store.paths.events, `${text.slice(0, at)},"chaim":"${text.slice(at + 10)}`);
+    const warningsOf = async (): Promise<{ page: number[]; warnings: string[] }> => {
+      const warnings: string[] = [];
+      const page = (await open().readPage(3, 37, { onWarning: (m) => warnings.push(m), onCorrupt: 'warn' })).map((e) => e.seq);
+      return { page, warnings };
+    };
+    const pristine = readFileSync(store.paths.index, 'utf8');
+    const untouched = await warningsOf();
+    expect(untouched).toEqual({ page: [], warnings: [expect.stringContaining('lines 37-40 come after its last chain hash (line 36)')] });
+    // The entry of line 35 claims line 36 (its offset and seq unchanged).
+    writeFileSync(store.paths.index, pristine.replace('{"line":35,', '{"line":36,'));
+    expect(readFileSync(store.paths.index, 'utf8')).not.toBe(pristine);
+    expect(await warningsOf()).toEqual(untouched);
+  });
+});
