@@ -335,9 +335,10 @@ export function chainFormatOf(backend: HashBackend, start: Buffer, first: Buffer
 
 /**
  * The last sealed line among the first `size` bytes of the log (which end at a line end), read backwards in
- * 64 KB chunks: its chain, the offset just after it and how many lines follow it; undefined when none is sealed.
+ * 64 KB chunks: its chain, the offsets where it starts and just after it, and how many lines follow it; undefined
+ * when none is sealed.
  */
-export async function lastSealedLine(path: string, size: number): Promise<{ end: number; chain: string; linesAfter: number } | undefined> {
+export async function lastSealedLine(path: string, size: number): Promise<{ start: number; end: number; chain: string; linesAfter: number } | undefined> {
   if (size === 0) return undefined;
   const handle = await fsp.open(path, 'r');
   try {
@@ -356,7 +357,7 @@ export async function lastSealedLine(path: string, size: number): Promise<{ end:
         const nl = end >= 2 ? buffer.lastIndexOf(0x0a, end - 2) : -1;
         if (nl === -1 && position > 0) break; // the line starts in an earlier chunk
         const chain = chainOf(buffer.subarray(nl + 1, end - 1));
-        if (chain !== undefined) return { end: position + end, chain, linesAfter };
+        if (chain !== undefined) return { start: position + nl + 1, end: position + end, chain, linesAfter };
         linesAfter++;
         end = nl + 1;
       }

@@ -145,9 +145,10 @@ export class LogReader {
     // from the entry), so that every batch from there on is checked against a chain; else the start of the log.
     let entry: IndexEntry | undefined;
     let anchor: { line: number; offset: number; chain: Buffer } | undefined;
-    // In a log whose chain hashes its lines' numbers (format v2, see chain.ts), the first batch verified after the
-    // entry proves the entry's line number (a wrong one is a mismatch: read from the start); in an older log, or one
-    // whose first line does not match, the lines before the entry are counted instead.
+    // In a log whose chain hashes its lines' numbers (format v2, see chain.ts), reading starts one batch earlier, and
+    // that batch, whose sealed line is the last before the entry, proves the entry's line number once hashed (a wrong
+    // one is a mismatch: read from the start); in an older log, or one whose first line does not match, the lines
+    // before the entry are counted instead.
     let format: ChainFormat | undefined;
     let unproven = false;
     if (from > 0) {
@@ -160,7 +161,25 @@ export class LogReader {
         entry = undefined;
       }
       const sealed = entry !== undefined && chained ? await lastSealedLine(this.paths.events, entry.offset) : undefined;
-      if (sealed !== undefined) anchor = { line: entry!.line - sealed.linesAfter, offset: sealed.end, chain: Buffer.from(sealed.chain, 'hex') };
+      if (sealed !== undefined && unproven) {
+        // The sealed line before that one (or the start of the log): the batch between them is hashed first.
+        const line = entry!.line - sealed.linesAfter - 1;
+        const before = await lastSealedLine(this.paths.events, sealed.start);
+        // From the start of the log (the sealed line is its first), line numbers are counted from 0; otherwise from
+        // the line after the earlier sealed line, which must be line 0 or later.
+        const start = before === undefined ? 0 : line - before.linesAfter;
+        if (start < 1 && before !== undefined) {
+          // More lines before the entry than its line number: a wrong entry (read from the start).
+          this.options.indexStale();
+          entry = undefined;
+          unproven = false;
+        } else {
+          anchor =
+            before === undefined
+              ? { line: 0, offset: 0, chain: genesis(backend, this.options.sessionKey, this.options.runId) }
+              : { line: start, offset: before.end, chain: Buffer.from(before.chain, 'hex') };
+        }
+      } else if (sealed !== undefined) anchor = { line: entry!.line - sealed.linesAfter, offset: sealed.end, chain: Buffer.from(sealed.chain, 'hex') };
       else if (chained) entry = undefined;
     }
     for (;;) {
@@ -205,6 +224,20 @@ export class LogReader {
             continue;
           }
           if (reader === undefined) continue; // unreachable: a log with chain hashes is read from a sealed line
+          if (raw.index < from && unproven) {
+            // The batch that proves the line numbers (see above): hashed, not served.
+            const step = reader.feed(raw.bytes, raw.index);
+            if (step.kind === 'open') continue;
+            if (step.kind === 'mismatch') {
+              this.options.indexStale();
+              retry = true;
+              break;
+            }
+            unproven = false;
+            lastSealed = raw.index;
+            batchStart = raw.index + 1;
+            continue;
+          }
           if (raw.index < from) {
             // Before the first line served: only the batch holding it is hashed, from the sealed line before it.
             if (reader.skip(raw.bytes)) {
@@ -244,9 +277,9 @@ export class LogReader {
         this.options.indexStale();
         retry = true;
       }
-      if (!retry && unproven && lastLine > lastSealed) {
-        // Lines after the last chain hash, and no batch since the index entry verified to prove its line number:
-        // read from the start, so that the warning below names the right lines. (Nothing was served.)
+      if (!retry && unproven) {
+        // The log ended before the batch that proves the entry's line number (it changed meanwhile): nothing was
+        // served, read from the start.
         retry = true;
       }
       if (retry) {
