@@ -24,6 +24,7 @@
  *
  * The walk is copy-on-write: nothing is allocated unless something is redacted, and the input is never modified.
  */
+import { redactYamlBlockValues } from './yaml-values.js';
 import { SecretKeyMatcher } from './keys.js';
 import { DEFAULT_SECRET_PATTERNS, TRUNCATED_SECRET_TAIL, type SecretPattern } from './patterns.js';
 
@@ -320,7 +321,11 @@ export class Redactor {
     if (text.length >= this.minRun && hasTokenRun(text, this.minRun)) {
       for (const pattern of this.byRun) if (text.length >= pattern.minLength) out = replaceMatches(out, pattern);
     }
-    if ((this.keys.hasExtra || NAMED_GATE.test(out)) && ASSIGNMENT_MARK.test(out)) out = this.redactNamed(out);
+    // A value the catalogue replaced in part (the first word of a quoted value) is one the named pass completes.
+    if ((this.keys.hasExtra || out !== text || NAMED_GATE.test(out)) && ASSIGNMENT_MARK.test(out)) {
+      if (out.includes('\n')) out = redactYamlBlockValues(out, (name) => this.keys.isSecretKey(name), REDACTED);
+      out = this.redactNamed(out);
+    }
     if (truncated) {
       // Only the end can hold a cut secret: matching there keeps the cost independent of the text's length.
       const from = Math.max(0, out.length - 160);
@@ -351,8 +356,10 @@ export class Redactor {
   /** `match`, a named field ending with its `value`, with the value replaced when `name` is secret-named. */
   private namedValueReplaced(match: string, name: string, value: string): string {
     // A value an earlier pattern replaced whole already (a bare value stops at the marker's closing bracket). A value it
-    // replaced in part (a quoted value with blanks, of which the catalogue takes the first word) is replaced whole here.
-    if (value === '' || value === REDACTED || value === REDACTED_BARE || !this.keys.isSecretKey(name)) return match;
+    // replaced in part (a quoted value with blanks, of which the catalogue takes the first word, as it does for names
+    // the key rule leaves alone: `pwd: "correct horse"`) is replaced whole here.
+    if (value === '' || value === REDACTED || value === REDACTED_BARE) return match;
+    if (!this.keys.isSecretKey(name) && !value.startsWith(REDACTED)) return match;
     const at = match.lastIndexOf(value);
     return `${match.slice(0, at)}${REDACTED}${match.slice(at + value.length)}`;
   }
