@@ -333,13 +333,25 @@ export function chainFormatOf(backend: HashBackend, start: Buffer, first: Buffer
   return reader.feed(first, 0).kind === 'verified' ? reader.format : undefined;
 }
 
+/** A sealed line found by {@link sealedLinesBefore}. */
+export interface SealedLineAt {
+  /** Where the line starts, and the offset just after it (after its newline). */
+  start: number;
+  end: number;
+  /** The chain hash it carries. */
+  chain: string;
+  /** How many lines follow it in the bytes searched. */
+  linesAfter: number;
+}
+
 /**
- * The last sealed line among the first `size` bytes of the log (which end at a line end), read backwards in
- * 64 KB chunks: its chain, the offsets where it starts and just after it, and how many lines follow it; undefined
- * when none is sealed.
+ * The last `count` sealed lines among the first `size` bytes of the log (which end at a line end), the last one
+ * first, read backwards in 64 KB chunks (the lines of a few batches are usually in one); fewer when the log holds
+ * fewer.
  */
-export async function lastSealedLine(path: string, size: number): Promise<{ start: number; end: number; chain: string; linesAfter: number } | undefined> {
-  if (size === 0) return undefined;
+export async function sealedLinesBefore(path: string, size: number, count: number): Promise<SealedLineAt[]> {
+  const found: SealedLineAt[] = [];
+  if (size === 0 || count < 1) return found;
   const handle = await fsp.open(path, 'r');
   try {
     let position = size;
@@ -357,14 +369,22 @@ export async function lastSealedLine(path: string, size: number): Promise<{ star
         const nl = end >= 2 ? buffer.lastIndexOf(0x0a, end - 2) : -1;
         if (nl === -1 && position > 0) break; // the line starts in an earlier chunk
         const chain = chainOf(buffer.subarray(nl + 1, end - 1));
-        if (chain !== undefined) return { start: position + nl + 1, end: position + end, chain, linesAfter };
+        if (chain !== undefined) {
+          found.push({ start: position + nl + 1, end: position + end, chain, linesAfter });
+          if (found.length === count) return found;
+        }
         linesAfter++;
         end = nl + 1;
       }
       carry = Buffer.from(buffer.subarray(0, end));
     }
-    return undefined;
+    return found;
   } finally {
     await handle.close();
   }
+}
+
+/** The last sealed line among the first `size` bytes of the log (see {@link sealedLinesBefore}), or undefined. */
+export async function lastSealedLine(path: string, size: number): Promise<SealedLineAt | undefined> {
+  return (await sealedLinesBefore(path, size, 1))[0];
 }

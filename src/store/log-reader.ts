@@ -5,7 +5,7 @@
 import type { StreamEvent } from '../events/types.js';
 import { sharedHashBackend } from '../hash/blake3.js';
 import { committedLog } from './batch-marker.js';
-import { CHAIN_BACKEND, ChainReader, chainFormatOf, genesis, lastSealedLine, type ChainFormat } from './chain.js';
+import { CHAIN_BACKEND, ChainReader, chainFormatOf, genesis, sealedLinesBefore, type ChainFormat } from './chain.js';
 import { EventStoreError } from './errors.js';
 import { readLineBatches, readLines, type RawLine } from './lines.js';
 import { decodeLine, seqOf, writtenType } from './log-format.js';
@@ -160,15 +160,13 @@ export class LogReader {
         this.options.indexStale();
         entry = undefined;
       }
-      const sealed = entry !== undefined && chained ? await lastSealedLine(this.paths.events, entry.offset) : undefined;
+      // The sealed line before the entry, and (to prove the entry's line number) the one before that.
+      const [sealed, before] = entry !== undefined && chained ? await sealedLinesBefore(this.paths.events, entry.offset, unproven ? 2 : 1) : [];
       if (sealed !== undefined && unproven) {
-        // The sealed line before that one (or the start of the log): the batch between them is hashed first.
-        const line = entry!.line - sealed.linesAfter - 1;
-        const before = await lastSealedLine(this.paths.events, sealed.start);
-        // From the start of the log (the sealed line is its first), line numbers are counted from 0; otherwise from
-        // the line after the earlier sealed line, which must be line 0 or later.
-        const start = before === undefined ? 0 : line - before.linesAfter;
-        if (start < 1 && before !== undefined) {
+        // Reading starts after the earlier sealed line (which must be line 0 or later), or at the start of the log
+        // when the sealed line is its first; the batch up to the later one is hashed before anything is served.
+        const start = before === undefined ? 0 : entry!.line - before.linesAfter;
+        if (before !== undefined && start < 1) {
           // More lines before the entry than its line number: a wrong entry (read from the start).
           this.options.indexStale();
           entry = undefined;
