@@ -261,7 +261,14 @@ function formatMs(ms: number): string {
   return `${(ms / 1000).toFixed(2)}s`;
 }
 
+/**
+ * V8's messages for a write to a frozen object: what a node gets when it changes its params in place (frozen under
+ * `run`) or a value it read from the Backpack, which its generic words do not say.
+ */
+const FROZEN_WRITE = /object is not extensible|Cannot assign to read only property|Cannot add property|Cannot delete property|Cannot redefine property/;
+
 function formatError(error: ErrorSummary | undefined): string {
   if (error === undefined) return 'unknown error';
-  return t(`${error.name}: ${error.message}`.replace(/\s*\n\s*/g, ' '));
+  const hint = error.name === 'TypeError' && FROZEN_WRITE.test(error.message) ? ' (params and values read from the Backpack are frozen: change a copy, e.g. structuredClone(value))' : '';
+  return t(`${error.name}: ${error.message}${hint}`.replace(/\s*\n\s*/g, ' '));
 }

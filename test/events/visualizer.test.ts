@@ -245,4 +245,17 @@ describe('FlowVisualizer: live tokens', () => {
     expect(output.text).toBe('│  ✎ openai:gpt-4o (chat): \\u001b[2Jline one\n│     line\\u0007 two\n│  ✎ openai:gpt-4o (summary): other\n│  ✎ …  three');
     expect(output.text).not.toContain('\u001b');
   });
+
+  it('says that params and Backpack values are frozen when a node failed writing to one (V8 says only "not extensible")', () => {
+    const frozen = { name: 'TypeError', message: 'Cannot add property 1, object is not extensible' };
+    const text = render({ color: false }, [
+      { ...run, type: T.RUN_START, spanId: 's0', namespace: 'youtube.research', payload: { flowNamespace: 'youtube.research', entryNodeId: 'search' } },
+      { ...search, parentSpanId: 's0', type: T.NODE_START },
+      { ...search, parentSpanId: 's0', type: T.ERROR, payload: { phase: 'post', error: frozen } },
+      { ...search, parentSpanId: 's0', type: T.ERROR, payload: { phase: 'post', error: boom } },
+    ]);
+    expect(text).toContain('✗ SearchNode failed in post: TypeError: Cannot add property 1, object is not extensible (params and values read from the Backpack are frozen: change a copy, e.g. structuredClone(value))');
+    // Other errors are as they were.
+    expect(text).toContain('✗ SearchNode failed in post: TypeError: no data\n');
+  });
 });
