@@ -4,7 +4,8 @@
  * The key is split into words (camelCase, snake_case, kebab-case). It names a secret when its last word is `token`,
  * `secret`, `password`, `passwd`, `passphrase`, `credential(s)`, `authorization`, `apikey` or `cookie`, or when it
  * ends with `key` after another word (`apiKey`, `OPENAI_API_KEY`, `privateKey`), except structural keys
- * (`sessionKey`, `cacheKey`, ...). A bare `key`, `keys`, `keywords`, `tokens`, `tokenUsage` or `maxTokens` is not
+ * (`sessionKey`, `cacheKey`, ...); a last word ending in `password` or `passwd` (`PGPASSWORD`), or `pass` or `pwd`
+ * after another word (`DB_PASS`, `MYSQL_PWD`; a bare `pwd` is a directory). A bare `key`, `keys`, `keywords`, `tokens`, `tokenUsage` or `maxTokens` is not
  * a secret name. Users add names of their own ({@link SecretKeyMatcher}).
  */
 
@@ -71,11 +72,17 @@ function normalized(key: string): string {
   return key.toLowerCase().replace(/[^a-z0-9]+/g, '');
 }
 
+/** Last words that name a secret only after another word (`DB_PASS`, `MYSQL_PWD`); alone, `pwd` is a directory. */
+const QUALIFIED_SECRET_LAST_WORDS = new Set(['pass', 'pwd']);
+
 function isBuiltInSecretKey(key: string): boolean {
   const parts = words(key);
   const last = parts[parts.length - 1];
   if (last === undefined) return false;
   if (SECRET_LAST_WORDS.has(last)) return true;
+  // A password run into the word before it: `PGPASSWORD`, `MYSQL_ROOTPASSWORD`.
+  if (last.endsWith('password') || last.endsWith('passwd')) return true;
+  if (QUALIFIED_SECRET_LAST_WORDS.has(last) && parts.length > 1) return true;
   if (last === 'key' && parts.length > 1) return !STRUCTURAL_KEY_PREFIXES.has(parts[parts.length - 2]!);
   return false;
 }

@@ -244,6 +244,19 @@ const NAMED_ASSIGNMENT = new RegExp(String.raw`(?<![\w$.\\-])(\\*["']|)([A-Za-z_
  * docker, and `mkdir -p` takes none.
  */
 const NAMED_OPTION = new RegExp(String.raw`(?<![A-Za-z0-9-])--?([A-Za-z][\w.-]*)(?:[ \t]+|=)(?!-)${namedValue(3)}`, 'g');
+/** An argument vector's option element whose value is the next element: `--name` or `-name`, two letters or more. */
+const SECRET_OPTION = /^--?([A-Za-z][\w.-]+)$/;
+
+/**
+ * Whether `arg`, an element of an argument vector, is a command-line option whose name is secret-named
+ * (`--password`, `-token`, and `--pass`; one-letter options are left alone, as in text): the next element is its value.
+ */
+export function isSecretOption(arg: unknown, isSecretName: (name: string) => boolean = isSecretKey): boolean {
+  if (typeof arg !== 'string' || arg.length < 3 || arg.charCodeAt(0) !== 0x2d) return false;
+  const name = SECRET_OPTION.exec(arg)?.[1];
+  // `--pass` alone is a password where a key named `pass` may be anything.
+  return name !== undefined && (isSecretName(name) || name.toLowerCase() === 'pass');
+}
 /** The marker as a bare value reads it (up to its closing bracket). */
 const REDACTED_BARE = REDACTED.slice(0, -1);
 /** Every built-in secret name holds one of these (see redact/keys.ts); a text without any has no named secret. */
@@ -349,17 +362,20 @@ export class Redactor {
     if (!out.includes('-')) return out;
     NAMED_OPTION.lastIndex = 0;
     return out.replace(NAMED_OPTION, (match: string, name: string, double?: string, _escape?: string, escaped?: string, single?: string, bare?: string) =>
-      this.namedValueReplaced(match, name, double ?? escaped ?? single ?? bare ?? ''),
+      this.namedValueReplaced(match, name, double ?? escaped ?? single ?? bare ?? '', isSecretOption(`--${name}`, (n) => this.keys.isSecretKey(n))),
     );
   }
 
-  /** `match`, a named field ending with its `value`, with the value replaced when `name` is secret-named. */
-  private namedValueReplaced(match: string, name: string, value: string): string {
+  /**
+   * `match`, a named field ending with its `value`, with the value replaced when `name` is secret-named (`secret`:
+   * the caller's verdict on the name, for an option).
+   */
+  private namedValueReplaced(match: string, name: string, value: string, secret = this.keys.isSecretKey(name)): string {
     // A value an earlier pattern replaced whole already (a bare value stops at the marker's closing bracket). A value it
     // replaced in part (a quoted value with blanks, of which the catalogue takes the first word, as it does for names
     // the key rule leaves alone: `pwd: "correct horse"`) is replaced whole here.
     if (value === '' || value === REDACTED || value === REDACTED_BARE) return match;
-    if (!this.keys.isSecretKey(name) && !value.startsWith(REDACTED)) return match;
+    if (!secret && !value.startsWith(REDACTED)) return match;
     const at = match.lastIndexOf(value);
     return `${match.slice(0, at)}${REDACTED}${match.slice(at + value.length)}`;
   }
@@ -477,10 +493,13 @@ export class Redactor {
    */
   private walkArray(value: readonly unknown[], depth: number, blank: boolean): unknown {
     let out: unknown[] | undefined;
+    // An argument vector (`["--password", "…"]`, an MCP server's `args`): the element after a secret-named option.
+    let afterOption = false;
     for (let i = 0; i < value.length; i++) {
       const item = value[i];
       let next: unknown;
       if (blank) next = this.blank(item, depth + 1, i);
+      else if (afterOption && typeof item === 'string' && item !== '' && item.charCodeAt(0) !== 0x2d) next = this.replaced(item, REDACTED);
       else if (Array.isArray(item) && item.length === 2 && typeof item[0] === 'string' && this.keys.isSecretKey(item[0])) {
         const key = this.replaced(item[0], this.redactText(item[0]));
         const inner = this.secretEntry(item[1], depth + 2, 1);
@@ -490,9 +509,11 @@ export class Redactor {
         out ??= value.slice();
         out[i] = next;
       }
+      afterOption = !blank && isSecretOption(item, (name) => this.keys.isSecretKey(name));
     }
     return out ?? value;
   }
+
 
   /**
    * Walks an object. With `blank`, every string is replaced (it sits under a secret-named key); keys are still

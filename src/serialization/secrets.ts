@@ -1,5 +1,5 @@
 import { globalRegistry, type ZodType } from 'zod';
-import { isSecretKey, onlyEnvReferences, redactorFor } from '../redact/index.js';
+import { isSecretKey, isSecretOption, onlyEnvReferences, redactorFor } from '../redact/index.js';
 import type { ConfigProblem } from './errors.js';
 
 /** What a masked secret exports as. */
@@ -161,7 +161,12 @@ function maskParams(params: Record<string, unknown>, schema: ZodType | undefined
       }
       return expand(found);
     };
-    if (Array.isArray(value)) return value.map((item, index) => walk(item, members({ index })));
+    if (Array.isArray(value)) {
+      // An argument vector's value after a secret-named option (`["--password", "…"]`) is masked as redaction blanks it.
+      return value.map((item, index) =>
+        rule.byNameAndValue && index > 0 && isSecretOption(value[index - 1]) && typeof item === 'string' && item !== '' && !item.startsWith('-') ? secret(item) : walk(item, members({ index })),
+      );
+    }
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
       const next = rule.byNameAndValue && isSecretParamName(key) ? secret(item) : walk(item, members({ key }));
