@@ -6,7 +6,8 @@
  */
 import { promises as fsp, writeSync } from 'node:fs';
 import { readTextIfExistsSync } from '../fs/index.js';
-import { endOfData, endOfLastLine } from './lines.js';
+import { chainOf } from './chain.js';
+import { endOfData, endOfLastLine, readLines } from './lines.js';
 import type { RunPaths } from './paths.js';
 
 /** A batch of the log: bytes from `start` on are invisible while the log is shorter than `end`. */
@@ -78,6 +79,26 @@ export function cutSinceClose(pending: PendingBatch | undefined | 'torn', end: n
 }
 
 /**
+ * Whether the marker's batch in flight (`batch`, of a log whose data ends at `data`, inside the batch) is contradicted
+ * by the log: a batch being written holds no complete sealed line, as its seal is its last line, written last (a
+ * first batch also seals line 0, which is allowed). A marker naming an earlier start (edited by hand, or damaged)
+ * would hide sealed lines, and make the next writer cut them: it is not obeyed. (A start inside a line, which no
+ * true marker has, is read as a line from there: the rest of a sealed line still shows its seal.)
+ */
+export async function markerContradicted(eventsPath: string, batch: PendingBatch, data: number): Promise<boolean> {
+  for await (const raw of readLines(eventsPath, batch.start, data, 0)) {
+    if (raw.offset === 0) continue;
+    if (chainOf(raw.bytes) !== undefined) return true;
+  }
+  return false;
+}
+
+/** What readers and `verify` say of a marker that {@link markerContradicted} found contradicted. */
+export function contradictedMarker(pendingPath: string, batch: PendingBatch, eventsPath: string): string {
+  return `${pendingPath} names a batch in flight from byte ${batch.start} of ${eventsPath}, but sealed lines follow that byte: the marker was changed or damaged, and is not obeyed (nothing is hidden or cut for it)`;
+}
+
+/**
  * Bytes of the log that hold committed, complete lines: excludes a batch being written (or left unfinished by a
  * crash), a torn last line and the space the writer reserved after the last line (zeros, see `endOfData`). Safe
  * against a concurrent writer: the marker is read before and after the end of the log's data, and again if its
@@ -91,7 +112,7 @@ export async function committedEnd(paths: RunPaths): Promise<number> {
  * {@link committedEnd}, and what is wrong with the log when it was cut after its writer closed it (see
  * {@link cutSinceClose}): readers serve what is left, and say so.
  */
-export async function committedLog(paths: RunPaths): Promise<{ end: number; cut: string | undefined }> {
+export async function committedLog(paths: RunPaths): Promise<{ end: number; cut: string | undefined; marker?: string }> {
   let handle: fsp.FileHandle;
   try {
     handle = await fsp.open(paths.events, 'r');
@@ -106,8 +127,13 @@ export async function committedLog(paths: RunPaths): Promise<{ end: number; cut:
       const after = readPending(paths.pendingBatch);
       if (attempt < 100 && (before === 'torn' || after === 'torn' || before?.gen !== after?.gen)) continue;
       let end = data;
-      if (after !== undefined && after !== 'torn' && end > after.start && end < after.end) end = after.start;
-      return { end: end === 0 ? 0 : await endOfLastLine(handle, end), cut: cutSinceClose(after, data, paths.events) };
+      let marker: string | undefined;
+      if (after !== undefined && after !== 'torn' && end > after.start && end < after.end) {
+        if (await markerContradicted(paths.events, after, data)) marker = contradictedMarker(paths.pendingBatch, after, paths.events);
+        else end = after.start;
+      }
+      const cut = cutSinceClose(after, data, paths.events);
+      return { end: end === 0 ? 0 : await endOfLastLine(handle, end), cut, ...(marker !== undefined ? { marker } : {}) };
     }
   } finally {
     await handle.close();

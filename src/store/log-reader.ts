@@ -3,9 +3,9 @@
  * the chain vouches for (see chain.ts), and start through the index.
  */
 import type { StreamEvent } from '../events/types.js';
-import { sharedHashBackend } from '../hash/blake3.js';
+import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import { committedLog } from './batch-marker.js';
-import { CHAIN_BACKEND, ChainReader, chainFormatOf, genesis, sealedLinesBefore, type ChainFormat } from './chain.js';
+import { CHAIN_BACKEND, ChainReader, chainFormatOf, genesis, sealedLinesBefore, type ChainFormat, type ChainStep } from './chain.js';
 import { EventStoreError } from './errors.js';
 import { readLineBatches, readLines, type RawLine } from './lines.js';
 import { decodeLine, seqOf, writtenType } from './log-format.js';
@@ -127,9 +127,10 @@ export class LogReader {
     options: ReadOptions,
     unwanted?: (bytes: Buffer) => boolean,
   ): AsyncGenerator<VerifiedLine[]> {
-    const { end, cut } = await committedLog(this.paths);
+    const { end, cut, marker } = await committedLog(this.paths);
     const warn = options.onWarning ?? ((message: string) => process.emitWarning(message, 'EventStoreWarning'));
     if (cut !== undefined) warn(`${cut}; what it held after ${end} bytes is lost`);
+    if (marker !== undefined) warn(marker);
     if (end === 0) return;
     const backend = await sharedHashBackend(CHAIN_BACKEND);
     const first = await firstLineOf(this.paths.events, end);
@@ -147,14 +148,17 @@ export class LogReader {
     let anchor: { line: number; offset: number; chain: Buffer } | undefined;
     // In a log whose chain hashes its lines' numbers (format v2, see chain.ts), reading starts one batch earlier, and
     // that batch, whose sealed line is the last before the entry, proves the entry's line number once hashed (a wrong
-    // one is a mismatch: read from the start); in an older log, or one whose first line does not match, the lines
-    // before the entry are counted instead.
+    // one is a mismatch: read from the start). A log with chain hashes that prove no line numbers (format v1, or a
+    // first line that matches neither) is read from its start, every batch hashed: only a chain from the genesis
+    // proves where its lines are. A log with no chain hash at all (which proves nothing, see the warning above) seeks
+    // to an entry whose line number the lines before it, counted, confirm.
     let format: ChainFormat | undefined;
     let unproven = false;
     if (from > 0) {
       entry = nearestEntry(await this.options.indexEntries(), from, end);
-      if (entry !== undefined && chained) format = chainFormatOf(backend, genesis(backend, this.options.sessionKey, this.options.runId), first.bytes!);
+      if (chained) format = chainFormatOf(backend, genesis(backend, this.options.sessionKey, this.options.runId), first.bytes!);
       if (entry !== undefined && format === 'v2') unproven = true;
+      else if (chained) entry = undefined;
       else if (entry !== undefined && !(await lineVouched(this.paths.events, entry, first.seq))) {
         // A wrong line number (a damaged or edited index) would shift every line served: read from the start.
         this.options.indexStale();
@@ -192,6 +196,9 @@ export class LogReader {
       let batch: RawLine[] = [];
       let batchStart = start.line;
       let lastSealed = anchor === undefined ? -1 : anchor.line - 1;
+      /** Where the line `lastSealed` ends, and whether a batch holding lines to serve was hashed. */
+      let lastSealedEnd = anchor?.offset ?? 0;
+      let hashed = false;
       let lastLine = -1;
       const checked = entry;
       for await (const chunk of readLineBatches(this.paths.events, start.offset, end, start.line, (i, bytes) => i === checked?.line || (i >= from && !unwanted?.(bytes)))) {
@@ -222,15 +229,18 @@ export class LogReader {
             continue;
           }
           if (reader === undefined) continue; // unreachable: a log with chain hashes is read from a sealed line
-          if (raw.index < from && unproven) {
-            // The batch that proves the line numbers (see above): hashed, not served.
+          if (raw.index < from && (unproven || format !== 'v2')) {
+            // Hashed, not served: the batch that proves the line numbers (see above); or, in a log whose chain does
+            // not prove line numbers (v1), every batch before the first line served, so that a batch removed, added
+            // or moved there (which would shift every line served) is a mismatch.
             const step = reader.feed(raw.bytes, raw.index);
             if (step.kind === 'open') continue;
-            if (step.kind === 'mismatch') {
+            if (step.kind === 'mismatch' && unproven) {
               this.options.indexStale();
               retry = true;
               break;
             }
+            if (step.kind === 'mismatch') await this.damagedBatch([], batchStart, raw.index, options, warn);
             unproven = false;
             lastSealed = raw.index;
             batchStart = raw.index + 1;
@@ -240,6 +250,7 @@ export class LogReader {
             // Before the first line served: only the batch holding it is hashed, from the sealed line before it.
             if (reader.skip(raw.bytes)) {
               lastSealed = raw.index;
+              lastSealedEnd = raw.offset + raw.bytes.length + 1;
               batchStart = raw.index + 1;
             }
             continue;
@@ -255,6 +266,7 @@ export class LogReader {
             break;
           }
           unproven = false;
+          hashed = true;
           lastSealed = raw.index;
           if (step.kind === 'verified') {
             for (const line of batch) if (!line.skipped) served.push({ raw: line, chain: step.chain });
@@ -280,6 +292,12 @@ export class LogReader {
         // served, read from the start.
         retry = true;
       }
+      if (!retry && chained && format === 'v2' && !hashed && lastSealed >= 0) {
+        // Every batch lay before the first line to serve, so none that was served proves the lines counted: the
+        // log's last one is hashed, so that its chain hash proves how many lines the log holds (lines removed,
+        // added or moved in the batches passed over would otherwise end the read early, or late, in silence).
+        await this.checkLastBatch(backend, lastSealed, lastSealedEnd, options, warn);
+      }
       if (retry) {
         if (entry === undefined) return; // unreachable: from the start, nothing is checked against the index
         entry = anchor = undefined;
@@ -294,6 +312,22 @@ export class LogReader {
       }
       return;
     }
+  }
+
+  /**
+   * Hashes the batch that ends with the sealed line `line` (counted as the read counted it; it ends at byte `end`)
+   * from the sealed line before it, in a log whose chain proves line numbers: a mismatch (the lines before it were
+   * changed, or the batch itself) is reported as {@link damagedBatch} does.
+   */
+  private async checkLastBatch(backend: HashBackend, line: number, end: number, options: ReadOptions, warn: (message: string) => void): Promise<void> {
+    const [, before] = await sealedLinesBefore(this.paths.events, end, 2);
+    const first = before === undefined ? 0 : line - before.linesAfter + 1;
+    let last: ChainStep | undefined;
+    if (first >= 0) {
+      const reader = new ChainReader(backend, before === undefined ? genesis(backend, this.options.sessionKey, this.options.runId) : Buffer.from(before.chain, 'hex'), 'v2');
+      for await (const raw of readLines(this.paths.events, before?.end ?? 0, end, first)) last = reader.feed(raw.bytes, raw.index);
+    }
+    if (last?.kind !== 'verified') await this.damagedBatch([], Math.max(0, first), line, options, warn);
   }
 
   /**

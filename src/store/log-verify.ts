@@ -7,7 +7,7 @@ import { sharedHashBackend } from '../hash/blake3.js';
 import { CHAIN_BACKEND, ChainReader, genesis } from './chain.js';
 import type { CorruptLine, IndexEntry, VerifyResult } from './log-types.js';
 import { decodeLine, parseIndex, seqOf } from './log-format.js';
-import { cutSinceClose, readPending, type PendingBatch } from './batch-marker.js';
+import { contradictedMarker, cutSinceClose, markerContradicted, readPending, type PendingBatch } from './batch-marker.js';
 import { dataEndOf, readLines } from './lines.js';
 import type { RunPaths } from './paths.js';
 
@@ -97,13 +97,16 @@ export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runI
   }
   const cut = cutSinceClose(pending, size, paths.events);
   if (cut !== undefined) damage ??= { line: lines, problem: cut };
+  // A marker naming a batch in flight where the log holds sealed lines would hide them from readers: edited.
+  const marker = pending !== undefined && pending !== 'torn' && size > pending.start && size < pending.end && (await markerContradicted(paths.events, pending, size)) ? contradictedMarker(paths.pendingBatch, pending, paths.events) : undefined;
+  if (marker !== undefined) damage ??= { line: lines, problem: marker };
   if (damage === undefined && corruptLines.length > 0) {
     damage = { line: corruptLines[0]!.line, problem: `${paths.events}: line ${corruptLines[0]!.line} is corrupt: ${corruptLines[0]!.error}` };
   }
   const indexDamaged = beyond !== undefined || badEntry !== undefined || entries.length < indexLines;
   const chain = damage !== undefined && (sealed || indexDamaged) ? 'damaged' : sealed ? 'verified' : 'unverifiable';
   // A log with lines and no chain hash is not ok: removing the chain fields takes no hash, so it proves nothing.
-  const result: VerifyResult = { ok: corruptLines.length === 0 && chain !== 'damaged' && cut === undefined && (chain !== 'unverifiable' || lines === 0), chain, lines, events, corruptLines, tornTailBytes: size - end, verifiedLines };
+  const result: VerifyResult = { ok: corruptLines.length === 0 && chain !== 'damaged' && cut === undefined && marker === undefined && (chain !== 'unverifiable' || lines === 0), chain, lines, events, corruptLines, tornTailBytes: size - end, verifiedLines };
   if (damage !== undefined) {
     result.firstBadLine = damage.line;
     result.problem = damage.problem;

@@ -8,7 +8,7 @@ import type { StreamEvent } from '../events/types.js';
 import type { FileLock } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import type { Redactor } from '../redact/index.js';
-import { BatchMarker, cutSinceClose, readPending, type PendingBatch } from './batch-marker.js';
+import { BatchMarker, contradictedMarker, cutSinceClose, markerContradicted, readPending, type PendingBatch } from './batch-marker.js';
 import { CHAIN_BACKEND, CHAIN_FORMAT, chainFormatOf, genesis, lastSealedLine, sealBatch, type ChainFormat, type SealedBatch } from './chain.js';
 import { encodeEvent } from './event-encode.js';
 import { EventStoreError, RunGoneError } from './errors.js';
@@ -224,7 +224,14 @@ export class LogWriter {
           // A log changed after its last writer closed it is damaged: refused before the marker (the witness) is
           // rewritten.
           this.refuseCutSinceClose(batch, data);
-          size = batch !== undefined && data > batch.start && data < batch.end ? batch.start : data;
+          // A batch in flight (a crash in the middle of writing it) is cut, unless the log contradicts the marker.
+          const inFlight = batch !== undefined && data > batch.start && data < batch.end;
+          if (inFlight && (await markerContradicted(this.paths.events, batch, data))) {
+            throw new EventStoreError(`${contradictedMarker(this.paths.pendingBatch, batch, this.paths.events)}. Check it with 'backpackflow runs verify ${this.runId}'; it cannot be continued.`, {
+              path: this.paths.pendingBatch,
+            });
+          }
+          size = inFlight ? batch.start : data;
           if (size > 0) size = await endOfLastLine(handle, size);
         } finally {
           await handle.close();

@@ -206,8 +206,13 @@ export class PostgresRunStore implements RunStore {
         order by first_line desc limit 1`;
       const chain = anchor === undefined ? undefined : chainOf(Buffer.from(lastLineOf(anchor.body)));
       if (anchor !== undefined && chain !== undefined) {
+        // The log's chain format, from its first line (see chain.ts), so that a batch of the other format is a mismatch.
+        const [head] = await sql<{ line: string }[]>`
+          select split_part(body, E'\n', 1) as line from backpackflow.event_batches
+          where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and first_line = 0`;
+        const format = head === undefined ? undefined : chainFormatOf(backend, genesis(backend, ref.sessionKey, ref.runId), Buffer.from(head.line));
         start = anchor.last_line + 1;
-        reader = new ChainReader(backend, Buffer.from(chain, 'hex'));
+        reader = new ChainReader(backend, Buffer.from(chain, 'hex'), format);
       }
     }
     let batch: { line: number; text: string }[] = [];
