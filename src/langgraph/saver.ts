@@ -190,7 +190,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     const ns = checkString('checkpoint_ns', config.configurable?.checkpoint_ns ?? '');
     const checkpoints = thread.checkpoints.get(ns);
     if (checkpoints === undefined) return undefined;
-    const id = getCheckpointId(config) || latestId(checkpoints);
+    const id = checkedCheckpointId(config) || latestId(checkpoints);
     const stored = id === undefined ? undefined : checkpoints.get(id);
     return stored === undefined ? undefined : this.#tuple(thread, stored);
   }
@@ -200,8 +200,8 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     let limit = options.limit;
     const threadId = config.configurable?.thread_id as unknown;
     const nsFilter = config.configurable?.checkpoint_ns as unknown;
-    const idFilter = getCheckpointId(config) || undefined;
-    const beforeId = before?.configurable?.checkpoint_id as string | undefined;
+    const idFilter = checkedCheckpointId(config) || undefined;
+    const beforeId = before === undefined ? undefined : checkedCheckpointId(before) || undefined;
     const threads = threadId !== undefined ? [await this.#thread(checkString('thread_id', threadId))] : await this.#allThreads();
     for (const thread of threads) {
       for (const [ns, checkpoints] of thread.checkpoints) {
@@ -615,7 +615,8 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     const channelValues: Record<string, unknown> = {};
     for (const [channel, version] of Object.entries(stored.checkpoint.channel_versions)) {
       const value = thread.blobs.get(blobKey(stored.ns, channel, version));
-      if (value !== undefined) channelValues[channel] = await decodeValue(this.#serde, value, `checkpoint ${stored.id} channel '${channel}'`);
+      // (defined, not assigned: a channel may have any name, `__proto__` too)
+      if (value !== undefined) setOwn(channelValues, channel, await decodeValue(this.#serde, value, `checkpoint ${stored.id} channel '${channel}'`));
     }
     const checkpoint: Checkpoint = {
       v: stored.checkpoint.v,
@@ -703,6 +704,12 @@ function latestId(checkpoints: Map<string, unknown>): string | undefined {
   let latest: string | undefined;
   for (const id of checkpoints.keys()) if (latest === undefined || id > latest) latest = id;
   return latest;
+}
+
+/** The checkpoint id `config` names (LangGraph's getCheckpointId), or undefined; one that is not a string is a TypeError. */
+function checkedCheckpointId(config: RunnableConfig): string | undefined {
+  const id = getCheckpointId(config) as unknown;
+  return id === undefined || id === '' ? undefined : checkString('checkpoint_id', id);
 }
 
 function checkString(field: string, value: unknown): string {

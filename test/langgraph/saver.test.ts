@@ -30,6 +30,31 @@ async function putOne(saver: BackpackflowSaver, threadId: string, values: Record
 }
 
 describe('BackpackflowSaver', () => {
+  it('a checkpoint_id that is not a string is a TypeError, as a thread_id is (it was a silent miss: audit-interop F4)', async () => {
+    const saver = new BackpackflowSaver({ dataDir: tempDir() });
+    await putOne(saver, 't', { x: 1 });
+    await expect(saver.getTuple({ configurable: { thread_id: 't', checkpoint_id: 5 } })).rejects.toThrow(/configurable\.checkpoint_id must be a string, got number/);
+    const listed = async (before: unknown) => {
+      const out = [];
+      for await (const tuple of saver.list({ configurable: { thread_id: 't' } }, { before: { configurable: { checkpoint_id: before } } })) out.push(tuple);
+      return out;
+    };
+    await expect(listed(7)).rejects.toThrow(/configurable\.checkpoint_id must be a string/);
+    await saver.close();
+  });
+
+  it('a channel named __proto__ keeps its value, as an own key (audit-interop F5)', async () => {
+    const dataDir = tempDir();
+    const saver = new BackpackflowSaver({ dataDir });
+    const values = JSON.parse('{"__proto__": {"a": 1}, "x": 2}') as Record<string, unknown>;
+    const config = await putOne(saver, 'p', values);
+    const tuple = await saver.getTuple(config);
+    expect(Object.keys(tuple!.checkpoint.channel_values).sort()).toEqual(['__proto__', 'x']);
+    expect(Object.getOwnPropertyDescriptor(tuple!.checkpoint.channel_values, '__proto__')?.value).toEqual({ a: 1 });
+    expect(Object.getPrototypeOf(tuple!.checkpoint.channel_values)).toBe(Object.prototype);
+    await saver.close();
+  });
+
   it('keeps any thread id inside the data directory, and finds it again after a restart', async () => {
     await fc.assert(
       fc.asyncProperty(fc.string({ minLength: 1, maxLength: 40 }), async (threadId) => {

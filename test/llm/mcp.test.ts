@@ -140,4 +140,16 @@ describe.concurrent('AgentNode with MCP servers', () => {
     expect(mcpError(refused).message).toMatch(/^node 'agent': MCP server 'down' \(http: http:\/\/127\.0\.0\.1:9\/mcp\): could not connect: /);
     expect(mcpError(unknownTool).message).toMatch(/MCP server 'fixture' \(stdio: .*\): has no tool 'nope': it lists add, shout, broken/);
   });
+
+  it("a failure's message holds no secret of the server's command line or of what it printed (audit-interop F6)", async () => {
+    const secret = 'hunter2-Correct-Horse';
+    const token = 'ghp_Zq8Wm3Kt7Rx2Vn5Bp9Lc4Hd6Fj1Gs0Ty3Ua';
+    const failed = await failureOf(
+      runAgent([{ name: 'leaky', transport: 'stdio', command: process.execPath, args: ['-e', `console.error("token ${token} rejected"); process.exit(3)`, '--', '--password', secret] }], []),
+    );
+    const message = mcpError(failed).message;
+    expect(message).toMatch(/MCP server 'leaky' \(stdio: .*\): could not connect: .*it wrote: token \[REDACTED\] rejected/);
+    expect(message).not.toContain(secret);
+    expect(message).not.toContain(token);
+  });
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LlmError } from './errors.js';
+import { redact } from '../../redact/index.js';
 import { checkToolName, type LlmTool } from './tools.js';
 
 /**
@@ -145,7 +146,8 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
   const fail = (doing: string, error: unknown): never => {
     const reason = error instanceof Error ? `${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}` : String(error);
     const said = stderr.trim() === '' ? '' : `; it wrote: ${stderr.trim().split('\n').slice(-5).join(' | ')}`;
-    throw new McpServerError(`${what}: ${doing}: ${reason}${said}`, { cause: error });
+    // Redacted: the server's command line and what it printed may hold secrets, and an application logs this message.
+    throw new McpServerError(redact(`${what}: ${doing}: ${reason}${said}`).value, { cause: error });
   };
   try {
     await client.connect(transport, { timeout, signal });
@@ -170,7 +172,7 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
       if (wanted !== undefined && !wanted.has(listedTool.name)) continue;
       const toolName = `${server.prefix ?? ''}${listedTool.name}`;
       try {
-        checkToolName(owner, toolName);
+        checkToolName(toolName);
       } catch (error) {
         fail(`tool '${listedTool.name}' cannot be offered to a model`, error);
       }
@@ -208,7 +210,7 @@ function mcpTool(
       try {
         result = await client.callTool({ name: listed.name, arguments: input as Record<string, unknown> }, undefined, { timeout, signal: context.signal });
       } catch (error) {
-        throw new McpServerError(`MCP server '${server.name}' (${describeMcpServer(server)}): call of '${listed.name}' failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        throw new McpServerError(redact(`MCP server '${server.name}' (${describeMcpServer(server)}): call of '${listed.name}' failed: ${error instanceof Error ? error.message : String(error)}`).value, { cause: error });
       }
       const content = (result.content ?? []) as Array<{ type: string; text?: string }>;
       if (result.isError === true) throw new Error(content.map((c) => c.text ?? `[${c.type}]`).join('\n') || 'the MCP tool reported an error');

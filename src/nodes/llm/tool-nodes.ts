@@ -24,7 +24,7 @@ export class ToolUsingNode<P = any, E = any> extends LlmNode<P, E> {
 
   /** Registers a zod-typed tool on this node (configuration, shared by every run of the node). */
   registerTool<I, O>(name: string, tool: LlmTool<I, O>): this {
-    checkToolName(this.id, name);
+    checkToolName(name, this.id);
     if (typeof tool?.execute !== 'function' || typeof tool.inputSchema?.safeParse !== 'function') {
       throw new LlmError(`Node '${this.id}': tool '${name}' needs a description, a zod inputSchema and an execute function`);
     }

@@ -157,9 +157,9 @@ export function checkToolTimeout(nodeId: string, name: string, tool: LlmTool): v
 }
 
 /** Checks a tool's name (the OpenAI API allows letters, digits, '_' and '-', up to 64). */
-export function checkToolName(nodeId: string, name: string): void {
+export function checkToolName(name: string, nodeId?: string): void {
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) {
-    throw new LlmError(`Node '${nodeId}': tool name '${name}' is invalid: use 1-64 letters, digits, '_' or '-'`);
+    throw new LlmError(`${nodeId === undefined ? '' : `Node '${nodeId}': `}tool name '${name}' is invalid: use 1-64 letters, digits, '_' or '-'`);
   }
 }
 
