@@ -197,6 +197,11 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
 
   override async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
     const { before, filter } = options;
+    if (filter !== undefined && this.#redactor.redact(filter).redacted) {
+      // Metadata is stored redacted: a filter on a value the redaction blanks would match nothing, in silence.
+      const keys = Object.keys(filter).filter((key) => this.#redactor.redact({ [key]: filter[key] }).redacted);
+      throw new TypeError(`BackpackflowSaver.list: the filter on ${keys.map((k) => `'${this.#redactor.redactText(k)}'`).join(', ')} names a secret, which metadata is stored without (redacted): it cannot match`);
+    }
     let limit = options.limit;
     const threadId = config.configurable?.thread_id as unknown;
     const nsFilter = config.configurable?.checkpoint_ns as unknown;

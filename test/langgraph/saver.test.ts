@@ -43,6 +43,19 @@ describe('BackpackflowSaver', () => {
     await saver.close();
   });
 
+  it('a list filter on a secret (stored redacted, so it cannot match) is an error, not an empty answer (audit-interop F3)', async () => {
+    const saver = new BackpackflowSaver({ dataDir: tempDir() });
+    await putOne(saver, 'f', { x: 1 });
+    const listed = async (filter: Record<string, unknown>) => {
+      const out = [];
+      for await (const tuple of saver.list({ configurable: { thread_id: 'f' } }, { filter })) out.push(tuple);
+      return out;
+    };
+    await expect(listed({ source: 'input', password: 'hunter2-Correct-Horse' })).rejects.toThrow(/the filter on 'password' names a secret, which metadata is stored without \(redacted\): it cannot match/);
+    await expect(listed({ source: 'input' })).resolves.toHaveLength(1);
+    await saver.close();
+  });
+
   it('a channel named __proto__ keeps its value, as an own key (audit-interop F5)', async () => {
     const dataDir = tempDir();
     const saver = new BackpackflowSaver({ dataDir });
