@@ -4,7 +4,7 @@
  * ({@link IndexWriter}); readers load it incrementally ({@link IndexReader}) and find where to start
  * ({@link nearestEntry}).
  */
-import { closeSync, promises as fsp, openSync, statSync, writeSync } from 'node:fs';
+import { closeSync, promises as fsp, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { removeFileIfExists, writeFileAtomic } from '../fs/index.js';
 import { chainOf } from './chain.js';
 import { readLines } from './lines.js';
@@ -55,15 +55,16 @@ export function nearestEntry(entries: IndexEntry[], line: number, end: number): 
  */
 export async function firstLineOf(eventsPath: string, end: number): Promise<{ bytes: Buffer | undefined; sealed: boolean; seq: number | undefined }> {
   const found = (bytes: Buffer, text: string) => ({ bytes, sealed: chainOf(bytes) !== undefined, seq: seqOf(text) });
-  // The first line is short (run.started): one small read, a full scan only for a longer one.
-  const handle = await fsp.open(eventsPath, 'r');
+  // The first line is short (run.started): one small read (synchronous: a page of the cache, not worth a trip
+  // through the thread pool), a full scan only for a longer one.
+  const fd = openSync(eventsPath, 'r');
   try {
     const head = Buffer.allocUnsafe(Math.min(4096, end));
-    const { bytesRead } = await handle.read(head, 0, head.length, 0);
+    const bytesRead = readSync(fd, head, 0, head.length, 0);
     const nl = head.subarray(0, bytesRead).indexOf(0x0a);
     if (nl !== -1) return found(head.subarray(0, nl), head.toString('utf8', 0, nl));
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
   for await (const raw of readLines(eventsPath, 0, end, 0)) return found(Buffer.from(raw.bytes), raw.text);
   return { bytes: undefined, sealed: false, seq: undefined };
