@@ -142,16 +142,16 @@ export class LogReader {
           `so nothing proves what it serves unchanged (runs verify calls it unverifiable)`,
       );
     }
-    // Where to start: the sealed line before the nearest index entry at or before `from` (found by reading backwards
-    // from the entry), so that every batch from there on is checked against a chain; else the start of the log.
+    // Where to start. In a log whose chain hashes its lines' numbers (format v2, see chain.ts): after the second
+    // sealed line before the nearest index entry at or before `from` (found by reading backwards from the entry), so
+    // that the batch up to the sealed line just before the entry, hashed first, proves the entry's line number (a
+    // wrong one is a mismatch: read from the start), and every batch from there on is checked against the chain. A
+    // log with chain hashes that prove no line numbers (format v1, or a first line that matches neither) is read from
+    // its start, every batch hashed: only a chain from the genesis proves where its lines are. A log with no chain
+    // hash at all (which proves nothing, see the warning above) seeks to an entry whose line number the lines before
+    // it, counted, confirm.
     let entry: IndexEntry | undefined;
     let anchor: { line: number; offset: number; chain: Buffer } | undefined;
-    // In a log whose chain hashes its lines' numbers (format v2, see chain.ts), reading starts one batch earlier, and
-    // that batch, whose sealed line is the last before the entry, proves the entry's line number once hashed (a wrong
-    // one is a mismatch: read from the start). A log with chain hashes that prove no line numbers (format v1, or a
-    // first line that matches neither) is read from its start, every batch hashed: only a chain from the genesis
-    // proves where its lines are. A log with no chain hash at all (which proves nothing, see the warning above) seeks
-    // to an entry whose line number the lines before it, counted, confirm.
     let format: ChainFormat | undefined;
     let unproven = false;
     if (from > 0) {
@@ -165,8 +165,8 @@ export class LogReader {
         entry = undefined;
       }
       // The sealed line before the entry, and (to prove the entry's line number) the one before that.
-      const [sealed, before] = entry !== undefined && chained ? await sealedLinesBefore(this.paths.events, entry.offset, unproven ? 2 : 1) : [];
-      if (sealed !== undefined && unproven) {
+      const [sealed, before] = unproven ? await sealedLinesBefore(this.paths.events, entry!.offset, 2) : [];
+      if (sealed !== undefined) {
         // Reading starts after the earlier sealed line (which must be line 0 or later), or at the start of the log
         // when the sealed line is its first; the batch up to the later one is hashed before anything is served.
         const start = before === undefined ? 0 : entry!.line - before.linesAfter;
@@ -181,8 +181,11 @@ export class LogReader {
               ? { line: 0, offset: 0, chain: genesis(backend, this.options.sessionKey, this.options.runId) }
               : { line: start, offset: before.end, chain: Buffer.from(before.chain, 'hex') };
         }
-      } else if (sealed !== undefined) anchor = { line: entry!.line - sealed.linesAfter, offset: sealed.end, chain: Buffer.from(sealed.chain, 'hex') };
-      else if (chained) entry = undefined;
+      } else if (unproven) {
+        // No sealed line before the entry: not a true entry of a log sealed from its first line.
+        entry = undefined;
+        unproven = false;
+      }
     }
     for (;;) {
       const start = anchor ?? entry ?? { line: 0, offset: 0 };
