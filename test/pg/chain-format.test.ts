@@ -1,0 +1,66 @@
+/**
+ * The Postgres store's chain format (src/store/chain.ts): a log's batches are all of the format its line 0 shows. A
+ * reader that starts in the middle of a log (a page) takes the format from line 0, so a batch sealed in the other
+ * format (which a reader that guessed the format at its first batch would accept) is a mismatch, as `runs verify`,
+ * which reads from the start, finds it.
+ */
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BackpackNode, Flow, runFlow } from '../../src/index.js';
+import { loadHashBackend } from '../../src/hash/blake3.js';
+import { chainOf, sealBatch } from '../../src/store/chain.js';
+import { PostgresRunStore } from '../../src/store/index.js';
+import { freshDatabase } from '../support/pg.js';
+
+class Step extends BackpackNode {
+  override exec(): string {
+    return 'ok';
+  }
+}
+
+describe('a Postgres log with one batch sealed in the other chain format', () => {
+  let url: string;
+  let drop: () => Promise<void>;
+  let store: PostgresRunStore;
+  let admin: postgres.Sql;
+  const ref = { sessionKey: 'default', runId: 'mixed' };
+  let row: { first_line: number; body: string };
+
+  beforeAll(async () => {
+    ({ url, drop } = await freshDatabase());
+    store = new PostgresRunStore({ url });
+    admin = postgres(url, { max: 1, onnotice: () => undefined });
+    const flow = new Flow();
+    const [a, b, c] = ['a', 'b', 'c'].map((id) => flow.addNode(Step, { id }));
+    a!.next(b!);
+    b!.next(c!);
+    await runFlow(flow, { store, runId: ref.runId });
+    const rows = await admin<{ first_line: number; body: string }[]>`select first_line, body from backpackflow.event_batches where run_id = ${ref.runId} order by first_line`;
+    expect(rows.length).toBeGreaterThanOrEqual(4);
+    // A middle row, its lines changed (a value edited) and sealed again from the chain before it, in format v1.
+    const previous = rows[1]!;
+    row = rows[2]!;
+    const chain = chainOf(Buffer.from(previous.body.split('\n').at(-1)!))!;
+    const lines = row.body.split('\n').map((line) => (chainOf(Buffer.from(line)) === undefined ? line : `${line.slice(0, line.lastIndexOf(',"chain":"'))}}`));
+    lines[0] = lines[0]!.replace('"seq":', '"edited":true,"seq":');
+    const sealed = sealBatch(await loadHashBackend('wasm'), Buffer.from(chain, 'hex'), lines, false, { line: row.first_line, format: 'v1' });
+    const body = sealed.pieces.map((piece) => piece.toString()).join('').slice(0, -1);
+    await admin`update backpackflow.event_batches set body = ${body} where run_id = ${ref.runId} and first_line = ${row.first_line}`;
+  });
+  afterAll(async () => {
+    await store.close();
+    await admin.end();
+    await drop();
+  });
+
+  it('a page inside that batch is an error naming its lines, not the edited lines served as verified', async () => {
+    const count = row.body.split('\n').length;
+    await expect(store.readPage(ref, count, row.first_line)).rejects.toThrow(new RegExp(`lines ${row.first_line + 1}-${row.first_line + count} do not match the chain hash`));
+  });
+
+  it('verify finds it too', async () => {
+    const verified = await store.verifyLog(ref);
+    expect(verified.ok).toBe(false);
+    expect(verified.problem).toMatch(/do not match the chain hash/);
+  });
+});
