@@ -196,12 +196,17 @@ export class LogWriter {
     // A run that must exist is not recreated: its folder is not made, and one deleted since the caller read it (a
     // delete renames the folder away, then removes it) fails here, or at the log's open below.
     const gone = (error: unknown): unknown => (existing && (error as NodeJS.ErrnoException).code === 'ENOENT' ? new RunGoneError(this.sessionKey, this.runId, this.paths.dir) : error);
-    if (!existing) mkdirSync(this.paths.dir, { recursive: true });
-    let lock: FileLock;
-    try {
-      lock = acquireLock(this.paths.lock, `run ${this.runId} of session ${this.sessionKey}`);
-    } catch (error) {
-      throw gone(error);
+    let lock: FileLock | undefined;
+    for (let attempt = 0; lock === undefined; attempt++) {
+      if (!existing) mkdirSync(this.paths.dir, { recursive: true });
+      try {
+        lock = acquireLock(this.paths.lock, `run ${this.runId} of session ${this.sessionKey}`);
+      } catch (error) {
+        // A delete of this id in another process (`runs delete`, a prune) may remove the folder just made, which holds
+        // no run yet: it is made again, once.
+        if (!existing && attempt === 0 && (error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        throw gone(error);
+      }
     }
     try {
       // Read and write, created if missing (unless the run must exist), not in append mode: lines are written at the
