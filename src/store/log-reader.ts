@@ -246,6 +246,7 @@ export class LogReader {
             if (step.kind === 'mismatch') await this.damagedBatch([], batchStart, raw.index, options, warn);
             unproven = false;
             lastSealed = raw.index;
+            lastSealedEnd = raw.offset + raw.bytes.length + 1;
             batchStart = raw.index + 1;
             continue;
           }

@@ -64,3 +64,25 @@ describe('a Postgres log with one batch sealed in the other chain format', () =>
     expect(verified.problem).toMatch(/do not match the chain hash/);
   });
 });
+
+describe('a Postgres writer continuing a log whose first line was changed', () => {
+  it('refuses it (the first line tells the chain format) and writes nothing', async () => {
+    const { url, drop } = await freshDatabase();
+    const store = new PostgresRunStore({ url });
+    const admin = postgres(url, { max: 1, onnotice: () => undefined });
+    try {
+      const ref = { sessionKey: 'default', runId: 'first' };
+      const flow = new Flow();
+      flow.addNode(Step, { id: 'a' });
+      await runFlow(flow, { store, runId: ref.runId });
+      await admin`update backpackflow.event_batches set body = replace(body, '"resumed":false', '"resumed":true ') where run_id = ${ref.runId} and first_line = 0`;
+      const before = await admin`select first_line, body from backpackflow.event_batches where run_id = ${ref.runId} order by first_line`;
+      await expect(store.openWriter(ref, { fresh: false })).rejects.toThrow(/its first line does not match its chain hash: the log was changed there; it cannot be continued/);
+      expect(await admin`select first_line, body from backpackflow.event_batches where run_id = ${ref.runId} order by first_line`).toEqual(before);
+    } finally {
+      await store.close();
+      await admin.end();
+      await drop();
+    }
+  });
+});

@@ -46,6 +46,33 @@ describe('a read that starts past every batch it can check', () => {
   });
 });
 
+describe('a read from an index entry into a log that ends without a chain hash', () => {
+  it('warns about the lines after the last chain hash, and calls no intact batch changed', async () => {
+    // Found on review: the read proved its entry with the batch before it, then found no sealed line after it, and
+    // checked the log's last batch with where the proving batch began, not ended: a false "do not match" error.
+    const store = await log();
+    const text = readFileSync(store.paths.events, 'utf8');
+    const at = text.lastIndexOf(',"chain":"');
+    writeFileSync(store.paths.events, `${text.slice(0, at)},"chaim":"${text.slice(at + 10)}`); // same size: no seal
+    const warnings: string[] = [];
+    expect(await store.readPage(5, 29, { onWarning: (m) => warnings.push(m) })).toEqual([]);
+    expect(warnings).toEqual([expect.stringContaining('lines 28-30 come after its last chain hash (line 27)')]);
+  });
+});
+
+describe('a writer continuing a log whose first line was changed', () => {
+  it('refuses it (the first line tells the chain format) and changes nothing', async () => {
+    const store = await log();
+    const text = readFileSync(store.paths.events, 'utf8');
+    writeFileSync(store.paths.events, text.replace('"payload":{"n":1}', '"payload":{"n":7}'));
+    const before = readFileSync(store.paths.events);
+    const writer = new EventStore({ dataDir: state.tmp.dir, sessionKey: 's', runId: 'r', durability: 'never' });
+    await expect(writer.appendBatch([makeEvent('r', 31)])).rejects.toThrow(/events\.jsonl: its first line does not match its chain hash: the log was changed there\. .*it cannot be continued/);
+    await writer.close();
+    expect(readFileSync(store.paths.events).equals(before)).toBe(true);
+  });
+});
+
 describe('a log in chain format v1', () => {
   it('a batch removed before the page is an error, even when the index was rebuilt to match', async () => {
     const store = await log('v1');
