@@ -190,7 +190,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     const ns = checkString('checkpoint_ns', config.configurable?.checkpoint_ns ?? '');
     const checkpoints = thread.checkpoints.get(ns);
     if (checkpoints === undefined) return undefined;
-    const id = checkedCheckpointId(config) || latestId(checkpoints);
+    const id = checkedCheckpointId(config) ?? latestId(checkpoints);
     const stored = id === undefined ? undefined : checkpoints.get(id);
     return stored === undefined ? undefined : this.#tuple(thread, stored);
   }
@@ -205,8 +205,8 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     let limit = options.limit;
     const threadId = config.configurable?.thread_id as unknown;
     const nsFilter = config.configurable?.checkpoint_ns as unknown;
-    const idFilter = checkedCheckpointId(config) || undefined;
-    const beforeId = before === undefined ? undefined : checkedCheckpointId(before) || undefined;
+    const idFilter = checkedCheckpointId(config);
+    const beforeId = before === undefined ? undefined : checkedCheckpointId(before);
     const threads = threadId !== undefined ? [await this.#thread(checkString('thread_id', threadId))] : await this.#allThreads();
     for (const thread of threads) {
       for (const [ns, checkpoints] of thread.checkpoints) {

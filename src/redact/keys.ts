@@ -5,7 +5,8 @@
  * `secret`, `password`, `passwd`, `passphrase`, `credential(s)`, `authorization`, `apikey` or `cookie`, or when it
  * ends with `key` after another word (`apiKey`, `OPENAI_API_KEY`, `privateKey`), except structural keys
  * (`sessionKey`, `cacheKey`, ...); a last word ending in `password` or `passwd` (`PGPASSWORD`), or `pass` or `pwd`
- * after another word (`DB_PASS`, `MYSQL_PWD`; a bare `pwd` is a directory). A bare `key`, `keys`, `keywords`, `tokens`, `tokenUsage` or `maxTokens` is not
+ * after another word (`DB_PASS`, `MYSQL_PWD`; a bare `pwd` is a directory). A bare `key`, `keys`, `keywords`,
+ * `tokens`, `tokenUsage` or `maxTokens` is not
  * a secret name. Users add names of their own ({@link SecretKeyMatcher}).
  */
 

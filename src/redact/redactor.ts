@@ -249,13 +249,21 @@ const SECRET_OPTION = /^--?([A-Za-z][\w.-]+)$/;
 
 /**
  * Whether `arg`, an element of an argument vector, is a command-line option whose name is secret-named
- * (`--password`, `-token`, and `--pass`; one-letter options are left alone, as in text): the next element is its value.
+ * (`--password`, `-token`, and `--pass`; one-letter options are left alone, as in text).
  */
-export function isSecretOption(arg: unknown, isSecretName: (name: string) => boolean = isSecretKey): boolean {
+function isSecretOption(arg: unknown, isSecretName: (name: string) => boolean): boolean {
   if (typeof arg !== 'string' || arg.length < 3 || arg.charCodeAt(0) !== 0x2d) return false;
   const name = SECRET_OPTION.exec(arg)?.[1];
   // `--pass` alone is a password where a key named `pass` may be anything.
   return name !== undefined && (isSecretName(name) || name.toLowerCase() === 'pass');
+}
+
+/**
+ * Whether `item`, an element of an argument vector (`["--password", "…"]`, an MCP server's `args`), is the value of
+ * the element before it (`previous`), a secret-named option: a string that is not itself an option.
+ */
+export function isSecretOptionValue(previous: unknown, item: unknown, isSecretName: (name: string) => boolean = isSecretKey): boolean {
+  return typeof item === 'string' && item !== '' && item.charCodeAt(0) !== 0x2d && isSecretOption(previous, isSecretName);
 }
 /** The marker as a bare value reads it (up to its closing bracket). */
 const REDACTED_BARE = REDACTED.slice(0, -1);
@@ -493,13 +501,12 @@ export class Redactor {
    */
   private walkArray(value: readonly unknown[], depth: number, blank: boolean): unknown {
     let out: unknown[] | undefined;
-    // An argument vector (`["--password", "…"]`, an MCP server's `args`): the element after a secret-named option.
-    let afterOption = false;
+    const isSecretName = (name: string): boolean => this.keys.isSecretKey(name);
     for (let i = 0; i < value.length; i++) {
       const item = value[i];
       let next: unknown;
       if (blank) next = this.blank(item, depth + 1, i);
-      else if (afterOption && typeof item === 'string' && item !== '' && item.charCodeAt(0) !== 0x2d) next = this.replaced(item, REDACTED);
+      else if (i > 0 && isSecretOptionValue(value[i - 1], item, isSecretName)) next = this.replaced(item as string, REDACTED);
       else if (Array.isArray(item) && item.length === 2 && typeof item[0] === 'string' && this.keys.isSecretKey(item[0])) {
         const key = this.replaced(item[0], this.redactText(item[0]));
         const inner = this.secretEntry(item[1], depth + 2, 1);
@@ -509,7 +516,6 @@ export class Redactor {
         out ??= value.slice();
         out[i] = next;
       }
-      afterOption = !blank && isSecretOption(item, (name) => this.keys.isSecretKey(name));
     }
     return out ?? value;
   }

@@ -50,11 +50,15 @@ export function redactYamlBlockValues(text: string, isSecretName: (name: string)
       if (line.trim() === '') continue;
       const cr = line.endsWith('\r') ? '\r' : '';
       const item = block ? null : LIST_ITEM.exec(cr === '' ? line : line.slice(0, -1));
-      if (item !== null) {
-        // A list of scalars: each item's value (an item that is a mapping is left to its own keys).
-        if (item[2] !== '' && item[2] !== marker && !MAPPING_LINE.test(line)) lines[j] = `${item[1]}${marker}${cr}`;
-      } else if (line.slice(indentOf(line)) !== marker + cr) lines[j] = `${line.slice(0, indentOf(line))}${marker}${cr}`;
-      else continue;
+      // A list of scalars: each item's value (an item that is a mapping is left to its own keys); else the whole line.
+      const replaced =
+        item !== null
+          ? item[2] === '' || item[2] === marker || MAPPING_LINE.test(line)
+            ? line
+            : `${item[1]}${marker}${cr}`
+          : `${line.slice(0, indentOf(line))}${marker}${cr}`;
+      if (replaced === line) continue;
+      lines[j] = replaced;
       changed = true;
     }
     i = end - 1;

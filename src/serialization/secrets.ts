@@ -1,5 +1,5 @@
 import { globalRegistry, type ZodType } from 'zod';
-import { isSecretKey, isSecretOption, onlyEnvReferences, redactorFor } from '../redact/index.js';
+import { isSecretKey, isSecretOptionValue, onlyEnvReferences, redactorFor } from '../redact/index.js';
 import type { ConfigProblem } from './errors.js';
 
 /** What a masked secret exports as. */
@@ -164,7 +164,7 @@ function maskParams(params: Record<string, unknown>, schema: ZodType | undefined
     if (Array.isArray(value)) {
       // An argument vector's value after a secret-named option (`["--password", "…"]`) is masked as redaction blanks it.
       return value.map((item, index) =>
-        rule.byNameAndValue && index > 0 && isSecretOption(value[index - 1]) && typeof item === 'string' && item !== '' && !item.startsWith('-') ? secret(item) : walk(item, members({ index })),
+        rule.byNameAndValue && index > 0 && isSecretOptionValue(value[index - 1], item) ? secret(item) : walk(item, members({ index })),
       );
     }
     const out: Record<string, unknown> = {};

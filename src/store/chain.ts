@@ -54,13 +54,16 @@ export interface ChainPosition {
   format: ChainFormat;
 }
 
-/** N of a sealed line (see above): its number, as 8 bytes big-endian; nothing in a 'v1' log. */
-function lineTag(line: number, format: ChainFormat): Buffer | undefined {
-  if (format === 'v1') return undefined;
+/**
+ * The chain hash of a sealed line (see above): the previous chain, N (the line's number `line`, as 8 bytes big-endian;
+ * nothing in a 'v1' log), then `lines`, the bytes since the previous sealed line up to this one without its field.
+ */
+function chainDigest(backend: HashBackend, previous: Uint8Array, line: number, format: ChainFormat, lines: readonly (Uint8Array | string)[]): Buffer {
+  if (format === 'v1') return backend.digestOf([previous, ...lines]);
   const tag = Buffer.allocUnsafe(8);
   tag.writeUInt32BE(Math.floor(line / 0x1_0000_0000), 0);
   tag.writeUInt32BE(line >>> 0, 4);
-  return tag;
+  return backend.digestOf([previous, tag, ...lines]);
 }
 
 /** The chain before the first sealed line of run `sessionKey/runId`. */
@@ -111,7 +114,8 @@ export interface SealedBatch {
 /**
  * Seals a batch about to be written: `lines` (JSON texts ending with `}`, without their newline) get the chain field
  * on the last one, and on the first one too when `sealFirst`. `start` is the chain of the log so far (the genesis
- * for a new log); `at` is the number of the batch's first line in the log and the log's chain format. One digest call per sealed line; small lines are hashed and written as one text, a large one (over
+ * for a new log); `at` is the number of the batch's first line in the log and the log's chain format. One digest
+ * call per sealed line; small lines are hashed and written as one text, a large one (over
  * {@link LARGE_LINE}) as a Buffer made once for both.
  */
 export function sealBatch(backend: HashBackend, start: Buffer, lines: readonly (string | Buffer[])[], sealFirst: boolean, at: ChainPosition, scratch?: Buffer): SealedBatch {
@@ -143,8 +147,7 @@ export function sealBatch(backend: HashBackend, start: Buffer, lines: readonly (
       }
     }
     parts.push(text);
-    const tag = lineTag(at.line + i, at.format);
-    head = backend.digestOf(tag === undefined ? [head, ...parts] : [head, tag, ...parts]);
+    head = chainDigest(backend, head, at.line + i, at.format, parts);
     seals[i] = `${PREFIX}${head.toString('hex')}"}\n`;
     from = i + 1;
   };
@@ -197,10 +200,9 @@ function lineSizes(bytes: Buffer): number[] {
  * the last one's closing brace and newline; returns the new chain and the seal's text. `at` is then `from` + the
  * seal's length.
  */
-function sealInPlace(backend: HashBackend, previous: Buffer, tag: Buffer | undefined, out: Buffer, start: number, at: number): { head: Buffer; seal: string } {
+function sealInPlace(backend: HashBackend, previous: Buffer, position: ChainPosition, out: Buffer, start: number, at: number): { head: Buffer; seal: string } {
   // The hashed bytes are the lines as they were (each with its newline), after the previous chain and N.
-  const lines = out.subarray(start, at);
-  const head = backend.digestOf(tag === undefined ? [previous, lines] : [previous, tag, lines]);
+  const head = chainDigest(backend, previous, position.line, position.format, [out.subarray(start, at)]);
   const seal = `${PREFIX}${head.toString('hex')}"}\n`;
   out.write(seal, at - 2, 'latin1');
   return { head, seal };
@@ -231,7 +233,7 @@ function sealText(backend: HashBackend, start: Buffer, lines: readonly string[],
   if (sealFirst && count > 1) {
     at = out.write(lines[0]!, 0);
     out[at++] = 0x0a;
-    const sealed = sealInPlace(backend, head, lineTag(position.line, position.format), out, 0, at);
+    const sealed = sealInPlace(backend, head, position, out, 0, at);
     head = sealed.head;
     seals[0] = sealed.seal;
     at += sealed.seal.length - 2;
@@ -242,7 +244,7 @@ function sealText(backend: HashBackend, start: Buffer, lines: readonly string[],
   let text = '';
   for (let i = first; i < count; i++) text += `${lines[i]!}\n`;
   at += out.write(text, at);
-  const sealed = sealInPlace(backend, head, lineTag(position.line + count - 1, position.format), out, from, at);
+  const sealed = sealInPlace(backend, head, { line: position.line + count - 1, format: position.format }, out, from, at);
   seals[count - 1] = sealed.seal;
   const bytes = at + sealed.seal.length - 2;
   const piece = out.subarray(0, bytes);
@@ -307,10 +309,7 @@ export class ChainReader {
     lines.push(line.subarray(0, line.length - SUFFIX_LENGTH), CLOSE);
     // Go on from the stored chain: later batches are checked on their own even after a mismatch.
     this.parts = [Buffer.from(chain, 'hex')];
-    const digest = (format: ChainFormat): string => {
-      const tag = lineTag(index, format);
-      return this.backend.digestOf(tag === undefined ? [previous!, ...lines] : [previous!, tag, ...lines]).toString('hex');
-    };
+    const digest = (format: ChainFormat): string => chainDigest(this.backend, previous!, index, format, lines).toString('hex');
     const expected = digest(this.chainFormat ?? CHAIN_FORMAT);
     if (chain === expected) {
       this.chainFormat ??= CHAIN_FORMAT;
@@ -349,7 +348,7 @@ export interface SealedLineAt {
  * first, read backwards in 64 KB chunks (the lines of a few batches are usually in one); fewer when the log holds
  * fewer. The reads are synchronous: one or two chunks of the page cache cost less than a trip through the thread pool.
  */
-export async function sealedLinesBefore(path: string, size: number, count: number): Promise<SealedLineAt[]> {
+export function sealedLinesBefore(path: string, size: number, count: number): SealedLineAt[] {
   const found: SealedLineAt[] = [];
   if (size === 0 || count < 1) return found;
   const fd = openSync(path, 'r');
@@ -385,6 +384,6 @@ export async function sealedLinesBefore(path: string, size: number, count: numbe
 }
 
 /** The last sealed line among the first `size` bytes of the log (see {@link sealedLinesBefore}), or undefined. */
-export async function lastSealedLine(path: string, size: number): Promise<SealedLineAt | undefined> {
-  return (await sealedLinesBefore(path, size, 1))[0];
+export function lastSealedLine(path: string, size: number): SealedLineAt | undefined {
+  return sealedLinesBefore(path, size, 1)[0];
 }

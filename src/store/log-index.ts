@@ -77,8 +77,8 @@ export async function firstLineOf(eventsPath: string, end: number): Promise<{ by
  * its word, as it once was: in a log with gaps in its seqs (folded model.delta events leave them) an edited line
  * number can match it (an index entry of line 14 with seq 57, moved to line 56 of a log starting at seq 1, read a
  * page 42 lines off). The writer checks its last entry so before it counts lines from it, and so do readers of a log
- * whose chain does not prove line numbers (format v1, see chain.ts); in a log whose chain does, the first batch a
- * reader verifies after the entry proves it.
+ * with no chain hash; a reader of a log with chain hashes does not seek by counting (see LogReader: the chain proves
+ * the entry's line number, or the log is read from its start).
  */
 export async function lineVouched(eventsPath: string, entry: IndexEntry, firstSeq: number | undefined): Promise<boolean> {
   if (firstSeq !== undefined && entry.seq - firstSeq < entry.line) return false;

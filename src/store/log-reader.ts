@@ -165,7 +165,7 @@ export class LogReader {
         entry = undefined;
       }
       // The sealed line before the entry, and (to prove the entry's line number) the one before that.
-      const [sealed, before] = unproven ? await sealedLinesBefore(this.paths.events, entry!.offset, 2) : [];
+      const [sealed, before] = unproven ? sealedLinesBefore(this.paths.events, entry!.offset, 2) : [];
       if (sealed !== undefined) {
         // Reading starts after the earlier sealed line (which must be line 0 or later), or at the start of the log
         // when the sealed line is its first; the batch up to the later one is hashed before anything is served.
@@ -324,7 +324,7 @@ export class LogReader {
    * changed, or the batch itself) is reported as {@link damagedBatch} does.
    */
   private async checkLastBatch(backend: HashBackend, line: number, end: number, options: ReadOptions, warn: (message: string) => void): Promise<void> {
-    const [, before] = await sealedLinesBefore(this.paths.events, end, 2);
+    const [, before] = sealedLinesBefore(this.paths.events, end, 2);
     const first = before === undefined ? 0 : line - before.linesAfter + 1;
     let last: ChainStep | undefined;
     if (first >= 0) {

@@ -284,7 +284,7 @@ export class LogWriter {
    * writer's chain would vouch for them, so the writer refuses both.
    */
   private async recoverChain(): Promise<void> {
-    const last = await lastSealedLine(this.paths.events, this.size);
+    const last = lastSealedLine(this.paths.events, this.size);
     if (last === undefined) {
       this.setHead(undefined);
       if (this.size === 0) return;
