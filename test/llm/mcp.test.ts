@@ -3,6 +3,8 @@
  * stdio, and over streamable HTTP on 127.0.0.1. The model is the AI SDK's mock model, scripted to call the tools.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -74,6 +76,23 @@ describe.concurrent('AgentNode with MCP servers', () => {
       [StreamEventType.TOOL_RESULT, 'broken', 'fixture', 'broken'],
     ]);
     expect(flow.backpack.unpack('answer')).toContain('"sum":42');
+  });
+
+  it('a call that times out fails, and the server that kept it is stopped when the node ends, without the SDK\'s 2 s grace', async () => {
+    const pidFile = join(mkdtempSync(join(tmpdir(), 'mcp-stall-')), 'pid');
+    // Long enough to connect on a loaded machine (the limit is also the connection's).
+    const server: McpServer = { ...stdio, args: [SERVER, '--stall'], env: { STALL_PID_FILE: pidFile }, timeoutMs: 1_500 };
+    const { flow, events } = await runAgent([server], [{ toolCallId: 's1', toolName: 'stall', input: {} }]);
+    const ended = Date.now();
+    const [result] = flow.backpack.unpack<ToolResultRecord[]>('toolResults')!;
+    expect(result!.error).toMatch(/MCP server 'fixture' .*: call of 'stall' failed: .*timed out/i);
+    // The server process is gone by the time the node has ended.
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    expect(() => process.kill(pid, 0)).toThrow(expect.objectContaining({ code: 'ESRCH' }));
+    // From the failed call to the end of the run: the model's second turn and closing the server. The SDK alone
+    // ends a server's input and waits a fixed 2,000 ms for it to exit before it sends SIGTERM.
+    const failedAt = events.find((e) => e.type === StreamEventType.TOOL_RESULT)!.timestamp;
+    expect(ended - failedAt).toBeLessThan(1_500);
   });
 
   it('validates the model input against the tool schema the server listed, before calling the server', async () => {

@@ -17,7 +17,10 @@ const common = {
   tools: z.array(z.string().min(1)).optional(),
   /** Put before each tool name the model sees (e.g. `files_`), so that tools of two servers cannot collide. */
   prefix: z.string().regex(/^[A-Za-z0-9_-]{0,32}$/, 'a prefix is up to 32 letters, digits, _ or -').optional(),
-  /** Time limit of connecting and of each request, in ms (default 30,000). */
+  /**
+   * Time limit of connecting and of each request, in ms (default 30,000). A stdio server that let a request time out
+   * is stopped (SIGTERM) when the node closes its servers, instead of after the SDK's grace of 2 s.
+   */
   timeoutMs: z.number().int().positive().max(600_000).optional(),
 };
 
@@ -61,6 +64,8 @@ export interface McpToolbox {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** The MCP error code of a request that timed out (the SDK's `ErrorCode.RequestTimeout`). */
+const REQUEST_TIMEOUT = -32001;
 
 /** How a server is reached, for messages: `stdio: node server.mjs` or `http: http://127.0.0.1:3000/mcp`. */
 export function describeMcpServer(server: McpServer): string {
@@ -142,7 +147,29 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
     transport.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)));
   }
   const client = new Client({ name: 'backpackflow', version: '1' });
-  const close = () => client.close();
+  /** Set when a request to the server timed out or was cancelled: the server may be stuck, see close. */
+  let unresponsive = false;
+  const noteFailure = (error: unknown): void => {
+    if ((error as { code?: unknown }).code === REQUEST_TIMEOUT || signal?.aborted === true) unresponsive = true;
+  };
+  // The SDK closes a stdio server by ending its input, and sends SIGTERM only when the server has not exited 2 s
+  // later (SIGKILL 2 s after that). A server that let a request time out may be stuck on it and hold the node that
+  // long past its timeoutMs: it gets the SIGTERM at once. The SDK starts waiting for the exit within close()'s
+  // first synchronous part, so the signal is sent after that call, never before (an exit it missed would cost it
+  // the whole grace).
+  const close = async (): Promise<void> => {
+    // Read first: the transport forgets its process as it starts closing.
+    const pid = transport instanceof StdioClientTransport ? transport.pid : null;
+    const closing = client.close();
+    if (unresponsive && pid !== null) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // It has exited already.
+      }
+    }
+    await closing;
+  };
   const fail = (doing: string, error: unknown): never => {
     const reason = error instanceof Error ? `${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}` : String(error);
     const said = stderr.trim() === '' ? '' : `; it wrote: ${stderr.trim().split('\n').slice(-5).join(' | ')}`;
@@ -152,6 +179,7 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
   try {
     await client.connect(transport, { timeout, signal });
   } catch (error) {
+    noteFailure(error);
     await close().catch(() => undefined);
     fail('could not connect', error);
   }
@@ -176,10 +204,11 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
       } catch (error) {
         fail(`tool '${listedTool.name}' cannot be offered to a model`, error);
       }
-      tools.set(toolName, mcpTool(client, server, listedTool, timeout));
+      tools.set(toolName, mcpTool(client, server, listedTool, timeout, noteFailure));
     }
     return { tools, close };
   } catch (error) {
+    noteFailure(error);
     await close().catch(() => undefined);
     if (error instanceof McpServerError) throw error;
     return fail('could not list its tools', error);
@@ -192,6 +221,7 @@ function mcpTool(
   server: McpServer,
   listed: { name: string; description?: string; inputSchema: Record<string, unknown> },
   timeout: number,
+  noteFailure: (error: unknown) => void,
 ): LlmTool {
   let inputSchema: z.ZodType;
   try {
@@ -210,6 +240,7 @@ function mcpTool(
       try {
         result = await client.callTool({ name: listed.name, arguments: input as Record<string, unknown> }, undefined, { timeout, signal: context.signal });
       } catch (error) {
+        noteFailure(error);
         throw new McpServerError(redact(`MCP server '${server.name}' (${describeMcpServer(server)}): call of '${listed.name}' failed: ${error instanceof Error ? error.message : String(error)}`).value, { cause: error });
       }
       const content = (result.content ?? []) as Array<{ type: string; text?: string }>;
