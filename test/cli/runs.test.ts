@@ -241,6 +241,20 @@ describe('backpackflow memory', () => {
     expect(human.stdout).toContain('1. ');
     expect(human.stdout).toContain('Checkpoints are written at every step boundary');
   }, 30_000);
+
+  it('memory add --id stores under that id, so that a retried add replaces the item instead of storing a second copy', async () => {
+    const d = ['--data-dir', tempDir()];
+    const first = await cliJson(['memory', 'add', 'Deploys happen on Tuesdays', '--id', 'deploy-day', ...d]);
+    const retried = await cliJson(['memory', 'add', 'Deploys happen on Tuesdays', '--id', 'deploy-day', ...d]);
+    expect([first.id, retried.id]).toEqual(['deploy-day', 'deploy-day']);
+    const hits = await cliJson(['memory', 'search', 'deploys tuesdays', ...d]);
+    expect(hits.map((h: { id: string }) => h.id)).toEqual(['deploy-day']);
+    // An id that cannot name a file is refused before anything is stored, naming the id.
+    const bad = await cli(['memory', 'add', 'x', '--id', '../escape', ...d]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('../escape');
+    expect(await cliJson(['memory', 'search', 'x', ...d])).toEqual([]);
+  }, 30_000);
 });
 
 describe('backpackflow runs over a torn log', () => {

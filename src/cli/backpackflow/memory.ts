@@ -34,9 +34,12 @@ export function memoryCommand(): Command {
 
   common(memory.command('add <text>').description('store a memory item'))
     .option('--keywords <words...>', 'extra keywords to index the item under')
-    .action(async (text: string, options: CommonOptions & { keywords?: string[] }) => {
+    // A new id each time makes a retry of an add that was killed before it answered store a second copy; with an id
+    // of the caller's, adding again replaces the item (an add is then safe to retry).
+    .option('--id <id>', 'store the item under this id (adding again with the same id replaces it: safe to retry)')
+    .action(async (text: string, options: CommonOptions & { keywords?: string[]; id?: string }) => {
       const store = memoryOf(options);
-      const item = { id: newMemoryId(), content: text, ...(options.keywords ? { keywords: options.keywords } : {}), metadata: { source: 'cli', session: options.session }, createdAt: Date.now() };
+      const item = { id: options.id ?? newMemoryId(), content: text, ...(options.keywords ? { keywords: options.keywords } : {}), metadata: { source: 'cli', session: options.session }, createdAt: Date.now() };
       await store.write(item);
       // As stored: redacted.
       const stored = (await store.get(item.id)) ?? item;
