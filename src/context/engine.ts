@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
-import { join, resolve as resolvePath } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve as resolvePath, sep } from 'node:path';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { authorize, checkAgentId, checkIdentity, type AgentIdentity, type AgentRole } from './agents.js';
 import { composeFrames, type ComposedContext, type CompositionPolicy } from './compose.js';
@@ -182,8 +183,10 @@ export class ContextEngine {
   private readonly warned = new Set<string>();
 
   private constructor(
-    /** Absolute workspace root. */
+    /** Absolute workspace root, its symbolic links resolved (see {@link open}). */
     readonly workspaceRoot: string,
+    /** The root as the caller spelled it (absolute), when that differs: absolute paths under it are accepted too. */
+    private readonly givenRoot: string | undefined,
     private readonly backend: HashBackend,
     private readonly options: ContextEngineOptions,
   ) {
@@ -191,10 +194,31 @@ export class ContextEngine {
     this.redactor = redactorFor(options.redaction);
   }
 
-  /** Opens the engine for a workspace directory. Nothing is written until a write operation runs. */
+  /**
+   * Opens the engine for a workspace directory. Nothing is written until a write operation runs. The root is taken
+   * with its symbolic links resolved, as git takes a work tree's: a workspace reached through a symlink (the root
+   * itself, or a directory above it) is the directory it points to, with the same tree and store whichever spelling
+   * opened it. Symlinks inside the workspace are never followed.
+   */
   static async open(workspaceRoot: string, options: ContextEngineOptions = {}): Promise<ContextEngine> {
     const backend = await loadHashBackend(options.hashBackend);
-    return new ContextEngine(resolvePath(workspaceRoot), backend, options);
+    const given = resolvePath(workspaceRoot);
+    let real = given;
+    try {
+      real = realpathSync.native(given);
+    } catch {
+      // Missing or unreadable: the first operation reports it, under the name given.
+    }
+    return new ContextEngine(real, real === given ? undefined : given, backend, options);
+  }
+
+  /** {@link toWorkspacePath} for this workspace: an absolute path under the root as it was given is accepted too. */
+  private workspacePath(input: string): string {
+    if (this.givenRoot !== undefined && isAbsolute(input)) {
+      const underGiven = relative(this.givenRoot, input);
+      if (underGiven !== '..' && !underGiven.startsWith(`..${sep}`) && !isAbsolute(underGiven)) return toWorkspacePath(this.workspaceRoot, underGiven);
+    }
+    return toWorkspacePath(this.workspaceRoot, input);
   }
 
   /** The BLAKE3 implementation in use. */
@@ -263,7 +287,7 @@ export class ContextEngine {
         previous: previous?.tree,
         force: options.force || damage !== undefined,
         racyFromMs: previous?.writtenMs,
-        only: options.paths?.map((p) => toWorkspacePath(this.workspaceRoot, p)),
+        only: options.paths?.map((p) => this.workspacePath(p)),
         helper: parallel ? this.statPool : undefined,
         quick: checked !== undefined && checked.key === previous?.key ? { stale: checked.stale } : undefined,
       });
@@ -733,7 +757,7 @@ export class ContextEngine {
         );
       }
     }
-    const path = toWorkspacePath(this.workspaceRoot, ref);
+    const path = this.workspacePath(ref);
     const record = tree.get(path);
     if (record === undefined) {
       throw new ContextError(

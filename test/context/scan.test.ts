@@ -1,4 +1,4 @@
-import { cpSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
@@ -34,6 +34,27 @@ describe('scan: the Merkle tree', () => {
     expect(await em.getHead('src/main.ts', 'note')).toBe(frameId);
     expect((await em.validate()).ok).toBe(true);
     rmSync(moved, { recursive: true, force: true });
+  });
+
+  it('a workspace reached through a symlink is the directory it points to: same tree and store by either path', async () => {
+    const { root: real, engine: direct } = await openSample();
+    const link = join(tempDir(), 'linked-workspace');
+    symlinkSync(real, link);
+    const linked = await ContextEngine.open(link);
+    expect(linked.workspaceRoot).toBe(realpathSync(real));
+    // Before, the root itself was lstat'ed, found to be a symlink, and the scan failed ("not a directory").
+    const scan = await linked.scan();
+    expect(scan).toMatchObject({ changed: false, hashed: 0, root: (await direct.status()).root });
+    expect(await idsByPath(linked, ALL)).toEqual(await idsByPath(direct, ALL));
+    // Absolute paths are taken under either spelling of the root; a path outside both is still refused.
+    writeFileSync(join(real, 'src', 'main.ts'), 'export const changed = true;\n');
+    const rescan = await linked.scan({ paths: [join(link, 'src', 'main.ts')] });
+    expect(rescan.changedPaths).toEqual(['', 'src', 'src/main.ts']);
+    expect((await linked.resolveNode(join(link, 'src', 'main.ts'))).nodeId).toBe((await direct.resolveNode(join(real, 'src', 'main.ts'))).nodeId);
+    await expect(linked.resolveNode(join(tempDir(), 'elsewhere.txt'))).rejects.toThrow(/is outside the workspace/);
+    // A frame put through one spelling is the other's head.
+    const frame = await linked.putFrame(join(link, 'README.md'), { type: 'note', content: 'via the link' }, 'w');
+    expect(await direct.getHead('README.md', 'note')).toBe(frame);
   });
 
   it('changing one byte of one file changes exactly that file id and its ancestors', async () => {
