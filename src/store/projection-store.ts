@@ -226,10 +226,16 @@ export class ProjectionStore {
     }
     if (stored !== null && stored.eventCount > 0) {
       const events = new EventStore({ dataDir: this.dataDir, sessionKey: this.sessionKey, runId });
-      const [last] = await events.readPage(1, stored.eventCount - 1);
-      if (last?.seq === stored.lastSeq) {
-        let meta = stored;
-        for await (const event of events.readStream({ from: stored.eventCount })) meta = foldRunMeta(meta, event);
+      // One read from the stored projection's last event: it must be that event (its seq), then the ones after it.
+      let matched: boolean | undefined;
+      let meta = stored;
+      for await (const event of events.readStream({ from: stored.eventCount - 1 })) {
+        if (matched === undefined) {
+          matched = event.seq === stored.lastSeq;
+          if (!matched) break;
+        } else meta = foldRunMeta(meta, event);
+      }
+      if (matched === true) {
         if (meta === stored) this.cache.set(runId, meta);
         else if (store) await this.persistDerived(runId, (meta = canonical(meta)), log);
         else meta = canonical(meta);
