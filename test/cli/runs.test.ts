@@ -1,6 +1,8 @@
-import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { BackpackNode, Flow } from '../../src/nodes/index.js';
+import { runFlow } from '../../src/runtime/index.js';
 import { runPaths } from '../../src/store/index.js';
 import { FIXTURES, MODULES, cli, cliJson, tempDir } from './helpers.js';
 
@@ -254,6 +256,61 @@ describe('backpackflow memory', () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('../escape');
     expect(await cliJson(['memory', 'search', 'x', ...d])).toEqual([]);
+  }, 30_000);
+});
+
+/** A run of `steps` steps that packs a counter, with a keyframe every 10 steps, in `dataDir`. */
+async function countingRun(dataDir: string, runId: string, steps: number): Promise<void> {
+  class Count extends BackpackNode<number, number> {
+    override prep(backpack: Parameters<BackpackNode['post']>[0]): number {
+      return (backpack.unpack('count') as number | undefined) ?? 0;
+    }
+    override exec(count: number): number {
+      return count + 1;
+    }
+    override post(backpack: Parameters<BackpackNode['post']>[0], _prev: number, next: number): string | undefined {
+      backpack.pack('count', next);
+      return next < steps ? 'again' : undefined;
+    }
+  }
+  const flow = new Flow({ namespace: 'count', maxSteps: steps + 1 });
+  const node = flow.addNode(Count, { id: 'n' });
+  node.on('again', node);
+  await runFlow(flow, { dataDir, runId, keyframeInterval: 10, durability: 'never' });
+}
+
+describe('backpackflow runs state and diff read what their steps need', () => {
+  it('answer a step from its keyframe and the lines after it; a step whose own lines were changed is an error naming them', async () => {
+    const dir = tempDir();
+    const d = ['--data-dir', dir];
+    await countingRun(dir, 'counted', 40);
+    // A step past the last gets the range (read only on that failure).
+    const past = await cli(['runs', 'state', 'counted', '--step', '41', ...d]);
+    expect(past.code).toBe(1);
+    expect(past.stderr).toContain("invalid step 41 for run 'counted': its recorded steps are 0..40");
+    // Change a line of step 5's batch (before the keyframe of step 10): the chain no longer matches there.
+    const events = runPaths(dir, 'default', 'counted').events;
+    const lines = readFileSync(events, 'utf8').split('\n');
+    const step5 = lines.findIndex((line) => line.includes('"checkpoint.saved"') && line.includes('"step":5,'));
+    const at = lines.findLastIndex((line, i) => i < step5 && line.includes('"backpack.packed"'));
+    const changed = lines[at]!.replace('"key":"count"', '"key":"cOunt"');
+    expect(changed).not.toBe(lines[at]);
+    lines[at] = changed;
+    writeFileSync(events, lines.join('\n'));
+    // Steps read from a keyframe after the change, and steps before it, are whole and proven: answered.
+    const [late, early, diff] = await Promise.all([
+      cliJson(['runs', 'state', 'counted', '--step', '25', ...d]),
+      cliJson(['runs', 'state', 'counted', '--step', '3', ...d]),
+      cliJson(['runs', 'diff', 'counted', '--from', '12', '--to', '30', ...d]),
+    ]);
+    expect([late.step, late.items.map((i: { value: unknown }) => i.value), late.warnings]).toEqual([25, [25], []]);
+    expect([early.step, early.items.map((i: { value: unknown }) => i.value)]).toEqual([3, [3]]);
+    expect(diff.changes.map((c: { key: string; before: unknown; after: unknown }) => [c.key, c.before, c.after])).toEqual([['count', '12', '30']]);
+    // A step replayed through the changed lines is refused, naming them; verify finds the change too.
+    const through = await cli(['runs', 'state', 'counted', '--step', '7', ...d]);
+    expect(through.code).toBe(1);
+    expect(through.stderr).toMatch(new RegExp(`events\\.jsonl: lines \\d+-\\d+ do not match the chain hash`));
+    expect((await cli(['runs', 'verify', 'counted', ...d])).code).toBe(1);
   }, 30_000);
 });
 

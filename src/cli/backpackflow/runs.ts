@@ -14,7 +14,7 @@ import { flowModuleOption, maxFlowBytesOption, modulesOption, type FlowSourceOpt
 import { blame, diffStates, stateReport, type EventsPage } from './inspect.js';
 import { cliCommand, colors, print, warn, type CommonOptions } from './output.js';
 import { renderBlame, renderDiff, renderEvents, renderRuns, renderState, renderVerification } from './render.js';
-import { firstStep, openRun, readEventsPage, readFilteredEvents, readRunEvents, runPointAt } from './store-access.js';
+import { firstStep, logEndWarnings, openRun, readEventsPage, readFilteredEvents, readRunEvents, runPointAt } from './store-access.js';
 import { cliPostgresStore, cliStore } from './run-store.js';
 import { renderTrace, storedTrace } from './trace.js';
 import { addRetentionCommands } from './retention-commands.js';
@@ -89,9 +89,8 @@ export function runsCommand(): Command {
     .option('--step <n>', 'step (default: the last)', nonNegativeInteger('--step'))
     .action(async (runId: string, options: RunOpts) => {
       const ref = { ...options, runId };
-      const unread: string[] = [];
-      const events = await readRunEvents(ref, (w) => void unread.push(w));
-      const point = await storeErrors(() => runPointAt(ref, options.step, events));
+      const unread = await logEndWarnings(ref);
+      const point = await storeErrors(() => runPointAt(ref, options.step));
       const report = stateReport(runId, { ...point, warnings: [...new Set([...unread, ...point.warnings])] });
       print(options, report, () => renderState(report));
     });
@@ -101,11 +100,10 @@ export function runsCommand(): Command {
     .requiredOption('--to <n>', 'later step', nonNegativeInteger('--to'))
     .action(async (runId: string, options: RunOpts & { from: number; to: number }) => {
       const ref = { ...options, runId };
-      const unread: string[] = [];
-      const events = await readRunEvents(ref, (w) => void unread.push(w));
-      const from = await storeErrors(() => runPointAt(ref, options.from, events));
-      const to = await storeErrors(() => runPointAt(ref, options.to, events));
-      // What the read of the whole log did not serve is named even when both steps come before it.
+      const unread = await logEndWarnings(ref);
+      const from = await storeErrors(() => runPointAt(ref, options.from));
+      const to = await storeErrors(() => runPointAt(ref, options.to));
+      // Damage at the log's end is named even when both steps come before it.
       const report = diffStates(runId, { ...from, warnings: [...unread, ...from.warnings] }, to);
       print(options, report, () => renderDiff(report));
     });

@@ -133,14 +133,62 @@ export function firstStep(events: StreamEvent[]): number {
   return 0;
 }
 
-/** The run's state at `step` (default: the last), or a CliError giving the valid range. */
-export async function runPointAt(options: RunRefOptions, step: number | undefined, events: StreamEvent[]): Promise<RunPoint> {
-  const first = firstStep(events);
-  const last = Math.max(first, lastStep(events));
-  if (step !== undefined && (step > last || step < first)) {
-    throw new CliError(`invalid step ${step} for run '${options.runId}': its recorded steps are ${first}..${last}`);
+/**
+ * The run's state at `step` (default: the last), or a CliError giving the valid range. It reads the keyframe at or
+ * before the step and the log from there (see loadRunPoint), not the whole log: `events`, when the caller read them
+ * already, give the range up front; otherwise the range is read only when the step is not there.
+ */
+export async function runPointAt(options: RunRefOptions, step: number | undefined, events?: StreamEvent[]): Promise<RunPoint> {
+  const outOfRange = (read: StreamEvent[]): CliError | undefined => {
+    const first = firstStep(read);
+    const last = Math.max(first, lastStep(read));
+    if (step === undefined || (step <= last && step >= first)) return undefined;
+    return new CliError(`invalid step ${step} for run '${options.runId}': its recorded steps are ${first}..${last}`);
+  };
+  const early = events === undefined ? undefined : outOfRange(events);
+  if (early !== undefined) throw early;
+  let point: RunPoint;
+  try {
+    point = await loadRunPoint({ store: cliStore(options), sessionKey: options.session, runId: options.runId, step });
+  } catch (error) {
+    // A step the log does not hold: the message gives the range (read now, on this failure path).
+    if (events === undefined && step !== undefined && error instanceof StoreError) throw outOfRange(await readRunEvents(options)) ?? error;
+    throw error;
   }
-  const point = await loadRunPoint({ store: cliStore(options), sessionKey: options.session, runId: options.runId, step });
   for (const warning of point.warnings) warn(warning);
   return point;
+}
+
+/**
+ * What is wrong with the end of a run's log, as warnings (also printed): lines after its last chain hash, which are
+ * not served, or a log that serves fewer events than the run's projection counts. Only the log's last events are
+ * read (from the projection's count on; the whole log when there is no projection to start from), so that a state or
+ * a diff of a step costs what that step's keyframe and the events after it cost, not a read of the whole log. Damage
+ * in the middle of the log is reported by the reads that cover it (`runs show`, `blame`, `events`) and by `runs
+ * verify`, which proves the whole log.
+ */
+export async function logEndWarnings(options: RunRefOptions): Promise<string[]> {
+  const { store, ref } = await openRun(options);
+  const warnings: string[] = [];
+  const warned = (message: string): void => {
+    warn(message);
+    if (!warnings.includes(message)) warnings.push(message);
+  };
+  const claimed = await projectionClaims(store, ref);
+  const readFrom = async (from: number): Promise<{ served: number; lastSeq: number }> => {
+    let served = from;
+    let lastSeq = -1;
+    for await (const { event, line } of store.readVerified(ref, { from, onWarning: warned })) {
+      served = line + 1;
+      lastSeq = event.seq;
+    }
+    return { served, lastSeq };
+  };
+  const from = claimed === undefined ? 0 : Math.max(0, claimed.eventCount - 1);
+  let end = await readFrom(from);
+  // Nothing served from there: the log is shorter than the projection says. Read from the start for its numbers.
+  if (end.lastSeq < 0 && from > 0) end = await readFrom(0);
+  const lost = lostTail(store, ref, claimed, end.served, end.lastSeq);
+  if (lost !== undefined) warned(lost);
+  return warnings;
 }
