@@ -11,7 +11,7 @@ import { common } from './common-options.js';
 import { storeErrors } from './store-errors.js';
 import { nonNegativeInteger, positiveInteger, validId } from './arguments.js';
 import { flowModuleOption, maxFlowBytesOption, modulesOption, type FlowSourceOptions } from './flow-options.js';
-import { blame, diffStates, stateReport, type EventsPage } from './inspect.js';
+import { BLAME_EVENT_TYPES, blame, blameReads, diffStates, stateReport, type EventsPage } from './inspect.js';
 import { cliCommand, colors, print, warn, type CommonOptions } from './output.js';
 import { renderBlame, renderDiff, renderEvents, renderRuns, renderState, renderVerification } from './render.js';
 import { firstStep, logEndWarnings, openRun, readEventsPage, readFilteredEvents, readRunEvents, runPointAt } from './store-access.js';
@@ -112,7 +112,8 @@ export function runsCommand(): Command {
     async (runId: string, key: string, options: CommonOptions) => {
       const ref = { ...options, runId };
       const unread: string[] = [];
-      const events = await readRunEvents(ref, (w) => void unread.push(w));
+      // Only the events blame reads are decoded (the others are verified with their batch).
+      const events = await readFilteredEvents(ref, (event) => blameReads(event, key), (w) => void unread.push(w), BLAME_EVENT_TYPES);
       const first = firstStep(events);
       const initial = await storeErrors(() => runPointAt(ref, first, events)).catch((error: unknown) => {
         // The writes the log holds are still shown; what the run started with is named as unknown.

@@ -44,24 +44,38 @@ export async function readRunEvents(options: RunRefOptions, onWarning?: (message
   return readFilteredEvents(options, () => true, onWarning);
 }
 
-/** The stored events of a run for which `predicate` holds, in order (only the matches are kept in memory). */
-export async function readFilteredEvents(options: RunRefOptions, predicate: (event: StreamEvent) => boolean, onWarning?: (message: string) => void): Promise<StreamEvent[]> {
+/**
+ * The stored events of a run for which `predicate` holds, in order (only the matches are kept in memory). `types`,
+ * when given, are the only event types `predicate` can take: the others are verified with their batch but not
+ * decoded, and the log's end is judged by {@link logEndWarnings} (the last line served need not be the log's last).
+ */
+export async function readFilteredEvents(
+  options: RunRefOptions,
+  predicate: (event: StreamEvent) => boolean,
+  onWarning?: (message: string) => void,
+  types?: readonly string[],
+): Promise<StreamEvent[]> {
   const { store, ref } = await openRun(options);
   const out: StreamEvent[] = [];
+  const told = new Set<string>();
   const warned = (message: string): void => {
     warn(message);
-    onWarning?.(message);
+    if (!told.has(message)) onWarning?.(message);
+    told.add(message);
   };
-  const claimed = await projectionClaims(store, ref);
+  const claimed = types === undefined ? await projectionClaims(store, ref) : undefined;
   let served = 0;
   let lastSeq = -1;
-  for await (const { event } of store.readVerified(ref, { onWarning: warned })) {
+  for await (const { event } of store.readVerified(ref, { onWarning: warned, types })) {
     served++;
     lastSeq = event.seq;
     if (predicate(event)) out.push(event);
   }
-  const lost = lostTail(store, ref, claimed, served, lastSeq);
-  if (lost !== undefined) warned(lost);
+  if (types !== undefined) for (const message of await logEndWarnings(options)) warned(message);
+  else {
+    const lost = lostTail(store, ref, claimed, served, lastSeq);
+    if (lost !== undefined) warned(lost);
+  }
   return out;
 }
 
