@@ -279,8 +279,8 @@ async function countingRun(dataDir: string, runId: string, steps: number): Promi
   await runFlow(flow, { dataDir, runId, keyframeInterval: 10, durability: 'never' });
 }
 
-describe('backpackflow runs state and diff read what their steps need', () => {
-  it('answer a step from its keyframe and the lines after it; a step whose own lines were changed is an error naming them', async () => {
+describe('backpackflow runs state, diff and events read what they serve', () => {
+  it('answer from the keyframe and lines a step needs, and page by line; what reads changed lines is an error naming them', async () => {
     const dir = tempDir();
     const d = ['--data-dir', dir];
     await countingRun(dir, 'counted', 40);
@@ -311,6 +311,15 @@ describe('backpackflow runs state and diff read what their steps need', () => {
     expect(through.code).toBe(1);
     expect(through.stderr).toMatch(new RegExp(`events\\.jsonl: lines \\d+-\\d+ do not match the chain hash`));
     expect((await cli(['runs', 'verify', 'counted', ...d])).code).toBe(1);
+    // Pages of events are addressed by line: a page away from the change is served whole (its total read from the
+    // log's end), the page that holds it is an error naming the changed lines.
+    const total = lines.filter((line) => line !== '').length;
+    const [far, near] = await Promise.all([cli(['runs', 'events', 'counted', '--page', '4', '--page-size', '50', ...d, '--json']), cli(['runs', 'events', 'counted', '--page-size', '50', ...d, '--json'])]);
+    expect(far.code).toBe(0);
+    const farPage = JSON.parse(far.stdout);
+    expect([farPage.total, farPage.events.length, farPage.events[0].seq]).toEqual([total, 50, 151]);
+    expect(near.code).toBe(1);
+    expect(near.stderr).toMatch(/lines \d+-\d+ do not match the chain hash/);
   }, 30_000);
 });
 

@@ -93,7 +93,9 @@ export async function readEventsPage(
   const { store, ref } = await openRun(options);
   // Read before the log (see projectionClaims).
   const meta = await store.loadRunMeta(ref);
-  const total = await store.countEvents(ref, { onWarning: warn });
+  // Pages are addressed by line, as the chain numbers them: the total is the number of lines the log serves up to
+  // its last, read from the end the projection names rather than counted from the start.
+  const total = (await readLogEnd(store, ref, meta === null ? 0 : meta.eventCount - 1, warn)).served;
   if (meta !== null && meta.eventCount > total) {
     throw new StoreError(
       `${store.describeProjection(ref)} counts ${meta.eventCount} events, but ${store.describeLog(ref)} serves ${total}: the log was cut or damaged (backpackflow runs verify ${options.runId})`,
@@ -189,20 +191,28 @@ export async function logEndWarnings(options: RunRefOptions): Promise<string[]> 
     if (!warnings.includes(message)) warnings.push(message);
   };
   const claimed = await projectionClaims(store, ref);
-  const readFrom = async (from: number): Promise<{ served: number; lastSeq: number }> => {
-    let served = from;
+  const end = await readLogEnd(store, ref, claimed === undefined ? 0 : claimed.eventCount - 1, warned);
+  const lost = lostTail(store, ref, claimed, end.served, end.lastSeq);
+  if (lost !== undefined) warned(lost);
+  return warnings;
+}
+
+/**
+ * Where a run's log ends: the number of lines it serves (its last served line's number, which the chain proves, plus
+ * one) and the seq of its last event, read from line `from` on (the line a projection names as the last it counted);
+ * from the start when nothing is served from there (the log is shorter than that).
+ */
+async function readLogEnd(store: RunStore, ref: RunRef, from: number, onWarning: (message: string) => void): Promise<{ served: number; lastSeq: number }> {
+  const readFrom = async (start: number): Promise<{ served: number; lastSeq: number }> => {
+    let served = 0;
     let lastSeq = -1;
-    for await (const { event, line } of store.readVerified(ref, { from, onWarning: warned })) {
+    for await (const { event, line } of store.readVerified(ref, { from: start, onWarning })) {
       served = line + 1;
       lastSeq = event.seq;
     }
     return { served, lastSeq };
   };
-  const from = claimed === undefined ? 0 : Math.max(0, claimed.eventCount - 1);
-  let end = await readFrom(from);
-  // Nothing served from there: the log is shorter than the projection says. Read from the start for its numbers.
-  if (end.lastSeq < 0 && from > 0) end = await readFrom(0);
-  const lost = lostTail(store, ref, claimed, end.served, end.lastSeq);
-  if (lost !== undefined) warned(lost);
-  return warnings;
+  const start = Math.max(0, from);
+  const end = await readFrom(start);
+  return end.lastSeq < 0 && start > 0 ? readFrom(0) : end;
 }
