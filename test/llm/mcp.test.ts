@@ -21,6 +21,7 @@ function mcpError(error: Error & { cause?: unknown }): McpServerError {
 }
 
 const SERVER = join(import.meta.dirname, '..', 'fixtures', 'mcp-server.mjs');
+const REFUSING_SERVER = join(import.meta.dirname, '..', 'fixtures', 'mcp-refusing-server.mjs');
 const stdio: McpServer = { name: 'fixture', transport: 'stdio', command: process.execPath, args: [SERVER] };
 
 type Call = { toolCallId: string; toolName: string; input: Record<string, unknown> };
@@ -93,6 +94,15 @@ describe.concurrent('AgentNode with MCP servers', () => {
     // ends a server's input and waits a fixed 2,000 ms for it to exit before it sends SIGTERM.
     const failedAt = events.find((e) => e.type === StreamEventType.TOOL_RESULT)!.timestamp;
     expect(ended - failedAt).toBeLessThan(1_500);
+  });
+
+  it("a server that answers a call at once with its own error code -32001 (the SDK's timeout code) is closed gracefully, not signalled", async () => {
+    const markFile = join(mkdtempSync(join(tmpdir(), 'mcp-refusing-')), 'mark');
+    const server: McpServer = { name: 'refusing', transport: 'stdio', command: process.execPath, args: [REFUSING_SERVER], env: { REFUSING_MARK_FILE: markFile }, timeoutMs: 5_000 };
+    const { flow } = await runAgent([server], [{ toolCallId: 'r1', toolName: 'lookup', input: {} }]);
+    const [result] = flow.backpack.unpack<ToolResultRecord[]>('toolResults')!;
+    expect(result!.error).toMatch(/MCP server 'refusing' .*: call of 'lookup' failed: .*record not found/);
+    expect(readFileSync(markFile, 'utf8')).toBe('closed gracefully');
   });
 
   it('validates the model input against the tool schema the server listed, before calling the server', async () => {

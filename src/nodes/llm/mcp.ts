@@ -1,3 +1,4 @@
+import { ChildProcess } from 'node:child_process';
 import { z } from 'zod';
 import { LlmError } from './errors.js';
 import { redact } from '../../redact/index.js';
@@ -149,25 +150,26 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
   const client = new Client({ name: 'backpackflow', version: '1' });
   /** Set when a request to the server timed out or was cancelled: the server may be stuck, see close. */
   let unresponsive = false;
-  const noteFailure = (error: unknown): void => {
-    if ((error as { code?: unknown }).code === REQUEST_TIMEOUT || signal?.aborted === true) unresponsive = true;
+  /**
+   * Notes a failed request that began at `started` (performance.now()). A timeout is the client's own: the SDK's code
+   * for it (-32001) is also one a server may answer with, so it counts only when the request ran its whole timeout.
+   */
+  const noteFailure = (error: unknown, started: number): void => {
+    const timedOut = (error as { code?: unknown }).code === REQUEST_TIMEOUT && performance.now() - started >= timeout;
+    if (timedOut || signal?.aborted === true) unresponsive = true;
   };
   // The SDK closes a stdio server by ending its input, and sends SIGTERM only when the server has not exited 2 s
   // later (SIGKILL 2 s after that). A server that let a request time out may be stuck on it and hold the node that
-  // long past its timeoutMs: it gets the SIGTERM at once. The SDK starts waiting for the exit within close()'s
-  // first synchronous part, so the signal is sent after that call, never before (an exit it missed would cost it
-  // the whole grace).
+  // long past its timeoutMs: it gets the SIGTERM at once. The signal goes through the server's ChildProcess, which
+  // sends none once the process has exited (a bare pid could by then name another process); the SDK keeps it in a
+  // private field, so without one (another SDK version) the SDK's own close decides, as before. The SDK starts
+  // waiting for the exit within close()'s first synchronous part, so the signal is sent after that call, never
+  // before (an exit it missed would cost it the whole grace).
   const close = async (): Promise<void> => {
     // Read first: the transport forgets its process as it starts closing.
-    const pid = transport instanceof StdioClientTransport ? transport.pid : null;
+    const child = (transport as unknown as { _process?: unknown })._process;
     const closing = client.close();
-    if (unresponsive && pid !== null) {
-      try {
-        process.kill(pid, 'SIGTERM');
-      } catch {
-        // It has exited already.
-      }
-    }
+    if (unresponsive && child instanceof ChildProcess && child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     await closing;
   };
   const fail = (doing: string, error: unknown): never => {
@@ -176,10 +178,11 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
     // Redacted: the server's command line and what it printed may hold secrets, and an application logs this message.
     throw new McpServerError(redact(`${what}: ${doing}: ${reason}${said}`).value, { cause: error });
   };
+  let started = performance.now();
   try {
     await client.connect(transport, { timeout, signal });
   } catch (error) {
-    noteFailure(error);
+    noteFailure(error, started);
     await close().catch(() => undefined);
     fail('could not connect', error);
   }
@@ -187,6 +190,7 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
     const listed: Array<{ name: string; description?: string; inputSchema: Record<string, unknown> }> = [];
     let cursor: string | undefined;
     do {
+      started = performance.now();
       const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout, signal });
       listed.push(...(page.tools as typeof listed));
       cursor = page.nextCursor;
@@ -208,7 +212,7 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
     }
     return { tools, close };
   } catch (error) {
-    noteFailure(error);
+    noteFailure(error, started);
     await close().catch(() => undefined);
     if (error instanceof McpServerError) throw error;
     return fail('could not list its tools', error);
@@ -221,7 +225,7 @@ function mcpTool(
   server: McpServer,
   listed: { name: string; description?: string; inputSchema: Record<string, unknown> },
   timeout: number,
-  noteFailure: (error: unknown) => void,
+  noteFailure: (error: unknown, started: number) => void,
 ): LlmTool {
   let inputSchema: z.ZodType;
   try {
@@ -237,10 +241,11 @@ function mcpTool(
     source: { mcpServer: server.name, mcpTool: listed.name },
     async execute(input, context) {
       let result;
+      const started = performance.now();
       try {
         result = await client.callTool({ name: listed.name, arguments: input as Record<string, unknown> }, undefined, { timeout, signal: context.signal });
       } catch (error) {
-        noteFailure(error);
+        noteFailure(error, started);
         throw new McpServerError(redact(`MCP server '${server.name}' (${describeMcpServer(server)}): call of '${listed.name}' failed: ${error instanceof Error ? error.message : String(error)}`).value, { cause: error });
       }
       const content = (result.content ?? []) as Array<{ type: string; text?: string }>;
