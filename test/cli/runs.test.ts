@@ -320,6 +320,13 @@ describe('backpackflow runs state, diff and events read what they serve', () => 
     expect([farPage.total, farPage.events.length, farPage.events[0].seq]).toEqual([total, 50, 151]);
     expect(near.code).toBe(1);
     expect(near.stderr).toMatch(/lines \d+-\d+ do not match the chain hash/);
+    // A damaged projection is named, and the log alone (read whole then) gives the total.
+    await countingRun(dir, 'unprojected', 12);
+    writeFileSync(runPaths(dir, 'default', 'unprojected').runMeta, '{"not": "a projection"');
+    const unprojected = await cli(['runs', 'events', 'unprojected', '--page-size', '50', ...d, '--json']);
+    expect(unprojected.code).toBe(0);
+    expect(unprojected.stderr).toMatch(/run\.meta\.json.*; the pages are counted from the log alone/);
+    expect(JSON.parse(unprojected.stdout).total).toBe(readFileSync(runPaths(dir, 'default', 'unprojected').events, 'utf8').trim().split('\n').length);
   }, 30_000);
 });
 

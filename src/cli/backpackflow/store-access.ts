@@ -91,17 +91,28 @@ export async function readEventsPage(
   warn: (message: string) => void,
 ): Promise<{ total: number; events: StreamEvent[] }> {
   const { store, ref } = await openRun(options);
-  // Read before the log (see projectionClaims).
-  const meta = await store.loadRunMeta(ref);
+  const told = new Set<string>();
+  const warnOnce = (message: string): void => {
+    if (!told.has(message)) warn(message);
+    told.add(message);
+  };
+  // Read before the log (see projectionClaims). A damaged one is named, and the log alone gives the total.
+  let meta: Awaited<ReturnType<RunStore['loadRunMeta']>> = null;
+  try {
+    meta = await store.loadRunMeta(ref);
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    warnOnce(`${error.message}; the pages are counted from the log alone`);
+  }
   // Pages are addressed by line, as the chain numbers them: the total is the number of lines the log serves up to
   // its last, read from the end the projection names rather than counted from the start.
-  const total = (await readLogEnd(store, ref, meta === null ? 0 : meta.eventCount - 1, warn)).served;
+  const total = (await readLogEnd(store, ref, meta === null ? 0 : meta.eventCount - 1, warnOnce)).served;
   if (meta !== null && meta.eventCount > total) {
     throw new StoreError(
       `${store.describeProjection(ref)} counts ${meta.eventCount} events, but ${store.describeLog(ref)} serves ${total}: the log was cut or damaged (backpackflow runs verify ${options.runId})`,
     );
   }
-  return { total, events: await store.readPage(ref, pageSize, offset, { onWarning: warn }) };
+  return { total, events: await store.readPage(ref, pageSize, offset, { onWarning: warnOnce }) };
 }
 
 /**
@@ -177,11 +188,11 @@ export async function runPointAt(options: RunRefOptions, step: number | undefine
 
 /**
  * What is wrong with the end of a run's log, as warnings (also printed): lines after its last chain hash, which are
- * not served, or a log that serves fewer events than the run's projection counts. Only the log's last events are
- * read (from the projection's count on; the whole log when there is no projection to start from), so that a state or
- * a diff of a step costs what that step's keyframe and the events after it cost, not a read of the whole log. Damage
- * in the middle of the log is reported by the reads that cover it (`runs show`, `blame`, `events`) and by `runs
- * verify`, which proves the whole log.
+ * not served, a changed last batch, or a log that serves fewer events than the run's projection counts (it was cut).
+ * Only the log's last batch is read (from the projection's last event on; the whole log when there is no projection
+ * to start from), so that a state or a diff of a step costs what that step's keyframe and the events after it cost,
+ * not a read of the whole log. A changed batch before the last one is reported by the reads that cover it (the
+ * step's own, `runs show`, `blame`, `events`) and by `runs verify`, which proves the whole log.
  */
 export async function logEndWarnings(options: RunRefOptions): Promise<string[]> {
   const { store, ref } = await openRun(options);
