@@ -8,7 +8,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackpackNode, Flow, runFlow } from '../../src/index.js';
 import { loadHashBackend } from '../../src/hash/blake3.js';
-import { chainOf, sealBatch } from '../../src/store/chain.js';
+import { chainOf, genesis, sealBatch } from '../../src/store/chain.js';
 import { PostgresRunStore } from '../../src/store/index.js';
 import { freshDatabase } from '../support/pg.js';
 
@@ -79,6 +79,47 @@ describe('a Postgres writer continuing a log whose first line was changed', () =
       const before = await admin`select first_line, body from backpackflow.event_batches where run_id = ${ref.runId} order by first_line`;
       await expect(store.openWriter(ref, { fresh: false })).rejects.toThrow(/its first line does not match its chain hash: the log was changed there; it cannot be continued/);
       expect(await admin`select first_line, body from backpackflow.event_batches where run_id = ${ref.runId} order by first_line`).toEqual(before);
+    } finally {
+      await store.close();
+      await admin.end();
+      await drop();
+    }
+  });
+});
+
+describe('a Postgres log in chain format v1 with a batch row deleted and the later rows renumbered', () => {
+  it('a page after it is an error, not the later lines served as verified under shifted numbers (v1 does not hash line numbers)', async () => {
+    const { url, drop } = await freshDatabase();
+    const store = new PostgresRunStore({ url });
+    const admin = postgres(url, { max: 1, onnotice: () => undefined });
+    try {
+      const ref = { sessionKey: 'default', runId: 'renumbered' };
+      const flow = new Flow();
+      const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((id) => flow.addNode(Step, { id }));
+      a!.next(b!);
+      b!.next(c!);
+      c!.next(d!);
+      await runFlow(flow, { store, runId: ref.runId });
+      // The log as a writer of format v1 wrote it: every batch sealed again from the genesis on, without line numbers.
+      const backend = await loadHashBackend('wasm');
+      const rows = await admin<{ first_line: number; body: string }[]>`select first_line, body from backpackflow.event_batches where run_id = ${ref.runId} order by first_line`;
+      expect(rows.length).toBeGreaterThanOrEqual(5);
+      let chain = genesis(backend, ref.sessionKey, ref.runId);
+      for (const row of rows) {
+        const lines = row.body.split('\n').map((line) => (chainOf(Buffer.from(line)) === undefined ? line : `${line.slice(0, line.lastIndexOf(',"chain":"'))}}`));
+        const sealed = sealBatch(backend, chain, lines, row.first_line === 0, { line: row.first_line, format: 'v1' });
+        chain = sealed.head;
+        await admin`update backpackflow.event_batches set body = ${sealed.pieces.map((piece) => piece.toString()).join('').slice(0, -1)} where run_id = ${ref.runId} and first_line = ${row.first_line}`;
+      }
+      expect((await store.verifyLog(ref)).ok).toBe(true);
+      // A middle row deleted, the rows after it moved down to close the gap.
+      const gone = rows[2]!;
+      const count = gone.body.split('\n').length;
+      await admin`delete from backpackflow.event_batches where run_id = ${ref.runId} and first_line = ${gone.first_line}`;
+      await admin`update backpackflow.event_batches set first_line = first_line - ${count}, last_line = last_line - ${count} where run_id = ${ref.runId} and first_line > ${gone.first_line}`;
+      const last = rows.at(-1)!.first_line - count;
+      await expect(store.readPage(ref, 1, last)).rejects.toThrow(/do not match the chain hash/);
+      expect((await store.verifyLog(ref)).ok).toBe(false);
     } finally {
       await store.close();
       await admin.end();

@@ -186,7 +186,7 @@ export class PostgresRunStore implements RunStore {
   /**
    * The committed lines from line `from` on, verified against the chain: reading starts after the last batch that
    * ends before `from`, from the chain hash on its last line (read from its own text), so every batch served is
-   * checked.
+   * checked; in a log whose chain does not hash line numbers (v1), from the start.
    */
   private async *verifiedLines(ref: RunRef, from: number, options: ReadOptions): AsyncGenerator<{ line: number; text: string; chain: string }> {
     if (!Number.isInteger(from) || from < 0) throw new EventStoreError(`read: from must be a non-negative integer, got ${from}`);
@@ -211,8 +211,14 @@ export class PostgresRunStore implements RunStore {
           select split_part(body, E'\n', 1) as line from backpackflow.event_batches
           where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and first_line = 0`;
         const format = head === undefined ? undefined : chainFormatOf(backend, genesis(backend, ref.sessionKey, ref.runId), Buffer.from(head.line));
-        start = anchor.last_line + 1;
-        reader = new ChainReader(backend, Buffer.from(chain, 'hex'), format);
+        // Only a chain that hashes its lines' numbers (v2) proves the rows' line numbers from the anchor on; a log
+        // whose chain does not (v1, or a first line that matches neither) is read from its start, every batch
+        // hashed, as the file store reads it: a row deleted before the anchor and the later rows renumbered would
+        // otherwise shift every line served.
+        if (format === 'v2') {
+          start = anchor.last_line + 1;
+          reader = new ChainReader(backend, Buffer.from(chain, 'hex'), format);
+        }
       }
     }
     let batch: { line: number; text: string }[] = [];
