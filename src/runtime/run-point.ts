@@ -66,6 +66,10 @@ export async function loadRunPoint(options: RunLocation & { runId: string; step?
     .filter((s) => step === undefined || s <= step)
     .sort((a, b) => b - a);
   const warnings: string[] = [];
+  // The projection's claims are read before the log: a live writer stores its projection only after the events it
+  // counts, so a log read after it holds them all unless it lost them (read after the log, a step committed in
+  // between would look like a cut log).
+  const claims = step === undefined ? await projectionClaims(run, warnings) : undefined;
   for (let i = 0; ; i++) {
     let keyframe: Keyframe | undefined;
     for (; i < steps.length && keyframe === undefined; i++) keyframe = await loadKeyframe(run, steps[i]!, warnings);
@@ -84,25 +88,28 @@ export async function loadRunPoint(options: RunLocation & { runId: string; step?
     if (step !== undefined && point.step !== step) {
       throw new StoreError(`run ${sessionKey}/${runId} has no step ${step}; its last recorded step is ${point.step} (${log})${why}`);
     }
-    if (step === undefined) await checkProjectionClaims(run, point.lastSeq, warnings);
+    if (claims !== undefined) checkProjectionClaims(run, claims, point.lastSeq);
     const { lastSeq: _lastSeq, ...found } = point;
     return { ...found, warnings };
   }
 }
 
-/**
- * The last recorded point of a run must be the end of its log: a projection that counts events past what the log
- * serves means the log was cut or damaged (an error naming both files). A damaged projection is only a warning here.
- */
-async function checkProjectionClaims({ store, ref }: Run, lastSeq: number, warnings: string[]): Promise<void> {
-  let meta;
+/** The stored projection's last seq, or null when there is none; a damaged projection is only a warning here. */
+async function projectionClaims({ store, ref }: Run, warnings: string[]): Promise<{ lastSeq: number } | null> {
   try {
-    meta = await store.loadRunMeta(ref);
+    return await store.loadRunMeta(ref);
   } catch (error) {
     if (!(error instanceof StoreError)) throw error;
     warnings.push(`${error.message}; the log was not compared with it`);
-    return;
+    return null;
   }
+}
+
+/**
+ * The last recorded point of a run must be the end of its log: a projection (read before the log) that counts
+ * events past what the log serves means the log was cut or damaged (an error naming both files).
+ */
+function checkProjectionClaims({ store, ref }: Run, meta: { lastSeq: number } | null, lastSeq: number): void {
   if (meta !== null && meta.lastSeq > lastSeq) {
     throw new StoreError(
       `${store.describeProjection(ref)} records events up to seq ${meta.lastSeq}, but ${store.describeLog(ref)} serves them up to seq ${lastSeq}: ` +
