@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readEventsPage } from '../../src/cli/backpackflow/store-access.js';
+import { logEndWarnings, readEventsPage, runPointAt } from '../../src/cli/backpackflow/store-access.js';
 import { listRuns, loadRunPoint, verifyRun } from '../../src/index.js';
 import { EventStore } from '../../src/store/index.js';
 import { recordCountingRun } from './fixtures/counting-run.js';
@@ -43,10 +43,23 @@ const pointReader =
     return { answer: JSON.stringify(point), warnings };
   };
 
+/** `runs state --step N` as the CLI reads it: the step's point, and the log's end. */
+const cliStateReader =
+  (step: number): Reader =>
+  async (dataDir) => {
+    const warnings: string[] = [];
+    const options = { dataDir, session: 'default', runId: RUN };
+    const unread = await logEndWarnings(options, (w) => warnings.push(w));
+    const { warnings: pointWarnings, ...point } = await runPointAt(options, step, undefined, () => undefined);
+    return { answer: JSON.stringify(point), warnings: [...unread, ...pointWarnings] };
+  };
+
 const READERS: Record<string, Reader> = {
   'loadRunPoint()': pointReader(),
   'loadRunPoint(step 7)': pointReader(7),
   'loadRunPoint(step 24)': pointReader(24),
+  'runs state --step 7 (CLI)': cliStateReader(7),
+  'runs state --step 24 (CLI)': cliStateReader(24),
   'events page at 0': pageReader(0),
   'events page at 100': pageReader(100),
   'events page at the end': pageReader(225),

@@ -163,26 +163,30 @@ export function firstStep(events: StreamEvent[]): number {
 /**
  * The run's state at `step` (default: the last), or a CliError giving the valid range. It reads the keyframe at or
  * before the step and the log from there (see loadRunPoint), not the whole log: `events`, when the caller read them
- * already, give the range up front; otherwise the range is read only when the step is not there.
+ * already, give the range up front; otherwise the range is read only when the step is not there. Its warnings go to
+ * `report` (default: printed).
  */
-export async function runPointAt(options: RunRefOptions, step: number | undefined, events?: StreamEvent[]): Promise<RunPoint> {
+export async function runPointAt(options: RunRefOptions, step: number | undefined, events?: StreamEvent[], report: (message: string) => void = warn): Promise<RunPoint> {
+  const store = cliStore(options);
   const outOfRange = (read: StreamEvent[]): CliError | undefined => {
     const first = firstStep(read);
     const last = Math.max(first, lastStep(read));
     if (step === undefined || (step <= last && step >= first)) return undefined;
-    return new CliError(`invalid step ${step} for run '${options.runId}': its recorded steps are ${first}..${last}`);
+    // The log is named: the range is what it serves (a cut log serves fewer steps than the run took).
+    const log = store.describeLog({ sessionKey: options.session, runId: options.runId });
+    return new CliError(`invalid step ${step} for run '${options.runId}': its recorded steps are ${first}..${last} (as ${log} serves them)`);
   };
   const early = events === undefined ? undefined : outOfRange(events);
   if (early !== undefined) throw early;
   let point: RunPoint;
   try {
-    point = await loadRunPoint({ store: cliStore(options), sessionKey: options.session, runId: options.runId, step });
+    point = await loadRunPoint({ store, sessionKey: options.session, runId: options.runId, step });
   } catch (error) {
     // A step the log does not hold: the message gives the range (read now, on this failure path).
     if (events === undefined && step !== undefined && error instanceof StoreError) throw outOfRange(await readRunEvents(options)) ?? error;
     throw error;
   }
-  for (const warning of point.warnings) warn(warning);
+  for (const warning of point.warnings) report(warning);
   return point;
 }
 
@@ -192,13 +196,14 @@ export async function runPointAt(options: RunRefOptions, step: number | undefine
  * Only the log's last batch is read (from the projection's last event on; the whole log when there is no projection
  * to start from), so that a state or a diff of a step costs what that step's keyframe and the events after it cost,
  * not a read of the whole log. A changed batch before the last one is reported by the reads that cover it (the
- * step's own, `runs show`, `blame`, `events`) and by `runs verify`, which proves the whole log.
+ * step's own, `runs show`, `blame`, `events`) and by `runs verify`, which proves the whole log. Each warning also
+ * goes to `report` (default: printed).
  */
-export async function logEndWarnings(options: RunRefOptions): Promise<string[]> {
+export async function logEndWarnings(options: RunRefOptions, report: (message: string) => void = warn): Promise<string[]> {
   const { store, ref } = await openRun(options);
   const warnings: string[] = [];
   const warned = (message: string): void => {
-    warn(message);
+    report(message);
     if (!warnings.includes(message)) warnings.push(message);
   };
   const claimed = await projectionClaims(store, ref);
