@@ -9,7 +9,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BackpackNode, Flow, runFlow } from '../src/index.js';
+import { runFlow } from '../src/index.js';
+import { CURRENT, flowsOf } from './runtime-rows.js';
 import { median, printTable, withoutNodeStartupSettings, type BenchRow } from './harness.js';
 
 const bin = join(import.meta.dirname, '..', 'dist', 'cli', 'backpackflow.js');
@@ -19,25 +20,9 @@ if (!existsSync(bin)) {
 }
 const dataDir = mkdtempSync(join(tmpdir(), 'bf-bench-cli-'));
 
-/** A run of `steps` steps that packs a counter (8 events a step), recorded in `dir` as `runId`. */
+/** A run of `steps` steps that packs a counter (8 events a step; runtime-rows.ts), recorded in `dir` as `runId`. */
 async function countingRun(dir: string, runId: string, steps: number): Promise<void> {
-  type Handle = Parameters<BackpackNode['post']>[0];
-  class Count extends BackpackNode<number, number> {
-    override prep(backpack: Handle): number {
-      return (backpack.unpack('count') as number | undefined) ?? 0;
-    }
-    override exec(count: number): number {
-      return count + 1;
-    }
-    override post(backpack: Handle, _prev: number, next: number): string | undefined {
-      backpack.pack('count', next);
-      return next < steps ? 'again' : undefined;
-    }
-  }
-  const flow = new Flow({ namespace: 'bench', maxSteps: steps + 1 });
-  const node = flow.addNode(Count, { id: 'n' });
-  node.on('again', node);
-  await runFlow(flow, { dataDir: dir, runId, durability: 'never' });
+  await runFlow(flowsOf(CURRENT.api).count(steps), { dataDir: dir, runId, durability: 'never' });
 }
 
 // Stored runs to inspect: 500 short ones in one session (a listing), and a short and a long run (an inspection of

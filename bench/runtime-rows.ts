@@ -25,8 +25,8 @@ type Api = Build['api'];
 type AnyFlow = InstanceType<Api['Flow']>;
 type Shape = 'count' | 'list';
 
-/** The two flows of the rows, built on `api`'s own classes. */
-function flowsOf(api: Api): Record<Shape, (steps: number) => AnyFlow> {
+/** The two flows of the rows, built on `api`'s own classes (bench:cli records runs of the counting one). */
+export function flowsOf(api: Api): Record<Shape, (steps: number) => AnyFlow> {
   type Handle = Parameters<current.BackpackNode['post']>[0];
   /** One small pack per step (a counter): the steady-state cost of durability itself. */
   class Count extends api.BackpackNode<number, number> {
