@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
-import { realpathSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve as resolvePath, sep } from 'node:path';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { authorize, checkAgentId, checkIdentity, type AgentIdentity, type AgentRole } from './agents.js';
@@ -195,20 +195,24 @@ export class ContextEngine {
   }
 
   /**
-   * Opens the engine for a workspace directory. Nothing is written until a write operation runs. The root is taken
-   * with its symbolic links resolved, as git takes a work tree's: a workspace reached through a symlink (the root
-   * itself, or a directory above it) is the directory it points to, with the same tree and store whichever spelling
-   * opened it. Symlinks inside the workspace are never followed.
+   * Opens the engine for a workspace directory: a ContextError (INVALID_ARGUMENT, naming it) when it does not exist,
+   * is not a directory or is a loop of symbolic links. Nothing is written until a write operation runs. The root is
+   * taken with its symbolic links resolved, as git takes a work tree's: a workspace reached through a symlink (the
+   * root itself, or a directory above it) is the directory it points to, with the same tree and store whichever
+   * spelling opened it. Symlinks inside the workspace are never followed.
    */
   static async open(workspaceRoot: string, options: ContextEngineOptions = {}): Promise<ContextEngine> {
     const backend = await loadHashBackend(options.hashBackend);
     const given = resolvePath(workspaceRoot);
-    let real = given;
+    let real: string;
     try {
       real = realpathSync.native(given);
-    } catch {
-      // Missing or unreadable: the first operation reports it, under the name given.
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      const why = code === 'ENOENT' ? 'does not exist' : code === 'ELOOP' ? 'is a loop of symbolic links' : `cannot be read (${code ?? String(error)})`;
+      throw new ContextError('INVALID_ARGUMENT', `workspace ${given} ${why}`, { workspace: given });
     }
+    if (!statSync(real).isDirectory()) throw new ContextError('INVALID_ARGUMENT', `workspace ${given} is not a directory`, { workspace: given });
     return new ContextEngine(real, real === given ? undefined : given, backend, options);
   }
 

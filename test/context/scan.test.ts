@@ -1,4 +1,4 @@
-import { cpSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
@@ -55,6 +55,25 @@ describe('scan: the Merkle tree', () => {
     // A frame put through one spelling is the other's head.
     const frame = await linked.putFrame(join(link, 'README.md'), { type: 'note', content: 'via the link' }, 'w');
     expect(await direct.getHead('README.md', 'note')).toBe(frame);
+  });
+
+  it('a workspace that does not exist, is a file or is a loop of symlinks is refused at open, naming it', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'file.txt'), 'x');
+    symlinkSync(join(dir, 'loop-b'), join(dir, 'loop-a'));
+    symlinkSync(join(dir, 'loop-a'), join(dir, 'loop-b'));
+    symlinkSync(join(dir, 'gone'), join(dir, 'dangling'));
+    const refused = async (root: string): Promise<{ code: unknown; message: string }> => {
+      const error = (await ContextEngine.open(root).then(() => undefined, (e: unknown) => e)) as { code: unknown; message: string };
+      expect(error, root).toBeDefined();
+      return { code: error.code, message: error.message };
+    };
+    expect(await refused(join(dir, 'missing'))).toEqual({ code: 'INVALID_ARGUMENT', message: `workspace ${join(dir, 'missing')} does not exist` });
+    expect(await refused(join(dir, 'dangling'))).toEqual({ code: 'INVALID_ARGUMENT', message: `workspace ${join(dir, 'dangling')} does not exist` });
+    expect(await refused(join(dir, 'file.txt'))).toEqual({ code: 'INVALID_ARGUMENT', message: `workspace ${join(dir, 'file.txt')} is not a directory` });
+    expect(await refused(join(dir, 'loop-a'))).toEqual({ code: 'INVALID_ARGUMENT', message: `workspace ${join(dir, 'loop-a')} is a loop of symbolic links` });
+    // Nothing was written anywhere.
+    expect(readdirSync(dir).sort()).toEqual(['dangling', 'file.txt', 'loop-a', 'loop-b']);
   });
 
   it('changing one byte of one file changes exactly that file id and its ancestors', async () => {
