@@ -403,7 +403,9 @@ export class JournaledFile<T, E> {
     const commit = data.subarray(COMMIT_OFFSET, HEADER_BYTES);
     const committed = commit.readUInt32BE(0);
     const commitIntact = commit.equals(this.commitRecord(committed));
-    const end = commitIntact ? committed : data.length;
+    // Entries are parsed up to the committed length, and never past the bytes read: a journal cut at an entry's
+    // start (or read while an append that the commit record already counts was still landing) ends there.
+    const end = Math.min(commitIntact ? committed : data.length, data.length);
     const entries: E[] = [];
     let o = HEADER_BYTES;
     while (o + 36 <= end) {

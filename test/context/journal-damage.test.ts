@@ -96,6 +96,19 @@ describe('a damaged or missing journal is reported by every reader', () => {
     expect((await engine.listFrames('README.md')).map((f) => f.frameId)).toEqual(ids);
   });
 
+  it('a journal cut exactly where its last committed entry starts: warned with the bytes lost, never a RangeError (found by the validate race soak)', async () => {
+    const { root, ids, journals } = await threeHeads();
+    const journal = join(root, '.merkle', 'state.journal');
+    // The third commit's header (its committed length counts the third entry) over the bytes of the first two.
+    writeFileSync(journal, Buffer.concat([journals[2]!.subarray(0, COMMIT_OFFSET + 8), journals[1]!.subarray(COMMIT_OFFSET + 8)]));
+    const { engine, warnings } = await reader(root);
+    expect(await engine.getHead('README.md', 'summary')).toBe(ids[1]);
+    expect(warnings).toEqual([expect.stringMatching(/state\.journal is damaged: committed bytes \d+-\d+ \(\d+ bytes, of which \d+ are missing \(the file was cut\)\) fail their checksum/)]);
+    const report = await engine.validate();
+    expect(report.errors).toEqual(expect.arrayContaining([expect.stringContaining(`${journal} is damaged`)]));
+    expect(report.errors.join('\n')).not.toMatch(/out of range/);
+  });
+
   it('a byte flipped in a committed state journal entry, or its tail cut: warned with the bytes lost; a damaged journal is kept aside by repair', async () => {
     for (const damage of ['flip', 'cut'] as const) {
       const { root, ids } = await threeHeads();
