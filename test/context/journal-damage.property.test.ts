@@ -97,6 +97,23 @@ const repairable = (name: string): boolean => /^(tree|state)(\.json|\.journal|\.
 /** Each file of the store deleted (but the one the store cannot tell). */
 const deletions = (): Array<[{ name: string; d: Damage }]> => files.filter((name) => !untold(name, { kind: 'delete' })).map((name) => [{ name, d: { kind: 'delete' } }]);
 
+/** Where a journal's header ends (src/context/journal.ts) and each entry's length, checksum and payload follow. */
+const JOURNAL_HEADER_BYTES = 92;
+
+/**
+ * Each journal cut exactly where one of its entries starts, under a commit record that counts that entry: what a
+ * reader sees when it reads while an append lands (a random cut rarely falls on a boundary; one that did threw a
+ * RangeError naming no file).
+ */
+const boundaryCuts = (): Array<[{ name: string; d: Damage }]> =>
+  ['tree.journal', 'state.journal'].flatMap((name) => {
+    const bytes = readFileSync(join(prepared, '.merkle', name));
+    const cuts: Array<[{ name: string; d: Damage }]> = [];
+    for (let o = JOURNAL_HEADER_BYTES; o + 36 <= bytes.length; o += 36 + bytes.readUInt32BE(o)) cuts.push([{ name, d: { kind: 'truncate', at: (o + 0.5) / bytes.length } }]);
+    expect(cuts.length, `${name} holds entries`).toBeGreaterThan(0);
+    return cuts;
+  });
+
 describe('store damage (property)', () => {
   it('every reader answers as before the damage, or names the damaged file; validate fails whenever an answer changed; repair ends the reports', async () => {
     await fc.assert(
@@ -143,8 +160,9 @@ describe('store damage (property)', () => {
           rmSync(root, { recursive: true, force: true });
         },
       ),
-      // Every file deleted, and then damage at random (fast-check counts the examples in numRuns).
-      { numRuns: deletions().length + trials(12, 400), examples: deletions() },
+      // Every file deleted, each journal cut at each entry's start, and then damage at random (fast-check counts the
+      // examples in numRuns).
+      { numRuns: deletions().length + boundaryCuts().length + trials(12, 400), examples: [...deletions(), ...boundaryCuts()] },
     );
   });
 });
