@@ -1,6 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
-import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve as resolvePath, sep } from 'node:path';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { authorize, checkAgentId, checkIdentity, type AgentIdentity, type AgentRole } from './agents.js';

@@ -151,12 +151,13 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
   /** Set when a request to the server timed out or was cancelled: the server may be stuck, see close. */
   let unresponsive = false;
   /**
-   * Notes a failed request that began at `started` (performance.now()). A timeout is the client's own: the SDK's code
-   * for it (-32001) is also one a server may answer with, so it counts only when the request ran its whole timeout.
+   * Notes a failed request that began at `started` (performance.now()), made under `requestSignal`. A timeout is the
+   * client's own: the SDK's code for it (-32001) is also one a server may answer with, so it counts only when the
+   * request ran its whole timeout.
    */
-  const noteFailure = (error: unknown, started: number): void => {
+  const noteFailure = (error: unknown, started: number, requestSignal: AbortSignal | undefined = signal): void => {
     const timedOut = (error as { code?: unknown }).code === REQUEST_TIMEOUT && performance.now() - started >= timeout;
-    if (timedOut || signal?.aborted === true) unresponsive = true;
+    if (timedOut || requestSignal?.aborted === true) unresponsive = true;
   };
   // The SDK closes a stdio server by ending its input, and sends SIGTERM only when the server has not exited 2 s
   // later (SIGKILL 2 s after that). A server that let a request time out may be stuck on it and hold the node that
@@ -225,7 +226,7 @@ function mcpTool(
   server: McpServer,
   listed: { name: string; description?: string; inputSchema: Record<string, unknown> },
   timeout: number,
-  noteFailure: (error: unknown, started: number) => void,
+  noteFailure: (error: unknown, started: number, requestSignal?: AbortSignal) => void,
 ): LlmTool {
   let inputSchema: z.ZodType;
   try {
@@ -245,7 +246,7 @@ function mcpTool(
       try {
         result = await client.callTool({ name: listed.name, arguments: input as Record<string, unknown> }, undefined, { timeout, signal: context.signal });
       } catch (error) {
-        noteFailure(error, started);
+        noteFailure(error, started, context.signal);
         throw new McpServerError(redact(`MCP server '${server.name}' (${describeMcpServer(server)}): call of '${listed.name}' failed: ${error instanceof Error ? error.message : String(error)}`).value, { cause: error });
       }
       const content = (result.content ?? []) as Array<{ type: string; text?: string }>;
