@@ -10,7 +10,7 @@ import { emptyRunMeta, foldRunMetaBatch, runDuration } from '../../store/run-met
 import type { RunMeta } from '../../store/index.js';
 import { colors, formatMs } from './output.js';
 import { formatDuration } from './render.js';
-import { readRunEvents, openRun, type RunRefOptions } from './store-access.js';
+import { readFilteredEvents, readRunEvents, openRun, type RunRefOptions } from './store-access.js';
 
 /** One line under a span, in the order it happened. */
 export type TraceItem =
@@ -160,10 +160,12 @@ function hasRunning(item: TraceItem): boolean {
  * `runs list` gives it (one rule for every reader: `listedRun`, run-meta's `runDuration`).
  */
 export async function storedTrace(options: RunRefOptions): Promise<RunTrace> {
-  const events = await readRunEvents(options);
   const { store, ref } = await openRun(options);
   const meta = await listedRun({ store, sessionKey: ref.sessionKey, runId: ref.runId });
-  return meta === undefined ? buildTrace(ref.runId, events) : withRunMeta(buildTrace(ref.runId, events), meta);
+  if (meta === undefined) return buildTrace(ref.runId, await readRunEvents(options));
+  // The header is the projection's (withRunMeta): the tree needs only the events it draws, the others are verified
+  // with their batch but not decoded.
+  return withRunMeta(buildTrace(ref.runId, await readFilteredEvents(options, () => true, undefined, TRACE_EVENT_TYPES)), meta);
 }
 
 /**
