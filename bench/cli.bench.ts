@@ -49,6 +49,7 @@ const commands: Record<string, string[]> = {
   [EVENTS_SHORT]: [bin, 'runs', 'events', 'short', '--data-dir', longDir],
   [EVENTS_LONG]: [bin, 'runs', 'events', 'long', '--data-dir', longDir],
   'backpackflow runs blame (reads every step), 20,000-step run': [bin, 'runs', 'blame', 'long', 'count', '--data-dir', longDir],
+  'backpackflow runs show (the whole trace), 20,000-step run': [bin, 'runs', 'show', 'long', '--data-dir', longDir],
 };
 const machineEnv = process.env.NODE_OPTIONS !== undefined || process.env.NODE_EXTRA_CA_CERTS !== undefined;
 const MACHINE_ROW = "not counted above: node -e 0 with this machine's NODE_OPTIONS / NODE_EXTRA_CA_CERTS";
