@@ -8,7 +8,8 @@
  *
  * A secret-named key (the redactor's key rule) whose value is empty, a block scalar indicator (`|`, `>`, with their
  * chomping and indentation marks) or a value an earlier pass replaced already, followed by lines indented deeper:
- * a plain or block scalar has every such line replaced, a list of scalars has each item's value replaced. A nested
+ * a plain or block scalar has every such line replaced, a list of scalars has each item's value replaced (a list may
+ * also be written at the key's own indentation, `password:` then `- first`). A nested
  * mapping (`password:` then `  nested: 1`) is left to the rules that see its own keys, so that its keys stay readable.
  */
 /**
@@ -42,8 +43,14 @@ export function redactYamlBlockValues(text: string, isSecretName: (name: string)
     let end = i + 1;
     while (end < lines.length && (lines[end]!.trim() === '' || indentOf(lines[end]!) > indent)) end++;
     while (end > i + 1 && lines[end - 1]!.trim() === '') end--;
-    if (end === i + 1) continue;
     const block = key[4] !== undefined;
+    if (end === i + 1 && !block && !/^[ \t]*- /.test(lines[i]!)) {
+      // A list may also sit at its key's own indentation (`password:` then `- first`), unless the key is itself a
+      // list item (then such a line is its sibling): its scalar items, one after another.
+      const bare = (line: string): string => (line.endsWith('\r') ? line.slice(0, -1) : line);
+      while (end < lines.length && indentOf(lines[end]!) === indent && LIST_ITEM.test(bare(lines[end]!)) && !MAPPING_LINE.test(lines[end]!)) end++;
+    }
+    if (end === i + 1) continue;
     if (!block && MAPPING_LINE.test(lines[i + 1]!)) continue;
     for (let j = i + 1; j < end; j++) {
       const line = lines[j]!;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { readTextIfExists, readTextIfExistsSync, removeDeadTemps, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import { openSealed, sealJson } from '../hash/sealed.js';
-import { LockError, MemoryStoreError, describeIssues } from './errors.js';
+import { InvalidIdError, LockError, MemoryStoreError, describeIssues } from './errors.js';
 import { KeywordIndex, tokenize, type KeywordIndexFile } from './keyword-index.js';
 import type { FileLock } from '../fs/index.js';
 import { acquireLock } from './lock.js';
@@ -13,7 +13,8 @@ import { MemoryItemSchema, durabilityOf, type Durability, type MemoryItem } from
 
 /**
  * The stored form of a memory item (shared by the memory stores): `createdAt` filled when absent, validated (a
- * {@link MemoryStoreError} naming the field), the id checked, and everything but the id and times redacted.
+ * {@link MemoryStoreError} naming the field), the id checked (an InvalidIdError for one that is not an id, or that
+ * looks like a secret), and everything but the id and times redacted.
  */
 export function prepareMemoryItem(input: MemoryItemInput, redactor: Redactor): MemoryItem {
   const item = input !== null && typeof input === 'object' && input.createdAt === undefined ? { ...input, createdAt: Date.now() } : input;
@@ -21,6 +22,10 @@ export function prepareMemoryItem(input: MemoryItemInput, redactor: Redactor): M
   if (!parsed.success) throw new MemoryStoreError(`invalid memory item ${JSON.stringify(item?.id)}: ${describeIssues(parsed.error, '(item)')}`);
   const valid = parsed.data;
   assertValidId(valid.id, 'memory id');
+  // The id names the item's file and is written in the index as it is (never redacted), as run ids are.
+  if (redactor.holdsSecret(valid.id)) {
+    throw new InvalidIdError('memory id', redactor.redactText(valid.id), 'it looks like a secret: a memory id names its file and is written in the index as it is, never redacted; choose another');
+  }
   const { id, createdAt, updatedAt, ...rest } = valid;
   const { value } = redactor.redact(rest);
   const out: MemoryItem = { id, ...value, createdAt };

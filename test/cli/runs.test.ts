@@ -250,10 +250,16 @@ describe('backpackflow memory', () => {
     expect([first.id, retried.id]).toEqual(['deploy-day', 'deploy-day']);
     const hits = await cliJson(['memory', 'search', 'deploys tuesdays', ...d]);
     expect(hits.map((h: { id: string }) => h.id)).toEqual(['deploy-day']);
-    // An id that cannot name a file is refused before anything is stored, naming the id.
+    // An id that cannot name a file, or that looks like a secret (it is written as it is), is bad usage: refused
+    // before anything is stored, naming the id (a secret one redacted).
     const bad = await cli(['memory', 'add', 'x', '--id', '../escape', ...d]);
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('../escape');
+    const secret = 'sk-proj-abcdefghijklmnopqrstuvwxyz0123456789';
+    const secretId = await cli(['memory', 'add', 'x', '--id', secret, ...d]);
+    expect(secretId.code).toBe(2);
+    expect(secretId.stderr).toMatch(/invalid memory id .*\[REDACTED\].*looks like a secret/);
+    expect(secretId.stderr).not.toContain(secret);
     expect(await cliJson(['memory', 'search', 'x', ...d])).toEqual([]);
   }, 30_000);
 });

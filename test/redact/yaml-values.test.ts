@@ -18,6 +18,8 @@ describe('YAML values on the lines after a secret-named key', () => {
     ['a list of scalars', 'password:\n  - first-one\n  - second-one\nuser: x', 'password:\n  - [REDACTED]\n  - [REDACTED]\nuser: x'],
     ['a key in a list item', '- password:\n    s3cret-value\n- user: x', '- password:\n    [REDACTED]\n- user: x'],
     ['a comment after the key', 'password: # rotated monthly\n  s3cret-value', 'password: [REDACTED] rotated monthly\n  [REDACTED]'],
+    ['a list at the key\'s own indentation', 'password:\n- first-one\n- second-one\nuser: x', 'password:\n- [REDACTED]\n- [REDACTED]\nuser: x'],
+    ['a list at the key\'s own indentation, nested', 'db:\n  api_key:\n  - first-one\n  user: x', 'db:\n  api_key:\n  - [REDACTED]\n  user: x'],
   ])('%s', (_name, input, expected) => {
     expect(text(input)).toBe(expected);
   });
@@ -26,6 +28,8 @@ describe('YAML values on the lines after a secret-named key', () => {
     ['a nested mapping keeps its keys', 'password:\n  nested: 1\n  other: 2'],
     ['a key that is not secret-named', 'description:\n  a long text\n  on two lines'],
     ['a secret-named key whose value is on its own line at the same indentation', 'password:\nuser: bob'],
+    ['a secret-named key in a list item, before a sibling item', '- password:\n- user-bob'],
+    ['a list of mappings at the key\'s own indentation keeps its keys', 'password:\n- name: a\n- name: b'],
   ])('%s: unchanged', (_name, input) => {
     expect(text(input)).toBe(input);
   });
@@ -33,7 +37,7 @@ describe('YAML values on the lines after a secret-named key', () => {
   it('no value written under a secret-named key in any of these forms reaches the output (property)', () => {
     const name = fc.constantFrom('password', 'api_key', 'client_secret', 'accessToken', 'DB_PASSWORD', 'private_key');
     const value = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9_.@+=-]{7,40}$/);
-    const form = fc.constantFrom('plain', 'literal', 'folded', 'list', 'nested');
+    const form = fc.constantFrom('plain', 'literal', 'folded', 'list', 'flush list', 'nested');
     fc.assert(
       fc.property(name, fc.array(value, { minLength: 1, maxLength: 3 }), form, fc.nat(4), fc.boolean(), (key, values, shape, depth, crlf) => {
         const pad = '  '.repeat(depth);
@@ -41,6 +45,8 @@ describe('YAML values on the lines after a secret-named key', () => {
         const body =
           shape === 'list'
             ? values.map((v) => `${pad}  - ${v}`)
+            : shape === 'flush list'
+              ? values.map((v) => `${pad}- ${v}`)
             : shape === 'nested'
               ? [`${pad}  ${key}:`, ...values.map((v) => `${pad}    ${v}`)]
               : values.map((v) => `${pad}  ${v}`);

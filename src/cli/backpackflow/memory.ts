@@ -7,6 +7,7 @@ import { cliPostgresStore } from './run-store.js';
 import { nonNegativeInteger } from './arguments.js';
 import { colors as c, print, type CommonOptions } from './output.js';
 import { common } from './common-options.js';
+import { storeErrors } from './store-errors.js';
 import { terminalText as t } from '../../events/terminal-text.js';
 
 /** The memory `options` select: the data directory's, or the database's with `--database-url`. */
@@ -40,7 +41,8 @@ export function memoryCommand(): Command {
     .action(async (text: string, options: CommonOptions & { keywords?: string[]; id?: string }) => {
       const store = memoryOf(options);
       const item = { id: options.id ?? newMemoryId(), content: text, ...(options.keywords ? { keywords: options.keywords } : {}), metadata: { source: 'cli', session: options.session }, createdAt: Date.now() };
-      await store.write(item);
+      // An id that is not one (or looks like a secret) is bad usage: exit 2, as for a run id.
+      await storeErrors(() => store.write(item));
       // As stored: redacted.
       const stored = (await store.get(item.id)) ?? item;
       await store.close();
