@@ -2,7 +2,7 @@
  * The context engine's command line, `backpackflow context ...` (and `npm run merkle --` in a checkout). Human output
  * by default, one JSON document with `--json`. Exit codes: 0 success, 1 error (message on stderr), 2 bad usage.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { colors as pc } from './colors.js';
@@ -37,13 +37,7 @@ function globals(): GlobalOptions {
 
 async function engine(): Promise<ContextEngine> {
   const dir = resolve(globals().workspace ?? process.cwd());
-  let isDir = false;
-  try {
-    isDir = statSync(dir).isDirectory();
-  } catch {
-    // reported below
-  }
-  if (!isDir) throw new ContextError('INVALID_ARGUMENT', `workspace ${dir} is not a directory`, { workspace: dir });
+  // A workspace that does not exist, is a file or is a loop of symlinks is refused by the engine, naming which.
   // Damage to a journal is told on stderr by every command that reads from it (see ContextEngineOptions.onWarning).
   return ContextEngine.open(dir, { onWarning: (message) => process.stderr.write(`${program.name()}: warning: ${t(message)}\n`) });
 }

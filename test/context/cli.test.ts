@@ -119,7 +119,7 @@ describe('merkle CLI (spec §6, end to end through the built command line; error
     expect(noFile.code).toBe(1);
     expect(noFile.stderr).toContain('/nonexistent/frame.json');
     expect(elsewhere.code).toBe(1);
-    expect(elsewhere.stderr).toContain('is not a directory');
+    expect(elsewhere.stderr).toContain(`workspace ${join(root, 'nope')} does not exist`);
     for (const [i, r] of usageResults.entries()) {
       expect(r.code, usages[i]!.join(' ')).toBe(2);
       expect(r.stderr.length).toBeGreaterThan(0);
