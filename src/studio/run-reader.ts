@@ -8,7 +8,7 @@
 import { compileNamespacePattern } from '../backpack/index.js';
 import { StreamEventType, StreamEventTypeSchema, type StreamEvent } from '../events/index.js';
 import { listedRun, listRuns, loadRunPoint, type RunPoint } from '../runtime/index.js';
-import type { CorruptLine, Memory, RunMeta, RunStore, RunRef as StoreRef } from '../store/index.js';
+import { StoreError, type CorruptLine, type Memory, type RunMeta, type RunStore, type RunRef as StoreRef } from '../store/index.js';
 import { blame, blameReads, BLAME_EVENT_TYPES, diffStates, stateReport, type BlameReport, type DiffReport, type StateReport } from '../cli/backpackflow/inspect.js';
 import { firstStep, lastStep } from '../cli/backpackflow/store-access.js';
 import { buildTrace, TRACE_EVENT_TYPES, withRunMeta, type RunTrace, type TraceItem } from '../cli/backpackflow/trace.js';
@@ -331,15 +331,16 @@ export class RunReader {
     const onWarning = (message: string): void => void warnings.push(message);
     const result: EventsPageResult = { runId: ref.runId, page: query.page, pageSize: query.pageSize, events: [], hasMore: false, total: null, corrupt, warnings };
     if (query.type === undefined && query.namespace === undefined) {
-      // One more than the page, to know whether there is a next one without counting the log.
-      let line = offset;
-      const read = await this.store.readPage(at, query.pageSize + 1, offset, { onCorrupt: (c) => corrupt.push(c), onWarning });
-      for (const event of read) {
-        while (corrupt.some((c) => c.line - 1 === line)) line++;
-        result.events.push({ line: line++, event });
+      // The page is the log's lines offset..offset + pageSize - 1 (through the index), each with its own number,
+      // which the chain proves: a line not served (corrupt, or in a batch that fails its chain hash) leaves a gap
+      // named in `corrupt` or `warnings`, and shifts nothing. A line served after the page says there is a next one.
+      for await (const { event, line } of this.store.readVerified(at, { from: offset, onCorrupt: (c) => corrupt.push(c), onWarning })) {
+        if (line >= offset + query.pageSize) {
+          result.hasMore = true;
+          break;
+        }
+        result.events.push({ line, event });
       }
-      result.hasMore = result.events.length > query.pageSize;
-      result.events = result.events.slice(0, query.pageSize);
       result.total = (await this.meta(ref)).eventCount;
       return result;
     }
@@ -493,7 +494,14 @@ export class RunReader {
 
   private async point(ref: RunRef, step: number, parameter: string): Promise<RunPoint> {
     await this.checkedStep(ref, step, parameter);
-    return loadRunPoint({ store: this.store, sessionKey: ref.session, runId: ref.runId, step });
+    try {
+      return await loadRunPoint({ store: this.store, sessionKey: ref.session, runId: ref.runId, step });
+    } catch (error) {
+      // A log or keyframe that cannot give this step (damaged, cut): the error names the file. Not a fault of the
+      // server's: a 409, as for a run whose stored state disagrees with what was asked.
+      if (error instanceof StoreError) throw new HttpError(409, error.message, parameter);
+      throw error;
+    }
   }
 
   /** The Backpack at `step` (default: the last) with provenance per key, and the quarantined items. */

@@ -490,6 +490,33 @@ describe('studio API over a damaged log', () => {
     expect(trace.warnings.join('\n')).toMatch(/events\.jsonl: lines? [\d-]+ come after its last chain hash/);
   });
 
+  it('a middle batch changed: events pages keep the log\'s line numbers and reach the lines after it; a state read through it is a 409 naming the file (Studio audit)', async () => {
+    const id = 'run_changed_middle';
+    await runFlow(countingFlow('middle'), { dataDir, runId: id });
+    const path = runPaths(dataDir, 'default', id).events;
+    const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
+    // Step 2's write edited in place: its batch no longer matches its chain hash.
+    const changed = lines.findIndex((line) => line.includes('"valueSummary":"2"'));
+    lines[changed] = lines[changed]!.replace('"valueSummary":"2"', '"valueSummary":"7"');
+    writeFileSync(path, `${lines.join('\n')}\n`);
+    const pages = [];
+    for (let page = 1; ; page++) {
+      const reply = (await api(`/api/runs/${id}/events?pageSize=5&page=${page}`)).json;
+      pages.push(reply);
+      if (!reply.hasMore) break;
+    }
+    const served = pages.flatMap((p) => p.events);
+    // Each event under its own line number, each once; the lines after the changed batch are reached.
+    for (const { line, event } of served) expect(JSON.parse(lines[line]!).seq, `line ${line}`).toBe(event.seq);
+    expect(new Set(served.map((e: any) => e.line)).size).toBe(served.length);
+    expect(served.at(-1).line).toBe(lines.length - 1);
+    expect(served.length).toBeLessThan(lines.length);
+    expect(pages.flatMap((p) => p.warnings).join('\n')).toMatch(/events\.jsonl: lines \d+-\d+ do not match the chain hash/);
+    const state = await api(`/api/runs/${id}/state?step=2`);
+    expect(state.status).toBe(409);
+    expect(state.json.error).toMatch(/events\.jsonl: lines \d+-\d+ do not match the chain hash/);
+  });
+
   it('a trace viewed before the log was edited in place (same length, earlier than its end) is read again and says so', async () => {
     const id = 'run_edited_in_place';
     await runFlow(countingFlow('inplace'), { dataDir, runId: id });
