@@ -8,7 +8,9 @@
  *
  * Messages: `event: event` with the stored event as data and `id:` the number of lines read so far (a reconnecting
  * EventSource sends it back as Last-Event-ID and continues there); `event: corrupt` for a line that is not a valid
- * event; a comment line every `heartbeatMs` to keep proxies from closing an idle stream.
+ * event; `event: warning` (data `{ message }`, once per stream) for what the log does not serve, naming the file and
+ * lines (a batch that fails its chain hash, lines after the last one); a comment line every `heartbeatMs` to keep
+ * proxies from closing an idle stream.
  */
 import { watch, statSync, type FSWatcher } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -90,6 +92,8 @@ export async function tailEvents(req: IncomingMessage, res: ServerResponse, stor
     if (closed) return;
     if (!res.write(text)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
   };
+  /** The warnings this stream has sent (each is sent once: the log is read again at every wake-up). */
+  const warned = new Set<string>();
   const pump = async (): Promise<void> => {
     if (reading) {
       again = true;
@@ -105,6 +109,13 @@ export async function tailEvents(req: IncomingMessage, res: ServerResponse, stor
           onCorrupt: (c) => {
             next = c.line;
             corrupt.push(`id: ${next}\nevent: corrupt\ndata: ${JSON.stringify(c)}\n\n`);
+          },
+          // What the log does not serve (lines that fail their chain hash, lines after the last one) is said once
+          // per stream, as the JSON views say it in their warnings: the `id:` numbers alone would just skip.
+          onWarning: (message) => {
+            if (warned.has(message)) return;
+            warned.add(message);
+            corrupt.push(`event: warning\ndata: ${JSON.stringify({ message })}\n\n`);
           },
         })) {
           for (const message of corrupt.splice(0)) await send(message);
