@@ -43,6 +43,11 @@ export interface RunSummary extends Omit<RunMeta, 'forkedFrom'> {
 export interface StepRange {
   first: number;
   last: number;
+  /**
+   * What the reads of the range could not use, each naming its file (a damaged batch hides the steps in and after
+   * it, so the range may end before the run's last step): empty when they read a sound log.
+   */
+  warnings: string[];
 }
 
 /** Everything the run view needs besides its events: projection, fork origin, steps, recorded flow config. */
@@ -370,15 +375,18 @@ export class RunReader {
    */
   async steps(ref: RunRef, meta?: RunMeta): Promise<StepRange> {
     const at = meta === undefined ? await this.existing(ref) : storeRef(ref);
+    const warnings: string[] = [];
+    const onCorrupt = (c: CorruptLine): void => void warnings.push(skipped(ref, c));
+    const onWarning = (message: string): void => void (warnings.includes(message) || warnings.push(message));
     const isCheckpoint = (e: StreamEvent): boolean => e.type === StreamEventType.CHECKPOINT_SAVED;
-    const head = (await this.store.readPage(at, 8, 0, { onCorrupt: 'skip' })).filter(isCheckpoint);
+    const head = (await this.store.readPage(at, 8, 0, { onCorrupt, onWarning })).filter(isCheckpoint);
     if (!head.some((e) => (e.payload as { start?: unknown }).start === true)) return this.range(ref);
     const first = firstStep(head);
     const tail: StreamEvent[] = [];
     const from = Math.max(0, (meta ?? (await this.meta(ref))).eventCount - TAIL_LINES);
-    for await (const { event } of this.store.readVerified(at, { from, onCorrupt: 'skip', types: [StreamEventType.CHECKPOINT_SAVED] })) tail.push(event);
+    for await (const { event } of this.store.readVerified(at, { from, onCorrupt, onWarning, types: [StreamEventType.CHECKPOINT_SAVED] })) tail.push(event);
     if (tail.length === 0) return this.range(ref);
-    return { first, last: Math.max(first, lastStep(tail)) };
+    return { first, last: Math.max(first, lastStep(tail)), warnings };
   }
 
   /**
@@ -386,10 +394,13 @@ export class RunReader {
    * log is still verified against its chain). Kept as {@link scan} keeps the trace.
    */
   private async range(ref: RunRef): Promise<StepRange> {
-    return (await this.kept(this.ranges, ref, [StreamEventType.CHECKPOINT_SAVED], (checkpoints) => {
+    const kept = await this.kept(this.ranges, ref, [StreamEventType.CHECKPOINT_SAVED], (checkpoints) => {
       const first = firstStep(checkpoints);
-      return { first, last: Math.max(first, lastStep(checkpoints)) };
-    })).result;
+      return { first, last: Math.max(first, lastStep(checkpoints)), warnings: [] as string[] };
+    });
+    const range = await kept.result;
+    // The warnings of the read the range was made from (known once it is made).
+    return { ...range, warnings: [...kept.warnings] };
   }
 
   /**

@@ -80,7 +80,7 @@ describe('studio API over a recorded run', () => {
     const reply = await api(`/api/runs/${runId}`);
     expect(reply.status).toBe(200);
     expect(reply.json.meta).toMatchObject({ runId, status: 'completed' });
-    expect(reply.json.steps).toEqual({ first: 0, last: 3 });
+    expect(reply.json.steps).toEqual({ first: 0, last: 3, warnings: [] });
     expect(reply.json.flow).toMatchObject({ namespace: 't', nodes: [{ id: 'fact' }, { id: 'count' }, { id: 'check' }] });
     const fork = await api(`/api/runs/${forkId}`);
     expect(fork.json.steps.first).toBe(1);
@@ -269,11 +269,11 @@ describe('studio API: live stream of a running run', () => {
       // The trace and step range (made by one read of the log, kept while it keeps its size) follow the log as it grows.
       const traceNodes = async (): Promise<string[]> => (await api(`/api/runs/${liveId}/trace`)).json.items.filter((i: any) => i.kind === 'node').map((i: any) => `${i.node.nodeId}:${i.node.status}`);
       expect(await traceNodes()).toEqual(['first:completed']); // wait's events are written with its step's batch
-      expect((await api(`/api/runs/${liveId}/steps`)).json).toEqual({ first: 0, last: 1 });
+      expect((await api(`/api/runs/${liveId}/steps`)).json).toEqual({ first: 0, last: 1, warnings: [] });
       release();
       await running;
       expect(await traceNodes()).toEqual(['first:completed', 'wait:completed']);
-      expect((await api(`/api/runs/${liveId}/steps`)).json).toEqual({ first: 0, last: 2 });
+      expect((await api(`/api/runs/${liveId}/steps`)).json).toEqual({ first: 0, last: 2, warnings: [] });
       const end = await stream.waitFor((m) => m.event === 'event' && JSON.parse(m.data).type === 'run.completed');
       expect((await api(`/api/runs/${liveId}`)).json.meta).toMatchObject({ status: 'completed', eventCount: Number(end.id) });
       const denied = (await api(`/api/runs/${liveId}/events?type=access.denied`)).json;
@@ -514,6 +514,9 @@ describe('studio API over a damaged log', () => {
     expect(served.at(-1).line).toBe(lines.length - 1);
     expect(served.length).toBeLessThan(lines.length);
     expect(pages.flatMap((p) => p.warnings).join('\n')).toMatch(/events\.jsonl: lines \d+-\d+ do not match the chain hash/);
+    // The step range says why it may end early (it read the damaged batch).
+    const steps = (await api(`/api/runs/${id}/steps`)).json;
+    expect(steps.warnings.join('\n')).toMatch(/events\.jsonl: lines \d+-\d+ do not match the chain hash/);
     const state = await api(`/api/runs/${id}/state?step=2`);
     expect(state.status).toBe(409);
     expect(state.json.error).toMatch(/events\.jsonl: lines \d+-\d+ do not match the chain hash/);
