@@ -6,7 +6,7 @@ import { EventStore, type ReadOptions } from './event-store.js';
 import { assertValidId, runPaths } from './paths.js';
 import { readSealedIfExists, writeSealed } from './sealed-file.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
-import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from './run-meta.js';
+import { continuedRunMeta, emptyRunMeta, foldRunMeta, foldRunMetaBatch } from './run-meta.js';
 import { RunMetaSchema, durabilityOf, type Durability, type RunMeta } from './types.js';
 import type { StreamEvent } from '../events/types.js';
 
@@ -226,16 +226,8 @@ export class ProjectionStore {
     }
     if (stored !== null && stored.eventCount > 0) {
       const events = new EventStore({ dataDir: this.dataDir, sessionKey: this.sessionKey, runId });
-      // One read from the stored projection's last event: it must be that event (its seq), then the ones after it.
-      let matched: boolean | undefined;
-      let meta = stored;
-      for await (const event of events.readStream({ from: stored.eventCount - 1 })) {
-        if (matched === undefined) {
-          matched = event.seq === stored.lastSeq;
-          if (!matched) break;
-        } else meta = foldRunMeta(meta, event);
-      }
-      if (matched === true) {
+      let meta = await continuedRunMeta(stored, events.readVerified({ from: stored.eventCount - 1 }));
+      if (meta !== undefined) {
         if (meta === stored) this.cache.set(runId, meta);
         else if (store) await this.persistDerived(runId, (meta = canonical(meta)), log);
         else meta = canonical(meta);

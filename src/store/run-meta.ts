@@ -35,6 +35,23 @@ function errorText(payload: Record<string, unknown>): string | undefined {
 }
 
 /**
+ * A stored projection brought up to date with its log, from `events`: the log read from the projection's last counted
+ * event on (line `stored.eventCount - 1`). The first must be that event (its seq), or the projection is not this log's
+ * and undefined is returned (the caller rebuilds it); the events after it are folded in. One read serves both.
+ */
+export async function continuedRunMeta(stored: RunMeta, events: AsyncIterable<{ event: StreamEvent }>): Promise<RunMeta | undefined> {
+  let matched: boolean | undefined;
+  let meta = stored;
+  for await (const { event } of events) {
+    if (matched === undefined) {
+      matched = event.seq === stored.lastSeq;
+      if (!matched) return undefined;
+    } else meta = foldRunMeta(meta, event);
+  }
+  return matched === true ? meta : undefined;
+}
+
+/**
  * Folds one event into a run's projection and returns the new projection (the input is not modified). Events at
  * or below `lastSeq` are already counted and return the input unchanged, so replaying events is harmless.
  *

@@ -183,7 +183,7 @@ export class RunReader {
   /** The traces of the runs opened last (oldest first), with the end of the log they were made from. */
   private readonly traces = new Map<string, Kept<RunTrace>>();
   /** Likewise, the step ranges read from whole logs. */
-  private readonly ranges = new Map<string, Kept<StepRange>>();
+  private readonly ranges = new Map<string, Kept<Omit<StepRange, 'warnings'>>>();
 
   /** Reads `store` and `memory`; {@link close} closes both. */
   constructor(
@@ -396,10 +396,10 @@ export class RunReader {
   private async range(ref: RunRef): Promise<StepRange> {
     const kept = await this.kept(this.ranges, ref, [StreamEventType.CHECKPOINT_SAVED], (checkpoints) => {
       const first = firstStep(checkpoints);
-      return { first, last: Math.max(first, lastStep(checkpoints)), warnings: [] as string[] };
+      return { first, last: Math.max(first, lastStep(checkpoints)) };
     });
     const range = await kept.result;
-    // The warnings of the read the range was made from (known once it is made).
+    // With the warnings of the read it was made from (all known once it is made).
     return { ...range, warnings: [...kept.warnings] };
   }
 

@@ -57,12 +57,10 @@ export async function readFilteredEvents(
 ): Promise<StreamEvent[]> {
   const { store, ref } = await openRun(options);
   const out: StreamEvent[] = [];
-  const told = new Set<string>();
-  const warned = (message: string): void => {
+  const warned = onceEach((message) => {
     warn(message);
-    if (!told.has(message)) onWarning?.(message);
-    told.add(message);
-  };
+    onWarning?.(message);
+  });
   const claimed = types === undefined ? await projectionClaims(store, ref) : undefined;
   let served = 0;
   let lastSeq = -1;
@@ -71,7 +69,7 @@ export async function readFilteredEvents(
     lastSeq = event.seq;
     if (predicate(event)) out.push(event);
   }
-  if (types !== undefined) for (const message of await logEndWarnings(options)) warned(message);
+  if (types !== undefined) await logEndWarnings(options, warned);
   else {
     const lost = lostTail(store, ref, claimed, served, lastSeq);
     if (lost !== undefined) warned(lost);
@@ -91,11 +89,7 @@ export async function readEventsPage(
   warn: (message: string) => void,
 ): Promise<{ total: number; events: StreamEvent[] }> {
   const { store, ref } = await openRun(options);
-  const told = new Set<string>();
-  const warnOnce = (message: string): void => {
-    if (!told.has(message)) warn(message);
-    told.add(message);
-  };
+  const warnOnce = onceEach(warn);
   // Read before the log (see projectionClaims). A damaged one is named, and the log alone gives the total.
   let meta: Awaited<ReturnType<RunStore['loadRunMeta']>> = null;
   try {
@@ -113,6 +107,16 @@ export async function readEventsPage(
     );
   }
   return { total, events: await store.readPage(ref, pageSize, offset, { onWarning: warnOnce }) };
+}
+
+/** `report`, called once for each different message (a log read again warns again). */
+function onceEach(report: (message: string) => void): (message: string) => void {
+  const told = new Set<string>();
+  return (message) => {
+    if (told.has(message)) return;
+    told.add(message);
+    report(message);
+  };
 }
 
 /**
@@ -202,10 +206,10 @@ export async function runPointAt(options: RunRefOptions, step: number | undefine
 export async function logEndWarnings(options: RunRefOptions, report: (message: string) => void = warn): Promise<string[]> {
   const { store, ref } = await openRun(options);
   const warnings: string[] = [];
-  const warned = (message: string): void => {
+  const warned = onceEach((message) => {
     report(message);
-    if (!warnings.includes(message)) warnings.push(message);
-  };
+    warnings.push(message);
+  });
   const claimed = await projectionClaims(store, ref);
   const end = await readLogEnd(store, ref, claimed === undefined ? 0 : claimed.eventCount - 1, warned);
   const lost = lostTail(store, ref, claimed, end.served, end.lastSeq);

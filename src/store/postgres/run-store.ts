@@ -36,7 +36,7 @@ import type { CorruptLine, ReadOptions, VerifiedEvent, VerifyResult } from '../e
 import { CheckpointStoreError, EventStoreError, FencedError, LockError, ProjectionStoreError, RunExistsError, RunGoneError, StoreError, describeIssues, lostConnection } from '../errors.js';
 import { decodeLine } from '../log-format.js';
 import { assertValidId } from '../paths.js';
-import { emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
+import { continuedRunMeta, emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
 import { RunChangedError } from '../retention.js';
 import type { DeleteRunCondition, KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from '../run-store.js';
 import { CheckpointSchema, RunMetaSchema, durabilityOf, type Checkpoint, type RunMeta } from '../types.js';
@@ -405,12 +405,8 @@ export class PostgresRunStore implements RunStore {
       process.emitWarning(`${error.message}; rebuilding it from the run's log`, 'ProjectionStoreRebuild');
     }
     if (stored !== null && stored.eventCount > 0) {
-      const [last] = await this.readPage(ref, 1, stored.eventCount - 1);
-      if (last?.seq === stored.lastSeq) {
-        let meta = stored;
-        for await (const { event } of this.readVerified(ref, { from: stored.eventCount })) meta = foldRunMeta(meta, event);
-        return meta === stored ? meta : RunMetaSchema.parse(meta);
-      }
+      const meta = await continuedRunMeta(stored, this.readVerified(ref, { from: stored.eventCount - 1 }));
+      if (meta !== undefined) return meta === stored ? meta : RunMetaSchema.parse(meta);
     }
     let meta = emptyRunMeta(ref.sessionKey, ref.runId);
     for await (const { event } of this.readVerified(ref)) meta = foldRunMeta(meta, event);
