@@ -158,6 +158,51 @@ async function measure(builds: Build[], shape: Shape, steps: number, runs: numbe
 }
 
 /**
+ * The per-step cost of steps in the middle of a run whose state is already large: runs of `short` and of `long` steps
+ * that start from a list of `items` entries (200 bytes each), the difference of their times divided by the difference
+ * of their lengths. What a run pays once (its files, the keyframe of its first state, loading the input) cancels
+ * out; what every step pays stays, keyframes taken as the log grows included. Returns, per build and mode, that
+ * marginal µs per step of each run, builds and modes interleaved run by run as in {@link measure}.
+ */
+async function measureMarginal(builds: Build[], items: number, runs: number, dir: string): Promise<Map<string, number[]>> {
+  const short = 150;
+  const long = 450;
+  const input = { log: Array.from({ length: items }, (_, i) => `${i} ${'x'.repeat(190)}`) };
+  const flows = builds.map((b) => flowsOf(b.api));
+  const out = new Map<string, number[]>();
+  const modes: Mode[] = ['plain', 'batch', 'never'];
+  for (let i = 0; i < runs + 1; i++) {
+    for (const mode of i % 2 === 0 ? modes : [...modes].reverse()) {
+      const order = builds.map((_, b) => (b + i) % builds.length);
+      for (const b of order) {
+        const time = async (steps: number): Promise<number> => {
+          // The list flow runs until the list holds `steps` entries more than the input's.
+          const flow = flows[b]!.list(items + steps);
+          if (mode === 'batch' && b === order[0] && steps === short) execFileSync('sync');
+          const start = performance.now();
+          if (mode === 'plain') await flow.run(input);
+          else await builds[b]!.api.runFlow(flow, { dataDir: dir, runId: `marginal-${items}-${mode}-${b}-${i}-${steps}`, durability: mode, input });
+          return performance.now() - start;
+        };
+        const a = await time(short);
+        const z = await time(long);
+        if (i === 0) continue;
+        const series = out.get(`${b}|${mode}`) ?? [];
+        series.push(((z - a) * 1000) / (long - short));
+        out.set(`${b}|${mode}`, series);
+      }
+    }
+  }
+  return out;
+}
+
+/** Median over runs of the marginal per-step overhead of `mode` over a plain run (see {@link measureMarginal}). */
+function marginalOverhead(times: Map<string, number[]>, build: number, mode: 'batch' | 'never'): number[] {
+  const plain = times.get(`${build}|plain`)!;
+  return times.get(`${build}|${mode}`)!.map((t, i) => t - plain[i]!);
+}
+
+/**
  * A measured case. Every figure is a median over runs of a difference taken within one run (the mode's time minus
  * the plain time of the same build in the same turn, and this build's minus another's), so that the turns pair what
  * is compared.
@@ -219,6 +264,10 @@ export async function runtimeRows(builds: Build[]): Promise<BenchRow[]> {
     const list50 = new Case('50-step runs, list growing to 10 KB', await measure(builds, 'list', 50, 120, dir));
     const list1000 = new Case('1,000-step runs, list growing to 200 KB', await measure(builds, 'list', 1000, 24, dir));
     const count = new Case('1,000-step runs, one small pack each', await measure(builds, 'count', 1000, 24, dir));
+    // Steady state with a small and a large state: runs that start from a list of 50 entries (10 KB) and of 4,000
+    // (800 KB). The rows above compare runs of different lengths, whose fixed costs differ; these compare steps alone.
+    const small = await measureMarginal(builds, 50, 12, dir);
+    const large = await measureMarginal(builds, 4000, 12, dir);
     await CURRENT.api.runFlow(flowsOf(CURRENT.api).list(400), { dataDir: dir, runId: 'disk-400' });
     const bytes = bytesUnder(join(dir, 'sessions', 'default', 'runs', 'disk-400'));
     const rows: BenchRow[] = [{ name: "creating a file in the runs' data directory (os.tmpdir(); context for the 'never' rows)", median: createCost(dir), unit: 'µs' }];
@@ -250,6 +299,21 @@ export async function runtimeRows(builds: Build[]): Promise<BenchRow[]> {
       unit: 'x',
       target: 1.25,
     });
+    for (const mode of ['batch', 'never'] as const) {
+      const at10 = marginalOverhead(small, 0, mode);
+      const at800 = marginalOverhead(large, 0, mode);
+      rows.push({ name: `runFlow per-step overhead, '${mode}', steady state (steps 150-450 of a run): state 10 KB`, median: median(at10), unit: 'µs' });
+      rows.push({ name: `runFlow per-step overhead, '${mode}', steady state (steps 150-450 of a run): state 800 KB`, median: median(at800), unit: 'µs' });
+      rows.push({
+        name: `flat in state size, steady state: '${mode}' overhead with 800 KB of state / with 10 KB`,
+        median: median(at800.map((t, i) => t / at10[i]!)),
+        unit: 'x',
+        target: 1.25,
+      });
+      for (let b = 3; b < builds.length; b++) {
+        rows.push({ name: `${builds[b]!.name} per-step overhead, '${mode}', steady state: state 800 KB`, median: median(marginalOverhead(large, b, mode)), unit: 'µs' });
+      }
+    }
     rows.push({ name: 'bytes on disk after 400 steps appending 200 bytes each', median: bytes / 1e6, unit: 'MB', target: 2, anchor: 'LangGraph SqliteSaver 20.9 MB' });
     for (const c of [count, list50, list1000]) {
       for (const mode of ['batch', 'never'] as const) {

@@ -433,6 +433,16 @@ export class Backpack {
   }
 
   /**
+   * From now on, a pack of an array that starts with the elements stored under its key (the same values, in place:
+   * a list a node grew) records that it does, so that a reader comparing the two stored values by identity skips
+   * those elements. The durable runtime turns it on for its step deltas (a boundary then costs what was appended,
+   * not the list's length). Costs each such pack a comparison per element; off by default.
+   */
+  recordGrowth(): void {
+    this.#ledger.recordGrowth = true;
+  }
+
+  /**
    * Keys whose item changed (packed, deleted, quarantined or cleared) in the commits after `seq`, in the order of
    * their first such commit; undefined when some of those commits were pruned, so the caller must compare every key.
    * Keys that left the active state in those commits (deleted, quarantined or cleared) are also added to `left`.

@@ -34,6 +34,8 @@ export class Ledger implements HandleOps {
   registry = new NodeRegistry();
   history: History;
   lineage = randomUUID().slice(0, 8);
+  /** Whether packs record arrays grown from the stored value (see Backpack.recordGrowth). */
+  recordGrowth = false;
 
   constructor(
     readonly options: Readonly<ResolvedOptions>,
@@ -57,8 +59,8 @@ export class Ledger implements HandleOps {
     const tags = checkTags(key, options?.tags);
     const acl = options?.accessControl === undefined ? undefined : checkItemAccessControl(key, options.accessControl);
     // Copying the value comes first: nothing after it runs outside the library before the commit is built.
-    const prepared = prepareValue(key, value);
     const prev = this.state.items.get(key);
+    const prepared = prepareValue(key, value, this.recordGrowth && prev !== undefined ? this.state.storedValueOf(prev) : undefined);
     const init = this.#init.reset('pack', key);
     const real = storeValue(init, key, prepared, this.options.maxValueBytes);
     if (prev && prev.flags & COPY_ON_READ) init.flags |= PREV_COPY_ON_READ;

@@ -52,9 +52,14 @@ export class LiveState implements State {
     return this.#large;
   }
 
+  /** The value of an item as stored (never copied: frozen data shared with the state, for the library's own use). */
+  storedValueOf(item: Commit): unknown {
+    return item.flags & LARGE && this.#large.has(item) ? this.#large.get(item) : item.value;
+  }
+
   /** The value of an item as a reader gets it (a large value if still held; see Commit.readValue for copies). */
   valueOf(item: Commit): unknown {
-    return copyStoredValue(item.key, item.flags & LARGE && this.#large.has(item) ? this.#large.get(item) : item.value);
+    return copyStoredValue(item.key, this.storedValueOf(item));
   }
 
   /** The public, frozen form of an item. */

@@ -176,6 +176,33 @@ const SUPPORTED = 'pack plain data: JSON types, undefined, Date, Map, Set, BigIn
 const STORED = new WeakMap<object, number>();
 
 /**
+ * Stored arrays packed over a stored array they start with: each maps to the number of that array (in
+ * {@link ARRAY_NUMBERS}), so that {@link extendsStored} tells, without looking at the elements, that an array a node
+ * grew kept everything it had. Numbers rather than the arrays themselves, so that no array keeps the one before it
+ * (and that one the one before it, ...) alive.
+ */
+const EXTENDS = new WeakMap<object, number>();
+const ARRAY_NUMBERS = new WeakMap<object, number>();
+let lastArrayNumber = 0;
+
+/**
+ * Whether stored array `next` was packed over stored array `prev` and starts with `prev`'s own elements, each the
+ * same value in the same place (`Object.is`: an equal copy of an object does not count). Then `next` encodes as
+ * `prev`'s encoding followed by its own further elements. False also when it cannot be told that way (the elements
+ * must then be compared): a pack over another value, or two packs of the key since `prev`.
+ */
+export function extendsStored(next: readonly unknown[], prev: readonly unknown[]): boolean {
+  const number = EXTENDS.get(next);
+  return number !== undefined && number === ARRAY_NUMBERS.get(prev);
+}
+
+function recordExtension(next: object, prev: object): void {
+  let number = ARRAY_NUMBERS.get(prev);
+  if (number === undefined) ARRAY_NUMBERS.set(prev, (number = ++lastArrayNumber));
+  EXTENDS.set(next, number);
+}
+
+/**
  * Whether `value` is a stored value (see {@link prepareValue}) that is plain JSON: strings, finite numbers other
  * than -0, booleans, null, arrays and plain objects without the codec's tag key. Such a value encodes as itself.
  */
@@ -205,7 +232,12 @@ class Walker {
     throw new BackpackError(`Cannot pack key '${this.key}': ${at} ${problem}; ${SUPPORTED}`, { key: this.key });
   }
 
-  copy(v: unknown): unknown {
+  /**
+   * A frozen copy of `v`. `before` is what was stored at the same place before (the key's previous value, or the
+   * member at the same key or index of it), when the caller knows it: an array copied over a stored array whose
+   * elements it keeps in place is recorded as extending it (see {@link extendsStored}).
+   */
+  copy(v: unknown, before?: unknown): unknown {
     switch (typeof v) {
       case 'string':
         this.bytes += v.length + 2;
@@ -234,10 +266,10 @@ class Walker {
       this.bytes += 4;
       return v;
     }
-    return this.copyObject(v as object);
+    return this.copyObject(v as object, before);
   }
 
-  copyObject(v: object): unknown {
+  copyObject(v: object, before: unknown): unknown {
     const shared = STORED.get(v);
     if (shared !== undefined) {
       this.bytes += Math.floor(shared / 2);
@@ -256,16 +288,27 @@ class Walker {
     if (Array.isArray(v)) {
       const arr = new Array<unknown>(v.length);
       this.bytes += 2;
+      // The stored array this one may extend, and how many of its elements were kept in place so far.
+      const prior = Array.isArray(before) && STORED.has(before) && before.length <= v.length ? (before as readonly unknown[]) : undefined;
+      let kept = 0;
       for (let i = 0; i < v.length; i++) {
         this.path.push(i);
-        arr[i] = this.copy(v[i]);
+        let item: unknown;
+        if (kept === i && prior !== undefined && i < prior.length) {
+          const was = prior[i];
+          item = this.copy(v[i], was);
+          // Object.is, with === first: it is the quicker test, and they differ only on numbers (-0, NaN).
+          if (item === was && (typeof item !== 'number' || Object.is(item, was))) kept++;
+        } else item = this.copy(v[i]);
+        arr[i] = item;
         this.path.pop();
         this.bytes += 1;
       }
       out = Object.freeze(arr);
+      if (prior !== undefined && kept === prior.length) recordExtension(out as object, prior);
     } else {
       const proto = Object.getPrototypeOf(v) as object | null;
-      out = proto === Object.prototype || proto === null ? this.copyPlain(v) : this.copyInstance(v, proto);
+      out = proto === Object.prototype || proto === null ? this.copyPlain(v, before) : this.copyInstance(v, proto);
     }
     this.ancestors.delete(v);
     // A copy holding a Map, Set, Date or typed array is not immutable all through: it is copied on every read, and
@@ -277,14 +320,16 @@ class Walker {
   }
 
   /** Copies an object whose prototype is Object.prototype or null into a frozen plain object. */
-  copyPlain(v: object): object {
+  copyPlain(v: object, before: unknown): object {
     if (Object.getOwnPropertySymbols(v).length > 0) this.fail('has symbol keys');
     if (Object.hasOwn(v, CODEC_TAG)) this.json = false;
     const obj: Record<string, unknown> = {};
     this.bytes += 2;
+    // A stored plain object (frozen data: reading its members runs nothing) whose members are what was there before.
+    const prior = before !== null && typeof before === 'object' && !Array.isArray(before) && STORED.has(before) ? (before as Record<string, unknown>) : undefined;
     for (const k of Object.keys(v)) {
       this.path.push(k);
-      const copied = this.copy((v as Record<string, unknown>)[k]);
+      const copied = this.copy((v as Record<string, unknown>)[k], prior !== undefined && Object.hasOwn(prior, k) ? prior[k] : undefined);
       this.path.pop();
       this.bytes += k.length + 4;
       setOwn(obj, k, copied);
@@ -417,12 +462,13 @@ export function adoptValue(key: string, value: unknown): void {
 /**
  * Checks `value` (stored under `key`), returns a deep-frozen copy and its approximate encoded size in bytes.
  * Throws BackpackError naming the key and the path of a function, symbol, circular reference or unsupported object.
+ * `before`: the value stored under `key` until now, if any; arrays grown from it are recorded (see {@link extendsStored}).
  */
-export function prepareValue(key: string, value: unknown): PreparedValue {
+export function prepareValue(key: string, value: unknown, before?: unknown): PreparedValue {
   if (typeof value === 'string') return { value, bytes: value.length + 2, copyOnRead: false };
   if (typeof value === 'number' || typeof value === 'boolean' || value === null) return { value, bytes: 8, copyOnRead: false };
   const walker = new Walker(key);
-  const copy = walker.copy(value);
+  const copy = walker.copy(value, before);
   return { value: copy, bytes: walker.bytes, copyOnRead: walker.copyOnRead };
 }
 

@@ -15,7 +15,7 @@
  */
 
 import { CODEC_TAG, encodeValue, setOwn, type JsonValue } from '../backpack/index.js';
-import { deepEqualInOrder } from '../backpack/values.js';
+import { deepEqualInOrder, extendsStored } from '../backpack/values.js';
 
 export type { JsonValue };
 
@@ -88,6 +88,8 @@ export function diffStored(prev: unknown, next: unknown): JsonDelta | undefined 
   if (Object.is(prev, next)) return undefined;
   if (Array.isArray(prev) && Array.isArray(next)) {
     if (next.length < prev.length) return { r: encodeValue(next) };
+    // An array a node grew from this one, as the Backpack recorded it: its elements need not be looked at.
+    if (extendsStored(next, prev)) return next.length === prev.length ? undefined : { a: encodeValue(next.slice(prev.length)) as JsonValue[] };
     for (let i = 0; i < prev.length; i++) {
       // Identity first: a deep comparison only for an element that is not the same (a fresh copy of equal data).
       if (!Object.is(prev[i], next[i]) && !deepEqualInOrder(prev[i], next[i])) return { r: encodeValue(next) };

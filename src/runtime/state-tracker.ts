@@ -67,6 +67,8 @@ export class StateTracker {
     private readonly backpack: Backpack,
     fromEmpty = false,
   ) {
+    // Lists a node grows are then compared by what was appended (see diffStored).
+    backpack.recordGrowth();
     this.#state = fromEmpty ? { items: {}, quarantined: {} } : backpack.exportStoredState();
     // Below every commit: the first `next()` compares every key.
     this.#seq = fromEmpty ? -1 : backpack.headSeq;

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { deepEqual, type JsonValue } from '../../src/backpack/index.js';
 import { Backpack, encodeValue } from '../../src/backpack/index.js';
+import { extendsStored } from '../../src/backpack/values.js';
 import { applyJsonDelta, diffJson, diffStored } from '../../src/runtime/json-delta.js';
 
 const json = fc.jsonValue() as fc.Arbitrary<JsonValue>;
@@ -97,10 +98,11 @@ describe('JSON deltas', () => {
       return change;
     };
 
-    it('applied to the encoded previous value, gives the encoded next value (property, through a Backpack)', () => {
+    it('applied to the encoded previous value, gives the encoded next value (property, through a Backpack, recording growth or not)', () => {
       fc.assert(
-        fc.property(stored, stored, fc.nat(20), (first, change, how) => {
+        fc.property(stored, stored, fc.nat(20), fc.boolean(), (first, change, how, growth) => {
           const backpack = new Backpack();
+          if (growth) backpack.recordGrowth();
           backpack.pack('k', first);
           const prev = backpack.exportStoredState().items['k']!.value;
           backpack.pack('k', edit(prev, change, how));
@@ -113,6 +115,80 @@ describe('JSON deltas', () => {
         }),
         { numRuns: 400 },
       );
+    });
+
+    /**
+     * A list a node made from a stored one (`prev`): grown, or with an element replaced by `change`, by an equal copy
+     * of itself (not the same object), or by a number that only Object.is tells apart (-0 for 0, NaN for NaN).
+     */
+    const grown = (prev: readonly unknown[], change: unknown, how: number): unknown[] => {
+      const at = prev.length === 0 ? 0 : how % prev.length;
+      const next = [...prev];
+      switch (how % 5) {
+        case 0:
+          return [...prev, change];
+        case 1:
+          next[at] = change;
+          return [...next, change];
+        case 2:
+          next[at] = structuredClone(prev[at]);
+          return [...next, change];
+        case 3:
+          next[at] = Object.is(prev[at], 0) ? -0 : Object.is(prev[at], -0) ? 0 : Number.NaN;
+          return [...next, change];
+        default:
+          return [{ nested: [...prev], change }];
+      }
+    };
+
+    it('records a list grown from the stored one only when each of its elements is the same value in place (property)', () => {
+      fc.assert(
+        fc.property(fc.array(stored, { maxLength: 6 }), stored, fc.nat(50), fc.boolean(), (first, change, how, nest) => {
+          const backpack = new Backpack();
+          backpack.recordGrowth();
+          // Also one level down: { list } grown as { list: [...list, x] }.
+          const wrap = (list: unknown) => (nest ? { list, other: how } : list);
+          const unwrap = (value: unknown) => (nest ? (value as { list: unknown }).list : value);
+          backpack.pack('k', wrap(first));
+          const prev = unwrap(backpack.exportStoredState().items['k']!.value) as readonly unknown[];
+          // Shared by every read (frozen all through), not copied for each: a Map, Set, Date or typed array inside is copied.
+          const shared = unwrap(backpack.exportStoredState().items['k']!.value) === prev;
+          backpack.pack('k', wrap(grown(prev, change, how)));
+          const next = unwrap(backpack.exportStoredState().items['k']!.value);
+          if (!Array.isArray(next)) return true;
+          const nextShared = unwrap(backpack.exportStoredState().items['k']!.value) === next;
+          const same = next.length >= prev.length && prev.every((item, i) => Object.is(item, next[i]));
+          expect(extendsStored(next, prev)).toBe(same && shared && nextShared);
+          if (same) expect(encodeValue(next.slice(0, prev.length))).toEqual(encodeValue(prev));
+          return true;
+        }),
+        { numRuns: 600 },
+      );
+    });
+
+    it('records growth only for a Backpack asked to, from the stored value of the key, one pack back', () => {
+      const list = (n: number) => Array.from({ length: n }, (_, i) => `item ${i}`);
+      const off = new Backpack();
+      off.pack('log', list(3));
+      const offPrev = off.exportStoredState().items['log']!.value as unknown[];
+      off.pack('log', [...offPrev, 'more']);
+      expect(extendsStored(off.exportStoredState().items['log']!.value as unknown[], offPrev)).toBe(false);
+
+      const on = new Backpack();
+      on.recordGrowth();
+      on.pack('log', list(3));
+      const v1 = on.exportStoredState().items['log']!.value as unknown[];
+      on.pack('log', [...v1, 'more']);
+      const v2 = on.exportStoredState().items['log']!.value as unknown[];
+      expect(extendsStored(v2, v1)).toBe(true);
+      on.pack('log', [...v2, 'again']);
+      const v3 = on.exportStoredState().items['log']!.value as unknown[];
+      // Two packs since v1: told by comparing elements, not by the record (which names only the value packed over).
+      expect(extendsStored(v3, v1)).toBe(false);
+      expect(diffStored(v1, v3)).toEqual({ a: ['more', 'again'] });
+      // Packed under another key: not the stored value of that key.
+      on.pack('other', [...v3, 'x']);
+      expect(extendsStored(on.exportStoredState().items['other']!.value as unknown[], v3)).toBe(false);
     });
 
     it('an append to a stored list encodes only the new items, and an unchanged key of an object is not looked into', () => {
