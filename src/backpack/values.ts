@@ -297,8 +297,8 @@ class Walker {
         if (kept === i && prior !== undefined && i < prior.length) {
           const was = prior[i];
           item = this.copy(v[i], was);
-          // Object.is, with === first: it is the quicker test, and they differ only on numbers (-0, NaN).
-          if (item === was && (typeof item !== 'number' || Object.is(item, was))) kept++;
+          // Object.is, by === first (the quicker test): the two differ only on 0 against -0 and on NaN.
+          if (item === was ? item !== 0 || Object.is(item, was) : item !== item && was !== was) kept++;
         } else item = this.copy(v[i]);
         arr[i] = item;
         this.path.pop();

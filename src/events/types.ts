@@ -183,6 +183,11 @@ export type CheckpointSavedPayload<Delta = unknown> = {
   start?: true;
   /** For a fork's start: the run and step it was forked from. */
   forkedFrom?: { runId: string; step: number };
+  /**
+   * In a start record: the BLAKE3 (hex) of the text of each document stored with the run before it started (`flow`:
+   * its flow config, `recipe`: how its flow is built), so that readers tell a document changed since.
+   */
+  documents?: { flow?: string; recipe?: string };
 };
 
 /** An event whose `type` is `T`, with the payload that type carries (see {@link EventPayloadMap}). */

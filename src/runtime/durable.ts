@@ -474,6 +474,9 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
           const position = start.position.length ? start.position : entryPosition(flow);
           const delta = tracker.next();
           const payload: CheckpointPayload = { step, position, keyframe: false, start: true, ...(delta ? { delta } : {}), ...(start.forkedFrom ? { forkedFrom: start.forkedFrom } : {}) };
+          // The digests of the documents stored with the run before it started (its flow config, its recipe): readers
+          // of them check them against this record (store/run-documents.ts).
+          if (Object.keys(writer.documents).length > 0) payload.documents = { ...writer.documents };
           streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload });
         }
         // The answer is on disk before the node runs again: a crash from here on resumes with it.

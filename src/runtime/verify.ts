@@ -3,7 +3,7 @@
  * what the projection claims about the log. `backpackflow runs verify <runId>` prints it.
  */
 import { StreamEventType, isEventOf } from '../events/index.js';
-import { StoreError, assertValidId, type RunMeta, type RunRef, type RunStore, type VerifyResult } from '../store/index.js';
+import { StoreError, assertValidId, recordedDigests, type RunDocumentName, type RunMeta, type RunRef, type RunStore, type VerifyResult } from '../store/index.js';
 import { locateStore, type RunLocation } from './location.js';
 import type { KeyframeState } from './run-point.js';
 
@@ -73,6 +73,7 @@ export async function verifyRun(options: RunLocation & { runId: string }): Promi
 
   const keyframes = await checkKeyframes(store, ref, log);
   for (const keyframe of keyframes) if (keyframe.problem !== undefined) problems.push(keyframe.problem);
+  problems.push(...(await documentProblems(store, ref)));
 
   const projectionPath = store.describeProjection(ref);
   // The projection is kept as the evidence of a lost tail until it is deleted (see ProjectionStore.currentRunMeta).
@@ -86,6 +87,33 @@ export async function verifyRun(options: RunLocation & { runId: string }): Promi
 
   const status = problems.length > 0 ? 'damaged' : log.chain === 'unverifiable' ? 'unverifiable' : 'verified';
   return { runId, sessionKey, ok: status === 'verified', status, problems, log, keyframes };
+}
+
+/**
+ * The documents the run's start record has digests of (its flow config, its recipe), each checked against its digest:
+ * what is wrong with each, naming it (changed, replaced, not JSON, or gone). A damaged start record is the log's
+ * problem, reported with it.
+ */
+async function documentProblems(store: RunStore, ref: RunRef): Promise<string[]> {
+  let recorded: Awaited<ReturnType<typeof recordedDigests>>;
+  try {
+    recorded = await recordedDigests(store, ref);
+  } catch (error) {
+    if (error instanceof StoreError) return [];
+    throw error;
+  }
+  const problems: string[] = [];
+  for (const name of Object.keys(recorded?.digests ?? {}) as RunDocumentName[]) {
+    try {
+      if ((await store.loadDocument(ref, name)) === undefined) {
+        problems.push(`${store.describeDocument(ref, name)}: the run recorded it when it started (${store.describeLog(ref)}, line ${recorded!.line + 1}), and it is gone`);
+      }
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      problems.push(error.message);
+    }
+  }
+  return problems;
 }
 
 /** Checks every numbered keyframe: its seal, its step, and its chain hash against the log's at that step. */

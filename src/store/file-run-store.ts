@@ -14,7 +14,8 @@ import { deleteRunDir } from './retention.js';
 import { ProjectionStore } from './projection-store.js';
 import type { DeleteRunCondition, KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from './run-store.js';
 import { readTextIfExists, removeDeadTemps, writeJsonAtomic } from '../fs/index.js';
-import { ProjectionStoreError, StoreError } from './errors.js';
+import { ProjectionStoreError } from './errors.js';
+import { checkedDocument, jsonDigest } from './run-documents.js';
 import { DONE } from './log-writer.js';
 import { dataEndOf } from './lines.js';
 
@@ -140,15 +141,13 @@ export class FileRunStore implements RunStore {
     return documentPath(this.dataDir, ref, name);
   }
 
+  describeDocument(ref: RunRef, name: RunDocumentName): string {
+    return this.documentPath(ref, name);
+  }
+
   async loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown> {
     const path = this.documentPath(ref, name);
-    const text = await readTextIfExists(path);
-    if (text === undefined) return undefined;
-    try {
-      return JSON.parse(text) as unknown;
-    } catch (error) {
-      throw new StoreError(`corrupt ${path}: ${(error as Error).message}`, { path });
-    }
+    return checkedDocument(this, ref, name, await readTextIfExists(path), path);
   }
 
   async writerAlive(ref: RunRef): Promise<boolean> {
@@ -258,9 +257,13 @@ class FileRunWriter implements RunWriter {
     return () => this.checkpoints.saveHistorical(checkpoint, keyframe.step);
   }
 
+  readonly documents: Partial<Record<RunDocumentName, string>> = {};
+
   async saveDocument(name: RunDocumentName, value: unknown): Promise<void> {
     if (this.closed) throw new Error(`the writer of run ${this.ref.sessionKey}/${this.ref.runId} is closed`);
-    await writeJsonAtomic(documentPath(this.projection.dataDir, this.ref, name), redactConfig(this.redactor, value));
+    const redacted = redactConfig(this.redactor, value);
+    await writeJsonAtomic(documentPath(this.projection.dataDir, this.ref, name), redacted);
+    this.documents[name] = await jsonDigest(redacted);
   }
 
   async close(): Promise<void> {

@@ -30,6 +30,7 @@ export {
   FencedError,
 } from './errors.js';
 export { RunChangedError } from './retention.js';
+export { recordedDigests, type DocumentDigests } from './run-documents.js';
 export type { LockHolder } from './errors.js';
 export { newSessionKey, newMemoryId } from './ids.js';
 export {

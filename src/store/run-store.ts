@@ -75,6 +75,11 @@ export interface RunWriter {
    * redacted as in everything the writer stores (the built-in catalogue and the run's own `redaction`).
    */
   saveDocument(name: RunDocumentName, value: unknown): Promise<void>;
+  /**
+   * The BLAKE3 of the text of each document this writer stored (see `saveDocument`), which the runtime records in the
+   * run's start record, so that readers of a document check it against the log (store/run-documents.ts).
+   */
+  readonly documents: Readonly<Partial<Record<RunDocumentName, string>>>;
   /** Stores what is pending (the projection) and gives the run up. Idempotent. */
   close(): Promise<void>;
 }
@@ -104,6 +109,8 @@ export interface RunStore {
   describeKeyframe(ref: RunRef, step: number): string;
   /** How messages name the run's projection. */
   describeProjection(ref: RunRef): string;
+  /** How messages name a document of the run (see {@link RunWriter.saveDocument}). */
+  describeDocument(ref: RunRef, name: RunDocumentName): string;
   /** Takes the run's writer: see {@link RunWriter}. */
   openWriter(ref: RunRef, options: OpenWriterOptions): Promise<RunWriter>;
   /** Whether the run has recorded events. */
@@ -145,7 +152,10 @@ export interface RunStore {
    * so that it can be reported), by session then run id; a writer opened and closed without writing is not a run.
    */
   listRuns(sessionKey?: string): Promise<RunRef[]>;
-  /** A document of the run, or undefined; a StoreError naming it when it is not JSON. */
+  /**
+   * A document of the run, or undefined; a StoreError naming it when it is not JSON, or when it is not the text the
+   * run's start record has the digest of (changed or replaced since: see store/run-documents.ts).
+   */
   loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown>;
   /** Whether a live writer holds the run (a file lock of a live process; an unexpired lease). */
   writerAlive(ref: RunRef): Promise<boolean>;

@@ -64,3 +64,28 @@ describe('run: the recorded flow and a flow that cannot be built', () => {
     expect(existsSync(join(dataDir, 'sessions', 'default', 'runs', 'r2'))).toBe(false);
   });
 });
+
+describe('run: the recorded flow is tied to the run', () => {
+  it('a recorded flow.json edited after the run started is refused by fork and resume and reported by verify, naming it; --flow still works', async () => {
+    const dataDir = join(tempDir(), 'data');
+    const d = ['--data-dir', dataDir];
+    const flow = join(FIXTURES, 'flow.json');
+    await cli(['run', flow, '--modules', MODULES, '--run-id', 'r1', ...d]);
+    const recordedPath = join(dataDir, 'sessions', 'default', 'runs', 'r1', 'flow.json');
+    expect((await cli(['runs', 'verify', 'r1', ...d])).code).toBe(0);
+    // The fact the first node packs, changed by hand in the recorded config.
+    writeFileSync(recordedPath, readFileSync(recordedPath, 'utf8').replace('water boils at 50C', 'water boils at 100C'));
+    const verified = await cli(['runs', 'verify', 'r1', ...d]);
+    expect(verified.code).toBe(1);
+    expect(verified.stdout + verified.stderr).toContain(`${recordedPath} is not the flow document run default/r1 recorded`);
+    const fork = await cli(['runs', 'fork', 'r1', '--step', '1', '--new-run-id', 'f1', '--modules', MODULES, ...d]);
+    expect(fork.code).toBe(1);
+    expect(fork.stderr).toContain(`${recordedPath} is not the flow document run default/r1 recorded`);
+    const resume = await cli(['runs', 'resume', 'r1', '--modules', MODULES, ...d]);
+    expect(resume.code).not.toBe(0);
+    expect(resume.stderr).toContain(`${recordedPath} is not the flow document`);
+    // A flow given on the command line is the caller's choice: the fork runs with it.
+    const given = await cli(['runs', 'fork', 'r1', '--step', '1', '--new-run-id', 'f2', '--flow', flow, '--modules', MODULES, ...d]);
+    expect(given.code).toBe(0);
+  });
+});

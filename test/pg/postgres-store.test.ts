@@ -279,8 +279,8 @@ describe('Postgres run store', () => {
     await expect(queue.enqueue(second, 'resume', {})).rejects.toThrow(/already queued/);
     const a = await queue.claim('worker-a', 60_000);
     expect(a).toMatchObject({ ...first, kind: 'start', payload: { input: { x: 1 } }, attempts: 1, hadEvents: false });
-    expect(store.parseDocument(first, 'flow', a!.documents.flow)).toEqual({ nodes: ['a'] });
-    expect(store.parseDocument(first, 'recipe', a!.documents.recipe)).toEqual({ v: 1 });
+    expect(await store.checkDocument(first, 'flow', a!.documents.flow)).toEqual({ nodes: ['a'] });
+    expect(await store.checkDocument(first, 'recipe', a!.documents.recipe)).toEqual({ v: 1 });
     const w = await store.openWriter(second, { fresh: true });
     await w.commit(batch(second.runId, 1, 1));
     await w.close();
@@ -291,7 +291,7 @@ describe('Postgres run store', () => {
     expect(await queue.claim('worker-a', 60_000, { job: a!, outcome: 'completed' })).toBeUndefined();
     expect((await queue.entries()).filter((e) => e.sessionKey === 'q').map((e) => [e.runId, e.state, e.outcome])).toEqual([['first', 'done', 'completed'], ['second', 'claimed', null]]);
     // A stored document that is not JSON is an error naming it when the worker asks for it.
-    expect(() => store.parseDocument(first, 'flow', '{')).toThrow(/corrupt flow document of run q\/first/);
+    await expect(store.checkDocument(first, 'flow', '{')).rejects.toThrow(/corrupt the flow document of run q\/first/);
   });
 
   it("queues a start with its documents in one statement, and a refused start records nothing over another's", async () => {

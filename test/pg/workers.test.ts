@@ -15,7 +15,7 @@ import { readFlowFile } from '../../src/cli/backpackflow/flows.js';
 import { documentCollector } from '../../src/cli/backpackflow/recipe.js';
 import type { StreamEvent } from '../../src/events/types.js';
 import { loadRunPoint } from '../../src/runtime/index.js';
-import { PostgresRunStore } from '../../src/store/index.js';
+import { PostgresRunStore, recordedDigests } from '../../src/store/index.js';
 import { RunQueue } from '../../src/store/postgres/queue.js';
 import { plainEnv } from '../support/env.js';
 import { freshDatabase } from '../support/pg.js';
@@ -107,6 +107,10 @@ describe('workers', () => {
     expect(workers[0]!.output()).toContain('default/cli-queued completed');
     const point = await loadRunPoint({ store, runId: 'cli-queued' });
     expect(point.state.items['lines']?.value).toHaveLength(8);
+    // The worker started it with the documents it was queued with, their digests in its start record.
+    const ref = { sessionKey: 'default', runId: 'cli-queued' };
+    expect(Object.keys((await recordedDigests(store, ref))?.digests ?? {}).sort()).toEqual(['flow', 'recipe']);
+    expect(await store.loadDocument(ref, 'flow')).toEqual(readFlowFile(FLOW));
   });
 
   it('3 workers run 30 queued runs; one SIGKILLed mid-run: all complete, each step recorded once, the same final state', async () => {

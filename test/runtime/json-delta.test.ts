@@ -162,7 +162,7 @@ describe('JSON deltas', () => {
           if (same) expect(encodeValue(next.slice(0, prev.length))).toEqual(encodeValue(prev));
           return true;
         }),
-        { numRuns: 600 },
+        { numRuns: 2000 },
       );
     });
 

@@ -12,7 +12,7 @@ import { existsSync, readFileSync, writeFileSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BackpackNode, Flow, listedRun, listRuns, runDuration, runFlow, type BackpackHandle } from '../../src/index.js';
+import { BackpackNode, Flow, listedRun, listRuns, openNewRun, runDuration, runFlow, type BackpackHandle } from '../../src/index.js';
 import { runPaths } from '../../src/store/index.js';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
 import { defaultCliInvocation } from '../../src/studio/steer.js';
@@ -56,6 +56,19 @@ async function until(check: () => boolean | Promise<boolean>, what: string): Pro
 async function waitingRun(runId: string, gate?: Gate, dir = dataDir): Promise<void> {
   const result = await cliJson(['run', '--flow-module', `${REVIEW}#buildReviewFlow`, '--input', JSON.stringify(gate ? { gate: gate.path } : {}), '--run-id', runId, '--data-dir', dir]);
   expect(result.status).toBe('waiting');
+}
+
+/** A flow built in code whose one node waits for an answer. */
+function askFlow(): Flow {
+  class Ask extends BackpackNode {
+    override async post(backpack: BackpackHandle): Promise<undefined> {
+      backpack.pack('answer', await this.interrupt({ question: 'ok?' }));
+      return undefined;
+    }
+  }
+  const flow = new Flow({ namespace: 'code' });
+  flow.addNode(Ask, { id: 'ask' });
+  return flow;
 }
 
 const auth = (): Record<string, string> => ({ authorization: `Bearer ${studio.token}` });
@@ -165,27 +178,32 @@ describe.concurrent('answering a waiting run from the studio', () => {
   }, 120_000);
 
   it('a run whose recorded modules are TypeScript is not offered to a studio whose CLI has no TypeScript loader', async () => {
-    await waitingRun('r_ts');
-    const recipePath = join(dataDir, 'sessions', 'default', 'runs', 'r_ts', 'run.recipe.json');
-    const recipe = JSON.parse(readFileSync(recipePath, 'utf8')) as { modules: string[] };
+    // The recipe a CLI run records, with a TypeScript module in it, recorded as the run's own when it starts (one
+    // changed afterwards is refused as not the run's: store/run-documents.ts).
+    await waitingRun('r_ts_model');
+    const recipe = JSON.parse(readFileSync(join(dataDir, 'sessions', 'default', 'runs', 'r_ts_model', 'run.recipe.json'), 'utf8')) as { modules: string[] };
     const module = join(tempDir(), 'nodes.ts');
     writeFileSync(module, 'export {};\n');
-    writeFileSync(recipePath, JSON.stringify({ ...recipe, modules: [module] }));
+    const newRun = await openNewRun({ dataDir, runId: 'r_ts' });
+    await newRun.saveDocument('recipe', { ...recipe, modules: [module] });
+    expect((await runFlow(askFlow(), { newRun })).status).toBe('waiting');
     const detail = (await read('/api/runs/r_ts')).json;
     expect(detail.steer).toMatchObject({ buildable: false, source: expect.stringMatching(/modules are TypeScript .*nodes\.ts.*start the studio through tsx/) });
     expect((await write('/api/runs/r_ts/fork', { step: 0 })).status).toBe(409);
   });
 
+  it('a run whose recorded recipe was changed after it started is not offered: the studio names the file, and refuses the fork', async () => {
+    await waitingRun('r_changed');
+    const recipePath = join(dataDir, 'sessions', 'default', 'runs', 'r_changed', 'run.recipe.json');
+    const recipe = JSON.parse(readFileSync(recipePath, 'utf8')) as { modules: string[] };
+    writeFileSync(recipePath, JSON.stringify({ ...recipe, modules: [join(tempDir(), 'elsewhere.mjs')] }));
+    const detail = (await read('/api/runs/r_changed')).json;
+    expect(detail.steer).toMatchObject({ buildable: false, source: `${recipePath} is not the recipe document run default/r_changed recorded: its BLAKE3 differs from the one the run's start record holds (${join(dataDir, 'sessions', 'default', 'runs', 'r_changed', 'events.jsonl')}, line 2); it was changed or replaced after the run started` });
+    expect((await write('/api/runs/r_changed/fork', { step: 0 })).status).toBe(409);
+  });
+
   it('a run recorded without a flow the studio can build is a 409 with the CLI command to run instead', async () => {
-    class Ask extends BackpackNode {
-      override async post(backpack: BackpackHandle): Promise<undefined> {
-        backpack.pack('answer', await this.interrupt({ question: 'ok?' }));
-        return undefined;
-      }
-    }
-    const flow = new Flow({ namespace: 'code' });
-    flow.addNode(Ask, { id: 'ask' });
-    expect((await runFlow(flow, { dataDir, runId: 'r_code' })).status).toBe('waiting');
+    expect((await runFlow(askFlow(), { dataDir, runId: 'r_code' })).status).toBe('waiting');
     const detail = (await read('/api/runs/r_code')).json;
     expect(detail.steer).toMatchObject({ buildable: false, source: 'no flow was recorded with this run (it was started in code, not by the CLI)' });
     const reply = await write('/api/runs/r_code/resume', { answer: 'yes' });

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../src/events/types.js';
-import { foldRunMetaBatch, emptyRunMeta, InvalidIdError, LockError, RunExistsError, RunGoneError, EventStoreError, RunMetaSchema, StoreError } from '../../src/store/index.js';
+import { foldRunMetaBatch, emptyRunMeta, InvalidIdError, LockError, RunExistsError, RunGoneError, EventStoreError, RunMetaSchema, StoreError, recordedDigests } from '../../src/store/index.js';
 import type { RunStore, RunWriter } from '../../src/store/run-store.js';
 import { SECRETS, makeEvent } from '../store/helpers.js';
 import { trials } from './soak.js';
@@ -123,6 +123,30 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
       expect(await sut.store.loadDocument(ref, 'flow')).toEqual({ nodes: [{ id: 'b' }] });
       // A writer opened and closed without events is not a run.
       expect(await sut.store.listRuns()).toEqual([]);
+    });
+
+    it("ties a run's documents to its log: the writer gives their digests for the start record, and a document stored over them later is refused, naming it", async () => {
+      const w = await writer({ fresh: true });
+      await w.saveDocument('flow', { nodes: [{ id: 'a', note: 'é ✓' }] });
+      await w.saveDocument('recipe', { v: 1 });
+      expect(Object.keys(w.documents).sort()).toEqual(['flow', 'recipe']);
+      expect(w.documents.flow).toMatch(/^[0-9a-f]{64}$/);
+      // The start record, as the runtime writes it: right after run.started, in the log's first batch.
+      await w.commit([
+        makeEvent(ref.runId, 1, { type: 'run.started', payload: { flowNamespace: 'f', entryNodeId: 'a' } }),
+        makeEvent(ref.runId, 2, { type: 'checkpoint.saved', payload: { step: 0, position: ['a'], keyframe: false, start: true, documents: { ...w.documents } } }),
+      ]);
+      await w.close();
+      expect(await recordedDigests(sut.store, ref)).toEqual({ digests: w.documents, line: 1 });
+      expect(await sut.reopen().loadDocument(ref, 'flow')).toEqual({ nodes: [{ id: 'a', note: 'é ✓' }] });
+      // A later writer of the run stores another flow: not the one the run started with.
+      const later = await writer({ fresh: false });
+      await later.saveDocument('flow', { nodes: [{ id: 'swapped' }] });
+      await later.close();
+      const refused = sut.reopen().loadDocument(ref, 'flow');
+      await expect(refused).rejects.toBeInstanceOf(StoreError);
+      await expect(sut.store.loadDocument(ref, 'flow')).rejects.toThrow(`${sut.store.describeDocument(ref, 'flow')} is not the flow document run s1/run-a recorded`);
+      expect(await sut.store.loadDocument(ref, 'recipe')).toEqual({ v: 1 });
     });
 
     it('deletes a run whole: refused while another writer holds it, then gone from every read, and its id free again', async () => {

@@ -23,7 +23,7 @@ import { Wakeup } from './wakeup.js';
 import { Command, Option } from 'commander';
 import { NodeExecutionError } from '../../flow/index.js';
 import { wasReported } from '../../nodes/backpack-node.js';
-import { resumeRun, runFlow } from '../../runtime/index.js';
+import { openNewRun, resumeRun, runFlow } from '../../runtime/index.js';
 import { FencedError, LockError, PostgresRunStore, RunExistsError, type RunDocumentName } from '../../store/index.js';
 import { lostConnection } from '../../store/errors.js';
 import { DEFAULT_MAX_ATTEMPTS, QUEUE_CHANNEL, RunQueue, type QueuedRun } from '../../store/postgres/queue.js';
@@ -135,7 +135,7 @@ async function execute(store: PostgresRunStore, options: WorkerOptions, job: Que
   const { openRecordedFlow } = await import('./flows.js');
   const ref = { sessionKey: job.sessionKey, runId: job.runId };
   // The run's documents as the claim read them (no statement of their own).
-  const documents = { location: store.location, loadDocument: async (_ref: unknown, name: RunDocumentName) => store.parseDocument(ref, name, job.documents[name]) };
+  const documents = { location: store.location, loadDocument: (_ref: unknown, name: RunDocumentName) => store.checkDocument(ref, name, job.documents[name]) };
   let opened: Awaited<ReturnType<typeof openRecordedFlow>>;
   try {
     opened = await openRecordedFlow({ modules: options.modules, maxFlowBytes: options.maxFlowBytes }, documents, ref);
@@ -148,7 +148,16 @@ async function execute(store: PostgresRunStore, options: WorkerOptions, job: Que
     const location = { store, sessionKey: ref.sessionKey, runId: ref.runId, signal };
     if (job.kind === 'start' && !job.hadEvents) {
       try {
-        return (await runFlow(opened.flow, { ...location, input: job.payload.input })).status;
+        // Its documents are stored again through its own writer, as the claim read them (the flow was built from
+        // those): so its start record holds their digests, which readers of them check (store/run-documents.ts).
+        const newRun = await openNewRun({ store, sessionKey: ref.sessionKey, runId: ref.runId });
+        try {
+          for (const [name, body] of Object.entries(job.documents)) await newRun.saveDocument(name as RunDocumentName, JSON.parse(body) as unknown);
+        } catch (error) {
+          await newRun.release();
+          throw error;
+        }
+        return (await runFlow(opened.flow, { newRun, signal, input: job.payload.input })).status;
       } catch (error) {
         // Events appeared since the claim read the run (a worker whose claim ran out was still starting it): the job
         // goes back to the queue, and its next claim resumes the run once that writer is gone.

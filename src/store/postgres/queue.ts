@@ -40,7 +40,7 @@ export interface QueuedRun extends RunRef {
   gaveUp?: string;
   /**
    * The run's documents (see RunWriter.saveDocument) as stored when it was claimed, read by the claim itself, parsed
-   * by {@link PostgresRunStore.parseDocument} when asked for: `undefined` for a document the run does not have.
+   * by {@link PostgresRunStore.checkDocument} when asked for: `undefined` for a document the run does not have.
    */
   documents: Partial<Record<RunDocumentName, string>>;
   /** Whether the run had events when it was claimed (it was started before: its worker died, or it waits). */

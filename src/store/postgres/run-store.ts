@@ -38,6 +38,7 @@ import { decodeLine } from '../log-format.js';
 import { assertValidId } from '../paths.js';
 import { continuedRunMeta, emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
 import { RunChangedError } from '../retention.js';
+import { checkedDocument, documentDigest } from '../run-documents.js';
 import type { DeleteRunCondition, KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from '../run-store.js';
 import { CheckpointSchema, RunMetaSchema, durabilityOf, type Checkpoint, type RunMeta } from '../types.js';
 import type postgres from 'postgres';
@@ -438,17 +439,19 @@ export class PostgresRunStore implements RunStore {
     checkRef(ref);
     const sql = await this.sql();
     const [row] = await sql<{ body: string }[]>`select body from backpackflow.run_documents where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and name = ${name}`;
-    return this.parseDocument(ref, name, row?.body);
+    return this.checkDocument(ref, name, row?.body);
   }
 
-  /** A document's stored text (undefined: none) as {@link loadDocument} answers it: parsed, a StoreError naming it when it is not JSON. */
-  parseDocument(ref: RunRef, name: RunDocumentName, body: string | undefined): unknown {
-    if (body === undefined) return undefined;
-    try {
-      return JSON.parse(body) as unknown;
-    } catch (error) {
-      throw new StoreError(`corrupt ${name} document of run ${ref.sessionKey}/${ref.runId} in ${this.location}: ${(error as Error).message}`);
-    }
+  /**
+   * A document's stored text (undefined: none) as {@link loadDocument} answers it: parsed and checked against the
+   * run's start record (a StoreError naming it when it is not JSON or not the text the run recorded).
+   */
+  checkDocument(ref: RunRef, name: RunDocumentName, body: string | undefined): Promise<unknown> {
+    return checkedDocument(this, ref, name, body, this.describeDocument(ref, name));
+  }
+
+  describeDocument(ref: RunRef, name: RunDocumentName): string {
+    return `the ${name} document of run ${ref.sessionKey}/${ref.runId} in ${this.location}`;
   }
 
   /**
@@ -792,18 +795,22 @@ class PostgresRunWriter implements RunWriter {
     };
   }
 
+  readonly documents: Partial<Record<RunDocumentName, string>> = {};
+
   async saveDocument(name: RunDocumentName, value: unknown): Promise<void> {
     this.assertWritable();
     const { ref } = this;
+    const body = JSON.stringify(redactConfig(this.redactor, value));
     // Fenced like a commit: stored only while this writer's token is the run's.
     const rows = await this.sql`
       with fence as (${this.fence(this.token)})
       insert into backpackflow.run_documents (session_key, run_id, name, body)
-      select ${ref.sessionKey}, ${ref.runId}, ${name}, ${JSON.stringify(redactConfig(this.redactor, value))}
+      select ${ref.sessionKey}, ${ref.runId}, ${name}, ${body}
       where exists (select 1 from fence)
       on conflict (session_key, run_id, name) do update set body = excluded.body
       returning 1`;
     if (rows.length === 0) this.fenced(`its ${name} document`);
+    this.documents[name] = await documentDigest(body);
   }
 
   private async writeKeyframe(checkpoint: Parameters<typeof prepareCheckpoint>[0], token: number, where: string): Promise<number> {

@@ -1,0 +1,78 @@
+/**
+ * The documents kept with a run (its flow config, its recipe: `flow.json` and `run.recipe.json` beside the log, or
+ * rows beside it in Postgres) are tied to its log, as keyframes are: the writer that stores one keeps the BLAKE3 of
+ * the text it stored, and the run's start record (the `checkpoint.saved` event with `start: true` in the log's first
+ * batch, which the chain covers) carries those digests as `documents`. A reader hashes the text it finds and compares:
+ * a document changed or replaced after the run recorded it is an error naming it, never a different flow served in
+ * silence. A run whose start record names no digest for a document (started before documents were tied to the log,
+ * or through the API without one) has nothing to check it against; its document is served as found.
+ *
+ * Like the chain, the digests have no key: they prove a document unchanged against damage and edits by hand, not
+ * against someone who also rewrites the log and recomputes its hashes.
+ */
+import { isEventOf } from '../events/types.js';
+import { writeJsonPieces } from '../fs/index.js';
+import { sharedHashBackend } from '../hash/blake3.js';
+import { StoreError } from './errors.js';
+import type { RunDocumentName, RunRef, RunStore } from './run-store.js';
+
+/** The digests a run's start record carries (see the module comment). */
+export type DocumentDigests = Partial<Record<RunDocumentName, string>>;
+
+/** The BLAKE3 (hex) of a document's stored text. */
+export async function documentDigest(text: string): Promise<string> {
+  return (await sharedHashBackend()).digest(Buffer.from(text)).toString('hex');
+}
+
+/**
+ * {@link documentDigest} of `JSON.stringify(value)`, hashed in pieces as the file store writes it: the whole text of a
+ * large flow config never exists at once.
+ */
+export async function jsonDigest(value: unknown): Promise<string> {
+  const hasher = (await sharedHashBackend()).hasher();
+  writeJsonPieces(value, (piece) => hasher.update(Buffer.from(piece)));
+  return hasher.digest().toString('hex');
+}
+
+/** The start record of a run is the log's first batch: looked for no further than this many lines. */
+const START_RECORD_LINES = 16;
+
+/**
+ * The document digests of run `ref`'s start record and its line, read through the chain (a damaged first batch is the
+ * reader's error, naming its lines); undefined when the log has no start record (no events yet) or it names none.
+ */
+export async function recordedDigests(store: Pick<RunStore, 'readVerified'>, ref: RunRef): Promise<{ digests: DocumentDigests; line: number } | undefined> {
+  for await (const { event, line } of store.readVerified(ref)) {
+    if (line >= START_RECORD_LINES) return undefined;
+    if (!isEventOf(event, 'checkpoint.saved')) continue;
+    if (event.payload.start !== true) return undefined;
+    const digests = event.payload.documents;
+    if (digests === null || typeof digests !== 'object') return undefined;
+    return { digests, line };
+  }
+  return undefined;
+}
+
+/**
+ * Document `name` of run `ref` from its stored `text` (undefined: there is none), parsed and checked against the digest
+ * its start record carries: a StoreError naming `where` when it is not JSON, or when its text is not the one the run
+ * recorded.
+ */
+export async function checkedDocument(store: Pick<RunStore, 'readVerified' | 'describeLog'>, ref: RunRef, name: RunDocumentName, text: string | undefined, where: string): Promise<unknown> {
+  if (text === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new StoreError(`corrupt ${where}: ${(error as Error).message}`, { path: where });
+  }
+  const recorded = await recordedDigests(store, ref);
+  const expected = recorded?.digests[name];
+  if (expected !== undefined && (await documentDigest(text)) !== expected) {
+    throw new StoreError(
+      `${where} is not the ${name} document run ${ref.sessionKey}/${ref.runId} recorded: its BLAKE3 differs from the one the run's start record holds (${store.describeLog(ref)}, line ${recorded!.line + 1}); it was changed or replaced after the run started`,
+      { path: where },
+    );
+  }
+  return value;
+}

@@ -1,0 +1,126 @@
+/**
+ * The documents kept with a run (its flow config, its recipe) are tied to its log: the run's start record holds the
+ * BLAKE3 of each, and readers refuse a document changed or replaced since (store/run-documents.ts).
+ */
+import fc from 'fast-check';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BackpackNode, Flow } from '../../src/nodes/index.js';
+import { openNewRun, runFlow, verifyRun } from '../../src/runtime/index.js';
+import { EventStore, FileRunStore, StoreError, recordedDigests } from '../../src/store/index.js';
+import { documentDigest } from '../../src/store/run-documents.js';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'bpf-documents-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+const store = new FileRunStore(dataDir);
+
+class Put extends BackpackNode {
+  override post(backpack: Parameters<BackpackNode['post']>[0]): undefined {
+    backpack.pack('done', true);
+    return undefined;
+  }
+}
+
+function flow(): Flow {
+  const f = new Flow({ namespace: 'docs' });
+  f.addNode(Put, { id: 'put' });
+  return f;
+}
+
+const CONFIG = { version: '2.0.0', namespace: 'docs', nodes: [{ type: 'Put', id: 'put', params: { note: 'é ✓' } }], edges: [] };
+const RECIPE = { flow: { kind: 'config' }, modules: ['nodes.mjs'] };
+
+/** A run started with its flow config and recipe recorded, as the CLI starts one. */
+async function recordedRun(runId: string): Promise<{ ref: { sessionKey: string; runId: string }; flowPath: string }> {
+  const newRun = await openNewRun({ dataDir, runId });
+  await newRun.saveDocument('flow', CONFIG);
+  await newRun.saveDocument('recipe', RECIPE);
+  await runFlow(flow(), { newRun });
+  const ref = { sessionKey: 'default', runId };
+  return { ref, flowPath: store.documentPath(ref, 'flow') };
+}
+
+describe('the documents of a run, tied to its log', () => {
+  it("the start record holds the BLAKE3 of each document's stored text, and a reader gets them back", async () => {
+    const { ref, flowPath } = await recordedRun('tied');
+    const recorded = await recordedDigests(store, ref);
+    expect(recorded?.line).toBe(1);
+    expect(recorded?.digests).toEqual({
+      flow: await documentDigest(readFileSync(flowPath, 'utf8')),
+      recipe: await documentDigest(readFileSync(store.documentPath(ref, 'recipe'), 'utf8')),
+    });
+    expect(await store.loadDocument(ref, 'flow')).toEqual(CONFIG);
+    expect(await store.loadDocument(ref, 'recipe')).toEqual(RECIPE);
+    expect((await verifyRun({ dataDir, runId: 'tied' })).status).toBe('verified');
+  });
+
+  it('a document edited, replaced by another run\'s, or deleted after the run started is refused (reader) and reported (verify), naming it', async () => {
+    const { ref, flowPath } = await recordedRun('edited');
+    const original = readFileSync(flowPath, 'utf8');
+    // An edit by hand that keeps it valid JSON: another param value.
+    writeFileSync(flowPath, original.replace('é ✓', 'changed'));
+    const refused = store.loadDocument(ref, 'flow');
+    await expect(refused).rejects.toBeInstanceOf(StoreError);
+    await expect(store.loadDocument(ref, 'flow')).rejects.toThrow(`${flowPath} is not the flow document run default/edited recorded`);
+    await expect(store.loadDocument(ref, 'flow')).rejects.toThrow(/events\.jsonl, line 2\)/);
+    const verified = await verifyRun({ dataDir, runId: 'edited' });
+    expect(verified.status).toBe('damaged');
+    expect(verified.problems).toEqual([expect.stringContaining(`${flowPath} is not the flow document`)]);
+    // Another run's document, byte for byte a valid flow.json, is not this run's either.
+    await runFlow(flow(), { newRun: await (async () => {
+      const other = await openNewRun({ dataDir, runId: 'other' });
+      await other.saveDocument('flow', { ...CONFIG, namespace: 'elsewhere' });
+      return other;
+    })() });
+    copyFileSync(store.documentPath({ sessionKey: 'default', runId: 'other' }, 'flow'), flowPath);
+    await expect(store.loadDocument(ref, 'flow')).rejects.toThrow(/is not the flow document run default\/edited recorded/);
+    // Restored, it reads again; deleted, the reader has none (the CLI then asks for --flow) and verify reports it gone.
+    writeFileSync(flowPath, original);
+    expect(await store.loadDocument(ref, 'flow')).toEqual(CONFIG);
+    unlinkSync(flowPath);
+    expect(await store.loadDocument(ref, 'flow')).toBeUndefined();
+    const gone = await verifyRun({ dataDir, runId: 'edited' });
+    expect(gone.status).toBe('damaged');
+    expect(gone.problems).toEqual([`${flowPath}: the run recorded it when it started (${store.describeLog(ref)}, line 2), and it is gone`]);
+  });
+
+  it('any change to the stored text of a document is refused, and only the unchanged text is served (property)', async () => {
+    const { ref, flowPath } = await recordedRun('flips');
+    const original = readFileSync(flowPath);
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.nat(original.length - 1), fc.integer({ min: 1, max: 255 }), fc.boolean(), async (at, xor, cut) => {
+          const damaged = cut ? original.subarray(0, at) : Buffer.from(original);
+          if (!cut) damaged[at] = damaged[at]! ^ xor;
+          writeFileSync(flowPath, damaged);
+          await expect(store.loadDocument(ref, 'flow')).rejects.toThrow(flowPath);
+        }),
+        { numRuns: 150 },
+      );
+    } finally {
+      writeFileSync(flowPath, original);
+    }
+    expect(await store.loadDocument(ref, 'flow')).toEqual(CONFIG);
+  });
+
+  it('a run whose start record names no document (started without one) serves a document found beside it as it is', async () => {
+    await runFlow(flow(), { dataDir, runId: 'bare' });
+    const ref = { sessionKey: 'default', runId: 'bare' };
+    expect(await recordedDigests(store, ref)).toBeUndefined();
+    writeFileSync(store.documentPath(ref, 'flow'), JSON.stringify(CONFIG));
+    expect(await store.loadDocument(ref, 'flow')).toEqual(CONFIG);
+    expect((await verifyRun({ dataDir, runId: 'bare' })).status).toBe('verified');
+  });
+
+  it('a start record whose batch was changed is the log\'s error, naming it, not a document served unchecked', async () => {
+    const { ref } = await recordedRun('forged');
+    const log = new EventStore({ dataDir, sessionKey: 'default', runId: 'forged' });
+    const path = log.paths.events;
+    const text = readFileSync(path, 'utf8');
+    // Another digest put in the start record, without the chain's hash: the first batch no longer verifies.
+    writeFileSync(path, text.replace(/"flow":"[0-9a-f]{64}"/, `"flow":"${'0'.repeat(64)}"`));
+    await expect(store.loadDocument(ref, 'flow')).rejects.toThrow(path);
+  });
+});
