@@ -7,7 +7,11 @@ import type { HashBackend } from './blake3.js';
 
 /** The sealed text of `data`. */
 export function seal(data: unknown, backend: HashBackend): string {
-  const body = JSON.stringify(data);
+  return sealText(JSON.stringify(data), backend);
+}
+
+/** The sealed text of the data whose JSON is `body`. */
+export function sealText(body: string, backend: HashBackend): string {
   return `{"checksum":"${backend.digest(Buffer.from(body)).toString('hex')}","data":${body}}\n`;
 }
 
@@ -15,6 +19,11 @@ export function seal(data: unknown, backend: HashBackend): string {
 const BEFORE_CHECKSUM = '{"checksum":"';
 const BEFORE_DATA = '","data":';
 const DATA_AT = BEFORE_CHECKSUM.length + 64 + BEFORE_DATA.length;
+
+/** The size of the sealed document of data whose JSON is `length` long (bytes or characters alike: the rest is ASCII). */
+export function sealedSize(length: number): number {
+  return DATA_AT + length + 2;
+}
 
 /**
  * The sealed document of the data whose JSON is `body`, as UTF-8 bytes: the same bytes as {@link seal}'s text. The

@@ -104,7 +104,7 @@ export class RunStoreRecordStore implements CheckpointRecordStore {
     const writer = this.#writers.get(runId);
     if (writer === undefined) throw new StoreError(`RunStoreRecordStore.saveKeyframe: run ${this.sessionKey}/${runId} is not open for writing`);
     const keyframe = { step, createdAt: Date.now(), position: [], state: { kind: 'keyframe', backpack: state } as unknown as Checkpoint['state'] };
-    await (await writer).takeKeyframe(keyframe)();
+    await (await writer).takeKeyframe(keyframe).write();
   }
 
   async delete(runId: string): Promise<void> {

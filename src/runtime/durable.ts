@@ -64,9 +64,10 @@ export interface RunFlowOptions extends RunLocation, ModelDeltaOptions {
    * A full-state keyframe every this many steps (default 100). `loadRunPoint` and `resumeRun` start at the keyframe
    * at or before a step (seeking through the log's index) and replay only the steps after it, so this bounds their
    * cost: at step 999 of a 1,000-step run, 6.6 ms with 100 against 40 ms with 1000 (measured under load); a keyframe
-   * file costs 0.3-0.6 ms to create on a slow disk, a few µs per step at this interval. When the state is large, a
-   * keyframe waits until the log has grown by the last keyframe's size since it: writing keyframes then costs no
-   * more than the log itself, and a replay reads no more than about one keyframe's worth of events.
+   * file costs 0.3-0.6 ms to create on a slow disk, a few µs per step at this interval. When the state is large (the
+   * last keyframe over 64 KB), a keyframe also waits until the log has grown by the last keyframe's size since it:
+   * writing keyframes then costs no more than the log itself, and a replay reads no more than about one keyframe's
+   * worth of events.
    */
   keyframeInterval?: number;
   /**
@@ -387,6 +388,9 @@ interface AnsweredInterrupt {
   answer: unknown;
 }
 
+/** A keyframe larger than this spaces the next one by its size (see RunFlowOptions.keyframeInterval). */
+const LARGE_KEYFRAME_BYTES = 64 * 1024;
+
 /** Wires a flow run to the stores: events in, checkpoints at step boundaries, projection, and the writer lock. */
 async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Promise<RunResult> {
   const { store, sessionKey, runId, keyframeInterval } = target;
@@ -439,20 +443,18 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
    */
   let keyframes: Promise<void> = Promise.resolve();
   let keyframeError: { error: unknown } | undefined;
-  /** The last keyframe: its step, the log's size then, its own size (known once written; 0 before). */
+  /** The last keyframe: its step, the log's size then, its own size. */
   const lastKeyframe = { step: start.step - (start.step % keyframeInterval), logBytes: 0, bytes: 0 };
   const keyframe = (position: string[]): void => {
     if (keyframeError) throw keyframeError.error;
     const input: KeyframeInput = { step, createdAt: Date.now(), position, state: { kind: 'keyframe', backpack: backpack.exportState() } as unknown as KeyframeInput['state'] };
-    const at = step;
-    Object.assign(lastKeyframe, { step, logBytes: writer.byteLength, bytes: 0 });
-    // Tied to the log as it stands now (its chain hash and the line of this step's checkpoint.saved event).
-    const save = writer.takeKeyframe(input);
+    // Tied to the log as it stands now (its chain hash and the line of this step's checkpoint.saved event), and sized
+    // now: the next keyframe is spaced by its size even while its write waits (a flow that never yields to the event
+    // loop finishes no write before its end).
+    const taken = writer.takeKeyframe(input);
+    Object.assign(lastKeyframe, { step, logBytes: writer.byteLength, bytes: taken.bytes });
     keyframes = keyframes
-      .then(save)
-      .then((bytes) => {
-        if (lastKeyframe.step === at) lastKeyframe.bytes = bytes;
-      })
+      .then(() => taken.write())
       .catch((error: unknown) => {
         keyframeError ??= { error };
       });
@@ -498,9 +500,10 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     step++;
     const position = boundary.next === undefined ? [] : [...boundary.path, boundary.next];
     const delta = tracker.next();
-    // A keyframe every `keyframeInterval` steps, unless the log has grown by less than the last keyframe's size
-    // since it: then later (see RunFlowOptions.keyframeInterval).
-    const isKeyframe = step - lastKeyframe.step >= keyframeInterval && writer.byteLength - lastKeyframe.logBytes >= lastKeyframe.bytes;
+    // A keyframe every `keyframeInterval` steps, unless the last one was large and the log has grown by less than its
+    // size since it: then later (see RunFlowOptions.keyframeInterval).
+    const spacing = lastKeyframe.bytes > LARGE_KEYFRAME_BYTES ? lastKeyframe.bytes : 0;
+    const isKeyframe = step - lastKeyframe.step >= keyframeInterval && writer.byteLength - lastKeyframe.logBytes >= spacing;
     const payload: CheckpointPayload = { step, position, keyframe: isKeyframe, ...(delta ? { delta } : {}) };
     streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload });
     const persisted = persist();

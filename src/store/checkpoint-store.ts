@@ -2,6 +2,7 @@ import { promises as fsp } from 'node:fs';
 import { fsyncDirSync } from '../fs/index.js';
 import { CheckpointStoreError, describeIssues } from './errors.js';
 import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
+import { sealedSize } from '../hash/sealed.js';
 import { readSealedIfExists, writeSealedJson } from './sealed-file.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { durabilityOf, parseCheckpoint, type Checkpoint, type Durability } from './types.js';
@@ -83,13 +84,25 @@ export class CheckpointStore {
 
   /** Saves run one after another, so that the last save called is the one left on disk. */
   private save(checkpoint: CheckpointInput, path: string): Promise<number> {
-    // What is written is the checkpoint as it is now, even if the caller changes it before its turn comes.
+    return this.prepared(checkpoint, path).write();
+  }
+
+  /**
+   * The checkpoint as it is now (validated, redacted, encoded: a later change by the caller is not written), the size
+   * of its sealed file, and the write of it, queued behind the saves before it when it is called.
+   */
+  private prepared(checkpoint: CheckpointInput, path: string): { bytes: number; write: () => Promise<number> } {
     const body = JSON.stringify(this.prepare(checkpoint, path));
-    // One save after another (the queue orders them), each creating its file on the thread pool: a keyframe is
-    // written while its run goes on.
-    const next = this.queue.then(() => writeSealedJson(path, body, { fsync: this.fsync, syncDirectory: this.syncDirectory, background: true }));
-    this.queue = next.catch(() => undefined);
-    return next;
+    return {
+      bytes: sealedSize(Buffer.byteLength(body)),
+      write: () => {
+        // One save after another (the queue orders them), each creating its file on the thread pool: a keyframe is
+        // written while its run goes on.
+        const next = this.queue.then(() => writeSealedJson(path, body, { fsync: this.fsync, syncDirectory: this.syncDirectory, background: true }));
+        this.queue = next.catch(() => undefined);
+        return next;
+      },
+    };
   }
 
   private async load(path: string): Promise<Checkpoint | null> {
@@ -141,6 +154,15 @@ export class CheckpointStore {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * {@link saveHistorical} in two parts: the checkpoint is checked, redacted and encoded now (a CheckpointStoreError
+   * when it is not valid), with the size its file will have; `write` saves it.
+   */
+  prepareHistorical(checkpoint: CheckpointInput, stepId: string | number): { bytes: number; write: () => Promise<void> } {
+    const prepared = this.prepared(checkpoint, historicalCheckpointPath(this.paths, String(stepId)));
+    return { bytes: prepared.bytes, write: async () => void (await prepared.write()) };
   }
 
   /** The historical checkpoint saved under `stepId`, or null when there is none. */

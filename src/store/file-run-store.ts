@@ -12,7 +12,7 @@ import { assertNewRun, listRunIds, runHasEvents, runWriterAlive } from './layout
 import { assertValidId, historicalCheckpointPath, runPaths } from './paths.js';
 import { deleteRunDir } from './retention.js';
 import { ProjectionStore } from './projection-store.js';
-import type { DeleteRunCondition, KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from './run-store.js';
+import type { DeleteRunCondition, KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter, TakenKeyframe } from './run-store.js';
 import { readTextIfExists, removeDeadTemps, writeJsonAtomic } from '../fs/index.js';
 import { ProjectionStoreError } from './errors.js';
 import { checkedDocument, jsonDigest } from './run-documents.js';
@@ -248,13 +248,13 @@ class FileRunWriter implements RunWriter {
     }
   }
 
-  takeKeyframe(keyframe: KeyframeInput): () => Promise<number> {
+  takeKeyframe(keyframe: KeyframeInput): TakenKeyframe {
     const checkpoint: Checkpoint = { v: 1, sessionKey: this.ref.sessionKey, runId: this.ref.runId, ...keyframe };
     // Ties the keyframe to the log: readers compare it with the chain of this step's batch.
     if (this.events.chainHead !== undefined) checkpoint.chain = this.events.chainHead;
     // The step's checkpoint.saved event is the last line of its batch: replays of later steps start there.
     checkpoint.line = this.events.eventCount - 1;
-    return () => this.checkpoints.saveHistorical(checkpoint, keyframe.step);
+    return this.checkpoints.prepareHistorical(checkpoint, keyframe.step);
   }
 
   readonly documents: Partial<Record<RunDocumentName, string>> = {};

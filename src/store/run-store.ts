@@ -62,11 +62,11 @@ export interface RunWriter {
   commit(events: StreamEvent[]): Promise<void>;
   /**
    * Takes the keyframe of the step just committed: it is tied now to the log as it stands (its chain hash, and the
-   * line of the step's `checkpoint.saved` event, which readers replay from), and the returned function writes it
-   * (files: atomically; Postgres: fenced like a commit), resolving to its size (bytes of the file; characters of a Postgres row). The runtime runs the
-   * writes one after another off the step's path.
+   * line of the step's `checkpoint.saved` event, which readers replay from) and prepared now (a CheckpointStoreError
+   * when it is not a valid checkpoint); {@link TakenKeyframe.write} stores it. The runtime runs the writes one after
+   * another off the step's path.
    */
-  takeKeyframe(keyframe: KeyframeInput): () => Promise<number>;
+  takeKeyframe(keyframe: KeyframeInput): TakenKeyframe;
   /**
    * Keeps a document of the run (`'flow'`: its flow config, `'recipe'`: how its flow is built; in files `flow.json`
    * and `run.recipe.json` beside its log) while this writer holds it, the only way a document is stored, so that what
@@ -92,6 +92,17 @@ export interface RunWriter {
  */
 export interface DeleteRunCondition {
   readonly lastSeq: number;
+}
+
+/** A keyframe taken by {@link RunWriter.takeKeyframe}: prepared (validated, redacted, encoded) and sized at once. */
+export interface TakenKeyframe {
+  /**
+   * Its size as it will be stored (bytes of the file; characters of a Postgres row), known when it is taken: the
+   * runtime spaces keyframes by it, whether or not earlier writes have finished.
+   */
+  readonly bytes: number;
+  /** Stores it (files: atomically; Postgres: fenced like a commit). */
+  write(): Promise<void>;
 }
 
 /** The documents kept with a run (see {@link RunWriter.saveDocument}). */

@@ -114,7 +114,7 @@ describe('Postgres run store', () => {
     const save = a.takeKeyframe({ step: 1, createdAt: 1, position: [], state: { kind: 'keyframe', backpack: { a: 1 } } });
     await a.commit([makeEvent(ref.runId, 3, { type: 'run.failed', payload: { durationMs: 1, error: { name: 'Error', message: 'boom' } } })]);
     expect(await store.writerAlive(ref)).toBe(true);
-    await save();
+    await save.write();
     await a.close();
     expect(await store.writerAlive(ref)).toBe(false);
     expect(await store.keyframeSteps(ref)).toEqual([1]);
@@ -130,7 +130,7 @@ describe('Postgres run store', () => {
     const w = await store.openWriter(ref, { fresh: true });
     expect(await setting()).toBe('on');
     await w.commit(batch(ref.runId, 1, 1));
-    await w.takeKeyframe({ step: 1, createdAt: 1, position: [], state: { kind: 'keyframe', backpack: {} } })();
+    await w.takeKeyframe({ step: 1, createdAt: 1, position: [], state: { kind: 'keyframe', backpack: {} } }).write();
     expect(await setting()).toBe('on');
     await w.close();
     const queue = new RunQueue(store);
@@ -258,7 +258,7 @@ describe('Postgres run store', () => {
     const store = open();
     const w = await store.openWriter(ref, { fresh: true });
     await w.commit(batch(ref.runId, 1, 1));
-      await w.takeKeyframe({ step: 1, createdAt: 1, position: [], state: { kind: 'keyframe', backpack: { a: 1 } } })();
+      await w.takeKeyframe({ step: 1, createdAt: 1, position: [], state: { kind: 'keyframe', backpack: { a: 1 } } }).write();
     await w.close();
     await admin`update backpackflow.keyframes set body = replace(body, '"a":1', '"a":2') where run_id = ${ref.runId}`;
     await expect(store.loadKeyframe(ref, 1)).rejects.toThrow(CheckpointStoreError);

@@ -153,7 +153,7 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
       const other = sut.reopen();
       const w = await writer({ fresh: true }, other);
       await w.commit(stepBatch(ref.runId, 1, 1));
-      await w.takeKeyframe({ step: 1, createdAt: 1, position: [], state: { kind: 'keyframe', backpack: { items: {} } } as never })();
+      await w.takeKeyframe({ step: 1, createdAt: 1, position: [], state: { kind: 'keyframe', backpack: { items: {} } } as never }).write();
       await expect(sut.store.deleteRun(ref)).rejects.toSatisfy((e: unknown) => e instanceof LockError || e instanceof StoreError);
       expect(await sut.store.countEvents(ref)).toBe(3);
       await w.close();
@@ -231,7 +231,7 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
       const events = stepBatch(ref.runId, 1, 1);
       events[0] = { ...events[0]!, payload: { note: `key ${SECRETS.openai}`, apiKey: 'plain-value' } };
       await w.commit(events);
-      await w.takeKeyframe({ step: 1, createdAt: 1, position: ['n2'], state: { kind: 'keyframe', backpack: { token: SECRETS.jwt } } })();
+      await w.takeKeyframe({ step: 1, createdAt: 1, position: ['n2'], state: { kind: 'keyframe', backpack: { token: SECRETS.jwt } } }).write();
       await w.close();
       const [first] = await readAll(sut.store);
       expect(JSON.stringify(first)).not.toContain(SECRETS.openai);
@@ -246,7 +246,7 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
       const w = await writer({ fresh: true });
       await w.commit(stepBatch(ref.runId, 1, 1));
       await w.commit(stepBatch(ref.runId, 4, 2));
-      await w.takeKeyframe({ step: 2, createdAt: 5, position: ['n3'], state: { kind: 'keyframe', backpack: { a: 1 } } })();
+      await w.takeKeyframe({ step: 2, createdAt: 5, position: ['n3'], state: { kind: 'keyframe', backpack: { a: 1 } } }).write();
       const head = w.chainHead;
       await w.close();
       expect(await sut.store.keyframeSteps(ref)).toEqual([2]);

@@ -27,7 +27,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { StreamEventType, type StreamEvent } from '../../events/types.js';
 import { sharedHashBackend, type HashBackend } from '../../hash/blake3.js';
-import { openSealed, seal } from '../../hash/sealed.js';
+import { openSealed, seal, sealText, sealedSize } from '../../hash/sealed.js';
 import { redactConfig, redactorFor, type Redactor } from '../../redact/index.js';
 import { CHAIN_BACKEND, CHAIN_FORMAT, ChainReader, chainFormatOf, chainOf, genesis, sealBatch, type ChainFormat } from '../chain.js';
 import { prepareCheckpoint } from '../checkpoint-store.js';
@@ -39,7 +39,7 @@ import { assertValidId } from '../paths.js';
 import { continuedRunMeta, emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
 import { RunChangedError } from '../retention.js';
 import { checkedDocument, documentDigest } from '../run-documents.js';
-import type { DeleteRunCondition, KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter } from '../run-store.js';
+import type { DeleteRunCondition, KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter, TakenKeyframe } from '../run-store.js';
 import { CheckpointSchema, RunMetaSchema, durabilityOf, type Checkpoint, type RunMeta } from '../types.js';
 import type postgres from 'postgres';
 import { asyncCommit, openDatabase, type Database } from './connection.js';
@@ -780,18 +780,23 @@ class PostgresRunWriter implements RunWriter {
     this.meta = meta;
   }
 
-  takeKeyframe(keyframe: KeyframeInput): () => Promise<number> {
+  takeKeyframe(keyframe: KeyframeInput): TakenKeyframe {
     const { ref } = this;
     const where = this.store.describeKeyframe(ref, keyframe.step);
     const checkpoint = { v: 1 as const, ...keyframe, ...(this.chainHead !== undefined ? { chain: this.chainHead } : {}), line: this.eventCount - 1 };
+    const prepared = prepareCheckpoint(checkpoint, { sessionKey: ref.sessionKey, runId: ref.runId, redactor: this.redactor, where });
+    const body = JSON.stringify(prepared);
     const token = this.token;
     this.pendingKeyframes++;
-    return async () => {
-      try {
-        return await this.writeKeyframe(checkpoint, token, where);
-      } finally {
-        this.pendingKeyframes--;
-      }
+    return {
+      bytes: sealedSize(body.length),
+      write: async () => {
+        try {
+          await this.writeKeyframe(prepared.step, body, token);
+        } finally {
+          this.pendingKeyframes--;
+        }
+      },
     };
   }
 
@@ -813,25 +818,24 @@ class PostgresRunWriter implements RunWriter {
     this.documents[name] = await documentDigest(body);
   }
 
-  private async writeKeyframe(checkpoint: Parameters<typeof prepareCheckpoint>[0], token: number, where: string): Promise<number> {
+  /** Stores the keyframe of `step` whose checkpoint's JSON is `json`, sealed, fenced by `token`. */
+  private async writeKeyframe(step: number, json: string, token: number): Promise<void> {
     const { ref } = this;
     this.assertWritable();
-    const prepared = prepareCheckpoint(checkpoint, { sessionKey: ref.sessionKey, runId: ref.runId, redactor: this.redactor, where });
-    const body = seal(prepared, await sharedHashBackend());
+    const body = sealText(json, await sharedHashBackend());
     let rows: { step: number }[];
     try {
       rows = await this.sql<{ step: number }[]>`
         with fence as (${this.fence(token)})
         insert into backpackflow.keyframes (session_key, run_id, step, body)
-        select ${ref.sessionKey}, ${ref.runId}, ${prepared.step}, ${body} from ${asyncCommit(this.sql)}
+        select ${ref.sessionKey}, ${ref.runId}, ${step}, ${body} from ${asyncCommit(this.sql)}
         where exists (select 1 from fence)
         on conflict (session_key, run_id, step) do update set body = excluded.body
         returning step`;
     } catch (error) {
-      this.refused(error, `the keyframe of step ${prepared.step}`);
+      this.refused(error, `the keyframe of step ${step}`);
     }
-    if (rows.length === 0) this.fenced(`the keyframe of step ${prepared.step}`);
-    return body.length;
+    if (rows.length === 0) this.fenced(`the keyframe of step ${step}`);
   }
 
   /**
