@@ -427,7 +427,10 @@ export class Backpack {
    */
   importState(state: unknown): void {
     const l = this.#ledger;
-    const imported = importState(state, l.lineage, l.options.maxValueBytes);
+    // Numbered after every commit before it, one number left out: a reader that asks what changed since a commit of
+    // the replaced history (changedKeysSince) is told to compare every key, never handed the new history's commits
+    // as if they followed its own.
+    const imported = importState(state, l.lineage, l.options.maxValueBytes, l.history.headSeq + 1);
     l.history = l.newHistory(imported.base, imported.seq, imported.timestamp);
     l.state.reset({ items: new Map(imported.base.items), quarantined: new Map(imported.base.quarantined) }, imported.large);
   }

@@ -129,16 +129,16 @@ export interface ImportedState {
 
 /**
  * Validates a state form and turns it into commits of `lineage`, keeping each item's provenance, version and
- * timestamp. Throws BackpackError naming the JSON path of the first problem.
+ * timestamp, numbered after `afterSeq`. Throws BackpackError naming the JSON path of the first problem.
  */
-export function importState(state: unknown, lineage: string, maxValueBytes: number): ImportedState {
+export function importState(state: unknown, lineage: string, maxValueBytes: number, afterSeq = 0): ImportedState {
   const parsed = BackpackStateSchema.safeParse(state);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new BackpackError(`Invalid Backpack state at '${formatPath(issue.path) || '(root)'}': ${issue.message}`);
   }
   const large = new Map<Commit, unknown>();
-  let seq = 0;
+  let seq = afterSeq;
   let timestamp = Number.NEGATIVE_INFINITY;
   const actorOf = provenanceActors();
   const toCommit = (key: string, item: StateItem): Commit => {

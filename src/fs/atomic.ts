@@ -107,17 +107,30 @@ function writeAll(fd: number, bytes: Uint8Array): void {
  * Creates the temp file beside `path` and writes `data` to it (text, bytes, or `{ json }`: the JSON of a value,
  * written in pieces); returns its name and open descriptor.
  */
-function writeTemp(path: string, data: string | Uint8Array | { json: unknown }, options: AtomicWriteOptions): { temp: string; fd: number } {
+/** The JSON of a value, written in pieces; `onBytes` sees each piece's bytes as they are written. */
+interface JsonData {
+  json: unknown;
+  onBytes?: ((bytes: Uint8Array) => void) | undefined;
+}
+
+function writeTemp(path: string, data: string | Uint8Array | JsonData, options: AtomicWriteOptions): { temp: string; fd: number } {
   const temp = tempBeside(path);
   return { temp, fd: fillTemp(temp, openTemp(temp, options.mode, options.createDirs), data) };
 }
 
 /** Writes `data` to the temp file just created (open as `fd`); removes it when that fails. Returns `fd`. */
-function fillTemp(temp: string, fd: number, data: string | Uint8Array | { json: unknown }): number {
+function fillTemp(temp: string, fd: number, data: string | Uint8Array | JsonData): number {
   try {
     if (typeof data === 'string') writeAll(fd, Buffer.from(data));
     else if (data instanceof Uint8Array) writeAll(fd, data);
-    else writeJsonPieces(data.json, (piece) => writeAll(fd, Buffer.from(piece)));
+    else {
+      const { onBytes } = data;
+      writeJsonPieces(data.json, (piece) => {
+        const bytes = Buffer.from(piece);
+        onBytes?.(bytes);
+        writeAll(fd, bytes);
+      });
+    }
   } catch (error) {
     closeSync(fd);
     removeFileIfExists(temp);
@@ -150,7 +163,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
   await writeAtomic(path, data, options);
 }
 
-async function writeAtomic(path: string, data: string | Uint8Array | { json: unknown }, options: AtomicWriteOptions): Promise<void> {
+async function writeAtomic(path: string, data: string | Uint8Array | JsonData, options: AtomicWriteOptions): Promise<void> {
   const sync = options.fsync ?? true;
   const temp = tempBeside(path);
   const fd =
@@ -189,8 +202,8 @@ export function writeFileAtomicSync(path: string, data: string | Uint8Array, opt
 
 /**
  * {@link writeFileAtomic} of `JSON.stringify(value)`, written in pieces (see json-pieces.ts): a large value's whole
- * text never exists at once.
+ * text never exists at once. `onBytes` sees the bytes written, piece by piece (to hash exactly what was written).
  */
-export async function writeJsonAtomic(path: string, value: unknown, options: AtomicWriteOptions = {}): Promise<void> {
-  await writeAtomic(path, { json: value }, options);
+export async function writeJsonAtomic(path: string, value: unknown, options: AtomicWriteOptions = {}, onBytes?: (bytes: Uint8Array) => void): Promise<void> {
+  await writeAtomic(path, { json: value, onBytes }, options);
 }

@@ -119,6 +119,8 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
     // Names are logged unredacted: a flow whose names hold a secret is refused before anything of the run is written.
     checkFlowNames(flow, redaction);
     for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
+    // The start record holds the digests of the documents saved with the NewRun: those still being stored are awaited.
+    await taken?.saved;
   } catch (error) {
     await taken?.writer.close();
     throw error;
@@ -280,6 +282,7 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
       checkRunIds({ sessionKey, runId }, redaction);
     }
     flow.backpack.importState(point.state);
+    await taken?.saved;
   } catch (error) {
     await taken?.writer.close();
     throw error;
@@ -476,9 +479,10 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
           const position = start.position.length ? start.position : entryPosition(flow);
           const delta = tracker.next();
           const payload: CheckpointPayload = { step, position, keyframe: false, start: true, ...(delta ? { delta } : {}), ...(start.forkedFrom ? { forkedFrom: start.forkedFrom } : {}) };
-          // The digests of the documents stored with the run before it started (its flow config, its recipe): readers
-          // of them check them against this record (store/run-documents.ts).
-          if (Object.keys(writer.documents).length > 0) payload.documents = { ...writer.documents };
+          // The digests of the documents stored with the run before it started (its flow config, its recipe), none
+          // included: readers check a document against this record, and refuse one it does not name
+          // (store/run-documents.ts).
+          payload.documents = { ...writer.documents };
           streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload });
         }
         // The answer is on disk before the node runs again: a crash from here on resumes with it.

@@ -43,6 +43,11 @@ export interface TakenRun {
   writer: RunWriter;
   /** The run's redaction (openNewRun's): what the runtime's own checks judge secrets by, as its writer does. */
   redaction: RedactionOptions | undefined;
+  /**
+   * Settles once the documents saved through the NewRun are stored (rejects as the first failed save did): the run's
+   * start record, which holds their digests, waits for it.
+   */
+  saved: Promise<void>;
 }
 
 class HeldRun implements NewRun {
@@ -56,9 +61,18 @@ class HeldRun implements NewRun {
     private readonly redaction: RedactionOptions | undefined,
   ) {}
 
-  async saveDocument(name: RunDocumentName, value: unknown): Promise<void> {
-    this.assertHeld('record a document with it');
-    await this.writer.saveDocument(name, value);
+  /** The saves of documents, in the order they were asked for. */
+  private saves: Promise<void>[] = [];
+
+  saveDocument(name: RunDocumentName, value: unknown): Promise<void> {
+    try {
+      this.assertHeld('record a document with it');
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const save = this.writer.saveDocument(name, value);
+    this.saves.push(save);
+    return save;
   }
 
   async release(): Promise<void> {
@@ -70,7 +84,7 @@ class HeldRun implements NewRun {
   take(): TakenRun {
     this.assertHeld('run it');
     this.state = 'taken';
-    return { sessionKey: this.sessionKey, runId: this.runId, store: this.store, writer: this.writer, redaction: this.redaction };
+    return { sessionKey: this.sessionKey, runId: this.runId, store: this.store, writer: this.writer, redaction: this.redaction, saved: Promise.all(this.saves).then(() => undefined) };
   }
 
   private assertHeld(what: string): void {

@@ -23,11 +23,14 @@ export interface StateDelta {
   removed?: string[];
   /** Items quarantined since, whole. */
   quarantined?: Record<string, QuarantinedStateItem>;
+  /** Keys whose quarantined item is gone since (the whole state replaced, with importState). */
+  unquarantined?: string[];
 }
 
 /**
  * Applies `delta` to `state` in place: `removed` first, then `set`, whose keys new to the state go last in the order
- * `set` lists them (as in the Backpack), then `quarantined`, listed by key (as exportState lists them).
+ * `set` lists them (as in the Backpack), then `unquarantined` and `quarantined`, listed by key (as exportState lists
+ * them).
  */
 export function applyStateDelta(state: BackpackState, delta: StateDelta): void {
   for (const key of delta.removed ?? []) delete state.items[key];
@@ -40,6 +43,7 @@ export function applyStateDelta(state: BackpackState, delta: StateDelta): void {
     if (!previous) delete state.items[key];
     setOwn(state.items, key, item);
   }
+  for (const key of delta.unquarantined ?? []) delete state.quarantined[key];
   if (delta.quarantined === undefined) return;
   for (const [key, item] of Object.entries(delta.quarantined)) setOwn(state.quarantined, key, item);
   const sorted: BackpackState['quarantined'] = {};
@@ -82,12 +86,12 @@ export class StateTracker {
     this.#seq = this.backpack.headSeq;
     if (changed?.length === 0) return undefined;
     const now = this.backpack.exportStoredState(changed);
-    const keys = new Set(changed ?? [...Object.keys(this.#state.items), ...Object.keys(now.items), ...Object.keys(now.quarantined)]);
+    const keys = new Set(changed ?? [...Object.keys(this.#state.items), ...Object.keys(now.items), ...Object.keys(this.#state.quarantined), ...Object.keys(now.quarantined)]);
     const last = this.#keysGoneLast(keys, now, changed === undefined ? undefined : left);
     const delta: StateDelta = {};
     for (const key of keys) if (!last.has(key)) this.#compare(key, now, delta, false);
     for (const key of last) this.#compare(key, now, delta, true);
-    if (!delta.set && !delta.removed && !delta.quarantined) return undefined;
+    if (!delta.set && !delta.removed && !delta.quarantined && !delta.unquarantined) return undefined;
     return delta;
   }
 
@@ -160,6 +164,9 @@ export class StateTracker {
     if (quarantined && !deepEqualInOrder(quarantined, own(this.#state.quarantined, key))) {
       setOwn((delta.quarantined ??= {}), key, { ...quarantined, value: encodeValue(quarantined.value) });
       setOwn(this.#state.quarantined, key, quarantined);
+    } else if (!quarantined && own(this.#state.quarantined, key)) {
+      (delta.unquarantined ??= []).push(key);
+      delete this.#state.quarantined[key];
     }
   }
 }

@@ -90,10 +90,12 @@ export async function verifyRun(options: RunLocation & { runId: string }): Promi
 }
 
 /**
- * The documents the run's start record has digests of (its flow config, its recipe), each checked against its digest:
- * what is wrong with each, naming it (changed, replaced, not JSON, or gone). A damaged start record is the log's
+ * The run's documents (its flow config, its recipe), each checked against its start record: what is wrong with each,
+ * naming it (changed, replaced, added since, not JSON, unreadable, or gone). A damaged start record is the log's
  * problem, reported with it.
  */
+const DOCUMENT_NAMES: readonly RunDocumentName[] = ['flow', 'recipe'];
+
 async function documentProblems(store: RunStore, ref: RunRef): Promise<string[]> {
   let recorded: Awaited<ReturnType<typeof recordedDigests>>;
   try {
@@ -103,14 +105,14 @@ async function documentProblems(store: RunStore, ref: RunRef): Promise<string[]>
     throw error;
   }
   const problems: string[] = [];
-  for (const name of Object.keys(recorded?.digests ?? {}) as RunDocumentName[]) {
+  for (const name of DOCUMENT_NAMES) {
     try {
-      if ((await store.loadDocument(ref, name)) === undefined) {
-        problems.push(`${store.describeDocument(ref, name)}: the run recorded it when it started (${store.describeLog(ref)}, line ${recorded!.line + 1}), and it is gone`);
+      if ((await store.loadDocument(ref, name)) === undefined && recorded?.digests[name] !== undefined) {
+        problems.push(`${store.describeDocument(ref, name)}: the run recorded it when it started (${store.describeLog(ref)}, line ${recorded.line + 1}), and it is gone`);
       }
     } catch (error) {
-      if (!(error instanceof StoreError)) throw error;
-      problems.push(error.message);
+      // A StoreError names the document; a file that cannot be read at all (a directory, no permission) is named here.
+      problems.push(error instanceof StoreError ? error.message : `${store.describeDocument(ref, name)} cannot be read: ${(error as Error).message}`);
     }
   }
   return problems;

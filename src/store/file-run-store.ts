@@ -13,9 +13,9 @@ import { assertValidId, historicalCheckpointPath, runPaths } from './paths.js';
 import { deleteRunDir } from './retention.js';
 import { ProjectionStore } from './projection-store.js';
 import type { DeleteRunCondition, KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter, TakenKeyframe } from './run-store.js';
-import { readTextIfExists, removeDeadTemps, writeJsonAtomic } from '../fs/index.js';
-import { ProjectionStoreError } from './errors.js';
-import { checkedDocument, jsonDigest } from './run-documents.js';
+import { readTextIfExists, removeDeadTemps } from '../fs/index.js';
+import { ProjectionStoreError, StoreError } from './errors.js';
+import { checkedDocument, writeDocumentFile } from './run-documents.js';
 import { DONE } from './log-writer.js';
 import { dataEndOf } from './lines.js';
 
@@ -147,7 +147,14 @@ export class FileRunStore implements RunStore {
 
   async loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown> {
     const path = this.documentPath(ref, name);
-    return checkedDocument(this, ref, name, await readTextIfExists(path), path);
+    let text: string | undefined;
+    try {
+      text = await readTextIfExists(path);
+    } catch (error) {
+      // A directory in its place, no permission: named, not a bare system error.
+      throw new StoreError(`${path} cannot be read: ${(error as Error).message}`, { path, cause: error });
+    }
+    return checkedDocument(this, ref, name, text, path);
   }
 
   async writerAlive(ref: RunRef): Promise<boolean> {
@@ -261,9 +268,7 @@ class FileRunWriter implements RunWriter {
 
   async saveDocument(name: RunDocumentName, value: unknown): Promise<void> {
     if (this.closed) throw new Error(`the writer of run ${this.ref.sessionKey}/${this.ref.runId} is closed`);
-    const redacted = redactConfig(this.redactor, value);
-    await writeJsonAtomic(documentPath(this.projection.dataDir, this.ref, name), redacted);
-    this.documents[name] = await jsonDigest(redacted);
+    this.documents[name] = await writeDocumentFile(documentPath(this.projection.dataDir, this.ref, name), redactConfig(this.redactor, value));
   }
 
   async close(): Promise<void> {

@@ -4,14 +4,16 @@
  * the text it stored, and the run's start record (the `checkpoint.saved` event with `start: true` in the log's first
  * batch, which the chain covers) carries those digests as `documents`. A reader hashes the text it finds and compares:
  * a document changed or replaced after the run recorded it is an error naming it, never a different flow served in
- * silence. A run whose start record names no digest for a document (started before documents were tied to the log,
- * or through the API without one) has nothing to check it against; its document is served as found.
+ * silence; so is a document the start record does not name (added after the run started, or left by an earlier start
+ * of the id that never ran). A run without a start record (none yet: a queued start) or whose start record has no
+ * `documents` (written before documents were tied to the log) has nothing to check them against: its documents are
+ * served as found.
  *
  * Like the chain, the digests have no key: they prove a document unchanged against damage and edits by hand, not
  * against someone who also rewrites the log and recomputes its hashes.
  */
 import { isEventOf } from '../events/types.js';
-import { writeJsonPieces } from '../fs/index.js';
+import { writeJsonAtomic } from '../fs/index.js';
 import { sharedHashBackend } from '../hash/blake3.js';
 import { StoreError } from './errors.js';
 import type { RunDocumentName, RunRef, RunStore } from './run-store.js';
@@ -25,12 +27,12 @@ export async function documentDigest(text: string): Promise<string> {
 }
 
 /**
- * {@link documentDigest} of `JSON.stringify(value)`, hashed in pieces as the file store writes it: the whole text of a
- * large flow config never exists at once.
+ * Writes the JSON of `value` to `path` atomically, in pieces (the whole text of a large flow config never exists at
+ * once), and returns the {@link documentDigest} of exactly the bytes written.
  */
-export async function jsonDigest(value: unknown): Promise<string> {
+export async function writeDocumentFile(path: string, value: unknown): Promise<string> {
   const hasher = (await sharedHashBackend()).hasher();
-  writeJsonPieces(value, (piece) => hasher.update(Buffer.from(piece)));
+  await writeJsonAtomic(path, value, {}, (bytes) => hasher.update(bytes));
   return hasher.digest().toString('hex');
 }
 
@@ -67,10 +69,17 @@ export async function checkedDocument(store: Pick<RunStore, 'readVerified' | 'de
     throw new StoreError(`corrupt ${where}: ${(error as Error).message}`, { path: where });
   }
   const recorded = await recordedDigests(store, ref);
-  const expected = recorded?.digests[name];
-  if (expected !== undefined && (await documentDigest(text)) !== expected) {
+  if (recorded === undefined) return value;
+  const expected = recorded.digests[name];
+  if (expected === undefined) {
     throw new StoreError(
-      `${where} is not the ${name} document run ${ref.sessionKey}/${ref.runId} recorded: its BLAKE3 differs from the one the run's start record holds (${store.describeLog(ref)}, line ${recorded!.line + 1}); it was changed or replaced after the run started`,
+      `${where} is not a document of run ${ref.sessionKey}/${ref.runId}: the run's start record (${store.describeLog(ref)}, line ${recorded.line + 1}) records no ${name} document, so it was added after the run started, or left by an earlier start of the id that never ran`,
+      { path: where },
+    );
+  }
+  if ((await documentDigest(text)) !== expected) {
+    throw new StoreError(
+      `${where} is not the ${name} document run ${ref.sessionKey}/${ref.runId} recorded: its BLAKE3 differs from the one the run's start record holds (${store.describeLog(ref)}, line ${recorded.line + 1}); it was changed or replaced after the run started`,
       { path: where },
     );
   }

@@ -3,7 +3,7 @@
  * BLAKE3 of each, and readers refuse a document changed or replaced since (store/run-documents.ts).
  */
 import fc from 'fast-check';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -11,6 +11,7 @@ import { BackpackNode, Flow } from '../../src/nodes/index.js';
 import { openNewRun, runFlow, verifyRun } from '../../src/runtime/index.js';
 import { EventStore, FileRunStore, StoreError, recordedDigests } from '../../src/store/index.js';
 import { documentDigest } from '../../src/store/run-documents.js';
+import { makeEvent } from '../store/helpers.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'bpf-documents-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -105,13 +106,70 @@ describe('the documents of a run, tied to its log', () => {
     expect(await store.loadDocument(ref, 'flow')).toEqual(CONFIG);
   });
 
-  it('a run whose start record names no document (started without one) serves a document found beside it as it is', async () => {
+  it('a document the start record does not name is refused: added after the run started, or left by an earlier start of the id', async () => {
+    const evil = { v: 1, flow: { kind: 'module', module: '/tmp/evil.mjs', export: 'build' }, modules: [] };
+    // Recorded with its flow config only; a recipe added by hand later (one that would make resume import a module).
+    const flowOnly = await openNewRun({ dataDir, runId: 'flow-only' });
+    await flowOnly.saveDocument('flow', CONFIG);
+    await runFlow(flow(), { newRun: flowOnly });
+    const ref = { sessionKey: 'default', runId: 'flow-only' };
+    expect(Object.keys((await recordedDigests(store, ref))!.digests)).toEqual(['flow']);
+    const recipePath = store.documentPath(ref, 'recipe');
+    writeFileSync(recipePath, JSON.stringify(evil));
+    await expect(store.loadDocument(ref, 'recipe')).rejects.toThrow(`${recipePath} is not a document of run default/flow-only: the run's start record`);
+    const verified = await verifyRun({ dataDir, runId: 'flow-only' });
+    expect(verified.status).toBe('damaged');
+    expect(verified.problems).toEqual([expect.stringContaining(`${recipePath} is not a document of run default/flow-only`)]);
+    // A start that recorded documents and was released; the id then started in code, recording none.
+    const released = await openNewRun({ dataDir, runId: 'reused' });
+    await released.saveDocument('flow', { ...CONFIG, namespace: 'released-start' });
+    await released.release();
+    await runFlow(flow(), { dataDir, runId: 'reused' });
+    const reused = { sessionKey: 'default', runId: 'reused' };
+    expect((await recordedDigests(store, reused))?.digests).toEqual({});
+    await expect(store.loadDocument(reused, 'flow')).rejects.toThrow(/is not a document of run default\/reused/);
+    // Nothing beside a run started without documents: nothing to refuse.
     await runFlow(flow(), { dataDir, runId: 'bare' });
-    const ref = { sessionKey: 'default', runId: 'bare' };
-    expect(await recordedDigests(store, ref)).toBeUndefined();
-    writeFileSync(store.documentPath(ref, 'flow'), JSON.stringify(CONFIG));
-    expect(await store.loadDocument(ref, 'flow')).toEqual(CONFIG);
+    expect(await store.loadDocument({ sessionKey: 'default', runId: 'bare' }, 'flow')).toBeUndefined();
     expect((await verifyRun({ dataDir, runId: 'bare' })).status).toBe('verified');
+  });
+
+  it('a run started before documents were tied to its log (no documents in its start record) serves one as found', async () => {
+    // The start record as an older backpackflow wrote it: without `documents`.
+    const ref = { sessionKey: 'default', runId: 'legacy' };
+    const writer = await store.openWriter(ref, { fresh: true });
+    await writer.commit([
+      makeEvent('legacy', 1, { type: 'run.started', payload: { flowNamespace: 'docs', entryNodeId: 'put' } }),
+      makeEvent('legacy', 2, { type: 'checkpoint.saved', payload: { step: 0, position: ['put'], keyframe: false, start: true } }),
+    ]);
+    await writer.close();
+    writeFileSync(store.documentPath(ref, 'flow'), JSON.stringify(CONFIG));
+    expect(await recordedDigests(store, ref)).toBeUndefined();
+    expect(await store.loadDocument(ref, 'flow')).toEqual(CONFIG);
+  });
+
+  it('the start record waits for documents still being saved through the NewRun, and holds the digest of exactly the bytes written', async () => {
+    const newRun = await openNewRun({ dataDir, runId: 'late-save' });
+    const config = structuredClone(CONFIG) as { namespace: string };
+    const saving = newRun.saveDocument('flow', config);
+    // Changed by its caller while it is being saved: the run still reads back what was written.
+    config.namespace = 'changed-after-the-call';
+    await runFlow(flow(), { newRun });
+    await saving;
+    const ref = { sessionKey: 'default', runId: 'late-save' };
+    expect((await recordedDigests(store, ref))?.digests.flow).toBe(await documentDigest(readFileSync(store.documentPath(ref, 'flow'), 'utf8')));
+    expect(await store.loadDocument(ref, 'flow')).toEqual(JSON.parse(readFileSync(store.documentPath(ref, 'flow'), 'utf8')));
+    expect((await verifyRun({ dataDir, runId: 'late-save' })).status).toBe('verified');
+  });
+
+  it('a document that cannot be read (a directory in its place) is an error naming it, and verify reports it', async () => {
+    const { ref, flowPath } = await recordedRun('unreadable');
+    unlinkSync(flowPath);
+    mkdirSync(flowPath);
+    await expect(store.loadDocument(ref, 'flow')).rejects.toThrow(`${flowPath} cannot be read`);
+    const verified = await verifyRun({ dataDir, runId: 'unreadable' });
+    expect(verified.status).toBe('damaged');
+    expect(verified.problems).toEqual([expect.stringContaining(`${flowPath} cannot be read`)]);
   });
 
   it('a start record whose batch was changed is the log\'s error, naming it, not a document served unchecked', async () => {
