@@ -439,7 +439,8 @@ export class Backpack {
    * From now on, a pack of an array that starts with the elements stored under its key (the same values, in place:
    * a list a node grew) records that it does, so that a reader comparing the two stored values by identity skips
    * those elements. The durable runtime turns it on for its step deltas (a boundary then costs what was appended,
-   * not the list's length). Costs each such pack a comparison per element; off by default.
+   * not the list's length), and it stays on for this Backpack. Costs each such pack a comparison per element; off by
+   * default.
    */
   recordGrowth(): void {
     this.#ledger.recordGrowth = true;

@@ -30,7 +30,7 @@ export {
   FencedError,
 } from './errors.js';
 export { RunChangedError } from './retention.js';
-export { recordedDigests, type DocumentDigests } from './run-documents.js';
+export { checkedDocument, recordedDigests, type DocumentDigests } from './run-documents.js';
 export type { LockHolder } from './errors.js';
 export { newSessionKey, newMemoryId } from './ids.js';
 export {
@@ -53,7 +53,7 @@ export type { AtomicWriteOptions, FileLock } from '../fs/index.js';
 export { acquireLock } from './lock.js';
 export { assertNewRun, listSessions, listRunIds, runHasEvents, runWriterAlive } from './layout.js';
 export type { RunRef } from './layout.js';
-export type { RunStore, RunWriter, RunDocumentName, KeyframeInput, OpenWriterOptions, DeleteRunCondition } from './run-store.js';
+export type { RunStore, RunWriter, RunDocumentName, KeyframeInput, OpenWriterOptions, DeleteRunCondition, TakenKeyframe } from './run-store.js';
 export { FileRunStore } from './file-run-store.js';
 export { PostgresRunStore } from './postgres/run-store.js';
 export type { PostgresRunStoreOptions } from './postgres/run-store.js';
