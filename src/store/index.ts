@@ -9,7 +9,7 @@ export type { CheckpointInput, CheckpointStoreOptions } from './checkpoint-store
 export { MemoryStore } from './memory-store.js';
 export type { Memory } from './memory-store.js';
 export { PostgresMemoryStore } from './postgres/memory-store.js';
-export type { MemoryItemInput, MemoryStoreOptions, ScoredMemoryItem, MemoryPage, MemoryFilter } from './memory-store.js';
+export type { MemoryItemInput, MemoryStoreOptions, MemorySearchOptions, ScoredMemoryItem, MemoryPage, MemoryFilter } from './memory-store.js';
 export { ProjectionStore } from './projection-store.js';
 export type { ProjectionStoreOptions } from './projection-store.js';
 export { foldRunMeta, foldRunMetaBatch, emptyRunMeta, runDuration, type RunDuration } from './run-meta.js';

@@ -39,9 +39,19 @@ export interface Memory {
   writeMany(items: MemoryItemInput[]): Promise<void>;
   get(id: string): Promise<MemoryItem | null>;
   delete(id: string): Promise<boolean>;
-  searchScored(query: string, topK: number): Promise<ScoredMemoryItem[]>;
+  searchScored(query: string, topK: number, options?: MemorySearchOptions): Promise<ScoredMemoryItem[]>;
   search(query: string, topK: number): Promise<MemoryItem[]>;
   close(): Promise<void>;
+}
+
+/** Options of a memory search. */
+export interface MemorySearchOptions {
+  /**
+   * Hears what the search skipped (a damaged item, an item the index lists whose file is gone), each message naming
+   * it, instead of a process warning (`MemoryStoreCorruptItem`, `MemoryStoreMissingItem`): for a caller that shows
+   * them with the results (the Studio).
+   */
+  onWarning?: (message: string) => void;
 }
 
 /** Options of {@link MemoryStore}. */
@@ -344,8 +354,10 @@ export class MemoryStore implements Memory {
   }
 
   /** Warns that an item the index lists has no file, unless an operation of another process under way explains it. */
-  private warnLost(id: string): void {
-    if (!this.changedMeanwhile()) process.emitWarning(this.lostMessage(id), 'MemoryStoreMissingItem');
+  private warnLost(id: string, onWarning?: (message: string) => void): void {
+    if (this.changedMeanwhile()) return;
+    if (onWarning) onWarning(this.lostMessage(id));
+    else process.emitWarning(this.lostMessage(id), 'MemoryStoreMissingItem');
   }
 
   /** Whether an operation (of another process) changed the memory since the index was read, or is under way. */
@@ -532,12 +544,13 @@ export class MemoryStore implements Memory {
    * {@link readItem}, except that a damaged item file is skipped ('damaged') with a warning naming it: one damaged
    * item must not make every search, or the rebuild of the index, fail. 'missing' when there is no file.
    */
-  private readItemOrSkip(id: string, backend: HashBackend, sums = this.sums): ReadItem | 'missing' | 'damaged' {
+  private readItemOrSkip(id: string, backend: HashBackend, sums = this.sums, onWarning?: (message: string) => void): ReadItem | 'missing' | 'damaged' {
     try {
       return this.readItem(id, backend, sums) ?? 'missing';
     } catch (error) {
       if (!(error instanceof MemoryStoreError)) throw error;
-      process.emitWarning(`skipped ${error.message}`, 'MemoryStoreCorruptItem');
+      if (onWarning) onWarning(`skipped ${error.message}`);
+      else process.emitWarning(`skipped ${error.message}`, 'MemoryStoreCorruptItem');
       return 'damaged';
     }
   }
@@ -651,9 +664,10 @@ export class MemoryStore implements Memory {
   /**
    * The `topK` items best matching `query` by BM25 (ties by id), with their scores. A damaged item file is skipped
    * with a warning naming it (`MemoryStoreCorruptItem`), as is an item the index lists whose file is gone
-   * (`MemoryStoreMissingItem`), and the next best item takes its place.
+   * (`MemoryStoreMissingItem`), and the next best item takes its place. `options.onWarning` hears those warnings
+   * instead of the process.
    */
-  async searchScored(query: string, topK: number): Promise<ScoredMemoryItem[]> {
+  async searchScored(query: string, topK: number, options: MemorySearchOptions = {}): Promise<ScoredMemoryItem[]> {
     if (typeof query !== 'string') throw new MemoryStoreError(`search query must be a string, got ${typeof query}`);
     if (!Number.isInteger(topK) || topK < 0) throw new MemoryStoreError(`search topK must be a non-negative integer, got ${topK}`);
     const index = await this.currentIndex(false);
@@ -663,9 +677,9 @@ export class MemoryStore implements Memory {
     for (let want = topK; out.length < topK; want += topK - out.length) {
       const hits = index.search(query, want);
       for (const hit of hits.slice(seen)) {
-        const found = this.readItemOrSkip(hit.id, backend);
+        const found = this.readItemOrSkip(hit.id, backend, this.sums, options.onWarning);
         if (typeof found === 'object') out.push({ item: this.served(hit.id, found), score: hit.score });
-        else if (found === 'missing') this.warnLost(hit.id);
+        else if (found === 'missing') this.warnLost(hit.id, options.onWarning);
       }
       if (hits.length < want) break;
       seen = hits.length;

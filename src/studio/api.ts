@@ -91,7 +91,7 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
   if (head === 'context') return contextRoute(ctx, res, url, parts.slice(1));
   if (head === 'memory' && parts.length === 1) {
     const top = intParam(url, 'k', { min: 1, max: 100 }) ?? 10;
-    sendJson(res, 200, { query: url.searchParams.get('q') ?? '', hits: await ctx.reader.searchMemory(url.searchParams.get('q') ?? '', top) });
+    sendJson(res, 200, { query: url.searchParams.get('q') ?? '', ...(await ctx.reader.searchMemory(url.searchParams.get('q') ?? '', top)) });
     return;
   }
   if (head !== 'runs') throw new HttpError(404, `no API route ${url.pathname}`, 'path');

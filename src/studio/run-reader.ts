@@ -550,11 +550,12 @@ export class RunReader {
     return blame(ref.runId, key, events, initial, warnings);
   }
 
-  /** The memory items best matching `query` (BM25), best first. */
-  async searchMemory(query: string, top: number): Promise<MemoryHit[]> {
-    if (query.trim() === '') return [];
-    const hits = await this.memory.searchScored(query, top);
-    return hits.map((h) => ({ id: h.item.id, score: h.score, content: h.item.content, keywords: h.item.keywords ?? [], metadata: h.item.metadata ?? {} }));
+  /** The memory items best matching `query` (BM25), best first, and what the search skipped (damaged items), named. */
+  async searchMemory(query: string, top: number): Promise<{ hits: MemoryHit[]; warnings: string[] }> {
+    const warnings: string[] = [];
+    if (query.trim() === '') return { hits: [], warnings };
+    const hits = await this.memory.searchScored(query, top, { onWarning: (message) => warnings.push(message) });
+    return { hits: hits.map((h) => ({ id: h.item.id, score: h.score, content: h.item.content, keywords: h.item.keywords ?? [], metadata: h.item.metadata ?? {} })), warnings };
   }
 
   /** Releases the memory and the run store. */

@@ -77,4 +77,18 @@ describe('Postgres memory', () => {
     await expect(memory.write({ id: 'c', content: 5 as unknown as string })).rejects.toBeInstanceOf(MemoryStoreError);
     await expect(memory.searchScored('x', -1)).rejects.toThrow(/topK/);
   });
+
+  it('skips a damaged item in a search, naming it to onWarning (the Studio shows it) instead of the process', async () => {
+    const store = new PostgresRunStore({ url });
+    stores.push(store);
+    const memory = new PostgresMemoryStore(store);
+    await memory.write({ id: 'whole', content: 'salt and shore', createdAt: 1 });
+    await memory.write({ id: 'broken', content: 'salt in the river', createdAt: 2 });
+    const sql = await store.sql();
+    await sql`update backpackflow.memory_items set body = '{' where id = 'broken'`;
+    const warnings: string[] = [];
+    const hits = await memory.searchScored('salt', 5, { onWarning: (message) => warnings.push(message) });
+    expect(hits.map((h) => h.item.id)).toEqual(['whole']);
+    expect(warnings).toEqual([expect.stringMatching(/^skipped .*broken/)]);
+  });
 });

@@ -2,7 +2,7 @@ import { appendFileSync, readFileSync, existsSync, mkdirSync, writeFileSync } fr
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../../src/index.js';
-import { runPaths } from '../../src/store/index.js';
+import { memoryItemPath, memoryPaths, runPaths } from '../../src/store/index.js';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
 import { BIN, FIXTURES, MODULES, cli, cliJson, tempDir } from '../cli/helpers.js';
 import { get, openStream, post, startGatedRun } from './helpers.js';
@@ -199,6 +199,17 @@ describe('studio API over a recorded run', () => {
     expect(reply.json.hits.map((h: any) => h.content)).toEqual(['water boils at 100 degrees at sea level']);
     expect((await api('/api/memory?q=')).json.hits).toEqual([]);
     expect((await api('/api/memory?q=x&k=0')).json).toMatchObject({ parameter: 'k' });
+  });
+
+  it('GET /api/memory names a damaged item it skipped in its warnings (it was only on the server\'s stderr)', async () => {
+    expect((await cli(['memory', 'add', 'the kettle boils quickly', '--id', 'kettle', '--data-dir', dataDir])).code).toBe(0);
+    const path = memoryItemPath(memoryPaths(dataDir), 'kettle');
+    writeFileSync(path, readFileSync(path, 'utf8').replace('kettle boils', 'kettle BOILS'));
+    const reply = await api('/api/memory?q=boils');
+    expect(reply.status).toBe(200);
+    expect(reply.json.hits.map((h: any) => h.content)).toEqual(['water boils at 100 degrees at sea level']);
+    expect(reply.json.warnings).toEqual([expect.stringContaining(path)]);
+    expect((await api('/api/memory?q=sea')).json.warnings).toEqual([]);
   });
 });
 

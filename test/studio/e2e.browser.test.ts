@@ -5,11 +5,11 @@
  * too), the page reads with the token of its URL, against a studio in this process (test/cli/studio.test.ts starts
  * one with the CLI).
  */
-import { appendFileSync, existsSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runPaths } from '../../src/store/index.js';
+import { memoryItemPath, memoryPaths, runPaths } from '../../src/store/index.js';
 import { startStudio } from '../../src/studio/server.js';
 import { FIXTURES, MODULES, cli, tempDir } from '../cli/helpers.js';
 import { CHROMIUM } from '../support/chromium.js';
@@ -134,6 +134,18 @@ describe('studio in a browser', () => {
     await page.getByRole('tab', { name: 'State' }).click();
     await page.locator('table.state').waitFor(WAIT);
     expect(await page.locator('[aria-label="warnings"]').innerText()).toMatch(/events\.jsonl/);
+  }, 120_000);
+
+  it('shows a damaged memory item the search skipped, named above the hits', async () => {
+    for (const [id, text] of [['tide', 'the moon pulls the tide'], ['tide-2', 'the tide turns twice a day']]) {
+      expect((await cli(['memory', 'add', text, '--id', id, '--data-dir', dataDir])).code).toBe(0);
+    }
+    const path = memoryItemPath(memoryPaths(dataDir), 'tide-2');
+    writeFileSync(path, readFileSync(path, 'utf8').replace('turns twice', 'turns thrice'));
+    await page.goto(`${studio.url.origin}/#/memory?q=tide`);
+    await page.locator('ol.hits li').first().waitFor(WAIT);
+    expect(await page.locator('ol.hits li').allInnerTexts()).toEqual([expect.stringContaining('the moon pulls the tide')]);
+    expect(await page.locator('[aria-label="warnings"]').innerText()).toContain(path);
   }, 120_000);
 
   it("shows a running run's events as they are written, then its end", async () => {

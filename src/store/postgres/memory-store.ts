@@ -9,7 +9,7 @@
 import { redactorFor, type RedactionOptions, type Redactor } from '../../redact/index.js';
 import { MemoryStoreError, describeIssues } from '../errors.js';
 import { BM25_B, BM25_K1, tokenize } from '../keyword-index.js';
-import { prepareMemoryItem, tokensOf, type Memory, type MemoryItemInput, type ScoredMemoryItem } from '../memory-store.js';
+import { prepareMemoryItem, tokensOf, type Memory, type MemoryItemInput, type MemorySearchOptions, type ScoredMemoryItem } from '../memory-store.js';
 import { assertValidId } from '../paths.js';
 import { MemoryItemSchema, type MemoryItem } from '../types.js';
 import type { PostgresRunStore } from './run-store.js';
@@ -84,8 +84,11 @@ export class PostgresMemoryStore implements Memory {
     return rows.count > 0;
   }
 
-  /** The `topK` items best matching `query` by BM25 (ties by id), with their scores; a damaged item is skipped with a warning. */
-  async searchScored(query: string, topK: number): Promise<ScoredMemoryItem[]> {
+  /**
+   * The `topK` items best matching `query` by BM25 (ties by id), with their scores; a damaged item is skipped with a
+   * warning (to `options.onWarning`, else the process's `MemoryStoreCorruptItem`).
+   */
+  async searchScored(query: string, topK: number, options: MemorySearchOptions = {}): Promise<ScoredMemoryItem[]> {
     if (typeof query !== 'string') throw new MemoryStoreError(`search query must be a string, got ${typeof query}`);
     if (!Number.isInteger(topK) || topK < 0) throw new MemoryStoreError(`search topK must be a non-negative integer, got ${topK}`);
     const terms = [...new Set(tokenize(query))];
@@ -132,7 +135,8 @@ export class PostgresMemoryStore implements Memory {
           out.push({ item: this.parse(hit.id, body), score: hit.score });
         } catch (error) {
           if (!(error instanceof MemoryStoreError)) throw error;
-          process.emitWarning(`skipped ${error.message}`, 'MemoryStoreCorruptItem');
+          if (options.onWarning) options.onWarning(`skipped ${error.message}`);
+          else process.emitWarning(`skipped ${error.message}`, 'MemoryStoreCorruptItem');
         }
       }
     }
