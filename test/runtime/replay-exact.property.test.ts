@@ -12,8 +12,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BackpackNode, Flow, StreamEventType, loadRunPoint, runFlow, type BackpackHandle, type BackpackState } from '../../src/index.js';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import type { BackpackHandle } from '../../src/index.js';
+import { expectReplayEqualsLive } from '../support/replay.js';
 
 const RUNS = Number(process.env['REPLAY_RUNS'] ?? 30);
 let root: string;
@@ -119,11 +120,6 @@ function perform(backpack: BackpackHandle, clear: () => void, o: Op): void {
   }
 }
 
-/** The exact form of a state: the encoded values keep -0, order and own `__proto__` keys in JSON text. */
-function exact(state: BackpackState): string {
-  return JSON.stringify({ items: state.items, quarantined: state.quarantined });
-}
-
 describe('a recorded step reads back as the live state of that step (property)', () => {
   it('loadRunPoint(step) gives, exactly, the state flow.backpack had at that step boundary', async () => {
     let run = 0;
@@ -132,30 +128,7 @@ describe('a recorded step reads back as the live state of that step (property)',
         fc.array(fc.array(op, { maxLength: 4 }), { minLength: 1, maxLength: 8 }),
         fc.oneof(fc.integer({ min: 1, max: 5 }), fc.constant(1000)),
         async (steps, keyframeInterval) => {
-          const runId = `r${++run}`;
-          let at = 0;
-          const flow = new Flow({ namespace: 'main', maxSteps: steps.length + 1 });
-          class Stepper extends BackpackNode {
-            static override namespaceSegment = 'stepper';
-            override post(backpack: BackpackHandle): string | undefined {
-              for (const o of steps[at]!) perform(backpack, () => flow.backpack.clear(), o);
-              at++;
-              return at < steps.length ? 'again' : undefined;
-            }
-          }
-          const node = flow.addNode(Stepper, { id: 'stepper' });
-          node.on('again', node);
-          const live = new Map<number, string>();
-          flow.eventStreamer.on(StreamEventType.CHECKPOINT_SAVED, (event) => {
-            live.set((event.payload as { step: number }).step, exact(flow.backpack.exportState()));
-          });
-          await runFlow(flow, { dataDir: root, runId, keyframeInterval });
-          expect([...live.keys()]).toEqual(steps.map((_, i) => i).concat(steps.length));
-          for (const [step, want] of live) {
-            const point = await loadRunPoint({ dataDir: root, runId, step });
-            expect(point.warnings).toEqual([]);
-            expect(exact(point.state), `step ${step}`).toBe(want);
-          }
+          await expectReplayEqualsLive({ dataDir: root, runId: `r${++run}`, steps, keyframeInterval, perform: (backpack, flow, o) => perform(backpack, () => flow.backpack.clear(), o) });
         },
       ),
       { numRuns: RUNS },

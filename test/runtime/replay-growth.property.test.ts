@@ -9,9 +9,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, it } from 'vitest';
 import { trials } from '../support/soak.js';
-import { BackpackNode, Flow, StreamEventType, loadRunPoint, runFlow, type BackpackHandle, type BackpackState } from '../../src/index.js';
+import type { BackpackHandle, Flow } from '../../src/index.js';
+import { expectReplayEqualsLive } from '../support/replay.js';
 
 const root = mkdtempSync(join(tmpdir(), 'bpf-replay-growth-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -77,11 +78,16 @@ function perform(b: BackpackHandle, o: Op, old: Map<string, unknown>): void {
       if (old.has(o.key)) b.pack(o.key, old.get(o.key));
       return;
     default:
-      return; // 'import' and 'importEmpty': the owner's, see the node below
+      return; // 'import' and 'importEmpty': the owner's (performAny)
   }
 }
 
-const exact = (s: BackpackState): string => JSON.stringify({ items: s.items, quarantined: s.quarantined });
+/** One operation of a step: the node's own through its handle, or the owner's replacing the whole state. */
+function performAny(backpack: BackpackHandle, flow: Flow, o: Op, old: Map<string, unknown>): void {
+  if (o.op === 'import') flow.backpack.importState(flow.backpack.exportState());
+  else if (o.op === 'importEmpty') flow.backpack.importState({ version: 1, items: {}, quarantined: {} });
+  else perform(backpack, o, old);
+}
 
 describe('replay of a durable run equals the live state (property)', () => {
   for (const maxValueBytes of [undefined, 40]) {
@@ -89,34 +95,16 @@ describe('replay of a durable run equals the live state (property)', () => {
       let run = 0;
       await fc.assert(
         fc.asyncProperty(fc.array(fc.array(op, { maxLength: 5 }), { minLength: 1, maxLength: 8 }), fc.oneof(fc.integer({ min: 1, max: 3 }), fc.constant(1000)), async (steps, keyframeInterval) => {
-          const runId = `g${maxValueBytes ?? 0}-${++run}`;
-          let at = 0;
           const old = new Map<string, unknown>();
-          const flow = new Flow({ namespace: 'main', maxSteps: steps.length + 1, ...(maxValueBytes ? { backpackOptions: { maxValueBytes } } : {}) } as never);
-          class Stepper extends BackpackNode {
-            static override namespaceSegment = 'stepper';
-            override post(backpack: BackpackHandle): string | undefined {
-              for (const o of steps[at]!) {
-                // The owner's code (not the node's handle) replacing the whole state: with itself, or with nothing.
-                if (o.op === 'import') flow.backpack.importState(flow.backpack.exportState());
-                else if (o.op === 'importEmpty') flow.backpack.importState({ version: 1, items: {}, quarantined: {} });
-                else perform(backpack, o, old);
-              }
-              at++;
-              return at < steps.length ? 'again' : undefined;
-            }
-          }
-          const node = flow.addNode(Stepper, { id: 'stepper' });
-          node.on('again', node);
-          const live = new Map<number, string>();
-          flow.eventStreamer.on(StreamEventType.CHECKPOINT_SAVED, (event) => {
-            live.set((event.payload as { step: number }).step, exact(flow.backpack.exportState()));
+          await expectReplayEqualsLive({
+            dataDir: root,
+            runId: `g${maxValueBytes ?? 0}-${++run}`,
+            steps,
+            keyframeInterval,
+            perform: (backpack, flow, o) => performAny(backpack, flow, o, old),
+            input: { a: ['x'], b: { list: ['y'] }, c: [[1]] },
+            ...(maxValueBytes ? { backpackOptions: { maxValueBytes } } : {}),
           });
-          await runFlow(flow, { dataDir: root, runId, keyframeInterval, input: { a: ['x'], b: { list: ['y'] }, c: [[1]] } });
-          for (const [step, want] of live) {
-            const point = await loadRunPoint({ dataDir: root, runId, step });
-            expect(exact(point.state), `step ${step}`).toBe(want);
-          }
         }),
         { numRuns: trials(40, 600) },
       );
