@@ -1,4 +1,4 @@
-import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runPaths } from '../../src/store/index.js';
@@ -313,6 +313,20 @@ describe('backpackflow runs state, diff and events read what they serve', () => 
     expect(unprojected.code).toBe(0);
     expect(unprojected.stderr).toMatch(/run\.meta\.json.*; the pages are counted from the log alone/);
     expect(JSON.parse(unprojected.stdout).total).toBe(readFileSync(runPaths(dir, 'default', 'unprojected').events, 'utf8').trim().split('\n').length);
+    // A missing projection is rebuilt from the log once and stored (as runs list does), by events and by state alike,
+    // so that the next command reads from the log's end; the answers are those of a run with its projection.
+    await recordCountingRun(dir, 'projectionless', 12, 10);
+    const paths = runPaths(dir, 'default', 'projectionless');
+    const stored = readFileSync(paths.runMeta, 'utf8');
+    const withProjection = await cli(['runs', 'events', 'projectionless', '--page-size', '50', ...d, '--json']);
+    rmSync(paths.runMeta);
+    const rebuilt = await cli(['runs', 'events', 'projectionless', '--page-size', '50', ...d, '--json']);
+    expect([rebuilt.code, rebuilt.stderr, rebuilt.stdout]).toEqual([0, '', withProjection.stdout]);
+    expect(JSON.parse(readFileSync(paths.runMeta, 'utf8')).data).toEqual(JSON.parse(stored).data);
+    rmSync(paths.runMeta);
+    const state = await cli(['runs', 'state', 'projectionless', '--step', '5', ...d, '--json']);
+    expect([state.code, state.stderr]).toEqual([0, '']);
+    expect(existsSync(paths.runMeta)).toBe(true);
   }, 30_000);
 });
 

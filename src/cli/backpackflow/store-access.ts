@@ -1,6 +1,6 @@
 import { StreamEventType, isEventOf, type StreamEvent } from '../../events/index.js';
 import { loadRunPoint, type RunPoint } from '../../runtime/index.js';
-import { StoreError, isValidId, type RunRef, type RunStore } from '../../store/index.js';
+import { StoreError, isValidId, type RunMeta, type RunRef, type RunStore } from '../../store/index.js';
 import { cliStore, type StoreOptions } from './run-store.js';
 import { CliError, UsageError } from './errors.js';
 import { warn } from './output.js';
@@ -93,7 +93,7 @@ export async function readEventsPage(
   // Read before the log (see projectionClaims). A damaged one is named, and the log alone gives the total.
   let meta: Awaited<ReturnType<RunStore['loadRunMeta']>> = null;
   try {
-    meta = await store.loadRunMeta(ref);
+    meta = (await store.loadRunMeta(ref)) ?? (await rebuiltProjection(store, ref, warnOnce));
   } catch (error) {
     if (!(error instanceof StoreError)) throw error;
     warnOnce(`${error.message}; the pages are counted from the log alone`);
@@ -121,16 +121,26 @@ function onceEach(report: (message: string) => void): (message: string) => void 
 
 /**
  * What the run's stored projection recorded, read before its log: a live writer stores its projection only after
- * the events it counts, so a log read after it holds them all unless it lost its tail. Undefined when there is no
- * projection or it is damaged (the listing reports that; the events come from the log alone).
+ * the events it counts, so a log read after it holds them all unless it lost its tail. Undefined when it is damaged
+ * (the listing reports that; the events come from the log alone), or when there is none and `rebuild` is not given;
+ * with `rebuild`, a missing one is rebuilt from the log and stored ({@link rebuiltProjection}).
  */
-async function projectionClaims(store: RunStore, ref: RunRef): Promise<{ eventCount: number; lastSeq: number } | undefined> {
+async function projectionClaims(store: RunStore, ref: RunRef, rebuild?: { onWarning: (message: string) => void }): Promise<{ eventCount: number; lastSeq: number } | undefined> {
   try {
-    return (await store.loadRunMeta(ref)) ?? undefined;
+    return (await store.loadRunMeta(ref)) ?? (rebuild === undefined ? undefined : await rebuiltProjection(store, ref, rebuild.onWarning));
   } catch (error) {
     if (error instanceof StoreError) return undefined;
     throw error;
   }
+}
+
+/**
+ * The projection of a run that has none stored (deleted, or its writer died before storing it), rebuilt from the
+ * whole log and stored, as `runs list` does: the next read of the run starts from its end instead of reading the
+ * whole log again.
+ */
+function rebuiltProjection(store: RunStore, ref: RunRef, onWarning: (message: string) => void): Promise<RunMeta> {
+  return store.currentRunMeta(ref, onWarning);
 }
 
 /** The warning for a log that serves `served` events up to seq `lastSeq` when the projection `claimed` more. */
@@ -210,7 +220,7 @@ export async function logEndWarnings(options: RunRefOptions, report: (message: s
     report(message);
     warnings.push(message);
   });
-  const claimed = await projectionClaims(store, ref);
+  const claimed = await projectionClaims(store, ref, { onWarning: warned });
   const end = await readLogEnd(store, ref, claimed === undefined ? 0 : claimed.eventCount - 1, warned);
   const lost = lostTail(store, ref, claimed, end.served, end.lastSeq);
   if (lost !== undefined) warned(lost);
