@@ -84,7 +84,11 @@ class HeldRun implements NewRun {
   take(): TakenRun {
     this.assertHeld('run it');
     this.state = 'taken';
-    return { sessionKey: this.sessionKey, runId: this.runId, store: this.store, writer: this.writer, redaction: this.redaction, saved: Promise.all(this.saves).then(() => undefined) };
+    const saved = Promise.all(this.saves).then(() => undefined);
+    // Awaited by the run before its start record; a run refused before that must not leave it unhandled (the caller
+    // got each save's own promise).
+    saved.catch(() => undefined);
+    return { sessionKey: this.sessionKey, runId: this.runId, store: this.store, writer: this.writer, redaction: this.redaction, saved };
   }
 
   private assertHeld(what: string): void {

@@ -41,7 +41,8 @@ const START_RECORD_LINES = 16;
 
 /**
  * The document digests of run `ref`'s start record and its line, read through the chain (a damaged first batch is the
- * reader's error, naming its lines); undefined when the log has no start record (no events yet) or it names none.
+ * reader's error, naming its lines); undefined when the log has no start record (no events yet) or its start record
+ * has no `documents` (written before documents were tied to the log).
  */
 export async function recordedDigests(store: Pick<RunStore, 'readVerified'>, ref: RunRef): Promise<{ digests: DocumentDigests; line: number } | undefined> {
   for await (const { event, line } of store.readVerified(ref)) {

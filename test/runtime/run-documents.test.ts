@@ -162,6 +162,16 @@ describe('the documents of a run, tied to its log', () => {
     expect((await verifyRun({ dataDir, runId: 'late-save' })).status).toBe('verified');
   });
 
+  it('a run whose document failed to save does not start: runFlow rejects as the save did, and the id stays free', async () => {
+    const newRun = await openNewRun({ dataDir, runId: 'failed-save' });
+    const failed = newRun.saveDocument('flow', { count: 1n });
+    await expect(failed).rejects.toThrow(/BigInt/);
+    await expect(runFlow(flow(), { newRun })).rejects.toThrow(/BigInt/);
+    expect(await store.hasEvents({ sessionKey: 'default', runId: 'failed-save' })).toBe(false);
+    await runFlow(flow(), { dataDir, runId: 'failed-save' });
+    expect(await store.hasEvents({ sessionKey: 'default', runId: 'failed-save' })).toBe(true);
+  });
+
   it('a document that cannot be read (a directory in its place) is an error naming it, and verify reports it', async () => {
     const { ref, flowPath } = await recordedRun('unreadable');
     unlinkSync(flowPath);
