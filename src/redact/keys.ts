@@ -2,12 +2,15 @@
  * Secret-named keys: whether an object key (or a Map key, or the `key` of a Backpack event) names a secret.
  *
  * The key is split into words (camelCase, snake_case, kebab-case). It names a secret when its last word is `token`,
- * `secret`, `password`, `passwd`, `passphrase`, `credential(s)`, `authorization`, `apikey` or `cookie`, or when it
+ * `secret`, `password`, `passwd`, `pw`, `passphrase`, `credential(s)`, `authorization`, `apikey` or `cookie`, or when it
  * ends with `key` after another word (`apiKey`, `OPENAI_API_KEY`, `privateKey`), except structural keys
  * (`sessionKey`, `cacheKey`, ...); a last word ending in `password` or `passwd` (`PGPASSWORD`), or `pass` or `pwd`
  * after another word (`DB_PASS`, `MYSQL_PWD`; a bare `pwd` is a directory). A bare `key`, `keys`, `keywords`,
  * `tokens`, `tokenUsage` or `maxTokens` is not
- * a secret name. Users add names of their own ({@link SecretKeyMatcher}).
+ * a secret name. Nor is `auth`: it holds credentials in some configs (`auth: { user, pass }`, whose `pass` is blanked)
+ * and settings in others (`auth: 'none'`, `auth: { type: 'oauth' }`), and a flow param named so would be masked in
+ * every recorded flow; its values are still checked against the catalogue (Bearer tokens, keys, URLs with a password).
+ * Users add names of their own ({@link SecretKeyMatcher}).
  */
 
 const SECRET_LAST_WORDS = new Set([
@@ -15,6 +18,8 @@ const SECRET_LAST_WORDS = new Set([
   'secret',
   'password',
   'passwd',
+  // An abbreviation of a password only, alone or last (`pw`, `adminPw`, `DB_PW`), never a directory as `pwd` can be.
+  'pw',
   'passphrase',
   'credential',
   'credentials',

@@ -268,7 +268,7 @@ export function isSecretOptionValue(previous: unknown, item: unknown, isSecretNa
 /** The marker as a bare value reads it (up to its closing bracket). */
 const REDACTED_BARE = REDACTED.slice(0, -1);
 /** Every built-in secret name holds one of these (see redact/keys.ts); a text without any has no named secret. */
-const NAMED_GATE = /key|secret|pass|token|cookie|credential|authorization/i;
+const NAMED_GATE = /key|secret|pass|pw|token|cookie|credential|authorization/i;
 /** A character every named field holds: the mark of an assignment or the dash of an option. */
 const ASSIGNMENT_MARK = /[:=-]/;
 

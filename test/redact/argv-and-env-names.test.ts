@@ -10,11 +10,20 @@ import { maskSecrets } from '../../src/serialization/secrets.js';
 const SECRET = 'hunter2-Correct-Horse';
 
 describe('secret names of environment variables', () => {
-  it.each(['PGPASSWORD', 'MYSQL_PWD', 'DB_PASS', 'smtpPass', 'mysqlRootPassword', 'REDIS_PASSWD'])('%s is secret-named', (name) => {
+  it.each(['PGPASSWORD', 'MYSQL_PWD', 'DB_PASS', 'smtpPass', 'mysqlRootPassword', 'REDIS_PASSWD', 'pw', 'PW', 'adminPw', 'DB_PW'])('%s is secret-named', (name) => {
     expect(isSecretKey(name)).toBe(true);
   });
-  it.each(['pwd', 'PWD', 'OLDPWD', 'pass', 'bypass', 'passed', 'compass', 'passes'])('%s is not', (name) => {
+  it.each(['pwd', 'PWD', 'OLDPWD', 'pass', 'bypass', 'passed', 'compass', 'passes', 'auth', 'basicAuth', 'pwr', 'pwm'])('%s is not', (name) => {
     expect(isSecretKey(name)).toBe(false);
+  });
+});
+
+describe('a key named pw', () => {
+  it('blanks a password under pw in values, in text and in an argument vector; a value under auth is checked as text', () => {
+    expect(redact({ user: 'alice', pw: SECRET, auth: 'none' }).value).toEqual({ user: 'alice', pw: '[REDACTED]', auth: 'none' });
+    expect(redact(`login user=alice pw=${SECRET} ok`).value).toBe('login user=alice pw=[REDACTED] ok');
+    expect(redact(['--pw', SECRET, '--verbose']).value).toEqual(['--pw', '[REDACTED]', '--verbose']);
+    expect(redact({ auth: 'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U' }).value).toEqual({ auth: 'Bearer [REDACTED]' });
   });
 });
 
