@@ -103,16 +103,16 @@ function writeAll(fd: number, bytes: Uint8Array): void {
   while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
 }
 
-/**
- * Creates the temp file beside `path` and writes `data` to it (text, bytes, or `{ json }`: the JSON of a value,
- * written in pieces); returns its name and open descriptor.
- */
 /** The JSON of a value, written in pieces; `onBytes` sees each piece's bytes as they are written. */
 interface JsonData {
   json: unknown;
   onBytes?: ((bytes: Uint8Array) => void) | undefined;
 }
 
+/**
+ * Creates the temp file beside `path` and writes `data` to it (text, bytes, or `{ json }`: the JSON of a value,
+ * written in pieces); returns its name and open descriptor.
+ */
 function writeTemp(path: string, data: string | Uint8Array | JsonData, options: AtomicWriteOptions): { temp: string; fd: number } {
   const temp = tempBeside(path);
   return { temp, fd: fillTemp(temp, openTemp(temp, options.mode, options.createDirs), data) };

@@ -89,13 +89,13 @@ export async function verifyRun(options: RunLocation & { runId: string }): Promi
   return { runId, sessionKey, ok: status === 'verified', status, problems, log, keyframes };
 }
 
+const DOCUMENT_NAMES: readonly RunDocumentName[] = ['flow', 'recipe'];
+
 /**
  * The run's documents (its flow config, its recipe), each checked against its start record: what is wrong with each,
  * naming it (changed, replaced, added since, not JSON, unreadable, or gone). A damaged start record is the log's
  * problem, reported with it.
  */
-const DOCUMENT_NAMES: readonly RunDocumentName[] = ['flow', 'recipe'];
-
 async function documentProblems(store: RunStore, ref: RunRef): Promise<string[]> {
   let recorded: Awaited<ReturnType<typeof recordedDigests>>;
   try {

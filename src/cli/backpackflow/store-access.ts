@@ -207,8 +207,8 @@ export async function runPointAt(options: RunRefOptions, step: number | undefine
 /**
  * What is wrong with the end of a run's log, as warnings (also printed): lines after its last chain hash, which are
  * not served, a changed last batch, or a log that serves fewer events than the run's projection counts (it was cut).
- * Only the log's last batch is read (from the projection's last event on; the whole log when there is no projection
- * to start from), so that a state or a diff of a step costs what that step's keyframe and the events after it cost,
+ * Only the log's last batch is read (from the projection's last event on; a missing projection is first rebuilt from
+ * the whole log and stored, once), so that a state or a diff of a step costs what that step's keyframe and the events after it cost,
  * not a read of the whole log. A changed batch before the last one is reported by the reads that cover it (the
  * step's own, `runs show`, `blame`, `events`) and by `runs verify`, which proves the whole log. Each warning also
  * goes to `report` (default: printed).
