@@ -35,6 +35,7 @@ const NO_INTEGRITY_EDITS: [file: string, find: string, replace: string][] = [
   // A batch of small lines (sealText): hashed nowhere, and its lines written as they were, closing brace and newline
   // included, where the seal would replace them: the same code writes the same lines, without the chain fields.
   ['store/chain.ts', 'function sealInPlace(backend: HashBackend, previous: Buffer, position: ChainPosition, out: Buffer, start: number, at: number): { head: Buffer; seal: string } {', "$&\n  return { head: previous, seal: '}\\n' };"],
+  ['store/chain.ts', 'function sealAfterPrefix(backend: HashBackend, previous: Buffer, position: ChainPosition, out: Buffer, start: number, at: number): { head: Buffer; seal: string } {', "$&\n  return { head: previous, seal: '}\\n' };"],
   [
     'store/chain.ts',
     '  if (chars >= 0) return sealText(backend, start, lines as readonly string[], sealFirst, at, chars, scratch);',

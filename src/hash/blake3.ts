@@ -115,17 +115,48 @@ export async function loadHashBackend(prefer: 'native' | 'wasm' = 'native'): Pro
   return loadWasm();
 }
 
-const shared = new Map<'native' | 'wasm', Promise<HashBackend>>();
+/**
+ * Inputs at least this long are hashed by the native binding in a {@link HashPreference} of `'by-size'`. Hot, the
+ * native binding wins from about 2 KB on (2.3 KB in 2.4 µs against hash-wasm's 3.1; 16 KB in 7.5 against 22). But in
+ * a run that waits for an fdatasync at every step, steps whose 2-3 KB batch it hashed cost 5-10 µs more CPU time
+ * than with hash-wasm (5 of 5 paired runs here, on a Xeon with AVX-512, whose wide vector units are slow to wake),
+ * which only inputs of about 16 KB and more repay.
+ */
+export const NATIVE_FROM_BYTES = 16_384;
 
 /**
- * A process-wide backend, loaded once per preference. `'native'` (the default, falling back to wasm) is the faster
- * for large inputs (files); `'wasm'` for many small ones, such as the event log's chain hashes: a call into the
- * native binding costs about 3 µs whatever the size, hash-wasm about 1.5 µs for a step's batch of events.
+ * Which backend {@link sharedHashBackend} gives: `'native'` (the default, falling back to wasm) is the faster for
+ * large inputs (files); `'wasm'` for small ones; `'by-size'` picks per call, for a mix of both (the event log's chain
+ * hashes: a step's batch of events is usually a few kilobytes, a model's answer can be hundreds).
  */
-export function sharedHashBackend(prefer: 'native' | 'wasm' = 'native'): Promise<HashBackend> {
+export type HashPreference = 'native' | 'wasm' | 'by-size';
+
+/** `small` for inputs shorter than {@link NATIVE_FROM_BYTES} bytes in all, `large` for the others. */
+function bySize(small: HashBackend, large: HashBackend): HashBackend {
+  if (small === large || large.name === small.name) return small;
+  const partsLength = (parts: ReadonlyArray<Uint8Array | string>): number => {
+    let length = 0;
+    for (const part of parts) length += part.length;
+    return length;
+  };
+  return {
+    name: large.name,
+    digest: (data) => (data.length < NATIVE_FROM_BYTES ? small : large).digest(data),
+    hasher: () => large.hasher(),
+    // A string's length in UTF-16 units is at most its length in bytes: a long text goes to `large`, as it should.
+    digestOf: (parts) => (partsLength(parts) < NATIVE_FROM_BYTES ? small : large).digestOf(parts),
+  };
+}
+
+const shared = new Map<HashPreference, Promise<HashBackend>>();
+
+/**
+ * A process-wide backend, loaded once per preference (see {@link HashPreference}). All give the same digests.
+ */
+export function sharedHashBackend(prefer: HashPreference = 'native'): Promise<HashBackend> {
   let backend = shared.get(prefer);
   if (backend === undefined) {
-    backend = loadHashBackend(prefer).catch((error: unknown) => {
+    backend = (prefer === 'by-size' ? Promise.all([sharedHashBackend('wasm'), sharedHashBackend('native')]).then(([small, large]) => bySize(small, large)) : loadHashBackend(prefer)).catch((error: unknown) => {
       shared.delete(prefer);
       throw error;
     });

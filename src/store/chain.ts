@@ -36,8 +36,11 @@ const HEX = /^[0-9a-f]{64}$/;
 const NEWLINE = Buffer.from('\n');
 const CLOSE = Buffer.from('}\n');
 
-/** The BLAKE3 backend of the chain: many small inputs, where hash-wasm's calls cost less than the native binding's. */
-export const CHAIN_BACKEND = 'wasm';
+/**
+ * The BLAKE3 backend of the chain: hash-wasm for the many small inputs (its calls cost less than the native
+ * binding's), the native binding for large batches (see NATIVE_FROM_BYTES).
+ */
+export const CHAIN_BACKEND = 'by-size';
 
 /**
  * How a log's chain hashes are computed: 'v2' hashes each sealed line's number with it (see above), 'v1' (logs
@@ -217,23 +220,25 @@ function sealInPlace(backend: HashBackend, previous: Buffer, position: ChainPosi
 function sealText(backend: HashBackend, start: Buffer, lines: readonly string[], sealFirst: boolean, position: ChainPosition, chars: number, scratch: Buffer | undefined): SealedBatch {
   const count = lines.length;
   const sealedCount = sealFirst && count > 1 ? 2 : 1;
-  // At most 3 bytes per UTF-16 unit; exact sizes are counted only when that bound does not fit the scratch.
-  let room = chars * 3 + count + sealedCount * SEAL_EXTRA;
+  // The lines are written after room for what the last seal hashes before them (the previous chain and N), so that
+  // its digest is one call over one contiguous range. At most 3 bytes per UTF-16 unit; exact sizes are counted only
+  // when that bound does not fit the scratch.
+  let room = HASHED_PREFIX + chars * 3 + count + sealedCount * SEAL_EXTRA;
   let out: Buffer;
   if (scratch !== undefined && room <= scratch.length) out = scratch;
   else {
-    room = count + sealedCount * SEAL_EXTRA;
+    room = HASHED_PREFIX + count + sealedCount * SEAL_EXTRA;
     for (const line of lines) room += Buffer.byteLength(line);
     out = Buffer.allocUnsafe(room);
   }
   const seals: (string | undefined)[] = new Array(count);
   let head = start;
-  let at = 0;
+  let at = HASHED_PREFIX;
   let first = 0;
   if (sealFirst && count > 1) {
-    at = out.write(lines[0]!, 0);
+    at += out.write(lines[0]!, at);
     out[at++] = 0x0a;
-    const sealed = sealInPlace(backend, head, position, out, 0, at);
+    const sealed = sealInPlace(backend, head, position, out, HASHED_PREFIX, at);
     head = sealed.head;
     seals[0] = sealed.seal;
     at += sealed.seal.length - 2;
@@ -244,11 +249,36 @@ function sealText(backend: HashBackend, start: Buffer, lines: readonly string[],
   let text = '';
   for (let i = first; i < count; i++) text += `${lines[i]!}\n`;
   at += out.write(text, at);
-  const sealed = sealInPlace(backend, head, { line: position.line + count - 1, format: position.format }, out, from, at);
+  // After a sealed first line, the room before these lines holds it: then the digest is taken of the parts.
+  const seal = first === 0 ? sealAfterPrefix : sealInPlace;
+  const sealed = seal(backend, head, { line: position.line + count - 1, format: position.format }, out, from, at);
   seals[count - 1] = sealed.seal;
-  const bytes = at + sealed.seal.length - 2;
-  const piece = out.subarray(0, bytes);
+  const bytes = at + sealed.seal.length - 2 - HASHED_PREFIX;
+  const piece = out.subarray(HASHED_PREFIX, HASHED_PREFIX + bytes);
   return { head: sealed.head, pieces: [piece], bytes, seals, lineBytes: lineSizes.bind(undefined, piece) };
+}
+
+/** Room before a batch's lines in {@link sealText}'s buffer: the previous chain (32 bytes) and N (8 bytes). */
+const HASHED_PREFIX = 40;
+
+/**
+ * {@link sealInPlace} of the lines `out[start, at)` where the {@link HASHED_PREFIX} bytes before `start` are free:
+ * the previous chain and N are written there (nothing in a 'v1' log), and the digest is of one range, with no
+ * copy. The bytes before `start` are left overwritten.
+ */
+function sealAfterPrefix(backend: HashBackend, previous: Buffer, position: ChainPosition, out: Buffer, start: number, at: number): { head: Buffer; seal: string } {
+  let from = start;
+  if (position.format !== 'v1') {
+    from -= 8;
+    out.writeUInt32BE(Math.floor(position.line / 0x1_0000_0000), from);
+    out.writeUInt32BE(position.line >>> 0, from + 4);
+  }
+  from -= 32;
+  previous.copy(out, from);
+  const head = backend.digest(out.subarray(from, at));
+  const seal = `${PREFIX}${head.toString('hex')}"}\n`;
+  out.write(seal, at - 2, 'latin1');
+  return { head, seal };
 }
 
 /** The result of feeding a line to a {@link ChainReader}. */

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { loadHashBackend, type HashBackend } from '../../src/hash/blake3.js';
+import { loadHashBackend, sharedHashBackend, type HashBackend } from '../../src/hash/blake3.js';
 import { ChainReader, LARGE_LINE, chainFormatOf, chainOf, sealBatch, type ChainFormat, type ChainPosition } from '../../src/store/chain.js';
 
 /** N of chain.ts's module comment: a sealed line's number as 8 bytes, big-endian (nothing in format v1). */
@@ -38,8 +38,8 @@ function joined(pieces: readonly (string | Buffer)[]): Buffer {
 const line = fc.record({ seq: fc.nat(), text: fc.string({ unit: 'binary', maxLength: 300 }), more: fc.array(fc.string({ unit: 'grapheme' }), { maxLength: 4 }) }).map((v) => JSON.stringify(v));
 
 describe('sealBatch', () => {
-  it('seals small lines exactly as the chain is defined, into a scratch buffer or not, with either BLAKE3 backend', async () => {
-    const backends = [await loadHashBackend('wasm'), await loadHashBackend('native')];
+  it('seals small lines exactly as the chain is defined, into a scratch buffer or not, with any BLAKE3 backend', async () => {
+    const backends = [await loadHashBackend('wasm'), await loadHashBackend('native'), await sharedHashBackend('by-size')];
     fc.assert(
       fc.property(
         fc.array(line, { minLength: 1, maxLength: 12 }),
