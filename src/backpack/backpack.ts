@@ -439,8 +439,9 @@ export class Backpack {
    * From now on, a pack of an array that starts with the elements stored under its key (the same values, in place:
    * a list a node grew) records that it does, so that a reader comparing the two stored values by identity skips
    * those elements. The durable runtime turns it on for its step deltas (a boundary then costs what was appended,
-   * not the list's length), and it stays on for this Backpack. Costs each such pack a comparison per element; off by
-   * default.
+   * not the list's length), and it stays on for this Backpack. Such a pack takes the kept elements in one tight pass
+   * (a comparison per element, about 1.5x a plain pack's copy of them) and their size from the stored array's
+   * record; off by default.
    */
   recordGrowth(): void {
     this.#ledger.recordGrowth = true;

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { deepEqual, type JsonValue } from '../../src/backpack/index.js';
 import { Backpack, encodeValue } from '../../src/backpack/index.js';
-import { extendsStored } from '../../src/backpack/values.js';
+import { adoptValue, extendsStored, isStoredJson, prepareValue } from '../../src/backpack/values.js';
 import { applyJsonDelta, diffJson, diffStored } from '../../src/runtime/json-delta.js';
 
 const json = fc.jsonValue() as fc.Arbitrary<JsonValue>;
@@ -163,6 +163,31 @@ describe('JSON deltas', () => {
           return true;
         }),
         { numRuns: 2000 },
+      );
+    });
+
+    it('a pack over the stored value stores and sizes it exactly as a pack without it (property: the quick pass over kept elements changes nothing but its cost)', () => {
+      fc.assert(
+        fc.property(fc.array(stored, { maxLength: 6 }), stored, fc.nat(50), fc.boolean(), fc.boolean(), (first, change, how, nest, adopted) => {
+          // The stored value: copied by a pack, or adopted in place (a config shared with the Backpack, frozen as it is).
+          let prev: unknown;
+          if (adopted) {
+            const plain = JSON.parse(JSON.stringify(first.map((v) => encodeValue(v)))) as unknown[];
+            adoptValue('k', plain);
+            prev = plain;
+          } else prev = prepareValue('k', first).value;
+          const next = nest ? { list: grown(prev as readonly unknown[], change, how), n: how } : grown(prev as readonly unknown[], change, how);
+          const before = nest ? { list: prev, n: how } : prev;
+          const over = prepareValue('k', next, before);
+          const alone = prepareValue('k', next);
+          expect(over.bytes).toBe(alone.bytes);
+          expect(over.copyOnRead).toBe(alone.copyOnRead);
+          expect(encodeValue(over.value)).toEqual(encodeValue(alone.value));
+          if (over.value !== null && typeof over.value === 'object') expect(isStoredJson(over.value)).toBe(isStoredJson(alone.value as object));
+          expect(Object.isFrozen(over.value)).toBe(Object.isFrozen(alone.value));
+          return true;
+        }),
+        { numRuns: 1500 },
       );
     });
 
