@@ -4,8 +4,8 @@
  * reaching 10 KB, and of 1,000 steps, reaching 200 KB: the overhead must be flat in the state's size) and on one
  * that packs a counter; bytes on disk after 400 list steps.
  *
- * Every build compared (this one, this one without hashing and redaction, an unedited copy of this one, see
- * builds.ts, and optionally a git ref) runs every case in turn, run by run (A B C, then B C A, then C A B, ...), so
+ * Every build compared (this one, this one without hashing and redaction, an unedited copy of this one, and
+ * optionally a git ref; each compiled as the package is, see builds.ts) runs every case in turn, run by run (A B C, then B C A, then C A B, ...), so
  * that a drift of the machine's speed, or one run's disk writes delaying the next run's fsyncs, affects all of them
  * alike; the comparisons are reported as
  * differences and ratios of those interleaved medians.
@@ -18,8 +18,11 @@ import * as current from '../src/index.js';
 import type { Build } from './builds.js';
 import { median, type BenchRow } from './harness.js';
 
-/** This build. */
-export const CURRENT: Build = { name: 'this build', api: current };
+/**
+ * This working tree's source as tsx runs it: for what is not timed (bench:cli records runs with it). The timed rows
+ * compare compiled builds (see builds.ts).
+ */
+export const CURRENT: Build = { name: 'this build (source)', api: current };
 
 type Api = Build['api'];
 type AnyFlow = InstanceType<Api['Flow']>;
@@ -268,7 +271,7 @@ export async function runtimeRows(builds: Build[]): Promise<BenchRow[]> {
     // (800 KB). The rows above compare runs of different lengths, whose fixed costs differ; these compare steps alone.
     const small = await measureMarginal(builds, 50, 12, dir);
     const large = await measureMarginal(builds, 4000, 12, dir);
-    await CURRENT.api.runFlow(flowsOf(CURRENT.api).list(400), { dataDir: dir, runId: 'disk-400' });
+    await builds[0]!.api.runFlow(flowsOf(builds[0]!.api).list(400), { dataDir: dir, runId: 'disk-400' });
     const bytes = bytesUnder(join(dir, 'sessions', 'default', 'runs', 'disk-400'));
     const rows: BenchRow[] = [{ name: "creating a file in the runs' data directory (os.tmpdir(); context for the 'never' rows)", median: createCost(dir), unit: 'µs' }];
     for (const c of [list50, list1000, count]) {

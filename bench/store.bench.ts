@@ -20,8 +20,8 @@ import type { StreamEvent } from '../src/events/types.js';
 import { CheckpointStore, EventStore, MemoryStore, runPaths, type Durability, type MemoryItem } from '../src/store/index.js';
 import { median, printTable, timeMedianMs, type BenchRow } from './harness.js';
 import { runPointRows } from './run-point-rows.js';
-import { copyBuild, noIntegrityBuild, refBuild, type Build } from './builds.js';
-import { CURRENT, runtimeRows } from './runtime-rows.js';
+import { copyBuild, noIntegrityBuild, refBuild, thisBuild, type Build } from './builds.js';
+import { runtimeRows } from './runtime-rows.js';
 
 const root = mkdtempSync(join(tmpdir(), 'bpf-bench-store-'));
 const rows: BenchRow[] = [];
@@ -174,7 +174,7 @@ try {
   execFileSync('sync');
   const only = process.env['BENCH_ONLY'];
   const ref = process.env['BENCH_REF'];
-  const builds = only === undefined || only === 'runtime' ? [CURRENT, await noIntegrityBuild(), await copyBuild(), ...(ref ? [await refBuild(ref)] : [])] : [];
+  const builds = only === undefined || only === 'runtime' ? [await thisBuild(), await noIntegrityBuild(), await copyBuild(), ...(ref ? [await refBuild(ref)] : [])] : [];
   const runtime = builds.length > 0 ? await runtimeRows(builds) : [];
   // BENCH_ONLY=runtime: only the runFlow rows, for quick iterations; runpoint: only the loadRunPoint rows;
   // paging: only the 1M-event log rows.

@@ -310,6 +310,9 @@ export class Redactor {
     return this.keys.isSecretKey(key);
   }
 
+  /** {@link isSecretKey} as a function of its own (made once, not at every array walked). */
+  private readonly isSecretName = (name: string): boolean => this.keys.isSecretKey(name);
+
   /** False when the pre-checks tell that {@link redactText} leaves `text` as it is. */
   private mayHoldSecret(text: string): boolean {
     if (text.length < this.minLength) return false;
@@ -501,7 +504,7 @@ export class Redactor {
    */
   private walkArray(value: readonly unknown[], depth: number, blank: boolean): unknown {
     let out: unknown[] | undefined;
-    const isSecretName = (name: string): boolean => this.keys.isSecretKey(name);
+    const isSecretName = this.isSecretName;
     for (let i = 0; i < value.length; i++) {
       const item = value[i];
       let next: unknown;
