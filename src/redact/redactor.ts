@@ -24,6 +24,7 @@
  *
  * The walk is copy-on-write: nothing is allocated unless something is redacted, and the input is never modified.
  */
+import { LiteralSet } from './literal-set.js';
 import { redactYamlBlockValues } from './yaml-values.js';
 import { SecretKeyMatcher } from './keys.js';
 import { DEFAULT_SECRET_PATTERNS, TRUNCATED_SECRET_TAIL, type SecretPattern } from './patterns.js';
@@ -269,6 +270,8 @@ export function isSecretOptionValue(previous: unknown, item: unknown, isSecretNa
 const REDACTED_BARE = REDACTED.slice(0, -1);
 /** Every built-in secret name holds one of these (see redact/keys.ts); a text without any has no named secret. */
 const NAMED_GATE = /key|secret|pass|pw|token|cookie|credential|authorization/i;
+/** {@link NAMED_GATE} as a table walk (see literal-set.ts). */
+const NAMED_GATE_SET = LiteralSet.of([NAMED_GATE.source])!;
 /** A character every named field holds: the mark of an assignment or the dash of an option. */
 const ASSIGNMENT_MARK = /[:=-]/;
 
@@ -281,8 +284,11 @@ export class Redactor {
   private readonly byRun: CompiledPattern[] = [];
   /** The shortest {@link SecretPattern.minRun} of {@link byRun}. */
   private readonly minRun: number;
-  /** Union of every gate: one scan tells whether any gated pattern can match. */
-  private readonly anyGate: RegExp;
+  /**
+   * Union of every gate: one scan tells whether any gated pattern can match. A table walk when the gates spell only
+   * literals (the built-in ones do), else a regular expression.
+   */
+  private readonly anyGate: { test(text: string): boolean };
   private readonly minLength: number;
   private readonly userPatterns: number;
   /** {@link redactText} of object keys, which repeat from event to event. */
@@ -300,7 +306,8 @@ export class Redactor {
       this.ungated.push(compile({ id: `user-${i}`, source: 'user', regex, minLength: 1 }));
     }
     this.userPatterns = options.patterns?.length ?? 0;
-    this.anyGate = new RegExp(this.gated.map((p) => p.gate!.source).join('|'), 'i');
+    const gates = this.gated.map((p) => p.gate!.source);
+    this.anyGate = LiteralSet.of(gates) ?? new RegExp(gates.join('|'), 'i');
     this.minLength = Math.min(...[...this.gated, ...this.ungated, ...this.byRun].map((p) => p.minLength));
     this.minRun = Math.min(...this.byRun.map((p) => p.minRun));
   }
@@ -346,7 +353,7 @@ export class Redactor {
       for (const pattern of this.byRun) if (text.length >= pattern.minLength) out = replaceMatches(out, pattern);
     }
     // A value the catalogue replaced in part (the first word of a quoted value) is one the named pass completes.
-    if ((this.keys.hasExtra || out !== text || NAMED_GATE.test(out)) && ASSIGNMENT_MARK.test(out)) {
+    if ((this.keys.hasExtra || out !== text || NAMED_GATE_SET.test(out)) && ASSIGNMENT_MARK.test(out)) {
       if (out.includes('\n')) out = redactYamlBlockValues(out, (name) => this.keys.isSecretKey(name), REDACTED);
       out = this.redactNamed(out);
     }
