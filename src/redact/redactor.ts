@@ -274,6 +274,15 @@ const NAMED_GATE = /key|secret|pass|pw|token|cookie|credential|authorization/i;
 const NAMED_GATE_SET = LiteralSet.of([NAMED_GATE.source])!;
 /** A character every named field holds: the mark of an assignment or the dash of an option. */
 const ASSIGNMENT_MARK = /[:=-]/;
+/** The marks {@link NAMED_ASSIGNMENT} ends a name with (`=>` starts with `=`). */
+const ASSIGNMENT_MARKS = /[:=]/g;
+/** What may stand between a name and its mark besides blanks: its closing quote, escaped at any depth. */
+const QUOTING = new Set([0x22, 0x27, 0x5c]);
+
+/** A character of a name in {@link NAMED_ASSIGNMENT}: `[\w$.-]`. */
+function isNameChar(c: number): boolean {
+  return (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39) || c === 0x5f || c === 0x24 || c === 0x2e || c === 0x2d;
+}
 
 /** A redaction pass: the built-in catalogue plus the user's patterns and secret key names. */
 export class Redactor {
@@ -373,15 +382,41 @@ export class Redactor {
    * where the catalogue's own assignment pattern knows fewer names than the key rule.
    */
   private redactNamed(text: string): string {
-    NAMED_ASSIGNMENT.lastIndex = 0;
-    const out = text.replace(NAMED_ASSIGNMENT, (match: string, _quote: string, name: string, double?: string, _escape?: string, escaped?: string, single?: string, bare?: string) =>
-      this.namedValueReplaced(match, name, double ?? escaped ?? single ?? bare ?? ''),
-    );
+    const out = this.mayReplaceAssigned(text) ? this.replaceAssigned(text) : text;
     if (!out.includes('-')) return out;
     NAMED_OPTION.lastIndex = 0;
     return out.replace(NAMED_OPTION, (match: string, name: string, double?: string, _escape?: string, escaped?: string, single?: string, bare?: string) =>
       this.namedValueReplaced(match, name, double ?? escaped ?? single ?? bare ?? '', isSecretOption(`--${name}`, (n) => this.keys.isSecretKey(n))),
     );
+  }
+
+  /** The `name: value` pass of {@link redactNamed}. */
+  private replaceAssigned(text: string): string {
+    NAMED_ASSIGNMENT.lastIndex = 0;
+    return text.replace(NAMED_ASSIGNMENT, (match: string, _quote: string, name: string, double?: string, _escape?: string, escaped?: string, single?: string, bare?: string) =>
+      this.namedValueReplaced(match, name, double ?? escaped ?? single ?? bare ?? ''),
+    );
+  }
+
+  /**
+   * False when {@link replaceAssigned} replaces nothing in `text`: no mark of an assignment (`:`, `=`) follows a
+   * secret name (the run of name characters before it, past blanks and quotes, which is where every match has its
+   * name), and no value holds the marker (a value the catalogue replaced in part). The regular expression tries a
+   * name at every word and costs most of a long prose's redaction (about 40% of 20 KB that mentions a token and has
+   * colons); this looks only at the marks.
+   */
+  private mayReplaceAssigned(text: string): boolean {
+    if (text.includes(REDACTED_BARE)) return true;
+    ASSIGNMENT_MARKS.lastIndex = 0;
+    for (let mark = ASSIGNMENT_MARKS.exec(text); mark !== null; mark = ASSIGNMENT_MARKS.exec(text)) {
+      let end = mark.index;
+      while (end > 0 && (text.charCodeAt(end - 1) === 0x20 || text.charCodeAt(end - 1) === 0x09)) end--;
+      while (end > 0 && QUOTING.has(text.charCodeAt(end - 1))) end--;
+      let start = end;
+      while (start > 0 && isNameChar(text.charCodeAt(start - 1))) start--;
+      if (start < end && this.keys.isSecretKey(text.slice(start, end))) return true;
+    }
+    return false;
   }
 
   /**
