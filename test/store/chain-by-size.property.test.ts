@@ -69,7 +69,7 @@ describe('sealText and the by-size backend', () => {
           }
           // One byte damaged (not a newline: the line split is the reader's): the batch never verifies whole.
           const all = Buffer.concat(stored.map((l) => Buffer.concat([l, Buffer.from('\n')])));
-          let pos = flip % all.length;
+          const pos = flip % all.length;
           if (all[pos] === 0x0a) return;
           const damaged = Buffer.from(all);
           damaged[pos] ^= 1 << (flip % 7);
