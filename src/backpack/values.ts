@@ -427,8 +427,8 @@ class Walker {
   /**
    * Adopts an array or plain object (see {@link adoptValue}): checks that it is plain data all through (no proxy,
    * getter, setter, symbol key, hole, hidden property, property of an array besides its elements or other prototype:
-   * JSON's kinds only), walks its members, then freezes it. Only the root is recorded as stored: an entry for each object inside would cost more memory
-   * than the data (what is packed from inside it is copied, as any other value).
+   * JSON's kinds only), walks its members, then freezes it. Only the root is recorded as stored: an entry for each
+   * object inside would cost more memory than the data (what is packed from inside it is copied, as any other value).
    */
   adoptObject(v: object): unknown {
     if (types.isProxy(v)) return this.fail('is a proxy');
