@@ -54,6 +54,15 @@ export interface MemorySearchOptions {
   onWarning?: (message: string) => void;
 }
 
+/**
+ * Reports what a search skipped: to the caller's `onWarning` when given (see {@link MemorySearchOptions}), else as a
+ * process warning of `type`.
+ */
+export function warnSkipped(message: string, type: 'MemoryStoreCorruptItem' | 'MemoryStoreMissingItem', onWarning: ((message: string) => void) | undefined): void {
+  if (onWarning) onWarning(message);
+  else process.emitWarning(message, type);
+}
+
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
   dataDir: string;
@@ -355,9 +364,7 @@ export class MemoryStore implements Memory {
 
   /** Warns that an item the index lists has no file, unless an operation of another process under way explains it. */
   private warnLost(id: string, onWarning?: (message: string) => void): void {
-    if (this.changedMeanwhile()) return;
-    if (onWarning) onWarning(this.lostMessage(id));
-    else process.emitWarning(this.lostMessage(id), 'MemoryStoreMissingItem');
+    if (!this.changedMeanwhile()) warnSkipped(this.lostMessage(id), 'MemoryStoreMissingItem', onWarning);
   }
 
   /** Whether an operation (of another process) changed the memory since the index was read, or is under way. */
@@ -549,8 +556,7 @@ export class MemoryStore implements Memory {
       return this.readItem(id, backend, sums) ?? 'missing';
     } catch (error) {
       if (!(error instanceof MemoryStoreError)) throw error;
-      if (onWarning) onWarning(`skipped ${error.message}`);
-      else process.emitWarning(`skipped ${error.message}`, 'MemoryStoreCorruptItem');
+      warnSkipped(`skipped ${error.message}`, 'MemoryStoreCorruptItem', onWarning);
       return 'damaged';
     }
   }

@@ -9,7 +9,7 @@
 import { redactorFor, type RedactionOptions, type Redactor } from '../../redact/index.js';
 import { MemoryStoreError, describeIssues } from '../errors.js';
 import { BM25_B, BM25_K1, tokenize } from '../keyword-index.js';
-import { prepareMemoryItem, tokensOf, type Memory, type MemoryItemInput, type MemorySearchOptions, type ScoredMemoryItem } from '../memory-store.js';
+import { prepareMemoryItem, tokensOf, warnSkipped, type Memory, type MemoryItemInput, type MemorySearchOptions, type ScoredMemoryItem } from '../memory-store.js';
 import { assertValidId } from '../paths.js';
 import { MemoryItemSchema, type MemoryItem } from '../types.js';
 import type { PostgresRunStore } from './run-store.js';
@@ -135,8 +135,7 @@ export class PostgresMemoryStore implements Memory {
           out.push({ item: this.parse(hit.id, body), score: hit.score });
         } catch (error) {
           if (!(error instanceof MemoryStoreError)) throw error;
-          if (options.onWarning) options.onWarning(`skipped ${error.message}`);
-          else process.emitWarning(`skipped ${error.message}`, 'MemoryStoreCorruptItem');
+          warnSkipped(`skipped ${error.message}`, 'MemoryStoreCorruptItem', options.onWarning);
         }
       }
     }
