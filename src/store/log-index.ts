@@ -112,13 +112,13 @@ async function linesBefore(path: string, offset: number): Promise<number> {
 
 async function entryMatches(eventsPath: string, size: number, entry: IndexEntry): Promise<boolean> {
   if (entry.offset > 0) {
-    const handle = await fsp.open(eventsPath, 'r');
+    const fd = openSync(eventsPath, 'r');
     try {
       const byte = Buffer.alloc(1);
-      await handle.read(byte, 0, 1, entry.offset - 1);
+      readSync(fd, byte, 0, 1, entry.offset - 1);
       if (byte[0] !== 0x0a) return false;
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
   }
   for await (const raw of readLines(eventsPath, entry.offset, size, entry.line)) {
@@ -145,16 +145,17 @@ export class IndexReader {
     let cache = this.cache;
     if (cache === undefined || size < cache.bytes) cache = { entries: [], bytes: 0 };
     if (size > cache.bytes) {
-      const handle = await fsp.open(this.path, 'r');
+      // Synchronous, as the log's small reads are (see SYNC_BYTES in lines.ts): the index is an entry per 1,000 events.
+      const fd = openSync(this.path, 'r');
       try {
         const buffer = Buffer.alloc(size - cache.bytes);
-        const { bytesRead } = await handle.read(buffer, 0, buffer.length, cache.bytes);
+        const bytesRead = readSync(fd, buffer, 0, buffer.length, cache.bytes);
         const complete = buffer.subarray(0, bytesRead).lastIndexOf(0x0a) + 1;
         const fresh = parseIndex(buffer.toString('utf8', 0, complete));
         const lastLine = cache.entries[cache.entries.length - 1]?.line ?? -1;
         cache = { entries: cache.entries.concat(fresh.filter((e) => e.line > lastLine)), bytes: cache.bytes + complete };
       } finally {
-        await handle.close();
+        closeSync(fd);
       }
     }
     this.cache = cache;

@@ -3,7 +3,7 @@
  * lock, repairs the tail, continues the chain, validates, redacts, seals and appends batches, and keeps the index
  * and the batch marker in step.
  */
-import { closeSync, constants, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, openSync, promises as fsp, writeSync } from 'node:fs';
+import { closeSync, constants, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import type { StreamEvent } from '../events/types.js';
 import type { FileLock } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
@@ -223,9 +223,8 @@ export class LogWriter {
       const batch = pending === 'torn' ? undefined : pending;
       let size = 0;
       if (fileSize > 0) {
-        const handle = await fsp.open(this.paths.events, 'r');
-        try {
-          const data = await endOfData(handle, fileSize);
+        {
+          const data = endOfData(fd, fileSize);
           // A log changed after its last writer closed it is damaged: refused before the marker (the witness) is
           // rewritten.
           this.refuseCutSinceClose(batch, data);
@@ -237,9 +236,7 @@ export class LogWriter {
             });
           }
           size = inFlight ? batch.start : data;
-          if (size > 0) size = await endOfLastLine(handle, size);
-        } finally {
-          await handle.close();
+          if (size > 0) size = endOfLastLine(fd, size);
         }
       } else this.refuseCutSinceClose(batch, 0);
       // Not append mode: the marker is rewritten in place (positional writes of a fixed-size record).

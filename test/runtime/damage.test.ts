@@ -1,5 +1,6 @@
 /** Issue 13: damage stays local. One damaged run never breaks the listing; a cut log tail never makes resume and show disagree. */
-import { cpSync, existsSync, mkdtempSync, promises as fsp, readFileSync, rmSync, truncateSync, writeFileSync, type PathLike } from 'node:fs';
+import fs, { cpSync, existsSync, mkdtempSync, promises as fsp, readFileSync, rmSync, truncateSync, writeFileSync, type PathLike } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import type { FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,20 +97,35 @@ describe('listRuns while another process deletes a run', () => {
     const saved = join(dataDir, 'b-copy');
     cpSync(runB, saved, { recursive: true });
     const open = fsp.open.bind(fsp);
+    const openSync = fs.openSync.bind(fs);
     /** Lists with b's projection to rebuild (as after a crash); b is deleted at its files' open number `at`. */
     const listDeletingAt = async (at: number): Promise<{ listed: RunMeta[]; opens: number }> => {
       rmSync(runB, { recursive: true, force: true });
       cpSync(saved, runB, { recursive: true });
       rmSync(metaFile('b'));
       let opens = 0;
+      // The run's files as the listing reads them (its projection is missing, so nothing under projections/ is read);
+      // once read, the projection rebuilt from them is stored, and a run deleted after that was listed before it was.
+      const opening = (path: PathLike) => {
+        if (String(path).startsWith(`${runB}/`) && !String(path).startsWith(`${runB}/projections`) && opens++ === at) rmSync(runB, { recursive: true, force: true });
+      };
+      // The readers open files both ways: small reads synchronously, long ones through the thread pool.
       const spy = vi.spyOn(fsp, 'open').mockImplementation((async (path: PathLike, ...rest: unknown[]) => {
-        if (String(path).startsWith(`${runB}/`) && opens++ === at) rmSync(runB, { recursive: true, force: true });
+        opening(path);
         return (open as (...a: unknown[]) => Promise<FileHandle>)(path, ...rest);
       }) as typeof fsp.open);
+      const spySync = vi.spyOn(fs, 'openSync').mockImplementation(((path: PathLike, ...rest: unknown[]) => {
+        opening(path);
+        return (openSync as (...a: unknown[]) => number)(path, ...rest);
+      }) as typeof fs.openSync);
+      // Named imports of node:fs (the library's) see the replaced function only once the built-in's exports are synced.
+      syncBuiltinESMExports();
       try {
         return { listed: await listRuns({ dataDir }), opens };
       } finally {
         spy.mockRestore();
+        spySync.mockRestore();
+        syncBuiltinESMExports();
       }
     };
     const { opens } = await listDeletingAt(-1);
