@@ -46,6 +46,6 @@ function buildLibrary(): void {
     // tsc still emits on type errors; `npm run typecheck` reports them. CLI tests then run what was emitted.
     console.warn('global-setup: tsc reported errors while building dist/ for the CLI tests');
   }
-  // As `npm run build` does: the context command line ships as one bundled module (tsc has just overwritten it).
-  execFileSync(process.execPath, [join(root, 'scripts', 'bundle-context-cli.mjs')], { cwd: root, stdio: 'inherit' });
+  // As `npm run build` does: the context and runs command lines ship as bundles (tsc has just overwritten their loaders).
+  execFileSync(process.execPath, [join(root, 'scripts', 'bundle-cli.mjs')], { cwd: root, stdio: 'inherit' });
 }

@@ -55,13 +55,16 @@ describe('packaging', () => {
     }
   });
 
-  it('the bundled context command line is built, and its source map carries the text of every source it names', () => {
-    const map = join(root, 'dist', 'cli', 'context-program.cjs.map');
+  it.each([
+    ['context-program', 'src/context/engine.ts'],
+    ['runs-program', 'src/store/log-reader.ts'],
+  ])('the bundled command line %s is built, and its source map carries the text of every source it names', (name, ours) => {
+    const map = join(root, 'dist', 'cli', `${name}.cjs.map`);
     const { sources, sourcesContent } = JSON.parse(readFileSync(map, 'utf8')) as { sources: string[]; sourcesContent?: (string | null)[] };
-    expect(sources.some((s) => s.endsWith('src/context/engine.ts'))).toBe(true);
+    expect(sources.some((s) => s.endsWith(ours))).toBe(true);
     // Bundled packages' files are not shipped beside it: the map resolves because it holds their text.
     sources.forEach((source, i) => expect(typeof sourcesContent?.[i], source).toBe('string'));
-    expect(readFileSync(join(root, 'dist', 'cli', 'context-program.cjs'), 'utf8')).toContain('//# sourceMappingURL=context-program.cjs.map');
+    expect(readFileSync(join(root, 'dist', 'cli', `${name}.cjs`), 'utf8')).toContain(`//# sourceMappingURL=${name}.cjs.map`);
   });
 
   it('ships its license, and the native BLAKE3 binding is optional (hash-wasm gives the same digests)', () => {

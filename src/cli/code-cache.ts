@@ -1,5 +1,5 @@
 /**
- * Loads the bundled context command line (`dist/cli/context-program.cjs`, made by `scripts/bundle-context-cli.mjs`)
+ * Loads the bundled context command line (`dist/cli/context-program.cjs`, made by `scripts/bundle-cli.mjs`)
  * with V8's code cache for it. Without the cache, every `backpackflow context ...` process parses the bundle and
  * compiles each function it calls (commander's, the engine's) before running it: about a tenth of the CPU of an
  * unchanged `context scan` on 100,000 files. The build stores the compiled code of a few representative runs

@@ -88,12 +88,15 @@ describe('the context bundle loads with its code cache', () => {
     expect(reloaded.instantiate().value).toBe(2222);
   });
 
-  it('the built command line finds the cache the build made for it, and the bundle calls no import()', () => {
-    const file = join(root, 'dist', 'cli', 'context-program.cjs');
+  it.each([
+    ['context-program', 'runContextCli'],
+    ['runs-program', 'runRunsCli'],
+  ])('the built command line %s finds the cache the build made for it, and the bundle calls no import()', (name, entryPoint) => {
+    const file = join(root, 'dist', 'cli', `${name}.cjs`);
     expect(readFileSync(codeCacheFile(file), 'latin1').slice(0, 32)).toBe(bundleId(readFileSync(file, 'utf8')));
     expect(readFileSync(file, 'utf8')).not.toMatch(/\bimport\(/);
-    const entry = pathToFileURL(join(root, 'dist', 'cli', 'context-program.js')).href;
-    const run = spawnSync(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(entry)}); console.log(m.codeCacheUse, typeof m.runContextCli)`], {
+    const entry = pathToFileURL(join(root, 'dist', 'cli', `${name}.js`)).href;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(entry)}); console.log(m.codeCacheUse, typeof m.${entryPoint})`], {
       encoding: 'utf8',
       env: { ...process.env, NODE_OPTIONS: '' },
     });

@@ -14,7 +14,13 @@ export interface CommonOptions {
   json?: boolean;
 }
 
-const warned = new Set<string>();
+const WARNED = Symbol.for('backpackflow.cli.warnings');
+/**
+ * The warnings printed so far, one set for the process: shared by every copy of this module in it. The bundled `runs`
+ * commands (see program.ts) hold a copy, whose warnings and the library's process warnings (printed by the
+ * listener in backpackflow.ts, through the unbundled copy) must be printed once each all the same.
+ */
+const warned: Set<string> = ((globalThis as { [WARNED]?: Set<string> })[WARNED] ??= new Set());
 
 /**
  * Prints a warning on stderr (once per message), e.g. lines of a damaged log that were not served. The message may
