@@ -5,9 +5,10 @@
  * - `dist/cli/context-program.cjs`: `backpackflow context ...` (src/cli/context-program.ts). `context scan` on a large
  *   workspace is run often; loading some forty modules one by one (CommonJS packages through the ES module loader)
  *   took about 45 ms of its CPU time, the bundle about 23 ms.
- * - `dist/cli/runs-program.cjs`: the `runs` commands that read or remove stored runs (src/cli/runs-program.ts; not
- *   `resume` and `fork`, which load the user's flow modules, see src/cli/backpackflow/program.ts). `runs list` on an
- *   empty data directory loaded 127 modules of ours and 99 of zod's: 180 ms, of which zod alone 50-60 ms.
+ * - `dist/cli/store-program.cjs`: the commands over stored runs and memory (src/cli/store-program.ts: every `runs`
+ *   command but `resume` and `fork`, which load the user's flow modules, see src/cli/backpackflow/program.ts, and
+ *   every `memory` command). `runs list` on an empty data directory loaded 127 modules of ours and 99 of zod's: 180
+ *   ms, of which zod alone 50-60 ms.
  *
  * Each bundle holds everything of ours its entry imports, and the packages it always loads (commander, picocolors,
  * ignore, zod), as one CommonJS file. Packages loaded only when needed are loaded then, from their CommonJS builds
@@ -165,14 +166,14 @@ try {
 });
 
 await bundle({
-  name: 'runs-program',
-  entry: 'src/cli/runs-program.ts',
+  name: 'store-program',
+  entry: 'src/cli/store-program.ts',
   plugins: [unbundledFlows],
   // A new instance for every call: what it decides when it loads (colors from the environment, warnings printed once
   // each) is decided for that command, as in a process of its own.
-  loader: `/** Runs \`backpackflow runs ...\` (see src/cli/runs-program.ts) in a new instance of the bundle. */
-export function runRunsCli(argv) {
-  return compiled.instantiate().runRunsCli(argv);
+  loader: `/** Runs \`backpackflow runs ...\` or \`memory ...\` (see src/cli/store-program.ts) in a new instance of the bundle. */
+export function runStoreCli(argv) {
+  return compiled.instantiate().runStoreCli(argv);
 }`,
   cacheScript: `
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -194,10 +195,11 @@ try {
   await runFlow(flow, { dataDir: work, runId: 'cached' });
   const quiet = { write: process.stdout.write };
   process.stdout.write = () => true;
-  const run = (...args) => compiled.instantiate().runRunsCli([process.execPath, 'backpackflow', 'runs', ...args, '--data-dir', work]);
+  const run = (...args) => compiled.instantiate().runStoreCli([process.execPath, 'backpackflow', ...args, '--data-dir', work]);
   try {
-    for (const args of [['list'], ['show', 'cached'], ['state', 'cached'], ['events', 'cached'], ['diff', 'cached', '--from', '1', '--to', '3'], ['verify', 'cached']]) {
-      if ((await run(...args)) !== 0) throw new Error('runs ' + args.join(' ') + ' failed while making the code cache');
+    const runs = [['list'], ['show', 'cached'], ['state', 'cached'], ['events', 'cached'], ['diff', 'cached', '--from', '1', '--to', '3'], ['verify', 'cached']];
+    for (const args of [...runs.map((a) => ['runs', ...a]), ['memory', 'add', 'a note to find'], ['memory', 'search', 'note']]) {
+      if ((await run(...args)) !== 0) throw new Error(args.join(' ') + ' failed while making the code cache');
     }
   } finally {
     process.stdout.write = quiet.write;

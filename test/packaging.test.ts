@@ -57,7 +57,7 @@ describe('packaging', () => {
 
   it.each([
     ['context-program', 'src/context/engine.ts'],
-    ['runs-program', 'src/store/log-reader.ts'],
+    ['store-program', 'src/store/log-reader.ts'],
   ])('the bundled command line %s is built, and its source map carries the text of every source it names', (name, ours) => {
     const map = join(root, 'dist', 'cli', `${name}.cjs.map`);
     const { sources, sourcesContent } = JSON.parse(readFileSync(map, 'utf8')) as { sources: string[]; sourcesContent?: (string | null)[] };

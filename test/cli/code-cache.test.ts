@@ -90,7 +90,7 @@ describe('the context bundle loads with its code cache', () => {
 
   it.each([
     ['context-program', 'runContextCli'],
-    ['runs-program', 'runRunsCli'],
+    ['store-program', 'runStoreCli'],
   ])('the built command line %s finds the cache the build made for it, and the bundle calls no import()', (name, entryPoint) => {
     const file = join(root, 'dist', 'cli', `${name}.cjs`);
     expect(readFileSync(codeCacheFile(file), 'latin1').slice(0, 32)).toBe(bundleId(readFileSync(file, 'utf8')));

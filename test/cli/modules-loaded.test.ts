@@ -60,13 +60,13 @@ describe.concurrent('the built command line loads what a command uses', () => {
     expect(loaded.filter((url) => /\/dist\/(store|runtime|context)\/|\/node_modules\/(zod|commander)\//.test(url))).toEqual([]);
   });
 
-  it('the runs commands that read load the one bundled runs module, not the library or zod module by module, nor the PostgreSQL driver', async () => {
+  it('the runs commands that read, and the memory commands, load the one bundled store module, not the library or zod module by module, nor the PostgreSQL driver', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'bf-modules-'));
     try {
-      for (const args of [['runs', 'list'], ['runs', 'show', '--help'], ['runs', 'verify', '--help']]) {
+      for (const args of [['runs', 'list'], ['runs', 'show', '--help'], ['runs', 'verify', '--help'], ['memory', 'search', 'anything']]) {
         const loaded = await modulesLoaded([...args, '--data-dir', dataDir]);
         // The loader module; it reads and compiles the bundle itself (see code-cache.ts).
-        expect(loaded.some((url) => url.endsWith('/cli/runs-program.js'))).toBe(true);
+        expect(loaded.some((url) => url.endsWith('/cli/store-program.js'))).toBe(true);
         expect(loaded.filter((url) => /\/dist\/(store|runtime|events|backpack|nodes)\/|\/node_modules\/(zod|postgres|ai|@ai-sdk)\//.test(url))).toEqual([]);
       }
     } finally {
@@ -78,7 +78,7 @@ describe.concurrent('the built command line loads what a command uses', () => {
     for (const command of ['resume', 'fork']) {
       const loaded = await modulesLoaded(['runs', command, '--help']);
       expect(loaded.some((url) => url.endsWith('/cli/backpackflow/runs.js'))).toBe(true);
-      expect(loaded.filter((url) => url.includes('/cli/runs-program'))).toEqual([]);
+      expect(loaded.filter((url) => url.includes('/cli/store-program'))).toEqual([]);
     }
   });
 

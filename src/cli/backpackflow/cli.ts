@@ -1,8 +1,8 @@
 /**
  * The runner of the `backpackflow` command line: the command tree, its parse, exit codes (0 ok, 1 error, 2 usage)
  * and error reporting, for a table of commands (see {@link CommandTable}). `program.ts` runs it with every command;
- * the bundled `runs` command line (`runs-program.ts`) with the `runs` group alone, so that its bundle holds no
- * other command's code.
+ * the bundled commands over stored runs and memory (`store-program.ts`) with those two groups alone, so that its
+ * bundle holds no other command's code.
  */
 import type { Command } from 'commander';
 import { CliError, UsageError } from './errors.js';

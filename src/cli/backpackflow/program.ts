@@ -2,9 +2,9 @@
  * The `backpackflow` command line: every command, each command's module imported only when that command runs (or
  * its help is asked for): `backpackflow --help` loads commander alone, and `runs list` never loads the LLM nodes.
  * Two groups run as bundles of their own (one file each, with V8's code cache, see scripts/bundle-cli.mjs): `context
- * ...`, the context engine's command line, and the `runs` commands that read or remove stored runs (all but `resume`
- * and `fork`, which load the user's flow modules: those must share this package's classes with them, so they run
- * here, unbundled). The runner itself is cli.ts.
+ * ...`, the context engine's command line, and the commands over stored runs and memory (store-program.ts: every
+ * `runs` command but `resume` and `fork`, which load the user's flow modules: those must share this package's
+ * classes with them, so they run here, unbundled). The runner itself is cli.ts.
  */
 import { COMMAND_DESCRIPTIONS, commandNamed, runCli, type CommandTable } from './cli.js';
 
@@ -31,13 +31,12 @@ export async function main(argv: string[]): Promise<number> {
     const { runContextCli } = await import('../context-program.js');
     return runContextCli([argv[0]!, argv[1]!, ...(at >= 0 ? argv.slice(at + 1) : ['--help'])]);
   }
-  if (name === 'runs') {
-    // The subcommand: the first word after `runs` (none for `help runs`; `runs help resume` only prints help).
-    const sub = at >= 0 ? argv.slice(at + 1).find((word) => !word.startsWith('-')) : undefined;
-    if (sub === undefined || !RUNS_WITH_FLOWS.has(sub)) {
-      const { runRunsCli } = await import('../runs-program.js');
-      return runRunsCli(argv);
-    }
+  // The commands over stored runs and memory that load no flow run from their bundle (see store-program.ts). For
+  // `runs`, the subcommand is the first word after it (none for `help runs`; `runs help resume` only prints help).
+  const sub = name === 'runs' && at >= 0 ? argv.slice(at + 1).find((word) => !word.startsWith('-')) : undefined;
+  if (name === 'memory' || (name === 'runs' && (sub === undefined || !RUNS_WITH_FLOWS.has(sub)))) {
+    const { runStoreCli } = await import('../store-program.js');
+    return runStoreCli(argv);
   }
   return runCli(argv, COMMANDS);
 }
