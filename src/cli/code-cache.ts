@@ -1,8 +1,8 @@
 /**
- * Loads the bundled context command line (`dist/cli/context-program.cjs`, made by `scripts/bundle-cli.mjs`)
- * with V8's code cache for it. Without the cache, every `backpackflow context ...` process parses the bundle and
- * compiles each function it calls (commander's, the engine's) before running it: about a tenth of the CPU of an
- * unchanged `context scan` on 100,000 files. The build stores the compiled code of a few representative runs
+ * Loads a bundled command line (`dist/cli/context-program.cjs` and `dist/cli/store-program.cjs`, made by
+ * `scripts/bundle-cli.mjs`) with V8's code cache for it. Without the cache, every process parses the bundle and
+ * compiles each function it calls (commander's, the engine's, the stores') before running it: about a tenth of the
+ * CPU of an unchanged `context scan` on 100,000 files. The build stores the compiled code of a few representative runs
  * beside the bundle; a process that finds it deserializes that code instead. Node.js 20 offers no such cache for ES
  * modules or `require`, hence the bundle is CommonJS run as a `vm.Script`, which takes one.
  *
