@@ -10,7 +10,7 @@ export type { ReadJsonOptions } from './json-read.js';
 export { readTextIfExists, readTextIfExistsSync } from './read.js';
 export { removeFileIfExists } from './remove.js';
 export { removeDeadTemps } from './temp-files.js';
-export { describeEntry, openRegularFile } from './regular-file.js';
+export { describeEntry, openFileForReading, openRegularFile } from './regular-file.js';
 export type { NotRegularFile, OpenedFile } from './regular-file.js';
 export { describeHolder, lockHeld, tryLock, waitForLock } from './lock.js';
 export type { FileLock, LockBusy, LockHolder, LockOptions } from './lock.js';

@@ -48,3 +48,24 @@ export function openRegularFile(path: string, flags: number): OpenedFile | NotRe
   closeSync(fd);
   return { notRegular: describeEntry(stat) };
 }
+
+/**
+ * Opens `path` read-only and returns its descriptor (the caller closes it) when it is a regular file (a link is
+ * followed). Anything else (a FIFO, a directory, a socket, a device) is refused with an error naming the path and
+ * what is there, at once: the open does not wait for a writer (O_NONBLOCK), so a FIFO planted in place of a file
+ * never hangs a reader, nor with it the event loop of a synchronous one. Errors of the open itself (ENOENT, EACCES,
+ * ...) throw as `openSync`'s do.
+ */
+export function openFileForReading(path: string): number {
+  const fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  let stat: Stats;
+  try {
+    stat = fstatSync(fd);
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+  if (stat.isFile()) return fd;
+  closeSync(fd);
+  throw new Error(`${path} is ${describeEntry(stat)}, not a regular file: it is not read`);
+}

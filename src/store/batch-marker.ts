@@ -4,8 +4,8 @@
  * find the committed end of the log. A writer that closes the log records its size there (`closed`): a log whose
  * data then ends anywhere else was cut, torn or extended after its writer was done with it, which no crash explains.
  */
-import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
-import { readTextIfExistsSync } from '../fs/index.js';
+import { closeSync, fstatSync, writeSync } from 'node:fs';
+import { openFileForReading, readTextIfExistsSync } from '../fs/index.js';
 import { chainOf } from './chain.js';
 import { endOfData, endOfLastLine, readLines } from './lines.js';
 import type { RunPaths } from './paths.js';
@@ -115,7 +115,7 @@ export async function committedEnd(paths: RunPaths): Promise<number> {
 export async function committedLog(paths: RunPaths): Promise<{ end: number; cut: string | undefined; marker?: string }> {
   let fd: number;
   try {
-    fd = openSync(paths.events, 'r');
+    fd = openFileForReading(paths.events);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { end: 0, cut: undefined };
     throw error;
@@ -123,7 +123,7 @@ export async function committedLog(paths: RunPaths): Promise<{ end: number; cut:
   try {
     for (let attempt = 0; ; attempt++) {
       const before = readPending(paths.pendingBatch);
-      const data = endOfData(fd, fstatSync(fd).size);
+      const data = await endOfData(fd, fstatSync(fd).size);
       const after = readPending(paths.pendingBatch);
       if (attempt < 100 && (before === 'torn' || after === 'torn' || before?.gen !== after?.gen)) continue;
       let end = data;
@@ -133,7 +133,7 @@ export async function committedLog(paths: RunPaths): Promise<{ end: number; cut:
         else end = after.start;
       }
       const cut = cutSinceClose(after, data, paths.events);
-      return { end: end === 0 ? 0 : endOfLastLine(fd, end), cut, ...(marker !== undefined ? { marker } : {}) };
+      return { end: end === 0 ? 0 : await endOfLastLine(fd, end), cut, ...(marker !== undefined ? { marker } : {}) };
     }
   } finally {
     closeSync(fd);

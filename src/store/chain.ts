@@ -25,7 +25,8 @@
  *
  * The field is storage-only: the event schema strips it, so readers hand out the event as it was emitted.
  */
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, readSync } from 'node:fs';
+import { openFileForReading } from '../fs/index.js';
 import type { HashBackend } from '../hash/blake3.js';
 
 const PREFIX = ',"chain":"';
@@ -381,7 +382,7 @@ export interface SealedLineAt {
 export function sealedLinesBefore(path: string, size: number, count: number): SealedLineAt[] {
   const found: SealedLineAt[] = [];
   if (size === 0 || count < 1) return found;
-  const fd = openSync(path, 'r');
+  const fd = openFileForReading(path);
   try {
     let position = size;
     let carry = Buffer.alloc(0);

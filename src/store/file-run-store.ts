@@ -80,7 +80,7 @@ export class FileRunStore implements RunStore {
     if (stat === undefined) return undefined;
     // While a writer reserves space after the last line (see log-writer.ts), an append leaves the file's size as it
     // was, and two in one tick of the file system's clock leave its times too: the end of the data tells them apart.
-    const end = dataEndOf(path) ?? -1;
+    const end = (await dataEndOf(path)) ?? -1;
     return `${stat.dev}:${stat.ino}:${stat.size}:${end}:${stat.mtimeNs}:${stat.ctimeNs}`;
   }
 

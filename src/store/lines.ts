@@ -1,5 +1,6 @@
-import { closeSync, fstatSync, openSync, read, readSync } from 'node:fs';
+import { closeSync, fstatSync, read, readSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { openFileForReading } from '../fs/index.js';
 
 const NEWLINE = 0x0a;
 const CHUNK = 64 * 1024;
@@ -9,15 +10,33 @@ const CHUNK = 64 * 1024;
  */
 const MAX_CHUNK = 256 * 1024;
 /**
- * How much of a range {@link readLineBatches} reads synchronously before it goes through the thread pool. Readers
- * read small ranges (a page of events, the batch before it, the tail of the log) far more often than long ones, and
- * on these machines each trip through the thread pool cost 60-120 µs of waiting, against 5-30 µs for reading a chunk
- * from the page cache in place: a readPage(100) spent a third of its time idle. Past this much, a long read (verify,
- * a whole run for a projection) goes asynchronous, chunk by chunk, so that a server still answers other requests
- * while it runs.
+ * How much a scan of the log ({@link readLineBatches} forwards, {@link endOfData} and {@link endOfLastLine}
+ * backwards) reads synchronously before it goes through the thread pool. Readers read small ranges (a page of events,
+ * the batch before it, the tail of the log) far more often than long ones, and on these machines each trip through
+ * the thread pool cost 60-120 µs of waiting, against 5-30 µs for reading a chunk from the page cache in place: a
+ * readPage(100) spent a third of its time idle. Past this much, a long scan (verify, a whole run for a projection, a
+ * tail of zeros longer than any writer reserves) goes asynchronous, chunk by chunk, so that a server still answers
+ * other requests while it runs.
  */
 const SYNC_BYTES = 1024 * 1024;
 const readAsync = promisify(read);
+
+/**
+ * `length` bytes at `position` of `fd` into `buffer`, for a scan that has read `scanned` bytes so far: in place
+ * within its first {@link SYNC_BYTES}, through the thread pool after.
+ */
+function readChunk(fd: number, buffer: Buffer, length: number, position: number, scanned: number): number | Promise<number> {
+  return scanned < SYNC_BYTES ? readSync(fd, buffer, 0, length, position) : readAsync(fd, buffer, 0, length, position).then((r) => r.bytesRead);
+}
+
+/**
+ * Descriptors of scans whose iterator was dropped without being finished or closed (a consumer that took a few
+ * events and let go): closed when the iterator is collected, so that a long-lived process never runs out of them
+ * (nor keeps a deleted log's space). A scan that ends, or is closed, closes its own and leaves this.
+ */
+const openScans = new FinalizationRegistry<{ fd: number }>((held) => {
+  if (held.fd >= 0) closeSync(held.fd);
+});
 
 /**
  * One complete line of a JSONL file: its text (without the newline), byte offset and 0-based line index, and its
@@ -55,15 +74,29 @@ export async function* readLines(
  * line's text is decoded; lines it rejects are yielded with empty text and `skipped` (counting lines without decoding
  * them is cheap). A line's `bytes` are a view that is valid only until the generator is resumed.
  */
-export async function* readLineBatches(
+export function readLineBatches(
   path: string,
   start: number,
   end: number,
   firstIndex: number,
   decode: (index: number, bytes: Buffer) => boolean = () => true,
 ): AsyncGenerator<RawLine[]> {
+  const held = { fd: -1 };
+  const scan = scanLines(held, path, start, end, firstIndex, decode);
+  openScans.register(scan, held, held);
+  return scan;
+}
+
+async function* scanLines(
+  held: { fd: number },
+  path: string,
+  start: number,
+  end: number,
+  firstIndex: number,
+  decode: (index: number, bytes: Buffer) => boolean,
+): AsyncGenerator<RawLine[]> {
   if (end <= start) return;
-  const fd = openSync(path, 'r');
+  const fd = (held.fd = openFileForReading(path));
   try {
     let carry: Buffer | undefined;
     let carryOffset = start;
@@ -72,8 +105,7 @@ export async function* readLineBatches(
     let size = CHUNK;
     let buffer = Buffer.allocUnsafe(size);
     while (position < end) {
-      const length = Math.min(size, end - position);
-      const bytesRead = position - start < SYNC_BYTES ? readSync(fd, buffer, 0, length, position) : await readAsync(fd, buffer, 0, length, position).then((r) => r.bytesRead);
+      const bytesRead = await readChunk(fd, buffer, Math.min(size, end - position), position, position - start);
       if (bytesRead === 0) break;
       const chunk = buffer.subarray(0, bytesRead);
       const batch: RawLine[] = [];
@@ -107,6 +139,8 @@ export async function* readLineBatches(
       if (size < MAX_CHUNK && position < end) buffer = Buffer.allocUnsafe((size *= 2));
     }
   } finally {
+    held.fd = -1;
+    openScans.unregister(held);
     closeSync(fd);
   }
 }
@@ -117,12 +151,12 @@ export async function* readLineBatches(
  * log-writer.ts), and a line never holds a zero byte, so zeros at the end of the log are space not yet written.
  * Reads back from the end in chunks, comparing each with zeros; the reserve is at most a megabyte.
  */
-export function endOfData(fd: number, size: number): number {
+export async function endOfData(fd: number, size: number): Promise<number> {
   let position = size;
   const buffer = Buffer.allocUnsafe(CHUNK);
   while (position > 0) {
     const length = Math.min(CHUNK, position);
-    const bytesRead = readSync(fd, buffer, 0, length, position - length);
+    const bytesRead = await readChunk(fd, buffer, length, position - length, size - position);
     const chunk = buffer.subarray(0, bytesRead);
     if (bytesRead < length) return position - length + lastNonZero(chunk) + 1;
     if (!chunk.equals(ZEROS.subarray(0, length))) return position - length + lastNonZero(chunk) + 1;
@@ -134,16 +168,16 @@ export function endOfData(fd: number, size: number): number {
 const ZEROS = Buffer.alloc(CHUNK);
 
 /** {@link endOfData} of the file at `path` as it is now; undefined when there is no such file. */
-export function dataEndOf(path: string): number | undefined {
+export async function dataEndOf(path: string): Promise<number | undefined> {
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    fd = openFileForReading(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
   try {
-    return endOfData(fd, fstatSync(fd).size);
+    return await endOfData(fd, fstatSync(fd).size);
   } finally {
     closeSync(fd);
   }
@@ -157,13 +191,13 @@ function lastNonZero(bytes: Buffer): number {
 }
 
 /** Byte offset just after the last newline of the first `size` bytes of an open file (0 when there is none). */
-export function endOfLastLine(fd: number, size: number): number {
+export async function endOfLastLine(fd: number, size: number): Promise<number> {
   let position = size;
   const buffer = Buffer.allocUnsafe(CHUNK);
   while (position > 0) {
     const length = Math.min(CHUNK, position);
     position -= length;
-    const bytesRead = readSync(fd, buffer, 0, length, position);
+    const bytesRead = await readChunk(fd, buffer, length, position, size - position - length);
     const nl = buffer.subarray(0, bytesRead).lastIndexOf(NEWLINE);
     if (nl !== -1) return position + nl + 1;
   }

@@ -20,7 +20,7 @@ export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runI
   let pending: PendingBatch | undefined | 'torn';
   for (let attempt = 0; ; attempt++) {
     const before = readPending(paths.pendingBatch);
-    size = dataEndOf(paths.events) ?? 0;
+    size = (await dataEndOf(paths.events)) ?? 0;
     pending = readPending(paths.pendingBatch);
     if (attempt >= 100 || (before !== 'torn' && pending !== 'torn' && before?.gen === pending?.gen)) break;
   }

@@ -224,7 +224,7 @@ export class LogWriter {
       let size = 0;
       if (fileSize > 0) {
         {
-          const data = endOfData(fd, fileSize);
+          const data = await endOfData(fd, fileSize);
           // A log changed after its last writer closed it is damaged: refused before the marker (the witness) is
           // rewritten.
           this.refuseCutSinceClose(batch, data);
@@ -236,7 +236,7 @@ export class LogWriter {
             });
           }
           size = inFlight ? batch.start : data;
-          if (size > 0) size = endOfLastLine(fd, size);
+          if (size > 0) size = await endOfLastLine(fd, size);
         }
       } else this.refuseCutSinceClose(batch, 0);
       // Not append mode: the marker is rewritten in place (positional writes of a fixed-size record).

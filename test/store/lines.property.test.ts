@@ -1,9 +1,13 @@
-import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readLineBatches } from '../../src/store/lines.js';
+import { EventStore } from '../../src/store/index.js';
+import { dataEndOf, endOfData, readLineBatches } from '../../src/store/lines.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'bpf-lines-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -19,6 +23,17 @@ function expectedLines(bytes: Buffer, start: number, end: number, firstIndex: nu
     out.push({ text: bytes.toString('utf8', at, nl), offset: at, index: index++ });
     at = nl + 1;
   }
+}
+
+/** The paths this process holds open (Linux: /proc/self/fd). */
+function openPaths(): string[] {
+  return readdirSync('/proc/self/fd').map((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`);
+    } catch {
+      return '';
+    }
+  });
 }
 
 describe('readLineBatches', () => {
@@ -67,13 +82,55 @@ describe('readLineBatches', () => {
       expect(seen).toBeGreaterThanOrEqual(stopAfter);
     }
     // An open descriptor would keep the file's data alive; on Linux /proc shows what this process holds open.
-    const open = readdirSync('/proc/self/fd').map((fd) => {
-      try {
-        return readlinkSync(`/proc/self/fd/${fd}`);
-      } catch {
-        return '';
+    expect(openPaths()).not.toContain(path);
+  });
+
+  it('closes the file of a scan whose iterator was dropped unfinished (a consumer that took a few lines and let go) once the iterator is collected', async () => {
+    const path = join(dir, 'dropped.jsonl');
+    writeFileSync(path, `${'z'.repeat(100)}\n`.repeat(5000));
+    await (async () => {
+      for (let i = 0; i < 20; i++) {
+        const scan = readLineBatches(path, 0, 505_000, 0);
+        expect((await scan.next()).done).toBe(false);
       }
-    });
-    expect(open).not.toContain(path);
+    })();
+    expect(openPaths().filter((p) => p === path).length).toBe(20);
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    for (let i = 0; i < 20 && openPaths().includes(path); i++) {
+      gc();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(openPaths()).not.toContain(path);
+  });
+});
+
+describe('the end of the data', () => {
+  it('is found behind a tail of zeros longer than any writer reserves, and the scan lets other work run meanwhile (through the thread pool past its first MiB)', async () => {
+    const path = join(dir, 'zero-tail.jsonl');
+    writeFileSync(path, '{"a":1}\n{"b":2}\n');
+    // 16 MiB of zeros, sparse: what a copy or a damaged disk can leave.
+    truncateSync(path, 16 + 16 * 1024 * 1024);
+    let ranMeanwhile = false;
+    setImmediate(() => (ranMeanwhile = true));
+    expect(await dataEndOf(path)).toBe(16);
+    expect(ranMeanwhile).toBe(true);
+    const fd = openSync(path, 'r');
+    try {
+      // Short tails are found in place.
+      expect(await endOfData(fd, 16 + 1000)).toBe(16);
+    } finally {
+      closeSync(fd);
+    }
+  });
+});
+
+describe('a FIFO where a log should be', () => {
+  it('is refused at once with an error naming it, not waited on (a reader reads the log in place)', async () => {
+    const store = new EventStore({ dataDir: join(dir, 'fifo'), sessionKey: 's', runId: 'r' });
+    execFileSync('mkdir', ['-p', store.paths.dir]);
+    execFileSync('mkfifo', [store.paths.events]);
+    await expect(store.readAll()).rejects.toThrow(`${store.paths.events} is a FIFO (named pipe), not a regular file`);
+    await expect(store.readPage(10, 0)).rejects.toThrow(/FIFO \(named pipe\), not a regular file/);
   });
 });
