@@ -1,25 +1,44 @@
-import { promises as fsp, readFileSync } from 'node:fs';
+import { closeSync, readFile, readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { openFileForReading } from './regular-file.js';
+
+const readFileAsync = promisify(readFile);
 
 function isMissing(error: unknown): boolean {
   return (error as NodeJS.ErrnoException).code === 'ENOENT';
 }
 
-/** Reads a file as UTF-8, or undefined when it does not exist. Other errors (a directory, no permission) propagate. */
-export async function readTextIfExists(path: string): Promise<string | undefined> {
+/** The descriptor of `path` opened for reading (see openFileForReading), or undefined when it does not exist. */
+function openIfExists(path: string): number | undefined {
   try {
-    return await fsp.readFile(path, 'utf8');
+    return openFileForReading(path);
   } catch (error) {
     if (isMissing(error)) return undefined;
     throw error;
   }
 }
 
+/**
+ * Reads a file as UTF-8, or undefined when it does not exist. Anything but a regular file (a FIFO, a directory, ...)
+ * is refused at once with an error naming it (see openFileForReading); other errors (no permission) propagate.
+ */
+export async function readTextIfExists(path: string): Promise<string | undefined> {
+  const fd = openIfExists(path);
+  if (fd === undefined) return undefined;
+  try {
+    return await readFileAsync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** {@link readTextIfExists} for synchronous callers. */
 export function readTextIfExistsSync(path: string): string | undefined {
+  const fd = openIfExists(path);
+  if (fd === undefined) return undefined;
   try {
-    return readFileSync(path, 'utf8');
-  } catch (error) {
-    if (isMissing(error)) return undefined;
-    throw error;
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
   }
 }

@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readTextIfExists, readTextIfExistsSync, removeFileIfExists, writeFileAtomic, writeFileAtomicSync, writeJsonAtomic } from '../../src/fs/index.js';
@@ -57,12 +58,18 @@ describe.each([
   { name: 'readTextIfExists', read: (path: string) => readTextIfExists(path) },
   { name: 'readTextIfExistsSync', read: async (path: string) => readTextIfExistsSync(path) },
 ])('$name', ({ read }) => {
-  it('reads a file, gives undefined for a missing one and throws for a directory', async () => {
+  it('reads a file (through a link too), gives undefined for a missing one, and refuses a directory or a FIFO at once, naming it', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'f'), 'héllo');
+    symlinkSync(join(dir, 'f'), join(dir, 'link'));
     await expect(read(join(dir, 'f'))).resolves.toBe('héllo');
+    await expect(read(join(dir, 'link'))).resolves.toBe('héllo');
     await expect(read(join(dir, 'missing'))).resolves.toBeUndefined();
-    await expect(read(dir)).rejects.toMatchObject({ code: 'EISDIR' });
+    await expect(read(join(dir, 'missing', 'deeper'))).resolves.toBeUndefined();
+    await expect(read(dir)).rejects.toThrow(`${dir} is a directory, not a regular file`);
+    // A FIFO planted where a file should be: not waited on (the synchronous read would block the whole process).
+    execFileSync('mkfifo', [join(dir, 'planted')]);
+    await expect(read(join(dir, 'planted'))).rejects.toThrow(`${join(dir, 'planted')} is a FIFO (named pipe), not a regular file`);
   });
 });
 
