@@ -33,6 +33,12 @@ function normalize(value: unknown, location: string): unknown {
 }
 
 const thread = 'tides-thread';
+/**
+ * The graph's runs here, in Postgres and in files, are compared event by event. With LangGraph's default durability
+ * ('async') the order in which a step's checkpoint and the next steps' writes reach a saver depends on timing (two
+ * runs of the same graph recorded them in different orders, so at different seqs); 'sync' waits for each.
+ */
+const invokeConfig = { configurable: { thread_id: thread }, durability: 'sync' } as const;
 let url: string;
 let drop: () => Promise<void>;
 let store: PostgresRunStore;
@@ -44,7 +50,7 @@ beforeAll(async () => {
   store = new PostgresRunStore({ url });
   sql = postgres(url, { max: 1, onnotice: () => undefined });
   const saver = new BackpackflowSaver({ store });
-  const result = await buildGraph(saver).invoke({ topic: 'tides' }, { configurable: { thread_id: thread } });
+  const result = await buildGraph(saver).invoke({ topic: 'tides' }, invokeConfig);
   expect(result.answer).toBe('tides rise twice a day; the moon pulls them');
   await saver.close();
 });
@@ -95,7 +101,7 @@ describe('a LangGraph thread stored in Postgres, inspected with backpackflow run
   it('every runs command gives the same output as for the same graph checkpointed into files', async () => {
     const dataDir = tempDir();
     const files = new BackpackflowSaver({ dataDir });
-    await buildGraph(files).invoke({ topic: 'tides' }, { configurable: { thread_id: thread } });
+    await buildGraph(files).invoke({ topic: 'tides' }, invokeConfig);
     await files.close();
     const commands = [
       ['runs', 'list'],
