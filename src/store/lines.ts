@@ -69,10 +69,13 @@ export async function* readLines(
  * Yields the complete lines of `path` between byte offsets `start` (a line start) and `end`, reading chunks of 64 KB
  * that double up to 256 KB as the read goes on (a reader that stops after a page reads little; one that reads a long
  * log makes few trips to the disk), so memory stays flat whatever the file size: one batch per chunk (the lines that
- * end in it), so that a reader of a long log pays one asynchronous step per chunk, not per line. `firstIndex` is the line index of the line at `start`.
- * Bytes after the last newline before `end` (a torn tail) are not yielded. `decode(index, bytes)` decides whether a
- * line's text is decoded; lines it rejects are yielded with empty text and `skipped` (counting lines without decoding
- * them is cheap). A line's `bytes` are a view that is valid only until the generator is resumed.
+ * end in it), so that a reader of a long log pays one asynchronous step per chunk, not per line. The first
+ * {@link SYNC_BYTES} are read in place, the rest through the thread pool. `firstIndex` is the line index of the line
+ * at `start`. Bytes after the last newline before `end` (a torn tail) are not yielded. `decode(index, bytes)` decides
+ * whether a line's text is decoded; lines it rejects are yielded with empty text and `skipped` (counting lines
+ * without decoding them is cheap). A line's `bytes` are a view that is valid only until the generator is resumed.
+ * Anything but a regular file at `path` is refused (see openFileForReading); a scan dropped unfinished closes its
+ * file when it is collected.
  */
 export function readLineBatches(
   path: string,
