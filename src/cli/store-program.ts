@@ -7,12 +7,12 @@
  * flow modules, which import this package themselves and must share its classes: they run unbundled (program.ts),
  * so their code is not in the bundle.
  */
-import { COMMAND_DESCRIPTIONS, runCli, type CommandTable } from './backpackflow/cli.js';
+import { COMMAND_DESCRIPTIONS, STORE_COMMANDS, runCli, type CommandTable } from './backpackflow/cli.js';
 
-/** The top-level commands as the overview lists them; only `runs` and `memory` are built here. */
-const COMMANDS: CommandTable = Object.fromEntries(Object.entries(COMMAND_DESCRIPTIONS).map(([name, description]) => [name, { description }]));
-COMMANDS['runs'] = { description: COMMAND_DESCRIPTIONS.runs, load: async () => (await import('./backpackflow/runs.js')).runsCommand() };
-COMMANDS['memory'] = { description: COMMAND_DESCRIPTIONS.memory, load: async () => (await import('./backpackflow/memory.js')).memoryCommand() };
+/** The top-level commands as the overview lists them (in its order); only `runs` and `memory` are built here. */
+const COMMANDS: CommandTable = Object.fromEntries(
+  Object.entries(COMMAND_DESCRIPTIONS).map(([name, description]) => [name, Object.hasOwn(STORE_COMMANDS, name) ? STORE_COMMANDS[name as keyof typeof STORE_COMMANDS] : { description }]),
+);
 
 /** Runs `backpackflow runs ...` or `backpackflow memory ...` with `argv` (as process.argv) and returns the exit code. */
 export function runStoreCli(argv: string[]): Promise<number> {

@@ -43,7 +43,18 @@ export function openRegularFile(path: string, flags: number): OpenedFile | NotRe
     if (stat !== undefined && !stat.isFile()) return { notRegular: describeEntry(stat) };
     throw error;
   }
-  const stat = fstatSync(fd);
+  return regularOrClosed(fd);
+}
+
+/** The open descriptor `fd` with its fstat when it is a regular file; else it is closed and its kind returned. */
+function regularOrClosed(fd: number): OpenedFile | NotRegularFile {
+  let stat: Stats;
+  try {
+    stat = fstatSync(fd);
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
   if (stat.isFile()) return { fd, stat };
   closeSync(fd);
   return { notRegular: describeEntry(stat) };
@@ -57,15 +68,7 @@ export function openRegularFile(path: string, flags: number): OpenedFile | NotRe
  * ...) throw as `openSync`'s do.
  */
 export function openFileForReading(path: string): number {
-  const fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-  let stat: Stats;
-  try {
-    stat = fstatSync(fd);
-  } catch (error) {
-    closeSync(fd);
-    throw error;
-  }
-  if (stat.isFile()) return fd;
-  closeSync(fd);
-  throw new Error(`${path} is ${describeEntry(stat)}, not a regular file: it is not read`);
+  const opened = regularOrClosed(openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0)));
+  if ('notRegular' in opened) throw new Error(`${path} is ${opened.notRegular}, not a regular file: it is not read`);
+  return opened.fd;
 }

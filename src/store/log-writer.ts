@@ -223,21 +223,19 @@ export class LogWriter {
       const batch = pending === 'torn' ? undefined : pending;
       let size = 0;
       if (fileSize > 0) {
-        {
-          const data = await endOfData(fd, fileSize);
-          // A log changed after its last writer closed it is damaged: refused before the marker (the witness) is
-          // rewritten.
-          this.refuseCutSinceClose(batch, data);
-          // A batch in flight (a crash in the middle of writing it) is cut, unless the log contradicts the marker.
-          const inFlight = batch !== undefined && data > batch.start && data < batch.end;
-          if (inFlight && (await markerContradicted(this.paths.events, batch, data))) {
-            throw new EventStoreError(`${contradictedMarker(this.paths.pendingBatch, batch, this.paths.events)}. Check it with 'backpackflow runs verify ${this.runId}'; it cannot be continued.`, {
-              path: this.paths.pendingBatch,
-            });
-          }
-          size = inFlight ? batch.start : data;
-          if (size > 0) size = await endOfLastLine(fd, size);
+        const data = await endOfData(fd, fileSize);
+        // A log changed after its last writer closed it is damaged: refused before the marker (the witness) is
+        // rewritten.
+        this.refuseCutSinceClose(batch, data);
+        // A batch in flight (a crash in the middle of writing it) is cut, unless the log contradicts the marker.
+        const inFlight = batch !== undefined && data > batch.start && data < batch.end;
+        if (inFlight && (await markerContradicted(this.paths.events, batch, data))) {
+          throw new EventStoreError(`${contradictedMarker(this.paths.pendingBatch, batch, this.paths.events)}. Check it with 'backpackflow runs verify ${this.runId}'; it cannot be continued.`, {
+            path: this.paths.pendingBatch,
+          });
         }
+        size = inFlight ? batch.start : data;
+        if (size > 0) size = await endOfLastLine(fd, size);
       } else this.refuseCutSinceClose(batch, 0);
       // Not append mode: the marker is rewritten in place (positional writes of a fixed-size record).
       this.marker = new BatchMarker(openSync(this.paths.pendingBatch, 'w'));

@@ -29,6 +29,15 @@ export const COMMAND_DESCRIPTIONS = {
 } as const satisfies Record<string, string>;
 
 /**
+ * The command groups over stored runs and memory, which the bundled store program runs (see store-program.ts) and
+ * program.ts runs too (`runs resume` and `runs fork`, unbundled).
+ */
+export const STORE_COMMANDS = {
+  runs: { description: COMMAND_DESCRIPTIONS.runs, load: async () => (await import('./runs.js')).runsCommand() },
+  memory: { description: COMMAND_DESCRIPTIONS.memory, load: async () => (await import('./memory.js')).memoryCommand() },
+} as const satisfies CommandTable;
+
+/**
  * What commander wrote to stderr during the last parse: its usage errors (`error` true), which quote what was typed,
  * and the lines it adds after them. Held until {@link main} prints them, the errors through terminalText (loaded only
  * then: `--help` loads nothing of events/). Commander writes to stderr only when it is about to throw.

@@ -6,15 +6,15 @@
  * `runs` command but `resume` and `fork`, which load the user's flow modules: those must share this package's
  * classes with them, so they run here, unbundled). The runner itself is cli.ts.
  */
-import { COMMAND_DESCRIPTIONS, commandNamed, runCli, type CommandTable } from './cli.js';
+import { COMMAND_DESCRIPTIONS, STORE_COMMANDS, commandNamed, runCli, type CommandTable } from './cli.js';
 
 /** Every top-level command, with the module that builds it. */
 const COMMANDS: CommandTable = {
   run: { description: COMMAND_DESCRIPTIONS.run, load: async () => (await import('./flow-commands.js')).runCommand() },
   validate: { description: COMMAND_DESCRIPTIONS.validate, load: async () => (await import('./flow-commands.js')).validateCommand() },
-  runs: { description: COMMAND_DESCRIPTIONS.runs, load: async () => (await import('./runs.js')).runsCommand() },
+  runs: STORE_COMMANDS.runs,
   worker: { description: COMMAND_DESCRIPTIONS.worker, load: async () => (await import('./worker.js')).workerCommand() },
-  memory: { description: COMMAND_DESCRIPTIONS.memory, load: async () => (await import('./memory.js')).memoryCommand() },
+  memory: STORE_COMMANDS.memory,
   context: { description: COMMAND_DESCRIPTIONS.context, load: async () => new (await import('commander')).Command('context') },
   studio: { description: COMMAND_DESCRIPTIONS.studio, load: async () => (await import('./studio-command.js')).studioCommand() },
   demo: { description: COMMAND_DESCRIPTIONS.demo, load: async () => (await import('./demo-command.js')).demoCommand() },
