@@ -326,7 +326,7 @@ export class Redactor {
     return this.keys.isSecretKey(key);
   }
 
-  /** {@link isSecretKey} as a function of its own (made once, not at every array walked). */
+  /** {@link isSecretKey} as a function of its own, made once (the walk of every array and the named pass take it). */
   private readonly isSecretName = (name: string): boolean => this.keys.isSecretKey(name);
 
   /** False when the pre-checks tell that {@link redactText} leaves `text` as it is. */
@@ -363,7 +363,7 @@ export class Redactor {
     }
     // A value the catalogue replaced in part (the first word of a quoted value) is one the named pass completes.
     if ((this.keys.hasExtra || out !== text || NAMED_GATE_SET.test(out)) && ASSIGNMENT_MARK.test(out)) {
-      if (out.includes('\n')) out = redactYamlBlockValues(out, (name) => this.keys.isSecretKey(name), REDACTED);
+      if (out.includes('\n')) out = redactYamlBlockValues(out, this.isSecretName, REDACTED);
       out = this.redactNamed(out);
     }
     if (truncated) {
@@ -386,7 +386,7 @@ export class Redactor {
     if (!out.includes('-')) return out;
     NAMED_OPTION.lastIndex = 0;
     return out.replace(NAMED_OPTION, (match: string, name: string, double?: string, _escape?: string, escaped?: string, single?: string, bare?: string) =>
-      this.namedValueReplaced(match, name, double ?? escaped ?? single ?? bare ?? '', isSecretOption(`--${name}`, (n) => this.keys.isSecretKey(n))),
+      this.namedValueReplaced(match, name, double ?? escaped ?? single ?? bare ?? '', isSecretOption(`--${name}`, this.isSecretName)),
     );
   }
 
