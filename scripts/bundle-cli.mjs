@@ -12,7 +12,7 @@
  *
  * Each bundle holds everything of ours its entry imports, and the packages it always loads (commander, picocolors,
  * ignore, zod), as one CommonJS file. Packages loaded only when needed are loaded then, from their CommonJS builds
- * (see lazyRequire), and the native BLAKE3 binding stays outside. Whitespace and comments are left out (less to
+ * (see lazyRequire), and the native BLAKE3 binding and hash-wasm stay outside. Whitespace and comments are left out (less to
  * parse); names are kept. Its source map holds the text of every source it names (ours and the bundled packages'),
  * so it resolves wherever the package is installed. `import.meta.url` in our sources is the URL of the module tsc
  * compiles from them (dist/<path>.js), so paths found from it are the same in a bundle and out of it.
@@ -32,14 +32,15 @@ import { dirname, relative, resolve } from 'node:path';
 import { build } from 'esbuild';
 
 /**
- * The packages a bundle imports only when needed (`await import(...)`: hash-wasm when the native BLAKE3 binding is
- * missing, chokidar for watch, the OpenTelemetry API for spans) are required from their CommonJS builds when that
- * happens: a `vm.Script` compiled with a code cache cannot reach Node's ES module loader.
+ * The packages a bundle imports only when needed (`await import(...)`: chokidar for watch, the OpenTelemetry API for
+ * spans) are required from their CommonJS builds when that happens: a `vm.Script` compiled with a code cache cannot
+ * reach Node's ES module loader. (hash-wasm, for when the native BLAKE3 binding is missing, is required by path in
+ * src/hash/blake3.ts, and the PostgreSQL driver in src/store/postgres/connection.ts: both load at run time.)
  */
 const lazyRequire = {
   name: 'lazy-require',
   setup(b) {
-    b.onResolve({ filter: /^(hash-wasm|chokidar|@opentelemetry\/api)$/ }, (args) =>
+    b.onResolve({ filter: /^(chokidar|@opentelemetry\/api)$/ }, (args) =>
       args.kind === 'dynamic-import' ? { path: args.path, namespace: 'lazy-require' } : args.namespace === 'lazy-require' ? { path: args.path, external: true } : undefined,
     );
     b.onLoad({ filter: /.*/, namespace: 'lazy-require' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});`, loader: 'js' }));
