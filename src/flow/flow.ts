@@ -3,7 +3,7 @@ import { checkConcurrency, mapConcurrent } from './concurrency.js';
 import { FlowError } from './errors.js';
 import type { RouteMappings } from './mappings.js';
 import { BaseNode, type BaseNodeOptions } from './node.js';
-import { ROOT_SCOPE, enterScope, type RunScope } from './scope.js';
+import { ROOT_SCOPE, derive, enterScope, runControls, type RunScope } from './scope.js';
 
 /** What a flow does when a node returns an action that has no route: see {@link BaseFlowOptions.onMissingRoute}. */
 export type MissingRoutePolicy = 'end' | 'warn' | 'throw';
@@ -122,9 +122,8 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
         this.routeTaken(current, action ?? DEFAULT_ACTION, next, scope);
       }
       else if (current.successorCount > 0) this.routeMissing(current, action ?? DEFAULT_ACTION, scope);
-      if (scope.onStep) {
-        await scope.onStep({ path: scope.path, completed: current.id, action: action ?? DEFAULT_ACTION, next: next?.id, step });
-      }
+      const onStep = runControls(scope)?.onStep;
+      if (onStep) await onStep({ path: scope.path, completed: current.id, action: action ?? DEFAULT_ACTION, next: next?.id, step });
       if (recent.push(current.id) > RECENT_NODES) recent.shift();
       current = next;
     }
@@ -168,7 +167,7 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
 
   /** Takes the head of a resume position, if any, and finds that node among those reachable from the entry. */
   private resumeNode(scope: RunScope): BaseNode<S> | undefined {
-    const id = scope.resume?.shift();
+    const id = runControls(scope)?.resume?.shift();
     if (id === undefined) return undefined;
     const node = this.findReachable(id);
     if (!node) throw new FlowError(`Cannot resume flow '${this.id}' at node '${id}': no such node is reachable from its entry node`);
@@ -241,7 +240,7 @@ export class ParallelBatchFlow<S = any> extends BatchFlow<S> {
 }
 
 function batchScope(scope: RunScope, params: Record<string, unknown>): RunScope {
-  return { ...scope, params: Object.freeze({ ...scope.params, ...params }) };
+  return derive(scope, { ...scope, params: Object.freeze({ ...scope.params, ...params }) });
 }
 
 function checkBatches(flowId: string, batches: unknown): asserts batches is Record<string, unknown>[] {

@@ -5,6 +5,7 @@ import { newSpanId, StreamEventType, type InterruptInfo, type StreamEventTypeVal
 import { BaseNode, FlowError, FlowSignal, Node, type Attempt, type RouteOptions, type RunScope } from '../flow/index.js';
 import { checkSegments, encodeValue } from '../backpack/index.js';
 import { isRunAbort } from '../flow/node.js';
+import { runControls } from '../flow/scope.js';
 import { answerJsonSchema, checkAnswer, InterruptAnswerError, RunInterrupted } from './interrupt.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView, nodeEvent } from './event-view.js';
@@ -508,7 +509,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     const index = execution.interrupts++;
     const info: InterruptInfo = { nodeId: this.id, namespace: this.namespace, index, payload: encodeValue(payload) };
     if (options.schema) info.schema = answerJsonSchema(this.id, options.schema);
-    const answers = execution.scope.answers?.get(this.namespace);
+    const answers = runControls(execution.scope)?.answers?.get(this.namespace);
     let refused: { path: string; message: string }[] | undefined;
     if (answers !== undefined && index < answers.length) {
       if (!options.schema) return answers[index] as T;

@@ -18,6 +18,7 @@ import {
 } from '../flow/index.js';
 import { BackpackNode, bindNode, describeError, nodeBinding, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { isRunAbort } from '../flow/node.js';
+import { makeScope, type RunControls } from '../flow/scope.js';
 import { currentExecution, grantStep, takeStep } from './execution.js';
 import { flowToken } from './flow-token.js';
 import { RunInterrupted } from './interrupt.js';
@@ -189,7 +190,7 @@ export interface FlowRunOptions {
   /** Resume position: node ids from the outermost flow inwards. */
   resume?: string[];
   /** Called after every step, awaited (the durable runtime checkpoints here). */
-  onStep?: RunScope['onStep'];
+  onStep?: RunControls['onStep'];
   /**
    * Answers to the run's interrupts, by the namespace of the node that asked, in order (the durable runtime passes
    * them on resume; see `BackpackNode.interrupt`).
@@ -633,7 +634,7 @@ export class Flow extends BaseFlow<any> {
     // run's first step boundary, as the log reader (`pendingAnswers`) drops them at each checkpoint. A later execution
     // of the same node (a loop, a composite run again) asks again. A copy: the caller's map is not emptied.
     const answers = options.answers?.size ? new Map(options.answers) : undefined;
-    const scope: RunScope = { ...ROOT_SCOPE, runId, spanId, signal: options.signal, resume: options.resume, onStep: options.onStep, answers };
+    const fields: RunScope = { ...ROOT_SCOPE, runId, spanId, signal: options.signal };
     const started = performance.now();
     let steps = 0;
     // A step is a resumable position: a nested flow's last node belongs to its enclosing node's step (as in a durable run's checkpoints).
@@ -643,7 +644,7 @@ export class Flow extends BaseFlow<any> {
         answers?.clear();
       }
     };
-    const countingScope: RunScope = { ...scope, onStep: options.onStep ? (b) => (count(b), options.onStep!(b)) : count };
+    const countingScope = makeScope(fields, { resume: options.resume, answers, onStep: options.onStep ? (b) => (count(b), options.onStep!(b)) : count });
     this.#streamer.emit({
       type: StreamEventType.RUN_START,
       runId,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { makeScope } from '../../src/flow/scope.js';
 import {
   BaseFlow,
   BatchFlow,
@@ -325,7 +326,7 @@ describe('nested flows', () => {
     o1.next(inner).next(new Log('o2'));
     class Resumable extends BaseFlow<S> {
       resumeAt(s: S, resume: string[]) {
-        return this._orchestrate(s, { path: [], params: {}, resume });
+        return this._orchestrate(s, makeScope({ path: [], params: {} }, { resume }));
       }
     }
     const s: S = { log: [] };

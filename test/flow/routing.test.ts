@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { makeScope } from '../../src/flow/scope.js';
 import { BaseFlow, BaseNode, FlowAction, FlowError, Node } from '../../src/index.js';
 
 type Shared = { log: string[]; count?: number };
@@ -224,7 +225,7 @@ describe('BaseFlow orchestration', () => {
     const steps: unknown[] = [];
     class Observed extends BaseFlow<Shared> {
       runObserved(shared: Shared) {
-        return this._orchestrate(shared, { path: [], params: {}, onStep: (s) => void steps.push(s) });
+        return this._orchestrate(shared, makeScope({ path: [], params: {} }, { onStep: (s) => void steps.push(s) }));
       }
     }
     await new Observed({ start: a }).runObserved({ log: [] });
@@ -261,7 +262,7 @@ describe('BaseFlow orchestration', () => {
     a.next(b).next(new Step('c'));
     class Resumable extends BaseFlow<Shared> {
       resumeAt(shared: Shared, resume: string[]) {
-        return this._orchestrate(shared, { path: [], params: {}, resume });
+        return this._orchestrate(shared, makeScope({ path: [], params: {} }, { resume }));
       }
     }
     const shared: Shared = { log: [] };
