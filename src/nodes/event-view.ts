@@ -8,7 +8,7 @@
  */
 import type { BackpackHandle } from '../backpack/index.js';
 import { compileNamespacePattern } from '../backpack/patterns.js';
-import type { EventHandler, EventStreamer, HistoryFilter, StreamEvent, StreamEventTypeValue } from '../events/index.js';
+import { snapshot, type EventHandler, type EventStreamer, type HistoryFilter, type StreamEvent, type StreamEventTypeValue } from '../events/index.js';
 import type { EventInput } from '../events/types.js';
 import type { BackpackNode } from './backpack-node.js';
 import { currentExecution, type NodeExecution } from './execution.js';
@@ -110,7 +110,10 @@ export class NodeEventView {
         : execution === undefined ? 'it is not running' : `it is not running (this is an execution of node '${execution.node.id}')`;
       throw new TypeError(`Node '${node.id}' (namespace '${this.#namespace}') cannot emit '${type}': ${where}; a node emits from its prep, exec or post, before they return`);
     }
-    return this.#streamer.emit(nodeEvent(execution, type, input.payload, input.namespace ?? this.#namespace));
+    // The payload is copied now and the node gets a copy of the event: what the node holds is nobody else's object,
+    // so nothing it does later changes what the owner, other nodes or the run's log see (events/snapshot.ts).
+    const payload = input.payload === undefined ? undefined : snapshot(input.payload);
+    return snapshot(this.#streamer.emit(nodeEvent(execution, type, payload, input.namespace ?? this.#namespace)));
   }
 
   /** Subscribes to visible events of `type` (or every type with `'*'`); returns the unsubscribe function. */
@@ -162,14 +165,15 @@ export class NodeEventView {
 }
 
 /**
- * A visible event as a node sees it: a `backpack.packed` event without its `valueSummary`. Visibility is judged by
- * the key's item now, and the item an older event was about may be one the node may not read (a value a later pack
- * replaced): its summary would quote it.
+ * A visible event as a node sees it: a copy of its own (events/snapshot.ts: the object the owner, the history and the
+ * run's log hold is never handed to node code), and a `backpack.packed` event without its `valueSummary`.
+ * Visibility is judged by the key's item now, and the item an older event was about may be one the node may not read
+ * (a value a later pack replaced): its summary would quote it.
  */
 function seen(event: StreamEvent): StreamEvent {
-  if (event.type !== 'backpack.packed' || !('valueSummary' in event.payload)) return event;
+  if (event.type !== 'backpack.packed' || !('valueSummary' in event.payload)) return snapshot(event);
   const { valueSummary: _dropped, ...payload } = event.payload;
-  return { ...event, payload };
+  return snapshot({ ...event, payload });
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).

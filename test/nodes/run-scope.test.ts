@@ -22,9 +22,10 @@ describe('node code cannot rewrite the run scope other nodes run with', () => {
       }
     }
     class Approve extends BackpackNode {
-      override async post(bp: BackpackHandle) {
+      override async post(bp: BackpackHandle): Promise<undefined> {
         const answer = await this.interrupt({ question: 'publish?' }, { schema: z.object({ approved: z.boolean() }) });
         bp.pack('approved', answer.approved);
+        return undefined;
       }
     }
     const flow = new Flow();
@@ -43,8 +44,9 @@ describe('node code cannot rewrite the run scope other nodes run with', () => {
       }
     }
     class Publish extends BackpackNode {
-      override post() {
+      override post(): undefined {
         ran.push('publish');
+        return undefined;
       }
     }
     class Gate extends BackpackNode {

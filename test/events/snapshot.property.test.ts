@@ -1,0 +1,74 @@
+/**
+ * `snapshot` (events/snapshot.ts): the copy node code gets of an event shares no object anyone else reads, keeps
+ * every value, and is frozen where freezing holds (plain objects and arrays).
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { snapshot } from '../../src/events/index.js';
+
+/** Every object reachable from `value`, with the path it was reached by (first path only). */
+function objectsOf(value: unknown, out = new Map<object, string>(), path = '$'): Map<object, string> {
+  if (value === null || typeof value !== 'object' || out.has(value)) return out;
+  out.set(value, path);
+  if (value instanceof Map) for (const [k, v] of value) (objectsOf(k, out, `${path}<key>`), objectsOf(v, out, `${path}.get(${String(k)})`));
+  else if (value instanceof Set) for (const v of value) objectsOf(v, out, `${path}<member>`);
+  else if (!ArrayBuffer.isView(value) && !(value instanceof Date)) for (const key of Object.keys(value)) objectsOf((value as Record<string, unknown>)[key], out, `${path}.${key}`);
+  return out;
+}
+
+const leaf = fc.oneof(fc.string(), fc.double(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.bigInt(), fc.date({ noInvalidDate: true }));
+const { tree } = fc.letrec((tie) => ({
+  tree: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, tie('array'), tie('object'), tie('map'), tie('set'), tie('bytes')),
+  array: fc.array(tie('tree'), { maxLength: 4 }),
+  object: fc.dictionary(fc.oneof(fc.string(), fc.constant('__proto__')), tie('tree'), { maxKeys: 4 }),
+  map: fc.array(fc.tuple(fc.string(), tie('tree')), { maxLength: 3 }).map((entries) => new Map(entries)),
+  set: fc.array(tie('tree'), { maxLength: 3 }).map((items) => new Set(items)),
+  bytes: fc.uint8Array({ maxLength: 8 }),
+}));
+
+describe('snapshot', () => {
+  it('for any value: an equal copy that shares no object with it, frozen in its plain objects and arrays', () => {
+    fc.assert(
+      fc.property(tree, (value) => {
+        const copy = snapshot(value);
+        expect(copy).toStrictEqual(value);
+        const originals = objectsOf(value);
+        for (const [object, path] of objectsOf(copy)) {
+          expect(originals.has(object), `${path} is the original's own object`).toBe(false);
+          const proto = Object.getPrototypeOf(object) as unknown;
+          if (Array.isArray(object) || proto === Object.prototype || proto === null) expect(Object.isFrozen(object), `${path} is not frozen`).toBe(true);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('keeps a `__proto__` key an own key, cycles as cycles, and class instances as they are', () => {
+    const withProto = JSON.parse('{"__proto__":{"polluted":true},"a":1}') as Record<string, unknown>;
+    const copy = snapshot(withProto);
+    expect(Object.keys(copy)).toEqual(['__proto__', 'a']);
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+
+    const cyclic: Record<string, unknown> = { name: 'loop' };
+    cyclic.self = cyclic;
+    const again = snapshot(cyclic);
+    expect(again).not.toBe(cyclic);
+    expect(again.self).toBe(again);
+
+    class Tool {
+      calls = 0;
+    }
+    const tool = new Tool();
+    expect(snapshot({ tool }).tool).toBe(tool);
+  });
+
+  it('copies a payload nested deeper than the stack (no recursion)', () => {
+    let deep: unknown = [];
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    const copy = snapshot({ deep }) as { deep: unknown[] };
+    let depth = 0;
+    for (let at: unknown = copy.deep; Array.isArray(at) && at.length > 0; at = at[0]) depth++;
+    expect(depth).toBe(200_000);
+  });
+});
