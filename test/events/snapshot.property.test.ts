@@ -10,7 +10,12 @@ import { snapshot } from '../../src/events/index.js';
 function objectsOf(value: unknown, out = new Map<object, string>(), path = '$'): Map<object, string> {
   if (value === null || typeof value !== 'object' || out.has(value)) return out;
   out.set(value, path);
-  if (value instanceof Map) for (const [k, v] of value) (objectsOf(k, out, `${path}<key>`), objectsOf(v, out, `${path}.get(${String(k)})`));
+  if (value instanceof Map) {
+    for (const [k, v] of value) {
+      objectsOf(k, out, `${path}<key>`);
+      objectsOf(v, out, `${path}.get(${String(k)})`);
+    }
+  }
   else if (value instanceof Set) for (const v of value) objectsOf(v, out, `${path}<member>`);
   else if (!ArrayBuffer.isView(value) && !(value instanceof Date)) for (const key of Object.keys(value)) objectsOf((value as Record<string, unknown>)[key], out, `${path}.${key}`);
   return out;
