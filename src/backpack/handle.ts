@@ -126,6 +126,7 @@ export class NodeRegistrar {
 
 let childRegistrar: (handle: BackpackHandle) => NodeRegistrar;
 let closer: (handle: BackpackHandle) => void;
+let actorOf: (handle: BackpackHandle) => Actor;
 
 /**
  * The registrar of the nodes of a flow that runs inside `handle`'s node (see {@link BackpackHandle.registerChild}).
@@ -149,6 +150,7 @@ export class BackpackHandle {
     closer = (handle) => {
       handle.#open = false;
     };
+    actorOf = (handle) => handle.#actor;
   }
 
   /** Throws once the handle is closed: a timer or promise the node left running must not act in a later step. */
@@ -264,6 +266,15 @@ export class BackpackHandle {
     this.#live();
     return new NodeBinding(this.#ops, this.#ops.register(node, this.#actor), this.#ctx?.runId);
   }
+}
+
+/**
+ * Whether `a` and `b` act as the same registered node (one registration: the same identity, the same rules, inside
+ * the same node), whatever execution each was made for. Names are not compared: two registrations may share a
+ * namespace string (a subflow's node and a node of the flow). Not exported from the package.
+ */
+export function sameNode(a: BackpackHandle, b: BackpackHandle): boolean {
+  return actorOf(a) === actorOf(b);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { Backpack, BackpackHandle, type BackpackOptions } from '../backpack/index.js';
 import { nodeRegistrar } from '../backpack/backpack.js';
-import type { NodeRegistrar, RegisteredNode } from '../backpack/handle.js';
+import { sameNode, type NodeRegistrar, type RegisteredNode } from '../backpack/handle.js';
 import type { ReservedNodes } from '../backpack/registry.js';
 import { EventStreamer, StreamEventType, newRunId, newSpanId } from '../events/index.js';
 import {
@@ -363,7 +363,23 @@ export class Flow extends BaseFlow<any> {
           `give one of them its own segment with config.namespaceSegment`,
       );
     }
+    const subflow = this.#subflows.find((sub) => atOrUnder(namespace, sub.namespace));
+    if (subflow !== undefined) {
+      throw new FlowError(
+        `Node '${id}' (namespace '${namespace}') of flow '${this.id}' overlaps subflow '${subflow.id}' ('${subflow.namespace}'): ` +
+          "namespaces are unique within a flow, and one's nodes may not sit under another's; give the node its own segment with config.namespaceSegment",
+      );
+    }
     return { segment, namespace };
+  }
+
+  /** The id of the node of this flow whose namespace segment is `segment` (added, or built on first use), if any. */
+  #segmentHolder(segment: string): string | undefined {
+    const chosen = this.#ownSegments.get(segment);
+    if (chosen !== undefined) return chosen;
+    const named = this.#nodes.get(segment);
+    if (named instanceof BackpackNode && named.namespace === composeNamespace(this.namespace, segment)) return named.id;
+    return this.#reservedAt(segment) !== undefined ? segment : undefined;
   }
 
   /** See {@link deferNodes}. */
@@ -561,9 +577,20 @@ export class Flow extends BaseFlow<any> {
   addSubflow(options: { namespace: string; id?: string; maxSteps?: number; onMissingRoute?: MissingRoutePolicy }): Flow {
     this.#checkOpen('add a subflow');
     const segment = checkNamespace(options.namespace, `Subflow namespace of flow '${this.id}'`);
+    // Namespaces are unique (D4): a subflow's nodes under a node's namespace would be taken for parts of that node
+    // (what it may see of their events, what runs inside it).
+    const namespace = composeNamespace(this.namespace, segment);
+    const holder = this.#segmentHolder(segment.split('.')[0]!);
+    const other = this.#subflows.find((sub) => atOrUnder(sub.namespace, namespace) || atOrUnder(namespace, sub.namespace));
+    if (holder !== undefined || other !== undefined) {
+      throw new FlowError(
+        `Flow '${this.id}': subflow namespace '${namespace}' overlaps ${holder !== undefined ? `node '${holder}'` : `subflow '${other!.id}' ('${other!.namespace}')`}: ` +
+          "namespaces are unique within a flow, and one's nodes may not sit under another's; give the subflow another namespace",
+      );
+    }
     const subflow = new Flow({
       id: options.id ?? segment,
-      namespace: composeNamespace(this.namespace, segment),
+      namespace,
       backpack: this.#parent ?? this.#backpack,
       eventStreamer: this.#streamer,
       deps: this.deps,
@@ -609,7 +636,7 @@ export class Flow extends BaseFlow<any> {
       // Reachable from node code through routes: a run of its own would pack `input` as the owner.
       throw new FlowError(`Flow '${this.id}' is a subflow of flow '${this.#enclosing.id}': it runs as a step of that flow (route to it), not on its own`);
     }
-    if (this.#parent !== undefined && !runsInside(parent?.handle.identity.namespace, this.#parent.identity.namespace)) {
+    if (this.#parent !== undefined && (parent === undefined || !sameNode(parent.handle, this.#parent))) {
       // Outside its node's execution a nested flow would be a run of its own, under any run id its caller gives, on
       // the owner's event stream: node code could announce runs that never happened. Inside another node's execution,
       // that node's code would act as this flow's node.
@@ -820,9 +847,9 @@ function lockNode<T extends BaseNode>(node: T): T {
   return Object.seal(node);
 }
 
-/** True when the execution of the node at `running` may run a flow built on the handle of the node at `owner` (itself, or a node registered inside it). */
-function runsInside(running: string | undefined, owner: string): boolean {
-  return running !== undefined && (owner === running || owner.startsWith(`${running}.`));
+/** Whether namespace `inner` is `outer` or one under it (whole segments). */
+function atOrUnder(outer: string, inner: string): boolean {
+  return inner === outer || inner.startsWith(`${outer}.`);
 }
 
 function namespaceOf(node: BaseNode, fallback: string): string | undefined {
