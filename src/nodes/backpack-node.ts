@@ -6,7 +6,7 @@ import { BaseNode, FlowError, FlowSignal, Node, type Attempt, type RouteOptions,
 import { checkSegments, encodeValue } from '../backpack/index.js';
 import { isRunAbort } from '../flow/node.js';
 import { runControls } from '../flow/scope.js';
-import { answerJsonSchema, checkAnswer, InterruptAnswerError, RunInterrupted } from './interrupt.js';
+import { answerJsonSchema, checkAnswer, InterruptAnswerError, RedactedAnswer, RunInterrupted } from './interrupt.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView, nodeEvent } from './event-view.js';
 import { currentExecution, takeStep, type NodeExecution } from './execution.js';
@@ -511,6 +511,13 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     if (options.schema) info.schema = answerJsonSchema(this.id, options.schema);
     const answers = runControls(execution.scope)?.answers?.get(this.namespace);
     let refused: { path: string; message: string }[] | undefined;
+    if (answers !== undefined && answers[index] instanceof RedactedAnswer) {
+      throw new FlowError(
+        `Node '${this.id}' (${this.namespace}): the answer to its interrupt ${index} held a secret, which the run's log keeps redacted, ` +
+          'so it cannot be given again when the node runs again from prep (after a later interrupt of the same execution was answered, or after a crash). ' +
+          "Ask for a secret in a node's last interrupt (or in a node of its own) and use it before the node returns",
+      );
+    }
     if (answers !== undefined && index < answers.length) {
       if (!options.schema) return answers[index] as T;
       const checked = checkAnswer(options.schema, answers[index]);

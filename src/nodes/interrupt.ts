@@ -34,6 +34,21 @@ export class InterruptAnswerError extends RunInterrupted {
   }
 }
 
+/**
+ * In place of an answer a run's log keeps redacted (it held a secret: DESIGN D15), when the run is resumed and
+ * its answers are read back from the log (see `BackpackNode.interrupt`). Never handed to node code as an answer.
+ */
+export class RedactedAnswer {
+  constructor(
+    /** Namespace of the node that asked. */
+    readonly namespace: string,
+    /** Which of its interrupts (in the order it asked). */
+    readonly index: number,
+  ) {
+    Object.freeze(this);
+  }
+}
+
 /** The answer's problems against `schema` (zod or JSON Schema), or the parsed answer. */
 export function checkAnswer(schema: ZodType, answer: unknown): { ok: true; value: unknown } | { ok: false; problems: { path: string; message: string }[] } {
   const result = schema.safeParse(answer);

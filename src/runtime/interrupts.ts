@@ -5,7 +5,7 @@
  * answer again and the node goes on past it.
  */
 import { StreamEventType, isEventOf, type InterruptInfo, type StreamEvent } from '../events/index.js';
-import { checkAnswer, InterruptAnswerError, schemaFromJson } from '../nodes/index.js';
+import { checkAnswer, InterruptAnswerError, RedactedAnswer, schemaFromJson } from '../nodes/index.js';
 
 /** The answers since the last step boundary and the interrupt still unanswered, if any. */
 export interface PendingAnswers {
@@ -25,7 +25,8 @@ export function pendingAnswers(events: Iterable<StreamEvent>): PendingAnswers {
     } else if (isEventOf(event, StreamEventType.INTERRUPT_ANSWERED)) {
       const { namespace, index, answer } = event.payload;
       const list = answers.get(namespace) ?? [];
-      list[index] = answer;
+      // The log keeps a secret answer redacted: the node is told so rather than given '[REDACTED]' as the answer.
+      list[index] = event.redaction?.containsSecrets === true ? new RedactedAnswer(namespace, index) : answer;
       answers.set(namespace, list);
       if (waitingFor?.namespace === namespace && waitingFor.index === index) waitingFor = undefined;
     } else if (isEventOf(event, StreamEventType.RUN_WAITING)) {
