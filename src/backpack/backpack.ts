@@ -348,7 +348,7 @@ export class Backpack {
     const guard = this.#ledger.guard;
     const view = (b: Backpack): ItemSource => ({
       keys: () => b.keys().filter((k) => guard.keyVisible(actor, k, b.#ledger.state.items.get(k))),
-      getItem: (k) => (guard.keyVisible(actor, k, b.#ledger.state.items.get(k)) ? b.getItem(k) : undefined),
+      getItem: (k) => (guard.keyVisible(actor, k, b.#ledger.state.items.get(k)) ? withoutRule(b.getItem(k)) : undefined),
     });
     return diffBackpacks(view(before), view(after));
   }
@@ -505,6 +505,13 @@ export class Backpack {
   #as(nodeId: string | undefined): Actor {
     return nodeId === undefined ? OWNER : this.#ledger.registry.resolve(nodeId);
   }
+}
+
+/** `item` without its item rule: what a node is shown of an item (D9: never who else a rule lets read or write). */
+function withoutRule(item: BackpackItem | undefined): BackpackItem | undefined {
+  if (item?.accessControl === undefined) return item;
+  const { accessControl: _rule, ...rest } = item;
+  return Object.freeze(rest);
 }
 
 /**

@@ -15,6 +15,8 @@ export interface HandleOps {
   unpack(actor: Actor, ctx: OpContext, key: string, required: boolean): unknown;
   peek(actor: Actor, key: string): unknown;
   getItem(actor: Actor, key: string): BackpackItem | undefined;
+  /** The item rule of `key` when `actor` may read it (not shown to nodes by getItem: see LiveState.publicItem). */
+  itemRule(actor: Actor, key: string): BackpackItem['accessControl'];
   keys(actor: Actor): string[];
   unpackByNamespace(actor: Actor, ctx: OpContext, pattern: string): Record<string, unknown>;
   getItemsByNamespace(actor: Actor, pattern: string): BackpackItem[];
@@ -127,6 +129,7 @@ export class NodeRegistrar {
 let childRegistrar: (handle: BackpackHandle) => NodeRegistrar;
 let closer: (handle: BackpackHandle) => void;
 let actorOf: (handle: BackpackHandle) => Actor;
+let ruleOf: (handle: BackpackHandle, key: string) => BackpackItem['accessControl'];
 
 /**
  * The registrar of the nodes of a flow that runs inside `handle`'s node (see {@link BackpackHandle.registerChild}).
@@ -151,6 +154,7 @@ export class BackpackHandle {
       handle.#open = false;
     };
     actorOf = (handle) => handle.#actor;
+    ruleOf = (handle, key) => handle.#ops.itemRule(handle.#actor, key);
   }
 
   /** Throws once the handle is closed: a timer or promise the node left running must not act in a later step. */
@@ -275,6 +279,14 @@ export class BackpackHandle {
  */
 export function sameNode(a: BackpackHandle, b: BackpackHandle): boolean {
   return actorOf(a) === actorOf(b);
+}
+
+/**
+ * The item rule (`accessControl`) of `key` when `handle`'s node may read it: for the library's own copies (a route's
+ * mappings keep the source item's rule), never shown to node code (D9). Not exported from the package.
+ */
+export function itemRuleOf(handle: BackpackHandle, key: string): BackpackItem['accessControl'] {
+  return ruleOf(handle, key);
 }
 
 /**

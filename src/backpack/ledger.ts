@@ -180,7 +180,11 @@ export class Ledger implements HandleOps {
 
   getItem(actor: Actor, key: string): BackpackItem | undefined {
     const item = this.readable(actor, key);
-    return item === undefined ? undefined : this.state.publicItem(item);
+    return item === undefined ? undefined : this.state.publicItem(item, actor === OWNER);
+  }
+
+  itemRule(actor: Actor, key: string): BackpackItem['accessControl'] {
+    return this.readable(actor, key)?.acl;
   }
 
   keys(actor: Actor): string[] {
@@ -199,7 +203,7 @@ export class Ledger implements HandleOps {
   }
 
   getItemsByNamespace(actor: Actor, pattern: string): BackpackItem[] {
-    return this.#itemsByNamespace(actor, pattern).map((item) => this.state.publicItem(item));
+    return this.#itemsByNamespace(actor, pattern).map((item) => this.state.publicItem(item, actor === OWNER));
   }
 
   register(node: NodeRegistration, parent: Actor): Actor {

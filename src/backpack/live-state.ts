@@ -62,8 +62,11 @@ export class LiveState implements State {
     return copyStoredValue(item.key, this.storedValueOf(item));
   }
 
-  /** The public, frozen form of an item. */
-  publicItem(item: Commit): BackpackItem {
+  /**
+   * The public, frozen form of an item; with `withRule` false, without its item rule (`accessControl`): a node
+   * never sees who else an item rule lets read or write (D9).
+   */
+  publicItem(item: Commit, withRule = true): BackpackItem {
     const out: BackpackItem = {
       key: item.key,
       value: this.valueOf(item),
@@ -76,7 +79,7 @@ export class LiveState implements State {
         tags: item.tags,
       }),
     };
-    if (item.acl) out.accessControl = item.acl;
+    if (item.acl && withRule) out.accessControl = item.acl;
     return Object.freeze(out);
   }
 

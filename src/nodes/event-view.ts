@@ -2,9 +2,11 @@
  * The event stream as one node sees it (DESIGN D6, D12). A node reads events through this view only: it shows the
  * node's own events and those of nodes inside it, the flow's lifecycle and route events, and Backpack events of
  * keys the node may read now; never another node's payloads that may quote state (model, tool, memory, checkpoint,
- * error events), never a denial by an item rule (to the node such a key is missing), and never a value summary (a
- * `backpack.packed` event is judged by the key's item now, which may not be the item the event was about). A node
- * emits through it in its own name (see {@link NodeEventView.emit}, the one gate for events node code emits).
+ * error events), never a denial by an item rule (to the node such a key is missing), and never what a Backpack event
+ * says of an item the node may not have been able to read (a value summary; the tags of another version; another
+ * node's quarantine reason: see {@link NodeEventView}'s `#seen`). Every event it hands out is a copy of the node's
+ * own. A node emits through it in its own name (see {@link NodeEventView.emit}, the one gate for events node code
+ * emits).
  */
 import type { BackpackHandle } from '../backpack/index.js';
 import { compileNamespacePattern } from '../backpack/patterns.js';
@@ -66,8 +68,10 @@ export class NodeEventView {
       case 'backpack.unpacked':
         return event.payload.found === true && this.#mayRead(event.payload.key);
       case 'backpack.packed':
-      case 'backpack.quarantined':
         return this.#mayRead(event.payload.key);
+      case 'backpack.quarantined':
+        // Its own quarantines too: the item is no longer active, and the reason is the node's own text.
+        return own || this.#mayRead(event.payload.key);
       default:
         return own || LIFECYCLE.has(event.type);
     }
@@ -143,8 +147,30 @@ export class NodeEventView {
   getHistory(filter: HistoryFilter = {}): StreamEvent[] {
     if (filter.namespace !== undefined) compileNamespacePattern(filter.namespace);
     const out: StreamEvent[] = [];
-    for (const event of this.#streamer.getHistory(filter)) if (this.visible(event)) out.push(seen(event));
+    for (const event of this.#streamer.getHistory(filter)) if (this.visible(event)) out.push(this.#seen(event));
     return out;
+  }
+
+  /**
+   * A visible event as this node sees it: a copy of its own (events/snapshot.ts: the object the owner, the history
+   * and the run's log hold is never handed to node code). Visibility of Backpack events is judged by the key's item
+   * now, and the item an older event was about may be one the node may not read (a value a later pack replaced, an
+   * item under an item rule, a quarantined one): so a `backpack.packed` event never carries its `valueSummary`, and its
+   * `tags` only when it is about the version the node reads now; a `backpack.quarantined` event carries its `reason`
+   * (free text, which may quote the item) only when this node (or one inside it) quarantined it.
+   */
+  #seen(event: StreamEvent): StreamEvent {
+    if (event.type === 'backpack.packed') {
+      const { valueSummary: _summary, tags, ...payload } = event.payload as Record<string, unknown>;
+      const current = this.#handle().getItem(String(event.payload.key));
+      const sameVersion = current !== undefined && current.metadata.version === event.payload.version;
+      return snapshot({ ...event, payload: sameVersion && tags !== undefined ? { ...payload, tags } : payload });
+    }
+    if (event.type === 'backpack.quarantined' && !ownOrInside(this.#namespace, event.namespace)) {
+      const { reason: _reason, ...payload } = event.payload as Record<string, unknown>;
+      return snapshot({ ...event, payload });
+    }
+    return snapshot(event);
   }
 
   /**
@@ -158,22 +184,10 @@ export class NodeEventView {
     const own = running?.node === this.#node ? running : undefined;
     return (event) => {
       if (!this.visible(event)) return undefined;
-      const shown = seen(event);
+      const shown = this.#seen(event);
       return own === undefined ? currentExecution.exit(() => handler(shown)) : currentExecution.run(own, () => handler(shown));
     };
   }
-}
-
-/**
- * A visible event as a node sees it: a copy of its own (events/snapshot.ts: the object the owner, the history and the
- * run's log hold is never handed to node code), and a `backpack.packed` event without its `valueSummary`.
- * Visibility is judged by the key's item now, and the item an older event was about may be one the node may not read
- * (a value a later pack replaced): its summary would quote it.
- */
-function seen(event: StreamEvent): StreamEvent {
-  if (event.type !== 'backpack.packed' || !('valueSummary' in event.payload)) return snapshot(event);
-  const { valueSummary: _dropped, ...payload } = event.payload;
-  return snapshot({ ...event, payload });
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).

@@ -1,6 +1,6 @@
 import { Backpack, BackpackHandle, type BackpackOptions } from '../backpack/index.js';
 import { nodeRegistrar } from '../backpack/backpack.js';
-import { sameNode, type NodeRegistrar, type RegisteredNode } from '../backpack/handle.js';
+import { itemRuleOf, sameNode, type NodeRegistrar, type RegisteredNode } from '../backpack/handle.js';
 import type { ReservedNodes } from '../backpack/registry.js';
 import { EventStreamer, StreamEventType, newRunId, newSpanId } from '../events/index.js';
 import {
@@ -750,7 +750,7 @@ export class Flow extends BaseFlow<any> {
     const copies = Object.entries(mappings).map(([source, target]) => {
       try {
         const value = actor.unpackRequired(source);
-        return { source, target, value, accessControl: actor.getItem(source)?.accessControl };
+        return { source, target, value, accessControl: actor instanceof BackpackHandle ? itemRuleOf(actor, source) : actor.getItem(source)?.accessControl };
       } catch (error) {
         throw new FlowError(`${route} maps '${source}' to '${target}', but ${who} cannot read '${source}': ${(error as Error).message}`, { cause: error });
       }
