@@ -2,14 +2,17 @@
  * Secret-named keys: whether an object key (or a Map key, or the `key` of a Backpack event) names a secret.
  *
  * The key is split into words (camelCase, snake_case, kebab-case). It names a secret when its last word is `token`,
- * `secret`, `password`, `passwd`, `pw`, `passphrase`, `credential(s)`, `authorization`, `apikey` or `cookie`, or when it
- * ends with `key` after another word (`apiKey`, `OPENAI_API_KEY`, `privateKey`), except structural keys
- * (`sessionKey`, `cacheKey`, ...); a last word ending in `password` or `passwd` (`PGPASSWORD`), or `pass` or `pwd`
- * after another word (`DB_PASS`, `MYSQL_PWD`; a bare `pwd` is a directory). A bare `key`, `keys`, `keywords`,
- * `tokens`, `tokenUsage` or `maxTokens` is not
- * a secret name. Nor is `auth`: it holds credentials in some configs (`auth: { user, pass }`, whose `pass` is blanked)
- * and settings in others (`auth: 'none'`, `auth: { type: 'oauth' }`), and a flow param named so would be masked in
- * every recorded flow; its values are still checked against the catalogue (Bearer tokens, keys, URLs with a password).
+ * `secret`, `password`, `passwd`, `pw`, `passphrase`, `credential`, `authorization`, `apikey` or `cookie`, or the
+ * plural of one (`secrets`, `passwords`, `API_KEYS`, `cookies`), or when it ends with `key` or `keys` after another
+ * word (`apiKey`, `OPENAI_API_KEY`, `privateKeys`), except structural keys (`sessionKey`, `cacheKey`, `sortKeys`,
+ * `requiredKeys`, ...), or with `tokens` after another word (`accessTokens`, `githubTokens`) except counts and
+ * settings of a model's tokens (`maxTokens`, `inputTokens`, `cache_read_input_tokens`, `stopTokens`, ...); a last
+ * word ending in `password` or `passwd` (`PGPASSWORD`), or `pass` or `pwd` after another word (`DB_PASS`,
+ * `MYSQL_PWD`; a bare `pwd` is a directory). A bare `key`, `keys`, `keywords`, `tokens`, `tokenUsage` or `maxTokens`
+ * is not a secret name. Nor is `auth`: it holds credentials in some configs (`auth: { user, pass }`, whose `pass` is
+ * blanked) and settings in others (`auth: 'none'`, `auth: { type: 'oauth' }`), and a flow param named so would be
+ * masked in every recorded flow; its values are still checked against the catalogue (Bearer tokens, keys, URLs with a
+ * password), and a base64 `user:password` under it is blanked by the redactor.
  * Users add names of their own ({@link SecretKeyMatcher}).
  */
 
@@ -26,9 +29,16 @@ const SECRET_LAST_WORDS = new Set([
   'authorization',
   'apikey',
   'cookie',
+  // Their plurals: a list or a map of secrets (`secrets: { db: … }`, `passwords: […]`). Not `tokens` (see below).
+  'secrets',
+  'passwords',
+  'passwds',
+  'passphrases',
+  'apikeys',
+  'cookies',
 ]);
 
-/** Words before `key` that make it a structural key, not a secret. */
+/** Words before `key` or `keys` that make it a structural key, not a secret. */
 const STRUCTURAL_KEY_PREFIXES = new Set([
   'session',
   'cache',
@@ -63,6 +73,114 @@ const STRUCTURAL_KEY_PREFIXES = new Set([
   'value',
   'react',
   'query',
+  // CloudFormation's `{ ParameterKey, ParameterValue }`: the name of a parameter (its value is blanked when the name
+  // is secret-named, see the redactor's records that name their value).
+  'parameter',
+]);
+
+/**
+ * Words before `keys` (not `key`) that make it a list of key names, not of secrets: `requiredKeys`, `omitKeys`,
+ * `headerKeys`, `translationKeys`, `hotkeys`.
+ */
+const STRUCTURAL_KEYS_PREFIXES = new Set([
+  'required',
+  'optional',
+  'allowed',
+  'known',
+  'unknown',
+  'extra',
+  'missing',
+  'omit',
+  'omitted',
+  'pick',
+  'picked',
+  'only',
+  'all',
+  'excluded',
+  'exclude',
+  'included',
+  'include',
+  'ignored',
+  'ignore',
+  'changed',
+  'dirty',
+  'sorted',
+  'ordered',
+  'valid',
+  'invalid',
+  'data',
+  'dict',
+  'record',
+  'entry',
+  'field',
+  'property',
+  'prop',
+  'attribute',
+  'attr',
+  'header',
+  'json',
+  'env',
+  'config',
+  'translation',
+  'i18n',
+  'locale',
+  'message',
+  'hot',
+  'shortcut',
+  'keyboard',
+  'nested',
+  'top',
+  'own',
+]);
+
+/**
+ * Words before `tokens` that make it a count or a setting of a model's tokens (`maxTokens`, `max_new_tokens`,
+ * `inputTokens`, `cache_read_input_tokens`, `accepted_prediction_tokens`, `thinking.budget_tokens`,
+ * `x-ratelimit-remaining-tokens`) or a tokenizer's (`stopTokens`, `special_tokens`), not a list of credentials.
+ */
+const TOKEN_COUNT_PREFIXES = new Set([
+  'max',
+  'min',
+  'new',
+  'num',
+  'n',
+  'input',
+  'output',
+  'total',
+  'prompt',
+  'completion',
+  'reasoning',
+  'cached',
+  'cache',
+  'read',
+  'write',
+  'creation',
+  'text',
+  'audio',
+  'image',
+  'video',
+  'tool',
+  'budget',
+  'thinking',
+  'used',
+  'remaining',
+  'limit',
+  'context',
+  'estimated',
+  'prediction',
+  'generated',
+  'billed',
+  'request',
+  'response',
+  'batch',
+  'special',
+  'stop',
+  'added',
+  'bos',
+  'eos',
+  'pad',
+  'unk',
+  'design',
 ]);
 
 function words(key: string): string[] {
@@ -89,7 +207,11 @@ function isBuiltInSecretKey(key: string): boolean {
   // A password run into the word before it: `PGPASSWORD`, `MYSQL_ROOTPASSWORD`.
   if (last.endsWith('password') || last.endsWith('passwd')) return true;
   if (QUALIFIED_SECRET_LAST_WORDS.has(last) && parts.length > 1) return true;
-  if (last === 'key' && parts.length > 1) return !STRUCTURAL_KEY_PREFIXES.has(parts[parts.length - 2]!);
+  if (parts.length < 2) return false;
+  const before = parts[parts.length - 2]!;
+  if (last === 'key') return !STRUCTURAL_KEY_PREFIXES.has(before);
+  if (last === 'keys') return !STRUCTURAL_KEY_PREFIXES.has(before) && !STRUCTURAL_KEYS_PREFIXES.has(before);
+  if (last === 'tokens') return !TOKEN_COUNT_PREFIXES.has(before);
   return false;
 }
 

@@ -66,6 +66,13 @@ const ASSIGNED_NAME = String.raw`(?:[a-z0-9_][a-z0-9_.-]*?)?(?:secret|password|p
 const URL_PASSWORD =
   /:\/\/[^\s:@/?#"'`[\]\\]*:(?!\d{1,5}(?:[/?#\\]|$))(?<secret>(?:[^\s"'`\\]|\\(?!["'])){1,256})@(?=[^\s"'`@/?#\\]{0,255}(?:[\s"'`/?#\\]|$))/g;
 
+/**
+ * The shortest match of the netrc pattern: `machine h login u password p`. Such text may hold no upper-case letter,
+ * `_`, `-`, `:` or `=` (which every other pattern's matches hold): the redactor looks for `password` in text this long
+ * that has none of them.
+ */
+export const NETRC_MIN_LENGTH = 28;
+
 /** The default catalogue, in the order the patterns are applied. */
 export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
   {
@@ -74,6 +81,29 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
     regex: /-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|$)/g,
     gate: /PRIVATE KEY/,
     minLength: 20,
+  },
+  {
+    id: 'private-key-base64',
+    source: 'gitleaks:private-key, secretlint:privatekey, in base64 (kubeconfig client-key-data, Kubernetes and Helm secrets, CI variables)',
+    // The base64 of a PEM file that starts with the header of a private key (the kinds the private-key pattern takes
+    // in clear text: plain, RSA, EC, DSA, OpenSSH, encrypted, PGP), to the end of the base64 and of the lines that
+    // continue it when it is wrapped (each line starting with 16 or more base64 characters; the short last line of
+    // a wrapped PEM is the base64 of its END line). A certificate
+    // (`certificate-authority-data`, `LS0tLS1CRUdJTiBDRVJU…`) is public and kept; so is any other base64.
+    regex:
+      /(?<![A-Za-z0-9+/=])LS0tLS1CRUdJTiB(?:QUklWQVRFIEtF|SU0EgUFJJVkFURSBL|FQyBQUklWQVRFIEtF|EU0EgUFJJVkFURSBL|PUEVOU1NIIFBSSVZBVEUgS0VZ|FTkNSWVBURUQgUFJJVkFURSBL|QR1AgUFJJVkFURSBL)[A-Za-z0-9+/]*={0,2}(?:\r?\n[ \t]*[A-Za-z0-9+/]{16,}={0,2})*/g,
+    gate: /LS0tLS1CRUdJTiB/,
+    // The shortest match: `LS0tLS1CRUdJTiBQUklWQVRFIEtF` (28).
+    minLength: 28,
+  },
+  {
+    id: 'netrc-password',
+    source: 'the password of a .netrc entry (curl, git, ftp): `machine <host> login <user> password <secret>`',
+    // Only after `machine <host>` and at least one `login`, `account` or `port` entry, so that prose with the word
+    // password in it is left alone. A quoted password may hold blanks.
+    regex: /(?<![A-Za-z0-9])machine\s+\S+(?:\s+(?:login|account|port)\s+\S+)+\s+password\s+(?<secret>"(?:[^"\\]|\\.)*"|\S+)/g,
+    gate: /machine/,
+    minLength: NETRC_MIN_LENGTH,
   },
   {
     id: 'url-password',
@@ -187,8 +217,9 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
     id: 'secret-assignment',
     source: 'gitleaks:generic-api-key (keyword = value), secretlint:aws (AWS_SECRET_ACCESS_KEY = ...)',
     // The quotes may be escaped, at any depth (`{\"password\":\"...\"}`, JSON quoted inside a string, and that
-    // quoted again); the value stops at a quote, escaped or not, and holds any other backslash.
-    regex: new RegExp(String.raw`\b${ASSIGNED_NAME}(?:\\*["'])?[ \t]*(?:=|:|=>)[ \t]*(?:\\*["'])?(?<secret>(?:[^\s"'\`,;&\\]|\\+(?![\\"'])){3,})`, 'gi'),
+    // quoted again); the value stops at a quote, escaped or not, and holds any other backslash. A value that is a
+    // structure (`credentials: {user: …}`) is left to the redactor's named pass, which replaces each of its scalars.
+    regex: new RegExp(String.raw`\b${ASSIGNED_NAME}(?:\\*["'])?[ \t]*(?:=|:|=>)[ \t]*(?:\\*["'])?(?<secret>(?![{[])(?:[^\s"'\`,;&\\]|\\+(?![\\"'])){3,})`, 'gi'),
     gate: /secret|passw|pwd|token|api_?key|access_?key|private_?key|credential/,
     // The shortest match: `pwd=abc` (7).
     minLength: 7,

@@ -26,8 +26,10 @@
  */
 import { LiteralSet } from './literal-set.js';
 import { redactYamlBlockValues } from './yaml-values.js';
+import { NAMED_PAIR, blankStructure } from './text-structures.js';
 import { SecretKeyMatcher } from './keys.js';
-import { DEFAULT_SECRET_PATTERNS, TRUNCATED_SECRET_TAIL, type SecretPattern } from './patterns.js';
+import { isBasicCredential } from './basic-credential.js';
+import { DEFAULT_SECRET_PATTERNS, NETRC_MIN_LENGTH, TRUNCATED_SECRET_TAIL, type SecretPattern } from './patterns.js';
 
 /** What replaces a secret. */
 export const REDACTED = '[REDACTED]';
@@ -53,7 +55,7 @@ export interface RedactionResult<T> {
 }
 
 /**
- * A character every built-in pattern's match holds: an upper-case letter (`AKIA`, `AIza`, `eyJ`, `Bearer`, `-----BEGIN`,
+ * A character every built-in pattern's match but a netrc entry's holds: an upper-case letter (`AKIA`, `AIza`, `eyJ`, `Bearer`, `-----BEGIN`,
  * the AWS secret key's mixed case), or `_`, `-`, `:` or `=` (`sk-`, `ghp_`, `xoxb-`, `://`, `name=value`, `name: value`).
  */
 const MAY_HOLD_SECRET = /[A-Z_:=-]/;
@@ -90,6 +92,14 @@ function mayHoldShortSecret(text: string): boolean {
   return SHORT_GATE.test(text) && (SHORT_SECRET_CHAR.test(text) || text.includes('xox') || text.includes('xapp'));
 }
 
+/**
+ * Whether `text`, which holds none of {@link MAY_HOLD_SECRET}'s characters, may hold a netrc entry's password (the
+ * one pattern whose matches need none of them): it is long enough and holds `password`.
+ */
+function mayHoldNetrcPassword(text: string): boolean {
+  return text.length >= NETRC_MIN_LENGTH && text.includes('password');
+}
+
 /** Byte arrays holding text are scanned; one with a NUL byte in its first this many bytes is binary data. */
 const TEXT_PROBE_BYTES = 8000;
 /** The encoded typed arrays (`{ "$bp": "typed", t, v }`) whose text is scanned: those of one-byte elements. */
@@ -98,8 +108,33 @@ const BYTE_ARRAY_TYPES = new Set(['Uint8Array', 'Uint8ClampedArray', 'Int8Array'
 const BLANK_BYTES = Buffer.from(REDACTED, 'latin1').toString('base64');
 const DATE_TO_JSON = Date.prototype.toJSON;
 
-/** Fields of an entry named by its `key` field that hold (a summary of) the value. */
-const VALUE_FIELDS = new Set(['value', 'valueSummary', 'previousValue', 'newValue', 'summary']);
+/**
+ * Records that name their value in a field of their own: per field that holds (a summary of) the value, the fields
+ * that may name it. A Backpack event names its value in `key` (`{ key: 'password', valueSummary }`); a Kubernetes or
+ * ECS env entry, a HAR or fetch header, an Azure app setting in `name` (`{ name: 'OPENAI_API_KEY', value }`); AWS in
+ * `Name` or `Key` (`{ Name, Value }`: SSM parameters, tags); CloudFormation in `ParameterKey`. When one of the naming
+ * fields holds a secret-named string, the value field is blanked; a record without such a pair is walked as any other.
+ */
+const VALUE_FIELDS: ReadonlyMap<string, readonly string[]> = new Map([
+  ['value', ['key', 'name', 'header']],
+  ['valueSummary', ['key']],
+  ['previousValue', ['key']],
+  ['newValue', ['key']],
+  ['summary', ['key']],
+  ['Value', ['Name', 'Key']],
+  ['ParameterValue', ['ParameterKey']],
+]);
+
+/** What an object key is to the walk ({@link Redactor.keyKind}): any other key. */
+const PLAIN_KEY = 0;
+/** A secret-named key: everything under it is blanked. */
+const SECRET_KEY = 1;
+/** `auth`: a base64 `user:password` under it is blanked ({@link isBasicCredential}). */
+const AUTH_KEY = 2;
+/** A value field of {@link VALUE_FIELDS}: the index of its naming fields in {@link NAMING_FIELDS}, plus this. */
+const VALUE_KEY = 3;
+const NAMING_FIELDS = [...VALUE_FIELDS.values()];
+const VALUE_FIELD_KINDS = new Map([...VALUE_FIELDS.keys()].map((field, i) => [field, VALUE_KEY + i]));
 /** Deeper than this, a value is refused rather than written unchecked. */
 const MAX_DEPTH = 5000;
 
@@ -223,15 +258,21 @@ function replaceMatches(text: string, pattern: CompiledPattern): string {
 }
 
 /**
+ * Where a quoted value may end without its closing quote: at the `…` that ends a text cut short by a summary
+ * (`{user: "bob", password: "correct horse …`), so that the words after the first are replaced too.
+ */
+const CUT = '(?=…$)';
+/**
  * The value of a named field in text: a string in double quotes (JSON escapes allowed), in escaped double quotes at
  * any depth (`\"...\"`, JSON quoted inside a string, `\\\"...\\\"` that quoted again; the quotes escaped deeper inside
  * it are part of it), in single quotes, or a run of characters up to a blank or separator (not starting with a
- * backslash). Groups: double, the escape (number `escape` of the whole pattern: a numbered group, as a named one
+ * backslash, `{` or `[`: a structure is {@link blankStructure}'s). A quoted value whose closing quote a summary cut off
+ * runs to the `…` that ends the text. Groups: double, the escape (number `escape` of the whole pattern: a numbered group, as a named one
  * costs an object per match), escaped, single, bare.
  */
 function namedValue(escape: number): string {
   const same = `\\${escape}`;
-  return String.raw`(?:"((?:[^"\\]|\\.)*)"|(\\+)"((?:[^"\\]|\\+(?![\\"])|${same}\\+")*?)${same}"|'([^']*)'|([^\s"'\`,;&}\])\\][^\s"'\`,;&}\])]*))`;
+  return String.raw`(?:"((?:[^"\\]|\\.)*)(?:"|${CUT})|(\\+)"((?:[^"\\]|\\+(?![\\"])|${same}\\+")*?)(?:${same}"|${CUT})|'([^']*)(?:'|${CUT})|([^\s"'\`,;&}\])\\{\[][^\s"'\`,;&}\])]*))`;
 }
 /**
  * `name: value`, `name = value`, `name => value`, the name optionally quoted (`"name"`, `'name'`, `\"name\"`): see
@@ -239,6 +280,10 @@ function namedValue(escape: number): string {
  * backslash.
  */
 const NAMED_ASSIGNMENT = new RegExp(String.raw`(?<![\w$.\\-])(\\*["']|)([A-Za-z_$][\w$.-]*)\1[ \t]*(?:=>|=|:)[ \t]*${namedValue(4)}`, 'g');
+/** A named field whose value is a structure (`secrets: {`, `"passwords": [`): see {@link blankStructure}. */
+const NAMED_STRUCTURE = new RegExp(String.raw`(?<![\w$.\\-])(\\*["']|)([A-Za-z_$][\w$.-]*)\1[ \t]*(?:=>|=|:)[ \t]*(?=[{[])`, 'g');
+/** A value as {@link NAMED_ASSIGNMENT} reads it, at a given place (the value of a {@link NAMED_PAIR}). */
+const VALUE_AT = new RegExp(namedValue(2), 'y');
 /**
  * A command-line option and its value: `--name value`, `--name=value`, `-name value` (Go's flags). A value starting
  * with `-` is the next option. One-letter options are left alone: `-p` is a password to mysql but a port to ssh and
@@ -268,8 +313,11 @@ export function isSecretOptionValue(previous: unknown, item: unknown, isSecretNa
 }
 /** The marker as a bare value reads it (up to its closing bracket). */
 const REDACTED_BARE = REDACTED.slice(0, -1);
-/** Every built-in secret name holds one of these (see redact/keys.ts); a text without any has no named secret. */
-const NAMED_GATE = /key|secret|pass|pw|token|cookie|credential|authorization/i;
+/**
+ * Every built-in secret name holds one of these (see redact/keys.ts), and so does `auth` (a base64 `user:password`
+ * under it is replaced); a text without any has no named secret.
+ */
+const NAMED_GATE = /key|secret|pass|pw|token|cookie|credential|auth/i;
 /** {@link NAMED_GATE} as a table walk (see literal-set.ts). */
 const NAMED_GATE_SET = LiteralSet.of([NAMED_GATE.source])!;
 /** A character every named field holds: the mark of an assignment or the dash of an option. */
@@ -278,6 +326,11 @@ const ASSIGNMENT_MARK = /[:=-]/;
 const ASSIGNMENT_MARKS = /[:=]/g;
 /** What may stand between a name and its mark besides blanks: its closing quote, escaped at any depth. */
 const QUOTING = new Set([0x22, 0x27, 0x5c]);
+
+/** Whether `name` is `auth` in any case (see {@link isBasicCredential}). */
+function isAuthName(name: string): boolean {
+  return name.length === 4 && name.toLowerCase() === 'auth';
+}
 
 /** A character of a name in {@link NAMED_ASSIGNMENT}: `[\w$.-]`. */
 function isNameChar(c: number): boolean {
@@ -333,8 +386,9 @@ export class Redactor {
   private mayHoldSecret(text: string): boolean {
     if (text.length < this.minLength) return false;
     if (this.userPatterns > 0) return true;
-    // Every built-in pattern needs one of these characters; most text of a run (summaries, ids) has none.
-    if (text.length < SHORT_TEXT ? mayHoldShortSecret(text) : MAY_HOLD_SECRET.test(text)) return true;
+    // Every built-in pattern needs one of these characters, but a netrc entry's (`machine h login u password p`);
+    // most text of a run (summaries, ids) has none, nor `password`.
+    if (text.length < SHORT_TEXT ? mayHoldShortSecret(text) : MAY_HOLD_SECRET.test(text) || mayHoldNetrcPassword(text)) return true;
     return text.charCodeAt(text.length - 1) === 0x2026 && MAY_START_SECRET.test(lastWord(text));
   }
 
@@ -382,7 +436,9 @@ export class Redactor {
    * where the catalogue's own assignment pattern knows fewer names than the key rule.
    */
   private redactNamed(text: string): string {
-    const out = this.mayReplaceAssigned(text) ? this.replaceAssigned(text) : text;
+    let out = this.mayReplaceAssigned(text) ? this.replaceAssigned(text) : text;
+    // A record naming its value in another field (`name: "DB_PASSWORD", value: …`): its own name is no secret.
+    if (out.includes('alue')) out = this.replacePairs(out);
     if (!out.includes('-')) return out;
     NAMED_OPTION.lastIndex = 0;
     return out.replace(NAMED_OPTION, (match: string, name: string, double?: string, _escape?: string, escaped?: string, single?: string, bare?: string) =>
@@ -390,12 +446,72 @@ export class Redactor {
     );
   }
 
-  /** The `name: value` pass of {@link redactNamed}. */
+  /**
+   * The `name: value` pass of {@link redactNamed}: a secret-named field's value (every scalar of it when it is a
+   * structure); under `auth`, a base64 `user:password` too.
+   */
   private replaceAssigned(text: string): string {
+    const structured = text.includes('{') || text.includes('[') ? this.blankNamedStructures(text) : text;
     NAMED_ASSIGNMENT.lastIndex = 0;
-    return text.replace(NAMED_ASSIGNMENT, (match: string, _quote: string, name: string, double?: string, _escape?: string, escaped?: string, single?: string, bare?: string) =>
-      this.namedValueReplaced(match, name, double ?? escaped ?? single ?? bare ?? ''),
-    );
+    return structured.replace(NAMED_ASSIGNMENT, (match: string, _quote: string, name: string, double?: string, _escape?: string, escaped?: string, single?: string, bare?: string) => {
+      const value = double ?? escaped ?? single ?? bare ?? '';
+      return this.namedValueReplaced(match, name, value, this.keys.isSecretKey(name) || (isAuthName(name) && isBasicCredential(value)));
+    });
+  }
+
+  /** `text` with every scalar of the structure a secret-named field holds replaced ({@link blankStructure}). */
+  private blankNamedStructures(text: string): string {
+    let out = '';
+    let from = 0;
+    NAMED_STRUCTURE.lastIndex = 0;
+    for (let m = NAMED_STRUCTURE.exec(text); m !== null; m = NAMED_STRUCTURE.exec(text)) {
+      const at = m.index + m[0].length;
+      if (!this.keys.isSecretKey(m[2]!) || text.startsWith(REDACTED, at)) continue;
+      const blanked = blankStructure(text, at, REDACTED);
+      out += text.slice(from, at) + blanked.text;
+      from = blanked.end;
+      NAMED_STRUCTURE.lastIndex = blanked.end;
+    }
+    return from === 0 ? text : out + text.slice(from);
+  }
+
+  /**
+   * `text` with the value of every record that names it in another field with a secret name replaced
+   * (`{name: "DB_PASSWORD", value: "…"}`, see {@link NAMED_PAIR} and {@link VALUE_FIELDS}).
+   */
+  private replacePairs(text: string): string {
+    let out = '';
+    let from = 0;
+    NAMED_PAIR.lastIndex = 0;
+    for (let m = NAMED_PAIR.exec(text); m !== null; m = NAMED_PAIR.exec(text)) {
+      const [whole, nameField, name, valueField] = m as unknown as [string, string, string, string];
+      if (!VALUE_FIELDS.get(valueField)!.includes(nameField) || !this.keys.isSecretKey(name)) continue;
+      const at = m.index + whole.length;
+      let replaced: string;
+      let end: number;
+      const c = text.charCodeAt(at);
+      if (c === 0x7b || c === 0x5b) {
+        if (text.startsWith(REDACTED, at)) continue;
+        ({ text: replaced, end } = blankStructure(text, at, REDACTED));
+      } else {
+        VALUE_AT.lastIndex = at;
+        const v = VALUE_AT.exec(text);
+        const value = v === null ? '' : (v[1] ?? v[3] ?? v[4] ?? v[5] ?? '');
+        if (value === '' || value === REDACTED || value === REDACTED_BARE) continue;
+        const k = v![0].lastIndexOf(value);
+        replaced = `${v![0].slice(0, k)}${REDACTED}${v![0].slice(k + value.length)}`;
+        end = at + v![0].length;
+      }
+      out += text.slice(from, at) + replaced;
+      from = end;
+      NAMED_PAIR.lastIndex = end;
+    }
+    return from === 0 ? text : out + text.slice(from);
+  }
+
+  /** Whether `name` is secret-named or `auth` (whose value {@link replaceAssigned} replaces when it is a credential). */
+  private namesSecretOrAuth(name: string): boolean {
+    return this.keys.isSecretKey(name) || isAuthName(name);
   }
 
   /**
@@ -414,7 +530,7 @@ export class Redactor {
       while (end > 0 && QUOTING.has(text.charCodeAt(end - 1))) end--;
       let start = end;
       while (start > 0 && isNameChar(text.charCodeAt(start - 1))) start--;
-      if (start < end && this.keys.isSecretKey(text.slice(start, end))) return true;
+      if (start < end && this.namesSecretOrAuth(text.slice(start, end))) return true;
     }
     return false;
   }
@@ -571,7 +687,6 @@ export class Redactor {
    * checked for secret-looking text.
    */
   private walkObject(record: Record<string, unknown>, depth: number, blank: boolean): unknown {
-    const namesSecret = !blank && typeof record['key'] === 'string' && this.keys.isSecretKey(record['key']);
     let out: Record<string, unknown> | undefined;
     let index = 0;
     for (const key in record) {
@@ -582,9 +697,13 @@ export class Redactor {
       }
       let next: unknown;
       if (blank) next = this.blank(item, depth + 1, key);
-      else if (this.keys.isSecretKey(key)) next = this.secretEntry(item, depth + 1, key);
-      else if (namesSecret && VALUE_FIELDS.has(key)) next = this.blank(item, depth + 1, key);
-      else next = this.walk(item, depth + 1, key);
+      else {
+        const kind = this.keyKind(key);
+        if (kind === PLAIN_KEY) next = this.walk(item, depth + 1, key);
+        else if (kind === SECRET_KEY) next = this.secretEntry(item, depth + 1, key);
+        else if (kind === AUTH_KEY) next = typeof item === 'string' && isBasicCredential(item) ? this.replaced(item, REDACTED) : this.walk(item, depth + 1, key);
+        else next = this.namedBySibling(record, kind) ? this.blank(item, depth + 1, key) : this.walk(item, depth + 1, key);
+      }
       const nextKey = this.replaced(key, this.redactKey(key));
       if (out === undefined && (next !== item || nextKey !== key)) {
         out = {};
@@ -598,6 +717,32 @@ export class Redactor {
       index++;
     }
     return out ?? record;
+  }
+
+  /** {@link keyKind} of the object keys seen, which repeat from event to event. */
+  private readonly keyKinds = new Map<string, number>();
+
+  /**
+   * What `key`, an object key, is to the walk: secret-named ({@link SECRET_KEY}), `auth` ({@link AUTH_KEY}), a value
+   * field of a record that may name its value in another field ({@link VALUE_FIELDS}), or any other ({@link PLAIN_KEY}).
+   * Cached: one lookup per key, as the key rule's own verdicts are.
+   */
+  private keyKind(key: string): number {
+    let kind = this.keyKinds.get(key);
+    if (kind === undefined) {
+      kind = this.keys.isSecretKey(key) ? SECRET_KEY : isAuthName(key) ? AUTH_KEY : (VALUE_FIELD_KINDS.get(key) ?? PLAIN_KEY);
+      if (this.keyKinds.size < 10_000) this.keyKinds.set(key, kind);
+    }
+    return kind;
+  }
+
+  /** Whether a field of `record` that may name its value field (of kind `kind`) holds a secret-named string. */
+  private namedBySibling(record: Record<string, unknown>, kind: number): boolean {
+    for (const field of NAMING_FIELDS[kind - VALUE_KEY]!) {
+      const name = record[field];
+      if (typeof name === 'string' && this.keys.isSecretKey(name)) return true;
+    }
+    return false;
   }
 
   /** {@link redactText} of an object key, cached. */

@@ -37,9 +37,10 @@ const after = fc.oneof(
 
 /**
  * Joiners that belong to a format's own alphabet, so the secret and its neighbour are one token of another shape: the
- * AWS secret key is exactly 40 characters of `[A-Za-z0-9/+]` (`=` is base64 padding); `/abc` after it makes 44.
+ * AWS secret key is exactly 40 characters of `[A-Za-z0-9/+]` (`=` is base64 padding); `/abc` after it makes 44. So is a
+ * private key in base64.
  */
-const PART_OF: Record<string, string> = { 'pattern aws-secret-access-key': '/+=' };
+const PART_OF: Record<string, string> = { 'pattern aws-secret-access-key': '/+=', 'pattern private-key-base64': '/+=' };
 
 /** The secret part of a standalone token of `format`: its `secret` group or the whole match; undefined when it is not one. */
 function secretOf(token: string, format: (typeof CATALOGUE_CASES)[number]): string | undefined {
