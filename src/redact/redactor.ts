@@ -138,6 +138,61 @@ const VALUE_FIELD_KINDS = new Map([...VALUE_FIELDS.keys()].map((field, i) => [fi
 /** Deeper than this, a value is refused rather than written unchecked. */
 const MAX_DEPTH = 5000;
 
+/** A JSON Schema's `$schema` (json-schema.org's dialects: drafts 4 to 2020-12). */
+const JSON_SCHEMA_DIALECT = /^https?:\/\/json-schema\.org\//;
+/** JSON Schema keywords whose value maps names (field names, definition names) to subschemas. */
+const SCHEMA_NAMED_SUBSCHEMAS: ReadonlySet<string> = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
+/** JSON Schema keywords whose value is a subschema or a list of them. */
+const SCHEMA_SUBSCHEMAS: ReadonlySet<string> = new Set([
+  'items', 'prefixItems', 'additionalItems', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames',
+  'contains', 'not', 'if', 'then', 'else', 'allOf', 'anyOf', 'oneOf',
+]);
+/** JSON Schema keywords that hold data (values an answer may take or is given). */
+const SCHEMA_DATA: ReadonlySet<string> = new Set(['default', 'const', 'enum', 'examples']);
+
+/**
+ * `record` with each value replaced by `value(key, item)` and each key by `keyOf(key)` (a key that then collides
+ * with one already there gets `freeKey`'s), copied only when something changed (as walkObject copies).
+ */
+function mapEntries(
+  record: Record<string, unknown>,
+  value: (key: string, item: unknown) => unknown,
+  keyOf: (key: string) => string = (key) => key,
+  freeKey: (out: Record<string, unknown>, key: string) => string = (_out, key) => key,
+): Record<string, unknown> {
+  let out: Record<string, unknown> | undefined;
+  let index = 0;
+  for (const key in record) {
+    const item = record[key];
+    const next = value(key, item);
+    const nextKey = keyOf(key);
+    if (out === undefined && (next !== item || nextKey !== key)) {
+      out = {};
+      let copied = 0;
+      for (const earlier in record) {
+        if (copied++ === index) break;
+        setOwn(out, earlier, record[earlier]);
+      }
+    }
+    if (out !== undefined) setOwn(out, nextKey === key ? key : freeKey(out, nextKey), next);
+    index++;
+  }
+  return out ?? record;
+}
+
+/** `array` with each element replaced by `map(element)`, copied only when something changed. */
+function mapArray(array: readonly unknown[], map: (element: unknown) => unknown): readonly unknown[] {
+  let out: unknown[] | undefined;
+  for (let i = 0; i < array.length; i++) {
+    const next = map(array[i]);
+    if (next !== array[i]) {
+      out ??= array.slice();
+      out[i] = next;
+    }
+  }
+  return out ?? array;
+}
+
 function tooDeep(): RangeError {
   return new RangeError(`redaction: value nested deeper than ${MAX_DEPTH} levels; it cannot be checked for secrets`);
 }
@@ -687,6 +742,7 @@ export class Redactor {
    * checked for secret-looking text.
    */
   private walkObject(record: Record<string, unknown>, depth: number, blank: boolean): unknown {
+    if (!blank && typeof record['$schema'] === 'string' && JSON_SCHEMA_DIALECT.test(record['$schema'])) return this.walkSchema(record, depth, false);
     let out: Record<string, unknown> | undefined;
     let index = 0;
     for (const key in record) {
@@ -717,6 +773,34 @@ export class Redactor {
       index++;
     }
     return out ?? record;
+  }
+
+  /**
+   * Walks a JSON Schema (an object whose `$schema` names a JSON Schema dialect, as `z.toJSONSchema` writes, and the
+   * subschemas in it): the names under `properties`, `$defs` and the like are field names, not values, so the key
+   * rule does not blank the subschema a secret-named field has (an interrupt asking for `{ password }` must be
+   * answerable after its schema was recorded). In a subschema of a secret-named field (`inSecret`), the keywords
+   * that hold data (`default`, `const`, `enum`, `examples`) are blanked; every other value is walked as usual.
+   */
+  private walkSchema(schema: Record<string, unknown>, depth: number, inSecret: boolean): unknown {
+    if (depth > MAX_DEPTH) throw tooDeep();
+    const sub = (value: unknown, secret: boolean): unknown =>
+      value !== null && typeof value === 'object' && !Array.isArray(value) && isPlainObject(value) ? this.walkSchema(value as Record<string, unknown>, depth + 1, secret) : this.walk(value, depth + 1, '');
+    const keyOf = (key: string): string => this.replaced(key, this.redactKey(key));
+    const freeKey = (out: Record<string, unknown>, key: string): string => this.freeKey(out, key);
+    return mapEntries(
+      schema,
+      (key, item) => {
+        if (SCHEMA_NAMED_SUBSCHEMAS.has(key) && item !== null && typeof item === 'object' && !Array.isArray(item) && isPlainObject(item)) {
+          return mapEntries(item as Record<string, unknown>, (name, subschema) => sub(subschema, inSecret || this.keys.isSecretKey(name)), keyOf, freeKey);
+        }
+        if (SCHEMA_SUBSCHEMAS.has(key)) return Array.isArray(item) ? mapArray(item, (element) => sub(element, inSecret)) : sub(item, inSecret);
+        if (inSecret && SCHEMA_DATA.has(key)) return this.blank(item, depth + 1, key);
+        return this.walk(item, depth + 1, key);
+      },
+      keyOf,
+      freeKey,
+    );
   }
 
   /** {@link keyKind} of the object keys seen, which repeat from event to event. */
