@@ -152,7 +152,9 @@ const SCHEMA_DATA: ReadonlySet<string> = new Set(['default', 'const', 'enum', 'e
 
 /**
  * `record` with each value replaced by `value(key, item)` and each key by `keyOf(key)` (a key that then collides
- * with one already there gets `freeKey`'s), copied only when something changed (as walkObject copies).
+ * with one already there gets `freeKey`'s), copied only when something changed, as walkObject copies. walkObject
+ * keeps its own loop: it walks every object of every step, and through this function it took 1.3-1.5x the time
+ * (6 payloads of a step, 500,000 times, 6 interleaved runs).
  */
 function mapEntries(
   record: Record<string, unknown>,
