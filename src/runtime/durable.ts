@@ -22,7 +22,7 @@ import { foldModelDeltas, type ModelDeltaOptions } from './model-deltas.js';
 import { redactorFor } from '../redact/index.js';
 import { takeNewRun, type NewRun, type TakenRun } from './new-run.js';
 import { checkFlowNames, checkRunIds } from './flow-names.js';
-import { lostConnection } from '../store/errors.js';
+import { RunFolderError, lostConnection } from '../store/errors.js';
 
 /**
  * Durable runs (DESIGN D16). A run's directory holds its event log, its projection and its checkpoints:
@@ -343,6 +343,8 @@ async function listedRunMeta(store: RunStore, ref: RunRef, persist: boolean): Pr
     // A file of the run vanished while it was read: deleted meanwhile by another process (a delete renames the run's
     // folder away), which the checks below tell from damage.
     if (!(error instanceof StoreError) && (error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    // A run folder that is a link to elsewhere, or not a folder: listed as damaged (naming it), never read through.
+    if (error instanceof RunFolderError) return { ...emptyRunMeta(ref.sessionKey, ref.runId), damaged: error.message };
     const stored = await store.loadRunMeta(ref).catch(() => null);
     if (!(await store.hasEvents(ref))) {
       // No events and nothing that says there were: a start that never got to its first event, not a run.

@@ -97,9 +97,8 @@ const DOCUMENT_NAMES: readonly RunDocumentName[] = ['flow', 'recipe'];
  * problem, reported with it.
  */
 async function documentProblems(store: RunStore, ref: RunRef): Promise<string[]> {
-  let recorded: Awaited<ReturnType<typeof recordedDigests>>;
   try {
-    recorded = await recordedDigests(store, ref);
+    await recordedDigests(store, ref);
   } catch (error) {
     if (error instanceof StoreError) return [];
     throw error;
@@ -107,9 +106,8 @@ async function documentProblems(store: RunStore, ref: RunRef): Promise<string[]>
   const problems: string[] = [];
   for (const name of DOCUMENT_NAMES) {
     try {
-      if ((await store.loadDocument(ref, name)) === undefined && recorded?.digests[name] !== undefined) {
-        problems.push(`${store.describeDocument(ref, name)}: the run recorded it when it started (${store.describeLog(ref)}, line ${recorded.line + 1}), and it is gone`);
-      }
+      // One the run recorded and that is gone is the store's DocumentGoneError, naming it and the start record.
+      await store.loadDocument(ref, name);
     } catch (error) {
       // A StoreError names the document; a file that cannot be read at all (a directory, no permission) is named here.
       problems.push(error instanceof StoreError ? error.message : `${store.describeDocument(ref, name)} cannot be read: ${(error as Error).message}`);

@@ -4,9 +4,11 @@
  * find the committed end of the log. A writer that closes the log records its size there (`closed`): a log whose
  * data then ends anywhere else was cut, torn or extended after its writer was done with it, which no crash explains.
  */
-import { closeSync, fstatSync, writeSync } from 'node:fs';
-import { openFileForReading, readTextIfExistsSync } from '../fs/index.js';
+import { closeSync, constants, fstatSync, ftruncateSync, readFileSync, writeSync } from 'node:fs';
+import { openFileForReading, openRegularFile, type NotRegularFile, type OpenedFile } from '../fs/index.js';
 import { chainOf } from './chain.js';
+import { EventStoreError } from './errors.js';
+import { openOwnFile } from './own-file.js';
 import { endOfData, endOfLastLine, readLines } from './lines.js';
 import type { RunPaths } from './paths.js';
 
@@ -26,7 +28,7 @@ const PENDING_RECORD_BYTES = 96;
  * it (the caller reads again).
  */
 export function readPending(path: string): PendingBatch | undefined | 'torn' {
-  const text = readTextIfExistsSync(path);
+  const text = readMarkerText(path);
   if (text === undefined || text.trim() === '') return undefined;
   try {
     const parsed = JSON.parse(text) as PendingBatch;
@@ -37,6 +39,31 @@ export function readPending(path: string): PendingBatch | undefined | 'torn' {
   return 'torn';
 }
 
+/**
+ * The text of the marker at `path`, undefined when there is none. It is opened as the lock is (see `openRegularFile`:
+ * no link followed, no FIFO waited on): anything but a regular file there (a link planted to a file elsewhere, a FIFO,
+ * a folder) is an {@link EventStoreError} naming it, never read through, nor taken for a marker being rewritten.
+ */
+function readMarkerText(path: string): string | undefined {
+  let file: OpenedFile | NotRegularFile;
+  try {
+    file = openRegularFile(path, constants.O_RDONLY);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  if ('notRegular' in file) {
+    throw new EventStoreError(`${path} is ${file.notRegular}, not the log's batch marker (a regular file): it is not read or written through; remove it if no writer is running`, {
+      path,
+    });
+  }
+  try {
+    return readFileSync(file.fd, 'utf8');
+  } finally {
+    closeSync(file.fd);
+  }
+}
+
 /** The writer's side of the marker: one fixed-size record, rewritten in place on an open descriptor. */
 export class BatchMarker {
   private readonly record = Buffer.alloc(PENDING_RECORD_BYTES);
@@ -44,6 +71,26 @@ export class BatchMarker {
   gen = 0;
 
   constructor(readonly fd: number) {}
+
+  /**
+   * Opens the marker at `path` for the writer of run `runId`, created when missing: only a regular file of its own is
+   * opened (see own-file.ts: a link, a FIFO, a folder or a hard link there is refused, naming it, before anything is
+   * written). It is not truncated on open: the first {@link write} overwrites its record in place (so it is never
+   * empty), and anything a longer file held after the record is cut then.
+   */
+  static open(path: string, runId: string): BatchMarker {
+    const marker = new BatchMarker(openOwnFile(path, constants.O_RDWR | constants.O_CREAT, runId));
+    try {
+      marker.longer = fstatSync(marker.fd).size > PENDING_RECORD_BYTES;
+    } catch (error) {
+      closeSync(marker.fd);
+      throw error;
+    }
+    return marker;
+  }
+
+  /** Set while the file is longer than a record (found so on open): the first write cuts it to the record. */
+  private longer = false;
 
   /** Rewrites the marker in place: one positional write of a fixed-size record, so the file is never empty. */
   write(record: PendingBatch): void {
@@ -53,6 +100,10 @@ export class BatchMarker {
     data.fill(0x20, data.write(`{"gen":${record.gen},"start":${record.start},"end":${record.end}${closed}}`, 'latin1'));
     let written = 0;
     while (written < data.length) written += writeSync(this.fd, data, written, data.length - written, written);
+    if (this.longer) {
+      ftruncateSync(this.fd, PENDING_RECORD_BYTES);
+      this.longer = false;
+    }
     this.gen = record.gen;
   }
 

@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import { fsyncDirSync } from '../fs/index.js';
 import { CheckpointStoreError, describeIssues } from './errors.js';
-import { historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
+import { assertRunDir, historicalCheckpointPath, runPaths, type RunPaths } from './paths.js';
 import { sealedSize } from '../hash/sealed.js';
 import { readSealedIfExists, writeSealedJson } from './sealed-file.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
@@ -67,6 +67,8 @@ export class CheckpointStore {
   private readonly syncDirectory: boolean;
   private queue: Promise<unknown> = Promise.resolve();
   private readonly redactor: Redactor;
+  /** Set once the run's folders were found to be real folders (see assertRunDir): checked once per store. */
+  private foldersChecked = false;
 
   /** Validates the ids (InvalidIdError before any file is touched); opens nothing. */
   constructor(options: CheckpointStoreOptions) {
@@ -76,6 +78,17 @@ export class CheckpointStore {
     this.fsync = durabilityOf(options, 'CheckpointStore') !== 'never';
     this.syncDirectory = this.fsync && options.syncDirectory !== false;
     this.redactor = redactorFor(options.redaction);
+  }
+
+  /**
+   * Throws a RunFolderError when a folder of the run (its own, `checkpoint`, ...) is a link to elsewhere or not a
+   * folder, so that no checkpoint is read or written through it; checked the first time this store touches a file
+   * (the durable runtime's writer checked it already when it opened the run: nothing per step).
+   */
+  private checkFolders(): void {
+    if (this.foldersChecked) return;
+    assertRunDir(this.paths);
+    this.foldersChecked = true;
   }
 
   private prepare(input: CheckpointInput, path: string): Checkpoint {
@@ -98,7 +111,10 @@ export class CheckpointStore {
       write: () => {
         // One save after another (the queue orders them), each creating its file on the thread pool: a keyframe is
         // written while its run goes on.
-        const next = this.queue.then(() => writeSealedJson(path, body, { fsync: this.fsync, syncDirectory: this.syncDirectory, background: true }));
+        const next = this.queue.then(() => {
+          this.checkFolders();
+          return writeSealedJson(path, body, { fsync: this.fsync, syncDirectory: this.syncDirectory, background: true });
+        });
         this.queue = next.catch(() => undefined);
         return next;
       },
@@ -106,6 +122,7 @@ export class CheckpointStore {
   }
 
   private async load(path: string): Promise<Checkpoint | null> {
+    this.checkFolders();
     const checkpoint = await readSealedIfExists(path, { safeParse: parseCheckpoint }, (reason) => new CheckpointStoreError(`corrupt checkpoint ${path}: ${reason}`, { path }));
     return checkpoint ?? null;
   }
@@ -126,6 +143,7 @@ export class CheckpointStore {
   async deleteLatest(): Promise<boolean> {
     const path = this.paths.checkpointLatest;
     const removal = this.queue.then(async () => {
+      this.checkFolders();
       try {
         await fsp.unlink(path);
       } catch (error) {
@@ -172,6 +190,7 @@ export class CheckpointStore {
 
   /** The step ids of the historical checkpoints, numeric ones in numeric order, then the others by name. */
   async listHistorical(): Promise<string[]> {
+    this.checkFolders();
     let names: string[];
     try {
       names = await fsp.readdir(this.paths.checkpointDir);

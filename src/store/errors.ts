@@ -76,6 +76,42 @@ export class RunGoneError extends StoreError {
   }
 }
 
+/**
+ * A folder of the data directory that a run is read, written or deleted through (`sessions/<key>`, its `runs`,
+ * `runs/<id>`, the run's `projections` and `checkpoint`) that is not a real directory: a symbolic link (to a folder
+ * elsewhere, or to nothing), a file, a FIFO. Nothing is read, written or deleted through it, so nothing lands outside
+ * the data directory (see `assertRunDir`). `path` is the entry, `what` what is there.
+ */
+export class RunFolderError extends StoreError {
+  constructor(
+    readonly sessionKey: string,
+    readonly runId: string,
+    path: string,
+    readonly what: string,
+  ) {
+    super(
+      `${path} is ${what}, not a directory: run ${sessionKey}/${runId} is not read, written or deleted through it (nothing outside the data directory is touched). ` +
+        `Remove that entry (rm ${path}) to drop it from the data directory, or move the folder it stands for back in its place`,
+      { path },
+    );
+  }
+}
+
+/**
+ * A document the run recorded when it started (its flow config, its recipe: see run-documents.ts) that is gone now:
+ * the run's start record names it, so it was deleted after the start, never "not recorded".
+ */
+export class DocumentGoneError extends StoreError {
+  constructor(
+    readonly document: string,
+    path: string,
+    log: string,
+    line: number,
+  ) {
+    super(`${path}: the run recorded it when it started (${log}, line ${line}), and it is gone`, { path });
+  }
+}
+
 /** A checkpoint that is invalid on save, or a checkpoint file that is corrupt on load. */
 export class CheckpointStoreError extends StoreError {}
 

@@ -9,7 +9,7 @@ import { redactConfig, redactorFor, type RedactionOptions, type Redactor } from 
 import { CheckpointStore } from './checkpoint-store.js';
 import { EventStore, type ReadOptions, type VerifiedEvent, type VerifyResult } from './event-store.js';
 import { assertNewRun, listRunIds, runHasEvents, runWriterAlive } from './layout.js';
-import { assertValidId, historicalCheckpointPath, runPaths } from './paths.js';
+import { assertRunDir, assertValidId, historicalCheckpointPath, runDirProblem, runPaths } from './paths.js';
 import { deleteRunDir } from './retention.js';
 import { ProjectionStore } from './projection-store.js';
 import type { DeleteRunCondition, KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter, TakenKeyframe } from './run-store.js';
@@ -41,7 +41,18 @@ export class FileRunStore implements RunStore {
     return this.dataDir;
   }
 
+  /**
+   * Validates run `ref`'s ids and checks its folders (see assertRunDir): a run folder (or session folder) that is a
+   * link to elsewhere, or not a folder, is a RunFolderError naming it to every reader, as it is to writers and to
+   * delete, never read through.
+   */
+  private checked(ref: RunRef): RunRef {
+    assertRunDir(runPaths(this.dataDir, ref.sessionKey, ref.runId));
+    return ref;
+  }
+
   private events(ref: RunRef): EventStore {
+    this.checked(ref);
     return new EventStore({ dataDir: this.dataDir, sessionKey: ref.sessionKey, runId: ref.runId });
   }
 
@@ -69,13 +80,14 @@ export class FileRunStore implements RunStore {
   async hasEvents(ref: RunRef): Promise<boolean> {
     assertValidId(ref.sessionKey, 'sessionKey');
     assertValidId(ref.runId, 'runId');
+    this.checked(ref);
     return runHasEvents(this.dataDir, ref.sessionKey, ref.runId);
   }
 
   async logVersion(ref: RunRef): Promise<string | undefined> {
     assertValidId(ref.sessionKey, 'sessionKey');
     assertValidId(ref.runId, 'runId');
-    const path = runPaths(this.dataDir, ref.sessionKey, ref.runId).events;
+    const path = runPaths(this.dataDir, this.checked(ref).sessionKey, ref.runId).events;
     const stat = statSync(path, { bigint: true, throwIfNoEntry: false });
     if (stat === undefined) return undefined;
     // While a writer reserves space after the last line (see log-writer.ts), an append leaves the file's size as it
@@ -87,6 +99,7 @@ export class FileRunStore implements RunStore {
   async assertNewRun(ref: RunRef): Promise<void> {
     assertValidId(ref.sessionKey, 'sessionKey');
     assertValidId(ref.runId, 'runId');
+    this.checked(ref);
     assertNewRun(this.dataDir, ref.sessionKey, ref.runId);
   }
 
@@ -116,12 +129,12 @@ export class FileRunStore implements RunStore {
   }
 
   async loadRunMeta(ref: RunRef): Promise<RunMeta | null> {
-    assertValidId(ref.runId, 'runId');
+    this.checked(ref);
     return new ProjectionStore({ dataDir: this.dataDir, sessionKey: ref.sessionKey }).loadRunMeta(ref.runId);
   }
 
   async currentRunMeta(ref: RunRef, onWarning?: (message: string) => void, options?: { persist?: boolean }): Promise<RunMeta> {
-    assertValidId(ref.runId, 'runId');
+    this.checked(ref);
     return new ProjectionStore({ dataDir: this.dataDir, sessionKey: ref.sessionKey }).currentRunMeta(ref.runId, onWarning, options);
   }
 
@@ -133,7 +146,12 @@ export class FileRunStore implements RunStore {
   async listRuns(sessionKey?: string): Promise<RunRef[]> {
     if (sessionKey !== undefined) assertValidId(sessionKey, 'sessionKey');
     const refs = await listRunIds(this.dataDir, sessionKey);
-    return refs.filter((ref) => runHasEvents(this.dataDir, ref.sessionKey, ref.runId) || existsSync(runPaths(this.dataDir, ref.sessionKey, ref.runId).runMeta));
+    // A run whose folders are not all real folders (a link to elsewhere, a file) is listed, so that its readers report
+    // it as damaged (naming the entry), never read through it, nor hidden.
+    return refs.filter((ref) => {
+      const paths = runPaths(this.dataDir, ref.sessionKey, ref.runId);
+      return runDirProblem(paths) !== undefined || runHasEvents(this.dataDir, ref.sessionKey, ref.runId) || existsSync(paths.runMeta);
+    });
   }
 
   /** Where a document of a run is kept (`flow.json`, `run.recipe.json`). */
@@ -146,7 +164,7 @@ export class FileRunStore implements RunStore {
   }
 
   async loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown> {
-    const path = this.documentPath(ref, name);
+    const path = this.documentPath(this.checked(ref), name);
     let text: string | undefined;
     try {
       text = await readTextIfExists(path);
@@ -160,6 +178,7 @@ export class FileRunStore implements RunStore {
   async writerAlive(ref: RunRef): Promise<boolean> {
     assertValidId(ref.sessionKey, 'sessionKey');
     assertValidId(ref.runId, 'runId');
+    this.checked(ref);
     return runWriterAlive(this.dataDir, ref.sessionKey, ref.runId);
   }
 

@@ -27,6 +27,8 @@ export {
   InvalidIdError,
   RunExistsError,
   RunGoneError,
+  RunFolderError,
+  DocumentGoneError,
   FencedError,
 } from './errors.js';
 export { RunChangedError } from './retention.js';
@@ -39,6 +41,8 @@ export {
   idProblem,
   MAX_ID_LENGTH,
   runPaths,
+  runDirProblem,
+  assertRunDir,
   runsDir,
   sessionsDir,
   memoryPaths,

@@ -9,12 +9,23 @@ export interface RunRef {
   runId: string;
 }
 
+/**
+ * The entries of `dir` named as ids that are folders, or symbolic links (to a folder elsewhere, or to nothing): a link
+ * is listed so that its readers report it as damaged, naming it (see assertRunDir), rather than hide a run that was
+ * moved out of the data directory and linked back. Other entries (a file, a FIFO: nothing could have been written
+ * under them) are not runs, as before; a reader asked for one by id names it. A `dir` that is missing or not a folder
+ * has none.
+ */
 async function subdirs(dir: string): Promise<string[]> {
   try {
     const entries = await fsp.readdir(dir, { withFileTypes: true });
-    return entries.filter((e) => e.isDirectory() && isValidId(e.name)).map((e) => e.name).sort();
+    return entries
+      .filter((e) => (e.isDirectory() || e.isSymbolicLink()) && isValidId(e.name))
+      .map((e) => e.name)
+      .sort();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
     throw error;
   }
 }

@@ -4,12 +4,13 @@
  * ({@link IndexWriter}); readers load it incrementally ({@link IndexReader}) and find where to start
  * ({@link nearestEntry}).
  */
-import { closeSync, promises as fsp, openSync, readSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, promises as fsp, readFileSync, readSync, statSync, writeSync } from 'node:fs';
 import { openFileForReading, removeFileIfExists, writeFileAtomic } from '../fs/index.js';
 import { chainOf } from './chain.js';
 import { readLines } from './lines.js';
 import { parseIndex, seqOf } from './log-format.js';
 import type { IndexEntry } from './log-types.js';
+import { openOwnFile } from './own-file.js';
 
 /**
  * One entry every this many events, unless the options say otherwise. There is no entry for the first line (a reader
@@ -178,7 +179,31 @@ export class IndexWriter {
     private readonly path: string,
     private readonly eventsPath: string,
     public interval: number,
+    /** The run, named in errors. */
+    private readonly runId = '(unnamed)',
   ) {}
+
+  /**
+   * The text of the index file, '' when there is none. It is read as the writer will append to it (see own-file.ts):
+   * a link planted in its place (to a file outside the data directory), or anything but a regular file of its own, is
+   * refused when the writer opens the run, not when a step reaches its next entry.
+   */
+  private readOwn(): string {
+    let fd: number;
+    try {
+      fd = openOwnFile(this.path, constants.O_RDONLY, this.runId);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
+      throw error;
+    }
+    try {
+      return readFileSync(fd, 'utf8');
+    } catch {
+      return '';
+    } finally {
+      closeSync(fd);
+    }
+  }
 
   /**
    * Loads the index of a log of `size` bytes, drops entries that do not match the log, rebuilds it if needed, then
@@ -192,7 +217,7 @@ export class IndexWriter {
       removeFileIfExists(this.path);
       return { lineCount: 0, lastText: undefined };
     }
-    let entries = parseIndex(await fsp.readFile(this.path, 'utf8').catch(() => ''));
+    let entries = parseIndex(this.readOwn());
     const valid = entries.filter((e) => e.offset < size);
     let rewrite = valid.length !== entries.length;
     entries = valid;
@@ -240,7 +265,7 @@ export class IndexWriter {
       }
       offset += lines[i]!;
     }
-    if (text) writeAll((this.fd ??= openSync(this.path, 'a')), Buffer.from(text));
+    if (text) writeAll((this.fd ??= openOwnFile(this.path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, this.runId)), Buffer.from(text));
   }
 
   /**

@@ -3,7 +3,7 @@
  * lock, repairs the tail, continues the chain, validates, redacts, seals and appends batches, and keeps the index
  * and the batch marker in step.
  */
-import { closeSync, constants, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, writeSync } from 'node:fs';
 import type { StreamEvent } from '../events/types.js';
 import type { FileLock } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
@@ -17,7 +17,8 @@ import { IndexWriter, firstLineOf } from './log-index.js';
 import { seqOf } from './log-format.js';
 import type { IndexEntry, OpenedLog } from './log-types.js';
 import { acquireLock } from './lock.js';
-import type { RunPaths } from './paths.js';
+import { assertRunDir, type RunPaths } from './paths.js';
+import { openOwnFile } from './own-file.js';
 import type { Durability } from './types.js';
 
 /**
@@ -147,7 +148,7 @@ export class LogWriter {
     this.runId = options.runId;
     this.durability = options.durability;
     this.redactor = options.redactor;
-    this.index = new IndexWriter(options.paths.index, options.paths.events, options.indexInterval);
+    this.index = new IndexWriter(options.paths.index, options.paths.events, options.indexInterval, options.runId);
   }
 
   /** Whether the log is open for appends (after {@link open}, before {@link close}). */
@@ -198,6 +199,9 @@ export class LogWriter {
     const gone = (error: unknown): unknown => (existing && (error as NodeJS.ErrnoException).code === 'ENOENT' ? new RunGoneError(this.sessionKey, this.runId, this.paths.dir) : error);
     let lock: FileLock | undefined;
     for (let attempt = 0; lock === undefined; attempt++) {
+      // Before anything is created or locked: a folder of the run that is a link (to a folder elsewhere) or not a
+      // folder at all is refused, naming it, so that nothing is written outside the data directory through it.
+      assertRunDir(this.paths);
       if (!existing) mkdirSync(this.paths.dir, { recursive: true });
       try {
         lock = acquireLock(this.paths.lock, `run ${this.runId} of session ${this.sessionKey}`);
@@ -213,7 +217,9 @@ export class LogWriter {
       // end of the data, which the space reserved after it (see RESERVE_MIN) puts before the end of the file.
       let fd: number;
       try {
-        fd = openSync(this.paths.events, existing ? constants.O_RDWR : constants.O_RDWR | constants.O_CREAT, 0o666);
+        // Only a regular file of the run's own (see own-file.ts): a link planted in its place, to a file outside the
+        // data directory, is refused, never appended to.
+        fd = openOwnFile(this.paths.events, existing ? constants.O_RDWR : constants.O_RDWR | constants.O_CREAT, this.runId);
       } catch (error) {
         throw gone(error);
       }
@@ -237,8 +243,9 @@ export class LogWriter {
         size = inFlight ? batch.start : data;
         if (size > 0) size = await endOfLastLine(fd, size);
       } else this.refuseCutSinceClose(batch, 0);
-      // Not append mode: the marker is rewritten in place (positional writes of a fixed-size record).
-      this.marker = new BatchMarker(openSync(this.paths.pendingBatch, 'w'));
+      // Not append mode: the marker is rewritten in place (positional writes of a fixed-size record). A marker that
+      // is not a regular file of its own was refused above (readPending) or is here, before anything is written.
+      this.marker = BatchMarker.open(this.paths.pendingBatch, this.runId);
       if (batch !== undefined) this.marker.gen = batch.gen;
       this.marker.clear();
       // The writer starts at the end of the last whole line, with no space reserved: what lies past it (a torn line,

@@ -1,5 +1,7 @@
-import { join } from 'node:path';
-import { InvalidIdError } from './errors.js';
+import { lstatSync, readlinkSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { describeEntry } from '../fs/index.js';
+import { InvalidIdError, RunFolderError } from './errors.js';
 
 /** Longest id accepted in a path segment. */
 export const MAX_ID_LENGTH = 128;
@@ -83,6 +85,71 @@ export function runPaths(dataDir: string, sessionKey: string, runId: string): Ru
     projectionsDir: join(dir, 'projections'),
     runMeta: join(dir, 'projections', 'run.meta.json'),
   };
+}
+
+/** What is in a folder's place when it is not a real directory: `a symbolic link to /elsewhere`, `a regular file`, ... */
+export interface FolderProblem {
+  path: string;
+  what: string;
+}
+
+/**
+ * The first of `chain` (folders each inside the one before) that exists and is not a real directory (lstat: a link
+ * is not followed), then the first of `inside` (folders inside the last of `chain`, each optional); undefined when
+ * each is a directory or missing (nothing under a missing folder of the chain exists).
+ */
+function notAFolder(chain: readonly string[], inside: readonly string[] = []): FolderProblem | undefined {
+  for (const path of [...chain, ...inside]) {
+    const stat = lstatSync(path, { throwIfNoEntry: false });
+    if (stat === undefined) {
+      if (chain.includes(path)) return undefined;
+      continue;
+    }
+    if (stat.isDirectory()) continue;
+    let what = describeEntry(stat);
+    if (stat.isSymbolicLink()) {
+      try {
+        what += ` to ${readlinkSync(path)}`;
+      } catch {
+        // Gone meanwhile: its kind is enough.
+      }
+    }
+    return { path, what };
+  }
+  return undefined;
+}
+
+/**
+ * The first folder of session `sessionKey` that exists and is not a real directory: `sessions`, `sessions/<key>`, its
+ * `runs` (see {@link runDirProblem}); undefined when each is a directory or missing.
+ */
+export function sessionDirProblem(dataDir: string, sessionKey: string): FolderProblem | undefined {
+  const runs = runsDir(dataDir, sessionKey);
+  return notAFolder([sessionsDir(dataDir), dirname(runs), runs]);
+}
+
+/**
+ * The first folder a run is read, written or deleted through that exists and is not a real directory (lstat: a link
+ * is not followed), with what is there; undefined when each of them is a directory or missing. The folders: under the
+ * data directory (which is the user's to place, a link included) `sessions`, `sessions/<key>`, its `runs`, the run's
+ * own folder, and in it `projections` and `checkpoint`. One lstat each (six at most), no read of any file: writers
+ * pay it once when they open a run, never per step.
+ */
+export function runDirProblem(paths: RunPaths): FolderProblem | undefined {
+  const runs = dirname(paths.dir);
+  const session = dirname(runs);
+  return notAFolder([dirname(session), session, runs, paths.dir], [paths.projectionsDir, paths.checkpointDir]);
+}
+
+/**
+ * Throws a {@link RunFolderError} naming the entry and what is there unless every folder of run `paths` that exists
+ * is a real directory (see {@link runDirProblem}). Writers (before they create or lock anything), readers and delete
+ * call it, so that a folder replaced by a link to elsewhere (or by anything else) is the same damaged run to all of
+ * them, and nothing is read, written or removed outside the data directory through it.
+ */
+export function assertRunDir(paths: RunPaths): void {
+  const problem = runDirProblem(paths);
+  if (problem !== undefined) throw new RunFolderError(basename(dirname(dirname(paths.dir))), basename(paths.dir), problem.path, problem.what);
 }
 
 /** Path of a historical checkpoint: `<run>/checkpoint/<stepId>.json`. */

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { fsyncDirSync } from '../fs/index.js';
 import { ProjectionStoreError } from './errors.js';
 import { EventStore, type ReadOptions } from './event-store.js';
-import { assertValidId, runPaths } from './paths.js';
+import { assertRunDir, assertValidId, runPaths } from './paths.js';
 import { readSealedIfExists, writeSealed } from './sealed-file.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { continuedRunMeta, emptyRunMeta, foldRunMeta, foldRunMetaBatch } from './run-meta.js';
@@ -175,6 +175,8 @@ export class ProjectionStore {
    */
   private async persist(runId: string, meta: RunMeta, createDirs: 'all' | 'own' = 'all'): Promise<void> {
     this.cache.set(runId, meta);
+    // Not through a run folder (or `projections`) that is a link to elsewhere, or not a folder (see assertRunDir).
+    assertRunDir(runPaths(this.dataDir, this.sessionKey, runId));
     await writeSealed(this.metaPath(runId), this.redactor.redact(meta).value, { fsync: this.fsync, syncDirectory: this.syncDirectory, createDirs });
   }
 
@@ -259,6 +261,7 @@ export class ProjectionStore {
     const path = this.metaPath(runId);
     await (this.queues.get(runId) ?? Promise.resolve()).catch(() => undefined);
     this.cache.delete(runId);
+    assertRunDir(runPaths(this.dataDir, this.sessionKey, runId));
     try {
       await fsp.unlink(path);
     } catch (error) {

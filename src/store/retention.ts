@@ -3,7 +3,7 @@ import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { describeHolder, fsyncDirSync, tryLock } from '../fs/index.js';
 import { StoreError, type LockHolder } from './errors.js';
-import { runPaths, runsDir } from './paths.js';
+import { assertRunDir, runPaths, runsDir, sessionDirProblem } from './paths.js';
 import { ProjectionStore } from './projection-store.js';
 import type { DeleteRunCondition } from './run-store.js';
 
@@ -51,7 +51,9 @@ export class RunChangedError extends StoreError {
 
 /**
  * Deletes run `runId` of session `sessionKey` (see the module comment for how a crash is survived). Resolves to
- * false when there is no such run directory. Refuses, with a {@link RunInUseError}, a run whose writer lock a live
+ * false when there is no such run directory. Refuses, with a RunFolderError naming it, a run folder (or session
+ * folder) that is a symbolic link or not a folder: nothing is removed through it, nor is the entry itself (see
+ * `assertRunDir`). Refuses, with a {@link RunInUseError}, a run whose writer lock a live
  * process holds; a stale lock (its holder is gone) is recovered as a writer would recover it. With `expected`, the
  * run is checked under its writer lock, before anything is removed: a log that no longer ends at
  * `expected.lastSeq` (a resume, an answer, a cut since the caller listed it) is a {@link RunChangedError}, and a log
@@ -59,9 +61,12 @@ export class RunChangedError extends StoreError {
  */
 export async function deleteRunDir(dataDir: string, sessionKey: string, runId: string, expected?: DeleteRunCondition): Promise<boolean> {
   const paths = runPaths(dataDir, sessionKey, runId);
+  // A run folder (or session folder) that is a link to elsewhere, or not a folder, is refused, naming it: neither it
+  // nor what it points to is locked, renamed or removed (the user removes the entry, having looked at it).
+  assertRunDir(paths);
   await sweepDeletedRuns(dataDir, sessionKey);
   try {
-    await fsp.stat(paths.dir);
+    await fsp.lstat(paths.dir);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw error;
@@ -115,6 +120,8 @@ async function checkUnchanged(dataDir: string, sessionKey: string, runId: string
  */
 export async function sweepDeletedRuns(dataDir: string, sessionKey: string, options: { dryRun?: boolean } = {}): Promise<string[]> {
   const parent = runsDir(dataDir, sessionKey);
+  // Nothing is removed through a session folder that is a link to elsewhere, or not a folder (see sessionDirProblem).
+  if (sessionDirProblem(dataDir, sessionKey) !== undefined) return [];
   let names: string[];
   try {
     names = await fsp.readdir(parent);

@@ -15,7 +15,7 @@
 import { isEventOf } from '../events/types.js';
 import { writeJsonAtomic } from '../fs/index.js';
 import { sharedHashBackend } from '../hash/blake3.js';
-import { StoreError } from './errors.js';
+import { DocumentGoneError, StoreError } from './errors.js';
 import type { RunDocumentName, RunRef, RunStore } from './run-store.js';
 
 /** The digests a run's start record carries (see the module comment). */
@@ -59,10 +59,16 @@ export async function recordedDigests(store: Pick<RunStore, 'readVerified'>, ref
 /**
  * Document `name` of run `ref` from its stored `text` (undefined: there is none), parsed and checked against the digest
  * its start record carries: a StoreError naming `where` when it is not JSON, or when its text is not the one the run
- * recorded.
+ * recorded. A document that is not there is undefined only when the run did not record it: one the start record names
+ * is a {@link DocumentGoneError} ("the run recorded it when it started ..., and it is gone"), never taken for a run
+ * recorded without it (its readers would then build the run's flow without it, and fail on what it held).
  */
 export async function checkedDocument(store: Pick<RunStore, 'readVerified' | 'describeLog'>, ref: RunRef, name: RunDocumentName, text: string | undefined, where: string): Promise<unknown> {
-  if (text === undefined) return undefined;
+  if (text === undefined) {
+    const recorded = await recordedDigests(store, ref);
+    if (recorded?.digests[name] !== undefined) throw new DocumentGoneError(name, where, store.describeLog(ref), recorded.line + 1);
+    return undefined;
+  }
   let value: unknown;
   try {
     value = JSON.parse(text) as unknown;

@@ -201,7 +201,8 @@ describe('backpackflow runs resume / fork', () => {
     rmSync(join(dataDir2, 'sessions', 'default', 'runs', 'run-b', 'flow.json'));
     const unrecorded = await cli(['runs', 'fork', 'run-b', '--step', '1', '--modules', MODULES, ...d]);
     expect(unrecorded.code).toBe(1);
-    expect(unrecorded.stderr).toMatch(/run default\/run-b has no recorded flow .*: pass --flow <flow.json>/);
+    // run-b recorded its flow when it started: gone now, it is named as such (not "has no recorded flow"), with the way out.
+    expect(unrecorded.stderr).toMatch(/run-b\/flow\.json: the run recorded it when it started \(.*events\.jsonl, line \d+\), and it is gone; pass --flow <flow.json>/);
     const [list, stateA, stateB, again, other] = await Promise.all([
       cliJson(['runs', 'list', ...d]),
       cliJson(['runs', 'state', 'run-a', ...d]),

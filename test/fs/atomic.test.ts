@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readTextIfExists, readTextIfExistsSync, removeFileIfExists, writeFileAtomic, writeFileAtomicSync, writeJsonAtomic } from '../../src/fs/index.js';
@@ -13,6 +13,26 @@ const variants = [
 ];
 
 describe.each(variants)('$name', ({ write }) => {
+  it('replaces a symlink in its place (rename), never writes through it: the file it points to is unchanged', async () => {
+    const dir = tempDir();
+    const outside = tempDir();
+    const victim = join(outside, 'precious.txt');
+    writeFileSync(victim, 'precious');
+    const path = join(dir, 'run.meta.json');
+    symlinkSync(victim, path);
+    await write(path, 'new');
+    expect(readFileSync(victim, 'utf8')).toBe('precious');
+    expect(lstatSync(path).isFile()).toBe(true);
+    expect(readFileSync(path, 'utf8')).toBe('new');
+    // A dangling link: nothing is created where it points.
+    const dangling = join(dir, 'dangling.json');
+    symlinkSync(join(outside, 'made-through-the-link'), dangling);
+    await write(dangling, 'x', { fsync: false });
+    expect(existsSync(join(outside, 'made-through-the-link'))).toBe(false);
+    expect(readdirSync(outside)).toEqual(['precious.txt']);
+    expect(lstatSync(dangling).isFile()).toBe(true);
+  });
+
   it('creates missing directories, replaces the file and leaves no temp file', async () => {
     const dir = tempDir();
     const path = join(dir, 'a', 'b', 'c.json');

@@ -77,14 +77,16 @@ describe('the documents of a run, tied to its log', () => {
     })() });
     copyFileSync(store.documentPath({ sessionKey: 'default', runId: 'other' }, 'flow'), flowPath);
     await expect(store.loadDocument(ref, 'flow')).rejects.toThrow(/is not the flow document run default\/edited recorded/);
-    // Restored, it reads again; deleted, the reader has none (the CLI then asks for --flow) and verify reports it gone.
+    // Restored, it reads again; deleted, the reader and verify say the same: the run recorded it, and it is gone (never
+    // "this run has no flow", which would have the CLI build the run without it).
     writeFileSync(flowPath, original);
     expect(await store.loadDocument(ref, 'flow')).toEqual(CONFIG);
     unlinkSync(flowPath);
-    expect(await store.loadDocument(ref, 'flow')).toBeUndefined();
+    const message = `${flowPath}: the run recorded it when it started (${store.describeLog(ref)}, line 2), and it is gone`;
+    await expect(store.loadDocument(ref, 'flow')).rejects.toThrow(message);
     const gone = await verifyRun({ dataDir, runId: 'edited' });
     expect(gone.status).toBe('damaged');
-    expect(gone.problems).toEqual([`${flowPath}: the run recorded it when it started (${store.describeLog(ref)}, line 2), and it is gone`]);
+    expect(gone.problems).toEqual([message]);
   });
 
   it('any change to the stored text of a document is refused, and only the unchanged text is served (property)', async () => {

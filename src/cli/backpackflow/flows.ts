@@ -14,7 +14,7 @@ import {
   type ConfigValidationReport,
   type LoadableNodeClass,
 } from '../../serialization/index.js';
-import { REDACTED, redactConfig, redactorFor, type RunRef, type RunStore } from '../../store/index.js';
+import { DocumentGoneError, REDACTED, redactConfig, redactorFor, type RunRef, type RunStore } from '../../store/index.js';
 import { MASK } from '../../serialization/secrets.js';
 import { isForeignBackpackNode } from '../../serialization/loader.js';
 import { CliError } from './errors.js';
@@ -187,7 +187,8 @@ export async function recordedFlowConfig(given: string | undefined, store: Recor
   try {
     config = await store.loadDocument(ref, 'flow');
   } catch (error) {
-    throw new CliError((error as Error).message);
+    // One the run recorded and that is gone (DocumentGoneError) names itself: never "has no recorded flow".
+    throw new CliError(`${(error as Error).message}${error instanceof DocumentGoneError ? '; pass --flow <flow.json> to resume it with a flow config' : ''}`);
   }
   if (config === undefined) throw new CliError(`run ${ref.sessionKey}/${ref.runId} has no recorded flow in ${store.location}: pass --flow <flow.json>`);
   const masked = maskedPointers(config);

@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { Flow } from '../../nodes/index.js';
 import type { NewRun } from '../../runtime/index.js';
-import type { RunDocumentName, RunRef, RunStore } from '../../store/index.js';
+import { DocumentGoneError, type RunDocumentName, type RunRef, type RunStore } from '../../store/index.js';
 import { CliError, UsageError } from './errors.js';
 
 /** A flow module and the export that builds the flow. */
@@ -100,13 +100,18 @@ function parseRecipe(json: unknown, where: string): RunRecipe {
 /** Where a run's recorded documents are read from: its store, or what a worker's claim already read of them. */
 export type RecordedDocuments = Pick<RunStore, 'location' | 'loadDocument'>;
 
-/** The recorded recipe of run `ref`, or undefined for a run recorded without one (a flow config alone, or none). */
+/**
+ * The recorded recipe of run `ref`, or undefined for a run recorded without one (a flow config alone, or none). A
+ * recipe the run recorded and that is gone is a CliError naming it (the store's DocumentGoneError), with the flags that
+ * build the flow without it: never a run "without a recipe", whose flow would be built without its `--modules`.
+ */
 export async function readRecipe(store: RecordedDocuments, ref: RunRef): Promise<RunRecipe | undefined> {
   let json: unknown;
   try {
     json = await store.loadDocument(ref, 'recipe');
   } catch (error) {
-    throw new CliError((error as Error).message);
+    const flags = error instanceof DocumentGoneError ? '; pass --flow <flow.json> or --flow-module <file>#<export> (and --modules <file...>) to build its flow without it' : '';
+    throw new CliError(`${(error as Error).message}${flags}`);
   }
   return json === undefined ? undefined : parseRecipe(json, `of run ${ref.sessionKey}/${ref.runId} in ${store.location}`);
 }
