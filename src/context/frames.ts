@@ -1,5 +1,5 @@
 import { ContextError } from './errors.js';
-import { Encoder, canonicalJson, type HashBackend } from './hash.js';
+import { Encoder, canonicalJson, isHexId, type HashBackend } from './hash.js';
 
 /** JSON-compatible metadata attached to a frame. */
 export type FrameMetadata = Record<string, unknown>;
@@ -121,24 +121,76 @@ export function computeFrameId(
     .hash(backend);
 }
 
-/** Recomputes a stored frame's basis hash and FrameID; returns what does not match, or undefined when it verifies. */
-export function verifyFrame(frame: Frame, expectedId: string, backend: HashBackend): string | undefined {
-  if (frame.v !== 1 || typeof frame.content !== 'string' || frame.basis === undefined) return 'malformed frame';
+/**
+ * What is wrong with the shape of a parsed frame file, or undefined when every field {@link verifyFrame} hashes has
+ * its type: the file holds an object; `v` is 1; `frameId`, `nodeId` and every child frame id are 64-hex ids;
+ * `path`, `type`, `agentId` and `content` are strings; `metadata` is an object; `basis` is an object of a known
+ * kind, with a string `hash` and (synthesis) string `sourceType` and `policy` and an array `childFrameIds`. A file
+ * damaged in a field name or a value's type still parses as JSON: without this its hashing would throw a TypeError
+ * naming no file.
+ */
+export function frameShapeProblem(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return `the file holds ${value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`}, not a frame object`;
+  }
+  const frame = value as Record<string, unknown>;
+  if (frame['v'] !== 1) return `"v" is ${describe(frame['v'])}, not 1`;
+  const hexId = (field: string, v: unknown): string | undefined =>
+    typeof v === 'string' && isHexId(v) ? undefined : `"${field}" is ${describe(v)}, not a 64-hex id`;
+  const text = (field: string, v: unknown): string | undefined => (typeof v === 'string' ? undefined : `"${field}" is ${describe(v)}, not a string`);
+  const problem =
+    hexId('frameId', frame['frameId']) ??
+    hexId('nodeId', frame['nodeId']) ??
+    text('path', frame['path']) ??
+    text('type', frame['type']) ??
+    text('agentId', frame['agentId']) ??
+    text('content', frame['content']);
+  if (problem !== undefined) return problem;
+  const metadata = frame['metadata'];
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) return `"metadata" is ${describe(metadata)}, not an object`;
+  const basis = frame['basis'];
+  if (basis === null || typeof basis !== 'object' || Array.isArray(basis)) return `"basis" is ${describe(basis)}, not an object`;
+  const b = basis as Record<string, unknown>;
+  const hash = text('basis.hash', b['hash']);
+  if (hash !== undefined) return hash;
+  if (b['kind'] === 'node') return undefined;
+  if (b['kind'] !== 'synthesis') return `"basis.kind" is ${describe(b['kind'])}, not 'node' or 'synthesis'`;
+  const synthesis = text('basis.sourceType', b['sourceType']) ?? text('basis.policy', b['policy']);
+  if (synthesis !== undefined) return synthesis;
+  const children = b['childFrameIds'];
+  if (!Array.isArray(children)) return `"basis.childFrameIds" is ${describe(children)}, not an array`;
+  for (const [i, child] of children.entries()) {
+    const bad = hexId(`basis.childFrameIds[${i}]`, child);
+    if (bad !== undefined) return bad;
+  }
+  return undefined;
+}
+
+/** A short description of a JSON value for a message: its type, never its text (the file may be anyone's). */
+function describe(value: unknown): string {
+  if (value === undefined) return 'missing';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return isHexId(value) ? 'a 64-hex id' : `a string of ${value.length} characters`;
+  return typeof value === 'number' || typeof value === 'boolean' ? `the ${typeof value} ${String(value)}` : `an ${typeof value}`;
+}
+
+/**
+ * Recomputes a stored frame's basis hash and FrameID; returns what does not match, or undefined when it verifies.
+ * `frame` is what its file parsed to, of any shape: one whose fields do not have their types is a malformed frame
+ * (see {@link frameShapeProblem}), never hashed.
+ */
+export function verifyFrame(frame: unknown, expectedId: string, backend: HashBackend): string | undefined {
+  const shape = frameShapeProblem(frame);
+  if (shape !== undefined) return `malformed frame: ${shape}`;
+  const f = frame as Frame;
   const basisHash =
-    frame.basis.kind === 'node'
-      ? nodeBasisHash(frame.nodeId, frame.agentId, backend)
-      : synthesisBasisHash(
-          frame.nodeId,
-          frame.type,
-          frame.basis.sourceType,
-          frame.agentId,
-          frame.basis.policy,
-          frame.basis.childFrameIds,
-          backend,
-        );
-  if (basisHash !== frame.basis.hash) return 'basis hash does not match its fields';
-  const id = computeFrameId({ ...frame, basisHash }, backend);
-  if (id !== expectedId || frame.frameId !== expectedId) return `content hashes to ${id}`;
-  if (frame.metadata?.agent_id !== frame.agentId) return 'metadata.agent_id does not match agentId';
+    f.basis.kind === 'node'
+      ? nodeBasisHash(f.nodeId, f.agentId, backend)
+      : synthesisBasisHash(f.nodeId, f.type, f.basis.sourceType, f.agentId, f.basis.policy, f.basis.childFrameIds, backend);
+  if (basisHash !== f.basis.hash) return 'basis hash does not match its fields';
+  const id = computeFrameId({ ...f, basisHash }, backend);
+  if (id !== expectedId || f.frameId !== expectedId) return `content hashes to ${id}`;
+  if (f.metadata.agent_id !== f.agentId) return 'metadata.agent_id does not match agentId';
   return undefined;
 }

@@ -409,16 +409,28 @@ export class MerkleStore {
     return checkStoreDir(this.dir) && checkStoreDir(dirname(shard)) && checkStoreDir(shard);
   }
 
+  /**
+   * The frame `data` holds, verified against `frameId`; a CORRUPT_STORE error naming `file` and the frame otherwise:
+   * not JSON, JSON of another shape (a damaged field name or type: see `frameShapeProblem`), or fields that do not
+   * hash to the id.
+   */
   private parseFrame(data: Buffer, frameId: string, file: string): Frame {
-    let frame: Frame;
+    let frame: unknown;
     try {
-      frame = JSON.parse(data.toString('utf8')) as Frame;
+      frame = JSON.parse(data.toString('utf8'));
     } catch {
       throw corruptStoreFile(file, `frame ${frameId} is not valid JSON`);
     }
-    const problem = verifyFrame(frame, frameId, this.backend);
+    let problem: string | undefined;
+    try {
+      problem = verifyFrame(frame, frameId, this.backend);
+    } catch (error) {
+      // A backstop: verifyFrame checks the shape it hashes, so nothing should throw here; if anything does, the
+      // error still names the file rather than reaching the caller bare.
+      problem = `it cannot be verified: ${(error as Error).message}`;
+    }
     if (problem !== undefined) throw corruptStoreFile(file, `frame ${frameId} fails verification (${problem})`);
-    return frame;
+    return frame as Frame;
   }
 
   /**
