@@ -3,7 +3,7 @@ import type { ModelMessage, ToolSet } from 'ai';
 import { loadAiSdk, type AiSdk } from './ai-sdk.js';
 import { z } from 'zod';
 import type { BackpackHandle } from '../../backpack/index.js';
-import { StreamEventType } from '../../events/index.js';
+import { StreamEventType, type StreamEventTypeValue } from '../../events/index.js';
 import type { Attempt, RunScope } from '../../flow/index.js';
 import { BackpackNode, describeError } from '../backpack-node.js';
 import { CallAbortedError, InvalidModelOutputError, redactSecrets } from './errors.js';
@@ -222,9 +222,25 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     };
   }
 
+  /**
+   * The node's own secrets: its `apiKey` param and the keys its models were resolved with (a provider's env var),
+   * remembered as models resolve (they come from the node's configuration and the environment, not from a run).
+   */
+  readonly #resolvedSecrets = new Set<string>();
+
   #secrets(resolved?: ResolvedModel): string[] {
+    for (const secret of resolved?.secrets ?? []) if (secret) this.#resolvedSecrets.add(secret);
     const key = this.llmParams.apiKey;
-    return [...(resolved?.secrets ?? []), ...(key ? [key] : [])];
+    return [...this.#resolvedSecrets, ...(key ? [key] : [])];
+  }
+
+  /**
+   * Emits an event of this node with its own secrets removed from the payload (see {@link LlmNode}): every event an
+   * LLM node emits goes through here, so no path of it (model text, tool calls, results and errors, a decision's
+   * invalid answer) can forget to.
+   */
+  protected override emitEvent(type: StreamEventTypeValue, payload: Record<string, unknown>): void {
+    super.emitEvent(type, scrubSecrets(payload, usableSecrets(this.#secrets())));
   }
 
   #safeError(error: unknown, resolved: ResolvedModel): unknown {
@@ -249,7 +265,11 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     const source = tool?.source ?? {};
     this.emitEvent(StreamEventType.TOOL_CALL, { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input, ...source });
     const started = performance.now();
-    const finish = (record: ToolResultRecord): ToolResultRecord => {
+    // A tool's result or error may quote the node's key (its param, or the env var its model was resolved with):
+    // removed from the record the model, the Backpack and the log get.
+    const secrets = usableSecrets(this.#secrets(await this.#resolvedForSecrets()));
+    const finish = (given: ToolResultRecord): ToolResultRecord => {
+      const record = scrubSecrets(given, secrets);
       this.emitEvent(StreamEventType.TOOL_RESULT, { ...record, durationMs: performance.now() - started, ...source });
       return record;
     };
@@ -279,8 +299,18 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
       const result = output === undefined ? null : output;
       const problem = outputProblem(result);
       if (problem !== undefined) return finish({ toolCallId: call.toolCallId, toolName: call.toolName, error: `Tool '${call.toolName}' returned ${problem}`, attempts: attempt });
-      return finish({ toolCallId: call.toolCallId, toolName: call.toolName, output: scrubSecrets(result, usableSecrets(this.#secrets())), attempts: attempt });
+      return finish({ toolCallId: call.toolCallId, toolName: call.toolName, output: result, attempts: attempt });
     }
+  }
+
+  /**
+   * The node's model, resolved to learn the keys it uses, when no model call of this node has resolved it yet (a node
+   * that runs tools without calling a model); undefined when it has no model or it cannot be resolved (then its
+   * `apiKey` param is all there is to remove).
+   */
+  async #resolvedForSecrets(): Promise<ResolvedModel | undefined> {
+    if (this.#resolvedSecrets.size > 0 || this.llmParams.model === undefined) return undefined;
+    return this.resolveModel().catch(() => undefined);
   }
 
   /**
@@ -289,7 +319,8 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
    */
   protected recordFailedAttempt(label: string, attempt: number, data: Record<string, unknown>): void {
     const key = `${this.id}.failed.${label}.${attempt}`;
-    this.backpack.pack(key, { attempt, ...data });
+    // The node's own secrets out of what it packs (an error or an invalid answer may quote its key).
+    this.backpack.pack(key, scrubSecrets({ attempt, ...data }, usableSecrets(this.#secrets())));
     this.backpack.quarantine(key, { reason: `attempt ${attempt} failed; a later attempt follows` });
   }
 
