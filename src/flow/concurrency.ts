@@ -1,6 +1,7 @@
 /**
  * Maps `items` through `fn` with at most `limit` calls in flight, keeping the results in input order.
- * The first rejection rejects the whole map; calls already started are left to settle.
+ * The first rejection rejects the whole map, and no call starts after it (a failed batch does not go on running
+ * items and writing state after its run has failed); calls already started are left to settle.
  */
 export async function mapConcurrent<T, R>(
   items: readonly T[],
@@ -13,10 +14,16 @@ export async function mapConcurrent<T, R>(
     return results;
   }
   let nextIndex = 0;
+  let failed = false;
   const worker = async (): Promise<void> => {
-    while (nextIndex < items.length) {
+    while (!failed && nextIndex < items.length) {
       const i = nextIndex++;
-      results[i] = await fn(items[i] as T, i);
+      try {
+        results[i] = await fn(items[i] as T, i);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
     }
   };
   await Promise.all(Array.from({ length: limit }, worker));
