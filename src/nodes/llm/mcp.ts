@@ -190,11 +190,21 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
   try {
     const listed: Array<{ name: string; description?: string; inputSchema: Record<string, unknown> }> = [];
     let cursor: string | undefined;
+    // Bounded in pages and in time as a whole, not only per request: a server that answers every page at once with
+    // no tools and a new cursor would otherwise hold the node for ever.
+    const cursors = new Set<string>();
+    const listingEnds = performance.now() + timeout;
     do {
+      if (cursors.size >= MAX_TOOL_PAGES) fail(`lists its tools in more than ${MAX_TOOL_PAGES} pages`, `${listed.length} tools listed so far`);
       started = performance.now();
-      const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout, signal });
+      if (started > listingEnds) fail(`took longer than its timeoutMs (${timeout} ms) to list its tools`, `${cursors.size} pages, ${listed.length} tools listed so far`);
+      const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: Math.max(1, Math.ceil(listingEnds - started)), signal });
       listed.push(...(page.tools as typeof listed));
       cursor = page.nextCursor;
+      if (cursor !== undefined) {
+        if (cursors.has(cursor)) fail('repeats a cursor while listing its tools', `cursor ${JSON.stringify(cursor.slice(0, 80))} came back after ${cursors.size} pages`);
+        cursors.add(cursor);
+      }
     } while (cursor !== undefined && listed.length < 10_000);
     const wanted = server.tools === undefined ? undefined : new Set(server.tools);
     for (const missing of wanted ?? []) {
@@ -221,6 +231,28 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
 }
 
 /** One MCP tool as an {@link LlmTool}. */
+/**
+ * A server's JSON Schema without its regular expressions (`pattern`; `patternProperties` becomes an open
+ * `additionalProperties` where none is set), at any depth: see mcpTool.
+ */
+/** Most pages of `tools/list` a server may answer with (see connect). */
+const MAX_TOOL_PAGES = 100;
+
+function withoutPatterns(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withoutPatterns);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'pattern' && typeof value === 'string') continue;
+    if (key === 'patternProperties') {
+      if (!('additionalProperties' in schema)) out['additionalProperties'] = true;
+      continue;
+    }
+    out[key] = withoutPatterns(value);
+  }
+  return out;
+}
+
 function mcpTool(
   client: InstanceType<Sdk['Client']>,
   server: McpServer,
@@ -230,7 +262,10 @@ function mcpTool(
 ): LlmTool {
   let inputSchema: z.ZodType;
   try {
-    inputSchema = z.fromJSONSchema(listed.inputSchema as Parameters<typeof z.fromJSONSchema>[0]);
+    // Checked in this process without the server's regular expressions: a pattern such as `^(a+)+$` would block the
+    // whole process on the right input (catastrophic backtracking), which no timeout or abort can stop. The server
+    // validates its own input, patterns included.
+    inputSchema = z.fromJSONSchema(withoutPatterns(listed.inputSchema) as Parameters<typeof z.fromJSONSchema>[0]);
   } catch {
     // A schema zod cannot read: the model still sees it, and the server validates the input.
     inputSchema = z.record(z.string(), z.unknown());
