@@ -25,7 +25,7 @@ import { StoreError } from '../errors.js';
 import { assertValidId } from '../paths.js';
 import type { RunDocumentName, RunRef } from '../run-store.js';
 import { asyncCommit } from './connection.js';
-import { json, type PostgresRunStore } from './run-store.js';
+import { json, recordedRunExists, type PostgresRunStore } from './run-store.js';
 
 /** A claimed job. */
 export interface QueuedRun extends RunRef {
@@ -43,7 +43,10 @@ export interface QueuedRun extends RunRef {
    * by {@link PostgresRunStore.checkDocument} when asked for: `undefined` for a document the run does not have.
    */
   documents: Partial<Record<RunDocumentName, string>>;
-  /** Whether the run had events when it was claimed (it was started before: its worker died, or it waits). */
+  /**
+   * Whether the run had events when it was claimed (it was started before: its worker died, or it waits), or a
+   * record of them (its projection or keyframes) whose events are gone.
+   */
   hadEvents: boolean;
 }
 
@@ -132,16 +135,20 @@ export class RunQueue {
       // The run's row, its job (unless one is queued or running; for a start, unless the run has events or a live
       // writer), its documents when the job was queued, and the wake-up of idle workers, which Postgres delivers
       // when the transaction commits.
-      return await tx<{ queued: string; had_events: boolean; leased_by: string | null }[]>`
+      return await tx<{ queued: string; had_events: boolean; meta: string | null; keyframes: number; leased_by: string | null }[]>`
       with run as (
         insert into backpackflow.runs (session_key, run_id) values (${ref.sessionKey}, ${ref.runId}) on conflict do nothing
       ), blocked as (
         select exists (select 1 from backpackflow.event_batches where session_key = ${ref.sessionKey} and run_id = ${ref.runId}) as had_events,
+          -- A run whose events are gone but whose projection or keyframes remain is a recorded run too (see
+          -- PostgresRunStore.assertNewRun); a queued start's row has neither.
+          (select meta from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId}) as meta,
+          (select count(*)::int from backpackflow.keyframes where session_key = ${ref.sessionKey} and run_id = ${ref.runId}) as keyframes,
           (select lease_owner from backpackflow.runs where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and lease_owner is not null and lease_expires_at >= now()) as leased_by
       ), job as (
         insert into backpackflow.queue (session_key, run_id, kind, payload)
         select ${ref.sessionKey}, ${ref.runId}, ${kind}, ${JSON.stringify(payload)} from blocked
-        where not ${start}::boolean or (not blocked.had_events and blocked.leased_by is null)
+        where not ${start}::boolean or (not blocked.had_events and blocked.meta is null and blocked.keyframes = 0 and blocked.leased_by is null)
         on conflict (session_key, run_id) do update set kind = excluded.kind, payload = excluded.payload, state = 'queued',
           enqueued_at = clock_timestamp(), attempts = 0, lapses = 0, claimed_by = null, claimed_until = null, finished_at = null, outcome = null
         where backpackflow.queue.state = 'done'
@@ -153,13 +160,14 @@ export class RunQueue {
         where exists (select 1 from job)
         on conflict (session_key, run_id, name) do update set body = excluded.body
       )
-      select (select count(*) from job) as queued, blocked.had_events, blocked.leased_by,
+      select (select count(*) from job) as queued, blocked.had_events, blocked.meta, blocked.keyframes, blocked.leased_by,
         (select pg_notify(${QUEUE_CHANNEL}, ${`${ref.sessionKey}/${ref.runId}`}) where exists (select 1 from job)) as notified
       from blocked`;
     });
     if (Number(row!.queued) > 0) return;
     const run = `run ${ref.sessionKey}/${ref.runId}`;
     if (start && row!.had_events) throw new StoreError(`${run} already has a recorded run in ${this.store.location} (resume is the way to continue one)`);
+    if (start && (row!.meta !== null || row!.keyframes > 0)) throw await recordedRunExists(this.store, ref, row!.meta, row!.keyframes);
     if (start && row!.leased_by !== null) throw new StoreError(`${run} is being started or run by ${row!.leased_by} in ${this.store.location}`);
     throw new StoreError(`${run} is already queued or being run by a worker (${this.store.location})`);
   }
@@ -203,7 +211,12 @@ export class RunQueue {
       select c.session_key, c.run_id, c.kind, c.payload, c.attempts, c.lapses, c.gave_up, c.last_owner,
         (select body from backpackflow.run_documents d where d.session_key = c.session_key and d.run_id = c.run_id and d.name = 'flow') as flow,
         (select body from backpackflow.run_documents d where d.session_key = c.session_key and d.run_id = c.run_id and d.name = 'recipe') as recipe,
-        exists (select 1 from backpackflow.event_batches e where e.session_key = c.session_key and e.run_id = c.run_id) as had_events
+        -- A run whose events are gone but whose projection or keyframes remain counts as started: the worker does
+        -- not start it again under its id (a fresh writer refuses it, and the job would be given back for ever) but
+        -- resumes it, which fails naming what is lost.
+        (exists (select 1 from backpackflow.event_batches e where e.session_key = c.session_key and e.run_id = c.run_id)
+          or exists (select 1 from backpackflow.runs r where r.session_key = c.session_key and r.run_id = c.run_id and r.meta is not null)
+          or exists (select 1 from backpackflow.keyframes k where k.session_key = c.session_key and k.run_id = c.run_id)) as had_events
       from claimed c`;
     if (row === undefined) return undefined;
     let payload: QueuedRun['payload'] = {};

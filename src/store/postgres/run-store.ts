@@ -161,8 +161,22 @@ export class PostgresRunStore implements RunStore {
     return rows.length > 0;
   }
 
+  /**
+   * A RunExistsError when the run has events, or a record of them whose events are gone: its projection (`meta`,
+   * stored by every step's commit) or keyframes. Such a run is not started again under its id: its first step would
+   * store its projection over the only evidence of the old run (see {@link recordedRunExists}). A row that only a
+   * queued start, a live tail or documents made (no projection, no keyframes) is not a run.
+   */
   async assertNewRun(ref: RunRef): Promise<void> {
-    if (await this.hasEvents(ref)) throw new RunExistsError(ref.sessionKey, ref.runId, this.describeLog(ref));
+    checkRef(ref);
+    const sql = await this.sql();
+    const [row] = await sql<{ events: boolean; meta: string | null; keyframes: number }[]>`
+      select exists (select 1 from backpackflow.event_batches e where e.session_key = r.session_key and e.run_id = r.run_id) as events, r.meta,
+        (select count(*)::int from backpackflow.keyframes k where k.session_key = r.session_key and k.run_id = r.run_id) as keyframes
+      from backpackflow.runs r where r.session_key = ${ref.sessionKey} and r.run_id = ${ref.runId}`;
+    if (row === undefined) return;
+    if (row.events) throw new RunExistsError(ref.sessionKey, ref.runId, this.describeLog(ref));
+    if (row.meta !== null || row.keyframes > 0) throw await recordedRunExists(this, ref, row.meta, row.keyframes);
   }
 
   /**
@@ -535,6 +549,40 @@ function openProjection(text: string, ref: RunRef, where: string, backend: HashB
   return meta;
 }
 
+/**
+ * The {@link RunExistsError} of a new run under the id of run `ref`, whose log holds no events but whose projection
+ * (`meta`, stored text) or `keyframes` remain: the run existed and its event rows were deleted (or a restore lost
+ * them). Said as the file store says it of a log its close marker shows was cut: what the record says the run held,
+ * what the log holds now, and that the run is not started again under its id (its first step would store its
+ * projection over the only record of the old run).
+ */
+export async function recordedRunExists(store: PostgresRunStore, ref: RunRef, meta: string | null, keyframes: number): Promise<RunExistsError> {
+  const where = store.describeLog(ref);
+  let recorded: string;
+  if (meta === null) recorded = `${keyframes} keyframe${keyframes === 1 ? '' : 's'} of it remain${keyframes === 1 ? 's' : ''}`;
+  else {
+    try {
+      const stored = openProjection(meta, ref, store.describeProjection(ref), await sharedHashBackend());
+      recorded = `${store.describeProjection(ref)} records ${stored.eventCount} events (up to seq ${stored.lastSeq})`;
+    } catch (error) {
+      recorded = `${store.describeProjection(ref)} is stored (${(error as Error).message})`;
+    }
+    if (keyframes > 0) recorded += ` and ${keyframes} keyframe${keyframes === 1 ? '' : 's'} of it remain${keyframes === 1 ? 's' : ''}`;
+  }
+  // Without a projection the run is not listed, so `runs delete` does not find it: its row is deleted by hand.
+  const remove =
+    meta === null
+      ? `delete from backpackflow.runs where session_key = '${ref.sessionKey}' and run_id = '${ref.runId}', which deletes its keyframes with it`
+      : `'backpackflow runs delete ${ref.runId}'`;
+  const error = new RunExistsError(ref.sessionKey, ref.runId, where);
+  // The message of RunExistsError tells to resume the run, which cannot be done here: say what is wrong instead.
+  error.message =
+    `${where}: ${recorded}, but it now holds no events: its rows were deleted, or a restore lost them, after they were committed. ` +
+    `Check it with 'backpackflow runs verify ${ref.runId}'; it is not started again under its id (a new run would overwrite the only record of run ` +
+    `${ref.sessionKey}/${ref.runId}): delete it (${remove}) to reuse the id, or start a new run with another id`;
+  return error;
+}
+
 /** A row of backpackflow.event_batches: one committed batch (last_seq is a bigint, read as text). */
 interface BatchRow {
   first_line: number;
@@ -617,16 +665,21 @@ class PostgresRunWriter implements RunWriter {
   async open(fresh: boolean, existing: boolean): Promise<void> {
     const { sql, ref, store } = this;
     this.backend = await sharedHashBackend(CHAIN_BACKEND);
-    const [row] = await sql<{ token: string | null; holder: string | null; holder_until: Date | null; first: number | null; body: string | null; bytes: string; head: string | null }[]>`
+    const [row] = await sql<
+      { token: string | null; holder: string | null; holder_until: Date | null; first: number | null; body: string | null; meta: string | null; keyframes: number; bytes: string; head: string | null }[]
+    >`
       with taken as (
         insert into backpackflow.runs as r (session_key, run_id, writer_token, lease_owner, lease_expires_at)
         select ${ref.sessionKey}, ${ref.runId}, nextval('backpackflow.writer_tokens'), ${store.owner}, now() + ${store.leaseMs} * interval '1 millisecond' from ${asyncCommit(sql)}
         on conflict (session_key, run_id) do update set writer_token = excluded.writer_token, lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at
         where (r.lease_owner is null or r.lease_expires_at < now())
-          and not (${fresh}::boolean and exists (select 1 from backpackflow.event_batches e where e.session_key = r.session_key and e.run_id = r.run_id))
+          and not (${fresh}::boolean and (r.meta is not null
+            or exists (select 1 from backpackflow.event_batches e where e.session_key = r.session_key and e.run_id = r.run_id)
+            or exists (select 1 from backpackflow.keyframes k where k.session_key = r.session_key and k.run_id = r.run_id)))
         returning r.writer_token
       )
       select (select writer_token from taken) as token, runs.lease_owner as holder, runs.lease_expires_at as holder_until, last.first_line as first, last.body,
+        runs.meta, (select count(*)::int from backpackflow.keyframes where session_key = ${ref.sessionKey} and run_id = ${ref.runId}) as keyframes,
         (select coalesce(sum(octet_length(body) + 1), 0) from backpackflow.event_batches where session_key = ${ref.sessionKey} and run_id = ${ref.runId}) as bytes,
         (select split_part(body, E'\n', 1) from backpackflow.event_batches where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and first_line = 0) as head
       from (select 1) as one
@@ -635,8 +688,12 @@ class PostgresRunWriter implements RunWriter {
         select first_line, body from backpackflow.event_batches where session_key = ${ref.sessionKey} and run_id = ${ref.runId} order by first_line desc limit 1
       ) as last on true`;
     const { token, first, body } = row!;
+    // A fresh run whose log has no events but whose projection or keyframes remain: the run existed and lost its
+    // events (see PostgresRunStore.assertNewRun).
+    const recorded = first === null && (row!.meta !== null || row!.keyframes > 0);
     if (token === null) {
       if (fresh && first !== null) throw new RunExistsError(ref.sessionKey, ref.runId, this.where);
+      if (fresh && recorded) throw await recordedRunExists(store, ref, row!.meta, row!.keyframes);
       throw new LockError(
         `run ${ref.sessionKey}/${ref.runId} is being written by ${row!.holder ?? 'another writer'} (its lease runs until ${row!.holder_until?.toISOString() ?? '?'}) in ${store.location}`,
         { path: this.where },
@@ -644,6 +701,8 @@ class PostgresRunWriter implements RunWriter {
     }
     this.token = Number(token);
     try {
+      // The statement's snapshot predates the lease (see below): a record it shows is refused here too.
+      if (fresh && recorded) throw await recordedRunExists(store, ref, row!.meta, row!.keyframes);
       if (first !== null && body !== null) {
         // The statement's snapshot predates the lease; a writer that committed in between makes this view stale,
         // and then the first commit of this writer collides with its lines and is refused (fenced), never merged.
