@@ -34,8 +34,10 @@ export interface QueuedRun extends RunRef {
   payload: { input?: Record<string, unknown>; resume?: unknown };
   attempts: number;
   /**
-   * Set when the job is given up rather than run: its claim ran out `maxAttempts` times. The failure to mark it done
-   * with (`failed: gave up after N attempts: …`, redacted as the queue stores outcomes).
+   * Set when the job is given up rather than run: its claim ran out `maxAttempts` times, or its stored payload is
+   * not a valid payload of its kind (not JSON, not an object, an input that is not an object: see
+   * {@link damagedPayload}). The failure to mark it done with (`failed: gave up after N attempts: …`, `failed: the
+   * payload of its start job (the row of run …) is damaged: …`, redacted as the queue stores outcomes).
    */
   gaveUp?: string;
   /**
@@ -44,6 +46,12 @@ export interface QueuedRun extends RunRef {
    */
   documents: Partial<Record<RunDocumentName, string>>;
   /**
+   * A stored payload that is JSON but not a valid payload of the job's kind (see {@link gaveUp}, which then says what
+   * is wrong): kept, redacted, as the done job's payload, the evidence of what was stored. (One that is not JSON is
+   * not kept: it cannot be redacted by its keys.)
+   */
+  damagedPayload?: unknown;
+  /**
    * Whether the run had events when it was claimed (it was started before: its worker died, or it waits), or a
    * record of them (its projection or keyframes) whose events are gone.
    */
@@ -51,7 +59,7 @@ export interface QueuedRun extends RunRef {
 }
 
 /** A claimed job as it ends: its run and the payload it was claimed with (kept redacted, see the module comment). */
-export type FinishedJob = RunRef & Pick<QueuedRun, 'payload'>;
+export type FinishedJob = RunRef & Pick<QueuedRun, 'payload' | 'damagedPayload'>;
 
 /** A job's state, for `runs list`-like reports and tests. */
 export interface QueueEntry extends RunRef {
@@ -105,7 +113,10 @@ export class RunQueue {
 
   /** What a finished job keeps: its payload and outcome, redacted (see the module comment). */
   private finished(job: FinishedJob, outcome: string): { payload: string; outcome: string } {
-    const redacted = this.redactor.redact({ payload: job.payload, outcome }).value;
+    // A damaged payload is kept as it was stored (see QueuedRun.damagedPayload), not replaced by the empty one the job
+    // was given.
+    const payload = job.damagedPayload !== undefined ? job.damagedPayload : job.payload;
+    const redacted = this.redactor.redact({ payload, outcome }).value;
     return { payload: JSON.stringify(redacted.payload), outcome: redacted.outcome };
   }
 
@@ -219,20 +230,22 @@ export class RunQueue {
           or exists (select 1 from backpackflow.keyframes k where k.session_key = c.session_key and k.run_id = c.run_id)) as had_events
       from claimed c`;
     if (row === undefined) return undefined;
-    let payload: QueuedRun['payload'] = {};
-    try {
-      payload = row.payload === null ? {} : (JSON.parse(row.payload) as QueuedRun['payload']);
-    } catch {
-      // Not JSON: the job fails with that said (see the worker).
-      payload = { input: undefined };
-    }
+    const read = readPayload(row.kind, row.payload);
     const documents: QueuedRun['documents'] = {};
     if (row.flow !== null) documents.flow = row.flow;
     if (row.recipe !== null) documents.recipe = row.recipe;
-    const job: QueuedRun = { sessionKey: row.session_key, runId: row.run_id, kind: row.kind, payload, attempts: row.attempts, documents, hadEvents: row.had_events };
+    const job: QueuedRun = { sessionKey: row.session_key, runId: row.run_id, kind: row.kind, payload: {}, attempts: row.attempts, documents, hadEvents: row.had_events };
     if (row.gave_up) {
       job.gaveUp = this.redactor.redactText(`failed: gave up after ${row.lapses} attempts: each worker holding it stopped without finishing (last: worker ${row.last_owner ?? 'unknown'})`);
     }
+    if ('problem' in read) {
+      // Never run with an input (or an answer) it was not given: failed, naming the row and what is wrong with it.
+      if (read.value !== undefined) job.damagedPayload = read.value;
+      job.gaveUp ??= this.redactor.redactText(
+        `failed: the payload of its ${row.kind} job (the row of run ${row.session_key}/${row.run_id} in backpackflow.queue, ${this.store.location}) is damaged: ` +
+          `${read.problem}; the job is not run (queue the run again)`,
+      );
+    } else job.payload = read.payload;
     return job;
   }
 
@@ -285,4 +298,28 @@ export class RunQueue {
       order by enqueued_at`;
     return rows.map((r) => ({ sessionKey: r.session_key, runId: r.run_id, kind: r.kind, state: r.state, attempts: r.attempts, lapses: r.lapses, claimedBy: r.claimed_by, outcome: r.outcome }));
   }
+}
+
+/**
+ * A job's stored payload (null: none, an empty one), parsed and checked to be one {@link RunQueue.enqueue} stores for
+ * `kind`: an object, with an `input` that is an object for a start, a `resume` for a resume, and nothing else; or
+ * what is wrong with it (and the value, when it is JSON).
+ */
+function readPayload(kind: 'start' | 'resume', text: string | null): { payload: QueuedRun['payload'] } | { problem: string; value?: unknown } {
+  if (text === null) return { payload: {} };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { problem: `not JSON (${(error as Error).message})` };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { value, problem: `not an object but ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}` };
+  const allowed = kind === 'start' ? 'input' : 'resume';
+  const other = Object.keys(value).filter((key) => key !== allowed);
+  if (other.length > 0) return { value, problem: `it holds ${other.map((key) => JSON.stringify(key)).join(', ')}, which a ${kind} job's payload does not (only "${allowed}")` };
+  const input = (value as { input?: unknown }).input;
+  if (kind === 'start' && input !== undefined && (input === null || typeof input !== 'object' || Array.isArray(input))) {
+    return { value, problem: `its input is ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}, not an object` };
+  }
+  return { payload: value as QueuedRun['payload'] };
 }
