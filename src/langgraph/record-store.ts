@@ -75,10 +75,43 @@ export class RunStoreRecordStore implements CheckpointRecordStore {
     return refs.filter((_, i) => has[i]).map((ref) => ref.runId);
   }
 
+  /**
+   * The run's events as far as the log's chain vouches for them, compared with the run's projection as the runtime's
+   * readers compare them (`loadRunPoint`): a projection that records events past the last one served means the log
+   * lost its tail (its last batches deleted, an older copy put back), and serving what is left would make an older
+   * checkpoint the thread's latest, so that is a StoreError naming the log and the projection, on files and Postgres
+   * alike. A damaged projection is only a warning (`ProjectionStoreWarning`): the log is then served uncompared.
+   */
   async read(runId: string): Promise<StreamEvent[]> {
+    const ref = this.#ref(runId);
+    const warnings: string[] = [];
+    // The projection before the log: a live writer stores its projection only after the events it counts, so the
+    // log read next holds them all unless it lost them (read after the log, a batch committed in between would look
+    // like a lost tail).
+    const claims = await this.#projectionClaims(ref);
     const events: StreamEvent[] = [];
-    for await (const { event } of this.runStore.readVerified(this.#ref(runId))) events.push(event);
+    for await (const { event } of this.runStore.readVerified(ref, { onWarning: (w) => warnings.push(w) })) events.push(event);
+    const served = events.at(-1)?.seq ?? -1;
+    if (claims !== null && claims.lastSeq > served) {
+      const why = warnings.length > 0 ? ` (${warnings.join('; ')})` : '';
+      throw new StoreError(
+        `${this.runStore.describeProjection(ref)} records events up to seq ${claims.lastSeq}, but ${this.runStore.describeLog(ref)} serves them up to seq ${served}: ` +
+          `the log was cut or damaged${why}. Check the run with 'backpackflow runs verify ${runId}'.`,
+      );
+    }
+    for (const warning of warnings) process.emitWarning(warning, 'EventStoreWarning');
     return events;
+  }
+
+  /** The stored projection's last seq, or null when there is none or it is damaged (a warning naming it). */
+  async #projectionClaims(ref: { sessionKey: string; runId: string }): Promise<{ lastSeq: number } | null> {
+    try {
+      return await this.runStore.loadRunMeta(ref);
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      process.emitWarning(`${error.message}; the log was not compared with it`, 'ProjectionStoreWarning');
+      return null;
+    }
   }
 
   #writer(runId: string): Promise<RunWriter> {

@@ -22,7 +22,7 @@ import { StreamEventType, newEventId, newSpanId, type EventInput, type StreamEve
 import type { RunLocation } from '../runtime/location.js';
 import type { CheckpointPayload } from '../runtime/run-point.js';
 import { StateTracker, applyStateDelta } from '../runtime/state-tracker.js';
-import { redactorFor, type Durability, type Redactor, type RunStore } from '../store/index.js';
+import { StoreError, redactorFor, type Durability, type Redactor, type RunStore } from '../store/index.js';
 import {
   decodeValue,
   encodeValue,
@@ -371,21 +371,30 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
   async #allThreads(): Promise<Thread[]> {
     const out: Thread[] = [];
     for (const runId of await this.store.listRunIds()) {
-      const loaded = this.#threads.get(runId);
-      if (loaded !== undefined) {
-        out.push(await loaded);
-        continue;
-      }
-      const events = await this.store.read(runId);
-      const recorded = threadOf(events);
-      if (recorded === undefined) continue;
-      if (recorded.sha256 === undefined || threadDigest(recorded.threadId) === recorded.sha256) {
-        if (this.runIdOf(recorded.threadId) === runId) out.push(await this.#thread(recorded.threadId));
-      } else if (hashedRunId(recorded.sha256) === runId) {
-        out.push(this.#replay(recorded.threadId, runId, events));
+      try {
+        const thread = await this.#listedThread(runId);
+        if (thread !== undefined) out.push(thread);
+      } catch (error) {
+        // One damaged run (a thread or an ordinary run of the session) must not hide the others: skipped and named,
+        // as `runs list` marks it damaged. A list of that thread alone (by thread_id) still fails with the error.
+        if (!(error instanceof StoreError)) throw error;
+        process.emitWarning(`BackpackflowSaver.list: skipped damaged run ${this.store.sessionKey}/${runId}: ${error.message}`, 'BackpackflowSaverWarning');
       }
     }
     return out;
+  }
+
+  /** The thread run `runId` records, or undefined when it is not one (see {@link #allThreads}). */
+  async #listedThread(runId: string): Promise<Thread | undefined> {
+    const loaded = this.#threads.get(runId);
+    if (loaded !== undefined) return loaded;
+    const events = await this.store.read(runId);
+    const recorded = threadOf(events);
+    if (recorded === undefined) return undefined;
+    if (recorded.sha256 === undefined || threadDigest(recorded.threadId) === recorded.sha256) {
+      return this.runIdOf(recorded.threadId) === runId ? this.#thread(recorded.threadId) : undefined;
+    }
+    return hashedRunId(recorded.sha256) === runId ? this.#replay(recorded.threadId, runId, events) : undefined;
   }
 
   /** Builds a thread's index and Backpack mirror from its log. */

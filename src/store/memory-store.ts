@@ -5,6 +5,7 @@ import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import { openSealed, sealJson } from '../hash/sealed.js';
 import { InvalidIdError, LockError, MemoryStoreError, describeIssues } from './errors.js';
 import { KeywordIndex, tokenize, type KeywordIndexFile } from './keyword-index.js';
+import { itemsFingerprint } from './memory-fingerprint.js';
 import type { FileLock } from '../fs/index.js';
 import { acquireLock } from './lock.js';
 import { assertValidId, isValidId, memoryItemPath, memoryPaths, type MemoryPaths } from './paths.js';
@@ -103,10 +104,14 @@ export interface ScoredMemoryItem {
   score: number;
 }
 
-/** keyword.json's data: the index, the generation that wrote it and each item's checksum (see {@link MemoryStore}). */
+/**
+ * keyword.json's data: the index, the generation that wrote it, each item's checksum and the fingerprint of items/
+ * when it was written (see {@link MemoryStore}; absent from an index of an earlier version).
+ */
 interface MemoryIndexFile extends KeywordIndexFile {
   gen: number;
   sums: Record<string, string>;
+  items?: string;
 }
 
 /** An item read from its file, with its checksum (empty for a plain file) and generation. */
@@ -166,8 +171,14 @@ export function tokensOf(item: MemoryItem): string[] {
  * index (by an operation under way, or the index is the older copy). keyword.json with a generation below the
  * witness's is an older copy, rebuilt from the items with a `MemoryStoreIndex` warning; the items then keep their
  * judgement against it, which still holds (an item not rewritten since must be as it recorded). Both put back
- * together, the first item read newer than the index while no other operation is under way tells, and the index is
- * rebuilt. What cannot be told: an item and keyword.json (and the witness) all put back to copies of one time.
+ * together, the index's fingerprint of items/ tells (see memory-fingerprint.ts): keyword.json records the fingerprint
+ * of the folder as the operation that wrote it left it, and a load (not a search of a loaded index) compares it with
+ * the folder's (a listing of its names and a stat); when they differ and no operation under way explains it, the items
+ * are read once and those written after the index (a generation above it) are indexed, with a `MemoryStoreIndex`
+ * warning naming them (none when there are none: a folder copied elsewhere); the other items keep their judgement
+ * when read (an older copy put back, a file gone). Failing that (an item rewritten in the same clock tick as the index
+ * was written), the first item read newer than the index while no other operation is under way tells, and the index
+ * is rebuilt. What cannot be told: an item and keyword.json (and the witness) all put back to copies of one time.
  *
  * Files written before seals (plain JSON) still read while keyword.json is plain too (and no witness exists): such
  * an item is taken as it is and sealed at the next operation that holds the memory lock; such an index is not
@@ -265,8 +276,26 @@ export class MemoryStore implements Memory {
       newest = Math.max(newest, found.gen);
     };
     let index = known !== undefined && !stale ? stored!.index : undefined;
-    if (index !== undefined && pending === undefined) return (this.index = index);
-    if (index !== undefined && pending !== undefined && pending !== 'corrupt') {
+    if (index !== undefined && pending === undefined) {
+      if (await this.knowsItems(known!.items, locked, backend)) return (this.index = index);
+      // items/ is not as the index recorded it, and no operation under way explains it: the items written after the
+      // index are indexed. The rest keeps its judgement when read (an item put back, one whose file is gone).
+      const caughtUp: string[] = [];
+      for (const file of await this.listItemFiles()) {
+        const id = file.slice(0, -'.json'.length);
+        let found: ReadItem | null;
+        try {
+          found = this.readItem(id, backend);
+        } catch (error) {
+          if (!(error instanceof MemoryStoreError)) throw error;
+          continue; // damage, said when a search or a listing reads it, as before
+        }
+        if (found === null || this.sums.get(id) === found.sum) continue;
+        record(index, id, found);
+        caughtUp.push(id);
+      }
+      if (caughtUp.length > 0) this.warnCaughtUp(caughtUp);
+    } else if (index !== undefined && pending !== undefined && pending !== 'corrupt') {
       // A crash interrupted an operation on these items: index them as they are on disk now.
       for (const id of pending) {
         const found = this.readItemOrSkip(id, backend);
@@ -302,21 +331,41 @@ export class MemoryStore implements Memory {
    * generation and item checksums; undefined, with a `MemoryStoreIndex` warning, when it fails its checksum or is not
    * a consistent index.
    */
-  private openIndex(text: string, backend: HashBackend): { index: KeywordIndex; sealed: boolean; known?: { gen: number; sums: Map<string, string> } } | undefined {
+  private openIndex(text: string, backend: HashBackend): { index: KeywordIndex; sealed: boolean; known?: { gen: number; sums: Map<string, string>; items: string | undefined } } | undefined {
     const opened = openSealed(text, backend, true);
     try {
       if (!opened.ok) throw new Error(opened.problem);
       const index = KeywordIndex.fromJSON(opened.data);
-      const { gen, sums } = opened.data as Partial<MemoryIndexFile>;
+      const { gen, sums, items } = opened.data as Partial<MemoryIndexFile>;
       if (!opened.sealed || gen === undefined) return { index, sealed: opened.sealed };
       if (!Number.isInteger(gen) || gen < 0 || typeof sums !== 'object' || sums === null) throw new Error('bad generation or checksums');
       const entries = Object.entries(sums);
       if (entries.length !== index.size || entries.some(([id, sum]) => !index.has(id) || typeof sum !== 'string')) throw new Error('the checksums do not match the documents');
-      return { index, sealed: true, known: { gen, sums: new Map(entries) } };
+      return { index, sealed: true, known: { gen, sums: new Map(entries), items: typeof items === 'string' ? items : undefined } };
     } catch (error) {
       process.emitWarning(`rebuilding corrupt memory index ${this.paths.keywordIndex}: ${(error as Error).message}`, 'MemoryStoreIndex');
       return undefined;
     }
+  }
+
+  /**
+   * Whether items/ is as the loaded index recorded it (its fingerprint `recorded`), or differs only by what an
+   * operation under way explains (another process writing: its index follows). With `locked`, this store holds the
+   * memory lock (no one else writes).
+   */
+  private async knowsItems(recorded: string | undefined, locked: boolean, backend: HashBackend): Promise<boolean> {
+    const now = itemsFingerprint(this.paths.itemsDir, await this.listItemFiles(), backend);
+    return now === recorded || this.changedMeanwhile(locked);
+  }
+
+  /** Warns (`MemoryStoreIndex`) that the index did not know items written after it, `ids`, now indexed. */
+  private warnCaughtUp(ids: string[]): void {
+    const named = `${ids.slice(0, 10).join(', ')}${ids.length > 10 ? `, and ${ids.length - 10} more` : ''}`;
+    process.emitWarning(
+      `memory index ${this.paths.keywordIndex} is older than the items in ${this.paths.itemsDir}: it did not know ${ids.length} item(s) written after it (${named}), ` +
+        'now indexed (an older copy of the index put back?)',
+      'MemoryStoreIndex',
+    );
   }
 
   /** The generation in `index/generation.json` (see the class comment); undefined when absent. */
@@ -367,9 +416,12 @@ export class MemoryStore implements Memory {
     if (!this.changedMeanwhile()) warnSkipped(this.lostMessage(id), 'MemoryStoreMissingItem', onWarning);
   }
 
-  /** Whether an operation (of another process) changed the memory since the index was read, or is under way. */
-  private changedMeanwhile(): boolean {
-    return this.stampOf(this.paths.keywordIndex) !== this.indexStamp || existsSync(this.pendingPath) || existsSync(this.lockPath);
+  /**
+   * Whether an operation (of another process) changed the memory since the index was read, or is under way. With
+   * `locked`, the memory lock is this store's own: it tells nothing of others.
+   */
+  private changedMeanwhile(locked = false): boolean {
+    return this.stampOf(this.paths.keywordIndex) !== this.indexStamp || existsSync(this.pendingPath) || (!locked && existsSync(this.lockPath));
   }
 
   /**
@@ -428,8 +480,11 @@ export class MemoryStore implements Memory {
     }
     this.toSeal.clear();
     this.gen = gen;
-    const file: MemoryIndexFile = { ...index.toJSON(), gen, sums: Object.fromEntries(this.sums) };
-    await writeFileAtomic(this.paths.keywordIndex, sealJson(JSON.stringify(file), await sharedHashBackend()), { fsync: this.fsync, syncDirectory: this.fsync });
+    const backend = await sharedHashBackend();
+    // items/ as this operation leaves it (every item file written or removed by now): what loads compare it with.
+    const items = itemsFingerprint(this.paths.itemsDir, await this.listItemFiles(), backend);
+    const file: MemoryIndexFile = { ...index.toJSON(), gen, sums: Object.fromEntries(this.sums), items };
+    await writeFileAtomic(this.paths.keywordIndex, sealJson(JSON.stringify(file), backend), { fsync: this.fsync, syncDirectory: this.fsync });
     this.indexStamp = this.stampOf(this.paths.keywordIndex);
     await writeJsonAtomic(this.witnessPath, { gen }, { fsync: this.fsync });
     this.legacy = false;

@@ -13,7 +13,7 @@ import { MAX_PAGE_SIZE, type RunReader, type RunRef } from './run-reader.js';
 /** Most top-level trace lines one request may ask for. */
 const MAX_TRACE_ITEMS = 5000;
 import type { Steering } from './steer.js';
-import { tailEvents, type TailOptions } from './tail.js';
+import { parseLastEventId, tailEvents, type TailOptions } from './tail.js';
 
 /** What the API routes share. */
 export interface ApiContext {
@@ -149,8 +149,8 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
       ctx.admitStream(res);
       const at = await ctx.reader.existing(ref);
       const lastId = req.headers['last-event-id'];
-      const resumeAt = typeof lastId === 'string' && /^\d+$/.test(lastId) ? Number(lastId) : undefined;
-      ctx.track(await tailEvents(req, res, ctx.reader.store, at, resumeAt ?? intParam(url, 'from') ?? 0, ctx.tail), res);
+      const resumed = typeof lastId === 'string' ? parseLastEventId(lastId) : undefined;
+      ctx.track(await tailEvents(req, res, ctx.reader.store, at, resumed ?? { from: intParam(url, 'from') ?? 0 }, ctx.tail), res);
       return;
     }
     default:

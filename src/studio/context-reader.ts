@@ -49,6 +49,10 @@ function statusOf(error: ContextError): number {
       return 404;
     case 'NOT_SCANNED':
       return 409;
+    // A damaged store file (the error names it and what is wrong): the store disagrees with what was asked, not a
+    // fault of the server's, as the run views answer a damaged log or keyframe.
+    case 'CORRUPT_STORE':
+      return 409;
     default:
       return 500;
   }

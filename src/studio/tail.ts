@@ -6,16 +6,23 @@
  * missed); on PostgreSQL, the announcement of each committed step (LISTEN/NOTIFY on the channel `runs tail` listens
  * to), and a read every `pollMs` in case one was missed.
  *
- * Messages: `event: event` with the stored event as data and `id:` the number of lines read so far (a reconnecting
- * EventSource sends it back as Last-Event-ID and continues there); `event: corrupt` for a line that is not a valid
- * event; `event: warning` (data `{ message }`, once per stream) for what the log does not serve, naming the file and
- * lines (a batch that fails its chain hash, lines after the last one); a comment line every `heartbeatMs` to keep
- * proxies from closing an idle stream.
+ * Messages: `event: event` with the stored event as data and `id:` the number of lines read so far, then the line and
+ * id of the last event sent, `<lines>:<line>:<event id, URI-encoded>` (a reconnecting EventSource sends it back as
+ * Last-Event-ID and continues there); `event: corrupt` for a line that is not a valid event; `event: warning` (data
+ * `{ message }`, once per stream) for what the log does not serve, naming the file and lines (a batch that fails its
+ * chain hash, lines after the last one); a comment line every `heartbeatMs` to keep proxies from closing an idle stream.
+ *
+ * A run deleted while it is streamed, or deleted and started again under the same id, is never streamed as one run
+ * (the rule of `runs tail`, in follow-log.ts): each re-read starts at the line of the last event sent and checks that
+ * it still holds that event. When it does not, the stream sends `event: failure` (data `{ error, gone: true }`, the
+ * error saying what was found, naming the log) and ends; the EventSource's reconnection, whose Last-Event-ID carries
+ * that event, is then answered 409 with the same check (404 when the run is gone), which ends its retries.
  */
 import { watch, statSync, type FSWatcher } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PostgresRunStore, type RunRef, type RunStore } from '../store/index.js';
-import { BASE_HEADERS } from './http.js';
+import { FollowedRunGoneError, markHolds, readAfterMark, type FollowMark } from './follow-log.js';
+import { BASE_HEADERS, HttpError } from './http.js';
 
 /** Timings of a tail (defaults suit people; tests may shorten them). */
 export interface TailOptions {
@@ -52,7 +59,7 @@ async function watchLog(store: RunStore, ref: RunRef, poke: () => void, pollMs: 
     try {
       size = statSync(path).size;
     } catch {
-      return;
+      size = -2; // gone (deleted): read once more, which tells the stream
     }
     if (size === lastSize) return;
     lastSize = size;
@@ -73,8 +80,51 @@ async function watchLog(store: RunStore, ref: RunRef, poke: () => void, pollMs: 
   };
 }
 
-/** Streams the log of `ref` from line `from` to `res` until the client goes away; resolves to a function that ends the stream. */
-export async function tailEvents(req: IncomingMessage, res: ServerResponse, store: RunStore, ref: RunRef, from: number, options: TailOptions = {}): Promise<() => void> {
+/** Where a stream starts: the number of lines already sent, and the last event sent (a reconnection), if known. */
+export interface StreamStart {
+  from: number;
+  mark?: FollowMark;
+}
+
+/** Longest event id a stream's `id:` carries (URI-encoded): a longer one (not one backpackflow writes) is left out. */
+const MAX_MARK_ID = 200;
+
+/** The `id:` of a message sent after `next` lines, the last event sent being `mark` (see the module comment). */
+function streamId(next: number, mark: FollowMark | undefined): string {
+  const id = mark === undefined ? undefined : encodeURIComponent(mark.id);
+  return id === undefined || id.length > MAX_MARK_ID ? String(next) : `${next}:${mark!.line}:${id}`;
+}
+
+/** The start a Last-Event-ID asks for (see {@link streamId}), or undefined when it is not one. */
+export function parseLastEventId(value: string): StreamStart | undefined {
+  const match = /^(\d+)(?::(\d+):([^:]+))?$/.exec(value);
+  if (match === null) return undefined;
+  const from = Number(match[1]);
+  if (!Number.isSafeInteger(from)) return undefined;
+  if (match[2] === undefined) return { from };
+  const line = Number(match[2]);
+  let id: string;
+  try {
+    id = decodeURIComponent(match[3]!);
+  } catch {
+    return { from };
+  }
+  return Number.isSafeInteger(line) && line < from ? { from, mark: { line, id } } : { from };
+}
+
+/**
+ * Streams the log of `ref` from `start` to `res` until the client goes away; resolves to a function that ends the
+ * stream. A reconnection whose last event the log no longer holds is a 409 (an HttpError, nothing streamed).
+ */
+export async function tailEvents(req: IncomingMessage, res: ServerResponse, store: RunStore, ref: RunRef, start: StreamStart, options: TailOptions = {}): Promise<() => void> {
+  let mark = start.mark;
+  if (mark !== undefined && !(await markHolds(store, ref, mark))) {
+    throw new HttpError(
+      409,
+      `run ${ref.runId} was deleted (or replaced by a new run of the same id) since this stream sent its event ${mark.id}: line ${mark.line + 1} of ${store.describeLog(ref)} no longer holds it. Open the run again`,
+      'last-event-id',
+    );
+  }
   res.writeHead(200, {
     ...BASE_HEADERS,
     'content-type': 'text/event-stream; charset=utf-8',
@@ -83,7 +133,8 @@ export async function tailEvents(req: IncomingMessage, res: ServerResponse, stor
     'x-accel-buffering': 'no',
   });
   res.write('retry: 2000\n\n');
-  let next = from;
+  /** The first line not sent yet; `mark`: the last event sent, and its line. */
+  let next = start.from;
   let closed = false;
   let reading = false;
   let again = false;
@@ -104,11 +155,13 @@ export async function tailEvents(req: IncomingMessage, res: ServerResponse, stor
       do {
         again = false;
         const corrupt: string[] = [];
-        for await (const { event, line } of store.readVerified(ref, {
+        for await (const { event, line } of readAfterMark(store, ref, mark, {
           from: next,
           onCorrupt: (c) => {
+            // (1-based: a line at or before `next` was sent already, read again from the mark)
+            if (c.line <= next) return;
             next = c.line;
-            corrupt.push(`id: ${next}\nevent: corrupt\ndata: ${JSON.stringify(c)}\n\n`);
+            corrupt.push(`id: ${streamId(next, mark)}\nevent: corrupt\ndata: ${JSON.stringify(c)}\n\n`);
           },
           // What the log does not serve (lines that fail their chain hash, lines after the last one) is said once
           // per stream, as the JSON views say it in their warnings: the `id:` numbers alone would just skip.
@@ -119,14 +172,19 @@ export async function tailEvents(req: IncomingMessage, res: ServerResponse, stor
           },
         })) {
           for (const message of corrupt.splice(0)) await send(message);
+          if (line < next) continue; // sent already (a line after the mark)
           next = line + 1;
-          await send(`id: ${next}\nevent: event\ndata: ${JSON.stringify(event)}\n\n`);
+          mark = { line, id: event.id };
+          await send(`id: ${streamId(next, mark)}\nevent: event\ndata: ${JSON.stringify(event)}\n\n`);
           if (closed) return;
         }
         for (const message of corrupt.splice(0)) await send(message);
       } while (again && !closed);
     } catch (error) {
-      await send(`event: failure\ndata: ${JSON.stringify({ error: (error as Error).message })}\n\n`);
+      const gone = error instanceof FollowedRunGoneError;
+      await send(`event: failure\ndata: ${JSON.stringify({ error: (error as Error).message, ...(gone ? { gone: true } : {}) })}\n\n`);
+      // Nothing more of this run will come: the stream ends (its reconnection is refused, see tailEvents).
+      if (gone) stop();
     } finally {
       reading = false;
     }

@@ -4,9 +4,12 @@
  * Items and keyword.json carry a store-wide generation, and keyword.json each item's checksum; generation.json
  * witnesses the generation the last index reached (see memory-store.ts).
  */
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { sharedHashBackend } from '../../src/hash/blake3.js';
+import { openSealed, sealJson } from '../../src/hash/sealed.js';
+import { itemsFingerprint } from '../../src/store/memory-fingerprint.js';
 import { MemoryStore, type MemoryItem } from '../../src/store/index.js';
 import { tempDirAndWarnings } from './helpers.js';
 
@@ -95,13 +98,36 @@ describe('keyword.json put back to an older sealed copy', () => {
     expect(ctx.warnings).toEqual([expect.stringContaining(`memory index ${store.paths.keywordIndex} is older than the memory`)]);
   });
 
-  it('together with generation.json: an item newer than the index tells, and the index is rebuilt', async () => {
+  it('together with generation.json: the folder of items tells at load, and the item written since is indexed', async () => {
     const writer = open();
     await writer.writeMany([ALPHA, OTHER]);
     const genPath = join(writer.paths.indexDir, 'generation.json');
     const [index, gen] = [readFileSync(writer.paths.keywordIndex), readFileSync(genPath)];
+    await new Promise((resolve) => setTimeout(resolve, 30)); // another tick of the file system's clock
     await writer.write(BETA);
     writeFileSync(writer.paths.keywordIndex, index);
+    writeFileSync(genPath, gen);
+    const store = open();
+    expect(await store.search('alpha', 5)).toEqual([]);
+    expect(ctx.warnings).toEqual([
+      `MemoryStoreIndex: memory index ${store.paths.keywordIndex} is older than the items in ${store.paths.itemsDir}: it did not know 1 item(s) written after it (m1), now indexed (an older copy of the index put back?)`,
+    ]);
+    expect(await store.search('beta', 5)).toEqual([BETA]);
+    expect(ctx.warnings).toHaveLength(1);
+  });
+
+  it('together with generation.json, the folder unchanged to the index (a rewrite in the same clock tick): an item newer than the index tells, and the index is rebuilt', async () => {
+    const writer = open();
+    await writer.writeMany([ALPHA, OTHER]);
+    const genPath = join(writer.paths.indexDir, 'generation.json');
+    const [index, gen] = [readFileSync(writer.paths.keywordIndex, 'utf8'), readFileSync(genPath)];
+    await writer.write(BETA);
+    // The older index, as if its fingerprint of items/ were the folder's now.
+    const backend = await sharedHashBackend();
+    const opened = openSealed(index, backend);
+    if (!opened.ok) throw new Error(opened.problem);
+    const names = readdirSync(writer.paths.itemsDir).filter((n) => n.endsWith('.json'));
+    writeFileSync(writer.paths.keywordIndex, sealJson(JSON.stringify({ ...(opened.data as object), items: itemsFingerprint(writer.paths.itemsDir, names, backend) }), backend));
     writeFileSync(genPath, gen);
     const store = open();
     expect(await store.search('alpha', 5)).toEqual([BETA]);

@@ -2,10 +2,10 @@ import { appendFileSync, readFileSync, existsSync, mkdirSync, writeFileSync } fr
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../../src/index.js';
-import { memoryItemPath, memoryPaths, runPaths } from '../../src/store/index.js';
+import { FileRunStore, memoryItemPath, memoryPaths, runPaths } from '../../src/store/index.js';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
 import { BIN, FIXTURES, MODULES, cli, cliJson, tempDir } from '../cli/helpers.js';
-import { get, openStream, post, startGatedRun } from './helpers.js';
+import { get, openStream, post, startGatedRun, type SseMessage } from './helpers.js';
 
 let dataDir = '';
 let runId = '';
@@ -259,6 +259,9 @@ describe('studio API: bad input is a 400 (or 404) naming the parameter', () => {
   });
 });
 
+/** The number of lines a stream had read when it sent `m` (the head of its `id:`). */
+const linesRead = (m: SseMessage): number => Number(m.id!.split(':')[0]);
+
 describe('studio API: live stream of a running run', () => {
   it('streams events as they are appended, and continues from Last-Event-ID', async () => {
     const liveId = 'run_live_stream';
@@ -286,18 +289,20 @@ describe('studio API: live stream of a running run', () => {
       expect(await traceNodes()).toEqual(['first:completed', 'wait:completed']);
       expect((await api(`/api/runs/${liveId}/steps`)).json).toEqual({ first: 0, last: 2, warnings: [] });
       const end = await stream.waitFor((m) => m.event === 'event' && JSON.parse(m.data).type === 'run.completed');
-      expect((await api(`/api/runs/${liveId}`)).json.meta).toMatchObject({ status: 'completed', eventCount: Number(end.id) });
+      expect((await api(`/api/runs/${liveId}`)).json.meta).toMatchObject({ status: 'completed', eventCount: linesRead(end) });
       const denied = (await api(`/api/runs/${liveId}/events?type=access.denied`)).json;
       expect(denied.events.map((e: any) => [e.event.nodeId, e.event.payload.operation, e.event.payload.key])).toEqual([['wait', 'read', 'private']]);
       const seqs = stream.messages.map((m) => JSON.parse(m.data).seq);
       expect(seqs).toEqual(seqs.map((_, i) => i + 1));
-      expect(stream.messages.map((m) => Number(m.id))).toEqual(seqs);
-      expect(end.id).toBe(String(seqs.length));
+      expect(stream.messages.map(linesRead)).toEqual(seqs);
+      expect(linesRead(end)).toBe(seqs.length);
+      // and the line and id of the event: a reconnection checks that the log still holds it
+      expect(end.id).toBe(`${seqs.length}:${seqs.length - 1}:${encodeURIComponent(JSON.parse(end.data).id)}`);
       // A reconnecting client sends the last id it saw and gets only what came after it.
       const resumed = await openStream(studio.port, `/api/runs/${liveId}/stream`, { 'last-event-id': String(seqs.length - 2) });
       try {
         const tail = await resumed.waitFor((m) => JSON.parse(m.data).type === 'run.completed');
-        expect(resumed.messages.map((m) => m.id)).toEqual([String(seqs.length - 1), tail.id]);
+        expect(resumed.messages.map(linesRead)).toEqual([seqs.length - 1, linesRead(tail)]);
       } finally {
         resumed.close();
       }
@@ -311,6 +316,81 @@ describe('studio API: live stream of a running run', () => {
       expect(JSON.parse(first.data).seq).toBe(3);
     } finally {
       from.close();
+    }
+  });
+});
+
+describe('studio API: live stream of a run deleted, or replaced by a new run of the same id (the rule of runs tail)', () => {
+  /** A flow of one node that counts to `n`, a step each. */
+  function countTo(n: number): Flow {
+    class Count extends BackpackNode {
+      override post(backpack: BackpackHandle): string | undefined {
+        const k = ((backpack.unpack('k') as number | undefined) ?? 0) + 1;
+        backpack.pack('k', k);
+        return k < n ? 'again' : undefined;
+      }
+    }
+    const flow = new Flow({ namespace: 'count' });
+    const node = flow.addNode(Count, { id: 'count' });
+    node.on('again', node);
+    return flow;
+  }
+
+  it('a run replaced while streamed: the stream says so and ends, sends nothing of the new run, and its reconnection is refused', async () => {
+    const id = 'run_replaced_live';
+    await runFlow(countTo(2), { dataDir, runId: id });
+    const store = new FileRunStore(dataDir);
+    const ref = { sessionKey: 'default', runId: id };
+    const stream = await openStream(studio.port, `/api/runs/${id}/stream`);
+    try {
+      const last = await stream.waitFor((m) => m.event === 'event' && JSON.parse(m.data).type === 'run.completed');
+      const oldIds = stream.messages.map((m) => JSON.parse(m.data).id as string);
+      expect(await store.deleteRun(ref)).toBe(true);
+      // The new run is longer: a stream that read on from its count of lines would send the new run's later lines.
+      await runFlow(countTo(6), { dataDir, runId: id });
+      const failure = await stream.waitFor((m) => m.event === 'failure');
+      // Seen deleted (a read before the new run's first batch) or replaced (after it): either is said, naming the log.
+      const said = `run ${id} was deleted (or replaced by a new run of the same id) while it was followed: `;
+      expect(JSON.parse(failure.data).gone).toBe(true);
+      expect([
+        `${said}line ${linesRead(last)} of ${store.describeLog(ref)} no longer holds event ${JSON.parse(last.data).id}`,
+        `${said}${store.describeLog(ref)} is gone or holds fewer than ${linesRead(last)} events`,
+      ]).toContain(JSON.parse(failure.data).error);
+      // and sends nothing more, the new run's events included (given time to arrive)
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const events = stream.messages.filter((m) => m.event === 'event').map((m) => JSON.parse(m.data).id as string);
+      expect(events).toEqual(oldIds);
+      // The EventSource reconnects with the last id it saw: refused (409), which ends its retries.
+      const again = await get(studio.port, `/api/runs/${id}/stream`, { accept: 'text/event-stream', 'last-event-id': last.id! });
+      expect(again.status).toBe(409);
+      expect(again.json.error).toContain(`run ${id} was deleted (or replaced by a new run of the same id) since this stream sent its event`);
+      expect(again.json.error).toContain(store.describeLog(ref));
+      // A plain stream of the new run, from its start, is served.
+      const fresh = await openStream(studio.port, `/api/runs/${id}/stream`);
+      try {
+        const end = await fresh.waitFor((m) => m.event === 'event' && JSON.parse(m.data).type === 'run.completed');
+        expect(JSON.parse(end.data).id).not.toBe(JSON.parse(last.data).id);
+      } finally {
+        fresh.close();
+      }
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('a run deleted while streamed, not started again: the stream says so and ends, not left waiting in silence', async () => {
+    const id = 'run_deleted_live';
+    await runFlow(countTo(2), { dataDir, runId: id });
+    const store = new FileRunStore(dataDir);
+    const ref = { sessionKey: 'default', runId: id };
+    const stream = await openStream(studio.port, `/api/runs/${id}/stream`);
+    try {
+      await stream.waitFor((m) => m.event === 'event' && JSON.parse(m.data).type === 'run.completed');
+      expect(await store.deleteRun(ref)).toBe(true);
+      const failure = await stream.waitFor((m) => m.event === 'failure');
+      expect(JSON.parse(failure.data).error).toMatch(new RegExp(`^run ${id} was deleted \\(or replaced by a new run of the same id\\) while it was followed: .*events\\.jsonl is gone or holds fewer than \\d+ events$`));
+    } finally {
+      stream.close();
     }
   });
 });

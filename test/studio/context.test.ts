@@ -2,7 +2,7 @@
  * The Context view's API (`--workspace`): the workspace tree a directory at a time, each node's frames and heads
  * with stale markers, a frame's content as stored (redacted), and every bad request refused without touching a file.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
@@ -97,6 +97,28 @@ describe('studio context API', () => {
     const reply = await api(path);
     expect(reply.status).toBe(status);
     expect(reply.json.error).toMatch(message);
+  });
+
+  it('a damaged frame file is a 409 naming the file and what is wrong, not a 500 "server error" (the store is damaged, not the server)', async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'docs'));
+    writeFileSync(join(dir, 'docs', 'a.md'), 'alpha\n');
+    const engine = await ContextEngine.open(dir);
+    await engine.scan();
+    await engine.registerAgent({ agentId: 'writer', role: 'writer' });
+    const frameId = await engine.putFrame('docs/a.md', { type: 'summary', content: 'alpha' }, 'writer');
+    await engine.close();
+    const file = join(dir, '.merkle', 'frames', frameId.slice(0, 2), `${frameId}.json`);
+    writeFileSync(file, readFileSync(file, 'utf8').replace('"nodeId"', '"nodeXd"'));
+    const damaged = await startStudio({ dataDir: tempDir(), workspace: dir, port: 0 });
+    try {
+      const reply = await get(damaged.port, `/api/context/frames/${frameId}`);
+      expect(reply.status).toBe(409);
+      expect(reply.json.error).toContain(`corrupt store file ${file}`);
+      expect(reply.json).toMatchObject({ code: 'CORRUPT_STORE', parameter: 'frameId' });
+    } finally {
+      await damaged.close();
+    }
   });
 
   it('without --workspace, the context routes say how to get one; an unscanned workspace is a 409 saying to scan it', async () => {

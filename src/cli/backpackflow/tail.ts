@@ -7,13 +7,14 @@
  * for. Only what the log's chain vouches for is printed.
  *
  * A run deleted while it is followed, or deleted and started again under the same id, is not printed as one run: each
- * re-read starts at the line of the last event printed and checks that it still holds that event (event ids are
- * unique across processes). When it does not, or the log is gone, the tail says so on stderr and exits 1. That costs
- * one line more per re-read, read through the log's index.
+ * re-read starts at the line of the last event printed and checks that it still holds that event (studio/follow-log.ts,
+ * the rule the studio's live stream follows too). When it does not, or the log is gone, the tail says so on stderr and
+ * exits 1.
  */
 import { Wakeup } from './wakeup.js';
 import { StreamEventType, type StreamEvent } from '../../events/index.js';
-import { PostgresRunStore, isValidId, type RunRef, type RunStore } from '../../store/index.js';
+import { PostgresRunStore, isValidId } from '../../store/index.js';
+import { FollowedRunGoneError, readAfterMark, type FollowMark } from '../../studio/follow-log.js';
 import { CliError } from './errors.js';
 import { warn, type CommonOptions } from './output.js';
 import { eventLine } from './render.js';
@@ -40,33 +41,22 @@ export async function tailRun(options: CommonOptions & { runId: string; pollMs: 
   }) : undefined;
   const print = (event: StreamEvent): void => void process.stdout.write(`${options.json ? JSON.stringify(event) : eventLine(event)}\n`);
   /** The last event printed and its line: each re-read starts there, to check that the log is still this run's. */
-  let last: { id: string; line: number } | undefined;
-  const gone = (why: string): CliError =>
-    new CliError(`run ${options.runId} was deleted (or replaced by a new run of the same id) while it was followed: ${why}`);
+  let last: FollowMark | undefined;
   try {
     for (;;) {
       announced = false;
       let ended = false;
-      const seen = last;
-      let checked = seen === undefined;
       try {
-        for await (const { event, line } of store.readVerified(ref, { from: seen?.line ?? 0, onWarning: warn })) {
-          if (!checked) {
-            checked = true;
-            if (line !== seen!.line || event.id !== seen!.id) throw gone(`line ${seen!.line + 1} of ${store.describeLog(ref)} no longer holds event ${seen!.id}`);
-            continue;
-          }
+        for await (const { event, line } of readAfterMark(store, ref, last, { onWarning: warn })) {
           print(event);
           last = { id: event.id, line };
           // A resumed run starts again after run.failed or run.waiting: only the last line of the log ends the tail.
           ended = ENDS.has(event.type);
         }
       } catch (error) {
-        // A log deleted while it was being read can fail in any way: said as what it is when the event is gone.
-        if (error instanceof CliError || seen === undefined || (await stillHolds(store, ref, seen))) throw error;
-        throw gone(`${store.describeLog(ref)} no longer holds event ${seen.id}`);
+        if (error instanceof FollowedRunGoneError) throw new CliError(error.message);
+        throw error;
       }
-      if (!checked) throw gone(`${store.describeLog(ref)} is gone or holds fewer than ${seen!.line + 1} events`);
       if (ended || stop.signal.aborted) return;
       if (announced) continue;
       await wakeup.sleep(options.pollMs, stop.signal);
@@ -75,15 +65,5 @@ export async function tailRun(options: CommonOptions & { runId: string; pollMs: 
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await unlisten?.();
-  }
-}
-
-/** Whether the log of `ref` still holds event `seen.id` at line `seen.line` (false when it cannot be read). */
-async function stillHolds(store: RunStore, ref: RunRef, seen: { id: string; line: number }): Promise<boolean> {
-  try {
-    for await (const { event, line } of store.readVerified(ref, { from: seen.line, onWarning: () => undefined })) return line === seen.line && event.id === seen.id;
-    return false;
-  } catch {
-    return false;
   }
 }
