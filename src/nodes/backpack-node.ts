@@ -5,7 +5,7 @@ import { newSpanId, StreamEventType, type InterruptInfo, type StreamEventTypeVal
 import { BaseNode, FlowError, FlowSignal, Node, type Attempt, type RouteOptions, type RunScope } from '../flow/index.js';
 import { checkSegments, encodeValue } from '../backpack/index.js';
 import { isRunAbort } from '../flow/node.js';
-import { runControls } from '../flow/scope.js';
+import { makeScope, runControls } from '../flow/scope.js';
 import { answerJsonSchema, checkAnswer, InterruptAnswerError, RedactedAnswer, RunInterrupted } from './interrupt.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView, nodeEvent } from './event-view.js';
@@ -435,7 +435,11 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   }
 
   static async #lifecycle(node: BackpackNode, execution: NodeExecution): Promise<string | undefined> {
-    const { handle, scope } = execution;
+    const { handle } = execution;
+    // What node code gets: the scope's fields, frozen, without the run's controls. The controls are looked up by the
+    // scope object (flow/scope.ts), and a node that held the engine's own scope could hand it to a flow of its own
+    // (`_orchestrate` is reachable from JS) and record a checkpoint or use up a resume position through it.
+    const scope = makeScope(execution.scope);
     const ctor = node.constructor as BackpackNodeClass;
     const started = performance.now();
     BackpackNode.#emit(execution, StreamEventType.NODE_START, {});
