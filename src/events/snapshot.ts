@@ -11,8 +11,11 @@
  * A copy of `value` that shares no object a caller could change with it: plain objects and arrays are copied
  * member by member and frozen (a `__proto__` key stays an own key, as in the original); Maps, Sets, Dates, typed
  * arrays and ArrayBuffers are copied (`Object.freeze` does not freeze their contents, so each copy is its holder's
- * own); functions and instances of other classes are kept as they are (the log records events as JSON, in which
- * they are their JSON form). Cycles stay cycles; getters are read once, into data properties. Any depth: the copy
+ * own); an instance of another class (or a Proxy that claims to be one) becomes its JSON form, taken now and copied
+ * as data (the log records events as JSON anyway): so nothing its holder changes, and no trap or `toJSON` that runs
+ * later, changes the copy. One whose JSON form cannot be taken (a cycle through it, a BigInt) is kept as it is.
+ * Functions are kept (JSON leaves them out). Cycles of plain data stay cycles; getters are read once, into data
+ * properties. Any depth: the copy
  * uses a work list, not recursion (the store then decides what it can write: the redaction pass refuses a value
  * nested over 5,000 levels, naming it).
  */
@@ -63,7 +66,15 @@ export function snapshot<T>(value: T): T {
     if (original instanceof Date) return new Date(original.getTime());
     if (ArrayBuffer.isView(original) && !(original instanceof DataView)) return (original as unknown as { slice(): unknown }).slice();
     if (original instanceof ArrayBuffer) return original.slice(0);
-    return original;
+    let form: unknown;
+    try {
+      form = JSON.parse(JSON.stringify(original) ?? 'null');
+    } catch {
+      return original;
+    }
+    const copied = form === null || typeof form !== 'object' ? form : shell(form);
+    seen.set(original, copied);
+    return copied;
   };
   /**
    * Queues `set(0)` ... `set(count - 1)`, then `done`: each member is set before the next one (so a copied object

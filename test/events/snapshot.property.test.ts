@@ -48,7 +48,7 @@ describe('snapshot', () => {
     );
   });
 
-  it('keeps a `__proto__` key an own key, cycles as cycles, and class instances as they are', () => {
+  it('keeps a `__proto__` key an own key, cycles as cycles, and takes a class instance as its JSON form, now', () => {
     const withProto = JSON.parse('{"__proto__":{"polluted":true},"a":1}') as Record<string, unknown>;
     const copy = snapshot(withProto);
     expect(Object.keys(copy)).toEqual(['__proto__', 'a']);
@@ -63,9 +63,27 @@ describe('snapshot', () => {
 
     class Tool {
       calls = 0;
+      toJSON(): unknown {
+        return { calls: this.calls, kind: 'tool' };
+      }
     }
     const tool = new Tool();
-    expect(snapshot({ tool }).tool).toBe(tool);
+    const copied = snapshot({ tool, again: tool });
+    tool.calls = 5;
+    expect(copied).toEqual({ tool: { calls: 0, kind: 'tool' }, again: { calls: 0, kind: 'tool' } });
+    expect(copied.again).toBe(copied.tool);
+    expect(Object.isFrozen(copied.tool)).toBe(true);
+    // A Proxy claiming a class's prototype: its traps run once, now; what they answer later changes nothing.
+    let answer = 'first';
+    const proxy = new Proxy({}, { getPrototypeOf: () => Tool.prototype, ownKeys: () => ['said'], getOwnPropertyDescriptor: () => ({ value: answer, enumerable: true, configurable: true }), get: (_t, key) => (key === 'said' ? answer : undefined) });
+    const fromProxy = snapshot({ proxy });
+    answer = 'later';
+    expect(fromProxy).toEqual({ proxy: { said: 'first' } });
+    // No JSON form (a BigInt inside): kept as it is.
+    const odd = new (class Odd {
+      n = 1n;
+    })();
+    expect(snapshot({ odd }).odd).toBe(odd);
   });
 
   it('copies a payload nested deeper than the stack (no recursion)', () => {
