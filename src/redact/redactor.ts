@@ -147,8 +147,20 @@ const SCHEMA_SUBSCHEMAS: ReadonlySet<string> = new Set([
   'items', 'prefixItems', 'additionalItems', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames',
   'contains', 'not', 'if', 'then', 'else', 'allOf', 'anyOf', 'oneOf',
 ]);
+/**
+ * JSON Schema's keywords (2020-12 and earlier drafts, and OpenAPI's `nullable`, `discriminator`, `example`): in an
+ * object walked as a schema, every other key is data and gets the key rule.
+ */
+const SCHEMA_KEYWORDS: ReadonlySet<string> = new Set([
+  '$schema', '$id', '$ref', '$defs', 'definitions', '$comment', '$anchor', '$dynamicRef', '$dynamicAnchor', '$vocabulary', '$recursiveRef', '$recursiveAnchor',
+  'type', 'enum', 'const', 'default', 'examples', 'example', 'title', 'description', 'readOnly', 'writeOnly', 'deprecated', 'nullable', 'discriminator',
+  'properties', 'patternProperties', 'additionalProperties', 'unevaluatedProperties', 'propertyNames', 'required', 'dependentRequired', 'dependentSchemas', 'dependencies',
+  'minProperties', 'maxProperties', 'items', 'prefixItems', 'additionalItems', 'unevaluatedItems', 'contains', 'minContains', 'maxContains', 'minItems', 'maxItems', 'uniqueItems',
+  'minLength', 'maxLength', 'pattern', 'format', 'contentEncoding', 'contentMediaType', 'contentSchema',
+  'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else',
+]);
 /** JSON Schema keywords that hold data (values an answer may take or is given). */
-const SCHEMA_DATA: ReadonlySet<string> = new Set(['default', 'const', 'enum', 'examples']);
+const SCHEMA_DATA: ReadonlySet<string> = new Set(['default', 'const', 'enum', 'examples', 'example']);
 
 /**
  * `record` with each value replaced by `value(key, item)` and each key by `keyOf(key)` (a key that then collides
@@ -753,15 +765,7 @@ export class Redactor {
         const bytes = this.encodedBytes(record, blank);
         if (bytes !== undefined) return bytes;
       }
-      let next: unknown;
-      if (blank) next = this.blank(item, depth + 1, key);
-      else {
-        const kind = this.keyKind(key);
-        if (kind === PLAIN_KEY) next = this.walk(item, depth + 1, key);
-        else if (kind === SECRET_KEY) next = this.secretEntry(item, depth + 1, key);
-        else if (kind === AUTH_KEY) next = typeof item === 'string' && isBasicCredential(item) ? this.replaced(item, REDACTED) : this.walk(item, depth + 1, key);
-        else next = this.namedBySibling(record, kind) ? this.blank(item, depth + 1, key) : this.walk(item, depth + 1, key);
-      }
+      const next = blank ? this.blank(item, depth + 1, key) : this.entry(record, key, item, depth);
       const nextKey = this.replaced(key, this.redactKey(key));
       if (out === undefined && (next !== item || nextKey !== key)) {
         out = {};
@@ -784,25 +788,67 @@ export class Redactor {
    * answerable after its schema was recorded). In a subschema of a secret-named field (`inSecret`), the keywords
    * that hold data (`default`, `const`, `enum`, `examples`) are blanked; every other value is walked as usual.
    */
-  private walkSchema(schema: Record<string, unknown>, depth: number, inSecret: boolean): unknown {
+  private walkSchema(schema: Record<string, unknown>, depth: number, inSecret: boolean, defsSecret = this.refsFromSecret(schema, false)): unknown {
     if (depth > MAX_DEPTH) throw tooDeep();
+    // A subschema is an object (walked as a schema) or a boolean; anything else under a secret-named field is data, blanked.
     const sub = (value: unknown, secret: boolean): unknown =>
-      value !== null && typeof value === 'object' && !Array.isArray(value) && isPlainObject(value) ? this.walkSchema(value as Record<string, unknown>, depth + 1, secret) : this.walk(value, depth + 1, '');
+      value !== null && typeof value === 'object' && !Array.isArray(value) && isPlainObject(value)
+        ? this.walkSchema(value as Record<string, unknown>, depth + 1, secret, defsSecret)
+        : secret && typeof value !== 'boolean'
+          ? this.blank(value, depth + 1, '')
+          : this.walk(value, depth + 1, '');
     const keyOf = (key: string): string => this.replaced(key, this.redactKey(key));
     const freeKey = (out: Record<string, unknown>, key: string): string => this.freeKey(out, key);
     return mapEntries(
       schema,
       (key, item) => {
         if (SCHEMA_NAMED_SUBSCHEMAS.has(key) && item !== null && typeof item === 'object' && !Array.isArray(item) && isPlainObject(item)) {
-          return mapEntries(item as Record<string, unknown>, (name, subschema) => sub(subschema, inSecret || this.keys.isSecretKey(name)), keyOf, freeKey);
+          const defs = defsSecret && (key === '$defs' || key === 'definitions');
+          return mapEntries(item as Record<string, unknown>, (name, subschema) => sub(subschema, inSecret || defs || this.keys.isSecretKey(name)), keyOf, freeKey);
         }
         if (SCHEMA_SUBSCHEMAS.has(key)) return Array.isArray(item) ? mapArray(item, (element) => sub(element, inSecret)) : sub(item, inSecret);
         if (inSecret && SCHEMA_DATA.has(key)) return this.blank(item, depth + 1, key);
+        // Only JSON Schema's own keywords are exempt from the key rule: any other key of the object is data, as in
+        // any object (a config file that names its schema in `$schema` keeps its `password` blanked).
+        if (!SCHEMA_KEYWORDS.has(key)) return this.entry(schema, key, item, depth);
         return this.walk(item, depth + 1, key);
       },
       keyOf,
       freeKey,
     );
+  }
+
+  /**
+   * Whether a secret-named field of `schema` (at any depth) refers to a definition (`$ref`): then every definition of
+   * the schema is taken as a secret field's (its data keywords blanked), as following each reference is not worth its
+   * cost here.
+   */
+  private refsFromSecret(schema: unknown, inSecret: boolean): boolean {
+    const work: [unknown, boolean][] = [[schema, inSecret]];
+    for (let next = work.pop(); next !== undefined; next = work.pop()) {
+      const [node, secret] = next;
+      if (node === null || typeof node !== 'object') continue;
+      if (Array.isArray(node)) {
+        for (const element of node) work.push([element, secret]);
+        continue;
+      }
+      for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
+        if (key === '$ref' && secret && typeof value === 'string') return true;
+        if (SCHEMA_NAMED_SUBSCHEMAS.has(key) && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+          for (const [name, sub] of Object.entries(value as Record<string, unknown>)) work.push([sub, secret || this.keys.isSecretKey(name)]);
+        } else if (SCHEMA_SUBSCHEMAS.has(key)) work.push([value, secret]);
+      }
+    }
+    return false;
+  }
+
+  /** The value `item` of `record`'s key `key`, redacted by the key's kind (see {@link keyKind}). */
+  private entry(record: Record<string, unknown>, key: string, item: unknown, depth: number): unknown {
+    const kind = this.keyKind(key);
+    if (kind === PLAIN_KEY) return this.walk(item, depth + 1, key);
+    if (kind === SECRET_KEY) return this.secretEntry(item, depth + 1, key);
+    if (kind === AUTH_KEY) return typeof item === 'string' && isBasicCredential(item) ? this.replaced(item, REDACTED) : this.walk(item, depth + 1, key);
+    return this.namedBySibling(record, kind) ? this.blank(item, depth + 1, key) : this.walk(item, depth + 1, key);
   }
 
   /** {@link keyKind} of the object keys seen, which repeat from event to event. */
