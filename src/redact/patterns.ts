@@ -67,11 +67,11 @@ const URL_PASSWORD =
   /:\/\/[^\s:@/?#"'`[\]\\]*:(?!\d{1,5}(?:[/?#\\]|$))(?<secret>(?:[^\s"'`\\]|\\(?!["'])){1,256})@(?=[^\s"'`@/?#\\]{0,255}(?:[\s"'`/?#\\]|$))/g;
 
 /**
- * The shortest match of the netrc pattern: `machine h login u password p`. Such text may hold no upper-case letter,
- * `_`, `-`, `:` or `=` (which every other pattern's matches hold): the redactor looks for `password` in text this long
- * that has none of them.
+ * The shortest match of the netrc pattern: `machine h port 1 password p` (`port` is one letter shorter than `login`;
+ * the catalogue's property test found it). Such text may hold no upper-case letter, `_`, `-`, `:` or `=` (which every
+ * other pattern's matches hold): the redactor looks for `password` in text this long that has none of them.
  */
-export const NETRC_MIN_LENGTH = 28;
+export const NETRC_MIN_LENGTH = 27;
 
 /** The default catalogue, in the order the patterns are applied. */
 export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [

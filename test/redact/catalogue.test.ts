@@ -52,7 +52,8 @@ describe('the secret catalogue', () => {
         const secrets = secretsIn(text, pattern);
         fc.pre(secrets.length > 0);
         const out = redactor.redactText(text);
-        for (const secret of secrets) if (out.includes(secret)) expect(out.includes(secret), `${JSON.stringify(secret)} survived in ${JSON.stringify(out)}`).toBe(false);
+        const unmarked = out.replaceAll(REDACTED, '');
+        for (const secret of secrets) if (unmarked.includes(secret)) expect(unmarked.includes(secret), `${JSON.stringify(secret)} survived in ${JSON.stringify(out)}`).toBe(false);
         if (!out.includes(REDACTED)) expect(out).toContain(REDACTED);
       }),
       { numRuns: trials(40, 400) },
@@ -70,7 +71,8 @@ describe('the secret catalogue', () => {
         if (/[_:=]/.test(token)) return;
         for (const secret of secretsIn(token, pattern)) {
           for (const text of [secret, `id ${secret}`]) {
-            const survived = redactor.redactText(text).includes(secret);
+            // Outside the marks: a one-character netrc password (`[`) is part of the mark that replaced it.
+            const survived = redactor.redactText(text).replaceAll(REDACTED, '').includes(secret);
             if (survived) expect(survived, JSON.stringify(secret)).toBe(false);
           }
         }
