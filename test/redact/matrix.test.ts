@@ -3,7 +3,7 @@
  * the context engine persists data. Each case runs the real code into a temp dir, then reads every file written
  * there and looks for any 8-character window of the secret's body.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -11,6 +11,7 @@ import { recordRunFlow } from '../../src/cli/backpackflow/flows.js';
 import { ContextEngine } from '../../src/context/index.js';
 import { BackpackNode, Flow, StreamEventType, openNewRun, runFlow, type BackpackHandle } from '../../src/index.js';
 import { EventStore, MemoryStore } from '../../src/store/index.js';
+import { filesUnder } from '../support/files.js';
 
 /** A secret and the prefix that is not secret (its vendor's marker), so that only the body is looked for. */
 interface Format {
@@ -47,13 +48,6 @@ function windows(format: Format): string[] {
   const out: string[] = [];
   for (let i = 0; i + 8 <= body.length; i++) out.push(body.slice(i, i + 8));
   return out;
-}
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const path = join(dir, e.name);
-    return e.isDirectory() ? filesUnder(path) : [path];
-  });
 }
 
 /**

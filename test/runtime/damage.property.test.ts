@@ -6,7 +6,7 @@
  * `DAMAGE_RUNS` sets the number of cases: by default 20 in `npm test` (each file truncated and flipped, then damage at
  * random), 2000 in `npm run test:soak`.
  */
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import fc from 'fast-check';
@@ -16,6 +16,7 @@ import { listRuns, loadRunPoint, verifyRun } from '../../src/index.js';
 import { EventStore } from '../../src/store/index.js';
 import { recordCountingRun } from './fixtures/counting-run.js';
 import { trials } from '../support/soak.js';
+import { filesUnder } from '../support/files.js';
 
 const RUN = 'damaged';
 const RUNS = Number(process.env['DAMAGE_RUNS'] ?? trials(20, 2000));
@@ -69,10 +70,6 @@ const READERS: Record<string, Reader> = {
     return { answer: JSON.stringify(listed), warnings: listed.flatMap((m) => (m.damaged === undefined ? [] : [m.damaged])) };
   },
 };
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]));
-}
 
 beforeAll(async () => {
   pristine = mkdtempSync(join(tmpdir(), 'bpf-damage-'));

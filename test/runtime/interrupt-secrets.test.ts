@@ -3,25 +3,15 @@
  * node that runs again from prep cannot be given it again: it is told so, never handed '[REDACTED]' as the answer
  * (found by the adversarial review of 2026-11-28). A node that asks for the secret last gets the real answer.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { BackpackNode, Flow, listRuns, redactorFor, resumeRun, runFlow, type BackpackHandle } from '../../src/index.js';
 import { makeTempDir } from '../support/temp.js';
+import { filesHolding } from '../support/files.js';
 
 const PASSWORD = 'Tr0ub4dor-and-3';
-
-/** Every file under `dir` whose bytes hold `needle`. */
-function filesHolding(dir: string, needle: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) out.push(...filesHolding(path, needle));
-    else if (readFileSync(path).includes(needle)) out.push(path);
-  }
-  return out;
-}
 
 describe('an answer that holds a secret', () => {
   it('is not replayed as "[REDACTED]" to a node that asks again after it: the run fails, saying why and what to do', async () => {

@@ -4,7 +4,7 @@
  * tool puts it, and whether it came from the `apiKey` param or the provider's env var, is in no file the run writes.
  * Found by the adversarial review of 2026-11-28 (tool errors, env-var keys in tool results, a decision's invalid answer).
  */
-import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -14,13 +14,8 @@ import { z } from 'zod';
 import { Flow } from '../../../src/nodes/index.js';
 import { AgentNode, ProviderRegistry, defineTool } from '../../../src/nodes/llm/index.js';
 import { runFlow } from '../../../src/runtime/index.js';
+import { filesUnder } from '../../support/files.js';
 
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const p = join(dir, name);
-    return statSync(p).isDirectory() ? filesUnder(p) : [p];
-  });
-}
 const usage = { inputTokens: { total: 5, noCache: 5, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 2, text: 2, reasoning: undefined } };
 type Where = 'model-text' | 'tool-args' | 'tool-output' | 'tool-error' | 'response-id';
 

@@ -4,7 +4,7 @@
  * that echoes it in an error, a tool result quoting the key the provider's env var gave, and a decision model's
  * invalid answer quoting it never reach the events, the Backpack or the files on disk (adversarial review, 2026-11-28).
  */
-import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MockLanguageModelV3 } from 'ai/test';
@@ -16,18 +16,9 @@ import { AgentNode, DecisionNode, ProviderRegistry, defineTool } from '../../../
 import { scriptedModel } from '../../llm/helpers.js';
 import { runFlow } from '../../../src/runtime/index.js';
 import { depsOf } from '../../llm/helpers.js';
+import { filesUnder } from '../../support/files.js';
 
 const KEY = 'zq4711selfhostedkeyzq'; // lower-case, no known shape: only the node knows it is a secret
-
-function filesUnder(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...filesUnder(p));
-    else out.push(p);
-  }
-  return out;
-}
 
 const usage = { inputTokens: { total: 5, noCache: 5, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 2, text: 2, reasoning: undefined } };
 function callingModel(toolName: string): MockLanguageModelV3 {

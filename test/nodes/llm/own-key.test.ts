@@ -4,8 +4,7 @@
  * neither the events nor the Backpack nor the run's files. The run's redaction does not know such a key (a self-hosted
  * or proxy endpoint's key has no vendor shape); the node does.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { MockLanguageModelV3, simulateReadableStream } from 'ai/test';
 import fc from 'fast-check';
@@ -17,6 +16,7 @@ import { StreamScrubber } from '../../../src/nodes/llm/secrets.js';
 import { runFlow } from '../../../src/runtime/durable.js';
 import { makeTempDir } from '../../support/temp.js';
 import { depsOf, recordingStreamer } from '../../llm/helpers.js';
+import { filesHolding } from '../../support/files.js';
 
 /** A key no redaction pattern knows. */
 const KEY = 'local-proxy-key-93f1c0ffee';
@@ -25,13 +25,6 @@ const usage = {
   inputTokens: { total: 7, noCache: 7, cacheRead: undefined, cacheWrite: undefined },
   outputTokens: { total: 3, text: 3, reasoning: undefined },
 };
-
-/** Every file under `dir` whose bytes hold `needle`. */
-function filesHolding(dir: string, needle: string): string[] {
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile() && readFileSync(join(e.parentPath, e.name), 'latin1').includes(needle))
-    .map((e) => join(e.parentPath, e.name));
-}
 
 describe("the node's own API key echoed by the server", () => {
   it('reaches no event, Backpack key or file of a durable agent run (text, response id and model, tool arguments, tool result)', async () => {
