@@ -400,10 +400,19 @@ export class FlowLoader implements FlowConfigLoader {
     });
     (cfg.subflows ?? []).forEach((sub, k) => {
       const at = `${path}/subflows/${k}`;
+      const subNamespace = composeNamespace(namespace, sub.namespace);
       if (!sub.namespace) problems.push({ path: `${at}/namespace`, message: 'a subflow needs a namespace segment' });
       else if (names.idHolder(sub.namespace) !== undefined) problems.push({ path: `${at}/namespace`, message: `subflow '${sub.namespace}' has the id of ${nodeAt(names.idHolder(sub.namespace)!)}` });
-      else names.claimId(sub.namespace, at);
-      const subNamespace = composeNamespace(namespace, sub.namespace);
+      else {
+        names.claimId(sub.namespace, at);
+        // As addSubflow refuses them: a subflow's nodes may not sit under a node's namespace, nor two subflows' overlap.
+        const underNode = names.segmentHolder(sub.namespace.split('.')[0]!);
+        const overlapping = (cfg.subflows ?? []).findIndex((other, j) => j < k && !!other.namespace && namespacesOverlap(other.namespace, sub.namespace));
+        if (underNode !== undefined || overlapping >= 0) {
+          const what = underNode !== undefined ? nodeAt(underNode) : `the subflow at ${path}/subflows/${overlapping} ('${composeNamespace(namespace, cfg.subflows![overlapping]!.namespace)}')`;
+          problems.push({ path: `${at}/namespace`, message: `subflow namespace '${subNamespace}' overlaps ${what}: namespaces are unique within a flow, and one's nodes may not sit under another's; give the subflow another namespace` });
+        }
+      }
       if (check !== undefined && (check.secret(sub.namespace) || (!namespaceSecret && check.secret(subNamespace)))) {
         problems.push({ path: `${at}/namespace`, message: `the subflow's namespace looks like a secret: ${WRITTEN_AS_IS}` });
       }
@@ -857,4 +866,9 @@ export function isForeignBackpackNode(value: unknown): boolean {
     if (proto.name === 'BackpackNode') return true;
   }
   return false;
+}
+
+/** Whether namespaces `a` and `b` are the same or one is under the other (whole segments). */
+function namespacesOverlap(a: string, b: string): boolean {
+  return a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
 }

@@ -31,7 +31,16 @@ function expected(cfg: { nodes: { id: string; namespaceSegment?: string }[]; sub
   cfg.subflows.forEach((sub, k) => {
     const at = `/subflows/${k}`;
     if (ids.has(sub)) problems.push({ path: `${at}/namespace`, message: `subflow '${sub}' has the id of ${ids.get(sub)}` });
-    else ids.set(sub, at);
+    else {
+      ids.set(sub, at);
+      // A subflow's nodes may not sit under a node's namespace, nor under (or over) another subflow's.
+      const taker = namespaces.get(`top.${sub.split('.')[0]}`);
+      const earlier = cfg.subflows.findIndex((other, j) => j < k && (other === sub || other.startsWith(`${sub}.`) || sub.startsWith(`${other}.`)));
+      if (taker !== undefined || earlier >= 0) {
+        const what = taker ?? `the subflow at /subflows/${earlier} ('top.${cfg.subflows[earlier]}')`;
+        problems.push({ path: `${at}/namespace`, message: `subflow namespace 'top.${sub}' overlaps ${what}: namespaces are unique within a flow, and one's nodes may not sit under another's; give the subflow another namespace` });
+      }
+    }
   });
   cfg.edges.forEach((edge, j) => {
     for (const end of ['from', 'to'] as const) if (!ids.has(edge[end])) problems.push({ path: `/edges/${j}/${end}`, message: `edge ${end} '${edge[end]}': no node or subflow with that id in this flow` });

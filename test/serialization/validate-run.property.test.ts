@@ -113,6 +113,30 @@ function loggedEvents(dataDir: string): number {
 }
 
 describe('validate accepts a flow file iff run can run it', () => {
+  it("refuses, as run does, a subflow whose namespace sits at or under a node's, or overlaps another subflow's (the property's counterexample of 2026-11-28)", async () => {
+    const underNode: FlowInput = {
+      version: '2.0.0',
+      nodes: [{ type: 'Step', id: 'a_', params: {}, namespaceSegment: '-' }, { type: 'Step', id: '_', params: {} }],
+      edges: [{ from: 'a_', to: '_' }, { from: '_', to: '-' }],
+      subflows: [{ version: '2.0.0', nodes: [{ type: 'Step', id: 'a', params: {} }], edges: [], namespace: '-' }],
+    };
+    expect(validateFlow(loader, underNode).errors).toEqual([
+      { path: '/subflows/0/namespace', message: expect.stringMatching(/^subflow namespace '-' overlaps \/nodes\/0: namespaces are unique within a flow/) },
+    ]);
+    expect((await runs(underNode, makeTempDir('bpf-validate-run-', 'test'))).ok).toBe(false);
+    const nested: FlowInput = {
+      version: '2.0.0',
+      nodes: [{ type: 'Step', id: 'n', params: {} }],
+      edges: [],
+      subflows: [
+        { version: '2.0.0', nodes: [{ type: 'Step', id: 'a', params: {} }], edges: [], namespace: 'tools' },
+        { version: '2.0.0', nodes: [{ type: 'Step', id: 'b', params: {} }], edges: [], namespace: 'tools.web' },
+      ],
+    };
+    expect(validateFlow(loader, nested).errors.map((p) => p.path)).toEqual(['/subflows/1/namespace']);
+    expect((await runs(nested, makeTempDir('bpf-validate-run-', 'test'))).ok).toBe(false);
+  });
+
   it('ids, namespace segments (config, class or id), namespaces, subflows, internal flows, dependencies, secret-looking names', async () => {
     const dir = makeTempDir('bpf-validate-run-', 'test');
     let trial = 0;
