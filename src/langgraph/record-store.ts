@@ -1,6 +1,7 @@
 import type { BackpackState } from '../backpack/index.js';
 import type { StreamEvent } from '../events/index.js';
 import { locateStore, type RunLocation } from '../runtime/location.js';
+import { checkProjectionClaims, projectionClaims } from '../runtime/run-point.js';
 import { FileRunStore, StoreError, type Checkpoint, type Durability, type RunStore, type RunWriter } from '../store/index.js';
 
 /**
@@ -88,30 +89,15 @@ export class RunStoreRecordStore implements CheckpointRecordStore {
     // The projection before the log: a live writer stores its projection only after the events it counts, so the
     // log read next holds them all unless it lost them (read after the log, a batch committed in between would look
     // like a lost tail).
-    const claims = await this.#projectionClaims(ref);
+    const run = { store: this.runStore, ref };
+    const projectionWarnings: string[] = [];
+    const claims = await projectionClaims(run, projectionWarnings);
+    for (const warning of projectionWarnings) process.emitWarning(warning, 'ProjectionStoreWarning');
     const events: StreamEvent[] = [];
     for await (const { event } of this.runStore.readVerified(ref, { onWarning: (w) => warnings.push(w) })) events.push(event);
-    const served = events.at(-1)?.seq ?? -1;
-    if (claims !== null && claims.lastSeq > served) {
-      const why = warnings.length > 0 ? ` (${warnings.join('; ')})` : '';
-      throw new StoreError(
-        `${this.runStore.describeProjection(ref)} records events up to seq ${claims.lastSeq}, but ${this.runStore.describeLog(ref)} serves them up to seq ${served}: ` +
-          `the log was cut or damaged${why}. Check the run with 'backpackflow runs verify ${runId}'.`,
-      );
-    }
+    checkProjectionClaims(run, claims, events.at(-1)?.seq ?? -1, warnings);
     for (const warning of warnings) process.emitWarning(warning, 'EventStoreWarning');
     return events;
-  }
-
-  /** The stored projection's last seq, or null when there is none or it is damaged (a warning naming it). */
-  async #projectionClaims(ref: { sessionKey: string; runId: string }): Promise<{ lastSeq: number } | null> {
-    try {
-      return await this.runStore.loadRunMeta(ref);
-    } catch (error) {
-      if (!(error instanceof StoreError)) throw error;
-      process.emitWarning(`${error.message}; the log was not compared with it`, 'ProjectionStoreWarning');
-      return null;
-    }
   }
 
   #writer(runId: string): Promise<RunWriter> {

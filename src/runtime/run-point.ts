@@ -34,7 +34,7 @@ export interface KeyframeState {
 export type CheckpointPayload = CheckpointSavedPayload<StateDelta>;
 
 /** The run being read, and its store. */
-interface Run {
+export interface Run {
   store: RunStore;
   ref: RunRef;
 }
@@ -94,8 +94,11 @@ export async function loadRunPoint(options: RunLocation & { runId: string; step?
   }
 }
 
-/** The stored projection's last seq, or null when there is none; a damaged projection is only a warning here. */
-async function projectionClaims({ store, ref }: Run, warnings: string[]): Promise<{ lastSeq: number } | null> {
+/**
+ * The stored projection's last seq, or null when there is none; a damaged projection is only a warning here. Shared
+ * with the LangGraph saver, which reads a thread as this module reads a run. Not exported from the package.
+ */
+export async function projectionClaims({ store, ref }: Run, warnings: string[]): Promise<{ lastSeq: number } | null> {
   try {
     return await store.loadRunMeta(ref);
   } catch (error) {
@@ -107,13 +110,15 @@ async function projectionClaims({ store, ref }: Run, warnings: string[]): Promis
 
 /**
  * The last recorded point of a run must be the end of its log: a projection (read before the log) that counts
- * events past what the log serves means the log was cut or damaged (an error naming both files).
+ * events past what the log serves means the log was cut or damaged (an error naming both files, and `warnings`, what
+ * the log's reader said of it). Shared with the LangGraph saver. Not exported from the package.
  */
-function checkProjectionClaims({ store, ref }: Run, meta: { lastSeq: number } | null, lastSeq: number): void {
+export function checkProjectionClaims({ store, ref }: Run, meta: { lastSeq: number } | null, lastSeq: number, warnings: readonly string[] = []): void {
   if (meta !== null && meta.lastSeq > lastSeq) {
+    const why = warnings.length > 0 ? ` (${warnings.join('; ')})` : '';
     throw new StoreError(
       `${store.describeProjection(ref)} records events up to seq ${meta.lastSeq}, but ${store.describeLog(ref)} serves them up to seq ${lastSeq}: ` +
-        `the log was cut or damaged. Check the run with 'backpackflow runs verify ${ref.runId}'.`,
+        `the log was cut or damaged${why}. Check the run with 'backpackflow runs verify ${ref.runId}'.`,
     );
   }
 }
