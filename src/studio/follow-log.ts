@@ -63,3 +63,17 @@ export async function markHolds(store: RunStore, ref: RunRef, mark: FollowMark):
     return false;
   }
 }
+
+/**
+ * The mark of the event at `line` of the log of `ref` (0-based), or undefined when the log does not hold one there:
+ * where a follower that starts after events it has from elsewhere (the studio's page, from the run's event count)
+ * takes its mark from, so that a run deleted or replaced before its first new event is noticed too.
+ */
+export async function markAt(store: RunStore, ref: RunRef, line: number): Promise<FollowMark | undefined> {
+  try {
+    for await (const read of store.readVerified(ref, { from: line, onWarning: () => undefined })) return read.line === line ? { line, id: read.event.id } : undefined;
+  } catch {
+    // Not readable now: the follower starts without a mark, as one that starts at the first line does.
+  }
+  return undefined;
+}

@@ -21,7 +21,7 @@
 import { watch, statSync, type FSWatcher } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PostgresRunStore, type RunRef, type RunStore } from '../store/index.js';
-import { FollowedRunGoneError, markHolds, readAfterMark, type FollowMark } from './follow-log.js';
+import { FollowedRunGoneError, markAt, markHolds, readAfterMark, type FollowMark } from './follow-log.js';
 import { BASE_HEADERS, HttpError } from './http.js';
 
 /** Timings of a tail (defaults suit people; tests may shorten them). */
@@ -117,11 +117,12 @@ export function parseLastEventId(value: string): StreamStart | undefined {
  * stream. A reconnection whose last event the log no longer holds is a 409 (an HttpError, nothing streamed).
  */
 export async function tailEvents(req: IncomingMessage, res: ServerResponse, store: RunStore, ref: RunRef, start: StreamStart, options: TailOptions = {}): Promise<() => void> {
-  let mark = start.mark;
-  if (mark !== undefined && !(await markHolds(store, ref, mark))) {
+  // A stream that starts after events the page has (from its event count) takes the last of them as its mark.
+  let mark = start.mark ?? (start.from > 0 ? await markAt(store, ref, start.from - 1) : undefined);
+  if (start.mark !== undefined && !(await markHolds(store, ref, start.mark))) {
     throw new HttpError(
       409,
-      `run ${ref.runId} was deleted (or replaced by a new run of the same id) since this stream sent its event ${mark.id}: line ${mark.line + 1} of ${store.describeLog(ref)} no longer holds it. Open the run again`,
+      `run ${ref.runId} was deleted (or replaced by a new run of the same id) since this stream sent its event ${start.mark.id}: line ${start.mark.line + 1} of ${store.describeLog(ref)} no longer holds it. Open the run again`,
       'last-event-id',
     );
   }

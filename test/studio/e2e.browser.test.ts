@@ -5,7 +5,7 @@
  * too), the page reads with the token of its URL, against a studio in this process (test/cli/studio.test.ts starts
  * one with the CLI).
  */
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -170,6 +170,23 @@ describe('studio in a browser', () => {
       await page.getByText('Access denials in this run').click();
       await page.locator('table.denials tr[data-key="private"]').waitFor(WAIT);
       expect(await page.locator('table.denials tr[data-key="private"]').innerText()).toMatch(/^wait @ live\.wait\s+read\s+private\s+\S/);
+    } finally {
+      release();
+      await running.catch(() => undefined);
+    }
+  }, 120_000);
+
+  it('says so when the running run it shows live is deleted, and stops following it', async () => {
+    const liveId = 'run_e2e_gone';
+    const { waiting, release, running } = startGatedRun(dataDir, liveId);
+    try {
+      await waiting;
+      await page.goto(`${studio.url.origin}/#/runs/default/${liveId}`);
+      await page.locator('aside.live').waitFor(WAIT);
+      // Deleted under the live view (the writer waits, holding its files): the stream says the run is gone.
+      rmSync(runPaths(dataDir, 'default', liveId).dir, { recursive: true, force: true });
+      await page.locator('p.problem', { hasText: 'The live view stopped:' }).waitFor(WAIT);
+      expect(await page.locator('p.problem', { hasText: 'The live view stopped:' }).innerText()).toMatch(/was deleted \(or replaced by a new run of the same id\)/);
     } finally {
       release();
       await running.catch(() => undefined);

@@ -35,18 +35,24 @@ interface LiveEvent {
 
 /**
  * While the run is running: its new events from the server's tail of the log. Returns how many arrived (views
- * reload on it) and the latest few.
+ * reload on it), the latest few, and why the stream stopped when the server could not follow the run (`failure`:
+ * the run was deleted or replaced by a new run of the same id, or its log could not be read).
  */
-function useLive(session: string, runId: string, running: boolean, from: number, tokenRequired: boolean): { count: number; latest: LiveEvent[]; ended: boolean } {
-  const [live, setLive] = useState({ count: 0, latest: [] as LiveEvent[], ended: false });
+function useLive(session: string, runId: string, running: boolean, from: number, tokenRequired: boolean): { count: number; latest: LiveEvent[]; ended: boolean; failure?: string } {
+  const [live, setLive] = useState<{ count: number; latest: LiveEvent[]; ended: boolean; failure?: string }>({ count: 0, latest: [], ended: false });
   useEffect(() => {
     if (!running) return;
     const source = new EventSource(streamUrl(runPath(runId, 'stream'), { session, from }, tokenRequired));
     source.addEventListener('event', (message) => {
       const event = JSON.parse((message as MessageEvent<string>).data) as LiveEvent;
       const ended = event.type === 'run.completed' || event.type === 'run.failed' || event.type === 'run.waiting';
-      setLive((l) => ({ count: l.count + 1, latest: [event, ...l.latest].slice(0, 8), ended: l.ended || ended }));
+      setLive((l) => ({ ...l, count: l.count + 1, latest: [event, ...l.latest].slice(0, 8), ended: l.ended || ended }));
       if (ended) source.close();
+    });
+    source.addEventListener('failure', (message) => {
+      const { error } = JSON.parse((message as MessageEvent<string>).data) as { error: string };
+      source.close();
+      setLive((l) => ({ ...l, ended: true, failure: error }));
     });
     return () => source.close();
   }, [session, runId, running, from, tokenRequired]);
@@ -134,6 +140,7 @@ export function RunView(props: { session: string; runId: string; tab: string; pa
       {job && <JobLine job={job} />}
       {meta.status === 'waiting' && meta.interrupt && !jobRunning && <AnswerPanel key={`${meta.lastSeq}`} detail={detail.data} session={session} canWrite={canWrite} onJob={onJob} />}
       {(meta.status === 'stopped' || meta.status === 'failed') && !jobRunning && <ResumePanel detail={detail.data} session={session} canWrite={canWrite} onJob={onJob} />}
+      {live.failure !== undefined && <Problem text={`The live view stopped: ${live.failure}`} />}
       {(meta.status === 'running' || live.count > 0) && (
         <aside class="live" aria-live="polite" aria-label="live events">
           <b>Live</b> · {live.count} new event{live.count === 1 ? '' : 's'}
