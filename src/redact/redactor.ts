@@ -441,6 +441,22 @@ export class Redactor {
     this.anyGate = LiteralSet.of(gates) ?? new RegExp(gates.join('|'), 'i');
     this.minLength = Math.min(...[...this.gated, ...this.ungated, ...this.byRun].map((p) => p.minLength));
     this.minRun = Math.min(...this.byRun.map((p) => p.minRun));
+    this.known = environmentSecrets(this.keys);
+  }
+
+  /**
+   * The values of the process's secret-named environment variables (`DB_PASSWORD`, `OPENAI_API_KEY`, a name the
+   * options add), as they were when this redactor was made: wherever one appears, it is a secret, whatever its shape
+   * (a self-hosted endpoint's key, a password a flow file pulled in with `${DB_PASSWORD}`, a key a node read from the
+   * environment). Values shorter than {@link KNOWN_MIN_LENGTH} are left out: replacing them everywhere would blank
+   * ordinary text.
+   */
+  private readonly known: readonly string[];
+
+  /** Whether `text` holds one of {@link known}. */
+  private holdsKnown(text: string): boolean {
+    for (const value of this.known) if (text.includes(value)) return true;
+    return false;
   }
 
   /** Whether an object key (or Map key) names a secret. */
@@ -453,6 +469,7 @@ export class Redactor {
 
   /** False when the pre-checks tell that {@link redactText} leaves `text` as it is. */
   private mayHoldSecret(text: string): boolean {
+    if (this.known.length > 0 && text.length >= KNOWN_MIN_LENGTH && this.holdsKnown(text)) return true;
     if (text.length < this.minLength) return false;
     if (this.userPatterns > 0) return true;
     // Every built-in pattern needs one of these characters, but a netrc entry's (`machine h login u password p`);
@@ -475,6 +492,7 @@ export class Redactor {
     if (!this.mayHoldSecret(text)) return text;
     const truncated = text.charCodeAt(text.length - 1) === 0x2026;
     let out = text;
+    for (const value of this.known) if (out.includes(value)) out = out.split(value).join(REDACTED);
     if (this.anyGate.test(text)) {
       for (const pattern of this.gated) {
         if (text.length >= pattern.minLength && pattern.gate!.test(text)) out = replaceMatches(out, pattern);
@@ -956,6 +974,19 @@ export class Redactor {
     }
     return this.blank(value, depth, key);
   }
+}
+
+/** Shortest value of a secret-named environment variable that {@link Redactor} replaces wherever it appears. */
+export const KNOWN_MIN_LENGTH = 8;
+
+/** The values of `process.env`'s variables whose names `keys` takes for secret names, at least KNOWN_MIN_LENGTH long, longest first. */
+function environmentSecrets(keys: SecretKeyMatcher): string[] {
+  const out = new Set<string>();
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && value.length >= KNOWN_MIN_LENGTH && keys.isSecretKey(name)) out.add(value);
+  }
+  // Longest first: a value that holds another is replaced whole.
+  return [...out].sort((a, b) => b.length - a.length);
 }
 
 let shared: Redactor | undefined;

@@ -233,7 +233,8 @@ export function resolveEnvRefs(
     if (typeof value === 'string') {
       if (!value.includes('${')) return value;
       return value.replace(ENV_REF, (ref, name: string) => {
-        const resolved = env[name];
+        // The environment's own variables only: `${constructor}` or `${toString}` are not set, whatever Object.prototype holds.
+        const resolved = Object.hasOwn(env, name) ? env[name] : undefined;
         if (resolved === undefined) {
           problems.push({ path: at(), message: `environment variable ${name} is not set (referenced as ${ref})` });
           return ref;
