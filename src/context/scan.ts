@@ -1,11 +1,11 @@
-import { closeSync, constants, existsSync, lstatSync, readSync, readlinkSync } from 'node:fs';
+import { closeSync, constants, lstatSync, readSync, readlinkSync } from 'node:fs';
 import { openRegularFile, type NotRegularFile, type OpenedFile } from '../fs/index.js';
 import { join, resolve } from 'node:path';
 import { ContextError } from './errors.js';
 import type { HashBackend } from './hash.js';
 import type { IgnoreRules } from './ignore-rules.js';
 import { emptyListing, listWorkspace, type DirStat, type Listing } from './listing.js';
-import { joinPath, parentPath } from './paths.js';
+import { joinPath } from './paths.js';
 import { quickCheck, treeStats, type QuickCheckInput, type StaleLeaf } from './quick-check.js';
 import { STAT_FAILED, STAT_FIELDS, statOne, statSerial } from './stat-pool.js';
 import { Tree, leafNodeId, type LeafRecord, type NodeRecord, type ScanBasis } from './tree.js';
@@ -304,12 +304,9 @@ function scanBasis(rules: IgnoreRules, isGitignoreFile: (path: string) => boolea
 function prune(paths: readonly string[], root: string, rules: IgnoreRules): string[] {
   const dirs = new Set<string>();
   for (const path of paths) {
-    let dir: string | undefined = path;
-    while (dir !== undefined && dir !== '' && !isDirectory(join(root, dir))) dir = parentPath(dir);
-    if (dir === undefined || dir === '' || isIgnoredPath(dir, rules)) {
-      if (dir === '' || dir === undefined) return [''];
-      continue;
-    }
+    const dir = directoryPrefix(root, path);
+    if (dir === '') return [''];
+    if (isIgnoredPath(dir, rules)) continue;
     dirs.add(dir);
   }
   const sorted = [...dirs].sort((a, b) => a.length - b.length);
@@ -328,8 +325,26 @@ function isIgnoredPath(path: string, rules: IgnoreRules): boolean {
   return false;
 }
 
-function isDirectory(abs: string): boolean {
-  return existsSync(abs) && lstatSync(abs).isDirectory();
+/**
+ * The longest leading part of `path` whose every component is a directory of the workspace, not a link ('' when
+ * the first is not): each component is checked with lstat, so a path through a symbolic link (`outlink/sub/x`, where
+ * `outlink` points outside) is rescanned from the link's folder, which records the link as a link, never what it
+ * points to.
+ */
+function directoryPrefix(root: string, path: string): string {
+  let dir = '';
+  for (const part of path.split('/')) {
+    const next = joinPath(dir, part);
+    let isDir: boolean;
+    try {
+      isDir = lstatSync(join(root, next)).isDirectory();
+    } catch {
+      break;
+    }
+    if (!isDir) break;
+    dir = next;
+  }
+  return dir;
 }
 
 function isUnder(path: string, dir: string): boolean {

@@ -42,6 +42,8 @@ export async function startWatch(
   const { watch: chokidarWatch } = await import('chokidar');
   const watcher: FSWatcher = chokidarWatch(root, {
     ignoreInitial: true,
+    // A link is a leaf of the workspace (the scan records it as a link): never a way into the folder it points to.
+    followSymlinks: false,
     // A cheap pre-filter; the scan applies the full ignore rules.
     ignored: (path: string) => relative(root, path).split(sep).some((part) => skipped.has(part)),
   });
