@@ -64,7 +64,7 @@ export function authorize(
   frameType?: string,
 ): AgentIdentity {
   checkAgentId(agentId, operation);
-  const agent = agents[agentId];
+  const agent = Object.hasOwn(agents, agentId) ? agents[agentId] : undefined;
   if (agent === undefined) {
     throw new ContextError('UNKNOWN_AGENT', `${operation}: agent '${agentId}' is not registered; register it first (backpackflow context agent add ${agentId} --role <role>)`, {
       agentId,

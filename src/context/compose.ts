@@ -1,7 +1,7 @@
 import { ContextError } from './errors.js';
 import type { Frame } from './frames.js';
 import { parentPath } from './paths.js';
-import type { StoreState } from './state.js';
+import { own, type StoreState } from './state.js';
 import type { NodeRecord, Tree } from './tree.js';
 import { candidatesOf, checkMaxFrames, comparatorFor, filterCandidates, type Candidate, type FrameOrdering } from './view.js';
 
@@ -78,7 +78,7 @@ export function composeFrames(reader: CompositionReader, node: NodeRecord, polic
   const skipped: { ref: string; reason: string }[] = [];
   const sourced: { candidate: Candidate; source: SourceName }[] = [];
   const add = (path: string, source: SourceName) => {
-    for (const candidate of candidatesOf(path, reader.state.frames[path], reader.state.heads[path])) sourced.push({ candidate, source });
+    for (const candidate of candidatesOf(path, own(reader.state.frames, path), own(reader.state.heads, path))) sourced.push({ candidate, source });
   };
   const seen = new Set<string>();
   const addOnce = (path: string, source: SourceName) => {

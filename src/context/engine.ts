@@ -22,7 +22,7 @@ import { scanWorkspace, type ScanResult } from './scan.js';
 import { StatPool } from './stat-pool.js';
 import { plainRecord } from './stored-nodes.js';
 import { MerkleStore } from './store.js';
-import { headEntry, markStale, recordFrame, referencedFrames, type StoreState } from './state.js';
+import { headEntry, markStale, own, recordFrame, referencedFrames, type StoreState } from './state.js';
 import {
   policyFromKey,
   resolvePolicy,
@@ -458,7 +458,7 @@ export class ContextEngine {
   async getNode(node: string, view: ContextView = {}): Promise<NodeContext> {
     const record = this.resolve(this.requireTree(), node, 'getNode');
     const state = this.readState();
-    const all = candidatesOf(record.path, state.frames[record.path], state.heads[record.path]);
+    const all = candidatesOf(record.path, own(state.frames, record.path), own(state.heads, record.path));
     const selected = filterCandidates(all, view).sort(comparatorFor(view.ordering ?? 'recency', view, 'getNode'));
     const maxFrames = checkMaxFrames(view.maxFrames, 'getNode', 50);
     // A frame file deleted by hand (or by a cleaner) is skipped with a warning naming it, not the whole node lost.
@@ -479,7 +479,7 @@ export class ContextEngine {
   async listFrames(node: string, options: { type?: string } = {}): Promise<FrameSummary[]> {
     const record = this.resolve(this.requireTree(), node, 'listFrames');
     const state = this.readState();
-    return candidatesOf(record.path, state.frames[record.path], state.heads[record.path])
+    return candidatesOf(record.path, own(state.frames, record.path), own(state.heads, record.path))
       .filter((c) => options.type === undefined || c.entry.type === options.type)
       .map((c) => ({
         frameId: c.entry.frameId,
@@ -505,8 +505,8 @@ export class ContextEngine {
     const paths = [...new Set([...Object.keys(state.frames), ...Object.keys(state.heads)])].filter(inside).sort();
     return paths.map((path) => ({
       path,
-      frames: state.frames[path]?.length ?? 0,
-      heads: Object.entries(state.heads[path] ?? {})
+      frames: own(state.frames, path)?.length ?? 0,
+      heads: Object.entries(own(state.heads, path) ?? {})
         .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
         .map(([type, frameId]) => ({ type, frameId, stale: this.isStale(tree, state, path, type) })),
     }));
@@ -516,7 +516,7 @@ export class ContextEngine {
   async getHead(node: string, type: string): Promise<string | null> {
     checkFrameType(type, 'getHead');
     const record = this.resolve(this.requireTree(), node, 'getHead');
-    return this.readState().heads[record.path]?.[type] ?? null;
+    return own(own(this.readState().heads, record.path), type) ?? null;
   }
 
   /** One frame by id, verified against its id. */
@@ -617,7 +617,7 @@ export class ContextEngine {
       const needsAgent: HeadRef[] = [];
       const replaced = new Set<string>();
       for (const record of scope) {
-        const heads = tx.state.heads[record.path];
+        const heads = own(tx.state.heads, record.path);
         if (heads === undefined) continue;
         for (const type of Object.keys(heads).sort()) {
           const headId = heads[type];
@@ -655,7 +655,7 @@ export class ContextEngine {
   async invalidate(node: string): Promise<{ invalidated: HeadRef[] }> {
     return this.transact((tx) => {
       const record = this.resolve(tx.tree, node, 'invalidate');
-      const heads = tx.state.heads[record.path] ?? {};
+      const heads = own(tx.state.heads, record.path) ?? {};
       const invalidated: HeadRef[] = [];
       for (const type of Object.keys(heads).sort()) {
         markStale(tx.state, record.path, type);
@@ -736,7 +736,7 @@ export class ContextEngine {
   }
 
   private requireAgent(agentId: string, where: string): AgentIdentity {
-    const agent = this.store.readAgents()[agentId];
+    const agent = own(this.store.readAgents(), agentId);
     if (agent === undefined) {
       throw new ContextError('UNKNOWN_AGENT', `${where}: agent '${agentId}' is not registered; register it first (backpackflow context agent add ${agentId} --role <role>)`, {
         agentId,
@@ -773,7 +773,7 @@ export class ContextEngine {
   }
 
   private isStale(tree: Tree | undefined, state: Readonly<StoreState>, path: string, type: string): boolean {
-    if (state.stale[path]?.includes(type)) return true;
+    if (own(state.stale, path)?.includes(type)) return true;
     const entry = headEntry(state, path, type);
     const current = tree?.get(path);
     return entry === undefined || current === undefined || entry.nodeId !== current.nodeId;
@@ -788,11 +788,11 @@ export class ContextEngine {
     const children: SynthesisChild[] = [];
     for (const childPath of dir.children ?? []) {
       const child = tx.tree.get(childPath)!;
-      const heads = tx.state.heads[childPath];
+      const heads = own(tx.state.heads, childPath);
       if (heads === undefined) continue;
       const types =
         child.kind === 'dir' ? [frameType] : policy.sourceType === '*' ? Object.keys(heads) : [policy.sourceType];
-      const ids = types.map((t) => heads[t]).filter((id): id is string => id !== undefined).sort();
+      const ids = types.map((t) => own(heads, t)).filter((id): id is string => id !== undefined).sort();
       for (const id of ids) {
         const frame = this.readFrameIn(tx, id);
         children.push({ path: childPath, kind: child.kind, frameId: id, type: frame.type, agentId: frame.agentId, content: frame.content });
@@ -829,7 +829,7 @@ export class ContextEngine {
     const parent = parentPath(top.path);
     if (parent === undefined || replaced.size === 0) return [];
     const marked: HeadRef[] = [];
-    const heads = tx.state.heads[parent] ?? {};
+    const heads = own(tx.state.heads, parent) ?? {};
     for (const type of Object.keys(heads).sort()) {
       const frame = this.readFrameIn(tx, heads[type]);
       if (frame.basis.kind === 'synthesis' && frame.basis.childFrameIds.some((id) => replaced.has(id))) {

@@ -30,6 +30,20 @@ export interface StoreState {
   basis: Record<string, string[]>;
 }
 
+/**
+ * `record[key]` when `key` is one of its own: never a member of Object.prototype (a workspace file may be named
+ * `constructor`, a frame type `toString`, an agent `__proto__`).
+ */
+export function own<T>(record: Readonly<Record<string, T>> | undefined, key: string): T | undefined {
+  return record !== undefined && Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
+/** Sets `record[key]` as an own property, `__proto__` too (an assignment would set the object's prototype). */
+export function setOwnKey<T>(record: Record<string, T>, key: string, value: T): void {
+  if (key === '__proto__') Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
+  else record[key] = value;
+}
+
 /** A state with no frames. */
 export function emptyState(): StoreState {
   return { v: 1, seq: 0, frames: {}, heads: {}, stale: {}, basis: {} };
@@ -42,42 +56,47 @@ export function recordFrame(
   entry: Omit<FrameEntry, 'seq'>,
   basisHash: string,
 ): boolean {
-  const set = state.frames[path] ?? [];
+  const set = own(state.frames, path) ?? [];
   let added = false;
   if (!set.some((e) => e.frameId === entry.frameId)) {
     state.seq += 1;
-    state.frames[path] = [...set, { ...entry, seq: state.seq }];
+    setOwnKey(state.frames, path, [...set, { ...entry, seq: state.seq }]);
     added = true;
   }
-  if (state.heads[path]?.[entry.type] !== entry.frameId) state.heads[path] = { ...state.heads[path], [entry.type]: entry.frameId };
-  const ids = state.basis[basisHash] ?? [];
-  if (!ids.includes(entry.frameId)) state.basis[basisHash] = [...ids, entry.frameId];
+  const heads = own(state.heads, path);
+  if (own(heads, entry.type) !== entry.frameId) {
+    const next: Record<string, string> = { ...heads };
+    setOwnKey(next, entry.type, entry.frameId);
+    setOwnKey(state.heads, path, next);
+  }
+  const ids = own(state.basis, basisHash) ?? [];
+  if (!ids.includes(entry.frameId)) setOwnKey(state.basis, basisHash, [...ids, entry.frameId]);
   clearStale(state, path, entry.type);
   return added;
 }
 
 /** Marks the head of `type` on `path` stale; false when it already was. */
 export function markStale(state: StoreState, path: string, type: string): boolean {
-  const types = state.stale[path] ?? [];
+  const types = own(state.stale, path) ?? [];
   if (types.includes(type)) return false;
-  state.stale[path] = [...types, type].sort();
+  setOwnKey(state.stale, path, [...types, type].sort());
   return true;
 }
 
 /** Clears the stale mark of `type` on `path`. */
 export function clearStale(state: StoreState, path: string, type: string): void {
-  const types = state.stale[path];
+  const types = own(state.stale, path);
   if (types === undefined) return;
   const rest = types.filter((t) => t !== type);
   if (rest.length === 0) delete state.stale[path];
-  else state.stale[path] = rest;
+  else setOwnKey(state.stale, path, rest);
 }
 
 /** The frame entry of a head, if the node has one for `type`. */
 export function headEntry(state: StoreState, path: string, type: string): FrameEntry | undefined {
-  const id = state.heads[path]?.[type];
+  const id = own(own(state.heads, path), type);
   if (id === undefined) return undefined;
-  return state.frames[path]?.find((e) => e.frameId === id);
+  return own(state.frames, path)?.find((e) => e.frameId === id);
 }
 
 /** The ids of every frame some frame set of `state` holds. */

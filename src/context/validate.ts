@@ -5,7 +5,7 @@ import type { IgnoreRules } from './ignore-rules.js';
 import { displayPath } from './paths.js';
 import type { DirStat } from './listing.js';
 import { scanWorkspace } from './scan.js';
-import { referencedFrames, type StoreState } from './state.js';
+import { own, referencedFrames, type StoreState } from './state.js';
 import type { MerkleStore } from './store.js';
 import { Tree, leafNodeId } from './tree.js';
 
@@ -125,13 +125,13 @@ function checkState(
   for (const [path, heads] of Object.entries(state.heads)) {
     if (tree !== undefined && tree.get(path) === undefined) warnings.push(`heads on '${displayPath(path)}', which is no longer in the tree`);
     for (const [type, id] of Object.entries(heads)) {
-      const entry = state.frames[path]?.find((e) => e.frameId === id);
+      const entry = own(state.frames, path)?.find((e) => e.frameId === id);
       if (entry === undefined || entry.type !== type) errors.push(`state: head '${type}' of '${displayPath(path)}' points to ${id}, not in that node's frames`);
     }
   }
   for (const [path, types] of Object.entries(state.stale)) {
     for (const type of types) {
-      if (state.heads[path]?.[type] === undefined) errors.push(`state: stale mark '${type}' on '${displayPath(path)}' has no head`);
+      if (own(own(state.heads, path), type) === undefined) errors.push(`state: stale mark '${type}' on '${displayPath(path)}' has no head`);
       else warnings.push(`head '${type}' of '${displayPath(path)}' is stale; run 'backpackflow context regenerate ${displayPath(path)}'`);
     }
   }

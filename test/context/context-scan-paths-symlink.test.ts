@@ -39,7 +39,7 @@ describe('scan({ paths }) and watch through a symlinked directory', () => {
     const { w, outside } = setup();
     const e = await ContextEngine.open(w, { onWarning: () => undefined });
     await e.scan();
-    const changes: string[][] = [];
+    const changes: (readonly string[])[] = [];
     const watcher = await e.watch((ev) => changes.push(ev.changedPaths), { debounceMs: 20 });
     try {
       writeFileSync(join(outside, 'sub', 'secret.txt'), 'changed outside the workspace');
