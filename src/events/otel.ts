@@ -99,9 +99,12 @@ export async function attachOpenTelemetry(streamer: EventStreamer, options: Open
  */
 export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tracer: OtelTracer, options: Pick<OpenTelemetryOptions, 'redaction'> = {}): () => void {
   const open = new Map<string, { span: OtelSpan; runId: string }>();
+  /** The open spans of model calls, in the order they started, by node span and purpose (see MODEL_START). */
+  const modelCalls = new Map<string, string[]>();
+  let modelCallCount = 0;
   const errorCode = api.SpanStatusCode.ERROR;
   const redactor = redactorFor(options.redaction);
-  const text = (value: string): string => redactor.redactText(value);
+  const text = (value: string): string => bounded(redactor.redactText(value));
   // Text reaches a span only through these two, start and fail, which redact it.
   const setAttribute = (span: OtelSpan, key: string, value: OtelAttributeValue): void => {
     span.setAttribute(key, redactValue(redactor, value));
@@ -216,12 +219,22 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
         };
         if (typeof p.temperature === 'number') attributes['gen_ai.request.temperature'] = p.temperature;
         if (typeof p.maxOutputTokens === 'number') attributes['gen_ai.request.max_tokens'] = p.maxOutputTokens;
-        start(event, `chat ${model}`, attributes, { key: modelKey(event), parentKey: event.spanId, kind: api.SpanKind?.CLIENT });
+        // Calls of one node with one purpose may run at once (model events carry no call id): each gets a span of its
+        // own, and their ends close them first in, first out, so that none is left open and lost.
+        const base = modelKey(event);
+        const calls = modelCalls.get(base) ?? [];
+        const key = `${base}\u0000${modelCallCount++}`;
+        calls.push(key);
+        modelCalls.set(base, calls);
+        start(event, `chat ${model}`, attributes, { key, parentKey: event.spanId, kind: api.SpanKind?.CLIENT });
         return;
       }
       case StreamEventType.MODEL_END: {
         const p = event.payload as ModelEndPayload;
-        const entry = open.get(modelKey(event));
+        const base = modelKey(event);
+        const calls = modelCalls.get(base);
+        const key = calls?.[0];
+        const entry = key === undefined ? undefined : open.get(key);
         if (entry === undefined) return;
         if (p.retryInMs !== undefined) {
           // A failed attempt that is retried: the call goes on in the same span.
@@ -234,7 +247,9 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
         if (typeof p.usage?.outputTokens === 'number') setAttribute(entry.span, 'gen_ai.usage.output_tokens', p.usage.outputTokens);
         if (typeof p.finishReason === 'string') setAttribute(entry.span, 'gen_ai.response.finish_reasons', [p.finishReason]);
         if (typeof p.attempt === 'number') setAttribute(entry.span, 'backpackflow.attempts', p.attempt);
-        endKey(modelKey(event), event.timestamp, p.error);
+        endKey(key!, event.timestamp, p.error);
+        calls!.shift();
+        if (calls!.length === 0) modelCalls.delete(base);
         return;
       }
       case StreamEventType.TOOL_CALL: {
@@ -328,6 +343,7 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
     const now = Date.now();
     for (const { span } of open.values()) span.end(now);
     open.clear();
+    modelCalls.clear();
     runs.clear();
   };
 }
@@ -392,10 +408,30 @@ export function providerName(provider: string | undefined, label: string | undef
 
 /** `value` with its text redacted (the same value when nothing was). */
 function redactValue(redactor: Redactor, value: OtelAttributeValue): OtelAttributeValue {
-  if (typeof value === 'string') return redactor.redactText(value);
-  if (!Array.isArray(value)) return value;
-  const items = value.map((item) => redactor.redactText(item));
+  if (typeof value === 'string') return bounded(redactor.redactText(value));
+  if (typeof value === 'number' || typeof value === 'boolean') return value;
+  // Anything else a node's payload put here (an object where text was expected): its text, redacted. An attribute is
+  // text, a number, a boolean or a list of text; a value of another kind is never handed to a tracer as it is.
+  if (!Array.isArray(value)) return bounded(redactor.redactText(textOf(value)));
+  const items = value.map((item) => bounded(redactor.redactText(typeof item === 'string' ? item : textOf(item))));
   return items.some((item, i) => item !== value[i]) ? items : value;
+}
+
+/** Longest attribute text exported: a node can emit text of any size, and a span's attributes are sent whole. */
+export const MAX_ATTRIBUTE_LENGTH = 8192;
+
+/** `text`, cut to {@link MAX_ATTRIBUTE_LENGTH} characters (with `…`) when longer. */
+function bounded(text: string): string {
+  return text.length <= MAX_ATTRIBUTE_LENGTH ? text : `${text.slice(0, MAX_ATTRIBUTE_LENGTH - 1)}…`;
+}
+
+/** The text of a value that is not text (its JSON, or String() of what JSON cannot write). */
+function textOf(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
 }
 
 /** `attributes` with their text redacted (the same object when nothing was). */
