@@ -12,7 +12,8 @@ export const STORE_DIR = '.merkle';
 export const DEFAULT_IGNORED_NAMES: readonly string[] = ['.git', '.hg', '.svn', 'node_modules', '.DS_Store'];
 
 /**
- * Files that hold secrets, ignored by default (`.gitignore` syntax, at any depth): dotenv files and private keys.
+ * Files that hold secrets, ignored by default (`.gitignore` syntax; a name alone matches at any depth): dotenv and
+ * direnv files, private keys, credential stores (netrc, npm, PostgreSQL, git, AWS, Docker).
  * A frame can still quote such a file's text; frames are redacted before they are stored.
  */
 export const DEFAULT_SECRET_FILE_PATTERNS: readonly string[] = [
@@ -29,6 +30,10 @@ export const DEFAULT_SECRET_FILE_PATTERNS: readonly string[] = [
   '.netrc',
   '.npmrc',
   '.pgpass',
+  '.envrc',
+  '.git-credentials',
+  '**/.aws/credentials',
+  '**/.docker/config.json',
 ];
 
 /** The largest `.gitignore` read (1 MiB): a larger one fails the scan with an error naming it (see {@link IgnoreRules}). */

@@ -177,6 +177,22 @@ describe('scan: the Merkle tree', () => {
     expect(bareTree.some((p) => p.startsWith('.merkle'))).toBe(false);
   });
 
+  it('leaves the credential stores of git, AWS, Docker and direnv out of the tree, at any depth', async () => {
+    const root = tempDir();
+    writeTree(root, {
+      '.envrc': 'export OPENAI_API_KEY=x\n',
+      '.git-credentials': 'https://u:p@example.com\n',
+      '.aws/credentials': '[default]\naws_secret_access_key = x\n',
+      '.aws/config': '[default]\nregion = eu-west-1\n',
+      'home/.aws/credentials': '[default]\n',
+      'home/.docker/config.json': '{"auths":{}}',
+      'home/.docker/daemon.json': '{}',
+    });
+    const engine = await ContextEngine.open(root);
+    await engine.scan();
+    expect((await engine.listNodes()).map((n) => n.path).sort()).toEqual(['', '.aws', '.aws/config', 'home', 'home/.aws', 'home/.docker', 'home/.docker/daemon.json']);
+  });
+
   it('extra ignore patterns apply from the workspace root', async () => {
     const root = tempDir();
     writeTree(root, { 'a/tmp/x': '1', 'a/y': '2' });
