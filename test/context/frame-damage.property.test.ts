@@ -4,13 +4,14 @@
  * ContextError or a warning naming the file, and validate fails naming the file whenever either did (audit s21 F4:
  * a flip in a field name still parses as JSON, and used to end in a TypeError naming no file).
  */
-import { cpSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ContextEngine, ContextError } from '../../src/context/index.js';
 import { openSample, tempDir } from './helpers.js';
 import { trials } from '../support/soak.js';
+import { damage, damageArb, type Damage } from '../support/file-damage.js';
 
 /** A frame of the prepared store: its id, its node, and its file relative to the workspace. */
 interface StoredFrame {
@@ -54,23 +55,6 @@ beforeAll(async () => {
   prepared = root;
 });
 
-type Damage = { kind: 'delete' } | { kind: 'truncate'; at: number } | { kind: 'flip'; at: number; bit: number };
-
-const damageArb = fc.oneof(
-  fc.constant<Damage>({ kind: 'delete' }),
-  fc.record({ kind: fc.constant('truncate' as const), at: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }) }),
-  fc.record({ kind: fc.constant('flip' as const), at: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }), bit: fc.integer({ min: 0, max: 7 }) }),
-);
-
-function damage(file: string, d: Damage): void {
-  if (d.kind === 'delete') return rmSync(file);
-  const size = statSync(file).size;
-  const at = Math.floor(d.at * size);
-  if (d.kind === 'truncate') return truncateSync(file, at);
-  const bytes = readFileSync(file);
-  bytes[at]! ^= 1 << d.bit;
-  writeFileSync(file, bytes);
-}
 
 /**
  * A flip of the first letter of every field name of every frame file (the audit's case: the file still parses, the

@@ -5,13 +5,14 @@
  * warning or an error naming the file, and validate fails naming it whenever an answer changed. A scan always ends
  * with the workspace's true root (it rebuilds a damaged tree), and after `repair` every reader answers in silence.
  */
-import { cpSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
 import { openSample, tempDir } from './helpers.js';
 import { trials } from '../support/soak.js';
+import { damage, damageArb, type Damage } from '../support/file-damage.js';
 
 interface Answers {
   root: string | null;
@@ -67,23 +68,6 @@ beforeAll(async () => {
   expected = read.got as Answers;
 });
 
-type Damage = { kind: 'delete' } | { kind: 'truncate'; at: number } | { kind: 'flip'; at: number; bit: number };
-
-const damageArb = fc.oneof(
-  fc.constant<Damage>({ kind: 'delete' }),
-  fc.record({ kind: fc.constant('truncate' as const), at: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }) }),
-  fc.record({ kind: fc.constant('flip' as const), at: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }), bit: fc.integer({ min: 0, max: 7 }) }),
-);
-
-function damage(file: string, d: Damage): void {
-  if (d.kind === 'delete') return rmSync(file);
-  const size = statSync(file).size;
-  const at = Math.floor(d.at * size);
-  if (d.kind === 'truncate') return truncateSync(file, at);
-  const bytes = readFileSync(file);
-  bytes[at]! ^= 1 << d.bit;
-  writeFileSync(file, bytes);
-}
 
 /**
  * Damage the store does not tell: `agents.json` deleted (no witness records that it was written; the registry reads
