@@ -1,7 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
 import { readJsonChunked } from '../fs/index.js';
-import { FlowConfigError } from './errors.js';
+import { FlowConfigError, type ConfigProblem } from './errors.js';
 import { DEFAULT_MAX_FLOW_BYTES, MAX_JSON_NESTING, nestingProblem, sizeProblem, stripBom } from './limits.js';
+import { RepeatedKeyScanner, repeatedKeys } from './repeated-keys.js';
 
 /** Options of {@link parseFlowConfig}. */
 export interface ParseFlowConfigOptions {
@@ -26,6 +28,8 @@ export function parseFlowConfig(text: string, source = 'flow config', options: P
   }
   const deep = nestingProblem(value, MAX_JSON_NESTING);
   if (deep) throw new FlowConfigError([deep], `${source} is nested too deeply`);
+  const repeated = repeatedKeys(json);
+  if (repeated.length > 0) throw new FlowConfigError(repeated, `${source} repeats a key`);
   return value;
 }
 
@@ -41,7 +45,24 @@ export function readFlowConfigFile(path: string, options: ParseFlowConfigOptions
   if (read === undefined) return parseFlowConfig(readFileSync(path, 'utf8'), path, { maxBytes });
   const deep = nestingProblem(read.value, MAX_JSON_NESTING);
   if (deep) throw new FlowConfigError([deep], `${path} is nested too deeply`);
+  const repeated = repeatedKeysOfFile(path);
+  if (repeated.length > 0) throw new FlowConfigError(repeated, `${path} repeats a key`);
   return read.value;
+}
+
+/** {@link repeatedKeys} of a file, read in chunks as the config was (its whole text is never held). */
+function repeatedKeysOfFile(path: string): ConfigProblem[] {
+  const scanner = new RepeatedKeyScanner();
+  const decoder = new StringDecoder('utf8');
+  const chunk = Buffer.allocUnsafe(1 << 20);
+  const fd = openSync(path, 'r');
+  try {
+    for (let n = readSync(fd, chunk); n > 0; n = readSync(fd, chunk)) scanner.push(decoder.write(chunk.subarray(0, n)));
+    scanner.push(decoder.end());
+  } finally {
+    closeSync(fd);
+  }
+  return scanner.problems;
 }
 
 function malformed(text: string, source: string, error: unknown): FlowConfigError {
