@@ -27,7 +27,7 @@ interface Frame {
 export class RepeatedKeyScanner {
   readonly #stack: Frame[] = [];
   readonly problems: ConfigProblem[] = [];
-  /** The raw text of the string being read (with its quotes), or undefined outside a string. */
+  /** Inside a string: its raw text so far (with its opening quote) when it is a key, '' for any other string. */
   #string: string | undefined;
   #escaped = false;
 
@@ -36,16 +36,20 @@ export class RepeatedKeyScanner {
     for (let i = 0; i < text.length; i++) {
       const c = text[i]!;
       if (this.#string !== undefined) {
-        this.#string += c;
+        // Only a key's text is kept (a value's can be megabytes): the rest of the string is skipped to its end.
+        const key = this.#string !== '';
+        if (key) this.#string += c;
         if (this.#escaped) this.#escaped = false;
         else if (c === '\\') this.#escaped = true;
-        else if (c === '"') this.#endString();
+        else if (c === '"') this.#endString(key);
         continue;
       }
       switch (c) {
-        case '"':
-          this.#string = '"';
+        case '"': {
+          const top = this.#stack.at(-1);
+          this.#string = top !== undefined && top.object && top.expectKey ? '"' : '';
           break;
+        }
         case '{':
           this.#stack.push({ object: true, keys: new Set(), at: '', expectKey: true });
           break;
@@ -68,11 +72,11 @@ export class RepeatedKeyScanner {
     }
   }
 
-  #endString(): void {
+  #endString(isKey: boolean): void {
     const raw = this.#string!;
     this.#string = undefined;
-    const top = this.#stack.at(-1);
-    if (top === undefined || !top.object || !top.expectKey) return;
+    if (!isKey) return;
+    const top = this.#stack.at(-1)!;
     top.expectKey = false;
     const key = JSON.parse(raw) as string;
     top.at = key;
