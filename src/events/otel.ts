@@ -335,6 +335,12 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
       entry.span.end(event.timestamp);
       open.delete(spanId);
     }
+    // Model calls the run's end closed above (never ended by their own event) are no longer waited for.
+    for (const [base, calls] of modelCalls) {
+      const left = calls.filter((key) => open.has(key));
+      if (left.length === 0) modelCalls.delete(base);
+      else modelCalls.set(base, left);
+    }
     end(event);
   }
 

@@ -227,8 +227,11 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
    * remembered as models resolve (they come from the node's configuration and the environment, not from a run).
    */
   readonly #resolvedSecrets = new Set<string>();
+  /** Set once a model of this node was resolved (its keys, if any, are in {@link #resolvedSecrets}). */
+  #modelResolved = false;
 
   #secrets(resolved?: ResolvedModel): string[] {
+    if (resolved !== undefined) this.#modelResolved = true;
     for (const secret of resolved?.secrets ?? []) if (secret) this.#resolvedSecrets.add(secret);
     const key = this.llmParams.apiKey;
     return [...this.#resolvedSecrets, ...(key ? [key] : [])];
@@ -309,7 +312,8 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
    * `apiKey` param is all there is to remove).
    */
   async #resolvedForSecrets(): Promise<ResolvedModel | undefined> {
-    if (this.#resolvedSecrets.size > 0 || this.llmParams.model === undefined) return undefined;
+    // Once per node, not per tool call: a model resolved with no key of its own (an `apiKey` param) leaves the set empty.
+    if (this.#modelResolved || this.llmParams.model === undefined) return undefined;
     return this.resolveModel().catch(() => undefined);
   }
 
