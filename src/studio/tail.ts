@@ -134,6 +134,14 @@ export async function tailEvents(req: IncomingMessage, res: ServerResponse, stor
     'x-accel-buffering': 'no',
   });
   res.write('retry: 2000\n\n');
+  if (start.mark === undefined && start.from > 0 && mark === undefined) {
+    // The events the page has are no longer all in the log: the run was deleted (or replaced, or cut) before this
+    // stream started. Said at once, as a deletion noticed later is: following what is there would splice two runs.
+    const error = new FollowedRunGoneError(ref.runId, `${store.describeLog(ref)} no longer holds event ${start.from} (line ${start.from}), which the page has`);
+    res.write(`event: failure\ndata: ${JSON.stringify({ error: error.message, gone: true })}\n\n`);
+    res.end();
+    return () => undefined;
+  }
   /** The first line not sent yet; `mark`: the last event sent, and its line. */
   let next = start.from;
   let closed = false;

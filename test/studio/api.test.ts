@@ -393,6 +393,24 @@ describe('studio API: live stream of a run deleted, or replaced by a new run of 
       stream.close();
     }
   });
+
+  it('a stream the page opens after its events (from its event count) on a run replaced meanwhile by a shorter one says so at once', async () => {
+    const id = 'run_replaced_before_stream';
+    await runFlow(countTo(3), { dataDir, runId: id });
+    const store = new FileRunStore(dataDir);
+    const ref = { sessionKey: 'default', runId: id };
+    const count = (await store.currentRunMeta(ref)).eventCount;
+    expect(await store.deleteRun(ref)).toBe(true);
+    await runFlow(countTo(1), { dataDir, runId: id });
+    expect((await store.currentRunMeta(ref)).eventCount).toBeLessThan(count);
+    const stream = await openStream(studio.port, `/api/runs/${id}/stream?from=${count}`);
+    try {
+      const failure = await stream.waitFor((m) => m.event === 'failure');
+      expect(JSON.parse(failure.data)).toMatchObject({ gone: true, error: expect.stringMatching(new RegExp(`^run ${id} was deleted \\(or replaced by a new run of the same id\\) while it was followed: .*events\\.jsonl no longer holds event ${count}`)) });
+    } finally {
+      stream.close();
+    }
+  });
 });
 
 describe('studio safety', () => {

@@ -186,7 +186,7 @@ describe('studio in a browser', () => {
       // Deleted under the live view (the writer waits, holding its files): the stream says the run is gone.
       rmSync(runPaths(dataDir, 'default', liveId).dir, { recursive: true, force: true });
       await page.locator('p.problem', { hasText: 'The live view stopped:' }).waitFor(WAIT);
-      expect(await page.locator('p.problem', { hasText: 'The live view stopped:' }).innerText()).toMatch(/was deleted \(or replaced by a new run of the same id\)/);
+      expect(await page.locator('p.problem', { hasText: 'The live view stopped:' }).innerText()).toMatch(/deleted,? \(?or replaced by a new run of the same id/);
     } finally {
       release();
       await running.catch(() => undefined);

@@ -54,6 +54,12 @@ function useLive(session: string, runId: string, running: boolean, from: number,
       source.close();
       setLive((l) => ({ ...l, ended: true, failure: error }));
     });
+    // A stream the server refused (the run is gone: a 404; a reconnection to a replaced run: a 409) is closed by the
+    // browser without an event: said too, rather than a live view that waits for ever.
+    source.addEventListener('error', () => {
+      if (source.readyState !== EventSource.CLOSED) return;
+      setLive((l) => (l.ended ? l : { ...l, ended: true, failure: `the server no longer streams run ${runId} (deleted, or replaced by a new run of the same id)` }));
+    });
     return () => source.close();
   }, [session, runId, running, from, tokenRequired]);
   return live;
