@@ -8,7 +8,8 @@
  * `requiredKeys`, ...), or with `tokens` after another word (`accessTokens`, `githubTokens`) except counts and
  * settings of a model's tokens (`maxTokens`, `inputTokens`, `cache_read_input_tokens`, `stopTokens`, ...); a last
  * word ending in `password` or `passwd` (`PGPASSWORD`), or `pass` or `pwd` after another word (`DB_PASS`,
- * `MYSQL_PWD`; a bare `pwd` is a directory). A bare `key`, `keys`, `keywords`, `tokens`, `tokenUsage` or `maxTokens`
+ * `MYSQL_PWD`; a bare `pwd` is a directory); a last word that runs a secret word into another, as lower-case JSON
+ * does (`identitytoken`, `clientsecret`, `privatekey`: see `GLUED_SECRET_SUFFIXES`). A bare `key`, `keys`, `keywords`, `tokens`, `tokenUsage` or `maxTokens`
  * is not a secret name. Nor is `auth`: it holds credentials in some configs (`auth: { user, pass }`, whose `pass` is
  * blanked) and settings in others (`auth: 'none'`, `auth: { type: 'oauth' }`), and a flow param named so would be
  * masked in every recorded flow; its values are still checked against the catalogue (Bearer tokens, keys, URLs with a
@@ -196,6 +197,29 @@ function normalized(key: string): string {
   return key.toLowerCase().replace(/[^a-z0-9]+/g, '');
 }
 
+/**
+ * Secret words that lower-case JSON runs into the word before them (`identitytoken` and `registrytoken` in
+ * `~/.docker/config.json`, `clientsecret`, `accesstoken`, `awscredentials`): a last word longer than one of these and
+ * ending with it names a secret, as its camelCase form does, except a count or setting of a model's tokens
+ * (`maxtoken`, `eostoken`: see {@link TOKEN_COUNT_PREFIXES}).
+ */
+const GLUED_SECRET_SUFFIXES = ['token', 'secret', 'credential', 'credentials', 'passphrase', 'cookie'] as const;
+
+/**
+ * Words that make a `key` or `keys` run into them a secret (`privatekey`, `accesskey`, `secretkeys`). Unlike
+ * {@link GLUED_SECRET_SUFFIXES}, a word merely ending with `key` is not one (`monkey`, `hotkey`, `turnkey`).
+ */
+const GLUED_KEY_PREFIXES = new Set(['secret', 'private', 'access', 'signing', 'master', 'encryption', 'decryption', 'auth', 'pass', 'shared', 'hmac', 'webhook', 'license', 'account', 'consumer', 'client', 'app', 'admin', 'service', 'subscription', 'deploy']);
+
+/** Whether one lower-case word runs a secret word into another (see {@link GLUED_SECRET_SUFFIXES}). */
+function isGluedSecret(word: string): boolean {
+  for (const suffix of GLUED_SECRET_SUFFIXES) {
+    if (word.length > suffix.length && word.endsWith(suffix)) return suffix !== 'token' || !TOKEN_COUNT_PREFIXES.has(word.slice(0, -suffix.length));
+  }
+  const stem = word.endsWith('keys') ? word.slice(0, -4) : word.endsWith('key') ? word.slice(0, -3) : undefined;
+  return stem !== undefined && GLUED_KEY_PREFIXES.has(stem);
+}
+
 /** Last words that name a secret only after another word (`DB_PASS`, `MYSQL_PWD`); alone, `pwd` is a directory. */
 const QUALIFIED_SECRET_LAST_WORDS = new Set(['pass', 'pwd']);
 
@@ -206,6 +230,7 @@ function isBuiltInSecretKey(key: string): boolean {
   if (SECRET_LAST_WORDS.has(last)) return true;
   // A password run into the word before it: `PGPASSWORD`, `MYSQL_ROOTPASSWORD`.
   if (last.endsWith('password') || last.endsWith('passwd')) return true;
+  if (isGluedSecret(last)) return true;
   if (QUALIFIED_SECRET_LAST_WORDS.has(last) && parts.length > 1) return true;
   if (parts.length < 2) return false;
   const before = parts[parts.length - 2]!;

@@ -67,11 +67,14 @@ const URL_PASSWORD =
   /:\/\/[^\s:@/?#"'`[\]\\]*:(?!\d{1,5}(?:[/?#\\]|$))(?<secret>(?:[^\s"'`\\]|\\(?!["'])){1,256})@(?=[^\s"'`@/?#\\]{0,255}(?:[\s"'`/?#\\]|$))/g;
 
 /**
- * The shortest match of the netrc pattern: `machine h port 1 password p` (`port` is one letter shorter than `login`;
+ * The shortest match of the netrc pattern: `default port 1 password p` (`port` is one letter shorter than `login`;
  * the catalogue's property test found it). Such text may hold no upper-case letter, `_`, `-`, `:` or `=` (which every
  * other pattern's matches hold): the redactor looks for `password` in text this long that has none of them.
  */
-export const NETRC_MIN_LENGTH = 27;
+export const NETRC_MIN_LENGTH = 25;
+
+/** An entry of a .netrc machine that makes `password` there a netrc password (not a word of prose). */
+const NETRC_ENTRY = /\s(?:login|account|port)\s/;
 
 /** The default catalogue, in the order the patterns are applied. */
 export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
@@ -98,11 +101,13 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
   },
   {
     id: 'netrc-password',
-    source: 'the password of a .netrc entry (curl, git, ftp): `machine <host> login <user> password <secret>`',
-    // Only after `machine <host>` and at least one `login`, `account` or `port` entry, so that prose with the word
-    // password in it is left alone. A quoted password may hold blanks.
-    regex: /(?<![A-Za-z0-9])machine\s+\S+(?:\s+(?:login|account|port)\s+\S+)+\s+password\s+(?<secret>"(?:[^"\\]|\\.)*"|\S+)/g,
-    gate: /machine/,
+    source: 'the password of a .netrc entry (curl, git, ftp): `machine <host> login <user> password <secret>`, or `default …`',
+    // Only in an entry of `machine <host>` or `default` that also has a `login`, `account` or `port` (before the
+    // password or right after it), so that prose with the word password in it is left alone. A quoted password may
+    // hold blanks.
+    regex: /(?<![A-Za-z0-9])(?:machine\s+\S+|default)(?:\s+(?:login|account|port)\s+\S+)*\s+password\s+(?<secret>"(?:[^"\\]|\\.)*"|\S+)(?:\s+(?:login|account|port)\s+\S+)?/g,
+    accept: (match) => NETRC_ENTRY.test(match),
+    gate: /password/,
     minLength: NETRC_MIN_LENGTH,
   },
   {

@@ -18,6 +18,23 @@ describe('secret names of environment variables', () => {
   });
 });
 
+describe('secret words run into the word before them (lower-case JSON)', () => {
+  it.each(['identitytoken', 'registrytoken', 'accesstoken', 'refreshtoken', 'authtoken', 'idtoken', 'clientsecret', 'webhooksecret', 'awscredentials', 'sshpassphrase', 'sessioncookie', 'privatekey', 'accesskey', 'secretkey', 'signingkeys', 'ACCESSTOKEN'])(
+    '%s is secret-named',
+    (name) => {
+      expect(isSecretKey(name)).toBe(true);
+    },
+  );
+  it.each(['maxtoken', 'eostoken', 'tokenizer', 'secretary', 'monkey', 'hotkey', 'turnkey', 'keyboard', 'cookiejar', 'credentialsfile', 'hotkeys', 'sessionkey'])('%s is not', (name) => {
+    expect(isSecretKey(name)).toBe(false);
+  });
+  it("blanks a registry's identity token in a Docker config.json, keeping the registry and the other settings", () => {
+    const config = { auths: { 'registry.example.com': { identitytoken: SECRET }, 'ghcr.io': { registrytoken: SECRET } }, credsStore: 'desktop' };
+    expect(redact(config).value).toEqual({ auths: { 'registry.example.com': { identitytoken: '[REDACTED]' }, 'ghcr.io': { registrytoken: '[REDACTED]' } }, credsStore: 'desktop' });
+    expect(JSON.stringify(redact(JSON.stringify(config)).value)).not.toContain(SECRET);
+  });
+});
+
 describe('a key named pw', () => {
   it('blanks a password under pw in values, in text and in an argument vector; a value under auth is checked as text', () => {
     expect(redact({ user: 'alice', pw: SECRET, auth: 'none' }).value).toEqual({ user: 'alice', pw: '[REDACTED]', auth: 'none' });

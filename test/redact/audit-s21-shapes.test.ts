@@ -142,11 +142,20 @@ describe('finding 3: credential files quoted in text', () => {
     );
   });
 
+  it('.netrc: a `default` entry, and a password written before the login', () => {
+    expect(redactor.redactText('default login anonymous password me@example.com\n')).toBe(`default login anonymous password ${REDACTED}\n`);
+    expect(redactor.redactText('machine h.io password hunter2 login bob\n')).toBe(`machine h.io password ${REDACTED} login bob\n`);
+    expect(redactor.redactText('default password p9 port 21')).toBe(`default password ${REDACTED} port 21`);
+  });
+
   it('.netrc: prose with the words machine, login and password is kept', () => {
     for (const prose of [
       'the machine learning password is secret, enter your login and password',
       'log in to the machine with your login and password before noon',
       'machine translation: login password reset flow is broken',
+      'the default password is printed on the label; change it at first login',
+      'by default password prompts time out, see login docs',
+      'machine learning password strength models',
     ]) {
       expect(redactor.redactText(prose)).toBe(prose);
     }
