@@ -219,11 +219,12 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
         };
         if (typeof p.temperature === 'number') attributes['gen_ai.request.temperature'] = p.temperature;
         if (typeof p.maxOutputTokens === 'number') attributes['gen_ai.request.max_tokens'] = p.maxOutputTokens;
-        // Calls of one node with one purpose may run at once (model events carry no call id): each gets a span of its
-        // own, and their ends close them first in, first out, so that none is left open and lost.
+        // Calls of one node with one purpose may run at once: each gets a span of its own. LlmNode's events carry the
+        // call's number, which pairs an end with its start; a node's own model events without one are paired first
+        // in, first out, so that none is left open and lost.
         const base = modelKey(event);
         const calls = modelCalls.get(base) ?? [];
-        const key = `${base}\u0000${modelCallCount++}`;
+        const key = `${base}\u0000${modelCallCount++}${typeof p.call === 'number' ? `\u0001${p.call}` : ''}`;
         calls.push(key);
         modelCalls.set(base, calls);
         start(event, `chat ${model}`, attributes, { key, parentKey: event.spanId, kind: api.SpanKind?.CLIENT });
@@ -233,7 +234,8 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
         const p = event.payload as ModelEndPayload;
         const base = modelKey(event);
         const calls = modelCalls.get(base);
-        const key = calls?.[0];
+        const at = calls === undefined ? -1 : callIndex(calls, p.call);
+        const key = at < 0 ? undefined : calls![at];
         const entry = key === undefined ? undefined : open.get(key);
         if (entry === undefined) return;
         if (p.retryInMs !== undefined) {
@@ -248,7 +250,7 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
         if (typeof p.finishReason === 'string') setAttribute(entry.span, 'gen_ai.response.finish_reasons', [p.finishReason]);
         if (typeof p.attempt === 'number') setAttribute(entry.span, 'backpackflow.attempts', p.attempt);
         endKey(key!, event.timestamp, p.error);
-        calls!.shift();
+        calls!.splice(at, 1);
         if (calls!.length === 0) modelCalls.delete(base);
         return;
       }
@@ -355,6 +357,7 @@ export function bridgeToOpenTelemetry(streamer: EventStreamer, api: OtelApi, tra
 }
 
 interface ModelStartPayload {
+  call?: number;
   model?: string;
   modelId?: string;
   provider?: string;
@@ -365,6 +368,7 @@ interface ModelStartPayload {
 }
 
 interface ModelEndPayload {
+  call?: number;
   attempt?: number;
   finishReason?: string;
   usage?: { inputTokens?: number; outputTokens?: number };
@@ -383,6 +387,17 @@ interface ToolPayload {
 }
 
 /** The key of a model call's span: one call per node span and purpose at a time. */
+/**
+ * Where in `calls` (the keys of a node's open model spans of one purpose, oldest first) the call numbered `call`
+ * is: the span started for it (its key ends with `\u0001` and the number, see MODEL_START), else the oldest one.
+ */
+function callIndex(calls: readonly string[], call: unknown): number {
+  if (typeof call !== 'number') return calls.length > 0 ? 0 : -1;
+  const suffix = `\u0001${call}`;
+  const at = calls.findIndex((key) => key.endsWith(suffix));
+  return at >= 0 ? at : calls.length > 0 ? 0 : -1;
+}
+
 function modelKey(event: StreamEvent): string {
   return `model\u0000${event.spanId ?? ''}\u0000${String((event.payload as { purpose?: unknown }).purpose ?? '')}`;
 }

@@ -22,6 +22,8 @@ export interface ModelDeltaOptions {
 
 /** Payload of a folded `model.delta` event. */
 export interface FoldedDeltaPayload {
+  /** The call's number in its node (LlmNode numbers its calls; two calls made at once are folded apart). */
+  call?: unknown;
   model?: unknown;
   purpose?: unknown;
   attempt?: unknown;
@@ -37,7 +39,7 @@ export interface FoldedDeltaPayload {
 }
 
 /**
- * The batch with the `model.delta` events of each model call (same run, span, purpose and attempt) folded into one
+ * The batch with the `model.delta` events of each model call (same run, span, call, purpose and attempt) folded into one
  * (see {@link ModelDeltaStorage}), or only those of the calls whose whole text `fold` accepts. Other events keep
  * their order; a batch without deltas is returned as it is.
  */
@@ -47,7 +49,7 @@ export function foldModelDeltas(batch: StreamEvent[], fold: (text: string) => bo
   for (const event of batch) {
     if (event.type !== StreamEventType.MODEL_DELTA) continue;
     const p = event.payload;
-    const key = JSON.stringify([event.runId, event.spanId ?? null, p['purpose'] ?? null, p['attempt'] ?? null]);
+    const key = JSON.stringify([event.runId, event.spanId ?? null, p['call'] ?? null, p['purpose'] ?? null, p['attempt'] ?? null]);
     const group = groups.get(key);
     if (group) group.push(event);
     else groups.set(key, [event]);

@@ -1,7 +1,6 @@
 /**
  * The OpenTelemetry bridge as an export boundary (adversarial review of 2026-11-28): two model calls of one node
- * with one purpose at once are two ended spans (model events carry no call id: they are matched first in, first
- * out); a value a node emits where text was expected reaches no tracer as it is (its text, redacted); and span names,
+ * with one purpose at once are two ended spans, each ended by its own call's end (LlmNode numbers its calls); a value a node emits where text was expected reaches no tracer as it is (its text, redacted); and span names,
  * attributes, statuses and events are bounded (MAX_ATTRIBUTE_LENGTH). Real SDK (BasicTracerProvider and an in-memory
  * exporter) where the behaviour shows there; a recording tracer where the bridge's own contract is what is checked.
  */
@@ -30,14 +29,15 @@ const dataDir = mkdtempSync(join(tmpdir(), 'audit-s21e-otel-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 const usage = { inputTokens: { total: 3, noCache: 3, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 2, text: 2, reasoning: undefined } };
-function model(): MockLanguageModelV3 {
+/** A mock model whose n-th call answers `resp-n` after `delays[n - 1]` ms (default: 5 ms × n, the first call ends first). */
+function model(delays?: number[]): MockLanguageModelV3 {
   let n = 0;
   return new MockLanguageModelV3({
     provider: 'openai.chat',
     modelId: 'gpt-4o',
     doGenerate: async () => {
       const i = ++n;
-      await new Promise((r) => setTimeout(r, 5 * i));
+      await new Promise((r) => setTimeout(r, delays?.[i - 1] ?? 5 * i));
       return { content: [{ type: 'text', text: `part ${i}` }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [], response: { id: `resp-${i}`, modelId: 'gpt-4o', timestamp: new Date(0) } };
     },
   });
@@ -48,6 +48,16 @@ class MapSummarize extends LlmNode {
   override async exec(): Promise<unknown> {
     const ask = (text: string) => this.callModel({ purpose: 'summarize', messages: [{ role: 'user', content: text }] });
     return Promise.all([ask('chunk one'), ask('chunk two')]);
+  }
+}
+
+/** Two model calls of one purpose, the second started 25 ms after the first, both awaited together. */
+class StaggeredSummarize extends LlmNode {
+  override async exec(): Promise<unknown> {
+    const ask = (text: string) => this.callModel({ purpose: 'summarize', messages: [{ role: 'user', content: text }] });
+    const first = ask('chunk one');
+    await new Promise((r) => setTimeout(r, 25));
+    return Promise.all([first, ask('chunk two')]);
   }
 }
 
@@ -67,6 +77,26 @@ describe('OpenTelemetry bridge', () => {
     // it is never ended, not even by detach, so it is never exported.
     expect(chats).toHaveLength(2);
     expect(chats.map((s) => s.attributes['gen_ai.response.id']).sort()).toEqual(['resp-1', 'resp-2']);
+  });
+
+  it('when the first of two concurrent calls ends last, each chat span holds its own call: its response and its end', async () => {
+    // The first call starts at once and answers after 80 ms; the second starts 25 ms later and answers after 5 ms.
+    const mock = model([80, 5]);
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const flow = new Flow({ namespace: 'mr', deps: { has: (k) => k === 'model', get: () => mock as never } });
+    flow.addNode(StaggeredSummarize, { id: 'map', model: 'openai:gpt-4o' });
+    const detach = await attachOpenTelemetry(flow.eventStreamer, { tracer: provider.getTracer('backpackflow') });
+    await runFlow(flow, { dataDir, runId: 'otel-concurrent-2' });
+    detach();
+    const chats = exporter.getFinishedSpans().filter((s) => s.name === 'chat gpt-4o');
+    const ms = (t: [number, number]) => t[0] * 1e3 + t[1] / 1e6;
+    const [first, second] = [...chats].sort((a, b) => ms(a.startTime) - ms(b.startTime));
+    expect(ms(second!.startTime) - ms(first!.startTime)).toBeGreaterThanOrEqual(15);
+    // The span started first is the first call's: it ends last, holding resp-1.
+    expect(first!.attributes['gen_ai.response.id']).toBe('resp-1');
+    expect(second!.attributes['gen_ai.response.id']).toBe('resp-2');
+    expect(ms(first!.endTime)).toBeGreaterThan(ms(second!.endTime));
   });
 
   it('no secret reaches a span through a non-string attribute value a node emits (purpose as an object)', () => {

@@ -6,11 +6,47 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StreamEventType, type StreamEvent } from '../../src/events/index.js';
 import { Flow } from '../../src/nodes/index.js';
-import { ChatNode } from '../../src/nodes/llm/index.js';
+import { ChatNode, LlmNode } from '../../src/nodes/llm/index.js';
 import { EventStore } from '../../src/store/index.js';
 import { foldModelDeltas, openNewRun, runFlow, type ModelDeltaStorage } from '../../src/runtime/index.js';
 import { buildTrace, renderTrace } from '../../src/cli/backpackflow/trace.js';
 import { streamingModel } from '../support/streaming-model.js';
+import { simulateReadableStream } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
+
+/** A model whose n-th call streams `texts[n]` word by word, a chunk every 3 ms: two calls made at once interleave. */
+function interleavingModel(texts: string[][]): MockLanguageModelV3 {
+  let n = 0;
+  return new MockLanguageModelV3({
+    doStream: async () => {
+      const tokens = texts[n++]!;
+      return {
+        stream: simulateReadableStream({
+          chunkDelayInMs: 3,
+          chunks: [
+            { type: 'stream-start' as const, warnings: [] },
+            { type: 'text-start' as const, id: 't' },
+            ...tokens.map((delta) => ({ type: 'text-delta' as const, id: 't', delta })),
+            { type: 'text-end' as const, id: 't' },
+            { type: 'finish' as const, finishReason: { unified: 'stop' as const, raw: 'stop' }, usage: { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: tokens.length, text: tokens.length, reasoning: undefined } } },
+          ],
+        }),
+      };
+    },
+  });
+}
+
+/** Streams two model calls of one purpose at once (a map step over two chunks). */
+class TwoAtOnce extends LlmNode {
+  override async exec(): Promise<string[]> {
+    const ask = (text: string) => this.callModel({ purpose: 'summarize', stream: true, messages: [{ role: 'user', content: text }] });
+    return (await Promise.all([ask('one'), ask('two')])).map((reply) => reply.text);
+  }
+  override post(backpack: Parameters<LlmNode['post']>[0], _prep: unknown, texts: string[]): undefined {
+    backpack.pack('texts', texts);
+    return undefined;
+  }
+}
 
 const dataDir = mkdtempSync(join(tmpdir(), 'bpf-deltas-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -27,6 +63,27 @@ async function streamedRun(runId: string, tokens: string[], modelDeltas?: ModelD
 }
 
 describe('model.delta storage', () => {
+  it('two streamed calls of one node and purpose made at once are stored as two texts, not one interleaved text', async () => {
+    const texts = [['alpha ', 'beta ', 'gamma'], ['one ', 'two ', 'three']];
+    const model = interleavingModel(texts);
+    const flow = new Flow({ namespace: 'map', deps: { has: (k) => k === 'model', get: () => model as never } });
+    flow.addNode(TwoAtOnce, { id: 'sum', model: 'openai:gpt-4o' });
+    const live: StreamEvent[] = [];
+    flow.eventStreamer.on(StreamEventType.MODEL_DELTA, (e) => void live.push(e));
+    await runFlow(flow, { dataDir, runId: 'two-at-once' });
+    // The calls did interleave (else this test shows nothing).
+    expect(live.map((e) => e.payload.call)).not.toEqual([...live.map((e) => e.payload.call)].sort());
+    const stored = await new EventStore({ dataDir, sessionKey: 'default', runId: 'two-at-once' }).readAll();
+    const folded = stored.filter((e) => e.type === StreamEventType.MODEL_DELTA);
+    expect(folded.map((e) => e.payload.delta).sort()).toEqual(['alpha beta gamma', 'one two three']);
+    const starts = stored.filter((e) => e.type === StreamEventType.MODEL_START).map((e) => e.payload.call);
+    expect(new Set(starts).size).toBe(2);
+    // runs show prints each call with its own text.
+    const shown = renderTrace(buildTrace('two-at-once', stored));
+    expect(shown).toContain('"alpha beta gamma"');
+    expect(shown).toContain('"one two three"');
+  });
+
   it('folds the deltas of a model call into one stored event by default; subscribers saw each one', async () => {
     const tokens = ['one', ' two', ' three', ' four'];
     const { live, storedDeltas, stored } = await streamedRun('fold', tokens);

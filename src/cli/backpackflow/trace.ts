@@ -196,7 +196,11 @@ export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
   const nodes = new Map<string, TraceNode>();
   /** Model calls in progress, by node span and purpose. */
   const models = new Map<string, Extract<TraceItem, { kind: 'model' }>>();
-  const modelKey = (event: StreamEvent): string => `${event.spanId ?? ''}\u0000${String((event.payload as Record<string, unknown>)['purpose'] ?? '')}`;
+  // A model call is its node's span, its number there (LlmNode's `call`: calls made at once are told apart) and purpose.
+  const modelKey = (event: StreamEvent): string => {
+    const p = event.payload as Record<string, unknown>;
+    return `${event.spanId ?? ''}\u0000${String(p['call'] ?? '')}\u0000${String(p['purpose'] ?? '')}`;
+  };
   /** Where the lines of an event go: its own node, else its parent's, else the run's top level. */
   const home = (spanId: string | undefined): TraceItem[] => (spanId !== undefined ? nodes.get(spanId)?.items : undefined) ?? trace.items;
   const ownerOf = (event: StreamEvent): TraceItem[] =>

@@ -119,7 +119,10 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     const what = `node '${this.id}': model ${resolved.label} (${request.purpose})`;
     const started = performance.now();
     const p = this.llmParams;
+    // The call's number in this node: its model.* events carry it, so that calls made at once are told apart.
+    const call = ++this.#calls;
     this.emitEvent(StreamEventType.MODEL_START, {
+      call,
       model: resolved.label,
       purpose: request.purpose,
       stream: request.stream === true,
@@ -134,7 +137,7 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     const secrets = usableSecrets(this.#secrets(resolved));
     try {
       const answered = await callWithRetry(
-        (signal) => (request.stream ? this.#stream(resolved, limited, request, signal, attempt, secrets) : this.#generate(limited, request, signal)),
+        (signal) => (request.stream ? this.#stream(resolved, limited, request, signal, { call, attempt }, secrets) : this.#generate(limited, request, signal)),
         {
           what,
           policy: this.retryPolicy,
@@ -144,12 +147,13 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
           onRetry: (error, n, delayMs) => {
             attempt = n + 1;
             this.recordFailedAttempt(`model-${request.purpose}`, n, { error: error.message, status: error.status });
-            this.emitEvent(StreamEventType.MODEL_END, { model: resolved.label, purpose: request.purpose, attempt: n, error: describeError(error), retryInMs: delayMs });
+            this.emitEvent(StreamEventType.MODEL_END, { call, model: resolved.label, purpose: request.purpose, attempt: n, error: describeError(error), retryInMs: delayMs });
           },
         },
       );
       const reply = scrubSecrets(answered, secrets);
       this.emitEvent(StreamEventType.MODEL_END, {
+        call,
         model: resolved.label,
         purpose: request.purpose,
         attempt,
@@ -161,7 +165,7 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
       return reply;
     } catch (error) {
       const safe = this.#safeError(error, resolved);
-      this.emitEvent(StreamEventType.MODEL_END, { model: resolved.label, purpose: request.purpose, attempt, error: describeError(safe), durationMs: performance.now() - started });
+      this.emitEvent(StreamEventType.MODEL_END, { call, model: resolved.label, purpose: request.purpose, attempt, error: describeError(safe), durationMs: performance.now() - started });
       throw safe;
     }
   }
@@ -195,14 +199,14 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     };
   }
 
-  async #stream(resolved: ResolvedModel, limited: NestingLimitedModel, request: ModelRequest, signal: AbortSignal, attempt: number, secrets: readonly string[]): Promise<ModelReply> {
+  async #stream(resolved: ResolvedModel, limited: NestingLimitedModel, request: ModelRequest, signal: AbortSignal, at: { call: number; attempt: number }, secrets: readonly string[]): Promise<ModelReply> {
     const { streamText } = await loadAiSdk();
     const result = streamText({ ...this.#common(limited, request, signal), onError: () => {} });
     let index = 0;
     // Without secrets, each delta as it came; with them, held back while it could be the start of one (see StreamScrubber).
     const scrubber = secrets.length > 0 ? new StreamScrubber(secrets) : undefined;
     const emitDelta = (delta: string): void => {
-      if (delta !== '') this.emitEvent(StreamEventType.MODEL_DELTA, { model: resolved.label, purpose: request.purpose, attempt, index: index++, delta });
+      if (delta !== '') this.emitEvent(StreamEventType.MODEL_DELTA, { call: at.call, model: resolved.label, purpose: request.purpose, attempt: at.attempt, index: index++, delta });
     };
     for await (const part of result.fullStream) {
       if (part.type === 'error') throw part.error;
@@ -229,6 +233,8 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
   readonly #resolvedSecrets = new Set<string>();
   /** Set once a model of this node was resolved (its keys, if any, are in {@link #resolvedSecrets}). */
   #modelResolved = false;
+  /** How many model calls this node has started (see {@link callModel}: the `call` of its model.* events). */
+  #calls = 0;
 
   #secrets(resolved?: ResolvedModel): string[] {
     if (resolved !== undefined) this.#modelResolved = true;
