@@ -95,6 +95,12 @@ function streamId(next: number, mark: FollowMark | undefined): string {
   return id === undefined || id.length > MAX_MARK_ID ? String(next) : `${next}:${mark!.line}:${id}`;
 }
 
+/** Ends the response of a client that left before its stream started; the stream's stop function (nothing to stop). */
+function ended(res: ServerResponse): () => void {
+  if (!res.writableEnded) res.end();
+  return () => undefined;
+}
+
 /** The start a Last-Event-ID asks for (see {@link streamId}), or undefined when it is not one. */
 export function parseLastEventId(value: string): StreamStart | undefined {
   const match = /^(\d+)(?::(\d+):([^:]+))?$/.exec(value);
@@ -117,8 +123,21 @@ export function parseLastEventId(value: string): StreamStart | undefined {
  * stream. A reconnection whose last event the log no longer holds is a 409 (an HttpError, nothing streamed).
  */
 export async function tailEvents(req: IncomingMessage, res: ServerResponse, store: RunStore, ref: RunRef, start: StreamStart, options: TailOptions = {}): Promise<() => void> {
+  // The client may leave while the reads below are under way (on a database, each is a round trip): its close is
+  // heard from the start, and nothing is set up for a client that is gone.
+  let left = false;
+  /** The stream's stop function, once it has one (see below). */
+  const stopping: { stop?: () => void } = {};
+  const leave = (): void => {
+    left = true;
+    stopping.stop?.();
+  };
+  req.once('close', leave);
+  res.once('close', leave);
+  const gone = (): boolean => left || res.destroyed || req.socket.destroyed;
   // A stream that starts after events the page has (from its event count) takes the last of them as its mark.
   let mark = start.mark ?? (start.from > 0 ? await markAt(store, ref, start.from - 1) : undefined);
+  if (gone()) return ended(res);
   if (start.mark !== undefined && !(await markHolds(store, ref, start.mark))) {
     throw new HttpError(
       409,
@@ -126,6 +145,7 @@ export async function tailEvents(req: IncomingMessage, res: ServerResponse, stor
       'last-event-id',
     );
   }
+  if (gone()) return ended(res);
   res.writeHead(200, {
     ...BASE_HEADERS,
     'content-type': 'text/event-stream; charset=utf-8',
@@ -211,8 +231,11 @@ export async function tailEvents(req: IncomingMessage, res: ServerResponse, stor
     clearInterval(heartbeat);
     res.end();
   };
-  req.on('close', stop);
-  res.on('close', stop);
+  stopping.stop = stop;
+  if (gone()) {
+    stop();
+    return stop;
+  }
   try {
     unwatch = await watchLog(store, ref, poke, options.pollMs ?? 500);
   } catch (error) {

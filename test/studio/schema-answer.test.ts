@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildAnswer, initialRaws, kindOf, problemsByField, type FieldProblem, type Raw } from '../../src/studio/page/schema-answer.js';
+import { buildAnswer, hasSecretField, initialRaws, isSecretField, keyOfPointer, kindOf, problemsByField, type FieldProblem, type Raw } from '../../src/studio/page/schema-answer.js';
 import { answerProblems } from '../../src/studio/steer.js';
 import { trials } from '../support/soak.js';
 
@@ -124,5 +124,23 @@ describe('the answer form', () => {
     const schema = { type: 'object', properties: { p: { type: 'string', enum: ['a', 'b'], default: 'b' }, n: { type: 'integer', default: 3 }, t: { type: 'array', items: { type: 'string' }, default: ['x'] }, ok: { type: 'boolean', default: true } } };
     expect(Object.fromEntries(initialRaws(schema, '', new Map()))).toEqual({ '/p': 'b', '/n': '3', '/t': ['x'], '/ok': true });
     expect(buildAnswer(schema, '', initialRaws(schema, '', new Map()), true, [])).toEqual({ p: 'b', n: 3, t: ['x'], ok: true });
+  });
+});
+
+describe('secret fields of an answer', () => {
+  it('a field named like a secret, writeOnly, or of format password is one; others are not', () => {
+    expect(isSecretField({ type: 'string' }, 'password')).toBe(true);
+    expect(isSecretField({ type: 'string' }, 'apiKey')).toBe(true);
+    expect(isSecretField({ type: 'string', writeOnly: true }, 'pin')).toBe(true);
+    expect(isSecretField({ type: 'string', format: 'password' }, 'code')).toBe(true);
+    expect(isSecretField({ type: 'string' }, 'user')).toBe(false);
+    expect(isSecretField({ type: 'string' }, undefined)).toBe(false);
+  });
+  it('hasSecretField finds one nested in objects, and keyOfPointer reads escaped keys', () => {
+    expect(hasSecretField({ type: 'object', properties: { db: { type: 'object', properties: { host: { type: 'string' }, token: { type: 'string' } } } } })).toBe(true);
+    expect(hasSecretField({ type: 'object', properties: { user: { type: 'string' }, approved: { type: 'boolean' } } })).toBe(false);
+    expect(hasSecretField(undefined)).toBe(false);
+    expect(keyOfPointer('/db/a~1b~0c')).toBe('a/b~c');
+    expect(keyOfPointer('')).toBeUndefined();
   });
 });

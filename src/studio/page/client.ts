@@ -114,32 +114,7 @@ export function runPath(runId: string, view = ''): string {
   return `/api/runs/${encodeURIComponent(runId)}${view ? `/${view}` : ''}`;
 }
 
-/** Where the page is: the runs table, a run (with a tab and its parameters), memory, or the workspace's context. */
-export type Route =
-  | { page: 'runs' }
-  | { page: 'memory'; q: string }
-  | { page: 'context'; path: string }
-  | { page: 'run'; session: string; runId: string; tab: string; params: URLSearchParams };
-
-/** Parses `#/runs/<session>/<runId>?tab=state&step=3`, `#/memory?q=...`, or anything else as the runs table. */
-export function parseHash(hash: string): Route {
-  const [path = '', query = ''] = hash.replace(/^#/, '').split('?');
-  const params = new URLSearchParams(query);
-  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
-  if (parts[0] === 'runs' && parts.length === 3) return { page: 'run', session: parts[1]!, runId: parts[2]!, tab: params.get('tab') ?? 'trace', params };
-  if (parts[0] === 'memory') return { page: 'memory', q: params.get('q') ?? '' };
-  if (parts[0] === 'context') return { page: 'context', path: params.get('path') ?? '' };
-  return { page: 'runs' };
-}
-
-/** The hash of a run's view. */
-export function runHash(session: string, runId: string, tab?: string, extra: Record<string, string | number> = {}): string {
-  const params = new URLSearchParams();
-  if (tab) params.set('tab', tab);
-  for (const [k, v] of Object.entries(extra)) params.set(k, String(v));
-  const qs = params.toString();
-  return `#/runs/${encodeURIComponent(session)}/${encodeURIComponent(runId)}${qs ? `?${qs}` : ''}`;
-}
+export { parseHash, runHash, type Route } from './route.js';
 
 /** `0.42ms`, `12.5ms`, `1.50s`, `2m 5s`. */
 export function formatMs(ms: number | null | undefined): string {

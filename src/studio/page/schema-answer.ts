@@ -2,8 +2,37 @@
  * The logic of the answer form (no rendering, so it can be tested alone): how each JSON Schema shape is edited, the
  * starting text of each field, the answer the fields make, and where a problem at a JSON pointer is shown.
  */
+import { SecretKeyMatcher } from '../../redact/keys.js';
+
 /** A JSON Schema, as recorded. */
 export type Schema = Record<string, unknown>;
+
+const secretNames = new SecretKeyMatcher();
+
+/**
+ * Whether the field `key` of this schema holds a secret: marked so by its schema (`writeOnly`, `format: 'password'`)
+ * or named like one (the redactor's rule: `password`, `apiKey`, `token`...). Its input is masked, and its answer is
+ * never written into the page.
+ */
+export function isSecretField(schema: unknown, key: string | undefined): boolean {
+  const s = (schema ?? {}) as Schema;
+  return s.writeOnly === true || s.format === 'password' || (key !== undefined && secretNames.isSecretKey(key));
+}
+
+/** Whether any field of `schema` (nested objects included) is a secret one (see {@link isSecretField}). */
+export function hasSecretField(schema: unknown, key?: string, depth = 0): boolean {
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema) || depth > 64) return false;
+  if (isSecretField(schema, key)) return true;
+  const properties = (schema as Schema).properties;
+  if (properties === null || typeof properties !== 'object') return false;
+  return Object.entries(properties as Record<string, unknown>).some(([name, child]) => hasSecretField(child, name, depth + 1));
+}
+
+/** The last key of a JSON pointer (undefined for the whole answer). */
+export function keyOfPointer(pointer: string): string | undefined {
+  if (pointer === '') return undefined;
+  return pointer.slice(pointer.lastIndexOf('/') + 1).replace(/~1/g, '/').replace(/~0/g, '~');
+}
 
 /** A problem of an answer at a JSON pointer (`''`: the whole answer). */
 export interface FieldProblem {

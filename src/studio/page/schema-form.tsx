@@ -6,7 +6,7 @@
  * next to the field they name, or the nearest field above it.
  */
 import { useState } from 'preact/hooks';
-import { buildAnswer, initialRaws, kindOf, pointerOf, problemsByField, propertiesOf, requiredOf, type FieldProblem, type Raw, type Schema } from './schema-answer.js';
+import { buildAnswer, initialRaws, isSecretField, keyOfPointer, kindOf, pointerOf, problemsByField, propertiesOf, requiredOf, type FieldProblem, type Raw, type Schema } from './schema-answer.js';
 
 export type { FieldProblem, Schema };
 
@@ -118,7 +118,13 @@ function Field(props: FieldProps) {
   } else if (kind === 'json') {
     control = <textarea {...common} rows={6} spellcheck={false} value={(raw as string) ?? ''} onInput={(e) => set(pointer, e.currentTarget.value)} placeholder="JSON" />;
   } else if (kind === 'string') {
-    control = <input {...common} type="text" value={(raw as string) ?? ''} onInput={(e) => set(pointer, e.currentTarget.value)} />;
+    // A secret (a password the node asks for) is masked as it is typed, and not offered to the browser's autofill.
+    const secret = isSecretField(schema, keyOfPointer(pointer));
+    control = secret ? (
+      <input {...common} type="password" autocomplete="off" value={(raw as string) ?? ''} onInput={(e) => set(pointer, e.currentTarget.value)} />
+    ) : (
+      <input {...common} type="text" value={(raw as string) ?? ''} onInput={(e) => set(pointer, e.currentTarget.value)} />
+    );
   } else {
     control = (
       <input

@@ -7,19 +7,23 @@ import { useState } from 'preact/hooks';
 import { shellQuote } from '../shell.js';
 import { postJson, runHash, runPath, type RunPage, type SteerJob } from './client.js';
 import { Problem, Status } from './parts.js';
+import { hasSecretField } from './schema-answer.js';
 import { SchemaForm, type Schema, type SubmitOutcome } from './schema-form.js';
 
 /** Why the page cannot do it itself, and the command that does. */
-function Terminal({ why, command }: { why?: string; command: string }) {
+function Terminal({ why, command, note }: { why?: string; command: string; note?: string }) {
   return (
     <div class="terminal">
       {why && <p class="muted">{why}</p>}
       <pre aria-label="command">
         <code>{command}</code>
       </pre>
+      {note && <p class="muted small">{note}</p>}
     </div>
   );
 }
+
+const SECRET_NOTE = 'The answer holds a secret: write it as JSON to answer.json (on a command line, ps and your shell’s history would keep it), and delete the file after.';
 
 const NO_TOKEN = 'This page was opened without the studio’s token, so it can only read: open the URL the studio printed (with ?token=…) to steer runs here, or run:';
 
@@ -47,7 +51,10 @@ export function AnswerPanel({ detail, session, canWrite, onJob }: { detail: RunP
   const rest = payload && typeof payload === 'object' ? Object.fromEntries(Object.entries(payload).filter(([k]) => k !== 'question')) : payload;
   const [answer, setAnswer] = useState<unknown>(undefined);
   const why = blocked(detail, canWrite);
-  const command = `${detail.steer.resumeCommand} --input ${shellQuote(JSON.stringify(answer ?? {}))}`;
+  // An answer with a secret field is never written into the page, nor suggested on a command line (where `ps` and the
+  // shell's history would keep it): the command reads it from a file.
+  const secret = hasSecretField(interrupt.schema);
+  const command = secret ? `${detail.steer.resumeCommand} --input @answer.json` : `${detail.steer.resumeCommand} --input ${shellQuote(JSON.stringify(answer ?? {}))}`;
   return (
     <section class="answer-panel" aria-labelledby="question-title">
       <h2 id="question-title">
@@ -67,11 +74,11 @@ export function AnswerPanel({ detail, session, canWrite, onJob }: { detail: RunP
         onSubmit={async (value) => outcome(await postJson(runPath(detail.meta.runId, 'resume'), { session }, { answer: value }), onJob)}
       />
       {why ? (
-        <Terminal why={why} command={command} />
+        <Terminal why={why} command={command} note={secret ? SECRET_NOTE : undefined} />
       ) : (
         <details>
           <summary>Or from a terminal</summary>
-          <Terminal command={command} />
+          <Terminal command={command} note={secret ? SECRET_NOTE : undefined} />
         </details>
       )}
     </section>
