@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
+import { terminalText } from '../events/terminal-text.js';
 import { FileRunStore, InvalidIdError, MemoryStore, PostgresRunStore, type Memory, type RunStore } from '../store/index.js';
 import { PostgresMemoryStore } from '../store/postgres/memory-store.js';
 import { handleApi, type ApiContext } from './api.js';
@@ -101,7 +102,9 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
   }
   const steering = new Steering(reader, { dataDir, databaseUrl: options.databaseUrl }, options.steering);
   const page = new PageFiles(options.pageDir ?? defaultPageDir());
-  const log = options.log ?? ((message: string) => process.stderr.write(`backpackflow studio: ${message}\n`));
+  // The default log is a terminal: what it prints (an error's message or stack, which may quote stored text) is
+  // shown, never obeyed (see terminalText).
+  const log = options.log ?? ((message: string) => process.stderr.write(`backpackflow studio: ${terminalText(message, { continuation: '  ' })}\n`));
   const streams = new Set<() => void>();
   /** Live streams admitted and not yet closed (see ApiContext.admitStream). */
   let streaming = 0;
