@@ -10,9 +10,8 @@
  * pointer), and the flow can be built from what was recorded; otherwise the reply names the CLI command to run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { newRunId } from '../events/index.js';
@@ -258,21 +257,22 @@ export class Steering {
 
   private async start(release: { abandon(): void }, base: Pick<SteerJob, 'kind' | 'session' | 'runId' | 'from'>, args: string[], answer: unknown): Promise<SteerJob> {
     const k = key(base);
-    let scratch: string | undefined;
-    if (answer !== undefined) {
-      // The answer goes in a private file, not on the command line (where other users of the machine could read it).
-      scratch = mkdtempSync(join(tmpdir(), 'bpf-studio-answer-'));
-      const file = join(scratch, 'answer.json');
-      writeFileSync(file, JSON.stringify(answer), { mode: 0o600 });
-      args = [...args, '--input', `@${file}`];
-    }
+    // The answer goes through the child's standard input: never on its command line (where other users of the machine
+    // could read it), nor in a file (which a studio killed meanwhile would leave behind).
+    const input = answer === undefined ? undefined : JSON.stringify(answer);
+    if (input !== undefined) args = [...args, '--input', '@-'];
     const shown = [cliCommand(), ...args.map((a) => (a.startsWith('@') ? "'<answer>'" : shellQuote(a)))].join(' ');
     const job: SteerJob = { ...base, state: 'running', startedAt: Date.now(), command: shown };
     // The child works on the studio's store: its database through the environment, or (files) none from the environment.
     const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
     if (this.where.databaseUrl === undefined) delete env[DATABASE_URL_ENV];
     else env[DATABASE_URL_ENV] = this.where.databaseUrl;
-    const child = spawn(this.cli[0]!, [...this.cli.slice(1), ...args, '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(this.cli[0]!, [...this.cli.slice(1), ...args, '--json'], { env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    if (input !== undefined) {
+      // A child that exits before reading it all (a flow that fails to load) closes the pipe: not an error here.
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(input);
+    }
     this.jobs.set(k, job);
     this.children.set(k, child);
     release.abandon();
@@ -284,7 +284,6 @@ export class Steering {
       const finish = (code: number | null, failure?: Error): void => {
         if (job.endedAt !== undefined) return;
         this.children.delete(k);
-        if (scratch) rmSync(scratch, { recursive: true, force: true });
         job.endedAt = Date.now();
         job.exitCode = code;
         let result: { status?: unknown } | undefined;

@@ -3,9 +3,11 @@
  * waiting` and `runs show` say what it waits for, `runs resume --input` answers it with no other flag (the recipe
  * recorded with the run), and a fork records where it came from; start times and segments through --json.
  */
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cli, cliJson, FIXTURES, tempDir } from './helpers.js';
+import { plainEnv } from '../support/env.js';
+import { BIN, cli, cliJson, FIXTURES, tempDir } from './helpers.js';
 
 const FLOW_MODULE = `${join(FIXTURES, 'approval.mjs')}#buildApprovalFlow`;
 
@@ -55,6 +57,19 @@ describe('pausing and answering through the CLI', () => {
     expect(forkText.stdout).toContain('fork of ask-1 at step 1');
     expect(forkText.stdout).not.toContain('resumed');
     expect((await cliJson(['runs', 'resume', 'ask-fork', '--input', '{"approved":false}', ...d])).status).toBe('completed');
+  });
+
+  it('--input @- reads the answer from standard input (how the studio hands a child an answer: no file, no argument)', async () => {
+    const dataDir = tempDir();
+    const d = ['--data-dir', dataDir];
+    await cliJson(['run', '--flow-module', FLOW_MODULE, '--run-id', 'ask-stdin', ...d]);
+    const resume = (input: string) => spawnSync(process.execPath, [BIN, 'runs', 'resume', 'ask-stdin', '--input', '@-', ...d, '--json'], { input, env: plainEnv(), encoding: 'utf8' });
+    const bad = resume('{"approved":');
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain('--input from standard input is not valid JSON');
+    const done = resume('\ufeff{"approved":true}');
+    expect(done.status, done.stderr).toBe(0);
+    expect(JSON.parse(done.stdout)).toMatchObject({ runId: 'ask-stdin', status: 'completed' });
   });
 
   it('warns on stderr when an action has no route', async () => {

@@ -11,7 +11,7 @@ import type { RunOptions } from './flow-actions.js';
  */
 export function runCommand(): Command {
   return common(new Command('run').argument('[flow.json]').description('run a flow durably with the live trace: from its JSON config, or built by a flow module'))
-    .option('--input <json|@file>', 'JSON object packed into the backpack before the first node')
+    .option('--input <json|@file|@->', 'JSON object packed into the backpack before the first node (@-: read from standard input)')
     .option('--run-id <id>', 'id of the run (default: a new one)', validId('--run-id'))
     .addOption(flowModuleOption())
     .addOption(modulesOption())

@@ -135,13 +135,21 @@ export async function loadFlowFile(path: string, modules: readonly string[], max
 }
 
 /**
- * Parses a JSON argument: inline JSON, or `@file` holding JSON (a byte order mark is ignored), nested at most
- * MAX_JSON_NESTING levels deep. Errors name the option (or the file).
+ * Parses a JSON argument: inline JSON, `@file` holding JSON (a byte order mark is ignored), or `@-`: JSON read from
+ * standard input (what the studio gives a child, so that an answer is never on a command line nor in a file);
+ * nested at most MAX_JSON_NESTING levels deep. Errors name the option (or the file).
  */
 export function parseJsonArgument(text: string, option = '--input'): unknown {
   let source = option;
   let json = text;
-  if (text.startsWith('@')) {
+  if (text === '@-') {
+    source = `${option} from standard input`;
+    try {
+      json = stripBom(readFileSync(0, 'utf8'));
+    } catch (error) {
+      throw new CliError(`cannot read ${source}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+  } else if (text.startsWith('@')) {
     source = `${option} file ${text.slice(1)}`;
     try {
       json = stripBom(readFileSync(text.slice(1), 'utf8'));

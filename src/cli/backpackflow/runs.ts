@@ -170,7 +170,7 @@ export function runsCommand(): Command {
   );
 
   common(runs.command('resume <runId>').description('continue a run that stopped, or answer a waiting one, from its last recorded step'))
-    .option('--input <json|@file>', "the answer to a waiting run's question (JSON, checked against its schema)")
+    .option('--input <json|@file|@->', "the answer to a waiting run's question (JSON, checked against its schema; @-: read from standard input)")
     .option('--flow <flow.json>', 'the flow the run was started with (default: as recorded with the run)')
     .addOption(flowModuleOption())
     .addOption(modulesOption())
