@@ -139,6 +139,12 @@ export interface DiffDetail {
   after: unknown;
   /** The node that packed the later value; undefined for deletions and owner packs. */
   changedBy: string | undefined;
+  /**
+   * Set when the change cannot be told: a value (before, after, or both, at any depth) is an `UnavailableValue`,
+   * the reference history keeps of a value above `maxValueBytes`, so the key is listed as modified because its value
+   * may have changed (two references of different packs compare unequal even when their size and summary match).
+   */
+  unknown?: true;
 }
 
 /** Result of `diff(a, b)`: keys sorted. */

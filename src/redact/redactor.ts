@@ -24,6 +24,7 @@
  *
  * The walk is copy-on-write: nothing is allocated unless something is redacted, and the input is never modified.
  */
+import { createHmac, randomBytes } from 'node:crypto';
 import { LiteralSet } from './literal-set.js';
 import { redactYamlBlockValues } from './yaml-values.js';
 import { NAMED_PAIR, blankStructure } from './text-structures.js';
@@ -793,7 +794,7 @@ export class Redactor {
           setOwn(out, earlier, record[earlier]);
         }
       }
-      if (out !== undefined) setOwn(out, nextKey === key ? key : this.freeKey(out, nextKey), next);
+      if (out !== undefined) setOwn(out, nextKey === key ? key : this.freeKey(out, nextKey, record), next);
       index++;
     }
     return out ?? record;
@@ -816,7 +817,7 @@ export class Redactor {
           ? this.blank(value, depth + 1, '')
           : this.walk(value, depth + 1, '');
     const keyOf = (key: string): string => this.replaced(key, this.redactKey(key));
-    const freeKey = (out: Record<string, unknown>, key: string): string => this.freeKey(out, key);
+    const freeKey = (out: Record<string, unknown>, key: string): string => this.freeKey(out, key, schema);
     return mapEntries(
       schema,
       (key, item) => {
@@ -895,22 +896,38 @@ export class Redactor {
     return false;
   }
 
-  /** {@link redactText} of an object key, cached. */
-  private redactKey(key: string): string {
+  /**
+   * The name an object key is stored under: the key itself, or, when it holds a secret, its {@link redactText}
+   * followed by ` #` and a keyed digest of the whole key ({@link keyDigest}), such as `[REDACTED] #3f9a0c12d4e5`. The
+   * name depends on the key alone, not on where the key sits, so a key is stored under the same name in every record
+   * of a run this process writes (a keyframe, and each step's delta that changes or deletes it). Cached.
+   */
+  storedKey(key: string): string {
     if (key.length < this.minLength) return key;
     let out = this.keyTexts.get(key);
     if (out === undefined) {
       out = this.redactText(key);
+      if (out !== key) out = `${out} #${keyDigest(key)}`;
       if (this.keyTexts.size < 10_000) this.keyTexts.set(key, out);
     }
     return out;
   }
 
-  /** `key`, or `key #2`, `key #3`, ... when two redacted keys would collide. */
-  private freeKey(out: Record<string, unknown>, key: string): string {
-    if (!Object.hasOwn(out, key)) return key;
+  /** {@link storedKey}. */
+  private redactKey(key: string): string {
+    return this.storedKey(key);
+  }
+
+  /**
+   * `key` (a redacted key's stored name), or `key #2`, `key #3`, ... when that name is taken: by a key already
+   * written to `out`, or by a key of `record` (the object being redacted) that is that name as it is, which keeps it
+   * wherever it sits.
+   */
+  private freeKey(out: Record<string, unknown>, key: string, record?: Record<string, unknown>): string {
+    const taken = (name: string): boolean => Object.hasOwn(out, name) || (record !== undefined && Object.hasOwn(record, name));
+    if (!taken(key)) return key;
     let n = 2;
-    while (Object.hasOwn(out, `${key} #${n}`)) n++;
+    while (taken(`${key} #${n}`)) n++;
     return `${key} #${n}`;
   }
 
@@ -974,6 +991,27 @@ export class Redactor {
     }
     return this.blank(value, depth, key);
   }
+}
+
+/**
+ * Whether `key` has the form of a redacted key's stored name (see {@link Redactor.storedKey}: ` #` and 12 hex digits
+ * at its end, maybe then ` #2`, ...): a key a record read back gives, which a redacted key of the same object could be
+ * stored under too.
+ */
+export function looksLikeStoredKey(key: string): boolean {
+  return key.includes(' #') && STORED_KEY_TAIL.test(key);
+}
+const STORED_KEY_TAIL = / #[0-9a-f]{12}(?: #\d+)?$/;
+
+/** The key of {@link keyDigest}: random, made once per process, never written anywhere. */
+let keyDigestKey: Buffer | undefined;
+
+/**
+ * 12 hex digits of an HMAC-SHA256 of `key` under a random key of this process: the same key always gives the same
+ * digits in this process, and nothing written lets anyone test a guess of the key against them.
+ */
+function keyDigest(key: string): string {
+  return createHmac('sha256', (keyDigestKey ??= randomBytes(32))).update(key).digest('hex').slice(0, 12);
 }
 
 /** Shortest value of a secret-named environment variable that {@link Redactor} replaces wherever it appears. */

@@ -416,7 +416,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   streamer.setNextSeq(runId, (writer.lastSeq ?? 0) + 1);
 
   const backpack: Backpack = flow.backpack;
-  const tracker = new StateTracker(backpack, start.fresh);
+  const tracker = new StateTracker(backpack, start.fresh, redactorFor(target.redaction));
   let buffer: StreamEvent[] = [];
   let step = start.step;
   const unsubscribe = streamer.on('*', (event) => {

@@ -10,6 +10,7 @@ import {
   type StoredState,
 } from '../backpack/index.js';
 import { deepEqualInOrder } from '../backpack/values.js';
+import { looksLikeStoredKey, redactorFor } from '../redact/index.js';
 import { applyJsonDelta, diffStored, type JsonDelta } from './json-delta.js';
 
 /** What changed in a Backpack's state between two step boundaries. Values travel as structural JSON deltas. */
@@ -67,9 +68,14 @@ export class StateTracker {
    * Starts at the Backpack's current state, or, with `fromEmpty`, at the empty state, so that the first delta holds
    * the whole state (the start of a run's record).
    */
+  /**
+   * `backpack`: the Backpack followed. `names`: the redactor of the store the deltas go to (the default one when not
+   * given), whose {@link Redactor.storedKey} tells under which name a key is stored (see {@link StateTracker.next}).
+   */
   constructor(
     private readonly backpack: Backpack,
     fromEmpty = false,
+    private readonly names: { storedKey(key: string): string } = redactorFor(),
   ) {
     // Lists a node grows are then compared by what was appended (see diffStored).
     backpack.recordGrowth();
@@ -78,7 +84,15 @@ export class StateTracker {
     this.#seq = fromEmpty ? -1 : backpack.headSeq;
   }
 
-  /** The delta since the last boundary, or undefined when nothing changed; moves the boundary to now. */
+  /**
+   * The delta since the last boundary, or undefined when nothing changed; moves the boundary to now.
+   *
+   * The store redacts the delta before writing it, and a key that holds a secret is stored under another name (see
+   * Redactor.storedKey): a keyframe and a delta store it alike, but a key listed as a value (`removed`,
+   * `unquarantined`, a patch's `d`) would be redacted as text. So those lists name such a key by its stored name, and
+   * an object patch that changes or deletes such a key, or a key that has a stored name's form, is a replacement of
+   * the whole object instead (redacted as a keyframe redacts it). The cost follows the keys the delta names.
+   */
   next(): StateDelta | undefined {
     // Normally only the keys committed since the last boundary are compared; if history was pruned past it, all.
     const left = new Set<string>();
@@ -92,7 +106,32 @@ export class StateTracker {
     for (const key of keys) if (!last.has(key)) this.#compare(key, now, delta, false);
     for (const key of last) this.#compare(key, now, delta, true);
     if (!delta.set && !delta.removed && !delta.quarantined && !delta.unquarantined) return undefined;
+    if (delta.removed) delta.removed = delta.removed.map((key) => this.names.storedKey(key));
+    if (delta.unquarantined) delta.unquarantined = delta.unquarantined.map((key) => this.names.storedKey(key));
     return delta;
+  }
+
+  /** Whether the store writes `key`, an object key, under another name, or a key of that form is in the patch. */
+  #renamed(key: string): boolean {
+    return this.names.storedKey(key) !== key || looksLikeStoredKey(key);
+  }
+
+  /**
+   * `delta` (to `next`, a value as the Backpack stores it) with each object patch that names a {@link #renamed} key
+   * made a replacement of that object (see {@link next}); `delta` itself when there is none.
+   */
+  #storable(delta: JsonDelta, next: unknown): JsonDelta {
+    if (!('o' in delta)) return delta;
+    const record = next as Record<string, unknown>;
+    for (const key of delta.d ?? []) if (this.#renamed(key)) return { r: encodeValue(record) };
+    let patched: Record<string, JsonDelta> | undefined;
+    for (const key in delta.o) {
+      if (this.#renamed(key)) return { r: encodeValue(record) };
+      const inner = delta.o[key]!;
+      const fitted = this.#storable(inner, record[key]);
+      if (fitted !== inner) setOwn((patched ??= { ...delta.o }), key, fitted);
+    }
+    return patched ? { ...delta, o: patched } : delta;
   }
 
   /**
@@ -147,7 +186,8 @@ export class StateTracker {
         delete this.#state.items[key];
         previous = undefined;
       }
-      const value = previous ? diffStored(previous.value, item.value) : { r: encodeValue(item.value) };
+      const patch = previous ? diffStored(previous.value, item.value) : undefined;
+      const value = previous ? patch && this.#storable(patch, item.value) : { r: encodeValue(item.value) };
       if (value || !previous || !sameMeta(previous, item)) {
         setOwn((delta.set ??= {}), key, {
           metadata: item.metadata,

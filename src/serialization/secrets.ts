@@ -171,7 +171,7 @@ function maskParams(params: Record<string, unknown>, schema: ZodType | undefined
     for (const [key, item] of Object.entries(value)) {
       const next = rule.byNameAndValue && isSecretParamName(key) ? secret(item) : walk(item, members({ key }));
       // A key that holds a secret (a map of tokens) is written as the run's recorded config writes it: redacted.
-      const outKey = rule.byNameAndValue ? freeKey(out, redactor.redactText(key), key) : key;
+      const outKey = rule.byNameAndValue ? freeKey(out, redactor.storedKey(key), key, value as Record<string, unknown>) : key;
       // (defined, not assigned: a '__proto__' key of JSON data is an ordinary key)
       Object.defineProperty(out, outKey, { value: next, enumerable: true, writable: true, configurable: true });
     }
@@ -181,13 +181,15 @@ function maskParams(params: Record<string, unknown>, schema: ZodType | undefined
 }
 
 /**
- * `key`, or when its redacted form `text` differs, `text` made unique in `out` as the redaction pass does it (`text`,
- * then `text #2`, `text #3`, ...), so that two secret keys do not overwrite each other.
+ * `key`, or when its stored name `text` (Redactor.storedKey) differs, `text` made unique as the redaction pass does it
+ * (`text`, then `text #2`, `text #3`, ...: a name taken in `out`, or a key of `record` that is that name as it is), so
+ * that two keys do not overwrite each other.
  */
-function freeKey(out: Record<string, unknown>, text: string, key: string): string {
-  if (text === key || !Object.hasOwn(out, text)) return text;
+function freeKey(out: Record<string, unknown>, text: string, key: string, record: Record<string, unknown>): string {
+  const taken = (name: string): boolean => Object.hasOwn(out, name) || Object.hasOwn(record, name);
+  if (text === key || !taken(text)) return text;
   let n = 2;
-  while (Object.hasOwn(out, `${text} #${n}`)) n++;
+  while (taken(`${text} #${n}`)) n++;
   return `${text} #${n}`;
 }
 

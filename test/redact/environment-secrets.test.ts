@@ -24,7 +24,8 @@ describe('values of secret-named environment variables', () => {
     const redactor = new Redactor();
     expect(redactor.redactText('connect with plain lower case words now')).toBe(`connect with ${REDACTED} now`);
     const { value } = redactor.redact({ note: 'key=zq4711selfhostedkeyzq;', zq4711selfhostedkeyzq: 1, list: ['hello there friend', 'xxxxxxx'] });
-    expect(value).toEqual({ note: `key=${REDACTED};`, [REDACTED]: 1, list: ['hello there friend', 'xxxxxxx'] });
+    expect(value).toEqual({ note: `key=${REDACTED};`, [redactor.storedKey('zq4711selfhostedkeyzq')]: 1, list: ['hello there friend', 'xxxxxxx'] });
+    expect(redactor.storedKey('zq4711selfhostedkeyzq')).toMatch(/^\[REDACTED\] #[0-9a-f]{12}$/);
   });
 
   it('a value that holds another is replaced whole (longest first)', () => {

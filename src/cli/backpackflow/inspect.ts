@@ -2,7 +2,7 @@
  * What `runs state`, `runs diff`, `runs blame` and `runs events` compute from a stored run. Each returns plain data
  * (what `--json` prints); the human renderers are in render.ts.
  */
-import { decodeValue, summarizeValue, type BackpackState, type JsonValue, type QuarantinedStateItem } from '../../backpack/index.js';
+import { decodeValue, deepEqual, summarizeValue, type BackpackState, type JsonValue, type QuarantinedStateItem } from '../../backpack/index.js';
 import { StreamEventType, isEventOf, type EventPayloadMap, type StreamEvent } from '../../events/index.js';
 
 /** Who wrote a value: the provenance of a Backpack item. */
@@ -128,8 +128,19 @@ function ownValue<T>(record: Readonly<Record<string, T>>, key: string): T | unde
   return Object.hasOwn(record, key) ? record[key] : undefined;
 }
 
+/**
+ * Whether two stored items are the same: value, and the whole of their metadata (writer, namespace, version, time,
+ * tags, ...) and access control. A key written again with the same value and version in the same millisecond by
+ * another node (a delete restarts its versions) is a change.
+ */
 function sameItem(a: Item, b: Item): boolean {
-  return a.metadata.version === b.metadata.version && a.metadata.timestamp === b.metadata.timestamp && JSON.stringify(a.value) === JSON.stringify(b.value);
+  return (
+    a.metadata.version === b.metadata.version &&
+    a.metadata.timestamp === b.metadata.timestamp &&
+    deepEqual(a.metadata, b.metadata) &&
+    deepEqual(a.accessControl, b.accessControl) &&
+    JSON.stringify(a.value) === JSON.stringify(b.value)
+  );
 }
 
 /**
@@ -196,8 +207,12 @@ export interface BlameEntry {
   namespace: string | null;
   version: number | null;
   summary: string;
-  /** 'pack', or 'quarantine' when a node moved the key out of the active state. */
-  action: 'pack' | 'quarantine';
+  /**
+   * 'pack'; 'quarantine' when a node moved the key out of the active state; 'delete' when the key left the active
+   * state by a delete or a clear (no event names those: the step's checkpoint does; `seq` and `version` are null, and
+   * `nodeId` is the node that ran last in the step, when the log says).
+   */
+  action: 'pack' | 'quarantine' | 'delete';
   reason?: string;
   /** For a value the run started with as a fork: the run and step it was forked from (written there or before). */
   inheritedFrom?: { runId: string; step: number };
@@ -206,6 +221,15 @@ export interface BlameEntry {
 /** A write the log holds that never took effect: its step reached no boundary, so no step's state holds it. */
 export interface RolledBackWrite extends BlameEntry {
   /** Why: its step failed, its node paused for an answer, its process ended, or the step has not finished. */
+  why: string;
+}
+
+/**
+ * A write of a step that reached its boundary, but that the step's state does not hold: a later write, delete or
+ * quarantine of the key in the same step replaced it.
+ */
+export interface SupersededWrite extends BlameEntry {
+  /** What replaced it. */
   why: string;
 }
 
@@ -220,6 +244,11 @@ export interface BlameReport extends Warned {
    * it; a report made elsewhere without it has none.
    */
   rolledBack?: RolledBackWrite[];
+  /**
+   * The writes whose step finished but whose state does not hold them (replaced later in the same step), oldest
+   * first. {@link blame} always sets it; a report made elsewhere without it has none.
+   */
+  superseded?: SupersededWrite[];
 }
 
 /**
@@ -234,14 +263,18 @@ function rolledBackBy(event: StreamEvent): string | undefined {
   return type.startsWith('run.') ? `the run ended (${type}) before the step did` : undefined;
 }
 
-/** Whether {@link blame} needs `event` for the writes of `key`: a step boundary, a run event, or a write of the key. */
+/**
+ * Whether {@link blame} needs `event` for the writes of `key`: a step boundary, a run event, a node's start (who
+ * ran a step, for a delete), or a write of the key.
+ */
 export function blameReads(event: StreamEvent, key: string): boolean {
-  return event.type === StreamEventType.CHECKPOINT_SAVED || event.type.startsWith('run.') || (event.payload as { key?: unknown }).key === key;
+  return event.type === StreamEventType.CHECKPOINT_SAVED || event.type === StreamEventType.NODE_START || event.type.startsWith('run.') || (event.payload as { key?: unknown }).key === key;
 }
 
 /** The event types {@link blame} reads (see {@link blameReads}), for a reader that filters the log by type. */
 export const BLAME_EVENT_TYPES: readonly string[] = [
   StreamEventType.CHECKPOINT_SAVED,
+  StreamEventType.NODE_START,
   StreamEventType.BACKPACK_PACK,
   StreamEventType.BACKPACK_QUARANTINE,
   ...Object.values(StreamEventType).filter((type) => type.startsWith('run.')),
@@ -277,20 +310,45 @@ export function blame(runId: string, key: string, events: StreamEvent[], initial
       ...(fork ? { inheritedFrom: { runId: String(fork.runId), step: Number(fork.step) } } : {}),
     });
   }
+  const superseded: SupersededWrite[] = [];
   let step = initial?.step ?? 0;
   // The writes since the last step boundary: the next boundary records them, or the end of the stretch drops them.
   let pending: BlameEntry[] = [];
+  // The node that started last since the last boundary: who ran the step (a delete names no node of its own).
+  let ran: StreamEvent | undefined;
   for (const event of events) {
     if (isEventOf(event, StreamEventType.CHECKPOINT_SAVED)) {
       step = Number(event.payload.step) || step;
-      writes.push(...pending.map((w) => ({ ...w, step })));
+      const boundary = atBoundary(key, event.payload as { delta?: unknown }, pending);
+      if (boundary.deleted) {
+        boundary.effective = {
+          step,
+          seq: null,
+          timestamp: event.timestamp,
+          nodeId: ran?.nodeId ?? null,
+          nodeName: ran?.nodeName ?? null,
+          namespace: ran?.namespace ?? null,
+          version: null,
+          summary: '(deleted)',
+          action: 'delete',
+        };
+      }
+      const replacedBy = boundary.effective === undefined ? 'a later change of the key in its step undid it' : boundary.effective.action === 'pack' ? `packed again later in its step${boundary.effective.seq === null ? '' : ` (seq ${boundary.effective.seq})`}` : boundary.effective.action === 'delete' ? 'the key was deleted (or cleared) later in its step' : 'the key was quarantined later in its step';
+      for (const w of pending) if (w !== boundary.effective) superseded.push({ ...w, step, why: replacedBy });
+      if (boundary.effective) writes.push({ ...boundary.effective, step });
       pending = [];
+      ran = undefined;
       continue;
     }
     const why = rolledBackBy(event);
     if (why !== undefined) {
       rolledBack.push(...pending.map((w) => ({ ...w, why })));
       pending = [];
+      ran = undefined;
+      continue;
+    }
+    if (event.type === StreamEventType.NODE_START) {
+      ran = event;
       continue;
     }
     // Read as stored: a field may be missing from a hand-made log.
@@ -313,7 +371,30 @@ export function blame(runId: string, key: string, events: StreamEvent[], initial
     });
   }
   rolledBack.push(...pending.map((w) => ({ ...w, why: 'its step has not finished (the run is at it, or its process ended)' })));
-  return { runId, key, writes, rolledBack, warnings: [...new Set([...warnings, ...(initial?.warnings ?? [])])] };
+  return { runId, key, writes, rolledBack, superseded, warnings: [...new Set([...warnings, ...(initial?.warnings ?? [])])] };
+}
+
+/**
+ * What a step's checkpoint says of `key`, against the writes of the step (`pending`, in order): the write its state
+ * holds (`effective`: the last pack, when the checkpoint sets the key at that pack's version; the last quarantine,
+ * when it quarantines the key), or that the key left the active state by a delete or a clear (`deleted`: removed, and
+ * neither set again nor quarantined). A checkpoint that does not name the key left it as it was: no write holds.
+ */
+function atBoundary(key: string, payload: { delta?: unknown }, pending: readonly BlameEntry[]): { effective?: BlameEntry; deleted?: boolean } {
+  const delta = (payload.delta ?? {}) as { set?: unknown; removed?: unknown; quarantined?: unknown };
+  const record = (value: unknown): Record<string, unknown> => (value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {});
+  const set = ownValue(record(delta.set), key) as { metadata?: { version?: unknown } } | undefined;
+  const last = (action: BlameEntry['action']): BlameEntry | undefined => pending.findLast((w) => w.action === action);
+  if (set !== undefined) {
+    const pack = last('pack');
+    if (pack === undefined) return {};
+    const version = set.metadata?.version;
+    // A hand-made log may lack versions: then the last pack is the one.
+    return typeof version === 'number' && pack.version !== null && pack.version !== version ? {} : { effective: pack };
+  }
+  if (ownValue(record(delta.quarantined), key) !== undefined) return { effective: last('quarantine') };
+  if (Array.isArray(delta.removed) && delta.removed.includes(key)) return { deleted: true };
+  return {};
 }
 
 /** A page of a run's events (`runs events`). */

@@ -105,7 +105,10 @@ export function renderDiff(report: DiffReport): string {
   return lines.join('\n');
 }
 
-/** `runs blame`: the writes that took effect, then those that were rolled back (in no step's state), with why. */
+/**
+ * `runs blame`: the writes that took effect (deletes included), then those replaced in their own step and those that
+ * were rolled back (in no step's state), with why.
+ */
 export function renderBlame(report: BlameReport): string {
   const lines: string[] = [];
   if (report.writes.length === 0) lines.push(`no write of '${t(report.key)}' in run ${t(report.runId)}`);
@@ -118,10 +121,16 @@ export function renderBlame(report: BlameReport): string {
           w.nodeId ?? '(input)',
           w.namespace ?? '',
           w.version === null ? '' : `v${w.version}`,
-          w.action === 'quarantine' ? `⊘ quarantined: ${w.reason ?? ''}` : w.summary,
+          w.action === 'quarantine' ? `⊘ quarantined: ${w.reason ?? ''}` : w.action === 'delete' ? '✕ deleted' : w.summary,
         ]),
       ),
     );
+  }
+  const superseded = report.superseded ?? [];
+  if (superseded.length) lines.push(c.dim('replaced in their own step (in no step\'s state):'));
+  for (const w of superseded) {
+    const what = w.action === 'quarantine' ? `quarantine (${w.reason ?? ''})` : `${w.version === null ? '' : `v${w.version} `}${w.summary}`;
+    lines.push(c.dim(t(`  step ${w.step} ${w.nodeId ?? '?'}${w.namespace ? ` @ ${w.namespace}` : ''}: ${what}: ${w.why}`)));
   }
   const rolledBack = report.rolledBack ?? [];
   if (rolledBack.length) lines.push(c.dim('rolled back (in no step\'s state):'));
