@@ -36,7 +36,7 @@ const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cache = join(repo, '.bench-builds');
 
 /** Source edits of the no-integrity build: file, the exact text to find, its replacement. */
-const NO_INTEGRITY_EDITS: [file: string, find: string, replace: string][] = [
+export const NO_INTEGRITY_EDITS: [file: string, find: string, replace: string][] = [
   // A batch of small lines (sealText): hashed nowhere, and its lines written as they were, closing brace and newline
   // included, where the seal would replace them: the same code writes the same lines, without the chain fields.
   ['store/chain.ts', 'function sealInPlace(backend: HashBackend, previous: Buffer, position: ChainPosition, out: Buffer, start: number, at: number): { head: Buffer; seal: string } {', "$&\n  return { head: previous, seal: '}\\n' };"],

@@ -39,13 +39,21 @@ export function BlameView(props: { session: string; runId: string; keyName: stri
           <Head cols={['#Step', 'By', '#Version', 'Value', 'At']} />
           <tbody>
             {report.writes.map((w) => (
-              <tr key={`${w.step}-${w.seq ?? 'input'}`} class={w.action === 'quarantine' ? 'change-quarantined' : ''}>
+              <tr key={`${w.step}-${w.seq ?? w.action}`} class={w.action === 'quarantine' ? 'change-quarantined' : w.action === 'delete' ? 'change-removed' : ''}>
                 <td class="num">{w.step}</td>
                 <td>
                   <Writer nodeId={w.nodeId} namespace={w.namespace} />
                 </td>
                 <td class="num">{w.version === null ? '' : `v${w.version}`}</td>
-                <td>{w.action === 'quarantine' ? <span class="quarantine">⊘ quarantined: {w.reason}</span> : <code>{w.summary}</code>}</td>
+                <td>
+                  {w.action === 'quarantine' ? (
+                    <span class="quarantine">⊘ quarantined: {w.reason}</span>
+                  ) : w.action === 'delete' ? (
+                    <span class="muted">✕ deleted</span>
+                  ) : (
+                    <code>{w.summary}</code>
+                  )}
+                </td>
                 <td>{formatTime(w.timestamp)}</td>
               </tr>
             ))}
