@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, futimesSync, linkSync, readFileSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, futimesSync, linkSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import { openRegularFile, type NotRegularFile, type OpenedFile } from './regular-file.js';
@@ -17,6 +17,9 @@ export interface LockHolder {
   readonly bootId?: string;
   /** Start time of the holder process (see {@link ProcessProbe.startTime}), where the system reports one. */
   readonly startTime?: string;
+  /** The holder's pid namespace (see {@link ProcessProbe.pidNamespace}), where the system reports one: its pid means
+   * something only there. Locks of older versions have none. */
+  readonly pidNs?: string;
 }
 
 /** A held lock; `release()` removes the lock file if it is still ours (idempotent). */
@@ -32,14 +35,18 @@ export interface LockBusy {
   readonly busy: true;
   readonly reason: 'held' | 'unreadable' | 'contended';
   readonly holder?: LockHolder;
+  /** Why the holder is judged live (`held`, see {@link LockJudgement}), or what the file is (`unreadable`). */
+  readonly why?: string;
 }
 
 /** Options of {@link tryLock} and {@link waitForLock}. */
 export interface LockOptions {
   /**
-   * Where the system cannot tell a process's start time (no /proc), a live holder refreshes its lock file's mtime
-   * every third of this and a lock not refreshed for this long is stale (default 30 s). With /proc the lease is
-   * not used: start time and boot id decide.
+   * The lease (default 30 s): a holder refreshes its lock file's mtime every third of this while it lives, and a
+   * lock whose holder cannot be checked by pid here (another host, boot or pid namespace; no /proc) is stale once
+   * its mtime is this old. A holder checkable by pid (this boot and pid namespace) is judged by its pid and start
+   * time instead. Holders and judges of one lock must use the same value, and hosts sharing a folder must agree on
+   * the time within it.
    */
   readonly leaseMs?: number;
   /** How processes are identified (tests replace it); default: this system's. */
@@ -89,65 +96,166 @@ function parseHolder(raw: string): LockHolder | undefined {
     createdAt: typeof value.createdAt === 'number' ? value.createdAt : 0,
     ...(typeof value.bootId === 'string' ? { bootId: value.bootId } : {}),
     ...(typeof value.startTime === 'string' ? { startTime: value.startTime } : {}),
+    ...(typeof value.pidNs === 'string' ? { pidNs: value.pidNs } : {}),
   };
 }
 
+/** A lock's holder as judged now: whether it is gone (its lock stale), and why, in words for a message. */
+export interface LockJudgement {
+  readonly stale: boolean;
+  /** Why it is or is not stale, e.g. `pid 123 is alive and started when the lock records` or
+   * `another pid namespace (pid:[4026532179]), not checkable by pid here: its lease was refreshed 2 s ago (stale after 30 s without one)`. */
+  readonly why: string;
+}
+
+/** Tolerance of the comparison of a process's start with a lock's `createdAt` (start times are a second coarse). */
+const START_SLACK_MS = 2_000;
+
 /**
- * Whether the process that wrote `holder` on this host is gone: it wrote it in another boot, its pid is dead, or its
- * pid now names another process (the start time differs from the recorded one). A live pid without a recorded or
- * readable start time is not gone.
+ * Whether the pid `holder` records names a process of this reader's pid space, so that its liveness can be checked
+ * here: the holder recorded the boot id and pid namespace this process has (whatever the host name says: a host may
+ * be renamed in one boot). A lock of an older format, which records no pid namespace, is checked by pid when it
+ * records this boot, or no boot id but this host name (as such locks always were). Anything else (another host,
+ * another boot, another pid namespace: a container sharing the volume, even one with the same host name) is judged
+ * by its lease.
  */
-function processGone(holder: LockHolder, probe: ProcessProbe): boolean {
+function pidCheckable(holder: LockHolder, probe: ProcessProbe): boolean {
   const boot = probe.bootId();
-  if (boot !== undefined && holder.bootId !== undefined && boot !== holder.bootId) return true;
-  if (!probe.alive(holder.pid)) return true;
-  if (holder.startTime === undefined) return false;
-  const started = probe.startTime(holder.pid);
-  return started !== undefined && started !== holder.startTime;
+  if (holder.pidNs !== undefined) {
+    const ns = probe.pidNamespace?.();
+    return boot !== undefined && holder.bootId === boot && ns !== undefined && holder.pidNs === ns;
+  }
+  if (holder.bootId !== undefined) return boot !== undefined && holder.bootId === boot;
+  return holder.host === HOST;
 }
 
 /**
- * Whether the holder of the lock file at `path` is gone. A lock from another host is never stale (its pid means
- * nothing here). On this host: a lock from another boot is stale; a dead pid is stale; a live pid whose start time
- * differs from the recorded one is another process that reused the pid, so stale too (see `processGone`). A holder
- * that could not record its start time (no /proc) refreshes a lease, the file's mtime: its lock is stale once that is
- * `leaseMs` old. (A lock without a start time on a system that has them comes from an older version: a live pid
- * holds it.)
+ * Judges a holder checkable by pid (see {@link pidCheckable}): gone when its pid is dead, or now names a process that
+ * started at another time than the recorded one (the pid was reused). A lock of an older format that recorded no
+ * start time is gone when the process at its pid started after the lock was taken (a reused pid; see
+ * `ProcessProbe.startedAt`). Undefined where the pid is alive and the system cannot say when its process started
+ * (no /proc): then the lease decides.
  */
-function isStale(path: string, holder: LockHolder, probe: ProcessProbe, leaseMs: number): boolean {
-  if (holder.host !== HOST) return false;
-  if (processGone(holder, probe)) return true;
-  // A holder that recorded its start time keeps no lease: where the start time cannot be read now, it is alive.
-  if (holder.startTime !== undefined) return false;
-  // Here start times can be read, so a holder that recorded none predates them (a lock of an older version, which
-  // refreshes no lease): judged by its pid alone, as it was then.
-  if (probe.startTime(process.pid) !== undefined) return false;
+function judgeByPid(holder: LockHolder, probe: ProcessProbe): LockJudgement | undefined {
+  if (!probe.alive(holder.pid)) return { stale: true, why: `pid ${holder.pid} is not running` };
+  if (holder.startTime !== undefined) {
+    const started = probe.startTime(holder.pid);
+    if (started === undefined) return undefined;
+    return started === holder.startTime
+      ? { stale: false, why: `pid ${holder.pid} is alive and started when the lock records` }
+      : { stale: true, why: `pid ${holder.pid} is another process now (it started at ${started}, the holder at ${holder.startTime}: the pid was reused)` };
+  }
+  const startedAt = probe.startedAt?.(holder.pid);
+  if (startedAt === undefined || holder.createdAt <= 0) return undefined;
+  return startedAt > holder.createdAt + START_SLACK_MS
+    ? { stale: true, why: `pid ${holder.pid} started at ${iso(startedAt)}, after the lock was taken (${iso(holder.createdAt)}): the pid was reused (a lock of an older format, without start time)` }
+    : { stale: false, why: `pid ${holder.pid} is alive and started before the lock was taken (a lock of an older format, without start time)` };
+}
+
+/** Where the holder is, for a message: why its pid cannot be checked here. */
+function elsewhere(holder: LockHolder, probe: ProcessProbe): string {
+  const boot = probe.bootId();
+  if (holder.bootId !== undefined && boot !== undefined && holder.bootId !== boot) {
+    return holder.host === HOST ? `another boot of host ${holder.host}, or another machine of that name` : `host ${holder.host} (another machine or boot)`;
+  }
+  if (holder.pidNs !== undefined && holder.pidNs !== probe.pidNamespace?.()) return `host ${holder.host}, pid namespace ${holder.pidNs} (another container than this process's)`;
+  if (holder.host !== HOST) return `host ${holder.host}`;
+  return `host ${holder.host}, where this process cannot tell processes apart (no /proc)`;
+}
+
+/**
+ * Whether the holder of the lock file at `path` is gone, and why (see {@link LockJudgement}). A holder whose pid is
+ * meaningful here is judged by it (see {@link pidCheckable} and {@link judgeByPid}). Any other holder, and one whose
+ * pid is alive but whose start cannot be read, is judged by its lease: every live holder refreshes its lock file's
+ * mtime every third of `leaseMs`, so a lock not refreshed for `leaseMs` is stale, and one refreshed since is held
+ * (a lease more than `leaseMs` in the future is stale too: no refresh sets it there, so it would otherwise block for
+ * as long). So a dead writer's lock never blocks forever, and a live writer elsewhere keeps its lock while it lives.
+ */
+export function judgeHolder(path: string, holder: LockHolder, options: LockOptions = {}): LockJudgement {
+  const probe = options.probe ?? systemProbe;
+  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  const checkable = pidCheckable(holder, probe);
+  if (checkable) {
+    const byPid = judgeByPid(holder, probe);
+    if (byPid !== undefined) return byPid;
+  }
+  const where = checkable ? `pid ${holder.pid} is alive, but its start cannot be read here` : `${elsewhere(holder, probe)}, not checkable by pid here`;
   const mtime = statSync(path, { throwIfNoEntry: false })?.mtimeMs;
-  return mtime !== undefined && Date.now() - mtime > leaseMs;
+  if (mtime === undefined) return { stale: true, why: `${where}; its lock file is gone` };
+  const age = Date.now() - mtime;
+  const lease = `stale after ${seconds(leaseMs)} without one`;
+  if (age > leaseMs) return { stale: true, why: `${where}: its lease was last refreshed ${seconds(age)} ago (${lease})` };
+  if (age < -leaseMs) return { stale: true, why: `${where}: its lease time is ${seconds(-age)} in the future, which no refresh sets (${lease})` };
+  return { stale: false, why: `${where}: its lease was refreshed ${seconds(Math.max(0, age))} ago (${lease})` };
+}
+
+function seconds(ms: number): string {
+  return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** Whether a process that wrote `holder` is gone, as far as its pid tells (used for waiters' announcements). */
+function processGone(holder: LockHolder, probe: ProcessProbe): boolean {
+  return pidCheckable(holder, probe) && judgeByPid(holder, probe)?.stale === true;
+}
+
+/** What the lock file at `path` says now: no lock, a holder and its judgement, or a file that is not a lock record. */
+export type LockState =
+  | { readonly state: 'free' }
+  | { readonly state: 'unreadable'; readonly why: string }
+  | { readonly state: 'held' | 'stale'; readonly holder: LockHolder; readonly why: string };
+
+/**
+ * The lock file at `path` as {@link tryLock} judges it, without taking it: `free` (no lock file), `held` by a live
+ * holder, `stale` (its holder is gone: the next {@link tryLock} recovers it), or `unreadable` (not a lock record: it
+ * blocks writers, and is reported as such). `why` says why, for a message.
+ */
+export function inspectLock(path: string, options: LockOptions = {}): LockState {
+  const read = readLockFile(path);
+  if (read === 'missing') return { state: 'free' };
+  if (read.holder === undefined) return { state: 'unreadable', why: unreadableWhy(path) };
+  const judged = judgeHolder(path, read.holder, options);
+  return { state: judged.stale ? 'stale' : 'held', holder: read.holder, why: judged.why };
+}
+
+function unreadableWhy(path: string): string {
+  return `${path} is not a lock record (not a regular file, or not a holder's JSON); no writer can take it while it is there: remove it if no writer is running`;
 }
 
 /**
  * Whether a live holder holds the lock file at `path` now (judged as {@link tryLock} judges staleness), without
  * taking it: false when there is no lock or its holder is gone. A file that is not a lock record counts as held (it
- * blocks writers).
+ * blocks writers). See {@link inspectLock} for why.
  */
 export function lockHeld(path: string, options: LockOptions = {}): boolean {
-  const read = readLockFile(path);
-  if (read === 'missing') return false;
-  if (read.holder === undefined) return true;
-  return !isStale(path, read.holder, options.probe ?? systemProbe, options.leaseMs ?? DEFAULT_LEASE_MS);
+  const state = inspectLock(path, options).state;
+  return state === 'held' || state === 'unreadable';
+}
+
+/**
+ * Whether `holder` is this very process (another lock of this process, e.g. a second store instance): its pid is
+ * checkable here (same boot and pid namespace) and is this process's, started when this one did.
+ */
+export function heldByThisProcess(holder: LockHolder, probe: ProcessProbe = systemProbe): boolean {
+  if (holder.pid !== process.pid || !pidCheckable(holder, probe)) return false;
+  return holder.startTime === undefined || holder.startTime === probe.startTime(process.pid);
 }
 
 /** This process as a {@link LockHolder}, now. */
 function thisProcess(probe: ProcessProbe): LockHolder {
   const startTime = probe.startTime(process.pid);
   const bootId = probe.bootId();
+  const pidNs = probe.pidNamespace?.();
   return {
     pid: process.pid,
     host: HOST,
     createdAt: Date.now(),
     ...(bootId === undefined ? {} : { bootId }),
     ...(startTime === undefined ? {} : { startTime }),
+    ...(pidNs === undefined ? {} : { pidNs }),
   };
 }
 
@@ -167,10 +275,11 @@ function sleepSync(ms: number): void {
 
 /**
  * Takes the exclusive lock file `path` now, or reports who holds it. The file holds `{ pid, host, createdAt, bootId,
- * startTime, token }` and appears atomically with its content (written to a temp file, then hard-linked to `path`,
- * which fails when `path` exists), so no reader ever sees an empty lock. The new holder removes the temp files killed
- * processes left in the lock's folder (see `removeDeadTemps`). A stale lock (see `isStale`: boot id,
- * pid liveness, process start time, else a lease) is recovered: only the holder of a second lock, `<path>.recover`,
+ * startTime, pidNs, token }` and appears atomically with its content (written to a temp file, then hard-linked to
+ * `path`, which fails when `path` exists), so no reader ever sees an empty lock. The holder refreshes the file's mtime
+ * (its lease) every third of `leaseMs` until it releases it. The new holder removes the temp files killed
+ * processes left in the lock's folder (see `removeDeadTemps`). A stale lock (see {@link judgeHolder}: pid liveness and
+ * process start time where the pid means something here, else the lease) is recovered: only the holder of a second lock, `<path>.recover`,
  * may remove it, and it checks again under that lock that the file is still the stale one; so two processes
  * recovering at once never remove a lock that a third has just taken. A live holder (this process included) is
  * reported, never waited for: see {@link waitForLock}.
@@ -179,7 +288,6 @@ export function tryLock(path: string, options: LockOptions = {}): FileLock | Loc
   const probe = options.probe ?? systemProbe;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const holder = thisProcess(probe);
-  const { startTime } = holder;
   const raw = JSON.stringify({ ...holder, token: randomBytes(8).toString('hex') });
   const temp = tempBeside(path);
   // A new file (never a link or a file someone placed under that name: O_EXCL).
@@ -188,12 +296,13 @@ export function tryLock(path: string, options: LockOptions = {}): FileLock | Loc
     for (let attempt = 0; attempt < 500; attempt++) {
       if (tryLink(temp, path)) {
         sweepDeadTemps(dirname(path), probe);
-        return makeLock(path, holder, raw, startTime === undefined ? leaseMs : undefined);
+        return makeLock(path, holder, raw, leaseMs);
       }
       const current = readLockFile(path);
       if (current === 'missing') continue;
-      if (current.holder === undefined) return { busy: true, reason: 'unreadable' };
-      if (!isStale(path, current.holder, probe, leaseMs)) return { busy: true, reason: 'held', holder: current.holder };
+      if (current.holder === undefined) return { busy: true, reason: 'unreadable', why: unreadableWhy(path) };
+      const judged = judgeHolder(path, current.holder, { probe, leaseMs });
+      if (!judged.stale) return { busy: true, reason: 'held', holder: current.holder, why: judged.why };
       if (!recoverStale(path, current.raw, temp, probe, leaseMs)) sleepSync(2);
     }
     return { busy: true, reason: 'contended' };
@@ -220,7 +329,7 @@ function recoverStale(path: string, staleRaw: string, temp: string, probe: Proce
   if (!tryLink(temp, recover)) {
     // A recoverer that died in the few microseconds it holds the recovery lock would block everyone: clear it.
     const other = readLockFile(recover);
-    if (other !== 'missing' && other.holder !== undefined && isStale(recover, other.holder, probe, leaseMs)) {
+    if (other !== 'missing' && other.holder !== undefined && judgeHolder(recover, other.holder, { probe, leaseMs }).stale) {
       const again = readLockFile(recover);
       if (again !== 'missing' && again.raw === other.raw) removeFileIfExists(recover);
     }
@@ -235,28 +344,43 @@ function recoverStale(path: string, staleRaw: string, temp: string, probe: Proce
   return true;
 }
 
-function makeLock(path: string, holder: LockHolder, raw: string, leaseMs: number | undefined): FileLock {
+/**
+ * The lease: a process that cannot check this holder by pid (another host, boot or pid namespace) knows it lives by
+ * the lock file's mtime, refreshed here every third of `leaseMs` (an unref'd timer: it keeps no process alive). Only
+ * the file that still holds this lock's record is touched (read and refreshed through one descriptor), never one
+ * that another process put there after judging this one gone. A holder whose event loop is blocked for longer than
+ * the lease loses it to such a process.
+ */
+function refreshLease(path: string, raw: string): void {
+  let file: OpenedFile | NotRegularFile;
+  try {
+    file = openRegularFile(path, constants.O_RDONLY);
+  } catch {
+    return; // released or removed meanwhile
+  }
+  if ('notRegular' in file) return;
+  try {
+    if (readFileSync(file.fd, 'utf8') !== raw) return;
+    const now = new Date();
+    futimesSync(file.fd, now, now);
+  } catch {
+    // Left for the next refresh.
+  } finally {
+    closeSync(file.fd);
+  }
+}
+
+function makeLock(path: string, holder: LockHolder, raw: string, leaseMs: number): FileLock {
   let released = false;
-  // Without start times, the lease is what proves this process still holds the lock: refresh it.
-  const timer =
-    leaseMs === undefined
-      ? undefined
-      : setInterval(() => {
-          const now = new Date();
-          try {
-            utimesSync(path, now, now);
-          } catch {
-            // Released meanwhile.
-          }
-        }, Math.max(1, Math.floor(leaseMs / 3)));
-  timer?.unref();
+  const timer = setInterval(() => refreshLease(path, raw), Math.max(1, Math.floor(leaseMs / 3)));
+  timer.unref();
   return {
     path,
     holder,
     release(): void {
       if (released) return;
       released = true;
-      if (timer !== undefined) clearInterval(timer);
+      clearInterval(timer);
       const current = readLockFile(path);
       if (current !== 'missing' && current.raw === raw) removeFileIfExists(path);
     },
@@ -388,7 +512,7 @@ export async function waitForLock(path: string, options: LockOptions & { readonl
 
 /** Whether an announcement no longer holds the lock for its waiter: not refreshed lately, or its process is gone. */
 function isStaleAnnouncement(announced: { waiter: Waiter; ageMs: number }, probe: ProcessProbe): boolean {
-  return announced.ageMs > NEXT_STALE_MS || (announced.waiter.host === HOST && processGone(announced.waiter, probe));
+  return announced.ageMs > NEXT_STALE_MS || processGone(announced.waiter, probe);
 }
 
 /** `pid 123 on host since <ISO time>`: a holder for an error message. */

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 
 /**
  * What a lock needs to know about processes on this host, so that it can tell a lock holder that is still running
@@ -12,6 +12,18 @@ export interface ProcessProbe {
   startTime(pid: number): string | undefined;
   /** Whether a process `pid` exists (signal 0: a process we may not signal exists too). */
   alive(pid: number): boolean;
+  /**
+   * The pid namespace this process lives in (Linux: the target of /proc/self/ns/pid, `pid:[<inode>]`), or undefined
+   * where it cannot be read. A pid means something only inside its namespace: two containers sharing a host name and
+   * a volume each have their own pid 1, 2, ... A probe without it knows no namespace, and checks no holder by pid
+   * (see `src/fs/lock.ts`).
+   */
+  pidNamespace?(): string | undefined;
+  /**
+   * When process `pid` started, in ms since the epoch (Linux: the boot time `btime` of /proc/stat plus field 22 of
+   * /proc/<pid>/stat in USER_HZ ticks, 100 a second; about a second coarse), or undefined where it cannot be read.
+   */
+  startedAt?(pid: number): number | undefined;
 }
 
 let bootIdCache: string | undefined | null = null;
@@ -25,6 +37,19 @@ function readBootId(): string | undefined {
     }
   }
   return bootIdCache;
+}
+
+let pidNamespaceCache: string | undefined | null = null;
+
+function readPidNamespace(): string | undefined {
+  if (pidNamespaceCache === null) {
+    try {
+      pidNamespaceCache = readlinkSync('/proc/self/ns/pid') || undefined;
+    } catch {
+      pidNamespaceCache = undefined;
+    }
+  }
+  return pidNamespaceCache;
 }
 
 /**
@@ -58,6 +83,29 @@ function readProcStartTime(pid: number): string | undefined {
   }
 }
 
+/** USER_HZ: the unit of /proc/<pid>/stat's times (100 on every Linux port Node runs on). */
+const USER_HZ = 100;
+let bootTimeCache: number | undefined | null = null;
+
+/** When this boot began (ms since the epoch, whole seconds), from `btime` in /proc/stat. */
+function readBootTime(): number | undefined {
+  if (bootTimeCache === null) {
+    try {
+      const btime = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'))?.[1];
+      bootTimeCache = btime === undefined ? undefined : Number(btime) * 1000;
+    } catch {
+      bootTimeCache = undefined;
+    }
+  }
+  return bootTimeCache;
+}
+
+function readStartedAt(pid: number): number | undefined {
+  const ticks = readStartTime(pid);
+  const boot = readBootTime();
+  return ticks === undefined || boot === undefined ? undefined : boot + (Number(ticks) * 1000) / USER_HZ;
+}
+
 /**
  * Field 3 (state) of `/proc/<pid>/stat`: one letter, `Z` for a zombie (dead, not yet reaped by its parent), `X` for
  * dead; undefined where it cannot be read.
@@ -89,4 +137,4 @@ function processAlive(pid: number): boolean {
 }
 
 /** The probe of this system: /proc where there is one, pid liveness everywhere. */
-export const systemProbe: ProcessProbe = { bootId: readBootId, startTime: readStartTime, alive: processAlive };
+export const systemProbe: ProcessProbe = { bootId: readBootId, startTime: readStartTime, alive: processAlive, pidNamespace: readPidNamespace, startedAt: readStartedAt };

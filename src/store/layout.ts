@@ -56,7 +56,10 @@ export function runHasEvents(dataDir: string, sessionKey: string, runId: string)
   return (statSync(runPaths(dataDir, sessionKey, runId).events, { throwIfNoEntry: false })?.size ?? 0) > 0;
 }
 
-/** True while a live process holds run `runId`'s writer lock (judged by boot id and process start time, see `src/fs`). */
+/**
+ * True while a live process holds run `runId`'s writer lock (judged by pid and start time in this boot and pid
+ * namespace, else by its lease: see `judgeHolder` in `src/fs`).
+ */
 export function runWriterAlive(dataDir: string, sessionKey: string, runId: string): boolean {
   return lockHeld(runPaths(dataDir, sessionKey, runId).lock);
 }

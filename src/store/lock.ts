@@ -1,11 +1,11 @@
-import { hostname } from 'node:os';
-import { describeHolder, tryLock, type FileLock } from '../fs/index.js';
+import { describeHolder, heldByThisProcess, tryLock, type FileLock } from '../fs/index.js';
 import { LockError } from './errors.js';
 
 /**
  * Takes the single-writer lock file `path` for `what` (see `tryLock` in `src/fs`: stale locks are recovered), or
- * throws a {@link LockError} naming the holder: a live process, another store instance in this process, or a file
- * that is not a lock record.
+ * throws a {@link LockError} naming the holder and why it is judged live (a live pid, or a fresh lease of a holder
+ * this process cannot check by pid): a live process, another store instance in this process, or a file that is not
+ * a lock record.
  */
 export function acquireLock(path: string, what: string): FileLock {
   const result = tryLock(path);
@@ -15,6 +15,6 @@ export function acquireLock(path: string, what: string): FileLock {
     throw new LockError(`${what} is locked by ${path}, whose content is not a lock record; remove it if no writer is running`, { path });
   }
   if (result.reason === 'contended' || holder === undefined) throw new LockError(`could not take ${path} for ${what}: it kept changing hands`, { path });
-  const who = holder.pid === process.pid && holder.host === hostname() ? 'another store instance in this process' : describeHolder(holder);
+  const who = heldByThisProcess(holder) ? 'another store instance in this process' : `${describeHolder(holder)} (judged live: ${result.why ?? 'held'})`;
   throw new LockError(`${what} already has a writer: ${who} holds ${path}. Close that writer first (one writer per run).`, { path, holder });
 }

@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bundledScript } from '../support/bundle.js';
-import { parseStatStartTime, parseStatState, systemProbe, tryLock, waitForLock, type FileLock, type LockBusy, type ProcessProbe } from '../../src/fs/index.js';
+import { inspectLock, lockHeld, parseStatStartTime, parseStatState, systemProbe, tryLock, waitForLock, type FileLock, type LockBusy, type ProcessProbe } from '../../src/fs/index.js';
 import { tempDir } from './helpers.js';
 
 const HOST = hostname();
@@ -13,6 +13,12 @@ const DEAD_PID = 2 ** 22 + 12345;
 function taken(result: FileLock | LockBusy): FileLock {
   if ('busy' in result) throw new Error(`lock not taken: ${result.reason}`);
   return result;
+}
+
+/** Sets the lock file's mtime (its lease) `ms` in the past (negative: in the future). */
+function age(file: string, ms: number): void {
+  const then = new Date(Date.now() - ms);
+  utimesSync(file, then, then);
 }
 
 const children: ChildProcess[] = [];
@@ -67,7 +73,7 @@ describe('tryLock and waitForLock', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(55);
     lock.release();
     writeFileSync(file, 'garbage');
-    expect(await waitForLock(file, { timeoutMs: 5000 })).toEqual({ busy: true, reason: 'unreadable' });
+    expect(await waitForLock(file, { timeoutMs: 5000 })).toEqual({ busy: true, reason: 'unreadable', why: expect.stringMatching(/is not a lock record.*remove it if no writer is running/) });
   });
 
   it('recovers a lock left by a dead process', () => {
@@ -114,26 +120,91 @@ describe('tryLock and waitForLock', () => {
     taken(tryLock(file)).release();
   });
 
-  it('a lock taken before a reboot is stale even if its pid is alive again', async () => {
+  it('a lock of another boot (of this host name, or another machine of that name) is judged by its lease, never by its pid', async () => {
     const pid = await liveChild();
     const file = join(tempDir(), 'lock');
-    writeFileSync(file, JSON.stringify({ pid, host: HOST, createdAt: 1, bootId: 'another-boot', startTime: systemProbe.startTime(pid) }));
-    taken(tryLock(file)).release();
+    for (const extra of [{}, { pidNs: systemProbe.pidNamespace!() }]) {
+      writeFileSync(file, JSON.stringify({ pid, host: HOST, createdAt: 1, bootId: 'another-boot', startTime: systemProbe.startTime(pid), ...extra }));
+      expect(tryLock(file, { leaseMs: 5000 })).toMatchObject({ busy: true, reason: 'held', why: expect.stringMatching(/another boot of host .*lease was refreshed/) });
+      age(file, 6000);
+      taken(tryLock(file, { leaseMs: 5000 })).release();
+    }
   });
 
-  it('a lock of an older version (no start time) on a system with /proc is held while its pid lives, however old', async () => {
+  it('a lock of an older version (no start time, no pid namespace) is held while its pid lives and started before the lock was taken, however old', async () => {
     const pid = await liveChild();
     const file = join(tempDir(), 'lock');
-    writeFileSync(file, JSON.stringify({ pid, host: HOST, createdAt: 1 }));
-    const old = new Date(Date.now() - 3_600_000);
-    utimesSync(file, old, old);
+    writeFileSync(file, JSON.stringify({ pid, host: HOST, createdAt: Date.now() }));
+    age(file, 3_600_000);
+    expect(tryLock(file, { leaseMs: 1000 })).toMatchObject({ busy: true, reason: 'held', holder: { pid }, why: expect.stringMatching(/started before the lock was taken/) });
+    // The same, judged by its boot id where it recorded one (the host name changed since).
+    writeFileSync(file, JSON.stringify({ pid, host: 'old-name', createdAt: Date.now(), bootId: systemProbe.bootId() }));
+    age(file, 3_600_000);
     expect(tryLock(file, { leaseMs: 1000 })).toMatchObject({ busy: true, reason: 'held', holder: { pid } });
   });
 
-  it('never judges a lock from another host stale', () => {
+  it('a lock of an older version whose pid was reused (its process started after the lock was taken) is stale', async () => {
+    const file = join(tempDir(), 'lock');
+    // Taken a minute ago by a process that died; the pid now names a process that started since.
+    const createdAt = Date.now() - 60_000;
+    const pid = await liveChild();
+    writeFileSync(file, JSON.stringify({ pid, host: HOST, createdAt }));
+    const judged = inspectLock(file);
+    expect(judged).toMatchObject({ state: 'stale', why: expect.stringMatching(/started at .* after the lock was taken .*pid was reused/) });
+    taken(tryLock(file)).release();
+    writeFileSync(file, JSON.stringify({ pid, host: 'renamed', createdAt, bootId: systemProbe.bootId() }));
+    taken(tryLock(file)).release();
+  });
+
+  it('a lock from another host is judged by its lease: held while it is refreshed, stale once it is not for the lease', () => {
     const file = join(tempDir(), 'lock');
     writeFileSync(file, JSON.stringify({ pid: DEAD_PID, host: 'elsewhere', createdAt: 1 }));
-    expect(tryLock(file)).toMatchObject({ busy: true, reason: 'held', holder: { host: 'elsewhere' } });
+    expect(tryLock(file)).toMatchObject({ busy: true, reason: 'held', holder: { host: 'elsewhere' }, why: expect.stringMatching(/^host elsewhere, not checkable by pid here: its lease was refreshed .* ago \(stale after 30 s without one\)$/) });
+    age(file, 29_000);
+    expect(lockHeld(file)).toBe(true);
+    age(file, 31_000);
+    expect(inspectLock(file)).toMatchObject({ state: 'stale', why: expect.stringMatching(/last refreshed 31 s ago/) });
+    taken(tryLock(file)).release();
+    // A lease time far in the future (no refresh sets one) does not block for as long.
+    writeFileSync(file, JSON.stringify({ pid: DEAD_PID, host: 'elsewhere', createdAt: 1 }));
+    age(file, -3_600_000);
+    expect(inspectLock(file)).toMatchObject({ state: 'stale', why: expect.stringMatching(/in the future/) });
+  });
+
+  it('a holder in another pid namespace (same host, same boot) is judged by its lease, never by its pid here', async () => {
+    const file = join(tempDir(), 'lock');
+    const live = await liveChild();
+    const base = { host: HOST, createdAt: Date.now(), bootId: systemProbe.bootId(), pidNs: 'pid:[1]' };
+    // Its pid is dead here, or names a live process of this namespace: neither says anything about the holder.
+    for (const record of [{ ...base, pid: DEAD_PID }, { ...base, pid: live, startTime: systemProbe.startTime(live) }, { ...base, pid: live, startTime: '1' }]) {
+      writeFileSync(file, JSON.stringify(record));
+      expect(tryLock(file)).toMatchObject({ busy: true, reason: 'held', why: expect.stringMatching(/pid namespace pid:\[1\] \(another container than this process's\), not checkable by pid here: its lease was refreshed/) });
+      age(file, 31_000);
+      taken(tryLock(file)).release();
+    }
+  });
+
+  it('a dead holder of this boot and pid namespace is stale whatever host name it recorded (the host was renamed)', () => {
+    const file = join(tempDir(), 'lock');
+    writeFileSync(file, JSON.stringify({ pid: DEAD_PID, host: 'old-name', createdAt: Date.now(), bootId: systemProbe.bootId(), pidNs: systemProbe.pidNamespace!(), startTime: '5' }));
+    expect(inspectLock(file)).toMatchObject({ state: 'stale', why: `pid ${DEAD_PID} is not running` });
+    taken(tryLock(file)).release();
+  });
+
+  it('every holder refreshes its lease while it holds the lock, and only while its own record is the file', async () => {
+    const file = join(tempDir(), 'lock');
+    const lock = taken(tryLock(file, { leaseMs: 300 }));
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ pidNs: systemProbe.pidNamespace!(), startTime: systemProbe.startTime(process.pid) });
+    age(file, 10_000);
+    await new Promise((r) => setTimeout(r, 250));
+    expect(Date.now() - statSync(file).mtimeMs).toBeLessThan(300);
+    // Another record in its place (the file was taken over): left as it is.
+    writeFileSync(file, JSON.stringify({ pid: DEAD_PID, host: 'elsewhere', createdAt: 1 }));
+    age(file, 10_000);
+    await new Promise((r) => setTimeout(r, 250));
+    expect(Date.now() - statSync(file).mtimeMs).toBeGreaterThan(9000);
+    lock.release();
+    expect(existsSync(file)).toBe(true);
   });
 
   it('without /proc: a holder refreshes its lease, and a live pid whose lease ran out is stale', async () => {

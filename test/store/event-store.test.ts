@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, readFileSync, readdirSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, readdirSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../src/events/index.js';
@@ -713,12 +713,28 @@ describe('EventStore', () => {
       expect(readdirSync(again.paths.dir).sort()).toEqual(['events.jsonl', 'events.pending']);
     });
 
-    it('does not judge a lock from another host stale', async () => {
+    it('does not judge a lock from another host stale while its lease is fresh, and says so', async () => {
       const store = open();
       await store.open();
       await store.close();
       writeFileSync(store.paths.lock, JSON.stringify({ pid: 2 ** 22 + 12345, host: 'elsewhere', createdAt: 1 }));
-      await expect(open().open()).rejects.toThrow(/on elsewhere/);
+      await expect(open().open()).rejects.toThrow(/on elsewhere .*\(judged live: host elsewhere, not checkable by pid here: its lease was refreshed .* ago \(stale after 30 s without one\)\)/);
+      const old = new Date(Date.now() - 31_000);
+      utimesSync(store.paths.lock, old, old);
+      const again = open();
+      await again.open();
+      await again.close();
+    });
+
+    it('a lock naming this pid in another pid namespace is not mistaken for one of this process: the error says whose it is', async () => {
+      const store = open();
+      await store.open();
+      await store.close();
+      const { systemProbe } = await import('../../src/fs/index.js');
+      writeFileSync(store.paths.lock, JSON.stringify({ pid: process.pid, host: (await import('node:os')).hostname(), createdAt: Date.now(), bootId: systemProbe.bootId(), pidNs: 'pid:[1]', startTime: systemProbe.startTime(process.pid) }));
+      const error = await open().open().then(() => undefined, (e: Error) => e.message);
+      expect(error).toMatch(/already has a writer: pid \d+ on .*another container than this process's/);
+      expect(error).not.toMatch(/another store instance in this process/);
     });
   });
 });

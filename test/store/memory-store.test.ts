@@ -176,7 +176,7 @@ describe('MemoryStore', () => {
     stores.push(store);
     await store.write(item('a', 'x'));
     const lockPath = `${store.paths.indexDir}/keyword.lock`;
-    writeFileSync(lockPath, JSON.stringify({ pid: process.pid, host: hostname(), createdAt: 1 }));
+    writeFileSync(lockPath, JSON.stringify({ pid: process.pid, host: hostname(), createdAt: Date.now() }));
     await expect(store.write(item('b', 'y'))).rejects.toThrow(/shared memory already has a writer/);
     const waiting = store.write(item('c', 'zed'));
     setTimeout(() => rmSync(lockPath), 10);
