@@ -158,7 +158,8 @@ export interface ResumeRunOptions extends RunLocation, ModelDeltaOptions {
 /**
  * Continues a run that stopped (a crash, a failure, an abort), in this process or another: restores the Backpack
  * of its last recorded step into `flow` (built the same way as the original) and goes on from the recorded position,
- * nested flows included. Refuses a run that completed.
+ * nested flows included. A run whose last recorded step ended its flow, but whose end was not recorded (its writer
+ * died in between), gets its end recorded, and no node runs. Refuses a run that completed.
  */
 export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<RunResult> {
   const { store, sessionKey } = locateStore(options);
@@ -604,7 +605,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
         : stored === false
           ? 'they were not stored'
           : `they may not have been stored (reading the log again failed too: ${messageOf(stored.unknown)})`;
-    const own = lostConnection(error) === undefined && !(pauseInfo(error) !== undefined && !(error instanceof InterruptAnswerError)) ? ` The run had failed (${messageOf(error)}); that failure is not recorded.` : '';
+    const own = lostConnection(error) === undefined && (pauseInfo(error) === undefined || error instanceof InterruptAnswerError) ? ` The run had failed (${messageOf(error)}); that failure is not recorded.` : '';
     return new StoreError(
       `run ${sessionKey}/${runId} stopped: the connection to its store was lost while committing ${described(batch)} (${messageOf(lost)}); ${verdict}.${own} ` +
         `The run is stopped, not failed: nothing more was written, and it resumes from its last recorded step ('runs resume ${runId}')`,
