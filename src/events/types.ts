@@ -184,6 +184,11 @@ export type CheckpointSavedPayload<Delta = unknown> = {
   /** For a fork's start: the run and step it was forked from. */
   forkedFrom?: { runId: string; step: number };
   /**
+   * In the checkpoint of the flow's last step (`position` empty): the action it ended with (`'default'` for none), as
+   * `run.completed` records it. A resume of a run whose writer died before `run.completed` records the run's end from it.
+   */
+  action?: string;
+  /**
    * In a start record: the BLAKE3 (hex) of the text of each document stored with the run before it started (`flow`:
    * its flow config, `recipe`: how its flow is built), so that readers tell a document changed since.
    */

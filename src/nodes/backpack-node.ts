@@ -6,7 +6,7 @@ import { BaseNode, FlowError, FlowSignal, Node, type Attempt, type RouteOptions,
 import { checkSegments, encodeValue } from '../backpack/index.js';
 import { isRunAbort } from '../flow/node.js';
 import { makeScope, runControls } from '../flow/scope.js';
-import { answerJsonSchema, checkAnswer, InterruptAnswerError, RedactedAnswer, RunInterrupted } from './interrupt.js';
+import { answerJsonSchema, checkAnswer, makePause, RedactedAnswer, unlessForged } from './interrupt.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView, nodeEvent } from './event-view.js';
 import { currentExecution, takeStep, type NodeExecution } from './execution.js';
@@ -463,10 +463,12 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       if (ctor.outputs) BackpackNode.#checkContract(node, 'output', ctor.outputs, handle);
       BackpackNode.#emit(execution, StreamEventType.NODE_END, { action: action ?? 'default', durationMs: performance.now() - started });
       return action;
-    } catch (error) {
+    } catch (thrown) {
       // A pause (here or in a node inside this one) is not an error, nor is the run's own abort (it stops the run
-      // where it is). An error a node inside this one reported is reported again here (this node failed too) but
-      // marked, so that it is counted once.
+      // where it is). A RunInterrupted that no interrupt() of this run made is this node's failure, not a pause. An
+      // error a node inside this one reported is reported again here (this node failed too) but marked, so that it
+      // is counted once.
+      const error = unlessForged(thrown, runControls(execution.scope), `Node '${node.id}' (${node.namespace})`);
       if (!(error instanceof FlowSignal) && !isRunAbort(error, scope.signal)) {
         const payload: Record<string, unknown> = { phase, error: describeError(error) };
         if (wasReported(error)) payload.propagated = true;
@@ -529,12 +531,14 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       refused = checked.problems;
     }
     // The pause; after an answer the node's own schema refused (a zod refine JSON Schema cannot say), the new pause
-    // says so: the log keeps the refused answer, the refusal and its problems, then the run waits again.
+    // says so: the log keeps the refused answer, the refusal and its problems, then the run waits again. Made (and
+    // `info` frozen) before the event, which holds the same payload: node code that catches the pause changes neither.
+    const pause = makePause(info, runControls(execution.scope), refused);
     const event: Record<string, unknown> = { index, payload: info.payload };
     if (info.schema) event.schema = info.schema;
     if (refused) event.refused = refused;
     BackpackNode.#emit(execution, StreamEventType.NODE_INTERRUPT, event);
-    throw refused ? new InterruptAnswerError(info, refused) : new RunInterrupted(info);
+    throw pause;
   }
 
   /**

@@ -21,7 +21,7 @@ import { isRunAbort } from '../flow/node.js';
 import { makeScope, type RunControls } from '../flow/scope.js';
 import { currentExecution, grantStep, takeStep } from './execution.js';
 import { flowToken } from './flow-token.js';
-import { RunInterrupted } from './interrupt.js';
+import { pauseInfo, unlessForged } from './interrupt.js';
 import { checkNamespace, checkSegment, composeNamespace } from './namespace.js';
 
 /** Options of a namespaced flow. */
@@ -191,6 +191,11 @@ export interface FlowRunOptions {
   resume?: string[];
   /** Called after every step, awaited (the durable runtime checkpoints here). */
   onStep?: RunControls['onStep'];
+  /**
+   * Called once `run.started` is emitted, and awaited before the first node runs (the durable runtime records the
+   * run's start there, and the answer a resume gives); a rejection fails the run before any node runs.
+   */
+  onStart?: () => Promise<void>;
   /**
    * Answers to the run's interrupts, by the namespace of the node that asked, in order (the durable runtime passes
    * them on resume; see `BackpackNode.interrupt`).
@@ -671,7 +676,8 @@ export class Flow extends BaseFlow<any> {
         answers?.clear();
       }
     };
-    const countingScope = makeScope(fields, { resume: options.resume, answers, onStep: options.onStep ? (b) => (count(b), options.onStep!(b)) : count });
+    const controls: RunControls = { resume: options.resume, answers, onStep: options.onStep ? (b) => (count(b), options.onStep!(b)) : count };
+    const countingScope = makeScope(fields, controls);
     this.#streamer.emit({
       type: StreamEventType.RUN_START,
       runId,
@@ -685,6 +691,7 @@ export class Flow extends BaseFlow<any> {
       },
     });
     try {
+      await options.onStart?.();
       const action = await this.execute(this.#parent ?? this.#backpack!, countingScope);
       this.#streamer.emit({
         type: StreamEventType.RUN_END,
@@ -694,11 +701,14 @@ export class Flow extends BaseFlow<any> {
         payload: { durationMs: performance.now() - started, steps, action: action ?? 'default' },
       });
       return action;
-    } catch (error) {
+    } catch (thrown) {
       const base = { runId, spanId, namespace: this.namespace || undefined };
-      if (error instanceof RunInterrupted) {
+      // Only a pause a node's interrupt() made in this run is one (see RunInterrupted), recorded as interrupt() captured it.
+      const error = unlessForged(thrown, controls, `Flow '${this.id}'`);
+      const paused = pauseInfo(error);
+      if (paused !== undefined) {
         // Paused for a person: not a failure. The run waits (a durable run records it and can be resumed).
-        this.#streamer.emit({ ...base, type: StreamEventType.RUN_WAITING, payload: { durationMs: performance.now() - started, steps, interrupt: error.interrupt } });
+        this.#streamer.emit({ ...base, type: StreamEventType.RUN_WAITING, payload: { durationMs: performance.now() - started, steps, interrupt: paused } });
       } else {
         const payload: Record<string, unknown> = { durationMs: performance.now() - started, steps, error: describeError(error) };
         if (wasReported(error)) payload.reported = true;

@@ -5,11 +5,16 @@
  * is resumed with an answer, the node runs again from `prep`, and the same `interrupt` call returns the answer.
  */
 import { z, type ZodType } from 'zod';
-import { FlowSignal } from '../flow/index.js';
+import { FlowError, FlowSignal } from '../flow/index.js';
 import type { InterruptInfo } from '../events/index.js';
 import { jsonPointer } from '../backpack/nesting.js';
 
-/** The run stopped to wait for a person's answer to `interrupt`. */
+/**
+ * The run stopped to wait for a person's answer to `interrupt`. Only the instances `BackpackNode.interrupt` throws
+ * pause a run: one that node code constructs and throws (or one `interrupt` made in another run) is that node's
+ * failure, a FlowError naming it. What a run records as waiting is what `interrupt` captured, frozen, never this
+ * object's `interrupt` field as node code may have left it.
+ */
 export class RunInterrupted extends FlowSignal {
   override name = 'RunInterrupted';
   constructor(
@@ -21,16 +26,21 @@ export class RunInterrupted extends FlowSignal {
   }
 }
 
-/** An answer that does not match the interrupt's schema: the run keeps waiting for a valid one. */
+/**
+ * An answer refused: it does not match the interrupt's schema, or (from `resumeRun`) the run's log cannot hold it. The
+ * run keeps waiting for a valid one.
+ */
 export class InterruptAnswerError extends RunInterrupted {
   override name = 'InterruptAnswerError';
   constructor(
     interrupt: InterruptInfo,
     /** Each problem with its JSON pointer into the answer ('' for the answer itself). */
     readonly problems: { path: string; message: string }[],
+    /** Why the answer is refused, for the message. */
+    why = 'does not match its schema',
   ) {
     const list = problems.map((p) => `${p.path || '(the answer)'}: ${p.message}`).join('; ');
-    super(interrupt, `The answer to node '${interrupt.nodeId}' (${interrupt.namespace}), interrupt ${interrupt.index}, does not match its schema: ${list}; the run is still waiting`);
+    super(interrupt, `The answer to node '${interrupt.nodeId}' (${interrupt.namespace}), interrupt ${interrupt.index}, ${why}: ${list}; the run is still waiting`);
   }
 }
 
@@ -49,6 +59,50 @@ export class RedactedAnswer {
   }
 }
 
+/** The pauses `BackpackNode.interrupt` made: what it captured (frozen) and the controls of the run it was made in. */
+const pauses = new WeakMap<RunInterrupted, { info: Readonly<InterruptInfo>; run: object | undefined }>();
+
+/**
+ * The pause `BackpackNode.interrupt` throws for `info` (its answer refused by the node's own schema when `refused` is
+ * given) in the run whose controls are `run`. `info` is frozen, with everything in it. Not exported from the package.
+ */
+export function makePause(info: InterruptInfo, run: object | undefined, refused?: { path: string; message: string }[]): RunInterrupted {
+  deepFreeze(info);
+  const pause = refused ? new InterruptAnswerError(info, refused) : new RunInterrupted(info);
+  pauses.set(pause, { info, run });
+  return pause;
+}
+
+/**
+ * What `interrupt` captured when it made `error`, or undefined for any other value (a RunInterrupted node code made).
+ * Not exported from the package.
+ */
+export function pauseInfo(error: unknown): Readonly<InterruptInfo> | undefined {
+  return error instanceof RunInterrupted ? pauses.get(error)?.info : undefined;
+}
+
+/**
+ * `thrown`, or, when it is a RunInterrupted that no `interrupt` of run `run` (by its controls) made, the failure it
+ * stands for: a FlowError naming `who` threw it, with it as cause. Not exported from the package.
+ */
+export function unlessForged(thrown: unknown, run: object | undefined, who: string): unknown {
+  if (!(thrown instanceof RunInterrupted)) return thrown;
+  const pause = pauses.get(thrown);
+  if (pause !== undefined && pause.run === run) return thrown;
+  return new FlowError(`${who} threw a RunInterrupted that no interrupt() of this run made: a run pauses only where a node calls this.interrupt(), so this is a failure`, { cause: thrown });
+}
+
+/** Freezes `value` and every object in it (a JSON value: no cycles), without recursion (its depth is the caller's). */
+function deepFreeze(value: unknown): void {
+  const stack = [value];
+  while (stack.length > 0) {
+    const next = stack.pop();
+    if (next === null || typeof next !== 'object' || Object.isFrozen(next)) continue;
+    Object.freeze(next);
+    for (const child of Object.values(next)) stack.push(child);
+  }
+}
+
 /** The answer's problems against `schema` (zod or JSON Schema), or the parsed answer. */
 export function checkAnswer(schema: ZodType, answer: unknown): { ok: true; value: unknown } | { ok: false; problems: { path: string; message: string }[] } {
   const result = schema.safeParse(answer);
@@ -59,7 +113,9 @@ export function checkAnswer(schema: ZodType, answer: unknown): { ok: true; value
 /** The JSON Schema of an interrupt's answer schema; a schema JSON cannot express is an error naming the node. */
 export function answerJsonSchema(nodeId: string, schema: ZodType): Record<string, unknown> {
   try {
-    return z.toJSONSchema(schema) as Record<string, unknown>;
+    // The schema of what the node's schema accepts (its input), not of what it returns: a plain z.object strips keys
+    // it does not know, so an answer with more keys is one it takes, and the recorded schema must not refuse it.
+    return z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>;
   } catch (error) {
     throw new TypeError(`Node '${nodeId}': the schema of an interrupt's answer must be expressible as JSON Schema (${(error as Error).message})`);
   }

@@ -1,7 +1,8 @@
 import type { Backpack } from '../backpack/index.js';
-import { StreamEventType, newRunId, type EventPayloadMap, type InterruptInfo, type StreamEvent } from '../events/index.js';
+import { StreamEventType, newRunId, newSpanId, type EventPayloadMap, type InterruptInfo, type StreamEvent } from '../events/index.js';
 import { mapConcurrent, type StepBoundary } from '../flow/index.js';
-import { InterruptAnswerError, RunInterrupted, type Flow } from '../nodes/index.js';
+import { InterruptAnswerError, type Flow } from '../nodes/index.js';
+import { pauseInfo } from '../nodes/interrupt.js';
 import {
   LockError,
   StoreError,
@@ -13,9 +14,10 @@ import {
   type RunMeta,
   type RunRef,
   type RunStore,
+  type RunWriter,
 } from '../store/index.js';
 import { locateStore, type RunLocation } from './location.js';
-import { loadRunPoint, type CheckpointPayload } from './run-point.js';
+import { loadRunPoint, type CheckpointPayload, type RunPoint } from './run-point.js';
 import { checkRecordedAnswer, pendingAnswers } from './interrupts.js';
 import { StateTracker } from './state-tracker.js';
 import { foldModelDeltas, type ModelDeltaOptions } from './model-deltas.js';
@@ -156,7 +158,8 @@ export interface ResumeRunOptions extends RunLocation, ModelDeltaOptions {
 /**
  * Continues a run that stopped (a crash, a failure, an abort), in this process or another: restores the Backpack
  * of its last recorded step into `flow` (built the same way as the original) and goes on from the recorded position,
- * nested flows included. Refuses a run that completed.
+ * nested flows included. A run whose last recorded step ended its flow, but whose end was not recorded (its writer
+ * died in between), gets its end recorded, and no node runs. Refuses a run that completed.
  */
 export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<RunResult> {
   const { store, sessionKey } = locateStore(options);
@@ -171,15 +174,14 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     throw new StoreError(`run ${sessionKey}/${options.runId} already completed; fork it to run again from a step`);
   }
   const point = await loadRunPoint({ store, sessionKey, runId: options.runId });
+  const target: ExecuteTarget = { store, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: checkKeyframeInterval(options.keyframeInterval), signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas, readAt: meta.lastSeq };
   if (point.position.length === 0) {
     // A live writer explains a log that ends after the flow's last step but before the run's end: it is being written.
     if (await store.writerAlive(ref)) {
       throw new LockError(`run ${sessionKey}/${options.runId} is being written by another process (it is ending): see where it stands with 'runs show ${options.runId}' once it is done`, { path: store.describeLog(ref) });
     }
-    throw new StoreError(
-      `run ${sessionKey}/${options.runId} is incomplete but has no step left to run: its last recorded step (${point.step}) ended the flow, ` +
-        `and its log ends before the run's end was recorded (e.g. a cut last line); fork it to run again from a step`,
-    );
+    if (options.resume !== undefined) throw new StoreError(await notWaitingMessage(store, ref, meta, new Map()));
+    return recordEnd(flow, target, point);
   }
   // What happened since the last recorded step: the pause, and the answers already given.
   const { answers, waitingFor } = pendingAnswers(await readLog(store, ref, point.line));
@@ -188,7 +190,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     if (options.resume === undefined) {
       throw new StoreError(`run ${sessionKey}/${options.runId} is waiting for an answer to node '${waitingFor.nodeId}' (${waitingFor.namespace}): pass it as resume (CLI: runs resume ${options.runId} --input <json>)`);
     }
-    checkRecordedAnswer(waitingFor, options.resume);
+    checkRecordedAnswer(waitingFor, options.resume, options.redaction);
     answered = { nodeId: waitingFor.nodeId, namespace: waitingFor.namespace, index: waitingFor.index, answer: options.resume };
     const list = answers.get(waitingFor.namespace) ?? [];
     list[waitingFor.index] = options.resume;
@@ -198,7 +200,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
   }
   flow.backpack.importState(point.state);
   // Everything above read the log before this resume held its writer: confirmed under the writer's lock (readAt).
-  return execute(flow, { store, sessionKey, runId: options.runId, durability: options.durability, keyframeInterval: checkKeyframeInterval(options.keyframeInterval), signal: options.signal, redaction: options.redaction, modelDeltas: options.modelDeltas, readAt: meta.lastSeq }, {
+  return execute(flow, target, {
     step: point.step,
     position: point.position,
     fresh: false,
@@ -396,13 +398,15 @@ interface AnsweredInterrupt {
 /** A keyframe larger than this spaces the next one by its size (see RunFlowOptions.keyframeInterval). */
 const LARGE_KEYFRAME_BYTES = 64 * 1024;
 
-/** Wires a flow run to the stores: events in, checkpoints at step boundaries, projection, and the writer lock. */
-async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Promise<RunResult> {
-  const { store, sessionKey, runId, keyframeInterval } = target;
-  // The run's single writer (or the one a NewRun took): refuses a fresh run whose id has events (a RunExistsError,
-  // the run untouched; on Postgres within the statement that takes the lease, no round trip of its own) and
-  // continues a resumed run's projection from the whole log.
-  const writer = target.writer ?? await store.openWriter({ sessionKey, runId }, { fresh: start.fresh, existing: !start.fresh, durability: target.durability ?? 'batch', redaction: target.redaction });
+/**
+ * The run's single writer (or the one a NewRun took): refuses a fresh run whose id has events (a RunExistsError, the
+ * run untouched; on Postgres within the statement that takes the lease, no round trip of its own) and continues a
+ * resumed run's projection from the whole log. A resume whose run moved on since it read it (`readAt`) is refused,
+ * nothing written.
+ */
+async function takeWriter(target: ExecuteTarget, fresh: boolean): Promise<RunWriter> {
+  const { store, sessionKey, runId } = target;
+  const writer = target.writer ?? await store.openWriter({ sessionKey, runId }, { fresh, existing: !fresh, durability: target.durability ?? 'batch', redaction: target.redaction });
   if (target.readAt !== undefined && (writer.lastSeq ?? -1) !== target.readAt) {
     const now = writer.lastSeq ?? -1;
     await writer.close();
@@ -412,6 +416,47 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
         `('runs show ${runId}') and resume it again if it still needs it`,
     );
   }
+  return writer;
+}
+
+/**
+ * Records the end of a run whose every step is recorded but whose end is not (its writer died between its last step
+ * and `run.completed`, or its log lost its last line): a segment of its own, `run.started` then `run.completed` with
+ * the action its last step recorded, as one batch. No node runs.
+ */
+async function recordEnd(flow: Flow, target: ExecuteTarget, point: RunPoint): Promise<RunResult> {
+  const { store, sessionKey, runId } = target;
+  const { action } = point;
+  if (action === undefined) {
+    throw new StoreError(
+      `run ${sessionKey}/${runId} is incomplete but has no step left to run: its last recorded step (${point.step}) ended the flow without recording ` +
+        `the action it ended with (a log written before steps recorded it), so its end cannot be recorded; fork it to run again from a step`,
+    );
+  }
+  const started = performance.now();
+  const writer = await takeWriter(target, false);
+  const streamer = flow.eventStreamer;
+  const events: StreamEvent[] = [];
+  const unsubscribe = streamer.on('*', (event) => {
+    if (event.runId === runId) events.push(event);
+  });
+  try {
+    streamer.setNextSeq(runId, (writer.lastSeq ?? 0) + 1);
+    const base = { runId, spanId: newSpanId(), namespace: flow.namespace || undefined };
+    streamer.emit({ ...base, type: StreamEventType.RUN_START, payload: { flowNamespace: flow.namespace, entryNodeId: flow.entryNode?.id ?? null, resumed: true } });
+    streamer.emit({ ...base, type: StreamEventType.RUN_END, payload: { durationMs: performance.now() - started, steps: 0, action } });
+    await writer.commit(events);
+  } finally {
+    unsubscribe();
+    await writer.close();
+  }
+  return { runId, sessionKey, dataDir: store.location, status: 'completed', action, steps: point.step };
+}
+
+/** Wires a flow run to the stores: events in, checkpoints at step boundaries, projection, and the writer lock. */
+async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Promise<RunResult> {
+  const { store, sessionKey, runId, keyframeInterval } = target;
+  const writer = await takeWriter(target, start.fresh);
   const streamer = flow.eventStreamer;
   streamer.setNextSeq(runId, (writer.lastSeq ?? 0) + 1);
 
@@ -469,37 +514,24 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     if (keyframeError) throw keyframeError.error;
   };
   /**
-   * The start of the record, right after `run.started` and before the first node runs: the whole state as one
-   * delta. Emitted from the `run.started` handler (dispatch is synchronous, so the two are one batch, written at
-   * once); its completion is awaited at the first step boundary or the end of the run.
+   * The start of the record, right after `run.started` (the flow calls it then) and committed with it as one batch
+   * before the first node runs (the flow awaits it): for a new run or a fork the whole state as one delta, for a
+   * resume with an answer its `interrupt.answered`. So a node never acts on an answer the log does not hold (a crash
+   * from then on resumes with it), and a start that cannot be stored fails the run before any node runs.
    */
-  let started: Promise<void> | undefined;
-  const stopWatchingStart = start.fresh || start.answered
-    ? streamer.on(StreamEventType.RUN_START, (event) => {
-        if (event.runId !== runId || started !== undefined) return;
-        if (start.fresh) {
-          const position = start.position.length ? start.position : entryPosition(flow);
-          const delta = tracker.next();
-          const payload: CheckpointPayload = { step, position, keyframe: false, start: true, ...(delta ? { delta } : {}), ...(start.forkedFrom ? { forkedFrom: start.forkedFrom } : {}) };
-          // The digests of the documents stored with the run before it started (its flow config, its recipe), none
-          // included: readers check a document against this record, and refuse one it does not name
-          // (store/run-documents.ts).
-          payload.documents = { ...writer.documents };
-          streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload });
-        }
-        // The answer is on disk before the node runs again: a crash from here on resumes with it.
-        if (start.answered) streamer.emit({ type: StreamEventType.INTERRUPT_ANSWERED, runId, nodeId: start.answered.nodeId, namespace: start.answered.namespace, payload: { ...start.answered } });
-        started = persist();
-        // Awaited at the first step boundary or the end of the run; until then a failure must not count as unhandled.
-        started.catch(() => undefined);
-      })
-    : () => undefined;
-  /** Set once the start is recorded: the steps after the first do not wait for it again. */
-  let startDone = false;
-  const startRecorded = async (): Promise<void> => {
-    stopWatchingStart();
-    await started;
-    startDone = true;
+  const recordStart = (): Promise<void> => {
+    if (start.fresh) {
+      const position = start.position.length ? start.position : entryPosition(flow);
+      const delta = tracker.next();
+      const payload: CheckpointPayload = { step, position, keyframe: false, start: true, ...(delta ? { delta } : {}), ...(start.forkedFrom ? { forkedFrom: start.forkedFrom } : {}) };
+      // The digests of the documents stored with the run before it started (its flow config, its recipe), none
+      // included: readers check a document against this record, and refuse one it does not name
+      // (store/run-documents.ts).
+      payload.documents = { ...writer.documents };
+      streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload });
+    }
+    if (start.answered) streamer.emit({ type: StreamEventType.INTERRUPT_ANSWERED, runId, nodeId: start.answered.nodeId, namespace: start.answered.namespace, payload: { ...start.answered } });
+    return persist();
   };
   /** A step boundary: its checkpoint.saved event, the step's batch committed, and a keyframe when one is due. */
   const boundaryStep = (boundary: StepBoundary): Promise<void> => {
@@ -510,7 +542,9 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     // size since it: then later (see RunFlowOptions.keyframeInterval).
     const spacing = lastKeyframe.bytes > LARGE_KEYFRAME_BYTES ? lastKeyframe.bytes : 0;
     const isKeyframe = step - lastKeyframe.step >= keyframeInterval && writer.byteLength - lastKeyframe.logBytes >= spacing;
-    const payload: CheckpointPayload = { step, position, keyframe: isKeyframe, ...(delta ? { delta } : {}) };
+    // The flow's last step records the action it ended with: a resume records the run's end from it when its writer
+    // died before `run.completed` (see recordEnd).
+    const payload: CheckpointPayload = { step, position, keyframe: isKeyframe, ...(delta ? { delta } : {}), ...(boundary.next === undefined ? { action: boundary.action } : {}) };
     streamer.emit({ type: StreamEventType.CHECKPOINT_SAVED, runId, payload });
     const persisted = persist();
     return isKeyframe ? persisted.then(() => keyframe(position)) : persisted;
@@ -521,7 +555,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     try {
       // The end of a nested flow is not a resumable position; its changes go with the enclosing node's boundary.
       if (boundary.next === undefined && boundary.path.length > 0) return undefined;
-      return startDone ? boundaryStep(boundary) : startRecorded().then(() => boundaryStep(boundary));
+      return boundaryStep(boundary);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -571,7 +605,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
         : stored === false
           ? 'they were not stored'
           : `they may not have been stored (reading the log again failed too: ${messageOf(stored.unknown)})`;
-    const own = lostConnection(error) === undefined && !(error instanceof RunInterrupted && !(error instanceof InterruptAnswerError)) ? ` The run had failed (${messageOf(error)}); that failure is not recorded.` : '';
+    const own = lostConnection(error) === undefined && (pauseInfo(error) === undefined || error instanceof InterruptAnswerError) ? ` The run had failed (${messageOf(error)}); that failure is not recorded.` : '';
     return new StoreError(
       `run ${sessionKey}/${runId} stopped: the connection to its store was lost while committing ${described(batch)} (${messageOf(lost)}); ${verdict}.${own} ` +
         `The run is stopped, not failed: nothing more was written, and it resumes from its last recorded step ('runs resume ${runId}')`,
@@ -641,13 +675,12 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
 
   let action: string | undefined;
   try {
-    action = await flow.run(undefined, { runId, signal: target.signal, onStep, resume: start.position.length ? [...start.position] : undefined, answers: start.answers, forkedFrom: start.forkedFrom });
-    await startRecorded();
+    const onStart = start.fresh || start.answered ? recordStart : undefined;
+    action = await flow.run(undefined, { runId, signal: target.signal, onStart, onStep, resume: start.position.length ? [...start.position] : undefined, answers: start.answers, forkedFrom: start.forkedFrom });
     await persist();
     await keyframesWritten();
     return { runId, sessionKey, dataDir: store.location, status: 'completed', action: action ?? 'default', steps: step };
   } catch (error) {
-    await startRecorded().catch(() => undefined);
     // The keyframes taken are written (or failed) before the failure path may give the writer up (see landed).
     await keyframes;
     const unstored = await persistFailure(error);
@@ -657,14 +690,15 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
       return { runId, sessionKey, dataDir: store.location, status: 'completed', action: action ?? 'default', steps: step };
     }
     if (unstored instanceof Error) throw unstored;
-    // Paused for a person: the run is recorded as waiting (run.waiting is in the log) and this process is done.
-    if (error instanceof RunInterrupted && !(error instanceof InterruptAnswerError)) {
+    // Paused for a person: the run is recorded as waiting (run.waiting is in the log, with what interrupt() captured:
+    // flow.run passes on only the pauses of this run) and this process is done.
+    const interrupt = pauseInfo(error);
+    if (interrupt !== undefined && !(error instanceof InterruptAnswerError)) {
       if (keyframeError) throw keyframeError.error;
-      return { runId, sessionKey, dataDir: store.location, status: 'waiting', interrupt: error.interrupt, action: undefined, steps: step };
+      return { runId, sessionKey, dataDir: store.location, status: 'waiting', interrupt, action: undefined, steps: step };
     }
     throw error;
   } finally {
-    stopWatchingStart();
     unsubscribe();
     await writer.close();
   }

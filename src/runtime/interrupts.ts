@@ -6,6 +6,8 @@
  */
 import { StreamEventType, isEventOf, type InterruptInfo, type StreamEvent } from '../events/index.js';
 import { checkAnswer, InterruptAnswerError, RedactedAnswer, schemaFromJson } from '../nodes/index.js';
+import { redactorFor, type RedactionOptions } from '../redact/index.js';
+import { encodeEvent } from '../store/event-encode.js';
 
 /** The answers since the last step boundary and the interrupt still unanswered, if any. */
 export interface PendingAnswers {
@@ -37,12 +39,32 @@ export function pendingAnswers(events: Iterable<StreamEvent>): PendingAnswers {
 }
 
 /**
- * Checks `answer` against the JSON Schema the waiting node gave (when it gave one), before anything is written:
- * throws {@link InterruptAnswerError} naming each JSON pointer, and the run keeps waiting.
+ * Checks `answer` before anything is written: that the run's log can hold it (it is recorded before the node runs
+ * again), then against the JSON Schema the waiting node gave (when it gave one). Throws {@link InterruptAnswerError}
+ * naming each JSON pointer, and the run keeps waiting.
  */
-export function checkRecordedAnswer(waitingFor: InterruptInfo, answer: unknown): void {
+export function checkRecordedAnswer(waitingFor: InterruptInfo, answer: unknown, redaction?: RedactionOptions): void {
   if (answer === undefined) throw new InterruptAnswerError(waitingFor, [{ path: '', message: 'an answer is required (got undefined)' }]);
+  const unstorable = storeProblem(waitingFor, answer, redaction);
+  if (unstorable !== undefined) throw new InterruptAnswerError(waitingFor, [{ path: '', message: unstorable }], "cannot be stored in the run's log");
   if (waitingFor.schema === undefined) return;
   const checked = checkAnswer(schemaFromJson(waitingFor.schema), answer);
   if (!checked.ok) throw new InterruptAnswerError(waitingFor, checked.problems);
+}
+
+/**
+ * Why the `interrupt.answered` event of `answer` cannot be stored, or undefined: it is encoded as the run stores
+ * encode it (the envelope checked, redacted with `redaction`, serialized), so a BigInt, a cycle or nesting deeper
+ * than redaction checks is found here, not after the node acted on the answer.
+ */
+function storeProblem(waitingFor: InterruptInfo, answer: unknown, redaction: RedactionOptions | undefined): string | undefined {
+  const { nodeId, namespace, index } = waitingFor;
+  const ids = { sessionKey: 'answer', runId: 'answer' };
+  const event: StreamEvent = { v: 1, id: 'answer', seq: 1, timestamp: Date.now(), ...ids, type: StreamEventType.INTERRUPT_ANSWERED, nodeId, namespace, payload: { nodeId, namespace, index, answer } };
+  try {
+    encodeEvent({ ...ids, redactor: redactorFor(redaction), where: 'the answer' }, event, undefined, '');
+    return undefined;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
 }

@@ -13,6 +13,8 @@ export interface RunPoint {
   step: number;
   /** Node ids from the outermost flow inwards where the run continues; empty when the run had ended. */
   position: string[];
+  /** When the run had ended at `step`: the action its flow ended with, as that step recorded it (older logs did not). */
+  action?: string;
   state: BackpackState;
   /** The log line (0-based) of the `checkpoint.saved` event of `step`: what happened after the step starts there. */
   line: number;
@@ -149,9 +151,9 @@ async function replay(
   warnings: string[],
 ): Promise<(Omit<RunPoint, 'warnings'> & { lastSeq: number }) | 'mismatch'> {
   const base = keyframe?.checkpoint;
-  const point = base
+  const point: Omit<RunPoint, 'warnings'> = base
     ? { step: base.step, position: [...base.position], state: structuredClone((base.state as unknown as KeyframeState).backpack), line: base.line ?? -1 }
-    : { step: -1, position: [] as string[], state: { version: 1 as const, items: {}, quarantined: {} }, line: -1 };
+    : { step: -1, position: [], state: { version: 1, items: {}, quarantined: {} }, line: -1 };
   let lastStep = -1;
   let lastSeq = -1;
   // After a keyframe that knows its line, only the tail is read (the index seeks there); else the whole log. For a
@@ -165,11 +167,14 @@ async function replay(
     if (base?.line !== undefined && lastStep < 0 && saved.step !== base.step) return 'mismatch';
     lastStep = Math.max(lastStep, saved.step);
     if (base?.chain !== undefined && saved.step === base.step && chain !== undefined && chain !== base.chain) return 'mismatch';
+    // The keyframe's own step: the keyframe has its state and position, its checkpoint the action it ended with.
+    if (saved.step === point.step) point.action = saved.action;
     if (saved.step <= point.step) continue;
     if (step !== undefined && saved.step > step) break;
     if (saved.delta) applyStateDelta(point.state, saved.delta);
     point.step = saved.step;
     point.position = saved.position;
+    point.action = saved.action;
     point.line = line;
   }
   if (keyframe !== undefined && lastStep < keyframe.checkpoint.step) {

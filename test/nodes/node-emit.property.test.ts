@@ -171,7 +171,7 @@ async function check({ path, when, where, types, shape }: Case): Promise<void> {
   expect(checkpoints.map((e) => e.payload.step)).toEqual(Array.from({ length: result.steps + 1 }, (_, i) => i));
   for (const { nodeId, namespace, spanId, payload } of checkpoints) {
     expect({ nodeId, namespace, spanId }).toEqual({ nodeId: undefined, namespace: undefined, spanId: undefined });
-    for (const key of Object.keys(payload)) expect(['step', 'position', 'keyframe', 'start', 'delta', 'documents']).toContain(key);
+    for (const key of Object.keys(payload)) expect(['step', 'position', 'keyframe', 'start', 'delta', 'documents', 'action']).toContain(key);
   }
   expect(log.filter((e) => e.type === StreamEventType.INTERRUPT_ANSWERED || e.type === StreamEventType.NODE_INTERRUPT)).toEqual([]);
   expect(log.filter((e) => e.type === StreamEventType.NODE_START).map((e) => e.nodeId)).toEqual(where === 'top' ? ['emitter', 'later'] : ['box', 'emitter', 'inner-later', 'later']);

@@ -125,9 +125,10 @@ describe('run projection after crashes and resumes', () => {
               await resume();
             });
           } catch (error) {
-            // Only a run whose last recorded step ended the flow cannot be resumed, or a log cut inside a batch with no
-            // batch in flight (not a crash: damage), which the writer refuses to continue, naming the log.
-            expect((error as Error).message).toMatch(/already completed|has no step left to run|events\.jsonl: the bytes after offset \d+ \(after its last chain hash\) are not covered by the chain/);
+            // Only a completed run cannot be resumed (one whose last recorded step ended the flow has its end recorded),
+            // or a log cut inside a batch with no batch in flight (not a crash: damage), which the writer refuses to
+            // continue, naming the log.
+            expect((error as Error).message).toMatch(/already completed|events\.jsonl: the bytes after offset \d+ \(after its last chain hash\) are not covered by the chain/);
           }
           if (!existsSync(p.meta)) await new ProjectionStore({ dataDir, sessionKey: 'default' }).currentRunMeta(runId);
           const { stored, folded, events } = await storedAndFolded(dataDir, runId);
