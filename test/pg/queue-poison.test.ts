@@ -107,6 +107,21 @@ describe('jobs a worker cannot run as usual', () => {
     }
   }, 20_000);
 
+  it('a job given up on whose run is recorded completed (its last worker died after the run ended) is done as completed, not failed', async () => {
+    await enqueue('ended', await readFlowFile(CHAIN), CHAIN_MODULES);
+    const worker = ['worker', '--database-url', url, '--modules', CHAIN_MODULES, '--lease-ms', '300', '--poll-ms', '50', '--exit-when-idle'];
+    const ran = await cli(worker);
+    expect(ran.code, ran.out).toBe(0);
+    // As a worker killed after the run's end, before its next claim marked the job done, on its last allowed lapse.
+    await admin`update backpackflow.queue set state = 'claimed', claimed_by = 'ghost', claimed_until = now() - interval '1 second', outcome = null,
+      lapses = ${DEFAULT_MAX_ATTEMPTS - 1} where run_id = 'ended'`;
+    const finder = await cli(worker);
+    expect(finder.code, finder.out).toBe(0);
+    const [row] = await admin<{ state: string; outcome: string }[]>`select state, outcome from backpackflow.queue where run_id = 'ended'`;
+    expect(row).toEqual({ state: 'done', outcome: 'completed' });
+    await admin`delete from backpackflow.queue where run_id = 'ended'`;
+  });
+
   it('a worker lacking a flow node class gives its jobs back, noted in worker --status; a worker that has it runs them all, none failed', async () => {
     const config = readFlowFile(CHAIN) as { nodes: { params: Record<string, unknown> }[] };
     config.nodes[0]!.params = { steps: 2, delayMs: 0 };

@@ -196,7 +196,7 @@ export async function recordedFlowConfig(given: string | undefined, store: Recor
     config = await store.loadDocument(ref, 'flow');
   } catch (error) {
     // One the run recorded and that is gone (DocumentGoneError) names itself: never "has no recorded flow".
-    throw new CliError(`${(error as Error).message}${error instanceof DocumentGoneError ? '; pass --flow <flow.json> to resume it with a flow config' : ''}`);
+    throw new CliError(`${(error as Error).message}${error instanceof DocumentGoneError ? '; pass --flow <flow.json> to resume it with a flow config' : ''}`, { cause: error });
   }
   if (config === undefined) throw new CliError(`run ${ref.sessionKey}/${ref.runId} has no recorded flow in ${store.location}: pass --flow <flow.json>`);
   const masked = maskedPointers(config);

@@ -111,7 +111,8 @@ export async function readRecipe(store: RecordedDocuments, ref: RunRef): Promise
     json = await store.loadDocument(ref, 'recipe');
   } catch (error) {
     const flags = error instanceof DocumentGoneError ? '; pass --flow <flow.json> or --flow-module <file>#<export> (and --modules <file...>) to build its flow without it' : '';
-    throw new CliError(`${(error as Error).message}${flags}`);
+    // The store's error stays the cause: a worker tells a lost connection (give the run back) by it.
+    throw new CliError(`${(error as Error).message}${flags}`, { cause: error });
   }
   return json === undefined ? undefined : parseRecipe(json, `of run ${ref.sessionKey}/${ref.runId} in ${store.location}`);
 }

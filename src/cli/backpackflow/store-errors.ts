@@ -11,7 +11,7 @@ export async function storeErrors<T>(work: () => Promise<T>): Promise<T> {
     return await work();
   } catch (error) {
     if (error instanceof InvalidIdError) throw new UsageError(error.message);
-    if (error instanceof StoreError) throw new CliError(error.message);
+    if (error instanceof StoreError) throw new CliError(error.message, { cause: error });
     throw error;
   }
 }

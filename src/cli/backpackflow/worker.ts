@@ -186,6 +186,18 @@ function causedBy(error: unknown, type: new (...args: never[]) => Error): boolea
 }
 
 /**
+ * 'completed' when the run of a job given up on is recorded completed, so that the job says so; undefined otherwise
+ * (or when its record cannot be read now: the job is then failed as given up).
+ */
+async function recordedEnd(store: PostgresRunStore, ref: RunRef): Promise<'completed' | undefined> {
+  try {
+    return (await store.currentRunMeta(ref, () => undefined)).status === 'completed' ? 'completed' : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Whether a run ended with `error` because the store lost its database connection (see `lostConnection`), not
  * because a node failed: an error a node reported as its own (its prep or post threw it, or its exec's last attempt
  * did, wrapped in a NodeExecutionError) is the node's failure whatever its code.
@@ -284,8 +296,9 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
       }
       idle.delete(index);
       if (job.gaveUp !== undefined) {
-        // Poisoned: every worker that held it died or stalled. Marked done as failed by the next claim.
-        finished = { job, outcome: job.gaveUp };
+        // Poisoned: every worker that held it died or stalled. Marked done as failed by the next claim, unless the run
+        // is recorded completed (its last worker died after the run's end, before its next claim marked the job done).
+        finished = { job, outcome: (await recordedEnd(store, job)) ?? job.gaveUp };
         continue;
       }
       const claimed = job;
