@@ -13,6 +13,7 @@
  */
 import { types } from 'node:util';
 import { BackpackError } from './errors.js';
+import { jsonPointer, MAX_JSON_NESTING } from './nesting.js';
 
 /** The key of the codec's tagged forms (`{ "$bp": tag, ... }`, see codec.ts): a plain object holding it is wrapped. */
 export const CODEC_TAG = '$bp';
@@ -167,13 +168,30 @@ const SUPPORTED = 'pack plain data: JSON types, undefined, Date, Map, Set, BigIn
 
 /**
  * Every object a {@link Walker} made or adopted (frozen all through, holding no Map, Set, Date or typed array), with
- * its approximate encoded size times two, plus one when it is plain JSON that the codec encodes as itself. Such an
+ * its record (see {@link storedRecord}): its approximate encoded size, its height (levels of nesting), and whether it
+ * is plain JSON that the codec encodes as itself. Such an
  * object can never change, so a value packed again with it inside (a list a node grew, an object with one key
  * changed) shares it instead of copying it again: packing costs what is new, and readers that compare stored values
  * (the durable runtime, from step to step) find what did not change by identity. The codec hands out a plain-JSON
  * one as its own encoding instead of building a copy.
  */
 const STORED = new WeakMap<object, number>();
+
+/** Heights a record holds: more than {@link MAX_JSON_NESTING}, which no stored value passes. */
+const HEIGHTS = 1024;
+
+/** The record of a stored object: its size in bytes, its height (1: it holds no object) and whether it is plain JSON. */
+function storedRecord(bytes: number, height: number, json: boolean): number {
+  return (bytes * HEIGHTS + height) * 2 + (json ? 1 : 0);
+}
+
+function recordBytes(record: number): number {
+  return Math.floor(record / (2 * HEIGHTS));
+}
+
+function recordHeight(record: number): number {
+  return Math.floor(record / 2) % HEIGHTS;
+}
 
 /**
  * Stored arrays packed over a stored array they start with: each maps to the number of that array (in
@@ -212,6 +230,11 @@ export function isStoredJson(value: object): boolean {
 
 class Walker {
   bytes = 0;
+  /**
+   * The deepest level (length of {@link path}) at which an object lies, of those walked since the object being
+   * walked began: what gives that object's height, and refuses a value that shares a stored one deeper than the limit.
+   */
+  deepest = 0;
   copyOnRead = false;
   /** Everything walked since this was last reset is plain JSON that encodes as itself. */
   json = true;
@@ -230,6 +253,17 @@ class Walker {
     for (const seg of this.path) where += typeof seg === 'number' ? `[${seg}]` : where === '' ? seg : `.${seg}`;
     const at = where === '' ? 'the value' : `the value at '${where}'`;
     throw new BackpackError(`Cannot pack key '${this.key}': ${at} ${problem}; ${SUPPORTED}`, { key: this.key });
+  }
+
+  /**
+   * The error for a value nested deeper than {@link MAX_JSON_NESTING} levels (the bound of every value that reaches
+   * the library: everything that walks a stored value, the redaction at each persistence boundary and the value
+   * codec among them, recurses), naming the key and a JSON pointer to where the limit is passed.
+   */
+  tooDeep(): never {
+    const path = this.path.map(String);
+    const at = path.length <= 12 ? jsonPointer(path) : `${jsonPointer(path.slice(0, 8))}/…(${path.length - 9} more)…${jsonPointer(path.slice(-1))}`;
+    throw new BackpackError(`Cannot pack key '${this.key}': the value at ${at} is nested more than ${MAX_JSON_NESTING} levels deep (the limit is ${MAX_JSON_NESTING} levels of arrays, objects, Maps and Sets)`, { key: this.key });
   }
 
   /**
@@ -271,13 +305,25 @@ class Walker {
 
   copyObject(v: object, before: unknown): unknown {
     const shared = STORED.get(v);
+    const depth = this.path.length;
     if (shared !== undefined) {
-      this.bytes += Math.floor(shared / 2);
+      // A stored value shared, not walked again: its height says how deep it goes from here.
+      const bottom = depth + recordHeight(shared) - 1;
+      if (bottom >= MAX_JSON_NESTING) return this.tooDeep();
+      if (bottom > this.deepest) this.deepest = bottom;
+      this.bytes += recordBytes(shared);
       if (shared % 2 === 0) this.json = false;
       return v;
     }
     if (this.ancestors.has(v)) return this.fail('refers to itself (circular reference)');
-    if (this.inPlace) return this.adoptObject(v);
+    if (depth >= MAX_JSON_NESTING) return this.tooDeep();
+    const deepestBefore = this.deepest;
+    this.deepest = depth;
+    if (this.inPlace) {
+      const adopted = this.adoptObject(v);
+      if (deepestBefore > this.deepest) this.deepest = deepestBefore;
+      return adopted;
+    }
     this.ancestors.add(v);
     const bytesBefore = this.bytes;
     const slotsBefore = this.copyOnRead;
@@ -313,7 +359,11 @@ class Walker {
         if (same === n) {
           const record = STORED.get(prior)!;
           // The record counts the brackets (2) and each element's size and separator, as the loop below does.
-          this.bytes += Math.floor(record / 2) - 2;
+          this.bytes += recordBytes(record) - 2;
+          // Its elements lie one level below this array, as deep as the stored array's own went below it.
+          const bottom = depth + recordHeight(record) - 1;
+          if (bottom >= MAX_JSON_NESTING) return this.tooDeep();
+          if (bottom > this.deepest) this.deepest = bottom;
           if (record % 2 === 0) this.json = false;
           kept = n;
         }
@@ -341,7 +391,8 @@ class Walker {
     this.ancestors.delete(v);
     // A copy holding a Map, Set, Date or typed array is not immutable all through: it is copied on every read, and
     // never shared.
-    if (!this.copyOnRead) STORED.set(out as object, (this.bytes - bytesBefore) * 2 + (this.json ? 1 : 0));
+    if (!this.copyOnRead) STORED.set(out as object, storedRecord(this.bytes - bytesBefore, this.deepest - depth + 1, this.json));
+    if (deepestBefore > this.deepest) this.deepest = deepestBefore;
     this.copyOnRead ||= slotsBefore;
     this.json &&= jsonBefore;
     return out;
@@ -464,7 +515,7 @@ class Walker {
     }
     this.ancestors.delete(v);
     Object.freeze(v);
-    if (root) STORED.set(v, this.bytes * 2 + (this.json ? 1 : 0));
+    if (root) STORED.set(v, storedRecord(this.bytes, this.deepest + 1, this.json));
     return v;
   }
 
