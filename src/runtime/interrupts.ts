@@ -5,6 +5,7 @@
  * answer again and the node goes on past it.
  */
 import { StreamEventType, isEventOf, type InterruptInfo, type StreamEvent } from '../events/index.js';
+import { nestingProblem } from '../serialization/index.js';
 import { checkAnswer, InterruptAnswerError, RedactedAnswer, schemaFromJson } from '../nodes/index.js';
 import { redactorFor, type RedactionOptions } from '../redact/index.js';
 import { encodeEvent } from '../store/event-encode.js';
@@ -45,6 +46,9 @@ export function pendingAnswers(events: Iterable<StreamEvent>): PendingAnswers {
  */
 export function checkRecordedAnswer(waitingFor: InterruptInfo, answer: unknown, redaction?: RedactionOptions): void {
   if (answer === undefined) throw new InterruptAnswerError(waitingFor, [{ path: '', message: 'an answer is required (got undefined)' }]);
+  // The bound of everything that reaches the library from outside (configs, inputs, packed values), at its pointer.
+  const deep = nestingProblem(answer);
+  if (deep !== undefined) throw new InterruptAnswerError(waitingFor, [deep], 'is nested too deeply');
   const unstorable = storeProblem(waitingFor, answer, redaction);
   if (unstorable !== undefined) throw new InterruptAnswerError(waitingFor, [{ path: '', message: unstorable }], "cannot be stored in the run's log");
   if (waitingFor.schema === undefined) return;
