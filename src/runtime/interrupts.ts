@@ -5,7 +5,7 @@
  * answer again and the node goes on past it.
  */
 import { StreamEventType, isEventOf, type InterruptInfo, type StreamEvent } from '../events/index.js';
-import { nestingProblem } from '../serialization/index.js';
+import { nestingProblem } from '../backpack/nesting.js';
 import { checkAnswer, InterruptAnswerError, RedactedAnswer, schemaFromJson } from '../nodes/index.js';
 import { redactorFor, type RedactionOptions } from '../redact/index.js';
 import { encodeEvent } from '../store/event-encode.js';

@@ -16,7 +16,6 @@ import { freshDatabase } from '../support/pg.js';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MODULES = join(root, 'test', 'pg', 'fixtures', 'nodes.mjs');
 const FLOW = join(root, 'test', 'pg', 'fixtures', 'chain.json');
-/* eslint-disable @typescript-eslint/no-explicit-any */
 const dist = (path: string): Promise<any> => import(join(root, 'dist', path));
 
 /** `store`, whose writers fail the first commit of a batch holding run.completed as a lost connection would. */

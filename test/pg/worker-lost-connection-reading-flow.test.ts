@@ -18,7 +18,6 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MODULES = join(root, 'test', 'pg', 'fixtures', 'nodes.mjs');
 const FLOW = join(root, 'test', 'pg', 'fixtures', 'chain.json');
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 const dist = (path: string): Promise<any> => import(join(root, 'dist', path));
 
 describe('a worker losing its connection while it reads the recorded flow', () => {
