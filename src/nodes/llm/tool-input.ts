@@ -2,12 +2,17 @@ import type { LanguageModel } from 'ai';
 import { MAX_JSON_NESTING, nestingProblem } from '../../backpack/nesting.js';
 import type { ToolCallRecord } from './tools.js';
 
+/** Levels of nesting the LLM nodes' own records add around a tool call's arguments or result when they pack them. */
+export const TOOL_RECORD_LEVELS = 16;
+
 /**
  * Deepest nesting of arrays and objects accepted in a tool call's arguments, as in a flow config or a run's input:
  * what the AI SDK, the Backpack, the value codec and redaction do with the arguments recurses, and a model can write
- * arguments nested deep enough to overflow the stack.
+ * arguments nested deep enough to overflow the stack. It leaves {@link TOOL_RECORD_LEVELS} under `MAX_JSON_NESTING`
+ * (the Backpack's bound) for the records the arguments are packed in.
  */
-export const MAX_TOOL_INPUT_NESTING = MAX_JSON_NESTING;
+export const MAX_TOOL_INPUT_NESTING = MAX_JSON_NESTING - TOOL_RECORD_LEVELS;
+
 
 type Model = Exclude<LanguageModel, string>;
 

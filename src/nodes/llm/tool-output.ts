@@ -1,10 +1,13 @@
 import { jsonPointer, MAX_JSON_NESTING, nestingProblem } from '../../backpack/nesting.js';
+import { TOOL_RECORD_LEVELS } from './tool-input.js';
 
 /**
  * Deepest nesting of arrays and objects accepted in a tool's result, as in its arguments
- * ({@link MAX_TOOL_INPUT_NESTING}): the Backpack, the value codec, redaction and the AI SDK all recurse over it.
+ * ({@link MAX_TOOL_INPUT_NESTING}): the Backpack, the value codec, redaction and the AI SDK all recurse over it. It
+ * leaves room under `MAX_JSON_NESTING`, the Backpack's bound, for the records a result is packed in (a list of
+ * results, each a record holding it, a conversation's messages).
  */
-export const MAX_TOOL_OUTPUT_NESTING = MAX_JSON_NESTING;
+export const MAX_TOOL_OUTPUT_NESTING = MAX_JSON_NESTING - TOOL_RECORD_LEVELS;
 
 /**
  * Why a tool's result is not JSON data the model, the Backpack and the event log can all take as it is, or undefined
