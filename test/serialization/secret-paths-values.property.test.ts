@@ -39,7 +39,9 @@ const params: fc.Arbitrary<Params> = fc.letrec<{ value: Params }>((tie) => ({
       secrets: all.flatMap(([, p]) => p.secrets),
     })),
     // Keys that are secrets themselves (a map of tokens), two of them at times, so that their redacted forms collide.
-    fc.uniqueArray(fc.tuple(secretLooking, tie('value')), { minLength: 1, maxLength: 2, selector: ([n]) => n }).map((all) => ({
+    // Not also secret-named (a random token can end in `…Pw` or `…Token`): a value under a secret-named key is masked
+    // whole by an export and blanked leaf by leaf in the record, which the name-based tests check.
+    fc.uniqueArray(fc.tuple(secretLooking.filter((n) => !isSecretParamName(n)), tie('value')), { minLength: 1, maxLength: 2, selector: ([n]) => n }).map((all) => ({
       value: Object.fromEntries(all.map(([n, p]) => [n, p.value])),
       secrets: all.flatMap(([n, p]) => [n, ...p.secrets]),
     })),
