@@ -98,6 +98,12 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
 
   /** Follows routes from the entry (or resume) node until one has none; returns the last action. */
   protected async _orchestrate(shared: S, scope: RunScope): Promise<string | undefined> {
+    // A resume after the flow's last step: its nodes are done, and the flow's own post runs on the recorded action.
+    const atEnd = scope.path.length === 0 ? runControls(scope)?.atEnd : undefined;
+    if (atEnd !== undefined && !atEnd.taken) {
+      atEnd.taken = true;
+      return atEnd.action;
+    }
     this.#executions++;
     let current = this.resumeNode(scope) ?? this.#entry;
     if (!current) {

@@ -37,6 +37,11 @@ export interface RunControls {
    * the engine only passes them along.
    */
   readonly answers?: ReadonlyMap<string, readonly unknown[]>;
+  /**
+   * A resume of a run whose last step ended its flow (its end was not recorded): the top-level flow runs no node, its
+   * orchestration returns `action` (the last node's, as recorded), and its own `post` runs on it. Taken once.
+   */
+  readonly atEnd?: { readonly action: string; taken: boolean };
 }
 
 const controls = new WeakMap<RunScope, RunControls>();

@@ -430,6 +430,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       failedAttempts: 0,
       interrupts: 0,
       ended: false,
+      parent,
     };
     return currentExecution.run(execution, () => BackpackNode.#lifecycle(this, execution));
   }
@@ -468,7 +469,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       // where it is). A RunInterrupted that no interrupt() of this run made is this node's failure, not a pause. An
       // error a node inside this one reported is reported again here (this node failed too) but marked, so that it
       // is counted once.
-      const error = unlessForged(thrown, runControls(execution.scope), `Node '${node.id}' (${node.namespace})`);
+      const error = unlessForged(thrown, runControls(execution.scope), `Node '${node.id}' (${node.namespace})`, execution);
       if (!(error instanceof FlowSignal) && !isRunAbort(error, scope.signal)) {
         const payload: Record<string, unknown> = { phase, error: describeError(error) };
         if (wasReported(error)) payload.propagated = true;
@@ -533,7 +534,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     // The pause; after an answer the node's own schema refused (a zod refine JSON Schema cannot say), the new pause
     // says so: the log keeps the refused answer, the refusal and its problems, then the run waits again. Made (and
     // `info` frozen) before the event, which holds the same payload: node code that catches the pause changes neither.
-    const pause = makePause(info, runControls(execution.scope), refused);
+    const pause = makePause(info, runControls(execution.scope), execution, refused);
     const event: Record<string, unknown> = { index, payload: info.payload };
     if (info.schema) event.schema = info.schema;
     if (refused) event.refused = refused;

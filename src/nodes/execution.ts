@@ -25,6 +25,13 @@ export interface NodeExecution {
    * into timers and promises the node left running; they find it ended, so nothing they do is taken as part of it.
    */
   ended: boolean;
+  /** The execution this one runs inside (a composite's, for a node of its internal flow), if any. */
+  readonly parent: NodeExecution | undefined;
+  /**
+   * The pause (a RunInterrupted that `interrupt()` made) this execution ended with, when it did: a pause stands for
+   * the run's question only as it goes up from the execution that asked through those it runs in, each ending with it.
+   */
+  paused?: unknown;
 }
 
 /** The execution the current async context belongs to. */

@@ -203,6 +203,12 @@ export interface FlowRunOptions {
   answers?: ReadonlyMap<string, readonly unknown[]>;
   /** This run is a fork of another run's step (reported by `run.started`; a fork is not a resume). */
   forkedFrom?: { runId: string; step: number };
+  /**
+   * Resumes a run whose last step ended the flow, with the action that step's node returned (the durable runtime
+   * passes it when a run's writer died before recording its end): no node runs, and the flow's own `post` gives the
+   * run's action. Not with `resume`.
+   */
+  resumeAtEnd?: { action: string };
 }
 
 /** Seals the internal flow node `nodeId` declared (see BackpackNode.buildInternalFlow): node code may not add to it. */
@@ -676,7 +682,9 @@ export class Flow extends BaseFlow<any> {
         answers?.clear();
       }
     };
-    const controls: RunControls = { resume: options.resume, answers, onStep: options.onStep ? (b) => (count(b), options.onStep!(b)) : count };
+    if (options.resumeAtEnd !== undefined && options.resume?.length) throw new FlowError(`Flow '${this.id}': resumeAtEnd resumes after the last step, so it takes no resume position`);
+    const atEnd = options.resumeAtEnd === undefined ? undefined : { action: options.resumeAtEnd.action, taken: false };
+    const controls: RunControls = { resume: options.resume, answers, atEnd, onStep: options.onStep ? (b) => (count(b), options.onStep!(b)) : count };
     const countingScope = makeScope(fields, controls);
     this.#streamer.emit({
       type: StreamEventType.RUN_START,
@@ -686,7 +694,7 @@ export class Flow extends BaseFlow<any> {
       payload: {
         flowNamespace: this.namespace,
         entryNodeId: this.entryNode?.id ?? null,
-        resumed: Boolean(options.resume?.length) && options.forkedFrom === undefined,
+        resumed: (Boolean(options.resume?.length) || atEnd !== undefined) && options.forkedFrom === undefined,
         ...(options.forkedFrom ? { forkedFrom: options.forkedFrom } : {}),
       },
     });

@@ -8,6 +8,7 @@ import { z, type ZodType } from 'zod';
 import { FlowError, FlowSignal } from '../flow/index.js';
 import type { InterruptInfo } from '../events/index.js';
 import { jsonPointer } from '../backpack/nesting.js';
+import type { NodeExecution } from './execution.js';
 
 /**
  * The run stopped to wait for a person's answer to `interrupt`. Only the instances `BackpackNode.interrupt` throws
@@ -59,17 +60,21 @@ export class RedactedAnswer {
   }
 }
 
-/** The pauses `BackpackNode.interrupt` made: what it captured (frozen) and the controls of the run it was made in. */
-const pauses = new WeakMap<RunInterrupted, { info: Readonly<InterruptInfo>; run: object | undefined }>();
+/**
+ * The pauses `BackpackNode.interrupt` made: what it captured (frozen), the controls of the run it was made in, and
+ * the execution it stands for now: the one that made it, then each enclosing execution that ended with it.
+ */
+const pauses = new WeakMap<RunInterrupted, { info: Readonly<InterruptInfo>; run: object | undefined; carrier: NodeExecution }>();
 
 /**
  * The pause `BackpackNode.interrupt` throws for `info` (its answer refused by the node's own schema when `refused` is
- * given) in the run whose controls are `run`. `info` is frozen, with everything in it. Not exported from the package.
+ * given) in `execution` of the run whose controls are `run`. `info` is frozen, with everything in it. Not exported
+ * from the package.
  */
-export function makePause(info: InterruptInfo, run: object | undefined, refused?: { path: string; message: string }[]): RunInterrupted {
+export function makePause(info: InterruptInfo, run: object | undefined, execution: NodeExecution, refused?: { path: string; message: string }[]): RunInterrupted {
   deepFreeze(info);
   const pause = refused ? new InterruptAnswerError(info, refused) : new RunInterrupted(info);
-  pauses.set(pause, { info, run });
+  pauses.set(pause, { info, run, carrier: execution });
   return pause;
 }
 
@@ -82,14 +87,35 @@ export function pauseInfo(error: unknown): Readonly<InterruptInfo> | undefined {
 }
 
 /**
- * `thrown`, or, when it is a RunInterrupted that no `interrupt` of run `run` (by its controls) made, the failure it
+ * `thrown`, or, when it is a RunInterrupted that does not pause run `run` (by its controls) here, the failure it
  * stands for: a FlowError naming `who` threw it, with it as cause. Not exported from the package.
+ *
+ * A pause pauses the run only as it goes up from the node execution that called `interrupt()`: it is thrown by that
+ * execution (`execution`, whose node's prep, exec or post ends with it), then by the execution it runs in (a
+ * composite's), and so on, and last by the top-level flow (`execution` undefined), each time by the execution the
+ * one that ended with it runs in. One made by node code, or in another run, or kept by a node that then returned
+ * (or failed otherwise) and thrown by another node or a flow's own prep or post, is a failure: the run would be
+ * recorded waiting on a question in the name of a node execution that is over.
  */
-export function unlessForged(thrown: unknown, run: object | undefined, who: string): unknown {
+export function unlessForged(thrown: unknown, run: object | undefined, who: string, execution?: NodeExecution): unknown {
   if (!(thrown instanceof RunInterrupted)) return thrown;
   const pause = pauses.get(thrown);
-  if (pause !== undefined && pause.run === run) return thrown;
-  return new FlowError(`${who} threw a RunInterrupted that no interrupt() of this run made: a run pauses only where a node calls this.interrupt(), so this is a failure`, { cause: thrown });
+  if (pause === undefined || pause.run !== run) {
+    return new FlowError(`${who} threw a RunInterrupted that no interrupt() of this run made: a run pauses only where a node calls this.interrupt(), so this is a failure`, { cause: thrown });
+  }
+  const { carrier, info } = pause;
+  if (carrier !== execution && !(carrier.parent === execution && carrier.paused === thrown)) {
+    return new FlowError(
+      `${who} threw the pause that node '${info.nodeId}' (${info.namespace}) made with its interrupt ${info.index}, but that execution of the node did not end with it ` +
+        '(it caught it, then returned or failed otherwise): a run pauses only as the node execution that called this.interrupt() ends with its pause, so this is a failure',
+      { cause: thrown },
+    );
+  }
+  if (execution !== undefined) {
+    pause.carrier = execution;
+    execution.paused = thrown;
+  }
+  return thrown;
 }
 
 /** Freezes `value` and every object in it (a JSON value: no cycles), without recursion (its depth is the caller's). */

@@ -136,6 +136,12 @@ const AUTH_KEY = 2;
 const VALUE_KEY = 3;
 const NAMING_FIELDS = [...VALUE_FIELDS.values()];
 const VALUE_FIELD_KINDS = new Map([...VALUE_FIELDS.keys()].map((field, i) => [field, VALUE_KEY + i]));
+/** Per naming field of {@link VALUE_FIELDS}, the value fields it may name. */
+const NAMED_FIELDS: ReadonlyMap<string, readonly string[]> = (() => {
+  const out = new Map<string, string[]>();
+  for (const [value, names] of VALUE_FIELDS) for (const name of names) out.set(name, [...(out.get(name) ?? []), value]);
+  return out;
+})();
 /** Deeper than this, a value is refused rather than written unchecked. */
 const MAX_DEPTH = 5000;
 
@@ -911,6 +917,36 @@ export class Redactor {
       if (this.keyTexts.size < 10_000) this.keyTexts.set(key, out);
     }
     return out;
+  }
+
+  /**
+   * Whether the redaction of entry `key` of `record` (a plain object, not under a secret-named key) depends on more
+   * than the key and the entry's value, so that a patch holding only that entry is not redacted as the whole record
+   * is: `record` is a JSON Schema (walked by the schema's rules; `$schema` itself also decides it), `key` is `auth`
+   * (text under it is blanked, a patch's `{ r: text }` is not), a value field a sibling names a secret
+   * (`{ name: 'DB_PASSWORD', value }`), or a naming field with a value field beside it (renaming it changes how that
+   * value is redacted). A step's delta replaces such a record whole instead (see StateTracker). Constant time.
+   */
+  redactedWithSiblings(record: Record<string, unknown>, key: string): boolean {
+    if (key === '$schema') return true;
+    const schema = record['$schema'];
+    if (typeof schema === 'string' && JSON_SCHEMA_DIALECT.test(schema)) return true;
+    const kind = this.keyKind(key);
+    if (kind === AUTH_KEY) return true;
+    if (kind >= VALUE_KEY) return this.namedBySibling(record, kind);
+    const named = NAMED_FIELDS.get(key);
+    if (named === undefined) return false;
+    for (const field of named) if (Object.hasOwn(record, field)) return true;
+    return false;
+  }
+
+  /**
+   * Whether element `index` of `list` is redacted by the element before it (the value of a secret-named option,
+   * `['--password', '…']`), or the element after it by it: a patch that appends from `index`, or lists deleted keys,
+   * holds one without the other.
+   */
+  followsSecretOption(list: readonly unknown[], index: number): boolean {
+    return index > 0 && index < list.length && isSecretOptionValue(list[index - 1], list[index], this.isSecretName);
   }
 
   /** {@link storedKey}. */

@@ -1,5 +1,5 @@
 import type { Backpack } from '../backpack/index.js';
-import { StreamEventType, newRunId, newSpanId, type EventPayloadMap, type InterruptInfo, type StreamEvent } from '../events/index.js';
+import { StreamEventType, isEventOf, newRunId, type EventPayloadMap, type InterruptInfo, type StreamEvent } from '../events/index.js';
 import { mapConcurrent, type StepBoundary } from '../flow/index.js';
 import { InterruptAnswerError, type Flow } from '../nodes/index.js';
 import { pauseInfo } from '../nodes/interrupt.js';
@@ -17,7 +17,7 @@ import {
   type RunWriter,
 } from '../store/index.js';
 import { locateStore, type RunLocation } from './location.js';
-import { loadRunPoint, type CheckpointPayload, type RunPoint } from './run-point.js';
+import { loadRunPoint, type CheckpointPayload } from './run-point.js';
 import { checkRecordedAnswer, pendingAnswers } from './interrupts.js';
 import { StateTracker } from './state-tracker.js';
 import { foldModelDeltas, type ModelDeltaOptions } from './model-deltas.js';
@@ -158,8 +158,10 @@ export interface ResumeRunOptions extends RunLocation, ModelDeltaOptions {
 /**
  * Continues a run that stopped (a crash, a failure, an abort), in this process or another: restores the Backpack
  * of its last recorded step into `flow` (built the same way as the original) and goes on from the recorded position,
- * nested flows included. A run whose last recorded step ended its flow, but whose end was not recorded (its writer
- * died in between), gets its end recorded, and no node runs. Refuses a run that completed.
+ * nested flows included. A run whose log ends with the step that ended its flow (its writer died before the run's
+ * end) is finished: no node runs, the flow's own `post` runs on that step's action, and the run's end (or the post's
+ * failure) is recorded. Refuses a run that completed, and one whose log records an end after its last step (a run
+ * that failed in its flow's post is not made completed).
  */
 export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<RunResult> {
   const { store, sessionKey } = locateStore(options);
@@ -181,7 +183,26 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
       throw new LockError(`run ${sessionKey}/${options.runId} is being written by another process (it is ending): see where it stands with 'runs show ${options.runId}' once it is done`, { path: store.describeLog(ref) });
     }
     if (options.resume !== undefined) throw new StoreError(await notWaitingMessage(store, ref, meta, new Map()));
-    return recordEnd(flow, target, point);
+    // Only a run whose writer died after its last step's boundary and before its end: its log ends with that step
+    // (what followed it, the flow's own post and the run's end, is not in the log). One that ended there (its flow's
+    // post failed, or the run's end is recorded) is not continued.
+    const ended = endAfterLastStep(await readLog(store, ref, point.line));
+    if (ended !== undefined) {
+      throw new StoreError(
+        `run ${sessionKey}/${options.runId} ${ended} after its last step (${point.step}), which ended its flow: no step is left to run, and a resume does not ` +
+          `turn that end into another; fork it to run again from a step (CLI: runs fork ${options.runId} --at <step>)`,
+      );
+    }
+    if (point.action === undefined) {
+      throw new StoreError(
+        `run ${sessionKey}/${options.runId} is incomplete but has no step left to run: its last recorded step (${point.step}) ended the flow without recording ` +
+          `the action it ended with (a log written before steps recorded it), so its end cannot be recorded; fork it to run again from a step`,
+      );
+    }
+    // What the killed writer had left to do: the flow's own post, on the state and the action of its last step (no
+    // node runs), then the run's end with the action the flow returns, or its failure.
+    flow.backpack.importState(point.state);
+    return execute(flow, target, { step: point.step, position: [], fresh: false, atEnd: point.action });
   }
   // What happened since the last recorded step: the pause, and the answers already given.
   const { answers, waitingFor } = pendingAnswers(await readLog(store, ref, point.line));
@@ -385,6 +406,11 @@ interface StartPoint {
   answers?: ReadonlyMap<string, readonly unknown[]>;
   /** The answer this resume gives, recorded before the node runs again. */
   answered?: AnsweredInterrupt;
+  /**
+   * A resume of a run whose last step ended its flow: the action that step recorded (no node runs; the flow's own
+   * post runs on it, see FlowRunOptions.resumeAtEnd).
+   */
+  atEnd?: string;
 }
 
 /** Payload of an `interrupt.answered` event. */
@@ -417,40 +443,6 @@ async function takeWriter(target: ExecuteTarget, fresh: boolean): Promise<RunWri
     );
   }
   return writer;
-}
-
-/**
- * Records the end of a run whose every step is recorded but whose end is not (its writer died between its last step
- * and `run.completed`, or its log lost its last line): a segment of its own, `run.started` then `run.completed` with
- * the action its last step recorded, as one batch. No node runs.
- */
-async function recordEnd(flow: Flow, target: ExecuteTarget, point: RunPoint): Promise<RunResult> {
-  const { store, sessionKey, runId } = target;
-  const { action } = point;
-  if (action === undefined) {
-    throw new StoreError(
-      `run ${sessionKey}/${runId} is incomplete but has no step left to run: its last recorded step (${point.step}) ended the flow without recording ` +
-        `the action it ended with (a log written before steps recorded it), so its end cannot be recorded; fork it to run again from a step`,
-    );
-  }
-  const started = performance.now();
-  const writer = await takeWriter(target, false);
-  const streamer = flow.eventStreamer;
-  const events: StreamEvent[] = [];
-  const unsubscribe = streamer.on('*', (event) => {
-    if (event.runId === runId) events.push(event);
-  });
-  try {
-    streamer.setNextSeq(runId, (writer.lastSeq ?? 0) + 1);
-    const base = { runId, spanId: newSpanId(), namespace: flow.namespace || undefined };
-    streamer.emit({ ...base, type: StreamEventType.RUN_START, payload: { flowNamespace: flow.namespace, entryNodeId: flow.entryNode?.id ?? null, resumed: true } });
-    streamer.emit({ ...base, type: StreamEventType.RUN_END, payload: { durationMs: performance.now() - started, steps: 0, action } });
-    await writer.commit(events);
-  } finally {
-    unsubscribe();
-    await writer.close();
-  }
-  return { runId, sessionKey, dataDir: store.location, status: 'completed', action, steps: point.step };
 }
 
 /** Wires a flow run to the stores: events in, checkpoints at step boundaries, projection, and the writer lock. */
@@ -676,7 +668,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   let action: string | undefined;
   try {
     const onStart = start.fresh || start.answered ? recordStart : undefined;
-    action = await flow.run(undefined, { runId, signal: target.signal, onStart, onStep, resume: start.position.length ? [...start.position] : undefined, answers: start.answers, forkedFrom: start.forkedFrom });
+    action = await flow.run(undefined, { runId, signal: target.signal, onStart, onStep, resume: start.position.length ? [...start.position] : undefined, resumeAtEnd: start.atEnd === undefined ? undefined : { action: start.atEnd }, answers: start.answers, forkedFrom: start.forkedFrom });
     await persist();
     await keyframesWritten();
     return { runId, sessionKey, dataDir: store.location, status: 'completed', action: action ?? 'default', steps: step };
@@ -702,6 +694,19 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     unsubscribe();
     await writer.close();
   }
+}
+
+/**
+ * How the events after a run's last checkpoint (`events`, that checkpoint first) say the run ended, for a message
+ * ('failed (…)', 'completed', 'waited'), or undefined when they hold no run end: its writer died before it.
+ */
+function endAfterLastStep(events: readonly StreamEvent[]): string | undefined {
+  for (const event of events) {
+    if (isEventOf(event, StreamEventType.RUN_ERROR)) return `${event.payload.aborted === true ? 'was stopped' : 'failed'} (${event.payload.error?.message ?? 'no message recorded'})`;
+    if (event.type === StreamEventType.RUN_END) return 'completed';
+    if (event.type === StreamEventType.RUN_WAITING) return 'was recorded waiting';
+  }
+  return undefined;
 }
 
 /** An error's message (its name when it has none), or the thrown value as text. */

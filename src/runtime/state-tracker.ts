@@ -10,7 +10,7 @@ import {
   type StoredState,
 } from '../backpack/index.js';
 import { deepEqualInOrder } from '../backpack/values.js';
-import { looksLikeStoredKey, redactorFor } from '../redact/index.js';
+import { looksLikeStoredKey, redactorFor, type Redactor } from '../redact/index.js';
 import { applyJsonDelta, diffStored, type JsonDelta } from './json-delta.js';
 
 /** What changed in a Backpack's state between two step boundaries. Values travel as structural JSON deltas. */
@@ -70,12 +70,13 @@ export class StateTracker {
    */
   /**
    * `backpack`: the Backpack followed. `names`: the redactor of the store the deltas go to (the default one when not
-   * given), whose {@link Redactor.storedKey} tells under which name a key is stored (see {@link StateTracker.next}).
+   * given), whose {@link Redactor.storedKey} tells under which name a key is stored, and whose other rules tell which
+   * patches it would not redact as it redacts the values they patch (see {@link StateTracker.next}).
    */
   constructor(
     private readonly backpack: Backpack,
     fromEmpty = false,
-    private readonly names: { storedKey(key: string): string } = redactorFor(),
+    private readonly names: Pick<Redactor, 'storedKey' | 'isSecretKey' | 'redactedWithSiblings' | 'followsSecretOption'> = redactorFor(),
   ) {
     // Lists a node grows are then compared by what was appended (see diffStored).
     backpack.recordGrowth();
@@ -87,11 +88,19 @@ export class StateTracker {
   /**
    * The delta since the last boundary, or undefined when nothing changed; moves the boundary to now.
    *
-   * The store redacts the delta before writing it, and a key that holds a secret is stored under another name (see
-   * Redactor.storedKey): a keyframe and a delta store it alike, but a key listed as a value (`removed`,
-   * `unquarantined`, a patch's `d`) would be redacted as text. So those lists name such a key by its stored name, and
-   * an object patch that changes or deletes such a key, or a key that has a stored name's form, is a replacement of
-   * the whole object instead (redacted as a keyframe redacts it). The cost follows the keys the delta names.
+   * The store redacts the delta before writing it, and a patch must come out of redaction as the value it patches
+   * does, so that the recorded state at every step is the live state as redacted, wherever the keyframes fall:
+   * - A key that holds a secret is stored under another name (see Redactor.storedKey): a keyframe and a delta store it
+   *   alike, but a key listed as a value (`removed`, `unquarantined`, a patch's `d`) would be redacted as text. So
+   *   those lists name such a key by its stored name, and an object patch that changes or deletes such a key, or a
+   *   key that has a stored name's form, is a replacement of the whole object instead.
+   * - Under a secret-named key (the item's, or an object's on the way down) every string is blanked, the keys a
+   *   patch's `d` lists included: an object patch there that deletes keys replaces the object.
+   * - An entry redacted by its siblings (Redactor.redactedWithSiblings: a value field a sibling names a secret, text
+   *   under `auth`, a JSON Schema) or by the element before it (Redactor.followsSecretOption: an option's value
+   *   appended after its option) replaces its object or array.
+   * The replacements are of the object (or array) that holds what changed, not of the item; the cost follows the
+   * keys the delta names.
    */
   next(): StateDelta | undefined {
     // Normally only the keys committed since the last boundary are compared; if history was pruned past it, all.
@@ -117,18 +126,30 @@ export class StateTracker {
   }
 
   /**
-   * `delta` (to `next`, a value as the Backpack stores it) with each object patch that names a {@link #renamed} key
-   * made a replacement of that object (see {@link next}); `delta` itself when there is none.
+   * `delta` (to `next`, a value as the Backpack stores it) with each patch that the store would not redact as it
+   * redacts `next` made a replacement of the object or array it patches (see {@link next}); `delta` itself when there
+   * is none. `secret`: `next` sits under a secret-named key (everything in it is blanked).
    */
-  #storable(delta: JsonDelta, next: unknown): JsonDelta {
+  #storable(delta: JsonDelta, next: unknown, secret: boolean): JsonDelta {
+    if ('a' in delta) {
+      const list = next as readonly unknown[];
+      return !secret && this.names.followsSecretOption(list, list.length - delta.a.length) ? { r: encodeValue(list) } : delta;
+    }
     if (!('o' in delta)) return delta;
     const record = next as Record<string, unknown>;
-    for (const key of delta.d ?? []) if (this.#renamed(key)) return { r: encodeValue(record) };
+    if (delta.d !== undefined) {
+      // Under a secret-named key the names of the deleted keys would be blanked too.
+      if (secret) return { r: encodeValue(record) };
+      for (let i = 0; i < delta.d.length; i++) {
+        const key = delta.d[i]!;
+        if (this.#renamed(key) || this.names.redactedWithSiblings(record, key) || this.names.followsSecretOption(delta.d, i)) return { r: encodeValue(record) };
+      }
+    }
     let patched: Record<string, JsonDelta> | undefined;
     for (const key in delta.o) {
-      if (this.#renamed(key)) return { r: encodeValue(record) };
+      if (this.#renamed(key) || (!secret && this.names.redactedWithSiblings(record, key))) return { r: encodeValue(record) };
       const inner = delta.o[key]!;
-      const fitted = this.#storable(inner, record[key]);
+      const fitted = this.#storable(inner, record[key], secret || this.names.isSecretKey(key));
       if (fitted !== inner) setOwn((patched ??= { ...delta.o }), key, fitted);
     }
     return patched ? { ...delta, o: patched } : delta;
@@ -187,7 +208,7 @@ export class StateTracker {
         previous = undefined;
       }
       const patch = previous ? diffStored(previous.value, item.value) : undefined;
-      const value = previous ? patch && this.#storable(patch, item.value) : { r: encodeValue(item.value) };
+      const value = previous ? patch && this.#storable(patch, item.value, this.names.isSecretKey(key)) : { r: encodeValue(item.value) };
       if (value || !previous || !sameMeta(previous, item)) {
         setOwn((delta.set ??= {}), key, {
           metadata: item.metadata,

@@ -47,51 +47,74 @@ describe('secret-looking object keys in recorded states', () => {
     for (const name of one) expect(name.includes('ghp_') || name.includes('A1b2C3') || name.includes('Z1b2C3')).toBe(false);
   }, 15_000);
 
-  const POOL = [t1, t2, t3, 'plain', 'other', `k_${t1}`, '[REDACTED]'];
-  type Op = { kind: 'set'; key: string; value: number; nested: boolean } | { kind: 'delete'; key: string; nested: boolean } | { kind: 'replace' };
+  const POOL = [t1, t2, t3, 'plain', 'other', 'keep', `k_${t1}`, '[REDACTED]', 'auth', 'name', 'value', '$schema'];
+  /** Where an op acts in the item's value: at its top, in a plain object, under a secret-named key, or deeper under one. */
+  const PLACES = [[], ['by'], ['credentials'], ['by', 'apiKeys']] as const;
+  /** Values whose redaction depends on where they are (a secret name in `name`, a Basic credential under `auth`, a schema dialect). */
+  const VALUES = [0, 7, 'alpha', 'DB_PASSWORD', 'dXNlcjpwYXNzd29yZA==', 'https://json-schema.org/draft/2020-12/schema', '--password', 'hunter2-plain'];
+  type Place = (typeof PLACES)[number];
+  type Op =
+    | { kind: 'set'; key: string; value: unknown; at: Place }
+    | { kind: 'delete'; key: string; at: Place }
+    | { kind: 'append'; value: unknown }
+    | { kind: 'replace' };
   const op: fc.Arbitrary<Op> = fc.oneof(
-    fc.record({ kind: fc.constant('set' as const), key: fc.constantFrom(...POOL), value: fc.integer({ min: 0, max: 99 }), nested: fc.boolean() }),
-    fc.record({ kind: fc.constant('delete' as const), key: fc.constantFrom(...POOL), nested: fc.boolean() }),
-    fc.constant({ kind: 'replace' as const }),
+    { arbitrary: fc.record({ kind: fc.constant('set' as const), key: fc.constantFrom(...POOL), value: fc.constantFrom(...VALUES), at: fc.constantFrom(...PLACES) }), weight: 3 },
+    // Deletes of keys the value holds (a replace puts some there) are what a patch lists as text.
+    { arbitrary: fc.record({ kind: fc.constant('delete' as const), key: fc.constantFrom(...POOL), at: fc.constantFrom(...PLACES) }), weight: 3 },
+    { arbitrary: fc.record({ kind: fc.constant('append' as const), value: fc.constantFrom(...VALUES) }), weight: 1 },
+    { arbitrary: fc.constant({ kind: 'replace' as const }), weight: 2 },
   );
+  /** `value` with `edit` applied to a copy of the object at `path` (copies made on the way down, as a node would). */
+  const edited = (value: Record<string, unknown>, path: readonly string[], edit: (target: Record<string, unknown>) => void): Record<string, unknown> => {
+    const copy = { ...value };
+    if (path.length === 0) edit(copy);
+    else {
+      const inner = copy[path[0]!];
+      copy[path[0]!] = edited(inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {}, path.slice(1), edit);
+    }
+    return copy;
+  };
 
-  it('property: the recorded state at every step equals the live state as redacted, for any keys including secret-looking ones', async () => {
+  it('property: the recorded state at every step equals the live state as redacted, for any keys including secret-looking ones, under secret-named keys, and with deletes between keyframes', async () => {
     let n = 0;
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.array(op, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 8 }), fc.constantFrom(1, 2, 100), async (script, keyframeInterval) => {
-        const runId = `p${n++}`;
-        const live: unknown[] = [];
-        class Stepper extends BackpackNode {
-          override post(b: BackpackHandle): string {
-            const i = (b.peek('__i') as number | undefined) ?? 0;
-            let usage = { ...((b.peek('usage') as Record<string, unknown> | undefined) ?? {}) };
-            for (const o of script[i]!) {
-              if (o.kind === 'replace') usage = { [t2]: i, plain: i };
-              else {
-                const nested = { ...((usage['by'] as Record<string, number> | undefined) ?? {}) };
-                const target: Record<string, unknown> = o.nested ? nested : usage;
-                if (o.kind === 'set') target[o.key] = o.value;
-                else delete target[o.key];
-                if (o.nested) usage['by'] = nested;
+      fc.asyncProperty(
+        fc.array(fc.array(op, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 8 }),
+        fc.constantFrom(1, 3, 100, 100),
+        // The item's own key: a plain one, or a secret-named one (everything under it blanked).
+        fc.constantFrom('usage', 'accessTokens'),
+        async (script, keyframeInterval, item) => {
+          const runId = `p${n++}`;
+          const live: unknown[] = [];
+          class Stepper extends BackpackNode {
+            override post(b: BackpackHandle): string {
+              const i = (b.peek('__i') as number | undefined) ?? 0;
+              let usage = { ...((b.peek(item) as Record<string, unknown> | undefined) ?? {}) };
+              for (const o of script[i]!) {
+                if (o.kind === 'replace') usage = { [t2]: i, plain: i, credentials: { keep: 'x', [t1]: i, other: 'y' }, by: { apiKeys: { keep: 'x', plain: i }, name: 'DB_PASSWORD', value: 'v' } };
+                else if (o.kind === 'append') usage = { ...usage, args: [...((usage['args'] as unknown[] | undefined) ?? []), o.value] };
+                else if (o.kind === 'set') usage = edited(usage, o.at, (target) => void (target[o.key] = o.value));
+                else usage = edited(usage, o.at, (target) => void delete target[o.key]);
               }
+              b.pack(item, usage);
+              b.pack('__i', i + 1);
+              live[i + 1] = redact({ [item]: encodeValue(usage) }).value[item];
+              return i + 1 < script.length ? 'again' : 'done';
             }
-            b.pack('usage', usage);
-            b.pack('__i', i + 1);
-            live[i + 1] = redact(encodeValue(usage)).value;
-            return i + 1 < script.length ? 'again' : 'done';
           }
-        }
-        const flow = new Flow({ namespace: 'm' });
-        const node = flow.addNode(Stepper, { id: 'stepper' });
-        node.on('again', node);
-        await runFlow(flow, { dataDir: dir, runId, durability: 'never', keyframeInterval });
-        for (let step = 1; step <= script.length; step++) {
-          const point = await loadRunPoint({ dataDir: dir, runId, step });
-          expect(point.warnings).toEqual([]);
-          expect(point.state.items['usage']!.value, `step ${step}`).toStrictEqual(live[step]);
-        }
-      }),
-      { numRuns: 25 },
+          const flow = new Flow({ namespace: 'm' });
+          const node = flow.addNode(Stepper, { id: 'stepper' });
+          node.on('again', node);
+          await runFlow(flow, { dataDir: dir, runId, durability: 'never', keyframeInterval });
+          for (let step = 1; step <= script.length; step++) {
+            const point = await loadRunPoint({ dataDir: dir, runId, step });
+            expect(point.warnings).toEqual([]);
+            expect(point.state.items[item]!.value, `step ${step}`).toStrictEqual(live[step]);
+          }
+        },
+      ),
+      { numRuns: 50 },
     );
-  }, 120_000);
+  }, 180_000);
 });
