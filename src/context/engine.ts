@@ -31,7 +31,7 @@ import {
   type SynthesisChild,
   type SynthesisPolicy,
 } from './synthesis.js';
-import { MIN_TREE_RECORD_BYTES, type NodeRecord, type Tree } from './tree.js';
+import { MIN_TREE_RECORD_BYTES, racyInstant, storedRacyInstant, type NodeRecord, type Tree } from './tree.js';
 import { validateStore, type ValidationReport } from './validate.js';
 import { candidatesOf, checkMaxFrames, comparatorFor, filterCandidates, type ContextView } from './view.js';
 import { startWatch, type ContextWatcher, type WatchEvent, type WatchOptions } from './watch.js';
@@ -240,6 +240,9 @@ export class ContextEngine {
    */
   async scan(options: { force?: boolean; paths?: readonly string[] } = {}): Promise<ScanReport> {
     const started = Date.now();
+    // Entries this scan checks, and finds unchanged or reads, are trusted by later scans only when last changed before
+    // this instant: one changed after this scan stat'ed or read it has an mtime at or after it (see racyInstant).
+    const nextRacyFromMs = racyInstant(started);
     // Each record takes at least MIN_TREE_RECORD_BYTES of the tree file, so a smaller file cannot reach the default
     // threshold, and whether a core is idle (a few /proc reads) need not be asked.
     const treeBytes = this.store.treeFileBytes();
@@ -259,11 +262,11 @@ export class ContextEngine {
       const cached = this.store.readTreeIfCached();
       const indexed = cached === undefined ? this.store.readStatView() : undefined;
       const read = cached ?? (indexed === undefined ? this.store.readTree() : undefined);
-      const stored = indexed !== undefined ? { ...indexed, stats: indexed.view, rootId: indexed.view.rootId, size: indexed.view.size } : read?.tree === undefined ? undefined : { ...read, stats: treeStats(read.tree), rootId: read.tree.rootId, size: read.tree.size };
+      const stored = indexed !== undefined ? { ...indexed, stats: indexed.view, basis: indexed.view.basis, rootId: indexed.view.rootId, size: indexed.view.size } : read?.tree === undefined ? undefined : { ...read, stats: treeStats(read.tree), basis: read.tree.basis, rootId: read.tree.rootId, size: read.tree.size };
       // A damaged tree journal: the locked scan below rebuilds the tree (a constant check, no work added here).
       if (stored !== undefined && stored.damage === undefined) {
         const helper = stored.size >= threshold ? this.statPool : undefined;
-        const stale = await quickCheck({ root: this.workspaceRoot, tree: stored.stats, rulesKey: rules.key, racyFromMs: stored.writtenMs, helper });
+        const stale = await quickCheck({ root: this.workspaceRoot, tree: stored.stats, rulesKey: rules.key, racyFromMs: storedRacyInstant(stored.basis, stored.writtenMs), helper });
         if (stale !== undefined && stale.length === 0) return { root: stored.rootId, nodes: stored.size, hashed: 0, changed: false, changedPaths: [], warnings: [] };
         checked = { key: stored.key, stale };
       }
@@ -289,7 +292,8 @@ export class ContextEngine {
         backend: this.backend,
         previous: previous?.tree,
         force: options.force || damage !== undefined,
-        racyFromMs: previous?.writtenMs,
+        racyFromMs: previous?.tree === undefined ? undefined : storedRacyInstant(previous.tree.basis, previous.writtenMs),
+        nextRacyFromMs,
         only: options.paths?.map((p) => this.workspacePath(p)),
         helper: parallel ? this.statPool : undefined,
         quick: checked !== undefined && checked.key === previous?.key ? { stale: checked.stale } : undefined,
@@ -299,11 +303,11 @@ export class ContextEngine {
       if (damage !== undefined) this.store.writeTree(result.tree);
       else if (result.delta !== undefined) this.store.updateTree(result.tree, result.delta);
       else if (result.changed) this.store.writeTree(result.tree);
-      // Racily clean entries were read again and found unchanged: recorded, so the next scan trusts their stat, but
-      // only when they were last changed well before this scan began reading (RACY_REFRESH_MARGIN_MS): a change
-      // made after this scan read an entry then has a later mtime than the one it recorded, so it cannot go unseen.
-      // An mtime in the future (another machine's clock, an archive) stays racy, and nothing is written for it.
-      else if (result.racyMtimeMs !== undefined && result.racyMtimeMs < started - RACY_REFRESH_MARGIN_MS) this.store.refreshTree(result.tree);
+      // Racily clean entries were read again and found unchanged: this scan's racy instant is recorded, so the next
+      // scan trusts their stat, but only when they were last changed before that instant: a change made after this
+      // scan read an entry then has a later mtime than the one it recorded, so it cannot go unseen. An mtime in the
+      // future (another machine's clock, an archive) stays racy, and nothing is written for it.
+      else if (result.racyMtimeMs !== undefined && result.nextRacyFromMs !== undefined && result.racyMtimeMs < result.nextRacyFromMs) this.store.refreshTree(result.tree.withRacyInstant(result.nextRacyFromMs));
       return {
         root: result.tree.rootId,
         nodes: result.tree.size,
@@ -871,12 +875,6 @@ function diffTrees(before: Tree | undefined, after: Tree): string[] {
   return changed.sort(compareCodePoints);
 }
 
-/**
- * How long before a scan began an entry re-read as racily clean must have last changed for the scan to record it
- * (see ContextEngine.scan): more than any filesystem's timestamp granularity (ext4's coarse clock lags by a kernel
- * tick, FAT rounds to 2 s), so that a later change can never carry the same mtime.
- */
-const RACY_REFRESH_MARGIN_MS = 2_000;
 
 /** Trees with at least this many nodes are stat'ed on two threads while a core is idle (see ContextEngineOptions). */
 const DEFAULT_PARALLEL_STAT_THRESHOLD = 20_000;

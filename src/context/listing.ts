@@ -3,7 +3,7 @@ import { ContextError } from './errors.js';
 import { compareCodePoints } from './hash.js';
 import type { IgnoreRules } from './ignore-rules.js';
 import { baseName, displayPath, joinPath } from './paths.js';
-import type { NodeRecord, Tree } from './tree.js';
+import { racyKey, settledMtime, type NodeRecord, type Tree } from './tree.js';
 
 /** The stat of a directory that the listing cache keys on. */
 export interface DirStat {
@@ -27,8 +27,8 @@ export interface Listing {
   reused: number;
   /**
    * The newest mtime of the directories read again only because their unchanged stat fell in the racy window (see
-   * ListingCache.racyFromMs), or -Infinity: until a newer write of the tree moves that window past them, every scan
-   * reads them again.
+   * ListingCache.racyFromMs), or -Infinity: until a write of the tree with a later racy instant moves that window past
+   * them, every scan reads them again.
    */
   racyMtimeMs: number;
   /** A re-read directory gained or lost a `.gitignore`, so cached listings below it may no longer hold. */
@@ -40,8 +40,12 @@ export interface Listing {
 /** The previous scan, whose records the listing reports and whose directory listings it may reuse. */
 export interface ListingCache {
   readonly tree: Tree;
-  /** Directories modified at or after this instant are re-read: they may have changed again in the same tick. */
+  /**
+   * The previous tree's racy instant and its `coarseRacyInstant`: a directory whose mtime `settledMtime` does not
+   * put before them is re-read, as it may have changed again in the same tick.
+   */
   readonly racyFromMs: number;
+  readonly coarseFromMs: number;
   /** Reuse the listings of unchanged directories (git's "untracked cache"); false re-reads every directory. */
   readonly reuse: boolean;
 }
@@ -95,7 +99,7 @@ export function listWorkspace(root: string, subtree: string, rules: IgnoreRules,
     const dirStat = { mtimeMs: stat.mtimeMs, ino: stat.ino };
     into.dirs.set(dir, dirStat);
     const unchanged = usable !== undefined && previous !== undefined && previous.kind === 'dir' && previous.mtimeMs === stat.mtimeMs && previous.ino === stat.ino && fsDir === dir;
-    if (unchanged && stat.mtimeMs >= usable.racyFromMs) into.racyMtimeMs = Math.max(into.racyMtimeMs, stat.mtimeMs);
+    if (unchanged && !settledMtime(stat.mtimeMs, usable.racyFromMs, usable.coarseFromMs)) into.racyMtimeMs = Math.max(into.racyMtimeMs, racyKey(stat.mtimeMs));
     else if (unchanged) {
       const records = usable.tree.childRecords(previous);
       const fsPaths = childFsPaths(root, previous, records);

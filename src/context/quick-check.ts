@@ -1,7 +1,7 @@
 import { KIND_CODE } from './hash.js';
 import { ABORT, BUSY, NEXT, STAT_FIELDS, statOne, type SharedStatJob } from './stat-pool.js';
 import type { RecordBody } from './record-body.js';
-import type { NodeRecord, ScanBasis, Tree } from './tree.js';
+import { coarseRacyInstant, settledMtime, type NodeRecord, type ScanBasis, type Tree } from './tree.js';
 
 /** What the quick check knows of a stored record: its path, kind and cached stat. */
 export type CachedRecord = Pick<NodeRecord, 'path' | 'kind' | 'size' | 'mtimeMs' | 'ino'>;
@@ -68,6 +68,7 @@ const NON_ASCII = /[^ -~]/;
  */
 export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | undefined> {
   const { root, tree, racyFromMs } = input;
+  const coarseFromMs = coarseRacyInstant(racyFromMs);
   const basis: ScanBasis | undefined = tree?.basis;
   if (tree === undefined || basis === undefined || !basis.reusable || basis.rules !== input.rulesKey) return undefined;
   const { stored, overlay } = tree;
@@ -90,7 +91,7 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
   const chunk = Math.max(1, Math.min(CHUNK, Math.ceil(count / 16)));
   const chunks = Math.ceil(count / chunk);
   if (input.helper === undefined || chunks < 2) {
-    if (!statRange(stored, 0, count, shadowed, root, pathOf, racyFromMs, stale)) return undefined;
+    if (!statRange(stored, 0, count, shadowed, root, pathOf, racyFromMs, coarseFromMs, stale)) return undefined;
   } else {
     const job = sharedJob(stored, root, chunk);
     // Not awaited: the chunks it finished are flagged in job.done (one it failed on is not, and is statted below).
@@ -98,7 +99,7 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
     const mine = new Uint8Array(chunks);
     for (let c = Atomics.add(job.control, NEXT, 1); c < chunks; c = Atomics.add(job.control, NEXT, 1)) {
       mine[c] = 1;
-      if (!statRange(stored, c * chunk, Math.min(count, (c + 1) * chunk), shadowed, root, pathOf, racyFromMs, stale)) {
+      if (!statRange(stored, c * chunk, Math.min(count, (c + 1) * chunk), shadowed, root, pathOf, racyFromMs, coarseFromMs, stale)) {
         Atomics.store(job.control, ABORT, 1);
         return undefined;
       }
@@ -114,13 +115,13 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
       if (mine[c] === 1) continue;
       if (Atomics.load(job.done, c) === 0) {
         // Claimed by the helper, which failed on it.
-        if (!statRange(stored, c * chunk, Math.min(count, (c + 1) * chunk), shadowed, root, pathOf, racyFromMs, stale)) return undefined;
+        if (!statRange(stored, c * chunk, Math.min(count, (c + 1) * chunk), shadowed, root, pathOf, racyFromMs, coarseFromMs, stale)) return undefined;
         continue;
       }
       for (let i = c * chunk, end = Math.min(count, (c + 1) * chunk); i < end; i++) {
         if (shadowed.size > 0 && shadowed.has(i)) continue;
         const j = i * STAT_FIELDS;
-        if (unchanged(stored, i, job.stats, j, cached, racyFromMs)) continue;
+        if (unchanged(stored, i, job.stats, j, cached, racyFromMs, coarseFromMs)) continue;
         const leaf = staleLeaf(cachedAt(stored, i), job.stats, j, stored.kindCodeAt(i) === 2);
         if (leaf === undefined) return undefined;
         stale.push({ at: i, leaf });
@@ -134,7 +135,7 @@ export async function quickCheck(input: QuickCheckInput): Promise<StaleLeaf[] | 
     if (NON_ASCII.test(record.path)) return undefined;
     statOne(record.path === '' ? root : `${root}/${record.path}`, stat, 0);
     const isDir = record.kind === 'dir';
-    const same = stat[0] === STAT_KIND[KIND_CODE[record.kind]] && (isDir || stat[1] === record.size) && stat[2] === record.mtimeMs && stat[3] === record.ino && record.mtimeMs < racyFromMs;
+    const same = stat[0] === STAT_KIND[KIND_CODE[record.kind]] && (isDir || stat[1] === record.size) && stat[2] === record.mtimeMs && stat[3] === record.ino && settledMtime(record.mtimeMs, racyFromMs, coarseFromMs);
     if (same) continue;
     const verdict = staleLeaf(record, stat, 0, isDir);
     if (verdict === undefined) return undefined;
@@ -157,6 +158,7 @@ function statRange(
   root: string,
   pathOf: (start: number, length: number) => Buffer,
   racyFromMs: number,
+  coarseFromMs: number,
   stale: { at: number; leaf: StaleLeaf }[],
 ): boolean {
   const { starts } = stored.raw;
@@ -167,7 +169,7 @@ function statRange(
     if (anyShadowed && shadowed.has(i)) continue;
     const start = starts[i]! + 5;
     statOne(i === 0 ? root : pathOf(start, stored.pathEnd(i) - start), stat, 0);
-    if (unchanged(stored, i, stat, 0, cached, racyFromMs)) continue;
+    if (unchanged(stored, i, stat, 0, cached, racyFromMs, coarseFromMs)) continue;
     const leaf = staleLeaf(cachedAt(stored, i), stat, 0, stored.kindCodeAt(i) === 2);
     if (leaf === undefined) return false;
     stale.push({ at: i, leaf });
@@ -233,11 +235,11 @@ function pathBytes(prefix: string, body: Buffer): (start: number, length: number
 }
 
 /** Whether the stat at `j` of `stats` matches record `i`'s cached stat, which is older than the racy window. */
-function unchanged(stored: RecordBody, i: number, stats: Float64Array, j: number, cached: Float64Array, racyFromMs: number): boolean {
+function unchanged(stored: RecordBody, i: number, stats: Float64Array, j: number, cached: Float64Array, racyFromMs: number, coarseFromMs: number): boolean {
   const code = stored.kindCodeAt(i);
   stored.statAt(i, cached, 0);
   // A directory's stored size is its number of children, not its stat's size.
-  return stats[j] === STAT_KIND[code] && (code === 2 || stats[j + 1] === cached[0]) && stats[j + 2] === cached[1] && stats[j + 3] === cached[2] && cached[1]! < racyFromMs;
+  return stats[j] === STAT_KIND[code] && (code === 2 || stats[j + 1] === cached[0]) && stats[j + 2] === cached[1] && stats[j + 3] === cached[2] && settledMtime(cached[1]!, racyFromMs, coarseFromMs);
 }
 
 /**

@@ -8,7 +8,7 @@ import { emptyListing, listWorkspace, type DirStat, type Listing } from './listi
 import { joinPath } from './paths.js';
 import { quickCheck, treeStats, type QuickCheckInput, type StaleLeaf } from './quick-check.js';
 import { STAT_FAILED, STAT_FIELDS, statOne, statSerial } from './stat-pool.js';
-import { Tree, leafNodeId, type LeafRecord, type NodeRecord, type ScanBasis } from './tree.js';
+import { Tree, coarseRacyInstant, leafNodeId, racyKey, settledMtime, type LeafRecord, type NodeRecord, type ScanBasis } from './tree.js';
 
 /** Files above this size are hashed in chunks rather than read whole. */
 const STREAM_THRESHOLD = 16 * 1024 * 1024;
@@ -24,10 +24,17 @@ export interface ScanInput {
   /** Re-read every file, ignoring the stat cache. */
   readonly force?: boolean;
   /**
-   * Cache entries whose mtime is at or after this instant (the previous tree's write time) are re-read: the file
-   * may have changed again within the same timestamp tick (git's "racy" entries).
+   * Cache entries whose mtime is at or after this instant (the previous tree's racy instant, see
+   * `ScanBasis.racyFromMs`) are re-read: the file may have changed after that scan read it, within the same timestamp
+   * tick (git's "racy" entries).
    */
   readonly racyFromMs?: number;
+  /**
+   * The racy instant of the tree this scan builds: `racyInstant` of the time it began, before it stat'ed anything.
+   * A scan of only some directories (`only`) checked only those, so its tree keeps the earlier of this and
+   * `racyFromMs`. Absent: none is recorded (a rescan that is not written, as validate's).
+   */
+  readonly nextRacyFromMs?: number;
   /** Only re-walk these directories (workspace paths); everything else is taken from `previous`. */
   readonly only?: readonly string[];
   /** A helper thread for large scans: it stats a share of the files (NUL-joined paths) while this thread stats the rest. */
@@ -49,12 +56,18 @@ export interface ScanResult {
   readonly hashed: number;
   /**
    * When the tree is unchanged but entries whose stat matched `previous` were read again only because they fell in
-   * its racy window (`racyFromMs`: changed in the tick the tree was written), the newest of their mtimes; else
-   * undefined. The window stays where it is until the tree is written again, so every later scan would read them
-   * again: the caller records the scan when that mtime is well before the scan began (see `ContextEngine.scan` and
-   * `MerkleStore.refreshTree`), as git rewrites its index after refreshing racily clean entries.
+   * its racy window (`racyFromMs`: changed after the scan that recorded them began), the highest of their `racyKey`s
+   * (their mtimes, a whole-second one 2 s later); else undefined. The window stays where it is until the tree is written again, so every later scan would read them
+   * again: the caller records this scan's racy instant (`nextRacyFromMs`) when that key is below it (see
+   * `ContextEngine.scan` and `MerkleStore.refreshTree`), as git rewrites its index after refreshing racily clean
+   * entries.
    */
   readonly racyMtimeMs?: number;
+  /**
+   * The racy instant of the tree this scan checked (see `ScanInput.nextRacyFromMs`: a partial scan's is no later
+   * than the previous tree's); undefined when none was given.
+   */
+  readonly nextRacyFromMs?: number;
   /**
    * For a scan that updated the previous tree, the records it added or replaced and the paths it removed (what
    * the store journals instead of rewriting the tree); undefined when the tree was built whole.
@@ -73,17 +86,20 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const root = resolve(input.workspaceRoot);
   const previous = input.force ? undefined : input.previous;
   const racyFrom = input.racyFromMs ?? Number.POSITIVE_INFINITY;
+  const coarseFrom = coarseRacyInstant(racyFrom);
   const subtrees = input.only === undefined || input.previous === undefined ? [''] : prune(input.only, root, input.rules);
   const partial = subtrees[0] !== '' && input.previous !== undefined;
+  const next = input.nextRacyFromMs === undefined ? undefined : partial ? Math.min(input.nextRacyFromMs, racyFrom) : input.nextRacyFromMs;
+  const racy = next === undefined ? {} : { nextRacyFromMs: next };
   if (previous !== undefined && !partial) {
     const stale = input.quick !== undefined ? input.quick.stale : await quickCheck({ root, tree: treeStats(previous), rulesKey: input.rules.key, racyFromMs: racyFrom, helper: input.helper });
-    const result = stale === undefined ? undefined : rehashStale(previous, stale, root, input.backend);
+    const result = stale === undefined ? undefined : rehashStale(previous, stale, root, input.backend, input.nextRacyFromMs);
     if (result !== undefined) return result;
   }
 
   const list = (reuse: boolean): Listing => {
     const listing = emptyListing();
-    const cache = previous === undefined ? undefined : { tree: previous, racyFromMs: racyFrom, reuse };
+    const cache = previous === undefined ? undefined : { tree: previous, racyFromMs: racyFrom, coarseFromMs: coarseFrom, reuse };
     for (const subtree of subtrees) listWorkspace(root, subtree, input.rules, cache, listing);
     return listing;
   };
@@ -118,12 +134,12 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
     const ino = stats[j + 3];
     const cached = known[i];
     if (cached !== undefined && cached.kind === kind && cached.size === size && cached.mtimeMs === mtimeMs && cached.ino === ino) {
-      if (cached.mtimeMs < racyFrom) {
+      if (settledMtime(cached.mtimeMs, racyFrom, coarseFrom)) {
         present++;
         found?.push(cached);
         continue;
       }
-      racyMtimeMs = Math.max(racyMtimeMs, mtimeMs);
+      racyMtimeMs = Math.max(racyMtimeMs, racyKey(mtimeMs));
     }
     const read = readLeaf(fsPaths[i], { kind, size, mtimeMs, ino }, input.backend, path);
     hashed++;
@@ -146,14 +162,15 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
   const { dirs } = listing;
   const isGitignoreFile = (path: string): boolean =>
     gitignoreFiles.has(path) || (partial && !subtrees.some((s) => isUnder(path, s)) && input.previous!.get(path)?.kind === 'file');
-  const basis = scanBasis(input.rules, isGitignoreFile, listing.reused > 0 || partial ? input.previous : undefined);
+  const listed = scanBasis(input.rules, isGitignoreFile, listing.reused > 0 || partial ? input.previous : undefined);
+  const basis: ScanBasis = next === undefined ? listed : { ...listed, racyFromMs: next };
   const { warnings } = listing;
-  if (previous === undefined) return { tree: Tree.build(found!, dirs, input.backend, basis), changed: true, hashed, warnings };
+  if (previous === undefined) return { tree: Tree.build(found!, dirs, input.backend, basis), changed: true, hashed, warnings, ...racy };
   const removed = partial ? removedUnder(previous, subtrees, paths, stats, dirs) : removedAll(previous, paths, stats, present - added, dirs);
   const update = previous.update({ leaves: changedLeaves, removed, dirs, basis }, input.backend);
   racyMtimeMs = Math.max(racyMtimeMs, listing.racyMtimeMs);
-  if (update.tree === previous) return { tree: previous, changed: false, hashed, warnings, ...(racyMtimeMs > Number.NEGATIVE_INFINITY ? { racyMtimeMs } : {}) };
-  return { tree: update.tree, changed: true, hashed, delta: { upserts: update.upserts, removed }, warnings };
+  if (update.tree === previous) return { tree: previous, changed: false, hashed, warnings, ...racy, ...(racyMtimeMs > Number.NEGATIVE_INFINITY ? { racyMtimeMs } : {}) };
+  return { tree: update.tree, changed: true, hashed, delta: { upserts: update.upserts, removed }, warnings, ...racy };
 }
 
 /**
@@ -163,7 +180,7 @@ export async function scanWorkspace(input: ScanInput): Promise<ScanResult> {
  * match the tree), or is no longer what the check found (the check ran without the lock, so the entry may have been
  * replaced since: by a FIFO, a symlink, another file): the full listing must run.
  */
-function rehashStale(previous: Tree, stale: readonly StaleLeaf[], root: string, backend: HashBackend): ScanResult | undefined {
+function rehashStale(previous: Tree, stale: readonly StaleLeaf[], root: string, backend: HashBackend, nextRacyFromMs: number | undefined): ScanResult | undefined {
   const leaves: LeafRecord[] = [];
   for (const { record: cached, kind, size, mtimeMs, ino } of stale) {
     const old = previous.get(cached.path);
@@ -173,10 +190,13 @@ function rehashStale(previous: Tree, stale: readonly StaleLeaf[], root: string, 
     const record = leafRecord(old.path, read, backend);
     if (!sameLeaf(old, record)) leaves.push(record);
   }
-  const update = previous.update({ leaves, removed: [], dirs: new Map(), basis: previous.basis! }, backend);
+  // The quick check stat'ed every entry: the new tree's racy instant is this scan's.
+  const basis = nextRacyFromMs === undefined ? previous.basis! : { ...previous.basis!, racyFromMs: nextRacyFromMs };
+  const racy = nextRacyFromMs === undefined ? {} : { nextRacyFromMs };
+  const update = previous.update({ leaves, removed: [], dirs: new Map(), basis }, backend);
   // Nothing changed, yet files were stale: their stat matched, but in the racy window.
-  if (update.tree === previous) return { tree: previous, changed: false, hashed: stale.length, warnings: [], ...(stale.length > 0 ? { racyMtimeMs: stale.reduce((newest, leaf) => Math.max(newest, leaf.mtimeMs), Number.NEGATIVE_INFINITY) } : {}) };
-  return { tree: update.tree, changed: true, hashed: stale.length, delta: { upserts: update.upserts, removed: [] }, warnings: [] };
+  if (update.tree === previous) return { tree: previous, changed: false, hashed: stale.length, warnings: [], ...racy, ...(stale.length > 0 ? { racyMtimeMs: stale.reduce((newest, leaf) => Math.max(newest, racyKey(leaf.mtimeMs)), Number.NEGATIVE_INFINITY) } : {}) };
+  return { tree: update.tree, changed: true, hashed: stale.length, delta: { upserts: update.upserts, removed: [] }, warnings: [], ...racy };
 }
 
 /** Paths of `previous` that a full scan did not find. `kept` leaves of the listing were leaves before. */
@@ -285,7 +305,7 @@ function gitignoreChanged(listing: Listing, stats: Float64Array, racyFrom: numbe
       cached.size !== stats[j + 1] ||
       cached.mtimeMs !== stats[j + 2] ||
       cached.ino !== stats[j + 3] ||
-      cached.mtimeMs >= racyFrom
+      !settledMtime(cached.mtimeMs, racyFrom, coarseRacyInstant(racyFrom))
     );
   });
 }

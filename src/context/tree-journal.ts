@@ -1,6 +1,6 @@
 import type { HashBackend } from './hash.js';
 import type { JournalCodec } from './journal.js';
-import { Tree, type NodeKind, type NodeRecord, type ScanBasis } from './tree.js';
+import { Tree, checkBasis, type NodeKind, type NodeRecord, type ScanBasis } from './tree.js';
 
 /**
  * One entry of `.merkle/tree.journal` (see `journal.ts`): what a rescan changed, so that a scan that changes a
@@ -56,7 +56,7 @@ function parseEntry(input: unknown): TreeJournalEntry | undefined {
     if (!ok) return undefined;
     upserts.push(raw as NodeRecord);
   }
-  const basis = value.basis as Partial<ScanBasis> | null | undefined;
-  if (basis !== null && (typeof basis?.rules !== 'string' || typeof basis.reusable !== 'boolean')) return undefined;
-  return { upserts, removed: value.removed as string[], basis: basis as ScanBasis | null };
+  const basis = value.basis === null ? null : checkBasis(value.basis);
+  if (basis === undefined) return undefined;
+  return { upserts, removed: value.removed as string[], basis };
 }

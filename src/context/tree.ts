@@ -39,7 +39,66 @@ export type LeafRecord = Omit<NodeRecord, 'children'>;
 export interface ScanBasis {
   readonly rules: string;
   readonly reusable: boolean;
+  /**
+   * The racy instant of the tree (see {@link racyInstant}): entries whose stat is unchanged are read again by the
+   * next scan unless {@link settledMtime} says their mtime is before it. The start of the scan that last checked
+   * every entry; absent from trees written before it was recorded (their write time serves instead).
+   */
+  readonly racyFromMs?: number;
 }
+
+/**
+ * The racy instant of a tree that a scan begun at `startedMs` (this machine's clock) writes: that time less
+ * {@link RACY_CLOCK_SLACK_MS}. A file changed after the scan stat'ed or read it (a change the scan cannot have seen)
+ * has an mtime at or after it on a file system whose timestamp tick is finer than that slack (ext4, XFS, Btrfs,
+ * APFS, NTFS, exFAT), and at or after it rounded down to {@link RACY_TICK_MS} on one with 1 s or 2 s ticks (FAT, HFS+,
+ * ext3): see {@link settledMtime}.
+ */
+export function racyInstant(startedMs: number): number {
+  return startedMs - RACY_CLOCK_SLACK_MS;
+}
+
+/** The racy instant `racyFromMs` rounded down to {@link RACY_TICK_MS}: what a whole-second mtime is compared with. */
+export function coarseRacyInstant(racyFromMs: number): number {
+  return Math.floor(racyFromMs / RACY_TICK_MS) * RACY_TICK_MS;
+}
+
+/**
+ * Whether an entry whose stat is unchanged since a scan of racy instant `racyFromMs` (`coarseFromMs`: its
+ * {@link coarseRacyInstant}) is trusted without being read: its mtime is before the coarse instant, or before the
+ * racy instant itself and not a whole second (a file system with 1 s or 2 s timestamps truncates an mtime to a whole
+ * second, so a change made after the scan began may carry a time up to 2 s before it; a fraction of a second shows
+ * a finer tick). An entry last changed long ago costs one comparison.
+ */
+export function settledMtime(mtimeMs: number, racyFromMs: number, coarseFromMs: number): boolean {
+  return mtimeMs < coarseFromMs || (mtimeMs < racyFromMs && mtimeMs % 1000 !== 0);
+}
+
+/**
+ * A racy instant after which an entry of mtime `mtimeMs` is trusted (see {@link settledMtime}): the mtime itself, or
+ * for a whole-second mtime that time plus {@link RACY_TICK_MS}. A scan records its racy instant after re-reading racy
+ * entries it found unchanged when it is above each of theirs.
+ */
+export function racyKey(mtimeMs: number): number {
+  return mtimeMs % 1000 !== 0 ? mtimeMs : mtimeMs + RACY_TICK_MS;
+}
+
+/**
+ * The racy instant of a stored tree (see {@link ScanBasis.racyFromMs}): the one its basis records, else (a tree
+ * written before it was recorded) the time the tree was last written, `writtenMs`, as git uses its index's mtime.
+ */
+export function storedRacyInstant<W extends number | undefined>(basis: ScanBasis | undefined, writtenMs: W): number | W {
+  return basis?.racyFromMs ?? writtenMs;
+}
+
+/** The coarsest timestamp tick {@link settledMtime} allows for: FAT's. */
+export const RACY_TICK_MS = 2_000;
+/**
+ * How far an mtime may fall before the instant of the change it stamps: Linux stamps mtimes with a clock that lags by
+ * up to a kernel tick (10 ms at most), truncated to the file system's tick (exFAT's is 10 ms); a network file system
+ * stamps them with the server's clock, which must then be no further behind.
+ */
+export const RACY_CLOCK_SLACK_MS = 100;
 
 /** What a rescan found different from the tree it started from (see {@link Tree.update}). */
 export interface TreeChange {
@@ -140,6 +199,7 @@ export class Tree {
         markDirty(dir);
       } else if (old.kind === 'dir' && (old.mtimeMs !== stat.mtimeMs || old.ino !== stat.ino)) restat.push(dir);
     }
+    // The racy instant alone is no change: a tree left as it was keeps its own (the scan that last checked every entry).
     const basisChanged = this.basis?.rules !== change.basis.rules || this.basis?.reusable !== change.basis.reusable;
     if (dirty.size === 0 && restat.length === 0 && !basisChanged) return { tree: this, upserts: [], removed: [] };
 
@@ -359,6 +419,13 @@ export class Tree {
     return new Tree(nodes, basis, leafCount);
   }
 
+  /** This tree with the racy instant `racyFromMs` (see {@link ScanBasis.racyFromMs}); the records are shared. */
+  withRacyInstant(racyFromMs: number): Tree {
+    const tree = new Tree(this.nodes, { rules: this.basis?.rules ?? '', reusable: this.basis?.reusable ?? false, racyFromMs }, this.leafCount);
+    tree.leafPathsCache = this.leafPathsCache;
+    return tree;
+  }
+
   /** Every record, in no particular order. */
   records(): IterableIterator<NodeRecord> {
     return this.nodes.values();
@@ -438,16 +505,23 @@ export function leafNodeId(kind: NodeKind, path: string, contentHash: string, ba
   return new Encoder(kind === 'symlink' ? 'merkle.node.symlink.v1' : 'merkle.node.file.v1').str(path).id(contentHash).hash(backend);
 }
 
-/** The stored basis: null (none recorded) or `{ rules, reusable }`; undefined when malformed. */
+/** The stored basis: null (none recorded) or `{ rules, reusable, racyFromMs? }`; undefined when malformed. */
 export function parseBasis(text: string): ScanBasis | null | undefined {
   try {
     const value: unknown = JSON.parse(text);
-    if (value === null) return null;
-    const basis = value as Partial<ScanBasis>;
-    return typeof basis.rules === 'string' && typeof basis.reusable === 'boolean' ? { rules: basis.rules, reusable: basis.reusable } : undefined;
+    return value === null ? null : checkBasis(value);
   } catch {
     return undefined;
   }
+}
+
+/** `value` as a {@link ScanBasis} (its own fields only), or undefined when it is not one. */
+export function checkBasis(value: unknown): ScanBasis | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const { rules, reusable, racyFromMs } = value as Partial<ScanBasis>;
+  if (typeof rules !== 'string' || typeof reusable !== 'boolean') return undefined;
+  if (racyFromMs === undefined) return { rules, reusable };
+  return typeof racyFromMs === 'number' && Number.isFinite(racyFromMs) ? { rules, reusable, racyFromMs } : undefined;
 }
 
 function corruptTree(where: string, why: string): never {

@@ -7,7 +7,7 @@ import type { DirStat } from './listing.js';
 import { scanWorkspace } from './scan.js';
 import { own, referencedFrames, type StoreState } from './state.js';
 import type { MerkleStore } from './store.js';
-import { Tree, leafNodeId } from './tree.js';
+import { Tree, leafNodeId, storedRacyInstant } from './tree.js';
 
 /** Result of `validate`: `ok` is false when any error was found. Warnings do not fail validation. */
 export interface ValidationReport {
@@ -53,7 +53,7 @@ export async function validateStore(input: ValidateInput): Promise<ValidationRep
     checkTreeIds(tree, input.backend, errors);
     let rescan: Awaited<ReturnType<typeof scanWorkspace>> | undefined;
     try {
-      rescan = await scanWorkspace({ workspaceRoot: input.workspaceRoot, rules: input.rules, backend: input.backend, previous: tree, racyFromMs: stored?.writtenMs });
+      rescan = await scanWorkspace({ workspaceRoot: input.workspaceRoot, rules: input.rules, backend: input.backend, previous: tree, racyFromMs: storedRacyInstant(tree.basis, stored?.writtenMs) });
     } catch (error) {
       errors.push((error as Error).message);
     }

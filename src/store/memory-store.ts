@@ -1,6 +1,6 @@
-import { existsSync, promises as fsp, statSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, promises as fsp, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { readTextIfExists, readTextIfExistsSync, removeDeadTemps, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
+import { openFileForReading, readTextIfExists, readTextIfExistsSync, removeDeadTemps, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import { openSealed, sealJson } from '../hash/sealed.js';
 import { InvalidIdError, LockError, MemoryStoreError, describeIssues } from './errors.js';
@@ -121,6 +121,13 @@ interface ReadItem {
   gen: number;
 }
 
+/**
+ * The head of keyword.json that {@link MemoryStore} reads to tell one version from another: the seal's checksum and
+ * the start of the data, where the generation comes first (an index written before that has none there).
+ */
+const INDEX_HEAD_BYTES = 128;
+const GEN_AT_HEAD = /^\{"checksum":"[0-9a-f]{64}","data":\{"gen":(\d+)[,}]/;
+
 /** Where the checksum's hex starts in a sealed file as written, and how much of it the index keeps. */
 const SEAL_START = '{"checksum":"';
 const SUM_AT = SEAL_START.length;
@@ -152,8 +159,9 @@ export function tokensOf(item: MemoryItem): string[] {
  * Items are redacted (content, keywords, metadata) before they are written.
  * Every write or delete runs under the memory lock (`index/keyword.lock`, waiting up to `lockTimeoutMs` for
  * another process to finish), and first reloads the index if another process rewrote keyword.json since this
- * store read it (compared by inode, size and mtime); searches reload it too. So several processes can share one
- * memory without losing each other's writes.
+ * store read it (compared by the generation at the head of the file, with its inode, size and mtime), or if an
+ * operation of another process was cut (`pending.json` is there: that process died, and this store took over its
+ * lock); searches reload it too. So several processes can share one memory without losing each other's writes.
  *
  * Damage is never answered in silence. Item files and keyword.json are sealed with their BLAKE3 checksum
  * (`{"checksum": ..., "data": ...}`, see hash/sealed.ts), and an item must hold the id its file is named after. An item
@@ -191,7 +199,7 @@ export class MemoryStore implements Memory {
   private readonly fsync: boolean;
   private readonly lockTimeoutMs: number;
   private index: KeywordIndex | undefined;
-  /** Identity of the keyword.json the in-memory index matches (inode, size, mtime). */
+  /** Identity of the keyword.json the in-memory index matches (see stampOf). */
   private indexStamp: string | undefined;
   private loading: Promise<KeywordIndex> | undefined;
   private queue: Promise<unknown> = Promise.resolve();
@@ -216,21 +224,49 @@ export class MemoryStore implements Memory {
     this.redactor = redactorFor(options.redaction);
   }
 
+  /**
+   * What tells one keyword.json from another: the generation that wrote it (read from the head of the file, where
+   * {@link endChange} puts it; each write under the lock takes a new one) with its inode, size and mtime, all of one
+   * open file. The stat alone could match a different file: a file system reuses an inode number, and two rewrites in
+   * one clock tick of an index of one size have the same mtime and size. Undefined when there is no keyword.json.
+   */
   private stampOf(path: string): string | undefined {
+    let fd: number;
     try {
-      const stat = statSync(path);
-      return `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+      fd = openFileForReading(path);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw error;
     }
+    try {
+      const stat = fstatSync(fd);
+      const head = Buffer.allocUnsafe(INDEX_HEAD_BYTES);
+      const n = readSync(fd, head, 0, INDEX_HEAD_BYTES, 0);
+      const gen = GEN_AT_HEAD.exec(head.toString('latin1', 0, n))?.[1] ?? '-';
+      return `${stat.ino}:${stat.size}:${stat.mtimeMs}:${gen}`;
+    } finally {
+      closeSync(fd);
+    }
   }
 
-  /** The index, reloaded when keyword.json changed since it was read (another process wrote). */
-  private currentIndex(locked: boolean): Promise<KeywordIndex> {
-    if (this.index !== undefined && this.stampOf(this.paths.keywordIndex) === this.indexStamp) return Promise.resolve(this.index);
-    this.loading ??= this.readOrRebuildIndex(locked).finally(() => (this.loading = undefined));
-    return this.loading;
+  /**
+   * The index, reloaded when keyword.json changed since it was read (another process wrote). With `locked` (the
+   * memory lock is this store's), also when `index/pending.json` is there: an operation of another process was cut
+   * (it died holding the lock, which this store then took over) after changing items, maybe before it rewrote
+   * keyword.json, so the index in memory may not know what is on disk; the load re-indexes the ids it records.
+   */
+  private async currentIndex(locked: boolean): Promise<KeywordIndex> {
+    for (;;) {
+      if (this.index !== undefined && this.stampOf(this.paths.keywordIndex) === this.indexStamp && !(locked && existsSync(this.pendingPath))) return this.index;
+      if (this.loading === undefined) {
+        this.loading = this.readOrRebuildIndex(locked).finally(() => (this.loading = undefined));
+        return this.loading;
+      }
+      // A load of this store under way (a search's) serves a search; a write checks again after it, since that load
+      // may have begun before the cut operation's changes, or could not take the lock to persist its repair.
+      const index = await this.loading;
+      if (!locked) return index;
+    }
   }
 
   private async listItemFiles(): Promise<string[]> {
@@ -458,9 +494,16 @@ export class MemoryStore implements Memory {
     return join(this.paths.indexDir, 'pending.json');
   }
 
-  /** Records the ids an operation is about to change, so that a crash before the index is rewritten is repaired. */
+  /**
+   * Records the ids an operation is about to change, so that a crash before the index is rewritten is repaired. A
+   * record already there (an operation cut by a crash and not repaired yet: a load that could not take the lock to
+   * persist its repair) is never dropped: its ids are kept with these, and a damaged one (which makes the next load
+   * rebuild the index from every item) is left as it is.
+   */
   private async beginChange(ids: string[]): Promise<void> {
-    await writeJsonAtomic(this.pendingPath, { ids }, { fsync: this.fsync });
+    const left = await this.readPending();
+    if (left === 'corrupt') return;
+    await writeJsonAtomic(this.pendingPath, { ids: left === undefined ? ids : [...new Set([...left, ...ids])] }, { fsync: this.fsync });
   }
 
   /** Writes an item sealed, with the generation `gen`; resolves to its checksum as the index records it. */
@@ -483,7 +526,8 @@ export class MemoryStore implements Memory {
     const backend = await sharedHashBackend();
     // items/ as this operation leaves it (every item file written or removed by now): what loads compare it with.
     const items = itemsFingerprint(this.paths.itemsDir, await this.listItemFiles(), backend);
-    const file: MemoryIndexFile = { ...index.toJSON(), gen, sums: Object.fromEntries(this.sums), items };
+    // The generation first: stampOf reads it from the head of the file.
+    const file: MemoryIndexFile = { gen, ...index.toJSON(), sums: Object.fromEntries(this.sums), items };
     await writeFileAtomic(this.paths.keywordIndex, sealJson(JSON.stringify(file), backend), { fsync: this.fsync, syncDirectory: this.fsync });
     this.indexStamp = this.stampOf(this.paths.keywordIndex);
     await writeJsonAtomic(this.witnessPath, { gen }, { fsync: this.fsync });

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { vi } from 'vitest';
 import { ContextEngine, type ContextEngineOptions } from '../../src/context/index.js';
 import { delay } from '../../src/flow/index.js';
 import { runMerkleInProcess } from '../cli/in-process.js';
@@ -29,7 +30,7 @@ export function writeTree(root: string, files: Record<string, string>): void {
 /**
  * Sets the mtime of `root` and of everything under it (but `.merkle/`, which it creates first, so that the first
  * scan's lock does not touch the root again) to `secondsAgo` seconds before now. A workspace written moments before
- * its scan has entries in the tree's racy window (changed in the tick the tree was written), which scans read again
+ * its scan has entries in the racy window of that scan (changed after it began: see racyInstant), which scans read again
  * (see ScanResult.racy); tests of the stat cache start from a settled workspace instead.
  */
 export function settle(root: string, secondsAgo = 60): void {
@@ -54,6 +55,28 @@ export function settle(root: string, secondsAgo = 60): void {
  */
 export function afterTick(): Promise<void> {
   return delay(15);
+}
+
+/**
+ * Runs `fn` with `Date` (only: timers run as usual) stopped at `ms`: a scan in it began then, so the racy instant
+ * it records (see `racyInstant`) is that time's. Real time is back when `fn` settles.
+ */
+export async function atTime<T>(ms: number, fn: () => Promise<T>): Promise<T> {
+  vi.useFakeTimers({ toFake: ['Date'], now: ms });
+  try {
+    return await fn();
+  } finally {
+    vi.useRealTimers();
+  }
+}
+
+/**
+ * Dates `paths` under `root` `secondsAgo` seconds back (as {@link settle} dates a workspace): an edit made well before
+ * the next scan, outside the racy window of the scan that records it, which later scans then trust without reading.
+ */
+export function backdate(root: string, paths: readonly string[], secondsAgo = 30): void {
+  const at = Math.floor(Date.now() / 1000) - secondsAgo;
+  for (const path of paths) utimesSync(join(root, path), at, at);
 }
 
 /** The small workspace most tests use. */
@@ -133,6 +156,9 @@ export async function json(args: string[], cwd: string): Promise<any> {
 export async function workspace(viaCli = false): Promise<string> {
   const root = tempDir();
   writeTree(root, SAMPLE);
+  // Written long before the scan: a file changed in the moments before a scan is read again by the next (its racy
+  // window), which then records that, and these workspaces serve tests of other things.
+  settle(root);
   if (viaCli) {
     await json(['scan'], root);
     await json(['agent', 'add', 'w', '--role', 'writer'], root);

@@ -11,7 +11,7 @@ import { ContextEngine } from '../../src/context/index.js';
 import { loadHashBackend } from '../../src/context/hash.js';
 import { JournaledFile } from '../../src/context/journal.js';
 import { stateCodec } from '../../src/context/state-journal.js';
-import { openSample, runMerkle } from './helpers.js';
+import { backdate, openSample, runMerkle } from './helpers.js';
 
 /** Where the commit record (committed length and its check) sits in a journal's header. */
 const COMMIT_OFFSET = 84;
@@ -158,6 +158,7 @@ describe('a damaged or missing journal is reported by every reader', () => {
     const { root, engine } = await openSample();
     const before = (await engine.status()).root;
     writeFileSync(join(root, 'README.md'), '# changed\n');
+    backdate(root, ['README.md']); // an edit well before the scans: not in their racy windows
     const scanned = await engine.scan();
     const journal = join(root, '.merkle', 'tree.journal');
     rmSync(journal);

@@ -8,9 +8,9 @@ import { IgnoreRules } from '../../src/context/ignore-rules.js';
 import { JournaledFile } from '../../src/context/journal.js';
 import { emptyListing, listWorkspace, type Listing } from '../../src/context/listing.js';
 import { scanWorkspace } from '../../src/context/scan.js';
-import { Tree } from '../../src/context/tree.js';
+import { Tree, coarseRacyInstant } from '../../src/context/tree.js';
 import { treeCodec } from '../../src/context/tree-journal.js';
-import { SAMPLE, tempDir, writeTree } from './helpers.js';
+import { SAMPLE, backdate, settle, tempDir, writeTree } from './helpers.js';
 import { SOAK, trials } from '../support/soak.js';
 
 const backend = await loadHashBackend();
@@ -28,14 +28,17 @@ async function scanTree(root: string, previous?: Tree): Promise<Tree> {
 
 function list(root: string, tree: Tree, options: { reuse?: boolean; racyFromMs?: number } = {}): Listing {
   const listing = emptyListing();
-  listWorkspace(root, '', new IgnoreRules(root), { tree, racyFromMs: options.racyFromMs ?? Infinity, reuse: options.reuse ?? true }, listing);
+  const racyFromMs = options.racyFromMs ?? Infinity;
+  listWorkspace(root, '', new IgnoreRules(root), { tree, racyFromMs, coarseFromMs: coarseRacyInstant(racyFromMs), reuse: options.reuse ?? true }, listing);
   return listing;
 }
 
 /** A temp workspace with `files`, opened and scanned. */
-async function scanned(files: Record<string, string>): Promise<{ root: string; engine: ContextEngine; report: ScanReport }> {
+/** A workspace of `files`, scanned; `settled`: written long before the scan (see settle), not in its racy window. */
+async function scanned(files: Record<string, string>, settled = false): Promise<{ root: string; engine: ContextEngine; report: ScanReport }> {
   const root = tempDir();
   writeTree(root, files);
+  if (settled) settle(root);
   const engine = await ContextEngine.open(root);
   return { root, engine, report: await engine.scan() };
 }
@@ -79,7 +82,7 @@ describe('listing cache: directories whose stat is unchanged are not re-read', (
     expect(tree.get('src')!.ino).toBeGreaterThan(0);
     expect(tree.basis).toEqual({ rules: new IgnoreRules(root).key, reusable: true });
     const other = emptyListing();
-    listWorkspace(root, '', new IgnoreRules(root, { patterns: ['*.md'] }), { tree, racyFromMs: Infinity, reuse: true }, other);
+    listWorkspace(root, '', new IgnoreRules(root, { patterns: ['*.md'] }), { tree, racyFromMs: Infinity, coarseFromMs: Infinity, reuse: true }, other);
     expect(other.reused).toBe(0);
     expect(other.paths).not.toContain('README.md');
   });
@@ -162,13 +165,15 @@ describe('listing cache: rescans stay exact', () => {
   });
 
   it('reads a tree stored in format 1 (no directory stats, no basis) and records both on the next scan', async () => {
-    const { root, report: { root: rootId } } = await scanned(SAMPLE);
+    const { root, report: { root: rootId } } = await scanned(SAMPLE, true);
     const file = join(root, '.merkle', 'tree');
     const journal = join(root, '.merkle', 'tree.journal');
     const stored = readFileSync(file);
     // Format 2 ends with u32 length + basis JSON; format 1 is the same file without them.
-    const json = Buffer.from(JSON.stringify({ rules: new IgnoreRules(root).key, reusable: true }), 'utf8');
-    expect(stored.subarray(stored.length - json.length).equals(json)).toBe(true);
+    const basisAt = stored.lastIndexOf(Buffer.from(`{"rules":`, 'utf8'));
+    const json = stored.subarray(basisAt);
+    expect(stored.readUInt32BE(basisAt - 4)).toBe(json.length);
+    expect(JSON.parse(json.toString('utf8'))).toEqual({ rules: new IgnoreRules(root).key, reusable: true, racyFromMs: expect.any(Number) });
     const body = stored.subarray(44, stored.length - json.length - 4);
     const v1 = Buffer.concat([stored.subarray(0, 8), Buffer.from([0, 0, 0, 1]), backend.digest(body), body]);
     // Written as the store writes a tree file (witness, tree file, empty journal naming it), with the format-1 bytes
@@ -297,7 +302,7 @@ describe('tree journal', () => {
   });
 
   it('a torn last entry (a crash mid-append) is ignored, and the next append replaces it', async () => {
-    const { root, engine } = await scanned(SAMPLE);
+    const { root, engine } = await scanned(SAMPLE, true);
     writeFileSync(join(root, 'README.md'), 'one\n');
     const first = await engine.scan();
     const intact = readFileSync(journalFile(root));
@@ -320,6 +325,7 @@ describe('tree journal', () => {
     const reader = await ContextEngine.open(root, { onWarning: (m) => warnings.push(m) });
     expect((await reader.status()).root).toBe(first.root);
     expect(warnings).toEqual([]); // an unacknowledged append is no damage
+    backdate(root, ['README.md']); // written well before this scan: not in its racy window, so trusted after it
     const rescan = await reader.scan(); // sees README.md changed again, appends after the committed prefix
     expect(rescan.changedPaths).toContain('README.md');
     expect(rescan.warnings).toEqual([]);

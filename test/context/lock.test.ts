@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tryLock, type FileLock } from '../../src/fs/index.js';
 import { ContextEngine } from '../../src/context/index.js';
-import { openSample, settle, snapshotStore, tempDir, writeTree } from './helpers.js';
+import { atTime, openSample, settle, snapshotStore, tempDir, writeTree } from './helpers.js';
 
 describe('workspace lock', () => {
   it('a writer blocked by the lock fails without touching the store', async () => {
@@ -32,9 +32,9 @@ describe('workspace lock', () => {
     expect((await engine.scan()).changedPaths).toEqual(['', 'README.md']);
   });
 
-  // A workspace whose entries fell in the racy window of its tree (changed in the tick the tree was written) is read
-  // again by the next scan, which finds it unchanged: that scan records itself, so the one after it is the quick,
-  // lockless check again. Before, the window stayed where it was, and every scan read the workspace again.
+  // A workspace whose entries fell in the racy window of its tree (changed in the tick the scan that wrote it began)
+  // is read again by the next scan, which finds it unchanged: that scan records itself, so the one after it is the
+  // quick, lockless check again. Before, the window stayed where it was, and every scan read the workspace again.
   it.each([
     { racy: 'every directory and file', dirsAgo: 100 },
     { racy: 'files only (the quick check hands them to the locked scan)', dirsAgo: 110 },
@@ -47,11 +47,12 @@ describe('workspace lock', () => {
     const filesAt = Math.floor(statSync(join(root, 'a.txt')).mtimeMs / 1000);
     const at = filesAt + 100 - dirsAgo;
     for (const dir of ['', 'src', 'src/deep']) utimesSync(join(root, dir), at, at);
+    // The first scan as if begun in the tick of the files' last change (100 s ago): they are racily clean.
+    const scanner = await ContextEngine.open(root);
+    const first = await atTime(filesAt * 1000, () => scanner.scan());
+    await scanner.close();
+    // Another engine (its quick check reads the stored tree, which the first engine holds only as it built it).
     const engine = await ContextEngine.open(root, { lockTimeoutMs: 50 });
-    const first = await engine.scan();
-    // The tree as if written in the tick of the files' last change (100 s ago): they are racily clean.
-    const treeAt = filesAt;
-    utimesSync(join(root, '.merkle', 'tree'), treeAt, treeAt);
     const again = await engine.scan();
     expect(again).toMatchObject({ root: first.root, changed: false, changedPaths: [], hashed: 3 });
     const lock = tryLock(join(root, '.merkle', 'lock')) as FileLock;
@@ -92,14 +93,14 @@ describe('workspace lock', () => {
     settle(root, 100);
     const engine = await ContextEngine.open(root);
     const first = await engine.scan();
-    const recent = (Date.now() - 500) / 1000;
+    // Changed at the start of an even second (10 s ago), and scanned half a second later: in that scan's racy window.
+    const recent = Math.floor(Date.now() / 2000) * 2 - 10;
     for (const path of ['', 'src', 'a.txt', 'src/b.ts']) utimesSync(join(root, path), recent, recent);
-    await engine.scan(); // the stat changed: journaled as a change (the records take the new mtimes)
-    // The tree and its journal as if written in the tick of that change: the entries are racily clean.
+    const later = recent * 1000 + 500;
+    await atTime(later, () => engine.scan()); // the stat changed: journaled as a change (the records take the new mtimes)
     const journal = join(root, '.merkle', 'tree.journal');
-    for (const file of [join(root, '.merkle', 'tree'), journal]) utimesSync(file, recent, recent);
     const size = statSync(journal).size;
-    expect(await engine.scan()).toMatchObject({ root: first.root, changed: false, hashed: 2 });
+    expect(await atTime(later, () => engine.scan())).toMatchObject({ root: first.root, changed: false, hashed: 2 });
     expect(statSync(journal).size).toBe(size);
     await engine.close();
   });

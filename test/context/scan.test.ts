@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
 import { STAT_FAILED, STAT_FIELDS, statOne, verifiedBindingLstat } from '../../src/context/stat-pool.js';
-import { SAMPLE, afterTick, openSample, snapshotStore, tempDir, writeTree } from './helpers.js';
+import { SAMPLE, afterTick, backdate, openSample, snapshotStore, tempDir, writeTree } from './helpers.js';
 
 async function idsByPath(engine: ContextEngine, paths: readonly string[]): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
@@ -103,6 +103,7 @@ describe('scan: the Merkle tree', () => {
     expect((await engine.scan()).hashed).toBe(0);
 
     writeFileSync(join(root, 'docs/guide.md'), 'guide, longer\n');
+    backdate(root, ['docs/guide.md']); // an edit well before the scan: not in its racy window, so trusted after it
     await afterTick();
     expect((await engine.scan()).hashed).toBe(1);
 
@@ -269,6 +270,7 @@ describe('scan: parallel stat', () => {
     try {
       expect(await parallel.scan()).toMatchObject({ changed: false, hashed: 0 });
       writeFileSync(join(root, 'src/main.ts'), 'export const main = 2;\n');
+      backdate(root, ['src/main.ts']); // edits well before the scans: not in their racy windows
       rmSync(join(root, 'docs/guide.md'));
       await afterTick();
       const report = await parallel.scan();
@@ -279,6 +281,7 @@ describe('scan: parallel stat', () => {
       expect((await engine.status()).root).toBe(report.root);
       // A name stored as NFC but spelled NFD on disk: the helper misses it, this thread finds it.
       writeTree(root, { 'docs/cafe\u0301.md': 'coffee' });
+      backdate(root, ['docs/cafe\u0301.md']);
       await afterTick();
       expect((await parallel.scan()).hashed).toBe(1);
       expect(await parallel.scan()).toMatchObject({ changed: false, hashed: 0 });
