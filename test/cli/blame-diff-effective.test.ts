@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BLAME_EVENT_TYPES, blame, blameReads, diffStates, type BlameReport } from '../../src/cli/backpackflow/inspect.js';
 import { readFilteredEvents } from '../../src/cli/backpackflow/store-access.js';
 import { BackpackNode, Flow, loadRunPoint, runFlow, type BackpackHandle } from '../../src/index.js';
+import { stepper } from '../support/stepper.js';
 import { tempDir } from './helpers.js';
 
 const dataDir = tempDir();
@@ -17,21 +18,6 @@ async function blameOf(runId: string, key: string): Promise<BlameReport> {
   return blame(runId, key, events, await loadRunPoint({ dataDir, runId, step: 0 }));
 }
 
-/** A flow of one node looping over `script`: step i runs script[i - 1]. */
-function stepper(script: Array<(backpack: BackpackHandle) => void>): Flow {
-  class Stepper extends BackpackNode {
-    override post(backpack: BackpackHandle): string {
-      const i = (backpack.peek('__i') as number | undefined) ?? 0;
-      script[i]!(backpack);
-      backpack.pack('__i', i + 1);
-      return i + 1 < script.length ? 'again' : 'done';
-    }
-  }
-  const flow = new Flow({ namespace: 'main' });
-  const node = flow.addNode(Stepper, { id: 'stepper' });
-  node.on('again', node);
-  return flow;
-}
 
 afterEach(() => void vi.useRealTimers());
 

@@ -4,25 +4,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { diffStates, type DiffChange } from '../../src/cli/backpackflow/inspect.js';
-import { BackpackNode, Flow, type BackpackHandle } from '../../src/index.js';
 import { loadRunPoint, runFlow } from '../../src/runtime/index.js';
+import { stepper } from '../support/stepper.js';
 import { tempDir } from './helpers.js';
 
-/** A flow of one node looping over `script`: step i runs script[i - 1]. */
-function stepper(script: Array<(backpack: BackpackHandle) => void>): Flow {
-  class Stepper extends BackpackNode {
-    override post(backpack: BackpackHandle): string {
-      const i = (backpack.peek('__i') as number | undefined) ?? 0;
-      script[i]!(backpack);
-      backpack.pack('__i', i + 1);
-      return i + 1 < script.length ? 'again' : 'done';
-    }
-  }
-  const flow = new Flow({ namespace: 'main' });
-  const node = flow.addNode(Stepper, { id: 'stepper' });
-  node.on('again', node);
-  return flow;
-}
 
 describe('runs diff: which quarantine is a change', () => {
   it('a key deleted after an old quarantine is deleted; a new quarantine is reported with its own reason', async () => {
