@@ -31,6 +31,7 @@ import { NAMED_PAIR, blankStructure } from './text-structures.js';
 import { SecretKeyMatcher } from './keys.js';
 import { isBasicCredential } from './basic-credential.js';
 import { DEFAULT_SECRET_PATTERNS, NETRC_MIN_LENGTH, TRUNCATED_SECRET_TAIL, type SecretPattern } from './patterns.js';
+import { VENDOR_TOKEN_PATTERN } from './vendor-patterns.js';
 
 /** What replaces a secret. */
 export const REDACTED = '[REDACTED]';
@@ -420,6 +421,8 @@ export class Redactor {
   private readonly ungated: CompiledPattern[] = [];
   /** Patterns scanned only in text holding a long run of token characters ({@link SecretPattern.minRun}). */
   private readonly byRun: CompiledPattern[] = [];
+  /** The vendor tokens' pattern (scanned where {@link byRun} are), which runs before the others (see {@link redactText}). */
+  private readonly vendor: CompiledPattern;
   /** The shortest {@link SecretPattern.minRun} of {@link byRun}. */
   private readonly minRun: number;
   /**
@@ -436,6 +439,7 @@ export class Redactor {
   constructor(options: RedactionOptions = {}) {
     this.keys = new SecretKeyMatcher(options.secretKeys ?? []);
     for (const pattern of DEFAULT_SECRET_PATTERNS) {
+      if (pattern === VENDOR_TOKEN_PATTERN) continue;
       (pattern.gate ? this.gated : pattern.minRun !== undefined ? this.byRun : this.ungated).push(compile(pattern));
     }
     for (const [i, regex] of (options.patterns ?? []).entries()) {
@@ -446,8 +450,9 @@ export class Redactor {
     this.userPatterns = options.patterns?.length ?? 0;
     const gates = this.gated.map((p) => p.gate!.source);
     this.anyGate = LiteralSet.of(gates) ?? new RegExp(gates.join('|'), 'i');
-    this.minLength = Math.min(...[...this.gated, ...this.ungated, ...this.byRun].map((p) => p.minLength));
-    this.minRun = Math.min(...this.byRun.map((p) => p.minRun));
+    this.vendor = compile(VENDOR_TOKEN_PATTERN);
+    this.minLength = Math.min(...[...this.gated, ...this.ungated, ...this.byRun, this.vendor].map((p) => p.minLength));
+    this.minRun = Math.min(...[...this.byRun, this.vendor].map((p) => p.minRun));
     this.known = environmentSecrets(this.keys);
   }
 
@@ -500,13 +505,17 @@ export class Redactor {
     const truncated = text.charCodeAt(text.length - 1) === 0x2026;
     let out = text;
     for (const value of this.known) if (out.includes(value)) out = out.split(value).join(REDACTED);
+    // Vendor tokens (a fixed prefix and a body) first: one whose body happens to spell an assignment (`fio-u-0pWD=…`)
+    // is taken whole, not cut in two by the assignment pattern, which would leave its start.
+    const tokenRun = text.length >= this.minRun && hasTokenRun(text, this.minRun);
+    if (tokenRun) out = replaceMatches(out, this.vendor);
     if (this.anyGate.test(text)) {
       for (const pattern of this.gated) {
         if (text.length >= pattern.minLength && pattern.gate!.test(text)) out = replaceMatches(out, pattern);
       }
     }
     for (const pattern of this.ungated) if (text.length >= pattern.minLength) out = replaceMatches(out, pattern);
-    if (text.length >= this.minRun && hasTokenRun(text, this.minRun)) {
+    if (tokenRun) {
       for (const pattern of this.byRun) if (text.length >= pattern.minLength) out = replaceMatches(out, pattern);
     }
     // A value the catalogue replaced in part (the first word of a quoted value) is one the named pass completes.

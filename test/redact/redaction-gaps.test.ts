@@ -312,3 +312,24 @@ describe('encoded byte arrays are bytes, never text', () => {
     expect(json(value)).not.toContain(Buffer.from('hunter2').toString('base64'));
   });
 });
+
+describe('a vendor token whose body spells an assignment', () => {
+  // A frame.io token's body may hold `pWD=` (its alphabet has letters, digits, `_`, `-` and `=`): the assignment pattern
+  // took `fio-u-0pWD` for a name and blanked only what followed, leaving the token's start (found by the soak run of
+  // the placement property). Vendor tokens are now taken whole before the assignment patterns run.
+  const token = 'fio-u-0pWD=-__=-a_-0=0-A-_aA-a_A0A=00_=A=___0==0aaa-Aa0a_a=0-A=--=Aa=0';
+
+  it('is redacted whole, alone, after `_` and before an escaped quote', () => {
+    const redactor = new Redactor();
+    for (const text of [token, `_${token}\\"}"`, `key: ${token}`]) {
+      const out = redactor.redactText(text);
+      expect(out, text).not.toContain('fio-u-');
+      expect(out).toContain(REDACTED);
+    }
+  });
+
+  it('an assignment of one is redacted as before', () => {
+    expect(redact(`password=${token}`).value).toBe(`password=${REDACTED}`);
+    expect(redact('x pwd=abc').value).toBe(`x pwd=${REDACTED}`);
+  });
+});
