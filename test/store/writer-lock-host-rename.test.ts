@@ -8,24 +8,15 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { BackpackNode, Flow, listRuns, resumeRun, type BackpackHandle } from '../../src/index.js';
+import { listRuns, resumeRun } from '../../src/index.js';
+import { workFlow } from './fixtures/work-flow.js';
 import { systemProbe } from '../../src/fs/index.js';
 import { bundledScript } from '../support/bundle.js';
 import { makeTempDir } from '../support/temp.js';
 
 const child = await bundledScript(join(import.meta.dirname, 'fixtures', 'run-writer.ts'));
 
-class Work extends BackpackNode {
-  override post(backpack: BackpackHandle) {
-    backpack.pack('work', 'done');
-    return undefined;
-  }
-}
-const build = () => {
-  const flow = new Flow({ namespace: 'life' });
-  flow.addNode(Work, { id: 'work' });
-  return flow;
-};
+const build = workFlow;
 
 it.skipIf(systemProbe.bootId() === undefined)('a dead writer whose lock names an old host name (same boot) is listed stopped, and the run resumes', async () => {
   const dataDir = makeTempDir('bpf-lock-host-', 'test');

@@ -9,7 +9,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { BackpackNode, Flow, LockError, listRuns, resumeRun, verifyRun, type BackpackHandle } from '../../src/index.js';
+import { LockError, listRuns, resumeRun, verifyRun } from '../../src/index.js';
+import { workFlow } from './fixtures/work-flow.js';
 import { inspectLock, systemProbe } from '../../src/fs/index.js';
 import { bundledScript } from '../support/bundle.js';
 import { makeTempDir } from '../support/temp.js';
@@ -17,17 +18,7 @@ import { makeTempDir } from '../support/temp.js';
 const child = await bundledScript(join(import.meta.dirname, 'fixtures', 'run-writer.ts'));
 const canUnshare = spawnSync('unshare', ['-rpf', '--mount-proc', 'true']).status === 0;
 
-class Work extends BackpackNode {
-  override post(backpack: BackpackHandle) {
-    backpack.pack('work', 'done');
-    return undefined;
-  }
-}
-const build = () => {
-  const flow = new Flow({ namespace: 'life' });
-  flow.addNode(Work, { id: 'work' });
-  return flow;
-};
+const build = workFlow;
 
 it.skipIf(!canUnshare)('a live writer in another pid namespace (same host name) is listed running and keeps its run', async () => {
   const dataDir = makeTempDir('bpf-lock-ns-', 'test');
