@@ -357,8 +357,11 @@ function namedValue(escape: number): string {
  * backslash.
  */
 const NAMED_ASSIGNMENT = new RegExp(String.raw`(?<![\w$.\\-])(\\*["']|)([A-Za-z_$][\w$.-]*)\1[ \t]*(?:=>|=|:)[ \t]*${namedValue(4)}`, 'g');
-/** A named field whose value is a structure (`secrets: {`, `"passwords": [`): see {@link blankStructure}. */
-const NAMED_STRUCTURE = new RegExp(String.raw`(?<![\w$.\\-])(\\*["']|)([A-Za-z_$][\w$.-]*)\1[ \t]*(?:=>|=|:)[ \t]*(?=[{[])`, 'g');
+/**
+ * A named field whose value is a structure (`secrets: {`, `"passwords": [`, and an option's name as a key:
+ * `"--token": [`): see {@link blankStructure}.
+ */
+const NAMED_STRUCTURE = new RegExp(String.raw`(?<![\w$.\\-])(\\*["']|)(-{0,2}[A-Za-z_$][\w$.-]*)\1[ \t]*(?:=>|=|:)[ \t]*(?=[{[])`, 'g');
 /** A value as {@link NAMED_ASSIGNMENT} reads it, at a given place (the value of a {@link NAMED_PAIR}). */
 const VALUE_AT = new RegExp(namedValue(2), 'y');
 /**
@@ -397,6 +400,11 @@ const REDACTED_BARE = REDACTED.slice(0, -1);
 const NAMED_GATE = /key|secret|pass|pw|token|cookie|credential|auth/i;
 /** {@link NAMED_GATE} as a table walk (see literal-set.ts). */
 const NAMED_GATE_SET = LiteralSet.of([NAMED_GATE.source])!;
+/**
+ * A name/value pair written as a two-element list whose first element is a quoted name (`["DB_PASSWORD", "…"]`, as a
+ * value summary shows `Object.entries(process.env)`), up to its value. Groups: the name.
+ */
+const TUPLE_PAIR = /\[\s*"([A-Za-z0-9_.$-]{1,100})"\s*,\s*/g;
 /** A character every named field holds: the mark of an assignment or the dash of an option. */
 const ASSIGNMENT_MARK = /[:=-]/;
 /** The marks {@link NAMED_ASSIGNMENT} ends a name with (`=>` starts with `=`). */
@@ -518,6 +526,9 @@ export class Redactor {
     if (tokenRun) {
       for (const pattern of this.byRun) if (text.length >= pattern.minLength) out = replaceMatches(out, pattern);
     }
+    // A name/value pair as a list (`["DB_PASSWORD", "…"]`): a value summary of `Object.entries(...)`, which the walk of
+    // the value itself blanks (see walkArray); text shows it with no assignment mark.
+    if ((this.keys.hasExtra || NAMED_GATE_SET.test(out)) && out.includes('["')) out = this.replaceTuplePairs(out);
     // A value the catalogue replaced in part (the first word of a quoted value) is one the named pass completes.
     if ((this.keys.hasExtra || out !== text || NAMED_GATE_SET.test(out)) && ASSIGNMENT_MARK.test(out)) {
       if (out.includes('\n')) out = redactYamlBlockValues(out, this.isSecretName, REDACTED);
@@ -608,6 +619,36 @@ export class Redactor {
       out += text.slice(from, at) + replaced;
       from = end;
       NAMED_PAIR.lastIndex = end;
+    }
+    return from === 0 ? text : out + text.slice(from);
+  }
+
+  /** `text` with the value of every `["<secret name>", value]` list replaced (see {@link TUPLE_PAIR}). */
+  private replaceTuplePairs(text: string): string {
+    let out = '';
+    let from = 0;
+    TUPLE_PAIR.lastIndex = 0;
+    for (let m = TUPLE_PAIR.exec(text); m !== null; m = TUPLE_PAIR.exec(text)) {
+      if (!this.keys.isSecretKey(m[1]!)) continue;
+      const at = m.index + m[0].length;
+      let replaced: string;
+      let end: number;
+      const c = text.charCodeAt(at);
+      if (c === 0x7b || c === 0x5b) {
+        if (text.startsWith(REDACTED, at)) continue;
+        ({ text: replaced, end } = blankStructure(text, at, REDACTED));
+      } else {
+        VALUE_AT.lastIndex = at;
+        const v = VALUE_AT.exec(text);
+        const value = v === null ? '' : (v[1] ?? v[3] ?? v[4] ?? v[5] ?? '');
+        if (value === '' || value === REDACTED || value === REDACTED_BARE) continue;
+        const k = v![0].lastIndexOf(value);
+        replaced = `${v![0].slice(0, k)}${REDACTED}${v![0].slice(k + value.length)}`;
+        end = at + v![0].length;
+      }
+      out += text.slice(from, at) + replaced;
+      from = end;
+      TUPLE_PAIR.lastIndex = end;
     }
     return from === 0 ? text : out + text.slice(from);
   }

@@ -115,7 +115,9 @@ export class StateTracker {
     for (const key of keys) if (!last.has(key)) this.#compare(key, now, delta, false);
     for (const key of last) this.#compare(key, now, delta, true);
     if (!delta.set && !delta.removed && !delta.quarantined && !delta.unquarantined) return undefined;
-    if (delta.removed) delta.removed = delta.removed.map((key) => this.names.storedKey(key));
+    // Keys that read as command-line options go last: redaction blanks the element after a secret-named option
+    // (`['--api-key', 'endpoint']`, an argument vector), which would lose that delete. Deletes commute.
+    if (delta.removed) delta.removed = optionsLast(delta.removed.map((key) => this.names.storedKey(key)));
     if (delta.unquarantined) delta.unquarantined = delta.unquarantined.map((key) => this.names.storedKey(key));
     return delta;
   }
@@ -245,4 +247,10 @@ function isNamedKey(key: string): boolean {
 /** `record[key]` if it is the record's own property (never something inherited, such as `__proto__`). */
 function own<T>(record: Record<string, T>, key: string): T | undefined {
   return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
+/** `keys` with those that start with `-` (read as options by redaction's argument-vector rule) moved to the end. */
+function optionsLast(keys: string[]): string[] {
+  if (!keys.some((key) => key.startsWith('-'))) return keys;
+  return [...keys.filter((key) => !key.startsWith('-')), ...keys.filter((key) => key.startsWith('-'))];
 }
