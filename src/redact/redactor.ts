@@ -528,7 +528,7 @@ export class Redactor {
     }
     // A name/value pair as a list (`["DB_PASSWORD", "…"]`): a value summary of `Object.entries(...)`, which the walk of
     // the value itself blanks (see walkArray); text shows it with no assignment mark.
-    if ((this.keys.hasExtra || NAMED_GATE_SET.test(out)) && out.includes('["')) out = this.replaceTuplePairs(out);
+    if (out.includes('["') && (this.keys.hasExtra || NAMED_GATE_SET.test(out))) out = this.replaceTuplePairs(out);
     // A value the catalogue replaced in part (the first word of a quoted value) is one the named pass completes.
     if ((this.keys.hasExtra || out !== text || NAMED_GATE_SET.test(out)) && ASSIGNMENT_MARK.test(out)) {
       if (out.includes('\n')) out = redactYamlBlockValues(out, this.isSecretName, REDACTED);
