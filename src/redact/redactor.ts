@@ -594,42 +594,25 @@ export class Redactor {
    * (`{name: "DB_PASSWORD", value: "…"}`, see {@link NAMED_PAIR} and {@link VALUE_FIELDS}).
    */
   private replacePairs(text: string): string {
-    let out = '';
-    let from = 0;
-    NAMED_PAIR.lastIndex = 0;
-    for (let m = NAMED_PAIR.exec(text); m !== null; m = NAMED_PAIR.exec(text)) {
-      const [whole, nameField, name, valueField] = m as unknown as [string, string, string, string];
-      if (!VALUE_FIELDS.get(valueField)!.includes(nameField) || !this.keys.isSecretKey(name)) continue;
-      const at = m.index + whole.length;
-      let replaced: string;
-      let end: number;
-      const c = text.charCodeAt(at);
-      if (c === 0x7b || c === 0x5b) {
-        if (text.startsWith(REDACTED, at)) continue;
-        ({ text: replaced, end } = blankStructure(text, at, REDACTED));
-      } else {
-        VALUE_AT.lastIndex = at;
-        const v = VALUE_AT.exec(text);
-        const value = v === null ? '' : (v[1] ?? v[3] ?? v[4] ?? v[5] ?? '');
-        if (value === '' || value === REDACTED || value === REDACTED_BARE) continue;
-        const k = v![0].lastIndexOf(value);
-        replaced = `${v![0].slice(0, k)}${REDACTED}${v![0].slice(k + value.length)}`;
-        end = at + v![0].length;
-      }
-      out += text.slice(from, at) + replaced;
-      from = end;
-      NAMED_PAIR.lastIndex = end;
-    }
-    return from === 0 ? text : out + text.slice(from);
+    return this.replaceValuesAfter(text, NAMED_PAIR, (m) => VALUE_FIELDS.get(m[3]!)!.includes(m[1]!) && this.keys.isSecretKey(m[2]!));
   }
 
   /** `text` with the value of every `["<secret name>", value]` list replaced (see {@link TUPLE_PAIR}). */
   private replaceTuplePairs(text: string): string {
+    return this.replaceValuesAfter(text, TUPLE_PAIR, (m) => this.keys.isSecretKey(m[1]!));
+  }
+
+  /**
+   * `text` with the value that follows each match of `pattern` (a global regular expression ending where the value
+   * starts) replaced, where `secret` says the match names a secret: a structure has every scalar blanked
+   * ({@link blankStructure}), a scalar (as {@link VALUE_AT} reads it) is replaced whole.
+   */
+  private replaceValuesAfter(text: string, pattern: RegExp, secret: (match: RegExpExecArray) => boolean): string {
     let out = '';
     let from = 0;
-    TUPLE_PAIR.lastIndex = 0;
-    for (let m = TUPLE_PAIR.exec(text); m !== null; m = TUPLE_PAIR.exec(text)) {
-      if (!this.keys.isSecretKey(m[1]!)) continue;
+    pattern.lastIndex = 0;
+    for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
+      if (!secret(m)) continue;
       const at = m.index + m[0].length;
       let replaced: string;
       let end: number;
@@ -648,7 +631,7 @@ export class Redactor {
       }
       out += text.slice(from, at) + replaced;
       from = end;
-      TUPLE_PAIR.lastIndex = end;
+      pattern.lastIndex = end;
     }
     return from === 0 ? text : out + text.slice(from);
   }
