@@ -26,6 +26,16 @@ export interface LockHolder {
 export interface FileLock {
   readonly path: string;
   readonly holder: LockHolder;
+  /**
+   * Whether the lock is still this holder's, asked before a write made under it. A process that cannot judge the
+   * holder by its pid (another host, boot or pid namespace) takes the lock over once its lease has not been refreshed
+   * for `leaseMs`, which happens to a live holder whose event loop was blocked, or whose process was suspended, that
+   * long: its refresh timer did not run. So while the last refresh is less than half a lease old, the answer is yes at
+   * once (no file is read: a step's commit asks it); after that, the lock file is read again: still this lock's record,
+   * its lease is refreshed now and the answer is yes; another record, or none, and it is no (for good: a lock once
+   * lost is never taken for held again).
+   */
+  confirm(): boolean;
   release(): void;
 }
 
@@ -349,22 +359,24 @@ function recoverStale(path: string, staleRaw: string, temp: string, probe: Proce
  * the lock file's mtime, refreshed here every third of `leaseMs` (an unref'd timer: it keeps no process alive). Only
  * the file that still holds this lock's record is touched (read and refreshed through one descriptor), never one
  * that another process put there after judging this one gone. A holder whose event loop is blocked for longer than
- * the lease loses it to such a process.
+ * the lease loses it to such a process, and learns it at its next write ({@link FileLock.confirm}).
  */
-function refreshLease(path: string, raw: string): void {
+function refreshLease(path: string, raw: string, now: number): 'refreshed' | 'lost' | 'failed' {
   let file: OpenedFile | NotRegularFile;
   try {
     file = openRegularFile(path, constants.O_RDONLY);
-  } catch {
-    return; // released or removed meanwhile
+  } catch (error) {
+    // Released, or removed by a process that judged this holder gone.
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'lost' : 'failed';
   }
-  if ('notRegular' in file) return;
+  if ('notRegular' in file) return 'lost';
   try {
-    if (readFileSync(file.fd, 'utf8') !== raw) return;
-    const now = new Date();
-    futimesSync(file.fd, now, now);
+    if (readFileSync(file.fd, 'utf8') !== raw) return 'lost';
+    const time = new Date(now);
+    futimesSync(file.fd, time, time);
+    return 'refreshed';
   } catch {
-    // Left for the next refresh.
+    return 'failed'; // left for the next refresh
   } finally {
     closeSync(file.fd);
   }
@@ -372,11 +384,30 @@ function refreshLease(path: string, raw: string): void {
 
 function makeLock(path: string, holder: LockHolder, raw: string, leaseMs: number): FileLock {
   let released = false;
-  const timer = setInterval(() => refreshLease(path, raw), Math.max(1, Math.floor(leaseMs / 3)));
+  let lost = false;
+  /** When the lease was last refreshed (the lock file's mtime then): when the lock was taken, at first. */
+  let refreshedAt = Date.now();
+  const refresh = (now: number): void => {
+    const result = refreshLease(path, raw, now);
+    if (result === 'refreshed') refreshedAt = now;
+    else if (result === 'lost') lost = true;
+  };
+  const timer = setInterval(() => {
+    if (!lost) refresh(Date.now());
+  }, Math.max(1, Math.floor(leaseMs / 3)));
   timer.unref();
   return {
     path,
     holder,
+    confirm(): boolean {
+      if (released || lost) return false;
+      const now = Date.now();
+      const age = now - refreshedAt;
+      if (age >= 0 && age < leaseMs / 2) return true;
+      refresh(now);
+      // A refresh that failed (an I/O error) leaves the lock this holder's while its lease has not run out.
+      return !lost && now - refreshedAt < leaseMs && now >= refreshedAt;
+    },
     release(): void {
       if (released) return;
       released = true;

@@ -619,6 +619,9 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
    * run's own error, or the lost connection, as cause). Only on the failure path.
    */
   const persistFailure = async (error: unknown): Promise<Error | 'ended' | undefined> => {
+    // The writer lost the run to another process (its lease ran out, see FileLock.confirm): it writes nothing more,
+    // not even the failure, which is the new holder's run to record.
+    if (error instanceof LockError) return error;
     const before = unconfirmed();
     const lostBefore = before === undefined ? undefined : lostConnection(error);
     if (before !== undefined && lostBefore !== undefined) return stopped(before, lostBefore, error);
@@ -635,7 +638,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
       const last = events.at(-1);
       const reason = `${described(events)} could not be stored: ${messageOf(lost)}`;
       const failure = new StoreError(`run ${sessionKey}/${runId} failed (${messageOf(error)}), and ${reason}`, { cause: error });
-      if (last === undefined) return failure;
+      if (last === undefined || lost instanceof LockError) return failure;
       const run = last.type === StreamEventType.RUN_ERROR || last.type === StreamEventType.RUN_WAITING ? last : undefined;
       // The payload of a run.failed (an ErrorSummary, the run's duration and steps: the lost one's when it was one).
       const lostFailure = (run?.type === StreamEventType.RUN_ERROR ? run.payload : {}) as Partial<EventPayloadMap['run.failed']>;

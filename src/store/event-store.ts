@@ -85,6 +85,14 @@ export class EventStore {
     return this.writer.chainHead;
   }
 
+  /**
+   * Whether this store's writer found, at a write, that another process had taken the run over after its lease ran
+   * out (see FileLock.confirm): it then writes nothing more, and its append fails with a LockError.
+   */
+  get lockLost(): boolean {
+    return this.writer.lockLost;
+  }
+
   /** Number of events in the log as known to this writer (after {@link open}). */
   get eventCount(): number {
     return this.writer.eventCount;

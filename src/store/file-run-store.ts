@@ -294,7 +294,8 @@ class FileRunWriter implements RunWriter {
     if (this.closed) return;
     this.closed = true;
     try {
-      await this.projection.flush(this.ref.runId).catch(() => undefined);
+      // A writer that lost the run to another process leaves its projection to the new holder.
+      if (!this.events.lockLost) await this.projection.flush(this.ref.runId).catch(() => undefined);
     } finally {
       await this.events.close();
     }

@@ -5,13 +5,13 @@
  */
 import { closeSync, constants, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, writeSync } from 'node:fs';
 import type { StreamEvent } from '../events/types.js';
-import type { FileLock } from '../fs/index.js';
+import { describeHolder, inspectLock, type FileLock } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import type { Redactor } from '../redact/index.js';
 import { BatchMarker, contradictedMarker, cutSinceClose, markerContradicted, readPending, type PendingBatch } from './batch-marker.js';
 import { CHAIN_BACKEND, CHAIN_FORMAT, chainFormatOf, genesis, lastSealedLine, sealBatch, type ChainFormat, type SealedBatch } from './chain.js';
 import { encodeEvent } from './event-encode.js';
-import { EventStoreError, RunGoneError } from './errors.js';
+import { EventStoreError, LockError, RunGoneError } from './errors.js';
 import { endOfData, endOfLastLine, readLines } from './lines.js';
 import { IndexWriter, firstLineOf } from './log-index.js';
 import { seqOf } from './log-format.js';
@@ -437,6 +437,27 @@ export class LogWriter {
 
   private assertWritable(): void {
     if (this.closed || !this.ready) throw new EventStoreError(`event store of run ${this.runId} is closed`, { path: this.paths.events });
+    if (this.lost === undefined && this.lock?.confirm() !== false) return;
+    if (this.lost === undefined) {
+      const now = inspectLock(this.paths.lock);
+      const by = now.state === 'held' || now.state === 'stale' ? `: ${describeHolder(now.holder)} holds it now` : now.state === 'free' ? ': it has been removed' : '';
+      this.lost =
+        `the writer of run ${this.runId} of session ${this.sessionKey} no longer holds ${this.paths.lock}${by}. Its lease ran out (the process did not ` +
+        `refresh it for more than the lease, 30 s: its event loop was blocked or it was suspended) and another process took the run over. ` +
+        `Nothing more is written by this writer; see where the run stands with 'backpackflow runs show ${this.runId}'`;
+    }
+    throw new LockError(this.lost, { path: this.paths.lock });
+  }
+
+  /**
+   * Why this writer lost its lock (see FileLock.confirm), once a write found it: from then on it writes nothing, not
+   * even on close (the files are the new holder's).
+   */
+  private lost: string | undefined;
+
+  /** Whether this writer found that another process took its run over (see {@link assertWritable}). */
+  get lockLost(): boolean {
+    return this.lost !== undefined;
   }
 
   private syncIfAlways(): Promise<void> {
@@ -477,18 +498,22 @@ export class LogWriter {
   /** Rebuilds the index with one entry every `interval` events (opening the log first if needed). */
   async rebuildIndex(interval: number): Promise<void> {
     if (!this.ready) await this.open();
+    this.assertWritable();
     await this.index.rebuild(this.size, interval);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     if (this.opening) await this.opening.catch(() => undefined);
+    // A writer that lost its lock leaves the files as they are: they are the new holder's (see assertWritable).
+    if (this.ready && this.lost === undefined && this.lock?.confirm() === false) this.lost = 'lost';
+    const owner = this.lost === undefined;
     // The cut of the reserve is not synced on its own (the flush below syncs only lines not yet synced): a crash that
     // undoes it leaves zeros after the last line, which readers and the next writer take for unwritten space.
-    this.releaseReserve();
+    if (owner) this.releaseReserve();
     await this.flush();
     // The size the log was closed with (see PendingBatch.closed), after the lines it counts are durable.
-    if (this.ready) this.marker?.close(this.size);
+    if (this.ready && owner) this.marker?.close(this.size);
     if (this.ready && this.durability !== 'never') fsyncPolicy.openWriters--;
     this.closed = true;
     this.ready = false;
@@ -501,7 +526,7 @@ export class LogWriter {
     // Clear the marker so that later damage to the log (a shorter line) is never taken for the last batch (close()
     // has recorded the log's size in it already).
     if (this.marker !== undefined) {
-      if (!this.closed) this.marker.clear();
+      if (!this.closed && this.lost === undefined) this.marker.clear();
       closeSync(this.marker.fd);
       this.marker = undefined;
     }

@@ -2,7 +2,7 @@ import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'nod
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { bundledScript } from '../support/bundle.js';
 import { inspectLock, lockHeld, parseStatStartTime, parseStatState, systemProbe, tryLock, waitForLock, type FileLock, type LockBusy, type ProcessProbe } from '../../src/fs/index.js';
 import { tempDir } from './helpers.js';
@@ -291,5 +291,45 @@ describe('a lock path that is not a regular file', () => {
       expect(child.stdout.trim(), `${kind}: ${child.stderr}`).toBe('busy unreadable');
       expect(readFileSync(outside, 'utf8')).toContain(`"pid":${process.pid}`);
     }
+  });
+});
+
+describe('FileLock.confirm: whether a lock is still its holder\'s before a write', () => {
+  it('is true while held, false once another record replaced it after the lease ran out, and false after release', () => {
+    const dir = tempDir();
+    const path = join(dir, 'x.lock');
+    const lock = tryLock(path, { leaseMs: 1_000 });
+    if ('busy' in lock) throw new Error('not taken');
+    expect(lock.confirm()).toBe(true);
+    writeFileSync(path, JSON.stringify({ pid: 1, host: 'elsewhere', createdAt: Date.now(), token: 'feedfeedfeedfeed' }));
+    const real = Date.now.bind(Date);
+    const clock = vi.spyOn(Date, 'now').mockImplementation(() => real() + 2_000);
+    try {
+      expect(lock.confirm()).toBe(false);
+    } finally {
+      clock.mockRestore();
+    }
+    // Lost for good, and its release leaves the other holder's file alone.
+    expect(lock.confirm()).toBe(false);
+    lock.release();
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ host: 'elsewhere' });
+  });
+
+  it('refreshes a lease that ran out when the file is still its own, and is false once released', () => {
+    const dir = tempDir();
+    const path = join(dir, 'x.lock');
+    const lock = tryLock(path, { leaseMs: 1_000 });
+    if ('busy' in lock) throw new Error('not taken');
+    const before = statSync(path).mtimeMs;
+    const real = Date.now.bind(Date);
+    const clock = vi.spyOn(Date, 'now').mockImplementation(() => real() + 5_000);
+    try {
+      expect(lock.confirm()).toBe(true);
+    } finally {
+      clock.mockRestore();
+    }
+    expect(statSync(path).mtimeMs).toBeGreaterThan(before + 4_000);
+    lock.release();
+    expect(lock.confirm()).toBe(false);
   });
 });
