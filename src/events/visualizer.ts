@@ -12,9 +12,12 @@ export interface FlowVisualizerOptions {
   /** Also print every pack and unpack. Quarantines and access denials are always printed. */
   showBackpack?: boolean;
   /**
-   * Applied to every line before it is printed (not to streamed model tokens): the CLI passes the text redaction the
-   * run's log is written with, so that a question, an error or a value summary shows on the terminal (and in the CI
-   * logs and files it is copied to) as it is stored. Default: none.
+   * Applied to every line before it is printed: the CLI passes the text redaction the run's log is written with, so
+   * that a question, an error, a value summary or a model's answer shows on the terminal (and in the CI logs and files
+   * it is copied to) as it is stored. With it, a model call's streamed tokens are held and printed when the call ends,
+   * redacted as one text, as the log stores them: a secret split across tokens, or one whose start alone looks like
+   * nothing (`password: ` then the value), is never printed in part before the rest arrives. Default: none (tokens
+   * are printed as they arrive).
    */
   redact?: (line: string) => string;
 }
@@ -50,6 +53,10 @@ function t(value: unknown): string {
 export class FlowVisualizer {
   readonly #output: NodeJS.WritableStream;
   readonly #redact: (line: string) => string;
+  /** Whether streamed tokens are held until their call ends (see FlowVisualizerOptions.redact). */
+  readonly #holdTokens: boolean;
+  /** The text each model call has streamed and not yet printed (by call key), when tokens are held. */
+  readonly #held = new Map<string, { indent: string; label: string; text: string }>();
   readonly #c: Colors;
   readonly #showBackpack: boolean;
   /** Depth and run of each span still open. Node spans close at their end; a run's spans close with the run. */
@@ -68,12 +75,14 @@ export class FlowVisualizer {
     this.#c = createColors(options.color ?? (isTTY && process.env.NO_COLOR === undefined));
     this.#showBackpack = options.showBackpack ?? false;
     this.#redact = options.redact ?? ((line) => line);
+    this.#holdTokens = options.redact !== undefined;
     this.#unsubscribe = streamer.on('*', (event) => this.#render(event));
   }
 
   /** Stops printing (ending a line of streamed tokens). Calling it again does nothing. */
   detach(): void {
     this.#unsubscribe();
+    this.#releaseHeld(() => true);
     this.#endStream();
   }
 
@@ -88,6 +97,14 @@ export class FlowVisualizer {
     if (typeof p.delta !== 'string' || p.delta === '') return;
     const key = JSON.stringify([event.runId, event.spanId ?? null, p.purpose ?? null, p.attempt ?? null]);
     const indent = depth > 0 ? this.#c.dim(INDENT.repeat(depth)) : '';
+    if (this.#holdTokens) {
+      // Keyed by the call too (LlmNode numbers its calls): two calls of one node streaming at once stay apart.
+      const call = JSON.stringify([event.runId, event.spanId ?? null, (p as { call?: unknown }).call ?? null, p.purpose ?? null, p.attempt ?? null]);
+      const held = this.#held.get(call);
+      if (held !== undefined) held.text += p.delta;
+      else this.#held.set(call, { indent, label: `${t(p.model ?? 'model')}${p.purpose === undefined ? '' : ` (${t(p.purpose)})`}: `, text: p.delta });
+      return;
+    }
     if (this.#streaming?.key !== key) {
       this.#endStream();
       const continued = this.#streamed.has(key);
@@ -98,6 +115,20 @@ export class FlowVisualizer {
     }
     const text = terminalText(p.delta, { continuation: `${indent}   ` });
     this.#output.write(text);
+  }
+
+  /**
+   * Prints the held text of the model calls whose key `which` takes (see FlowVisualizerOptions.redact): one line each,
+   * redacted as a whole, then made safe for the terminal.
+   */
+  #releaseHeld(which: (call: readonly unknown[]) => boolean): void {
+    for (const [key, held] of this.#held) {
+      if (!which(JSON.parse(key) as unknown[])) continue;
+      this.#held.delete(key);
+      this.#endStream();
+      const text = terminalText(this.#redact(held.text), { continuation: `${held.indent}   ` });
+      this.#output.write(`${held.indent}${this.#c.magenta('✎')} ${this.#c.dim(held.label)}${text}\n`);
+    }
   }
 
   /** Ends the line of streamed tokens, if one is open. */
@@ -112,6 +143,15 @@ export class FlowVisualizer {
     if (event.type === StreamEventType.MODEL_DELTA) {
       this.#delta(event, spanDepth + 1);
       return;
+    }
+    // Held tokens are printed when their call ends, or at the latest with their node's or run's end.
+    if (this.#held.size > 0) {
+      const ended = (event.payload as { call?: unknown }).call;
+      if (event.type === StreamEventType.MODEL_END) {
+        this.#releaseHeld((call) => call[0] === event.runId && call[1] === (event.spanId ?? null) && (ended === undefined || call[2] === ended));
+      } else if (event.type === StreamEventType.NODE_END || event.type === StreamEventType.ERROR) {
+        this.#releaseHeld((call) => call[0] === event.runId && call[1] === (event.spanId ?? null));
+      } else if (event.type.startsWith('run.')) this.#releaseHeld((call) => call[0] === event.runId);
     }
     const text = this.#describe(event);
     if (text !== undefined || event.type === StreamEventType.MODEL_END) this.#endStream();

@@ -5,6 +5,7 @@ import cliProgress from 'cli-progress';
 import { Command } from 'commander';
 import { decodeValue } from '../../backpack/index.js';
 import { FlowVisualizer } from '../../events/index.js';
+import { redactorFor } from '../../redact/index.js';
 import { loadRunPoint, openNewRun, runFlow, type RunResult } from '../../runtime/index.js';
 import { DEMO_FLOW_MODULE, openDemoFlow } from './demo/flow.js';
 import type { Progress } from './demo/nodes.js';
@@ -62,7 +63,9 @@ export function demoCommand(): Command {
       const bar = progressBar(!options.json && process.stdout.isTTY === true);
       const args = { workspace, dataDir, ignore: [options.dataDir, 'dist', 'coverage'] };
       const { flow, close, llm } = await openDemoFlow(args, bar.progress);
-      const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout });
+      // Redacted as the log is: the demo's agent quotes the workspace's files, which may hold a secret.
+      const redactor = redactorFor();
+      const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout, redact: (line) => redactor.redactText(line) });
       try {
         // Recorded with the run, so that `runs resume` and `runs fork` rebuild this flow with no flags.
         const newRun = await openNewRun({ dataDir, sessionKey: options.session });
