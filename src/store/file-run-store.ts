@@ -13,7 +13,7 @@ import { assertRunDir, assertValidId, historicalCheckpointPath, runDirProblem, r
 import { deleteRunDir } from './retention.js';
 import { ProjectionStore } from './projection-store.js';
 import type { DeleteRunCondition, KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter, TakenKeyframe } from './run-store.js';
-import { readTextIfExists, removeDeadTemps } from '../fs/index.js';
+import { describeHolder, inspectLock, readTextIfExists, removeDeadTemps } from '../fs/index.js';
 import { ProjectionStoreError, StoreError } from './errors.js';
 import { checkedDocument, writeDocumentFile } from './run-documents.js';
 import { DONE } from './log-writer.js';
@@ -180,6 +180,14 @@ export class FileRunStore implements RunStore {
     assertValidId(ref.runId, 'runId');
     this.checked(ref);
     return runWriterAlive(this.dataDir, ref.sessionKey, ref.runId);
+  }
+
+  async describeWriter(ref: RunRef): Promise<string | undefined> {
+    assertValidId(ref.sessionKey, 'sessionKey');
+    assertValidId(ref.runId, 'runId');
+    this.checked(ref);
+    const lock = inspectLock(runPaths(this.dataDir, ref.sessionKey, ref.runId).lock);
+    return lock.state === 'held' ? `${describeHolder(lock.holder)} (${lock.why})` : undefined;
   }
 
   async close(): Promise<void> {}

@@ -171,6 +171,11 @@ export interface RunStore {
   /** Whether a live writer holds the run (a file lock of a live process; an unexpired lease). */
   writerAlive(ref: RunRef): Promise<boolean>;
   /**
+   * Who writes run `ref` now and why it is judged live (a lock's holder and its judgement, a lease's owner and when
+   * it runs out), for `runs show`; undefined when no live writer holds it.
+   */
+  describeWriter(ref: RunRef): Promise<string | undefined>;
+  /**
    * Deletes the run (events, keyframes, projection, documents) whole or not at all, even if the process is killed
    * half way; resolves to whether there was a run. A run a live writer holds is refused (files: `RunInUseError`
    * naming the process; Postgres: `LockError` naming the lease's owner). With `expected`, a run that no longer

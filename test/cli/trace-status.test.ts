@@ -66,6 +66,11 @@ describe('one status word per run in every reader (finding 8)', () => {
       const shown = (await cli(['runs', 'show', runId, ...d])).stdout;
       expect(shown.split('\n')[0], `runs show ${runId}`).toContain(` ${status}`);
       expect(shown).not.toContain('incomplete');
+      // Only a live run names who writes it, and why that writer is judged live.
+      if (status === 'running') {
+        expect(shown).toMatch(/written by pid \d+ on .* \(pid \d+ is alive and started when the lock records\)/);
+        expect((await cliJson<{ writer?: string }>(['runs', 'show', runId, ...d])).writer).toMatch(/^pid \d+ on /);
+      } else expect(shown).not.toContain('written by');
       expect(studioRuns.find((r) => r.runId === runId)?.status, `studio /api/runs ${runId}`).toBe(status);
       expect((await get(studio.port, `/api/runs/${runId}`)).json.meta.status, `studio run ${runId}`).toBe(status);
       const trace = (await get(studio.port, `/api/runs/${runId}/trace`)).json;

@@ -99,10 +99,13 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
       const first = await writer({ fresh: true });
       await first.commit(stepBatch(ref.runId, 1, 1));
       expect(await sut.store.writerAlive(ref)).toBe(true);
+      // Who writes it, for `runs show`: this process's pid (a lock) or the writer's lease owner (Postgres).
+      expect(await sut.store.describeWriter(ref)).toMatch(new RegExp(`pid ${process.pid} on .*alive|the lease of .*, until \\d{4}-`));
       const other = sut.reopen();
       await expect(other.openWriter(ref, { fresh: false })).rejects.toBeInstanceOf(LockError);
       await first.close();
       expect(await sut.store.writerAlive(ref)).toBe(false);
+      expect(await sut.store.describeWriter(ref)).toBeUndefined();
       const second = await writer({ fresh: false }, other);
       await second.commit(stepBatch(ref.runId, 4, 2));
       await second.close();

@@ -75,6 +75,8 @@ export interface RunTrace {
   error: string | null;
   /** How many times the run was started (1, plus one per resume). */
   starts: number;
+  /** Who writes a running run and why it is judged live (see RunStore.describeWriter). */
+  writer?: string;
   items: TraceItem[];
 }
 
@@ -165,7 +167,9 @@ export async function storedTrace(options: RunRefOptions): Promise<RunTrace> {
   if (meta === undefined) return buildTrace(ref.runId, await readRunEvents(options));
   // The header is the projection's (withRunMeta): the tree needs only the events it draws, the others are verified
   // with their batch but not decoded.
-  return withRunMeta(buildTrace(ref.runId, await readFilteredEvents(options, () => true, undefined, TRACE_EVENT_TYPES)), meta);
+  const trace = withRunMeta(buildTrace(ref.runId, await readFilteredEvents(options, () => true, undefined, TRACE_EVENT_TYPES)), meta);
+  const writer = trace.status === 'running' ? await store.describeWriter(ref) : undefined;
+  return writer === undefined ? trace : { ...trace, writer };
 }
 
 /**
@@ -399,6 +403,7 @@ export function renderTrace(trace: RunTrace): string {
   const out = [`${c.bold('run')} ${t(trace.runId)} ${c.dim(t(trace.flowNamespace || '(root flow)'))} ${status}${time}${action}${resumed}`];
   if (trace.startedAt !== null) out.push(c.dim(`started ${new Date(trace.startedAt).toISOString()}`));
   if (trace.forkedFrom) out.push(c.yellow(`fork of ${t(trace.forkedFrom.runId)} at step ${trace.forkedFrom.step}`));
+  if (trace.writer !== undefined) out.push(c.dim(`written by ${t(trace.writer)}`));
   if (trace.segments.length > 1) {
     trace.segments.forEach((s, i) =>
       out.push(c.dim(`segment ${i + 1}: ${new Date(s.startedAt).toISOString()} · ${s.durationMs === null ? '' : formatDuration({ ms: s.durationMs, lowerBound: !s.ended })} · ${s.outcome}`)),

@@ -513,6 +513,15 @@ export class PostgresRunStore implements RunStore {
     return row?.alive === true;
   }
 
+  async describeWriter(ref: RunRef): Promise<string | undefined> {
+    checkRef(ref);
+    const sql = await this.sql();
+    const [row] = await sql<{ owner: string; expires: Date }[]>`
+      select lease_owner as owner, lease_expires_at as expires from backpackflow.runs
+      where session_key = ${ref.sessionKey} and run_id = ${ref.runId} and lease_owner is not null and lease_expires_at > now()`;
+    return row === undefined ? undefined : `the lease of ${row.owner}, until ${row.expires.toISOString()} unless renewed`;
+  }
+
   async close(): Promise<void> {
     await this.db.sql.end({ timeout: 5 });
   }
