@@ -282,11 +282,12 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
    */
   protected async runTool(call: ToolCallRecord, tool: LlmTool | undefined, options: { attempts: number; signal?: AbortSignal; backpack: BackpackHandle }): Promise<ToolResultRecord> {
     const source = tool?.source ?? {};
+    // A tool's input, result or error may quote the node's key (its param, or the env var its model was resolved
+    // with): the key is learnt before the first event, and removed from the record the model, the Backpack and the
+    // log get.
+    const secrets = usableSecrets(this.#secrets(await this.#resolvedForSecrets()));
     this.emitEvent(StreamEventType.TOOL_CALL, { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input, ...source });
     const started = performance.now();
-    // A tool's result or error may quote the node's key (its param, or the env var its model was resolved with):
-    // removed from the record the model, the Backpack and the log get.
-    const secrets = usableSecrets(this.#secrets(await this.#resolvedForSecrets()));
     const finish = (given: ToolResultRecord): ToolResultRecord => {
       const record = scrubSecrets(given, secrets);
       this.emitEvent(StreamEventType.TOOL_RESULT, { ...record, durationMs: performance.now() - started, ...source });
