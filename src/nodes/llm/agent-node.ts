@@ -7,6 +7,7 @@ import { llmParamsShape, type LlmParams } from './llm-node.js';
 import { promptParamsShape, readPrompt, type Prompt, type PromptParams } from './prompt.js';
 import { ToolUsingNode } from './tool-nodes.js';
 import { McpServerError, McpServerSchema, openMcpServers, type McpServer } from './mcp.js';
+import { mcpServerSecrets } from './mcp-secrets.js';
 import { toModelTools, toolResultMessage, type LlmTool, type ToolResultRecord } from './tools.js';
 
 /** Params of {@link AgentNode}. */
@@ -63,9 +64,21 @@ export class AgentNode extends ToolUsingNode<AgentPrep, AgentResult> {
     return { ...readPrompt(this.id, backpack, this.agentParams, this.agentParams.systemPrompt), signal: scope.signal };
   }
 
+  /** The credentials of its MCP server declarations (see `mcpServerSecrets`), with the node's own secrets. */
+  protected override configSecrets(): readonly string[] {
+    const servers = this.agentParams.mcpServers;
+    if (servers === undefined || servers.length === 0) return [];
+    // Worked out once per declaration list: this runs for every event the node emits.
+    if (this.#mcpSecrets?.of !== servers) this.#mcpSecrets = { of: servers, secrets: [...new Set(servers.flatMap(mcpServerSecrets))] };
+    return this.#mcpSecrets.secrets;
+  }
+
+  #mcpSecrets: { of: readonly McpServer[]; secrets: string[] } | undefined;
+
   override async exec(prep: AgentPrep): Promise<AgentResult> {
     const servers = this.agentParams.mcpServers ?? [];
     if (servers.length === 0) return this.#loop(prep, this.tools);
+    // Its errors hold none of the servers' credentials (see openMcpServers).
     const mcp = await openMcpServers(`node '${this.id}'`, servers, prep.signal);
     try {
       const tools = this.tools;

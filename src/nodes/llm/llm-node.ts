@@ -81,9 +81,10 @@ export interface ModelReply {
  * timeout and the run's abort signal, and reports MODEL_START / MODEL_DELTA / MODEL_END events with token usage.
  * Failed attempts (of model calls, of exec and of tools) are packed and quarantined at once (PRD-001 §3.5): they stay
  * in the trace and never reach a later prompt. Secrets never appear in events or errors: the node's own API key (its
- * `apiKey` param, or the provider's env var) is removed from its errors, from the model's replies (text, tool-call
- * arguments, structured output, response id and model name, streamed deltas) and from tool results, before anything
- * is emitted or packed, so a server that echoes the key does not get it into the log.
+ * `apiKey` param, or the provider's env var) and the secrets of its configuration ({@link configSecrets}: an
+ * AgentNode's MCP server credentials) are removed from its model errors, from the model's replies (text, tool-call
+ * arguments, structured output, response id and model name, streamed deltas) and from tool calls and results, before
+ * anything is emitted or packed, so a server that echoes one does not get it into the log.
  */
 export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
   static override paramsSchema: z.ZodType = llmParamsSchema;
@@ -240,7 +241,16 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
     if (resolved !== undefined) this.#modelResolved = true;
     for (const secret of resolved?.secrets ?? []) if (secret) this.#resolvedSecrets.add(secret);
     const key = this.llmParams.apiKey;
-    return [...this.#resolvedSecrets, ...(key ? [key] : [])];
+    return [...this.#resolvedSecrets, ...(key ? [key] : []), ...this.configSecrets()];
+  }
+
+  /**
+   * Secrets the node's configuration holds besides its `apiKey` param (an AgentNode's MCP server credentials): removed,
+   * like its key, from everything the node emits and packs and from its model errors. Called for every event the node
+   * emits, so keep it cheap; it depends on the node's params only, never on a run (DESIGN D3). Default: none.
+   */
+  protected configSecrets(): readonly string[] {
+    return [];
   }
 
   /**
@@ -272,11 +282,12 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
    */
   protected async runTool(call: ToolCallRecord, tool: LlmTool | undefined, options: { attempts: number; signal?: AbortSignal; backpack: BackpackHandle }): Promise<ToolResultRecord> {
     const source = tool?.source ?? {};
+    // A tool's input, result or error may quote the node's key (its param, or the env var its model was resolved
+    // with): the key is learnt before the first event, and removed from the record the model, the Backpack and the
+    // log get.
+    const secrets = usableSecrets(this.#secrets(await this.#resolvedForSecrets()));
     this.emitEvent(StreamEventType.TOOL_CALL, { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input, ...source });
     const started = performance.now();
-    // A tool's result or error may quote the node's key (its param, or the env var its model was resolved with):
-    // removed from the record the model, the Backpack and the log get.
-    const secrets = usableSecrets(this.#secrets(await this.#resolvedForSecrets()));
     const finish = (given: ToolResultRecord): ToolResultRecord => {
       const record = scrubSecrets(given, secrets);
       this.emitEvent(StreamEventType.TOOL_RESULT, { ...record, durationMs: performance.now() - started, ...source });

@@ -2,6 +2,9 @@ import { ChildProcess } from 'node:child_process';
 import { z } from 'zod';
 import { LlmError } from './errors.js';
 import { redact } from '../../redact/index.js';
+import { boundedFetch } from './bounded-fetch.js';
+import { maskedMcpUrl, mcpServerSecrets } from './mcp-secrets.js';
+import { usableSecrets, withoutSecrets } from './secrets.js';
 import { checkToolName, type LlmTool } from './tools.js';
 
 /**
@@ -23,7 +26,21 @@ const common = {
    * is stopped (SIGTERM) when the node closes its servers, instead of after the SDK's grace of 2 s.
    */
   timeoutMs: z.number().int().positive().max(600_000).optional(),
+  /**
+   * Most bytes of one answer of the server (default 8 MB): each HTTP response (an event stream as a whole), the tool
+   * list (all pages together) and each tool result. A larger answer fails with an {@link McpServerError} naming the
+   * server and the limit; an HTTP response is cut off as it passes the limit, so the server cannot make the process
+   * buffer more. (A stdio server's answer is read by the SDK whole before it is measured: the program is one the flow
+   * author runs.)
+   */
+  maxResponseBytes: z.number().int().positive().max(1024 ** 3).optional(),
 };
+
+/**
+ * Header and env values: credentials more often than not, whatever their names, so each is a secret param (DESIGN
+ * D14: `exportFlow` writes `'***'` for it and a run's recorded flow masks it, unless written as a `${ENV}` reference).
+ */
+const secretValues = z.record(z.string(), z.string().meta({ secret: true }));
 
 /** A server started as a child process, spoken to over its stdin and stdout. */
 export const McpStdioServerSchema = z.strictObject({
@@ -32,8 +49,11 @@ export const McpStdioServerSchema = z.strictObject({
   /** The program to start (a flow file that declares one runs it: treat flow files as code). */
   command: z.string().min(1),
   args: z.array(z.string()).optional(),
-  /** Environment variables on top of the SDK's safe default set (PATH, HOME, ...); `${ENV}` references resolve at load. */
-  env: z.record(z.string(), z.string()).optional(),
+  /**
+   * Environment variables on top of the SDK's safe default set (PATH, HOME, ...); `${ENV}` references resolve at load.
+   * Each value is secret: masked on export and removed from what the node emits and packs (see `mcpServerSecrets`).
+   */
+  env: secretValues.optional(),
   cwd: z.string().min(1).optional(),
 });
 
@@ -41,9 +61,13 @@ export const McpStdioServerSchema = z.strictObject({
 export const McpHttpServerSchema = z.strictObject({
   ...common,
   transport: z.literal('http'),
+  /** The server's URL; messages show it without its user name, password, query values or token-like path segments. */
   url: z.url({ protocol: /^https?$/ }),
-  /** HTTP headers (an `Authorization` header exports as `***`). */
-  headers: z.record(z.string(), z.string()).optional(),
+  /**
+   * HTTP headers. Each value is secret: masked on export; all but plain ones such as Accept and User-Agent are also
+   * removed from what the node emits and packs (see `mcpServerSecrets`).
+   */
+  headers: secretValues.optional(),
 });
 
 /** One MCP server declaration (the `mcpServers` param of an AgentNode; exported to flow JSON as written). */
@@ -62,21 +86,35 @@ export interface McpToolbox {
   tools: Map<string, LlmTool>;
   /** Closes every connection (stops stdio servers). */
   close(): Promise<void>;
+  /**
+   * The credentials of the servers' declarations (see `mcpServerSecrets`): a server may echo one in a tool result or
+   * an error. The toolbox's own error messages are already without them; remove them from the tool results and
+   * errors you keep (an AgentNode does).
+   */
+  secrets: string[];
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 /** The MCP error code of a request that timed out (the SDK's `ErrorCode.RequestTimeout`). */
 const REQUEST_TIMEOUT = -32001;
 
-/** How a server is reached, for messages: `stdio: node server.mjs` or `http: http://127.0.0.1:3000/mcp`. */
+/**
+ * How a server is reached, for messages: `stdio: node server.mjs` or `http: http://127.0.0.1:3000/mcp`. The URL is
+ * shown masked (see `maskedMcpUrl`), and the server's credentials (see `mcpServerSecrets`) are removed from a stdio
+ * command line; secrets of a known shape in it are left to the caller's redaction.
+ */
 export function describeMcpServer(server: McpServer): string {
-  return server.transport === 'stdio' ? `stdio: ${[server.command, ...(server.args ?? [])].join(' ')}` : `http: ${server.url}`;
+  if (server.transport === 'http') return `http: ${maskedMcpUrl(server.url)}`;
+  return `stdio: ${withoutSecrets([server.command, ...(server.args ?? [])].join(' '), usableSecrets(mcpServerSecrets(server)))}`;
 }
 
 /**
  * Connects to each server, lists its tools and wraps them as {@link LlmTool}s (input validated against the tool's
  * JSON Schema before the call; a result with `isError` is a failed tool call; the output is the structured content,
  * else the content list). Any failure closes what was opened and throws an {@link McpServerError} naming the server.
+ * Its messages, and those of failed tool calls, hold none of the servers' credentials (see `mcpServerSecrets`): a URL
+ * is shown masked, and what a server says or prints is cleaned of them. Answers are bounded by `maxResponseBytes`.
  */
 export async function openMcpServers(owner: string, servers: readonly McpServer[], signal?: AbortSignal): Promise<McpToolbox> {
   const tools = new Map<string, LlmTool>();
@@ -100,7 +138,7 @@ export async function openMcpServers(owner: string, servers: readonly McpServer[
     await close();
     throw error;
   }
-  return { tools, close };
+  return { tools, close, secrets: [...new Set(servers.flatMap(mcpServerSecrets))] };
 }
 
 type Sdk = {
@@ -138,11 +176,29 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
   const what = `${owner}: MCP server '${server.name}' (${describeMcpServer(server)})`;
   const { Client, StdioClientTransport, getDefaultEnvironment, StreamableHTTPClientTransport } = await loadSdk(what);
   const timeout = server.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const maxBytes = server.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const secrets = usableSecrets(mcpServerSecrets(server));
+  /** Text for an error message: without the server's credentials, nor secrets of a known shape. */
+  const clean = (text: string): string => redact(withoutSecrets(text, secrets)).value;
   let stderr = '';
+  // An HTTP response past maxBytes is cut off, and the request it answers fails at once with the error saying so (an
+  // event stream's failure alone would leave the request waiting for its timeout). Each request gets the signal of
+  // the controller current as it starts; the one a response overflowed is replaced for later requests.
+  let overflow = new AbortController();
+  const tooLarge = (): McpServerError => new McpServerError(`an answer of the server was larger than its maxResponseBytes (${maxBytes} bytes)`);
+  const bounded = (requestSignal: AbortSignal | undefined): AbortSignal | undefined =>
+    server.transport === 'stdio' ? requestSignal : requestSignal === undefined ? overflow.signal : AbortSignal.any([requestSignal, overflow.signal]);
   const transport =
     server.transport === 'stdio'
       ? new StdioClientTransport({ command: server.command, args: server.args, env: { ...getDefaultEnvironment(), ...server.env }, cwd: server.cwd, stderr: 'pipe' })
-      : new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers } });
+      : new StreamableHTTPClientTransport(new URL(server.url), {
+          requestInit: { headers: server.headers },
+          fetch: boundedFetch(maxBytes, tooLarge, (error) => {
+            const overflowed = overflow;
+            overflow = new AbortController();
+            overflowed.abort(error);
+          }),
+        });
   if (transport instanceof StdioClientTransport) {
     // The last lines a failing server printed go into the error.
     transport.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)));
@@ -176,16 +232,18 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
   const fail = (doing: string, error: unknown): never => {
     const reason = error instanceof Error ? `${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}` : String(error);
     const said = stderr.trim() === '' ? '' : `; it wrote: ${stderr.trim().split('\n').slice(-5).join(' | ')}`;
-    // Redacted: the server's command line and what it printed may hold secrets, and an application logs this message.
-    throw new McpServerError(redact(`${what}: ${doing}: ${reason}${said}`).value, { cause: error });
+    // Cleaned: the server's command line and what it printed (an error quoting its key) may hold secrets, and this
+    // message reaches the run's events and an application's logs.
+    throw new McpServerError(clean(`${what}: ${doing}: ${reason}${said}`), { cause: error });
   };
   let started = performance.now();
+  let requestSignal = bounded(signal);
   try {
-    await client.connect(transport, { timeout, signal });
+    await client.connect(transport, { timeout, signal: requestSignal });
   } catch (error) {
     noteFailure(error, started);
     await close().catch(() => undefined);
-    fail('could not connect', error);
+    fail('could not connect', overflowOf(requestSignal) ?? error);
   }
   try {
     const listed: Array<{ name: string; description?: string; inputSchema: Record<string, unknown> }> = [];
@@ -194,11 +252,16 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
     // no tools and a new cursor would otherwise hold the node for ever.
     const cursors = new Set<string>();
     const listingEnds = performance.now() + timeout;
+    // Bounded in size as a whole too: each page is bounded by maxBytes, but there may be many.
+    let listedBytes = 0;
     do {
       if (cursors.size >= MAX_TOOL_PAGES) fail(`lists its tools in more than ${MAX_TOOL_PAGES} pages`, `${listed.length} tools listed so far`);
       started = performance.now();
       if (started > listingEnds) fail(`took longer than its timeoutMs (${timeout} ms) to list its tools`, `${cursors.size} pages, ${listed.length} tools listed so far`);
-      const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: Math.max(1, Math.ceil(listingEnds - started)), signal });
+      requestSignal = bounded(signal);
+      const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: Math.max(1, Math.ceil(listingEnds - started)), signal: requestSignal });
+      listedBytes += jsonBytes(page.tools);
+      if (listedBytes > maxBytes) fail('could not list its tools', `its tool list is larger than its maxResponseBytes (${maxBytes} bytes)`);
       listed.push(...(page.tools as typeof listed));
       cursor = page.nextCursor;
       if (cursor !== undefined) {
@@ -219,25 +282,34 @@ async function connect(owner: string, server: McpServer, signal?: AbortSignal): 
       } catch (error) {
         fail(`tool '${listedTool.name}' cannot be offered to a model`, error);
       }
-      tools.set(toolName, mcpTool(client, server, listedTool, timeout, noteFailure));
+      tools.set(toolName, mcpTool(client, server, listedTool, { timeout, maxBytes, bounded, clean, secrets, noteFailure }));
     }
     return { tools, close };
   } catch (error) {
     noteFailure(error, started);
     await close().catch(() => undefined);
     if (error instanceof McpServerError) throw error;
-    return fail('could not list its tools', error);
+    return fail('could not list its tools', overflowOf(requestSignal) ?? error);
   }
 }
 
-/** One MCP tool as an {@link LlmTool}. */
+/** Most pages of `tools/list` a server may answer with (see connect). */
+const MAX_TOOL_PAGES = 100;
+
+/** The error a request failed with because a response to it passed maxResponseBytes (see connect), if it did. */
+function overflowOf(requestSignal: AbortSignal | undefined): McpServerError | undefined {
+  return requestSignal?.aborted === true && requestSignal.reason instanceof McpServerError ? requestSignal.reason : undefined;
+}
+
+/** The size of `value` as JSON text, in UTF-8 bytes. */
+function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? '');
+}
+
 /**
  * A server's JSON Schema without its regular expressions (`pattern`; `patternProperties` becomes an open
  * `additionalProperties` where none is set), at any depth: see mcpTool.
  */
-/** Most pages of `tools/list` a server may answer with (see connect). */
-const MAX_TOOL_PAGES = 100;
-
 function withoutPatterns(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(withoutPatterns);
   if (schema === null || typeof schema !== 'object') return schema;
@@ -253,13 +325,22 @@ function withoutPatterns(schema: unknown): unknown {
   return out;
 }
 
-function mcpTool(
-  client: InstanceType<Sdk['Client']>,
-  server: McpServer,
-  listed: { name: string; description?: string; inputSchema: Record<string, unknown> },
-  timeout: number,
-  noteFailure: (error: unknown, started: number, requestSignal?: AbortSignal) => void,
-): LlmTool {
+/** What a tool of a connection shares with it (see connect). */
+interface ToolContext {
+  timeout: number;
+  maxBytes: number;
+  /** The signal a request is made under (the response size bound joined to `requestSignal`). */
+  bounded: (requestSignal: AbortSignal | undefined) => AbortSignal | undefined;
+  /** Text for an error message, without secrets. */
+  clean: (text: string) => string;
+  /** The server's credentials (see `mcpServerSecrets`). */
+  secrets: readonly string[];
+  noteFailure: (error: unknown, started: number, requestSignal?: AbortSignal) => void;
+}
+
+/** One MCP tool as an {@link LlmTool}. */
+function mcpTool(client: InstanceType<Sdk['Client']>, server: McpServer, listed: { name: string; description?: string; inputSchema: Record<string, unknown> }, at: ToolContext): LlmTool {
+  const what = `MCP server '${server.name}' (${describeMcpServer(server)}): call of '${listed.name}'`;
   let inputSchema: z.ZodType;
   try {
     // Checked in this process without the server's regular expressions: a pattern such as `^(a+)+$` would block the
@@ -278,14 +359,19 @@ function mcpTool(
     async execute(input, context) {
       let result;
       const started = performance.now();
+      const requestSignal = at.bounded(context.signal);
       try {
-        result = await client.callTool({ name: listed.name, arguments: input as Record<string, unknown> }, undefined, { timeout, signal: context.signal });
+        result = await client.callTool({ name: listed.name, arguments: input as Record<string, unknown> }, undefined, { timeout: at.timeout, signal: requestSignal });
       } catch (error) {
-        noteFailure(error, started, context.signal);
-        throw new McpServerError(redact(`MCP server '${server.name}' (${describeMcpServer(server)}): call of '${listed.name}' failed: ${error instanceof Error ? error.message : String(error)}`).value, { cause: error });
+        at.noteFailure(error, started, context.signal);
+        const cause = overflowOf(requestSignal) ?? error;
+        throw new McpServerError(at.clean(`${what} failed: ${cause instanceof Error ? cause.message : String(cause)}`), { cause: error });
       }
+      // Bounded before it is packed, stored and shown to the model (a stdio server's answer is not bounded as it is read).
+      if (jsonBytes(result) > at.maxBytes) throw new McpServerError(at.clean(`${what} failed: its result is larger than the server's maxResponseBytes (${at.maxBytes} bytes)`));
       const content = (result.content ?? []) as Array<{ type: string; text?: string }>;
-      if (result.isError === true) throw new Error(content.map((c) => c.text ?? `[${c.type}]`).join('\n') || 'the MCP tool reported an error');
+      // The server's error text may quote the credentials it was given ("quota exceeded for key ...").
+      if (result.isError === true) throw new Error(withoutSecrets(content.map((c) => c.text ?? `[${c.type}]`).join('\n'), at.secrets) || 'the MCP tool reported an error');
       return result.structuredContent ?? content;
     },
   };

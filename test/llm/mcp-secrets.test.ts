@@ -1,0 +1,73 @@
+/**
+ * What of an MCP server declaration counts as a credential (mcpServerSecrets), how its URL is shown in messages
+ * (maskedMcpUrl, describeMcpServer), and that a flow's export and its recorded config mask header and env values
+ * whatever their names (audit-s23b F1, F5).
+ */
+import { describe, expect, it } from 'vitest';
+import { describeMcpServer, llmNodeTypes } from '../../src/nodes/llm/index.js';
+import { maskedMcpUrl, mcpServerSecrets } from '../../src/nodes/llm/mcp-secrets.js';
+import { FlowLoader } from '../../src/serialization/index.js';
+import { scriptedModel } from './helpers.js';
+
+describe('mcpServerSecrets', () => {
+  it('takes every header value but plain ones, and the credential of a `Scheme credential` value on its own', () => {
+    const secrets = mcpServerSecrets({
+      name: 'gw',
+      transport: 'http',
+      url: 'http://127.0.0.1:3000/mcp',
+      headers: { 'X-Auth': 'opaque-gateway-value', Authorization: 'Bearer tok-12345678', Accept: 'application/json', 'User-Agent': 'backpackflow/1' },
+    });
+    expect(secrets.sort()).toEqual(['Bearer tok-12345678', 'opaque-gateway-value', 'tok-12345678'].sort());
+  });
+
+  it('takes every env value of a stdio server; short values only under a secret-looking name', () => {
+    const secrets = mcpServerSecrets({ name: 'local', transport: 'stdio', command: 'node', env: { SVC_CRED: 'gw-live-7f3a9c2e', LOG_LEVEL: 'info', DEBUG: '1', DB_PASSWORD: 'pw42' } });
+    expect(secrets.sort()).toEqual(['gw-live-7f3a9c2e', 'pw42'].sort());
+  });
+
+  it('takes the user name and password, query values and token-like path segments of the URL, decoded and as written', () => {
+    const secrets = mcpServerSecrets({ name: 'hosted', transport: 'http', url: 'https://user%40corp:p%40ss-word@mcp.example.com/s/u9x2k7q4m1z8w3v6/production-gateway/mcp?api_key=k3y9&access=ab%2Bcd%2Fef%3D12&format=json' });
+    expect(secrets.sort()).toEqual(['user%40corp', 'user@corp', 'p%40ss-word', 'p@ss-word', 'u9x2k7q4m1z8w3v6', 'k3y9', 'ab%2Bcd%2Fef%3D12', 'ab+cd/ef=12'].sort());
+  });
+});
+
+describe('the URL in messages', () => {
+  it('shows scheme, host and path, with token-like path segments and every query value masked, and no userinfo', () => {
+    expect(maskedMcpUrl('https://me:pw@mcp.example.com/s/u9x2k7q4m1z8w3v6/mcp?access=tok&format=json#frag')).toBe('https://mcp.example.com/s/***/mcp?access=***&format=***');
+    expect(maskedMcpUrl('http://127.0.0.1:3000/mcp')).toBe('http://127.0.0.1:3000/mcp');
+    expect(describeMcpServer({ name: 'h', transport: 'http', url: 'http://127.0.0.1:9/a-very-long-but-plain-name/mcp' })).toBe('http: http://127.0.0.1:9/a-very-long-but-plain-name/mcp');
+  });
+
+  it('describes a stdio server without its env values, should its command line repeat one', () => {
+    expect(describeMcpServer({ name: 's', transport: 'stdio', command: 'srv', args: ['--login', 'gw-live-7f3a9c2e'], env: { SVC_CRED: 'gw-live-7f3a9c2e' } })).toBe('stdio: srv --login ***');
+  });
+});
+
+describe('a flow with MCP credentials under names that do not look secret', () => {
+  const server = { name: 'gw', transport: 'http', url: 'http://127.0.0.1:9/mcp', headers: { 'X-Auth': 'opaque-gateway-value' } };
+  const stdio = { name: 'local', transport: 'stdio', command: 'node', env: { SVC_CRED: 'svc-cred-value-1', TOKEN_FROM_ENV: '${SVC_TOKEN}' } };
+  const config = { version: '2.0.0', namespace: 'mcp', nodes: [{ type: 'AgentNode', id: 'agent', params: { promptFrom: 'q', mcpServers: [server, stdio] } }] };
+
+  function loader(): FlowLoader {
+    const l = new FlowLoader();
+    for (const [type, NodeClass] of Object.entries(llmNodeTypes)) l.register(type, NodeClass);
+    return l;
+  }
+
+  it('exports header and env values as *** (with includeSensitive: as written)', async () => {
+    const l = loader();
+    const flow = await l.loadFlow(config, { model: scriptedModel(['ok']).model }, { env: { SVC_TOKEN: 'resolved-token-value' } });
+    const servers = l.exportFlow(flow).nodes[0]!.params.mcpServers as Array<Record<string, unknown>>;
+    expect(servers[0]!.headers).toEqual({ 'X-Auth': '***' });
+    expect(servers[1]!.env).toEqual({ SVC_CRED: '***', TOKEN_FROM_ENV: '***' });
+    expect((l.exportFlow(flow, { includeSensitive: true }).nodes[0]!.params.mcpServers as unknown[])[1]).toEqual(stdio);
+  });
+
+  it('records them masked, keeping ${ENV} references as written', () => {
+    const recorded = JSON.stringify(loader().maskConfigSecrets(config));
+    expect(recorded).not.toContain('opaque-gateway-value');
+    expect(recorded).not.toContain('svc-cred-value-1');
+    expect(recorded).toContain('"TOKEN_FROM_ENV":"${SVC_TOKEN}"');
+  });
+
+});
