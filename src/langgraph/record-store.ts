@@ -22,10 +22,21 @@ export interface CheckpointRecordStore {
   /** The run's stored events, oldest first, as far as the store vouches for them; `[]` for a run without any. */
   read(runId: string): Promise<StreamEvent[]>;
   /**
-   * Opens the run for writing (takes its writer lock) and tells the seq of its last stored event, so that the
-   * caller can see whether another writer appended since it read. Idempotent per run.
+   * Optional: an identity of the run's log as stored now, cheap to get, that changes with every append and whenever
+   * the run is deleted (and started again, whatever its number of events); null when the run has no events,
+   * undefined when the store cannot tell. The saver compares it, on each `getTuple` and `list` of a thread it does
+   * not write, with the one it read the thread at, and reads the thread again when they differ, so that it serves
+   * what other savers (other processes, other workers) stored or deleted since. {@link RunStoreRecordStore} gives the
+   * log's chain hash (`RunStore.logHead`). A store without it has its log read on each such call instead.
    */
-  openForWrite(runId: string): Promise<{ lastSeq: number | undefined }>;
+  head?(runId: string): Promise<string | null | undefined>;
+  /**
+   * Opens the run for writing (takes its writer lock) and tells where its log stands: the seq of its last stored
+   * event and, from a store that has {@link head}, its head (as `head` gives it) as the lock found it, so that the
+   * caller can see whether another writer appended, or deleted the run and started it again, since it read.
+   * Idempotent per run.
+   */
+  openForWrite(runId: string): Promise<{ lastSeq: number | undefined; head?: string | null | undefined }>;
   /** Appends one batch atomically and durably (per the store's durability). */
   append(runId: string, events: StreamEvent[]): Promise<void>;
   /**
@@ -111,8 +122,15 @@ export class RunStoreRecordStore implements CheckpointRecordStore {
     return writer;
   }
 
-  async openForWrite(runId: string): Promise<{ lastSeq: number | undefined }> {
-    return { lastSeq: (await this.#writer(runId)).lastSeq };
+  /** The log's chain hash (see `RunStore.logHead`). */
+  async head(runId: string): Promise<string | null | undefined> {
+    return this.runStore.logHead(this.#ref(runId));
+  }
+
+  async openForWrite(runId: string): Promise<{ lastSeq: number | undefined; head: string | null | undefined }> {
+    const writer = await this.#writer(runId);
+    // The writer's chain head is the log's as its lock found it (or as its own commits left it).
+    return { lastSeq: writer.lastSeq, head: writer.eventCount === 0 ? null : writer.chainHead };
   }
 
   async append(runId: string, events: StreamEvent[]): Promise<void> {

@@ -128,6 +128,12 @@ interface Thread {
   blobs: Map<string, StoredValue>;
   /** seq of the last event read or written. */
   lastSeq: number;
+  /**
+   * The store's identity of the log this index was read from (its `head`: the chain hash; null for no events; for a
+   * store without `head`, the seq and id of the last event), compared with the store's on each read of a thread this
+   * saver does not write, and when it takes the writer; undefined when the store could not tell (read it again).
+   */
+  version: string | null | undefined;
   /** The last backpackflow step (one per root checkpoint); -1 before the first. */
   step: number;
   backpack: Backpack;
@@ -186,7 +192,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     const threadId = config.configurable?.thread_id as unknown;
     if (threadId === undefined) return undefined;
-    const thread = await this.#thread(checkString('thread_id', threadId));
+    const thread = await this.#current(checkString('thread_id', threadId));
     const ns = checkString('checkpoint_ns', config.configurable?.checkpoint_ns ?? '');
     const checkpoints = thread.checkpoints.get(ns);
     if (checkpoints === undefined) return undefined;
@@ -207,7 +213,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     const nsFilter = config.configurable?.checkpoint_ns as unknown;
     const idFilter = checkedCheckpointId(config);
     const beforeId = before === undefined ? undefined : checkedCheckpointId(before);
-    const threads = threadId !== undefined ? [await this.#thread(checkString('thread_id', threadId))] : await this.#allThreads();
+    const threads = threadId !== undefined ? [await this.#current(checkString('thread_id', threadId))] : await this.#allThreads();
     for (const thread of threads) {
       for (const [ns, checkpoints] of thread.checkpoints) {
         if (nsFilter !== undefined && ns !== nsFilter) continue;
@@ -353,14 +359,56 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
   // ---- threads ------------------------------------------------------------------------------------------------
 
   #thread(threadId: string): Promise<Thread> {
+    return this.#held(threadId).pending;
+  }
+
+  /** The thread as this saver holds it (`loaded`: read now, by this call), read from the store when it holds none. */
+  #held(threadId: string): { pending: Promise<Thread>; loaded: boolean } {
     const runId = this.runIdOf(threadId);
     let pending = this.#threads.get(runId);
-    if (pending === undefined) {
-      pending = this.#load(threadId, runId);
-      this.#threads.set(runId, pending);
-      pending.catch(() => this.#threads.delete(runId));
+    if (pending !== undefined) return { pending, loaded: false };
+    pending = this.#load(threadId, runId);
+    this.#threads.set(runId, pending);
+    pending.catch(() => this.#threads.get(runId) === pending && this.#threads.delete(runId));
+    return { pending, loaded: true };
+  }
+
+  /**
+   * The thread as the store holds it now, for `getTuple` and `list`: the thread this saver holds, unless another
+   * saver (another process or worker sharing the store) changed its log since it was read (appended to it, or deleted
+   * it, and perhaps started it again with as many events), which a look at the store's head tells (see
+   * {@link CheckpointRecordStore.head}); then it is read again, in the run's queue (after this saver's own writes).
+   * A thread whose writer this saver holds is its own: nobody else writes it, nothing is looked at.
+   */
+  async #current(threadId: string): Promise<Thread> {
+    const { pending, loaded } = this.#held(threadId);
+    const thread = await pending;
+    if (loaded || thread.writing || (await this.#unchanged(thread))) return thread;
+    return this.#enqueue(thread.runId, async () => {
+      const held = this.#held(threadId);
+      const now = await held.pending;
+      // Read again meanwhile (by another call, or this saver's write that took the writer): current.
+      if (held.loaded || now.writing || (now !== thread && (await this.#unchanged(now)))) return now;
+      if (this.#threads.get(thread.runId) === held.pending) this.#threads.delete(thread.runId);
+      return this.#thread(threadId);
+    });
+  }
+
+  /** Whether the store's log of the thread is still the one it was read from (see {@link Thread.version}). */
+  async #unchanged(thread: Thread): Promise<boolean> {
+    if (thread.version === undefined) return false;
+    const version = this.store.head !== undefined ? await this.store.head(thread.runId) : versionOf(await this.store.read(thread.runId));
+    return version !== undefined && version === thread.version;
+  }
+
+  /** The run's log, and its identity (see {@link Thread.version}), taken before it is read: a write in between makes the next look read it again. */
+  async #readLog(runId: string): Promise<{ events: StreamEvent[]; version: string | null | undefined }> {
+    if (this.store.head === undefined) {
+      const events = await this.store.read(runId);
+      return { events, version: versionOf(events) };
     }
-    return pending;
+    const version = await this.store.head(runId);
+    return { events: await this.store.read(runId), version };
   }
 
   /**
@@ -386,25 +434,27 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
 
   /** The thread run `runId` records, or undefined when it is not one (see {@link #allThreads}). */
   async #listedThread(runId: string): Promise<Thread | undefined> {
-    const loaded = this.#threads.get(runId);
-    if (loaded !== undefined) return loaded;
-    const events = await this.store.read(runId);
+    // A thread this saver holds, as long as nobody else changed it (else read again below: another saver may have
+    // put an ordinary run, or another thread, under its run id since).
+    const loaded = await this.#threads.get(runId)?.catch(() => undefined);
+    if (loaded !== undefined && (loaded.writing || (await this.#unchanged(loaded)))) return loaded;
+    const { events, version } = await this.#readLog(runId);
     const recorded = threadOf(events);
     if (recorded === undefined) return undefined;
     if (recorded.sha256 === undefined || threadDigest(recorded.threadId) === recorded.sha256) {
-      return this.runIdOf(recorded.threadId) === runId ? this.#thread(recorded.threadId) : undefined;
+      return this.runIdOf(recorded.threadId) === runId ? this.#current(recorded.threadId) : undefined;
     }
-    return hashedRunId(recorded.sha256) === runId ? this.#replay(recorded.threadId, runId, events) : undefined;
+    return hashedRunId(recorded.sha256) === runId ? this.#replay(recorded.threadId, runId, events, version) : undefined;
   }
 
   /** Builds a thread's index and Backpack mirror from its log. */
   async #load(threadId: string, runId: string): Promise<Thread> {
-    const events = await this.store.read(runId);
+    const { events, version } = await this.#readLog(runId);
     if (events.length > 0) this.#recordedThread(events, runId, threadId);
-    return this.#replay(threadId, runId, events);
+    return this.#replay(threadId, runId, events, version);
   }
 
-  #replay(threadId: string, runId: string, events: StreamEvent[]): Thread {
+  #replay(threadId: string, runId: string, events: StreamEvent[], version: string | null | undefined): Thread {
     const state: BackpackState = { version: 1, items: {}, quarantined: {} };
     const thread: Thread = {
       threadId,
@@ -413,6 +463,7 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
       writes: new Map(),
       blobs: new Map(),
       lastSeq: events.at(-1)?.seq ?? 0,
+      version,
       step: -1,
       backpack: undefined as unknown as Backpack,
       tracker: undefined as unknown as StateTracker,
@@ -445,12 +496,13 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     await this.#enqueue(runId, async () => {
       let thread = await this.#thread(threadId);
       if (!thread.writing) {
-        const { lastSeq } = await this.store.openForWrite(runId);
-        // Another writer appended since this saver read the log: read it again under the lock.
-        if ((lastSeq ?? 0) !== thread.lastSeq) {
-          const events = await this.store.read(runId);
+        const opened = await this.store.openForWrite(runId);
+        // Another writer changed the log since this saver read it (appended to it, or deleted the run and perhaps
+        // started it again, with as many events or not): read it again under the lock.
+        if (!(await this.#sameLog(thread, opened))) {
+          const { events, version } = await this.#readLog(runId);
           if (events.length > 0) this.#recordedThread(events, runId, threadId);
-          thread = this.#replay(threadId, runId, events);
+          thread = this.#replay(threadId, runId, events, version);
           this.#threads.set(runId, Promise.resolve(thread));
         }
         thread.writing = true;
@@ -465,7 +517,18 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     });
   }
 
-  #enqueue(runId: string, work: () => Promise<void>): Promise<void> {
+  /**
+   * Whether the log the writer's lock found (`opened`, see {@link CheckpointRecordStore.openForWrite}) is the one the
+   * thread was read from: by the same identity as {@link #unchanged} (the chain hash, so a run deleted and started
+   * again with as many events is told apart), taken under the lock; a store that gives none there is looked at again.
+   */
+  async #sameLog(thread: Thread, opened: { lastSeq: number | undefined; head?: string | null | undefined }): Promise<boolean> {
+    if ((opened.lastSeq ?? 0) !== thread.lastSeq || thread.version === undefined) return false;
+    if (opened.head !== undefined) return opened.head === thread.version;
+    return this.#unchanged(thread);
+  }
+
+  #enqueue<T>(runId: string, work: () => Promise<T>): Promise<T> {
     const previous = this.#queues.get(runId) ?? Promise.resolve();
     const next = previous.catch(() => undefined).then(work);
     this.#queues.set(runId, next);
@@ -712,6 +775,12 @@ function indexWrites(thread: Thread, record: StoredWrites, savedAt: number): voi
   let byTask = thread.writes.get(key);
   if (byTask === undefined) thread.writes.set(key, (byTask = new Map()));
   for (const write of record.writes) byTask.set(`${write.taskId},${write.idx}`, { ...write, savedAt });
+}
+
+/** A log's identity from its events (for a store without `head`): the seq and (unique) id of its last event; null when it has none. */
+function versionOf(events: StreamEvent[]): string | null {
+  const last = events.at(-1);
+  return last === undefined ? null : `${last.seq}:${last.id}`;
 }
 
 function latestId(checkpoints: Map<string, unknown>): string | undefined {

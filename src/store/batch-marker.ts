@@ -4,9 +4,9 @@
  * find the committed end of the log. A writer that closes the log records its size there (`closed`): a log whose
  * data then ends anywhere else was cut, torn or extended after its writer was done with it, which no crash explains.
  */
-import { closeSync, constants, fstatSync, ftruncateSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, ftruncateSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { openFileForReading, openRegularFile, type NotRegularFile, type OpenedFile } from '../fs/index.js';
-import { chainOf } from './chain.js';
+import { SEAL_LENGTH, chainOf, chainOfLineEndingAt } from './chain.js';
 import { EventStoreError } from './errors.js';
 import { openOwnFile } from './own-file.js';
 import { endOfData, endOfLastLine, readLines } from './lines.js';
@@ -172,21 +172,90 @@ export async function committedLog(paths: RunPaths): Promise<{ end: number; cut:
     throw error;
   }
   try {
-    for (let attempt = 0; ; attempt++) {
-      const before = readPending(paths.pendingBatch);
-      const data = await endOfData(fd, fstatSync(fd).size);
-      const after = readPending(paths.pendingBatch);
-      if (attempt < 100 && (before === 'torn' || after === 'torn' || before?.gen !== after?.gen)) continue;
-      let end = data;
-      let marker: string | undefined;
-      if (after !== undefined && after !== 'torn' && end > after.start && end < after.end) {
-        if (await markerContradicted(paths.events, after, data)) marker = contradictedMarker(paths.pendingBatch, after, paths.events);
-        else end = after.start;
-      }
-      const cut = cutSinceClose(after, data, paths.events);
-      return { end: end === 0 ? 0 : await endOfLastLine(fd, end), cut, ...(marker !== undefined ? { marker } : {}) };
-    }
+    return await committedLogOf(fd, paths);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * The chain hash after the log's last committed line (see {@link committedEnd}), read from that line's seal without
+ * verifying it (see `chainOfLineEndingAt`): null when the log has no committed line (or no file), undefined when its
+ * last committed line is not sealed (a log written before chain hashes, or lines after its last seal: a damaged
+ * tail). A writer's `chainHead` is this once its batches are committed. `RunStore.logHead` of files.
+ */
+export async function committedHead(paths: RunPaths): Promise<string | null | undefined> {
+  let fd: number;
+  try {
+    fd = openFileForReading(paths.events);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size === 0) return null;
+    const quick = sealAtEnd(fd, size) ?? sealAtMarkedEnd(fd, size, paths);
+    if (quick !== undefined) return quick;
+    const { end } = await committedLogOf(fd, paths);
+    return end === 0 ? null : chainOfLineEndingAt(fd, end);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** How much of the log's end {@link committedHead} looks at first. */
+const HEAD_TAIL = 4096;
+
+/**
+ * The chain hash of the last complete line among the log's last {@link HEAD_TAIL} bytes, when the log ends there
+ * (or with a torn line after it) and that line is sealed: the last line of a whole batch, so the log's committed end,
+ * found with one small read. Undefined otherwise, for {@link committedLogOf} to find the end: space the writer
+ * reserved after the data (zeros), a last line longer than what was read, an unsealed line (a batch in flight, which
+ * the marker tells about, or damage). A batch in flight whose first line is sealed (a new log's line 0) gives that
+ * line's chain: the head of a log that has changed, never of one that has not.
+ */
+function sealAtEnd(fd: number, size: number): string | undefined {
+  const length = Math.min(size, HEAD_TAIL);
+  const tail = Buffer.allocUnsafe(length);
+  if (readSync(fd, tail, 0, length, size - length) !== length || tail[length - 1] === 0) return undefined;
+  const newline = tail.lastIndexOf(0x0a);
+  return newline <= SEAL_LENGTH ? undefined : chainOf(tail.subarray(newline - SEAL_LENGTH - 1, newline));
+}
+
+/**
+ * While a writer holds the log, space it reserved (zeros) follows the data, and the marker names the last batch it
+ * wrote: when that batch is whole (its last byte written, a newline, and nothing but zeros or the end of the file
+ * after it), the log's committed end is the batch's end, and the chain hash is its seal's, found with the marker and
+ * one small read, not a scan back through the reserve. Undefined otherwise (a batch in flight, or anything else), for
+ * {@link committedLogOf} to find the end.
+ */
+function sealAtMarkedEnd(fd: number, size: number, paths: RunPaths): string | undefined {
+  const batch = readPending(paths.pendingBatch);
+  if (batch === undefined || batch === 'torn' || !Number.isSafeInteger(batch.end) || batch.end < SEAL_LENGTH + 2 || batch.end > size) return undefined;
+  // The line's last SEAL_LENGTH + 1 bytes, its newline, and the byte after it if there is one.
+  const from = batch.end - SEAL_LENGTH - 2;
+  const length = Math.min(SEAL_LENGTH + 3, size - from);
+  const bytes = Buffer.allocUnsafe(length);
+  if (readSync(fd, bytes, 0, length, from) !== length) return undefined;
+  if (bytes[SEAL_LENGTH + 1] !== 0x0a || (length === SEAL_LENGTH + 3 && bytes[SEAL_LENGTH + 2] !== 0)) return undefined;
+  return chainOf(bytes.subarray(0, SEAL_LENGTH + 1));
+}
+
+/** {@link committedLog} of the log open as `fd`. */
+async function committedLogOf(fd: number, paths: RunPaths): Promise<{ end: number; cut: string | undefined; marker?: string }> {
+  for (let attempt = 0; ; attempt++) {
+    const before = readPending(paths.pendingBatch);
+    const data = await endOfData(fd, fstatSync(fd).size);
+    const after = readPending(paths.pendingBatch);
+    if (attempt < 100 && (before === 'torn' || after === 'torn' || before?.gen !== after?.gen)) continue;
+    let end = data;
+    let marker: string | undefined;
+    if (after !== undefined && after !== 'torn' && end > after.start && end < after.end) {
+      if (await markerContradicted(paths.events, after, data)) marker = contradictedMarker(paths.pendingBatch, after, paths.events);
+      else end = after.start;
+    }
+    const cut = cutSinceClose(after, data, paths.events);
+    return { end: end === 0 ? 0 : await endOfLastLine(fd, end), cut, ...(marker !== undefined ? { marker } : {}) };
   }
 }

@@ -75,6 +75,12 @@ export function genesis(backend: HashBackend, sessionKey: string, runId: string)
   return backend.digest(Buffer.from(`backpackflow.events.chain.v1\n${sessionKey}\n${runId}`));
 }
 
+/**
+ * How many bytes at the end of a sealed line hold its seal (`,"chain":"` + 64 hex + `"}`): the line's last
+ * `SEAL_LENGTH + 1` bytes are enough for {@link chainOf} to find its chain hash.
+ */
+export const SEAL_LENGTH = SUFFIX_LENGTH;
+
 /** The chain hash a stored line (its bytes, without the newline) carries, or undefined when it is not sealed. */
 export function chainOf(line: Buffer): string | undefined {
   const n = line.length;
@@ -412,6 +418,18 @@ export function sealedLinesBefore(path: string, size: number, count: number): Se
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * The chain hash the line that ends at byte `end` of the open log `fd` carries (`end` is just after its newline),
+ * read from the line's last bytes alone (one small read, whatever the line's length), unverified; undefined when that
+ * line is not sealed.
+ */
+export function chainOfLineEndingAt(fd: number, end: number): string | undefined {
+  const length = Math.min(SUFFIX_LENGTH + 1, end - 1);
+  if (length <= SUFFIX_LENGTH) return undefined;
+  const tail = Buffer.allocUnsafe(length);
+  return readSync(fd, tail, 0, length, end - 1 - length) === length ? chainOf(tail) : undefined;
 }
 
 /** The last sealed line among the first `size` bytes of the log (see {@link sealedLinesBefore}), or undefined. */

@@ -18,6 +18,7 @@ import { ProjectionStoreError, StoreError } from './errors.js';
 import { checkedDocument, writeDocumentFile } from './run-documents.js';
 import { DONE } from './log-writer.js';
 import { dataEndOf } from './lines.js';
+import { committedHead } from './batch-marker.js';
 
 import type { Checkpoint, Durability, RunMeta } from './types.js';
 
@@ -94,6 +95,12 @@ export class FileRunStore implements RunStore {
     // was, and two in one tick of the file system's clock leave its times too: the end of the data tells them apart.
     const end = (await dataEndOf(path)) ?? -1;
     return `${stat.dev}:${stat.ino}:${stat.size}:${end}:${stat.mtimeNs}:${stat.ctimeNs}`;
+  }
+
+  async logHead(ref: RunRef): Promise<string | null | undefined> {
+    assertValidId(ref.sessionKey, 'sessionKey');
+    assertValidId(ref.runId, 'runId');
+    return committedHead(runPaths(this.dataDir, this.checked(ref).sessionKey, ref.runId));
   }
 
   async assertNewRun(ref: RunRef): Promise<void> {

@@ -134,6 +134,17 @@ export interface RunStore {
    * (a change time cannot be set back without setting the system clock back).
    */
   logVersion(ref: RunRef): Promise<string | undefined>;
+  /**
+   * The log's chain hash as it is stored now (64 hex characters: the chain after its last sealed line, which is the
+   * last line of its last committed batch; a writer's {@link RunWriter.chainHead} once its batches are committed), or
+   * null when the run has no events: a cheap identity of the log, read without verifying it (one small read of the
+   * file's end; one row's end in PostgreSQL). Every line, and the run's ids, are hashed into it, so it changes with
+   * every commit, and a run deleted and started again (its events carry new ids and times) does not have the head it
+   * had, whatever its number of events. Readers that keep what they made of a run (the LangGraph saver) compare it
+   * to the head they read, and read again when it differs; the read verifies. Undefined when the log's last line is
+   * not sealed (a log written before chain hashes, or a damaged tail): the store cannot tell, read it again.
+   */
+  logHead(ref: RunRef): Promise<string | null | undefined>;
   /** A `RunExistsError` when the run has recorded events. */
   assertNewRun(ref: RunRef): Promise<void>;
   /** The events (from `options.from` on) the log's chain vouches for, with the chain hash of their batch and their line. */

@@ -218,6 +218,36 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
       expect(new Set(versions).size).toBe(versions.length);
     });
 
+    it("gives the log's chain head: none before any event, the writer's after each commit (to another handle too), and another once the run is deleted and started again with as many events", async () => {
+      expect(await sut.store.logHead(ref)).toBeNull();
+      const reader = sut.reopen();
+      const w = await writer({ fresh: true });
+      const heads: (string | null | undefined)[] = [];
+      for (let step = 1; step <= 3; step++) {
+        await w.commit(stepBatch(ref.runId, step * 3 - 2, step));
+        expect(w.chainHead).toMatch(/^[0-9a-f]{64}$/);
+        expect(await sut.store.logHead(ref)).toBe(w.chainHead);
+        expect(await reader.logHead(ref)).toBe(w.chainHead);
+        heads.push(w.chainHead);
+      }
+      expect(new Set(heads).size).toBe(3);
+      await w.close();
+      const before = await reader.logHead(ref);
+      expect(before).toBe(heads[2]);
+      // Deleted: no head; started again with the same number of events (other content): not the head it had.
+      expect(await sut.store.deleteRun(ref)).toBe(true);
+      expect(await reader.logHead(ref)).toBeNull();
+      const again = await writer({ fresh: true });
+      for (let step = 1; step <= 3; step++) {
+        const batch = stepBatch(ref.runId, step * 3 - 2, step).map((e) => ({ ...e, payload: { ...e.payload, again: true } }));
+        await again.commit(batch);
+      }
+      expect(again.eventCount).toBe(9);
+      expect(await reader.logHead(ref)).toBe(again.chainHead);
+      expect(again.chainHead).not.toBe(before);
+      await again.close();
+    });
+
     it('rejects hostile ids before touching anything', async () => {
       for (const bad of ['../escape', 'a/b', '', '..', 'x'.repeat(200), 'a\u0000b']) {
         await expect(sut.store.openWriter({ sessionKey: 's1', runId: bad }, { fresh: true })).rejects.toBeInstanceOf(InvalidIdError);
@@ -225,6 +255,7 @@ export function runStoreConformance(name: string, make: () => Promise<StoreUnder
         await expect(sut.store.loadRunMeta({ sessionKey: 's1', runId: bad })).rejects.toBeInstanceOf(InvalidIdError);
         await expect(sut.store.listRuns(bad)).rejects.toBeInstanceOf(InvalidIdError);
         await expect(sut.store.logVersion({ sessionKey: 's1', runId: bad })).rejects.toBeInstanceOf(InvalidIdError);
+        await expect(sut.store.logHead({ sessionKey: 's1', runId: bad })).rejects.toBeInstanceOf(InvalidIdError);
       }
       expect(await sut.store.listRuns()).toEqual([]);
     });

@@ -29,7 +29,7 @@ import { StreamEventType, type StreamEvent } from '../../events/types.js';
 import { sharedHashBackend, type HashBackend } from '../../hash/blake3.js';
 import { openSealed, seal, sealText, sealedSize } from '../../hash/sealed.js';
 import { redactConfig, redactorFor, type Redactor } from '../../redact/index.js';
-import { CHAIN_BACKEND, CHAIN_FORMAT, ChainReader, chainFormatOf, chainOf, genesis, sealBatch, type ChainFormat } from '../chain.js';
+import { CHAIN_BACKEND, CHAIN_FORMAT, ChainReader, SEAL_LENGTH, chainFormatOf, chainOf, genesis, sealBatch, type ChainFormat } from '../chain.js';
 import { prepareCheckpoint } from '../checkpoint-store.js';
 import { encodeEvent } from '../event-encode.js';
 import type { CorruptLine, ReadOptions, VerifiedEvent, VerifyResult } from '../event-store.js';
@@ -67,6 +67,8 @@ export interface PostgresRunStoreOptions {
 }
 
 const ROWS_PER_FETCH = 500;
+/** How many runs' last rows {@link PostgresRunStore.logHead} keeps the chain hash of. */
+const LAST_ROWS_KEPT = 1000;
 
 function checkRef(ref: RunRef): void {
   assertValidId(ref.sessionKey, 'sessionKey');
@@ -80,6 +82,8 @@ export class PostgresRunStore implements RunStore {
   readonly leaseMs: number;
   readonly owner: string;
   private readonly db: Database;
+  /** The chain hash of the last row of recently looked-at runs, by the row's version (see {@link logHead}). */
+  private readonly lastRows = new Map<string, { version: string; chain: string | undefined }>();
 
   constructor(options: PostgresRunStoreOptions) {
     this.db = openDatabase(options.url, { max: options.maxConnections, onStatement: options.onStatement });
@@ -152,6 +156,33 @@ export class PostgresRunStore implements RunStore {
   async logVersion(ref: RunRef): Promise<string | undefined> {
     checkRef(ref);
     return undefined;
+  }
+
+  /**
+   * See {@link RunStore.logHead}: the seal at the end of the run's last row (its last batch), one indexed statement.
+   * A large row is stored compressed, and taking its end decompresses it whole; so the chain hash found is kept with
+   * the row's version (its first line, and the system columns `xmin` and `ctid`, which a new row, an update in place
+   * or a move all change), and the statement sends the row's end back only when that version is not the one kept.
+   */
+  async logHead(ref: RunRef): Promise<string | null | undefined> {
+    checkRef(ref);
+    const sql = await this.sql();
+    const key = `${ref.sessionKey}/${ref.runId}`;
+    const known = this.lastRows.get(key);
+    const [row] = await sql<{ version: string; tail: string | null }[]>`
+      select v.version, case when v.version = ${known?.version ?? ''} then null else right(b.body, ${SEAL_LENGTH + 1}) end as tail
+      from backpackflow.event_batches b, lateral (select b.first_line::text || ':' || b.xmin::text || ':' || b.ctid::text as version) v
+      where b.session_key = ${ref.sessionKey} and b.run_id = ${ref.runId} order by b.first_line desc limit 1`;
+    if (row === undefined) {
+      this.lastRows.delete(key);
+      return null;
+    }
+    if (row.tail === null && known !== undefined) return known.chain;
+    const chain = row.tail === null ? undefined : chainOf(Buffer.from(row.tail));
+    this.lastRows.delete(key);
+    this.lastRows.set(key, { version: row.version, chain });
+    if (this.lastRows.size > LAST_ROWS_KEPT) this.lastRows.delete(this.lastRows.keys().next().value!);
+    return chain;
   }
 
   async hasEvents(ref: RunRef): Promise<boolean> {
