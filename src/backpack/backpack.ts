@@ -222,14 +222,16 @@ export class Backpack {
    */
   forNode(identity: NodeIdentity, eventContext?: { runId?: string; spanId?: string }): BackpackHandle {
     if (!identity || typeof identity !== 'object') throw new BackpackError('forNode needs an identity { nodeId, nodeName, namespace }');
+    // One read of each field: the identity looked up is the one registered.
+    const { nodeId, nodeName, namespace } = identity;
     let actor: Actor | undefined;
-    for (const a of this.#ledger.registry.withId(identity.nodeId)) {
-      if ((a.namespace ?? '') === identity.namespace && a.parent === undefined) actor = a;
+    for (const a of this.#ledger.registry.withId(nodeId)) {
+      if ((a.namespace ?? '') === namespace && a.parent === undefined) actor = a;
     }
-    if (actor !== undefined && actor.nodeName !== identity.nodeName) {
-      throw new BackpackError(`Node '${identity.nodeId}' is registered as '${actor.nodeName}', not '${String(identity.nodeName)}'`, { nodeId: identity.nodeId });
+    if (actor !== undefined && actor.nodeName !== nodeName) {
+      throw new BackpackError(`Node '${nodeId}' is registered as '${actor.nodeName}', not '${String(nodeName)}'`, { nodeId });
     }
-    actor ??= this.#ledger.registry.register(identity);
+    actor ??= this.#ledger.registry.register({ nodeId, nodeName, namespace });
     return new BackpackHandle(this.#ledger, actor, eventContext);
   }
 

@@ -38,19 +38,26 @@ export class NodeBinding {
   readonly #actor: Actor;
   /** The run of the handle that registered this node with `registerChild`, if that handle had one. */
   readonly #runId: string | undefined;
+  /**
+   * The handle that registered this node with `registerChild`, if it was: every handle of this binding closes when
+   * that one does (a node's execution ends), so a timer or a promise the node left running cannot act through its
+   * children in a later step either.
+   */
+  readonly #within: BackpackHandle | undefined;
   /** Made when first asked for: most nodes of a large flow never are (they run through per-execution handles). */
   #handle: BackpackHandle | undefined;
 
   /** @internal Created by `Backpack.registerNode` and `BackpackHandle.registerChild`. */
-  constructor(ops: HandleOps, actor: Actor, runId?: string) {
+  constructor(ops: HandleOps, actor: Actor, runId?: string, within?: BackpackHandle) {
     this.#ops = ops;
     this.#actor = actor;
     this.#runId = runId;
+    this.#within = within;
   }
 
-  /** The node's handle outside any execution (one per binding). */
+  /** The node's handle outside any execution (one per binding); closed with the handle that registered the node, if any. */
   get handle(): BackpackHandle {
-    return (this.#handle ??= new BackpackHandle(this.#ops, this.#actor, this.#runId === undefined ? undefined : { runId: this.#runId }));
+    return (this.#handle ??= new BackpackHandle(this.#ops, this.#actor, this.#runId === undefined ? undefined : { runId: this.#runId }, this.#within));
   }
 
   /**
@@ -59,14 +66,22 @@ export class NodeBinding {
    * any other `runId` is refused, so node code cannot file its children's events under another run.
    */
   withContext(eventContext: { runId?: string; spanId?: string }): BackpackHandle {
-    if (this.#runId === undefined) return new BackpackHandle(this.#ops, this.#actor, eventContext);
-    if (eventContext.runId !== undefined && eventContext.runId !== this.#runId) {
+    // One read of each field (a getter could answer this run to the check and another to the handle); only strings,
+    // as the library's own contexts hold: they go into events that other nodes read.
+    const { runId, spanId } = eventContext ?? {};
+    for (const [name, id] of [['runId', runId], ['spanId', spanId]] as const) {
+      if (id !== undefined && typeof id !== 'string') {
+        throw new BackpackError(`Node '${this.#actor.nodeId}': the ${name} of a handle's events must be a string, got ${id === null ? 'null' : typeof id}`, { nodeId: this.#actor.nodeId });
+      }
+    }
+    if (this.#runId === undefined) return new BackpackHandle(this.#ops, this.#actor, { runId, spanId }, this.#within);
+    if (runId !== undefined && runId !== this.#runId) {
       throw new BackpackError(
-        `Node '${this.#actor.nodeId}' was registered inside run '${this.#runId}': its events cannot carry run '${eventContext.runId}'`,
+        `Node '${this.#actor.nodeId}' was registered inside run '${this.#runId}': its events cannot carry run '${String(runId)}'`,
         { nodeId: this.#actor.nodeId },
       );
     }
-    return new BackpackHandle(this.#ops, this.#actor, { ...eventContext, runId: this.#runId });
+    return new BackpackHandle(this.#ops, this.#actor, { runId: this.#runId, spanId }, this.#within);
   }
 }
 
@@ -147,6 +162,8 @@ export class BackpackHandle {
   readonly #identity: Readonly<NodeIdentity>;
   /** Cleared by {@link closeHandle} when the node execution it was made for ends. */
   #open = true;
+  /** The handle that registered this handle's node with `registerChild`, if it was: this one is closed when that one is. */
+  readonly #within: BackpackHandle | undefined;
 
   static {
     childRegistrar = (handle) => new NodeRegistrar(handle.#ops, handle.#actor);
@@ -157,21 +174,32 @@ export class BackpackHandle {
     ruleOf = (handle, key) => handle.#ops.itemRule(handle.#actor, key);
   }
 
+  /** The closed handle that closes this one: itself, or the handle that registered its node (and so on up); undefined while open. */
+  #closedBy(): BackpackHandle | undefined {
+    if (!this.#open) return this;
+    const within = this.#within;
+    return within === undefined ? undefined : within.#closedBy();
+  }
+
   /** Throws once the handle is closed: a timer or promise the node left running must not act in a later step. */
   #live(): void {
-    if (!this.#open) {
-      throw new BackpackError(
-        `Node '${this.#identity.nodeId}': its backpack handle is closed, its execution ended (a timer or a promise left running after prep, exec or post returned); use the handle passed to the running execution`,
-        { nodeId: this.#identity.nodeId },
-      );
-    }
+    const closed = this.#closedBy();
+    if (closed === undefined) return;
+    const { nodeId } = this.#identity;
+    const why = closed === this ? 'its execution ended' : `the execution of node '${closed.#identity.nodeId}' that registered it ended`;
+    throw new BackpackError(
+      `Node '${nodeId}': its backpack handle is closed, ${why} (a timer or a promise left running after prep, exec or post returned); use the handle passed to the running execution`,
+      { nodeId },
+    );
   }
 
   /** @internal Handles are made by the Backpack; a handle built over anything else reaches nothing. */
-  constructor(ops: HandleOps, actor: Actor, eventContext: OpContext) {
+  constructor(ops: HandleOps, actor: Actor, eventContext: OpContext, within?: BackpackHandle) {
     this.#ops = ops;
     this.#actor = actor;
-    this.#ctx = eventContext && (eventContext.runId !== undefined || eventContext.spanId !== undefined) ? { ...eventContext } : undefined;
+    this.#within = within;
+    const { runId, spanId } = eventContext ?? {};
+    this.#ctx = runId !== undefined || spanId !== undefined ? { runId, spanId } : undefined;
     this.#identity = Object.freeze({ nodeId: actor.nodeId!, nodeName: actor.nodeName!, namespace: actor.namespace ?? '' });
   }
 
@@ -268,7 +296,7 @@ export class BackpackHandle {
    */
   registerChild(node: NodeRegistration): NodeBinding {
     this.#live();
-    return new NodeBinding(this.#ops, this.#ops.register(node, this.#actor), this.#ctx?.runId);
+    return new NodeBinding(this.#ops, this.#ops.register(node, this.#actor), this.#ctx?.runId, this);
   }
 }
 

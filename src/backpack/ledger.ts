@@ -56,8 +56,10 @@ export class Ledger implements HandleOps {
     // An active key was checked when it was first packed.
     if (!this.state.items.has(key)) checkKey(key);
     if (actor !== OWNER) this.checkWrite(actor, ctx, key);
+    // Each option is read once, and what is checked is what is kept (checkTags and the zod parse copy).
     const tags = checkTags(key, options?.tags);
-    const acl = options?.accessControl === undefined ? undefined : checkItemAccessControl(key, options.accessControl);
+    const rules = options?.accessControl;
+    const acl = rules === undefined ? undefined : checkItemAccessControl(key, rules);
     // Copying the value comes first: nothing after it runs outside the library before the commit is built.
     const prev = this.state.items.get(key);
     const prepared = prepareValue(key, value, this.recordGrowth && prev !== undefined ? this.state.storedValueOf(prev) : undefined);

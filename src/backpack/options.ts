@@ -52,11 +52,22 @@ export function resolveOptions(options: BackpackOptions | undefined): Readonly<R
 }
 
 
-/** Validates the tags of a pack of `key` and freezes a copy. */
+/**
+ * Validates the tags of a pack of `key` and returns a frozen copy. The copy is taken first, one read of the length and
+ * one of each element, and the copy is what is checked and stored: a getter or a Proxy that answers strings to a check
+ * and something else to a second read never gets an object into an item's tags (where it would run in the execution
+ * of whichever node touched the tag later).
+ */
 export function checkTags(key: string, tags: unknown): readonly string[] {
   if (tags === undefined) return NO_TAGS;
-  if (!Array.isArray(tags) || !tags.every((t) => typeof t === 'string')) {
-    throw new BackpackError(`Cannot pack key '${key}': tags must be an array of strings`, { key });
-  }
-  return tags.length === 0 ? NO_TAGS : Object.freeze([...tags]);
+  if (!Array.isArray(tags)) throw new BackpackError(`Cannot pack key '${key}': tags must be an array of strings`, { key });
+  const length: unknown = tags.length;
+  // An array's length is a safe integer; a Proxy's may be anything.
+  if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0) throw new BackpackError(`Cannot pack key '${key}': tags must be an array of strings`, { key });
+  if (length === 0) return NO_TAGS;
+  const copy: unknown[] = [];
+  for (let i = 0; i < length; i++) copy.push((tags as unknown[])[i]);
+  const bad = copy.findIndex((t) => typeof t !== 'string');
+  if (bad >= 0) throw new BackpackError(`Cannot pack key '${key}': tags must be an array of strings (tag ${bad} is not)`, { key });
+  return Object.freeze(copy as string[]);
 }

@@ -44,6 +44,16 @@ interface ReservedRun {
   readonly order: number;
 }
 
+/** A registration as {@link NodeRegistry}'s checks read it: the only form the registry builds an actor from. */
+interface CheckedRegistration {
+  readonly nodeId: string;
+  readonly nodeName: string;
+  readonly namespace: string;
+  /** The registration key: the namespace, or `#<nodeId>` for a node without one. */
+  readonly key: string;
+  readonly permissions: Readonly<NodePermissions> | undefined;
+}
+
 /** The registered nodes of one Backpack. */
 export class NodeRegistry {
   /** Registration key (the namespace, or `#<nodeId>` for a node without one) to the actor of the node registered there. */
@@ -68,18 +78,20 @@ export class NodeRegistry {
    * registered namespace is an error naming both.
    */
   register(node: NodeRegistration, parent?: Actor): Actor {
-    const { key, permissions } = this.#check(node, parent);
-    const actor = new Actor(node.nodeId, node.nodeName, node.namespace === '' ? undefined : node.namespace, permissions, parent);
+    // Built from what #check read and checked (each field read once): never from `node` again, whose getters could
+    // answer one identity to the check and another to a second read.
+    const { nodeId, nodeName, namespace, key, permissions } = this.#check(node, parent);
+    const actor = new Actor(nodeId, nodeName, namespace === '' ? undefined : namespace, permissions, parent);
     if (this.#byKey.get(key) === undefined && this.#reservedHolder(key) !== undefined) {
       this.#again.set(key, actor);
     } else {
       const replaced = this.#byKey.get(key);
       if (replaced === undefined) {
         this.#lastRun = undefined;
-        this.#index(node.nodeId, this.#ordered.push(actor) - 1);
+        this.#index(nodeId, this.#ordered.push(actor) - 1);
       } else {
         // The same node again (the checks made sure): its new rules take its place.
-        this.#ordered[this.#placesOf(node.nodeId).find((at) => this.#ordered[at] === replaced)!] = actor;
+        this.#ordered[this.#placesOf(nodeId).find((at) => this.#ordered[at] === replaced)!] = actor;
       }
       this.#byKey.set(key, actor);
     }
@@ -133,10 +145,13 @@ export class NodeRegistry {
     return new Actor(id, nodeName, namespaceOf(nodes, id), undefined, nodes.parent);
   }
 
-  /** The checks of a registration; returns its key and checked rules. */
-  #check(node: NodeRegistration, parent: Actor | undefined): { key: string; permissions: Readonly<NodePermissions> | undefined } {
+  /**
+   * The checks of a registration, on one read of each of its fields; returns what was checked (the identity, its
+   * registration key and the checked copy of its rules), which is all a caller may use.
+   */
+  #check(node: NodeRegistration, parent: Actor | undefined): CheckedRegistration {
     if (!node || typeof node !== 'object') throw new BackpackError('registerNode needs { nodeId, nodeName, namespace }');
-    const { nodeId, nodeName, namespace } = node;
+    const { nodeId, nodeName, namespace, permissions: rules } = node;
     if (typeof nodeId !== 'string' || nodeId === '') throw new BackpackError('registerNode needs a non-empty nodeId');
     if (typeof nodeName !== 'string' || typeof namespace !== 'string') {
       throw new BackpackError(`registerNode('${nodeId}') needs string nodeName and namespace`, { nodeId });
@@ -151,7 +166,7 @@ export class NodeRegistry {
         );
       }
     }
-    const permissions = node.permissions === undefined ? undefined : checkPermissions(nodeId, node.permissions);
+    const permissions = rules === undefined ? undefined : checkPermissions(nodeId, rules);
     const key = namespace === '' ? `#${nodeId}` : namespace;
     const holder = this.#byKey.get(key) ?? this.#reservedHolder(key);
     if (holder !== undefined && (holder.nodeId !== nodeId || holder.parent !== parent)) {
@@ -162,7 +177,7 @@ export class NodeRegistry {
         { nodeId },
       );
     }
-    return { key, permissions };
+    return { nodeId, nodeName, namespace, key, permissions };
   }
 
   /** The id and parent of the reserved node at registration key `key`, if one holds it. */

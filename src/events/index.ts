@@ -1,7 +1,7 @@
 export * from './types.js';
 export { generateId, newEventId, newRunId, newSpanId } from './ids.js';
 export { EventStreamer, type EventHandler, type EventStreamerOptions, type HandlerErrorReporter, type HistoryFilter, type EventStreamerStats } from './streamer.js';
-export { snapshot } from './snapshot.js';
+export { copyData, snapshot } from './snapshot.js';
 export { FlowVisualizer, type FlowVisualizerOptions } from './visualizer.js';
 export {
   attachOpenTelemetry,

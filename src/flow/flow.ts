@@ -1,4 +1,4 @@
-import { DEFAULT_ACTION } from './actions.js';
+import { checkAction, DEFAULT_ACTION } from './actions.js';
 import { checkConcurrency, mapConcurrent } from './concurrency.js';
 import { FlowError } from './errors.js';
 import type { RouteMappings } from './mappings.js';
@@ -121,6 +121,8 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
       if (scope.signal?.aborted) throw scope.signal.reason;
       this.#stepsRun++;
       action = await this.runStep(current, shared, scope);
+      // Only a string (or undefined) goes on: into routing, events and the step boundary.
+      checkAction(current.id, action);
       const next = current.getNextNode(action);
       if (next) {
         const mappings = current.getRouteMappings(action);

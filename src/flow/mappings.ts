@@ -49,9 +49,21 @@ export function mappingProblems(mappings: unknown, keyProblem?: (key: string) =>
   return problems;
 }
 
-/** A frozen copy of `mappings`, or a TypeError naming the route and the first problem. */
+/**
+ * A frozen copy of `mappings`, or a TypeError naming the route and the first problem. The copy is taken first (one
+ * read of each entry) and is what is checked and kept: a getter cannot answer a key to the check and an object to
+ * the copy (which `route.taken` events show every node).
+ */
 export function checkMappings(where: string, mappings: unknown, keyProblem?: (key: string) => string | undefined): RouteMappings {
-  const [problem] = mappingProblems(mappings, keyProblem);
+  const copy = mappings === null || typeof mappings !== 'object' || Array.isArray(mappings) ? mappings : ownEntries(mappings);
+  const [problem] = mappingProblems(copy, keyProblem);
   if (problem) throw new TypeError(`${where}: ${problem.source === undefined ? '' : `mapping '${problem.source}': `}${problem.message}`);
-  return Object.freeze({ ...(mappings as Record<string, string>) });
+  return Object.freeze(copy as Record<string, string>);
+}
+
+/** A plain object of `object`'s own enumerable string-keyed entries, each read once (a `__proto__` key stays an own key). */
+function ownEntries(object: object): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(object)) Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  return out;
 }

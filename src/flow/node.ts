@@ -76,7 +76,8 @@ export class BaseNode<S = any, P = any, E = any> {
     if (options !== undefined && (options === null || typeof options !== 'object')) {
       throw new TypeError(`Node '${this.id}': options of route '${action}' must be an object ({ mappings }), got ${String(options)}`);
     }
-    const mappings = options?.mappings === undefined ? undefined : checkMappings(`Node '${this.id}', route '${action}' → '${node.id}'`, options.mappings, this.mappingKeyProblem);
+    const given = options?.mappings;
+    const mappings = given === undefined ? undefined : checkMappings(`Node '${this.id}', route '${action}' → '${node.id}'`, given, this.mappingKeyProblem);
     const routes: Routes<S> = (this.#routes ??= { successors: new Map() });
     routes.successors.set(action, node);
     if (mappings) (routes.mappings ??= new Map()).set(action, mappings);

@@ -4,6 +4,8 @@ import { closeHandle, type RegisteredNode } from '../backpack/handle.js';
 import { newSpanId, StreamEventType, type InterruptInfo, type StreamEventTypeValue } from '../events/index.js';
 import { BaseNode, FlowError, FlowSignal, Node, type Attempt, type RouteOptions, type RunScope } from '../flow/index.js';
 import { checkSegments, encodeValue } from '../backpack/index.js';
+import { checkAction } from '../flow/actions.js';
+import { dataProperty, describeThrown, reachesProxy } from '../flow/errors.js';
 import { isRunAbort } from '../flow/node.js';
 import { makeScope, runControls } from '../flow/scope.js';
 import { answerJsonSchema, checkAnswer, makePause, RedactedAnswer, unlessForged } from './interrupt.js';
@@ -459,7 +461,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
         attempts: execution.failedAttempts + 1,
       });
       phase = 'post';
-      const action = await node.post(handle, prepRes, execRes);
+      const action = checkAction(node.id, await node.post(handle, prepRes, execRes));
       phase = 'contract';
       if (ctor.outputs) BackpackNode.#checkContract(node, 'output', ctor.outputs, handle);
       BackpackNode.#emit(execution, StreamEventType.NODE_END, { action: action ?? 'default', durationMs: performance.now() - started });
@@ -469,7 +471,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       // where it is). A RunInterrupted that no interrupt() of this run made is this node's failure, not a pause. An
       // error a node inside this one reported is reported again here (this node failed too) but marked, so that it
       // is counted once.
-      const error = unlessForged(thrown, runControls(execution.scope), `Node '${node.id}' (${node.namespace})`, execution);
+      const error = inert(unlessForged(thrown, runControls(execution.scope), `Node '${node.id}' (${node.namespace})`, execution), node);
       if (!(error instanceof FlowSignal) && !isRunAbort(error, scope.signal)) {
         const payload: Record<string, unknown> = { phase, error: describeError(error) };
         if (wasReported(error)) payload.propagated = true;
@@ -515,7 +517,9 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     if (execution?.node !== this || execution.ended) throw new FlowError(`Node '${this.id}': interrupt() is called from the node's own prep, exec or post, before they return`);
     const index = execution.interrupts++;
     const info: InterruptInfo = { nodeId: this.id, namespace: this.namespace, index, payload: encodeValue(payload) };
-    if (options.schema) info.schema = answerJsonSchema(this.id, options.schema);
+    // Read once: the schema recorded for the person is the one the answer is checked against.
+    const schema = options.schema;
+    if (schema) info.schema = answerJsonSchema(this.id, schema);
     const answers = runControls(execution.scope)?.answers?.get(this.namespace);
     let refused: { path: string; message: string }[] | undefined;
     if (answers !== undefined && answers[index] instanceof RedactedAnswer) {
@@ -526,8 +530,8 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       );
     }
     if (answers !== undefined && index < answers.length) {
-      if (!options.schema) return answers[index] as T;
-      const checked = checkAnswer(options.schema, answers[index]);
+      if (!schema) return answers[index] as T;
+      const checked = checkAnswer(schema, answers[index]);
       if (checked.ok) return checked.value as T;
       refused = checked.problems;
     }
@@ -592,6 +596,17 @@ export function currentNode(): BackpackNode | undefined {
   return currentExecution.getStore()?.node;
 }
 
+/**
+ * `error` as node `node`'s execution ends with it, when reading it runs no code (the usual case: it is passed on as
+ * it is); a Proxy, or a value with one on its prototype chain, becomes a FlowError naming the node. The error goes up
+ * through the executions the node runs inside (a composite's retries, its `error` event, its flow), where the
+ * library's `instanceof` checks would run the Proxy's traps, so code of this node would run as the composite.
+ */
+function inert(error: unknown, node: BackpackNode): unknown {
+  if (!reachesProxy(error)) return error;
+  return new FlowError(`Node '${node.id}' (${node.namespace}) threw a Proxy (or an object with one on its prototype chain): a node throws errors that are data, such as an Error`);
+}
+
 const reported = new WeakSet<object>();
 
 function markReported(error: unknown): void {
@@ -603,15 +618,21 @@ function markReported(error: unknown): void {
  * as an `error` event: then it is the same failure passing up, not a second one.
  */
 export function wasReported(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e !== null && typeof e === 'object' && depth < 32; e = (e as { cause?: unknown }).cause, depth++) {
+  // `cause` read as data only: this runs in the execution of whichever node or flow the error passes through.
+  for (let e: unknown = error, depth = 0; e !== null && typeof e === 'object' && depth < 32; e = dataProperty(e, 'cause'), depth++) {
     if (reported.has(e)) return true;
   }
   return false;
 }
 
-/** The name and message of an error, for event payloads. */
+/**
+ * The name and message of an error, for event payloads: strings, read without running code of the error (no getter,
+ * Proxy trap or `toString`), since an error passes up through the executions of the nodes it runs inside (a
+ * composite's), where code of the node that threw it must not run. An Error whose `name` or `message` is a getter is
+ * described as `'Error'` or `''` there; the thrown error itself passes on unchanged.
+ */
 export function describeError(error: unknown): { name: string; message: string } {
-  return error instanceof Error ? { name: error.name, message: error.message } : { name: 'Error', message: String(error) };
+  return describeThrown(error);
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).

@@ -10,7 +10,7 @@
  */
 import type { BackpackHandle } from '../backpack/index.js';
 import { compileNamespacePattern } from '../backpack/patterns.js';
-import { snapshot, type EventHandler, type EventStreamer, type HistoryFilter, type StreamEvent, type StreamEventTypeValue } from '../events/index.js';
+import { copyData, snapshot, type EventHandler, type EventStreamer, type HistoryFilter, type StreamEvent, type StreamEventTypeValue } from '../events/index.js';
 import type { EventInput } from '../events/types.js';
 import type { BackpackNode } from './backpack-node.js';
 import { currentExecution, type NodeExecution } from './execution.js';
@@ -97,15 +97,17 @@ export class NodeEventView {
    */
   emit(input: EventInput): StreamEvent {
     const node = this.#node;
-    const { type } = input;
+    // Each field of `input` is read once, here: what is checked below is what the event carries (a getter could
+    // answer the node's namespace to the check and another node's to a second read).
+    const { type, namespace, payload: given } = input;
     if (!NODE_TYPES.has(type)) {
       throw new TypeError(
         `Node '${node.id}' cannot emit '${type}' events: the library writes them (run and node lifecycle, routes, the Backpack's and the runtime's events); ` +
           'a node emits model.*, tool.*, memory.* and custom events',
       );
     }
-    if (input.namespace !== undefined && !ownOrInside(this.#namespace, input.namespace)) {
-      throw new TypeError(`Node '${node.id}' in namespace '${this.#namespace}' cannot emit events for namespace '${input.namespace}'`);
+    if (namespace !== undefined && (typeof namespace !== 'string' || !ownOrInside(this.#namespace, namespace))) {
+      throw new TypeError(`Node '${node.id}' in namespace '${this.#namespace}' cannot emit events for namespace '${typeof namespace === 'string' ? namespace : typeof namespace}'`);
     }
     const execution = currentExecution.getStore();
     if (execution?.node !== node || execution.ended) {
@@ -116,8 +118,8 @@ export class NodeEventView {
     }
     // The payload is copied now and the node gets a copy of the event: what the node holds is nobody else's object,
     // so nothing it does later changes what the owner, other nodes or the run's log see (events/snapshot.ts).
-    const payload = input.payload === undefined ? undefined : snapshot(input.payload);
-    return snapshot(this.#streamer.emit(nodeEvent(execution, type, payload, input.namespace ?? this.#namespace)));
+    const payload = given === undefined ? undefined : snapshot(given);
+    return copyData(this.#streamer.emit(nodeEvent(execution, type, payload, namespace ?? this.#namespace)));
   }
 
   /** Subscribes to visible events of `type` (or every type with `'*'`); returns the unsubscribe function. */
@@ -145,9 +147,11 @@ export class NodeEventView {
 
   /** Visible events still in the history, oldest first, that match `filter` (as the node sees them, see {@link seen}). */
   getHistory(filter: HistoryFilter = {}): StreamEvent[] {
-    if (filter.namespace !== undefined) compileNamespacePattern(filter.namespace);
+    // One read of each field: the pattern checked is the pattern used.
+    const { type, namespace, nodeId, runId } = filter;
+    if (namespace !== undefined) compileNamespacePattern(namespace);
     const out: StreamEvent[] = [];
-    for (const event of this.#streamer.getHistory(filter)) if (this.visible(event)) out.push(this.#seen(event));
+    for (const event of this.#streamer.getHistory({ type, namespace, nodeId, runId })) if (this.visible(event)) out.push(this.#seen(event));
     return out;
   }
 
@@ -160,17 +164,21 @@ export class NodeEventView {
    * (free text, which may quote the item) only when this node (or one inside it) quarantined it.
    */
   #seen(event: StreamEvent): StreamEvent {
-    if (event.type === 'backpack.packed') {
-      const { valueSummary: _summary, tags, ...payload } = event.payload as Record<string, unknown>;
-      const current = this.#handle().getItem(String(event.payload.key));
-      const sameVersion = current !== undefined && current.metadata.version === event.payload.version;
-      return snapshot({ ...event, payload: sameVersion && tags !== undefined ? { ...payload, tags } : payload });
+    // A copy of data properties only, taken first: it runs no getter, trap or toJSON of anything in the event (the
+    // library's events hold only data; an object node code slipped into one must not run in this node's execution).
+    const copy = copyData(event);
+    if (copy.type === 'backpack.packed') {
+      const { valueSummary: _summary, tags, ...payload } = copy.payload;
+      const key = copy.payload.key;
+      const current = typeof key === 'string' ? this.#handle().getItem(key) : undefined;
+      const sameVersion = current !== undefined && current.metadata.version === copy.payload.version;
+      return Object.freeze({ ...copy, payload: Object.freeze(sameVersion && tags !== undefined ? { ...payload, tags } : payload) });
     }
-    if (event.type === 'backpack.quarantined' && !ownOrInside(this.#namespace, event.namespace)) {
-      const { reason: _reason, ...payload } = event.payload as Record<string, unknown>;
-      return snapshot({ ...event, payload });
+    if (copy.type === 'backpack.quarantined' && !ownOrInside(this.#namespace, copy.namespace)) {
+      const { reason: _reason, ...payload } = copy.payload;
+      return Object.freeze({ ...copy, payload: Object.freeze(payload) });
     }
-    return snapshot(event);
+    return copy;
   }
 
   /**

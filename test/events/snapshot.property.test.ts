@@ -79,11 +79,23 @@ describe('snapshot', () => {
     const fromProxy = snapshot({ proxy });
     answer = 'later';
     expect(fromProxy).toEqual({ proxy: { said: 'first' } });
-    // No JSON form (a BigInt inside): kept as it is.
+    // No JSON form (a BigInt inside): its own data properties, copied as data; never the object itself, whose code
+    // (a getter, a method) would run wherever the event is read later (review s23a H4). Functions are left out.
+    let ran = 0;
     const odd = new (class Odd {
       n = 1n;
+      get later(): string {
+        ran++;
+        return 'ran';
+      }
     })();
-    expect(snapshot({ odd }).odd).toBe(odd);
+    const kept = snapshot({ odd, fn: () => 'code' }) as { odd: unknown; fn?: unknown };
+    expect(kept.odd).not.toBe(odd);
+    expect(kept.odd).toStrictEqual({ n: 1n });
+    expect(Object.getPrototypeOf(kept.odd)).toBe(Object.prototype);
+    expect(kept.fn).toBeUndefined();
+    JSON.stringify(kept, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+    expect(ran).toBe(0);
   });
 
   it('copies a payload nested deeper than the stack (no recursion)', () => {
