@@ -542,23 +542,43 @@ export class Flow extends BaseFlow<any> {
     return super.on(action, node, options);
   }
 
-  /** As a subflow: only as a step its enclosing flow takes (node code reaches subflows through routes). */
+  /**
+   * As a subflow: only as a step its enclosing flow takes (node code reaches subflows through routes). A flow that
+   * runs inside a node likewise runs as a step only when its flow takes it (else with `run()`, from that node).
+   */
   override _run(shared: unknown, scope: RunScope): Promise<string | undefined> {
     if (this.#enclosing !== undefined && !takeStep(this, scope)) {
       return Promise.reject(new FlowError(`Flow '${this.id}' is a subflow of flow '${this.#enclosing.id}': it runs only as a step of that flow (a route to it), not directly`));
     }
-    return super._run(shared, scope);
+    if (this.#enclosing === undefined && this.#parent !== undefined && !takeStep(this, scope)) {
+      return Promise.reject(new FlowError(`Flow '${this.id}' runs inside node '${this.#parent.identity.nodeId}': run it with run() from that node's prep, exec or post`));
+    }
+    return this.#enter(shared, enterScope(scope, this.id));
+  }
+
+  /** Runs the flow with `scope`, a scope made for it here (see {@link execute}). */
+  #enter(shared: unknown, scope: RunScope): Promise<string | undefined> {
+    entries.set(scope, this);
+    return this.execute(shared as Backpack | BackpackHandle | undefined, scope);
   }
 
   /**
-   * Runs one step: a BackpackNode or a subflow (anything else is refused, whatever put it in the graph), with no
-   * shared state: a node works through its own handle.
+   * Runs one step of this flow's run (`scope`, the scope of an orchestration the engine started): one of its own
+   * nodes or subflows (anything else is refused, whatever put it in the graph), with no shared state: a node works
+   * through its own handle. It is run by BackpackNode's (or Flow's) own `_run`: a subclass's override is not called.
    */
   protected override runStep(node: BaseNode, _shared: unknown, scope: RunScope): Promise<string | undefined> {
+    if (orchestrations.get(scope) !== this) return Promise.reject(notOrchestrating(this, 'take a step'));
     const problem = stepProblem(node);
     if (problem !== undefined) return Promise.reject(new FlowError(`Flow '${this.id}' cannot run it: ${problem}`));
+    const own = node instanceof BackpackNode ? nodeBinding(node, this) !== undefined : this.#subflows.includes(node as Flow);
+    if (!own) {
+      return Promise.reject(new FlowError(`Flow '${this.id}' cannot run '${node.id}' as a step: it was not added to this flow (a route leads only to nodes and subflows of the route's own flow)`));
+    }
     grantStep(node, scope);
-    return node._run(undefined, scope);
+    // The library's own step, whatever a class defines as `_run`: the engine's scope (and its run's controls) reaches
+    // no node code.
+    return node instanceof BackpackNode ? BackpackNode.prototype._run.call(node, undefined, scope) : Flow.prototype._run.call(node, undefined, scope);
   }
 
   /** The node added with `id`, or undefined. */
@@ -660,7 +680,7 @@ export class Flow extends BaseFlow<any> {
       for (const [key, value] of Object.entries(input)) (this.#parent ?? this.#backpack!).pack(key, value);
     }
     if (parent) {
-      return this.execute(this.#parent ?? this.#backpack!, enterScope(parent.scope, parent.node.id, { spanId: parent.spanId }));
+      return this.#enter(this.#parent ?? this.#backpack!, enterScope(parent.scope, parent.node.id, { spanId: parent.spanId }));
     }
     return this.#runTopLevel(options);
   }
@@ -700,7 +720,7 @@ export class Flow extends BaseFlow<any> {
     });
     try {
       await options.onStart?.();
-      const action = await this.execute(this.#parent ?? this.#backpack!, countingScope);
+      const action = await this.#enter(this.#parent ?? this.#backpack!, countingScope);
       this.#streamer.emit({
         type: StreamEventType.RUN_END,
         runId,
@@ -728,9 +748,24 @@ export class Flow extends BaseFlow<any> {
     }
   }
 
+  /**
+   * Runs the flow (prep, the orchestration, post) with a scope made for it by its own `run` or `_run`, once; any other
+   * call is refused (node code reaches flows, and this method is a plain JS method): only then may it take steps.
+   */
   protected override execute(shared: Backpack | BackpackHandle | undefined, scope: RunScope): Promise<string | undefined> {
+    if (entries.get(scope) !== this) {
+      return Promise.reject(new FlowError(`Flow '${this.id}' runs with run() (or as a step its flow takes), not through execute()`));
+    }
+    entries.delete(scope);
+    orchestrations.set(scope, this);
     this.#seal();
-    return super.execute(shared, scope);
+    return super.execute(shared, scope).finally(() => orchestrations.delete(scope));
+  }
+
+  /** Follows routes from the entry (see BaseFlow): only in a run of this flow (see {@link execute}). */
+  protected override _orchestrate(shared: unknown, scope: RunScope): Promise<string | undefined> {
+    if (orchestrations.get(scope) !== this) return Promise.reject(notOrchestrating(this, 'follow its routes'));
+    return super._orchestrate(shared, scope);
   }
 
   /** Seals this flow and its subflows: node code reaches subflows through routes, and may not add to them mid-run. */
@@ -760,6 +795,7 @@ export class Flow extends BaseFlow<any> {
    * so a durable run's checkpoint of that step holds it.
    */
   protected override applyMappings(from: BaseNode, action: string, to: BaseNode, mappings: RouteMappings, _shared: unknown, scope: RunScope): void {
+    if (orchestrations.get(scope) !== this) throw notOrchestrating(this, 'copy mapped keys');
     const registered = nodeBinding(from, this);
     const context = { runId: scope.runId, spanId: scope.spanId };
     const actor: Pick<BackpackHandle, 'unpackRequired' | 'getItem' | 'pack'> = registered ? this.#registrar.handle(registered, context) : this.#parent ?? this.#backpack!;
@@ -822,6 +858,7 @@ export class Flow extends BaseFlow<any> {
   }
 
   protected override routeTaken(from: BaseNode, action: string, to: BaseNode, scope: RunScope): void {
+    if (orchestrations.get(scope) !== this) throw notOrchestrating(this, 'report a route');
     const mappings = from.getRouteMappings(action);
     this.#streamer.emit({
       type: StreamEventType.ROUTE,
@@ -834,6 +871,7 @@ export class Flow extends BaseFlow<any> {
   }
 
   protected override routeMissing(from: BaseNode, action: string, scope: RunScope): void {
+    if (orchestrations.get(scope) !== this) throw notOrchestrating(this, 'report a route');
     if (this.onMissingRoute === 'end') return;
     if (this.onMissingRoute === 'throw') throw new FlowError(missingRouteMessage(this.id, from, action));
     this.#streamer.emit({
@@ -851,6 +889,25 @@ export class Flow extends BaseFlow<any> {
       throw new FlowError(`Flow '${this.id}' ${this.sealedBecause} and cannot change: cannot ${what}.${this.#declaredBy === undefined ? ' Build a new flow instead.' : ''}`);
     }
   }
+}
+
+/**
+ * Scopes a flow's own `run` or `_run` made for it, each with that flow, until its `execute` takes it (see
+ * {@link Flow.execute}).
+ */
+const entries = new WeakMap<RunScope, Flow>();
+/**
+ * The scopes of the orchestrations under way, each with its flow. `runStep`, `_orchestrate`, `applyMappings`,
+ * `routeTaken` and `routeMissing` are protected only in TypeScript, and node code reaches flows (subflows and internal
+ * flows through routes and `internalFlow`, flows it builds itself): each acts only for a scope here, with its own
+ * flow, so node code cannot run a node out of its flow's order (a `publish` behind an `approve` that said no),
+ * commit a mapping as another node, or report a route no run took. The engine's scopes reach no node code (a node
+ * gets a copy, see BackpackNode's lifecycle).
+ */
+const orchestrations = new WeakMap<RunScope, Flow>();
+
+function notOrchestrating(flow: Flow, what: string): FlowError {
+  return new FlowError(`Flow '${flow.id}' cannot ${what} here: not in a run of this flow (a flow runs its own steps, with run() or as a step its flow takes)`);
 }
 
 /**
