@@ -1,4 +1,6 @@
+import { types } from 'node:util';
 import { Backpack, BackpackHandle, type BackpackOptions } from '../backpack/index.js';
+import { checkPermissions } from '../backpack/access.js';
 import { nodeRegistrar } from '../backpack/backpack.js';
 import { itemRuleOf, sameNode, type NodeRegistrar, type RegisteredNode } from '../backpack/handle.js';
 import type { ReservedNodes } from '../backpack/registry.js';
@@ -16,7 +18,7 @@ import {
   type RunScope,
   type StepBoundary,
 } from '../flow/index.js';
-import { BackpackNode, bindNode, describeError, nodeBinding, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
+import { BackpackNode, bindNode, configOf, describeError, setConfigIdentity, nodeBinding, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { isRunAbort } from '../flow/node.js';
 import { makeScope, type RunControls } from '../flow/scope.js';
 import { currentExecution, grantStep, takeStep } from './execution.js';
@@ -329,22 +331,37 @@ export class Flow extends BaseFlow<any> {
   /**
    * Creates a node of `NodeClass` with `config`, composes its namespace (config segment, else the class's static
    * `namespaceSegment`, else the id), registers its permissions with the Backpack and returns it.
+   *
+   * The node's identity is the flow's to give, not its class's: its id, its namespace and, when `config` has
+   * `permissions`, its access rules are taken from `config`, copied before the class's constructor runs (which is
+   * node code). A node whose constructor handed `super` another id or namespace, or assigned its `id` or `namespace`,
+   * is refused with a FlowError; the namespace segment and rules it handed `super` are replaced by the caller's, so
+   * `node.config` and `exportFlow` show what the flow registered. Once added, a node's `id`, `namespace` and retry
+   * settings are read-only. The node's own `permissions` (in the config it hands `super`, an instance field or getter,
+   * or `static permissions`) apply when `config` has none.
    */
   addNode<T extends BackpackNode>(NodeClass: BackpackNodeClass<T>, config: BackpackNodeConfig): T {
     this.#checkOpen('add a node');
     if (typeof NodeClass !== 'function' || (NodeClass !== BackpackNode && !(NodeClass.prototype instanceof BackpackNode))) {
       throw new TypeError(`Flow '${this.id}': addNode takes a BackpackNode class, got ${String(NodeClass)}`);
     }
-    const { segment, namespace } = this.#checkNew(NodeClass, config?.id, config?.namespaceSegment ?? NodeClass.namespaceSegment);
-    const node = new NodeClass(config, { namespace, flow: flowToken(this), deps: this.deps });
-    const registration = { nodeId: node.id, nodeName: NodeClass.name, namespace, permissions: nodePermissions(node) };
+    // The caller's config, copied before the class's constructor (node code) can change it: the node's id, namespace
+    // and rules are the flow author's.
+    const given: BackpackNodeConfig = config !== null && typeof config === 'object' ? { ...config } : config;
+    const { segment, namespace } = this.#checkNew(NodeClass, given?.id, given?.namespaceSegment ?? NodeClass.namespaceSegment);
+    const id = given.id;
+    if (given.permissions !== undefined) given.permissions = checkPermissions(id, given.permissions);
+    const node = refuseProxy(this, NodeClass, id, new NodeClass({ ...given }, { namespace, flow: flowToken(this), deps: this.deps }));
+    // What may run node code (a class's `name` or `permissions` getter) is read before the node is checked and locked.
+    const nodeName = NodeClass.name;
+    const registration = { nodeId: id, nodeName, namespace, permissions: given.permissions ?? nodePermissions(node) };
+    lockNode(this, nodeName, node, given, namespace);
     // The node keeps its registration (no binding object per node): mappings on its routes are committed as the node
     // (see applyMappings).
     bindNode(node, this.#registrar.register(registration), this);
-    this.#nodes.set(node.id, node);
-    if (segment !== node.id) this.#ownSegments.set(segment, node.id);
+    this.#nodes.set(id, node);
+    if (segment !== id) this.#ownSegments.set(segment, id);
     if (!this.entryNode) super.setEntryNode(node);
-    lockNode(node);
     return node;
   }
 
@@ -478,12 +495,15 @@ export class Flow extends BaseFlow<any> {
     if (entry === undefined || entry instanceof BaseNode) return entry;
     const { NodeClass, config } = deferred.source.build(entry);
     const id = config.id;
-    const node = new NodeClass(config, { namespace: composeNamespace(this.namespace, id), flow: flowToken(this), deps: this.deps });
+    const namespace = composeNamespace(this.namespace, id);
+    const node = refuseProxy(this, NodeClass, id, new NodeClass(config, { namespace, flow: flowToken(this), deps: this.deps }));
     // Its access rules are its registration's, made when it was added (none: its class and config gave none then), as
     // for a node built then: rules a class is given later change neither.
     if (node.id !== id) throw new FlowError(`Flow '${this.id}': node '${id}' was added to be built on first use, but its class gives it id '${node.id}'`);
-    bindNode(node, this.#registrar.adopt(deferred.reserved, id, NodeClass.name), this);
-    deferred.source.entries[position] = lockNode(node);
+    const nodeName = NodeClass.name;
+    lockNode(this, nodeName, node, config, namespace);
+    bindNode(node, this.#registrar.adopt(deferred.reserved, id, nodeName), this);
+    deferred.source.entries[position] = node;
     return node;
   }
 
@@ -910,16 +930,60 @@ function notOrchestrating(flow: Flow, what: string): FlowError {
   return new FlowError(`Flow '${flow.id}' cannot ${what} here: not in a run of this flow (a flow runs its own steps, with run() or as a step its flow takes)`);
 }
 
+/** `node`, unless its class's constructor returned a Proxy (whose traps would answer the flow's checks). */
+function refuseProxy<T extends BackpackNode>(flow: Flow, NodeClass: BackpackNodeClass<T>, id: string, node: T): T {
+  if (!types.isProxy(node)) return node;
+  throw new FlowError(`Flow '${flow.id}': the constructor of node '${id}' of class ${NodeClass.name} returned a Proxy: a node class's constructor returns the node it built`);
+}
+
+/** The fields of a node that the library sets and reads as its settings: read-only once added. */
+const SETTINGS: ReadonlySet<PropertyKey> = new Set(['maxRetries', 'retryDelayMs']);
+
 /**
- * Locks a node its flow added: node code reaches other nodes through routes, and may not change what another runs
- * (README: threat model). Sealed: no property can be added (an own `prep` over the class's), removed or redefined;
- * a property holding a function is read-only. Fields holding data stay writable, by the node's own code.
+ * Checks and locks a node its flow just built (its class's constructor is node code), before the flow binds it.
+ *
+ * Its identity is the flow's: its `id` and `namespace` must be those the flow gave it (own data fields, not
+ * accessors; a constructor that passed `super` another id or namespace, or assigned them, is refused with a
+ * FlowError). Its config's namespace segment, and its permissions when the caller gave some, are put back to those
+ * of `given` (the caller's config), so that what the node shows and exports is what its flow registered.
+ *
+ * Node code reaches other nodes through routes, and may not change what another runs or who it is (README: threat
+ * model). Sealed: no property can be added (an own `prep` over the class's), removed or redefined; a property holding
+ * a function is read-only, and so are `id`, `namespace` and the retry settings (`config` and `params` are getters
+ * without a setter). Other fields holding data stay writable, by the node's own code.
  */
-function lockNode<T extends BaseNode>(node: T): T {
+function lockNode(flow: Flow, nodeName: string, node: BackpackNode, given: BackpackNodeConfig, namespace: string): void {
+  const what = `node '${given.id}' of class ${nodeName}`;
+  const problems: string[] = [];
+  const locks: PropertyDescriptorMap = {};
+  // Whether every own field is the library's or holds a function: then all are read-only, and freezing is cheaper.
+  let onlyLocked = true;
   for (const key of Reflect.ownKeys(node)) {
-    if (typeof Object.getOwnPropertyDescriptor(node, key)!.value === 'function') Object.defineProperty(node, key, { writable: false });
+    const own = Object.getOwnPropertyDescriptor(node, key)!;
+    if (key === 'id' || key === 'namespace') continue;
+    if (typeof own.value === 'function' || (own.writable === true && SETTINGS.has(key))) locks[key as string] = { writable: false };
+    else onlyLocked = false;
   }
-  return Object.seal(node);
+  for (const [key, want] of [['id', given.id], ['namespace', namespace]] as const) {
+    const own = Object.getOwnPropertyDescriptor(node, key);
+    if (own === undefined || !('value' in own)) problems.push(`its '${key}' is not a plain field`);
+    else if (own.value !== want) problems.push(`its ${key} is ${JSON.stringify(own.value)}, not '${want}'`);
+    locks[key] = { writable: false };
+  }
+  if (configOf(node).id !== given.id) problems.push(`the config it passed to super has id ${JSON.stringify(configOf(node).id)}`);
+  if (problems.length > 0) {
+    throw new FlowError(
+      `Flow '${flow.id}': ${what} does not have the identity its flow gave it (${problems.join('; ')}): a node's id and namespace are its flow's; ` +
+        'pass config and context on to super with their id and namespace (a class gives its nodes a segment with static namespaceSegment)',
+    );
+  }
+  setConfigIdentity(node, given.namespaceSegment, given.permissions);
+  if (onlyLocked) {
+    Object.freeze(node);
+  } else {
+    Object.defineProperties(node, locks);
+    Object.seal(node);
+  }
 }
 
 /** Whether namespace `inner` is `outer` or one under it (whole segments). */
