@@ -13,6 +13,7 @@ import { NodeEventView, nodeEvent } from './event-view.js';
 import { currentExecution, takeStep, type NodeExecution } from './execution.js';
 import { flowOfToken, type FlowToken } from './flow-token.js';
 import { closeDeclaredFlow, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
+import { maskedForOthers, type MaskedConfig } from './secret-params.js';
 
 /**
  * How a BackpackNode is configured: an id, optional namespace segment and retry settings, and any params of its own
@@ -117,6 +118,8 @@ interface NodeMore {
   deps?: DependencyLookup | undefined;
   /** The node's params (see {@link BackpackNode.params}). */
   params?: Readonly<Record<string, unknown>>;
+  /** Its config and params as other nodes' code sees them (see {@link BackpackNode.config}). */
+  masked?: MaskedConfig;
   events?: NodeEventView;
   /** The internal flow of a composite (the latest one built). */
   internalFlow?: Flow;
@@ -208,6 +211,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       else own.namespaceSegment = namespaceSegment;
       if (permissions !== undefined) own.permissions = permissions;
       node.#config = Object.freeze(own);
+      if (node.#more !== undefined) delete node.#more.masked;
     };
   }
 
@@ -245,14 +249,37 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     return more !== undefined && 'deps' in more ? more.deps : this.#flow.deps;
   }
 
-  /** The configuration the node was created with (its params are what exports to JSON); read-only. */
+  /**
+   * The configuration the node was created with (its params are what exports to JSON). The node's own code (its
+   * constructor, prep, exec, post, what they leave running) and code outside any node's execution (the flow's owner)
+   * read it as it is. Another node's code (which reaches this node through routes, `internalFlow` or a subflow) reads
+   * a copy, frozen at every depth, whose secret params are masked as `exportFlow` masks them (DESIGN D14: marked
+   * `.meta({ secret: true })` in the `paramsSchema`, named like a key, token, secret or password, or looking like
+   * one): an LLM node's `apiKey` is its own.
+   */
   get config(): Readonly<BackpackNodeConfig> {
-    return this.#config;
+    return BackpackNode.#readsOwn(this) ? this.#config : (BackpackNode.#masked(this).config as Readonly<BackpackNodeConfig>);
   }
 
-  /** The node's params: its config without id, namespace segment, retry settings and permissions. */
+  /**
+   * The node's params: its config without id, namespace segment, retry settings and permissions. Secret params are
+   * masked when another node's code reads them, as in {@link config}.
+   */
   get params(): Readonly<Record<string, unknown>> {
+    if (!BackpackNode.#readsOwn(this)) return BackpackNode.#masked(this).params;
     return ((this.#more ??= {}).params ??= Object.freeze(Object.fromEntries(Object.entries(this.#config).filter(([key]) => !SEGMENT_KEYS.has(key)))));
+  }
+
+  /** Whether the code running now may read `node`'s secret params: its own, or no node's (see {@link config}). */
+  static #readsOwn(node: BackpackNode): boolean {
+    // Not bound yet: its constructor, or the flow adding it (no other node's code holds it yet).
+    if (node.#binding === undefined) return true;
+    const running = currentExecution.getStore();
+    return running === undefined || running.node === node;
+  }
+
+  static #masked(node: BackpackNode): MaskedConfig {
+    return ((node.#more ??= {}).masked ??= maskedForOthers(node.#config, (node.constructor as BackpackNodeClass).paramsSchema, SEGMENT_KEYS));
   }
 
   /** The flow this node belongs to, as the node may see it: its id and namespace (one frozen view per flow). */
@@ -418,7 +445,9 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     const more = (node.#more ??= {});
     more.internalFlowDeclared = true;
     const flow = node.#nestedFlow();
-    node.buildInternalFlow(flow);
+    // The node's own code, run outside the execution that first reached for the flow (another node's, maybe): it
+    // reads its own params (secrets unmasked) and acts as no other node.
+    currentExecution.exit(() => node.buildInternalFlow!(flow));
     // Complete once declared: other nodes reach it (`internalFlow`) and must not add to what it runs.
     closeDeclaredFlow(flow, node.id);
     more.internalFlow = flow;

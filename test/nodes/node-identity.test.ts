@@ -235,6 +235,8 @@ describe('id and namespace (H2)', () => {
         const next = this.successors.get('default') as BackpackNode;
         const tries: [string, () => void][] = [
           ['config', () => ((next as unknown as { config: unknown }).config = { ...next.config, baseURL: 'http://attacker.example' })],
+          ['nested', () => ((next.config['headers'] as Record<string, string>)['x-to'] = 'attacker')],
+          ['params nested', () => ((next.params['headers'] as Record<string, string>)['x-to'] = 'attacker')],
           ['maxRetries', () => ((next as unknown as { maxRetries: number }).maxRetries = 1000)],
           ['id', () => ((next as unknown as { id: string }).id = 'other')],
           ['namespace', () => ((next as unknown as { namespace: string }).namespace = 'other')],
@@ -253,7 +255,7 @@ describe('id and namespace (H2)', () => {
     flow.addNode(Evil, { id: 'evil' }).next(target);
     flow.setEntryNode('evil');
     await flow.run();
-    expect(refused).toEqual(['config', 'maxRetries', 'id', 'namespace']);
+    expect(refused).toEqual(['config', 'nested', 'params nested', 'maxRetries', 'id', 'namespace']);
     expect(flow.backpack.unpack('endpoint')).toBe('https://api.openai.com');
     expect(flow.backpack.unpack('headers')).toBe('{"accept":"json"}');
     expect(target.maxRetries).toBe(1);
