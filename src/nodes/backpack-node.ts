@@ -6,6 +6,7 @@ import { BaseNode, FlowError, FlowSignal, Node, type Attempt, type RouteOptions,
 import { checkSegments, encodeValue } from '../backpack/index.js';
 import { checkAction } from '../flow/actions.js';
 import { dataProperty, describeThrown, reachesProxy } from '../flow/errors.js';
+import { checkPermissions } from '../backpack/access.js';
 import { isRunAbort } from '../flow/node.js';
 import { makeScope, runControls } from '../flow/scope.js';
 import { answerJsonSchema, checkAnswer, makePause, RedactedAnswer, unlessForged } from './interrupt.js';
@@ -14,6 +15,7 @@ import { NodeEventView, nodeEvent } from './event-view.js';
 import { currentExecution, takeStep, type NodeExecution } from './execution.js';
 import { flowOfToken, type FlowToken } from './flow-token.js';
 import { closeDeclaredFlow, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
+import { maskedForOthers, type MaskedConfig } from './secret-params.js';
 
 /**
  * How a BackpackNode is configured: an id, optional namespace segment and retry settings, and any params of its own
@@ -28,7 +30,10 @@ export interface BackpackNodeConfig {
   maxRetries?: number;
   /** Milliseconds between attempts. */
   retryDelayMs?: number;
-  /** Access rules of this node; win over the class's (see {@link nodePermissions}). */
+  /**
+   * Access rules of this node; win over the class's (see {@link nodePermissions}). Given to `addNode`, they are the
+   * node's whatever its class's constructor passes to `super`.
+   */
   permissions?: NodePermissions;
   [param: string]: unknown;
 }
@@ -47,7 +52,8 @@ export interface NodeContext {
   namespace: string;
   /**
    * The flow the node belongs to, as an opaque token (only the BackpackNode base class can turn it into the flow,
-   * which it keeps private; node code sees a {@link FlowView}). A subclass passes the context on to `super` as given.
+   * which it keeps private; node code sees a {@link FlowView}). A subclass passes the context on to `super` as given:
+   * a node whose id or namespace is not the one its flow gave it is refused (see `Flow.addNode`).
    */
   flow: FlowToken;
   /** Non-serializable things the node may need (LLM clients, the context engine), from the flow. */
@@ -79,10 +85,33 @@ const SEGMENT_KEYS = new Set(['id', 'namespaceSegment', 'maxRetries', 'retryDela
  * The access rules of `node`: the one accessor flows use when they register a node (DESIGN D9). Precedence, first
  * declared wins: the node config's `permissions`, then `permissions` on the instance (a class field or a getter), then
  * the class's `static permissions`. A node that declares rules in any of these ways is restricted by them; rules are
- * read once, when the node is added to its flow.
+ * read once, when the node is added to its flow. The config's rules are those the flow's author gave `addNode` (or a
+ * flow file): a flow registers them, and puts them in the node's config, whatever its class's constructor passed to
+ * `super`.
  */
 export function nodePermissions(node: BackpackNode): NodePermissions | undefined {
   return node.config.permissions ?? (node as { permissions?: NodePermissions }).permissions ?? (node.constructor as BackpackNodeClass).permissions;
+}
+
+let configOfNode: (node: BackpackNode) => Readonly<BackpackNodeConfig>;
+let setIdentity: (node: BackpackNode, namespaceSegment: string | undefined, permissions: NodePermissions | undefined) => void;
+
+/**
+ * The config `node` was created with, as BackpackNode keeps it (whatever a subclass's `config` getter says, and
+ * unmasked: for the library's own reads of the id, segment, retry settings and rules, which hold no secret). Not
+ * exported from the package.
+ */
+export function configOf(node: BackpackNode): Readonly<BackpackNodeConfig> {
+  return configOfNode(node);
+}
+
+/**
+ * Puts the namespace segment its flow gave `node` into its config, and the permissions too when the flow was given
+ * some (whatever its constructor passed to `super`): what the node shows and exports is what its flow registered.
+ * Flows call this once, before binding the node. Not exported from the package.
+ */
+export function setConfigIdentity(node: BackpackNode, namespaceSegment: string | undefined, permissions: NodePermissions | undefined): void {
+  setIdentity(node, namespaceSegment, permissions);
 }
 
 /** The parts of a node that few nodes need, made on first use (a flow of a million nodes holds a million nodes). */
@@ -91,6 +120,8 @@ interface NodeMore {
   deps?: DependencyLookup | undefined;
   /** The node's params (see {@link BackpackNode.params}). */
   params?: Readonly<Record<string, unknown>>;
+  /** Its config and params as other nodes' code sees them (see {@link BackpackNode.config}). */
+  masked?: MaskedConfig;
   events?: NodeEventView;
   /** The internal flow of a composite (the latest one built). */
   internalFlow?: Flow;
@@ -156,10 +187,10 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
    */
   static paramsSchema?: ZodType;
 
-  /** The node's full namespace, assigned by its flow. */
+  /** The node's full namespace, assigned by its flow (read-only once the flow added the node). */
   readonly namespace: string;
-  /** The configuration the node was created with (its params are what exports to JSON). */
-  readonly config: Readonly<BackpackNodeConfig>;
+  /** The configuration the node was created with (see {@link config}). */
+  #config: Readonly<BackpackNodeConfig>;
   readonly #flow: Flow;
   /** The node's registration with the Backpack (its handles are made from it by its flow). */
   #binding: RegisteredNode | undefined;
@@ -172,6 +203,18 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       node.#binding = registered;
     };
     bindingIn = (node, flow) => (node instanceof BackpackNode && node.#flow === flow ? node.#binding : undefined);
+    configOfNode = (node) => node.#config;
+    setIdentity = (node, namespaceSegment, permissions) => {
+      const config = node.#config;
+      if (config.namespaceSegment === namespaceSegment && (permissions === undefined || config.permissions === permissions)) return;
+      if (node.#binding !== undefined) throw new FlowError(`Node '${node.id}' is already bound to a flow`);
+      const own = ownCopy(config);
+      if (namespaceSegment === undefined) delete own.namespaceSegment;
+      else own.namespaceSegment = namespaceSegment;
+      if (permissions !== undefined) own.permissions = permissions;
+      node.#config = Object.freeze(own);
+      if (node.#more !== undefined) delete node.#more.masked;
+    };
   }
 
   constructor(config: BackpackNodeConfig, context: NodeContext) {
@@ -184,7 +227,10 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
           `which gives it its namespace, Backpack handle and events${context && 'backpack' in context ? ` (new ${new.target.name}(config, { namespace, backpack }) was the BackpackFlow v2 form; see MIGRATING.md)` : ''}`,
       );
     }
-    this.config = Object.freeze(ownCopy(config));
+    const own = ownCopy(config);
+    // Checked and frozen: what the flow compares with the rules its author gave (see Flow.addNode), and what exports.
+    if (own.permissions !== undefined) own.permissions = checkPermissions(String(own.id), own.permissions);
+    this.#config = Object.freeze(own);
     const schema = new.target.paramsSchema;
     if (schema) {
       const result = schema.safeParse(this.params);
@@ -205,9 +251,37 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     return more !== undefined && 'deps' in more ? more.deps : this.#flow.deps;
   }
 
-  /** The node's params: its config without id, namespace segment, retry settings and permissions. */
+  /**
+   * The configuration the node was created with (its params are what exports to JSON). The node's own code (its
+   * constructor, prep, exec, post, what they leave running) and code outside any node's execution (the flow's owner)
+   * read it as it is. Another node's code (which reaches this node through routes, `internalFlow` or a subflow) reads
+   * a copy, frozen at every depth, whose secret params are masked as `exportFlow` masks them (DESIGN D14: marked
+   * `.meta({ secret: true })` in the `paramsSchema`, named like a key, token, secret or password, or looking like
+   * one): an LLM node's `apiKey` is its own.
+   */
+  get config(): Readonly<BackpackNodeConfig> {
+    return BackpackNode.#readsOwn(this) ? this.#config : (BackpackNode.#masked(this).config as Readonly<BackpackNodeConfig>);
+  }
+
+  /**
+   * The node's params: its config without id, namespace segment, retry settings and permissions. Secret params are
+   * masked when another node's code reads them, as in {@link config}.
+   */
   get params(): Readonly<Record<string, unknown>> {
-    return ((this.#more ??= {}).params ??= Object.freeze(Object.fromEntries(Object.entries(this.config).filter(([key]) => !SEGMENT_KEYS.has(key)))));
+    if (!BackpackNode.#readsOwn(this)) return BackpackNode.#masked(this).params;
+    return ((this.#more ??= {}).params ??= Object.freeze(Object.fromEntries(Object.entries(this.#config).filter(([key]) => !SEGMENT_KEYS.has(key)))));
+  }
+
+  /** Whether the code running now may read `node`'s secret params: its own, or no node's (see {@link config}). */
+  static #readsOwn(node: BackpackNode): boolean {
+    // Not bound yet: its constructor, or the flow adding it (no other node's code holds it yet).
+    if (node.#binding === undefined) return true;
+    const running = currentExecution.getStore();
+    return running === undefined || running.node === node;
+  }
+
+  static #masked(node: BackpackNode): MaskedConfig {
+    return ((node.#more ??= {}).masked ??= maskedForOthers(node.#config, (node.constructor as BackpackNodeClass).paramsSchema, SEGMENT_KEYS));
   }
 
   /** The flow this node belongs to, as the node may see it: its id and namespace (one frozen view per flow). */
@@ -373,7 +447,9 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     const more = (node.#more ??= {});
     more.internalFlowDeclared = true;
     const flow = node.#nestedFlow();
-    node.buildInternalFlow(flow);
+    // The node's own code, run outside the execution that first reached for the flow (another node's, maybe): it
+    // reads its own params (secrets unmasked) and acts as no other node.
+    currentExecution.exit(() => node.buildInternalFlow!(flow));
     // Complete once declared: other nodes reach it (`internalFlow`) and must not add to what it runs.
     closeDeclaredFlow(flow, node.id);
     more.internalFlow = flow;
@@ -412,7 +488,11 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     });
   }
 
-  /** One execution: contracts, prep, exec with retries, post, each reported as an event of this node's span. */
+  /**
+   * One execution: contracts, prep, exec with retries, post, each reported as an event of this node's span. Only as a
+   * step its flow takes; the flow calls this method as BackpackNode defines it (a subclass's override of `_run` is not
+   * what a flow runs).
+   */
   override _run(_shared: unknown, scope: RunScope): Promise<string | undefined> {
     if (!takeStep(this, scope)) {
       return Promise.reject(new FlowError(`Node '${this.id}' runs only as a step its flow takes (a route to it, or the entry): it cannot be run directly, by node code or by hand`));

@@ -1,4 +1,6 @@
+import { types } from 'node:util';
 import { Backpack, BackpackHandle, type BackpackOptions } from '../backpack/index.js';
+import { checkPermissions } from '../backpack/access.js';
 import { nodeRegistrar } from '../backpack/backpack.js';
 import { itemRuleOf, sameNode, type NodeRegistrar, type RegisteredNode } from '../backpack/handle.js';
 import type { ReservedNodes } from '../backpack/registry.js';
@@ -16,7 +18,7 @@ import {
   type RunScope,
   type StepBoundary,
 } from '../flow/index.js';
-import { BackpackNode, bindNode, describeError, nodeBinding, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
+import { BackpackNode, bindNode, configOf, describeError, setConfigIdentity, nodeBinding, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { isRunAbort } from '../flow/node.js';
 import { makeScope, type RunControls } from '../flow/scope.js';
 import { currentExecution, grantStep, takeStep } from './execution.js';
@@ -329,22 +331,37 @@ export class Flow extends BaseFlow<any> {
   /**
    * Creates a node of `NodeClass` with `config`, composes its namespace (config segment, else the class's static
    * `namespaceSegment`, else the id), registers its permissions with the Backpack and returns it.
+   *
+   * The node's identity is the flow's to give, not its class's: its id, its namespace and, when `config` has
+   * `permissions`, its access rules are taken from `config`, copied before the class's constructor runs (which is
+   * node code). A node whose constructor handed `super` another id or namespace, or assigned its `id` or `namespace`,
+   * is refused with a FlowError; the namespace segment and rules it handed `super` are replaced by the caller's, so
+   * `node.config` and `exportFlow` show what the flow registered. Once added, a node's `id`, `namespace` and retry
+   * settings are read-only. The node's own `permissions` (in the config it hands `super`, an instance field or getter,
+   * or `static permissions`) apply when `config` has none.
    */
   addNode<T extends BackpackNode>(NodeClass: BackpackNodeClass<T>, config: BackpackNodeConfig): T {
     this.#checkOpen('add a node');
     if (typeof NodeClass !== 'function' || (NodeClass !== BackpackNode && !(NodeClass.prototype instanceof BackpackNode))) {
       throw new TypeError(`Flow '${this.id}': addNode takes a BackpackNode class, got ${String(NodeClass)}`);
     }
-    const { segment, namespace } = this.#checkNew(NodeClass, config?.id, config?.namespaceSegment ?? NodeClass.namespaceSegment);
-    const node = new NodeClass(config, { namespace, flow: flowToken(this), deps: this.deps });
-    const registration = { nodeId: node.id, nodeName: NodeClass.name, namespace, permissions: nodePermissions(node) };
+    // The caller's config, copied before the class's constructor (node code) can change it: the node's id, namespace
+    // and rules are the flow author's.
+    const given: BackpackNodeConfig = config !== null && typeof config === 'object' ? { ...config } : config;
+    const { segment, namespace } = this.#checkNew(NodeClass, given?.id, given?.namespaceSegment ?? NodeClass.namespaceSegment);
+    const id = given.id;
+    if (given.permissions !== undefined) given.permissions = checkPermissions(id, given.permissions);
+    const node = refuseProxy(this, NodeClass, id, new NodeClass({ ...given }, { namespace, flow: flowToken(this), deps: this.deps }));
+    // What may run node code (a class's `name` or `permissions` getter) is read before the node is checked and locked.
+    const nodeName = NodeClass.name;
+    const registration = { nodeId: id, nodeName, namespace, permissions: given.permissions ?? nodePermissions(node) };
+    lockNode(this, nodeName, node, given, namespace);
     // The node keeps its registration (no binding object per node): mappings on its routes are committed as the node
     // (see applyMappings).
     bindNode(node, this.#registrar.register(registration), this);
-    this.#nodes.set(node.id, node);
-    if (segment !== node.id) this.#ownSegments.set(segment, node.id);
+    this.#nodes.set(id, node);
+    if (segment !== id) this.#ownSegments.set(segment, id);
     if (!this.entryNode) super.setEntryNode(node);
-    lockNode(node);
     return node;
   }
 
@@ -478,12 +495,15 @@ export class Flow extends BaseFlow<any> {
     if (entry === undefined || entry instanceof BaseNode) return entry;
     const { NodeClass, config } = deferred.source.build(entry);
     const id = config.id;
-    const node = new NodeClass(config, { namespace: composeNamespace(this.namespace, id), flow: flowToken(this), deps: this.deps });
+    const namespace = composeNamespace(this.namespace, id);
+    const node = refuseProxy(this, NodeClass, id, new NodeClass(config, { namespace, flow: flowToken(this), deps: this.deps }));
     // Its access rules are its registration's, made when it was added (none: its class and config gave none then), as
     // for a node built then: rules a class is given later change neither.
     if (node.id !== id) throw new FlowError(`Flow '${this.id}': node '${id}' was added to be built on first use, but its class gives it id '${node.id}'`);
-    bindNode(node, this.#registrar.adopt(deferred.reserved, id, NodeClass.name), this);
-    deferred.source.entries[position] = lockNode(node);
+    const nodeName = NodeClass.name;
+    lockNode(this, nodeName, node, config, namespace);
+    bindNode(node, this.#registrar.adopt(deferred.reserved, id, nodeName), this);
+    deferred.source.entries[position] = node;
     return node;
   }
 
@@ -542,23 +562,43 @@ export class Flow extends BaseFlow<any> {
     return super.on(action, node, options);
   }
 
-  /** As a subflow: only as a step its enclosing flow takes (node code reaches subflows through routes). */
+  /**
+   * As a subflow: only as a step its enclosing flow takes (node code reaches subflows through routes). A flow that
+   * runs inside a node likewise runs as a step only when its flow takes it (else with `run()`, from that node).
+   */
   override _run(shared: unknown, scope: RunScope): Promise<string | undefined> {
     if (this.#enclosing !== undefined && !takeStep(this, scope)) {
       return Promise.reject(new FlowError(`Flow '${this.id}' is a subflow of flow '${this.#enclosing.id}': it runs only as a step of that flow (a route to it), not directly`));
     }
-    return super._run(shared, scope);
+    if (this.#enclosing === undefined && this.#parent !== undefined && !takeStep(this, scope)) {
+      return Promise.reject(new FlowError(`Flow '${this.id}' runs inside node '${this.#parent.identity.nodeId}': run it with run() from that node's prep, exec or post`));
+    }
+    return this.#enter(shared, enterScope(scope, this.id));
+  }
+
+  /** Runs the flow with `scope`, a scope made for it here (see {@link execute}). */
+  #enter(shared: unknown, scope: RunScope): Promise<string | undefined> {
+    entries.set(scope, this);
+    return this.execute(shared as Backpack | BackpackHandle | undefined, scope);
   }
 
   /**
-   * Runs one step: a BackpackNode or a subflow (anything else is refused, whatever put it in the graph), with no
-   * shared state: a node works through its own handle.
+   * Runs one step of this flow's run (`scope`, the scope of an orchestration the engine started): one of its own
+   * nodes or subflows (anything else is refused, whatever put it in the graph), with no shared state: a node works
+   * through its own handle. It is run by BackpackNode's (or Flow's) own `_run`: a subclass's override is not called.
    */
   protected override runStep(node: BaseNode, _shared: unknown, scope: RunScope): Promise<string | undefined> {
+    if (orchestrations.get(scope) !== this) return Promise.reject(notOrchestrating(this, 'take a step'));
     const problem = stepProblem(node);
     if (problem !== undefined) return Promise.reject(new FlowError(`Flow '${this.id}' cannot run it: ${problem}`));
+    const own = node instanceof BackpackNode ? nodeBinding(node, this) !== undefined : this.#subflows.includes(node as Flow);
+    if (!own) {
+      return Promise.reject(new FlowError(`Flow '${this.id}' cannot run '${node.id}' as a step: it was not added to this flow (a route leads only to nodes and subflows of the route's own flow)`));
+    }
     grantStep(node, scope);
-    return node._run(undefined, scope);
+    // The library's own step, whatever a class defines as `_run`: the engine's scope (and its run's controls) reaches
+    // no node code.
+    return node instanceof BackpackNode ? BackpackNode.prototype._run.call(node, undefined, scope) : Flow.prototype._run.call(node, undefined, scope);
   }
 
   /** The node added with `id`, or undefined. */
@@ -660,7 +700,7 @@ export class Flow extends BaseFlow<any> {
       for (const [key, value] of Object.entries(input)) (this.#parent ?? this.#backpack!).pack(key, value);
     }
     if (parent) {
-      return this.execute(this.#parent ?? this.#backpack!, enterScope(parent.scope, parent.node.id, { spanId: parent.spanId }));
+      return this.#enter(this.#parent ?? this.#backpack!, enterScope(parent.scope, parent.node.id, { spanId: parent.spanId }));
     }
     return this.#runTopLevel(options);
   }
@@ -700,7 +740,7 @@ export class Flow extends BaseFlow<any> {
     });
     try {
       await options.onStart?.();
-      const action = await this.execute(this.#parent ?? this.#backpack!, countingScope);
+      const action = await this.#enter(this.#parent ?? this.#backpack!, countingScope);
       this.#streamer.emit({
         type: StreamEventType.RUN_END,
         runId,
@@ -728,9 +768,24 @@ export class Flow extends BaseFlow<any> {
     }
   }
 
+  /**
+   * Runs the flow (prep, the orchestration, post) with a scope made for it by its own `run` or `_run`, once; any other
+   * call is refused (node code reaches flows, and this method is a plain JS method): only then may it take steps.
+   */
   protected override execute(shared: Backpack | BackpackHandle | undefined, scope: RunScope): Promise<string | undefined> {
+    if (entries.get(scope) !== this) {
+      return Promise.reject(new FlowError(`Flow '${this.id}' runs with run() (or as a step its flow takes), not through execute()`));
+    }
+    entries.delete(scope);
+    orchestrations.set(scope, this);
     this.#seal();
-    return super.execute(shared, scope);
+    return super.execute(shared, scope).finally(() => orchestrations.delete(scope));
+  }
+
+  /** Follows routes from the entry (see BaseFlow): only in a run of this flow (see {@link execute}). */
+  protected override _orchestrate(shared: unknown, scope: RunScope): Promise<string | undefined> {
+    if (orchestrations.get(scope) !== this) return Promise.reject(notOrchestrating(this, 'follow its routes'));
+    return super._orchestrate(shared, scope);
   }
 
   /** Seals this flow and its subflows: node code reaches subflows through routes, and may not add to them mid-run. */
@@ -760,6 +815,7 @@ export class Flow extends BaseFlow<any> {
    * so a durable run's checkpoint of that step holds it.
    */
   protected override applyMappings(from: BaseNode, action: string, to: BaseNode, mappings: RouteMappings, _shared: unknown, scope: RunScope): void {
+    if (orchestrations.get(scope) !== this) throw notOrchestrating(this, 'copy mapped keys');
     const registered = nodeBinding(from, this);
     const context = { runId: scope.runId, spanId: scope.spanId };
     const actor: Pick<BackpackHandle, 'unpackRequired' | 'getItem' | 'pack'> = registered ? this.#registrar.handle(registered, context) : this.#parent ?? this.#backpack!;
@@ -822,6 +878,7 @@ export class Flow extends BaseFlow<any> {
   }
 
   protected override routeTaken(from: BaseNode, action: string, to: BaseNode, scope: RunScope): void {
+    if (orchestrations.get(scope) !== this) throw notOrchestrating(this, 'report a route');
     const mappings = from.getRouteMappings(action);
     this.#streamer.emit({
       type: StreamEventType.ROUTE,
@@ -834,6 +891,7 @@ export class Flow extends BaseFlow<any> {
   }
 
   protected override routeMissing(from: BaseNode, action: string, scope: RunScope): void {
+    if (orchestrations.get(scope) !== this) throw notOrchestrating(this, 'report a route');
     if (this.onMissingRoute === 'end') return;
     if (this.onMissingRoute === 'throw') throw new FlowError(missingRouteMessage(this.id, from, action));
     this.#streamer.emit({
@@ -854,15 +912,78 @@ export class Flow extends BaseFlow<any> {
 }
 
 /**
- * Locks a node its flow added: node code reaches other nodes through routes, and may not change what another runs
- * (README: threat model). Sealed: no property can be added (an own `prep` over the class's), removed or redefined;
- * a property holding a function is read-only. Fields holding data stay writable, by the node's own code.
+ * Scopes a flow's own `run` or `_run` made for it, each with that flow, until its `execute` takes it (see
+ * {@link Flow.execute}).
  */
-function lockNode<T extends BaseNode>(node: T): T {
+const entries = new WeakMap<RunScope, Flow>();
+/**
+ * The scopes of the orchestrations under way, each with its flow. `runStep`, `_orchestrate`, `applyMappings`,
+ * `routeTaken` and `routeMissing` are protected only in TypeScript, and node code reaches flows (subflows and internal
+ * flows through routes and `internalFlow`, flows it builds itself): each acts only for a scope here, with its own
+ * flow, so node code cannot run a node out of its flow's order (a `publish` behind an `approve` that said no),
+ * commit a mapping as another node, or report a route no run took. The engine's scopes reach no node code (a node
+ * gets a copy, see BackpackNode's lifecycle).
+ */
+const orchestrations = new WeakMap<RunScope, Flow>();
+
+function notOrchestrating(flow: Flow, what: string): FlowError {
+  return new FlowError(`Flow '${flow.id}' cannot ${what} here: not in a run of this flow (a flow runs its own steps, with run() or as a step its flow takes)`);
+}
+
+/** `node`, unless its class's constructor returned a Proxy (whose traps would answer the flow's checks). */
+function refuseProxy<T extends BackpackNode>(flow: Flow, NodeClass: BackpackNodeClass<T>, id: string, node: T): T {
+  if (!types.isProxy(node)) return node;
+  throw new FlowError(`Flow '${flow.id}': the constructor of node '${id}' of class ${NodeClass.name} returned a Proxy: a node class's constructor returns the node it built`);
+}
+
+/** The fields of a node that the library sets and reads as its settings: read-only once added. */
+const SETTINGS: ReadonlySet<PropertyKey> = new Set(['maxRetries', 'retryDelayMs']);
+
+/**
+ * Checks and locks a node its flow just built (its class's constructor is node code), before the flow binds it.
+ *
+ * Its identity is the flow's: its `id` and `namespace` must be those the flow gave it (own data fields, not
+ * accessors; a constructor that passed `super` another id or namespace, or assigned them, is refused with a
+ * FlowError). Its config's namespace segment, and its permissions when the caller gave some, are put back to those
+ * of `given` (the caller's config), so that what the node shows and exports is what its flow registered.
+ *
+ * Node code reaches other nodes through routes, and may not change what another runs or who it is (README: threat
+ * model). Sealed: no property can be added (an own `prep` over the class's), removed or redefined; a property holding
+ * a function is read-only, and so are `id`, `namespace` and the retry settings (`config` and `params` are getters
+ * without a setter). Other fields holding data stay writable, by the node's own code.
+ */
+function lockNode(flow: Flow, nodeName: string, node: BackpackNode, given: BackpackNodeConfig, namespace: string): void {
+  const what = `node '${given.id}' of class ${nodeName}`;
+  const problems: string[] = [];
+  const locks: PropertyDescriptorMap = {};
+  // Whether every own field is the library's or holds a function: then all are read-only, and freezing is cheaper.
+  let onlyLocked = true;
   for (const key of Reflect.ownKeys(node)) {
-    if (typeof Object.getOwnPropertyDescriptor(node, key)!.value === 'function') Object.defineProperty(node, key, { writable: false });
+    const own = Object.getOwnPropertyDescriptor(node, key)!;
+    if (key === 'id' || key === 'namespace') continue;
+    if (typeof own.value === 'function' || (own.writable === true && SETTINGS.has(key))) locks[key as string] = { writable: false };
+    else onlyLocked = false;
   }
-  return Object.seal(node);
+  for (const [key, want] of [['id', given.id], ['namespace', namespace]] as const) {
+    const own = Object.getOwnPropertyDescriptor(node, key);
+    if (own === undefined || !('value' in own)) problems.push(`its '${key}' is not a plain field`);
+    else if (own.value !== want) problems.push(`its ${key} is ${JSON.stringify(own.value)}, not '${want}'`);
+    locks[key] = { writable: false };
+  }
+  if (configOf(node).id !== given.id) problems.push(`the config it passed to super has id ${JSON.stringify(configOf(node).id)}`);
+  if (problems.length > 0) {
+    throw new FlowError(
+      `Flow '${flow.id}': ${what} does not have the identity its flow gave it (${problems.join('; ')}): a node's id and namespace are its flow's; ` +
+        'pass config and context on to super with their id and namespace (a class gives its nodes a segment with static namespaceSegment)',
+    );
+  }
+  setConfigIdentity(node, given.namespaceSegment, given.permissions);
+  if (onlyLocked) {
+    Object.freeze(node);
+  } else {
+    Object.defineProperties(node, locks);
+    Object.seal(node);
+  }
 }
 
 /** Whether namespace `inner` is `outer` or one under it (whole segments). */

@@ -14,7 +14,7 @@ import {
   type DependencyLookup,
   type FlowConfigLoader,
 } from '../nodes/index.js';
-import { currentNode } from '../nodes/backpack-node.js';
+import { configOf, currentNode } from '../nodes/backpack-node.js';
 import { checkSegment } from '../nodes/namespace.js';
 import { deferNode, deferNodes, placeNode, type DeferredNodes } from '../nodes/flow.js';
 import { BACKPACK_DEP, DependencyContainer, EVENT_STREAMER_DEP } from './container.js';
@@ -609,10 +609,12 @@ export class FlowLoader implements FlowConfigLoader {
       id: node.id,
       params: includeSensitive ? structuredClone(raw) : maskSecrets(raw, NodeClass.paramsSchema as ZodType | undefined),
     };
-    if (node.config.namespaceSegment !== undefined) out.namespaceSegment = node.config.namespaceSegment;
-    if (node.config.maxRetries !== undefined) out.maxRetries = node.config.maxRetries;
-    if (node.config.retryDelayMs !== undefined) out.retryDelayMs = node.config.retryDelayMs;
-    if (node.config.permissions !== undefined) out.permissions = structuredClone(node.config.permissions) as NodeConfig['permissions'];
+    // The settings and rules as the node was created with them (its flow checked them), whatever a class's getter says.
+    const settings = configOf(node);
+    if (settings.namespaceSegment !== undefined) out.namespaceSegment = settings.namespaceSegment;
+    if (settings.maxRetries !== undefined) out.maxRetries = settings.maxRetries;
+    if (settings.retryDelayMs !== undefined) out.retryDelayMs = settings.retryDelayMs;
+    if (settings.permissions !== undefined) out.permissions = structuredClone(settings.permissions) as NodeConfig['permissions'];
     const inner = depth > 0 ? node.internalFlow : undefined;
     if (inner) out.internalFlow = this.#export(inner, depth - 1, includeSensitive, chain, { maxSteps: flow.maxSteps, onMissingRoute: flow.onMissingRoute }, inner.namespace);
     return out;

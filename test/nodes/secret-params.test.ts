@@ -1,0 +1,257 @@
+/**
+ * A node's secret params (DESIGN D14: marked `.meta({ secret: true })` in its params schema, named like a key, token,
+ * secret or password, or looking like one) are its own. An LLM node scrubs its `apiKey` from all it packs and emits,
+ * and `exportFlow` masks it; other nodes' code, which reaches the node through routes, `internalFlow` and subflows,
+ * reads its `config` and `params` with those secrets masked. Its own code and the flow's owner read them as they are.
+ * (Review s23a, H6.)
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { BackpackNode, ChatNode, Flow, FlowLoader, MASK, isSecretParamName, type BackpackHandle } from '../../src/index.js';
+import { trials } from '../support/soak.js';
+
+const SECRET = 'sk-live-SECRET-0123456789abcdef';
+const GITHUB_TOKEN = `ghp_${'A1b2C3d4E5'.repeat(3)}abcdef`;
+
+/** A node with every kind of secret param, and one that is not. */
+class Vault extends BackpackNode {
+  static override paramsSchema = z.object({
+    pin: z.string().meta({ secret: true }),
+    password: z.string(),
+    note: z.string(),
+    auth: z.object({ bearerToken: z.string() }),
+    model: z.string(),
+  });
+  static ownReads: unknown[] = [];
+  override prep(): void {
+    Vault.ownReads.push(this.params['pin'], this.config['password'], this.params['auth']);
+  }
+}
+
+const vaultParams = { pin: '4242-PIN', password: 'hunter2-PASSWORD', note: GITHUB_TOKEN, auth: { bearerToken: 'BEARER-abc' }, model: 'small' };
+const masked = { pin: MASK, password: MASK, note: MASK, auth: { bearerToken: MASK }, model: 'small' };
+
+describe("another node's secret params", () => {
+  it('a node cannot read the apiKey of the LLM node it routes to (config or params)', async () => {
+    const found: unknown[] = [];
+    class Evil extends BackpackNode {
+      override prep(): void {
+        const next = this.successors.get('ask') as BackpackNode;
+        found.push(next.config['apiKey'], next.params['apiKey'], JSON.stringify(next.config), JSON.stringify(next.params));
+      }
+      override post(): string {
+        return 'done';
+      }
+    }
+    const flow = new Flow({ onMissingRoute: 'end' });
+    const evil = flow.addNode(Evil, { id: 'evil' });
+    const chat = flow.addNode(ChatNode, { id: 'chat', model: 'openai-compatible:test-model', baseURL: 'http://127.0.0.1:9', apiKey: SECRET, promptFrom: 'question' });
+    evil.on('ask', chat);
+    flow.setEntryNode(evil);
+    await flow.run({ question: 'hi' });
+    expect(found.slice(0, 2)).toEqual([MASK, MASK]);
+    expect(JSON.stringify(found)).not.toContain(SECRET);
+    // The owner, outside any node's execution, reads it as it is.
+    expect(chat.params['apiKey']).toBe(SECRET);
+    expect(chat.config['apiKey']).toBe(SECRET);
+  });
+
+  it('its own code reads them; another node reads them masked (schema-marked, secret-named, secret-looking, nested), as a frozen copy', async () => {
+    Vault.ownReads = [];
+    const seen: { config?: Record<string, unknown>; params?: Record<string, unknown>; frozen?: boolean; mutate?: string } = {};
+    class Evil extends BackpackNode {
+      override prep(): void {
+        const vault = this.successors.get('default') as BackpackNode;
+        seen.config = { ...vault.config };
+        seen.params = { ...vault.params };
+        seen.frozen = Object.isFrozen(vault.params['auth']) && Object.isFrozen(vault.config);
+        try {
+          (vault.params['auth'] as Record<string, string>)['bearerToken'] = 'changed';
+          seen.mutate = 'changed';
+        } catch {
+          seen.mutate = 'refused';
+        }
+      }
+    }
+    const flow = new Flow();
+    const evil = flow.addNode(Evil, { id: 'evil', maxRetries: 2 });
+    const vault = flow.addNode(Vault, { id: 'vault', maxRetries: 3, permissions: { read: ['x'] }, ...vaultParams });
+    evil.next(vault);
+    await flow.run();
+    expect(seen.params).toEqual(masked);
+    expect(seen.config).toEqual({ id: 'vault', maxRetries: 3, permissions: { read: ['x'] }, ...masked });
+    expect(seen.frozen).toBe(true);
+    expect(seen.mutate).toBe('refused');
+    expect(Vault.ownReads).toEqual(['4242-PIN', 'hunter2-PASSWORD', { bearerToken: 'BEARER-abc' }]);
+    expect(vault.params).toEqual(vaultParams);
+  });
+
+  it("nodes of a composite's internal flow and of a subflow are masked to other nodes as well", async () => {
+    const found: unknown[] = [];
+    class Composite extends BackpackNode {
+      protected override buildInternalFlow(flow: Flow): void {
+        flow.addNode(Vault, { id: 'inner', ...vaultParams });
+      }
+    }
+    class Evil extends BackpackNode {
+      override prep(): void {
+        const composite = this.successors.get('default') as BackpackNode;
+        const sub = composite.successors.get('default') as Flow;
+        for (const node of [...composite.internalFlow!.getAllNodes(), ...sub.getAllNodes()]) found.push((node as BackpackNode).params);
+      }
+    }
+    const flow = new Flow({ namespace: 'app' });
+    const evil = flow.addNode(Evil, { id: 'evil' });
+    const composite = flow.addNode(Composite, { id: 'composite' });
+    const sub = flow.addSubflow({ namespace: 'sub' });
+    sub.addNode(Vault, { id: 'inner', ...vaultParams });
+    evil.next(composite).next(sub);
+    flow.setEntryNode(evil);
+    await flow.run();
+    expect(found).toEqual([masked, masked]);
+  });
+
+  it('exportFlow called from node code masks secrets even with includeSensitive; the owner gets them', async () => {
+    const loader = new FlowLoader().register('Vault', Vault);
+    let exported = '';
+    class Evil extends BackpackNode {
+      override prep(): void {
+        const composite = this.successors.get('default') as BackpackNode;
+        exported = JSON.stringify(loader.exportFlow(composite.internalFlow!, { includeSensitive: true }));
+      }
+    }
+    class Composite extends BackpackNode {
+      protected override buildInternalFlow(flow: Flow): void {
+        flow.addNode(Vault, { id: 'inner', ...vaultParams });
+      }
+    }
+    loader.register('Evil', Evil).register('Composite', Composite);
+    const flow = new Flow();
+    const composite = flow.addNode(Evil, { id: 'evil' }).next(flow.addNode(Composite, { id: 'composite' }));
+    await flow.run();
+    for (const secret of ['4242-PIN', 'hunter2-PASSWORD', 'BEARER-abc', GITHUB_TOKEN]) expect(exported).not.toContain(secret);
+    expect(loader.exportFlow(composite.internalFlow!, { includeSensitive: true }).nodes[0]!.params).toEqual(vaultParams);
+  });
+
+  it('a secret a flow file takes from the environment (${ENV}) is masked to the other nodes of the loaded flow', async () => {
+    let seen: unknown;
+    class Evil extends BackpackNode {
+      override prep(): void {
+        seen = (this.successors.get('default') as BackpackNode).params;
+      }
+    }
+    class Client extends BackpackNode {}
+    const loader = new FlowLoader().register('Evil', Evil).register('Client', Client);
+    const flow = await loader.loadFlow(
+      {
+        version: '2.0.0',
+        namespace: 'app',
+        nodes: [
+          { type: 'Evil', id: 'evil', params: {} },
+          { type: 'Client', id: 'client', params: { endpoint: 'https://api.example', accessToken: '${CLIENT_TOKEN}' } },
+        ],
+        edges: [{ from: 'evil', to: 'client', condition: 'default' }],
+      },
+      undefined,
+      { env: { CLIENT_TOKEN: 'FROM-THE-ENV-123456' } },
+    );
+    await flow.run();
+    expect(seen).toEqual({ endpoint: 'https://api.example', accessToken: MASK });
+    expect((flow.getNode('client') as BackpackNode).params['accessToken']).toBe('FROM-THE-ENV-123456');
+  });
+
+  it("a composite declared when another node's code first reaches it builds its internal flow with its own secrets", async () => {
+    let seenByEvil: unknown;
+    class Composite extends BackpackNode {
+      protected override buildInternalFlow(flow: Flow): void {
+        flow.addNode(Vault, { id: 'inner', ...vaultParams, pin: String(this.params['pin']) });
+      }
+    }
+    class Evil extends BackpackNode {
+      override prep(): void {
+        const composite = this.successors.get('default') as BackpackNode;
+        seenByEvil = (composite.internalFlow!.getAllNodes()[0] as BackpackNode).params['pin'];
+      }
+    }
+    const flow = new Flow();
+    const composite = flow.addNode(Evil, { id: 'evil' }).next(flow.addNode(Composite, { id: 'composite', pin: 'COMPOSITE-PIN' }));
+    await flow.run();
+    expect(seenByEvil).toBe(MASK);
+    expect((composite.internalFlow!.getAllNodes()[0] as BackpackNode).params['pin']).toBe('COMPOSITE-PIN');
+  });
+});
+
+const plainName = fc.constantFrom('model', 'temperature', 'label', 'promptFrom', 'keyName', 'sessionKey', 'cacheKey');
+const secretName = fc.constantFrom('apiKey', 'token', 'password', 'clientSecret', 'privateKey', 'OPENAI_API_KEY', 'accessToken');
+/** Values that no catalogue takes for a secret (lowercase words), and secrets that contain none of them. */
+const plainValue = fc.stringMatching(/^[a-z ]{0,12}$/);
+const secretValue = fc.stringMatching(/^[A-Z0-9]{6,16}$/).map((v) => `S3CR3T-${v}`);
+
+describe('property: secret params never reach another node, and always reach the node itself', () => {
+  it('for any mix of secret-named and plain params, nested or not', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(fc.tuple(plainName, plainValue), { maxLength: 4, selector: ([n]) => n }),
+        fc.uniqueArray(fc.tuple(secretName, secretValue), { minLength: 1, maxLength: 3, selector: ([n]) => n }),
+        fc.boolean(),
+        async (plain, secret, nested) => {
+          const secretParams = Object.fromEntries(secret);
+          const params: Record<string, unknown> = { ...Object.fromEntries(plain), ...(nested ? { settings: secretParams } : secretParams) };
+          let own: unknown;
+          let other: unknown;
+          class Target extends BackpackNode {
+            override prep(): void {
+              own = { ...this.params };
+            }
+          }
+          class Reader extends BackpackNode {
+            override prep(): void {
+              const target = this.successors.get('default') as BackpackNode;
+              other = { config: target.config, params: target.params };
+            }
+          }
+          const flow = new Flow();
+          flow.addNode(Reader, { id: 'reader' }).next(flow.addNode(Target, { id: 'target', ...params }));
+          await flow.run();
+          expect(own).toEqual(params);
+          const text = JSON.stringify(other);
+          for (const [, value] of secret) expect(text).not.toContain(value);
+          const view = (other as { params: Record<string, unknown> }).params;
+          for (const [key, value] of plain) expect(view[key], key).toBe(value);
+          for (const [key] of secret) expect((nested ? (view['settings'] as Record<string, unknown>) : view)[key], key).toBe(isSecretParamName(key) ? MASK : undefined);
+        },
+      ),
+      { numRuns: trials(60, 600) },
+    );
+  });
+});
+
+describe('a node reads its own params the same as before', () => {
+  it('in its constructor (the params schema check), prep, exec and post, and from a timer it left running', async () => {
+    const reads: unknown[] = [];
+    class Own extends BackpackNode {
+      static override paramsSchema = z.object({ apiKey: z.string().meta({ secret: true }) });
+      constructor(config: ConstructorParameters<typeof BackpackNode>[0], context: ConstructorParameters<typeof BackpackNode>[1]) {
+        super(config, context);
+        reads.push(this.params['apiKey']);
+      }
+      override prep(): void {
+        reads.push(this.params['apiKey']);
+      }
+      override async exec(): Promise<void> {
+        reads.push(this.config['apiKey']);
+        await new Promise<void>((resolve) => setTimeout(() => (reads.push(this.params['apiKey']), resolve()), 1));
+      }
+      override post(bp: BackpackHandle): undefined {
+        reads.push(this.params['apiKey']);
+        bp.pack('done', true);
+        return undefined;
+      }
+    }
+    const flow = new Flow();
+    flow.addNode(Own, { id: 'own', apiKey: 'MY-KEY-1234' });
+    await flow.run();
+    expect(reads).toEqual(Array(5).fill('MY-KEY-1234'));
+  });
+});
