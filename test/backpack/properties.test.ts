@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Backpack, HistoryPrunedError } from '../../src/backpack/index.js';
+import { trials } from '../support/soak.js';
 
 const KEYS = ['a', 'b', 'c', 'd.e'];
 const NODES = [undefined, 'n1', 'n2'];
@@ -100,7 +101,7 @@ describe('Backpack properties', () => {
         });
         expect(bp.toObject()).toStrictEqual(asObject(model));
       }),
-      { numRuns: 150 },
+      { numRuns: trials(60, 750) },
     );
   });
 
@@ -127,7 +128,7 @@ describe('Backpack properties', () => {
           expect(back.getSnapshotAtCommit(c.commitId).toObject()).toStrictEqual(bp.getSnapshotAtCommit(c.commitId).toObject());
         }
       }),
-      { numRuns: 100 },
+      { numRuns: trials(40, 500) },
     );
   });
 

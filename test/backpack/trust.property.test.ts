@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { BackpackHandle, ItemAccessControl, NodePermissions } from '../../src/backpack/index.js';
 import { BackpackNode, Flow, type BackpackNodeClass } from '../../src/nodes/index.js';
+import { trials } from '../support/soak.js';
 
 const KEYS = ['a', 'a.b', 'pii.x', 'sales.c', 'doc'] as const;
 const KEY_PATTERNS = ['a', 'a.*', 'a.**', 'pii.*', '*', '**', 'sales.c', 'doc', 'none'];
@@ -193,7 +194,7 @@ describe('trust property (issue 12)', () => {
           if (c.action === 'unpack') expect([c.nodeId, c.namespace]).toEqual(['r', full.readerNs]);
         }
       }),
-      { numRuns: 120 },
+      { numRuns: trials(50, 600) },
     );
   });
 });

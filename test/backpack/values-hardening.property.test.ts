@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Backpack, BackpackError, encodeValue, isUnavailable, UnavailableValue } from '../../src/backpack/index.js';
 import { TYPED_ARRAYS } from '../../src/backpack/values.js';
+import { trials } from '../support/soak.js';
 
 const TYPED = Object.values(TYPED_ARRAYS);
 type TypedCtor = (typeof TYPED)[number];
@@ -239,7 +240,7 @@ describe('stored values carry no code of the packer', () => {
         }
         expect(calls).toEqual({ methods: 0, traps: 0 });
       }),
-      { numRuns: 150 },
+      { numRuns: trials(60, 750) },
     );
   });
 
@@ -328,7 +329,7 @@ describe('committed Maps, Sets, Dates and typed arrays cannot be changed in plac
         for (const read of reads(bp)) expect(encodeValue(read)).toEqual(expected);
         expect(encodeValue(bp.getHistory()[0]!.newValue)).toEqual(expected);
       }),
-      { numRuns: 150 },
+      { numRuns: trials(60, 750) },
     );
   });
 

@@ -9,6 +9,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import * as NEW from '../../src/backpack/values.js';
+import { trials } from '../support/soak.js';
 
 type Mod = Pick<typeof NEW, 'prepareValue' | 'adoptValue' | 'extendsStored' | 'isStoredJson'>;
 
@@ -201,7 +202,7 @@ describe('prepareValue over a stored array: the quick pass over kept elements', 
         if (now.ext) expect(now.sameElements).toBe(true);
         return true;
       }),
-      { numRuns: 3000 },
+      { numRuns: trials(800, 8000) },
     );
   });
 
@@ -212,7 +213,7 @@ describe('prepareValue over a stored array: the quick pass over kept elements', 
         expect(new Set(reads).size).toBe(reads.length);
         return true;
       }),
-      { numRuns: 1500 },
+      { numRuns: trials(400, 4000) },
     );
   });
 

@@ -10,6 +10,7 @@ import { readFilteredEvents } from '../../src/cli/backpackflow/store-access.js';
 import { BackpackNode, Flow, loadRunPoint, runFlow, type BackpackHandle } from '../../src/index.js';
 import { stepper } from '../support/stepper.js';
 import { tempDir } from './helpers.js';
+import { trials } from '../support/soak.js';
 
 const dataDir = tempDir();
 
@@ -72,7 +73,7 @@ describe('runs blame: writes at the step whose state holds them', () => {
           expect(report.writes.filter((w) => w.step === step), `step ${step}`).toHaveLength(1);
         }
       }),
-      { numRuns: 30 },
+      { numRuns: trials(12, 150) },
     );
   }, 120_000);
 });

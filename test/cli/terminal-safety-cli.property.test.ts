@@ -31,16 +31,23 @@ interface Texts {
   query: string;
 }
 
+/**
+ * Texts of at least two pieces: an empty text attacks nothing, and a short one often holds no character a terminal
+ * acts on (1 in 5 of hostileText's texts hold none, 1 in 20 of these). A case runs every command twice (for the texts
+ * and for their twins, some 0.4 s of CPU), so `npm test` runs 2 cases, which with these texts leave a field without
+ * such a character about as rarely as 4 cases of hostileText's did (0.2% of runs); the soak runs 40.
+ */
+const field = (): fc.Arbitrary<string> => hostileText({ minLength: 2 });
 const texts: fc.Arbitrary<Texts> = fc.record({
-  key: hostileText(),
-  value: hostileText(),
-  id: hostileText(),
-  className: hostileText(),
-  reason: hostileText(),
-  action: hostileText(),
-  message: hostileText(),
-  memory: hostileText(),
-  query: hostileText(),
+  key: field(),
+  value: field(),
+  id: field(),
+  className: field(),
+  reason: field(),
+  action: field(),
+  message: field(),
+  memory: field(),
+  query: field(),
 });
 
 function twins(s: Texts): Texts {
@@ -162,7 +169,7 @@ describe('the command lines print stored and user-supplied text through terminal
         expect(hostile['memory-search']!.stdout).toContain('needle');
         expectSafe(hostile, await backpackflow(twins(s)));
       }),
-      { numRuns: trials(4, 40) },
+      { numRuns: trials(2, 40) },
     );
   }, 120_000);
 
@@ -173,7 +180,7 @@ describe('the command lines print stored and user-supplied text through terminal
         expect(hostile['put']!.code, hostile['put']!.stderr).toBe(0);
         expectSafe(hostile, await context(twins(s)));
       }),
-      { numRuns: trials(4, 40) },
+      { numRuns: trials(2, 40) },
     );
   }, 120_000);
 

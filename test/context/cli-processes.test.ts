@@ -5,6 +5,10 @@ import { describe, expect, it } from 'vitest';
 import { ContextEngine } from '../../src/context/index.js';
 import { MERKLE_BIN, json, snapshotStore, tempDir, workspace } from './helpers.js';
 import { plainEnv } from '../support/env.js';
+import { trials } from '../support/soak.js';
+
+/** Frames each of the two racing writers puts, one `merkle put-frame` process each: 4 in `npm test`, 12 in the soak. */
+const FRAMES_EACH = trials(4, 12);
 
 describe('merkle CLI: several processes, watch, isolation', () => {
   it('keeps workspaces isolated', async () => {
@@ -23,7 +27,7 @@ describe('merkle CLI: several processes, watch, isolation', () => {
     const root = await workspace();
     const dir = tempDir();
     const script = (tag: string) =>
-      `for i in 1 2 3 4 5 6; do printf '%s' "${tag} $i" > ${dir}/${tag}-$i.txt; "${process.execPath}" "${MERKLE_BIN}" put-frame README.md ${dir}/${tag}-$i.txt --agent w --type note > /dev/null || exit 1; done`;
+      `for i in $(seq ${FRAMES_EACH}); do printf '%s' "${tag} $i" > ${dir}/${tag}-$i.txt; "${process.execPath}" "${MERKLE_BIN}" put-frame README.md ${dir}/${tag}-$i.txt --agent w --type note > /dev/null || exit 1; done`;
     const run = (tag: string) =>
       new Promise<number>((resolve) => {
         execFile('sh', ['-c', script(tag)], { cwd: root }, (error, _out, stderr) => resolve(error === null ? 0 : (console.error(`put-frame failed: ${stderr}`), 1)));
@@ -48,10 +52,10 @@ describe('merkle CLI: several processes, watch, isolation', () => {
     expect(codes).toEqual([0, 0]);
     expect(reads).toBeGreaterThan(0);
     const frames = await json(['list-frames', 'README.md'], root);
-    expect(frames).toHaveLength(12);
+    expect(frames).toHaveLength(2 * FRAMES_EACH);
     const node = await json(['get-node', 'README.md', '--max-frames', '100'], root);
     expect(node.frames.map((f: { content: string }) => f.content).sort()).toEqual(
-      ['left', 'right'].flatMap((t) => [1, 2, 3, 4, 5, 6].map((i) => `${t} ${i}`)).sort(),
+      ['left', 'right'].flatMap((t) => Array.from({ length: FRAMES_EACH }, (_, i) => `${t} ${i + 1}`)).sort(),
     );
     expect(await json(['validate'], root)).toMatchObject({ ok: true, errors: [] });
   });

@@ -124,6 +124,10 @@ describe('the stat index (.merkle/tree.stat)', () => {
     const future = new Date(Date.now() + 3_600_000);
     await fc.assert(
       fc.asyncProperty(fc.array(fc.array(op, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 4 }), fc.boolean(), async (batches, resident) => {
+        // A turn of the event loop between cases: a case's awaits settle without one (its file calls are
+        // synchronous), and the soak's 300 cases back to back kept vitest's worker from its messages for over a
+        // minute (a "Timeout calling onTaskUpdate" error, which fails the run).
+        await new Promise((resolve) => setImmediate(resolve));
         const root = tempDir();
         writeTree(root, { 'a.txt': 'alpha\n', 'b.txt': 'beta\n', 'd/c.txt': 'gamma\n', 'd/e/f.txt': 'delta\n', 'g.txt': 'epsilon\n' });
         // Racy from the start: their records in the tree file (not only in the journal) are racy.

@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../src/events/index.js';
 import { BackpackflowSaver, type CheckpointRecordStore } from '../../src/langgraph/index.js';
 import { redact } from '../../src/redact/index.js';
+import { trials } from '../support/soak.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -116,7 +117,7 @@ describe('BackpackflowSaver keeps bytes values exactly', () => {
         await reopened.close();
         expectServed([...live, ...restarted], values);
       }),
-      { numRuns: 50, examples: [[[new Uint8Array(30).map((_, i) => i * 7 + 1)]], [[new Uint8Array(30).fill(0x41)]]] },
+      { numRuns: trials(20, 250), examples: [[[new Uint8Array(30).map((_, i) => i * 7 + 1)]], [[new Uint8Array(30).fill(0x41)]]] },
     );
   }, 60_000); // shrinking a failure writes many threads
 

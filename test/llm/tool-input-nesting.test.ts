@@ -24,6 +24,7 @@ import {
   type ToolResultRecord,
 } from '../../src/nodes/llm/index.js';
 import { depsOf, recordingStreamer } from './helpers.js';
+import { trials } from '../support/soak.js';
 
 const usage = {
   inputTokens: { total: 7, noCache: 7, cacheRead: undefined, cacheWrite: undefined },
@@ -108,7 +109,7 @@ describe('tool-call arguments nested too deep', () => {
           }
         },
       ),
-      { numRuns: 40, examples: [[1, 'array'], [MAX_TOOL_INPUT_NESTING, 'array'], [MAX_TOOL_INPUT_NESTING + 1, 'array'], [MAX_TOOL_INPUT_NESTING + 1, 'object']] },
+      { numRuns: trials(16, 200), examples: [[1, 'array'], [MAX_TOOL_INPUT_NESTING, 'array'], [MAX_TOOL_INPUT_NESTING + 1, 'array'], [MAX_TOOL_INPUT_NESTING + 1, 'object']] },
     );
   });
 

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { LiteralSet, literalsOf } from '../../src/redact/literal-set.js';
 import { DEFAULT_SECRET_PATTERNS } from '../../src/redact/patterns.js';
+import { trials } from '../support/soak.js';
 
 /** Characters a case-insensitive match could confuse with ASCII letters, or that break a match in the middle. */
 const TRICKY = ['ſ', 'K', 'İ', 'ı', 'é', 'ß', '\u{1F600}', '\u0000', '\n', ' '];
@@ -65,7 +66,8 @@ describe('LiteralSet', () => {
         const holding = `${text.slice(0, 3)}${(literals[chars.length % literals.length] ?? '').toUpperCase()}${text.slice(3)}`;
         return set!.test(text) === regex.test(text) && set!.test(holding) === regex.test(holding);
       }),
-      { numRuns: 600 },
+      // Each run builds a set of up to a few thousand literals: 150 in `npm test`, 2000 in the soak.
+      { numRuns: trials(150, 2000) },
     );
   });
 

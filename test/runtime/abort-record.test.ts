@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { BackpackNode, Flow, StreamEventType, decodeValue, listRuns, loadRunPoint, resumeRun, runFlow, type BackpackHandle, type RunScope } from '../../src/index.js';
 import { EventStore } from '../../src/store/index.js';
 import { makeTempDir } from '../support/temp.js';
+import { trials } from '../support/soak.js';
 
 /** Where a chain's run is aborted: in node `at`'s post (then the next step boundary stops it) or during its exec. */
 interface AbortPlan {
@@ -191,7 +192,7 @@ describe('an aborted run is recorded stopped, not failed', () => {
           await abortThenResume(length, { at, where, controller: new AbortController() }, position);
         },
       ),
-      { numRuns: 12 },
+      { numRuns: trials(6, 60) },
     );
   });
 });

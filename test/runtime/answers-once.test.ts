@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { BackpackNode, Flow, RunInterrupted, StreamEventType, listRuns, loadRunPoint, resumeRun, runFlow, decodeValue, type BackpackHandle } from '../../src/index.js';
 import { EventStore } from '../../src/store/index.js';
 import { makeTempDir } from '../support/temp.js';
+import { trials } from '../support/soak.js';
 
 /**
  * A node that loops to itself `plan.length` times; execution n asks `plan[n - 1]` questions in turn ("Q<n>.<i>"),
@@ -132,7 +133,7 @@ describe('an answer answers one question only', () => {
         const log = await events(dataDir, 'p');
         expect(log.filter((e) => e.type === StreamEventType.NODE_INTERRUPT).map((e) => e.payload.payload)).toEqual(expected);
       }),
-      { numRuns: 15 },
+      { numRuns: trials(8, 120) },
     );
   });
 });

@@ -4,6 +4,7 @@ import { deepEqual, type JsonValue } from '../../src/backpack/index.js';
 import { Backpack, encodeValue } from '../../src/backpack/index.js';
 import { adoptValue, extendsStored, isStoredJson, prepareValue } from '../../src/backpack/values.js';
 import { applyJsonDelta, diffJson, diffStored } from '../../src/runtime/json-delta.js';
+import { trials } from '../support/soak.js';
 
 const json = fc.jsonValue() as fc.Arbitrary<JsonValue>;
 
@@ -162,7 +163,7 @@ describe('JSON deltas', () => {
           if (same) expect(encodeValue(next.slice(0, prev.length))).toEqual(encodeValue(prev));
           return true;
         }),
-        { numRuns: 2000 },
+        { numRuns: trials(500, 5000) },
       );
     });
 
@@ -187,7 +188,7 @@ describe('JSON deltas', () => {
           expect(Object.isFrozen(over.value)).toBe(Object.isFrozen(alone.value));
           return true;
         }),
-        { numRuns: 1500 },
+        { numRuns: trials(400, 4000) },
       );
     });
 

@@ -15,6 +15,7 @@ import { EventStoreError, FileRunStore, RunFolderError, StoreError } from '../..
 import { readRecipe } from '../../src/cli/backpackflow/recipe.js';
 import { recordedFlowConfig } from '../../src/cli/backpackflow/flows.js';
 import { makeTempDir } from '../support/temp.js';
+import { trials } from '../support/soak.js';
 
 /** draft → ask; `ask` pauses for `{ approved: boolean }`. */
 function approval(): Flow {
@@ -176,7 +177,7 @@ describe('F2: every file a run writer opens, replaced by a link to a file outsid
           expect(lstatSync(path).isSymbolicLink() || lstatSync(path).isFile()).toBe(true);
         } else expect(error).toBeInstanceOf(StoreError);
       }),
-      { numRuns: 30 },
+      { numRuns: trials(12, 150) },
     );
   });
 

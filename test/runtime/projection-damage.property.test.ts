@@ -22,7 +22,7 @@ import { recordCountingRun } from './fixtures/counting-run.js';
 import { trials } from '../support/soak.js';
 
 const RUN = 'run';
-const RUNS = Number(process.env['PROJECTION_DAMAGE_RUNS'] ?? trials(20, 300));
+const RUNS = Number(process.env['PROJECTION_DAMAGE_RUNS'] ?? trials(12, 300));
 let pristine: string;
 let truth: Record<string, string>;
 /** Sealed projections to put in place of the run's, by name. */

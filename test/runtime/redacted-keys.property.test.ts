@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BackpackNode, Flow, encodeValue, loadRunPoint, runFlow, type BackpackHandle } from '../../src/index.js';
 import { redact } from '../../src/redact/index.js';
+import { trials } from '../support/soak.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'bpf-redacted-keys-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -114,7 +115,7 @@ describe('secret-looking object keys in recorded states', () => {
           }
         },
       ),
-      { numRuns: 50 },
+      { numRuns: trials(20, 250) },
     );
   }, 180_000);
 });

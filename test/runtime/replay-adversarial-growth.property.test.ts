@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { afterAll, describe, it } from 'vitest';
 import type { BackpackHandle } from '../../src/index.js';
 import { expectReplayEqualsLive } from '../support/replay.js';
+import { trials } from '../support/soak.js';
 
 const root = mkdtempSync(join(tmpdir(), 'bpf-replay-adversarial-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -79,7 +80,7 @@ describe('replay equals live for adversarial growth (property)', () => {
           input: { a: [0, NaN, 'x', { o: 1 }], b: [[1], -0] },
         });
       }),
-      { numRuns: 60 },
+      { numRuns: trials(25, 300) },
     );
   }, 300_000);
 });

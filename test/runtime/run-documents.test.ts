@@ -12,6 +12,7 @@ import { openNewRun, runFlow, verifyRun } from '../../src/runtime/index.js';
 import { EventStore, FileRunStore, StoreError, recordedDigests } from '../../src/store/index.js';
 import { documentDigest } from '../../src/store/run-documents.js';
 import { makeEvent } from '../store/helpers.js';
+import { trials } from '../support/soak.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'bpf-documents-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -100,7 +101,7 @@ describe('the documents of a run, tied to its log', () => {
           writeFileSync(flowPath, damaged);
           await expect(store.loadDocument(ref, 'flow')).rejects.toThrow(flowPath);
         }),
-        { numRuns: 150 },
+        { numRuns: trials(60, 750) },
       );
     } finally {
       writeFileSync(flowPath, original);

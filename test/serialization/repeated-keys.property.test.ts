@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FlowConfigError, parseFlowConfig, readFlowConfigFile } from '../../src/serialization/index.js';
 import { RepeatedKeyScanner, repeatedKeys } from '../../src/serialization/repeated-keys.js';
-import { cliProcess, MODULES } from '../cli/helpers.js';
+import { cli, MODULES } from '../cli/helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'bpf-repeated-keys-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -61,13 +61,14 @@ describe('repeated keys', () => {
     }
   });
 
+  // The built command line's main, run in this process (test/cli/in-process.ts): the output and exit code of the binary.
   it('make validate and run both refuse the flow file, at the pointer', async () => {
     const file = join(dir, 'flow.json');
     writeFileSync(file, '{"version":"2.0.0","namespace":"d","nodes":[{"type":"Put","id":"put","params":{"key":"note","value":"harmless text","value":"${DB_PASSWORD}"}}],"edges":[]}');
-    const validated = await cliProcess(['validate', file, '--modules', MODULES], { env: { DB_PASSWORD: 'x' } });
+    const validated = await cli(['validate', file, '--modules', MODULES], { env: { DB_PASSWORD: 'x' } });
     expect(validated.code).not.toBe(0);
     expect(`${validated.stdout}${validated.stderr}`).toMatch(/\/nodes\/0\/params\/value.*appears twice/);
-    const ran = await cliProcess(['run', file, '--modules', MODULES, '--data-dir', join(dir, 'data')], { env: { DB_PASSWORD: 'x' } });
+    const ran = await cli(['run', file, '--modules', MODULES, '--data-dir', join(dir, 'data')], { env: { DB_PASSWORD: 'x' } });
     expect(ran.code).not.toBe(0);
     expect(`${ran.stdout}${ran.stderr}`).toMatch(/\/nodes\/0\/params\/value.*appears twice/);
   });

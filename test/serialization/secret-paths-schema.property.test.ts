@@ -14,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { z, type ZodType } from 'zod';
 import { BackpackNode, FlowLoader, MASK, isSecretParamName, normalizeFlowConfig, openNewRun, runFlow } from '../../src/index.js';
 import { recordRunFlow } from '../../src/cli/backpackflow/flows.js';
+import { trials } from '../support/soak.js';
 
 /** A wrapper put around a schema. */
 type Wrapper = 'optional' | 'nullable' | 'default' | 'catch' | 'readonly' | 'pipe' | 'lazy' | 'union';
@@ -171,7 +172,7 @@ describe('params a schema marks secret, wherever the mark sits', () => {
         for (const secret of secrets) expect(text).not.toContain(secret);
         expect(loader.exportFlow(flow, { includeSensitive: true })).toEqual(normalizeFlowConfig(config));
       }),
-      { numRuns: 150 },
+      { numRuns: trials(50, 600) },
     );
   });
 

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { NATIVE_FROM_BYTES, loadHashBackend, sharedHashBackend, type HashBackend } from '../../src/hash/blake3.js';
 import { ChainReader, LARGE_LINE, chainFormatOf, chainOf, sealBatch, type ChainFormat, type ChainPosition } from '../../src/store/chain.js';
+import { trials } from '../support/soak.js';
 
 /** N of chain.ts's module comment: a sealed line's number as 8 bytes, big-endian (nothing in format v1). */
 function tag(line: number, format: ChainFormat): Buffer {
@@ -70,7 +71,7 @@ describe('sealBatch', () => {
           }
         },
       ),
-      { numRuns: 150 },
+      { numRuns: trials(60, 750) },
     );
   });
 
@@ -193,7 +194,7 @@ describe('sealText and the by-size backend', () => {
           expect(kinds.filter((k) => k === 'verified').length).toBeLessThan(sealed.seals.filter((x) => x !== undefined).length);
         },
       ),
-      { numRuns: 150 },
+      { numRuns: trials(60, 750) },
     );
     // The runs crossed the switch both ways.
     expect(sizes.filter((n) => n >= NATIVE_FROM_BYTES).length).toBeGreaterThan(10);

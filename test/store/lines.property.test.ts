@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EventStore } from '../../src/store/index.js';
 import { dataEndOf, endOfData, readLineBatches } from '../../src/store/lines.js';
+import { trials } from '../support/soak.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'bpf-lines-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -66,7 +67,7 @@ describe('readLineBatches', () => {
         expect(got).toEqual(expectedLines(bytes, start, end, first));
         rmSync(path);
       }),
-      { numRuns: 60 },
+      { numRuns: trials(30, 300) },
     );
   });
 

@@ -10,19 +10,22 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/index.js';
+import { bundledScript } from '../support/bundle.js';
 import { makeTempDir } from '../support/temp.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
+/** The fixture bundled with the store sources: `node <bundle>` starts in a third of `--import tsx`'s CPU. */
+const fixture = await bundledScript(join(here, 'fixtures', 'memory-op-killed.ts'));
 
 /** Runs one operation to its end in a child process (another process writing). */
 function inAnotherProcess(op: string, dataDir: string, ...args: string[]): void {
-  const child = spawnSync(process.execPath, ['--import', 'tsx', join(here, 'fixtures', 'memory-op-killed.ts'), 'null', op, dataDir, ...args], { encoding: 'utf8', timeout: 20_000 });
+  const child = spawnSync(process.execPath, [fixture, 'null', op, dataDir, ...args], { encoding: 'utf8', timeout: 20_000 });
   expect(child.status, child.stderr).toBe(0);
 }
 
 /** Runs one operation in a child that SIGKILLs itself at the call `kill` names; fails the test when it does not. */
 function killedMidway(kill: { fn: string; match: string; nth?: number }, op: string, dataDir: string, ...args: string[]): void {
-  const child = spawnSync(process.execPath, ['--import', 'tsx', join(here, 'fixtures', 'memory-op-killed.ts'), JSON.stringify(kill), op, dataDir, ...args], {
+  const child = spawnSync(process.execPath, [fixture, JSON.stringify(kill), op, dataDir, ...args], {
     encoding: 'utf8',
     timeout: 20_000,
   });

@@ -23,8 +23,9 @@ const build = workFlow;
 it.skipIf(!canUnshare)('a live writer in another pid namespace (same host name) is listed running and keeps its run', async () => {
   const dataDir = makeTempDir('bpf-lock-ns-', 'test');
   const proc = spawn('unshare', ['-rpf', '--mount-proc', process.execPath, child, dataDir, 'ns-1', 'hold'], {
-    env: { ...process.env, HOLD_MS: '4000' },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // It holds the run until the checks below are done and the test releases it (15 s at most, should the test die).
+    env: { ...process.env, HOLD_MS: '15000' },
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   let out = '';
   const holding = new Promise<void>((resolve) => {
@@ -49,6 +50,7 @@ it.skipIf(!canUnshare)('a live writer in another pid namespace (same host name) 
     expect(holder.pidNs).not.toBe(systemProbe.pidNamespace!());
     expect(inspectLock(lock)).toMatchObject({ state: 'held', why: expect.stringMatching(/pid namespace .*not checkable by pid here: its lease was refreshed/) });
   } finally {
+    proc.stdin.end('release\n');
     await exited;
   }
   expect(out.trim().split('\n').at(-1)).toMatch(/"status":"completed"/);

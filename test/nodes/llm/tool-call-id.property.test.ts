@@ -11,6 +11,7 @@ import { Flow } from '../../../src/nodes/index.js';
 import { AgentNode, type ToolResultRecord } from '../../../src/nodes/llm/index.js';
 import { keySegment } from '../../../src/nodes/llm/llm-node.js';
 import { depsOf } from '../../llm/helpers.js';
+import { trials } from '../../support/soak.js';
 
 const usage = {
   inputTokens: { total: 7, noCache: 7, cacheRead: undefined, cacheWrite: undefined },
@@ -59,7 +60,7 @@ describe('model-chosen tool-call ids', () => {
         expect(failed?.value).toMatchObject({ attempt: 1, error: "Tool 'flaky' failed: transient", toolCallId });
         expect(key.split('.')).toHaveLength(4);
       }),
-      { numRuns: 60 },
+      { numRuns: trials(25, 300) },
     );
   });
 

@@ -14,6 +14,7 @@ import { AgentNode, MAX_TOOL_OUTPUT_NESTING, ToolExecutionNode, type ToolResultR
 import { listRuns, runFlow } from '../../../src/runtime/durable.js';
 import { makeTempDir } from '../../support/temp.js';
 import { depsOf, recordingStreamer } from '../../llm/helpers.js';
+import { trials } from '../../support/soak.js';
 
 const usage = {
   inputTokens: { total: 7, noCache: 7, cacheRead: undefined, cacheWrite: undefined },
@@ -92,7 +93,7 @@ describe('tool results that are not JSON data', () => {
         expect(JSON.stringify(toolMessages)).toContain('error-text');
         expect(events.find((e) => e.type === StreamEventType.TOOL_RESULT)!.payload.error).toBe(results[0]!.error);
       }),
-      { numRuns: 60 },
+      { numRuns: trials(25, 300) },
     );
   });
 
@@ -113,7 +114,7 @@ describe('tool results that are not JSON data', () => {
         expect(results[0]!.output).toEqual(value);
         expect(toolMessages).toHaveLength(1);
       }),
-      { numRuns: 40 },
+      { numRuns: trials(15, 200) },
     );
     expect((await agentWithResult(() => ({ a: 1, b: undefined }))).results[0]!.output).toEqual({ a: 1 });
     expect((await agentWithResult(() => undefined)).results[0]!.output).toBeNull();
