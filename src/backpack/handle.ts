@@ -93,6 +93,15 @@ export interface RegisteredNode {
 }
 
 /**
+ * The class name `registered` was registered under (read once, when its flow added it): what its events name, whatever
+ * the class's `name` says later (node code can redefine it). Internal: for the library's own events.
+ */
+export function registeredNodeName(registered: RegisteredNode): string {
+  // A RegisteredNode is the registrar's Actor under an opaque type (frozen: nothing can change it).
+  return (registered as unknown as Actor).nodeName!;
+}
+
+/**
  * Registers the nodes of one flow and makes their handles (internal: flows get one with {@link nodeRegistrar} and
  * keep it, and each node's {@link RegisteredNode}, to themselves). One per flow, where a {@link NodeBinding} per node
  * would cost a flow of a million nodes a million objects. Registration is exactly `registerNode`'s (or

@@ -1,6 +1,6 @@
 import type { ZodType } from 'zod';
 import type { BackpackHandle, NodePermissions } from '../backpack/index.js';
-import { closeHandle, type RegisteredNode } from '../backpack/handle.js';
+import { closeHandle, registeredNodeName, type RegisteredNode } from '../backpack/handle.js';
 import { newSpanId, StreamEventType, type InterruptInfo, type StreamEventTypeValue } from '../events/index.js';
 import { BaseNode, FlowError, FlowSignal, Node, type Attempt, type RouteOptions, type RunScope } from '../flow/index.js';
 import { checkSegments, encodeValue } from '../backpack/index.js';
@@ -503,11 +503,13 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       return Promise.reject(new FlowError(`Node '${this.id}' cannot run inside node '${parent.node.id}', whose execution ended: run nested flows from prep, exec or post before they return`));
     }
     const spanId = newSpanId();
+    const registered = BackpackNode.#bound(this);
     const execution: NodeExecution = {
       node: this,
+      nodeName: registeredNodeName(registered),
       scope,
       spanId,
-      handle: nodeHandle(this.#flow, BackpackNode.#bound(this), { runId: scope.runId, spanId }),
+      handle: nodeHandle(this.#flow, registered, { runId: scope.runId, spanId }),
       internalFlowCreated: false,
       failedAttempts: 0,
       interrupts: 0,

@@ -35,13 +35,13 @@ function ownOrInside(own: string, namespace: string | undefined): boolean {
 }
 
 /**
- * An event of `execution`'s node: its id, class name and namespace (or `namespace`, one inside it), and the run and
+ * An event of `execution`'s node: its id, class name (as registered) and namespace (or `namespace`, one inside it), and the run and
  * span of the execution. How the library emits a node's lifecycle; node code goes through {@link NodeEventView.emit}.
  * Not exported from the package.
  */
 export function nodeEvent(execution: NodeExecution, type: StreamEventTypeValue, payload: Record<string, unknown> | undefined, namespace = execution.node.namespace): EventInput {
   const { node, scope } = execution;
-  return { type, payload, namespace, nodeId: node.id, nodeName: node.constructor.name, runId: scope.runId, spanId: execution.spanId, parentSpanId: scope.spanId };
+  return { type, payload, namespace, nodeId: node.id, nodeName: execution.nodeName, runId: scope.runId, spanId: execution.spanId, parentSpanId: scope.spanId };
 }
 
 /** What a node can do with the event stream. */

@@ -9,6 +9,11 @@ import type { BackpackNode } from './backpack-node.js';
  */
 export interface NodeExecution {
   readonly node: BackpackNode;
+  /**
+   * The class name the node was registered under when its flow added it: what its events name (not the class's
+   * `name` now, which node code can redefine).
+   */
+  readonly nodeName: string;
   readonly scope: RunScope;
   /** The span of this execution; nodes of its internal flow use it as their parent span. */
   readonly spanId: string;

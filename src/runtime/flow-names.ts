@@ -5,6 +5,8 @@
  * own redaction, before anything of the run is written (the store would refuse it only once its first step ran).
  */
 import { FlowError, type BaseNode } from '../flow/index.js';
+import { registeredNodeName } from '../backpack/handle.js';
+import { nodeBinding } from '../nodes/backpack-node.js';
 import { BackpackNode, Flow, composeNamespace } from '../nodes/index.js';
 import { redactorFor, type RedactionOptions } from '../redact/index.js';
 import { InvalidIdError } from '../store/index.js';
@@ -48,7 +50,9 @@ export function checkFlowNames(flow: Flow, redaction?: RedactionOptions): void {
         visit(node);
       } else if (node instanceof BackpackNode) {
         if (redactor.holdsSecret(node.id)) refuse('node', node.namespace, 'nodeId');
-        if (redactor.holdsSecret(node.constructor.name)) refuse('node', node.namespace, 'nodeName');
+        // The name its events carry: the one it was registered under (a node of another flow: its class's).
+        const registered = nodeBinding(node, current);
+        if (redactor.holdsSecret(registered === undefined ? node.constructor.name : registeredNodeName(registered))) refuse('node', node.namespace, 'nodeName');
         if (redactor.holdsSecret(node.namespace)) refuse('node', node.namespace, 'namespace');
         if (node.internalFlow !== undefined) visit(node.internalFlow);
       } else if (redactor.holdsSecret(node.id)) {

@@ -358,3 +358,37 @@ describe('no node registers, packs or is found under an identity other than the 
     );
   });
 });
+
+describe("a node's class name is the one it was registered under", () => {
+  it('node code that renames its class (or answers another name later) changes no event nor provenance', async () => {
+    let reads = 0;
+    class Shifty extends BackpackNode {
+      // Answers 'Shifty' when the flow registers it, then another name on every later read.
+      static override get name(): string {
+        return reads++ === 0 ? 'Shifty' : 'LlmNode';
+      }
+      override prep(bp: BackpackHandle): void {
+        bp.pack('before', 1);
+        // And redefines it outright, as node code can (a function's name is configurable).
+        Object.defineProperty(Shifty, 'name', { value: 'Impostor', configurable: true });
+        Object.defineProperty(BackpackNode, 'name', { value: 'Impostor', configurable: true });
+      }
+      override post(bp: BackpackHandle): undefined {
+        bp.pack('after', 2);
+        this.eventStreamer.emit({ type: 'custom', payload: { note: 'hello' } });
+        return undefined;
+      }
+    }
+    const flow = new Flow({ namespace: 'app' });
+    try {
+      flow.addNode(Shifty, { id: 's' });
+      await flow.run();
+      const names = flow.eventStreamer.getHistory().filter((e) => e.nodeId === 's' && e.nodeName !== undefined).map((e) => `${e.type}:${e.nodeName}`);
+      expect(names.length).toBeGreaterThanOrEqual(5);
+      for (const entry of names) expect(entry).toMatch(/:Shifty$/);
+      expect(flow.backpack.getItem('after')!.metadata.sourceNodeName).toBe('Shifty');
+    } finally {
+      Object.defineProperty(BackpackNode, 'name', { value: 'BackpackNode', configurable: true });
+    }
+  });
+});
