@@ -2,7 +2,7 @@ import { checkAction, DEFAULT_ACTION } from './actions.js';
 import { checkConcurrency, mapConcurrent } from './concurrency.js';
 import { FlowError } from './errors.js';
 import type { RouteMappings } from './mappings.js';
-import { BaseNode, type BaseNodeOptions } from './node.js';
+import { BaseNode, routeOf, routeTable, type BaseNodeOptions, type TakenRoute } from './node.js';
 import { ROOT_SCOPE, derive, enterScope, runControls, type RunScope } from './scope.js';
 
 /** What a flow does when a node returns an action that has no route: see {@link BaseFlowOptions.onMissingRoute}. */
@@ -123,13 +123,13 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
       action = await this.runStep(current, shared, scope);
       // Only a string (or undefined) goes on: into routing, events and the step boundary.
       checkAction(current.id, action);
-      const next = current.getNextNode(action);
+      // From the node's routing table, not its (overridable) routing methods: the routes its flow's author drew.
+      const { next, mappings, count }: TakenRoute<S> = routeOf(current, action);
       if (next) {
-        const mappings = current.getRouteMappings(action);
         if (mappings) this.applyMappings(current, action ?? DEFAULT_ACTION, next, mappings, shared, scope);
         this.routeTaken(current, action ?? DEFAULT_ACTION, next, scope);
       }
-      else if (current.successorCount > 0) this.routeMissing(current, action ?? DEFAULT_ACTION, scope);
+      else if (count > 0) this.routeMissing(current, action ?? DEFAULT_ACTION, scope);
       const onStep = runControls(scope)?.onStep;
       if (onStep) await onStep({ path: scope.path, completed: current.id, action: action ?? DEFAULT_ACTION, next: next?.id, step });
       if (recent.push(current.id) > RECENT_NODES) recent.shift();
@@ -190,7 +190,7 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
       const node = queue.shift() as BaseNode<S>;
       if (node.id === id) return node;
       seen.add(node);
-      for (const next of node.successors.values()) if (!seen.has(next)) queue.push(next);
+      for (const next of routeTable(node).values()) if (!seen.has(next)) queue.push(next);
     }
     return undefined;
   }
@@ -198,7 +198,7 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
 
 /** The message for an action without a route (shared by every missing-route report). */
 export function missingRouteMessage(flowId: string, from: BaseNode, action: string): string {
-  const available = [...from.successors.keys()].map((a) => `'${a}'`).join(', ');
+  const available = [...routeTable(from).keys()].map((a) => `'${a}'`).join(', ');
   return `Flow '${flowId}': node '${from.id}' returned action '${action}', which has no route (routes: ${available})`;
 }
 

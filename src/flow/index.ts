@@ -1,6 +1,7 @@
 export { FlowAction, DEFAULT_ACTION } from './actions.js';
 export { FlowError, FlowSignal, NodeExecutionError } from './errors.js';
 export { BaseNode, Node, BatchNode, ParallelBatchNode, delay } from './node.js';
+// routeOf and routeTable are the library's (nodes/, runtime/ and serialization/ import them from node.js).
 export type { BaseNodeOptions, NodeOptions, ParallelBatchNodeOptions, Attempt } from './node.js';
 export { BaseFlow, BatchFlow, ParallelBatchFlow, missingRouteMessage } from './flow.js';
 export type { BaseFlowOptions, ParallelBatchFlowOptions, MissingRoutePolicy } from './flow.js';

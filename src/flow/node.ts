@@ -27,6 +27,35 @@ interface Routes<S> {
   mappings?: Map<string, RouteMappings>;
 }
 
+/** The route a flow takes out of a node on an action, read from the node's routing table (see {@link routeOf}). */
+export interface TakenRoute<S> {
+  /** The node the action routes to, or undefined. */
+  next: BaseNode<S> | undefined;
+  /** That route's key mappings, if it has any. */
+  mappings: RouteMappings | undefined;
+  /** How many routes leave the node (0: the flow ends quietly after it). */
+  count: number;
+}
+
+let routesOf: <S>(node: BaseNode<S>) => Routes<S> | undefined;
+
+/**
+ * The route out of `node` for `action` (undefined means `'default'`), read from the routing table its `on`/`next`
+ * calls built: the library's flows route with this, never through `getNextNode`, `getRouteMappings` or
+ * `successorCount`, which a node class can override (node code does not choose where its flow goes next, nor runs in
+ * the flow's orchestration). Internal: not exported from the package.
+ */
+export function routeOf<S>(node: BaseNode<S>, action: string | undefined): TakenRoute<S> {
+  const routes = routesOf(node);
+  const key = action ?? DEFAULT_ACTION;
+  return { next: routes?.successors.get(key), mappings: routes?.mappings?.get(key), count: routes?.successors.size ?? 0 };
+}
+
+/** Every route out of `node` (action to node), from its routing table as {@link routeOf} reads it. Internal. */
+export function routeTable<S>(node: BaseNode<S>): ReadonlyMap<string, BaseNode<S>> {
+  return new Map(routesOf(node)?.successors ?? []);
+}
+
 /**
  * A step of a flow: `prep(shared)` reads what it needs, `exec(prepRes)` does the work, `post(shared, prepRes,
  * execRes)` writes results and returns the action that picks the next node (undefined means `'default'`).
@@ -42,6 +71,10 @@ export class BaseNode<S = any, P = any, E = any> {
    * nodes holds no million empty maps, nor a field for each.
    */
   #routes: Routes<S> | undefined;
+
+  static {
+    routesOf = (node) => node.#routes;
+  }
 
   constructor(options: BaseNodeOptions = {}) {
     this.id = options.id ?? `${new.target.name}#${++unnamedNodes}`;

@@ -59,8 +59,27 @@ export class NodeEventView {
     this.#handle = handle;
   }
 
-  /** Whether the node may see `event`. */
+  /**
+   * Refuses a use of this view from another node's execution: a node reads events through its own view (what its
+   * rules let it see), never through another's, whose events and rules are not its own; and a subscriber runs as the
+   * node that made it. The owner (code in no execution) may use any view.
+   */
+  #checkCaller(operation: string): void {
+    const running = currentExecution.getStore();
+    if (running !== undefined && running.node !== this.#node) {
+      throw new TypeError(
+        `Node '${running.node.id}' cannot ${operation} through the eventStreamer of node '${this.#node.id}': a node reads and subscribes to events through its own eventStreamer`,
+      );
+    }
+  }
+
+  /** Whether the node may see `event` (asked by the node itself or the owner: see the class comment). */
   visible(event: StreamEvent): boolean {
+    this.#checkCaller('judge events');
+    return this.#visible(event);
+  }
+
+  #visible(event: StreamEvent): boolean {
     const own = ownOrInside(this.#namespace, event.namespace);
     switch (event.type) {
       case 'access.denied':
@@ -124,11 +143,13 @@ export class NodeEventView {
 
   /** Subscribes to visible events of `type` (or every type with `'*'`); returns the unsubscribe function. */
   on(type: StreamEventTypeValue | '*', handler: EventHandler): () => void {
+    this.#checkCaller('subscribe to events');
     return this.#streamer.on(type, this.#guard(handler));
   }
 
   /** Like {@link on}, for the first visible event only. */
   once(type: StreamEventTypeValue | '*', handler: EventHandler): () => void {
+    this.#checkCaller('subscribe to events');
     let done = false;
     let stop: () => void = () => undefined;
     stop = this.#streamer.on(type, this.#guard((event) => {
@@ -142,16 +163,18 @@ export class NodeEventView {
 
   /** Subscribes to visible events whose namespace matches `pattern` (D5). */
   onNamespace(pattern: string, handler: EventHandler): () => void {
+    this.#checkCaller('subscribe to events');
     return this.#streamer.onNamespace(pattern, this.#guard(handler));
   }
 
   /** Visible events still in the history, oldest first, that match `filter` (as the node sees them, see {@link seen}). */
   getHistory(filter: HistoryFilter = {}): StreamEvent[] {
+    this.#checkCaller('read the event history');
     // One read of each field: the pattern checked is the pattern used.
     const { type, namespace, nodeId, runId } = filter;
     if (namespace !== undefined) compileNamespacePattern(namespace);
     const out: StreamEvent[] = [];
-    for (const event of this.#streamer.getHistory({ type, namespace, nodeId, runId })) if (this.visible(event)) out.push(this.#seen(event));
+    for (const event of this.#streamer.getHistory({ type, namespace, nodeId, runId })) if (this.#visible(event)) out.push(this.#seen(event));
     return out;
   }
 
@@ -184,14 +207,14 @@ export class NodeEventView {
   /**
    * Wraps a subscriber: it sees only visible events, and runs in the execution of this node it was subscribed from
    * (so what it emits is the node's, in its span, and refused once that execution ended), or outside any execution
-   * if subscribed outside one; never in the execution that emitted the event (a subscriber never acts inside another
-   * node's execution).
+   * if the owner subscribed it (another node's code cannot: see {@link #checkCaller}); never in the execution that
+   * emitted the event (a subscriber never acts inside another node's execution).
    */
   #guard(handler: EventHandler): EventHandler {
     const running = currentExecution.getStore();
     const own = running?.node === this.#node ? running : undefined;
     return (event) => {
-      if (!this.visible(event)) return undefined;
+      if (!this.#visible(event)) return undefined;
       const shown = this.#seen(event);
       return own === undefined ? currentExecution.exit(() => handler(shown)) : currentExecution.run(own, () => handler(shown));
     };

@@ -19,7 +19,7 @@ import {
   type StepBoundary,
 } from '../flow/index.js';
 import { BackpackNode, bindNode, configOf, describeError, setConfigIdentity, nodeBinding, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
-import { isRunAbort } from '../flow/node.js';
+import { isRunAbort, routeOf, routeTable } from '../flow/node.js';
 import { makeScope, type RunControls } from '../flow/scope.js';
 import { currentExecution, grantStep, takeStep } from './execution.js';
 import { flowToken } from './flow-token.js';
@@ -858,7 +858,7 @@ export class Flow extends BaseFlow<any> {
     };
     const visit = (flow: Flow, depth: number): void => {
       stats.maxDepth = Math.max(stats.maxDepth, depth);
-      for (const node of [...flow.getAllNodes(), ...flow.getSubflows()]) stats.edgeCount += node.successorCount;
+      for (const node of [...flow.getAllNodes(), ...flow.getSubflows()]) stats.edgeCount += routeOf(node, undefined).count;
       for (const node of flow.getAllNodes()) {
         stats.nodeCount++;
         const inner = node instanceof BackpackNode ? node.internalFlow : undefined;
@@ -879,7 +879,7 @@ export class Flow extends BaseFlow<any> {
 
   protected override routeTaken(from: BaseNode, action: string, to: BaseNode, scope: RunScope): void {
     if (orchestrations.get(scope) !== this) throw notOrchestrating(this, 'report a route');
-    const mappings = from.getRouteMappings(action);
+    const { mappings } = routeOf(from, action);
     this.#streamer.emit({
       type: StreamEventType.ROUTE,
       runId: scope.runId,
@@ -900,7 +900,7 @@ export class Flow extends BaseFlow<any> {
       parentSpanId: scope.spanId,
       nodeId: from.id,
       namespace: namespaceOf(from, this.namespace),
-      payload: { action, from: from.id, available: [...from.successors.keys()] },
+      payload: { action, from: from.id, available: [...routeTable(from).keys()] },
     });
   }
 

@@ -5,6 +5,7 @@
  * own redaction, before anything of the run is written (the store would refuse it only once its first step ran).
  */
 import { FlowError, type BaseNode } from '../flow/index.js';
+import { routeTable } from '../flow/node.js';
 import { registeredNodeName } from '../backpack/handle.js';
 import { nodeBinding } from '../nodes/backpack-node.js';
 import { BackpackNode, Flow, composeNamespace } from '../nodes/index.js';
@@ -58,7 +59,7 @@ export function checkFlowNames(flow: Flow, redaction?: RedactionOptions): void {
       } else if (redactor.holdsSecret(node.id)) {
         refuse('node', composeNamespace(current.namespace, node.id), 'nodeId');
       }
-      for (const next of node.successors.values()) {
+      for (const next of routeTable(node).values()) {
         if (!reached.has(next)) {
           reached.add(next);
           queue.push(next);

@@ -3,6 +3,7 @@ import { Backpack as BackpackClass, BackpackError, type Backpack, type NodePermi
 import { adoptValue } from '../backpack/values.js';
 import { EventStreamer as EventStreamerClass, type EventStreamer } from '../events/index.js';
 import { FlowError, mappingProblems, type BaseNode } from '../flow/index.js';
+import { routeOf, routeTable } from '../flow/node.js';
 import {
   BackpackNode,
   Flow,
@@ -580,10 +581,11 @@ export class FlowLoader implements FlowConfigLoader {
       config.nodes.push(this.#exportNode(node as ExportableNode, depth, includeSensitive, chain, flow));
     }
     for (const [node, from] of members) {
-      for (const [action, target] of node.successors) {
+      // The routing table, not the node's (overridable) routing methods: exporting runs no node code.
+      for (const [action, target] of routeTable(node)) {
         const to = members.get(target);
         if (to === undefined) continue;
-        const mappings = node.getRouteMappings(action);
+        const { mappings } = routeOf(node, action);
         config.edges.push(mappings ? { from, to, condition: action, mappings: { ...mappings } } : { from, to, condition: action });
       }
     }
