@@ -6,7 +6,7 @@
  * @module
  */
 import { globalRegistry, type ZodType } from 'zod';
-import { isSecretKey, isSecretOptionValue, onlyEnvReferences, redactorFor } from '../redact/index.js';
+import { isSecretKey, isSecretOptionValue, maskUrlCredentials, onlyEnvReferences, redactorFor } from '../redact/index.js';
 
 /** What a masked secret exports as. */
 export const MASK = '***';
@@ -91,9 +91,18 @@ function childSchemas(schema: ZodType): ZodType[] {
   return out.filter((s): s is ZodType => s !== undefined && s !== null);
 }
 
-/** Whether `schema` itself is marked `.meta({ secret: true })` (its own meta, or inherited from the schema it refines). */
+/**
+ * How `schema` itself is marked secret (its own meta, or inherited from the schema it refines): `.meta({ secret: true })`
+ * marks the whole value, `.meta({ secret: 'url' })` the credentials a URL carries (user name, password, query values,
+ * token-like path segments: see {@link maskUrlCredentials}), so that its host and path still show.
+ */
+function marking(schema: ZodType): 'whole' | 'url' | undefined {
+  const secret = (globalRegistry.get(schema as never) as { secret?: unknown } | undefined)?.secret;
+  return secret === true ? 'whole' : secret === 'url' ? 'url' : undefined;
+}
+
 function isMarked(schema: ZodType): boolean {
-  return (globalRegistry.get(schema as never) as { secret?: unknown } | undefined)?.secret === true;
+  return marking(schema) !== undefined;
 }
 
 const markedAnywhere = new WeakMap<object, boolean>();
@@ -144,19 +153,22 @@ interface MaskRule {
 
 /**
  * A copy of `params` with the secrets `rule` names replaced by `'***'`: every value at a JSON path the schema marks
- * secret (`.meta({ secret: true })` on the field, on a wrapper of it, on a union member or pipe end describing it, at
+ * secret (`.meta({ secret: true })`, or in a URL marked `.meta({ secret: 'url' })` its credentials, on the field, on a wrapper of it, on a union member or pipe end describing it, at
  * any depth of objects, records, arrays and tuples) and, by `rule`, values under secret-named keys and
  * secret-looking strings. `undefined` and `null` stay as they are.
  */
 function maskParams(params: Record<string, unknown>, schema: ZodType | undefined, rule: MaskRule): Record<string, unknown> {
   const redactor = redactorFor();
-  const secret = (value: unknown): unknown => {
+  const secret = (value: unknown, how: 'whole' | 'url' = 'whole'): unknown => {
     if (value === undefined || value === null) return value;
     if (rule.keepEnvRefs && typeof value === 'string' && onlyEnvReferences(value)) return value;
-    return MASK;
+    return how === 'url' && typeof value === 'string' ? maskUrlCredentials(value) : MASK;
   };
   const walk = (value: unknown, schemas: Set<ZodType>): unknown => {
-    for (const s of schemas) if (isMarked(s)) return secret(value);
+    for (const s of schemas) {
+      const how = marking(s);
+      if (how !== undefined) return secret(value, how);
+    }
     if (typeof value === 'string') return rule.byNameAndValue && redactor.redactText(value) !== value ? MASK : value;
     if (value === null || typeof value !== 'object') return value;
     const members = (member: { key: string } | { index: number }): Set<ZodType> => {

@@ -5,6 +5,7 @@
 export { Redactor, redactorFor, redact, containsSecrets, isSecretKey, isSecretOptionValue, looksLikeStoredKey, REDACTED, KNOWN_MIN_LENGTH } from './redactor.js';
 export type { RedactionOptions, RedactionResult } from './redactor.js';
 export { onlyEnvReferences, redactConfig } from './config.js';
+export { maskUrlCredentials, urlCredentials } from './url-credentials.js';
 export { SecretKeyMatcher } from './keys.js';
 export { DEFAULT_SECRET_PATTERNS } from './patterns.js';
 export type { SecretPattern } from './patterns.js';

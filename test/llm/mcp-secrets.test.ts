@@ -1,11 +1,13 @@
 /**
  * What of an MCP server declaration counts as a credential (mcpServerSecrets), how its URL is shown in messages
  * (maskedMcpUrl, describeMcpServer), and that a flow's export and its recorded config mask header and env values
- * whatever their names (audit-s23b F1, F5).
+ * whatever their names (audit-s23b F1, F5), and the credentials of a server URL (review s24, finding 3).
  */
 import { describe, expect, it } from 'vitest';
-import { describeMcpServer, llmNodeTypes } from '../../src/nodes/llm/index.js';
-import { maskedMcpUrl, mcpServerSecrets } from '../../src/nodes/llm/mcp-secrets.js';
+import { BackpackNode, Flow } from '../../src/nodes/index.js';
+import { AgentNode, describeMcpServer, llmNodeTypes } from '../../src/nodes/llm/index.js';
+import { mcpServerSecrets } from '../../src/nodes/llm/mcp-secrets.js';
+import { maskedMcpUrl } from '../../src/nodes/llm/index.js';
 import { FlowLoader } from '../../src/serialization/index.js';
 import { scriptedModel } from './helpers.js';
 
@@ -69,5 +71,55 @@ describe('a flow with MCP credentials under names that do not look secret', () =
     expect(recorded).not.toContain('svc-cred-value-1');
     expect(recorded).toContain('"TOKEN_FROM_ENV":"${SVC_TOKEN}"');
   });
+});
 
+describe('the credentials of an MCP server URL are secret params (review s24, finding 3)', () => {
+  const PATH_TOKEN = 'pA7x9Qk2Lm4Zt8Rw';
+  const QUERY_TOKEN = 'u9x2k7q4m1z8w3v6';
+  const url = `https://user:pw-0d9f8e7c@mcp.example.com/s/${PATH_TOKEN}/mcp?access=${QUERY_TOKEN}`;
+  const masked = 'https://mcp.example.com/s/***/mcp?access=***';
+  const params = { promptFrom: 'q', model: 'openai-compatible:m', baseURL: 'http://127.0.0.1:9', mcpServers: [{ name: 'hosted', transport: 'http', url }] };
+
+  function loader(): FlowLoader {
+    const l = new FlowLoader();
+    for (const [type, NodeClass] of Object.entries(llmNodeTypes)) l.register(type, NodeClass);
+    return l;
+  }
+
+  it("another node reads the URL without them (host and path shown), the agent's own code as written", async () => {
+    const seen: unknown[] = [];
+    class Reader extends BackpackNode {
+      override prep(): void {
+        const agent = this.successors.get('ask') as BackpackNode;
+        seen.push((agent.config['mcpServers'] as Array<{ url: string }>)[0]!.url, (agent.params['mcpServers'] as Array<{ url: string }>)[0]!.url);
+      }
+      override post(): string {
+        return 'end';
+      }
+    }
+    const flow = new Flow({ onMissingRoute: 'end' });
+    const reader = flow.addNode(Reader, { id: 'reader' });
+    const agent = flow.addNode(AgentNode, { id: 'agent', ...params });
+    reader.on('ask', agent);
+    flow.setEntryNode(reader);
+    await flow.run({ q: 'hi' });
+    expect(seen).toEqual([masked, masked]);
+    // The owner (and the agent itself) read it as given.
+    expect((agent.config['mcpServers'] as Array<{ url: string }>)[0]!.url).toBe(url);
+  });
+
+  it('exportFlow writes the URL without them (with includeSensitive: as written); a recorded flow file keeps ${ENV} references', async () => {
+    const flow = new Flow({ namespace: 'x' });
+    flow.addNode(AgentNode, { id: 'agent', ...params });
+    const l = loader();
+    const exported = (l.exportFlow(flow).nodes[0]!.params.mcpServers as Array<{ url: string }>)[0]!.url;
+    expect(exported).toBe(masked);
+    expect((l.exportFlow(flow, { includeSensitive: true }).nodes[0]!.params.mcpServers as Array<{ url: string }>)[0]!.url).toBe(url);
+    const file = { version: '2.0.0', namespace: 'mcp', nodes: [{ type: 'AgentNode', id: 'agent', params: { ...params, mcpServers: [{ name: 'a', transport: 'http', url }, { name: 'b', transport: 'http', url: '${MCP_URL}' }] } }] };
+    const recorded = JSON.stringify(l.maskConfigSecrets(file));
+    expect(recorded).not.toContain(PATH_TOKEN);
+    expect(recorded).not.toContain(QUERY_TOKEN);
+    expect(recorded).not.toContain('pw-0d9f8e7c');
+    expect(recorded).toContain('"url":"${MCP_URL}"');
+  });
 });

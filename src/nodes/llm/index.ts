@@ -37,7 +37,8 @@ export { MAX_TOOL_OUTPUT_NESTING } from './tool-output.js';
 export type { LlmTool, FlowToolDefinition, ToolContext, ToolCallRecord, ToolResultRecord } from './tools.js';
 export { McpServerSchema, McpStdioServerSchema, McpHttpServerSchema, McpServerError, openMcpServers, describeMcpServer } from './mcp.js';
 export type { McpServer, McpToolbox } from './mcp.js';
-export { mcpServerSecrets, maskedMcpUrl } from './mcp-secrets.js';
+export { mcpServerSecrets } from './mcp-secrets.js';
+export { maskUrlCredentials as maskedMcpUrl } from '../../redact/index.js';
 export { LlmError, ModelResolutionError, ModelCallError, ModelTimeoutError, CallAbortedError, InvalidModelOutputError, redactSecrets } from './errors.js';
 
 import type { BackpackNodeClass } from '../backpack-node.js';

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { LlmError } from './errors.js';
 import { redact } from '../../redact/index.js';
 import { boundedFetch } from './bounded-fetch.js';
-import { maskedMcpUrl, mcpServerSecrets } from './mcp-secrets.js';
+import { maskUrlCredentials } from '../../redact/index.js';
+import { mcpServerSecrets } from './mcp-secrets.js';
 import { usableSecrets, withoutSecrets } from './secrets.js';
 import { checkToolName, type LlmTool } from './tools.js';
 
@@ -61,8 +62,11 @@ export const McpStdioServerSchema = z.strictObject({
 export const McpHttpServerSchema = z.strictObject({
   ...common,
   transport: z.literal('http'),
-  /** The server's URL; messages show it without its user name, password, query values or token-like path segments. */
-  url: z.url({ protocol: /^https?$/ }),
+  /**
+   * The server's URL. Its credentials (user name, password, query values, token-like path segments) are secret
+   * (`.meta({ secret: 'url' })`): messages, `exportFlow` and other nodes' reads show the URL without them.
+   */
+  url: z.url({ protocol: /^https?$/ }).meta({ secret: 'url' }),
   /**
    * HTTP headers. Each value is secret: masked on export; all but plain ones such as Accept and User-Agent are also
    * removed from what the node emits and packs (see `mcpServerSecrets`).
@@ -101,11 +105,11 @@ const REQUEST_TIMEOUT = -32001;
 
 /**
  * How a server is reached, for messages: `stdio: node server.mjs` or `http: http://127.0.0.1:3000/mcp`. The URL is
- * shown masked (see `maskedMcpUrl`), and the server's credentials (see `mcpServerSecrets`) are removed from a stdio
+ * shown masked (see `maskUrlCredentials`), and the server's credentials (see `mcpServerSecrets`) are removed from a stdio
  * command line; secrets of a known shape in it are left to the caller's redaction.
  */
 export function describeMcpServer(server: McpServer): string {
-  if (server.transport === 'http') return `http: ${maskedMcpUrl(server.url)}`;
+  if (server.transport === 'http') return `http: ${maskUrlCredentials(server.url)}`;
   return `stdio: ${withoutSecrets([server.command, ...(server.args ?? [])].join(' '), usableSecrets(mcpServerSecrets(server)))}`;
 }
 
