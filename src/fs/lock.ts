@@ -92,6 +92,9 @@ function readLockFile(path: string): Read | 'missing' {
   }
 }
 
+/** The largest time in milliseconds a Date holds. */
+const MAX_DATE_MS = 8.64e15;
+
 function parseHolder(raw: string): LockHolder | undefined {
   let value: Partial<Record<keyof LockHolder, unknown>>;
   try {
@@ -103,7 +106,9 @@ function parseHolder(raw: string): LockHolder | undefined {
   return {
     pid: value.pid as number,
     host: value.host,
-    createdAt: typeof value.createdAt === 'number' ? value.createdAt : 0,
+    // A time a Date can hold (±8.64e15 ms), else unknown (0): a record another tool or a damaged disk wrote must not
+    // break the messages that quote it.
+    createdAt: typeof value.createdAt === 'number' && Number.isFinite(value.createdAt) && Math.abs(value.createdAt) <= MAX_DATE_MS ? value.createdAt : 0,
     ...(typeof value.bootId === 'string' ? { bootId: value.bootId } : {}),
     ...(typeof value.startTime === 'string' ? { startTime: value.startTime } : {}),
     ...(typeof value.pidNs === 'string' ? { pidNs: value.pidNs } : {}),
@@ -203,8 +208,9 @@ function seconds(ms: number): string {
   return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
 }
 
+/** `ms` as an ISO date, or the number as it is when no Date holds it. */
 function iso(ms: number): string {
-  return new Date(ms).toISOString();
+  return Number.isFinite(ms) && Math.abs(ms) <= MAX_DATE_MS ? new Date(ms).toISOString() : String(ms);
 }
 
 /** Whether a process that wrote `holder` is gone, as far as its pid tells (used for waiters' announcements). */
@@ -548,5 +554,5 @@ function isStaleAnnouncement(announced: { waiter: Waiter; ageMs: number }, probe
 
 /** `pid 123 on host since <ISO time>`: a holder for an error message. */
 export function describeHolder(holder: LockHolder): string {
-  return `pid ${holder.pid} on ${holder.host} since ${new Date(holder.createdAt).toISOString()}`;
+  return `pid ${holder.pid} on ${holder.host} since ${iso(holder.createdAt)}`;
 }

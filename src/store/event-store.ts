@@ -93,6 +93,20 @@ export class EventStore {
     return this.writer.lockLost;
   }
 
+  /**
+   * Whether this store's writer still holds its run's lock (asked now: see FileLock.confirm); false once it lost it,
+   * and {@link lockLost} is then true. Files of the run that the log's writer does not write (a projection, a
+   * keyframe) are written only while this holds.
+   */
+  holdsLock(): boolean {
+    return this.writer.holdsLock();
+  }
+
+  /** Throws the LockError of a writer that no longer holds its run's lock (see {@link holdsLock}). */
+  assertHoldsLock(): void {
+    this.writer.assertHeld();
+  }
+
   /** Number of events in the log as known to this writer (after {@link open}). */
   get eventCount(): number {
     return this.writer.eventCount;

@@ -295,13 +295,22 @@ class FileRunWriter implements RunWriter {
     if (this.events.chainHead !== undefined) checkpoint.chain = this.events.chainHead;
     // The step's checkpoint.saved event is the last line of its batch: replays of later steps start there.
     checkpoint.line = this.events.eventCount - 1;
-    return this.checkpoints.prepareHistorical(checkpoint, keyframe.step);
+    const taken = this.checkpoints.prepareHistorical(checkpoint, keyframe.step);
+    // Written later, off the step's path: by then this writer may have lost the run to another process.
+    return {
+      bytes: taken.bytes,
+      write: async () => {
+        this.events.assertHoldsLock();
+        await taken.write();
+      },
+    };
   }
 
   readonly documents: Partial<Record<RunDocumentName, string>> = {};
 
   async saveDocument(name: RunDocumentName, value: unknown): Promise<void> {
     if (this.closed) throw new Error(`the writer of run ${this.ref.sessionKey}/${this.ref.runId} is closed`);
+    this.events.assertHoldsLock();
     this.documents[name] = await writeDocumentFile(documentPath(this.projection.dataDir, this.ref, name), redactConfig(this.redactor, value));
   }
 
@@ -309,8 +318,9 @@ class FileRunWriter implements RunWriter {
     if (this.closed) return;
     this.closed = true;
     try {
-      // A writer that lost the run to another process leaves its projection to the new holder.
-      if (!this.events.lockLost) await this.projection.flush(this.ref.runId).catch(() => undefined);
+      // A writer that lost the run to another process leaves its projection to the new holder (asked now: no write
+      // of this writer may have found the loss yet).
+      if (this.events.holdsLock()) await this.projection.flush(this.ref.runId).catch(() => undefined);
     } finally {
       await this.events.close();
     }

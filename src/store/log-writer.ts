@@ -437,16 +437,37 @@ export class LogWriter {
 
   private assertWritable(): void {
     if (this.closed || !this.ready) throw new EventStoreError(`event store of run ${this.runId} is closed`, { path: this.paths.events });
-    if (this.lost === undefined && this.lock?.confirm() !== false) return;
-    if (this.lost === undefined) {
+    this.assertHeld();
+  }
+
+  /**
+   * Throws a LockError when this writer no longer holds its run's lock (see {@link holdsLock}): what every write of
+   * the run's files by this writer asks first (the log's appends, and the projection, keyframes and documents of
+   * FileRunWriter), so that a writer that lost the run writes nothing more.
+   */
+  assertHeld(): void {
+    if (!this.holdsLock()) throw new LockError(this.lost!, { path: this.paths.lock });
+  }
+
+  /**
+   * Whether this writer still holds its run's lock: false once it found (now or before) that its lease ran out and
+   * another process took the run over (FileLock.confirm; a store opened without a lock, or not yet opened, holds it).
+   */
+  holdsLock(): boolean {
+    if (this.lost !== undefined) return false;
+    if (!this.ready || this.lock?.confirm() !== false) return true;
+    let by = '';
+    try {
       const now = inspectLock(this.paths.lock);
-      const by = now.state === 'held' || now.state === 'stale' ? `: ${describeHolder(now.holder)} holds it now` : now.state === 'free' ? ': it has been removed' : '';
-      this.lost =
-        `the writer of run ${this.runId} of session ${this.sessionKey} no longer holds ${this.paths.lock}${by}. Its lease ran out (the process did not ` +
-        `refresh it for more than the lease, 30 s: its event loop was blocked or it was suspended) and another process took the run over. ` +
-        `Nothing more is written by this writer; see where the run stands with 'backpackflow runs show ${this.runId}'`;
+      by = now.state === 'held' || now.state === 'stale' ? `: ${describeHolder(now.holder)} holds it now` : now.state === 'free' ? ': it has been removed' : '';
+    } catch {
+      // Who holds it now is only the message's detail.
     }
-    throw new LockError(this.lost, { path: this.paths.lock });
+    this.lost =
+      `the writer of run ${this.runId} of session ${this.sessionKey} no longer holds ${this.paths.lock}${by}. Its lease ran out (the process did not ` +
+      `refresh it for more than the lease, 30 s: its event loop was blocked or it was suspended) and another process took the run over. ` +
+      `Nothing more is written by this writer; see where the run stands with 'backpackflow runs show ${this.runId}'`;
+    return false;
   }
 
   /**
@@ -506,8 +527,7 @@ export class LogWriter {
     if (this.closed) return;
     if (this.opening) await this.opening.catch(() => undefined);
     // A writer that lost its lock leaves the files as they are: they are the new holder's (see assertWritable).
-    if (this.ready && this.lost === undefined && this.lock?.confirm() === false) this.lost = 'lost';
-    const owner = this.lost === undefined;
+    const owner = this.holdsLock();
     // The cut of the reserve is not synced on its own (the flush below syncs only lines not yet synced): a crash that
     // undoes it leaves zeros after the last line, which readers and the next writer take for unwritten space.
     if (owner) this.releaseReserve();

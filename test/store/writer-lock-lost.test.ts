@@ -6,9 +6,11 @@
  * The takeover is simulated as it happens: the clock moves past the lease with no refresh (Date.now), and the lock
  * file is replaced by another holder's record, as the other process's tryLock does after judging the lock stale.
  */
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { afterEach, expect, it, vi } from 'vitest';
 import { BackpackNode, EventStore, Flow, LockError, runFlow, type BackpackHandle } from '../../src/index.js';
+import { FileRunStore } from '../../src/store/index.js';
 import { runPaths } from '../../src/store/paths.js';
 import { makeTempDir } from '../support/temp.js';
 
@@ -125,4 +127,49 @@ it('a run whose writer lost its lock mid-run fails with a LockError, and writes 
   expect(metaNow === undefined ? undefined : metaNow.toString()).toBe(snapshot!.meta?.toString());
   expect(readFileSync(paths.events, 'utf8')).not.toContain('"late"');
   expect(JSON.parse(readFileSync(paths.lock, 'utf8'))).toMatchObject({ host: 'other-host' });
+});
+
+it('a writer that finds the loss only when it closes (no write came after the lease ran out) leaves the projection to the new holder (review s24, finding 4)', async () => {
+  const dataDir = makeTempDir('bpf-lock-lost-close-', 'test');
+  const paths = runPaths(dataDir, 'default', 'r');
+  const writer = await new FileRunStore(dataDir).openWriter({ sessionKey: 'default', runId: 'r' }, { fresh: true });
+  await writer.commit([event(1, 'run.started'), event(2)]);
+  takeOverLock(paths.lock);
+  const theirs = JSON.stringify({ written: 'by the new holder' });
+  mkdirSync(dirname(paths.runMeta), { recursive: true });
+  writeFileSync(paths.runMeta, theirs);
+  clockAhead(LEASE_MS + 10_000);
+  await writer.close();
+  expect(readFileSync(paths.runMeta, 'utf8')).toBe(theirs);
+});
+
+it('a writer that lost its lock writes no keyframe and no run document: they fail with a LockError (review s24, finding 4)', async () => {
+  const dataDir = makeTempDir('bpf-lock-lost-files-', 'test');
+  const paths = runPaths(dataDir, 'default', 'r');
+  const writer = await new FileRunStore(dataDir).openWriter({ sessionKey: 'default', runId: 'r' }, { fresh: true });
+  await writer.commit([event(1, 'run.started'), event(2)]);
+  const keyframe = writer.takeKeyframe({ step: 7, createdAt: Date.now(), position: ['a'], state: { items: {} } } as never);
+  takeOverLock(paths.lock);
+  clockAhead(LEASE_MS + 10_000);
+  await expect(keyframe.write()).rejects.toBeInstanceOf(LockError);
+  await expect(writer.saveDocument('flow', { nodes: [] })).rejects.toBeInstanceOf(LockError);
+  vi.restoreAllMocks();
+  await writer.close();
+  expect(existsSync(`${paths.checkpointDir}/7.json`)).toBe(false);
+  expect(existsSync(paths.runMeta)).toBe(false);
+});
+
+it('a lock record whose createdAt no Date holds is read as unknown: the lost writer still gets its LockError, and runs show describes the writer (review s24, finding 5)', async () => {
+  const dataDir = makeTempDir('bpf-lock-bad-date-', 'test');
+  const paths = runPaths(dataDir, 'default', 'r');
+  const store = new EventStore({ dataDir, sessionKey: 'default', runId: 'r', durability: 'batch' });
+  await store.appendBatch([event(1, 'run.started')]);
+  writeFileSync(paths.lock, JSON.stringify({ pid: 4242, host: 'other-host', createdAt: 1e300, token: 'b0b0b0b0b0b0b0b0' }));
+  await expect(new FileRunStore(dataDir).describeWriter({ sessionKey: 'default', runId: 'r' })).resolves.toMatch(/pid 4242 on other-host/);
+  clockAhead(LEASE_MS + 10_000);
+  const refused = await store.appendBatch([event(2)]).then(() => 'appended', (error: unknown) => error);
+  expect(refused).toBeInstanceOf(LockError);
+  expect(store.lockLost).toBe(true);
+  vi.restoreAllMocks();
+  await store.close();
 });
