@@ -102,19 +102,24 @@ export class FlowVisualizer {
       const call = JSON.stringify([event.runId, event.spanId ?? null, (p as { call?: unknown }).call ?? null, p.purpose ?? null, p.attempt ?? null]);
       const held = this.#held.get(call);
       if (held !== undefined) held.text += p.delta;
-      else this.#held.set(call, { indent, label: `${t(p.model ?? 'model')}${p.purpose === undefined ? '' : ` (${t(p.purpose)})`}: `, text: p.delta });
+      else this.#held.set(call, { indent, label: this.#label(p), text: p.delta });
       return;
     }
     if (this.#streaming?.key !== key) {
       this.#endStream();
       const continued = this.#streamed.has(key);
-      const label = continued ? '… ' : `${t(p.model ?? 'model')}${p.purpose === undefined ? '' : ` (${t(p.purpose)})`}: `;
+      const label = continued ? '… ' : this.#label(p);
       this.#output.write(`${indent}${this.#c.magenta('✎')} ${this.#c.dim(label)}`);
       this.#streaming = { key, indent };
       this.#streamed.add(key);
     }
     const text = terminalText(p.delta, { continuation: `${indent}   ` });
     this.#output.write(text);
+  }
+
+  /** The label of a model call's tokens (`<model> (<purpose>): `), redacted as the log stores them, made safe for the terminal. */
+  #label(p: { model?: unknown; purpose?: unknown }): string {
+    return t(this.#redact(`${String(p.model ?? 'model')}${p.purpose === undefined ? '' : ` (${String(p.purpose)})`}: `));
   }
 
   /**

@@ -8,7 +8,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { FlowVisualizer } from '../../src/events/index.js';
-import { Flow } from '../../src/nodes/index.js';
+import { BackpackNode, Flow } from '../../src/nodes/index.js';
 import { ChatNode } from '../../src/nodes/llm/index.js';
 import { redactorFor } from '../../src/redact/index.js';
 import { runFlow } from '../../src/runtime/durable.js';
@@ -42,6 +42,27 @@ describe('live trace of streamed tokens', () => {
       expect(text()).toContain('your token is');
       expect(text()).not.toContain(SECRET);
     }
+  });
+
+  it('a secret in the model or purpose of the tokens is not printed in their label (review s24, finding 6)', async () => {
+    class Streamer extends BackpackNode {
+      override exec(): void {
+        this.eventStreamer.emit({ type: 'model.started', payload: { model: `gw/${SECRET}`, purpose: 'answer' } } as never);
+        this.eventStreamer.emit({ type: 'model.delta', payload: { delta: 'hello', model: `gw/${SECRET}`, purpose: `for ${SECRET}` } } as never);
+        this.eventStreamer.emit({ type: 'model.completed', payload: { model: `gw/${SECRET}` } } as never);
+      }
+    }
+    const dataDir = makeTempDir('live-trace-label-', 'test');
+    const flow = new Flow();
+    flow.addNode(Streamer, { id: 's' });
+    const redactor = redactorFor();
+    const { output, text } = capture();
+    const visualizer = new FlowVisualizer(flow.eventStreamer, { output, redact: (line) => redactor.redactText(line) });
+    await runFlow(flow, { dataDir, input: {} });
+    visualizer.detach();
+    expect(filesHolding(dataDir, SECRET)).toEqual([]);
+    expect(text()).toMatch(/✎ .*gw\/.*hello/);
+    expect(text()).not.toContain(SECRET);
   });
 
   it('without a redaction, tokens are printed as they arrive (a library user watching a model think)', async () => {
