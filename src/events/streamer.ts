@@ -1,4 +1,5 @@
 import { compileNamespacePattern, type NamespaceMatcher } from '../backpack/patterns.js';
+import { describeThrown, reachesProxy } from '../flow/errors.js';
 import { newEventId, newRunId } from './ids.js';
 import { StreamEventType, type EventInput, type EventSink, type StreamEvent, type StreamEventTypeValue } from './types.js';
 
@@ -63,6 +64,8 @@ export interface EventStreamerStats {
 
 const EVENT_TYPES: ReadonlySet<string> = new Set(Object.values(StreamEventType));
 const DEFAULT_HISTORY_SIZE = 10_000;
+
+let reportTo: (streamer: EventStreamer, error: unknown, event: StreamEvent) => void;
 
 /**
  * The event stream of flows, nodes and the Backpack (DESIGN D11, D12). It stamps each event with the envelope
@@ -281,6 +284,10 @@ export class EventStreamer implements EventSink {
     }
   }
 
+  static {
+    reportTo = (streamer, error, event) => streamer.#report(error, event);
+  }
+
   #subscribe(
     type: StreamEventTypeValue | undefined,
     matcher: NamespaceMatcher | undefined,
@@ -315,8 +322,20 @@ function requireId(name: string, value: unknown): void {
   }
 }
 
+/**
+ * Reports what a subscriber of `streamer` threw, or rejected with, for `event`, as `emit` reports it (the streamer's
+ * `onHandlerError`, else stderr). For subscribers that handle their own results where they run (a node's, in its own
+ * execution: see NodeEventView). Not exported from the package.
+ */
+export function reportHandlerError(streamer: EventStreamer, error: unknown, event: StreamEvent): void {
+  reportTo(streamer, error, event);
+}
+
 function reportToStderr(error: unknown, event: StreamEvent): void {
-  const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  // Read as data only (no getter, trap or toString of the thrown value runs here: it may be a node's).
+  const { name, message } = describeThrown(error);
+  const primitive = error === null || (typeof error !== 'object' && typeof error !== 'function');
+  const reason = primitive ? message : !reachesProxy(error) && error instanceof Error ? `${name}: ${message}` : message;
   try {
     process.stderr.write(
       `backpackflow: a handler of '${event.type}' event ${event.id} failed: ${reason.replace(/\s*\n\s*/g, ' ')}\n`,

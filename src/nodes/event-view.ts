@@ -11,6 +11,7 @@
 import type { BackpackHandle } from '../backpack/index.js';
 import { compileNamespacePattern } from '../backpack/patterns.js';
 import { copyData, snapshot, type EventHandler, type EventStreamer, type HistoryFilter, type StreamEvent, type StreamEventTypeValue } from '../events/index.js';
+import { reportHandlerError } from '../events/streamer.js';
 import type { EventInput } from '../events/types.js';
 import type { BackpackNode } from './backpack-node.js';
 import { currentExecution, type NodeExecution } from './execution.js';
@@ -213,10 +214,26 @@ export class NodeEventView {
   #guard(handler: EventHandler): EventHandler {
     const running = currentExecution.getStore();
     const own = running?.node === this.#node ? running : undefined;
+    const streamer = this.#streamer;
     return (event) => {
       if (!this.#visible(event)) return undefined;
       const shown = this.#seen(event);
-      return own === undefined ? currentExecution.exit(() => handler(shown)) : currentExecution.run(own, () => handler(shown));
+      // Everything of the subscriber runs where it runs, and nothing of it comes back to the emitter, whose execution
+      // (another node's, maybe) is current when the event is dispatched: what it throws is reported here, and what it
+      // returns (its `then`, a getter, ...) is read and awaited here.
+      const call = (): undefined => {
+        try {
+          const result: unknown = handler(shown);
+          if (result !== null && (typeof result === 'object' || typeof result === 'function')) {
+            const then = (result as { then?: unknown }).then;
+            if (typeof then === 'function') then.call(result, undefined, (error: unknown) => reportHandlerError(streamer, error, event));
+          }
+        } catch (error) {
+          reportHandlerError(streamer, error, event);
+        }
+        return undefined;
+      };
+      return own === undefined ? currentExecution.exit(call) : currentExecution.run(own, call);
     };
   }
 }
