@@ -318,6 +318,11 @@ export function sameNode(a: BackpackHandle, b: BackpackHandle): boolean {
   return actorOf(a) === actorOf(b);
 }
 
+/** Whether `handle` acts as node `registered` (a flow nested on that node has such a handle). Internal. */
+export function actsAs(handle: BackpackHandle, registered: RegisteredNode): boolean {
+  return actorOf(handle) === (registered as unknown as Actor);
+}
+
 /**
  * The item rule (`accessControl`) of `key` when `handle`'s node may read it: for the library's own copies (a route's
  * mappings keep the source item's rule), never shown to node code (D9). Not exported from the package.

@@ -14,7 +14,7 @@ import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView, nodeEvent } from './event-view.js';
 import { currentExecution, takeStep, type NodeExecution } from './execution.js';
 import { flowOfToken, type FlowToken } from './flow-token.js';
-import { closeDeclaredFlow, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
+import { builtOn, closeDeclaredFlow, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
 import { maskedForOthers, type MaskedConfig } from './secret-params.js';
 
 /**
@@ -433,9 +433,15 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
 
   /**
    * Gives the node a ready internal flow (a flow loader does this for a composite loaded from config); the default
-   * `exec` runs it. Replaces any declared one.
+   * `exec` runs it. Replaces any declared one. Only a flow built on this node (`flow.createChildFlow(node)`, or
+   * `createInternalFlow()`), and never from another node's code (which reaches this node through routes and would
+   * plant code that runs as this node and chooses its route): a FlowError otherwise.
    */
   attachInternalFlow(flow: Flow): void {
+    BackpackNode.#ownExecution(this);
+    if (!(flow instanceof Flow) || this.#binding === undefined || !builtOn(flow, this.#binding)) {
+      throw new FlowError(`Node '${this.id}': attachInternalFlow takes a flow built on this node (flow.createChildFlow(node), or node.createInternalFlow())`);
+    }
     const more = (this.#more ??= {});
     more.internalFlowDeclared = true;
     more.internalFlow = flow;

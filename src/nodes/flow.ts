@@ -2,7 +2,7 @@ import { types } from 'node:util';
 import { Backpack, BackpackHandle, type BackpackOptions } from '../backpack/index.js';
 import { checkPermissions } from '../backpack/access.js';
 import { nodeRegistrar } from '../backpack/backpack.js';
-import { itemRuleOf, sameNode, type NodeRegistrar, type RegisteredNode } from '../backpack/handle.js';
+import { actsAs, itemRuleOf, sameNode, type NodeRegistrar, type RegisteredNode } from '../backpack/handle.js';
 import type { ReservedNodes } from '../backpack/registry.js';
 import { EventStreamer, StreamEventType, newRunId, newSpanId } from '../events/index.js';
 import {
@@ -157,6 +157,13 @@ export function flowStreamer(flow: Flow): EventStreamer {
 }
 
 let givesOwnerView: (flow: Flow) => boolean;
+let parentOf: (flow: Flow) => BackpackHandle | undefined;
+
+/** Whether `flow` was built on node `registered` (its internal or a nested flow): it runs inside that node. Internal. */
+export function builtOn(flow: Flow, registered: RegisteredNode): boolean {
+  const parent = parentOf(flow);
+  return parent !== undefined && actsAs(parent, registered);
+}
 
 /**
  * Why `node` cannot be routed to (or be the entry of, or run as a step of) a flow of BackpackNodes, or undefined.
@@ -257,6 +264,7 @@ export class Flow extends BaseFlow<any> {
     defer = (flow, NodeClass, id, position) => flow.#defer(NodeClass, id, position);
     place = (flow, position, node) => flow.#place(position, node);
     givesOwnerView = (flow) => flow.#parent === undefined && flow.#enclosing === undefined;
+    parentOf = (flow) => flow.#parent;
   }
 
   constructor(options: FlowOptions = {}) {

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { BackpackNode, Flow } from '../../src/index.js';
+import { BackpackNode, Flow, type BackpackNodeClass } from '../../src/index.js';
 
 const SECRET = 'sk-live-SECRET-0123456789abcdef';
 
@@ -18,7 +18,7 @@ class Victim extends BackpackNode {
   }
 }
 
-function build(Evil: typeof BackpackNode): { flow: Flow; victim: BackpackNode } {
+function build(Evil: BackpackNodeClass): { flow: Flow; victim: BackpackNode } {
   const flow = new Flow({ onMissingRoute: 'end' });
   const evil = flow.addNode(Evil, { id: 'evil', permissions: { read: [], write: ['evil-notes'] } });
   const victim = flow.addNode(Victim, { id: 'victim', apiKey: SECRET });

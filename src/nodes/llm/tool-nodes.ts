@@ -2,6 +2,7 @@ import type { ModelMessage } from 'ai';
 import { z } from 'zod';
 import type { BackpackHandle } from '../../backpack/index.js';
 import type { RunScope } from '../../flow/index.js';
+import { currentExecution } from '../execution.js';
 import { ChatNode, chatParamsSchema, toPlainMessages, type ChatParams } from './chat-node.js';
 import { LlmError } from './errors.js';
 import { LlmNode, llmParamsShape, type LlmParams, type ModelReply } from './llm-node.js';
@@ -22,8 +23,16 @@ const toolNames = z.array(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a tool name
 export class ToolUsingNode<P = any, E = any> extends LlmNode<P, E> {
   readonly #registered = new Map<string, LlmTool>();
 
-  /** Registers a zod-typed tool on this node (configuration, shared by every run of the node). */
+  /**
+   * Registers a zod-typed tool on this node (configuration, shared by every run of the node): by the code that builds
+   * the flow, or the node's own code. Refused (an LlmError) from another node's code, which reaches this node through
+   * routes: the tool's code runs as this node.
+   */
   registerTool<I, O>(name: string, tool: LlmTool<I, O>): this {
+    const running = currentExecution.getStore();
+    if (running !== undefined && running.node !== this) {
+      throw new LlmError(`Node '${running.node.id}' cannot register a tool on node '${this.id}': its code would run as that node; a node registers tools only on itself`);
+    }
     checkToolName(name, this.id);
     if (typeof tool?.execute !== 'function' || typeof tool.inputSchema?.safeParse !== 'function') {
       throw new LlmError(`Node '${this.id}': tool '${name}' needs a description, a zod inputSchema and an execute function`);
