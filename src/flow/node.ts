@@ -1,6 +1,6 @@
 import { DEFAULT_ACTION, FlowAction } from './actions.js';
 import { checkConcurrency, mapConcurrent } from './concurrency.js';
-import { FlowSignal, NodeExecutionError } from './errors.js';
+import { FlowSignal, NodeExecutionError, dataProperty } from './errors.js';
 import { checkMappings, type RouteMappings, type RouteOptions } from './mappings.js';
 import { ROOT_SCOPE, type RunScope } from './scope.js';
 
@@ -315,10 +315,11 @@ function checkItems(nodeId: string, items: unknown): asserts items is unknown[] 
  */
 export function isRunAbort(error: unknown, signal: AbortSignal | undefined): boolean {
   if (signal?.aborted !== true) return false;
-  for (let e: unknown = error, depth = 0; e !== null && e !== undefined && depth < 32; e = (e as { cause?: unknown }).cause, depth++) {
+  // Read as data (no getter or Proxy trap of the thrown value runs: it may be another node's, see dataProperty).
+  for (let e: unknown = error, depth = 0; e !== null && e !== undefined && depth < 32; e = dataProperty(e, 'cause'), depth++) {
     if (e === signal.reason) return true;
     if (typeof e !== 'object') return false;
-    if ((e as { name?: unknown }).name === 'AbortError') return true;
+    if (dataProperty(e, 'name') === 'AbortError') return true;
   }
   return false;
 }

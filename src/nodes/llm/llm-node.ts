@@ -311,7 +311,7 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
         output = await raceAbort(tool.execute(parsed.data, { signal, backpack: options.backpack, toolCallId: call.toolCallId, toolName: call.toolName, node: this }), signal);
       } catch (error) {
         if (options.signal?.aborted) throw aborted();
-        const message = timeout?.aborted ? `Tool '${call.toolName}' timed out after ${tool.timeoutMs} ms` : `Tool '${call.toolName}' failed: ${error instanceof Error ? error.message : String(error)}`;
+        const message = timeout?.aborted ? `Tool '${call.toolName}' timed out after ${tool.timeoutMs} ms` : `Tool '${call.toolName}' failed: ${describeError(error).message}`;
         if (attempt >= options.attempts) return finish({ toolCallId: call.toolCallId, toolName: call.toolName, error: message, attempts: attempt });
         this.recordFailedAttempt(`tool-${call.toolName}-${keySegment(call.toolCallId)}`, attempt, { error: message, toolCallId: call.toolCallId, input: call.input });
         continue;
