@@ -12,7 +12,7 @@ import { makeScope, runControls } from '../flow/scope.js';
 import { answerJsonSchema, checkAnswer, makePause, RedactedAnswer, unlessForged } from './interrupt.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView, nodeEvent } from './event-view.js';
-import { currentExecution, takeStep, type NodeExecution } from './execution.js';
+import { asBuilder, currentExecution, takeStep, type NodeExecution } from './execution.js';
 import { flowOfToken, type FlowToken } from './flow-token.js';
 import { builtOn, closeDeclaredFlow, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
 import { maskedForOthers, type MaskedConfig } from './secret-params.js';
@@ -454,8 +454,8 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     more.internalFlowDeclared = true;
     const flow = node.#nestedFlow();
     // The node's own code, run outside the execution that first reached for the flow (another node's, maybe): it
-    // reads its own params (secrets unmasked) and acts as no other node.
-    currentExecution.exit(() => node.buildInternalFlow!(flow));
+    // reads its own params (secrets unmasked) and acts as no other node, nor as the owner (see asBuilder).
+    asBuilder(node, () => node.buildInternalFlow!(flow));
     // Complete once declared: other nodes reach it (`internalFlow`) and must not add to what it runs.
     closeDeclaredFlow(flow, node.id);
     more.internalFlow = flow;
@@ -681,7 +681,8 @@ export function backpackKeyProblem(key: string): string | undefined {
 
 /** The node whose execution the current async context belongs to, if any (a nested `loadFlow` shares its flow's Backpack). */
 export function currentNode(): BackpackNode | undefined {
-  return currentExecution.getStore()?.node;
+  const running = currentExecution.getStore();
+  return running !== undefined && !running.ended ? running.node : undefined;
 }
 
 /**

@@ -42,6 +42,33 @@ export interface NodeExecution {
 /** The execution the current async context belongs to. */
 export const currentExecution = new AsyncLocalStorage<NodeExecution>();
 
+/** Stands for the node a flow is adding while its class's code runs (see {@link asBuilder}): it is no node. */
+const NODE_BEING_ADDED = Object.freeze({ id: '(a node being added)', namespace: '' }) as unknown as BackpackNode;
+
+/**
+ * Runs `build`, code of a node class that the library runs outside a run of that node (its constructor and the
+ * statics a flow reads when it adds the node, its `fromConfig`; a composite's `buildInternalFlow`, with `node` the
+ * composite), in an execution of `node` (or of no node) that is already over. So it acts as no other node, whatever
+ * execution was current (the caller's: a flow built in a node's exec, a flowTool's flow): another node's secret params
+ * read masked, no node's backpack, no emit, no interrupt, no step run; and it is not taken for the owner's code either,
+ * as code in no execution is. `node`'s own secret params (and those of a node still being built) read as they are.
+ */
+export function asBuilder<T>(node: BackpackNode | undefined, build: () => T): T {
+  const over: NodeExecution = {
+    node: node ?? NODE_BEING_ADDED,
+    nodeName: '',
+    scope: undefined as unknown as RunScope,
+    spanId: '',
+    handle: undefined as unknown as BackpackHandle,
+    internalFlowCreated: false,
+    failedAttempts: 0,
+    interrupts: 0,
+    ended: true,
+    parent: undefined,
+  };
+  return currentExecution.run(Object.freeze(over), build);
+}
+
 /**
  * Steps a flow hands to its nodes: the scope a node's `_run` was called with by its flow's `runStep`, taken once.
  * `_run` is public (PocketFlow's shape), and node code reaches other nodes (`this.successors`): a node must not run

@@ -21,7 +21,7 @@ import {
 import { BackpackNode, bindNode, configOf, describeError, setConfigIdentity, nodeBinding, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { isRunAbort, routeOf, routeTable } from '../flow/node.js';
 import { makeScope, type RunControls } from '../flow/scope.js';
-import { currentExecution, grantStep, takeStep } from './execution.js';
+import { asBuilder, currentExecution, grantStep, takeStep } from './execution.js';
 import { flowToken } from './flow-token.js';
 import { pauseInfo, unlessForged } from './interrupt.js';
 import { checkNamespace, checkSegment, composeNamespace } from './namespace.js';
@@ -182,8 +182,12 @@ export function stepProblem(node: BaseNode): string | undefined {
   return `node '${node.id}' is a ${node.constructor.name}, not a BackpackNode: a flow of BackpackNodes would hand it the owner's Backpack as its shared state; make it a BackpackNode and add it with flow.addNode`;
 }
 
-/** Sets the loader `Flow.fromConfig` uses when none is passed (the serialization module sets its default loader). */
+/**
+ * Sets the loader `Flow.fromConfig` uses when none is passed: the serialization module sets its default loader, once,
+ * when it loads. Not exported from the package (node code must not choose the loader of the owner's next flow).
+ */
 export function setDefaultFlowConfigLoader(loader: FlowConfigLoader): void {
+  if (defaultConfigLoader !== undefined) throw new FlowError('The default flow config loader is set once, by the serialization module');
   defaultConfigLoader = loader;
 }
 
@@ -356,13 +360,18 @@ export class Flow extends BaseFlow<any> {
     // The caller's config, copied before the class's constructor (node code) can change it: the node's id, namespace
     // and rules are the flow author's.
     const given: BackpackNodeConfig = config !== null && typeof config === 'object' ? { ...config } : config;
-    const { segment, namespace } = this.#checkNew(NodeClass, given?.id, given?.namespaceSegment ?? NodeClass.namespaceSegment);
-    const id = given.id;
-    if (given.permissions !== undefined) given.permissions = checkPermissions(id, given.permissions);
-    const node = refuseProxy(this, NodeClass, id, new NodeClass({ ...given }, { namespace, flow: flowToken(this), deps: this.deps }));
-    // What may run node code (a class's `name` or `permissions` getter) is read before the node is checked and locked.
-    const nodeName = NodeClass.name;
-    const registration = { nodeId: id, nodeName, namespace, permissions: given.permissions ?? nodePermissions(node) };
+    // The class's code (its static getters, its constructor) runs as no node: see asBuilder.
+    const { node, segment, namespace, registration } = asBuilder(undefined, () => {
+      const { segment, namespace } = this.#checkNew(NodeClass, given?.id, given?.namespaceSegment ?? NodeClass.namespaceSegment);
+      const id = given.id;
+      if (given.permissions !== undefined) given.permissions = checkPermissions(id, given.permissions);
+      const node = refuseProxy(this, NodeClass, id, new NodeClass({ ...given }, { namespace, flow: flowToken(this), deps: this.deps }));
+      // What may run node code (a class's `name` or `permissions` getter) is read before the node is checked and locked.
+      const registration = { nodeId: id, nodeName: NodeClass.name, namespace, permissions: given.permissions ?? nodePermissions(node) };
+      return { node, segment, namespace, registration };
+    });
+    const id = registration.nodeId;
+    const nodeName = registration.nodeName;
     lockNode(this, nodeName, node, given, namespace);
     // The node keeps its registration (no binding object per node): mappings on its routes are committed as the node
     // (see applyMappings).
@@ -504,11 +513,14 @@ export class Flow extends BaseFlow<any> {
     const { NodeClass, config } = deferred.source.build(entry);
     const id = config.id;
     const namespace = composeNamespace(this.namespace, id);
-    const node = refuseProxy(this, NodeClass, id, new NodeClass(config, { namespace, flow: flowToken(this), deps: this.deps }));
+    // The class's code runs as no node (see asBuilder), whoever first reached for the node.
+    const { node, nodeName } = asBuilder(undefined, () => {
+      const node = refuseProxy(this, NodeClass, id, new NodeClass(config, { namespace, flow: flowToken(this), deps: this.deps }));
+      return { node, nodeName: NodeClass.name };
+    });
     // Its access rules are its registration's, made when it was added (none: its class and config gave none then), as
     // for a node built then: rules a class is given later change neither.
     if (node.id !== id) throw new FlowError(`Flow '${this.id}': node '${id}' was added to be built on first use, but its class gives it id '${node.id}'`);
-    const nodeName = NodeClass.name;
     lockNode(this, nodeName, node, config, namespace);
     bindNode(node, this.#registrar.adopt(deferred.reserved, id, nodeName), this);
     deferred.source.entries[position] = node;
@@ -695,7 +707,7 @@ export class Flow extends BaseFlow<any> {
       // Reachable from node code through routes: a run of its own would pack `input` as the owner.
       throw new FlowError(`Flow '${this.id}' is a subflow of flow '${this.#enclosing.id}': it runs as a step of that flow (route to it), not on its own`);
     }
-    if (this.#parent !== undefined && (parent === undefined || !sameNode(parent.handle, this.#parent))) {
+    if (this.#parent !== undefined && (parent === undefined || parent.handle === undefined || !sameNode(parent.handle, this.#parent))) {
       // Outside its node's execution a nested flow would be a run of its own, under any run id its caller gives, on
       // the owner's event stream: node code could announce runs that never happened. Inside another node's execution,
       // that node's code would act as this flow's node.
@@ -961,6 +973,7 @@ const SETTINGS: ReadonlySet<PropertyKey> = new Set(['maxRetries', 'retryDelayMs'
  * without a setter). Other fields holding data stay writable, by the node's own code.
  */
 function lockNode(flow: Flow, nodeName: string, node: BackpackNode, given: BackpackNodeConfig, namespace: string): void {
+  lockNodeClass(node);
   const what = `node '${given.id}' of class ${nodeName}`;
   const problems: string[] = [];
   const locks: PropertyDescriptorMap = {};
@@ -991,6 +1004,37 @@ function lockNode(flow: Flow, nodeName: string, node: BackpackNode, given: Backp
   } else {
     Object.defineProperties(node, locks);
     Object.seal(node);
+  }
+}
+
+/** The node classes {@link lockNodeClass} locked. */
+const lockedClasses = new WeakSet<object>();
+
+/** Statics the library reads of a node's class while it runs (contracts, masking, model providers, identity). */
+const CLASS_READS: ReadonlySet<PropertyKey> = new Set(['inputs', 'outputs', 'paramsSchema', 'permissions', 'namespaceSegment', 'providers', 'name', 'fromConfig']);
+
+/**
+ * Locks the classes of a node its flow adds, from its own up to the library's (which are frozen, see seal.ts): node
+ * code reaches them through the node (`Object.getPrototypeOf(node)`, `node.constructor`), and whatever it put there
+ * would run as that node. Each prototype is frozen; each class is made non-extensible (no new static, no
+ * `Symbol.hasInstance`), with the statics the library reads ({@link CLASS_READS}) and every static that holds a
+ * function or is an accessor read-only; a data static the library does not read (a counter, a cache) stays writable,
+ * by the class's own code.
+ */
+function lockNodeClass(node: BackpackNode): void {
+  for (let proto: object | null = Object.getPrototypeOf(node); proto !== null && !Object.isFrozen(proto) && !lockedClasses.has(proto); proto = Object.getPrototypeOf(proto)) {
+    const NodeClass = (Object.getOwnPropertyDescriptor(proto, 'constructor')?.value ?? undefined) as object | undefined;
+    if (NodeClass !== undefined && (typeof NodeClass === 'function' || typeof NodeClass === 'object')) {
+      for (const key of Reflect.ownKeys(NodeClass)) {
+        const own = Object.getOwnPropertyDescriptor(NodeClass, key)!;
+        if (!own.configurable && !own.writable) continue;
+        const held = !('value' in own) || typeof own.value === 'function' || CLASS_READS.has(key);
+        if (held) Object.defineProperty(NodeClass, key, 'value' in own ? { writable: false, configurable: false } : { configurable: false });
+      }
+      Object.preventExtensions(NodeClass);
+    }
+    Object.freeze(proto);
+    lockedClasses.add(proto);
   }
 }
 

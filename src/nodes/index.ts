@@ -2,7 +2,7 @@ export { BackpackNode, backpackKeyProblem, describeError, nodePermissions } from
 export { NodeEventView } from './event-view.js';
 export type { FlowView, BackpackNodeConfig, BackpackNodeClass, NodeContext, DataContract, DependencyLookup } from './backpack-node.js';
 export type { FlowToken } from './flow-token.js';
-export { Flow, setDefaultFlowConfigLoader } from './flow.js';
+export { Flow } from './flow.js';
 export type { FlowOptions, FlowRunOptions, FlowConfigLoader, FlowStats } from './flow.js';
 export { ContractValidationError } from './errors.js';
 export type { ContractViolation } from './errors.js';

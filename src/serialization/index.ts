@@ -1,9 +1,9 @@
-import { setDefaultFlowConfigLoader } from '../nodes/index.js';
+import { setDefaultFlowConfigLoader } from '../nodes/flow.js';
 import { llmNodeTypes } from '../nodes/llm/index.js';
 import { FlowLoader } from './loader.js';
 
 export { FlowLoader, normalizeFlowConfig } from './loader.js';
-export type { ExportOptions, ExportableNode, LoadOptions, ValidateOptions, ConfigValidationReport, NodeLoadContext, LoadableNodeClass } from './loader.js';
+export type { ExportOptions, ExportableNode, LoadOptions, ValidateOptions, ConfigValidationReport, NodeLoadContext, NodeLoadFlow, LoadableNodeClass } from './loader.js';
 export { DependencyContainer, BACKPACK_DEP, EVENT_STREAMER_DEP } from './container.js';
 export { FlowConfigError, type ConfigProblem } from './errors.js';
 export { FlowConfigSchema, NodeConfigSchema, FlowEdgeSchema, McpServerSchema, SUPPORTED_MAJOR_VERSION } from './schema.js';

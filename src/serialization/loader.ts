@@ -16,6 +16,7 @@ import {
   type FlowConfigLoader,
 } from '../nodes/index.js';
 import { configOf, currentNode } from '../nodes/backpack-node.js';
+import { asBuilder, currentExecution, type NodeExecution } from '../nodes/execution.js';
 import { checkSegment } from '../nodes/namespace.js';
 import { deferNode, deferNodes, placeNode, type DeferredNodes } from '../nodes/flow.js';
 import { BACKPACK_DEP, DependencyContainer, EVENT_STREAMER_DEP } from './container.js';
@@ -107,11 +108,23 @@ export interface ConfigValidationReport {
 
 /** Context a node class's `static fromConfig` receives. */
 export interface NodeLoadContext {
-  /** The flow the node must be added to (with `flow.addNode`). */
-  flow: Flow;
+  /**
+   * The flow the node must be added to, as a class's `fromConfig` may use it: its id, its namespace and `addNode`.
+   * Not the flow itself: a node class is node code, and the flow of a top-level load gives the owner's view (its
+   * Backpack, its events), which node code must never hold.
+   */
+  flow: NodeLoadFlow;
   loader: FlowLoader;
   /** JSON path of the node's config. */
   path: string;
+}
+
+/** What a node class's `fromConfig` is given of the flow it adds its node to (see {@link NodeLoadContext}). */
+export interface NodeLoadFlow {
+  readonly id: string;
+  readonly namespace: string;
+  /** Adds a node to the flow being loaded, as {@link Flow.addNode} does. */
+  addNode<T extends BackpackNode>(NodeClass: BackpackNodeClass<T>, config: BackpackNodeConfig): T;
 }
 
 /** A node class as the loader sees it: optionally with its own `fromConfig`. */
@@ -168,9 +181,22 @@ export class FlowLoader implements FlowConfigLoader {
   /** Params as written in the config (before `${ENV}` resolution), so exports never contain resolved secrets. */
   readonly #rawParams = new WeakMap<BackpackNode, Record<string, unknown>>();
   readonly #dependencies = new WeakMap<Flow, Record<string, string>>();
+  /**
+   * The node execution this loader was made in (undefined: the owner's code, as `defaultFlowLoader` is made): only
+   * code of that context registers node types on it, so that a node's code cannot change what the owner's loaders
+   * build (see {@link register}).
+   */
+  readonly #madeIn: NodeExecution | undefined = currentExecution.getStore();
 
-  /** Registers `NodeClass` under `type`. Registering another class under a taken type is an error. */
+  /**
+   * Registers `NodeClass` under `type`. Registering another class under a taken type is an error, and so is a
+   * registration from a node's code on a loader made elsewhere (the owner's, `defaultFlowLoader`): a FlowError.
+   */
   register(type: string, NodeClass: LoadableNodeClass): this {
+    const running = currentExecution.getStore();
+    if (running !== undefined && running !== this.#madeIn) {
+      throw new FlowError(`Node '${running.node.id}' cannot register node types on a flow loader it did not make: the owner's loaders build what the owner registered`);
+    }
     if (typeof type !== 'string' || type === '') throw new TypeError(`FlowLoader.register: type must be a non-empty string, got ${JSON.stringify(type)}`);
     if (typeof NodeClass !== 'function' || (NodeClass !== BackpackNode && !(NodeClass.prototype instanceof BackpackNode))) {
       throw new TypeError(`FlowLoader.register('${type}'): expected a BackpackNode class${foreignBackpackNode(NodeClass)}`);
@@ -491,7 +517,8 @@ export class FlowLoader implements FlowConfigLoader {
       let instance: BackpackNode;
       try {
         instance = NodeClass.fromConfig
-          ? await NodeClass.fromConfig(nodeConfig, { flow, loader: this, path: at }, flow.deps)
+          ? // Node code: it runs as no node (see asBuilder), and gets no more of the flow than it needs.
+            await asBuilder(undefined, () => NodeClass.fromConfig!(nodeConfig, { flow: loadTarget(flow), loader: this, path: at }, flow.deps))
           : flow.addNode(NodeClass, nodeConfig);
       } catch (error) {
         problems.push({ path: at, message: `could not create node '${node.id}': ${(error as Error).message}` });
@@ -875,4 +902,15 @@ export function isForeignBackpackNode(value: unknown): boolean {
 /** Whether namespaces `a` and `b` are the same or one is under the other (whole segments). */
 function namespacesOverlap(a: string, b: string): boolean {
   return a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
+}
+
+/** What a node class's `fromConfig` gets of `flow` (see {@link NodeLoadFlow}): made once per flow, frozen. */
+const loadTargets = new WeakMap<Flow, NodeLoadFlow>();
+function loadTarget(flow: Flow): NodeLoadFlow {
+  let target = loadTargets.get(flow);
+  if (target === undefined) {
+    target = Object.freeze({ id: flow.id, namespace: flow.namespace, addNode: <T extends BackpackNode>(NodeClass: BackpackNodeClass<T>, config: BackpackNodeConfig): T => flow.addNode(NodeClass, config) });
+    loadTargets.set(flow, target);
+  }
+  return target;
 }

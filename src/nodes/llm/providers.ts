@@ -1,6 +1,7 @@
 import type { LanguageModel } from 'ai';
 import type { DependencyLookup } from '../backpack-node.js';
 import { ModelResolutionError } from './errors.js';
+import { currentExecution, type NodeExecution } from '../execution.js';
 
 /** What a provider factory gets: the node's connection settings (API key already resolved). */
 export interface ProviderSettings {
@@ -27,9 +28,21 @@ export interface ProviderEntry {
 /** Provider name to factory. `openai`, `anthropic` and `openai-compatible` are built in; register others. */
 export class ProviderRegistry {
   readonly #entries = new Map<string, ProviderEntry>();
+  /**
+   * The node execution this registry was made in (undefined: the owner's code, as `defaultProviders` is made): a
+   * provider's factory is handed every API key of the nodes that use it, so only code of that context registers one.
+   */
+  readonly #madeIn: NodeExecution | undefined = currentExecution.getStore();
 
-  /** Registers (or replaces) provider `name`. */
+  /**
+   * Registers (or replaces) provider `name`. From a node's code, only on a registry made in its execution: a
+   * ModelResolutionError otherwise (a node must not put a factory of its own where the owner's nodes look).
+   */
   register(name: string, factory: ProviderFactory, options: { apiKeyEnv?: string } = {}): this {
+    const running = currentExecution.getStore();
+    if (running !== undefined && running !== this.#madeIn) {
+      throw new ModelResolutionError(`Node '${running.node.id}' cannot register provider '${name}' on a registry it did not make: a provider's factory gets the API keys of the nodes that use it`);
+    }
     if (!/^[a-z0-9][a-z0-9._-]*$/i.test(name)) {
       throw new ModelResolutionError(`Provider name '${name}' is invalid: use letters, digits, '.', '_' and '-'`);
     }
