@@ -88,7 +88,10 @@ export interface ModelReply {
  */
 export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
   static override paramsSchema: z.ZodType = llmParamsSchema;
-  /** Provider registry used to resolve model names; tests or apps may set another per class. */
+  /**
+   * Provider registry used to resolve model names. Another per class: a subclass declares its own
+   * (`static override providers = registry`); the library's classes are frozen (README: threat model).
+   */
   static providers: ProviderRegistry = defaultProviders;
 
   /** The node's params, typed. */
