@@ -45,6 +45,7 @@ import type {
   ValidationResult,
 } from './types.js';
 import { setOwn } from './values.js';
+import { hardenClass } from '../harden.js';
 
 export { DEFAULT_OPTIONS, type ResolvedOptions } from './options.js';
 
@@ -523,4 +524,4 @@ function withoutRule(item: BackpackItem | undefined): BackpackItem | undefined {
 export type NodeRef = string | { readonly nodeId: string; readonly namespace: string };
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
-Object.freeze(Backpack.prototype);
+hardenClass(Backpack);

@@ -7,6 +7,7 @@ import { deniedBy, type Denial } from './access.js';
 import { OWNER, type Actor, type OpContext } from './actor.js';
 import { FOUND, type Commit } from './history.js';
 import type { AccessDenial, BackpackEvent } from './types.js';
+import { hardenClass } from '../harden.js';
 
 /** Emits one Backpack event as `actor` (the Backpack's sink, if any). */
 export type EmitAs = (type: BackpackEvent['type'], payload: Record<string, unknown>, actor: Actor, ctx: OpContext) => void;
@@ -103,4 +104,4 @@ export class AccessGuard {
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
-Object.freeze(AccessGuard.prototype);
+hardenClass(AccessGuard);

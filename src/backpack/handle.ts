@@ -8,6 +8,7 @@ import type { Actor, OpContext } from './actor.js';
 import { BackpackError } from './errors.js';
 import type { ReservedNodes } from './registry.js';
 import type { BackpackItem, HandlePackOptions, NodeIdentity, NodeRegistration } from './types.js';
+import { hardenClass } from '../harden.js';
 
 /** The operations a Backpack performs for its handles (internal: created by the Backpack, held privately). */
 export interface HandleOps {
@@ -340,6 +341,6 @@ export function closeHandle(handle: BackpackHandle): void {
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
-Object.freeze(NodeBinding.prototype);
-Object.freeze(NodeRegistrar.prototype);
-Object.freeze(BackpackHandle.prototype);
+hardenClass(NodeBinding);
+hardenClass(NodeRegistrar);
+hardenClass(BackpackHandle);

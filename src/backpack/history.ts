@@ -13,6 +13,7 @@ import { summarizeValue } from './codec.js';
 import { HistoryPrunedError, InvalidCommitError } from './errors.js';
 import type { BackpackCommit, CommitAction, ItemAccessControl } from './types.js';
 import { copyStoredValue, setOwn, UnavailableValue, type PreparedValue } from './values.js';
+import { hardenClass } from '../harden.js';
 
 /** Commit flag: the value was above maxValueBytes; `value` is an UnavailableValue. */
 export const LARGE = 1;
@@ -543,6 +544,6 @@ export function toPublicCommit(c: Commit): BackpackCommit {
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
-Object.freeze(Commit.prototype);
-Object.freeze(CommitInit.prototype);
-Object.freeze(History.prototype);
+hardenClass(Commit);
+hardenClass(CommitInit);
+hardenClass(History);

@@ -18,6 +18,7 @@ import { checkSegments, compileNamespacePattern } from './patterns.js';
 import { NodeRegistry, type ReservedNodes } from './registry.js';
 import type { BackpackEvent, BackpackEventSink, BackpackItem, HandlePackOptions, NodeRegistration } from './types.js';
 import { prepareValue, setOwn } from './values.js';
+import { hardenClass } from '../harden.js';
 
 const keyError = (message: string): BackpackError => new BackpackError(message);
 
@@ -293,4 +294,4 @@ export class Ledger implements HandleOps {
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
-Object.freeze(Ledger.prototype);
+hardenClass(Ledger);

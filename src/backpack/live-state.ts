@@ -8,6 +8,7 @@ import { LARGE, type Commit, type State, type StateListener } from './history.js
 import { copyStoredValue } from './values.js';
 import type { NamespaceMatcher } from './patterns.js';
 import type { BackpackItem } from './types.js';
+import { hardenClass } from '../harden.js';
 
 /** The live state of one Backpack. */
 export class LiveState implements State {
@@ -120,4 +121,4 @@ export class LiveState implements State {
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
-Object.freeze(LiveState.prototype);
+hardenClass(LiveState);

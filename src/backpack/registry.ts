@@ -9,6 +9,7 @@ import { Actor } from './actor.js';
 import { BackpackError } from './errors.js';
 import { checkSegments } from './patterns.js';
 import type { NodePermissions, NodeRegistration } from './types.js';
+import { hardenClass } from '../harden.js';
 
 /**
  * Nodes of one flow registered before they are built (a flow loader builds a node of a plain class on first use,
@@ -280,4 +281,4 @@ function runHolding(runs: readonly ReservedRun[], at: number): ReservedRun | und
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
-Object.freeze(NodeRegistry.prototype);
+hardenClass(NodeRegistry);

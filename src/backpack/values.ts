@@ -14,6 +14,7 @@
 import { types } from 'node:util';
 import { BackpackError } from './errors.js';
 import { jsonPointer, MAX_JSON_NESTING } from './nesting.js';
+import { hardenClass } from '../harden.js';
 
 /** The key of the codec's tagged forms (`{ "$bp": tag, ... }`, see codec.ts): a plain object holding it is wrapped. */
 export const CODEC_TAG = '$bp';
@@ -80,7 +81,7 @@ export class UnavailableValue {
     if (new.target === UnavailableValue) GENUINE.add(this);
   }
 }
-Object.freeze(UnavailableValue.prototype);
+hardenClass(UnavailableValue);
 Object.freeze(UnavailableValue);
 
 /** True when `value` is the marker of a value history did not keep (made by the UnavailableValue constructor). */

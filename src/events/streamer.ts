@@ -2,6 +2,7 @@ import { compileNamespacePattern, type NamespaceMatcher } from '../backpack/patt
 import { describeThrown, reachesProxy } from '../flow/errors.js';
 import { newEventId, newRunId } from './ids.js';
 import { StreamEventType, type EventInput, type EventSink, type StreamEvent, type StreamEventTypeValue } from './types.js';
+import { hardenClass } from '../harden.js';
 
 /**
  * A subscriber. It runs synchronously inside `emit`; it may return a promise, whose rejection is reported like a
@@ -346,4 +347,4 @@ function reportToStderr(error: unknown, event: StreamEvent): void {
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
-Object.freeze(EventStreamer.prototype);
+hardenClass(EventStreamer);

@@ -4,6 +4,7 @@ import { FlowError } from './errors.js';
 import type { RouteMappings } from './mappings.js';
 import { BaseNode, routeOf, routeTable, type BaseNodeOptions, type TakenRoute } from './node.js';
 import { ROOT_SCOPE, derive, enterScope, runControls, type RunScope } from './scope.js';
+import { hardenClass } from '../harden.js';
 
 /** What a flow does when a node returns an action that has no route: see {@link BaseFlowOptions.onMissingRoute}. */
 export type MissingRoutePolicy = 'end' | 'warn' | 'throw';
@@ -258,6 +259,6 @@ function checkBatches(flowId: string, batches: unknown): asserts batches is Reco
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
-Object.freeze(BaseFlow.prototype);
-Object.freeze(BatchFlow.prototype);
-Object.freeze(ParallelBatchFlow.prototype);
+hardenClass(BaseFlow);
+hardenClass(BatchFlow);
+hardenClass(ParallelBatchFlow);

@@ -3,6 +3,7 @@ import { checkConcurrency, mapConcurrent } from './concurrency.js';
 import { FlowSignal, NodeExecutionError, dataProperty } from './errors.js';
 import { checkMappings, type RouteMappings, type RouteOptions } from './mappings.js';
 import { ROOT_SCOPE, type RunScope } from './scope.js';
+import { hardenClass } from '../harden.js';
 
 /** Options every node takes. */
 export interface BaseNodeOptions {
@@ -341,7 +342,7 @@ export function delay(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
-Object.freeze(BaseNode.prototype);
-Object.freeze(Node.prototype);
-Object.freeze(BatchNode.prototype);
-Object.freeze(ParallelBatchNode.prototype);
+hardenClass(BaseNode);
+hardenClass(Node);
+hardenClass(BatchNode);
+hardenClass(ParallelBatchNode);

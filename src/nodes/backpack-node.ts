@@ -16,6 +16,7 @@ import { asBuilder, currentExecution, takeStep, type NodeExecution } from './exe
 import { flowOfToken, type FlowToken } from './flow-token.js';
 import { builtOn, closeDeclaredFlow, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
 import { maskedForOthers, type MaskedConfig } from './secret-params.js';
+import { hardenClass } from '../harden.js';
 
 /**
  * How a BackpackNode is configured: an id, optional namespace segment and retry settings, and any params of its own
@@ -725,4 +726,4 @@ export function describeError(error: unknown): { name: string; message: string }
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
-Object.freeze(BackpackNode.prototype);
+hardenClass(BackpackNode);

@@ -15,6 +15,7 @@ import { reportHandlerError } from '../events/streamer.js';
 import type { EventInput } from '../events/types.js';
 import type { BackpackNode } from './backpack-node.js';
 import { currentExecution, type NodeExecution } from './execution.js';
+import { hardenClass } from '../harden.js';
 
 /** Events whose payload carries no state: anyone in the run may see them. */
 const LIFECYCLE: ReadonlySet<string> = new Set([
@@ -239,4 +240,4 @@ export class NodeEventView {
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
-Object.freeze(NodeEventView.prototype);
+hardenClass(NodeEventView);

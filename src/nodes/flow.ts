@@ -25,6 +25,7 @@ import { asBuilder, currentExecution, grantStep, takeStep } from './execution.js
 import { flowToken } from './flow-token.js';
 import { pauseInfo, unlessForged } from './interrupt.js';
 import { checkNamespace, checkSegment, composeNamespace } from './namespace.js';
+import { hardenClass, hardenPrototype } from '../harden.js';
 
 /** Options of a namespaced flow. */
 export interface FlowOptions {
@@ -1016,13 +1017,15 @@ const CLASS_READS: ReadonlySet<PropertyKey> = new Set(['inputs', 'outputs', 'par
 /**
  * Locks the classes of a node its flow adds, from its own up to the library's (which are frozen, see seal.ts): node
  * code reaches them through the node (`Object.getPrototypeOf(node)`, `node.constructor`), and whatever it put there
- * would run as that node. Each prototype is frozen; each class is made non-extensible (no new static, no
+ * would run as that node. Each prototype is hardened (frozen, its methods behind accessors that let an instance own a
+ * property of the same name: see harden.ts); each class is made non-extensible (no new static, no
  * `Symbol.hasInstance`), with the statics the library reads ({@link CLASS_READS}) and every static that holds a
  * function or is an accessor read-only; a data static the library does not read (a counter, a cache) stays writable,
  * by the class's own code.
  */
 function lockNodeClass(node: BackpackNode): void {
-  for (let proto: object | null = Object.getPrototypeOf(node); proto !== null && !Object.isFrozen(proto) && !lockedClasses.has(proto); proto = Object.getPrototypeOf(proto)) {
+  // Up to the library's classes (hardened when their modules load), whether or not a class's prototype was frozen.
+  for (let proto: object | null = Object.getPrototypeOf(node); proto !== null && proto !== BackpackNode.prototype && !lockedClasses.has(proto); proto = Object.getPrototypeOf(proto)) {
     const NodeClass = (Object.getOwnPropertyDescriptor(proto, 'constructor')?.value ?? undefined) as object | undefined;
     if (NodeClass !== undefined && (typeof NodeClass === 'function' || typeof NodeClass === 'object')) {
       for (const key of Reflect.ownKeys(NodeClass)) {
@@ -1033,7 +1036,7 @@ function lockNodeClass(node: BackpackNode): void {
       }
       Object.preventExtensions(NodeClass);
     }
-    Object.freeze(proto);
+    hardenPrototype(proto);
     lockedClasses.add(proto);
   }
 }
@@ -1048,4 +1051,4 @@ function namespaceOf(node: BaseNode, fallback: string): string | undefined {
 }
 
 // Code running in a node must not rewrite what the library runs for others (README: threat model).
-Object.freeze(Flow.prototype);
+hardenClass(Flow);

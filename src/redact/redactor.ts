@@ -227,6 +227,18 @@ interface CompiledPattern {
   readonly accept: ((match: string, before: string) => boolean) | undefined;
 }
 
+/**
+ * A copy of `pattern` with RegExps of its own: the catalogue as it was when this module loaded, before code that
+ * imports the package runs (the exported patterns' RegExps can be changed in place, by `RegExp.prototype.compile`).
+ */
+function ownCopy(pattern: SecretPattern): SecretPattern {
+  return Object.freeze({ ...pattern, regex: new RegExp(pattern.regex.source, pattern.regex.flags), ...(pattern.gate ? { gate: new RegExp(pattern.gate.source, pattern.gate.flags) } : {}) });
+}
+
+/** The built-in catalogue each redactor compiles (see {@link ownCopy}), the vendor tokens' pattern apart. */
+const CATALOGUE: readonly SecretPattern[] = DEFAULT_SECRET_PATTERNS.filter((pattern) => pattern !== VENDOR_TOKEN_PATTERN).map(ownCopy);
+const VENDOR: SecretPattern = ownCopy(VENDOR_TOKEN_PATTERN);
+
 function compile(pattern: SecretPattern): CompiledPattern {
   return {
     regex: new RegExp(pattern.regex.source, pattern.regex.flags.includes('g') ? pattern.regex.flags : `${pattern.regex.flags}g`),
@@ -446,8 +458,7 @@ export class Redactor {
   /** Compiles the catalogue with `options`; throws a TypeError naming a bad pattern or key name. */
   constructor(options: RedactionOptions = {}) {
     this.keys = new SecretKeyMatcher(options.secretKeys ?? []);
-    for (const pattern of DEFAULT_SECRET_PATTERNS) {
-      if (pattern === VENDOR_TOKEN_PATTERN) continue;
+    for (const pattern of CATALOGUE) {
       (pattern.gate ? this.gated : pattern.minRun !== undefined ? this.byRun : this.ungated).push(compile(pattern));
     }
     for (const [i, regex] of (options.patterns ?? []).entries()) {
@@ -458,7 +469,7 @@ export class Redactor {
     this.userPatterns = options.patterns?.length ?? 0;
     const gates = this.gated.map((p) => p.gate!.source);
     this.anyGate = LiteralSet.of(gates) ?? new RegExp(gates.join('|'), 'i');
-    this.vendor = compile(VENDOR_TOKEN_PATTERN);
+    this.vendor = compile(VENDOR);
     this.minLength = Math.min(...[...this.gated, ...this.ungated, ...this.byRun, this.vendor].map((p) => p.minLength));
     this.minRun = Math.min(...[...this.byRun, this.vendor].map((p) => p.minRun));
     this.known = environmentSecrets(this.keys);

@@ -4,6 +4,7 @@
  */
 import { createRequire } from 'node:module';
 import type * as Acorn from 'acorn';
+import { isHardenedAccessor } from '../harden.js';
 import { BackpackNode, type BackpackNodeClass } from '../nodes/index.js';
 
 /** acorn, loaded when a class is first judged (not with the library: most processes never load a flow). */
@@ -63,7 +64,8 @@ export function constructorChange(NodeClass: BackpackNodeClass): string | undefi
 function accessorOf(prototype: object): PropertyKey | undefined {
   for (const key of Reflect.ownKeys(prototype)) {
     const descriptor = Reflect.getOwnPropertyDescriptor(prototype, key);
-    if (descriptor !== undefined && (descriptor.get !== undefined || descriptor.set !== undefined)) return key;
+    // (A method of a hardened prototype is kept behind an accessor of the library's: see harden.ts.)
+    if (descriptor !== undefined && (descriptor.get !== undefined || descriptor.set !== undefined) && !isHardenedAccessor(descriptor)) return key;
   }
   return undefined;
 }

@@ -60,13 +60,15 @@ function isZodSchema(value: object): boolean {
 }
 
 describe('what the package exports is frozen', () => {
-  it('every class (and its prototype), function and constant of both entry points, at every depth but zod schemas', () => {
+  it('every class (and its prototype), function and constant of both entry points, at every depth but zod schemas and RegExps', () => {
     const open: string[] = [];
     const seen = new Set<object>();
     const check = (path: string, value: unknown): void => {
       if (value === null || (typeof value !== 'object' && typeof value !== 'function') || seen.has(value)) return;
       seen.add(value);
       if (typeof value === 'object' && isZodSchema(value)) return;
+      // A RegExp's methods write its lastIndex; the library reads its own copies of the exported ones.
+      if (value instanceof RegExp) return;
       if (!Object.isFrozen(value)) open.push(path);
       const prototype = typeof value === 'function' ? (value as { prototype?: unknown }).prototype : undefined;
       if (prototype !== null && typeof prototype === 'object' && !Object.isFrozen(prototype)) open.push(`${path}.prototype`);
