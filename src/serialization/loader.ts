@@ -518,7 +518,7 @@ export class FlowLoader implements FlowConfigLoader {
       try {
         instance = NodeClass.fromConfig
           ? // Node code: it runs as no node (see asBuilder), and gets no more of the flow than it needs.
-            await asBuilder(undefined, () => NodeClass.fromConfig!(nodeConfig, { flow: loadTarget(flow), loader: this, path: at }, flow.deps))
+            await fromConfigOf(NodeClass, flow, nodeConfig, { loader: this, path: at })
           : flow.addNode(NodeClass, nodeConfig);
       } catch (error) {
         problems.push({ path: at, message: `could not create node '${node.id}': ${(error as Error).message}` });
@@ -628,7 +628,10 @@ export class FlowLoader implements FlowConfigLoader {
   }
 
   #exportNode(node: ExportableNode, depth: number, includeSensitive: boolean, chain: Flow[], flow: Flow): NodeConfig {
-    const own = typeof node.toConfig === 'function' ? node.toConfig() : {};
+    // The node's own code, run as the node and no one else (see asBuilder): its own params read as they are, another
+    // node's masked, whoever exports.
+    const toConfig = node.toConfig;
+    const own = typeof toConfig === 'function' ? asBuilder(node, () => Reflect.apply(toConfig, node, []) as ReturnType<NonNullable<ExportableNode['toConfig']>>) : {};
     const NodeClass = node.constructor as LoadableNodeClass;
     const written = this.#rawParams.get(node);
     // A toConfig that hands back its resolved params exports them as written (their ${ENV} references), never resolved.
@@ -904,13 +907,29 @@ function namespacesOverlap(a: string, b: string): boolean {
   return a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
 }
 
-/** What a node class's `fromConfig` gets of `flow` (see {@link NodeLoadFlow}): made once per flow, frozen. */
-const loadTargets = new WeakMap<Flow, NodeLoadFlow>();
-function loadTarget(flow: Flow): NodeLoadFlow {
-  let target = loadTargets.get(flow);
-  if (target === undefined) {
-    target = Object.freeze({ id: flow.id, namespace: flow.namespace, addNode: <T extends BackpackNode>(NodeClass: BackpackNodeClass<T>, config: BackpackNodeConfig): T => flow.addNode(NodeClass, config) });
-    loadTargets.set(flow, target);
-  }
-  return target;
+/**
+ * The node `NodeClass.fromConfig` builds for `config` (the loader's own copy of the node's config, as the flow file
+ * gives it), as node code (see asBuilder), given only what it needs of `flow` (see {@link NodeLoadFlow}). Its
+ * `addNode` adds one node, the one `config` describes: its id, and the namespace segment, access rules and retry
+ * settings the flow author gave, are the author's whatever the class passes (it decides the rest: its params, and
+ * what the author left to the class); and `fromConfig` must return that node. Anything else is an error naming the node.
+ */
+async function fromConfigOf(NodeClass: LoadableNodeClass, flow: Flow, config: BackpackNodeConfig, context: Omit<NodeLoadContext, 'flow'>): Promise<BackpackNode> {
+  let added: BackpackNode | undefined;
+  const author: Partial<BackpackNodeConfig> = {};
+  for (const key of ['id', 'namespaceSegment', 'permissions', 'maxRetries', 'retryDelayMs'] as const) if (config[key] !== undefined) Object.assign(author, { [key]: config[key] });
+  const target: NodeLoadFlow = Object.freeze({
+    id: flow.id,
+    namespace: flow.namespace,
+    addNode: <T extends BackpackNode>(Class: BackpackNodeClass<T>, given: BackpackNodeConfig): T => {
+      if (added !== undefined) throw new FlowError(`fromConfig of node '${config.id}' may add one node, its own`);
+      if (given === null || typeof given !== 'object') throw new TypeError(`fromConfig of node '${config.id}': addNode takes a config object`);
+      const node = flow.addNode(Class, { ...given, ...author });
+      added = node;
+      return node;
+    },
+  });
+  const built = await asBuilder(undefined, () => NodeClass.fromConfig!(config, { ...context, flow: target }, flow.deps));
+  if (added === undefined || built !== added) throw new FlowError(`fromConfig of node '${config.id}' must add its node with context.flow.addNode and return it`);
+  return added;
 }
