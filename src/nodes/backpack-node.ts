@@ -133,6 +133,16 @@ interface NodeMore {
 /** What {@link BackpackNode.flow} shows of each flow. */
 const flowViews = new WeakMap<Flow, FlowView>();
 
+let paramsOfNode: (node: BackpackNode) => Readonly<Record<string, unknown>>;
+
+/**
+ * `node`'s params as they are, secrets unmasked, whoever asks: for the library's own reads (an export with
+ * `includeSensitive`, which masks them otherwise). Not exported from the package.
+ */
+export function paramsOf(node: BackpackNode): Readonly<Record<string, unknown>> {
+  return paramsOfNode(node);
+}
+
 let bind: (node: BackpackNode, registered: RegisteredNode, flow: Flow) => void;
 let bindingIn: (node: BaseNode, flow: Flow) => RegisteredNode | undefined;
 
@@ -204,6 +214,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       node.#binding = registered;
     };
     bindingIn = (node, flow) => (node instanceof BackpackNode && node.#flow === flow ? node.#binding : undefined);
+    paramsOfNode = (node) => BackpackNode.#ownParams(node);
     configOfNode = (node) => node.#config;
     setIdentity = (node, namespaceSegment, permissions) => {
       const config = node.#config;
@@ -269,16 +280,23 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
    * masked when another node's code reads them, as in {@link config}.
    */
   get params(): Readonly<Record<string, unknown>> {
-    if (!BackpackNode.#readsOwn(this)) return BackpackNode.#masked(this).params;
-    return ((this.#more ??= {}).params ??= Object.freeze(Object.fromEntries(Object.entries(this.#config).filter(([key]) => !SEGMENT_KEYS.has(key)))));
+    return BackpackNode.#readsOwn(this) ? BackpackNode.#ownParams(this) : BackpackNode.#masked(this).params;
   }
 
-  /** Whether the code running now may read `node`'s secret params: its own, or no node's (see {@link config}). */
+  /** The node's params as they are (secrets unmasked): its own reads, and the library's (see {@link paramsOf}). */
+  static #ownParams(node: BackpackNode): Readonly<Record<string, unknown>> {
+    return ((node.#more ??= {}).params ??= Object.freeze(Object.fromEntries(Object.entries(node.#config).filter(([key]) => !SEGMENT_KEYS.has(key)))));
+  }
+
+  /**
+   * Whether the code running now may read `node`'s secret params: only the node's own (see {@link config}). Code in no
+   * execution is not taken for the owner's: node code can get there by itself (a FinalizationRegistry callback, a
+   * `beforeExit` listener), and the owner has the params it gave.
+   */
   static #readsOwn(node: BackpackNode): boolean {
     // Not bound yet: its constructor, or the flow adding it (no other node's code holds it yet).
     if (node.#binding === undefined) return true;
-    const running = currentExecution.getStore();
-    return running === undefined || running.node === node;
+    return currentExecution.getStore()?.node === node;
   }
 
   static #masked(node: BackpackNode): MaskedConfig {

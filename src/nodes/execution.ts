@@ -42,6 +42,22 @@ export interface NodeExecution {
 /** The execution the current async context belongs to. */
 export const currentExecution = new AsyncLocalStorage<NodeExecution>();
 
+let runStarted = false;
+
+/** Records that a flow run has started in this process (see {@link anyRunStarted}). */
+export function markRunStarted(): void {
+  runStarted = true;
+}
+
+/**
+ * Whether a flow run has started in this process. The package's shared registries (`defaultProviders`,
+ * `defaultFlowLoader`) take registrations only before: from then on, code in no execution may be node code that
+ * left it (a FinalizationRegistry callback, a `beforeExit` listener), not the owner setting up.
+ */
+export function anyRunStarted(): boolean {
+  return runStarted;
+}
+
 /** Stands for the node a flow is adding while its class's code runs (see {@link asBuilder}): it is no node. */
 const NODE_BEING_ADDED = Object.freeze({ id: '(a node being added)', namespace: '' }) as unknown as BackpackNode;
 

@@ -21,7 +21,7 @@ import {
 import { BackpackNode, bindNode, configOf, describeError, setConfigIdentity, nodeBinding, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { isRunAbort, routeOf, routeTable } from '../flow/node.js';
 import { makeScope, type RunControls } from '../flow/scope.js';
-import { asBuilder, currentExecution, grantStep, takeStep } from './execution.js';
+import { asBuilder, currentExecution, grantStep, markRunStarted, takeStep } from './execution.js';
 import { flowToken } from './flow-token.js';
 import { pauseInfo, unlessForged } from './interrupt.js';
 import { checkNamespace, checkSegment, composeNamespace } from './namespace.js';
@@ -158,6 +158,11 @@ export function flowStreamer(flow: Flow): EventStreamer {
 }
 
 let givesOwnerView: (flow: Flow) => boolean;
+
+/** Whether `flow` is a top-level flow: one whose Backpack is the owner's view (not a subflow nor one built on a node). Internal. */
+export function isTopLevel(flow: Flow): boolean {
+  return givesOwnerView(flow);
+}
 let parentOf: (flow: Flow) => BackpackHandle | undefined;
 
 /** Whether `flow` was built on node `registered` (its internal or a nested flow): it runs inside that node. Internal. */
@@ -727,6 +732,7 @@ export class Flow extends BaseFlow<any> {
   }
 
   async #runTopLevel(options: FlowRunOptions): Promise<string | undefined> {
+    markRunStarted();
     const runId = options.runId ?? newRunId();
     const spanId = newSpanId();
     // Answers belong to the node execution at the run's position (the entry, or the resume position): spent at the

@@ -1,6 +1,6 @@
 import { setDefaultFlowConfigLoader } from '../nodes/flow.js';
 import { llmNodeTypes } from '../nodes/llm/index.js';
-import { FlowLoader } from './loader.js';
+import { FlowLoader, shareLoader } from './loader.js';
 
 export { FlowLoader, normalizeFlowConfig } from './loader.js';
 export type { ExportOptions, ExportableNode, LoadOptions, ValidateOptions, ConfigValidationReport, NodeLoadContext, NodeLoadFlow, LoadableNodeClass } from './loader.js';
@@ -16,8 +16,10 @@ export { maskSecrets, isSecretParamName, MASK } from './secrets.js';
 
 /**
  * The loader `Flow.fromConfig` uses. The built-in LLM nodes are registered on it (`ChatNode`,
- * `BaseChatCompletionNode`, `DecisionNode`, `AgentNode`, ...); register your own node types too.
+ * `BaseChatCompletionNode`, `DecisionNode`, `AgentNode`, ...); register your own node types too, before the first
+ * flow runs in the process (then it takes no more: node code may run outside any node's run by then).
  */
 export const defaultFlowLoader = new FlowLoader();
 for (const [type, NodeClass] of Object.entries(llmNodeTypes)) defaultFlowLoader.register(type, NodeClass);
+shareLoader(defaultFlowLoader);
 setDefaultFlowConfigLoader(defaultFlowLoader);

@@ -15,10 +15,10 @@ import {
   type DependencyLookup,
   type FlowConfigLoader,
 } from '../nodes/index.js';
-import { configOf, currentNode } from '../nodes/backpack-node.js';
-import { asBuilder, currentExecution, type NodeExecution } from '../nodes/execution.js';
+import { configOf, currentNode, paramsOf } from '../nodes/backpack-node.js';
+import { anyRunStarted, asBuilder, currentExecution, type NodeExecution } from '../nodes/execution.js';
 import { checkSegment } from '../nodes/namespace.js';
-import { deferNode, deferNodes, placeNode, type DeferredNodes } from '../nodes/flow.js';
+import { deferNode, deferNodes, isTopLevel, placeNode, type DeferredNodes } from '../nodes/flow.js';
 import { BACKPACK_DEP, DependencyContainer, EVENT_STREAMER_DEP } from './container.js';
 import { FlowConfigError, pointer, type ConfigProblem } from './errors.js';
 import { nestingProblem } from './limits.js';
@@ -34,7 +34,10 @@ import { maskMarkedSecrets, maskSecrets, paramsAsWritten, resolveEnvRefs } from 
 export interface ExportOptions {
   /** Levels of internal flows to include (default 10); 0 exports the top level only. */
   depth?: number;
-  /** Export secret params as they are instead of `'***'` (default false). */
+  /**
+   * Export secret params as they are instead of `'***'` (default false). Only for the owner: from code in no node's
+   * execution, exporting a top-level flow (its nested flows included); otherwise secrets stay masked.
+   */
   includeSensitive?: boolean;
 }
 
@@ -104,6 +107,15 @@ export interface ConfigValidationReport {
    * more problems.
    */
   shapeOnly?: true;
+}
+
+/** The package's shared loaders (`defaultFlowLoader`): registrations only before the first run (see shareLoader). */
+const sharedLoaders = new WeakSet<FlowLoader>();
+
+/** Makes `loader` one of the package's shared loaders (see {@link FlowLoader.register}). Internal. */
+export function shareLoader(loader: FlowLoader): FlowLoader {
+  sharedLoaders.add(loader);
+  return loader;
 }
 
 /** Context a node class's `static fromConfig` receives. */
@@ -196,6 +208,9 @@ export class FlowLoader implements FlowConfigLoader {
     const running = currentExecution.getStore();
     if (running !== undefined && running !== this.#madeIn) {
       throw new FlowError(`Node '${running.node.id}' cannot register node types on a flow loader it did not make: the owner's loaders build what the owner registered`);
+    }
+    if (sharedLoaders.has(this) && anyRunStarted()) {
+      throw new FlowError(`Node type '${type}' cannot be registered on defaultFlowLoader once a flow has run in this process: register types before the first run, or use a FlowLoader of your own`);
     }
     if (typeof type !== 'string' || type === '') throw new TypeError(`FlowLoader.register: type must be a non-empty string, got ${JSON.stringify(type)}`);
     if (typeof NodeClass !== 'function' || (NodeClass !== BackpackNode && !(NodeClass.prototype instanceof BackpackNode))) {
@@ -297,7 +312,11 @@ export class FlowLoader implements FlowConfigLoader {
   exportFlow(flow: Flow, options: ExportOptions = {}): FlowConfig {
     const depth = options.depth ?? DEFAULT_DEPTH;
     if (!Number.isInteger(depth) || depth < 0) throw new RangeError(`exportFlow: depth must be an integer >= 0, got ${depth}`);
-    return this.#export(flow, depth, options.includeSensitive ?? false, [], { maxSteps: DEFAULT_MAX_STEPS, onMissingRoute: DEFAULT_MISSING_ROUTE }, flow.namespace);
+    // Secrets only for the owner: called in no node's execution, on a top-level flow (node code holds none: what it
+    // reaches through routes are subflows and nodes' internal flows), so that code which left a node's execution (a
+    // FinalizationRegistry callback) cannot export what it reaches with its secrets.
+    const sensitive = options.includeSensitive === true && currentExecution.getStore() === undefined && isTopLevel(flow);
+    return this.#export(flow, depth, sensitive, [], { maxSteps: DEFAULT_MAX_STEPS, onMissingRoute: DEFAULT_MISSING_ROUTE }, flow.namespace);
   }
 
   /** See {@link flattenNodes}. */
@@ -635,7 +654,9 @@ export class FlowLoader implements FlowConfigLoader {
     const NodeClass = node.constructor as LoadableNodeClass;
     const written = this.#rawParams.get(node);
     // A toConfig that hands back its resolved params exports them as written (their ${ENV} references), never resolved.
-    const raw = own.params !== undefined ? paramsAsWritten(own.params, node.params, written) : (written ?? dataOnly(node.params));
+    // The node's params as they are (its `params` getter masks secrets for any code but its own).
+    const params = paramsOf(node);
+    const raw = own.params !== undefined ? paramsAsWritten(own.params, params, written) : (written ?? dataOnly(params));
     const out: NodeConfig = {
       type: own.type ?? this.#names.get(NodeClass) ?? NodeClass.name,
       id: node.id,

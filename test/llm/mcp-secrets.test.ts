@@ -8,6 +8,7 @@ import { BackpackNode, Flow } from '../../src/nodes/index.js';
 import { AgentNode, describeMcpServer, llmNodeTypes } from '../../src/nodes/llm/index.js';
 import { mcpServerSecrets } from '../../src/nodes/llm/mcp-secrets.js';
 import { maskedMcpUrl } from '../../src/nodes/llm/index.js';
+import { paramsOf } from '../../src/nodes/backpack-node.js';
 import { FlowLoader } from '../../src/serialization/index.js';
 import { scriptedModel } from './helpers.js';
 
@@ -104,8 +105,8 @@ describe('the credentials of an MCP server URL are secret params (review s24, fi
     flow.setEntryNode(reader);
     await flow.run({ q: 'hi' });
     expect(seen).toEqual([masked, masked]);
-    // The owner (and the agent itself) read it as given.
-    expect((agent.config['mcpServers'] as Array<{ url: string }>)[0]!.url).toBe(url);
+    // The agent itself holds it as given.
+    expect((paramsOf(agent)['mcpServers'] as Array<{ url: string }>)[0]!.url).toBe(url);
   });
 
   it('exportFlow writes the URL without them (with includeSensitive: as written); a recorded flow file keeps ${ENV} references', async () => {

@@ -8,8 +8,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { BackpackNode, ChatNode, Flow, FlowLoader, MASK, isSecretParamName, type BackpackHandle } from '../../src/index.js';
+import { BackpackNode, ChatNode, Flow, FlowLoader, MASK, defaultProviders, isSecretParamName, registerProvider, type BackpackHandle } from '../../src/index.js';
 import { trials } from '../support/soak.js';
+import { paramsOf } from '../../src/nodes/backpack-node.js';
 
 const SECRET = 'sk-live-SECRET-0123456789abcdef';
 const GITHUB_TOKEN = `ghp_${'A1b2C3d4E5'.repeat(3)}abcdef`;
@@ -52,9 +53,11 @@ describe("another node's secret params", () => {
     await flow.run({ question: 'hi' });
     expect(found.slice(0, 2)).toEqual([MASK, MASK]);
     expect(JSON.stringify(found)).not.toContain(SECRET);
-    // The owner, outside any node's execution, reads it as it is.
-    expect(chat.params['apiKey']).toBe(SECRET);
-    expect(chat.config['apiKey']).toBe(SECRET);
+    // Code in no node's execution reads it masked too (node code can get there: see the next describe); the node
+    // itself holds it as given.
+    expect(chat.params['apiKey']).toBe(MASK);
+    expect(chat.config['apiKey']).toBe(MASK);
+    expect(paramsOf(chat)['apiKey']).toBe(SECRET);
   });
 
   it('its own code reads them; another node reads them masked (schema-marked, secret-named, secret-looking, nested), as a frozen copy', async () => {
@@ -84,7 +87,8 @@ describe("another node's secret params", () => {
     expect(seen.frozen).toBe(true);
     expect(seen.mutate).toBe('refused');
     expect(Vault.ownReads).toEqual(['4242-PIN', 'hunter2-PASSWORD', { bearerToken: 'BEARER-abc' }]);
-    expect(vault.params).toEqual(vaultParams);
+    expect(vault.params).toEqual(masked);
+    expect(paramsOf(vault)).toEqual(vaultParams);
   });
 
   it("nodes of a composite's internal flow and of a subflow are masked to other nodes as well", async () => {
@@ -112,7 +116,7 @@ describe("another node's secret params", () => {
     expect(found).toEqual([masked, masked]);
   });
 
-  it('exportFlow called from node code masks secrets even with includeSensitive; the owner gets them', async () => {
+  it('exportFlow called from node code masks secrets even with includeSensitive; the owner gets them from the top-level flow', async () => {
     const loader = new FlowLoader().register('Vault', Vault);
     let exported = '';
     class Evil extends BackpackNode {
@@ -131,7 +135,9 @@ describe("another node's secret params", () => {
     const composite = flow.addNode(Evil, { id: 'evil' }).next(flow.addNode(Composite, { id: 'composite' }));
     await flow.run();
     for (const secret of ['4242-PIN', 'hunter2-PASSWORD', 'BEARER-abc', GITHUB_TOKEN]) expect(exported).not.toContain(secret);
-    expect(loader.exportFlow(composite.internalFlow!, { includeSensitive: true }).nodes[0]!.params).toEqual(vaultParams);
+    // includeSensitive is the owner's: from no node's execution, exporting a top-level flow (node code holds none).
+    expect(loader.exportFlow(composite.internalFlow!, { includeSensitive: true }).nodes[0]!.params).toEqual(masked);
+    expect(loader.exportFlow(flow, { includeSensitive: true }).nodes[1]!.internalFlow!.nodes[0]!.params).toEqual(vaultParams);
   });
 
   it('a secret a flow file takes from the environment (${ENV}) is masked to the other nodes of the loaded flow', async () => {
@@ -158,7 +164,7 @@ describe("another node's secret params", () => {
     );
     await flow.run();
     expect(seen).toEqual({ endpoint: 'https://api.example', accessToken: MASK });
-    expect((flow.getNode('client') as BackpackNode).params['accessToken']).toBe('FROM-THE-ENV-123456');
+    expect(paramsOf(flow.getNode('client') as BackpackNode)['accessToken']).toBe('FROM-THE-ENV-123456');
   });
 
   it("a composite declared when another node's code first reaches it builds its internal flow with its own secrets", async () => {
@@ -178,7 +184,7 @@ describe("another node's secret params", () => {
     const composite = flow.addNode(Evil, { id: 'evil' }).next(flow.addNode(Composite, { id: 'composite', pin: 'COMPOSITE-PIN' }));
     await flow.run();
     expect(seenByEvil).toBe(MASK);
-    expect((composite.internalFlow!.getAllNodes()[0] as BackpackNode).params['pin']).toBe('COMPOSITE-PIN');
+    expect(paramsOf(composite.internalFlow!.getAllNodes()[0] as BackpackNode)['pin']).toBe('COMPOSITE-PIN');
   });
 });
 
@@ -253,5 +259,38 @@ describe('a node reads its own params the same as before', () => {
     flow.addNode(Own, { id: 'own', apiKey: 'MY-KEY-1234' });
     await flow.run();
     expect(reads).toEqual(Array(5).fill('MY-KEY-1234'));
+  });
+});
+
+describe('code that left a node\'s execution (review s26, finding 3)', () => {
+  it("is not taken for the owner's: another node's secrets read masked, and the default provider registry takes nothing", async () => {
+    // A listener on a process event runs where the event is emitted: in no node's execution (as a `beforeExit`
+    // listener does, or a FinalizationRegistry callback).
+    const seen: unknown[] = [];
+    const openai = defaultProviders.get('openai');
+    class Evil extends BackpackNode {
+      override exec(): void {
+        const chat = this.successors.get('next') as BackpackNode;
+        process.once('bpf-escape' as never, () => {
+          seen.push(chat.config['apiKey'], chat.params['apiKey']);
+          try {
+            registerProvider('openai', async () => () => ({}) as never);
+          } catch (error) {
+            seen.push((error as Error).message);
+          }
+        });
+      }
+      override post(): string {
+        return 'next';
+      }
+    }
+    const flow = new Flow({ onMissingRoute: 'end' });
+    const evil = flow.addNode(Evil, { id: 'evil', permissions: { read: [], write: [] } });
+    evil.on('next', flow.addNode(ChatNode, { id: 'chat', model: 'openai-compatible:test-model', baseURL: 'http://127.0.0.1:9', apiKey: SECRET, promptFrom: 'question' }));
+    flow.setEntryNode(evil);
+    await flow.run({ question: 'hi' }).catch(() => undefined);
+    process.emit('bpf-escape' as never);
+    expect(seen).toEqual([MASK, MASK, expect.stringContaining("Provider 'openai' cannot be registered on the default registry once a flow has run")]);
+    expect(defaultProviders.get('openai')).toBe(openai);
   });
 });

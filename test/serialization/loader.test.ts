@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   BackpackNode,
+  ChatNode,
   DependencyContainer,
   Flow,
   FlowConfigError,
@@ -15,6 +16,7 @@ import {
 } from '../../src/index.js';
 import { KeywordsNode, PipelineNode, TemplateNode, TextSourceNode } from '../../examples/flows/nodes.js';
 import { exampleLoader, prdExample, startedNamespaces, YouTubeSearchNode } from './fixtures.js';
+import { paramsOf } from '../../src/nodes/backpack-node.js';
 
 const examplesDir = join(import.meta.dirname, '..', '..', 'examples', 'flows');
 const keywordsJson = readFileSync(join(examplesDir, 'keywords.json'), 'utf8');
@@ -139,11 +141,15 @@ describe('loading and exporting', () => {
     expect(loader.exportFlow(flow)).toEqual(normalizeFlowConfig(config));
   });
 
-  it('Flow.fromConfig loads with the default loader', async () => {
-    defaultFlowLoader.register('TextSource', TextSourceNode);
-    const flow = await Flow.fromConfig({ version: '2.0.0', namespace: 'x', nodes: [{ type: 'TextSource', id: 's', params: { key: 'k', text: 'v' } }] });
-    await flow.run();
-    expect(flow.backpack.peek('k')).toBe('v');
+  it('Flow.fromConfig loads with the default loader (the built-in node types registered), or with the loader given', async () => {
+    const flow = await Flow.fromConfig({ version: '2.0.0', namespace: 'x', nodes: [{ type: 'ChatNode', id: 'chat', params: { promptFrom: 'q' } }] });
+    expect(flow.getNode('chat')).toBeInstanceOf(ChatNode);
+    const own = await Flow.fromConfig({ version: '2.0.0', namespace: 'x', nodes: [{ type: 'TextSource', id: 's', params: { key: 'k', text: 'v' } }] }, { loader: new FlowLoader().register('TextSource', TextSourceNode) });
+    await own.run();
+    expect(own.backpack.peek('k')).toBe('v');
+    // The default loader takes registrations only before the first run in the process (node code may run outside any
+    // node's run by then).
+    expect(() => defaultFlowLoader.register('TextSource', TextSourceNode)).toThrow(/cannot be registered on defaultFlowLoader once a flow has run/);
   });
 
   it('a nested loadFlow inside a node execution shares that flow\'s backpack', async () => {
@@ -178,7 +184,9 @@ describe('secrets and environment', () => {
   it('resolves ${ENV} at load time and exports the reference, never the resolved secret', async () => {
     const loader = exampleLoader();
     const flow = await loader.loadFlow(withKey('${YT_KEY}'), undefined, { env: { YT_KEY: 'resolved-secret' } });
-    expect((flow.getNode('search') as YouTubeSearchNode).params.apiKey).toBe('resolved-secret');
+    expect(paramsOf(flow.getNode('search') as YouTubeSearchNode)['apiKey']).toBe('resolved-secret');
+    // Code in no node's execution reads it masked, as another node's code does.
+    expect((flow.getNode('search') as YouTubeSearchNode).params.apiKey).toBe('***');
     expect(JSON.stringify(loader.exportFlow(flow, { includeSensitive: true }))).not.toContain('resolved-secret');
     expect(loader.exportFlow(flow, { includeSensitive: true }).nodes[0]!.params.apiKey).toBe('${YT_KEY}');
   });
@@ -191,14 +199,14 @@ describe('secrets and environment', () => {
       nodes: [{ type: 'YouTubeSearchNode', id: 'search', params: { apiKey: '${YT_KEY}', maxResults: 5, auth: { rows } } }],
     });
     const env = { YT_KEY: 'resolved' };
-    const paramsOf = (flow: Awaited<ReturnType<FlowLoader['loadFlow']>>) => (flow.getNode('search') as YouTubeSearchNode).params;
-    const copied = paramsOf(await exampleLoader().loadFlow(config(), undefined, { env }));
+    const held = (flow: Awaited<ReturnType<FlowLoader['loadFlow']>>) => paramsOf(flow.getNode('search') as YouTubeSearchNode);
+    const copied = held(await exampleLoader().loadFlow(config(), undefined, { env }));
     expect(copied.auth).toEqual({ rows });
     expect((copied.auth as { rows: unknown }).rows).not.toBe(rows); // a later change to the caller's config cannot reach the node
-    const shared = paramsOf(await exampleLoader().loadFlow(config(), undefined, { env, shareConfig: true }));
+    const shared = held(await exampleLoader().loadFlow(config(), undefined, { env, shareConfig: true }));
     expect((shared.auth as { rows: unknown }).rows).toBe(rows); // held once
     expect(shared.apiKey).toBe('resolved'); // the string with a reference is still resolved (its container copied)
-    const fromText = paramsOf(await exampleLoader().loadFlow(JSON.stringify(config()), undefined, { env }));
+    const fromText = held(await exampleLoader().loadFlow(JSON.stringify(config()), undefined, { env }));
     expect(fromText).toEqual(shared);
   });
 

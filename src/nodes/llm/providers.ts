@@ -1,7 +1,7 @@
 import type { LanguageModel } from 'ai';
 import type { DependencyLookup } from '../backpack-node.js';
 import { ModelResolutionError } from './errors.js';
-import { currentExecution, type NodeExecution } from '../execution.js';
+import { anyRunStarted, currentExecution, type NodeExecution } from '../execution.js';
 
 /** What a provider factory gets: the node's connection settings (API key already resolved). */
 export interface ProviderSettings {
@@ -42,6 +42,11 @@ export class ProviderRegistry {
     const running = currentExecution.getStore();
     if (running !== undefined && running !== this.#madeIn) {
       throw new ModelResolutionError(`Node '${running.node.id}' cannot register provider '${name}' on a registry it did not make: a provider's factory gets the API keys of the nodes that use it`);
+    }
+    if (anyRunStarted() && this === defaultProviders) {
+      throw new ModelResolutionError(
+        `Provider '${name}' cannot be registered on the default registry once a flow has run in this process: register providers before the first run, or give your nodes a registry of their own (static providers)`,
+      );
     }
     if (!/^[a-z0-9][a-z0-9._-]*$/i.test(name)) {
       throw new ModelResolutionError(`Provider name '${name}' is invalid: use letters, digits, '.', '_' and '-'`);
@@ -110,7 +115,10 @@ export function createDefaultProviderRegistry(): ProviderRegistry {
 /** The registry nodes use unless given another. */
 export const defaultProviders: ProviderRegistry = createDefaultProviderRegistry();
 
-/** Registers provider `name` on the default registry (e.g. a Google or Mistral provider package). */
+/**
+ * Registers provider `name` on the default registry (e.g. a Google or Mistral provider package), before the first flow
+ * runs in the process: then the default registry takes no more (a ModelResolutionError).
+ */
 export function registerProvider(name: string, factory: ProviderFactory, options: { apiKeyEnv?: string } = {}): void {
   defaultProviders.register(name, factory, options);
 }
