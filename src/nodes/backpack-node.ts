@@ -12,7 +12,7 @@ import { makeScope, runControls } from '../flow/scope.js';
 import { answerJsonSchema, checkAnswer, makePause, RedactedAnswer, unlessForged } from './interrupt.js';
 import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView, nodeEvent } from './event-view.js';
-import { asBuilder, currentExecution, takeStep, type NodeExecution } from './execution.js';
+import { asBuilder, currentExecution, executionSignal, takeStep, type NodeExecution } from './execution.js';
 import { flowOfToken, type FlowToken } from './flow-token.js';
 import { builtOn, closeDeclaredFlow, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
 import { maskedForOthers, type MaskedConfig } from './secret-params.js';
@@ -549,7 +549,10 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     // What node code gets: the scope's fields, frozen, without the run's controls. The controls are looked up by the
     // scope object (flow/scope.ts), and a node that held the engine's own scope could hand it to a flow of its own
     // (`_orchestrate` is reachable from JS) and record a checkpoint or use up a resume position through it.
-    const scope = makeScope(execution.scope);
+    // With a signal of its own (see executionSignal): never the run's, which is the owner's object.
+    const runSignal = execution.scope.signal;
+    const own = runSignal === undefined ? undefined : executionSignal(runSignal, execution);
+    const scope = makeScope(own === undefined ? execution.scope : { ...execution.scope, signal: own.signal });
     const ctor = node.constructor as BackpackNodeClass;
     const started = performance.now();
     BackpackNode.#emit(execution, StreamEventType.NODE_START, {});
@@ -579,7 +582,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       // error a node inside this one reported is reported again here (this node failed too) but marked, so that it
       // is counted once.
       const error = inert(unlessForged(thrown, runControls(execution.scope), `Node '${node.id}' (${node.namespace})`, execution), node);
-      if (!(error instanceof FlowSignal) && !isRunAbort(error, scope.signal)) {
+      if (!(error instanceof FlowSignal) && !isRunAbort(error, runSignal)) {
         const payload: Record<string, unknown> = { phase, error: describeError(error) };
         if (wasReported(error)) payload.propagated = true;
         else markReported(error);
@@ -589,6 +592,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     } finally {
       execution.ended = true;
       closeHandle(execution.handle);
+      own?.release();
     }
   }
 

@@ -42,6 +42,22 @@ export interface NodeExecution {
 /** The execution the current async context belongs to. */
 export const currentExecution = new AsyncLocalStorage<NodeExecution>();
 
+/**
+ * The abort signal node code gets for one execution (its `scope.signal`): aborted when the run's own signal aborts,
+ * with the same reason, and its listeners run in `execution` (the node's own, ended or not), whatever code called
+ * `abort()` (the owner's, in no execution, or a handler in another node's execution). The run's signal is the
+ * owner's object, never handed to node code: a listener added to it would run wherever the owner aborts, and a
+ * property defined on it (an `aborted` getter) would run where the library reads it. `release` detaches it from the
+ * run's signal (when the execution ends).
+ */
+export function executionSignal(run: AbortSignal, execution: NodeExecution): { signal: AbortSignal; release: () => void } {
+  const controller = new AbortController();
+  const forward = (): void => void currentExecution.run(execution, () => controller.abort(run.reason));
+  if (run.aborted) forward();
+  else run.addEventListener('abort', forward, { once: true });
+  return { signal: controller.signal, release: () => run.removeEventListener('abort', forward) };
+}
+
 let runStarted = false;
 
 /** Records that a flow run has started in this process (see {@link anyRunStarted}). */
