@@ -320,7 +320,11 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     if (registered === undefined) throw new FlowError(`Node '${this.id}' is not bound to its flow yet: add it with flow.addNode`);
     const flow = this.#flow;
     let handle: BackpackHandle | undefined;
-    return ((this.#more ??= {}).events ??= new NodeEventView(flowStreamer(flow), this, () => (handle ??= nodeHandle(flow, registered))));
+    // Frozen: other nodes' code reaches this view (`node.eventStreamer`) and must not put a method of its own on it
+    // that this node's code would then call.
+    const more = (this.#more ??= {});
+    if (more.events === undefined) Object.freeze((more.events = new NodeEventView(flowStreamer(flow), this, () => (handle ??= nodeHandle(flow, registered)))));
+    return more.events;
   }
 
   /**

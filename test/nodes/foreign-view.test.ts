@@ -150,3 +150,33 @@ describe('flows route by the routing table, not by methods a node class override
     expect(consulted()).toBe(0);
   });
 });
+
+describe("a node's eventStreamer view is frozen", () => {
+  it('another node cannot put a method of its own on it, which the node would call as itself', async () => {
+    const outcome: string[] = [];
+    class Evil extends BackpackNode {
+      override prep(): void {
+        const view = (this.successors.get('next') as BackpackNode).eventStreamer;
+        try {
+          Object.defineProperty(view, 'emit', { value: () => outcome.push('planted emit ran') });
+        } catch (error) {
+          outcome.push((error as Error).name);
+        }
+      }
+      override post(): string {
+        return 'next';
+      }
+    }
+    class Reporter extends BackpackNode {
+      override prep(): void {
+        this.eventStreamer.emit({ type: 'custom', payload: { note: 'hello' } });
+      }
+    }
+    const flow = new Flow({ onMissingRoute: 'end' });
+    const evil = flow.addNode(Evil, { id: 'evil' });
+    evil.on('next', flow.addNode(Reporter, { id: 'reporter' }));
+    await flow.run();
+    expect(outcome).toEqual(['TypeError']);
+    expect(flow.eventStreamer.getHistory({ type: 'custom' }).map((e) => e.nodeId)).toEqual(['reporter']);
+  });
+});
