@@ -13,12 +13,17 @@ const MASK = '***';
 /** Fewest characters of a URL path segment that may be a token (hosted MCP servers put one in the path). */
 const MIN_PATH_TOKEN_LENGTH = 16;
 
-/** A path segment made of lower-case words (`production-gateway`): a name, not a token. */
-const WORDS = /^[a-z]+(?:[-_.][a-z]+)*$/;
+/**
+ * A path segment (or host label) made of lower-case words (`production-gateway`): a name, not a token. A word has at
+ * most 12 letters: a long run of letters alone (`kqzvhtpwmxbnrjdfyglc`) is a token.
+ */
+const WORDS = /^[a-z]{1,12}(?:[-_.][a-z]{1,12})*$/;
 
 /**
- * `url` as messages show it: scheme, host and path, with each path segment that looks like a token and every query
- * value replaced by `***`; no user name, password or fragment. `http://127.0.0.1:3000/mcp` is shown as it is.
+ * `url` as messages show it: scheme, host and path, with each path segment and host label that looks like a token
+ * (but the host's last two labels) and every query value replaced by `***` (a query entry without a value, by its
+ * name, when that looks like a token); no user name, password or fragment. `http://127.0.0.1:3000/mcp` is shown as it
+ * is.
  */
 export function maskUrlCredentials(url: string): string {
   let parsed: URL;
@@ -31,8 +36,35 @@ export function maskUrlCredentials(url: string): string {
     .split('/')
     .map((segment) => (looksLikeToken(decoded(segment)) ? MASK : segment))
     .join('/');
-  const query = [...parsed.searchParams.keys()].map((name) => `${encodeURIComponent(name)}=${MASK}`).join('&');
-  return `${parsed.protocol}//${parsed.host}${path}${query === '' ? '' : `?${query}`}`;
+  const query = queryEntries(parsed.search)
+    .map(({ name, value }) => (value === undefined ? (looksLikeToken(name) ? MASK : encodeURIComponent(name)) : `${encodeURIComponent(name)}=${MASK}`))
+    .join('&');
+  const host = hostLabels(parsed.hostname)
+    .map(({ label, named }) => (!named && looksLikeToken(label) ? MASK : label))
+    .join('.');
+  return `${parsed.protocol}//${host}${parsed.port === '' ? '' : `:${parsed.port}`}${path}${query === '' ? '' : `?${query}`}`;
+}
+
+/** The entries of a URL's query (`?a=1&b`): each name, and its value as written (undefined for an entry without `=`). */
+function queryEntries(search: string): { name: string; value: string | undefined }[] {
+  const out: { name: string; value: string | undefined }[] = [];
+  for (const pair of search.slice(1).split('&')) {
+    if (pair === '') continue;
+    const at = pair.indexOf('=');
+    // Form encoding: '+' is a space.
+    out.push(at < 0 ? { name: decoded(pair.replaceAll('+', ' ')), value: undefined } : { name: decoded(pair.slice(0, at).replaceAll('+', ' ')), value: pair.slice(at + 1) });
+  }
+  return out;
+}
+
+/**
+ * The labels of a host name, each marked `named` when it is one of the last two (the registrable name, roughly:
+ * `example.com`) or the host is an IP address: those name the server, the others may carry a tenant's token.
+ */
+function hostLabels(hostname: string): { label: string; named: boolean }[] {
+  const labels = hostname.split('.');
+  const ip = /^[\d.]+$/.test(hostname) || hostname.startsWith('[');
+  return labels.map((label, i) => ({ label, named: ip || i >= labels.length - 2 }));
 }
 
 /** The name and value of each credential in `url` (user name, password, query values, token-like path segments). */
@@ -51,19 +83,20 @@ export function urlCredentials(url: string): Array<[string, string]> {
   };
   if (parsed.username !== '') both('username', parsed.username);
   if (parsed.password !== '') both('password', parsed.password);
-  for (const pair of parsed.search.slice(1).split('&')) {
-    const at = pair.indexOf('=');
-    if (at <= 0) continue;
-    // Form encoding: '+' is a space.
-    const name = decoded(pair.slice(0, at).replaceAll('+', ' '));
-    const raw = pair.slice(at + 1);
-    out.push([name, raw]);
-    const plain = decoded(raw.replaceAll('+', ' '));
-    if (plain !== raw) out.push([name, plain]);
+  for (const { name, value } of queryEntries(parsed.search)) {
+    if (value === undefined) {
+      if (looksLikeToken(name)) out.push(['query', name]);
+      continue;
+    }
+    if (name === '') continue;
+    out.push([name, value]);
+    const plain = decoded(value.replaceAll('+', ' '));
+    if (plain !== value) out.push([name, plain]);
   }
   for (const segment of parsed.pathname.split('/')) {
     if (looksLikeToken(decoded(segment))) both('path', segment);
   }
+  for (const { label, named } of hostLabels(parsed.hostname)) if (!named && looksLikeToken(label)) out.push(['host', label]);
   return out;
 }
 

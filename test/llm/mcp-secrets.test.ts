@@ -74,6 +74,22 @@ describe('a flow with MCP credentials under names that do not look secret', () =
   });
 });
 
+describe('credentials in other places of a URL (review s26, finding 7)', () => {
+  const BARE = 'u9x2k7q4m1z8w3v6p0';
+  const HOST = 'q7w8e9r0t1y2u3i4';
+  const LOWER = 'kqzvhtpwmxbnrjdfyglc';
+  it('a bare query token, a token host label and a long run of lower-case letters in the path are masked and scrubbed; names are not', () => {
+    expect(maskedMcpUrl(`https://mcp.example.com/mcp?${BARE}`)).toBe('https://mcp.example.com/mcp?***');
+    expect(maskedMcpUrl(`https://${HOST}.mcp.example.com:8443/mcp`)).toBe('https://***.mcp.example.com:8443/mcp');
+    expect(maskedMcpUrl(`https://mcp.example.com/s/${LOWER}/mcp`)).toBe('https://mcp.example.com/s/***/mcp');
+    expect(maskedMcpUrl('https://eu-west.gateway.example.com/production-gateway/mcp?debug')).toBe('https://eu-west.gateway.example.com/production-gateway/mcp?debug');
+    expect(maskedMcpUrl('http://127.0.0.1:3000/mcp')).toBe('http://127.0.0.1:3000/mcp');
+    for (const [url, token] of [[`https://mcp.example.com/mcp?${BARE}`, BARE], [`https://${HOST}.mcp.example.com/mcp`, HOST], [`https://mcp.example.com/s/${LOWER}/mcp`, LOWER]] as const) {
+      expect(mcpServerSecrets({ name: 'hosted', transport: 'http', url })).toContain(token);
+    }
+  });
+});
+
 describe('the credentials of an MCP server URL are secret params (review s24, finding 3)', () => {
   const PATH_TOKEN = 'pA7x9Qk2Lm4Zt8Rw';
   const QUERY_TOKEN = 'u9x2k7q4m1z8w3v6';
