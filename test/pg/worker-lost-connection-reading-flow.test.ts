@@ -40,22 +40,19 @@ describe('a worker losing its connection while it reads the recorded flow', () =
       await recordRunFlow(collected, { v: 1, flow: { kind: 'config' }, modules: [MODULES] }, config);
       await new RunQueue(store).enqueue({ sessionKey: 'default', runId: 'r1' }, 'start', {}, collected.documents);
 
-      // The first document read of the worker fails as the driver fails a statement during a server restart.
-      const proto = PostgresRunStore.prototype;
-      const original = proto.checkDocument;
+      // The first document read of the worker fails as the driver fails a statement during a server restart (the
+      // worker's store gets a method of its own: the class is frozen, its instances may own a property so named).
+      const workerStore = new PostgresRunStore({ url, leaseMs: 2000, maxConnections: 3 });
+      const original = workerStore.checkDocument.bind(workerStore);
       let failed = false;
-      proto.checkDocument = function (this: unknown, ...args: unknown[]) {
+      workerStore.checkDocument = (...args: unknown[]) => {
         if (!failed) {
           failed = true;
           return Promise.reject(Object.assign(new Error('the database system is shutting down'), { name: 'PostgresError', code: '57P03', severity: 'FATAL' }));
         }
-        return original.apply(this, args);
+        return original(...args);
       };
-      try {
-        await runWorker({ databaseUrl: url, modules: [MODULES], concurrency: 1, leaseMs: 2000, pollMs: 50, exitWhenIdle: true, maxAttempts: 5, maxFlowBytes: 1 << 24 });
-      } finally {
-        proto.checkDocument = original;
-      }
+      await runWorker({ databaseUrl: url, store: workerStore, modules: [MODULES], concurrency: 1, leaseMs: 2000, pollMs: 50, exitWhenIdle: true, maxAttempts: 5, maxFlowBytes: 1 << 24 });
       expect(failed).toBe(true);
       const [job] = await new RunQueue(store).entries();
       // Promised: a lost connection is not the run's failure; the job is given back and the run resumed/started.

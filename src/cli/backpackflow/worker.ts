@@ -44,6 +44,8 @@ interface WorkerOptions extends FlowFileOptions {
   maxAttempts?: number;
   status?: boolean;
   json?: boolean;
+  /** The store to work with (closed when the worker stops), instead of one opened on `databaseUrl`: for tests. */
+  store?: PostgresRunStore;
 }
 
 /** The `worker` command. */
@@ -227,7 +229,7 @@ export function driverLostConnection(error: unknown): boolean {
 
 /** Runs the worker until it is stopped (see the module comment). */
 export async function runWorker(options: WorkerOptions): Promise<void> {
-  const store = new PostgresRunStore({ url: options.databaseUrl!, leaseMs: options.leaseMs, maxConnections: options.concurrency + 2 });
+  const store = options.store ?? new PostgresRunStore({ url: options.databaseUrl!, leaseMs: options.leaseMs, maxConnections: options.concurrency + 2 });
   const queue = new RunQueue(store, { maxAttempts: options.maxAttempts });
   const owner = store.owner;
   const stop = new AbortController();
