@@ -21,8 +21,8 @@ const WORDS = /^[a-z]{1,12}(?:[-_.][a-z]{1,12})*$/;
 
 /**
  * `url` as messages show it: scheme, host and path, with each path segment and host label that looks like a token
- * (but the host's last two labels) and every query value replaced by `***` (a query entry without a value, by its
- * name, when that looks like a token); no user name, password or fragment. `http://127.0.0.1:3000/mcp` is shown as it
+ * (but the host's last two labels), every query value and every query name that looks like a token replaced by
+ * `***`; no user name, password or fragment. `http://127.0.0.1:3000/mcp` is shown as it
  * is.
  */
 export function maskUrlCredentials(url: string): string {
@@ -37,7 +37,10 @@ export function maskUrlCredentials(url: string): string {
     .map((segment) => (looksLikeToken(decoded(segment)) ? MASK : segment))
     .join('/');
   const query = queryEntries(parsed.search)
-    .map(({ name, value }) => (value === undefined ? (looksLikeToken(name) ? MASK : encodeURIComponent(name)) : `${encodeURIComponent(name)}=${MASK}`))
+    .map(({ name, value }) => {
+      const shown = looksLikeToken(name) ? MASK : encodeURIComponent(name);
+      return value === undefined ? shown : `${shown}=${MASK}`;
+    })
     .join('&');
   const host = hostLabels(parsed.hostname)
     .map(({ label, named }) => (!named && looksLikeToken(label) ? MASK : label))
@@ -84,12 +87,10 @@ export function urlCredentials(url: string): Array<[string, string]> {
   if (parsed.username !== '') both('username', parsed.username);
   if (parsed.password !== '') both('password', parsed.password);
   for (const { name, value } of queryEntries(parsed.search)) {
-    if (value === undefined) {
-      if (looksLikeToken(name)) out.push(['query', name]);
-      continue;
-    }
-    if (name === '') continue;
-    out.push([name, value]);
+    // A name that looks like a token is one (`?<token>`, `?<token>=1`).
+    if (looksLikeToken(name)) out.push(['query', name]);
+    if (value === undefined) continue;
+    out.push([name === '' ? 'query' : name, value]);
     const plain = decoded(value.replaceAll('+', ' '));
     if (plain !== value) out.push([name, plain]);
   }

@@ -126,7 +126,8 @@ export interface NodeLoadContext {
    * Backpack, its events), which node code must never hold.
    */
   flow: NodeLoadFlow;
-  loader: FlowLoader;
+  /** Loads a nested flow config, as the loader that loads this node does (its `loadFlow`); nothing else of it. */
+  loader: Pick<FlowLoader, 'loadFlow'>;
   /** JSON path of the node's config. */
   path: string;
 }
@@ -199,6 +200,16 @@ export class FlowLoader implements FlowConfigLoader {
    * build (see {@link register}).
    */
   readonly #madeIn: NodeExecution | undefined = currentExecution.getStore();
+  /** What a class's `fromConfig` gets of this loader (see NodeLoadContext.loader): frozen, its `loadFlow` alone. */
+  readonly #facade: Pick<FlowLoader, 'loadFlow'> = Object.freeze({ loadFlow: (...args: Parameters<FlowLoader['loadFlow']>) => this.loadFlow(...args) });
+
+  /**
+   * A loader is frozen when made (its state is private): the library calls its methods for the owner, and no code that
+   * reaches it may give it a method of its own (a subclass's instances are the subclass's to freeze).
+   */
+  constructor() {
+    if (new.target === FlowLoader) Object.freeze(this);
+  }
 
   /**
    * Registers `NodeClass` under `type`. Registering another class under a taken type is an error, and so is a
@@ -537,7 +548,7 @@ export class FlowLoader implements FlowConfigLoader {
       try {
         instance = NodeClass.fromConfig
           ? // Node code: it runs as no node (see asBuilder), and gets no more of the flow than it needs.
-            await fromConfigOf(NodeClass, flow, nodeConfig, { loader: this, path: at })
+            await fromConfigOf(NodeClass, flow, nodeConfig, { loader: this.#facade, path: at })
           : flow.addNode(NodeClass, nodeConfig);
       } catch (error) {
         problems.push({ path: at, message: `could not create node '${node.id}': ${(error as Error).message}` });

@@ -84,7 +84,10 @@ describe('credentials in other places of a URL (review s26, finding 7)', () => {
     expect(maskedMcpUrl(`https://mcp.example.com/s/${LOWER}/mcp`)).toBe('https://mcp.example.com/s/***/mcp');
     expect(maskedMcpUrl('https://eu-west.gateway.example.com/production-gateway/mcp?debug')).toBe('https://eu-west.gateway.example.com/production-gateway/mcp?debug');
     expect(maskedMcpUrl('http://127.0.0.1:3000/mcp')).toBe('http://127.0.0.1:3000/mcp');
-    for (const [url, token] of [[`https://mcp.example.com/mcp?${BARE}`, BARE], [`https://${HOST}.mcp.example.com/mcp`, HOST], [`https://mcp.example.com/s/${LOWER}/mcp`, LOWER]] as const) {
+    // A token used as a query name, with a value or without (review s27, finding 6).
+    expect(maskedMcpUrl(`https://mcp.example.com/mcp?${BARE}=1&mode=x`)).toBe('https://mcp.example.com/mcp?***=***&mode=***');
+    expect(maskedMcpUrl(`https://mcp.example.com/mcp?${BARE}=`)).toBe('https://mcp.example.com/mcp?***=***');
+    for (const [url, token] of [[`https://mcp.example.com/mcp?${BARE}`, BARE], [`https://mcp.example.com/mcp?${BARE}=1`, BARE], [`https://mcp.example.com/mcp?=${BARE}`, BARE], [`https://${HOST}.mcp.example.com/mcp`, HOST], [`https://mcp.example.com/s/${LOWER}/mcp`, LOWER]] as const) {
       expect(mcpServerSecrets({ name: 'hosted', transport: 'http', url })).toContain(token);
     }
   });

@@ -17,6 +17,7 @@ import {
   FlowLoader,
   defaultFlowLoader,
   flowTool,
+  ProviderRegistry,
   registerProvider,
   type BackpackHandle,
   type BackpackNodeConfig,
@@ -230,5 +231,29 @@ describe('node-class code the library runs outside a run acts as no node', () =>
     const flow = await new FlowLoader().register('Loaded', Loaded).loadFlow({ version: '2.0.0', namespace: 'x', nodes: [{ type: 'Loaded', id: 'a', params: {} }] });
     expect(seen).toEqual([['addNode', 'id', 'namespace'], false]);
     expect(flow.getNode('a')).toBeInstanceOf(Loaded);
+  });
+});
+
+describe('the library objects a node reaches are frozen (review s27, findings 1 and 2)', () => {
+  it("a provider registry (reachable as a class's static providers) and a flow loader take no method of a node's", () => {
+    const registry = new ProviderRegistry();
+    const loader = new FlowLoader();
+    for (const [target, key] of [[registry, 'get'], [loader, 'exportFlow'], [loader, 'register']] as const) {
+      expect(() => ((target as unknown as Record<string, unknown>)[key] = () => undefined)).toThrow(TypeError);
+    }
+    expect(Object.isFrozen(registry) && Object.isFrozen(loader)).toBe(true);
+  });
+
+  it("a class's fromConfig gets the loader's loadFlow alone, frozen: nothing it can plant runs when the owner exports", async () => {
+    const seen: unknown[] = [];
+    class Evil extends BackpackNode {
+      static fromConfig(config: BackpackNodeConfig, context: NodeLoadContext): BackpackNode {
+        seen.push(Object.keys(context.loader), Object.isFrozen(context.loader));
+        return context.flow.addNode(Evil, config);
+      }
+    }
+    const flow = await new FlowLoader().register('Evil', Evil).loadFlow({ version: '2.0.0', namespace: 'x', nodes: [{ type: 'Evil', id: 'e', params: {} }] });
+    expect(seen).toEqual([['loadFlow'], true]);
+    expect(flow.getNode('e')).toBeInstanceOf(Evil);
   });
 });

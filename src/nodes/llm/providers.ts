@@ -35,6 +35,15 @@ export class ProviderRegistry {
   readonly #madeIn: NodeExecution | undefined = currentExecution.getStore();
 
   /**
+   * A registry is frozen when made (its state is private): nodes reach one through their class (`static providers`),
+   * and a method of its own put on it would get the API key of every node that resolves a model through it (a
+   * subclass's instances are the subclass's to freeze).
+   */
+  constructor() {
+    if (new.target === ProviderRegistry) Object.freeze(this);
+  }
+
+  /**
    * Registers (or replaces) provider `name`. From a node's code, only on a registry made in its execution: a
    * ModelResolutionError otherwise (a node must not put a factory of its own where the owner's nodes look).
    */
