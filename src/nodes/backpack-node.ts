@@ -300,7 +300,8 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
   }
 
   static #masked(node: BackpackNode): MaskedConfig {
-    return ((node.#more ??= {}).masked ??= maskedForOthers(node.#config, (node.constructor as BackpackNodeClass).paramsSchema, SEGMENT_KEYS));
+    // The class's schema (its getters, a Proxy) runs as the node itself, never as the reader (see asBuilder).
+    return ((node.#more ??= {}).masked ??= asBuilder(node, () => maskedForOthers(node.#config, (node.constructor as BackpackNodeClass).paramsSchema, SEGMENT_KEYS)));
   }
 
   /** The flow this node belongs to, as the node may see it: its id and namespace (one frozen view per flow). */

@@ -312,7 +312,8 @@ export class FlowLoader implements FlowConfigLoader {
       if (!record(node)) return node;
       const NodeClass = typeof node['type'] === 'string' ? this.#types.get(node['type']) : undefined;
       const out: Record<string, unknown> = { ...node };
-      if (record(node['params'])) out['params'] = maskMarkedSecrets(node['params'], NodeClass?.paramsSchema as ZodType | undefined);
+      // (The class's static and schema run as no node: see asBuilder.)
+      if (record(node['params'])) out['params'] = asBuilder(undefined, () => maskMarkedSecrets(node['params'] as Record<string, unknown>, NodeClass?.paramsSchema as ZodType | undefined));
       if (node['internalFlow'] !== undefined) out['internalFlow'] = maskFlow(node['internalFlow']);
       return out;
     };
@@ -442,7 +443,8 @@ export class FlowLoader implements FlowConfigLoader {
       if (found === 'refs') resolveEnvRefs(node.params, `${at}/params`, env, problems, true);
       const schema = found === 'cycle' ? undefined : (NodeClass?.paramsSchema as ZodType | undefined);
       if (schema) {
-        const result = schema.safeParse(node.params);
+        // The class's schema (its refinements, transforms, getters) runs as no node: see asBuilder.
+        const result = asBuilder(undefined, () => schema.safeParse(node.params));
         if (!result.success) for (const issue of result.error.issues) problems.push({ path: `${at}/params${pointer(issue.path)}`, message: issue.message });
       }
       if (node.internalFlow) {
@@ -658,10 +660,14 @@ export class FlowLoader implements FlowConfigLoader {
   }
 
   #exportNode(node: ExportableNode, depth: number, includeSensitive: boolean, chain: Flow[], flow: Flow): NodeConfig {
-    // The node's own code, run as the node and no one else (see asBuilder): its own params read as they are, another
-    // node's masked, whoever exports.
+    // Whatever of the node's class runs here (its `toConfig`, getters, its params schema as it is walked, its
+    // internalFlow getter) runs as the node and no one else (see asBuilder), whoever exports.
+    return asBuilder(node, () => this.#exportNodeAs(node, depth, includeSensitive, chain, flow));
+  }
+
+  #exportNodeAs(node: ExportableNode, depth: number, includeSensitive: boolean, chain: Flow[], flow: Flow): NodeConfig {
     const toConfig = node.toConfig;
-    const own = typeof toConfig === 'function' ? asBuilder(node, () => Reflect.apply(toConfig, node, []) as ReturnType<NonNullable<ExportableNode['toConfig']>>) : {};
+    const own = typeof toConfig === 'function' ? (Reflect.apply(toConfig, node, []) as ReturnType<NonNullable<ExportableNode['toConfig']>>) : {};
     const NodeClass = node.constructor as LoadableNodeClass;
     const written = this.#rawParams.get(node);
     // A toConfig that hands back its resolved params exports them as written (their ${ENV} references), never resolved.

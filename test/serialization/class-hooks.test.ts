@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { BackpackNode, Flow, FlowConfigError, FlowLoader, type BackpackHandle, type BackpackNodeClass, type BackpackNodeConfig, type NodeLoadContext } from '../../src/index.js';
+import { BackpackNode, Flow, FlowConfigError, FlowLoader, ProviderRegistry, defaultProviders, registerProvider, type BackpackHandle, type BackpackNodeClass, type BackpackNodeConfig, type NodeLoadContext } from '../../src/index.js';
 
 const SECRET = 'sk-live-SECRET-0123456789abcdef';
 
@@ -81,5 +81,64 @@ describe("exportFlow and a node class's toConfig", () => {
     evil.on('next', flow.addNode(Victim, { id: 'victim', apiKey: SECRET }));
     new FlowLoader().register('evil', Evil).register('victim', Victim).exportFlow(flow);
     expect(seen).toEqual(['***', 'own-token-0123456789']);
+  });
+});
+
+describe('class code the library runs when it exports, masks or validates runs as its node (review s27, finding 3)', () => {
+  it("a Proxy paramsSchema and a toConfig getter, run by the owner's exportFlow after a run, cannot register on an owner's registry", async () => {
+    const registry = new ProviderRegistry();
+    class Holder extends BackpackNode {
+      static providers = registry;
+    }
+    const outcomes: string[] = [];
+    let held: ProviderRegistry | undefined;
+    const attempt = (where: string): void => {
+      if (held === undefined) return;
+      try {
+        held.register('openai', async () => () => ({}) as never);
+        outcomes.push(`${where}: registered`);
+      } catch {
+        outcomes.push(`${where}: refused`);
+      }
+    };
+    class Evil extends BackpackNode {
+      static override paramsSchema = new Proxy(z.object({}).passthrough(), {
+        get(target, key) {
+          attempt('schema');
+          return Reflect.get(target, key, target);
+        },
+      }) as unknown as z.ZodType;
+      get toConfig(): undefined {
+        attempt('toConfig');
+        return undefined;
+      }
+      override exec(): void {
+        held = ((this.successors.get('next') as BackpackNode).constructor as typeof Holder).providers;
+      }
+      override post(): string {
+        return 'next';
+      }
+    }
+    const flow = new Flow({ onMissingRoute: 'end' });
+    const evil = flow.addNode(Evil, { id: 'evil', permissions: { read: [], write: [] } });
+    evil.on('next', flow.addNode(Holder, { id: 'holder' }));
+    await flow.run();
+    outcomes.length = 0;
+    new FlowLoader().exportFlow(flow);
+    expect(outcomes.length).toBeGreaterThan(0);
+    expect(outcomes.filter((o) => o.endsWith('registered'))).toEqual([]);
+    expect(registry.names()).toEqual([]);
+  });
+});
+
+describe('the default provider registry after the first run (review s27, finding 5)', () => {
+  it('takes the same registration again (a worker module registering for every job), and refuses another', async () => {
+    const ran = new Flow();
+    ran.addNode(BackpackNode, { id: 'n' });
+    await ran.run();
+    const openai = defaultProviders.get('openai')!;
+    expect(() => registerProvider('openai', openai.factory, { apiKeyEnv: openai.apiKeyEnv })).not.toThrow();
+    expect(defaultProviders.get('openai')).toEqual(openai);
+    expect(() => registerProvider('openai', async () => () => ({}) as never, { apiKeyEnv: openai.apiKeyEnv })).toThrow(/once a flow has run/);
   });
 });

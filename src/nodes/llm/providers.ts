@@ -44,14 +44,18 @@ export class ProviderRegistry {
   }
 
   /**
-   * Registers (or replaces) provider `name`. From a node's code, only on a registry made in its execution: a
-   * ModelResolutionError otherwise (a node must not put a factory of its own where the owner's nodes look).
+   * Registers (or replaces) provider `name`. From a node's code, only on a registry made in its execution; on the
+   * default registry, only until the first flow run starts in the process (registering the same entry again is always
+   * fine). Otherwise a ModelResolutionError: a node must not put a factory of its own where other nodes look.
    */
   register(name: string, factory: ProviderFactory, options: { apiKeyEnv?: string } = {}): this {
     const running = currentExecution.getStore();
     if (running !== undefined && running !== this.#madeIn) {
       throw new ModelResolutionError(`Node '${running.node.id}' cannot register provider '${name}' on a registry it did not make: a provider's factory gets the API keys of the nodes that use it`);
     }
+    const same = this.#entries.get(name);
+    // The same registration again changes nothing (a module whose `register` runs for every job of a worker).
+    if (same !== undefined && same.factory === factory && same.apiKeyEnv === options.apiKeyEnv) return this;
     if (anyRunStarted() && this === defaultProviders) {
       throw new ModelResolutionError(
         `Provider '${name}' cannot be registered on the default registry once a flow has run in this process: register providers before the first run, or give your nodes a registry of their own (static providers)`,
