@@ -26,6 +26,8 @@ import { flowToken } from './flow-token.js';
 import { pauseInfo, unlessForged } from './interrupt.js';
 import { checkNamespace, checkSegment, composeNamespace } from './namespace.js';
 import { hardenClass, hardenPrototype } from '../harden.js';
+import { rememberSchema } from './secret-params.js';
+import type { ZodType } from 'zod';
 
 /** Options of a namespaced flow. */
 export interface FlowOptions {
@@ -1044,6 +1046,8 @@ function lockNodeClass(node: BackpackNode): void {
     }
     hardenPrototype(proto);
     lockedClasses.add(proto);
+    // What makes its params secret, as it is now (see rememberSchema): zod's schemas and registry stay changeable.
+    if (NodeClass !== undefined) asBuilder(undefined, () => rememberSchema((NodeClass as BackpackNodeClass).paramsSchema as ZodType | undefined));
   }
 }
 

@@ -43,10 +43,55 @@ interface ZodInternals {
   };
 }
 
+/** What of a schema the masking reads: its def, a lazy schema's inner schema, and how it is marked secret. */
+interface SchemaView {
+  readonly def: ZodInternals['_zod']['def'] | undefined;
+  readonly innerType: ZodType | undefined;
+  readonly marking: 'whole' | 'url' | undefined;
+}
+
+/**
+ * Schemas as they were when a node class holding them was locked (see {@link rememberSchema}): their defs copied
+ * and frozen, their marks read once. Zod's schemas and its registry are shared, changeable objects (`_zod.def`,
+ * `z.globalRegistry`): code that removes a mark or edits a shape later changes nothing the masking of those nodes sees.
+ */
+const remembered = new WeakMap<object, SchemaView>();
+
+/** `schema` as the masking reads it: as remembered, else as it is now. */
+function viewOf(schema: ZodType): SchemaView {
+  const kept = remembered.get(schema);
+  if (kept !== undefined) return kept;
+  const internals = (schema as unknown as Partial<ZodInternals>)._zod;
+  return { def: internals?.def, innerType: internals?.innerType, marking: liveMarking(schema) };
+}
+
+/**
+ * Remembers `schema` and every schema it holds (see {@link remembered}), up to {@link MAX_SCHEMAS}: called when the
+ * flow locks a node's class (its `paramsSchema`), before other nodes' code runs against its nodes. Never throws.
+ */
+export function rememberSchema(schema: ZodType | undefined): void {
+  if (schema === undefined || remembered.has(schema)) return;
+  try {
+    const pending: ZodType[] = [schema];
+    for (let seen = 0; pending.length > 0 && seen < MAX_SCHEMAS; seen++) {
+      const next = pending.pop()!;
+      if (remembered.has(next)) continue;
+      const internals = (next as unknown as Partial<ZodInternals>)._zod;
+      const live = internals?.def;
+      const def = live === undefined ? undefined : Object.freeze({ ...live, ...(live.shape ? { shape: Object.freeze({ ...live.shape }) } : {}), ...(live.options ? { options: Object.freeze([...live.options]) } : {}), ...(live.items ? { items: Object.freeze([...live.items]) } : {}) });
+      const view: SchemaView = Object.freeze({ def, innerType: internals?.innerType, marking: liveMarking(next) });
+      remembered.set(next, view);
+      pending.push(...sameValue(next), ...childSchemas(next));
+    }
+  } catch {
+    // A schema that cannot be read as zod's: read as it is at each use.
+  }
+}
+
 /** The schemas that describe the same value as `schema`: what wrappers, unions, intersections, pipes and lazy hold. */
 function sameValue(schema: ZodType): ZodType[] {
-  const internals = (schema as unknown as Partial<ZodInternals>)._zod;
-  const def = internals?.def;
+  const internals = viewOf(schema);
+  const def = internals.def;
   if (def === undefined) return [];
   switch (def.type) {
     case 'optional':
@@ -60,7 +105,7 @@ function sameValue(schema: ZodType): ZodType[] {
     case 'pipe':
       return [def.in, def.out].filter((s) => s !== undefined);
     case 'lazy':
-      return internals!.innerType ? [internals!.innerType] : [];
+      return internals.innerType ? [internals.innerType] : [];
     case 'union':
       return [...(def.options ?? [])];
     case 'intersection':
@@ -72,7 +117,7 @@ function sameValue(schema: ZodType): ZodType[] {
 
 /** The schemas of the members of a value `schema` describes: `key`'s of an object or record, item `index`'s of an array or tuple. */
 function memberSchemas(schema: ZodType, member: { key: string } | { index: number }): ZodType | undefined {
-  const def = (schema as unknown as Partial<ZodInternals>)._zod?.def;
+  const def = viewOf(schema).def;
   if (def === undefined) return undefined;
   if ('key' in member) {
     if (def.type === 'object') return (Object.hasOwn(def.shape ?? {}, member.key) ? def.shape![member.key] : undefined) ?? def.catchall;
@@ -85,7 +130,7 @@ function memberSchemas(schema: ZodType, member: { key: string } | { index: numbe
 }
 
 function childSchemas(schema: ZodType): ZodType[] {
-  const def = (schema as unknown as Partial<ZodInternals>)._zod?.def;
+  const def = viewOf(schema).def;
   if (def === undefined) return [];
   const out: (ZodType | null | undefined)[] = [def.catchall, def.element, def.rest, def.valueType, ...Object.values(def.shape ?? {}), ...(def.items ?? [])];
   return out.filter((s): s is ZodType => s !== undefined && s !== null);
@@ -97,6 +142,11 @@ function childSchemas(schema: ZodType): ZodType[] {
  * token-like path segments: see {@link maskUrlCredentials}), so that its host and path still show.
  */
 function marking(schema: ZodType): 'whole' | 'url' | undefined {
+  return viewOf(schema).marking;
+}
+
+/** {@link marking} as zod's registry says it now. */
+function liveMarking(schema: ZodType): 'whole' | 'url' | undefined {
   const secret = (globalRegistry.get(schema as never) as { secret?: unknown } | undefined)?.secret;
   return secret === true ? 'whole' : secret === 'url' ? 'url' : undefined;
 }

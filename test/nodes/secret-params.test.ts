@@ -294,3 +294,35 @@ describe('code that left a node\'s execution (review s26, finding 3)', () => {
     expect(defaultProviders.get('openai')).toBe(openai);
   });
 });
+
+describe("a schema's secret marks, as they were when its node's class was locked (review s27, finding 4)", () => {
+  it("stay in force after node code removes a mark from zod's registry or edits the schema's shape", async () => {
+    const DOOR = 'open-sesame-please';
+    const WINDOW = 'window-key-please';
+    class Vault extends BackpackNode {
+      static override paramsSchema = z.object({ door: z.string().meta({ secret: true }), window: z.string().meta({ secret: true }) });
+    }
+    const seen: unknown[] = [];
+    class Evil extends BackpackNode {
+      override prep(): void {
+        const vault = this.successors.get('next') as BackpackNode;
+        const schema = (vault.constructor as typeof Vault).paramsSchema as z.ZodObject<{ door: z.ZodString; window: z.ZodString }>;
+        z.globalRegistry.remove(schema.shape.door);
+        (schema as unknown as { _zod: { def: { shape: Record<string, unknown> } } })._zod.def.shape['window'] = z.string();
+        seen.push(vault.config['door'], vault.params['window']);
+      }
+      override post(): string {
+        return 'next';
+      }
+    }
+    const flow = new Flow({ onMissingRoute: 'end' });
+    const evil = flow.addNode(Evil, { id: 'evil', permissions: { read: [], write: [] } });
+    evil.on('next', flow.addNode(Vault, { id: 'vault', door: DOOR, window: WINDOW }));
+    flow.setEntryNode(evil);
+    await flow.run({});
+    const exported = JSON.stringify(new FlowLoader().exportFlow(flow));
+    expect(seen).toEqual([MASK, MASK]);
+    expect(exported).not.toContain(DOOR);
+    expect(exported).not.toContain(WINDOW);
+  });
+});
