@@ -74,6 +74,34 @@ export function anyRunStarted(): boolean {
   return runStarted;
 }
 
+/** The owner's setup (see {@link asOwnerSetup}): an execution of no node, over before it starts. */
+const OWNER_SETUP: NodeExecution = Object.freeze({
+  node: Object.freeze({ id: "(the owner's setup)", namespace: '' }) as unknown as BackpackNode,
+  nodeName: '',
+  scope: undefined as unknown as RunScope,
+  spanId: '',
+  handle: undefined as unknown as BackpackHandle,
+  internalFlowCreated: false,
+  failedAttempts: 0,
+  interrupts: 0,
+  ended: true,
+  parent: undefined,
+});
+
+/**
+ * Runs `setup`, code the owner chose to configure the process with (a module's `register(loader)` that the CLI calls
+ * for each job of a worker), where the package's shared registries take registrations also after a run started (see
+ * {@link anyRunStarted}): code that left a node's execution is never in this context. Internal.
+ */
+export function asOwnerSetup<T>(setup: () => T): T {
+  return currentExecution.run(OWNER_SETUP, setup);
+}
+
+/** Whether `running` is the owner's setup (see {@link asOwnerSetup}). */
+export function isOwnerSetup(running: NodeExecution | undefined): boolean {
+  return running === OWNER_SETUP;
+}
+
 /** Stands for the node a flow is adding while its class's code runs (see {@link asBuilder}): it is no node. */
 const NODE_BEING_ADDED = Object.freeze({ id: '(a node being added)', namespace: '' }) as unknown as BackpackNode;
 

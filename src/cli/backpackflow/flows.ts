@@ -3,6 +3,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BackpackNode, type Flow } from '../../nodes/index.js';
+import { asOwnerSetup } from '../../nodes/execution.js';
 import {
   DEFAULT_MAX_FLOW_BYTES,
   FlowConfigError,
@@ -72,7 +73,8 @@ export async function loadModules(loader: FlowLoader, files: readonly string[]):
       throw new CliError(`cannot import module ${file}: ${(error as Error).message}${hint}`);
     }
     if (typeof mod['register'] === 'function') {
-      await (mod['register'] as (loader: FlowLoader) => unknown)(loader);
+      // The owner's configuration, which may register providers too: also for a worker's later jobs (see asOwnerSetup).
+      await asOwnerSetup(() => (mod['register'] as (loader: FlowLoader) => unknown)(loader));
     }
     for (const [name, value] of Object.entries(mod)) {
       if (isForeignBackpackNode(value)) {

@@ -1,7 +1,7 @@
 import type { LanguageModel } from 'ai';
 import type { DependencyLookup } from '../backpack-node.js';
 import { ModelResolutionError } from './errors.js';
-import { anyRunStarted, currentExecution, type NodeExecution } from '../execution.js';
+import { anyRunStarted, currentExecution, isOwnerSetup, type NodeExecution } from '../execution.js';
 
 /** What a provider factory gets: the node's connection settings (API key already resolved). */
 export interface ProviderSettings {
@@ -50,13 +50,14 @@ export class ProviderRegistry {
    */
   register(name: string, factory: ProviderFactory, options: { apiKeyEnv?: string } = {}): this {
     const running = currentExecution.getStore();
-    if (running !== undefined && running !== this.#madeIn) {
+    const setup = isOwnerSetup(running);
+    if (running !== undefined && running !== this.#madeIn && !setup) {
       throw new ModelResolutionError(`Node '${running.node.id}' cannot register provider '${name}' on a registry it did not make: a provider's factory gets the API keys of the nodes that use it`);
     }
     const same = this.#entries.get(name);
     // The same registration again changes nothing (a module whose `register` runs for every job of a worker).
     if (same !== undefined && same.factory === factory && same.apiKeyEnv === options.apiKeyEnv) return this;
-    if (anyRunStarted() && this === defaultProviders) {
+    if (anyRunStarted() && this === defaultProviders && !setup) {
       throw new ModelResolutionError(
         `Provider '${name}' cannot be registered on the default registry once a flow has run in this process: register providers before the first run, or give your nodes a registry of their own (static providers)`,
       );
