@@ -74,19 +74,27 @@ export function anyRunStarted(): boolean {
   return runStarted;
 }
 
+/**
+ * An execution of `node` that is over before it starts (frozen): what code of a node runs in outside its run (see
+ * {@link asBuilder}, {@link asOwnerSetup}). No backpack, emit, interrupt or step is available in it.
+ */
+function endedExecution(node: BackpackNode): NodeExecution {
+  return Object.freeze({
+    node,
+    nodeName: '',
+    scope: undefined as unknown as RunScope,
+    spanId: '',
+    handle: undefined as unknown as BackpackHandle,
+    internalFlowCreated: false,
+    failedAttempts: 0,
+    interrupts: 0,
+    ended: true,
+    parent: undefined,
+  });
+}
+
 /** The owner's setup (see {@link asOwnerSetup}): an execution of no node, over before it starts. */
-const OWNER_SETUP: NodeExecution = Object.freeze({
-  node: Object.freeze({ id: "(the owner's setup)", namespace: '' }) as unknown as BackpackNode,
-  nodeName: '',
-  scope: undefined as unknown as RunScope,
-  spanId: '',
-  handle: undefined as unknown as BackpackHandle,
-  internalFlowCreated: false,
-  failedAttempts: 0,
-  interrupts: 0,
-  ended: true,
-  parent: undefined,
-});
+const OWNER_SETUP: NodeExecution = endedExecution(Object.freeze({ id: "(the owner's setup)", namespace: '' }) as unknown as BackpackNode);
 
 /**
  * Runs `setup`, code the owner chose to configure the process with (a module's `register(loader)` that the CLI calls
@@ -114,19 +122,7 @@ const NODE_BEING_ADDED = Object.freeze({ id: '(a node being added)', namespace: 
  * as code in no execution is. `node`'s own secret params (and those of a node still being built) read as they are.
  */
 export function asBuilder<T>(node: BackpackNode | undefined, build: () => T): T {
-  const over: NodeExecution = {
-    node: node ?? NODE_BEING_ADDED,
-    nodeName: '',
-    scope: undefined as unknown as RunScope,
-    spanId: '',
-    handle: undefined as unknown as BackpackHandle,
-    internalFlowCreated: false,
-    failedAttempts: 0,
-    interrupts: 0,
-    ended: true,
-    parent: undefined,
-  };
-  return currentExecution.run(Object.freeze(over), build);
+  return currentExecution.run(endedExecution(node ?? NODE_BEING_ADDED), build);
 }
 
 /**
