@@ -38,7 +38,7 @@ export function maskUrlCredentials(url: string): string {
     .join('/');
   const query = queryEntries(parsed.search)
     .map(({ name, value }) => {
-      const shown = looksLikeToken(name) ? MASK : encodeURIComponent(name);
+      const shown = looksLikeTokenName(name) ? MASK : encodeURIComponent(name);
       return value === undefined ? shown : `${shown}=${MASK}`;
     })
     .join('&');
@@ -88,7 +88,7 @@ export function urlCredentials(url: string): Array<[string, string]> {
   if (parsed.password !== '') both('password', parsed.password);
   for (const { name, value } of queryEntries(parsed.search)) {
     // A name that looks like a token is one (`?<token>`, `?<token>=1`).
-    if (looksLikeToken(name)) out.push(['query', name]);
+    if (looksLikeTokenName(name)) out.push(['query', name]);
     if (value === undefined) continue;
     out.push([name === '' ? 'query' : name, value]);
     const plain = decoded(value.replaceAll('+', ' '));
@@ -103,6 +103,14 @@ export function urlCredentials(url: string): Array<[string, string]> {
 
 function looksLikeToken(segment: string): boolean {
   return segment.length >= MIN_PATH_TOKEN_LENGTH && !WORDS.test(segment);
+}
+
+/**
+ * Whether a query name is a token: as {@link looksLikeToken}, holding digits as well as letters (a parameter's name,
+ * even a long one such as `X-Amz-SignedHeaders`, is a word; a token used as a name is random).
+ */
+function looksLikeTokenName(name: string): boolean {
+  return looksLikeToken(name) && /\d/.test(name) && /[A-Za-z]/.test(name);
 }
 
 function decoded(text: string): string {

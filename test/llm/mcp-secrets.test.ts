@@ -84,6 +84,10 @@ describe('credentials in other places of a URL (review s26, finding 7)', () => {
     expect(maskedMcpUrl(`https://mcp.example.com/s/${LOWER}/mcp`)).toBe('https://mcp.example.com/s/***/mcp');
     expect(maskedMcpUrl('https://eu-west.gateway.example.com/production-gateway/mcp?debug')).toBe('https://eu-west.gateway.example.com/production-gateway/mcp?debug');
     expect(maskedMcpUrl('http://127.0.0.1:3000/mcp')).toBe('http://127.0.0.1:3000/mcp');
+    // Parameter names, even long ones, are names (review s28, finding 3).
+    const signed = 'https://bucket.s3.amazonaws.com/o?X-Amz-Algorithm=AWS4&X-Amz-Credential=AKIA%2F2024&X-Amz-SignedHeaders=host';
+    expect(maskedMcpUrl(signed)).toBe('https://bucket.s3.amazonaws.com/o?X-Amz-Algorithm=***&X-Amz-Credential=***&X-Amz-SignedHeaders=***');
+    expect(mcpServerSecrets({ name: 's3', transport: 'http', url: signed }).filter((value) => value.startsWith('X-'))).toEqual([]);
     // A token used as a query name, with a value or without (review s27, finding 6).
     expect(maskedMcpUrl(`https://mcp.example.com/mcp?${BARE}=1&mode=x`)).toBe('https://mcp.example.com/mcp?***=***&mode=***');
     expect(maskedMcpUrl(`https://mcp.example.com/mcp?${BARE}=`)).toBe('https://mcp.example.com/mcp?***=***');

@@ -42,6 +42,8 @@ export { maskUrlCredentials as maskedMcpUrl } from '../../redact/index.js';
 export { LlmError, ModelResolutionError, ModelCallError, ModelTimeoutError, CallAbortedError, InvalidModelOutputError, redactSecrets } from './errors.js';
 
 import type { BackpackNodeClass } from '../backpack-node.js';
+import type { ZodType } from 'zod';
+import { rememberSchema } from '../secret-params.js';
 import { AgentNode } from './agent-node.js';
 import { ChatNode } from './chat-node.js';
 import { DecisionNode } from './decision-node.js';
@@ -57,3 +59,7 @@ export const llmNodeTypes: Readonly<Record<string, BackpackNodeClass>> = Object.
   ToolExecutionNode,
   FinalAnswerNode,
 });
+
+// Which of their params are secret, as the library defines them (see rememberSchema): remembered when this module
+// loads, before any node's code runs, so that no code can strip a mark (zod's registry is shared) first.
+for (const NodeClass of Object.values(llmNodeTypes)) rememberSchema(NodeClass.paramsSchema as ZodType | undefined);
