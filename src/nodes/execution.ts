@@ -76,7 +76,7 @@ export function anyRunStarted(): boolean {
 
 /**
  * An execution of `node` that is over before it starts (frozen): what code of a node runs in outside its run (see
- * {@link asBuilder}, {@link asOwnerSetup}). No backpack, emit, interrupt or step is available in it.
+ * {@link asBuilder}). No backpack, emit, interrupt or step is available in it.
  */
 function endedExecution(node: BackpackNode): NodeExecution {
   return Object.freeze({
@@ -91,33 +91,6 @@ function endedExecution(node: BackpackNode): NodeExecution {
     ended: true,
     parent: undefined,
   });
-}
-
-/** Stands for the owner in its setup (see {@link asOwnerSetup}): it is no node. */
-const OWNER = Object.freeze({ id: "(the owner's setup)", namespace: '' }) as unknown as BackpackNode;
-
-/** The setups under way (see {@link asOwnerSetup}): a setup's context counts only until its setup settles. */
-const liveSetups = new WeakSet<NodeExecution>();
-
-/**
- * Runs `setup`, code the owner chose to configure the process with (a module's `register(loader)` that the CLI calls
- * for each job of a worker), where the package's shared registries take registrations also after a run started (see
- * {@link anyRunStarted}). Each call has a context of its own, which counts only until `setup` settles: code that kept
- * it (`AsyncLocalStorage.snapshot()`, a timer, a promise) is in no setup afterwards. Internal.
- */
-export async function asOwnerSetup<T>(setup: () => T | Promise<T>): Promise<T> {
-  const marker = endedExecution(OWNER);
-  liveSetups.add(marker);
-  try {
-    return await currentExecution.run(marker, setup);
-  } finally {
-    liveSetups.delete(marker);
-  }
-}
-
-/** Whether `running` is an owner's setup under way (see {@link asOwnerSetup}). */
-export function isOwnerSetup(running: NodeExecution | undefined): boolean {
-  return running !== undefined && liveSetups.has(running);
 }
 
 /** Stands for the node a flow is adding while its class's code runs (see {@link asBuilder}): it is no node. */

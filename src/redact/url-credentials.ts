@@ -106,11 +106,11 @@ function looksLikeToken(segment: string): boolean {
 }
 
 /**
- * Whether a query name is a token: as {@link looksLikeToken}, holding digits as well as letters (a parameter's name,
- * even a long one such as `X-Amz-SignedHeaders`, is a word; a token used as a name is random).
+ * Whether a query name is a token: as {@link looksLikeToken}, and either one run of characters (no `-`, `_` or `.`)
+ * or digits among letters: a parameter's name, even a long one, is words joined (`X-Amz-SignedHeaders`).
  */
 function looksLikeTokenName(name: string): boolean {
-  return looksLikeToken(name) && /\d/.test(name) && /[A-Za-z]/.test(name);
+  return looksLikeToken(name) && (!/[-_.]/.test(name) || (/\d/.test(name) && /[A-Za-z]/.test(name)));
 }
 
 function decoded(text: string): string {

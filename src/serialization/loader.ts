@@ -16,7 +16,7 @@ import {
   type FlowConfigLoader,
 } from '../nodes/index.js';
 import { configOf, currentNode, paramsOf } from '../nodes/backpack-node.js';
-import { anyRunStarted, asBuilder, currentExecution, isOwnerSetup, type NodeExecution } from '../nodes/execution.js';
+import { anyRunStarted, asBuilder, currentExecution, type NodeExecution } from '../nodes/execution.js';
 import { checkSegment } from '../nodes/namespace.js';
 import { deferNode, deferNodes, isTopLevel, placeNode, type DeferredNodes } from '../nodes/flow.js';
 import { BACKPACK_DEP, DependencyContainer, EVENT_STREAMER_DEP } from './container.js';
@@ -217,15 +217,15 @@ export class FlowLoader implements FlowConfigLoader {
    */
   register(type: string, NodeClass: LoadableNodeClass): this {
     const running = currentExecution.getStore();
-    const setup = isOwnerSetup(running);
-    if (running !== undefined && running !== this.#madeIn && !setup) {
+    if (running !== undefined && running !== this.#madeIn) {
       throw new FlowError(`Node '${running.node.id}' cannot register node types on a flow loader it did not make: the owner's loaders build what the owner registered`);
     }
-    if (sharedLoaders.has(this) && anyRunStarted() && !setup) {
+    if (sharedLoaders.has(this) && anyRunStarted()) {
       throw new FlowError(`Node type '${type}' cannot be registered on defaultFlowLoader once a flow has run in this process: register types before the first run, or use a FlowLoader of your own`);
     }
     if (typeof type !== 'string' || type === '') throw new TypeError(`FlowLoader.register: type must be a non-empty string, got ${JSON.stringify(type)}`);
-    if (typeof NodeClass !== 'function' || (NodeClass !== BackpackNode && !(NodeClass.prototype instanceof BackpackNode))) {
+    // (The class's code, a Proxy on its chain, runs as no node: see asBuilder.)
+    if (typeof NodeClass !== 'function' || (NodeClass !== BackpackNode && !asBuilder(undefined, () => NodeClass.prototype instanceof BackpackNode))) {
       throw new TypeError(`FlowLoader.register('${type}'): expected a BackpackNode class${foreignBackpackNode(NodeClass)}`);
     }
     const existing = this.#types.get(type);

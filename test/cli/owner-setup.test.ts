@@ -1,8 +1,7 @@
 /**
- * The owner's setup (the CLI's run of a module's `register(loader)`, where the shared registries take registrations
- * after a run started) counts only while that setup runs (review s28, finding 1): code evaluated inside it (a node
- * module the owner's register imports lazily) that keeps its async context (`AsyncLocalStorage.snapshot()`) is in no
- * setup when it uses it later, from its node's exec: it cannot replace the default `openai` provider.
+ * Code evaluated while the CLI runs a module's `register(loader)` (a node module the owner's register imports lazily)
+ * that keeps its async context (`AsyncLocalStorage.snapshot()`) gains nothing by it (review s28, finding 1; s29): the
+ * CLI's setup is no context of its own, and from its node's exec the code cannot replace the default `openai` provider.
  */
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';

@@ -88,6 +88,9 @@ describe('credentials in other places of a URL (review s26, finding 7)', () => {
     const signed = 'https://bucket.s3.amazonaws.com/o?X-Amz-Algorithm=AWS4&X-Amz-Credential=AKIA%2F2024&X-Amz-SignedHeaders=host';
     expect(maskedMcpUrl(signed)).toBe('https://bucket.s3.amazonaws.com/o?X-Amz-Algorithm=***&X-Amz-Credential=***&X-Amz-SignedHeaders=***');
     expect(mcpServerSecrets({ name: 's3', transport: 'http', url: signed }).filter((value) => value.startsWith('X-'))).toEqual([]);
+    // A token name of digits alone, or of letters alone (review s29, finding 2).
+    expect(maskedMcpUrl('https://mcp.example.com/sse?83920174650193847561029384')).toBe('https://mcp.example.com/sse?***');
+    expect(maskedMcpUrl('https://mcp.example.com/sse?qHzWbTkRmXvNpLcJdFgYsAeUoIrQ=1')).toBe('https://mcp.example.com/sse?***=***');
     // A token used as a query name, with a value or without (review s27, finding 6).
     expect(maskedMcpUrl(`https://mcp.example.com/mcp?${BARE}=1&mode=x`)).toBe('https://mcp.example.com/mcp?***=***&mode=***');
     expect(maskedMcpUrl(`https://mcp.example.com/mcp?${BARE}=`)).toBe('https://mcp.example.com/mcp?***=***');

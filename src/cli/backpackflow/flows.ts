@@ -3,7 +3,6 @@ import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BackpackNode, type Flow } from '../../nodes/index.js';
-import { asOwnerSetup } from '../../nodes/execution.js';
 import {
   DEFAULT_MAX_FLOW_BYTES,
   FlowConfigError,
@@ -73,8 +72,7 @@ export async function loadModules(loader: FlowLoader, files: readonly string[]):
       throw new CliError(`cannot import module ${file}: ${(error as Error).message}${hint}`);
     }
     if (typeof mod['register'] === 'function') {
-      // The owner's configuration, which may register providers too: also for a worker's later jobs (see asOwnerSetup).
-      await asOwnerSetup(() => (mod['register'] as (loader: FlowLoader) => unknown)(loader));
+      await (mod['register'] as (loader: FlowLoader) => unknown)(loader);
     }
     for (const [name, value] of Object.entries(mod)) {
       if (isForeignBackpackNode(value)) {
@@ -95,7 +93,24 @@ export async function loadModules(loader: FlowLoader, files: readonly string[]):
 }
 
 /** A loader with the built-in LLM node types and the node classes of `modules` registered. */
-export async function loaderWith(modules: readonly string[] = []): Promise<FlowLoader> {
+export function loaderWith(modules: readonly string[] = []): Promise<FlowLoader> {
+  // One loader per list of modules in a process: a worker builds many jobs, and a module's `register(loader)` may also
+  // register providers, which the default registry takes only until the first run (a loader is frozen, its types are
+  // fixed once its modules registered them).
+  const key = JSON.stringify(modules.map((file) => resolve(file)));
+  let made = loaders.get(key);
+  if (made === undefined) {
+    made = makeLoader(modules);
+    loaders.set(key, made);
+    made.catch(() => loaders.delete(key));
+  }
+  return made;
+}
+
+/** The loaders {@link loaderWith} made, by their modules. */
+const loaders = new Map<string, Promise<FlowLoader>>();
+
+async function makeLoader(modules: readonly string[]): Promise<FlowLoader> {
   const loader = new FlowLoader();
   // The LLM nodes (and the AI SDK) load only for the commands that build flows.
   const { llmNodeTypes } = await import('../../nodes/llm/index.js');

@@ -1,7 +1,7 @@
 import type { LanguageModel } from 'ai';
 import type { DependencyLookup } from '../backpack-node.js';
 import { ModelResolutionError } from './errors.js';
-import { anyRunStarted, currentExecution, isOwnerSetup, type NodeExecution } from '../execution.js';
+import { anyRunStarted, currentExecution, type NodeExecution } from '../execution.js';
 
 /** What a provider factory gets: the node's connection settings (API key already resolved). */
 export interface ProviderSettings {
@@ -24,6 +24,13 @@ export interface ProviderEntry {
   /** Environment variable holding the API key when the node has no `apiKey` param. */
   apiKeyEnv?: string;
 }
+
+/**
+ * The package's shared registries (`defaultProviders`): registrations only until the first run (see register). A set,
+ * not a comparison with `defaultProviders`: this module may load after a run started (the CLI loads the LLM nodes
+ * when a command builds a flow), while `defaultProviders` is being made.
+ */
+const sharedRegistries = new WeakSet<object>();
 
 /** Provider name to factory. `openai`, `anthropic` and `openai-compatible` are built in; register others. */
 export class ProviderRegistry {
@@ -50,14 +57,13 @@ export class ProviderRegistry {
    */
   register(name: string, factory: ProviderFactory, options: { apiKeyEnv?: string } = {}): this {
     const running = currentExecution.getStore();
-    const setup = isOwnerSetup(running);
-    if (running !== undefined && running !== this.#madeIn && !setup) {
+    if (running !== undefined && running !== this.#madeIn) {
       throw new ModelResolutionError(`Node '${running.node.id}' cannot register provider '${name}' on a registry it did not make: a provider's factory gets the API keys of the nodes that use it`);
     }
     const same = this.#entries.get(name);
     // The same registration again changes nothing (a module whose `register` runs for every job of a worker).
     if (same !== undefined && same.factory === factory && same.apiKeyEnv === options.apiKeyEnv) return this;
-    if (anyRunStarted() && this === defaultProviders && !setup) {
+    if (anyRunStarted() && sharedRegistries.has(this)) {
       throw new ModelResolutionError(
         `Provider '${name}' cannot be registered on the default registry once a flow has run in this process: register providers before the first run, or give your nodes a registry of their own (static providers)`,
       );
@@ -128,6 +134,7 @@ export function createDefaultProviderRegistry(): ProviderRegistry {
 
 /** The registry nodes use unless given another. */
 export const defaultProviders: ProviderRegistry = createDefaultProviderRegistry();
+sharedRegistries.add(defaultProviders);
 
 /**
  * Registers provider `name` on the default registry (e.g. a Google or Mistral provider package), before the first flow
