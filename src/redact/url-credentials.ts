@@ -106,12 +106,18 @@ function looksLikeToken(segment: string): boolean {
 }
 
 /**
- * Whether a query name is a token: as {@link looksLikeToken}, and either one run of characters (no `-`, `_` or `.`)
- * or digits among letters: a parameter's name, even a long one, is words joined (`X-Amz-SignedHeaders`).
+ * Whether a query name is a token: as {@link looksLikeToken}, but not words joined as parameter names are
+ * (`X-Amz-SignedHeaders`, `includeDeprecatedTools`, `MaxResultsPerPage`: see {@link NAME_WORDS}).
  */
 function looksLikeTokenName(name: string): boolean {
-  return looksLikeToken(name) && (!/[-_.]/.test(name) || (/\d/.test(name) && /[A-Za-z]/.test(name)));
+  return looksLikeToken(name) && !NAME_WORDS.test(name);
 }
+
+/**
+ * Words of 3 to 14 letters, joined by `-`, `_`, `.` or a capital (`X` alone may lead: `X-Amz-Credential`; an
+ * upper-case word between separators: `X-AMZ-DATE`). A longer run of letters is no word (`kqzvhtpwmxbnrjdfyglc`).
+ */
+const NAME_WORDS = /^(?:[A-Za-z](?=[-_.])|[A-Za-z][a-z]{2,13})(?:[-_.]?[A-Z][a-z]{2,13}|[-_.][A-Za-z][a-z]{2,13}|[-_.][A-Z]{2,}(?=[-_.]|$))*$/;
 
 function decoded(text: string): string {
   try {

@@ -88,6 +88,8 @@ describe('credentials in other places of a URL (review s26, finding 7)', () => {
     const signed = 'https://bucket.s3.amazonaws.com/o?X-Amz-Algorithm=AWS4&X-Amz-Credential=AKIA%2F2024&X-Amz-SignedHeaders=host';
     expect(maskedMcpUrl(signed)).toBe('https://bucket.s3.amazonaws.com/o?X-Amz-Algorithm=***&X-Amz-Credential=***&X-Amz-SignedHeaders=***');
     expect(mcpServerSecrets({ name: 's3', transport: 'http', url: signed }).filter((value) => value.startsWith('X-'))).toEqual([]);
+    // Parameter names in camelCase are names (review s30, finding 2).
+    expect(maskedMcpUrl('https://mcp.example.com/sse?includeDeprecatedTools=1&MaxResultsPerPage=5')).toBe('https://mcp.example.com/sse?includeDeprecatedTools=***&MaxResultsPerPage=***');
     // A token name of digits alone, or of letters alone (review s29, finding 2).
     expect(maskedMcpUrl('https://mcp.example.com/sse?83920174650193847561029384')).toBe('https://mcp.example.com/sse?***');
     expect(maskedMcpUrl('https://mcp.example.com/sse?qHzWbTkRmXvNpLcJdFgYsAeUoIrQ=1')).toBe('https://mcp.example.com/sse?***=***');

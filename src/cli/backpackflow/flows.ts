@@ -71,9 +71,7 @@ export async function loadModules(loader: FlowLoader, files: readonly string[]):
       const hint = typescript ? ' (a TypeScript module: run the CLI as `node --import tsx <backpackflow>`, or give its compiled JavaScript)' : '';
       throw new CliError(`cannot import module ${file}: ${(error as Error).message}${hint}`);
     }
-    if (typeof mod['register'] === 'function') {
-      await (mod['register'] as (loader: FlowLoader) => unknown)(loader);
-    }
+    if (typeof mod['register'] === 'function') await registerModule(path, mod['register'] as (loader: FlowLoader) => unknown, loader);
     for (const [name, value] of Object.entries(mod)) {
       if (isForeignBackpackNode(value)) {
         throw new CliError(
@@ -92,25 +90,42 @@ export async function loadModules(loader: FlowLoader, files: readonly string[]):
   return registered;
 }
 
-/** A loader with the built-in LLM node types and the node classes of `modules` registered. */
-export function loaderWith(modules: readonly string[] = []): Promise<FlowLoader> {
-  // One loader per list of modules in a process: a worker builds many jobs, and a module's `register(loader)` may also
-  // register providers, which the default registry takes only until the first run (a loader is frozen, its types are
-  // fixed once its modules registered them).
-  const key = JSON.stringify(modules.map((file) => resolve(file)));
-  let made = loaders.get(key);
-  if (made === undefined) {
-    made = makeLoader(modules);
-    loaders.set(key, made);
-    made.catch(() => loaders.delete(key));
+/** What each module's `register(loader)` registered, by the module's path: see {@link registerModule}. */
+const moduleTypes = new Map<string, Promise<readonly (readonly [string, LoadableNodeClass])[]>>();
+
+/**
+ * Runs a module's `register(loader)` once in a process, and replays on every later loader the node types it
+ * registered: a worker builds many jobs (with fresh loaders, for its modules in whatever lists its runs recorded),
+ * and a `register` may also register a provider, which the default registry takes only until the first run.
+ */
+async function registerModule(path: string, register: (loader: FlowLoader) => unknown, loader: FlowLoader): Promise<void> {
+  let types = moduleTypes.get(path);
+  if (types === undefined) {
+    const recorded: [string, LoadableNodeClass][] = [];
+    // The module sees a loader of its own whose registrations are recorded (the other methods are the loader's).
+    const own = new FlowLoader();
+    const recording = new Proxy(own, {
+      get(target, key) {
+        if (key === 'register') {
+          return (type: string, NodeClass: LoadableNodeClass) => {
+            target.register(type, NodeClass);
+            recorded.push([type, NodeClass]);
+            return recording;
+          };
+        }
+        const value: unknown = Reflect.get(target, key, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    types = Promise.resolve(register(recording as FlowLoader)).then(() => recorded);
+    moduleTypes.set(path, types);
+    types.catch(() => moduleTypes.delete(path));
   }
-  return made;
+  for (const [type, NodeClass] of await types) if (!loader.isRegistered(type)) loader.register(type, NodeClass);
 }
 
-/** The loaders {@link loaderWith} made, by their modules. */
-const loaders = new Map<string, Promise<FlowLoader>>();
-
-async function makeLoader(modules: readonly string[]): Promise<FlowLoader> {
+/** A loader with the built-in LLM node types and the node classes of `modules` registered. */
+export async function loaderWith(modules: readonly string[] = []): Promise<FlowLoader> {
   const loader = new FlowLoader();
   // The LLM nodes (and the AI SDK) load only for the commands that build flows.
   const { llmNodeTypes } = await import('../../nodes/llm/index.js');
