@@ -58,6 +58,16 @@ export function executionSignal(run: AbortSignal, execution: NodeExecution): { s
   return { signal: controller.signal, release: () => run.removeEventListener('abort', forward) };
 }
 
+/**
+ * The execution running now when it is not `madeIn` (the one a registry or loader was made in; undefined: made outside
+ * any node's run): a registration from there is another node's code acting on what it did not make. Undefined
+ * otherwise (the same context, or no execution).
+ */
+export function foreignExecution(madeIn: NodeExecution | undefined): NodeExecution | undefined {
+  const running = currentExecution.getStore();
+  return running !== undefined && running !== madeIn ? running : undefined;
+}
+
 let runStarted = false;
 
 /** Records that a flow run has started in this process (see {@link anyRunStarted}). */

@@ -16,7 +16,7 @@ import {
   type FlowConfigLoader,
 } from '../nodes/index.js';
 import { configOf, currentNode, paramsOf } from '../nodes/backpack-node.js';
-import { anyRunStarted, asBuilder, currentExecution, type NodeExecution } from '../nodes/execution.js';
+import { anyRunStarted, asBuilder, currentExecution, foreignExecution, type NodeExecution } from '../nodes/execution.js';
 import { checkSegment } from '../nodes/namespace.js';
 import { deferNode, deferNodes, isTopLevel, placeNode, type DeferredNodes } from '../nodes/flow.js';
 import { BACKPACK_DEP, DependencyContainer, EVENT_STREAMER_DEP } from './container.js';
@@ -216,8 +216,8 @@ export class FlowLoader implements FlowConfigLoader {
    * registration from a node's code on a loader made elsewhere (the owner's, `defaultFlowLoader`): a FlowError.
    */
   register(type: string, NodeClass: LoadableNodeClass): this {
-    const running = currentExecution.getStore();
-    if (running !== undefined && running !== this.#madeIn) {
+    const running = foreignExecution(this.#madeIn);
+    if (running !== undefined) {
       throw new FlowError(`Node '${running.node.id}' cannot register node types on a flow loader it did not make: the owner's loaders build what the owner registered`);
     }
     if (sharedLoaders.has(this) && anyRunStarted()) {

@@ -1,7 +1,7 @@
 import type { LanguageModel } from 'ai';
 import type { DependencyLookup } from '../backpack-node.js';
 import { ModelResolutionError } from './errors.js';
-import { anyRunStarted, currentExecution, type NodeExecution } from '../execution.js';
+import { anyRunStarted, currentExecution, foreignExecution, type NodeExecution } from '../execution.js';
 
 /** What a provider factory gets: the node's connection settings (API key already resolved). */
 export interface ProviderSettings {
@@ -56,8 +56,8 @@ export class ProviderRegistry {
    * fine). Otherwise a ModelResolutionError: a node must not put a factory of its own where other nodes look.
    */
   register(name: string, factory: ProviderFactory, options: { apiKeyEnv?: string } = {}): this {
-    const running = currentExecution.getStore();
-    if (running !== undefined && running !== this.#madeIn) {
+    const running = foreignExecution(this.#madeIn);
+    if (running !== undefined) {
       throw new ModelResolutionError(`Node '${running.node.id}' cannot register provider '${name}' on a registry it did not make: a provider's factory gets the API keys of the nodes that use it`);
     }
     const same = this.#entries.get(name);
