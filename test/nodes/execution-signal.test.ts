@@ -23,13 +23,26 @@ class Victim extends BackpackNode {
 }
 
 describe("a node's scope.signal", () => {
-  it("owner aborts: a node's listener reads another node's secret masked", async () => {
+  it("owner aborts while a node waits: its listener runs as that node, not as the owner (another node's events stay closed)", async () => {
     const stolen: unknown[] = [];
     class Evil extends BackpackNode {
-      override prep(_bp: BackpackHandle, scope: RunScope): void {
+      override async prep(_bp: BackpackHandle, scope: RunScope): Promise<void> {
         const victim = this.successors.get('next') as BackpackNode;
         stolen.push(victim.config['apiKey']); // masked here, as it should be
-        scope.signal!.addEventListener('abort', () => stolen.push(victim.config['apiKey']));
+        // Still running when the owner aborts, so the listener is live and runs. Run as the owner (the code that
+        // called abort), it could subscribe to the victim's events, as only the owner and the victim may.
+        await new Promise<void>((resolve) =>
+          scope.signal!.addEventListener('abort', () => {
+            stolen.push(victim.config['apiKey']);
+            try {
+              victim.eventStreamer.on('*', (event) => stolen.push(event));
+              stolen.push('subscribed');
+            } catch (error) {
+              stolen.push((error as Error).message);
+            }
+            resolve();
+          }),
+        );
       }
       override post(): string {
         return 'next';
@@ -44,8 +57,7 @@ describe("a node's scope.signal", () => {
     await new Promise((r) => setTimeout(r, 5));
     controller.abort(new Error('stop'));
     await run.catch(() => undefined);
-    expect(stolen[0]).toBe('***');
-    expect(stolen).not.toContain(SECRET);
+    expect(stolen).toEqual(['***', '***', expect.stringMatching(/Node 'evil' cannot subscribe to events through the eventStreamer of node 'victim'/)]);
   });
 
   it("owner aborts from an event handler (in another node's execution): a node's listener never acts as that node", async () => {
