@@ -200,6 +200,12 @@ export class FlowLoader implements FlowConfigLoader {
    * build (see {@link register}).
    */
   readonly #madeIn: NodeExecution | undefined = currentExecution.getStore();
+  /**
+   * Set when the loader first loads a flow: from then on it takes no new node type (see {@link register}). Code in no
+   * node's execution looks like the owner's but may be node code the runtime runs later, and a class it registered
+   * would be built with the params (secrets included) of a config that names its type.
+   */
+  #inUse = false;
   /** What a class's `fromConfig` gets of this loader (see NodeLoadContext.loader): frozen, its `loadFlow` alone. */
   readonly #facade: Pick<FlowLoader, 'loadFlow'> = Object.freeze({ loadFlow: (...args: Parameters<FlowLoader['loadFlow']>) => this.loadFlow(...args) });
 
@@ -213,7 +219,9 @@ export class FlowLoader implements FlowConfigLoader {
 
   /**
    * Registers `NodeClass` under `type`. Registering another class under a taken type is an error, and so is a
-   * registration from a node's code on a loader made elsewhere (the owner's, `defaultFlowLoader`): a FlowError.
+   * registration from a node's code on a loader made elsewhere (the owner's, `defaultFlowLoader`), a new type on a
+   * loader of your own once it has loaded a flow, and one on `defaultFlowLoader` once a flow has run: a FlowError.
+   * Registering the same class under its type again is always fine.
    */
   register(type: string, NodeClass: LoadableNodeClass): this {
     const running = foreignExecution(this.#madeIn);
@@ -230,6 +238,9 @@ export class FlowLoader implements FlowConfigLoader {
     }
     const existing = this.#types.get(type);
     if (existing && existing !== NodeClass) throw new Error(`FlowLoader.register: type '${type}' is already registered to ${existing.name}`);
+    if (existing === undefined && this.#inUse && !sharedLoaders.has(this)) {
+      throw new FlowError(`Node type '${type}' cannot be registered on this loader: it has loaded flows. Register a loader's node types before it loads a flow`);
+    }
     this.#types.set(type, NodeClass);
     if (!this.#names.has(NodeClass)) this.#names.set(NodeClass, type);
     return this;
@@ -269,6 +280,7 @@ export class FlowLoader implements FlowConfigLoader {
    * new flow shares that node's Backpack and streamer (and, when no `deps` are given, its dependencies).
    */
   async loadFlow(config: unknown, deps?: DependencyLookup | Record<string, unknown>, options: LoadOptions = {}): Promise<Flow> {
+    this.#inUse = true;
     const share = typeof config === 'string' || options.shareConfig === true;
     let input = typeof config === 'string' ? parseFlowConfig(config, 'flow config', { maxBytes: options.maxBytes }) : config;
     const tables = new Map<FlowConfig, NameTable>();

@@ -7,7 +7,7 @@ import { StreamEventType, type StreamEventTypeValue } from '../../events/index.j
 import type { Attempt, RunScope } from '../../flow/index.js';
 import { BackpackNode, describeError } from '../backpack-node.js';
 import { CallAbortedError, InvalidModelOutputError, redactSecrets } from './errors.js';
-import { defaultProviders, resolveModel, type ProviderRegistry, type ResolvedModel } from './providers.js';
+import { defaultProviders, markRegistryInUse, resolveModel, type ProviderRegistry, type ResolvedModel } from './providers.js';
 import { callWithRetry, DEFAULT_RETRY_POLICY, raceAbort, type RetryPolicy } from './retry.js';
 import { scrubSecrets, StreamScrubber, usableSecrets } from './secrets.js';
 import { limitToolInputNesting, type NestingLimitedModel } from './tool-input.js';
@@ -94,6 +94,12 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
    */
   static providers: ProviderRegistry = defaultProviders;
 
+  constructor(...args: ConstructorParameters<typeof BackpackNode>) {
+    super(...args);
+    // The registry this node's class names takes no new provider from now on (see ProviderRegistry.register).
+    markRegistryInUse(new.target.providers);
+  }
+
   /** The node's params, typed. */
   protected get llmParams(): LlmParams {
     return this.params as LlmParams;
@@ -107,12 +113,14 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
   /** Resolves the node's model. */
   protected resolveModel(): Promise<ResolvedModel> {
     const p = this.llmParams;
+    const providers = (this.constructor as typeof LlmNode).providers;
+    markRegistryInUse(providers);
     return resolveModel(p.model, {
       deps: this.deps,
       modelRef: p.modelRef,
       apiKey: p.apiKey,
       baseURL: p.baseURL,
-      providers: (this.constructor as typeof LlmNode).providers,
+      providers,
       owner: `node '${this.id}'`,
     });
   }

@@ -32,6 +32,21 @@ export interface ProviderEntry {
  */
 const sharedRegistries = new WeakSet<object>();
 
+/**
+ * Registries that nodes use (see {@link markRegistryInUse}): they take no new or replaced provider (see register).
+ */
+const registriesInUse = new WeakSet<object>();
+
+/**
+ * Records that a node uses `registry` (an LLM node made with it, or a model resolved through it). From then on it
+ * takes no new or replaced provider: code that runs in no node's execution may be node code the runtime runs later
+ * (a process event listener, a FinalizationRegistry callback), and the owner's registries are reachable from node
+ * code (`static providers`); a factory it put there would get the API keys of the nodes that use the registry.
+ */
+export function markRegistryInUse(registry: ProviderRegistry): void {
+  if (registry instanceof ProviderRegistry) registriesInUse.add(registry);
+}
+
 /** Provider name to factory. `openai`, `anthropic` and `openai-compatible` are built in; register others. */
 export class ProviderRegistry {
   readonly #entries = new Map<string, ProviderEntry>();
@@ -52,8 +67,10 @@ export class ProviderRegistry {
 
   /**
    * Registers (or replaces) provider `name`. From a node's code, only on a registry made in its execution; on the
-   * default registry, only until the first flow run starts in the process (registering the same entry again is always
-   * fine). Otherwise a ModelResolutionError: a node must not put a factory of its own where other nodes look.
+   * default registry, only until the first flow run starts in the process; on another registry, only until a node
+   * uses it (an LLM node whose class names it in `static providers` is added to a flow, or resolves a model through
+   * it). Registering the same entry again is always fine. Otherwise a ModelResolutionError: a node must not put a
+   * factory of its own where other nodes look.
    */
   register(name: string, factory: ProviderFactory, options: { apiKeyEnv?: string } = {}): this {
     const running = foreignExecution(this.#madeIn);
@@ -66,6 +83,11 @@ export class ProviderRegistry {
     if (anyRunStarted() && sharedRegistries.has(this)) {
       throw new ModelResolutionError(
         `Provider '${name}' cannot be registered on the default registry once a flow has run in this process: register providers before the first run, or give your nodes a registry of their own (static providers)`,
+      );
+    }
+    if (registriesInUse.has(this) && !sharedRegistries.has(this)) {
+      throw new ModelResolutionError(
+        `Provider '${name}' cannot be registered on this registry: nodes already use it. Register a registry's providers before adding the nodes that use it to a flow`,
       );
     }
     if (!/^[a-z0-9][a-z0-9._-]*$/i.test(name)) {
