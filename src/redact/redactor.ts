@@ -7,7 +7,7 @@
  * - secret-looking text anywhere, also inside longer strings ({@link DEFAULT_SECRET_PATTERNS}, plus the user's
  *   patterns): in string values, object keys, Map keys and Set members (live Maps and Sets, and their encoded
  *   form `{ "$bp": "map" | "set", v }`), at any depth;
- * - every string under a secret-named key ({@link SecretKeyMatcher}): object keys, Map keys (also a `[key, value]`
+ * - every string under a secret-named key, and a number right under one ({@link SecretKeyMatcher}): object keys, Map keys (also a `[key, value]`
  *   pair in a list, as an encoded Map holds them, whatever the other pairs' keys are), and an entry that names its
  *   key in a `key` field (a `backpack.packed` event: `{ key: 'password', valueSummary }`), whose
  *   `value`, `valueSummary`, `previousValue`, `newValue` and `summary` are blanked. A Backpack item under such a
@@ -876,7 +876,7 @@ export class Redactor {
           return mapEntries(item as Record<string, unknown>, (name, subschema) => sub(subschema, inSecret || defs || this.keys.isSecretKey(name)), keyOf, freeKey);
         }
         if (SCHEMA_SUBSCHEMAS.has(key)) return Array.isArray(item) ? mapArray(item, (element) => sub(element, inSecret)) : sub(item, inSecret);
-        if (inSecret && SCHEMA_DATA.has(key)) return this.blank(item, depth + 1, key);
+        if (inSecret && SCHEMA_DATA.has(key)) return this.secretValue(item, depth + 1, key);
         // Only JSON Schema's own keywords are exempt from the key rule: any other key of the object is data, as in
         // any object (a config file that names its schema in `$schema` keeps its `password` blanked).
         if (!SCHEMA_KEYWORDS.has(key)) return this.entry(schema, key, item, depth);
@@ -917,7 +917,7 @@ export class Redactor {
     if (kind === PLAIN_KEY) return this.walk(item, depth + 1, key);
     if (kind === SECRET_KEY) return this.secretEntry(item, depth + 1, key);
     if (kind === AUTH_KEY) return typeof item === 'string' && isBasicCredential(item) ? this.replaced(item, REDACTED) : this.walk(item, depth + 1, key);
-    return this.namedBySibling(record, kind) ? this.blank(item, depth + 1, key) : this.walk(item, depth + 1, key);
+    return this.namedBySibling(record, kind) ? this.secretValue(item, depth + 1, key) : this.walk(item, depth + 1, key);
   }
 
   /** {@link keyKind} of the object keys seen, which repeat from event to event. */
@@ -1034,7 +1034,15 @@ export class Redactor {
     return changed ? new Set(members) : set;
   }
 
-  /** Every string replaced (keeping numbers, booleans and the shape). */
+  /**
+   * The value right under a secret-named key (or named secret by a sibling): a number there is the secret itself (a
+   * PIN, a numeric password) and is replaced as a string is; a structure is {@link blank}ed.
+   */
+  private secretValue(value: unknown, depth: number, key: string | number): unknown {
+    return typeof value === 'number' ? this.replaced(String(value), REDACTED) : this.blank(value, depth, key);
+  }
+
+  /** Every string replaced (keeping numbers, booleans and the shape: a structure's numbers are ports, counts, sizes). */
   private blank(value: unknown, depth: number, key: string | number): unknown {
     if (typeof value === 'string') return this.replaced(value, REDACTED);
     if (value === null || typeof value !== 'object') return value;
@@ -1060,7 +1068,7 @@ export class Redactor {
         let out: Record<string, unknown> | undefined;
         for (const name in record) {
           const item = record[name];
-          const next = name === 'metadata' || name === 'accessControl' ? this.walk(item, depth + 1, name) : this.blank(item, depth + 1, name);
+          const next = name === 'metadata' || name === 'accessControl' ? this.walk(item, depth + 1, name) : this.secretValue(item, depth + 1, name);
           if (next !== item) {
             out ??= { ...record };
             setOwn(out, name, next);
@@ -1069,7 +1077,7 @@ export class Redactor {
         return out ?? record;
       }
     }
-    return this.blank(value, depth, key);
+    return this.secretValue(value, depth, key);
   }
 }
 

@@ -1,0 +1,39 @@
+/**
+ * A number under a secret-named key never reaches the disk (review s31, finding 1): not in the step's delta in
+ * `events.jsonl`, not in a keyframe, not in what `loadRunPoint` reads back; the README's own `secretKeys: ['pin',
+ * 'ssn']` example holds numbers. Before, the value summary was blanked while the stored state beside it kept the number.
+ */
+import { describe, expect, it } from 'vitest';
+import { BackpackNode, Flow, loadRunPoint, runFlow, type BackpackHandle } from '../../src/index.js';
+import { filesHolding } from '../support/files.js';
+import { makeTempDir } from '../support/temp.js';
+
+function flowPacking(values: Record<string, unknown>): Flow {
+  class Pack extends BackpackNode {
+    override post(backpack: BackpackHandle): undefined {
+      for (const [key, value] of Object.entries(values)) backpack.pack(key, value);
+      return undefined;
+    }
+  }
+  const flow = new Flow({ namespace: 'app' });
+  flow.addNode(Pack, { id: 'pack' });
+  return flow;
+}
+
+describe('numbers under secret-named keys, on disk', () => {
+  it('a numeric password in a packed config: not in the log, the keyframe or what is read back', async () => {
+    const dataDir = makeTempDir('bf-secret-numbers-', 'test');
+    await runFlow(flowPacking({ db: { host: 'db.internal', port: 5432, password: 58203917 } }), { dataDir, runId: 'r1', keyframeInterval: 1 });
+    expect(filesHolding(dataDir, '58203917')).toEqual([]);
+    expect(filesHolding(dataDir, '"port":5432').length).toBeGreaterThan(0);
+    const point = await loadRunPoint({ dataDir, runId: 'r1', step: 1 });
+    expect(point.state.items['db']?.value).toEqual({ host: 'db.internal', port: 5432, password: '[REDACTED]' });
+  });
+
+  it("the README's example, secretKeys ['pin', 'ssn'], with the numbers they hold", async () => {
+    const dataDir = makeTempDir('bf-secret-numbers-', 'test');
+    await runFlow(flowPacking({ customer: { name: 'Ann', pin: 48213, ssn: 123456789 } }), { dataDir, runId: 'r2', keyframeInterval: 1, redaction: { secretKeys: ['pin', 'ssn'] } });
+    expect(filesHolding(dataDir, '48213')).toEqual([]);
+    expect(filesHolding(dataDir, '123456789')).toEqual([]);
+  });
+});
