@@ -219,6 +219,22 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
     minLength: 14,
   },
   {
+    id: 'authorization-credentials',
+    source: 'HTTP Authorization and Proxy-Authorization headers (RFC 9110 section 11.6.2): any scheme, any case',
+    // `Authorization: <scheme> <credentials>` in text (curl -v output, a request log, a header quoted in JSON or
+    // in JSON inside a string): the credentials after the scheme are the secret, a token68 (`Token 9944…`, `SSWS …`,
+    // `ApiKey …`, `bearer …`) or a list of auth-params (`Digest username="…", response="…"`). The scheme is any
+    // word, also one the named-value pass has already replaced. The name may end a longer one (`HTTP_AUTHORIZATION`,
+    // as CGI and Django name the header).
+    regex: new RegExp(
+      String.raw`(?:proxy-)?authorization(?:\\*["'])?[ \t]*[:=][ \t]*(?:\\*["'])?[^\s"'\\]+[ \t]+(?<secret>[\w!#$%&*+.^|~-]+[ \t]*=[ \t]*(?:\\*"[^"]*?\\*"|[^\s,"'\\]+)(?:[ \t]*,[ \t]*[\w!#$%&*+.^|~-]+[ \t]*=[ \t]*(?:\\*"[^"]*?\\*"|[^\s,"'\\]+))*|[A-Za-z0-9._~+/-]{6,}=*)`,
+      'gi',
+    ),
+    gate: /authorization/,
+    // The shortest match: `authorization:a b=c` (19).
+    minLength: 19,
+  },
+  {
     id: 'secret-assignment',
     source: 'gitleaks:generic-api-key (keyword = value), secretlint:aws (AWS_SECRET_ACCESS_KEY = ...)',
     // The quotes may be escaped, at any depth (`{\"password\":\"...\"}`, JSON quoted inside a string, and that

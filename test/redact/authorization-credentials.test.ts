@@ -1,0 +1,57 @@
+/**
+ * An HTTP `Authorization` (or `Proxy-Authorization`) header quoted in text (curl -v output, a request log, a tool
+ * result, a header bag in JSON or JSON inside a string) loses its credentials whatever the scheme and its case
+ * (review s31, finding 2: the named-value pass blanked the scheme, the first word, and kept the credential after it
+ * for every scheme but `Bearer` and `Basic`).
+ */
+import { describe, expect, it } from 'vitest';
+import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../../src/index.js';
+import { REDACTED, Redactor } from '../../src/redact/index.js';
+import { filesHolding } from '../support/files.js';
+import { makeTempDir } from '../support/temp.js';
+
+const DRF = '9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b'; // Django REST framework's TokenAuthentication, as its docs show it
+const OKTA = '00QCjAl4MlV-WPXM-AbCdEfGhIjKlMnOpQrStUvWx'; // an Okta API token (SSWS scheme)
+const ELASTIC = 'VnVhQ2ZHY0JDZGJrUW0tZTVhT3g6dWkybHAyYXhUTm1zeWFrdzl0dk5udw'; // an Elasticsearch ApiKey
+const LOWER = 'abcdefghij0123456789abcdefghij'; // a bearer token, its scheme written in lower case
+const DIGEST = '6629fae49393a05397450978507c4ef1';
+
+const redactor = new Redactor();
+
+describe('Authorization headers in text', () => {
+  it.each([
+    ['Token (DRF, GitHub)', `> GET /api/items HTTP/1.1\n> Authorization: Token ${DRF}\n> Accept: */*`, DRF],
+    ['SSWS (Okta)', `> Authorization: SSWS ${OKTA}\n`, OKTA],
+    ['ApiKey (Elasticsearch), the name in lower case', `authorization: ApiKey ${ELASTIC}`, ELASTIC],
+    ['bearer in lower case', `Authorization: bearer ${LOWER}`, LOWER],
+    ['Proxy-Authorization', `Proxy-Authorization: Token ${DRF}`, DRF],
+    ['as CGI names it', `HTTP_AUTHORIZATION=Token ${DRF}`, DRF],
+    ['Digest auth-params', `Authorization: Digest username="Mufasa", realm="http-auth@example.org", response="${DIGEST}"`, DIGEST],
+    ['in a JSON string', JSON.stringify({ headers: `Authorization: Token ${DRF}` }), DRF],
+    ['a header bag in JSON', JSON.stringify({ Authorization: `ApiKey ${ELASTIC}` }), ELASTIC],
+    ['Digest in JSON inside a string', JSON.stringify(JSON.stringify({ h: `Authorization: Digest username="a", response="${DIGEST}"` })), DIGEST],
+  ])('%s: the credentials are replaced, the rest kept', (_name, text, secret) => {
+    const out = redactor.redactText(text);
+    expect(out).not.toContain(secret);
+    expect(out).toContain(REDACTED);
+    expect(out.toLowerCase()).toContain('authorization');
+  });
+
+  it('the lines around a header are kept', () => {
+    expect(redactor.redactText(`> Authorization: Token ${DRF}\n> Accept: */*`)).toBe(`> Authorization: ${REDACTED} ${REDACTED}\n> Accept: */*`);
+  });
+
+  it('a packed trace: the credential is on no file of the run', async () => {
+    class Pack extends BackpackNode {
+      override post(backpack: BackpackHandle): undefined {
+        backpack.pack('httpTrace', `> Authorization: SSWS ${OKTA}\n> Proxy-Authorization: Token ${DRF}`);
+        return undefined;
+      }
+    }
+    const flow = new Flow({ namespace: 'app' });
+    flow.addNode(Pack, { id: 'pack' });
+    const dataDir = makeTempDir('bf-authorization-', 'test');
+    await runFlow(flow, { dataDir, runId: 'r1', keyframeInterval: 1 });
+    expect([...filesHolding(dataDir, OKTA), ...filesHolding(dataDir, DRF)]).toEqual([]);
+  });
+});
