@@ -11,6 +11,22 @@ import { contradictedMarker, cutSinceClose, markerContradicted, readPending, typ
 import { dataEndOf, readLines } from './lines.js';
 import type { RunPaths } from './paths.js';
 
+/**
+ * What keeps the batch marker of a log whose data ends at `size` from witnessing its end (see PendingBatch.closed),
+ * or undefined: a marker that holds no record (after a writer's retries), none where the log holds data (every writer
+ * writes one before its first line), or a close record smaller than the log. Readers go on without it (the chain
+ * still proves each line); verify reports it, as a cut at a batch boundary since the close can no longer be seen.
+ */
+function markerDamage(pending: PendingBatch | undefined | 'torn', size: number, paths: RunPaths): string | undefined {
+  const unseen = `whether ${paths.events} was cut at a batch boundary since its writer closed it cannot be checked`;
+  if (pending === 'torn') return `${paths.pendingBatch} does not hold a batch record (damaged, or torn by a crash of the machine): ${unseen}`;
+  if (pending === undefined) return size > 0 ? `${paths.pendingBatch} is missing or empty, though ${paths.events} holds events (every writer writes it first): ${unseen}` : undefined;
+  if (pending.closed !== undefined && size > pending.closed) {
+    return `${paths.events}: its writer closed it with ${pending.closed} bytes, it now holds ${size}: lines were added after the close (a writer that continued the run lost its update of ${paths.pendingBatch} in a crash of the machine), or ${paths.pendingBatch} was changed`;
+  }
+  return undefined;
+}
+
 /** Checks the first `end` bytes of the log of `paths` (its committed lines); see EventStore.verify. */
 export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runId: string; end: number }): Promise<VerifyResult> {
   const { paths, end } = log;
@@ -95,7 +111,7 @@ export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runI
       problem: `${paths.index} records event ${badEntry.line + 1} at byte ${badEntry.offset} with seq ${badEntry.seq}, which is not what ${paths.events} holds there: the index is damaged (a writer rebuilds it on open)`,
     };
   }
-  const cut = cutSinceClose(pending, size, paths.events);
+  const cut = cutSinceClose(pending, size, paths.events) ?? markerDamage(pending, size, paths);
   if (cut !== undefined) damage ??= { line: lines, problem: cut };
   // A marker naming a batch in flight where the log holds sealed lines would hide them from readers: edited.
   const marker = pending !== undefined && pending !== 'torn' && size > pending.start && size < pending.end && (await markerContradicted(paths.events, pending, size)) ? contradictedMarker(paths.pendingBatch, pending, paths.events) : undefined;
