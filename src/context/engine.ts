@@ -406,12 +406,26 @@ export class ContextEngine {
   /** Registers (or updates) an agent; persisted in `.merkle/agents.json`. */
   async registerAgent(identity: { agentId: string; role: AgentRole; capabilities?: readonly string[] }): Promise<AgentIdentity> {
     const agent = checkIdentity(identity);
+    this.refuseSecretNames('registerAgent', [['agent id', agent.agentId], ...agent.capabilities.map((c): [string, string] => ['capability', c])]);
     const release = await this.store.lock(this.options.lockTimeoutMs);
     try {
       this.store.writeAgents({ ...this.store.readAgents(), [agent.agentId]: agent });
       return agent;
     } finally {
       release();
+    }
+  }
+
+  /**
+   * Agent ids, capabilities and frame types are stored as they are (in `agents.json`, `state.json` and every frame
+   * file: they name what readers look up), never redacted: one that holds a secret by the engine's redaction is
+   * refused, as the run store refuses such node and run ids. The error does not quote it.
+   */
+  private refuseSecretNames(where: string, names: readonly [what: string, name: string][]): void {
+    for (const [what, name] of names) {
+      if (this.redactor.holdsSecret(name)) {
+        throw new ContextError('INVALID_ARGUMENT', `${where}: the ${what} holds a secret-looking value; names are stored as they are (never redacted), so they must not hold secrets: rename it`);
+      }
     }
   }
 
@@ -555,6 +569,7 @@ export class ContextEngine {
   async putFrame(node: string, frame: FrameInput, agentId: string): Promise<string> {
     const where = `putFrame(${JSON.stringify(node)})`;
     const checked = checkFrameInput(frame, checkAgentId(agentId, where), where);
+    this.refuseSecretNames(where, [['frame type', checked.type]]);
     // Stored (and hashed) redacted: a frame quoting a .env file never keeps the secret.
     const input = { ...checked, content: this.redactor.redactText(checked.content), metadata: this.redactor.redact(checked.metadata).value };
     return this.transact((tx) => {
@@ -592,6 +607,7 @@ export class ContextEngine {
   ): Promise<string> {
     checkFrameType(frameType, 'synthesizeBranch');
     checkAgentId(agentId, 'synthesizeBranch');
+    this.refuseSecretNames('synthesizeBranch', [['frame type', frameType]]);
     const resolved = resolvePolicy(policy, frameType, this.policies);
     return this.transact((tx) => {
       authorize(tx.agents, agentId, 'synthesize', frameType);
