@@ -60,8 +60,11 @@ const threadId: fc.Arbitrary<{ id: string; secret?: string }> = fc.oneof(
 /** Channel names, secret-named ones among them, and versions as numbers or as PostgresSaver's strings. */
 const channel = fc.constantFrom('topic', 'messages', 'apiKey', 'token', 'password', 'OPENAI_API_KEY', 'client_secret');
 const version = fc.oneof(fc.integer({ min: 1, max: 1000 }), fc.integer({ min: 1, max: 1000 }).map((n) => `${String(n).padStart(32, '0')}.0.${n % 7}`));
-/** Values the redaction pass keeps even under a secret-named channel (it blanks strings only). */
-const value = fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.integer(), { maxLength: 3 }));
+/**
+ * Values the redaction pass keeps even under a secret-named channel: it blanks strings, and a number right under the
+ * name (the secret itself), but keeps booleans, null and the numbers of a structure.
+ */
+const value = fc.oneof(fc.boolean(), fc.constant(null), fc.array(fc.integer(), { maxLength: 3 }), fc.record({ n: fc.integer() }));
 const channels = fc.uniqueArray(fc.tuple(channel, version, value), { minLength: 1, maxLength: 5, selector: ([c]) => c });
 /** A later version than any of {@link version} (a channel's version changes with its value). */
 const later = (v: number | string): number | string => (typeof v === 'number' ? v + 1000 : `${v}1`);
@@ -248,17 +251,17 @@ describe('BackpackflowSaver with names shaped like secrets', () => {
     await saver.close();
   });
 
-  it('keeps the version of a secret-named channel exact while its string value stays redacted', async () => {
+  it('keeps the version of a secret-named channel exact while its value (a string, a number) stays redacted', async () => {
     const dataDir = tempDir();
     const saver = new BackpackflowSaver({ dataDir });
     const v = '00000000000000000000000000000001.0.1';
-    const { checkpoint, versions } = checkpointOf({ channels: [['apiKey', v, 'not-a-pattern-value'], ['token', v, { version: 'v2', n: 1 }]], seen: { agent: { token: v } } }, uuid6(-1));
+    const { checkpoint, versions } = checkpointOf({ channels: [['apiKey', v, 'not-a-pattern-value'], ['token', v, { version: 'v2', n: 1 }], ['password', v, 4821]], seen: { agent: { token: v } } }, uuid6(-1));
     const config = await saver.put({ configurable: { thread_id: 't', checkpoint_ns: '' } }, checkpoint, { source: 'input', step: -1, parents: {} }, versions);
     await saver.close();
     const again = new BackpackflowSaver({ dataDir });
     const tuple = await again.getTuple(config);
-    expect(tuple?.checkpoint.channel_values).toEqual({ apiKey: '[REDACTED]', token: { version: '[REDACTED]', n: 1 } });
-    expect(tuple?.checkpoint.channel_versions).toEqual({ apiKey: v, token: v });
+    expect(tuple?.checkpoint.channel_values).toEqual({ apiKey: '[REDACTED]', token: { version: '[REDACTED]', n: 1 }, password: '[REDACTED]' });
+    expect(tuple?.checkpoint.channel_versions).toEqual({ apiKey: v, token: v, password: v });
     expect(tuple?.checkpoint.versions_seen).toEqual({ agent: { token: v } });
     await again.close();
     expectNothingHolds(dataDir, ['not-a-pattern-value']);
