@@ -1039,7 +1039,13 @@ export class Redactor {
    * PIN, a numeric password) and is replaced as a string is; a structure is {@link blank}ed.
    */
   private secretValue(value: unknown, depth: number, key: string | number): unknown {
-    return typeof value === 'number' ? this.replaced(String(value), REDACTED) : this.blank(value, depth, key);
+    if (typeof value === 'number') return this.replaced(String(value), REDACTED);
+    // A state delta's replacement (`{ r: value }`, see runtime/json-delta.ts) holds the value right under the key.
+    if (isReplacement(value)) {
+      const inner = this.secretValue(value.r, depth + 1, 'r');
+      return inner === value.r ? value : { r: inner };
+    }
+    return this.blank(value, depth, key);
   }
 
   /** Every string replaced (keeping numbers, booleans and the shape: a structure's numbers are ports, counts, sizes). */
@@ -1079,6 +1085,13 @@ export class Redactor {
     }
     return this.secretValue(value, depth, key);
   }
+}
+
+/** A plain object whose one own key is `r`: a state delta's replacement of a value (see runtime/json-delta.ts). */
+function isReplacement(value: unknown): value is { r: unknown } {
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || !isPlainObject(value)) return false;
+  const keys = Object.keys(value);
+  return keys.length === 1 && keys[0] === 'r';
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * A number right under a secret-named key is the secret itself (a numeric password, a PIN, a key of the user's own
  * `secretKeys`): it is replaced as a string is, wherever the key is (an object, a Map, a `[key, value]` pair, a
- * Backpack item or a state delta under the key, a `{ name, value }` record); the numbers of a structure under such a
- * key (a port, a TTL) are kept (review s31, finding 1: the number was written to keyframes and deltas in clear).
+ * Backpack item or a state delta under the key, its replacement `{ r: n }` in a delta or a patch, a `{ name, value }`
+ * record); the numbers of a structure under such a key (a port, a TTL) are kept (reviews s31 and s32, finding 1: the
+ * number was written to keyframes and deltas in clear).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -21,6 +22,8 @@ const placements: [string, (key: string, n: number) => unknown][] = [
   ['[key, value] pair', (key, n) => ({ env: [[key, n]] })],
   ['Backpack item', (key, n) => ({ items: { [key]: { value: n, metadata: { sourceNodeId: 'a', version: 1 } } } })],
   ['name/value record', (key, n) => ({ env: [{ name: key, value: n }] })],
+  ['state delta entry', (key, n) => ({ set: { [key]: { metadata: { sourceNodeId: 'a', version: 2 }, value: { r: n } } } })],
+  ['patch of a nested key', (key, n) => ({ set: { customer: { metadata: { sourceNodeId: 'a', version: 2 }, value: { o: { [key]: { r: n } } } } } })],
 ];
 
 function numbersIn(value: unknown, out: number[] = []): number[] {

@@ -30,6 +30,29 @@ describe('numbers under secret-named keys, on disk', () => {
     expect(point.state.items['db']?.value).toEqual({ host: 'db.internal', port: 5432, password: '[REDACTED]' });
   });
 
+  it('a number packed right under a secret-named key, and one changed inside a value later (a patch): on no file', async () => {
+    class Steps extends BackpackNode {
+      override post(backpack: BackpackHandle): string | undefined {
+        const n = ((backpack.unpack('n') as number | undefined) ?? 0) + 1;
+        backpack.pack('n', n);
+        if (n === 1) {
+          backpack.pack('password', 58203917);
+          backpack.pack('customer', { name: 'Ann', pin: 48213, tier: 'gold' });
+        } else backpack.pack('customer', { name: 'Ann', pin: 77031, tier: 'gold' });
+        return n < 3 ? 'again' : undefined;
+      }
+    }
+    const flow = new Flow({ namespace: 'app' });
+    const node = flow.addNode(Steps, { id: 'steps' });
+    node.on('again', node);
+    const dataDir = makeTempDir('bf-secret-numbers-', 'test');
+    await runFlow(flow, { dataDir, runId: 'r3', redaction: { secretKeys: ['pin'] } });
+    for (const n of ['58203917', '48213', '77031']) expect(filesHolding(dataDir, n)).toEqual([]);
+    const point = await loadRunPoint({ dataDir, runId: 'r3', step: 2 });
+    expect(point.state.items['password']?.value).toBe('[REDACTED]');
+    expect(point.state.items['customer']?.value).toEqual({ name: 'Ann', pin: '[REDACTED]', tier: 'gold' });
+  });
+
   it("the README's example, secretKeys ['pin', 'ssn'], with the numbers they hold", async () => {
     const dataDir = makeTempDir('bf-secret-numbers-', 'test');
     await runFlow(flowPacking({ customer: { name: 'Ann', pin: 48213, ssn: 123456789 } }), { dataDir, runId: 'r2', keyframeInterval: 1, redaction: { secretKeys: ['pin', 'ssn'] } });
