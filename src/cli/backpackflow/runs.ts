@@ -26,19 +26,20 @@ import { redactorFor } from '../../redact/index.js';
  * that had no route, and reports the run: how it ended, or the question it waits for and how to answer it.
  */
 export async function runLive(options: CommonOptions, flow: Flow, start: (flow: Flow) => Promise<RunResult>): Promise<RunResult> {
-  // What is printed is redacted as the log is (the built-in catalogue `run` writes with): the trace, the question a
-  // waiting node asks, the --json result.
+  // What is printed is redacted as the log is (the built-in catalogue `run` writes with): the trace, the warning for
+  // an action without a route, the question a waiting node asks, the result (--json or not).
   const redactor = redactorFor();
   const visualizer = options.json ? undefined : new FlowVisualizer(flow.eventStreamer, { output: process.stdout, redact: (line) => redactor.redactText(line) });
   const stopWarning = flow.eventStreamer.on(StreamEventType.ROUTE_MISSING, (event) => {
     if (!isEventOf(event, StreamEventType.ROUTE_MISSING)) return;
     const p: Partial<EventPayloadMap['route.missing']> = event.payload;
-    warn(`no route for action '${p.action}' from node '${p.from}' (${event.namespace ?? ''}); the flow ended there. Routes: ${p.available?.length ? p.available.join(', ') : 'none'}`);
+    warn(redactor.redactText(`no route for action '${p.action}' from node '${p.from}' (${event.namespace ?? ''}); the flow ended there. Routes: ${p.available?.length ? p.available.join(', ') : 'none'}`));
   });
   let result: RunResult;
   try {
     const ran = await storeErrors(() => start(flow));
-    result = ran.interrupt === undefined ? ran : { ...ran, interrupt: { ...ran.interrupt, payload: redactor.redact(ran.interrupt.payload).value } };
+    // An action is data (a decision node's is the model's text), as is the question a waiting node asks.
+    result = redactor.redact(ran).value;
   } finally {
     stopWarning();
     visualizer?.detach();
