@@ -10,6 +10,7 @@ import { CallAbortedError, InvalidModelOutputError, redactSecrets } from './erro
 import { defaultProviders, markRegistryInUse, resolveModel, type ProviderRegistry, type ResolvedModel } from './providers.js';
 import { callWithRetry, DEFAULT_RETRY_POLICY, raceAbort, type RetryPolicy } from './retry.js';
 import { scrubSecrets, StreamScrubber, usableSecrets } from './secrets.js';
+import { urlSecrets } from './mcp-secrets.js';
 import { limitToolInputNesting, type NestingLimitedModel } from './tool-input.js';
 import { toolOutputProblem } from './tool-output.js';
 import type { LlmTool, ToolCallRecord, ToolResultRecord } from './tools.js';
@@ -22,8 +23,11 @@ export const llmParamsShape = {
   modelRef: z.string().min(1).optional(),
   /** API key, or `${ENV_NAME}`; default: the provider's env var (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...). */
   apiKey: z.string().min(1).optional().meta({ secret: true }),
-  /** Base URL of the API (required for `openai-compatible`). */
-  baseURL: z.url().optional(),
+  /**
+   * Base URL of the API (required for `openai-compatible`). Credentials in it (a gateway's key in its path or query,
+   * a password) are the node's secrets, like its `apiKey` (`.meta({ secret: 'url' })`).
+   */
+  baseURL: z.url().optional().meta({ secret: 'url' }),
   /** System prompt. */
   systemPrompt: z.string().optional(),
   temperature: z.number().min(0).max(2).optional(),
@@ -251,8 +255,15 @@ export class LlmNode<P = any, E = any> extends BackpackNode<P, E> {
   #secrets(resolved?: ResolvedModel): string[] {
     if (resolved !== undefined) this.#modelResolved = true;
     for (const secret of resolved?.secrets ?? []) if (secret) this.#resolvedSecrets.add(secret);
-    const key = this.llmParams.apiKey;
-    return [...this.#resolvedSecrets, ...(key ? [key] : []), ...this.configSecrets()];
+    const { apiKey: key, baseURL } = this.llmParams;
+    return [...this.#resolvedSecrets, ...(key ? [key] : []), ...this.#baseUrlSecrets(baseURL), ...this.configSecrets()];
+  }
+
+  /** The credentials `baseURL` carries (see urlSecrets), computed once per URL: asked for every event. */
+  #baseUrl: { url: string | undefined; secrets: readonly string[] } = { url: undefined, secrets: [] };
+  #baseUrlSecrets(url: string | undefined): readonly string[] {
+    if (url !== this.#baseUrl.url) this.#baseUrl = { url, secrets: url === undefined ? [] : urlSecrets(url) };
+    return this.#baseUrl.secrets;
   }
 
   /**

@@ -45,7 +45,18 @@ export function mcpServerSecrets(server: McpServer): string[] {
       const credential = /^\S+\s+(\S+)$/.exec(value.trim())?.[1];
       add('credential', credential);
     }
-    for (const [name, value] of urlCredentials(server.url)) add(name, value);
+    for (const value of urlSecrets(server.url)) out.add(value);
   }
   return [...out];
+}
+
+/**
+ * The credentials a URL carries (an MCP server's, an LLM node's `baseURL`): user name, password, query values and
+ * names that look like tokens, path segments and host labels that look like tokens, as written and percent-decoded.
+ * Values shorter than 8 characters count only under a secret-looking name.
+ */
+export function urlSecrets(url: string): string[] {
+  const out: string[] = [];
+  for (const [name, value] of urlCredentials(url)) if (value !== '' && (value.length >= MIN_UNNAMED_LENGTH || isSecretKey(name))) out.push(value);
+  return out;
 }
