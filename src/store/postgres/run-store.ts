@@ -35,7 +35,7 @@ import { encodeEvent } from '../event-encode.js';
 import type { CorruptLine, ReadOptions, VerifiedEvent, VerifyResult } from '../event-store.js';
 import { CheckpointStoreError, EventStoreError, FencedError, LockError, ProjectionStoreError, RunExistsError, RunGoneError, StoreError, describeIssues, lostConnection } from '../errors.js';
 import { decodeLine } from '../log-format.js';
-import { assertValidId } from '../paths.js';
+import { assertValidId, isValidId } from '../paths.js';
 import { continuedRunMeta, emptyRunMeta, foldRunMeta, foldRunMetaBatch } from '../run-meta.js';
 import { RunChangedError } from '../retention.js';
 import { checkedDocument, documentDigest } from '../run-documents.js';
@@ -477,7 +477,17 @@ export class PostgresRunStore implements RunStore {
       where ${sessionKey === undefined ? sql`true` : sql`r.session_key = ${sessionKey}`}
         and (r.meta is not null or exists (select 1 from backpackflow.event_batches e where e.session_key = r.session_key and e.run_id = r.run_id))
       order by r.session_key collate "C", r.run_id collate "C"`;
-    return rows.map((r) => ({ sessionKey: r.session_key, runId: r.run_id }));
+    // A row whose ids no run of ours has (written by another tool, a manual fix, a restore) is left out, as the file
+    // store leaves out a folder so named, with a warning: one such row never breaks the listing of the others.
+    const valid = rows.filter((r) => isValidId(r.session_key) && isValidId(r.run_id));
+    if (valid.length < rows.length) {
+      process.emitWarning(
+        `${this.location}: left out ${rows.length - valid.length} row(s) of backpackflow.runs whose session key or run id is not a valid id ` +
+          `(a path segment of letters, digits, '_', '.' and '-'): no run of backpackflow has such ids; fix or delete them`,
+        'RunStoreWarning',
+      );
+    }
+    return valid.map((r) => ({ sessionKey: r.session_key, runId: r.run_id }));
   }
 
   async loadDocument(ref: RunRef, name: RunDocumentName): Promise<unknown> {
