@@ -6,12 +6,10 @@
  */
 import { cpSync } from 'node:fs';
 import { join } from 'node:path';
-import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BackpackNode, Flow } from '../../src/nodes/index.js';
 import { listRuns, runFlow } from '../../src/runtime/index.js';
-import { PostgresRunStore } from '../../src/store/index.js';
-import { freshDatabase } from '../support/pg.js';
+import { databaseForFile } from '../support/pg.js';
 import { makeTempDir } from '../support/temp.js';
 
 class Noop extends BackpackNode {
@@ -25,22 +23,9 @@ function flow(): Flow {
   return f;
 }
 
-let url: string;
-let drop: () => Promise<void>;
-let store: PostgresRunStore;
-let sql: postgres.Sql;
-beforeAll(async () => {
-  ({ url, drop } = await freshDatabase());
-  store = new PostgresRunStore({ url });
-  sql = postgres(url, { max: 1, onnotice: () => undefined });
-});
-afterAll(async () => {
-  await sql.end();
-  await store.close();
-  await drop();
-});
+const db = databaseForFile();
 
-describe('a run row whose id is not a valid store id', () => {
+describe('a run row whose id is not a valid db.store id', () => {
   it('files: a folder named so is skipped, the other runs are listed', async () => {
     const dataDir = makeTempDir('bf-pg-ids-', 'test');
     await runFlow(flow(), { dataDir, runId: 'good' });
@@ -50,14 +35,14 @@ describe('a run row whose id is not a valid store id', () => {
   });
 
   it('postgres: the other runs are still listed', async () => {
-    await runFlow(flow(), { store, runId: 'good' });
-    await sql`insert into backpackflow.runs (session_key, run_id, meta) select session_key, 'x y', meta from backpackflow.runs where run_id = 'good'`;
-    await sql`insert into backpackflow.event_batches select session_key, 'x y', first_line, last_line, last_seq, body from backpackflow.event_batches where run_id = 'good'`;
+    await runFlow(flow(), { store: db.store, runId: 'good' });
+    await db.sql`insert into backpackflow.runs (session_key, run_id, meta) select session_key, 'x y', meta from backpackflow.runs where run_id = 'good'`;
+    await db.sql`insert into backpackflow.event_batches select session_key, 'x y', first_line, last_line, last_seq, body from backpackflow.event_batches where run_id = 'good'`;
     const warnings: string[] = [];
     const onWarning = (warning: Error) => void warnings.push(warning.message);
     process.on('warning', onWarning);
     try {
-      const listed = await listRuns({ store }).then((metas) => metas.map((m) => m.runId), (error: Error) => error.message);
+      const listed = await listRuns({ store: db.store }).then((metas) => metas.map((m) => m.runId), (error: Error) => error.message);
       expect(listed).toEqual(['good']);
       await new Promise((resolve) => setImmediate(resolve));
       expect(warnings.join('\n')).toMatch(/left out 1 row\(s\) of backpackflow.runs whose session key or run id is not a valid id/);

@@ -4,11 +4,9 @@
  * projection, never an older checkpoint served as the latest; a list across threads skips a damaged one, naming it.
  */
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
-import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { BackpackflowSaver } from '../../src/langgraph/index.js';
-import { PostgresRunStore } from '../../src/store/index.js';
-import { freshDatabase } from '../support/pg.js';
+import { databaseForFile } from '../support/pg.js';
 
 let version = 0;
 async function putOne(saver: BackpackflowSaver, threadId: string, values: Record<string, unknown>) {
@@ -18,52 +16,41 @@ async function putOne(saver: BackpackflowSaver, threadId: string, values: Record
   return saver.put({ configurable: { thread_id: threadId, checkpoint_ns: '' } }, checkpoint, { source: 'input', step: -1, parents: {} }, versions);
 }
 
-let url: string;
-let drop: () => Promise<void>;
-let store: PostgresRunStore;
-let sql: postgres.Sql;
+const db = databaseForFile();
 beforeAll(async () => {
-  ({ url, drop } = await freshDatabase());
-  store = new PostgresRunStore({ url });
-  sql = postgres(url, { max: 1, onnotice: () => undefined });
-  await store.sql();
-});
-afterAll(async () => {
-  await sql.end();
-  await store.close();
-  await drop();
+  await db.store.sql();
 });
 
 /** Deletes the last `count` batch rows of a run (a restore from a replica that lagged, a bad retention DELETE). */
 async function dropLastBatches(session: string, runId: string, count: number): Promise<void> {
-  const rows = await sql<{ first_line: number }[]>`select first_line from backpackflow.event_batches where session_key = ${session} and run_id = ${runId} order by first_line desc limit ${count}`;
-  await sql`delete from backpackflow.event_batches where session_key = ${session} and run_id = ${runId} and first_line = any(${sql.array(rows.map((r) => r.first_line))}::int[])`;
+  const rows = await db.sql<{ first_line: number }[]>`select first_line from backpackflow.event_batches where session_key = ${session} and run_id = ${runId} order by first_line desc limit ${count}`;
+  await db.sql`delete from backpackflow.event_batches where session_key = ${session} and run_id = ${runId} and first_line = any(${db.sql.array(rows.map((r) => r.first_line))}::int[])`;
 }
 
 describe('BackpackflowSaver on Postgres, a thread whose last batch rows are gone', () => {
   it('getTuple is an error naming the run in the database and its projection, not the previous checkpoint', async () => {
-    const saver = new BackpackflowSaver({ store, sessionKey: 'tail' });
+    const saver = new BackpackflowSaver({ store: db.store, sessionKey: 'tail' });
     await putOne(saver, 't', { topic: 'tides' });
     await putOne(saver, 't', { topic: 'waves' });
     await putOne(saver, 't', { topic: 'storm' });
     await saver.close();
     // The storm checkpoint's batch and the close's run.completed.
     await dropLastBatches('tail', 't', 2);
-    const again = new BackpackflowSaver({ store, sessionKey: 'tail' });
+    const again = new BackpackflowSaver({ store: db.store, sessionKey: 'tail' });
     const error = await again.getTuple({ configurable: { thread_id: 't' } }).then(
       (tuple) => tuple?.checkpoint.channel_values['topic'],
       (e: Error) => e,
     );
     expect(error).toBeInstanceOf(Error);
     const message = (error as Error).message;
-    expect(message).toContain(store.describeProjection({ sessionKey: 'tail', runId: 't' }));
-    expect(message).toContain(store.describeLog({ sessionKey: 'tail', runId: 't' }));
+    expect(message).toContain(db.store.describeProjection({ sessionKey: 'tail', runId: 't' }));
+    expect(message).toContain(db.store.describeLog({ sessionKey: 'tail', runId: 't' }));
     expect(message).toMatch(/records events up to seq \d+, but .* serves them up to seq \d+: the log was cut or damaged/);
     await again.close().catch(() => undefined);
   });
 
   it('a list across the threads skips it, naming it, and lists the others', async () => {
-    const saver = new BackpackflowSaver({ store, sessionKey: 'list' });
+    const saver = new BackpackflowSaver({ store: db.store, sessionKey: 'list' });
     await putOne(saver, 'healthy', { topic: 'tides' });
     await putOne(saver, 'cut', { topic: 'rain' });
     await putOne(saver, 'cut', { topic: 'hail' });
@@ -72,7 +59,7 @@ describe('BackpackflowSaver on Postgres, a thread whose last batch rows are gone
     const warnings: string[] = [];
     const listener = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
     process.on('warning', listener);
-    const again = new BackpackflowSaver({ store, sessionKey: 'list' });
+    const again = new BackpackflowSaver({ store: db.store, sessionKey: 'list' });
     const listed: unknown[] = [];
     try {
       for await (const tuple of again.list({ configurable: {} })) listed.push(tuple.checkpoint.channel_values['topic']);

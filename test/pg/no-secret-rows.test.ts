@@ -4,37 +4,22 @@
  * with secretKeys ['pin'] was in clear in the start checkpoint's delta in backpackflow.event_batches).
  */
 import { emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
-import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BackpackflowSaver } from '../../src/langgraph/index.js';
 import { BackpackNode, Flow } from '../../src/nodes/index.js';
 import { runFlow } from '../../src/runtime/index.js';
-import { PostgresRunStore } from '../../src/store/index.js';
-import { freshDatabase } from '../support/pg.js';
+import { databaseForFile } from '../support/pg.js';
 
 const redaction = { secretKeys: ['pin'], patterns: [/\bACME-[0-9]{6}\b/] };
 const DRF = '9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b';
 
-let url: string;
-let drop: () => Promise<void>;
-let store: PostgresRunStore;
-let sql: postgres.Sql;
-beforeAll(async () => {
-  ({ url, drop } = await freshDatabase());
-  store = new PostgresRunStore({ url });
-  sql = postgres(url, { max: 1, onnotice: () => undefined });
-});
-afterAll(async () => {
-  await sql.end();
-  await store.close();
-  await drop();
-});
+const db = databaseForFile();
 
 async function dump(): Promise<string> {
-  const tables = await sql<{ table_name: string }[]>`select table_name from information_schema.tables where table_schema = 'backpackflow' and table_type = 'BASE TABLE'`;
+  const tables = await db.sql<{ table_name: string }[]>`select table_name from information_schema.tables where table_schema = 'backpackflow' and table_type = 'BASE TABLE'`;
   let out = '';
   for (const { table_name } of tables) {
-    const rows = await sql.unsafe(`select t::text as row from backpackflow.${table_name} t`);
+    const rows = await db.sql.unsafe(`select t::text as row from backpackflow.${table_name} t`);
     for (const r of rows) out += `${table_name}: ${r.row as string}\n`;
   }
   return out;
@@ -58,14 +43,14 @@ describe('rows in PostgreSQL', () => {
     const a = flow.addNode(Packer, { id: 'packer' });
     const b = flow.addNode(Failer, { id: 'failer' });
     a.next(b);
-    await runFlow(flow, { store, runId: 'probe', keyframeInterval: 1, redaction, input: { pin: 90817263, ticket: 'ACME-111111' } }).catch(() => undefined);
+    await runFlow(flow, { store: db.store, runId: 'probe', keyframeInterval: 1, redaction, input: { pin: 90817263, ticket: 'ACME-111111' } }).catch(() => undefined);
     const text = await dump();
     expect(text).toContain('probe');
     for (const secret of ['48213579', 'ACME-123456', DRF, 'ACME-654321', 'ACME-111111', '90817263']) expect(text, secret).not.toContain(secret);
   });
 
   it('a LangGraph thread with the user redaction: channel values, bytes, metadata, writes', async () => {
-    const saver = new BackpackflowSaver({ store, redaction });
+    const saver = new BackpackflowSaver({ store: db.store, redaction });
     const versions = { pin: 1, memo: 1, blob: 1 };
     const values = { pin: 58203917, memo: 'ACME-222222', blob: new TextEncoder().encode('raw ACME-333333 text') };
     const checkpoint = { ...emptyCheckpoint(), id: uuid6(-1), channel_values: values, channel_versions: versions };

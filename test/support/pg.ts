@@ -1,6 +1,7 @@
 /** A database of its own for each Postgres test file, on the server of test/pg/global-setup.ts. */
 import postgres from 'postgres';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
+import { PostgresRunStore } from '../../src/store/index.js';
 
 let counter = 0;
 
@@ -27,4 +28,22 @@ export async function freshDatabase(): Promise<{ url: string; drop: () => Promis
       }
     },
   };
+}
+
+/**
+ * For a test file: a fresh database, a PostgresRunStore on it and a raw connection (one at a time), made before its
+ * tests and dropped after them. Read the fields inside the tests.
+ */
+export function databaseForFile(): { readonly url: string; readonly store: PostgresRunStore; readonly sql: postgres.Sql } {
+  const state = {} as { url: string; store: PostgresRunStore; sql: postgres.Sql; drop: () => Promise<void> };
+  beforeAll(async () => {
+    const { url, drop } = await freshDatabase();
+    Object.assign(state, { url, drop, store: new PostgresRunStore({ url }), sql: postgres(url, { max: 1, onnotice: () => undefined }) });
+  });
+  afterAll(async () => {
+    await state.sql?.end();
+    await state.store?.close();
+    await state.drop?.();
+  });
+  return state;
 }
