@@ -221,13 +221,16 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
   {
     id: 'authorization-credentials',
     source: 'HTTP Authorization and Proxy-Authorization headers (RFC 9110 section 11.6.2): any scheme, any case',
-    // `Authorization: <scheme> <credentials>` in text (curl -v output, a request log, a header quoted in JSON or
-    // in JSON inside a string): the credentials after the scheme are the secret, a token68 (`Token 9944…`, `SSWS …`,
-    // `ApiKey …`, `bearer …`) or a list of auth-params (`Digest username="…", response="…"`). The scheme is any
-    // word, also one the named-value pass has already replaced. The name may end a longer one (`HTTP_AUTHORIZATION`,
-    // as CGI and Django name the header).
+    // `Authorization: <scheme> <credentials>` in text (curl -v output, a request log, a header quoted in JSON or in
+    // JSON inside a string, a flat list of names and values as Node's rawHeaders or a Python tuple list holds them):
+    // the credentials after the scheme are the secret, a list of auth-params (`Digest username="…", response="…"`)
+    // or a token (`Token 9944…`, `SSWS …`, `ApiKey …`, `bearer …`, `abc:…`, quoted or not) of 8 or more characters
+    // holding a digit or 24 long, so that prose (`authorization: required before surgery`) keeps its words. The scheme
+    // is any word, also one the named-value pass has already replaced. The name may end a longer one
+    // (`HTTP_AUTHORIZATION`, as CGI and Django name the header). Every run is bounded, so that a text of many
+    // near-matches costs time in proportion to its length.
     regex: new RegExp(
-      String.raw`(?:proxy-)?authorization(?:\\*["'])?[ \t]*[:=][ \t]*(?:\\*["'])?[^\s"'\\]+[ \t]+(?<secret>[\w!#$%&*+.^|~-]+[ \t]*=[ \t]*(?:\\*"[^"]*?\\*"|[^\s,"'\\]+)(?:[ \t]*,[ \t]*[\w!#$%&*+.^|~-]+[ \t]*=[ \t]*(?:\\*"[^"]*?\\*"|[^\s,"'\\]+))*|[A-Za-z0-9._~+/-]{6,}=*)`,
+      String.raw`(?:proxy-)?authorization(?:\\*["'])?[ \t]*[:=,][ \t]*(?:b?\\*["'])?[^\s"'\\]{1,64}[ \t]+(?:\\*["'])?(?<secret>[\w!#$%&*+.^|~-]{1,64}[ \t]*=[ \t]*(?:\\*"[^"\\]{0,512}\\*"|[^\s,"'\\]{1,512})(?:[ \t]*,[ \t]*[\w!#$%&*+.^|~-]{1,64}[ \t]*=[ \t]*(?:\\*"[^"\\]{0,512}\\*"|[^\s,"'\\]{1,512})){0,31}|(?=[^\s"'\\,;]{0,4095}\d|[^\s"'\\,;]{24})[^\s"'\\,;]{8,4096})`,
       'gi',
     ),
     gate: /authorization/,

@@ -57,7 +57,7 @@ export interface RedactionResult<T> {
 }
 
 /**
- * A character every built-in pattern's match but a netrc entry's holds: an upper-case letter (`AKIA`, `AIza`, `eyJ`, `Bearer`, `-----BEGIN`,
+ * A character every built-in pattern's match but a netrc entry's and a listed header's holds: an upper-case letter (`AKIA`, `AIza`, `eyJ`, `Bearer`, `-----BEGIN`,
  * the AWS secret key's mixed case), or `_`, `-`, `:` or `=` (`sk-`, `ghp_`, `xoxb-`, `://`, `name=value`, `name: value`).
  */
 const MAY_HOLD_SECRET = /[A-Z_:=-]/;
@@ -100,6 +100,15 @@ function mayHoldShortSecret(text: string): boolean {
  */
 function mayHoldNetrcPassword(text: string): boolean {
   return text.length >= NETRC_MIN_LENGTH && text.includes('password');
+}
+
+/**
+ * Whether `text`, which holds none of {@link MAY_HOLD_SECRET}'s characters, may hold an Authorization header written as
+ * a name and a value in a list (`"authorization","token 9944…"`, the one other form of a match that needs none of
+ * them): it holds `authorization`. (Such a match is longer than {@link SHORT_TEXT}.)
+ */
+function mayHoldListedHeader(text: string): boolean {
+  return text.includes('authorization');
 }
 
 /** Byte arrays holding text are scanned; one with a NUL byte in its first this many bytes is binary data. */
@@ -396,12 +405,21 @@ function isSecretOption(arg: unknown, isSecretName: (name: string) => boolean): 
   return name !== undefined && (isSecretName(name) || name.toLowerCase() === 'pass');
 }
 
+/** An Authorization header's name, as a flat list of names and values holds it (Node's `rawHeaders`). */
+const HEADER_NAME = /^(?:proxy-)?authorization$/i;
+/** A header value of a scheme and credentials (`Token 9944…`, `Digest username="…"`). */
+const SCHEME_AND_CREDENTIALS = /^\S+[ \t]+\S/;
+
 /**
- * Whether `item`, an element of an argument vector (`["--password", "…"]`, an MCP server's `args`), is the value of
- * the element before it (`previous`), a secret-named option: a string that is not itself an option.
+ * Whether `item`, an element of a list, is the value of the element before it (`previous`): of a secret-named option
+ * in an argument vector (`["--password", "…"]`, an MCP server's `args`: a string that is not itself an option), or of
+ * an Authorization header in a flat list of names and values (`['Authorization', 'Token …']`, Node's `rawHeaders`: a
+ * scheme and credentials).
  */
 export function isSecretOptionValue(previous: unknown, item: unknown, isSecretName: (name: string) => boolean = isSecretKey): boolean {
-  return typeof item === 'string' && item !== '' && item.charCodeAt(0) !== 0x2d && isSecretOption(previous, isSecretName);
+  if (typeof item !== 'string' || item === '') return false;
+  if (typeof previous === 'string' && HEADER_NAME.test(previous)) return SCHEME_AND_CREDENTIALS.test(item);
+  return item.charCodeAt(0) !== 0x2d && isSecretOption(previous, isSecretName);
 }
 /** The marker as a bare value reads it (up to its closing bracket). */
 const REDACTED_BARE = REDACTED.slice(0, -1);
@@ -503,9 +521,10 @@ export class Redactor {
     if (this.known.length > 0 && text.length >= KNOWN_MIN_LENGTH && this.holdsKnown(text)) return true;
     if (text.length < this.minLength) return false;
     if (this.userPatterns > 0) return true;
-    // Every built-in pattern needs one of these characters, but a netrc entry's (`machine h login u password p`);
-    // most text of a run (summaries, ids) has none, nor `password`.
-    if (text.length < SHORT_TEXT ? mayHoldShortSecret(text) : MAY_HOLD_SECRET.test(text) || mayHoldNetrcPassword(text)) return true;
+    // Every built-in pattern needs one of these characters, but a netrc entry's (`machine h login u password p`) and
+    // a header in a flat list (`"authorization","token 9944…"`); most text of a run (summaries, ids) has none, nor
+    // `password` or `authorization`.
+    if (text.length < SHORT_TEXT ? mayHoldShortSecret(text) : MAY_HOLD_SECRET.test(text) || mayHoldNetrcPassword(text) || mayHoldListedHeader(text)) return true;
     return text.charCodeAt(text.length - 1) === 0x2026 && MAY_START_SECRET.test(lastWord(text));
   }
 

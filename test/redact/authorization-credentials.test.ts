@@ -2,7 +2,7 @@
  * An HTTP `Authorization` (or `Proxy-Authorization`) header quoted in text (curl -v output, a request log, a tool
  * result, a header bag in JSON or JSON inside a string) loses its credentials whatever the scheme and its case
  * (review s31, finding 2: the named-value pass blanked the scheme, the first word, and kept the credential after it
- * for every scheme but `Bearer` and `Basic`).
+ * for every scheme but `Bearer` and `Basic`), and in the other shapes headers take (review s33, finding 6).
  */
 import { describe, expect, it } from 'vitest';
 import { BackpackNode, Flow, runFlow, type BackpackHandle } from '../../src/index.js';
@@ -35,6 +35,24 @@ describe('Authorization headers in text', () => {
     expect(out).not.toContain(secret);
     expect(out).toContain(REDACTED);
     expect(out.toLowerCase()).toContain('authorization');
+  });
+
+  it.each([
+    ['[name, value] pairs', [['authorization', `Token ${DRF}`]]],
+    ["a flat list of names and values (Node's rawHeaders)", { rawHeaders: ['Host', 'api.example.com', 'Authorization', `Token ${DRF}`] }],
+    ['the same list as JSON text, in lower case', JSON.stringify(['host', 'api.example.com', 'authorization', `token ${DRF}`])],
+    ['a Python list of tuples (ASGI headers)', `[(b'host', b'api.example.com'), (b'authorization', b'Token ${DRF}')]`],
+    ['a credential holding a colon', `Authorization: Token abc:${DRF}`],
+    ['a quoted credential', `Authorization: Token "${DRF}"`],
+  ])('%s: the credential is not kept (review s33, finding 6)', (_name, value) => {
+    expect(JSON.stringify(redactor.redact(value).value)).not.toContain(DRF);
+  });
+
+  it('prose about authorization keeps its words: only a credential (a digit in it, or 24 characters) is blanked', () => {
+    const out = redactor.redactText('Prior authorization: required before surgery; insurance authorization = pending approval today');
+    expect(out).toContain('before surgery');
+    expect(out).toContain('approval today');
+    expect(redactor.redact(['authorization', 'billing']).value).toEqual(['authorization', 'billing']);
   });
 
   it('the lines around a header are kept', () => {
