@@ -111,6 +111,9 @@ function mayHoldListedHeader(text: string): boolean {
   return text.includes('authorization');
 }
 
+/** The tag of a value in the codec's encoded form (`{ "$bp": "map", v }`: backpack/values.ts). */
+const CODEC_TAG = '$bp';
+
 /** Byte arrays holding text are scanned; one with a NUL byte in its first this many bytes is binary data. */
 const TEXT_PROBE_BYTES = 8000;
 /** The encoded typed arrays (`{ "$bp": "typed", t, v }`) whose text is scanned: those of one-byte elements. */
@@ -603,6 +606,13 @@ export class Redactor {
     });
   }
 
+  /**
+   * Whether a number right after `key`, in a structure a secret-named field holds, is a secret (see
+   * {@link blankStructure}): under a secret-named key, or a Backpack item's `value` (as {@link secretEntry} reads an
+   * object of that shape).
+   */
+  private readonly numberIsSecret = (key: string): boolean => key === 'value' || this.keys.isSecretKey(key);
+
   /** `text` with every scalar of the structure a secret-named field holds replaced ({@link blankStructure}). */
   private blankNamedStructures(text: string): string {
     let out = '';
@@ -611,7 +621,7 @@ export class Redactor {
     for (let m = NAMED_STRUCTURE.exec(text); m !== null; m = NAMED_STRUCTURE.exec(text)) {
       const at = m.index + m[0].length;
       if (!this.keys.isSecretKey(m[2]!) || text.startsWith(REDACTED, at)) continue;
-      const blanked = blankStructure(text, at, REDACTED);
+      const blanked = blankStructure(text, at, REDACTED, this.numberIsSecret);
       out += text.slice(from, at) + blanked.text;
       from = blanked.end;
       NAMED_STRUCTURE.lastIndex = blanked.end;
@@ -649,7 +659,7 @@ export class Redactor {
       const c = text.charCodeAt(at);
       if (c === 0x7b || c === 0x5b) {
         if (text.startsWith(REDACTED, at)) continue;
-        ({ text: replaced, end } = blankStructure(text, at, REDACTED));
+        ({ text: replaced, end } = blankStructure(text, at, REDACTED, this.numberIsSecret));
       } else {
         VALUE_AT.lastIndex = at;
         const v = VALUE_AT.exec(text);
@@ -823,13 +833,14 @@ export class Redactor {
     for (let i = 0; i < value.length; i++) {
       const item = value[i];
       let next: unknown;
-      if (blank) next = this.blank(item, depth + 1, i);
-      else if (i > 0 && isSecretOptionValue(value[i - 1], item, isSecretName)) next = this.replaced(item as string, REDACTED);
-      else if (Array.isArray(item) && item.length === 2 && typeof item[0] === 'string' && this.keys.isSecretKey(item[0])) {
-        const key = this.replaced(item[0], this.redactText(item[0]));
+      if (Array.isArray(item) && item.length === 2 && typeof item[0] === 'string' && this.keys.isSecretKey(item[0])) {
+        // Under a secret-named key too (`blank`), what a pair's secret name holds is the secret (see secretEntry).
+        const key = this.replaced(item[0], blank ? REDACTED : this.redactText(item[0]));
         const inner = this.secretEntry(item[1], depth + 2, 1);
         next = key === item[0] && inner === item[1] ? item : [key, inner];
-      } else next = this.walk(item, depth + 1, i);
+      } else if (blank) next = this.blank(item, depth + 1, i);
+      else if (i > 0 && isSecretOptionValue(value[i - 1], item, isSecretName)) next = this.replaced(item as string, REDACTED);
+      else next = this.walk(item, depth + 1, i);
       if (next !== item) {
         out ??= value.slice();
         out[i] = next;
@@ -841,19 +852,21 @@ export class Redactor {
 
   /**
    * Walks an object. With `blank`, every string is replaced (it sits under a secret-named key); keys are still
-   * checked for secret-looking text.
+   * checked for secret-looking text. `plain`: a `$bp` field is data (an escaped object's), not the codec's tag.
    */
-  private walkObject(record: Record<string, unknown>, depth: number, blank: boolean): unknown {
+  private walkObject(record: Record<string, unknown>, depth: number, blank: boolean, plain = false): unknown {
     if (!blank && typeof record['$schema'] === 'string' && JSON_SCHEMA_DIALECT.test(record['$schema'])) return this.walkSchema(record, depth, false);
     let out: Record<string, unknown> | undefined;
     let index = 0;
     for (const key in record) {
       const item = record[key];
-      if (key === '$bp' && item === 'typed') {
+      if (!plain && key === CODEC_TAG && item === 'typed') {
         const bytes = this.encodedBytes(record, blank);
         if (bytes !== undefined) return bytes;
       }
-      const next = blank ? this.blank(item, depth + 1, key) : this.entry(record, key, item, depth);
+      if (!plain && blank && key === CODEC_TAG && typeof item === 'string') return this.blankEncoded(record, depth, false);
+      // Under a secret-named key, every string is blanked, and what sits right under a secret-named key is the secret.
+      const next = blank ? (this.keyKind(key) === SECRET_KEY ? this.secretEntry(item, depth + 1, key) : this.blank(item, depth + 1, key)) : this.entry(record, key, item, depth);
       const nextKey = this.replaced(key, this.redactKey(key));
       if (out === undefined && (next !== item || nextKey !== key)) {
         out = {};
@@ -895,7 +908,7 @@ export class Redactor {
           return mapEntries(item as Record<string, unknown>, (name, subschema) => sub(subschema, inSecret || defs || this.keys.isSecretKey(name)), keyOf, freeKey);
         }
         if (SCHEMA_SUBSCHEMAS.has(key)) return Array.isArray(item) ? mapArray(item, (element) => sub(element, inSecret)) : sub(item, inSecret);
-        if (inSecret && SCHEMA_DATA.has(key)) return this.secretValue(item, depth + 1, key);
+        if (inSecret && SCHEMA_DATA.has(key)) return this.secretEntry(item, depth + 1, key);
         // Only JSON Schema's own keywords are exempt from the key rule: any other key of the object is data, as in
         // any object (a config file that names its schema in `$schema` keeps its `password` blanked).
         if (!SCHEMA_KEYWORDS.has(key)) return this.entry(schema, key, item, depth);
@@ -936,7 +949,7 @@ export class Redactor {
     if (kind === PLAIN_KEY) return this.walk(item, depth + 1, key);
     if (kind === SECRET_KEY) return this.secretEntry(item, depth + 1, key);
     if (kind === AUTH_KEY) return typeof item === 'string' && isBasicCredential(item) ? this.replaced(item, REDACTED) : this.walk(item, depth + 1, key);
-    return this.namedBySibling(record, kind) ? this.secretValue(item, depth + 1, key) : this.walk(item, depth + 1, key);
+    return this.namedBySibling(record, kind) ? this.secretEntry(item, depth + 1, key) : this.walk(item, depth + 1, key);
   }
 
   /** {@link keyKind} of the object keys seen, which repeat from event to event. */
@@ -1054,17 +1067,28 @@ export class Redactor {
   }
 
   /**
-   * The value right under a secret-named key (or named secret by a sibling): a number there is the secret itself (a
-   * PIN, a numeric password) and is replaced as a string is; a structure is {@link blank}ed.
+   * A value in the codec's encoded form (`{ "$bp": "map", v }`, see backpack/codec.ts) under a secret-named key,
+   * blanked so that it still decodes to a value of its kind: its tag kept, the rest blanked (a Map's entries, a Set's
+   * members, an escaped object's fields). A BigInt or a number the codec encodes (`-0`, `NaN`, `Infinity`) is a
+   * number: replaced when it sits right under the key (`direct`), kept inside a structure.
    */
-  private secretValue(value: unknown, depth: number, key: string | number): unknown {
-    if (typeof value === 'number') return this.replaced(String(value), REDACTED);
-    // A state delta's replacement (`{ r: value }`, see runtime/json-delta.ts) holds the value right under the key.
-    if (isReplacement(value)) {
-      const inner = this.secretValue(value.r, depth + 1, 'r');
-      return inner === value.r ? value : { r: inner };
+  private blankEncoded(record: Record<string, unknown>, depth: number, direct: boolean): unknown {
+    const tag = record[CODEC_TAG] as string;
+    if (tag === 'bigint' || tag === 'number') return direct ? this.replaced(String(record['v']), REDACTED) : record;
+    if (depth > MAX_DEPTH) throw tooDeep();
+    let out: Record<string, unknown> | undefined;
+    for (const name in record) {
+      if (name === CODEC_TAG) continue;
+      const item = record[name];
+      // An escaped object (`{ "$bp": "object", v }`) is the user's own, whose `$bp` field is data.
+      const own = tag === 'object' && name === 'v' && item !== null && typeof item === 'object' && !Array.isArray(item) && isPlainObject(item);
+      const next = own ? this.walkObject(item as Record<string, unknown>, depth + 1, true, true) : this.blank(item, depth + 1, name);
+      if (next !== item) {
+        out ??= { ...record };
+        setOwn(out, name, next);
+      }
     }
-    return this.blank(value, depth, key);
+    return out ?? record;
   }
 
   /** Every string replaced (keeping numbers, booleans and the shape: a structure's numbers are ports, counts, sizes). */
@@ -1075,25 +1099,39 @@ export class Redactor {
     if (Array.isArray(value)) return this.walkArray(value, depth, true);
     const hasToJSON = typeof (value as { toJSON?: unknown }).toJSON === 'function';
     if (!hasToJSON && isPlainObject(value)) return this.walkObject(value as Record<string, unknown>, depth, true);
-    if (!hasToJSON && value instanceof Map) return new Map([...value].map(([k, v]) => [this.walk(k, depth + 1, ''), this.blank(v, depth + 1, '')]));
+    if (!hasToJSON && value instanceof Map) {
+      return new Map([...value].map(([k, v]) => [this.walk(k, depth + 1, ''), typeof k === 'string' && this.keys.isSecretKey(k) ? this.secretEntry(v, depth + 1, '') : this.blank(v, depth + 1, '')]));
+    }
     if (!hasToJSON && value instanceof Set) return new Set([...value].map((m) => this.blank(m, depth + 1, '')));
     return this.walkOther(value, depth, key, true);
   }
 
   /**
-   * What is stored under a secret-named key: every string blanked, except that a Backpack item there (an object
-   * with a `metadata` object: a state item, a quarantined item, a state-delta entry) keeps its provenance: its
-   * `metadata` and `accessControl` are walked like any other data.
+   * What is stored right under a secret-named key (or named secret by a sibling), the same in every form the
+   * stores write it in (so that a keyframe and the deltas that lead to it hold the same): a number is the secret itself
+   * (a PIN, a numeric password) and is replaced as a string is; a state delta's replacement (`{ r: value }`, see
+   * runtime/json-delta.ts) holds the value itself; a Backpack item (an object with a `metadata` object: a state item,
+   * a quarantined item, a state-delta entry) keeps its provenance, its `metadata` and `accessControl` walked like any
+   * other data, and the rest redacted by this rule; anything else has every string blanked (see {@link blank}).
    */
   private secretEntry(value: unknown, depth: number, key: string | number): unknown {
+    if (typeof value === 'number') return this.replaced(String(value), REDACTED);
+    if (value !== null && typeof value === 'object' && typeof (value as Record<string, unknown>)[CODEC_TAG] === 'string' && (value as Record<string, unknown>)[CODEC_TAG] !== 'typed') {
+      return this.blankEncoded(value as Record<string, unknown>, depth, true);
+    }
+    if (isReplacement(value)) {
+      const inner = this.secretEntry(value.r, depth + 1, 'r');
+      return inner === value.r ? value : { r: inner };
+    }
     if (value !== null && typeof value === 'object' && !Array.isArray(value) && isPlainObject(value)) {
       const record = value as Record<string, unknown>;
       const metadata = record['metadata'];
       if (metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata)) {
+        if (depth > MAX_DEPTH) throw tooDeep();
         let out: Record<string, unknown> | undefined;
         for (const name in record) {
           const item = record[name];
-          const next = name === 'metadata' || name === 'accessControl' ? this.walk(item, depth + 1, name) : this.secretValue(item, depth + 1, name);
+          const next = name === 'metadata' || name === 'accessControl' ? this.walk(item, depth + 1, name) : this.secretEntry(item, depth + 1, name);
           if (next !== item) {
             out ??= { ...record };
             setOwn(out, name, next);
@@ -1102,7 +1140,7 @@ export class Redactor {
         return out ?? record;
       }
     }
-    return this.secretValue(value, depth, key);
+    return this.blank(value, depth, key);
   }
 }
 

@@ -26,19 +26,27 @@ function keyMarkAt(text: string, at: number): boolean {
   return c === 0x3a || c === 0x3d;
 }
 
+/** A bare scalar that is a number. */
+const NUMBER = /^-?\d/;
+
 /**
  * The structure starting at `start` (a `{` or `[`) in `text`, to its matching bracket (or the end of the text, when a
  * summary cut it short), with every scalar that is not a key, a number, a boolean or `null` replaced by `marker`
- * (a quoted one keeps its quotes). Returns the replaced text and where the structure ends.
+ * (a quoted one keeps its quotes); a number right after a key for which `numberIsSecret` says so is replaced too (as
+ * the object form redacts a number right under a secret-named key, or a Backpack item's `value`). Returns the
+ * replaced text and where the structure ends.
  */
-export function blankStructure(text: string, start: number, marker: string): { text: string; end: number } {
+export function blankStructure(text: string, start: number, marker: string, numberIsSecret: (key: string) => boolean = () => false): { text: string; end: number } {
   let out = '';
   let from = start;
   let depth = 0;
   let i = start;
+  /** The key the next scalar is the value of, when one was just read. */
+  let key: string | undefined;
   while (i < text.length) {
     const c = text.charCodeAt(i);
     if (c === 0x7b || c === 0x5b) {
+      key = undefined;
       depth++;
       i++;
     } else if (c === 0x7d || c === 0x5d) {
@@ -61,10 +69,12 @@ export function blankStructure(text: string, start: number, marker: string): { t
       const bodyEnd = close < 0 ? (text.endsWith('…') ? text.length - 1 : text.length) : close;
       const next = close < 0 ? bodyEnd : close + quote.length;
       const body = text.slice(bodyStart, bodyEnd);
-      if (!keyMarkAt(text, next) && body !== marker && body !== '') {
+      const isKey = keyMarkAt(text, next);
+      if (!isKey && body !== marker && body !== '') {
         out += text.slice(from, bodyStart) + marker;
         from = bodyEnd;
       }
+      key = isKey ? body : undefined;
       i = next;
     } else if (endsBare(c) || c === 0x2026) {
       i++;
@@ -72,10 +82,12 @@ export function blankStructure(text: string, start: number, marker: string): { t
       let j = i + 1;
       while (j < text.length && !endsBare(text.charCodeAt(j)) && text.charCodeAt(j) !== 0x2026) j++;
       const word = text.slice(i, j);
-      if (!keyMarkAt(text, j) && !KEPT_SCALAR.test(word) && word !== MARKER_WORD) {
+      const isKey = keyMarkAt(text, j);
+      if (!isKey && word !== MARKER_WORD && (!KEPT_SCALAR.test(word) || (key !== undefined && NUMBER.test(word) && numberIsSecret(key)))) {
         out += text.slice(from, i) + marker;
         from = j;
       }
+      key = isKey ? word : undefined;
       i = j;
     }
   }

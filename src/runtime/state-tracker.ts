@@ -130,7 +130,7 @@ export class StateTracker {
   /**
    * `delta` (to `next`, a value as the Backpack stores it) with each patch that the store would not redact as it
    * redacts `next` made a replacement of the object or array it patches (see {@link next}); `delta` itself when there
-   * is none. `secret`: `next` sits under a secret-named key (everything in it is blanked).
+   * is none. `secret`: `next` sits under a secret-named key (it is redacted whole: Redactor.secretEntry).
    */
   #storable(delta: JsonDelta, next: unknown, secret: boolean): JsonDelta {
     if ('a' in delta) {
@@ -139,9 +139,11 @@ export class StateTracker {
     }
     if (!('o' in delta)) return delta;
     const record = next as Record<string, unknown>;
+    // Under a secret-named key a value is redacted whole, by what it is (a number, a Backpack item's shape, a
+    // structure: Redactor.secretEntry), which a patch of its parts does not show: replaced whole, it is redacted as
+    // the keyframe redacts it.
+    if (secret) return { r: encodeValue(record) };
     if (delta.d !== undefined) {
-      // Under a secret-named key the names of the deleted keys would be blanked too.
-      if (secret) return { r: encodeValue(record) };
       for (let i = 0; i < delta.d.length; i++) {
         const key = delta.d[i]!;
         if (this.#renamed(key) || this.names.redactedWithSiblings(record, key) || this.names.followsSecretOption(delta.d, i)) return { r: encodeValue(record) };
@@ -149,9 +151,9 @@ export class StateTracker {
     }
     let patched: Record<string, JsonDelta> | undefined;
     for (const key in delta.o) {
-      if (this.#renamed(key) || (!secret && this.names.redactedWithSiblings(record, key))) return { r: encodeValue(record) };
+      if (this.#renamed(key) || this.names.redactedWithSiblings(record, key)) return { r: encodeValue(record) };
       const inner = delta.o[key]!;
-      const fitted = this.#storable(inner, record[key], secret || this.names.isSecretKey(key));
+      const fitted = this.#storable(inner, record[key], this.names.isSecretKey(key));
       if (fitted !== inner) setOwn((patched ??= { ...delta.o }), key, fitted);
     }
     return patched ? { ...delta, o: patched } : delta;

@@ -53,6 +53,31 @@ describe('numbers under secret-named keys, on disk', () => {
     expect(point.state.items['customer']?.value).toEqual({ name: 'Ann', pin: '[REDACTED]', tier: 'gold' });
   });
 
+  it('a secret-named key inside a secret-named structure, and a value shaped like a Backpack item, changed by a step: the same state wherever the keyframes fall, and no number on disk (review s33)', async () => {
+    class Versions extends BackpackNode {
+      override post(backpack: BackpackHandle): string | undefined {
+        const n = ((backpack.unpack('n') as number | undefined) ?? 0) + 1;
+        backpack.pack('n', n);
+        backpack.pack('cfg', { label: 'vault answer', apiKey: { value: n === 1 ? 12345678 : 87654321, metadata: { version: 'v1' } } });
+        backpack.pack('credentials', { username: 'ann', password: n === 1 ? 58203917 : 61728394 });
+        return n < 2 ? 'again' : undefined;
+      }
+    }
+    const states: unknown[] = [];
+    for (const keyframeInterval of [1, 100]) {
+      const flow = new Flow({ namespace: 'app' });
+      const node = flow.addNode(Versions, { id: 'v' });
+      node.on('again', node);
+      const dataDir = makeTempDir('bf-secret-numbers-', 'test');
+      await runFlow(flow, { dataDir, runId: 'r', keyframeInterval });
+      for (const n of ['12345678', '87654321', '58203917', '61728394']) expect(filesHolding(dataDir, n), `keyframeInterval ${keyframeInterval}`).toEqual([]);
+      const { items } = (await loadRunPoint({ dataDir, runId: 'r', step: 2 })).state;
+      states.push({ cfg: items['cfg']?.value, credentials: items['credentials']?.value });
+    }
+    expect(states[0]).toEqual({ cfg: { label: 'vault answer', apiKey: { value: '[REDACTED]', metadata: { version: 'v1' } } }, credentials: { username: '[REDACTED]', password: '[REDACTED]' } });
+    expect(states[1]).toEqual(states[0]);
+  });
+
   it("the README's example, secretKeys ['pin', 'ssn'], with the numbers they hold", async () => {
     const dataDir = makeTempDir('bf-secret-numbers-', 'test');
     await runFlow(flowPacking({ customer: { name: 'Ann', pin: 48213, ssn: 123456789 } }), { dataDir, runId: 'r2', keyframeInterval: 1, redaction: { secretKeys: ['pin', 'ssn'] } });
