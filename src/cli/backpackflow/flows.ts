@@ -244,13 +244,16 @@ export async function recordedFlowConfig(given: string | undefined, store: Recor
 /** The masks recording puts where a secret was (see recordRunFlow): the redaction marker, and exportFlow's. */
 const MASKS = [REDACTED, MASK];
 
+/** A URL (`scheme://…`): recording masks its credentials in place (`https://gw.example.com/k/***`, see maskUrlCredentials). */
+const URL_START = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
+
 /**
  * The JSON pointers of the strings of a recorded flow config that hold a mask (a secret given as it is, masked when
- * it was recorded), in document order.
+ * it was recorded: the whole string, or the credentials of a URL), in document order.
  */
 export function maskedPointers(config: unknown, at = '', out: string[] = []): string[] {
   if (typeof config === 'string') {
-    if (config === MASK || config.includes(REDACTED)) out.push(at || '/');
+    if (config === MASK || config.includes(REDACTED) || (URL_START.test(config) && config.includes(MASK))) out.push(at || '/');
   } else if (Array.isArray(config)) {
     config.forEach((item, i) => maskedPointers(item, `${at}/${i}`, out));
   } else if (config !== null && typeof config === 'object') {
