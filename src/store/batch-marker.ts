@@ -22,6 +22,8 @@ export interface PendingBatch {
 }
 
 const PENDING_RECORD_BYTES = 96;
+/** The fields of a marker's record. */
+const RECORD_FIELDS: ReadonlySet<string> = new Set(['gen', 'start', 'end', 'closed']);
 
 /**
  * The batch marker: undefined when there is none (no file, or empty), 'torn' when it is being rewritten as we read
@@ -32,7 +34,10 @@ export function readPending(path: string): PendingBatch | undefined | 'torn' {
   if (text === undefined || text.trim() === '') return undefined;
   try {
     const parsed = JSON.parse(text) as PendingBatch;
-    if (typeof parsed.gen === 'number' && typeof parsed.start === 'number' && typeof parsed.end === 'number' && (parsed.closed === undefined || Number.isSafeInteger(parsed.closed))) return parsed;
+    // Exactly the fields a writer writes: a damaged name (`"closef"`) must not pass for a record without a close.
+    const keys = Object.keys(parsed);
+    const exact = keys.length === (parsed.closed === undefined ? 3 : 4) && keys.every((key) => RECORD_FIELDS.has(key));
+    if (exact && typeof parsed.gen === 'number' && typeof parsed.start === 'number' && typeof parsed.end === 'number' && (parsed.closed === undefined || Number.isSafeInteger(parsed.closed))) return parsed;
   } catch {
     // fall through
   }

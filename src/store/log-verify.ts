@@ -21,6 +21,9 @@ function markerDamage(pending: PendingBatch | undefined | 'torn', size: number, 
   const unseen = `whether ${paths.events} was cut at a batch boundary since its writer closed it cannot be checked`;
   if (pending === 'torn') return `${paths.pendingBatch} does not hold a batch record (damaged, or torn by a crash of the machine): ${unseen}`;
   if (pending === undefined) return size > 0 ? `${paths.pendingBatch} is missing or empty, though ${paths.events} holds events (every writer writes it first): ${unseen}` : undefined;
+  if (pending.closed !== undefined && (pending.start !== 0 || pending.end !== 0)) {
+    return `${paths.pendingBatch} records the close of ${paths.events} and names a batch in flight, which no writer writes (damaged): ${unseen}`;
+  }
   if (pending.closed !== undefined && size > pending.closed) {
     return `${paths.events}: its writer closed it with ${pending.closed} bytes, it now holds ${size}: lines were added after the close (a writer that continued the run lost its update of ${paths.pendingBatch} in a crash of the machine), or ${paths.pendingBatch} was changed`;
   }

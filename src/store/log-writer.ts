@@ -251,7 +251,12 @@ export class LogWriter {
       // The writer starts at the end of the last whole line, with no space reserved: what lies past it (a torn line,
       // an unfinished batch, the space a crashed writer reserved) is cut.
       if (size < fileSize) ftruncateSync(fd, size);
-      if (size > 0) fdatasyncSync(fd);
+      if (size > 0) {
+        fdatasyncSync(fd);
+        // A continued log: its marker no longer records the close before a line is added (else a crash of the machine
+        // could leave the old close record beside the lines added since, which verify reports as a changed log).
+        if (this.durability !== 'never') fdatasyncSync(this.marker.fd);
+      }
       this.reserved = size;
       this.size = size;
       this.backend = await sharedHashBackend(CHAIN_BACKEND);
