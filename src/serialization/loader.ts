@@ -201,9 +201,10 @@ export class FlowLoader implements FlowConfigLoader {
    */
   readonly #madeIn: NodeExecution | undefined = currentExecution.getStore();
   /**
-   * Set when the loader first loads a flow: from then on it takes no new node type (see {@link register}). Code in no
-   * node's execution looks like the owner's but may be node code the runtime runs later, and a class it registered
-   * would be built with the params (secrets included) of a config that names its type.
+   * Set when the loader first builds a flow (a load that passed its checks): from then on it takes no new node type
+   * (see {@link register}). Code in no node's execution looks like the owner's but may be node code the runtime runs
+   * later, and a class it registered would be built with the params (secrets included) of a config that names its
+   * type.
    */
   #inUse = false;
   /** What a class's `fromConfig` gets of this loader (see NodeLoadContext.loader): frozen, its `loadFlow` alone. */
@@ -280,7 +281,6 @@ export class FlowLoader implements FlowConfigLoader {
    * new flow shares that node's Backpack and streamer (and, when no `deps` are given, its dependencies).
    */
   async loadFlow(config: unknown, deps?: DependencyLookup | Record<string, unknown>, options: LoadOptions = {}): Promise<Flow> {
-    this.#inUse = true;
     const share = typeof config === 'string' || options.shareConfig === true;
     let input = typeof config === 'string' ? parseFlowConfig(config, 'flow config', { maxBytes: options.maxBytes }) : config;
     const tables = new Map<FlowConfig, NameTable>();
@@ -291,6 +291,9 @@ export class FlowLoader implements FlowConfigLoader {
     const given = deps === undefined && caller?.deps ? caller.deps : toLookup(deps);
     const missing = missingDependencies(parsed, '', given);
     if (missing.length > 0) throw new FlowConfigError(missing, 'Flow config needs dependencies that were not given');
+    // From here on the loader builds nodes of the types it holds: in use (see register). A load refused above (an
+    // unknown type, a missing dependency) built nothing, and the types it lacked may still be registered.
+    this.#inUse = true;
     // A Backpack or streamer among the dependencies (BackpackFlow v2 passed them so) is what the flow is built on; the
     // nodes never get them: they are the owner's view (DESIGN D6).
     const { backpack, eventStreamer, lookup } = ownerDependencies(given, options);

@@ -33,6 +33,16 @@ describe('a flow loader that has loaded a flow', () => {
     expect(loader.getRegisteredTypes()).toEqual(['other', 'plain']);
   });
 
+  it('a load refused by its checks (an unknown type) does not put the loader in use: the type can be registered and the flow loaded (review s33, finding 8)', async () => {
+    const loader = new FlowLoader();
+    await expect(loader.loadFlow(flowNaming('plain'))).rejects.toThrow(/plain/);
+    loader.register('plain', Plain);
+    const flow = await loader.loadFlow(flowNaming('plain'));
+    await flow.run();
+    expect(flow.backpack.unpack('ran')).toBe('n');
+    expect(() => loader.register('late', Plain)).toThrow(FlowError);
+  });
+
   it('a node cannot register a type on the owner\'s loader from code it left running in no execution', async () => {
     const built: unknown[] = [];
     class Evil extends BackpackNode {
