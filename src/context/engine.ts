@@ -451,6 +451,7 @@ export class ContextEngine {
   /** Registers a deterministic custom synthesis function under `name` (for policy `{ kind: 'custom', name }`). */
   registerSynthesisPolicy(name: string, fn: CustomSynthesisFn): void {
     checkFrameType(name, 'registerSynthesisPolicy');
+    this.refuseSecretNames('registerSynthesisPolicy', [['policy name', name]]);
     if (typeof fn !== 'function') throw new ContextError('INVALID_ARGUMENT', `registerSynthesisPolicy('${name}'): fn must be a function`);
     this.policies.set(name, fn);
   }
@@ -607,7 +608,17 @@ export class ContextEngine {
   ): Promise<string> {
     checkFrameType(frameType, 'synthesizeBranch');
     checkAgentId(agentId, 'synthesizeBranch');
-    this.refuseSecretNames('synthesizeBranch', [['frame type', frameType]]);
+    // The policy is stored with every frame it makes (its canonical form in the basis): its names and filter text too.
+    const p = (policy ?? {}) as { name?: unknown; sourceType?: unknown; agents?: unknown; types?: unknown; contains?: unknown };
+    const texts = (what: string, value: unknown): [string, string][] => (typeof value === 'string' ? [[what, value]] : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string').map((v) => [what, v]) : []);
+    this.refuseSecretNames('synthesizeBranch', [
+      ['frame type', frameType],
+      ...texts('policy source type', p.sourceType),
+      ...texts('policy name', p.name),
+      ...texts('policy agent id', p.agents),
+      ...texts('policy frame type', p.types),
+      ...texts('policy filter text', p.contains),
+    ]);
     const resolved = resolvePolicy(policy, frameType, this.policies);
     return this.transact((tx) => {
       authorize(tx.agents, agentId, 'synthesize', frameType);

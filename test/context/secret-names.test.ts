@@ -62,6 +62,24 @@ describe('secret-looking names in the context engine', () => {
     }
   });
 
+  it.each([
+    ["a concatenation's source type", (e: ContextEngine, s: string) => e.synthesizeBranch('', 'digest', 'synth', { kind: 'concatenation', sourceType: s }), 'policy source type'],
+    ["a filter's text", (e: ContextEngine, s: string) => e.synthesizeBranch('', 'filtered', 'synth', { kind: 'filtering', sourceType: 'summary', contains: s }), 'policy filter text'],
+    ["a filter's frame types", (e: ContextEngine, s: string) => e.synthesizeBranch('', 'typed', 'synth', { kind: 'filtering', sourceType: 'summary', types: ['note', s] }), 'policy frame type'],
+    ["a filter's agent ids", (e: ContextEngine, s: string) => e.synthesizeBranch('', 'by', 'synth', { kind: 'filtering', sourceType: 'summary', agents: [s] }), 'policy agent id'],
+    ["a custom policy's name", (e: ContextEngine, s: string) => e.synthesizeBranch('', 'custom', 'synth', { kind: 'custom', name: s }), 'policy name'],
+    ['a registered custom policy', async (e: ContextEngine, s: string) => e.registerSynthesisPolicy(s, () => 'x'), 'policy name'],
+  ])('a token in %s is refused (the policy is stored with every frame it makes: review s33, finding 9)', async (_what, call, field) => {
+    const { root, engine } = await openEngine();
+    await engine.putFrame('README.md', { type: 'summary', content: 'hello summary' }, 'writer');
+    for (const secret of [GHP, SLACK]) {
+      const error = await refusal(async () => call(engine, secret));
+      expect(error.message).toContain(`the ${field} holds a secret-looking value`);
+      expect(error.message).not.toContain(secret);
+      expect(filesUnder(join(root, '.merkle')).filter((f) => readFileSync(f, 'latin1').includes(secret))).toEqual([]);
+    }
+  });
+
   it("the user's own patterns count; ordinary names are taken", async () => {
     const { engine } = await openEngine({ redaction: { patterns: [/acme-[0-9a-f]{10}/g] } });
     await refusal(() => engine.registerAgent({ agentId: OWN, role: 'writer' }));
