@@ -610,7 +610,7 @@ export class ContextEngine {
     checkAgentId(agentId, 'synthesizeBranch');
     // The policy is stored with every frame it makes (its canonical form in the basis): its names and filter text too.
     const p = (policy ?? {}) as { name?: unknown; sourceType?: unknown; agents?: unknown; types?: unknown; contains?: unknown };
-    const texts = (what: string, value: unknown): [string, string][] => (typeof value === 'string' ? [[what, value]] : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string').map((v) => [what, v]) : []);
+    const texts = (what: string, value: unknown): [string, string][] => stringsIn(value).map((text) => [what, text]);
     this.refuseSecretNames('synthesizeBranch', [
       ['frame type', frameType],
       ...texts('policy source type', p.sourceType),
@@ -940,4 +940,14 @@ function ownRunnableThreads(): number {
     }
   }
   return count;
+}
+
+/** Every string in `value`, at any depth (lists, Sets, objects' keys and values), as a policy's fields may hold them. */
+function stringsIn(value: unknown, out: string[] = [], depth = 0): string[] {
+  if (typeof value === 'string') out.push(value);
+  else if (depth < 32 && value !== null && typeof value === 'object') {
+    const items = value instanceof Set || Array.isArray(value) ? [...value] : Object.entries(value).flat();
+    for (const item of items) stringsIn(item, out, depth + 1);
+  }
+  return out;
 }

@@ -114,6 +114,36 @@ function mayHoldListedHeader(text: string): boolean {
 /** The tag of a value in the codec's encoded form (`{ "$bp": "map", v }`: backpack/values.ts). */
 const CODEC_TAG = '$bp';
 
+/** The fields of each encoded form the codec writes besides its tag, and what each holds (see backpack/codec.ts). */
+const ENCODED_FORMS: Readonly<Record<string, Readonly<Record<string, (v: unknown) => boolean>>>> = {
+  number: { v: (v) => v === '-0' || v === 'NaN' || v === 'Infinity' || v === '-Infinity' },
+  bigint: { v: (v) => typeof v === 'string' && /^-?\d+$/.test(v) },
+  undefined: {},
+  date: { v: (v) => v === null || typeof v === 'number' },
+  map: { v: Array.isArray },
+  set: { v: Array.isArray },
+  typed: { t: (v) => typeof v === 'string', v: (v) => typeof v === 'string' },
+  object: { v: (v) => v !== null && typeof v === 'object' && !Array.isArray(v) },
+  unavailable: { key: (v) => typeof v === 'string', bytes: (v) => typeof v === 'number', summary: (v) => typeof v === 'string', reason: (v) => typeof v === 'string' },
+};
+
+/**
+ * The codec's tag of `value` when it is a value in one of the codec's encoded forms, exactly (its tag, and only the
+ * fields that form has, each of its kind); undefined for anything else, an object that only claims a tag included.
+ */
+function encodedTag(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const record = value as Record<string, unknown>;
+  const tag = record[CODEC_TAG];
+  if (typeof tag !== 'string' || !Object.hasOwn(ENCODED_FORMS, tag)) return undefined;
+  const form = ENCODED_FORMS[tag]!;
+  for (const key of Object.keys(record)) {
+    if (key === CODEC_TAG) continue;
+    if (!Object.hasOwn(form, key) || !form[key]!(record[key])) return undefined;
+  }
+  return tag;
+}
+
 /** Byte arrays holding text are scanned; one with a NUL byte in its first this many bytes is binary data. */
 const TEXT_PROBE_BYTES = 8000;
 /** The encoded typed arrays (`{ "$bp": "typed", t, v }`) whose text is scanned: those of one-byte elements. */
@@ -410,18 +440,22 @@ function isSecretOption(arg: unknown, isSecretName: (name: string) => boolean): 
 
 /** An Authorization header's name, as a flat list of names and values holds it (Node's `rawHeaders`). */
 const HEADER_NAME = /^(?:proxy-)?authorization$/i;
-/** A header value of a scheme and credentials (`Token 9944…`, `Digest username="…"`). */
-const SCHEME_AND_CREDENTIALS = /^\S+[ \t]+\S/;
+/**
+ * An Authorization header's value: credentials, after a scheme or not (`Token 9944…`, `9944…`, `Digest username="…"`),
+ * read as the catalogue's `authorization-credentials` pattern reads them (a token of 8 or more characters holding a
+ * digit and a letter and not a date, or 24; or auth-params), so that a list of labels keeps `Date of service`.
+ */
+const LISTED_CREDENTIAL = /^(?:[^\s"'\\]{1,64}[ \t]+)?(?:[\w!#$%&*+.^|~-]{1,64}[ \t]*=.*|(?!\d{4}-\d\d-\d\d)(?=[^\s"'\\,;()]*\d)(?=[^\s"'\\,;()]*[A-Za-z])[^\s"'\\,;()]{8,}|[^\s"'\\,;()]{24,})\s*$/;
 
 /**
  * Whether `item`, an element of a list, is the value of the element before it (`previous`): of a secret-named option
  * in an argument vector (`["--password", "…"]`, an MCP server's `args`: a string that is not itself an option), or of
- * an Authorization header in a flat list of names and values (`['Authorization', 'Token …']`, Node's `rawHeaders`: a
- * scheme and credentials).
+ * an Authorization header in a flat list of names and values (`['Authorization', 'Token …']`, Node's `rawHeaders`:
+ * credentials, see LISTED_CREDENTIAL).
  */
 export function isSecretOptionValue(previous: unknown, item: unknown, isSecretName: (name: string) => boolean = isSecretKey): boolean {
   if (typeof item !== 'string' || item === '') return false;
-  if (typeof previous === 'string' && HEADER_NAME.test(previous)) return SCHEME_AND_CREDENTIALS.test(item);
+  if (typeof previous === 'string' && HEADER_NAME.test(previous)) return item.length <= 8192 && LISTED_CREDENTIAL.test(item);
   return item.charCodeAt(0) !== 0x2d && isSecretOption(previous, isSecretName);
 }
 /** The marker as a bare value reads it (up to its closing bracket). */
@@ -864,9 +898,10 @@ export class Redactor {
         const bytes = this.encodedBytes(record, blank);
         if (bytes !== undefined) return bytes;
       }
-      if (!plain && blank && key === CODEC_TAG && typeof item === 'string') return this.blankEncoded(record, depth, false);
-      // Under a secret-named key, every string is blanked, and what sits right under a secret-named key is the secret.
-      const next = blank ? (this.keyKind(key) === SECRET_KEY ? this.secretEntry(item, depth + 1, key) : this.blank(item, depth + 1, key)) : this.entry(record, key, item, depth);
+      if (!plain && blank && key === CODEC_TAG && encodedTag(record) !== undefined) return this.blankEncoded(record, depth, false);
+      // Under a secret-named key, every string is blanked, and what sits right under a secret-named key (or a value
+      // a sibling names secret: `{ name: 'DB_PASSWORD', value }`) is the secret.
+      const next = blank ? (this.isSecretEntry(record, key) ? this.secretEntry(item, depth + 1, key) : this.blank(item, depth + 1, key)) : this.entry(record, key, item, depth);
       const nextKey = this.replaced(key, this.redactKey(key));
       if (out === undefined && (next !== item || nextKey !== key)) {
         out = {};
@@ -970,6 +1005,12 @@ export class Redactor {
   }
 
   /** Whether a field of `record` that may name its value field (of kind `kind`) holds a secret-named string. */
+  /** Whether the value of `record`'s key `key` is a secret by its name or a sibling's (see {@link entry}). */
+  private isSecretEntry(record: Record<string, unknown>, key: string): boolean {
+    const kind = this.keyKind(key);
+    return kind === SECRET_KEY || (kind >= VALUE_KEY && this.namedBySibling(record, kind));
+  }
+
   private namedBySibling(record: Record<string, unknown>, kind: number): boolean {
     for (const field of NAMING_FIELDS[kind - VALUE_KEY]!) {
       const name = record[field];
@@ -1116,9 +1157,8 @@ export class Redactor {
    */
   private secretEntry(value: unknown, depth: number, key: string | number): unknown {
     if (typeof value === 'number') return this.replaced(String(value), REDACTED);
-    if (value !== null && typeof value === 'object' && typeof (value as Record<string, unknown>)[CODEC_TAG] === 'string' && (value as Record<string, unknown>)[CODEC_TAG] !== 'typed') {
-      return this.blankEncoded(value as Record<string, unknown>, depth, true);
-    }
+    const tag = encodedTag(value);
+    if (tag !== undefined && tag !== 'typed') return this.blankEncoded(value as Record<string, unknown>, depth, true);
     if (isReplacement(value)) {
       const inner = this.secretEntry(value.r, depth + 1, 'r');
       return inner === value.r ? value : { r: inner };

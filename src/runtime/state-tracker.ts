@@ -128,21 +128,24 @@ export class StateTracker {
   }
 
   /**
-   * `delta` (to `next`, a value as the Backpack stores it) with each patch that the store would not redact as it
-   * redacts `next` made a replacement of the object or array it patches (see {@link next}); `delta` itself when there
-   * is none. `secret`: `next` sits under a secret-named key (it is redacted whole: Redactor.secretEntry).
+   * `delta` (to `next`, from `previous`: values as the Backpack stores them) with each patch that the store would not
+   * redact as it redacts `next` made a replacement of the object or array it patches (see {@link next}); `delta`
+   * itself when there is none. `inSecret`: `next` sits at any depth under a secret-named key (every string in it is
+   * blanked); `direct`: right under one (it is redacted by Redactor.secretEntry).
    */
-  #storable(delta: JsonDelta, next: unknown, secret: boolean): JsonDelta {
+  #storable(delta: JsonDelta, previous: unknown, next: unknown, inSecret: boolean, direct: boolean): JsonDelta {
     if ('a' in delta) {
       const list = next as readonly unknown[];
-      return !secret && this.names.followsSecretOption(list, list.length - delta.a.length) ? { r: encodeValue(list) } : delta;
+      return !inSecret && this.names.followsSecretOption(list, list.length - delta.a.length) ? { r: encodeValue(list) } : delta;
     }
     if (!('o' in delta)) return delta;
     const record = next as Record<string, unknown>;
-    // Under a secret-named key a value is redacted whole, by what it is (a number, a Backpack item's shape, a
-    // structure: Redactor.secretEntry), which a patch of its parts does not show: replaced whole, it is redacted as
-    // the keyframe redacts it.
-    if (secret) return { r: encodeValue(record) };
+    // Under a secret-named key the names of deleted keys would be blanked too. Right under one, a value is redacted by
+    // what it is (Redactor.secretEntry): one whose shape a patch of its parts does not show (a Backpack item's, the
+    // codec's encoded form, a replacement's), now or before the step, is replaced whole. A plain structure's patch is
+    // redacted as the structure is, so it stays a patch (a list in it that grows costs its new items).
+    if (inSecret && delta.d !== undefined) return { r: encodeValue(record) };
+    if (direct && (redactedByShape(record) || redactedByShape(previous))) return { r: encodeValue(record) };
     if (delta.d !== undefined) {
       for (let i = 0; i < delta.d.length; i++) {
         const key = delta.d[i]!;
@@ -153,7 +156,8 @@ export class StateTracker {
     for (const key in delta.o) {
       if (this.#renamed(key) || this.names.redactedWithSiblings(record, key)) return { r: encodeValue(record) };
       const inner = delta.o[key]!;
-      const fitted = this.#storable(inner, record[key], this.names.isSecretKey(key));
+      const secret = this.names.isSecretKey(key);
+      const fitted = this.#storable(inner, (previous as Record<string, unknown>)[key], record[key], inSecret || secret, secret);
       if (fitted !== inner) setOwn((patched ??= { ...delta.o }), key, fitted);
     }
     return patched ? { ...delta, o: patched } : delta;
@@ -212,7 +216,8 @@ export class StateTracker {
         previous = undefined;
       }
       const patch = previous ? diffStored(previous.value, item.value) : undefined;
-      const value = previous ? patch && this.#storable(patch, item.value, this.names.isSecretKey(key)) : { r: encodeValue(item.value) };
+      const secret = this.names.isSecretKey(key);
+      const value = previous ? patch && this.#storable(patch, previous.value, item.value, secret, secret) : { r: encodeValue(item.value) };
       if (value || !previous || !sameMeta(previous, item)) {
         setOwn((delta.set ??= {}), key, {
           metadata: item.metadata,
@@ -234,6 +239,30 @@ export class StateTracker {
       delete this.#state.quarantined[key];
     }
   }
+}
+
+/**
+ * Whether a value under a secret-named key (as the Backpack stores it) is redacted by its shape as a whole once
+ * encoded (see Redactor.secretEntry): a Backpack item's (a `metadata` field that encodes to an object), the codec's
+ * encoded form (a `$bp` field), a delta replacement's (only an `r` field).
+ */
+function redactedByShape(value: unknown): boolean {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const record = value as Record<string, unknown>;
+  if (Object.hasOwn(record, 'metadata') && encodesToObject(record['metadata'])) return true;
+  if (Object.hasOwn(record, '$bp')) return true;
+  const keys = Object.keys(record);
+  return keys.length === 1 && keys[0] === 'r';
+}
+
+/**
+ * Whether `value` (stored) encodes to a JSON object (backpack/codec.ts): a plain object, a Map, Set, Date, typed
+ * array, BigInt, undefined, or a number JSON cannot hold (`-0`, `NaN`, `Infinity`).
+ */
+function encodesToObject(value: unknown): boolean {
+  if (value === undefined || typeof value === 'bigint') return true;
+  if (typeof value === 'number') return !Number.isFinite(value) || Object.is(value, -0);
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function sameMeta(a: StoredItem<StateItem>, b: StoredItem<StateItem>): boolean {

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { maskedPointers } from '../../src/cli/backpackflow/flows.js';
 import { cli, tempDir } from './helpers.js';
 
 const ACCOUNT = '0123456789abcdef0123456789abcdef';
@@ -59,5 +60,26 @@ describe('runs resume of a recorded flow whose LLM node has a baseURL with an id
     const resumed = await cli(['runs', 'resume', 'gw', '--data-dir', dataDir, '--flow', flow], env);
     expect(asked.length, resumed.stderr).toBeGreaterThan(before);
     expect(asked.slice(before).every((path) => path === first)).toBe(true);
+  });
+});
+
+describe('maskedPointers', () => {
+  it('flags a URL whose credentials were masked, and no text a user wrote with *** in it (review s34, finding 4)', () => {
+    const config = {
+      namespace: 'docs',
+      nodes: [
+        {
+          id: 'writer',
+          type: 'ChatNode',
+          params: {
+            systemPrompt: 'https://docs.example.com/style-guide is the house style.\n\n***\n\nWrite the summary below the rule.',
+            template: 'https://example.com/reviews rated ***',
+            baseURL: 'https://gateway.example.com/v1/***/openai',
+            apiKey: '***',
+          },
+        },
+      ],
+    };
+    expect(maskedPointers(config)).toEqual(['/nodes/0/params/baseURL', '/nodes/0/params/apiKey']);
   });
 });

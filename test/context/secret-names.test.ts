@@ -68,6 +68,7 @@ describe('secret-looking names in the context engine', () => {
     ["a filter's frame types", (e: ContextEngine, s: string) => e.synthesizeBranch('', 'typed', 'synth', { kind: 'filtering', sourceType: 'summary', types: ['note', s] }), 'policy frame type'],
     ["a filter's agent ids", (e: ContextEngine, s: string) => e.synthesizeBranch('', 'by', 'synth', { kind: 'filtering', sourceType: 'summary', agents: [s] }), 'policy agent id'],
     ["a custom policy's name", (e: ContextEngine, s: string) => e.synthesizeBranch('', 'custom', 'synth', { kind: 'custom', name: s }), 'policy name'],
+    ["a filter's frame types as a Set (review s34, finding 8)", (e: ContextEngine, s: string) => e.synthesizeBranch('', 'typed', 'synth', { kind: 'filtering', sourceType: 'summary', types: new Set(['note', s]) as never }), 'policy frame type'],
     ['a registered custom policy', async (e: ContextEngine, s: string) => e.registerSynthesisPolicy(s, () => 'x'), 'policy name'],
   ])('a token in %s is refused (the policy is stored with every frame it makes: review s33, finding 9)', async (_what, call, field) => {
     const { root, engine } = await openEngine();

@@ -48,11 +48,27 @@ describe('Authorization headers in text', () => {
     expect(JSON.stringify(redactor.redact(value).value)).not.toContain(DRF);
   });
 
-  it('prose about authorization keeps its words: only a credential (a digit in it, or 24 characters) is blanked', () => {
+  it('prose and code about authorization keep their words: only a credential (a digit and a letter, not a date; or 24 characters) is blanked', () => {
     const out = redactor.redactText('Prior authorization: required before surgery; insurance authorization = pending approval today');
     expect(out).toContain('before surgery');
     expect(out).toContain('approval today');
+    // (The first word after the name is the named-value pass's, as for any secret-named field: not asserted.)
+    for (const [text, word] of [
+      ['Prior authorization: submitted 03/14/2024 to Aetna, approved two days later.', '03/14/2024'],
+      ['const authorization = await fetchToken(user1);', 'fetchToken(user1)'],
+      ['authorization: expires 2025-12-31T00:00:00Z', '2025-12-31T00:00:00Z'],
+    ]) {
+      expect(redactor.redactText(text!), text).toContain(word);
+    }
+  });
+
+  it('a list keeps the label after "Authorization", and loses a credential there, with a scheme or without (review s34, findings 5 and 7)', () => {
+    const row = ['Patient', 'Authorization', 'Date of service', 'Amount billed'];
+    expect(redactor.redact({ row }).value.row).toEqual(row);
     expect(redactor.redact(['authorization', 'billing']).value).toEqual(['authorization', 'billing']);
+    const KEY = '7f3a9c2e5b8d1f4a6c0e9b2d5f8a1c3e';
+    expect(JSON.stringify(redactor.redact({ rawHeaders: ['Host', 'api.example.com', 'Authorization', KEY] }).value)).not.toContain(KEY);
+    expect(JSON.stringify(redactor.redact({ headers: { Authorization: KEY } }).value)).not.toContain(KEY);
   });
 
   it('the lines around a header are kept', () => {

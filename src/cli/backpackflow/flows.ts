@@ -244,8 +244,11 @@ export async function recordedFlowConfig(given: string | undefined, store: Recor
 /** The masks recording puts where a secret was (see recordRunFlow): the redaction marker, and exportFlow's. */
 const MASKS = [REDACTED, MASK];
 
-/** A URL (`scheme://…`): recording masks its credentials in place (`https://gw.example.com/k/***`, see maskUrlCredentials). */
-const URL_START = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
+/**
+ * A URL and nothing else (`scheme://` and no blank): recording masks its credentials in place
+ * (`https://gw.example.com/k/***`, see maskUrlCredentials). Text that starts with a link is not one.
+ */
+const WHOLE_URL = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/\S*$/;
 
 /**
  * The JSON pointers of the strings of a recorded flow config that hold a mask (a secret given as it is, masked when
@@ -253,7 +256,7 @@ const URL_START = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
  */
 export function maskedPointers(config: unknown, at = '', out: string[] = []): string[] {
   if (typeof config === 'string') {
-    if (config === MASK || config.includes(REDACTED) || (URL_START.test(config) && config.includes(MASK))) out.push(at || '/');
+    if (config === MASK || config.includes(REDACTED) || (config.includes(MASK) && WHOLE_URL.test(config))) out.push(at || '/');
   } else if (Array.isArray(config)) {
     config.forEach((item, i) => maskedPointers(item, `${at}/${i}`, out));
   } else if (config !== null && typeof config === 'object') {
