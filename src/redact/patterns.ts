@@ -225,14 +225,15 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
     // JSON inside a string, a flat list of names and values as Node's rawHeaders or a Python tuple list holds them):
     // the credentials after the scheme are the secret, a list of auth-params (`Digest username="…", response="…"`)
     // or a token (`Token 9944…`, `SSWS …`, `ApiKey …`, `bearer …`, `abc:…`, quoted or not) of 8 or more characters
-    // holding a digit and a letter (not a date: `2025-12-31T00:00:00Z`), or 24, without blanks, quotes or
-    // parentheses, so that prose and code keep their words (`authorization: submitted 03/14/2024`,
-    // `authorization = await fetchToken(user1)`). The scheme is any word, also one the named-value pass has already
-    // replaced. The name may end a longer one (`HTTP_AUTHORIZATION`, as CGI and Django name the header). Every run is
-    // bounded, so that a text of many near-matches costs time in proportion to its length. (The same credential rule
+    // holding a digit and a letter, or 24, without blanks, quotes or parentheses, and not a date
+    // (`2025-12-31T00:00:00.000Z`, `14-Mar-2024`), so that prose and code keep their words (`authorization: submitted
+    // 03/14/2024`, `authorization = await fetchToken(user1)`). The scheme is any token (RFC 9110: no `=` or `:` in
+    // it), also the marker the named-value pass has already put there. The name may end a longer one
+    // (`HTTP_AUTHORIZATION`, as CGI and Django name the header). Every run is bounded, so that a text of many
+    // near-matches costs time in proportion to its length. (The same credential rule
     // reads a flat list's value: redactor.ts, LISTED_CREDENTIAL.)
     regex: new RegExp(
-      String.raw`(?:proxy-)?authorization(?:\\*["'])?[ \t]*[:=,][ \t]*(?:b?\\*["'])?[^\s"'\\]{1,64}[ \t]+(?:\\*["'])?(?<secret>[\w!#$%&*+.^|~-]{1,64}[ \t]*=[ \t]*(?:\\*"[^"\\]{0,512}\\*"|[^\s,"'\\]{1,512})(?:[ \t]*,[ \t]*[\w!#$%&*+.^|~-]{1,64}[ \t]*=[ \t]*(?:\\*"[^"\\]{0,512}\\*"|[^\s,"'\\]{1,512})){0,31}|(?!\d{4}-\d\d-\d\d)(?=[^\s"'\\,;()]{0,4095}\d)(?=[^\s"'\\,;()]{0,4095}[A-Za-z])[^\s"'\\,;()]{8,4096}|[^\s"'\\,;()]{24,4096})`,
+      String.raw`(?:proxy-)?authorization(?:\\*["'])?[ \t]*[:=,][ \t]*(?:b?\\*["'])?[\w!#$%&*+.^|~[\]-]{1,64}[ \t]+(?:\\*["'])?(?<secret>[\w!#$%&*+.^|~-]{1,64}[ \t]*=[ \t]*(?:\\*"[^"\\]{0,512}\\*"|[^\s,"'\\]{1,512})(?:[ \t]*,[ \t]*[\w!#$%&*+.^|~-]{1,64}[ \t]*=[ \t]*(?:\\*"[^"\\]{0,512}\\*"|[^\s,"'\\]{1,512})){0,31}|(?!\d{4}-\d\d-\d\d|\d{1,2}[-/ ][A-Za-z]{3}[-/ ]\d{2,4})(?:(?=[^\s"'\\,;()]{0,4095}\d)(?=[^\s"'\\,;()]{0,4095}[A-Za-z])[^\s"'\\,;()]{8,4096}|[^\s"'\\,;()]{24,4096}))`,
       'gi',
     ),
     gate: /authorization/,

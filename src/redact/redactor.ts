@@ -111,6 +111,24 @@ function mayHoldListedHeader(text: string): boolean {
   return text.includes('authorization');
 }
 
+/** The fields of a Backpack item of the stored state or a state delta (see backpack/state.ts, StateItemSchema). */
+const ITEM_FIELDS: ReadonlySet<string> = new Set(['value', 'metadata', 'accessControl', 'quarantine']);
+
+/**
+ * Whether `record` (in its encoded form) has the shape of a Backpack item as the stores write one (a state item, a
+ * quarantined item, a state-delta entry): only an item's fields, and a `metadata` of an item's (its `timestamp` and
+ * `version` numbers and `tags` list). Under a secret-named key such an item keeps its provenance (see secretEntry);
+ * any other object there (a Kubernetes Secret, whose `metadata` is its own) has every string blanked.
+ */
+export function isItemShape(record: Record<string, unknown>): boolean {
+  const metadata = record['metadata'];
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) return false;
+  const meta = metadata as Record<string, unknown>;
+  if (typeof meta['timestamp'] !== 'number' || typeof meta['version'] !== 'number' || !Array.isArray(meta['tags'])) return false;
+  for (const field of Object.keys(record)) if (!ITEM_FIELDS.has(field)) return false;
+  return true;
+}
+
 /** The tag of a value in the codec's encoded form (`{ "$bp": "map", v }`: backpack/values.ts). */
 const CODEC_TAG = '$bp';
 
@@ -443,9 +461,9 @@ const HEADER_NAME = /^(?:proxy-)?authorization$/i;
 /**
  * An Authorization header's value: credentials, after a scheme or not (`Token 9944…`, `9944…`, `Digest username="…"`),
  * read as the catalogue's `authorization-credentials` pattern reads them (a token of 8 or more characters holding a
- * digit and a letter and not a date, or 24; or auth-params), so that a list of labels keeps `Date of service`.
+ * digit and a letter, or 24, and not a date; or auth-params), so that a list of labels keeps `Date of service`.
  */
-const LISTED_CREDENTIAL = /^(?:[^\s"'\\]{1,64}[ \t]+)?(?:[\w!#$%&*+.^|~-]{1,64}[ \t]*=.*|(?!\d{4}-\d\d-\d\d)(?=[^\s"'\\,;()]*\d)(?=[^\s"'\\,;()]*[A-Za-z])[^\s"'\\,;()]{8,}|[^\s"'\\,;()]{24,})\s*$/;
+const LISTED_CREDENTIAL = /^(?:[\w!#$%&*+.^|~[\]-]{1,64}[ \t]+)?(?:[\w!#$%&*+.^|~-]{1,64}[ \t]*=.*|(?!\d{4}-\d\d-\d\d|\d{1,2}[-/ ][A-Za-z]{3}[-/ ]\d{2,4})(?:(?=[^\s"'\\,;()]*\d)(?=[^\s"'\\,;()]*[A-Za-z])[^\s"'\\,;()]{8,}|[^\s"'\\,;()]{24,}))\s*$/;
 
 /**
  * Whether `item`, an element of a list, is the value of the element before it (`previous`): of a secret-named option
@@ -810,7 +828,7 @@ export class Redactor {
    * `blank`, blanked): `value` itself when that form holds no secret, else the form redacted. A byte array holding text
    * is scanned as text (blanked whole under a secret-named key); other binary data is kept (JSON writes its numbers).
    */
-  private walkOther(value: object, depth: number, key: string | number, blank: boolean): unknown {
+  private walkOther(value: object, depth: number, key: string | number, blank: boolean, direct = false): unknown {
     // A date's JSON is its ISO time (or null): nothing to look for.
     if (value instanceof Date && value.toJSON === DATE_TO_JSON) return value;
     if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) {
@@ -825,7 +843,8 @@ export class Redactor {
     this.converting.add(value);
     try {
       const form = jsonForm(value, key);
-      const next = blank ? this.blank(form, depth + 1, key) : this.walk(form, depth + 1, key);
+      // `direct`: the value sits right under a secret-named key (see secretEntry), and so does its JSON form.
+      const next = direct ? this.secretEntry(form, depth + 1, key) : blank ? this.blank(form, depth + 1, key) : this.walk(form, depth + 1, key);
       return next === form ? value : next;
     } finally {
       this.converting.delete(value);
@@ -1151,12 +1170,19 @@ export class Redactor {
    * What is stored right under a secret-named key (or named secret by a sibling), the same in every form the
    * stores write it in (so that a keyframe and the deltas that lead to it hold the same): a number is the secret itself
    * (a PIN, a numeric password) and is replaced as a string is; a state delta's replacement (`{ r: value }`, see
-   * runtime/json-delta.ts) holds the value itself; a Backpack item (an object with a `metadata` object: a state item,
-   * a quarantined item, a state-delta entry) keeps its provenance, its `metadata` and `accessControl` walked like any
-   * other data, and the rest redacted by this rule; anything else has every string blanked (see {@link blank}).
+   * runtime/json-delta.ts) holds the value itself; a Backpack item ({@link isItemShape}: a state item, a quarantined
+   * item, a state-delta entry) keeps its provenance, its `metadata` and `accessControl` walked like any other data,
+   * and the rest redacted by this rule; a structure's `value` field is redacted by this rule too (the rest blanked);
+   * an object written as its JSON form is that form; anything else has every string blanked (see {@link blank}).
    */
   private secretEntry(value: unknown, depth: number, key: string | number): unknown {
     if (typeof value === 'number') return this.replaced(String(value), REDACTED);
+    // An object written as its JSON form (a `toJSON`, a boxed number, a class instance): that form is what sits here.
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      const hasToJSON = typeof (value as { toJSON?: unknown }).toJSON === 'function';
+      const data = isPlainObject(value) || value instanceof Map || value instanceof Set || ArrayBuffer.isView(value) || value instanceof ArrayBuffer;
+      if (hasToJSON ? !(value instanceof Date && value.toJSON === DATE_TO_JSON) : !data && !(value instanceof Date)) return this.walkOther(value, depth, key, true, true);
+    }
     const tag = encodedTag(value);
     if (tag !== undefined && tag !== 'typed') return this.blankEncoded(value as Record<string, unknown>, depth, true);
     if (isReplacement(value)) {
@@ -1165,8 +1191,7 @@ export class Redactor {
     }
     if (value !== null && typeof value === 'object' && !Array.isArray(value) && isPlainObject(value)) {
       const record = value as Record<string, unknown>;
-      const metadata = record['metadata'];
-      if (metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata)) {
+      if (isItemShape(record)) {
         if (depth > MAX_DEPTH) throw tooDeep();
         let out: Record<string, unknown> | undefined;
         for (const name in record) {
@@ -1178,6 +1203,16 @@ export class Redactor {
           }
         }
         return out ?? record;
+      }
+      // A structure right under the key that holds its secret in a `value` field (a secret manager's answer,
+      // `{ value: 58203917, version: 'v1' }`): that value is the secret, whatever it is; the rest is blanked.
+      if (Object.hasOwn(record, 'value')) {
+        const blanked = this.walkObject(record, depth, true) as Record<string, unknown>;
+        const inner = this.secretEntry(record['value'], depth + 1, 'value');
+        if (inner === blanked['value']) return blanked;
+        const out = blanked === record ? { ...record } : blanked;
+        setOwn(out, 'value', inner);
+        return out;
       }
     }
     return this.blank(value, depth, key);

@@ -10,7 +10,7 @@ import {
   type StoredState,
 } from '../backpack/index.js';
 import { deepEqualInOrder } from '../backpack/values.js';
-import { looksLikeStoredKey, redactorFor, type Redactor } from '../redact/index.js';
+import { isItemShape, looksLikeStoredKey, redactorFor, type Redactor } from '../redact/index.js';
 import { applyJsonDelta, diffStored, type JsonDelta } from './json-delta.js';
 
 /** What changed in a Backpack's state between two step boundaries. Values travel as structural JSON deltas. */
@@ -243,26 +243,16 @@ export class StateTracker {
 
 /**
  * Whether a value under a secret-named key (as the Backpack stores it) is redacted by its shape as a whole once
- * encoded (see Redactor.secretEntry): a Backpack item's (a `metadata` field that encodes to an object), the codec's
- * encoded form (a `$bp` field), a delta replacement's (only an `r` field).
+ * encoded (see Redactor.secretEntry): a Backpack item's (isItemShape, of its encoded `metadata`), the codec's encoded
+ * form (a `$bp` field), a structure holding its secret in a `value` field, a delta replacement's (only an `r` field).
  */
 function redactedByShape(value: unknown): boolean {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
   const record = value as Record<string, unknown>;
-  if (Object.hasOwn(record, 'metadata') && encodesToObject(record['metadata'])) return true;
-  if (Object.hasOwn(record, '$bp')) return true;
+  if (Object.hasOwn(record, 'metadata') && isItemShape({ ...record, metadata: encodeValue(record['metadata']) })) return true;
+  if (Object.hasOwn(record, '$bp') || Object.hasOwn(record, 'value')) return true;
   const keys = Object.keys(record);
   return keys.length === 1 && keys[0] === 'r';
-}
-
-/**
- * Whether `value` (stored) encodes to a JSON object (backpack/codec.ts): a plain object, a Map, Set, Date, typed
- * array, BigInt, undefined, or a number JSON cannot hold (`-0`, `NaN`, `Infinity`).
- */
-function encodesToObject(value: unknown): boolean {
-  if (value === undefined || typeof value === 'bigint') return true;
-  if (typeof value === 'number') return !Number.isFinite(value) || Object.is(value, -0);
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function sameMeta(a: StoredItem<StateItem>, b: StoredItem<StateItem>): boolean {

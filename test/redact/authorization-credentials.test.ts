@@ -57,6 +57,10 @@ describe('Authorization headers in text', () => {
       ['Prior authorization: submitted 03/14/2024 to Aetna, approved two days later.', '03/14/2024'],
       ['const authorization = await fetchToken(user1);', 'fetchToken(user1)'],
       ['authorization: expires 2025-12-31T00:00:00Z', '2025-12-31T00:00:00Z'],
+      // Dates of any length (review s35, finding 3): `Date#toISOString()`, offsets, day-month-year.
+      ['authorization: expires 2025-12-31T00:00:00.000Z', '2025-12-31T00:00:00.000Z'],
+      ['authorization: expires 2025-12-31T00:00:00+00:00', '2025-12-31T00:00:00+00:00'],
+      ['Prior authorization: approved 14-Mar-2024 by Aetna', '14-Mar-2024'],
     ]) {
       expect(redactor.redactText(text!), text).toContain(word);
     }
@@ -65,6 +69,7 @@ describe('Authorization headers in text', () => {
   it('a list keeps the label after "Authorization", and loses a credential there, with a scheme or without (review s34, findings 5 and 7)', () => {
     const row = ['Patient', 'Authorization', 'Date of service', 'Amount billed'];
     expect(redactor.redact({ row }).value.row).toEqual(row);
+    expect(redactor.redact(['Authorization', '2025-12-31T00:00:00.000Z']).value).toEqual(['Authorization', '2025-12-31T00:00:00.000Z']);
     expect(redactor.redact(['authorization', 'billing']).value).toEqual(['authorization', 'billing']);
     const KEY = '7f3a9c2e5b8d1f4a6c0e9b2d5f8a1c3e';
     expect(JSON.stringify(redactor.redact({ rawHeaders: ['Host', 'api.example.com', 'Authorization', KEY] }).value)).not.toContain(KEY);

@@ -24,15 +24,18 @@ describe('redact', () => {
 
   it('a Backpack item under a secret-named key keeps its provenance; only its value (and secret-looking metadata) is blanked', () => {
     const secret = `sk-${'b'.repeat(40)}`;
-    const item = { value: 'plain secret', metadata: { sourceNodeId: 'login', sourceNamespace: 'app.login', version: 2, tags: ['auth', secret] } };
-    const delta = { metadata: { sourceNodeId: 'login' }, value: { r: 'plain secret' } };
-    const { value } = redact({ items: { apiKey: item }, set: { apiKey: delta }, other: { apiKey: { metadata: 'not an object', note: 'x' } } });
+    const item = { value: 'plain secret', metadata: { timestamp: 1, version: 2, tags: ['auth', secret], sourceNodeId: 'login', sourceNamespace: 'app.login' } };
+    const delta = { metadata: { timestamp: 1, version: 2, tags: [], sourceNodeId: 'login' }, value: { r: 'plain secret' } };
+    // Not items: a metadata that is not an item's (a Kubernetes Secret's own), fields an item does not have.
+    const k8s = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'db', annotations: { note: 'cGFzc3dvcmQ=' } }, data: { password: 'cGFzc3dvcmQ=' } };
+    const { value } = redact({ items: { apiKey: item }, set: { apiKey: delta }, other: { apiKey: { metadata: 'not an object', note: 'x' } }, secret: k8s });
     expect(value.items.apiKey).toEqual({
       value: REDACTED,
-      metadata: { sourceNodeId: 'login', sourceNamespace: 'app.login', version: 2, tags: ['auth', REDACTED] },
+      metadata: { timestamp: 1, version: 2, tags: ['auth', REDACTED], sourceNodeId: 'login', sourceNamespace: 'app.login' },
     });
-    expect(value.set.apiKey).toEqual({ metadata: { sourceNodeId: 'login' }, value: { r: REDACTED } });
+    expect(value.set.apiKey).toEqual({ metadata: { timestamp: 1, version: 2, tags: [], sourceNodeId: 'login' }, value: { r: REDACTED } });
     expect(value.other.apiKey).toEqual({ metadata: REDACTED, note: REDACTED });
+    expect(value.secret).toEqual({ apiVersion: REDACTED, kind: REDACTED, metadata: { name: REDACTED, annotations: { note: REDACTED } }, data: { password: REDACTED } });
   });
 
   it('replaces values under secret-named keys, keeping numbers and the shape', () => {

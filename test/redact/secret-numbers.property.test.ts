@@ -2,8 +2,8 @@
  * A number right under a secret-named key is the secret itself (a numeric password, a PIN, a key of the user's own
  * `secretKeys`): it is replaced as a string is, wherever the key is (an object, a Map, a `[key, value]` pair, a
  * Backpack item or a state delta under the key, its replacement `{ r: n }` in a delta or a patch, a `{ name, value }`
- * record); the numbers of a structure under such a key (a port, a TTL) are kept (reviews s31 and s32, finding 1: the
- * number was written to keyframes and deltas in clear).
+ * record, an object whose JSON form is a number); the numbers of a structure under such a key (a port, a TTL) are kept
+ * (reviews s31, s32 and s35: the number was written to keyframes and deltas in clear).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -20,14 +20,16 @@ const placements: [string, (key: string, n: number) => unknown][] = [
   ['nested object field', (key, n) => ({ config: { db: { [key]: n, host: 'db' } } })],
   ['Map entry', (key, n) => new Map<string, unknown>([[key, n]])],
   ['[key, value] pair', (key, n) => ({ env: [[key, n]] })],
-  ['Backpack item', (key, n) => ({ items: { [key]: { value: n, metadata: { sourceNodeId: 'a', version: 1 } } } })],
+  ['Backpack item', (key, n) => ({ items: { [key]: { value: n, metadata: { timestamp: 1, version: 1, tags: [], sourceNodeId: 'a' } } } })],
   ['name/value record', (key, n) => ({ env: [{ name: key, value: n }] })],
-  ['state delta entry', (key, n) => ({ set: { [key]: { metadata: { sourceNodeId: 'a', version: 2 }, value: { r: n } } } })],
-  ['patch of a nested key', (key, n) => ({ set: { customer: { metadata: { sourceNodeId: 'a', version: 2 }, value: { o: { [key]: { r: n } } } } } })],
+  ['state delta entry', (key, n) => ({ set: { [key]: { metadata: { timestamp: 1, version: 2, tags: [], sourceNodeId: 'a' }, value: { r: n } } } })],
+  ['patch of a nested key', (key, n) => ({ set: { customer: { metadata: { timestamp: 1, version: 2, tags: [], sourceNodeId: 'a' }, value: { o: { [key]: { r: n } } } } } })],
   ['field inside a secret-named structure', (key, n) => ({ credentials: { user: 'ann', [key]: n } })],
   ['pair inside a secret-named structure', (key, n) => ({ secrets: [[key, n]] })],
   ['Map entry inside a secret-named structure', (key, n) => ({ secrets: new Map<string, unknown>([[key, n]]) })],
   ['BigInt-sized number in an encoded Map', (key, n) => ({ config: { $bp: 'map', v: [[key, n]] } })],
+  ['object written as a number (toJSON)', (key, n) => ({ [key]: { toJSON: () => n } })],
+  ['boxed number', (key, n) => ({ [key]: new Number(n) })],
   ["Backpack item's value in a value summary", (key, n) => ({ key, valueSummary: `{value: ${n}, metadata: {version: 1}}` })],
 ];
 

@@ -74,7 +74,7 @@ describe('numbers under secret-named keys, on disk', () => {
       const { items } = (await loadRunPoint({ dataDir, runId: 'r', step: 2 })).state;
       states.push({ cfg: items['cfg']?.value, credentials: items['credentials']?.value });
     }
-    expect(states[0]).toEqual({ cfg: { label: 'vault answer', apiKey: { value: '[REDACTED]', metadata: { version: 'v1' } } }, credentials: { username: '[REDACTED]', password: '[REDACTED]' } });
+    expect(states[0]).toEqual({ cfg: { label: 'vault answer', apiKey: { value: '[REDACTED]', metadata: { version: '[REDACTED]' } } }, credentials: { username: '[REDACTED]', password: '[REDACTED]' } });
     expect(states[1]).toEqual(states[0]);
   });
 
