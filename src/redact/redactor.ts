@@ -30,7 +30,7 @@ import { redactYamlBlockValues } from './yaml-values.js';
 import { NAMED_PAIR, blankStructure } from './text-structures.js';
 import { SecretKeyMatcher } from './keys.js';
 import { isBasicCredential } from './basic-credential.js';
-import { DEFAULT_SECRET_PATTERNS, NETRC_MIN_LENGTH, TRUNCATED_SECRET_TAIL, type SecretPattern } from './patterns.js';
+import { DEFAULT_SECRET_PATTERNS, NETRC_MIN_LENGTH, TRUNCATED_SECRET_TAIL, isDateAlone, lastToken, type SecretPattern } from './patterns.js';
 import { VENDOR_TOKEN_PATTERN } from './vendor-patterns.js';
 
 /** What replaces a secret. */
@@ -125,7 +125,19 @@ export function isItemShape(record: Record<string, unknown>): boolean {
   if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) return false;
   const meta = metadata as Record<string, unknown>;
   if (typeof meta['timestamp'] !== 'number' || typeof meta['version'] !== 'number' || !Array.isArray(meta['tags'])) return false;
-  for (const field of Object.keys(record)) if (!ITEM_FIELDS.has(field)) return false;
+  if (!onlyFields(meta, ITEM_META_FIELDS)) return false;
+  const rules = record['accessControl'];
+  if (rules !== undefined && (rules === null || typeof rules !== 'object' || Array.isArray(rules) || !onlyFields(rules as Record<string, unknown>, ITEM_RULE_FIELDS))) return false;
+  return onlyFields(record, ITEM_FIELDS);
+}
+
+/** An item's metadata fields and its rules' fields (backpack/state.ts, ItemMetaSchema; backpack/access.ts). */
+const ITEM_META_FIELDS: ReadonlySet<string> = new Set(['sourceNodeId', 'sourceNodeName', 'sourceNamespace', 'timestamp', 'version', 'tags']);
+const ITEM_RULE_FIELDS: ReadonlySet<string> = new Set(['read', 'write']);
+
+/** Whether every own field of `record` is one of `fields`. */
+function onlyFields(record: Record<string, unknown>, fields: ReadonlySet<string>): boolean {
+  for (const field of Object.keys(record)) if (!fields.has(field)) return false;
   return true;
 }
 
@@ -463,7 +475,7 @@ const HEADER_NAME = /^(?:proxy-)?authorization$/i;
  * read as the catalogue's `authorization-credentials` pattern reads them (a token of 8 or more characters holding a
  * digit and a letter, or 24, and not a date; or auth-params), so that a list of labels keeps `Date of service`.
  */
-const LISTED_CREDENTIAL = /^(?:[\w!#$%&*+.^|~[\]-]{1,64}[ \t]+)?(?:[\w!#$%&*+.^|~-]{1,64}[ \t]*=.*|(?!\d{4}-\d\d-\d\d|\d{1,2}[-/ ][A-Za-z]{3}[-/ ]\d{2,4})(?:(?=[^\s"'\\,;()]*\d)(?=[^\s"'\\,;()]*[A-Za-z])[^\s"'\\,;()]{8,}|[^\s"'\\,;()]{24,}))\s*$/;
+const LISTED_CREDENTIAL = /^(?:[\w!#$%&*+.^|~[\]-]{1,64}[ \t]+)?(?:[\w!#$%&*+.^|~-]{1,64}[ \t]*=.*|(?=[^\s"'\\,;()]*\d)(?=[^\s"'\\,;()]*[A-Za-z])[^\s"'\\,;()]{8,}|[^\s"'\\,;()]{24,})\s*$/;
 
 /**
  * Whether `item`, an element of a list, is the value of the element before it (`previous`): of a secret-named option
@@ -473,7 +485,7 @@ const LISTED_CREDENTIAL = /^(?:[\w!#$%&*+.^|~[\]-]{1,64}[ \t]+)?(?:[\w!#$%&*+.^|
  */
 export function isSecretOptionValue(previous: unknown, item: unknown, isSecretName: (name: string) => boolean = isSecretKey): boolean {
   if (typeof item !== 'string' || item === '') return false;
-  if (typeof previous === 'string' && HEADER_NAME.test(previous)) return item.length <= 8192 && LISTED_CREDENTIAL.test(item);
+  if (typeof previous === 'string' && HEADER_NAME.test(previous)) return item.length <= 8192 && LISTED_CREDENTIAL.test(item) && !isDateAlone(lastToken(item));
   return item.charCodeAt(0) !== 0x2d && isSecretOption(previous, isSecretName);
 }
 /** The marker as a bare value reads it (up to its closing bracket). */
@@ -906,8 +918,9 @@ export class Redactor {
   /**
    * Walks an object. With `blank`, every string is replaced (it sits under a secret-named key); keys are still
    * checked for secret-looking text. `plain`: a `$bp` field is data (an escaped object's), not the codec's tag.
+   * `skip`: a field left as it is (its caller redacts it).
    */
-  private walkObject(record: Record<string, unknown>, depth: number, blank: boolean, plain = false): unknown {
+  private walkObject(record: Record<string, unknown>, depth: number, blank: boolean, plain = false, skip?: string): unknown {
     if (!blank && typeof record['$schema'] === 'string' && JSON_SCHEMA_DIALECT.test(record['$schema'])) return this.walkSchema(record, depth, false);
     let out: Record<string, unknown> | undefined;
     let index = 0;
@@ -920,7 +933,7 @@ export class Redactor {
       if (!plain && blank && key === CODEC_TAG && encodedTag(record) !== undefined) return this.blankEncoded(record, depth, false);
       // Under a secret-named key, every string is blanked, and what sits right under a secret-named key (or a value
       // a sibling names secret: `{ name: 'DB_PASSWORD', value }`) is the secret.
-      const next = blank ? (this.isSecretEntry(record, key) ? this.secretEntry(item, depth + 1, key) : this.blank(item, depth + 1, key)) : this.entry(record, key, item, depth);
+      const next = key === skip ? item : blank ? (this.isSecretEntry(record, key) ? this.secretEntry(item, depth + 1, key) : this.blank(item, depth + 1, key)) : this.entry(record, key, item, depth);
       const nextKey = this.replaced(key, this.redactKey(key));
       if (out === undefined && (next !== item || nextKey !== key)) {
         out = {};
@@ -1207,9 +1220,10 @@ export class Redactor {
       // A structure right under the key that holds its secret in a `value` field (a secret manager's answer,
       // `{ value: 58203917, version: 'v1' }`): that value is the secret, whatever it is; the rest is blanked.
       if (Object.hasOwn(record, 'value')) {
-        const blanked = this.walkObject(record, depth, true) as Record<string, unknown>;
+        // The rest blanked, `value` left for one walk of its own (walked twice, a chain of them cost 2^depth).
+        const blanked = this.walkObject(record, depth, true, false, 'value') as Record<string, unknown>;
         const inner = this.secretEntry(record['value'], depth + 1, 'value');
-        if (inner === blanked['value']) return blanked;
+        if (inner === record['value']) return blanked;
         const out = blanked === record ? { ...record } : blanked;
         setOwn(out, 'value', inner);
         return out;

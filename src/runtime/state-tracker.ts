@@ -146,6 +146,9 @@ export class StateTracker {
     // redacted as the structure is, so it stays a patch (a list in it that grows costs its new items).
     if (inSecret && delta.d !== undefined) return { r: encodeValue(record) };
     if (direct && (redactedByShape(record) || redactedByShape(previous))) return { r: encodeValue(record) };
+    // A structure that holds its secret in a `value` field (redacted as such right under the key): whole when that
+    // field changes, comes or goes; a patch of its other fields is redacted as they are.
+    if (direct && (Object.hasOwn(record, 'value') !== hasOwnField(previous, 'value') || (Object.hasOwn(record, 'value') && Object.hasOwn(delta.o, 'value')))) return { r: encodeValue(record) };
     if (delta.d !== undefined) {
       for (let i = 0; i < delta.d.length; i++) {
         const key = delta.d[i]!;
@@ -244,15 +247,20 @@ export class StateTracker {
 /**
  * Whether a value under a secret-named key (as the Backpack stores it) is redacted by its shape as a whole once
  * encoded (see Redactor.secretEntry): a Backpack item's (isItemShape, of its encoded `metadata`), the codec's encoded
- * form (a `$bp` field), a structure holding its secret in a `value` field, a delta replacement's (only an `r` field).
+ * form (a `$bp` field), a delta replacement's (only an `r` field).
  */
 function redactedByShape(value: unknown): boolean {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
   const record = value as Record<string, unknown>;
   if (Object.hasOwn(record, 'metadata') && isItemShape({ ...record, metadata: encodeValue(record['metadata']) })) return true;
-  if (Object.hasOwn(record, '$bp') || Object.hasOwn(record, 'value')) return true;
+  if (Object.hasOwn(record, '$bp')) return true;
   const keys = Object.keys(record);
   return keys.length === 1 && keys[0] === 'r';
+}
+
+/** Whether `value` is an object with an own field `field`. */
+function hasOwnField(value: unknown, field: string): boolean {
+  return value !== null && typeof value === 'object' && Object.hasOwn(value, field);
 }
 
 function sameMeta(a: StoredItem<StateItem>, b: StoredItem<StateItem>): boolean {

@@ -3,7 +3,7 @@
  * keyframes fall (keyframeInterval 1 and 1000), and decodes, for random values under random keys (secret-named ones,
  * sibling-naming ones, the item shape's, the codec's and the delta's own field names), deeper nesting, arrays of
  * item-shaped objects, values that switch shape, deletes, appends, Maps keyed by secret names, several items and
- * quarantine. Written by reviews s34 and s35; it found the delta and the keyframe of an object that changed shape
+ * quarantine. Written by reviews s34, s35 and s36; it found the delta and the keyframe of an object that changed shape
  * under a secret-named key disagreeing.
  */
 import fc from 'fast-check';
@@ -15,7 +15,7 @@ import { makeTempDir } from '../support/temp.js';
 import { trials } from '../support/soak.js';
 
 const RUNS = trials(40, 400);
-const KEYS = ['password', 'pin', 'secrets', 'credentials', 'value', 'metadata', 'accessControl', 'r', 'a', 'o', 'd', '$bp', 'v', 't', 'name', 'key', 'label', 'auth', 'args', 'headers', 'list', 'n'];
+const KEYS = ['password', 'pin', 'secrets', 'credentials', 'value', 'metadata', 'accessControl', 'r', 'a', 'o', 'd', '$bp', 'v', 't', 'name', 'key', 'label', 'auth', 'args', 'headers', 'list', 'n', 'timestamp', 'version', 'tags', 'quarantine', 'reason', 'sourceNodeId', 'read', 'header'];
 const leaf = fc.oneof(
   fc.integer({ min: -5, max: 99999999 }),
   fc.constantFrom(
@@ -39,6 +39,20 @@ const { value } = fc.letrec((tie) => ({
     fc.record({ r: tie('value') }),
     fc.array(fc.record({ metadata: tie('value'), value: tie('value') }), { maxLength: 3 }),
     fc.tuple(fc.constantFrom('Authorization', '--password', 'x'), tie('value')),
+    // s36: item-shaped values (an item's fields, an item's metadata), as the stores write one
+    fc.record(
+      {
+        value: tie('value'),
+        metadata: fc.record({ timestamp: fc.constantFrom(0, 1700000000000, 5), version: fc.constantFrom(1, 2, 9), tags: fc.array(fc.constantFrom('a', 'hunter2', 'password', 'DB_PASSWORD'), { maxLength: 2 }), sourceNodeName: fc.constantFrom('n', 'secret-node', 'hunter22') }, { requiredKeys: ['timestamp', 'version', 'tags'] }),
+        accessControl: fc.record({ read: fc.array(fc.constantFrom('*', 'n', 'hunter2'), { maxLength: 2 }), note: fc.constantFrom('plain', 'hunter2') }, { requiredKeys: [] }),
+        quarantine: fc.record({ reason: fc.constantFrom('x', 'hunter2'), timestamp: fc.constant(3) }),
+      },
+      { requiredKeys: ['metadata'] },
+    ),
+    // s36: a secret manager's answer, a value field with siblings
+    fc.record({ value: tie('value'), version: fc.constantFrom('v1', 3, 'hunter2'), tags: fc.array(tie('value'), { maxLength: 2 }) }, { requiredKeys: ['value'] }),
+    fc.record({ value: tie('value') }),
+    fc.record({ metadata: fc.record({ timestamp: tie('value'), version: tie('value'), tags: tie('value') }), value: tie('value') }),
   ),
   object: fc.dictionary(fc.constantFrom(...KEYS), tie('value'), { maxKeys: 5 }),
   array: fc.array(tie('value'), { maxLength: 4 }),
@@ -96,7 +110,7 @@ describe('recorded state at every step', () => {
         const states: Record<number, unknown[]> = {};
         const quar: Record<number, unknown[]> = {};
         for (const keyframeInterval of [1, 1000]) {
-          const dataDir = makeTempDir('bf-replay35-', 'test');
+          const dataDir = makeTempDir('bf-replay36-', 'test');
           class Stepper extends BackpackNode {
             override post(b: BackpackHandle): string {
               const i = (b.peek('__i') as number | undefined) ?? 0;
