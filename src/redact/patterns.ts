@@ -76,6 +76,21 @@ export const NETRC_MIN_LENGTH = 25;
 /** An entry of a .netrc machine that makes `password` there a netrc password (not a word of prose). */
 const NETRC_ENTRY = /\s(?:login|account|port)\s/;
 
+/** An HTTP auth scheme (RFC 9110's token), or the marker in its place. */
+const AUTH_SCHEME = String.raw`[\w!#$%&*+.^|~[\]-]{1,64}`;
+/** One auth-param of a header's credentials (`response="…"`, `realm=x`), quoted or escaped-quoted or bare. */
+const AUTH_PARAM = String.raw`[\w!#$%&*+.^|~-]{1,64}[ \t]*=[ \t]*(?:\\*"[^"\\]{0,512}\\*"|[^\s,"'\\]{1,512})`;
+/** A character of a credential token: no blank, quote, bracket, parenthesis, comma or semicolon. */
+const AUTH_TOKEN_CHAR = String.raw`[^\s"'\\,;()\`“”‘’«»<>]`;
+/**
+ * A header's credentials: a list of auth-params (`Digest username="…", response="…"`), or a token (`Token 9944…`,
+ * `SSWS …`, `abc:…`) of 8 or more characters holding a digit and a letter, or 24, so that prose and code keep their
+ * words (`authorization: submitted 03/14/2024`, `authorization = await fetchToken(user1)`).
+ */
+const AUTH_CREDENTIALS =
+  String.raw`${AUTH_PARAM}(?:[ \t]*,[ \t]*${AUTH_PARAM}){0,31}` +
+  String.raw`|(?:(?=${AUTH_TOKEN_CHAR}{0,4095}\d)(?=${AUTH_TOKEN_CHAR}{0,4095}[A-Za-z])${AUTH_TOKEN_CHAR}{8,4096}|${AUTH_TOKEN_CHAR}{24,4096})`;
+
 /** A date, or a date and time, and nothing else (ISO 8601, `14-Mar-2024`). */
 const DATE_ALONE = /^(?:\d{4}-\d\d-\d\d(?:T\d\d:\d\d(?::\d\d(?:\.\d+)?)?)?(?:Z|[+-]\d\d:?\d\d)?|\d{1,2}[-/ ][A-Za-z]{3}[-/ ]\d{2,4})$/;
 
@@ -237,18 +252,13 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
     source: 'HTTP Authorization and Proxy-Authorization headers (RFC 9110 section 11.6.2): any scheme, any case',
     // `Authorization: <scheme> <credentials>` in text (curl -v output, a request log, a header quoted in JSON or in
     // JSON inside a string, a flat list of names and values as Node's rawHeaders or a Python tuple list holds them):
-    // the credentials after the scheme are the secret, a list of auth-params (`Digest username="…", response="…"`)
-    // or a token (`Token 9944…`, `SSWS …`, `ApiKey …`, `bearer …`, `abc:…`, quoted or not) of 8 or more characters
-    // holding a digit and a letter, or 24, without blanks, quotes, brackets or parentheses, and not a date alone
-    // (`2025-12-31T00:00:00.000Z`, `14-Mar-2024`), so that prose and code keep their words (`authorization: submitted
-    // 03/14/2024`, `authorization = await fetchToken(user1)`). The scheme is any token (RFC 9110: no `=` or `:` in
-    // it), also the marker the named-value pass has already put there, quoted or bracketed or not (`` `Token …` ``,
-    // `“Token …”`, `<Token …>`). The name may end a longer one
-    // (`HTTP_AUTHORIZATION`, as CGI and Django name the header). Every run is bounded, so that a text of many
-    // near-matches costs time in proportion to its length. (The same credential rule
-    // reads a flat list's value: redactor.ts, LISTED_CREDENTIAL.)
+    // the credentials after the scheme are the secret (see AUTH_CREDENTIALS). The scheme is any token (RFC 9110: no
+    // `=` or `:` in it), also the marker the named-value pass has already put there, quoted or bracketed or not
+    // (`` `Token …` ``, `“Token …”`, `<Token …>`). The name may end a longer one (`HTTP_AUTHORIZATION`, as CGI and
+    // Django name the header). Every run is bounded, so that a text of many near-matches costs time in proportion to
+    // its length. (The same credential rule reads a flat list's value: redactor.ts, LISTED_CREDENTIAL.)
     regex: new RegExp(
-      String.raw`(?:proxy-)?authorization(?:\\*["'])?[ \t]*[:=,][ \t]*(?:b?\\*["']|[\`“‘«<(])?[\w!#$%&*+.^|~[\]-]{1,64}[ \t]+(?:\\*["'])?(?<secret>[\w!#$%&*+.^|~-]{1,64}[ \t]*=[ \t]*(?:\\*"[^"\\]{0,512}\\*"|[^\s,"'\\]{1,512})(?:[ \t]*,[ \t]*[\w!#$%&*+.^|~-]{1,64}[ \t]*=[ \t]*(?:\\*"[^"\\]{0,512}\\*"|[^\s,"'\\]{1,512})){0,31}|(?:(?=[^\s"'\\,;()\`“”‘’«»<>]{0,4095}\d)(?=[^\s"'\\,;()\`“”‘’«»<>]{0,4095}[A-Za-z])[^\s"'\\,;()\`“”‘’«»<>]{8,4096}|[^\s"'\\,;()\`“”‘’«»<>]{24,4096}))`,
+      String.raw`(?:proxy-)?authorization(?:\\*["'])?[ \t]*[:=,][ \t]*(?:b?\\*["']|[\`“‘«<(])?${AUTH_SCHEME}[ \t]+(?:\\*["'])?(?<secret>${AUTH_CREDENTIALS})`,
       'gi',
     ),
     gate: /authorization/,

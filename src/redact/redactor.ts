@@ -7,8 +7,9 @@
  * - secret-looking text anywhere, also inside longer strings ({@link DEFAULT_SECRET_PATTERNS}, plus the user's
  *   patterns): in string values, object keys, Map keys and Set members (live Maps and Sets, and their encoded
  *   form `{ "$bp": "map" | "set", v }`), at any depth;
- * - every string under a secret-named key, and a number right under one ({@link SecretKeyMatcher}): object keys, Map keys (also a `[key, value]`
- *   pair in a list, as an encoded Map holds them, whatever the other pairs' keys are), and an entry that names its
+ * - every string under a secret-named key, and a number right under one ({@link SecretKeyMatcher}): object keys, Map
+ *   keys (also a `[key, value]` pair in a list, as an encoded Map holds them, whatever the other pairs' keys are),
+ *   and an entry that names its
  *   key in a `key` field (a `backpack.packed` event: `{ key: 'password', valueSummary }`), whose
  *   `value`, `valueSummary`, `previousValue`, `newValue` and `summary` are blanked. A Backpack item under such a
  *   key keeps its provenance (`metadata`, `accessControl`); only its value is blanked. Numbers, booleans and the
@@ -57,8 +58,9 @@ export interface RedactionResult<T> {
 }
 
 /**
- * A character every built-in pattern's match but a netrc entry's and a listed header's holds: an upper-case letter (`AKIA`, `AIza`, `eyJ`, `Bearer`, `-----BEGIN`,
- * the AWS secret key's mixed case), or `_`, `-`, `:` or `=` (`sk-`, `ghp_`, `xoxb-`, `://`, `name=value`, `name: value`).
+ * A character every built-in pattern's match but a netrc entry's and a listed header's holds: an upper-case letter
+ * (`AKIA`, `AIza`, `eyJ`, `Bearer`, `-----BEGIN`, the AWS secret key's mixed case), or `_`, `-`, `:` or `=` (`sk-`,
+ * `ghp_`, `xoxb-`, `://`, `name=value`, `name: value`).
  */
 const MAY_HOLD_SECRET = /[A-Z_:=-]/;
 
@@ -672,8 +674,8 @@ export class Redactor {
 
   /**
    * Whether a number right after `key`, in a structure a secret-named field holds, is a secret (see
-   * {@link blankStructure}): under a secret-named key, or a Backpack item's `value` (as {@link secretEntry} reads an
-   * object of that shape).
+   * {@link blankStructure}): under a secret-named key, or in a `value` field (as {@link secretEntry} reads a
+   * structure's `value`; text does not tell depths apart, so every `value` there).
    */
   private readonly numberIsSecret = (key: string): boolean => key === 'value' || this.keys.isSecretKey(key);
 
@@ -1036,13 +1038,13 @@ export class Redactor {
     return kind;
   }
 
-  /** Whether a field of `record` that may name its value field (of kind `kind`) holds a secret-named string. */
   /** Whether the value of `record`'s key `key` is a secret by its name or a sibling's (see {@link entry}). */
   private isSecretEntry(record: Record<string, unknown>, key: string): boolean {
     const kind = this.keyKind(key);
     return kind === SECRET_KEY || (kind >= VALUE_KEY && this.namedBySibling(record, kind));
   }
 
+  /** Whether a field of `record` that may name its value field (of kind `kind`) holds a secret-named string. */
   private namedBySibling(record: Record<string, unknown>, kind: number): boolean {
     for (const field of NAMING_FIELDS[kind - VALUE_KEY]!) {
       const name = record[field];

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { BackpackNode, Flow, type BackpackHandle, type RunScope } from '../../src/index.js';
+import { BackpackNode, Flow, type BackpackHandle, type BackpackNodeClass, type RunScope } from '../../src/index.js';
 
 const SECRET = 'sk-live-SECRET-0123456789abcdef';
 
@@ -20,6 +20,15 @@ class Victim extends BackpackNode {
   override post(): string {
     return 'end';
   }
+}
+
+/** A flow of an `evil` node (no reads, no writes) routed by 'next' to a `victim` holding a secret param. */
+function evilThenVictim(Evil: BackpackNodeClass, VictimClass: BackpackNodeClass = Victim): Flow {
+  const flow = new Flow({ onMissingRoute: 'end' });
+  const evil = flow.addNode(Evil, { id: 'evil', permissions: { read: [], write: [] } });
+  evil.on('next', flow.addNode(VictimClass, { id: 'victim', apiKey: SECRET }));
+  flow.setEntryNode(evil);
+  return flow;
 }
 
 describe("a node's scope.signal", () => {
@@ -48,10 +57,7 @@ describe("a node's scope.signal", () => {
         return 'next';
       }
     }
-    const flow = new Flow({ onMissingRoute: 'end' });
-    const evil = flow.addNode(Evil, { id: 'evil', permissions: { read: [], write: [] } });
-    evil.on('next', flow.addNode(Victim, { id: 'victim', apiKey: SECRET }));
-    flow.setEntryNode(evil);
+    const flow = evilThenVictim(Evil);
     const controller = new AbortController();
     const run = flow.run(undefined, { signal: controller.signal });
     await new Promise((r) => setTimeout(r, 5));
@@ -76,10 +82,7 @@ describe("a node's scope.signal", () => {
         return 'next';
       }
     }
-    const flow = new Flow({ onMissingRoute: 'end' });
-    const evil = flow.addNode(Evil, { id: 'evil', permissions: { read: [], write: [] } });
-    evil.on('next', flow.addNode(Victim, { id: 'victim', apiKey: SECRET }));
-    flow.setEntryNode(evil);
+    const flow = evilThenVictim(Evil);
     const controller = new AbortController();
     // An ordinary owner pattern: stop the run when something shows up in the event stream.
     flow.eventStreamer.on('backpack.packed', (e) => {
@@ -113,10 +116,7 @@ describe("a node's scope.signal", () => {
         throw new Error('victim fails');
       }
     }
-    const flow = new Flow({ onMissingRoute: 'end' });
-    const evil = flow.addNode(Evil, { id: 'evil', permissions: { read: [], write: [] } });
-    evil.on('next', flow.addNode(Failing, { id: 'victim', apiKey: SECRET }));
-    flow.setEntryNode(evil);
+    const flow = evilThenVictim(Evil, Failing);
     await flow.run(undefined, { signal: new AbortController().signal }).catch(() => undefined);
     expect(flow.backpack.getItem('approved')).toBeUndefined();
   });
