@@ -14,6 +14,7 @@ export interface BackpackEvent {
 
 /** Anything with `emit(event)`; events are emitted only when one is set. */
 export interface BackpackEventSink {
+  /** Takes one event; it must not throw (the EventStreamer isolates its handlers). */
   emit(event: BackpackEvent): void;
 }
 

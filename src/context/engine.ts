@@ -154,9 +154,13 @@ export interface RegenerateOptions {
  * Read and write access bound to one agent (the spec's AgentAdapter). The role is checked on every call.
  */
 export interface AgentAdapter {
+  /** The agent every call acts as. */
   readonly agentId: string;
+  /** {@link ContextEngine.getNode} of `node` (a path or node id) through `view`; the agent must be registered. */
   readContext(node: string, view?: ContextView): Promise<NodeContext>;
+  /** {@link ContextEngine.putFrame} on `node` as this agent (a writer); resolves to the new FrameID. */
   writeContext(node: string, frame: FrameInput): Promise<string>;
+  /** {@link ContextEngine.synthesizeBranch} of `frameType` under `node` as this agent (a synthesis agent). */
   synthesize(node: string, frameType: string, policy?: SynthesisPolicy): Promise<string>;
 }
 

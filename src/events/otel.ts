@@ -24,15 +24,21 @@ export type OtelAttributes = Record<string, OtelAttributeValue>;
 
 /** The part of an OpenTelemetry `Span` the bridge uses. */
 export interface OtelSpan {
+  /** Sets one attribute (redacted before it is set). */
   setAttribute(key: string, value: OtelAttributeValue): unknown;
+  /** Adds a timed event to the span (`time` in ms since the epoch, the event's own timestamp). */
   addEvent(name: string, attributes?: OtelAttributes, time?: number): unknown;
+  /** Marks the span's outcome (`SpanStatusCode.ERROR` with the error's message for a failed node or run). */
   setStatus(status: { code: number; message?: string }): unknown;
+  /** Records a failure's name and (redacted) message as an exception event. */
   recordException(exception: { name: string; message: string }, time?: number): unknown;
+  /** Ends the span at `endTime` (ms since the epoch: the closing event's timestamp). */
   end(endTime?: number): void;
 }
 
 /** The part of an OpenTelemetry `Tracer` the bridge uses; any real tracer fits. */
 export interface OtelTracer {
+  /** Starts a span (`startTime`: the opening event's timestamp), as a child of the span in `context` when given. */
   startSpan(name: string, options?: { attributes?: OtelAttributes; startTime?: number; kind?: number }, context?: unknown): OtelSpan;
 }
 

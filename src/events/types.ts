@@ -91,6 +91,7 @@ export interface EventInput {
 
 /** Anything that accepts events: the EventStreamer, or a test double. The Backpack emits through this. */
 export interface EventSink {
+  /** Takes one event; the streamer fills in its id, seq and timestamp. */
   emit(event: EventInput): void;
 }
 

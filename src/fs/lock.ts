@@ -36,6 +36,10 @@ export interface FileLock {
    * lost is never taken for held again).
    */
   confirm(): boolean;
+  /**
+   * Stops the lease refresh and removes the lock file if it is still this holder's record (a lock another process
+   * took over is left to it). Idempotent.
+   */
   release(): void;
 }
 

@@ -189,6 +189,10 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     return threadRunId(threadId, this.#redactor);
   }
 
+  /**
+   * The checkpoint `config` names (its `checkpoint_id`, else the thread's latest in `checkpoint_ns`) with its pending
+   * writes and parent, or undefined when the thread or checkpoint has none.
+   */
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     const threadId = config.configurable?.thread_id as unknown;
     if (threadId === undefined) return undefined;
@@ -201,6 +205,11 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     return stored === undefined ? undefined : this.#tuple(thread, stored);
   }
 
+  /**
+   * The checkpoints of `config`'s thread (of every thread when it names none), newest first per namespace, filtered
+   * by `checkpoint_ns`, `checkpoint_id`, `options.before`, `options.filter` (metadata fields, compared deeply) and cut
+   * at `options.limit`. A filter on a field the redaction blanks is a TypeError (it could never match).
+   */
   override async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
     const { before, filter } = options;
     if (filter !== undefined && this.#redactor.redact(filter).redacted) {
@@ -235,6 +244,10 @@ export class BackpackflowSaver extends BaseCheckpointSaver {
     }
   }
 
+  /**
+   * Stores `checkpoint` and `metadata` (redacted) for `config`'s thread and namespace, its parent the checkpoint
+   * `config` names; resolves to the config naming the stored checkpoint.
+   */
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
     const threadId = config.configurable?.thread_id as unknown;
     if (threadId === undefined) throw new Error('BackpackflowSaver.put: the config has no configurable.thread_id: pass { configurable: { thread_id } } to the graph');

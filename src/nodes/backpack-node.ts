@@ -63,7 +63,9 @@ export interface NodeContext {
 
 /** Read access to injected dependencies; the serialization module's DependencyContainer is one. */
 export interface DependencyLookup {
+  /** The dependency registered under `key`; throws an error naming the key (and those registered) when there is none. */
   get<T = unknown>(key: string): T;
+  /** Whether a dependency is registered under `key`. */
   has(key: string): boolean;
 }
 

@@ -81,6 +81,7 @@ export interface FlowStats {
 
 /** Something that turns a flow config (JSON) into a Flow: the serialization module's FlowLoader. */
 export interface FlowConfigLoader {
+  /** The Flow that `config` describes, its nodes built with `deps`; a FlowLoadError naming what is wrong otherwise. */
   loadFlow(config: unknown, deps?: unknown): Promise<Flow>;
 }
 
@@ -639,12 +640,12 @@ export class Flow extends BaseFlow<any> {
     return this.#walk((deferred, at) => this.#nodeAt(deferred, at), (node) => node);
   }
 
-  /** True once the flow has run: its nodes and routes can no longer change. */
   /** Why the flow is {@link sealed}: it has run, or it is a node's declared internal flow (complete once declared). */
   get sealedBecause(): string {
     return this.#declaredBy === undefined ? 'has already run' : `is the internal flow node '${this.#declaredBy}' declared (buildInternalFlow), complete once declared`;
   }
 
+  /** True once the flow has run (or is a node's declared internal flow): its nodes and routes can no longer change. */
   get sealed(): boolean {
     return this.#sealed;
   }

@@ -5,6 +5,7 @@ import { TOOLBOX_DEP } from '../nodes/llm/index.js';
 
 /** The dependency keys `loadFlow` reads itself (and never hands to nodes): the Backpack and the event streamer. */
 export const BACKPACK_DEP = 'backpack';
+/** The dependency key of the event streamer `loadFlow` gives the flow (see {@link BACKPACK_DEP}). */
 export const EVENT_STREAMER_DEP = 'eventStreamer';
 
 /**

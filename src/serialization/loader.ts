@@ -150,6 +150,7 @@ export type LoadableNodeClass = BackpackNodeClass & {
  * defaults (secrets in them are still masked; the internal flow is still exported by the loader).
  */
 export interface ExportableNode extends BackpackNode {
+  /** The node's own `type` and `params` for its exported config, replacing the defaults (the class's registered type, its config). */
   toConfig?(): Partial<Pick<NodeConfig, 'type' | 'params'>>;
 }
 

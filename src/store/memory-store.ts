@@ -36,12 +36,29 @@ export function prepareMemoryItem(input: MemoryItemInput, redactor: Redactor): M
 
 /** What the runtime, the CLI and the studio need from long-term memory: the file store and the Postgres one. */
 export interface Memory {
+  /**
+   * Writes (or replaces) one item, redacted as everything stored is; `createdAt` is filled with the current time when
+   * the item has none. An invalid item (or an id that looks like a secret) is refused before anything is written.
+   */
   write(item: MemoryItemInput): Promise<void>;
+  /** Writes several items at once; every item is validated before any is written. */
   writeMany(items: MemoryItemInput[]): Promise<void>;
+  /** The item with `id` as stored (redacted), or null when there is none; a damaged item is an error naming it. */
   get(id: string): Promise<MemoryItem | null>;
+  /** Deletes the item with `id`; resolves to whether it existed. */
   delete(id: string): Promise<boolean>;
+  /**
+   * The `topK` items best matching `query` (BM25 over their keywords and text), best first, ties by id, with their
+   * scores. A damaged or missing item is skipped with a warning naming it (to `options.onWarning` when given), and
+   * the next best takes its place.
+   */
   searchScored(query: string, topK: number, options?: MemorySearchOptions): Promise<ScoredMemoryItem[]>;
+  /** {@link searchScored}'s items without their scores (warnings go to the process). */
   search(query: string, topK: number): Promise<MemoryItem[]>;
+  /**
+   * Waits for the writes in progress. A Postgres memory's connections belong to the run store it was made from:
+   * closing that store releases them.
+   */
   close(): Promise<void>;
 }
 

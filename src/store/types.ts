@@ -166,6 +166,7 @@ const InterruptInfoSchema = z.object({
  */
 export const RunStatusSchema = z.enum(['running', 'waiting', 'stopped', 'completed', 'failed']);
 
+/** The schema of a run's projection (`projections/run.meta.json`, {@link RunMeta}): what `runs list` and `runs show` read. */
 export const RunMetaSchema = z.object({
   v: z.literal(1),
   runId: z.string().min(1),

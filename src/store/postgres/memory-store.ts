@@ -62,6 +62,7 @@ export class PostgresMemoryStore implements Memory {
     this.redactor = redactorFor(options.redaction);
   }
 
+  /** Writes (or replaces) one item: {@link writeMany} of it. */
   async write(item: MemoryItemInput): Promise<void> {
     await this.writeMany([item]);
   }
@@ -118,6 +119,10 @@ export class PostgresMemoryStore implements Memory {
     }
   }
 
+  /**
+   * The item with `id`, or null: verified against its seal (a damaged body is a MemoryStoreError naming its row; an
+   * unsealed one is served with a warning, see the module comment).
+   */
   async get(id: string): Promise<MemoryItem | null> {
     assertValidId(id, 'memory id');
     const sql = await this.store.sql();
@@ -145,6 +150,7 @@ export class PostgresMemoryStore implements Memory {
     return parsed.data;
   }
 
+  /** Deletes the item with `id` (its index terms go with it); resolves to whether it existed. */
   async delete(id: string): Promise<boolean> {
     assertValidId(id, 'memory id');
     const sql = await this.store.sql();
@@ -211,9 +217,11 @@ export class PostgresMemoryStore implements Memory {
     return out;
   }
 
+  /** The `topK` items best matching `query`, best first: {@link searchScored} without the scores. */
   async search(query: string, topK: number): Promise<MemoryItem[]> {
     return (await this.searchScored(query, topK)).map((hit) => hit.item);
   }
 
+  /** Nothing to wait for or release: writes are awaited by their callers, and the connections are the run store's. */
   async close(): Promise<void> {}
 }
