@@ -27,13 +27,6 @@ export function resolveDataDir(options: RunLocation): string {
   return resolve(options.dataDir ?? DEFAULT_DATA_DIR);
 }
 
-/** The data directory and the (validated) session of `options`. */
-export function locate(options: RunLocation): { dataDir: string; sessionKey: string } {
-  const sessionKey = options.sessionKey ?? DEFAULT_SESSION;
-  assertValidId(sessionKey, 'sessionKey');
-  return { dataDir: resolveDataDir(options), sessionKey };
-}
-
 /** The run store of `options` (its `store`, else the files of its data directory) and the (validated) session. */
 export function locateStore(options: RunLocation): { store: RunStore; sessionKey: string } {
   const sessionKey = options.sessionKey ?? DEFAULT_SESSION;

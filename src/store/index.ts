@@ -16,7 +16,7 @@ export { foldRunMeta, foldRunMetaBatch, emptyRunMeta, runDuration, type RunDurat
 export { KeywordIndex, tokenize, BM25_K1, BM25_B } from './keyword-index.js';
 export type { KeywordIndexFile, ScoredId } from './keyword-index.js';
 export { CheckpointSchema, MemoryItemSchema, RunMetaSchema, RunStatusSchema, TokenUsageSchema } from './types.js';
-export type { Checkpoint, MemoryItem, RunMeta, Durability } from './types.js';
+export type { Checkpoint, MemoryItem, RunMeta, RunSegment, Durability } from './types.js';
 export {
   StoreError,
   EventStoreError,
