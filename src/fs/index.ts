@@ -7,7 +7,7 @@ export type { AtomicWriteOptions } from './atomic.js';
 export { isLargeJson, writeJsonPieces } from './json-pieces.js';
 export { readJsonChunked } from './json-read.js';
 export type { ReadJsonOptions } from './json-read.js';
-export { readTextIfExists, readTextIfExistsSync } from './read.js';
+export { openIfExists, readTextIfExists, readTextIfExistsSync } from './read.js';
 export { removeFileIfExists } from './remove.js';
 export { removeDeadTemps } from './temp-files.js';
 export { describeEntry, openFileForReading, openRegularFile } from './regular-file.js';

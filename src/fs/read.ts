@@ -9,7 +9,7 @@ function isMissing(error: unknown): boolean {
 }
 
 /** The descriptor of `path` opened for reading (see openFileForReading), or undefined when it does not exist. */
-function openIfExists(path: string): number | undefined {
+export function openIfExists(path: string): number | undefined {
   try {
     return openFileForReading(path);
   } catch (error) {

@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, read, readSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { openFileForReading } from '../fs/index.js';
+import { openFileForReading, openIfExists } from '../fs/index.js';
 
 const NEWLINE = 0x0a;
 const CHUNK = 64 * 1024;
@@ -172,13 +172,8 @@ const ZEROS = Buffer.alloc(CHUNK);
 
 /** {@link endOfData} of the file at `path` as it is now; undefined when there is no such file. */
 export async function dataEndOf(path: string): Promise<number | undefined> {
-  let fd: number;
-  try {
-    fd = openFileForReading(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
+  const fd = openIfExists(path);
+  if (fd === undefined) return undefined;
   try {
     return await endOfData(fd, fstatSync(fd).size);
   } finally {

@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fstatSync, promises as fsp, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { openFileForReading, readTextIfExists, readTextIfExistsSync, removeDeadTemps, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
+import { openIfExists, readTextIfExists, readTextIfExistsSync, removeDeadTemps, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import { openSealed, sealJson } from '../hash/sealed.js';
 import { InvalidIdError, LockError, MemoryStoreError, describeIssues } from './errors.js';
@@ -248,13 +248,8 @@ export class MemoryStore implements Memory {
    * one clock tick of an index of one size have the same mtime and size. Undefined when there is no keyword.json.
    */
   private stampOf(path: string): string | undefined {
-    let fd: number;
-    try {
-      fd = openFileForReading(path);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw error;
-    }
+    const fd = openIfExists(path);
+    if (fd === undefined) return undefined;
     try {
       const stat = fstatSync(fd);
       const head = Buffer.allocUnsafe(INDEX_HEAD_BYTES);
