@@ -118,6 +118,25 @@ export class CheckpointStoreError extends StoreError {}
 /** A memory item that is invalid, or a memory file that cannot be read or written. */
 export class MemoryStoreError extends StoreError {}
 
+/**
+ * A folder of the shared memory (`memory`, `memory/shared`, its `items` and `index`) that is not a real directory: a
+ * symbolic link (to a folder elsewhere), a file, a FIFO. The memory is not read, written or deleted through it, so
+ * nothing lands outside the data directory (as {@link RunFolderError} for a run). `path` is the entry, `what` what is
+ * there.
+ */
+export class MemoryFolderError extends MemoryStoreError {
+  constructor(
+    path: string,
+    readonly what: string,
+  ) {
+    super(
+      `${path} is ${what}, not a directory: the memory is not read, written or deleted through it (nothing outside the data directory is touched). ` +
+        `Remove that entry (rm ${path}), or move the folder it stands for back in its place`,
+      { path },
+    );
+  }
+}
+
 /** A run projection that cannot be computed, read or written. */
 export class ProjectionStoreError extends StoreError {}
 

@@ -23,6 +23,7 @@ export {
   LockError,
   CheckpointStoreError,
   MemoryStoreError,
+  MemoryFolderError,
   ProjectionStoreError,
   InvalidIdError,
   RunExistsError,

@@ -3,12 +3,12 @@ import { join } from 'node:path';
 import { openIfExists, readTextIfExists, readTextIfExistsSync, removeDeadTemps, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import { openSealed, sealJson } from '../hash/sealed.js';
-import { InvalidIdError, LockError, MemoryStoreError, describeIssues } from './errors.js';
+import { InvalidIdError, LockError, MemoryFolderError, MemoryStoreError, describeIssues } from './errors.js';
 import { KeywordIndex, tokenize, type KeywordIndexFile } from './keyword-index.js';
 import { itemsFingerprint } from './memory-fingerprint.js';
 import type { FileLock } from '../fs/index.js';
 import { acquireLock } from './lock.js';
-import { assertValidId, isValidId, memoryItemPath, memoryPaths, type MemoryPaths } from './paths.js';
+import { assertValidId, isValidId, memoryDirProblem, memoryItemPath, memoryPaths, type MemoryPaths } from './paths.js';
 import { redactorFor, type RedactionOptions, type Redactor } from '../redact/index.js';
 import { MemoryItemSchema, durabilityOf, type Durability, type MemoryItem } from './types.js';
 
@@ -268,6 +268,7 @@ export class MemoryStore implements Memory {
    * keyword.json, so the index in memory may not know what is on disk; the load re-indexes the ids it records.
    */
   private async currentIndex(locked: boolean): Promise<KeywordIndex> {
+    this.assertFolders();
     for (;;) {
       if (this.index !== undefined && this.stampOf(this.paths.keywordIndex) === this.indexStamp && !(locked && existsSync(this.pendingPath))) return this.index;
       if (this.loading === undefined) {
@@ -279,6 +280,16 @@ export class MemoryStore implements Memory {
       const index = await this.loading;
       if (!locked) return index;
     }
+  }
+
+  /**
+   * Throws a {@link MemoryFolderError} naming the entry unless every folder of the memory that exists is a real
+   * directory (see memoryDirProblem): every operation checks before it reads, and a write before it creates or
+   * locks anything, so that nothing is read, written or deleted outside the data directory through a planted link.
+   */
+  private assertFolders(): void {
+    const problem = memoryDirProblem(this.paths);
+    if (problem !== undefined) throw new MemoryFolderError(problem.path, problem.what);
   }
 
   private async listItemFiles(): Promise<string[]> {
@@ -555,6 +566,7 @@ export class MemoryStore implements Memory {
     let lock: FileLock | undefined;
     if (!locked) {
       try {
+        this.assertFolders();
         await fsp.mkdir(this.paths.indexDir, { recursive: true });
         lock = acquireLock(this.lockPath, 'shared memory');
       } catch (error) {
@@ -578,6 +590,7 @@ export class MemoryStore implements Memory {
 
   /** Takes the memory lock, waiting while a live process holds it, up to `lockTimeoutMs`. */
   private async lockMemory(): Promise<FileLock> {
+    this.assertFolders();
     await fsp.mkdir(this.paths.indexDir, { recursive: true });
     const deadline = Date.now() + this.lockTimeoutMs;
     for (;;) {

@@ -175,6 +175,16 @@ export function memoryPaths(dataDir: string): MemoryPaths {
   };
 }
 
+/**
+ * The first folder the shared memory is read, written or deleted through that exists and is not a real directory
+ * (see {@link runDirProblem}): `memory`, `memory/shared`, and in it `items` and `index`; undefined when each is a
+ * directory or missing. Four lstats, no read of any file.
+ */
+export function memoryDirProblem(paths: MemoryPaths): FolderProblem | undefined {
+  const shared = dirname(paths.itemsDir);
+  return notAFolder([dirname(shared), shared], [paths.itemsDir, paths.indexDir]);
+}
+
 /** Path of one memory item, after validating its id. */
 export function memoryItemPath(paths: MemoryPaths, id: string): string {
   assertValidId(id, 'memory id');
