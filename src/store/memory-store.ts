@@ -828,20 +828,52 @@ export class MemoryStore implements Memory {
   }
 }
 
-/** The predicate of a {@link MemoryFilter}; an empty filter is refused (it would delete every item). */
+/** The criteria a {@link MemoryFilter} may hold. */
+const FILTER_FIELDS: ReadonlySet<string> = new Set(['ids', 'createdBefore', 'metadata', 'keyword']);
+
+/**
+ * The predicate of a {@link MemoryFilter}, checked first: a filter deletes, so one that is empty (it would delete
+ * every item), names a field it does not know (a misspelt criterion would be ignored, deleting more than meant) or
+ * holds a criterion of the wrong type (`ids: 'abc'` read as the ids 'a', 'b' and 'c') is a MemoryStoreError naming it.
+ */
 function compileFilter(filter: MemoryFilter): (item: MemoryItem) => boolean {
-  if (filter === null || typeof filter !== 'object') throw new MemoryStoreError(`deleteWhere takes a filter object or a predicate, got ${String(filter)}`);
+  if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) throw new MemoryStoreError(`deleteWhere takes a filter object or a predicate, got ${describeInput(filter)}`);
+  const unknown = Object.keys(filter).filter((field) => !FILTER_FIELDS.has(field));
+  if (unknown.length > 0) throw new MemoryStoreError(`deleteWhere: unknown filter field(s) ${unknown.map((f) => JSON.stringify(f)).join(', ')} (the criteria are ids, createdBefore, metadata, keyword)`);
   const { ids, createdBefore, metadata, keyword } = filter;
   if (ids === undefined && createdBefore === undefined && metadata === undefined && keyword === undefined) {
     throw new MemoryStoreError('deleteWhere needs at least one criterion (ids, createdBefore, metadata, keyword), so that no call deletes every item by accident');
   }
+  if (ids !== undefined) {
+    if (!Array.isArray(ids)) throw new MemoryStoreError(`deleteWhere ids must be an array of memory ids, got ${describeInput(ids)}`);
+    ids.forEach((id, i) => {
+      if (typeof id !== 'string') throw new MemoryStoreError(`deleteWhere ids[${i}] must be a memory id (a string), got ${describeInput(id)}`);
+    });
+  }
   const before = createdBefore instanceof Date ? createdBefore.getTime() : createdBefore;
-  if (before !== undefined && !Number.isFinite(before)) throw new MemoryStoreError(`deleteWhere createdBefore must be a valid Date or ms since the epoch, got ${String(createdBefore)}`);
-  const idSet = ids === undefined ? undefined : new Set(ids);
+  if (before !== undefined && (typeof before !== 'number' || !Number.isFinite(before))) {
+    throw new MemoryStoreError(`deleteWhere createdBefore must be a valid Date or ms since the epoch, got ${describeInput(createdBefore)}`);
+  }
+  if (keyword !== undefined && typeof keyword !== 'string') throw new MemoryStoreError(`deleteWhere keyword must be a string, got ${describeInput(keyword)}`);
+  if (metadata !== undefined && (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))) {
+    throw new MemoryStoreError(`deleteWhere metadata must be an object of entries to match, got ${describeInput(metadata)}`);
+  }
   const wanted = metadata === undefined ? undefined : Object.entries(metadata).map(([k, v]) => [k, JSON.stringify(v)] as const);
+  const undefinedEntry = wanted?.find(([, v]) => v === undefined);
+  if (undefinedEntry) throw new MemoryStoreError(`deleteWhere metadata.${undefinedEntry[0]} has no JSON value (undefined, a function): it could match nothing stored`);
+  const idSet = ids === undefined ? undefined : new Set(ids);
   return (item) =>
     (idSet === undefined || idSet.has(item.id)) &&
     (before === undefined || item.createdAt < before) &&
     (keyword === undefined || (item.keywords ?? []).includes(keyword)) &&
-    (wanted === undefined || wanted.every(([k, v]) => item.metadata !== undefined && k in item.metadata && JSON.stringify(item.metadata[k]) === v));
+    (wanted === undefined || wanted.every(([k, v]) => item.metadata !== undefined && Object.hasOwn(item.metadata, k) && JSON.stringify(item.metadata[k]) === v));
+}
+
+/** What a bad input is, for an error message: its kind (`a string`, `null`, `an array`, ...), never its text. */
+function describeInput(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (value instanceof Date) return 'an invalid Date';
+  const type = typeof value;
+  return type === 'undefined' ? 'undefined' : `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`;
 }

@@ -115,12 +115,15 @@ export function parseCheckpoint(value: unknown): ReturnType<typeof CheckpointSch
   return CheckpointSchema.safeParse(value);
 }
 
-/** A long-term memory item. `id` is used as a file name, so it must be a valid id. */
+/**
+ * A long-term memory item. `id` is used as a file name, so it must be a valid id. `metadata` holds JSON data only: a
+ * Map, Set, Date or class instance (which JSON would write as `{}` or a string) is refused, naming where it is.
+ */
 export const MemoryItemSchema = z.object({
   id: z.string().min(1),
   content: z.string(),
   keywords: z.array(z.string()).optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: z.record(z.string(), JsonDataSchema).optional(),
   createdAt: z.number().int().nonnegative(),
   updatedAt: z.number().int().nonnegative().optional(),
 });

@@ -2,7 +2,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CheckpointStore, EventStore, MemoryStore, MemoryStoreError, ProjectionStore, memoryItemPath, type MemoryItem } from '../../src/store/index.js';
+import { CheckpointStore, EventStore, MemoryStore, MemoryStoreError, ProjectionStore, memoryItemPath, type MemoryFilter, type MemoryItem } from '../../src/store/index.js';
 import { makeEvent, tempDir } from './helpers.js';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -118,5 +118,27 @@ describe('MemoryStore.deleteWhere', () => {
     expect(await store.deleteWhere((item) => item.content.includes('water'))).toEqual(['old-b']);
     expect(await store.deleteWhere({ ids: ['nope'] })).toEqual([]);
     expect((await store.listAll()).items.map((i) => i.id)).toEqual(['new-c', 'old-a']);
+  });
+
+  it('refuses a filter of the wrong shape before deleting anything, naming the criterion', async () => {
+    const store = new MemoryStore({ dataDir: tmp.dir, durability: 'never' });
+    await store.writeMany([...items, { id: 'o', content: 'o' }, { id: 'l', content: 'l' }, { id: 'd', content: 'd' }]);
+    const bad: [unknown, RegExp][] = [
+      // A string is not a list: new Set('old') would be the ids 'o', 'l' and 'd'.
+      [{ ids: 'old' }, /ids must be an array of memory ids, got a string/],
+      [{ ids: ['old-a', 5] }, /ids\[1\] must be a memory id/],
+      [{ keyword: 5 }, /keyword must be a string, got a number/],
+      [{ createdBefore: '2026-01-01' }, /createdBefore must be a valid Date or ms since the epoch, got a string/],
+      [{ createdBefore: new Date('nope') }, /createdBefore .* got an invalid Date/],
+      [{ metadata: ['run'] }, /metadata must be an object/],
+      [{ metadata: { run: undefined } }, /metadata.run has no JSON value/],
+      // A misspelt criterion would be ignored, deleting every item of the keyword.
+      [{ keyword: 'sea', createdBfore: 500 }, /unknown filter field\(s\) "createdBfore"/],
+      [['old-a'], /takes a filter object or a predicate, got an array/],
+    ];
+    for (const [filter, message] of bad) {
+      await expect(store.deleteWhere(filter as MemoryFilter), JSON.stringify(filter)).rejects.toThrow(message);
+    }
+    expect((await store.listAll()).items.map((i) => i.id)).toEqual(['d', 'l', 'new-c', 'o', 'old-a', 'old-b']);
   });
 });

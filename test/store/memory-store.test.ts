@@ -143,6 +143,20 @@ describe('MemoryStore', () => {
     await expect(store.search('x', -1)).rejects.toThrow(MemoryStoreError);
   });
 
+  it('refuses metadata that JSON would not keep as it is (a Map, Set or Date was stored as {}), naming where it is', async () => {
+    const store = open();
+    const values: [unknown, string][] = [
+      [new Map([['k', 'v']]), 'metadata.value: .* got an instance of Map'],
+      [new Set(['v']), 'metadata.value: .* got an instance of Set'],
+      [new Date(0), 'metadata.value: .* got an instance of Date'],
+      [{ deep: [1, NaN] }, 'metadata.value.deep.1: .* got NaN'],
+    ];
+    for (const [value, message] of values) {
+      await expect(store.write({ id: 'm', content: 'apple', metadata: { value } })).rejects.toThrow(new RegExp(message));
+    }
+    expect(await store.get('m')).toBeNull();
+  });
+
   it('reports a corrupt item file with its path', async () => {
     const store = open();
     await store.write(item('a', 'x'));
