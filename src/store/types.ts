@@ -68,7 +68,11 @@ function className(proto: object | null): string {
  * `__proto__`): the value parsed is the value given, so a large keyframe is not copied either. An issue names the
  * path of the first thing that is not JSON.
  */
-const JsonDataSchema = z.custom<z.core.util.JSONType>().superRefine((value, ctx) => {
+const JsonDataSchema = z.custom<z.core.util.JSONType>().superRefine(checkJsonData);
+/** {@link JsonDataSchema} typed `unknown`: for fields that were typed so before they were checked (memory metadata). */
+const JsonValueSchema = z.custom<unknown>().superRefine(checkJsonData);
+
+function checkJsonData(value: unknown, ctx: z.RefinementCtx): void {
   const path: (string | number)[] = [];
   let problem: string | undefined;
   try {
@@ -79,7 +83,7 @@ const JsonDataSchema = z.custom<z.core.util.JSONType>().superRefine((value, ctx)
     problem = 'nested too deep to check (or refers to itself)';
   }
   if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem, path, input: value });
-});
+}
 
 /**
  * A checkpoint of a run at a step boundary. `position` is the stack of node ids, outermost flow first, so a run
@@ -123,7 +127,7 @@ export const MemoryItemSchema = z.object({
   id: z.string().min(1),
   content: z.string(),
   keywords: z.array(z.string()).optional(),
-  metadata: z.record(z.string(), JsonDataSchema).optional(),
+  metadata: z.record(z.string(), JsonValueSchema).optional(),
   createdAt: z.number().int().nonnegative(),
   updatedAt: z.number().int().nonnegative().optional(),
 });
