@@ -8,6 +8,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { colors as pc } from './colors.js';
 import { terminalText as t } from '../events/terminal-text.js';
 import { ContextEngine, ContextError, type CompositionSource, type ContextView, type SynthesisPolicy } from '../context/index.js';
+import { checkView } from '../context/view.js';
 
 /** Bad command-line usage: exit code 2. */
 class UsageError extends Error {}
@@ -338,7 +339,13 @@ function readFrameFile(file: string, type: string | undefined): { type: string; 
   } catch {
     parsed = undefined;
   }
-  if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && typeof (parsed as { content?: unknown }).content === 'string') {
+  const isObject = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed);
+  // A frame document (a "content" field) whose content is not text is a mistake, not text to store as it is.
+  if (isObject && Object.hasOwn(parsed as object, 'content') && typeof (parsed as { content?: unknown }).content !== 'string') {
+    const content = (parsed as { content?: unknown }).content;
+    throw new UsageError(`frame file ${file}: "content" must be a string (the frame's text), got ${content === null ? 'null' : Array.isArray(content) ? 'a list' : typeof content}`);
+  }
+  if (isObject && typeof (parsed as { content?: unknown }).content === 'string') {
     const doc = parsed as { type?: unknown; content: string; metadata?: Record<string, unknown> };
     const frameType = type ?? doc.type;
     if (typeof frameType !== 'string') throw new UsageError(`frame file ${file} has no "type"; add one or pass --type`);
@@ -356,7 +363,13 @@ function parseView(text: string): ContextView {
     throw new UsageError(`--view is not valid JSON: ${(error as Error).message}`);
   }
   if (view === null || typeof view !== 'object' || Array.isArray(view)) throw new UsageError('--view must be a JSON object (a ContextView)');
-  return view as ContextView;
+  // Its shape is checked here, so that a wrong one is bad usage (exit 2), as the JSON's syntax is.
+  try {
+    return checkView(view, '--view');
+  } catch (error) {
+    if (error instanceof ContextError) throw new UsageError(error.message);
+    throw error;
+  }
 }
 
 /** Frame content, each line indented (through terminalText: the content is any text an agent wrote). */

@@ -1,4 +1,5 @@
 import { ContextError } from './errors.js';
+import { checkFrameType } from './frames.js';
 
 /** What an agent may do: readers read; writers also put frames; synthesis agents also synthesize and regenerate. */
 export type AgentRole = 'reader' | 'writer' | 'synthesis';
@@ -47,9 +48,11 @@ export function checkIdentity(identity: { agentId: string; role: string; capabil
     );
   }
   const capabilities = identity.capabilities ?? [];
-  if (!Array.isArray(capabilities) || capabilities.some((c) => typeof c !== 'string' || c.length === 0)) {
-    throw new ContextError('INVALID_ARGUMENT', `registerAgent: capabilities of agent '${agentId}' must be non-empty strings`, { agentId });
-  }
+  if (!Array.isArray(capabilities)) throw new ContextError('INVALID_ARGUMENT', `registerAgent: capabilities of agent '${agentId}' must be a list of frame types`, { agentId });
+  // A capability is a frame type the agent may write ('*': any): anything else could never match one.
+  capabilities.forEach((c: unknown, i) => {
+    if (c !== '*') checkFrameType(c, `registerAgent: capabilities[${i}] of agent '${agentId}'`);
+  });
   return { agentId, role: identity.role as AgentRole, capabilities: [...new Set(capabilities)].sort() };
 }
 

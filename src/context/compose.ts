@@ -3,7 +3,9 @@ import type { Frame } from './frames.js';
 import { parentPath } from './paths.js';
 import { own, type StoreState } from './state.js';
 import type { NodeRecord, Tree } from './tree.js';
-import { candidatesOf, checkMaxFrames, comparatorFor, filterCandidates, type Candidate, type FrameOrdering } from './view.js';
+import { checkAgentId } from './agents.js';
+import { checkFrameType } from './frames.js';
+import { FILTER_FIELDS, candidatesOf, checkFields, checkFilterFields, checkList, checkMaxFrames, comparatorFor, filterCandidates, type Candidate, type FrameOrdering } from './view.js';
 
 /** Where composition collects candidate frames. `related` lists NodeIDs or workspace paths. */
 export type CompositionSource = 'current' | 'parent' | 'siblings' | { readonly related: readonly string[] };
@@ -74,6 +76,7 @@ const SOURCE_WEIGHT: Record<SourceName, number> = { current: 3, parent: 2, sibli
 
 /** Composes frames for `node` under `policy` (the spec's multi-frame composition). Read-only. */
 export function composeFrames(reader: CompositionReader, node: NodeRecord, policy: CompositionPolicy): ComposedContext {
+  checkPolicy(policy);
   const maxFrames = checkMaxFrames(policy?.maxFrames, 'compose', -1);
   const skipped: { ref: string; reason: string }[] = [];
   const sourced: { candidate: Candidate; source: SourceName }[] = [];
@@ -147,6 +150,27 @@ export function composeFrames(reader: CompositionReader, node: NodeRecord, polic
     }
   }
   return { nodeId: node.nodeId, path: node.path, frames, candidates: pool.length, skipped };
+}
+
+/** The fields of a {@link CompositionPolicy} and of its filters. */
+const POLICY_FIELDS: ReadonlySet<string> = new Set(['maxFrames', 'sources', 'ordering', 'typePriority', 'agentPriority', 'query', 'filters']);
+const POLICY_FILTER_FIELDS: ReadonlySet<string> = new Set([...FILTER_FIELDS, 'since', 'until']);
+
+/**
+ * Throws INVALID_ARGUMENT naming the field unless `policy` has a policy's fields only, each of its type (as a
+ * ContextView is checked: a list given as a string would be matched as a substring, a misspelt field ignored).
+ * `maxFrames`, `ordering`, the sources and the dates are checked where they are used.
+ */
+function checkPolicy(policy: CompositionPolicy): void {
+  checkFields(policy, POLICY_FIELDS, 'compose: policy');
+  checkList(policy.typePriority, 'compose: policy.typePriority', 'frame types', checkFrameType);
+  checkList(policy.agentPriority, 'compose: policy.agentPriority', 'agent ids', checkAgentId);
+  checkList(policy.sources, 'compose: policy.sources', 'sources', () => undefined);
+  if (policy.query !== undefined && typeof policy.query !== 'string') throw new ContextError('INVALID_ARGUMENT', 'compose: policy.query must be a string');
+  if (policy.filters !== undefined) {
+    checkFields(policy.filters, POLICY_FILTER_FIELDS, 'compose: policy.filters');
+    checkFilterFields(policy.filters, 'compose: policy.filters');
+  }
 }
 
 function toMs(value: string | number | Date, name: string): number {

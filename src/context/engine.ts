@@ -33,7 +33,7 @@ import {
 } from './synthesis.js';
 import { MIN_TREE_RECORD_BYTES, racyInstant, storedRacyInstant, type NodeRecord, type Tree } from './tree.js';
 import { validateStore, type ValidationReport } from './validate.js';
-import { candidatesOf, checkMaxFrames, comparatorFor, filterCandidates, type ContextView } from './view.js';
+import { candidatesOf, checkList, checkMaxFrames, checkView, comparatorFor, filterCandidates, type ContextView } from './view.js';
 import { startWatch, type ContextWatcher, type WatchEvent, type WatchOptions } from './watch.js';
 
 /** Options for {@link ContextEngine.open}. */
@@ -243,6 +243,10 @@ export class ContextEngine {
    * reads); a small change is appended to the tree journal.
    */
   async scan(options: { force?: boolean; paths?: readonly string[] } = {}): Promise<ScanReport> {
+    // A path no file can have (a NUL byte) would limit the scan to nothing, and report nothing changed.
+    checkList(options.paths, 'scan: paths', 'workspace paths', (path, where) => {
+      if (typeof path !== 'string' || path.includes('\0')) throw new ContextError('INVALID_ARGUMENT', `${where} must be a path (a string without NUL bytes)`);
+    });
     const started = Date.now();
     // Entries this scan checks, and finds unchanged or reads, are trusted by later scans only when last changed before
     // this instant: one changed after this scan stat'ed or read it has an mtime at or after it (see racyInstant).
@@ -479,6 +483,7 @@ export class ContextEngine {
    * Read-only.
    */
   async getNode(node: string, view: ContextView = {}): Promise<NodeContext> {
+    checkView(view, 'getNode: view');
     const record = this.resolve(this.requireTree(), node, 'getNode');
     const state = this.readState();
     const all = candidatesOf(record.path, own(state.frames, record.path), own(state.heads, record.path));

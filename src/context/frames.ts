@@ -1,3 +1,4 @@
+import { jsonProblem } from '../fs/index.js';
 import { ContextError } from './errors.js';
 import { Encoder, canonicalJson, isHexId, type HashBackend } from './hash.js';
 
@@ -76,6 +77,16 @@ export function checkFrameInput(input: FrameInput, agentId: string, where: strin
       { agentId },
     );
   }
+  // JSON data only: a Map, Set or Date would be stored as `{}` (or a string) in silence.
+  const at: (string | number)[] = [];
+  let problem: string | undefined;
+  try {
+    problem = jsonProblem(metadata, at, true);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    problem = 'nested too deep to check (or refers to itself)';
+  }
+  if (problem !== undefined) throw new ContextError('INVALID_ARGUMENT', `${where}: frame metadata${at.map((k) => `.${k}`).join('')}: ${problem}`);
   let normalized: FrameMetadata;
   try {
     normalized = JSON.parse(canonicalJson({ ...metadata, agent_id: agentId })) as FrameMetadata;

@@ -1,6 +1,9 @@
+import { checkAgentId } from './agents.js';
 import { ContextError } from './errors.js';
+import { checkFrameType } from './frames.js';
 import { canonicalJson } from './hash.js';
 import { baseName, displayPath } from './paths.js';
+import { checkList } from './view.js';
 
 /** One child frame fed to a synthesis policy. */
 export interface SynthesisChild {
@@ -48,6 +51,14 @@ export type SynthesisPolicy =
 /** Policy names accepted on the command line. */
 export const POLICY_KINDS = ['concatenation', 'summarization', 'filtering', 'custom'] as const;
 
+/** The fields of each kind of policy. */
+const POLICY_FIELDS: ReadonlyMap<unknown, ReadonlySet<string>> = new Map<SynthesisPolicy['kind'], ReadonlySet<string>>([
+  ['concatenation', new Set(['kind', 'sourceType'])],
+  ['summarization', new Set(['kind', 'sourceType', 'maxLineLength'])],
+  ['filtering', new Set(['kind', 'sourceType', 'agents', 'types', 'contains', 'then'])],
+  ['custom', new Set(['kind', 'name', 'sourceType'])],
+]);
+
 /** A validated policy: its canonical key (hashed into the basis) and how to apply it. */
 export interface ResolvedPolicy {
   readonly key: string;
@@ -65,7 +76,13 @@ export function resolvePolicy(
   const bad = (why: string): never => {
     throw new ContextError('INVALID_ARGUMENT', `synthesis policy ${JSON.stringify(policy)}: ${why}`, { policy });
   };
-  if (policy === null || typeof policy !== 'object') return bad('must be an object');
+  if (policy === null || typeof policy !== 'object' || Array.isArray(policy)) return bad('must be an object');
+  // A misspelt field would be ignored (a `sourceTyep` read the synthesized type's heads); a name of the wrong kind
+  // is stored in every synthesized frame's basis.
+  const fields = POLICY_FIELDS.get(policy.kind);
+  const unknown = fields === undefined ? [] : Object.keys(policy).filter((key) => !fields.has(key));
+  if (unknown.length > 0) bad(`unknown field(s) ${unknown.map((key) => JSON.stringify(key)).join(', ')} for kind '${policy.kind}'; its fields are ${[...fields!].join(', ')}`);
+  if (policy.sourceType !== undefined && policy.sourceType !== '*') checkFrameType(policy.sourceType, 'synthesis policy sourceType');
   const sourceType = policy.sourceType ?? frameType;
   switch (policy.kind) {
     case 'concatenation':
@@ -83,6 +100,9 @@ export function resolvePolicy(
     case 'filtering': {
       const then = policy.then ?? 'concatenation';
       if (then !== 'concatenation' && then !== 'summarization') bad(`'then' must be 'concatenation' or 'summarization'`);
+      checkList(policy.agents, 'synthesis policy agents', 'agent ids', checkAgentId);
+      checkList(policy.types, 'synthesis policy types', 'frame types', checkFrameType);
+      if (policy.contains !== undefined && typeof policy.contains !== 'string') bad('contains must be a string');
       const agents = policy.agents === undefined ? undefined : [...policy.agents].sort();
       const types = policy.types === undefined ? undefined : [...policy.types].sort();
       const contains = policy.contains;

@@ -1,4 +1,6 @@
+import { checkAgentId } from './agents.js';
 import { ContextError } from './errors.js';
+import { checkFrameType } from './frames.js';
 import type { FrameEntry } from './state.js';
 
 /** Built-in orderings. Every ordering ends with FrameID as the tie-breaker, never the clock. */
@@ -20,6 +22,60 @@ export interface ContextView {
   readonly typePriority?: readonly string[];
   /** For `'agent'` ordering: agents listed first, in this order; others after, by id. */
   readonly agentPriority?: readonly string[];
+}
+
+/** The fields of a {@link ContextView}. */
+const VIEW_FIELDS: ReadonlySet<string> = new Set(['maxFrames', 'ordering', 'types', 'agents', 'headsOnly', 'typePriority', 'agentPriority']);
+/** The fields of a composition's filters that a view shares (see compose.ts). */
+export const FILTER_FIELDS: ReadonlySet<string> = new Set(['types', 'agents', 'headsOnly']);
+
+/**
+ * Throws a ContextError (INVALID_ARGUMENT) naming the field unless `view` is a {@link ContextView}: an object of its
+ * fields only (a misspelt one would be ignored), its lists lists of frame types or agent ids (a string would be
+ * matched as a substring: `'summary'` selected frames of type `sum`), `headsOnly` a boolean (the string `'false'`
+ * was taken as true). `maxFrames` and `ordering` are checked where they are used. `where` names the view in messages
+ * (`getNode: view`, `--view`).
+ */
+export function checkView(view: unknown, where: string): ContextView {
+  checkFields(view, VIEW_FIELDS, where);
+  const v = view as ContextView;
+  checkFilterFields(v, where);
+  checkList(v.typePriority, `${where}.typePriority`, 'frame types', checkFrameType);
+  checkList(v.agentPriority, `${where}.agentPriority`, 'agent ids', checkAgentId);
+  return v;
+}
+
+/** Checks a view's (or a composition's) `types`, `agents` and `headsOnly`; `where` names the object. */
+export function checkFilterFields(filters: Pick<ContextView, 'types' | 'agents' | 'headsOnly'>, where: string): void {
+  checkList(filters.types, `${where}.types`, 'frame types', checkFrameType);
+  checkList(filters.agents, `${where}.agents`, 'agent ids', checkAgentId);
+  if (filters.headsOnly !== undefined && typeof filters.headsOnly !== 'boolean') {
+    throw new ContextError('INVALID_ARGUMENT', `${where}.headsOnly must be true or false, got ${kindOf(filters.headsOnly)}`);
+  }
+}
+
+/** Throws unless `value` is a plain object whose own keys are all in `fields`; `where` names it. */
+export function checkFields(value: unknown, fields: ReadonlySet<string>, where: string): void {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ContextError('INVALID_ARGUMENT', `${where} must be an object, got ${kindOf(value)}`);
+  const unknown = Object.keys(value).filter((key) => !fields.has(key));
+  if (unknown.length > 0) {
+    throw new ContextError('INVALID_ARGUMENT', `${where} has unknown field(s) ${unknown.map((key) => JSON.stringify(key)).join(', ')}; its fields are ${[...fields].join(', ')}`);
+  }
+}
+
+/** Throws unless `value` is undefined or a list whose every element `check` accepts; `what` names the elements. */
+export function checkList(value: unknown, where: string, what: string, check: (element: unknown, where: string) => unknown): void {
+  if (value === undefined) return;
+  if (!Array.isArray(value)) throw new ContextError('INVALID_ARGUMENT', `${where} must be a list of ${what}, got ${kindOf(value)}`);
+  value.forEach((element, i) => check(element, `${where}[${i}]`));
+}
+
+/** What a bad value is, for an error message: `a string`, `null`, `a list`, ... (never its text). */
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  const type = typeof value;
+  return type === 'undefined' ? 'undefined' : `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`;
 }
 
 /** A frame entry considered for a view or a composition. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { jsonProblem } from '../fs/index.js';
 
 /** When writes reach the disk: fsync on every write (`'always'`), at step/batch boundaries (`'batch'`), or never. */
 export type Durability = 'always' | 'batch' | 'never';
@@ -13,70 +14,23 @@ export function durabilityOf(options: { durability?: Durability }, owner: string
 }
 
 /**
- * What keeps `value` from being JSON data, or undefined when it is: strings, finite numbers, booleans, null, arrays
- * and plain objects (prototype `Object.prototype` or null, no symbol keys) all through; an own `"__proto__"` key is
- * data like any other key (`JSON.parse` makes one). On a problem, `path` is where it is.
- */
-function jsonProblem(value: unknown, path: (string | number)[]): string | undefined {
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-      return undefined;
-    case 'number':
-      return Number.isFinite(value) ? undefined : notJson(String(value));
-    case 'object':
-      break;
-    default:
-      return notJson(typeof value === 'undefined' ? 'undefined (or a hole in an array)' : `a ${typeof value}`);
-  }
-  if (value === null) return undefined;
-  const proto = Object.getPrototypeOf(value) as object | null;
-  if (Array.isArray(value) ? proto !== Array.prototype : proto !== Object.prototype && proto !== null) return notJson(`an instance of ${className(proto)}`);
-  if (Object.getOwnPropertySymbols(value).length > 0) return notJson('an object with symbol keys');
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      path.push(i);
-      const problem = jsonProblem(value[i], path);
-      if (problem) return problem;
-      path.pop();
-    }
-    return undefined;
-  }
-  for (const key in value) {
-    if (!Object.hasOwn(value, key)) continue;
-    path.push(key);
-    const problem = jsonProblem((value as Record<string, unknown>)[key], path);
-    if (problem) return problem;
-    path.pop();
-  }
-  return undefined;
-}
-
-function notJson(what: string): string {
-  return `expected JSON data (a string, finite number, boolean, null, array or plain object), got ${what}`;
-}
-
-/** The class name a prototype shows, read without running any getter of it. */
-function className(proto: object | null): string {
-  const ctor = proto && (Object.getOwnPropertyDescriptor(proto, 'constructor')?.value as unknown);
-  const name = typeof ctor === 'function' ? (Object.getOwnPropertyDescriptor(ctor, 'name')?.value as unknown) : undefined;
-  return typeof name === 'string' && name !== '' ? name : 'a class';
-}
-
-/**
  * JSON data, checked where it is rather than copied (`z.json()` builds a copy, and its copy drops a key named
  * `__proto__`): the value parsed is the value given, so a large keyframe is not copied either. An issue names the
  * path of the first thing that is not JSON.
  */
-const JsonDataSchema = z.custom<z.core.util.JSONType>().superRefine(checkJsonData);
-/** {@link JsonDataSchema} typed `unknown`: for fields that were typed so before they were checked (memory metadata). */
-const JsonValueSchema = z.custom<unknown>().superRefine(checkJsonData);
+const JsonDataSchema = z.custom<z.core.util.JSONType>().superRefine((value, ctx) => checkJsonData(value, ctx));
 
-function checkJsonData(value: unknown, ctx: z.RefinementCtx): void {
+/**
+ * Metadata: an object of JSON data, typed `unknown` as it was before it was checked. A field whose value is
+ * undefined passes (JSON leaves it out); a Map, Set or Date, which JSON would write as `{}` or a string, does not.
+ */
+const MetadataSchema = z.record(z.string(), z.unknown()).superRefine((value, ctx) => checkJsonData(value, ctx, true));
+
+function checkJsonData(value: unknown, ctx: z.RefinementCtx, undefinedFields = false): void {
   const path: (string | number)[] = [];
   let problem: string | undefined;
   try {
-    problem = jsonProblem(value, path);
+    problem = jsonProblem(value, path, undefinedFields);
   } catch (error) {
     if (!(error instanceof RangeError)) throw error;
     path.length = 0;
@@ -127,7 +81,7 @@ export const MemoryItemSchema = z.object({
   id: z.string().min(1),
   content: z.string(),
   keywords: z.array(z.string()).optional(),
-  metadata: z.record(z.string(), JsonValueSchema).optional(),
+  metadata: MetadataSchema.optional(),
   createdAt: z.number().int().nonnegative(),
   updatedAt: z.number().int().nonnegative().optional(),
 });

@@ -95,12 +95,19 @@ describe('merkle CLI (spec §6, end to end through the built command line; error
     const before = snapshotStore(root);
     const frameFile = join(tempDir(), 'f.json');
     writeFileSync(frameFile, JSON.stringify({ type: 'summary', content: 'x' }));
+    const notText = join(tempDir(), 'n.json');
+    writeFileSync(notText, JSON.stringify({ type: 'summary', content: 5 }));
 
     const usages = [
       ['frobnicate'],
       ['put-frame', 'README.md', frameFile],
+      // A frame document whose content is not text: not stored as the file's text (it was, with --type).
+      ['put-frame', 'README.md', notText, '--agent', 'w', '--type', 'summary'],
       ['get-node', '.', '--max-frames', 'many'],
       ['get-node', '.', '--view', '{not json'],
+      // A list given as a string matched as a substring ('summary' selected frames of type 'sum'); a misspelt field was ignored.
+      ['get-node', '.', '--view', '{"types":"summary"}'],
+      ['get-node', '.', '--view', '{"maxframes":1}'],
       ['agent', 'add', 'x', '--role', 'boss'],
       ['synthesize', '.', '--type', 't', '--agent', 's', '--policy', 'filtering'],
     ];
@@ -124,6 +131,9 @@ describe('merkle CLI (spec §6, end to end through the built command line; error
       expect(r.code, usages[i]!.join(' ')).toBe(2);
       expect(r.stderr.length).toBeGreaterThan(0);
     }
+    expect(usageResults[2]!.stderr).toContain('"content" must be a string (the frame\'s text), got number');
+    expect(usageResults[5]!.stderr).toContain('--view.types must be a list of frame types, got a string');
+    expect(usageResults[6]!.stderr).toContain('--view has unknown field(s) "maxframes"');
     expect(snapshotStore(root)).toEqual(before);
   });
 
