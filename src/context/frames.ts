@@ -79,13 +79,7 @@ export function checkFrameInput(input: FrameInput, agentId: string, where: strin
   }
   // JSON data only: a Map, Set or Date would be stored as `{}` (or a string) in silence.
   const at: (string | number)[] = [];
-  let problem: string | undefined;
-  try {
-    problem = jsonProblem(metadata, at, true);
-  } catch (error) {
-    if (!(error instanceof RangeError)) throw error;
-    problem = 'nested too deep to check (or refers to itself)';
-  }
+  const problem = jsonProblem(metadata, at, true);
   if (problem !== undefined) throw new ContextError('INVALID_ARGUMENT', `${where}: frame metadata${at.map((k) => `.${k}`).join('')}: ${problem}`);
   let normalized: FrameMetadata;
   try {

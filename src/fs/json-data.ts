@@ -7,8 +7,19 @@
  * and plain objects (prototype `Object.prototype` or null, no symbol keys) all through; an own `"__proto__"` key is
  * data like any other key (`JSON.parse` makes one). On a problem, `path` is where it is. With `undefinedFields`, an
  * object's field whose value is undefined passes (JSON leaves it out, and reading it back gives undefined as well).
+ * A value nested too deep to walk (or that refers to itself) is a problem at the top (`path` empty).
  */
 export function jsonProblem(value: unknown, path: (string | number)[], undefinedFields = false): string | undefined {
+  try {
+    return problemAt(value, path, undefinedFields);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    path.length = 0;
+    return 'nested too deep to check (or refers to itself)';
+  }
+}
+
+function problemAt(value: unknown, path: (string | number)[], undefinedFields: boolean): string | undefined {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -27,7 +38,7 @@ export function jsonProblem(value: unknown, path: (string | number)[], undefined
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       path.push(i);
-      const problem = jsonProblem(value[i], path, undefinedFields);
+      const problem = problemAt(value[i], path, undefinedFields);
       if (problem) return problem;
       path.pop();
     }
@@ -38,7 +49,7 @@ export function jsonProblem(value: unknown, path: (string | number)[], undefined
     const field = (value as Record<string, unknown>)[key];
     if (field === undefined && undefinedFields) continue;
     path.push(key);
-    const problem = jsonProblem(field, path, undefinedFields);
+    const problem = problemAt(field, path, undefinedFields);
     if (problem) return problem;
     path.pop();
   }

@@ -28,14 +28,7 @@ const MetadataSchema = z.record(z.string(), z.unknown()).superRefine((value, ctx
 
 function checkJsonData(value: unknown, ctx: z.RefinementCtx, undefinedFields = false): void {
   const path: (string | number)[] = [];
-  let problem: string | undefined;
-  try {
-    problem = jsonProblem(value, path, undefinedFields);
-  } catch (error) {
-    if (!(error instanceof RangeError)) throw error;
-    path.length = 0;
-    problem = 'nested too deep to check (or refers to itself)';
-  }
+  const problem = jsonProblem(value, path, undefinedFields);
   if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem, path, input: value });
 }
 
