@@ -126,7 +126,7 @@ export interface ErrorSummary {
  * | `run.failed` | `{ durationMs, steps?, error: { name, message }, reported?, aborted? }` (`reported`: a node's `error` event already reported it; `aborted`: the run's own AbortSignal stopped it, so the run is `stopped` (resumable), not failed, and no error is counted) |
  * | `run.waiting` | `{ durationMs, steps, interrupt: { nodeId, namespace, index, payload, schema? } }` (paused for a person) |
  * | `node.interrupted` | `{ index, payload, schema?, refused? }` (`schema`: the answer's JSON Schema; `refused`: the recorded answer was refused by the node's own schema, `[{ path, message }]` with JSON pointers, and the run waits again) |
- * | `interrupt.answered` | `{ nodeId, namespace, index, answer }` (written by `resumeRun` before the node runs again) |
+ * | `interrupt.answered` | `{ nodeId, namespace, index, answer, secret? }` (written by `resumeRun` before the node runs again; `secret`: the parts the answer's schema marks secret, `writeOnly` or `format: 'password'`, are blanked) |
  * | `node.started` | `{}` |
  * | `node.prep_completed` | `{ durationMs }` |
  * | `node.exec_completed` | `{ durationMs, attempts }` |
@@ -151,7 +151,7 @@ export interface EventPayloadMap {
   'run.failed': { durationMs: number; steps?: number; error: ErrorSummary; reported?: boolean; aborted?: boolean };
   'run.waiting': { durationMs: number; steps: number; interrupt: InterruptInfo };
   'node.interrupted': { index: number; payload: unknown; schema?: Record<string, unknown>; refused?: { path: string; message: string }[] };
-  'interrupt.answered': { nodeId: string; namespace: string; index: number; answer: unknown };
+  'interrupt.answered': { nodeId: string; namespace: string; index: number; answer: unknown; secret?: true };
   'node.started': Record<string, never>;
   'node.prep_completed': { durationMs: number };
   'node.exec_completed': { durationMs: number; attempts: number };

@@ -7,5 +7,6 @@ export type { RedactionOptions, RedactionResult } from './redactor.js';
 export { onlyEnvReferences, redactConfig } from './config.js';
 export { maskUrlCredentials, urlCredentials } from './url-credentials.js';
 export { SecretKeyMatcher } from './keys.js';
+export { blankSchemaSecrets, isSecretSchema } from './schema-secrets.js';
 export { DEFAULT_SECRET_PATTERNS } from './patterns.js';
 export type { SecretPattern } from './patterns.js';

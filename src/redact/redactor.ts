@@ -33,9 +33,9 @@ import { SecretKeyMatcher } from './keys.js';
 import { isBasicCredential } from './basic-credential.js';
 import { DEFAULT_SECRET_PATTERNS, NETRC_MIN_LENGTH, TRUNCATED_SECRET_TAIL, isDateAlone, lastToken, type SecretPattern } from './patterns.js';
 import { VENDOR_TOKEN_PATTERN } from './vendor-patterns.js';
+import { REDACTED } from './marker.js';
 
-/** What replaces a secret. */
-export const REDACTED = '[REDACTED]';
+export { REDACTED };
 
 /** Thrown inside a {@link Redactor.containsSecrets} walk at the first text it would replace, and caught there. */
 const FOUND: unique symbol = Symbol('redaction: secret found');

@@ -21,7 +21,7 @@ import { loadRunPoint, type CheckpointPayload } from './run-point.js';
 import { checkRecordedAnswer, pendingAnswers } from './interrupts.js';
 import { StateTracker } from './state-tracker.js';
 import { foldModelDeltas, type ModelDeltaOptions } from './model-deltas.js';
-import { redactorFor } from '../redact/index.js';
+import { blankSchemaSecrets, redactorFor } from '../redact/index.js';
 import { takeNewRun, type NewRun, type TakenRun } from './new-run.js';
 import { checkFlowNames, checkRunIds } from './flow-names.js';
 import { RunFolderError, lostConnection } from '../store/errors.js';
@@ -212,7 +212,10 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
       throw new StoreError(`run ${sessionKey}/${options.runId} is waiting for an answer to node '${waitingFor.nodeId}' (${waitingFor.namespace}): pass it as resume (CLI: runs resume ${options.runId} --input <json>)`);
     }
     checkRecordedAnswer(waitingFor, options.resume, options.redaction);
-    answered = { nodeId: waitingFor.nodeId, namespace: waitingFor.namespace, index: waitingFor.index, answer: options.resume };
+    // The parts the answer's schema marks secret (writeOnly, format 'password': what the Studio masks) are blanked in
+    // the log whatever their name or text; the node gets them in memory, and a later resume a RedactedAnswer.
+    const recorded = blankSchemaSecrets(options.resume, waitingFor.schema);
+    answered = { nodeId: waitingFor.nodeId, namespace: waitingFor.namespace, index: waitingFor.index, answer: recorded.value, ...(recorded.blanked ? { secret: true as const } : {}) };
     const list = answers.get(waitingFor.namespace) ?? [];
     list[waitingFor.index] = options.resume;
     answers.set(waitingFor.namespace, list);
@@ -419,6 +422,8 @@ interface AnsweredInterrupt {
   namespace: string;
   index: number;
   answer: unknown;
+  /** The answer's schema marked parts of it secret: they are blanked in `answer`. */
+  secret?: true;
 }
 
 /** A keyframe larger than this spaces the next one by its size (see RunFlowOptions.keyframeInterval). */

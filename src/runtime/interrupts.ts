@@ -28,8 +28,9 @@ export function pendingAnswers(events: Iterable<StreamEvent>): PendingAnswers {
     } else if (isEventOf(event, StreamEventType.INTERRUPT_ANSWERED)) {
       const { namespace, index, answer } = event.payload;
       const list = answers.get(namespace) ?? [];
-      // The log keeps a secret answer redacted: the node is told so rather than given '[REDACTED]' as the answer.
-      list[index] = event.redaction?.containsSecrets === true ? new RedactedAnswer(namespace, index) : answer;
+      // The log keeps a secret answer redacted (by the redactor, or by its schema's marks): the node is told so rather
+      // than given '[REDACTED]' as the answer.
+      list[index] = event.redaction?.containsSecrets === true || event.payload.secret === true ? new RedactedAnswer(namespace, index) : answer;
       answers.set(namespace, list);
       if (waitingFor?.namespace === namespace && waitingFor.index === index) waitingFor = undefined;
     } else if (isEventOf(event, StreamEventType.RUN_WAITING)) {

@@ -3,6 +3,7 @@
  * starting text of each field, the answer the fields make, and where a problem at a JSON pointer is shown.
  */
 import { SecretKeyMatcher } from '../../redact/keys.js';
+import { isSecretSchema } from '../../redact/schema-secrets.js';
 
 /** A JSON Schema, as recorded. */
 export type Schema = Record<string, unknown>;
@@ -15,8 +16,7 @@ const secretNames = new SecretKeyMatcher();
  * never written into the page.
  */
 export function isSecretField(schema: unknown, key: string | undefined): boolean {
-  const s = (schema ?? {}) as Schema;
-  return s.writeOnly === true || s.format === 'password' || (key !== undefined && secretNames.isSecretKey(key));
+  return isSecretSchema(schema) || (key !== undefined && secretNames.isSecretKey(key));
 }
 
 /** Whether any field of `schema` (nested objects included) is a secret one (see {@link isSecretField}). */
