@@ -105,6 +105,13 @@ export interface InterruptInfo {
   payload: unknown;
   /** JSON Schema of the answer, when the node gave a schema. */
   schema?: Record<string, unknown>;
+  /**
+   * Which pause this is: the seq of the `run.waiting` event that recorded it. An answer that names it
+   * (`ResumeRunOptions.answering`, `runs resume --answering`, the Studio's form) answers this pause and no later one.
+   * Set where the pause is read from the log (listRuns, `runs show`, the Studio) and in runFlow's result; absent in
+   * the event itself (it is its seq).
+   */
+  pause?: number;
 }
 
 /** The name and message of an error, as event payloads carry it (never the stack or the error object). */

@@ -150,6 +150,13 @@ export interface ResumeRunOptions extends RunLocation, ModelDeltaOptions {
    * runs again from `prep`. Required for a waiting run, refused for any other.
    */
   resume?: unknown;
+  /**
+   * The pause `resume` answers ({@link InterruptInfo.pause}, as `listRuns`, `runs show` and a waiting run's result
+   * give it): when the run now waits for another pause (another resume answered the one the person saw, and the run
+   * asked something else), the answer is refused with a StoreError and nothing is written. Without it, the answer
+   * goes to whatever the run waits for when it is read. Pass it whenever a person answers a question they were shown.
+   */
+  answering?: number;
   durability?: Durability;
   keyframeInterval?: number;
   signal?: AbortSignal;
@@ -207,6 +214,12 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
   // What happened since the last recorded step: the pause, and the answers already given.
   const { answers, waitingFor } = pendingAnswers(await readLog(store, ref, point.line));
   let answered: AnsweredInterrupt | undefined;
+  if (options.answering !== undefined && !(Number.isSafeInteger(options.answering) && options.answering >= 0)) {
+    throw new TypeError(`resumeRun: answering must be the seq of a pause (an integer >= 0), got ${String(options.answering)}`);
+  }
+  if (options.answering !== undefined && options.resume !== undefined && waitingFor?.pause !== options.answering) {
+    throw new StoreError(staleAnswerMessage(ref, options.answering, meta.status === 'waiting' ? waitingFor : undefined));
+  }
   if (meta.status === 'waiting' && waitingFor !== undefined) {
     if (options.resume === undefined) {
       throw new StoreError(`run ${sessionKey}/${options.runId} is waiting for an answer to node '${waitingFor.nodeId}' (${waitingFor.namespace}): pass it as resume (CLI: runs resume ${options.runId} --input <json>)`);
@@ -231,6 +244,16 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     answers,
     answered,
   });
+}
+
+/** Why an answer to pause `answering` is refused: the run waits for another pause now (`now`), or for none. */
+function staleAnswerMessage(ref: RunRef, answering: number, now: InterruptInfo | undefined): string {
+  const run = `run ${ref.sessionKey}/${ref.runId}`;
+  const where = now === undefined ? 'it waits for no answer now' : `it now waits for pause ${now.pause} (node '${now.nodeId}', ${now.namespace}), another question`;
+  return (
+    `${run}: the answer is to pause ${answering}, but ${where}: another resume answered that pause and the run went on. Nothing was written; ` +
+    `read where it stands ('runs show ${ref.runId}') and answer the question it asks now`
+  );
 }
 
 /**
@@ -695,7 +718,9 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
     const interrupt = pauseInfo(error);
     if (interrupt !== undefined && !(error instanceof InterruptAnswerError)) {
       if (keyframeError) throw keyframeError.error;
-      return { runId, sessionKey, dataDir: store.location, status: 'waiting', interrupt, action: undefined, steps: step };
+      // Named as readers of the log name it: by the seq of its run.waiting, the last event stored.
+      const waiting = attempted.findLast((event) => event.type === StreamEventType.RUN_WAITING);
+      return { runId, sessionKey, dataDir: store.location, status: 'waiting', interrupt: waiting === undefined ? interrupt : { ...interrupt, pause: waiting.seq }, action: undefined, steps: step };
     }
     throw error;
   } finally {

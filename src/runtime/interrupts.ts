@@ -34,7 +34,7 @@ export function pendingAnswers(events: Iterable<StreamEvent>): PendingAnswers {
       answers.set(namespace, list);
       if (waitingFor?.namespace === namespace && waitingFor.index === index) waitingFor = undefined;
     } else if (isEventOf(event, StreamEventType.RUN_WAITING)) {
-      waitingFor = event.payload.interrupt;
+      waitingFor = { ...event.payload.interrupt, pause: event.seq };
     }
   }
   return { answers, waitingFor };

@@ -138,7 +138,8 @@ function foldInto(next: RunMeta, event: StreamEvent): void {
       }
       if (event.type === StreamEventType.RUN_WAITING) {
         const interrupt = event.payload['interrupt'];
-        if (interrupt !== null && typeof interrupt === 'object') next.interrupt = interrupt as RunMeta['interrupt'];
+        // The pause is named by its event's seq (see InterruptInfo.pause).
+        if (interrupt !== null && typeof interrupt === 'object') next.interrupt = { ...(interrupt as NonNullable<RunMeta['interrupt']>), pause: event.seq };
       }
       break;
     }

@@ -111,6 +111,7 @@ const InterruptInfoSchema = z.object({
   index: z.number().int().nonnegative(),
   payload: z.unknown(),
   schema: z.record(z.string(), z.unknown()).optional(),
+  pause: z.number().int().nonnegative().optional(),
 });
 
 /**

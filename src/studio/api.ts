@@ -113,7 +113,7 @@ export async function handleApi(ctx: ApiContext, req: IncomingMessage, res: Serv
     const body = bodyObject(await readJsonBody(req));
     const job =
       view === 'resume'
-        ? await ctx.steering.resume(ref, body['answer'])
+        ? await ctx.steering.resume(ref, body['answer'], pauseOf(body))
         : await ctx.steering.fork(ref, forkStep(body), forkId(body));
     return sendJson(res, job.state === 'running' ? 202 : 200, { job });
   }
@@ -163,6 +163,13 @@ function forkId(body: Record<string, unknown>): string | undefined {
   const id = body['newRunId'];
   if (id === undefined || typeof id === 'string') return id;
   throw new HttpError(400, `newRunId must be a string (or left out for a new id), got ${id === null ? 'null' : Array.isArray(id) ? 'an array' : typeof id}`, 'newRunId');
+}
+
+/** The pause an answer is to (InterruptInfo.pause): an integer >= 0, or left out (a resume without an answer). */
+function pauseOf(body: Record<string, unknown>): number | undefined {
+  const pause = body['pause'];
+  if (pause === undefined || (typeof pause === 'number' && Number.isSafeInteger(pause) && pause >= 0)) return pause;
+  throw new HttpError(400, `invalid pause ${JSON.stringify(pause)}: must be the pause the answer is to (an integer >= 0, as the run's interrupt gives it)`, 'pause');
 }
 
 function forkStep(body: Record<string, unknown>): number {

@@ -176,10 +176,12 @@ export class Steering {
   }
 
   /**
-   * Resumes `ref` with `answer` (required when it waits, refused otherwise). Resolves when the child has ended or
-   * after the settle time, with the job.
+   * Resumes `ref` with `answer` (required when it waits, refused otherwise) to `pause`, the pause the page showed
+   * (InterruptInfo.pause): one another person answered meanwhile, the run now asking something else, is a 409 and
+   * nothing is written (the child's resume checks it again under the run's lock). Resolves when the child has ended
+   * or after the settle time, with the job.
    */
-  async resume(ref: RunRef, answer: unknown): Promise<SteerJob> {
+  async resume(ref: RunRef, answer: unknown, pause?: number): Promise<SteerJob> {
     const release = this.reserve(ref, 'resume');
     try {
       const meta = await this.reader.meta(ref);
@@ -189,13 +191,24 @@ export class Steering {
       }
       if (meta.status === 'waiting') {
         if (answer === undefined) throw new AnswerError(`run '${ref.runId}' is waiting for an answer`, [{ path: '', message: 'an answer is required' }]);
+        const waitsFor = meta.interrupt?.pause;
+        if (waitsFor !== undefined && pause !== waitsFor) {
+          throw new HttpError(
+            409,
+            pause === undefined
+              ? `the answer must name the pause it is to (pause: ${waitsFor}, the question the run asks now)`
+              : `run '${ref.runId}' no longer waits for pause ${pause}: another answer went on, and it now asks another question (pause ${waitsFor}); read it before you answer`,
+            'pause',
+          );
+        }
         const problems = answerProblems(meta.interrupt?.schema, answer);
         if (problems.length > 0) throw new AnswerError(`the answer does not match the schema of node '${meta.interrupt?.nodeId}'`, problems);
       } else if (answer !== undefined) {
         throw new HttpError(409, `run '${ref.runId}' is ${meta.status}, not waiting for an answer: resume it without one`, 'answer');
       }
       await this.requireBuildable(ref, 'resume');
-      const args = ['runs', 'resume', ref.runId, ...this.location(ref.session)];
+      const answering = answer !== undefined && pause !== undefined ? ['--answering', String(pause)] : [];
+      const args = ['runs', 'resume', ref.runId, ...this.location(ref.session), ...answering];
       return await this.start(release, { kind: 'resume', session: ref.session, runId: ref.runId }, args, answer);
     } catch (error) {
       release.abandon();

@@ -20,7 +20,8 @@ describe('pausing and answering through the CLI', () => {
 
     const human = await cli(['run', '--flow-module', FLOW_MODULE, '--run-id', 'ask-2', ...d]);
     expect(human.stdout).toContain("is waiting for an answer to node 'ask' (cli.review.ask)");
-    expect(human.stdout).toContain(`runs resume ask-2 --input '<json>'`);
+    // The command names the pause (the seq of its run.waiting), as `runs show` and `runs list --json` do.
+    expect(human.stdout).toMatch(/runs resume ask-2 --answering \d+ --input '<json>'/);
 
     const waiting = await cliJson(['runs', 'list', '--status', 'waiting', ...d]);
     expect(waiting.map((r: { runId: string }) => r.runId)).toEqual(['ask-1', 'ask-2']);
@@ -36,8 +37,17 @@ describe('pausing and answering through the CLI', () => {
     expect(bad.stderr).toMatch(/\/approved: .*still waiting/);
     expect((await cliJson(['runs', 'list', '--status', 'waiting', ...d])).map((r: { runId: string }) => r.runId)).toEqual(['ask-1', 'ask-2']);
 
-    // The answer, with no flag but --input: the flow module is recorded with the run.
-    const done = await cliJson(['runs', 'resume', 'ask-1', '--input', '{"approved":true}', ...d]);
+    // An answer to another pause than the one the run waits for (the person saw an older question): refused, nothing written.
+    const pause = shown.interrupt.pause as number;
+    expect(shownText.stdout).toContain(`runs resume ask-1 --answering ${pause} --input '<json>'`);
+    const stale = await cli(['runs', 'resume', 'ask-1', '--answering', String(pause - 1), '--input', '{"approved":true}', ...d]);
+    expect(stale.code).toBe(1);
+    expect(stale.stderr).toContain(`the answer is to pause ${pause - 1}, but it now waits for pause ${pause} (node 'ask', cli.review.ask), another question`);
+    expect((await cliJson(['runs', 'list', '--status', 'waiting', ...d])).map((r: { runId: string }) => r.runId)).toEqual(['ask-1', 'ask-2']);
+    expect((await cli(['runs', 'resume', 'ask-1', '--answering', String(pause), ...d])).code).toBe(2);
+
+    // The answer to the pause it waits for, with no flag but --input and --answering: the flow module is recorded with the run.
+    const done = await cliJson(['runs', 'resume', 'ask-1', '--answering', String(pause), '--input', '{"approved":true}', ...d]);
     expect(done).toMatchObject({ runId: 'ask-1', status: 'completed', steps: 3 });
     const record = (await cliJson(['runs', 'list', ...d])).find((r: { runId: string }) => r.runId === 'ask-1');
     expect(record.status).toBe('completed');

@@ -57,7 +57,7 @@ describe('a queued job whose payload row is damaged', () => {
       ['array', 'start', '[1,2]', /is damaged: not an object but an array/],
       ['bad-input', 'start', '{"input":"tides"}', /is damaged: its input is string, not an object/],
       ['foreign-key', 'start', '{"inptu":{"topic":"tides"}}', /is damaged: it holds "inptu", which a start job's payload does not \(only "input"\)/],
-      ['bad-resume', 'resume', '{"input":{}}', /is damaged: it holds "input", which a resume job's payload does not \(only "resume"\)/],
+      ['bad-resume', 'resume', '{"input":{}}', /is damaged: it holds "input", which a resume job's payload does not \(only "resume", "answering"\)/],
     ];
     for (const [runId, kind] of damaged) await queue.enqueue({ sessionKey: 'default', runId }, kind, kind === 'start' ? { input: { topic: 'tides' } } : { resume: 1 });
     for (const [runId, , payload] of damaged) await admin`update backpackflow.queue set payload = ${payload} where run_id = ${runId}`;

@@ -73,6 +73,11 @@ function askFlow(): Flow {
 
 const auth = (): Record<string, string> => ({ authorization: `Bearer ${studio.token}` });
 const write = (path: string, body: unknown, headers: Record<string, string> = {}) => post(studio.port, path, body, { ...auth(), ...headers });
+
+/** The pause run `runId` waits for (InterruptInfo.pause): what an answer from the page names. */
+async function asked(runId: string, dir = dataDir): Promise<number | undefined> {
+  return (await listRuns({ dataDir: dir })).find((run) => run.runId === runId)?.interrupt?.pause;
+}
 const read = (path: string) => get(studio.port, path);
 
 beforeAll(async () => {
@@ -99,7 +104,7 @@ describe.concurrent('answering a waiting run from the studio', () => {
     const log = runPaths(dataDir, 'default', 'r_answer').events;
     const before = readFileSync(log, 'utf8');
 
-    const wrong = await write('/api/runs/r_answer/resume', { answer: { approved: 'yes', priority: 'urgent', copies: 0.5, note: '' } });
+    const wrong = await write('/api/runs/r_answer/resume', { answer: { approved: 'yes', priority: 'urgent', copies: 0.5, note: '' }, pause: await asked('r_answer') });
     expect(wrong.status).toBe(422);
     expect(wrong.json.parameter).toBe('answer');
     expect(wrong.json.problems.map((p: any) => p.path).sort()).toEqual(['/approved', '/copies', '/note', '/priority']);
@@ -109,10 +114,10 @@ describe.concurrent('answering a waiting run from the studio', () => {
     expect(missing.json.problems).toEqual([{ path: '', message: 'an answer is required' }]);
     expect(readFileSync(log, 'utf8')).toBe(before);
 
-    const good = await write('/api/runs/r_answer/resume', { answer: { approved: true, priority: 'high', copies: 2, tags: ['moon'] } });
+    const good = await write('/api/runs/r_answer/resume', { answer: { approved: true, priority: 'high', copies: 2, tags: ['moon'] }, pause: await asked('r_answer') });
     expect(good.status).toBe(200);
     expect(good.json.job).toMatchObject({ kind: 'resume', runId: 'r_answer', state: 'completed', exitCode: 0, result: { status: 'completed', runId: 'r_answer' } });
-    expect(good.json.job.command).toMatch(/runs resume r_answer --data-dir \S+ --input '<answer>'$/);
+    expect(good.json.job.command).toMatch(/runs resume r_answer --data-dir \S+ --answering \d+ --input '<answer>'$/);
     // Recorded like a resume from the CLI: the answer in the log before the node ran again, two segments, the state.
     const events = (await read('/api/runs/r_answer/events?type=interrupt.answered')).json.events;
     expect(events.map((e: any) => e.event.payload.answer)).toEqual([{ approved: true, priority: 'high', copies: 2, tags: ['moon'] }]);
@@ -123,7 +128,7 @@ describe.concurrent('answering a waiting run from the studio', () => {
     expect(state.items.find((i: any) => i.key === 'published')).toMatchObject({ summary: 'true', provenance: { nodeId: 'publish' } });
     expect((await read('/api/runs/r_answer')).json.job).toMatchObject({ state: 'completed' });
     // A completed run is not resumed again.
-    const again = await write('/api/runs/r_answer/resume', { answer: { approved: true } });
+    const again = await write('/api/runs/r_answer/resume', { answer: { approved: true }, pause: await asked('r_answer') });
     expect(again.status).toBe(409);
     expect(again.json.error).toContain('already completed: fork it');
   }, 120_000);
@@ -131,7 +136,7 @@ describe.concurrent('answering a waiting run from the studio', () => {
   it('a second resume of a run while one is under way is a 409, also when both arrive at once', async () => {
     const gate = newGate();
     await waitingRun('r_busy', gate);
-    const answer = { answer: { approved: false, priority: 'low', copies: 1 } };
+    const answer = { answer: { approved: false, priority: 'low', copies: 1 }, pause: await asked('r_busy') };
     const sent = [write('/api/runs/r_busy/resume', answer), write('/api/runs/r_busy/resume', answer)];
     // The resume that got the run is held at the gate: the first reply is the other one's refusal.
     const refused = await Promise.race(sent);
@@ -159,10 +164,10 @@ describe.concurrent('answering a waiting run from the studio', () => {
     try {
       const gate = newGate();
       await waitingRun('r_slow', gate);
-      const started = await post(quick.port, '/api/runs/r_slow/resume', { answer: { approved: true, priority: 'normal', copies: 1 } }, { authorization: `Bearer ${quick.token}` });
+      const started = await post(quick.port, '/api/runs/r_slow/resume', { answer: { approved: true, priority: 'normal', copies: 1 }, pause: await asked('r_slow') }, { authorization: `Bearer ${quick.token}` });
       expect(started.status).toBe(202);
       expect(started.json.job).toMatchObject({ state: 'running', runId: 'r_slow' });
-      const second = await post(quick.port, '/api/runs/r_slow/resume', { answer: { approved: true, priority: 'normal', copies: 1 } }, { authorization: `Bearer ${quick.token}` });
+      const second = await post(quick.port, '/api/runs/r_slow/resume', { answer: { approved: true, priority: 'normal', copies: 1 }, pause: await asked('r_slow') }, { authorization: `Bearer ${quick.token}` });
       expect(second.status).toBe(409);
       expect((await get(quick.port, '/api/runs/r_slow')).json.job).toMatchObject({ state: 'running', runId: 'r_slow' });
       gate.open();
@@ -207,7 +212,7 @@ describe.concurrent('answering a waiting run from the studio', () => {
     expect((await runFlow(askFlow(), { dataDir, runId: 'r_code' })).status).toBe('waiting');
     const detail = (await read('/api/runs/r_code')).json;
     expect(detail.steer).toMatchObject({ buildable: false, source: 'no flow was recorded with this run (it was started in code, not by the CLI)' });
-    const reply = await write('/api/runs/r_code/resume', { answer: 'yes' });
+    const reply = await write('/api/runs/r_code/resume', { answer: 'yes', pause: await asked('r_code') });
     expect(reply.status).toBe(409);
     expect(reply.json.error).toContain("the studio cannot build the flow of run 'r_code'");
     expect(reply.json.command).toBe(`npm run backpackflow -- runs resume r_code --data-dir ${dataDir} --flow-module <file>#<export>`);
@@ -253,7 +258,7 @@ describe.concurrent('forking from the studio', () => {
     // the first fork is answered (it completes).
     const [both, resumed] = await Promise.all([
       Promise.all([1, 2].map(() => write('/api/runs/r_fork_src/fork', { step: 1, newRunId: 'r_twice' }))),
-      write('/api/runs/r_forked/resume', { answer: { approved: true, priority: 'low', copies: 1 } }),
+      write('/api/runs/r_forked/resume', { answer: { approved: true, priority: 'low', copies: 1 }, pause: await asked('r_forked') }),
     ]);
     expect(both.map((r) => r.status).sort()).toEqual([200, 409]);
     expect(both.find((r) => r.status === 409)!.json.error).toMatch(/^(a fork of run 'r_twice'|run 'r_twice' already exists)/);
@@ -269,7 +274,7 @@ describe.concurrent('forking from the studio', () => {
 describe.concurrent('studio writes: who may ask', () => {
   it('needs the token (on loopback too), its own origin, a JSON body; ids are validated', async () => {
     await waitingRun('r_guard');
-    const answer = { answer: { approved: true, priority: 'low', copies: 1 } };
+    const answer = { answer: { approved: true, priority: 'low', copies: 1 }, pause: await asked('r_guard') };
     const path = '/api/runs/r_guard/resume';
     const noToken = await post(studio.port, path, answer);
     expect(noToken.status).toBe(401);
@@ -361,8 +366,8 @@ describe.concurrent('statuses and damage as listRuns sees them', () => {
     const gate = newGate();
     await waitingRun('r_killed', gate, dataDir);
     const doomed = await startStudio({ dataDir, port: 0, steering: { cli: [process.execPath, BIN], settleMs: 50 } });
-    const started = await post(doomed.port, '/api/runs/r_killed/resume', { answer: { approved: true, priority: 'low', copies: 1 } }, { authorization: `Bearer ${doomed.token}` });
-    expect(started.status).toBe(202);
+    const started = await post(doomed.port, '/api/runs/r_killed/resume', { answer: { approved: true, priority: 'low', copies: 1 }, pause: await asked('r_killed', dataDir) }, { authorization: `Bearer ${doomed.token}` });
+    expect(started.status, JSON.stringify(started.json)).toBe(202);
     await gate.entered();
     await until(async () => (await read('/api/runs/r_killed')).json.meta.status === 'running', 'r_killed shows as running');
     expect((await read('/api/runs/r_killed')).json.meta.status).toBe('running');

@@ -52,7 +52,7 @@ export async function runLive(options: CommonOptions, flow: Flow, start: (flow: 
         `run id: ${colors.bold(t(result.runId))} is ${colors.yellow('waiting')} for an answer to node '${t(question.nodeId)}' (${t(question.namespace)}):`,
         `  ${t(String(JSON.stringify(question.payload)))}`,
         ...(question.schema ? [`  answer schema: ${t(JSON.stringify(question.schema))}`] : []),
-        `answer it: ${cliCommand()} runs resume ${t(result.runId)} --input '<json>'${at}`,
+        `answer it: ${cliCommand()} runs resume ${t(result.runId)}${question.pause === undefined ? '' : ` --answering ${question.pause}`} --input '<json>'${at}`,
       ].join('\n');
     }
     return `run id: ${colors.bold(t(result.runId))} (last step ${result.steps}, action ${t(result.action ?? 'none')})\ninspect it: ${cliCommand()} runs show ${t(result.runId)}${at}`;
@@ -172,15 +172,17 @@ export function runsCommand(): Command {
 
   common(runs.command('resume <runId>').description('continue a run that stopped, or answer a waiting one, from its last recorded step'))
     .option('--input <json|@file|@->', "the answer to a waiting run's question (JSON, checked against its schema; @-: read from standard input)")
+    .option('--answering <pause>', "the pause the answer is to (as 'runs show' gives it): refused, nothing written, if the run now asks something else", nonNegativeInteger('--answering'))
     .option('--flow <flow.json>', 'the flow the run was started with (default: as recorded with the run)')
     .addOption(flowModuleOption())
     .addOption(modulesOption())
     .addOption(maxFlowBytesOption())
     .option('--enqueue', 'queue the run for a worker (backpackflow worker) instead of running it here; needs --database-url')
-    .action(async (runId: string, options: CommonOptions & FlowSourceOptions & { input?: string; enqueue?: boolean }) => {
+    .action(async (runId: string, options: CommonOptions & FlowSourceOptions & { input?: string; answering?: number; enqueue?: boolean }) => {
       const { openRecordedFlow, parseJsonArgument } = await import('./flows.js');
       const { store, ref } = await openRun({ ...options, runId });
-      const answer = options.input === undefined ? {} : { resume: parseJsonArgument(options.input) };
+      if (options.answering !== undefined && options.input === undefined) throw new UsageError('--answering names the pause an answer is to: give the answer with --input');
+      const answer = options.input === undefined ? {} : { resume: parseJsonArgument(options.input), ...(options.answering === undefined ? {} : { answering: options.answering }) };
       if (options.enqueue) {
         await enqueueResume(cliPostgresStore(options, 'runs resume --enqueue'), ref, answer, options);
         return;
@@ -237,14 +239,20 @@ function pageOf(runId: string, options: { page: number; pageSize: number }, tota
  * Queues a stopped or waiting run for a worker (`runs resume --enqueue`). A waiting run's answer is checked against its
  * question's schema here, so that a wrong answer is refused at once rather than by the worker.
  */
-async function enqueueResume(store: import('../../store/index.js').PostgresRunStore, ref: RunRef, answer: { resume?: unknown }, options: CommonOptions): Promise<void> {
+async function enqueueResume(store: import('../../store/index.js').PostgresRunStore, ref: RunRef, given: { resume?: unknown; answering?: number }, options: CommonOptions): Promise<void> {
   const meta = await store.currentRunMeta(ref);
   if (meta.status === 'completed') throw new CliError(`run ${ref.sessionKey}/${ref.runId} already completed; fork it to run again from a step`);
-  if (meta.status === 'waiting' && answer.resume === undefined) throw new CliError(`run ${ref.sessionKey}/${ref.runId} is waiting for an answer: pass it with --input <json>`);
-  if (meta.status !== 'waiting' && answer.resume !== undefined) throw new CliError(`run ${ref.sessionKey}/${ref.runId} is ${meta.status}, not waiting for an answer: resume it without --input`);
+  if (meta.status === 'waiting' && given.resume === undefined) throw new CliError(`run ${ref.sessionKey}/${ref.runId} is waiting for an answer: pass it with --input <json>`);
+  if (meta.status !== 'waiting' && given.resume !== undefined) throw new CliError(`run ${ref.sessionKey}/${ref.runId} is ${meta.status}, not waiting for an answer: resume it without --input`);
+  // The answer is to the pause it was checked against: the worker refuses it if the run asks something else by then.
+  let answer = given;
   if (meta.status === 'waiting' && meta.interrupt !== undefined) {
     const { checkRecordedAnswer } = await import('../../runtime/interrupts.js');
-    await storeErrors(async () => checkRecordedAnswer(meta.interrupt!, answer.resume));
+    if (given.answering !== undefined && given.answering !== meta.interrupt.pause) {
+      throw new CliError(`run ${ref.sessionKey}/${ref.runId}: the answer is to pause ${given.answering}, but it now waits for pause ${meta.interrupt.pause}, another question: nothing was queued; see 'runs show ${ref.runId}'`);
+    }
+    await storeErrors(async () => checkRecordedAnswer(meta.interrupt!, given.resume));
+    if (meta.interrupt.pause !== undefined) answer = { ...given, answering: meta.interrupt.pause };
   }
   await storeErrors(() => new RunQueue(store).enqueue(ref, 'resume', answer));
   print(options, { runId: ref.runId, sessionKey: ref.sessionKey, status: 'queued' }, () => ref.runId);

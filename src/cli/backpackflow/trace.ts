@@ -8,7 +8,7 @@ import { terminalText as t } from '../../events/terminal-text.js';
 import { listedRun } from '../../runtime/index.js';
 import { emptyRunMeta, foldRunMetaBatch, runDuration } from '../../store/run-meta.js';
 import type { RunMeta } from '../../store/index.js';
-import { colors, formatMs } from './output.js';
+import { cliCommand, colors, formatMs } from './output.js';
 import { formatDuration } from './render.js';
 import { readFilteredEvents, readRunEvents, openRun, type RunRefOptions } from './store-access.js';
 
@@ -70,7 +70,7 @@ export interface RunTrace {
   /** The run and step a fork started from. */
   forkedFrom: { runId: string; step: number } | null;
   /** What a waiting run waits for: the node, its question and the answer's JSON Schema. */
-  interrupt: { nodeId: string; namespace: string; index: number; payload: unknown; schema?: Record<string, unknown> } | null;
+  interrupt: { nodeId: string; namespace: string; index: number; payload: unknown; schema?: Record<string, unknown>; pause?: number } | null;
   action: string | null;
   error: string | null;
   /** How many times the run was started (1, plus one per resume). */
@@ -237,7 +237,8 @@ export function buildTrace(runId: string, events: StreamEvent[]): RunTrace {
         endSegment('failed');
         break;
       case StreamEventType.RUN_WAITING:
-        trace.interrupt = (p['interrupt'] as RunTrace['interrupt']) ?? null;
+        // Named by its event's seq (InterruptInfo.pause), as an answer names it.
+        trace.interrupt = p['interrupt'] === null || typeof p['interrupt'] !== 'object' ? null : { ...(p['interrupt'] as NonNullable<RunTrace['interrupt']>), pause: event.seq };
         endSegment('waiting');
         break;
       case StreamEventType.NODE_INTERRUPT:
@@ -412,6 +413,7 @@ export function renderTrace(trace: RunTrace): string {
   if (trace.interrupt) {
     out.push(c.yellow(`waiting for an answer to node '${t(String(trace.interrupt.nodeId))}' (${t(String(trace.interrupt.namespace))}): ${json(trace.interrupt.payload)}`));
     if (trace.interrupt.schema) out.push(c.yellow(`answer schema: ${json(trace.interrupt.schema)}`));
+    out.push(c.yellow(`answer it: ${cliCommand()} runs resume ${t(trace.runId)} --answering ${trace.interrupt.pause} --input '<json>'`));
   }
   renderItems(trace.items, '', out);
   return out.join('\n');

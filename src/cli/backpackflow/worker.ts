@@ -170,7 +170,7 @@ async function execute(store: PostgresRunStore, options: WorkerOptions, job: Que
     const meta = await store.currentRunMeta(ref);
     if (meta.status === 'completed') return 'completed';
     if (meta.status === 'waiting' && job.payload.resume === undefined) return 'waiting';
-    const answer = job.payload.resume === undefined ? {} : { resume: job.payload.resume };
+    const answer = job.payload.resume === undefined ? {} : { resume: job.payload.resume, ...(job.payload.answering === undefined ? {} : { answering: job.payload.answering }) };
     return (await resumeRun(opened.flow, { ...location, ...answer })).status;
   } finally {
     await opened.close();

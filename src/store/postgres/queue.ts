@@ -30,8 +30,11 @@ import { json, recordedRunExists, type PostgresRunStore } from './run-store.js';
 /** A claimed job. */
 export interface QueuedRun extends RunRef {
   kind: 'start' | 'resume';
-  /** `start`: `{ input }`; `resume`: `{ resume }` when it answers a waiting run, else `{}`. */
-  payload: { input?: Record<string, unknown>; resume?: unknown };
+  /**
+   * `start`: `{ input }`; `resume`: `{ resume, answering }` when it answers a waiting run (`answering`: the pause the
+   * answer was checked against, see ResumeRunOptions.answering), else `{}`.
+   */
+  payload: { input?: Record<string, unknown>; resume?: unknown; answering?: number };
   attempts: number;
   /**
    * Set when the job is given up rather than run: its claim ran out `maxAttempts` times, or its stored payload is
@@ -314,9 +317,11 @@ function readPayload(kind: 'start' | 'resume', text: string | null): { payload: 
     return { problem: `not JSON (${(error as Error).message})` };
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { value, problem: `not an object but ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}` };
-  const allowed = kind === 'start' ? 'input' : 'resume';
-  const other = Object.keys(value).filter((key) => key !== allowed);
-  if (other.length > 0) return { value, problem: `it holds ${other.map((key) => JSON.stringify(key)).join(', ')}, which a ${kind} job's payload does not (only "${allowed}")` };
+  const allowed = kind === 'start' ? ['input'] : ['resume', 'answering'];
+  const other = Object.keys(value).filter((key) => !allowed.includes(key));
+  if (other.length > 0) return { value, problem: `it holds ${other.map((key) => JSON.stringify(key)).join(', ')}, which a ${kind} job's payload does not (only ${allowed.map((key) => `"${key}"`).join(', ')})` };
+  const answering = (value as { answering?: unknown }).answering;
+  if (answering !== undefined && !(Number.isSafeInteger(answering) && (answering as number) >= 0)) return { value, problem: 'its answering is not the seq of a pause' };
   const input = (value as { input?: unknown }).input;
   if (kind === 'start' && input !== undefined && (input === null || typeof input !== 'object' || Array.isArray(input))) {
     return { value, problem: `its input is ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}, not an object` };

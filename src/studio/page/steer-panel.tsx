@@ -54,7 +54,9 @@ export function AnswerPanel({ detail, session, canWrite, onJob }: { detail: RunP
   // An answer with a secret field is never written into the page, nor suggested on a command line (where `ps` and the
   // shell's history would keep it): the command reads it from a file.
   const secret = hasSecretField(interrupt.schema);
-  const command = secret ? `${detail.steer.resumeCommand} --input @answer.json` : `${detail.steer.resumeCommand} --input ${shellQuote(JSON.stringify(answer ?? {}))}`;
+  // The answer names the pause it is to: if another person answered it meanwhile and the run asks something else, it is refused.
+  const answering = interrupt.pause === undefined ? '' : ` --answering ${interrupt.pause}`;
+  const command = secret ? `${detail.steer.resumeCommand}${answering} --input @answer.json` : `${detail.steer.resumeCommand}${answering} --input ${shellQuote(JSON.stringify(answer ?? {}))}`;
   return (
     <section class="answer-panel" aria-labelledby="question-title">
       <h2 id="question-title">
@@ -71,7 +73,7 @@ export function AnswerPanel({ detail, session, canWrite, onJob }: { detail: RunP
         submitLabel="Answer and resume"
         disabled={why !== undefined}
         onAnswer={setAnswer}
-        onSubmit={async (value) => outcome(await postJson(runPath(detail.meta.runId, 'resume'), { session }, { answer: value }), onJob)}
+        onSubmit={async (value) => outcome(await postJson(runPath(detail.meta.runId, 'resume'), { session }, { answer: value, pause: interrupt.pause }), onJob)}
       />
       {why ? (
         <Terminal why={why} command={command} note={secret ? SECRET_NOTE : undefined} />
