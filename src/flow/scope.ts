@@ -38,6 +38,12 @@ export interface RunControls {
    */
   readonly answers?: ReadonlyMap<string, readonly unknown[]>;
   /**
+   * Whether the answer given in `answers` for the pause `index` of the node at `namespace` answers `question` (the
+   * InterruptInfo the node asks now); false: it was given to another question (the node read something that changed
+   * while the run waited), and the node pauses again. Without it, every answer answers its position.
+   */
+  readonly sameQuestion?: (namespace: string, index: number, question: unknown) => boolean;
+  /**
    * A resume of a run whose last step ended its flow (its end was not recorded): the top-level flow runs no node, its
    * orchestration returns `action` (the last node's, as recorded), and its own `post` runs on it. Taken once.
    */

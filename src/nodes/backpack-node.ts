@@ -638,8 +638,15 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     // Read once: the schema recorded for the person is the one the answer is checked against.
     const schema = options.schema;
     if (schema) info.schema = answerJsonSchema(this.id, schema);
-    const answers = runControls(execution.scope)?.answers?.get(this.namespace);
+    const controls = runControls(execution.scope);
+    let answers = controls?.answers?.get(this.namespace);
     let refused: { path: string; message: string }[] | undefined;
+    // An answer given to another question (the node read something that changed while the run waited: "Transfer
+    // $100?" was approved, it now asks "Transfer $10000?") is not this question's: the node asks again, saying why.
+    if (answers !== undefined && index < answers.length && controls?.sameQuestion?.(this.namespace, index, info) === false) {
+      refused = [{ path: '', message: 'the question changed since this answer was given (the node asks something else now): it is asked again' }];
+      answers = undefined;
+    }
     if (answers !== undefined && answers[index] instanceof RedactedAnswer) {
       throw new FlowError(
         `Node '${this.id}' (${this.namespace}): the answer to its interrupt ${index} held a secret, which the run's log keeps redacted, ` +

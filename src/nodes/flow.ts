@@ -223,6 +223,11 @@ export interface FlowRunOptions {
    * them on resume; see `BackpackNode.interrupt`).
    */
   answers?: ReadonlyMap<string, readonly unknown[]>;
+  /**
+   * Whether an answer in `answers` answers the question its node asks now (see RunControls.sameQuestion): the durable
+   * runtime compares it with the question recorded with the answer.
+   */
+  sameQuestion?: RunControls['sameQuestion'];
   /** This run is a fork of another run's step (reported by `run.started`; a fork is not a resume). */
   forkedFrom?: { runId: string; step: number };
   /**
@@ -754,7 +759,7 @@ export class Flow extends BaseFlow<any> {
     };
     if (options.resumeAtEnd !== undefined && options.resume?.length) throw new FlowError(`Flow '${this.id}': resumeAtEnd resumes after the last step, so it takes no resume position`);
     const atEnd = options.resumeAtEnd === undefined ? undefined : { action: options.resumeAtEnd.action, taken: false };
-    const controls: RunControls = { resume: options.resume, answers, atEnd, onStep: options.onStep ? (b) => (count(b), options.onStep!(b)) : count };
+    const controls: RunControls = { resume: options.resume, answers, sameQuestion: options.sameQuestion, atEnd, onStep: options.onStep ? (b) => (count(b), options.onStep!(b)) : count };
     const countingScope = makeScope(fields, controls);
     this.#streamer.emit({
       type: StreamEventType.RUN_START,

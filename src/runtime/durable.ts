@@ -18,7 +18,7 @@ import {
 } from '../store/index.js';
 import { locateStore, type RunLocation } from './location.js';
 import { loadRunPoint, type CheckpointPayload } from './run-point.js';
-import { checkRecordedAnswer, pendingAnswers } from './interrupts.js';
+import { checkRecordedAnswer, pendingAnswers, questionText, storedQuestion } from './interrupts.js';
 import { StateTracker } from './state-tracker.js';
 import { foldModelDeltas, type ModelDeltaOptions } from './model-deltas.js';
 import { blankSchemaSecrets, redactorFor } from '../redact/index.js';
@@ -212,7 +212,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     return execute(flow, target, { step: point.step, position: [], fresh: false, atEnd: point.action });
   }
   // What happened since the last recorded step: the pause, and the answers already given.
-  const { answers, waitingFor } = pendingAnswers(await readLog(store, ref, point.line));
+  const { answers, questions, waitingFor } = pendingAnswers(await readLog(store, ref, point.line));
   let answered: AnsweredInterrupt | undefined;
   if (options.answering !== undefined && !(Number.isSafeInteger(options.answering) && options.answering >= 0)) {
     throw new TypeError(`resumeRun: answering must be the seq of a pause (an integer >= 0), got ${String(options.answering)}`);
@@ -232,6 +232,9 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     const list = answers.get(waitingFor.namespace) ?? [];
     list[waitingFor.index] = options.resume;
     answers.set(waitingFor.namespace, list);
+    const asked = questions.get(waitingFor.namespace) ?? [];
+    asked[waitingFor.index] = questionText(waitingFor);
+    questions.set(waitingFor.namespace, asked);
   } else if (options.resume !== undefined) {
     throw new StoreError(await notWaitingMessage(store, ref, meta, answers));
   }
@@ -242,8 +245,21 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     position: point.position,
     fresh: false,
     answers,
+    questions,
     answered,
   });
+}
+
+/**
+ * RunControls.sameQuestion of a resume: an answer answers the question a node asks now when that question, stored as
+ * the log stores it, is the one recorded with the answer (none recorded: it answers its position, as before).
+ */
+function sameQuestion(questions: ReadonlyMap<string, readonly string[]> | undefined, redaction: RedactionOptions | undefined): ((namespace: string, index: number, question: unknown) => boolean) | undefined {
+  if (questions === undefined || questions.size === 0) return undefined;
+  return (namespace, index, question) => {
+    const recorded = questions.get(namespace)?.[index];
+    return recorded === undefined || storedQuestion(question as InterruptInfo, redaction) === recorded;
+  };
 }
 
 /** Why an answer to pause `answering` is refused: the run waits for another pause now (`now`), or for none. */
@@ -430,6 +446,8 @@ interface StartPoint {
   forkedFrom?: { runId: string; step: number };
   /** Answers to the interrupts of the nodes at the position (a resume). */
   answers?: ReadonlyMap<string, readonly unknown[]>;
+  /** The question each answer was given to, as stored (see storedQuestion): a node asking another is asked again. */
+  questions?: ReadonlyMap<string, readonly string[]>;
   /** The answer this resume gives, recorded before the node runs again. */
   answered?: AnsweredInterrupt;
   /**
@@ -699,7 +717,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   let action: string | undefined;
   try {
     const onStart = start.fresh || start.answered ? recordStart : undefined;
-    action = await flow.run(undefined, { runId, signal: target.signal, onStart, onStep, resume: start.position.length ? [...start.position] : undefined, resumeAtEnd: start.atEnd === undefined ? undefined : { action: start.atEnd }, answers: start.answers, forkedFrom: start.forkedFrom });
+    action = await flow.run(undefined, { runId, signal: target.signal, onStart, onStep, resume: start.position.length ? [...start.position] : undefined, resumeAtEnd: start.atEnd === undefined ? undefined : { action: start.atEnd }, answers: start.answers, sameQuestion: sameQuestion(start.questions, target.redaction), forkedFrom: start.forkedFrom });
     await persist();
     await keyframesWritten();
     return { runId, sessionKey, dataDir: store.location, status: 'completed', action: action ?? 'default', steps: step };

@@ -14,6 +14,8 @@ import { encodeEvent } from '../store/event-encode.js';
 export interface PendingAnswers {
   /** By the namespace of the node that asked, in the order it asked. */
   answers: Map<string, unknown[]>;
+  /** The question each answer was given to, as the log stores it (see {@link storedQuestion}), where the log says. */
+  questions: Map<string, string[]>;
   /** The latest pause of the run, when no answer to it was recorded after it. */
   waitingFor: InterruptInfo | undefined;
 }
@@ -21,10 +23,14 @@ export interface PendingAnswers {
 /** Folds a run's events (in log order) into its {@link PendingAnswers}. */
 export function pendingAnswers(events: Iterable<StreamEvent>): PendingAnswers {
   let answers = new Map<string, unknown[]>();
+  let questions = new Map<string, string[]>();
   let waitingFor: InterruptInfo | undefined;
   for (const event of events) {
     if (isEventOf(event, StreamEventType.CHECKPOINT_SAVED)) {
-      if (event.payload.start !== true) answers = new Map();
+      if (event.payload.start !== true) {
+        answers = new Map();
+        questions = new Map();
+      }
     } else if (isEventOf(event, StreamEventType.INTERRUPT_ANSWERED)) {
       const { namespace, index, answer } = event.payload;
       const list = answers.get(namespace) ?? [];
@@ -32,12 +38,40 @@ export function pendingAnswers(events: Iterable<StreamEvent>): PendingAnswers {
       // than given '[REDACTED]' as the answer.
       list[index] = event.redaction?.containsSecrets === true || event.payload.secret === true ? new RedactedAnswer(namespace, index) : answer;
       answers.set(namespace, list);
-      if (waitingFor?.namespace === namespace && waitingFor.index === index) waitingFor = undefined;
+      if (waitingFor?.namespace === namespace && waitingFor.index === index) {
+        const asked = questions.get(namespace) ?? [];
+        asked[index] = questionText(waitingFor);
+        questions.set(namespace, asked);
+        waitingFor = undefined;
+      }
     } else if (isEventOf(event, StreamEventType.RUN_WAITING)) {
       waitingFor = { ...event.payload.interrupt, pause: event.seq };
     }
   }
-  return { answers, waitingFor };
+  return { answers, questions, waitingFor };
+}
+
+/** A question's payload and schema as one text: what two questions are compared by. */
+export function questionText(question: Pick<InterruptInfo, 'payload' | 'schema'>): string {
+  return JSON.stringify([question.payload, question.schema ?? null]);
+}
+
+/**
+ * The question `question` (an InterruptInfo a node asks) as the run's log would store it: its payload and schema
+ * after the store's redaction (with `redaction`), as {@link questionText} gives a recorded one. Comparing the two
+ * tells whether a node asks the question an answer was given to; undefined when it cannot be stored at all.
+ */
+export function storedQuestion(question: InterruptInfo, redaction?: RedactionOptions): string | undefined {
+  const ids = { sessionKey: 'question', runId: 'question' };
+  const event: StreamEvent = { v: 1, id: 'question', seq: 1, timestamp: 0, ...ids, type: StreamEventType.RUN_WAITING, payload: { durationMs: 0, steps: 0, interrupt: question } };
+  try {
+    const { line } = encodeEvent({ ...ids, redactor: redactorFor(redaction), where: 'the question' }, event, undefined, '');
+    const text = typeof line === 'string' ? line : Buffer.concat(line).toString('utf8');
+    const stored = (JSON.parse(text) as { payload: { interrupt: InterruptInfo } }).payload.interrupt;
+    return questionText(stored);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
