@@ -644,7 +644,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     // An answer given to another question (the node read something that changed while the run waited: "Transfer
     // $100?" was approved, it now asks "Transfer $10000?") is not this question's: the node asks again, saying why.
     if (answers !== undefined && index < answers.length && controls?.sameQuestion?.(this.namespace, index, info) === false) {
-      refused = [{ path: '', message: 'the question changed since this answer was given (the node asks something else now): it is asked again' }];
+      refused = [{ path: '', message: 'the question changed since this answer was given (the node asks something else now; a question holding the time or a random id changes every time): it is asked again' }];
       answers = undefined;
     }
     if (answers !== undefined && answers[index] instanceof RedactedAnswer) {
