@@ -76,6 +76,12 @@ describe('Authorization headers in text', () => {
     expect(JSON.stringify(redactor.redact({ headers: { Authorization: KEY } }).value)).not.toContain(KEY);
   });
 
+  it('a header name right after another is not taken for a scheme: the credentials after the second are blanked (found by the placement property)', () => {
+    const credential = '*-#*--?-#*#*---#*-*-*#?0';
+    expect(redactor.redactText(`Authorization: authorization :a7+]*!* ${credential}_`)).not.toContain(credential.slice(0, 8));
+    expect(redactor.redactText(`Authorization: Authorization: Token ${DRF}`)).not.toContain(DRF.slice(0, 8));
+  });
+
   it('the lines around a header are kept', () => {
     expect(redactor.redactText(`> Authorization: Token ${DRF}\n> Accept: */*`)).toBe(`> Authorization: ${REDACTED} ${REDACTED}\n> Accept: */*`);
   });
