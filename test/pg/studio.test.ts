@@ -158,12 +158,15 @@ describe('the studio on Postgres', () => {
     const waiting = await cliJson(['run', '--flow-module', `${REVIEW}#buildReviewFlow`, '--input', '{"delayMs":0}', '--run-id', 'review', '--database-url', url]);
     expect(waiting.status).toBe('waiting');
     const auth = { authorization: `Bearer ${pg.token}` };
-    const wrong = await post(pg.port, '/api/runs/review/resume', { answer: { approved: 'yes' } }, auth);
+    // The answer names the pause it is to, as the page's form does (the run's result gives it, as listings do).
+    const pause = waiting.interrupt.pause as number;
+    expect((await get(pg.port, '/api/runs/review')).json.meta.interrupt.pause).toBe(pause);
+    const wrong = await post(pg.port, '/api/runs/review/resume', { answer: { approved: 'yes' }, pause }, auth);
     expect(wrong.status).toBe(422);
-    const good = await post(pg.port, '/api/runs/review/resume', { answer: { approved: true, priority: 'high', copies: 2 } }, auth);
+    const good = await post(pg.port, '/api/runs/review/resume', { answer: { approved: true, priority: 'high', copies: 2 }, pause }, auth);
     expect(good.status, good.body).toBe(200);
     expect(good.json.job).toMatchObject({ kind: 'resume', runId: 'review', state: 'completed', exitCode: 0 });
-    expect(good.json.job.command).toMatch(/runs resume review --input '<answer>'$/);
+    expect(good.json.job.command).toMatch(new RegExp(`runs resume review --answering ${pause} --input '<answer>'$`));
     expect(good.json.job.command).not.toContain(url);
     const state = (await get(pg.port, '/api/runs/review/state')).json;
     expect(state.items.find((i: { key: string }) => i.key === 'published')).toMatchObject({ summary: 'true', provenance: { nodeId: 'publish' } });
@@ -185,7 +188,7 @@ describe('the studio on Postgres', () => {
     const saved = process.env['BACKPACKFLOW_DATABASE_URL'];
     process.env['BACKPACKFLOW_DATABASE_URL'] = url;
     try {
-      const reply = await post(files.port, '/api/runs/on-files/resume', { answer: { approved: true, priority: 'low', copies: 1 } }, { authorization: `Bearer ${files.token}` });
+      const reply = await post(files.port, '/api/runs/on-files/resume', { answer: { approved: true, priority: 'low', copies: 1 }, pause: waiting.interrupt.pause }, { authorization: `Bearer ${files.token}` });
       expect(reply.status, reply.body).toBe(200);
       expect(reply.json.job).toMatchObject({ state: 'completed', exitCode: 0 });
     } finally {

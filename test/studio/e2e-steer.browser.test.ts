@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listRuns } from '../../src/index.js';
 import { ContextEngine } from '../../src/context/index.js';
 import { startStudio, type StudioServer } from '../../src/studio/server.js';
 import { BIN, cliJson, tempDir } from '../cli/helpers.js';
@@ -103,7 +104,9 @@ describe('steering runs in a browser', () => {
     expect(await text('h1 .status')).toBe('waiting');
     // The terminal equivalent follows the form.
     await page.getByText('Or from a terminal').click();
-    expect(await text('.answer-panel .terminal code')).toContain(`runs resume r_form --data-dir ${dataDir} --input '{"approved":true,"priority":"high","copies":11,"tags":["moon"]}'`);
+    // It names the pause it answers (the seq of the run's run.waiting), as the form's write does.
+    const pause = (await listRuns({ dataDir })).find((run) => run.runId === 'r_form')?.interrupt?.pause;
+    expect(await text('.answer-panel .terminal code')).toContain(`runs resume r_form --data-dir ${dataDir} --answering ${pause} --input '{"approved":true,"priority":"high","copies":11,"tags":["moon"]}'`);
 
     await form.getByLabel('copies').fill('2');
     await form.getByLabel('copies').press('Enter');
