@@ -255,13 +255,13 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
     // the credentials after the scheme are the secret (see AUTH_CREDENTIALS). The scheme is any token (RFC 9110: no
     // `=` or `:` in it), also the marker the named-value pass has already put there, quoted or bracketed or not
     // (`` `Token …` ``, `“Token …”`, `<Token …>`). The name may end a longer one (`HTTP_AUTHORIZATION`, as CGI and
-    // Django name the header). Credentials never start with `:`, `=` or `,`: a word before one is a header's name, not
-    // a scheme (`Authorization: authorization :Token 9f…`: the match of the first name must not take the second's
+    // Django name the header). The header's name followed by its separator is never a scheme (`Authorization:
+    // authorization :Token 9f…`: the first name's match must not take the second name for its scheme and the real
     // scheme for its credentials, which would leave the real ones). Every run is bounded, so that a text of many
     // near-matches costs time in proportion to its length. (The same credential rule reads a flat list's value:
     // redactor.ts, LISTED_CREDENTIAL.)
     regex: new RegExp(
-      String.raw`(?:proxy-)?authorization(?:\\*["'])?[ \t]*[:=,][ \t]*(?:b?\\*["']|[\`“‘«<(])?${AUTH_SCHEME}[ \t]+(?:\\*["'])?(?![:=,])(?<secret>${AUTH_CREDENTIALS})`,
+      String.raw`(?:proxy-)?authorization(?:\\*["'])?[ \t]*[:=,][ \t]*(?:b?\\*["']|[\`“‘«<(])?(?!(?:proxy-)?authorization(?:\\*["'])?[ \t]*[:=,])${AUTH_SCHEME}[ \t]+(?:\\*["'])?(?<secret>${AUTH_CREDENTIALS})`,
       'gi',
     ),
     gate: /authorization/,

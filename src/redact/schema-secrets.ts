@@ -8,14 +8,27 @@ import { REDACTED } from './marker.js';
 /** A JSON Schema (or a part of one). */
 type Schema = Record<string, unknown>;
 
-/** How deep a value is followed: deeper parts are blanked whole when the schema holds any secret mark. */
-const MAX_DEPTH = 64;
+/**
+ * How deep a value is followed (past the 512 levels an answer may have: see backpack/nesting.ts); deeper parts are
+ * blanked whole, as the walk only runs for a schema that marks something secret.
+ */
+const MAX_DEPTH = 600;
 
 /** Whether `schema` itself marks its value secret: `writeOnly: true` or `format: 'password'`. */
 export function isSecretSchema(schema: unknown): boolean {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return false;
   const s = schema as Schema;
   return s.writeOnly === true || s.format === 'password';
+}
+
+/**
+ * Whether a field of `schema` is secret itself: `schema` or one of its `allOf`/`anyOf`/`oneOf` branches is marked
+ * (a nullable secret is `anyOf: [{ writeOnly }, { type: 'null' }]`). The Studio masks such a field as it is typed.
+ */
+export function isSecretFieldSchema(schema: unknown): boolean {
+  if (isSecretSchema(schema)) return true;
+  if (!isSchema(schema)) return false;
+  return (['allOf', 'anyOf', 'oneOf'] as const).some((field) => Array.isArray(schema[field]) && (schema[field] as unknown[]).some(isSecretSchema));
 }
 
 /** `value` with every part its `schema` marks secret replaced by `[REDACTED]`, and whether any was. */
@@ -32,30 +45,45 @@ export interface SchemaBlanked {
  * text. A schema it cannot follow (a remote `$ref`, a pattern that is not a valid regex) blanks what it might mark.
  */
 export function blankSchemaSecrets(value: unknown, schema: unknown): SchemaBlanked {
+  // A schema that marks nothing secret blanks nothing: the answer is not walked at all.
+  if (!marksSecret(schema)) return { value, blanked: false };
   const state = { blanked: false, root: schema };
-  return { value: walk(value, schema, state, 0), blanked: state.blanked };
+  return { value: walk(value, [schema], state, 0), blanked: state.blanked };
 }
+
+/** Whether `schema` marks anything secret, anywhere in it (its `$defs` included); remembered per schema object. */
+export function marksSecret(schema: unknown): boolean {
+  if (!isSchema(schema)) return false;
+  let known = marked.get(schema);
+  if (known === undefined) marked.set(schema, (known = marksAnySecret(schema, 0)));
+  return known;
+}
+
+const marked = new WeakMap<object, boolean>();
 
 interface WalkState {
   blanked: boolean;
   readonly root: unknown;
 }
 
-function walk(value: unknown, schema: unknown, state: WalkState, depth: number): unknown {
-  if (value === undefined || schema === null || typeof schema !== 'object' || Array.isArray(schema)) return value;
-  const schemas = depth > MAX_DEPTH ? 'unknown' : branches(schema as Schema, state.root);
-  // A schema not followed (a remote `$ref`, too deep): the value is blanked if the schema marks anything secret.
-  const secret = schemas === 'unknown' ? marksAnySecret(state.root, 0) : schemas.some(isSecretSchema);
-  if (secret) {
+/**
+ * Walks `value` once with every subschema that applies to it (`schemas`, each expanded to its `$ref`s and branches,
+ * kept once each): a value many branches describe alike (a recursive union: `{ op, args: Filter[] }`) is walked once,
+ * not once per branch and again inside each, which doubled the work at every level of nesting.
+ */
+function walk(value: unknown, schemas: readonly unknown[], state: WalkState, depth: number): unknown {
+  if (value === undefined) return value;
+  const applying = depth > MAX_DEPTH ? 'unknown' : expand(schemas, state.root);
+  // A schema not followed (a remote `$ref`, too deep): the value is blanked, as the schema marks something secret.
+  if (applying === 'unknown' || applying.some(isSecretSchema)) {
     state.blanked = true;
     return REDACTED;
   }
-  if (schemas === 'unknown' || value === null || typeof value !== 'object') return value;
+  if (applying.length === 0 || value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) {
     let out: unknown[] | undefined;
     for (let i = 0; i < value.length; i++) {
-      let next: unknown = value[i];
-      for (const s of schemas) next = walk(next, itemSchema(s, i), state, depth + 1);
+      const next = walk(value[i], applying.map((s) => itemSchema(s, i)), state, depth + 1);
       if (next !== value[i]) (out ??= [...value])[i] = next;
     }
     return out ?? value;
@@ -63,14 +91,26 @@ function walk(value: unknown, schema: unknown, state: WalkState, depth: number):
   const record = value as Record<string, unknown>;
   let out: Record<string, unknown> | undefined;
   for (const key of Object.keys(record)) {
-    let next = record[key];
-    for (const s of schemas) for (const sub of propertySchemas(s, key)) next = walk(next, sub, state, depth + 1);
+    const next = walk(record[key], applying.flatMap((s) => propertySchemas(s, key)), state, depth + 1);
     if (next !== record[key]) {
       out ??= { ...record };
       Object.defineProperty(out, key, { value: next, enumerable: true, writable: true, configurable: true });
     }
   }
   return out ?? record;
+}
+
+/** The schemas that apply to one value: each of `schemas` with its branches (see {@link branches}), each once. */
+function expand(schemas: readonly unknown[], root: unknown): Schema[] | 'unknown' {
+  const out = new Set<Schema>();
+  for (const schema of schemas) {
+    if (!isSchema(schema)) continue;
+    const found = branches(schema, root);
+    if (found === 'unknown') return 'unknown';
+    for (const s of found) out.add(s);
+    if (out.size > 256) return 'unknown';
+  }
+  return [...out];
 }
 
 /**
@@ -157,7 +197,7 @@ function itemSchema(schema: Schema, index: number): unknown {
 
 /** Whether `schema` marks anything secret, at any depth (bounded). */
 function marksAnySecret(schema: unknown, depth: number): boolean {
-  if (depth > MAX_DEPTH * 4) return true;
+  if (depth > 256) return true;
   if (Array.isArray(schema)) return schema.some((s) => marksAnySecret(s, depth + 1));
   if (!isSchema(schema)) return false;
   if (isSecretSchema(schema)) return true;

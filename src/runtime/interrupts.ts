@@ -51,9 +51,28 @@ export function pendingAnswers(events: Iterable<StreamEvent>): PendingAnswers {
   return { answers, questions, waitingFor };
 }
 
-/** A question's payload and schema as one text: what two questions are compared by. */
+/**
+ * A question's payload and schema as one text: what two questions are compared by. The schema's `default` and
+ * `examples` are left out: zod writes a function default's value there each time it converts the schema (the time,
+ * a random id), which would make every question a new one.
+ */
 export function questionText(question: Pick<InterruptInfo, 'payload' | 'schema'>): string {
-  return JSON.stringify([question.payload, question.schema ?? null]);
+  return JSON.stringify([question.payload, question.schema === undefined ? null : withoutExamples(question.schema, 0)]);
+}
+
+/** Keywords of a JSON Schema that give data for a person, not the question's shape. */
+const EXAMPLE_KEYWORDS: ReadonlySet<string> = new Set(['default', 'examples']);
+
+/** `schema` without its `default` and `examples` keywords, at any depth (a schema is data from the node: bounded). */
+function withoutExamples(schema: unknown, depth: number): unknown {
+  if (schema === null || typeof schema !== 'object' || depth > 512) return schema;
+  if (Array.isArray(schema)) return schema.map((s) => withoutExamples(s, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (EXAMPLE_KEYWORDS.has(key)) continue;
+    Object.defineProperty(out, key, { value: withoutExamples(value, depth + 1), enumerable: true, writable: true, configurable: true });
+  }
+  return out;
 }
 
 /**

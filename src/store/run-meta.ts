@@ -37,9 +37,12 @@ function errorText(payload: Record<string, unknown>): string | undefined {
 /**
  * A stored projection brought up to date with its log, from `events`: the log read from the projection's last counted
  * event on (line `stored.eventCount - 1`). The first must be that event (its seq), or the projection is not this log's
- * and undefined is returned (the caller rebuilds it); the events after it are folded in. One read serves both.
+ * and undefined is returned (the caller rebuilds it); the events after it are folded in. One read serves both. A
+ * waiting run's projection whose pause has no number (stored before pauses were numbered: InterruptInfo.pause) is
+ * rebuilt too, so that every reader names the pause an answer must name.
  */
 export async function continuedRunMeta(stored: RunMeta, events: AsyncIterable<{ event: StreamEvent }>): Promise<RunMeta | undefined> {
+  if (stored.interrupt !== undefined && stored.interrupt.pause === undefined) return undefined;
   let matched: boolean | undefined;
   let meta = stored;
   for await (const { event } of events) {

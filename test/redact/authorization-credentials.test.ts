@@ -82,6 +82,13 @@ describe('Authorization headers in text', () => {
     expect(redactor.redactText(`Authorization: Authorization: Token ${DRF}`)).not.toContain(DRF.slice(0, 8));
   });
 
+  it('credentials starting with = or : are blanked too (the rule above refuses only a header name as the scheme; review s39)', () => {
+    const secret = '9f8e7d6c5b4a39281706f5e4d3c2b1a0';
+    for (const text of [`Authorization: Bearer =${secret}`, `Authorization: Basic :${secret}`, `Authorization: Bearer "=${secret}"`, `Authorization: Bearer ':${secret}'`]) {
+      expect(JSON.stringify(redactor.redact({ log: text }).value), text).not.toContain(secret);
+    }
+  });
+
   it('the lines around a header are kept', () => {
     expect(redactor.redactText(`> Authorization: Token ${DRF}\n> Accept: */*`)).toBe(`> Authorization: ${REDACTED} ${REDACTED}\n> Accept: */*`);
   });

@@ -67,6 +67,23 @@ describe('blankSchemaSecrets', () => {
     );
   });
 
+  it('walks a value once however many branches describe it: a recursive union nested 300 levels (review s39: 2^depth)', () => {
+    interface Filter { op: 'and' | 'or'; pin?: string; args: Filter[] }
+    const Filter: z.ZodType<Filter> = z.union([
+      z.object({ op: z.literal('and'), pin: secret.optional(), get args() { return z.array(Filter); } }),
+      z.object({ op: z.literal('or'), pin: secret.optional(), get args() { return z.array(Filter); } }),
+    ]);
+    const schema = json(Filter);
+    let value: Filter = { op: 'and', pin: 'p-0', args: [] };
+    for (let i = 1; i <= 300; i++) value = { op: i % 2 ? 'or' : 'and', pin: `p-${i}`, args: [value] };
+    const started = performance.now();
+    const out = blankSchemaSecrets(value, schema);
+    // Linear: a few ms. The bound is far above that and far below what doubling per level costs (16 levels: 0.4 s).
+    expect(performance.now() - started).toBeLessThan(3_000);
+    expect(out.blanked).toBe(true);
+    expect(JSON.stringify(out.value)).not.toMatch(/p-\d/);
+  });
+
   it('isSecretSchema is the mark the Studio masks: writeOnly or format password', () => {
     expect(isSecretSchema({ type: 'string', writeOnly: true })).toBe(true);
     expect(isSecretSchema({ type: 'string', format: 'password' })).toBe(true);

@@ -3,7 +3,7 @@
  * starting text of each field, the answer the fields make, and where a problem at a JSON pointer is shown.
  */
 import { SecretKeyMatcher } from '../../redact/keys.js';
-import { isSecretSchema } from '../../redact/schema-secrets.js';
+import { isSecretFieldSchema, marksSecret } from '../../redact/schema-secrets.js';
 
 /** A JSON Schema, as recorded. */
 export type Schema = Record<string, unknown>;
@@ -16,11 +16,16 @@ const secretNames = new SecretKeyMatcher();
  * never written into the page.
  */
 export function isSecretField(schema: unknown, key: string | undefined): boolean {
-  return isSecretSchema(schema) || (key !== undefined && secretNames.isSecretKey(key));
+  return isSecretFieldSchema(schema) || (key !== undefined && secretNames.isSecretKey(key));
 }
 
-/** Whether any field of `schema` (nested objects included) is a secret one (see {@link isSecretField}). */
+/**
+ * Whether any part of `schema` is secret: marked so anywhere (through `$ref`, unions, lists, records, tuples: what
+ * the run's log blanks, see redact/schema-secrets.ts), or a field named like a secret (nested objects included).
+ * The answer then never goes on a command line the page shows.
+ */
 export function hasSecretField(schema: unknown, key?: string, depth = 0): boolean {
+  if (depth === 0 && marksSecret(schema)) return true;
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema) || depth > 64) return false;
   if (isSecretField(schema, key)) return true;
   const properties = (schema as Schema).properties;
