@@ -8,6 +8,7 @@ import { z, type ZodType } from 'zod';
 import { FlowError, FlowSignal } from '../flow/index.js';
 import type { InterruptInfo } from '../events/index.js';
 import { jsonPointer } from '../backpack/nesting.js';
+import { isSecretSchema } from '../redact/schema-secrets.js';
 import type { NodeExecution } from './execution.js';
 
 /**
@@ -141,10 +142,31 @@ export function answerJsonSchema(nodeId: string, schema: ZodType): Record<string
   try {
     // The schema of what the node's schema accepts (its input), not of what it returns: a plain z.object strips keys
     // it does not know, so an answer with more keys is one it takes, and the recorded schema must not refuse it.
-    return z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>;
+    const input = z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>;
+    // A secret marked on the output side of a pipe (`z.string().trim().pipe(z.string().meta({ writeOnly: true }))`)
+    // is not in the input's schema: the whole answer is marked then, so that the log blanks it and the Studio masks it.
+    if (secretMarks(outputSchema(schema), 0) > secretMarks(input, 0)) input['writeOnly'] = true;
+    return input;
   } catch (error) {
     throw new TypeError(`Node '${nodeId}': the schema of an interrupt's answer must be expressible as JSON Schema (${(error as Error).message})`);
   }
+}
+
+/** The JSON Schema of what `schema` returns (a transform read as anything), or undefined when zod cannot write one. */
+function outputSchema(schema: ZodType): unknown {
+  try {
+    return z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' });
+  } catch {
+    return undefined;
+  }
+}
+
+/** How many parts of a JSON Schema are marked secret (see isSecretSchema), counted to a bounded depth. */
+function secretMarks(schema: unknown, depth: number): number {
+  if (schema === null || typeof schema !== 'object' || depth > 256) return 0;
+  let count = !Array.isArray(schema) && isSecretSchema(schema) ? 1 : 0;
+  for (const value of Object.values(schema)) count += secretMarks(value, depth + 1);
+  return count;
 }
 
 /** A zod schema from a recorded JSON Schema, to check an answer before a run resumes. */

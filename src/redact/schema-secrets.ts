@@ -100,32 +100,18 @@ function walk(value: unknown, schemas: readonly unknown[], state: WalkState, dep
   return out ?? record;
 }
 
-/** The schemas that apply to one value: each of `schemas` with its branches (see {@link branches}), each once. */
-function expand(schemas: readonly unknown[], root: unknown): Schema[] | 'unknown' {
-  const out = new Set<Schema>();
-  for (const schema of schemas) {
-    if (!isSchema(schema)) continue;
-    const found = branches(schema, root);
-    if (found === 'unknown') return 'unknown';
-    for (const s of found) out.add(s);
-    if (out.size > 256) return 'unknown';
-  }
-  return [...out];
-}
-
 /**
- * `schema` and the subschemas that apply to the same value (its local `$ref`, `allOf`, `anyOf`, `oneOf`, followed
- * to any depth); 'unknown' when a `$ref` cannot be followed.
+ * The schemas that apply to one value: each of `schemas` with the subschemas that apply to the same value (its local
+ * `$ref`, `allOf`, `anyOf`, `oneOf`, followed to any depth), each once, in one pass over them all (a union whose
+ * branches each refer back to it is expanded once, not once per branch); 'unknown' when a `$ref` cannot be followed.
  */
-function branches(schema: Schema, root: unknown): Schema[] | 'unknown' {
-  const out: Schema[] = [];
-  const queue: Schema[] = [schema];
+function expand(schemas: readonly unknown[], root: unknown): Schema[] | 'unknown' {
   const seen = new Set<Schema>();
-  while (queue.length > 0) {
-    const s = queue.shift()!;
+  const queue: Schema[] = schemas.filter(isSchema);
+  for (let i = 0; i < queue.length; i++) {
+    const s = queue[i]!;
     if (seen.has(s)) continue;
     seen.add(s);
-    out.push(s);
     if (seen.size > 256) return 'unknown';
     if (typeof s.$ref === 'string') {
       const target = resolveRef(s.$ref, root);
@@ -134,10 +120,10 @@ function branches(schema: Schema, root: unknown): Schema[] | 'unknown' {
     }
     for (const field of ['allOf', 'anyOf', 'oneOf'] as const) {
       const list = s[field];
-      if (Array.isArray(list)) for (const branch of list) if (isSchema(branch)) queue.push(branch);
+      if (Array.isArray(list)) for (const branch of list) if (isSchema(branch) && !seen.has(branch)) queue.push(branch);
     }
   }
-  return out;
+  return [...seen];
 }
 
 /** The schema a local `$ref` (`#`, `#/$defs/x`, `#/definitions/x`, any JSON pointer into the root) points to. */
@@ -179,12 +165,21 @@ function propertySchemas(schema: Schema, key: string): unknown[] {
 
 /** Whether `key` matches the `patternProperties` pattern; a pattern that does not compile matches (conservatively). */
 function matches(pattern: string, key: string): boolean {
-  try {
-    return new RegExp(pattern, 'u').test(key);
-  } catch {
-    return true;
+  let regex = patterns.get(pattern);
+  if (regex === undefined) {
+    try {
+      regex = new RegExp(pattern, 'u');
+    } catch {
+      regex = null;
+    }
+    if (patterns.size > 1024) patterns.clear();
+    patterns.set(pattern, regex);
   }
+  return regex === null || regex.test(key);
 }
+
+/** `patternProperties` patterns compiled (null: not a valid pattern), by source: a walk compiles each once. */
+const patterns = new Map<string, RegExp | null>();
 
 /** The subschema of `schema` for the list element at `index`. */
 function itemSchema(schema: Schema, index: number): unknown {

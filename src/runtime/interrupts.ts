@@ -62,15 +62,21 @@ export function questionText(question: Pick<InterruptInfo, 'payload' | 'schema'>
 
 /** Keywords of a JSON Schema that give data for a person, not the question's shape. */
 const EXAMPLE_KEYWORDS: ReadonlySet<string> = new Set(['default', 'examples']);
+/** Keywords whose value maps names (a property's, a definition's) to schemas: its keys are names, never keywords. */
+const NAMED_SCHEMAS: ReadonlySet<string> = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
 
-/** `schema` without its `default` and `examples` keywords, at any depth (a schema is data from the node: bounded). */
-function withoutExamples(schema: unknown, depth: number): unknown {
+/**
+ * `schema` without its `default` and `examples` keywords, at any depth (a schema is data from the node: bounded). A
+ * property named `default` is a name, kept with its schema.
+ */
+function withoutExamples(schema: unknown, depth: number, names = false): unknown {
   if (schema === null || typeof schema !== 'object' || depth > 512) return schema;
   if (Array.isArray(schema)) return schema.map((s) => withoutExamples(s, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) {
-    if (EXAMPLE_KEYWORDS.has(key)) continue;
-    Object.defineProperty(out, key, { value: withoutExamples(value, depth + 1), enumerable: true, writable: true, configurable: true });
+    if (!names && EXAMPLE_KEYWORDS.has(key)) continue;
+    const next = names ? withoutExamples(value, depth + 1) : withoutExamples(value, depth + 1, NAMED_SCHEMAS.has(key));
+    Object.defineProperty(out, key, { value: next, enumerable: true, writable: true, configurable: true });
   }
   return out;
 }
