@@ -1,3 +1,4 @@
+import { valueKind } from '../fs/index.js';
 import { checkAgentId } from './agents.js';
 import { ContextError } from './errors.js';
 import { checkFrameType } from './frames.js';
@@ -50,13 +51,13 @@ export function checkFilterFields(filters: Pick<ContextView, 'types' | 'agents' 
   checkList(filters.types, `${where}.types`, 'frame types', checkFrameType);
   checkList(filters.agents, `${where}.agents`, 'agent ids', checkAgentId);
   if (filters.headsOnly !== undefined && typeof filters.headsOnly !== 'boolean') {
-    throw new ContextError('INVALID_ARGUMENT', `${where}.headsOnly must be true or false, got ${kindOf(filters.headsOnly)}`);
+    throw new ContextError('INVALID_ARGUMENT', `${where}.headsOnly must be true or false, got ${valueKind(filters.headsOnly)}`);
   }
 }
 
 /** Throws unless `value` is a plain object whose own keys are all in `fields`; `where` names it. */
 export function checkFields(value: unknown, fields: ReadonlySet<string>, where: string): void {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ContextError('INVALID_ARGUMENT', `${where} must be an object, got ${kindOf(value)}`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ContextError('INVALID_ARGUMENT', `${where} must be an object, got ${valueKind(value)}`);
   const unknown = Object.keys(value).filter((key) => !fields.has(key));
   if (unknown.length > 0) {
     throw new ContextError('INVALID_ARGUMENT', `${where} has unknown field(s) ${unknown.map((key) => JSON.stringify(key)).join(', ')}; its fields are ${[...fields].join(', ')}`);
@@ -66,16 +67,8 @@ export function checkFields(value: unknown, fields: ReadonlySet<string>, where: 
 /** Throws unless `value` is undefined or a list whose every element `check` accepts; `what` names the elements. */
 export function checkList(value: unknown, where: string, what: string, check: (element: unknown, where: string) => unknown): void {
   if (value === undefined) return;
-  if (!Array.isArray(value)) throw new ContextError('INVALID_ARGUMENT', `${where} must be a list of ${what}, got ${kindOf(value)}`);
+  if (!Array.isArray(value)) throw new ContextError('INVALID_ARGUMENT', `${where} must be a list of ${what}, got ${valueKind(value)}`);
   value.forEach((element, i) => check(element, `${where}[${i}]`));
-}
-
-/** What a bad value is, for an error message: `a string`, `null`, `a list`, ... (never its text). */
-function kindOf(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'a list';
-  const type = typeof value;
-  return type === 'undefined' ? 'undefined' : `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`;
 }
 
 /** A frame entry considered for a view or a composition. */

@@ -5,7 +5,7 @@
 export { fsyncDirSync, writeFileAtomic, writeFileAtomicSync, writeJsonAtomic } from './atomic.js';
 export type { AtomicWriteOptions } from './atomic.js';
 export { isLargeJson, writeJsonPieces } from './json-pieces.js';
-export { jsonProblem } from './json-data.js';
+export { jsonProblem, valueKind } from './json-data.js';
 export { readJsonChunked } from './json-read.js';
 export type { ReadJsonOptions } from './json-read.js';
 export { openIfExists, readTextIfExists, readTextIfExistsSync } from './read.js';

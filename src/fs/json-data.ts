@@ -66,3 +66,15 @@ function className(proto: object | null): string {
   const name = typeof ctor === 'function' ? (Object.getOwnPropertyDescriptor(ctor, 'name')?.value as unknown) : undefined;
   return typeof name === 'string' && name !== '' ? name : 'a class';
 }
+
+/**
+ * What a bad input is, for an error message: its kind (`a string`, `null`, `an array`, `an invalid Date`, ...), never
+ * its text (which may be a secret, or anyone's).
+ */
+export function valueKind(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'an invalid Date' : 'a Date';
+  const type = typeof value;
+  return type === 'undefined' ? 'undefined' : `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`;
+}

@@ -16,10 +16,11 @@ const MAX_DEPTH = 600;
 
 /** Whether `schema` itself marks its value secret: `writeOnly: true` or `format: 'password'`. */
 export function isSecretSchema(schema: unknown): boolean {
-  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return false;
-  const s = schema as Schema;
-  return s.writeOnly === true || s.format === 'password';
+  return isSchema(schema) && (schema.writeOnly === true || schema.format === 'password');
 }
+
+/** The keywords whose subschemas apply to the same value as the schema holding them. */
+const BRANCH_KEYWORDS = ['allOf', 'anyOf', 'oneOf'] as const;
 
 /**
  * Whether a field of `schema` is secret itself: `schema` or one of its `allOf`/`anyOf`/`oneOf` branches is marked
@@ -28,7 +29,7 @@ export function isSecretSchema(schema: unknown): boolean {
 export function isSecretFieldSchema(schema: unknown): boolean {
   if (isSecretSchema(schema)) return true;
   if (!isSchema(schema)) return false;
-  return (['allOf', 'anyOf', 'oneOf'] as const).some((field) => Array.isArray(schema[field]) && (schema[field] as unknown[]).some(isSecretSchema));
+  return BRANCH_KEYWORDS.some((field) => Array.isArray(schema[field]) && (schema[field] as unknown[]).some(isSecretSchema));
 }
 
 /** `value` with every part its `schema` marks secret replaced by `[REDACTED]`, and whether any was. */
@@ -118,7 +119,7 @@ function expand(schemas: readonly unknown[], root: unknown): Schema[] | 'unknown
       if (target === undefined) return 'unknown';
       queue.push(target);
     }
-    for (const field of ['allOf', 'anyOf', 'oneOf'] as const) {
+    for (const field of BRANCH_KEYWORDS) {
       const list = s[field];
       if (Array.isArray(list)) for (const branch of list) if (isSchema(branch) && !seen.has(branch)) queue.push(branch);
     }

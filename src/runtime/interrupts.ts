@@ -87,15 +87,23 @@ function withoutExamples(schema: unknown, depth: number, names = false): unknown
  * tells whether a node asks the question an answer was given to; undefined when it cannot be stored at all.
  */
 export function storedQuestion(question: InterruptInfo, redaction?: RedactionOptions): string | undefined {
-  const ids = { sessionKey: 'question', runId: 'question' };
-  const event: StreamEvent = { v: 1, id: 'question', seq: 1, timestamp: 0, ...ids, type: StreamEventType.RUN_WAITING, payload: { durationMs: 0, steps: 0, interrupt: question } };
+  const stored = encodedAlone({ type: StreamEventType.RUN_WAITING, payload: { durationMs: 0, steps: 0, interrupt: question } }, redaction, 'the question');
+  if (!('line' in stored)) return undefined;
+  return questionText((JSON.parse(stored.line) as { payload: { interrupt: InterruptInfo } }).payload.interrupt);
+}
+
+/**
+ * An event of its own (in no run) encoded as the run stores encode an event (the envelope checked, redacted with
+ * `redaction`, serialized): its stored line, or why it cannot be stored (`where` names it in messages).
+ */
+function encodedAlone(fields: Pick<StreamEvent, 'type' | 'payload' | 'nodeId' | 'namespace'>, redaction: RedactionOptions | undefined, where: string): { line: string } | { problem: string } {
+  const ids = { sessionKey: 'alone', runId: 'alone' };
+  const event: StreamEvent = { v: 1, id: 'alone', seq: 1, timestamp: 0, ...ids, ...fields };
   try {
-    const { line } = encodeEvent({ ...ids, redactor: redactorFor(redaction), where: 'the question' }, event, undefined, '');
-    const text = typeof line === 'string' ? line : Buffer.concat(line).toString('utf8');
-    const stored = (JSON.parse(text) as { payload: { interrupt: InterruptInfo } }).payload.interrupt;
-    return questionText(stored);
-  } catch {
-    return undefined;
+    const { line } = encodeEvent({ ...ids, redactor: redactorFor(redaction), where }, event, undefined, '');
+    return { line: typeof line === 'string' ? line : Buffer.concat(line).toString('utf8') };
+  } catch (error) {
+    return { problem: error instanceof Error ? error.message : String(error) };
   }
 }
 
@@ -123,12 +131,6 @@ export function checkRecordedAnswer(waitingFor: InterruptInfo, answer: unknown, 
  */
 function storeProblem(waitingFor: InterruptInfo, answer: unknown, redaction: RedactionOptions | undefined): string | undefined {
   const { nodeId, namespace, index } = waitingFor;
-  const ids = { sessionKey: 'answer', runId: 'answer' };
-  const event: StreamEvent = { v: 1, id: 'answer', seq: 1, timestamp: Date.now(), ...ids, type: StreamEventType.INTERRUPT_ANSWERED, nodeId, namespace, payload: { nodeId, namespace, index, answer } };
-  try {
-    encodeEvent({ ...ids, redactor: redactorFor(redaction), where: 'the answer' }, event, undefined, '');
-    return undefined;
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  }
+  const stored = encodedAlone({ type: StreamEventType.INTERRUPT_ANSWERED, nodeId, namespace, payload: { nodeId, namespace, index, answer } }, redaction, 'the answer');
+  return 'problem' in stored ? stored.problem : undefined;
 }

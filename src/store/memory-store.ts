@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fstatSync, promises as fsp, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { openIfExists, readTextIfExists, readTextIfExistsSync, removeDeadTemps, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
+import { openIfExists, valueKind, readTextIfExists, readTextIfExistsSync, removeDeadTemps, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import { openSealed, sealJson } from '../hash/sealed.js';
 import { InvalidIdError, LockError, MemoryFolderError, MemoryStoreError, describeIssues } from './errors.js';
@@ -837,7 +837,7 @@ const FILTER_FIELDS: ReadonlySet<string> = new Set(['ids', 'createdBefore', 'met
  * holds a criterion of the wrong type (`ids: 'abc'` read as the ids 'a', 'b' and 'c') is a MemoryStoreError naming it.
  */
 function compileFilter(filter: MemoryFilter): (item: MemoryItem) => boolean {
-  if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) throw new MemoryStoreError(`deleteWhere takes a filter object or a predicate, got ${describeInput(filter)}`);
+  if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) throw new MemoryStoreError(`deleteWhere takes a filter object or a predicate, got ${valueKind(filter)}`);
   const unknown = Object.keys(filter).filter((field) => !FILTER_FIELDS.has(field));
   if (unknown.length > 0) throw new MemoryStoreError(`deleteWhere: unknown filter field(s) ${unknown.map((f) => JSON.stringify(f)).join(', ')} (the criteria are ids, createdBefore, metadata, keyword)`);
   const { ids, createdBefore, metadata, keyword } = filter;
@@ -845,18 +845,18 @@ function compileFilter(filter: MemoryFilter): (item: MemoryItem) => boolean {
     throw new MemoryStoreError('deleteWhere needs at least one criterion (ids, createdBefore, metadata, keyword), so that no call deletes every item by accident');
   }
   if (ids !== undefined) {
-    if (!Array.isArray(ids)) throw new MemoryStoreError(`deleteWhere ids must be an array of memory ids, got ${describeInput(ids)}`);
+    if (!Array.isArray(ids)) throw new MemoryStoreError(`deleteWhere ids must be an array of memory ids, got ${valueKind(ids)}`);
     ids.forEach((id, i) => {
-      if (typeof id !== 'string') throw new MemoryStoreError(`deleteWhere ids[${i}] must be a memory id (a string), got ${describeInput(id)}`);
+      if (typeof id !== 'string') throw new MemoryStoreError(`deleteWhere ids[${i}] must be a memory id (a string), got ${valueKind(id)}`);
     });
   }
   const before = createdBefore instanceof Date ? createdBefore.getTime() : createdBefore;
   if (before !== undefined && (typeof before !== 'number' || !Number.isFinite(before))) {
-    throw new MemoryStoreError(`deleteWhere createdBefore must be a valid Date or ms since the epoch, got ${describeInput(createdBefore)}`);
+    throw new MemoryStoreError(`deleteWhere createdBefore must be a valid Date or ms since the epoch, got ${valueKind(createdBefore)}`);
   }
-  if (keyword !== undefined && typeof keyword !== 'string') throw new MemoryStoreError(`deleteWhere keyword must be a string, got ${describeInput(keyword)}`);
+  if (keyword !== undefined && typeof keyword !== 'string') throw new MemoryStoreError(`deleteWhere keyword must be a string, got ${valueKind(keyword)}`);
   if (metadata !== undefined && (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))) {
-    throw new MemoryStoreError(`deleteWhere metadata must be an object of entries to match, got ${describeInput(metadata)}`);
+    throw new MemoryStoreError(`deleteWhere metadata must be an object of entries to match, got ${valueKind(metadata)}`);
   }
   const wanted = metadata === undefined ? undefined : Object.entries(metadata).map(([k, v]) => [k, JSON.stringify(v)] as const);
   const undefinedEntry = wanted?.find(([, v]) => v === undefined);
@@ -867,13 +867,4 @@ function compileFilter(filter: MemoryFilter): (item: MemoryItem) => boolean {
     (before === undefined || item.createdAt < before) &&
     (keyword === undefined || (item.keywords ?? []).includes(keyword)) &&
     (wanted === undefined || wanted.every(([k, v]) => item.metadata !== undefined && Object.hasOwn(item.metadata, k) && JSON.stringify(item.metadata[k]) === v));
-}
-
-/** What a bad input is, for an error message: its kind (`a string`, `null`, `an array`, ...), never its text. */
-function describeInput(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (value instanceof Date) return 'an invalid Date';
-  const type = typeof value;
-  return type === 'undefined' ? 'undefined' : `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`;
 }
