@@ -70,12 +70,14 @@ describe('store integrity', () => {
     const { root, engine } = await openSample();
     const id = await engine.putFrame('README.md', { type: 'summary', content: 'committed' }, 'w');
     const file = join(root, '.merkle', 'frames', id.slice(0, 2), `${id}.json`);
-    renameSync(file, `${file}.999.beef.tmp`);
+    // The temp file of a writer that is gone: a pid above Linux's largest pid_max (2^22), so no live process has it
+    // (pid 999 was alive on a CI machine once, and its temp file was taken for a write in progress).
+    renameSync(file, `${file}.4194305.beef.tmp`);
     const fresh = await ContextEngine.open(root);
     expect((await fresh.getFrame(id)).content).toBe('committed');
     const report = await fresh.validate();
     expect(report.errors).toEqual([]);
-    expect(report.warnings).toContain(`frame ${id} is stored only in ${file}.999.beef.tmp, a write stopped before its rename; keep the file (frames are read from it)`);
+    expect(report.warnings).toContain(`frame ${id} is stored only in ${file}.4194305.beef.tmp, a write stopped before its rename; keep the file (frames are read from it)`);
   });
 
   it('a changed mtime alone re-reads the file but changes no id', async () => {
