@@ -51,6 +51,12 @@ export { DEFAULT_OPTIONS, type ResolvedOptions } from './options.js';
 
 let wrap: (ledger: Ledger) => Backpack;
 let ownRegistrar: (backpack: Backpack) => NodeRegistrar;
+let ownerPackIn: (backpack: Backpack, runId: string, key: string, value: unknown) => void;
+
+/** The owner's pack of `key` as part of run `runId` (a flow's input): its event carries the run's id, as the run's own do. */
+export function packInRun(backpack: Backpack, runId: string, key: string, value: unknown): void {
+  ownerPackIn(backpack, runId, key, value);
+}
 
 /**
  * The registrar of the nodes of a flow that holds `backpack` (or, given a node's handle, runs inside that node): see
@@ -80,6 +86,7 @@ export class Backpack {
       return new Backpack();
     };
     ownRegistrar = (backpack) => new NodeRegistrar(backpack.#ledger, undefined);
+    ownerPackIn = (backpack, runId, key, value) => backpack.#ledger.pack(OWNER, { runId }, key, value, undefined);
   }
 
   /**

@@ -1,7 +1,7 @@
 import { types } from 'node:util';
 import { Backpack, BackpackHandle, type BackpackOptions } from '../backpack/index.js';
 import { checkPermissions } from '../backpack/access.js';
-import { nodeRegistrar } from '../backpack/backpack.js';
+import { nodeRegistrar, packInRun } from '../backpack/backpack.js';
 import { actsAs, itemRuleOf, sameNode, type NodeRegistrar, type RegisteredNode } from '../backpack/handle.js';
 import type { ReservedNodes } from '../backpack/registry.js';
 import { EventStreamer, StreamEventType, newRunId, newSpanId } from '../events/index.js';
@@ -142,6 +142,62 @@ export function deferNode(flow: Flow, NodeClass: BackpackNodeClass, id: string, 
 /** Records that the node at `position` of the flow's {@link DeferredNodes} was added now (`node`) or could not be (undefined). */
 export function placeNode(flow: Flow, position: number, node: BaseNode | undefined): void {
   place(flow, position, node);
+}
+
+/**
+ * The top-level run of each Flow: the one under way, or the last. A Flow holds the state of its runs (its Backpack,
+ * with their history and provenance): `flow.run` goes on from what the last run left (a conversation kept in
+ * memory), but never while another top-level run of the flow is under way, which would share that state with it (one
+ * run's input in the other's record). A durable run records its whole start: `runFlow` takes a Flow that has not run,
+ * so its record never starts from what another run left (another user's data, in a server that built its flow once);
+ * `resumeRun` and `forkRun` replace the whole state with the recorded one, so they take any Flow not in a run.
+ * `claimed`: such a call took the flow before packing or restoring its state, and has not started the run yet.
+ */
+interface TopLevelRun {
+  by: string;
+  runId: string | undefined;
+  phase: 'claimed' | 'running' | 'ended';
+  /** Whether the run started (a durable call may fail before it does, after packing part of its input). */
+  started: boolean;
+}
+const topLevelRuns = new WeakMap<Flow, TopLevelRun>();
+/** The flow a durable runtime call is starting (see {@link runClaimedFlow}), during the synchronous start of its run. */
+let handoff: Flow | undefined;
+
+function usedFlowMessage(flow: Flow, run: TopLevelRun, by: string): string {
+  const which = `run ${run.runId === undefined ? '' : `${JSON.stringify(run.runId)} `}(${run.by})`;
+  const build = 'build a Flow for each run (a function that builds it, as resumeRun and forkRun take)';
+  if (run.phase !== 'ended') {
+    return `${by}: Flow '${flow.id}' is ${run.phase === 'running' ? 'running' : 'being started for'} ${which}: two runs of one Flow at once would share one state (its Backpack); ${build}`;
+  }
+  const left = run.started ? `has run (${which}): its Backpack holds what that run left` : `was given to ${which}, which did not start (see its error): its Backpack may hold part of that run's input`;
+  return `${by}: Flow '${flow.id}' ${left}, which this run would record as its start. runFlow takes a Flow that has not run: ${build}`;
+}
+
+/**
+ * Takes `flow` for a durable run (`by`: runFlow, resumeRun, forkRun) before its state is packed (`fresh`) or
+ * replaced by a recorded one: a FlowError while another run of the flow is under way, and for a fresh run when the
+ * flow has run (see TopLevelRun). The call then starts the run with {@link runClaimedFlow}; the function returned
+ * ends the claim when the call failed before that.
+ */
+export function claimTopLevelRun(flow: Flow, by: string, runId: string, fresh: boolean): () => void {
+  const run = topLevelRuns.get(flow);
+  if (run !== undefined && (fresh || run.phase !== 'ended')) throw new FlowError(usedFlowMessage(flow, run, by));
+  const claim: TopLevelRun = { by, runId, phase: 'claimed', started: false };
+  topLevelRuns.set(flow, claim);
+  return () => {
+    if (claim.phase === 'claimed') claim.phase = 'ended';
+  };
+}
+
+/** `flow.run(undefined, options)` for the durable run that claimed it (see {@link claimTopLevelRun}). */
+export function runClaimedFlow(flow: Flow, options: FlowRunOptions): Promise<string | undefined> {
+  handoff = flow;
+  try {
+    return flow.run(undefined, options);
+  } finally {
+    handoff = undefined;
+  }
 }
 
 let streamerOf: (flow: Flow) => EventStreamer;
@@ -727,21 +783,54 @@ export class Flow extends BaseFlow<any> {
       // that node's code would act as this flow's node.
       throw new FlowError(`Flow '${this.id}' runs inside node '${this.#parent.identity.nodeId}': run it from that node's prep, exec or post, as part of the node's run`);
     }
-    if (input !== undefined) {
-      if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-        throw new TypeError(`Flow '${this.id}': run(input) takes an object of backpack keys to values`);
-      }
-      for (const [key, value] of Object.entries(input)) (this.#parent ?? this.#backpack!).pack(key, value);
+    if (input !== undefined && (typeof input !== 'object' || input === null || Array.isArray(input))) {
+      throw new TypeError(`Flow '${this.id}': run(input) takes an object of backpack keys to values`);
     }
     if (parent) {
+      if (input !== undefined) for (const [key, value] of Object.entries(input)) (this.#parent ?? this.#backpack!).pack(key, value);
       return this.#enter(this.#parent ?? this.#backpack!, enterScope(parent.scope, parent.node.id, { spanId: parent.spanId }));
     }
-    return this.#runTopLevel(options);
+    // A run of its own (see TopLevelRun): taken before its input is packed into the state of another run, and its id
+    // chosen first, so that the events of packing its input carry it.
+    const runId = options.runId ?? newRunId();
+    const topLevel = this.#takeTopLevel(runId);
+    if (input !== undefined) {
+      try {
+        for (const [key, value] of Object.entries(input)) packInRun(this.#backpack!, runId, key, value);
+      } catch (error) {
+        topLevel.phase = 'ended';
+        throw error;
+      }
+    }
+    return this.#runTopLevel({ ...options, runId }, topLevel);
   }
 
-  async #runTopLevel(options: FlowRunOptions): Promise<string | undefined> {
+  /** The top-level run this call starts (see TopLevelRun): a FlowError while another is under way, or a durable run took the flow. */
+  #takeTopLevel(runId: string | undefined): TopLevelRun {
+    const run = topLevelRuns.get(this);
+    if (run?.phase === 'claimed' && handoff === this) {
+      run.phase = 'running';
+      run.started = true;
+      return run;
+    }
+    if (run !== undefined && run.phase !== 'ended') throw new FlowError(usedFlowMessage(this, run, 'run'));
+    const taken: TopLevelRun = { by: 'flow.run', runId, phase: 'running', started: true };
+    topLevelRuns.set(this, taken);
+    return taken;
+  }
+
+  async #runTopLevel(options: FlowRunOptions, topLevel: TopLevelRun): Promise<string | undefined> {
+    try {
+      return await this.#runOnce(options, topLevel);
+    } finally {
+      topLevel.phase = 'ended';
+    }
+  }
+
+  async #runOnce(options: FlowRunOptions, topLevel: TopLevelRun): Promise<string | undefined> {
     markRunStarted();
-    const runId = options.runId ?? newRunId();
+    const runId = options.runId!;
+    topLevel.runId = runId;
     const spanId = newSpanId();
     // Answers belong to the node execution at the run's position (the entry, or the resume position): spent at the
     // run's first step boundary, as the log reader (`pendingAnswers`) drops them at each checkpoint. A later execution

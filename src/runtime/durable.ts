@@ -2,6 +2,8 @@ import type { Backpack } from '../backpack/index.js';
 import { StreamEventType, isEventOf, newRunId, type EventPayloadMap, type InterruptInfo, type StreamEvent } from '../events/index.js';
 import { mapConcurrent, type StepBoundary } from '../flow/index.js';
 import { InterruptAnswerError, type Flow } from '../nodes/index.js';
+import { claimTopLevelRun, runClaimedFlow } from '../nodes/flow.js';
+import { packInRun } from '../backpack/backpack.js';
 import { pauseInfo } from '../nodes/interrupt.js';
 import {
   LockError,
@@ -16,6 +18,7 @@ import {
   type RunStore,
   type RunWriter,
 } from '../store/index.js';
+import { valueKind } from '../fs/index.js';
 import { locateStore, type RunLocation } from './location.js';
 import { loadRunPoint, type CheckpointPayload } from './run-point.js';
 import { checkRecordedAnswer, pendingAnswers, questionText, storedQuestion } from './interrupts.js';
@@ -112,6 +115,7 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
   const runId = taken?.runId ?? options.runId ?? newRunId();
   // A NewRun's redaction is openNewRun's (its writer's): the runtime's own checks judge by it too.
   const redaction = taken ? taken.redaction : options.redaction;
+  let release = (): void => {};
   try {
     // A run id that has events is refused by the writer's opening (fresh), before anything of that run is touched.
     if (!taken) {
@@ -120,10 +124,17 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
     }
     // Names are logged unredacted: a flow whose names hold a secret is refused before anything of the run is written.
     checkFlowNames(flow, redaction);
-    for (const [key, value] of Object.entries(options.input ?? {})) flow.backpack.pack(key, value);
+    const input = options.input;
+    if (input !== undefined && (typeof input !== 'object' || input === null || Array.isArray(input))) {
+      throw new TypeError(`runFlow: input takes an object of backpack keys to values, got ${valueKind(input)}`);
+    }
+    release = claimTopLevelRun(flow, 'runFlow', runId, true);
+    // Packed as part of the run: their events carry its id (the log records the run's start as its first checkpoint).
+    for (const [key, value] of Object.entries(input ?? {})) packInRun(flow.backpack, runId, key, value);
     // The start record holds the digests of the documents saved with the NewRun: those still being stored are awaited.
     await taken?.saved;
   } catch (error) {
+    release();
     await taken?.writer.close();
     throw error;
   }
@@ -131,7 +142,7 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
     step: 0,
     position: [],
     fresh: true,
-  });
+  }).finally(release);
 }
 
 /** `keyframeInterval` (default 100), checked: a RangeError unless an integer >= 1. */
@@ -208,8 +219,9 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     }
     // What the killed writer had left to do: the flow's own post, on the state and the action of its last step (no
     // node runs), then the run's end with the action the flow returns, or its failure.
+    const release = claimTopLevelRun(flow, 'resumeRun', options.runId, false);
     flow.backpack.importState(point.state);
-    return execute(flow, target, { step: point.step, position: [], fresh: false, atEnd: point.action });
+    return execute(flow, target, { step: point.step, position: [], fresh: false, atEnd: point.action }).finally(release);
   }
   // What happened since the last recorded step: the pause, and the answers already given.
   const { answers, questions, waitingFor } = pendingAnswers(await readLog(store, ref, point.line));
@@ -238,6 +250,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
   } else if (options.resume !== undefined) {
     throw new StoreError(await notWaitingMessage(store, ref, meta, answers));
   }
+  const release = claimTopLevelRun(flow, 'resumeRun', options.runId, false);
   flow.backpack.importState(point.state);
   // Everything above read the log before this resume held its writer: confirmed under the writer's lock (readAt).
   return execute(flow, target, {
@@ -247,7 +260,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     answers,
     questions,
     answered,
-  });
+  }).finally(release);
 }
 
 /**
@@ -335,8 +348,13 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
   // A NewRun's redaction is openNewRun's (its writer's): the runtime's own checks judge by it too.
   const redaction = taken ? taken.redaction : options.redaction;
   let point: Awaited<ReturnType<typeof loadRunPoint>>;
+  let release = (): void => {};
   try {
     if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
+    const atStep: unknown = options.atStep;
+    if (!Number.isSafeInteger(atStep) || (atStep as number) < 0) {
+      throw new TypeError(`forkRun: atStep (the step the fork starts from) must be an integer >= 0, got ${typeof atStep === 'number' ? atStep : valueKind(atStep)}`);
+    }
     // Names are logged unredacted: a flow whose names hold a secret is refused before anything of the run is written.
     checkFlowNames(flow, redaction);
     point = await loadRunPoint({ store, sessionKey, runId: options.runId, step: options.atStep });
@@ -346,9 +364,11 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
       assertValidId(runId, 'runId');
       checkRunIds({ sessionKey, runId }, redaction);
     }
+    release = claimTopLevelRun(flow, 'forkRun', runId, false);
     flow.backpack.importState(point.state);
     await taken?.saved;
   } catch (error) {
+    release();
     await taken?.writer.close();
     throw error;
   }
@@ -357,7 +377,7 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
     position: point.position,
     fresh: true,
     forkedFrom: { runId: options.runId, step: point.step },
-  });
+  }).finally(release);
 }
 
 /** Options of {@link listRuns} and {@link listedRun}. */
@@ -717,7 +737,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   let action: string | undefined;
   try {
     const onStart = start.fresh || start.answered ? recordStart : undefined;
-    action = await flow.run(undefined, { runId, signal: target.signal, onStart, onStep, resume: start.position.length ? [...start.position] : undefined, resumeAtEnd: start.atEnd === undefined ? undefined : { action: start.atEnd }, answers: start.answers, sameQuestion: sameQuestion(start.questions, target.redaction), forkedFrom: start.forkedFrom });
+    action = await runClaimedFlow(flow, { runId, signal: target.signal, onStart, onStep, resume: start.position.length ? [...start.position] : undefined, resumeAtEnd: start.atEnd === undefined ? undefined : { action: start.atEnd }, answers: start.answers, sameQuestion: sameQuestion(start.questions, target.redaction), forkedFrom: start.forkedFrom });
     await persist();
     await keyframesWritten();
     return { runId, sessionKey, dataDir: store.location, status: 'completed', action: action ?? 'default', steps: step };

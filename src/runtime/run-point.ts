@@ -5,6 +5,7 @@
 import type { BackpackState } from '../backpack/index.js';
 import { StreamEventType, isEventOf, type CheckpointSavedPayload } from '../events/index.js';
 import { CheckpointStoreError, StoreError, assertValidId, type Checkpoint, type RunRef, type RunStore } from '../store/index.js';
+import { valueKind } from '../fs/index.js';
 import { locateStore, type RunLocation } from './location.js';
 import { applyStateDelta, type StateDelta } from './state-tracker.js';
 
@@ -61,7 +62,7 @@ export async function loadRunPoint(options: RunLocation & { runId: string; step?
   const { store, sessionKey } = locateStore(options);
   const { runId, step } = options;
   assertValidId(runId, 'runId');
-  if (step !== undefined && (!Number.isInteger(step) || step < 0)) throw new StoreError(`step must be an integer >= 0, got ${String(step)}`);
+  if (step !== undefined && (!Number.isInteger(step) || step < 0)) throw new StoreError(`step must be an integer >= 0, got ${typeof step === 'number' ? step : valueKind(step)}`);
   const run: Run = { store, ref: { sessionKey, runId } };
   const log = store.describeLog(run.ref);
   const steps = (await store.keyframeSteps(run.ref))
