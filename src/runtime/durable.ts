@@ -20,6 +20,7 @@ import {
 } from '../store/index.js';
 import { valueKind } from '../fs/index.js';
 import { locateStore, type RunLocation } from './location.js';
+import { checkOptionNames, optionNames } from './option-names.js';
 import { loadRunPoint, type CheckpointPayload } from './run-point.js';
 import { checkRecordedAnswer, pendingAnswers, questionText, storedQuestion } from './interrupts.js';
 import { StateTracker } from './state-tracker.js';
@@ -104,11 +105,17 @@ export interface RunResult {
   steps: number;
 }
 
+const RUN_FLOW_OPTIONS = optionNames<RunFlowOptions>({ dataDir: true, sessionKey: true, redaction: true, store: true, modelDeltas: true, runId: true, input: true, newRun: true, durability: true, keyframeInterval: true, signal: true });
+const RESUME_RUN_OPTIONS = optionNames<ResumeRunOptions>({ dataDir: true, sessionKey: true, redaction: true, store: true, modelDeltas: true, runId: true, resume: true, answering: true, durability: true, keyframeInterval: true, signal: true });
+const FORK_RUN_OPTIONS = optionNames<ForkRunOptions>({ dataDir: true, sessionKey: true, redaction: true, store: true, modelDeltas: true, runId: true, atStep: true, newRunId: true, newRun: true, durability: true, keyframeInterval: true, signal: true });
+const LIST_RUNS_OPTIONS = optionNames<ListRunsOptions>({ dataDir: true, sessionKey: true, redaction: true, store: true, persist: true });
+
 /**
  * Runs `flow` durably: every event persisted, the projection kept current, a checkpoint at every step. A run id that
  * already has a recorded run is a {@link RunExistsError} (use {@link resumeRun} to continue it).
  */
 export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise<RunResult> {
+  checkOptionNames(options, RUN_FLOW_OPTIONS, 'runFlow');
   const keyframeInterval = checkKeyframeInterval(options.keyframeInterval);
   const taken = options.newRun ? takeNewRun(options.newRun, { ...options }, 'runFlow') : undefined;
   const { store, sessionKey } = taken ?? locateStore(options);
@@ -182,6 +189,7 @@ export interface ResumeRunOptions extends RunLocation, ModelDeltaOptions {
  * that failed in its flow's post is not made completed).
  */
 export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<RunResult> {
+  checkOptionNames(options, RESUME_RUN_OPTIONS, 'resumeRun', { answer: 'resume' });
   const { store, sessionKey } = locateStore(options);
   assertValidId(options.runId, 'runId');
   // Names are logged unredacted: a flow rebuilt with a secret-looking name is refused before the run is touched.
@@ -341,6 +349,7 @@ export interface ForkRunOptions extends RunLocation, ModelDeltaOptions {
  * run is a {@link RunExistsError}.
  */
 export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunResult> {
+  checkOptionNames(options, FORK_RUN_OPTIONS, 'forkRun');
   const keyframeInterval = checkKeyframeInterval(options.keyframeInterval);
   const taken = options.newRun ? takeNewRun(options.newRun, { ...options }, 'forkRun') : undefined;
   const { store, sessionKey } = taken ?? locateStore(options);
@@ -398,6 +407,7 @@ const LIST_CONCURRENCY = 16;
 
 /** Projections of the stored runs (of one session, or of all), oldest first. */
 export async function listRuns(options: ListRunsOptions = {}): Promise<RunMeta[]> {
+  checkOptionNames(options, LIST_RUNS_OPTIONS, 'listRuns');
   const store = locateStore({ ...options, sessionKey: options.sessionKey ?? 'default' }).store;
   const metas = await mapConcurrent(await store.listRuns(options.sessionKey), LIST_CONCURRENCY, (ref) => listedRunMeta(store, ref, options.persist !== false));
   const out = metas.filter((meta): meta is RunMeta => meta !== undefined);

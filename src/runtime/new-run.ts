@@ -1,6 +1,7 @@
 import { newRunId } from '../events/index.js';
 import { assertValidId, type Durability, type RedactionOptions, type RunDocumentName, type RunStore, type RunWriter } from '../store/index.js';
 import { locateStore, type RunLocation } from './location.js';
+import { checkOptionNames, optionNames } from './option-names.js';
 import { checkRunIds } from './flow-names.js';
 
 /** Options of {@link openNewRun}. */
@@ -96,11 +97,14 @@ class HeldRun implements NewRun {
   }
 }
 
+const OPEN_NEW_RUN_OPTIONS = optionNames<OpenNewRunOptions>({ dataDir: true, sessionKey: true, redaction: true, store: true, runId: true, durability: true });
+
 /**
  * Takes the writer of a new run before its flow is built: a `RunExistsError` when the id already has a recorded run,
  * a `LockError` while another process holds it (another start of the same id). See {@link NewRun}.
  */
 export async function openNewRun(options: OpenNewRunOptions = {}): Promise<NewRun> {
+  checkOptionNames(options, OPEN_NEW_RUN_OPTIONS, 'openNewRun');
   const { store, sessionKey } = locateStore(options);
   const runId = options.runId ?? newRunId();
   assertValidId(runId, 'runId');

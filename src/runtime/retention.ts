@@ -1,6 +1,7 @@
 import { FileRunStore, RunStatusSchema, StoreError, listSessions, sweepDeletedRuns, assertValidId, type RunMeta } from '../store/index.js';
 import { listRuns } from './durable.js';
 import { locateStore, type RunLocation } from './location.js';
+import { checkOptionNames, optionNames } from './option-names.js';
 
 /** A run's status as listings report it. */
 export type RunStatus = RunMeta['status'];
@@ -11,6 +12,9 @@ export interface DeleteRunOptions extends RunLocation {
   runId: string;
 }
 
+const DELETE_RUN_OPTIONS = optionNames<DeleteRunOptions>({ dataDir: true, sessionKey: true, redaction: true, store: true, runId: true });
+const PRUNE_RUNS_OPTIONS = optionNames<PruneRunsOptions>({ dataDir: true, sessionKey: true, redaction: true, store: true, olderThan: true, status: true, keepLast: true, dryRun: true, now: true });
+
 /**
  * Deletes a stored run: its event log, index, checkpoints and projection, all at once (crash-safe: the run is either
  * whole or gone, see `RunStore.deleteRun`), in the files of the data directory or in `options.store` (Postgres).
@@ -19,6 +23,7 @@ export interface DeleteRunOptions extends RunLocation {
  * with its whole state.
  */
 export async function deleteRun(options: DeleteRunOptions): Promise<boolean> {
+  checkOptionNames(options, DELETE_RUN_OPTIONS, 'deleteRun');
   const { store, sessionKey } = locateStore(options);
   assertValidId(options.runId, 'runId');
   return store.deleteRun({ sessionKey, runId: options.runId });
@@ -85,6 +90,7 @@ export interface PruneResult {
  * deletes killed mid-way are swept first.
  */
 export async function pruneRuns(options: PruneRunsOptions): Promise<PruneResult> {
+  checkOptionNames(options, PRUNE_RUNS_OPTIONS, 'pruneRuns');
   const { olderThan, status, keepLast } = checkCriteria(options);
   const { store } = locateStore({ ...options, sessionKey: options.sessionKey ?? 'default' });
   const sessions =

@@ -7,6 +7,7 @@ import { StreamEventType, isEventOf, type CheckpointSavedPayload } from '../even
 import { CheckpointStoreError, StoreError, assertValidId, type Checkpoint, type RunRef, type RunStore } from '../store/index.js';
 import { valueKind } from '../fs/index.js';
 import { locateStore, type RunLocation } from './location.js';
+import { checkOptionNames, optionNames } from './option-names.js';
 import { applyStateDelta, type StateDelta } from './state-tracker.js';
 
 /** A recorded point of a run: the Backpack state and the position after a step. */
@@ -48,6 +49,8 @@ interface Keyframe {
   path: string;
 }
 
+const LOAD_RUN_POINT_OPTIONS = optionNames<RunLocation & { runId: string; step?: number }>({ dataDir: true, sessionKey: true, redaction: true, store: true, runId: true, step: true });
+
 /**
  * The recorded state and position of a run after `step` (default: its last recorded step): the last keyframe
  * (`checkpoint/<step>.json`) at or before it, or else the empty state, plus the deltas of the steps after that.
@@ -59,6 +62,7 @@ interface Keyframe {
  * verified one.
  */
 export async function loadRunPoint(options: RunLocation & { runId: string; step?: number }): Promise<RunPoint> {
+  checkOptionNames(options, LOAD_RUN_POINT_OPTIONS, 'loadRunPoint');
   const { store, sessionKey } = locateStore(options);
   const { runId, step } = options;
   assertValidId(runId, 'runId');

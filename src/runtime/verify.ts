@@ -5,6 +5,7 @@
 import { StreamEventType, isEventOf } from '../events/index.js';
 import { StoreError, assertValidId, recordedDigests, type RunDocumentName, type RunMeta, type RunRef, type RunStore, type VerifyResult } from '../store/index.js';
 import { locateStore, type RunLocation } from './location.js';
+import { checkOptionNames, optionNames } from './option-names.js';
 import type { KeyframeState } from './run-point.js';
 
 /** One keyframe as {@link verifyRun} found it. */
@@ -39,6 +40,8 @@ export interface RunVerification {
   keyframes: KeyframeCheck[];
 }
 
+const VERIFY_RUN_OPTIONS = optionNames<RunLocation & { runId: string }>({ dataDir: true, sessionKey: true, redaction: true, store: true, runId: true });
+
 /**
  * Recomputes the chain of a run's event log and checks what refers to it: each keyframe (`checkpoint/<step>.json`)
  * must pass its checksum, be the keyframe of its step, and carry the chain hash the log has at that step; the
@@ -47,6 +50,7 @@ export interface RunVerification {
  * Reads only. Throws a StoreError when the run does not exist.
  */
 export async function verifyRun(options: RunLocation & { runId: string }): Promise<RunVerification> {
+  checkOptionNames(options, VERIFY_RUN_OPTIONS, 'verifyRun');
   const { store, sessionKey } = locateStore(options);
   const { runId } = options;
   assertValidId(runId, 'runId');
