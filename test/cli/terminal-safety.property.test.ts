@@ -18,6 +18,9 @@ import type { RunMeta } from '../../src/store/index.js';
 import { ACTS_BUT_NEWLINE, hostileText, twin } from '../support/hostile-text.js';
 import { trials } from '../support/soak.js';
 
+/** Where the rendered commands point: the CLI's default data directory and session. */
+const DEFAULT_PLACE = { dataDir: '.backpackflow', session: 'default' };
+
 const FIELDS = [
   'runId', 'other', 'flowNamespace', 'nodeId', 'nodeName', 'namespace', 'key', 'summary', 'tag', 'reason', 'action', 'errName', 'message',
   'operation', 'rule', 'model', 'purpose', 'question', 'problem',
@@ -149,7 +152,7 @@ function outputs(s: Texts): Record<string, string> {
     diff: renderDiff(diff(s)),
     blame: renderBlame(blame(s)),
     events: renderEvents({ runId: s.runId, page: 1, pageSize: 50, total: stored.length, pages: 1, events: stored }),
-    show: renderTrace(buildTrace(s.runId, stored)),
+    show: renderTrace(buildTrace(s.runId, stored), DEFAULT_PLACE),
     list: renderRuns(runs(s)),
     verify: renderVerification(verification(s)),
   };

@@ -14,6 +14,9 @@ import { StreamEventType as T, type StreamEvent } from '../../src/events/index.j
 import { emptyRunMeta, foldRunMeta, foldRunMetaBatch, runDuration } from '../../src/store/run-meta.js';
 import { trials } from '../support/soak.js';
 
+/** Where the rendered commands point: the CLI's default data directory and session. */
+const DEFAULT_PLACE = { dataDir: '.backpackflow', session: 'default' };
+
 type End = 'completed' | 'failed' | 'waiting' | 'aborted' | 'killed';
 const ENDS: End[] = ['completed', 'failed', 'waiting', 'aborted', 'killed'];
 
@@ -104,7 +107,7 @@ describe('run status and duration over generated histories', () => {
         expect({ ms: trace.durationMs, lowerBound: trace.durationLowerBound }).toEqual(duration);
         const shown = `${duration.lowerBound ? '≥ ' : ''}`;
         const row = renderRuns([meta]).split('\n')[1]!;
-        const head = renderTrace(trace).split('\n')[0]!;
+        const head = renderTrace(trace, DEFAULT_PLACE).split('\n')[0]!;
         expect(row).toContain(` ${meta.status} `);
         expect(head).toContain(` ${meta.status}`);
         const listedDuration = row.slice(row.lastIndexOf('Z') + 1).trim();

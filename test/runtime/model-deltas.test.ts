@@ -14,6 +14,9 @@ import { streamingModel } from '../support/streaming-model.js';
 import { simulateReadableStream } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 
+/** Where the rendered commands point: the CLI's default data directory and session. */
+const DEFAULT_PLACE = { dataDir: '.backpackflow', session: 'default' };
+
 /** A model whose n-th call streams `texts[n]` word by word, a chunk every 3 ms: two calls made at once interleave. */
 function interleavingModel(texts: string[][]): MockLanguageModelV3 {
   let n = 0;
@@ -79,7 +82,7 @@ describe('model.delta storage', () => {
     const starts = stored.filter((e) => e.type === StreamEventType.MODEL_START).map((e) => e.payload.call);
     expect(new Set(starts).size).toBe(2);
     // runs show prints each call with its own text.
-    const shown = renderTrace(buildTrace('two-at-once', stored));
+    const shown = renderTrace(buildTrace('two-at-once', stored), DEFAULT_PLACE);
     expect(shown).toContain('"alpha beta gamma"');
     expect(shown).toContain('"one two three"');
   });
@@ -94,7 +97,7 @@ describe('model.delta storage', () => {
     expect(storedDeltas[0]!.seq).toBe(live.at(-1)!.seq);
     expect(stored.map((e) => e.seq)).toEqual([...stored.map((e) => e.seq)].sort((a, b) => a - b));
     // runs show prints the call with its whole text.
-    expect(renderTrace(buildTrace('fold', stored))).toContain('✎ injected:model (chat) 9→4 tokens: "one two three four"');
+    expect(renderTrace(buildTrace('fold', stored), DEFAULT_PLACE)).toContain('✎ injected:model (chat) 9→4 tokens: "one two three four"');
   });
 
   it("keeps every delta with modelDeltas: 'keep', at more bytes per step", async () => {

@@ -11,8 +11,7 @@ import { DEMO_FLOW_MODULE, openDemoFlow } from './demo/flow.js';
 import type { Progress } from './demo/nodes.js';
 import { CliError } from './errors.js';
 import { recordRecipe } from './recipe.js';
-import { shellQuote } from '../../studio/shell.js';
-import { cliCommand, colors as c, print } from './output.js';
+import { colors as c, commandLine, print } from './output.js';
 import { terminalText as t } from '../../events/terminal-text.js';
 
 const DEFAULT_QUESTION = 'how are durable runs checkpointed and resumed?';
@@ -94,7 +93,6 @@ export function demoCommand(): Command {
           quarantined: Object.entries(point.state.quarantined).map(([key, q]) => ({ key, reason: q.quarantine.reason })),
           steps: point.step,
         };
-        const d = t(`${options.dataDir === '.backpackflow' ? '' : ` --data-dir ${options.dataDir}`}${options.session === 'default' ? '' : ` --session ${options.session}`}`);
         print(options, report, () =>
           [
             '',
@@ -106,11 +104,11 @@ export function demoCommand(): Command {
             `${c.bold('run id:')} ${report.runId}`,
             '',
             'inspect it:',
-            `  ${cliCommand()} runs show ${report.runId}${d}`,
-            `  ${cliCommand()} runs diff ${report.runId} --from 0 --to ${report.steps}${d}`,
-            `  ${cliCommand()} runs blame ${report.runId} claim${d}`,
+            `  ${commandLine(['runs', 'show', report.runId], options)}`,
+            `  ${commandLine(['runs', 'diff', report.runId, '--from', '0', '--to', String(report.steps)], options)}`,
+            `  ${commandLine(['runs', 'blame', report.runId, 'claim'], options)}`,
             'or in the browser:',
-            `  ${cliCommand()} studio${d} --workspace ${t(shellQuote(options.workspace))}`,
+            `  ${commandLine(['studio', '--workspace', options.workspace], options)}`,
           ].join('\n'),
         );
       } finally {

@@ -24,6 +24,7 @@ import { openFlowModule, parseFlowModule, readRecipe, recordRecipe, type Documen
 import { openNewRun, type NewRun } from '../../runtime/index.js';
 import { secretNameTest } from '../../runtime/flow-names.js';
 import { terminalText } from '../../events/terminal-text.js';
+import { typescriptHint } from './output.js';
 
 /**
  * Reads and parses a flow file of at most `maxBytes` (checked before reading), in chunks: the whole text is not held
@@ -67,9 +68,7 @@ export async function loadModules(loader: FlowLoader, files: readonly string[]):
       mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
     } catch (error) {
       // Node imports TypeScript only through a loader: say how, rather than leave "Unknown file extension" alone.
-      const typescript = (error as NodeJS.ErrnoException).code === 'ERR_UNKNOWN_FILE_EXTENSION' && /\.[cm]?ts$/.test(file);
-      const hint = typescript ? ' (a TypeScript module: run the CLI as `node --import tsx <backpackflow>`, or give its compiled JavaScript)' : '';
-      throw new CliError(`cannot import module ${file}: ${(error as Error).message}${hint}`);
+      throw new CliError(`cannot import module ${file}: ${(error as Error).message}${typescriptHint(file, error)}`);
     }
     if (typeof mod['register'] === 'function') await registerModule(path, mod['register'] as (loader: FlowLoader) => unknown, loader);
     for (const [name, value] of Object.entries(mod)) {

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { colors } from '../colors.js';
 import { terminalText } from '../../events/terminal-text.js';
+import { shellQuote } from '../../studio/shell.js';
 
 export { colors };
 
@@ -45,11 +46,44 @@ export function print(options: { json?: boolean }, json: unknown, human: () => s
 
 /**
  * How a person runs this CLI where it is, for commands we print: in a checkout of the repository (source or a
- * build), `npm run backpackflow --`; installed from npm, `npx backpackflow`.
+ * build), `npm run backpackflow --`; installed from npm, `npx backpackflow`, or, when this process runs with tsx's
+ * loader (a flow module in TypeScript: the commands that rebuild its flow need it too), `node --import tsx
+ * node_modules/.bin/backpackflow`, as the README documents.
  */
 export function cliCommand(): string {
   const root = fileURLToPath(new URL('../../../', import.meta.url));
-  return existsSync(`${root}tsconfig.json`) ? 'npm run backpackflow --' : 'npx backpackflow';
+  if (existsSync(`${root}tsconfig.json`)) return 'npm run backpackflow --';
+  return withTsx() ? 'node --import tsx node_modules/.bin/backpackflow' : 'npx backpackflow';
+}
+
+/** Whether this process was started with tsx's loader (`--import tsx`, `--import=tsx`, `--loader tsx`, ...). */
+function withTsx(): boolean {
+  return process.execArgv.some((arg, i, all) => /^--(import|loader|experimental-loader|require)=tsx(\/|$)/.test(arg) || (/^--(import|loader|experimental-loader|require)$/.test(arg) && /^tsx(\/|$)/.test(all[i + 1] ?? '')));
+}
+
+/** The data directory and session a command names (the CLI's `--data-dir` and `--session`). */
+export interface CommandPlace {
+  dataDir: string;
+  session: string;
+}
+
+/**
+ * A command a person can paste as printed: this CLI ({@link cliCommand}), then `args` and the flags naming `place`
+ * when it is not the default (`--data-dir`, `--session`), each quoted for a POSIX shell where it needs to be (a data
+ * directory with a space, a placeholder such as `<json>`), and control characters shown escaped.
+ */
+export function commandLine(args: readonly string[], place?: CommandPlace): string {
+  const flags = place === undefined ? [] : [...(place.dataDir === '.backpackflow' ? [] : ['--data-dir', place.dataDir]), ...(place.session === 'default' ? [] : ['--session', place.session])];
+  return terminalText([cliCommand(), ...[...args, ...flags].map(shellQuote)].join(' '));
+}
+
+/**
+ * What to add to an error importing `file` that is TypeScript which Node cannot load by itself: how to run the CLI so
+ * that it can. Empty otherwise.
+ */
+export function typescriptHint(file: string, error: unknown): string {
+  const typescript = (error as NodeJS.ErrnoException)?.code === 'ERR_UNKNOWN_FILE_EXTENSION' && /\.[cm]?ts$/.test(file);
+  return typescript ? ' (a TypeScript module: run the CLI as `node --import tsx <backpackflow>`, or give its compiled JavaScript)' : '';
 }
 
 /** `0.42ms`, `12.5ms`, `1.50s`. */

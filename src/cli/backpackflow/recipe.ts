@@ -11,6 +11,7 @@ import { Flow } from '../../nodes/index.js';
 import type { NewRun } from '../../runtime/index.js';
 import { DocumentGoneError, type RunDocumentName, type RunRef, type RunStore } from '../../store/index.js';
 import { CliError, UsageError } from './errors.js';
+import { typescriptHint } from './output.js';
 
 /** A flow module and the export that builds the flow. */
 export interface FlowModuleSpec {
@@ -61,7 +62,7 @@ export async function openFlowModule(spec: FlowModuleSpec): Promise<OpenFlow> {
   try {
     mod = (await import(pathToFileURL(spec.module).href)) as Record<string, unknown>;
   } catch (error) {
-    throw new CliError(`cannot import flow module ${spec.module}: ${(error as Error).message}`);
+    throw new CliError(`cannot import flow module ${spec.module}: ${(error as Error).message}${typescriptHint(spec.module, error)}`);
   }
   const build = mod[spec.export];
   if (typeof build !== 'function') {

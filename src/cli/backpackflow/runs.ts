@@ -12,11 +12,11 @@ import { storeErrors } from './store-errors.js';
 import { nonNegativeInteger, positiveInteger, validId } from './arguments.js';
 import { flowModuleOption, maxFlowBytesOption, modulesOption, type FlowSourceOptions } from './flow-options.js';
 import { BLAME_EVENT_TYPES, blame, blameReads, diffStates, stateReport, type EventsPage } from './inspect.js';
-import { cliCommand, colors, print, warn, type CommonOptions } from './output.js';
+import { colors, commandLine, print, warn, type CommonOptions } from './output.js';
 import { renderBlame, renderDiff, renderEvents, renderRuns, renderState, renderVerification } from './render.js';
 import { firstStep, logEndWarnings, openRun, readEventsPage, readFilteredEvents, readRunEvents, runPointAt } from './store-access.js';
 import { cliPostgresStore, cliStore } from './run-store.js';
-import { renderTrace, storedTrace } from './trace.js';
+import { answerCommand, renderTrace, storedTrace } from './trace.js';
 import { addRetentionCommands } from './retention-commands.js';
 import { terminalText as t } from '../../events/terminal-text.js';
 import { redactorFor } from '../../redact/index.js';
@@ -44,7 +44,6 @@ export async function runLive(options: CommonOptions, flow: Flow, start: (flow: 
     stopWarning();
     visualizer?.detach();
   }
-  const at = t(`${options.dataDir === '.backpackflow' ? '' : ` --data-dir ${options.dataDir}`}${options.session === 'default' ? '' : ` --session ${options.session}`}`);
   print(options, result, () => {
     if (result.status === 'waiting') {
       const question = result.interrupt!;
@@ -52,10 +51,10 @@ export async function runLive(options: CommonOptions, flow: Flow, start: (flow: 
         `run id: ${colors.bold(t(result.runId))} is ${colors.yellow('waiting')} for an answer to node '${t(question.nodeId)}' (${t(question.namespace)}):`,
         `  ${t(String(JSON.stringify(question.payload)))}`,
         ...(question.schema ? [`  answer schema: ${t(JSON.stringify(question.schema))}`] : []),
-        `answer it: ${cliCommand()} runs resume ${t(result.runId)}${question.pause === undefined ? '' : ` --answering ${question.pause}`} --input '<json>'${at}`,
+        `answer it: ${answerCommand(result.runId, question.pause, options)}`,
       ].join('\n');
     }
-    return `run id: ${colors.bold(t(result.runId))} (last step ${result.steps}, action ${t(result.action ?? 'none')})\ninspect it: ${cliCommand()} runs show ${t(result.runId)}${at}`;
+    return `run id: ${colors.bold(t(result.runId))} (last step ${result.steps}, action ${t(result.action ?? 'none')})\ninspect it: ${commandLine(['runs', 'show', result.runId], options)}`;
   });
   return result;
 }
@@ -82,7 +81,7 @@ export function runsCommand(): Command {
   common(runs.command('show <runId>').description('the trace of a run as a tree: namespaces, durations, routes, retries, errors, quarantines')).action(
     async (runId: string, options: CommonOptions) => {
       const trace = await storedTrace({ ...options, runId });
-      print(options, trace, () => renderTrace(trace));
+      print(options, trace, () => renderTrace(trace, options));
     },
   );
 

@@ -8,7 +8,7 @@ import { terminalText as t } from '../../events/terminal-text.js';
 import { listedRun } from '../../runtime/index.js';
 import { emptyRunMeta, foldRunMetaBatch, runDuration } from '../../store/run-meta.js';
 import type { RunMeta } from '../../store/index.js';
-import { cliCommand, colors, formatMs } from './output.js';
+import { colors, commandLine, formatMs, type CommandPlace } from './output.js';
 import { formatDuration } from './render.js';
 import { readFilteredEvents, readRunEvents, openRun, type RunRefOptions } from './store-access.js';
 
@@ -390,8 +390,13 @@ function renderItems(items: TraceItem[], prefix: string, out: string[]): void {
   });
 }
 
-/** The trace as an indented tree of text lines. */
-export function renderTrace(trace: RunTrace): string {
+/** The command that answers the pause `pause` of run `runId` stored at `place`, as a person pastes it. */
+export function answerCommand(runId: string, pause: number | undefined, place: CommandPlace): string {
+  return commandLine(['runs', 'resume', runId, ...(pause === undefined ? [] : ['--answering', String(pause)]), '--input', '<json>'], place);
+}
+
+/** The trace as an indented tree of text lines; its commands name `place` (where the run is stored). */
+export function renderTrace(trace: RunTrace, place: CommandPlace): string {
   const status =
     trace.status === 'completed'
       ? c.green('completed')
@@ -413,7 +418,7 @@ export function renderTrace(trace: RunTrace): string {
   if (trace.interrupt) {
     out.push(c.yellow(`waiting for an answer to node '${t(String(trace.interrupt.nodeId))}' (${t(String(trace.interrupt.namespace))}): ${json(trace.interrupt.payload)}`));
     if (trace.interrupt.schema) out.push(c.yellow(`answer schema: ${json(trace.interrupt.schema)}`));
-    out.push(c.yellow(`answer it: ${cliCommand()} runs resume ${t(trace.runId)} --answering ${trace.interrupt.pause} --input '<json>'`));
+    out.push(c.yellow(`answer it: ${answerCommand(trace.runId, trace.interrupt.pause, place)}`));
   }
   renderItems(trace.items, '', out);
   return out.join('\n');
