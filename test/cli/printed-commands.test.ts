@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { BIN, cli, cliJson, cliProcess, FIXTURES, tempDir } from './helpers.js';
+import { BIN, cli, cliJson, cliProcess, FIXTURES, MODULES, tempDir } from './helpers.js';
 
 const FLOW_MODULE = `${join(FIXTURES, 'approval.mjs')}#buildApprovalFlow`;
 
@@ -62,6 +62,22 @@ describe('commands the CLI prints', () => {
     const cwd = tempDir();
     const started = await cli(['run', '--flow-module', FLOW_MODULE, '--run-id', 'here'], { cwd });
     expect(printedArgs(started.stdout, 'answer it: ')).toEqual(['runs', 'resume', 'here', '--answering', expect.stringMatching(/^\d+$/), '--input', '<json>']);
+  });
+
+  it('a run that failed says how to resume it, with the modules it was given, and that command resumes it', async () => {
+    const dataDir = join(tempDir(), 'data dir');
+    const failed = await cli(['run', join(FIXTURES, 'failing.json'), '--modules', MODULES, '--run-id', 'bad', '--data-dir', dataDir]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain('not fixed yet');
+    const label = 'backpackflow: warning: run bad did not complete; once its cause is fixed, resume it from its last step: ';
+    const args = printedArgs(failed.stderr, label);
+    expect(args).toEqual(['runs', 'resume', 'bad', '--modules', MODULES, '--data-dir', dataDir]);
+    const resumed = await cliJson([...args, '--json'], { env: { BPF_TEST_FIXED: '1' } });
+    expect(resumed).toMatchObject({ runId: 'bad', status: 'completed', steps: 2 });
+    // A run refused before it started (its id is taken) is not offered a resume.
+    const refused = await cli(['run', join(FIXTURES, 'failing.json'), '--modules', MODULES, '--run-id', 'bad', '--data-dir', dataDir]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).not.toContain('resume it from its last step');
   });
 
   it('a TypeScript flow module Node cannot import says how to run the CLI', async () => {

@@ -23,9 +23,11 @@ import { redactorFor } from '../../redact/index.js';
 
 /**
  * Runs a flow (new, resumed or forked) with the live trace (unless --json), a warning on stderr for every action
- * that had no route, and reports the run: how it ended, or the question it waits for and how to answer it.
+ * that had no route, and reports the run: how it ended, or the question it waits for and how to answer it; a run
+ * that started and failed, how to resume it (on stderr, before its error). The commands carry `--modules` when the
+ * run was given modules (a flow file's node classes: not recorded with the run).
  */
-export async function runLive(options: CommonOptions, flow: Flow, start: (flow: Flow) => Promise<RunResult>): Promise<RunResult> {
+export async function runLive(options: CommonOptions & { modules?: string[] }, flow: Flow, start: (flow: Flow) => Promise<RunResult>): Promise<RunResult> {
   // What is printed is redacted as the log is (the built-in catalogue `run` writes with): the trace, the warning for
   // an action without a route, the question a waiting node asks, the result (--json or not).
   const redactor = redactorFor();
@@ -35,12 +37,19 @@ export async function runLive(options: CommonOptions, flow: Flow, start: (flow: 
     const p: Partial<EventPayloadMap['route.missing']> = event.payload;
     warn(redactor.redactText(`no route for action '${p.action}' from node '${p.from}' (${event.namespace ?? ''}); the flow ended there. Routes: ${p.available?.length ? p.available.join(', ') : 'none'}`));
   });
+  const again = options.modules?.length ? ['--modules', ...options.modules] : [];
+  let started: string | undefined;
+  const stopStart = flow.eventStreamer.on(StreamEventType.RUN_START, (event) => (started = event.runId));
   let result: RunResult;
   try {
     const ran = await storeErrors(() => start(flow));
     // An action is data (a decision node's is the model's text), as is the question a waiting node asks.
     result = redactor.redact(ran).value;
+  } catch (error) {
+    if (started !== undefined) warn(`run ${started} did not complete; once its cause is fixed, resume it from its last step: ${commandLine(['runs', 'resume', started, ...again], options)}`);
+    throw error;
   } finally {
+    stopStart();
     stopWarning();
     visualizer?.detach();
   }
@@ -51,7 +60,7 @@ export async function runLive(options: CommonOptions, flow: Flow, start: (flow: 
         `run id: ${colors.bold(t(result.runId))} is ${colors.yellow('waiting')} for an answer to node '${t(question.nodeId)}' (${t(question.namespace)}):`,
         `  ${t(String(JSON.stringify(question.payload)))}`,
         ...(question.schema ? [`  answer schema: ${t(JSON.stringify(question.schema))}`] : []),
-        `answer it: ${answerCommand(result.runId, question.pause, options)}`,
+        `answer it: ${answerCommand(result.runId, question.pause, options, again)}`,
       ].join('\n');
     }
     return `run id: ${colors.bold(t(result.runId))} (last step ${result.steps}, action ${t(result.action ?? 'none')})\ninspect it: ${commandLine(['runs', 'show', result.runId], options)}`;

@@ -390,9 +390,9 @@ function renderItems(items: TraceItem[], prefix: string, out: string[]): void {
   });
 }
 
-/** The command that answers the pause `pause` of run `runId` stored at `place`, as a person pastes it. */
-export function answerCommand(runId: string, pause: number | undefined, place: CommandPlace): string {
-  return commandLine(['runs', 'resume', runId, ...(pause === undefined ? [] : ['--answering', String(pause)]), '--input', '<json>'], place);
+/** The command that answers the pause `pause` of run `runId` stored at `place` (with `extra` flags), as a person pastes it. */
+export function answerCommand(runId: string, pause: number | undefined, place: CommandPlace, extra: readonly string[] = []): string {
+  return commandLine(['runs', 'resume', runId, ...(pause === undefined ? [] : ['--answering', String(pause)]), '--input', '<json>', ...extra], place);
 }
 
 /** The trace as an indented tree of text lines; its commands name `place` (where the run is stored). */
