@@ -67,6 +67,13 @@ describe('packaging', () => {
     expect(readFileSync(join(root, 'dist', 'cli', `${name}.cjs`), 'utf8')).toContain(`//# sourceMappingURL=${name}.cjs.map`);
   });
 
+  it('its JSON Schemas resolve from the package (for a flow file\'s "$schema", or to load them)', async () => {
+    installed();
+    writeFileSync(join(dir, 'schema.mjs'), "import { createRequire } from 'node:module';\nconsole.log(createRequire(import.meta.url).resolve('backpackflow/schema/flow-config.schema.json'));\n");
+    // The package is linked into node_modules: Node resolves to the linked file.
+    expect((await node(['schema.mjs'], dir)).trim()).toBe(join(root, 'schema', 'flow-config.schema.json'));
+  });
+
   it('ships its license, and the native BLAKE3 binding is optional (hash-wasm gives the same digests)', () => {
     expect(readFileSync(join(root, 'LICENSE'), 'utf8')).toContain('Apache License');
     expect(pkg.files).toContain('LICENSE');

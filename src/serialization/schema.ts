@@ -39,6 +39,11 @@ export const NodeConfigSchema = z
 /** A flow: namespace, nodes, edges, dependency names, nested subflows. */
 export const FlowConfigSchema = z
   .object({
+    /**
+     * The JSON Schema the file follows (`backpackflow/schema/flow-config.schema.json`), for editors: accepted, and not
+     * part of the flow (an exported config has none).
+     */
+    $schema: z.string().optional(),
     version: z.string().regex(/^\d+\.\d+\.\d+$/, 'version must be semver like "2.0.0"'),
     namespace: z.string().default(''),
     get nodes() {
