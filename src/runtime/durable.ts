@@ -349,7 +349,7 @@ export interface ForkRunOptions extends RunLocation, ModelDeltaOptions {
  * run is a {@link RunExistsError}.
  */
 export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunResult> {
-  checkOptionNames(options, FORK_RUN_OPTIONS, 'forkRun');
+  checkOptionNames(options, FORK_RUN_OPTIONS, 'forkRun', { step: 'atStep' });
   const keyframeInterval = checkKeyframeInterval(options.keyframeInterval);
   const taken = options.newRun ? takeNewRun(options.newRun, { ...options }, 'forkRun') : undefined;
   const { store, sessionKey } = taken ?? locateStore(options);

@@ -62,7 +62,7 @@ const LOAD_RUN_POINT_OPTIONS = optionNames<RunLocation & { runId: string; step?:
  * verified one.
  */
 export async function loadRunPoint(options: RunLocation & { runId: string; step?: number }): Promise<RunPoint> {
-  checkOptionNames(options, LOAD_RUN_POINT_OPTIONS, 'loadRunPoint');
+  checkOptionNames(options, LOAD_RUN_POINT_OPTIONS, 'loadRunPoint', { atStep: 'step' });
   const { store, sessionKey } = locateStore(options);
   const { runId, step } = options;
   assertValidId(runId, 'runId');
