@@ -161,8 +161,12 @@ interface TopLevelRun {
   started: boolean;
 }
 const topLevelRuns = new WeakMap<Flow, TopLevelRun>();
-/** The flow a durable runtime call is starting (see {@link runClaimedFlow}), during the synchronous start of its run. */
-let handoff: Flow | undefined;
+/**
+ * The option a durable runtime call's `flow.run` carries its claim in (see {@link runClaimedFlow}): the claim object
+ * itself, which only that call holds, so nothing else can present it; passed on by a subclass's `run` that calls
+ * `super.run(input, options)`, whenever it does.
+ */
+const CLAIM = Symbol('backpackflow.claimedRun');
 
 function usedFlowMessage(flow: Flow, run: TopLevelRun, by: string): string {
   const which = `run ${run.runId === undefined ? '' : `${JSON.stringify(run.runId)} `}(${run.by})`;
@@ -177,27 +181,28 @@ function usedFlowMessage(flow: Flow, run: TopLevelRun, by: string): string {
 /**
  * Takes `flow` for a durable run (`by`: runFlow, resumeRun, forkRun) before its state is packed (`fresh`) or
  * replaced by a recorded one: a FlowError while another run of the flow is under way, and for a fresh run when the
- * flow has run (see TopLevelRun). The call then starts the run with {@link runClaimedFlow}; the function returned
- * ends the claim when the call failed before that.
+ * flow has run (see TopLevelRun). The call then starts the run with the claim's `run`, or releases it when it failed
+ * before that.
  */
-export function claimTopLevelRun(flow: Flow, by: string, runId: string, fresh: boolean): () => void {
+export function claimTopLevelRun(flow: Flow, by: string, runId: string, fresh: boolean): TopLevelClaim {
   const run = topLevelRuns.get(flow);
   if (run !== undefined && (fresh || run.phase !== 'ended')) throw new FlowError(usedFlowMessage(flow, run, by));
   const claim: TopLevelRun = { by, runId, phase: 'claimed', started: false };
   topLevelRuns.set(flow, claim);
-  return () => {
-    if (claim.phase === 'claimed') claim.phase = 'ended';
+  return {
+    run: (options) => flow.run(undefined, { ...options, [CLAIM]: claim } as FlowRunOptions),
+    release: () => {
+      if (claim.phase === 'claimed') claim.phase = 'ended';
+    },
   };
 }
 
-/** `flow.run(undefined, options)` for the durable run that claimed it (see {@link claimTopLevelRun}). */
-export function runClaimedFlow(flow: Flow, options: FlowRunOptions): Promise<string | undefined> {
-  handoff = flow;
-  try {
-    return flow.run(undefined, options);
-  } finally {
-    handoff = undefined;
-  }
+/** A durable runtime call's hold on a Flow (see {@link claimTopLevelRun}). */
+export interface TopLevelClaim {
+  /** `flow.run(undefined, options)`, as the run that claimed the flow. */
+  run(options: FlowRunOptions): Promise<string | undefined>;
+  /** Ends the claim if its run never started (the call failed before): the flow is then no longer taken. */
+  release(): void;
 }
 
 let streamerOf: (flow: Flow) => EventStreamer;
@@ -793,7 +798,7 @@ export class Flow extends BaseFlow<any> {
     // A run of its own (see TopLevelRun): taken before its input is packed into the state of another run, and its id
     // chosen first, so that the events of packing its input carry it.
     const runId = options.runId ?? newRunId();
-    const topLevel = this.#takeTopLevel(runId);
+    const topLevel = this.#takeTopLevel(runId, (options as { [CLAIM]?: TopLevelRun })[CLAIM]);
     if (input !== undefined) {
       try {
         for (const [key, value] of Object.entries(input)) packInRun(this.#backpack!, runId, key, value);
@@ -806,9 +811,9 @@ export class Flow extends BaseFlow<any> {
   }
 
   /** The top-level run this call starts (see TopLevelRun): a FlowError while another is under way, or a durable run took the flow. */
-  #takeTopLevel(runId: string | undefined): TopLevelRun {
+  #takeTopLevel(runId: string | undefined, claim: TopLevelRun | undefined): TopLevelRun {
     const run = topLevelRuns.get(this);
-    if (run?.phase === 'claimed' && handoff === this) {
+    if (run !== undefined && run.phase === 'claimed' && claim === run) {
       run.phase = 'running';
       run.started = true;
       return run;

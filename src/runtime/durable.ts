@@ -2,7 +2,7 @@ import type { Backpack } from '../backpack/index.js';
 import { StreamEventType, isEventOf, newRunId, type EventPayloadMap, type InterruptInfo, type StreamEvent } from '../events/index.js';
 import { mapConcurrent, type StepBoundary } from '../flow/index.js';
 import { InterruptAnswerError, type Flow } from '../nodes/index.js';
-import { claimTopLevelRun, runClaimedFlow } from '../nodes/flow.js';
+import { claimTopLevelRun, type TopLevelClaim } from '../nodes/flow.js';
 import { packInRun } from '../backpack/backpack.js';
 import { pauseInfo } from '../nodes/interrupt.js';
 import {
@@ -122,7 +122,7 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
   const runId = taken?.runId ?? options.runId ?? newRunId();
   // A NewRun's redaction is openNewRun's (its writer's): the runtime's own checks judge by it too.
   const redaction = taken ? taken.redaction : options.redaction;
-  let release = (): void => {};
+  let claim: TopLevelClaim | undefined;
   try {
     // A run id that has events is refused by the writer's opening (fresh), before anything of that run is touched.
     if (!taken) {
@@ -135,21 +135,21 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
     if (input !== undefined && (typeof input !== 'object' || input === null || Array.isArray(input))) {
       throw new TypeError(`runFlow: input takes an object of backpack keys to values, got ${valueKind(input)}`);
     }
-    release = claimTopLevelRun(flow, 'runFlow', runId, true);
+    claim = claimTopLevelRun(flow, 'runFlow', runId, true);
     // Packed as part of the run: their events carry its id (the log records the run's start as its first checkpoint).
     for (const [key, value] of Object.entries(input ?? {})) packInRun(flow.backpack, runId, key, value);
     // The start record holds the digests of the documents saved with the NewRun: those still being stored are awaited.
     await taken?.saved;
   } catch (error) {
-    release();
+    claim?.release();
     await taken?.writer.close();
     throw error;
   }
-  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval, signal: options.signal, redaction, modelDeltas: options.modelDeltas, writer: taken?.writer }, {
+  return execute(flow, claim, { store, sessionKey, runId, durability: options.durability, keyframeInterval, signal: options.signal, redaction, modelDeltas: options.modelDeltas, writer: taken?.writer }, {
     step: 0,
     position: [],
     fresh: true,
-  }).finally(release);
+  });
 }
 
 /** `keyframeInterval` (default 100), checked: a RangeError unless an integer >= 1. */
@@ -227,9 +227,9 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     }
     // What the killed writer had left to do: the flow's own post, on the state and the action of its last step (no
     // node runs), then the run's end with the action the flow returns, or its failure.
-    const release = claimTopLevelRun(flow, 'resumeRun', options.runId, false);
+    const claim = claimTopLevelRun(flow, 'resumeRun', options.runId, false);
     flow.backpack.importState(point.state);
-    return execute(flow, target, { step: point.step, position: [], fresh: false, atEnd: point.action }).finally(release);
+    return execute(flow, claim, target, { step: point.step, position: [], fresh: false, atEnd: point.action });
   }
   // What happened since the last recorded step: the pause, and the answers already given.
   const { answers, questions, waitingFor } = pendingAnswers(await readLog(store, ref, point.line));
@@ -258,17 +258,17 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
   } else if (options.resume !== undefined) {
     throw new StoreError(await notWaitingMessage(store, ref, meta, answers));
   }
-  const release = claimTopLevelRun(flow, 'resumeRun', options.runId, false);
+  const claim = claimTopLevelRun(flow, 'resumeRun', options.runId, false);
   flow.backpack.importState(point.state);
   // Everything above read the log before this resume held its writer: confirmed under the writer's lock (readAt).
-  return execute(flow, target, {
+  return execute(flow, claim, target, {
     step: point.step,
     position: point.position,
     fresh: false,
     answers,
     questions,
     answered,
-  }).finally(release);
+  });
 }
 
 /**
@@ -357,7 +357,7 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
   // A NewRun's redaction is openNewRun's (its writer's): the runtime's own checks judge by it too.
   const redaction = taken ? taken.redaction : options.redaction;
   let point: Awaited<ReturnType<typeof loadRunPoint>>;
-  let release = (): void => {};
+  let claim: TopLevelClaim | undefined;
   try {
     if (runId === options.runId) throw new StoreError(`a fork needs a run id of its own, not ${runId}`);
     const atStep: unknown = options.atStep;
@@ -373,20 +373,20 @@ export async function forkRun(flow: Flow, options: ForkRunOptions): Promise<RunR
       assertValidId(runId, 'runId');
       checkRunIds({ sessionKey, runId }, redaction);
     }
-    release = claimTopLevelRun(flow, 'forkRun', runId, false);
+    claim = claimTopLevelRun(flow, 'forkRun', runId, false);
     flow.backpack.importState(point.state);
     await taken?.saved;
   } catch (error) {
-    release();
+    claim?.release();
     await taken?.writer.close();
     throw error;
   }
-  return execute(flow, { store, sessionKey, runId, durability: options.durability, keyframeInterval, signal: options.signal, redaction, modelDeltas: options.modelDeltas, writer: taken?.writer }, {
+  return execute(flow, claim!, { store, sessionKey, runId, durability: options.durability, keyframeInterval, signal: options.signal, redaction, modelDeltas: options.modelDeltas, writer: taken?.writer }, {
     step: point.step,
     position: point.position,
     fresh: true,
     forkedFrom: { runId: options.runId, step: point.step },
-  }).finally(release);
+  });
 }
 
 /** Options of {@link listRuns} and {@link listedRun}. */
@@ -521,8 +521,15 @@ async function takeWriter(target: ExecuteTarget, fresh: boolean): Promise<RunWri
   return writer;
 }
 
-/** Wires a flow run to the stores: events in, checkpoints at step boundaries, projection, and the writer lock. */
-async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Promise<RunResult> {
+/**
+ * Runs `flow` as `claim`'s run (see claimTopLevelRun) from `start`, wired to the stores: events in, checkpoints at step
+ * boundaries, projection, and the writer lock. The claim ends with it.
+ */
+function execute(flow: Flow, claim: TopLevelClaim, target: ExecuteTarget, start: StartPoint): Promise<RunResult> {
+  return executeClaimed(flow, claim, target, start).finally(claim.release);
+}
+
+async function executeClaimed(flow: Flow, claim: TopLevelClaim, target: ExecuteTarget, start: StartPoint): Promise<RunResult> {
   const { store, sessionKey, runId, keyframeInterval } = target;
   const writer = await takeWriter(target, start.fresh);
   const streamer = flow.eventStreamer;
@@ -747,7 +754,7 @@ async function execute(flow: Flow, target: ExecuteTarget, start: StartPoint): Pr
   let action: string | undefined;
   try {
     const onStart = start.fresh || start.answered ? recordStart : undefined;
-    action = await runClaimedFlow(flow, { runId, signal: target.signal, onStart, onStep, resume: start.position.length ? [...start.position] : undefined, resumeAtEnd: start.atEnd === undefined ? undefined : { action: start.atEnd }, answers: start.answers, sameQuestion: sameQuestion(start.questions, target.redaction), forkedFrom: start.forkedFrom });
+    action = await claim.run({ runId, signal: target.signal, onStart, onStep, resume: start.position.length ? [...start.position] : undefined, resumeAtEnd: start.atEnd === undefined ? undefined : { action: start.atEnd }, answers: start.answers, sameQuestion: sameQuestion(start.questions, target.redaction), forkedFrom: start.forkedFrom });
     await persist();
     await keyframesWritten();
     return { runId, sessionKey, dataDir: store.location, status: 'completed', action: action ?? 'default', steps: step };

@@ -202,7 +202,8 @@ export function buildFlow() { const f = new Flow({ namespace: 'pay' }); f.addNod
     const fake = 'card declined\\r\\u001b[2Krun r9 pay completed · 3.1ms → default\\u001b[8m';
     expect(show.stdout.split('\n')[0]).toMatch(/^run r9 pay failed: Error: card declined\\r\\u001b\[2Krun r9 pay completed/);
     expect(show.stdout).toContain(`✗ error in post: Error: ${fake}`);
-    expect(run.stderr).toBe(`backpackflow: Error: ${fake}\n`);
+    // How to resume the failed run, then its error, as it was (escaped).
+    expect(run.stderr).toBe(`backpackflow: warning: run r9 did not complete; once its cause is fixed, resume it from its last step: npm run backpackflow -- runs resume r9 --data-dir ${dir}\nbackpackflow: Error: ${fake}\n`);
     expect(run.stdout).toContain(`failed in post: Error: ${fake}`);
     for (const text of [run.stdout, run.stderr, show.stdout]) expect(text).not.toMatch(ACTS_BUT_NEWLINE);
   });

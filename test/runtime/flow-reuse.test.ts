@@ -186,3 +186,34 @@ describe('runFlow and forkRun options', () => {
     expect(new Set(durable.eventStreamer.getHistory().map((e) => e.runId))).toEqual(new Set(['durable-run']));
   });
 });
+
+describe('a Flow subclass', () => {
+  it('whose run awaits before calling super.run still runs durably, and its claim cannot be presented by another call', async () => {
+    const dataDir = makeTempDir('flow-reuse-', 'test');
+    class Traced extends Flow {
+      readonly calls: string[] = [];
+      override async run(input?: Record<string, unknown>, options?: Parameters<Flow['run']>[1]): Promise<string | undefined> {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        this.calls.push(options?.runId ?? '(none)');
+        return super.run(input, options);
+      }
+    }
+    class Step extends BackpackNode {
+      override post(backpack: BackpackHandle): undefined {
+        backpack.pack('done', true);
+        return undefined;
+      }
+    }
+    const flow = new Traced({ namespace: 'sub' });
+    flow.addNode(Step, { id: 'step' });
+    expect(await runFlow(flow, { dataDir, runId: 'sub-1' })).toMatchObject({ status: 'completed' });
+    expect(flow.calls).toEqual(['sub-1']);
+    // A plain run started while a durable one waits to start is refused, not taken for the durable run.
+    const other = new Traced({ namespace: 'sub' });
+    other.addNode(Step, { id: 'step' });
+    const durable = runFlow(other, { dataDir, runId: 'sub-2' });
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    await expect(other.run(undefined, { runId: 'sub-2' })).rejects.toThrow(/is (being started for|running) run "sub-2" \(runFlow\)/);
+    await expect(durable).resolves.toMatchObject({ status: 'completed' });
+  });
+});
