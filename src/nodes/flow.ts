@@ -791,12 +791,16 @@ export class Flow extends BaseFlow<any> {
     if (input !== undefined && (typeof input !== 'object' || input === null || Array.isArray(input))) {
       throw new TypeError(`Flow '${this.id}': run(input) takes an object of backpack keys to values`);
     }
-    if (parent) {
-      if (input !== undefined) for (const [key, value] of Object.entries(input)) (this.#parent ?? this.#backpack!).pack(key, value);
-      return this.#enter(this.#parent ?? this.#backpack!, enterScope(parent.scope, parent.node.id, { spanId: parent.spanId }));
+    if (this.#parent !== undefined) {
+      // A nested flow (a composite's internal flow, a flow tool's): part of its node's execution (checked above), its
+      // input packed by that node.
+      if (input !== undefined) for (const [key, value] of Object.entries(input)) this.#parent.pack(key, value);
+      return this.#enter(this.#parent, enterScope(parent!.scope, parent!.node.id, { spanId: parent!.spanId }));
     }
-    // A run of its own (see TopLevelRun): taken before its input is packed into the state of another run, and its id
-    // chosen first, so that the events of packing its input carry it.
+    // A flow with a Backpack of its own is a run of its own wherever it is run from, a node's code included (as part
+    // of another run, it would pack its input as the owner into a state another run may be using, and a durable run
+    // would record nothing). Taken (see TopLevelRun) before its input is packed, and its id chosen first, so that the
+    // events of packing its input carry it.
     const runId = options.runId ?? newRunId();
     const topLevel = this.#takeTopLevel(runId, (options as { [CLAIM]?: TopLevelRun })[CLAIM]);
     if (input !== undefined) {

@@ -208,12 +208,19 @@ describe('a Flow subclass', () => {
     flow.addNode(Step, { id: 'step' });
     expect(await runFlow(flow, { dataDir, runId: 'sub-1' })).toMatchObject({ status: 'completed' });
     expect(flow.calls).toEqual(['sub-1']);
-    // A plain run started while a durable one waits to start is refused, not taken for the durable run.
+    // A plain run started while the durable one is under way (held in its step) is refused, not taken for it.
+    const g = gate();
+    class Held extends BackpackNode {
+      override async post(): Promise<undefined> {
+        await g.opened;
+        return undefined;
+      }
+    }
     const other = new Traced({ namespace: 'sub' });
-    other.addNode(Step, { id: 'step' });
+    other.addNode(Held, { id: 'held' });
     const durable = runFlow(other, { dataDir, runId: 'sub-2' });
-    await new Promise((resolve) => setTimeout(resolve, 0));
     await expect(other.run(undefined, { runId: 'sub-2' })).rejects.toThrow(/is (being started for|running) run "sub-2" \(runFlow\)/);
+    g.open();
     await expect(durable).resolves.toMatchObject({ status: 'completed' });
   });
 });
