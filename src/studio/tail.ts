@@ -51,23 +51,29 @@ async function watchLog(store: RunStore, ref: RunRef, poke: () => void, pollMs: 
       void unlisten();
     };
   }
-  // Files: the log is read again only when its size changed.
+  // Files: the log is read again when the watcher says it was written, and on each poll when its size or its time of
+  // last change moved. Not by size alone: a step is written into the space the writer reserved after the last line
+  // (see log-writer.ts), which leaves the size as it was. A change within the last second is read again at each poll,
+  // as a second write in the same tick of the filesystem's clock leaves the time as it was too.
   const path = store.describeLog(ref);
-  let lastSize = -1;
+  let last = '';
   const check = (): void => {
-    let size: number;
+    let seen: string;
+    let recent = false;
     try {
-      size = statSync(path).size;
+      const stat = statSync(path, { bigint: true });
+      seen = `${stat.size}:${stat.mtimeNs}`;
+      recent = BigInt(Date.now()) * 1_000_000n - stat.mtimeNs < 1_000_000_000n;
     } catch {
-      size = -2; // gone (deleted): read once more, which tells the stream
+      seen = 'gone'; // deleted: read once more, which tells the stream
     }
-    if (size === lastSize) return;
-    lastSize = size;
+    if (seen === last && !recent) return;
+    last = seen;
     poke();
   };
   let watcher: FSWatcher | undefined;
   try {
-    watcher = watch(path, { persistent: false }, check);
+    watcher = watch(path, { persistent: false }, poke);
     watcher.on('error', () => watcher?.close());
   } catch {
     watcher = undefined; // polling alone still tails the log
