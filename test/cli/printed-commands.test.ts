@@ -16,7 +16,7 @@ const FLOW_MODULE = `${join(FIXTURES, 'approval.mjs')}#buildApprovalFlow`;
 
 /** The words bash makes of `line` (what a paste of it runs). */
 function shellWords(line: string): string[] {
-  const out = spawnSync('bash', ['-c', `set -- ${line}; printf '%s\\0' "$@"`], { encoding: 'utf8' });
+  const out = spawnSync('bash', ['-c', `set -- ${line}\nprintf '%s\\0' "$@"`], { encoding: 'utf8' });
   expect(out.status, out.stderr).toBe(0);
   return out.stdout.split('\0').slice(0, -1);
 }

@@ -61,20 +61,47 @@ function withTsx(): boolean {
   return process.execArgv.some((arg, i, all) => /^--(import|loader|experimental-loader|require)=tsx(\/|$)/.test(arg) || (/^--(import|loader|experimental-loader|require)$/.test(arg) && /^tsx(\/|$)/.test(all[i + 1] ?? '')));
 }
 
-/** The data directory and session a command names (the CLI's `--data-dir` and `--session`). */
+/** Where a command's run is stored: the CLI's `--data-dir`, `--session` and `--database-url` (or its variable). */
 export interface CommandPlace {
   dataDir: string;
   session: string;
+  databaseUrl?: string;
 }
 
 /**
  * A command a person can paste as printed: this CLI ({@link cliCommand}), then `args` and the flags naming `place`
- * when it is not the default (`--data-dir`, `--session`), each quoted for a POSIX shell where it needs to be (a data
- * directory with a space, a placeholder such as `<json>`), and control characters shown escaped.
+ * when it is not the default (`--data-dir`, or `--database-url` for runs in PostgreSQL, and `--session`), each quoted
+ * for a POSIX shell where it needs to be (a data directory with a space, a placeholder such as `<json>`), and control
+ * characters shown escaped. A database URL is printed without its password (a shell comment then says so); none is
+ * printed when it came from BACKPACKFLOW_DATABASE_URL, which the pasted command reads as this one did.
  */
 export function commandLine(args: readonly string[], place?: CommandPlace): string {
-  const flags = place === undefined ? [] : [...(place.dataDir === '.backpackflow' ? [] : ['--data-dir', place.dataDir]), ...(place.session === 'default' ? [] : ['--session', place.session])];
-  return terminalText([cliCommand(), ...[...args, ...flags].map(shellQuote)].join(' '));
+  const flags: string[] = [];
+  let note = '';
+  if (place?.databaseUrl !== undefined) {
+    if (place.databaseUrl !== process.env['BACKPACKFLOW_DATABASE_URL']) {
+      const shown = withoutPassword(place.databaseUrl);
+      flags.push('--database-url', shown.url);
+      if (shown.hadPassword) note = '  # with the database password, left out here';
+    }
+  } else if (place !== undefined && place.dataDir !== '.backpackflow') {
+    flags.push('--data-dir', place.dataDir);
+  }
+  if (place !== undefined && place.session !== 'default') flags.push('--session', place.session);
+  return terminalText([cliCommand(), ...[...args, ...flags].map(shellQuote)].join(' ') + note);
+}
+
+/** `url` without its password, and whether it had one (a URL that does not parse is printed as it is: the CLI refused it). */
+function withoutPassword(url: string): { url: string; hadPassword: boolean } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { url, hadPassword: false };
+  }
+  if (parsed.password === '') return { url, hadPassword: false };
+  parsed.password = '';
+  return { url: parsed.toString(), hadPassword: true };
 }
 
 /**
