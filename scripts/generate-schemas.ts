@@ -16,6 +16,12 @@ export interface SchemaFileEntry {
   schema: z.ZodType;
   title: string;
   description: string;
+  /**
+   * Which side of the schema the file describes: `input` for what people write (a flow file, an MCP server entry:
+   * a key the loader fills with its default is optional there, as `validate` takes it), `output` for what the
+   * library writes (an event, every field it fills present).
+   */
+  io: 'input' | 'output';
 }
 
 /** Every schema file the project publishes. */
@@ -24,6 +30,7 @@ export const schemaFiles: readonly SchemaFileEntry[] = [
     file: 'schema/event.schema.json',
     schema: StreamEventSchema,
     title: 'backpackflow event',
+    io: 'output',
     description:
       'One event of the backpackflow event stream, as emitted by EventStreamer and written as one line of events.jsonl.',
   },
@@ -31,12 +38,14 @@ export const schemaFiles: readonly SchemaFileEntry[] = [
     file: 'schema/flow-config.schema.json',
     schema: FlowConfigSchema,
     title: 'backpackflow flow config',
+    io: 'input',
     description: 'A flow as JSON: namespace, nodes (with nested internal flows), edges, dependencies and subflows. Loaded by FlowLoader.loadFlow.',
   },
   {
     file: 'schema/mcp-server.schema.json',
     schema: McpServerSchema,
     title: 'backpackflow MCP server declaration',
+    io: 'input',
     description: 'One entry of the mcpServers param of an AgentNode: an MCP server reached over stdio (a command) or streamable HTTP (a URL), whose tools the model may call.',
   },
 ];
@@ -46,7 +55,7 @@ export const repositoryRoot = resolve(dirname(fileURLToPath(import.meta.url)), '
 
 /** The text of `entry`'s file: the JSON Schema, pretty-printed with two spaces, ending in a newline. */
 export function renderSchemaFile(entry: SchemaFileEntry): string {
-  const { $schema, ...rest } = z.toJSONSchema(entry.schema) as Record<string, unknown>;
+  const { $schema, ...rest } = z.toJSONSchema(entry.schema, { io: entry.io }) as Record<string, unknown>;
   return `${JSON.stringify({ $schema, title: entry.title, description: entry.description, ...rest }, null, 2)}\n`;
 }
 
