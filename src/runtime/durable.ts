@@ -21,7 +21,7 @@ import {
 import { valueKind } from '../fs/index.js';
 import { locateStore, type RunLocation } from './location.js';
 import { checkOptionNames, optionNames } from './option-names.js';
-import { loadRunPoint, type CheckpointPayload } from './run-point.js';
+import { loadRunPoint, type CheckpointPayload, type RunPoint } from './run-point.js';
 import { checkRecordedAnswer, pendingAnswers, questionText, storedQuestion } from './interrupts.js';
 import { StateTracker } from './state-tracker.js';
 import { foldModelDeltas, type ModelDeltaOptions } from './model-deltas.js';
@@ -152,6 +152,16 @@ export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise
   });
 }
 
+/** Replaces `flow`'s state with a recorded one for `claim`'s run; a state it refuses ends the claim (the run never starts). */
+function restoreState(flow: Flow, state: RunPoint['state'], claim: TopLevelClaim): void {
+  try {
+    flow.backpack.importState(state);
+  } catch (error) {
+    claim.release();
+    throw error;
+  }
+}
+
 /** `keyframeInterval` (default 100), checked: a RangeError unless an integer >= 1. */
 function checkKeyframeInterval(given: number | undefined): number {
   const keyframeInterval = given ?? 100;
@@ -228,7 +238,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     // What the killed writer had left to do: the flow's own post, on the state and the action of its last step (no
     // node runs), then the run's end with the action the flow returns, or its failure.
     const claim = claimTopLevelRun(flow, 'resumeRun', options.runId, false);
-    flow.backpack.importState(point.state);
+    restoreState(flow, point.state, claim);
     return execute(flow, claim, target, { step: point.step, position: [], fresh: false, atEnd: point.action });
   }
   // What happened since the last recorded step: the pause, and the answers already given.
@@ -259,7 +269,7 @@ export async function resumeRun(flow: Flow, options: ResumeRunOptions): Promise<
     throw new StoreError(await notWaitingMessage(store, ref, meta, answers));
   }
   const claim = claimTopLevelRun(flow, 'resumeRun', options.runId, false);
-  flow.backpack.importState(point.state);
+  restoreState(flow, point.state, claim);
   // Everything above read the log before this resume held its writer: confirmed under the writer's lock (readAt).
   return execute(flow, claim, target, {
     step: point.step,
