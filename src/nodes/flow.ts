@@ -811,7 +811,9 @@ export class Flow extends BaseFlow<any> {
         throw error;
       }
     }
-    return this.#runTopLevel({ ...options, runId }, topLevel);
+    // Outside the execution of whichever node's code called it (if any): a run of its own, whose nodes' pauses and
+    // steps are its own, not that node's (which may end before it).
+    return currentExecution.exit(() => this.#runTopLevel({ ...options, runId }, topLevel));
   }
 
   /** The top-level run this call starts (see TopLevelRun): a FlowError while another is under way, or a durable run took the flow. */

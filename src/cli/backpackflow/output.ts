@@ -78,7 +78,8 @@ export interface CommandPlace {
 export function commandLine(args: readonly string[], place?: CommandPlace): string {
   const flags: string[] = [];
   let note = '';
-  if (place?.databaseUrl !== undefined) {
+  // An empty URL is no database (the CLI then uses the data directory), as run-store.ts takes it.
+  if (place?.databaseUrl) {
     if (place.databaseUrl !== process.env['BACKPACKFLOW_DATABASE_URL']) {
       const shown = withoutPassword(place.databaseUrl);
       flags.push('--database-url', shown.url);
