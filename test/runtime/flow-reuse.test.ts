@@ -224,3 +224,34 @@ describe('a Flow subclass', () => {
     await expect(durable).resolves.toMatchObject({ status: 'completed' });
   });
 });
+
+describe('a second run of a Flow started from node code (review s42)', () => {
+  it('is refused while the Flow runs, and its input never reaches that run', async () => {
+    const g = gate();
+    const shared = answering(g.opened);
+    const alice = shared.run({ question: 'alice' }, { runId: 'alice' });
+
+    let outcome: unknown = 'not called';
+    class CallsSharedFlow extends BackpackNode {
+      override async post(): Promise<undefined> {
+        try {
+          outcome = await shared.run({ injected: 'from another request' });
+        } catch (error) {
+          outcome = error;
+        }
+        return undefined;
+      }
+    }
+    const other = new Flow({ namespace: 'other' });
+    other.addNode(CallsSharedFlow, { id: 'caller' });
+    const bob = other.run({});
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    g.open();
+    await bob;
+    await alice;
+
+    expect(outcome).toBeInstanceOf(FlowError);
+    expect(shared.backpack.peek('injected')).toBeUndefined();
+    expect(shared.backpack.peek('answer')).toBe('answer to alice; also saw []');
+  });
+});
