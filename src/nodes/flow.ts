@@ -766,9 +766,11 @@ export class Flow extends BaseFlow<any> {
   }
 
   /**
-   * Runs the flow. `input` entries are packed into the Backpack first (by the owner, attributed to no node). Inside
-   * a node's execution (a composite's internal flow), the flow runs as part of that execution: same run, nested span.
-   * At the top level it is a run of its own, reported by `run.started` and `run.completed` or `run.failed`.
+   * Runs the flow. `input` entries are packed into the Backpack first (by the owner, attributed to no node). A flow
+   * built on a node's handle (a composite's internal flow) runs as part of that node's execution: same run, nested
+   * span. A flow with a Backpack of its own is a run of its own wherever it is run from, reported by `run.started`
+   * and `run.completed`, `run.waiting` or `run.failed`; it goes on from the state the flow's last run left, and a
+   * FlowError refuses it while another run of this flow is under way (two runs would share one state).
    */
   override async run(input?: Record<string, unknown>, options: FlowRunOptions = {}): Promise<string | undefined> {
     if (input instanceof BaseNode) {

@@ -112,7 +112,9 @@ const LIST_RUNS_OPTIONS = optionNames<ListRunsOptions>({ dataDir: true, sessionK
 
 /**
  * Runs `flow` durably: every event persisted, the projection kept current, a checkpoint at every step. A run id that
- * already has a recorded run is a {@link RunExistsError} (use {@link resumeRun} to continue it).
+ * already has a recorded run is a {@link RunExistsError} (use {@link resumeRun} to continue it). `flow` must not have
+ * run (a FlowError otherwise, with nothing written): the run records its whole start, which would be what another
+ * run left; build a Flow for each run. A misspelt option is a TypeError naming it.
  */
 export async function runFlow(flow: Flow, options: RunFlowOptions = {}): Promise<RunResult> {
   checkOptionNames(options, RUN_FLOW_OPTIONS, 'runFlow');
