@@ -151,18 +151,17 @@ export function placeNode(flow: Flow, position: number, node: BaseNode | undefin
  * run's input in the other's record). A durable run records its whole start: `runFlow` takes a Flow that has not run,
  * so its record never starts from what another run left (another user's data, in a server that built its flow once);
  * `resumeRun` and `forkRun` replace the whole state with the recorded one, so they take any Flow not in a run.
- * `claimed`: such a call took the flow before packing or restoring its state, and has not started the run yet.
+ * `claimed`: such a call took the flow before packing or restoring its state, and has not started the run yet;
+ * `abandoned`: it failed before it did (after packing part of its input, maybe).
  */
 interface TopLevelRun {
   by: string;
   runId: string | undefined;
-  phase: 'claimed' | 'running' | 'ended';
-  /** Whether the run started (a durable call may fail before it does, after packing part of its input). */
-  started: boolean;
+  phase: 'claimed' | 'running' | 'ended' | 'abandoned';
 }
 const topLevelRuns = new WeakMap<Flow, TopLevelRun>();
 /**
- * The option a durable runtime call's `flow.run` carries its claim in (see {@link runClaimedFlow}): the claim object
+ * The option a durable runtime call's `flow.run` carries its claim in (see {@link claimTopLevelRun}): the claim object
  * itself, which only that call holds, so nothing else can present it; passed on by a subclass's `run` that calls
  * `super.run(input, options)`, whenever it does.
  */
@@ -171,10 +170,10 @@ const CLAIM = Symbol('backpackflow.claimedRun');
 function usedFlowMessage(flow: Flow, run: TopLevelRun, by: string): string {
   const which = `run ${run.runId === undefined ? '' : `${JSON.stringify(run.runId)} `}(${run.by})`;
   const build = 'build a Flow for each run (a function that builds it, as resumeRun and forkRun take)';
-  if (run.phase !== 'ended') {
+  if (run.phase === 'claimed' || run.phase === 'running') {
     return `${by}: Flow '${flow.id}' is ${run.phase === 'running' ? 'running' : 'being started for'} ${which}: two runs of one Flow at once would share one state (its Backpack); ${build}`;
   }
-  const left = run.started ? `has run (${which}): its Backpack holds what that run left` : `was given to ${which}, which did not start (see its error): its Backpack may hold part of that run's input`;
+  const left = run.phase === 'ended' ? `has run (${which}): its Backpack holds what that run left` : `was given to ${which}, which did not start (see its error): its Backpack may hold part of that run's input`;
   return `${by}: Flow '${flow.id}' ${left}, which this run would record as its start. runFlow takes a Flow that has not run: ${build}`;
 }
 
@@ -186,13 +185,13 @@ function usedFlowMessage(flow: Flow, run: TopLevelRun, by: string): string {
  */
 export function claimTopLevelRun(flow: Flow, by: string, runId: string, fresh: boolean): TopLevelClaim {
   const run = topLevelRuns.get(flow);
-  if (run !== undefined && (fresh || run.phase !== 'ended')) throw new FlowError(usedFlowMessage(flow, run, by));
-  const claim: TopLevelRun = { by, runId, phase: 'claimed', started: false };
+  if (run !== undefined && (fresh || run.phase === 'claimed' || run.phase === 'running')) throw new FlowError(usedFlowMessage(flow, run, by));
+  const claim: TopLevelRun = { by, runId, phase: 'claimed' };
   topLevelRuns.set(flow, claim);
   return {
     run: (options) => flow.run(undefined, { ...options, [CLAIM]: claim } as FlowRunOptions),
     release: () => {
-      if (claim.phase === 'claimed') claim.phase = 'ended';
+      if (claim.phase === 'claimed') claim.phase = 'abandoned';
     },
   };
 }
@@ -823,11 +822,10 @@ export class Flow extends BaseFlow<any> {
     const run = topLevelRuns.get(this);
     if (run !== undefined && run.phase === 'claimed' && claim === run) {
       run.phase = 'running';
-      run.started = true;
       return run;
     }
-    if (run !== undefined && run.phase !== 'ended') throw new FlowError(usedFlowMessage(this, run, 'run'));
-    const taken: TopLevelRun = { by: 'flow.run', runId, phase: 'running', started: true };
+    if (run !== undefined && (run.phase === 'claimed' || run.phase === 'running')) throw new FlowError(usedFlowMessage(this, run, 'run'));
+    const taken: TopLevelRun = { by: 'flow.run', runId, phase: 'running' };
     topLevelRuns.set(this, taken);
     return taken;
   }

@@ -88,8 +88,9 @@ function writePieceAt(fd: number, piece: string | Buffer, position: number): num
  * this project's disks made it 1.7-2.2x as slow (`BENCH_ONLY=runtime npm run bench:store`, and the closing note of
  * the change). Without an fdatasync (durability 'never') the write itself is cheaper too: a 2.6 KB write that grows
  * a file took 7-16 µs here, one into space already written 1.5-3 µs (the file's new size and blocks are not
- * recorded per write), and the 'never' rows of the benchmark cost 0.89-0.93x with the reserve. The reserve grows with the log, from {@link RESERVE_MIN} to {@link RESERVE_MAX} at a time, so that a
- * short run reserves little and a long one pays the slower fdatasync once per megabyte. It is cut when the writer
+ * recorded per write), and the 'never' rows of the benchmark cost 0.89-0.93x with the reserve. The reserve grows
+ * with the log, from {@link RESERVE_MIN} to {@link RESERVE_MAX} at a time, so that a short run reserves little and a
+ * long one pays the slower fdatasync once per megabyte. It is cut when the writer
  * closes, and by the next writer after a crash; readers take a run of zero bytes at the end of the log for what it
  * is (see `endOfData` in lines.ts): a log's lines never hold a zero byte (JSON escapes it).
  */
