@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, readdirSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { describeHolder, fsyncDirSync, removeFileIfExists, waitForLock, writeFileAtomicSync } from '../fs/index.js';
+import { describeHolder, fsyncDirSync, randomHex, removeFileIfExists, waitForLock, writeFileAtomicSync } from '../fs/index.js';
 import type { AgentIdentity } from './agents.js';
 import { ContextError } from './errors.js';
 import { verifyFrame, type Frame } from './frames.js';
@@ -461,7 +460,7 @@ export class MerkleStore {
           { frameId: frame.frameId, file },
         );
       }
-      const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+      const temp = `${file}.${process.pid}.${randomHex(4)}.tmp`;
       const fd = createStoreFile(temp, 0o444);
       try {
         for (let done = 0; done < text.length; ) done += writeSync(fd, text, done, text.length - done);

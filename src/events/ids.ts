@@ -1,10 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { randomHex, randomPoolBytes } from '../fs/random.js';
 
 /**
  * Ids for runs, spans and events: a random prefix drawn once per process (so two processes never collide) plus a
  * counter (so making one costs a few tens of nanoseconds). Only `[a-z0-9-]`, so ids are safe in file names.
  */
-const processPrefix = randomBytes(6).toString('hex');
+const processPrefix = randomHex(6);
 let spanCounter = 0;
 let eventCounter = 0;
 
@@ -12,7 +12,7 @@ let lastTime = 0;
 let sameTimeCounter = 0;
 
 function randomBase36(length: number): string {
-  const bytes = randomBytes(length);
+  const bytes = randomPoolBytes(length);
   let out = '';
   for (let i = 0; i < length; i++) out += (bytes[i]! % 36).toString(36);
   return out;

@@ -11,6 +11,7 @@ export type { ReadJsonOptions } from './json-read.js';
 export { openIfExists, readTextIfExists, readTextIfExistsSync } from './read.js';
 export { removeFileIfExists } from './remove.js';
 export { removeDeadTemps } from './temp-files.js';
+export { randomHex, randomPoolBytes } from './random.js';
 export { describeEntry, openFileForReading, openRegularFile } from './regular-file.js';
 export type { NotRegularFile, OpenedFile } from './regular-file.js';
 export { describeHolder, heldByThisProcess, inspectLock, judgeHolder, lockHeld, tryLock, waitForLock } from './lock.js';

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { closeSync, constants, futimesSync, linkSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
@@ -6,6 +5,7 @@ import { openRegularFile, type NotRegularFile, type OpenedFile } from './regular
 import { removeFileIfExists } from './remove.js';
 import { removeDeadTemps, tempBeside } from './temp-files.js';
 import { systemProbe, type ProcessProbe } from './process-identity.js';
+import { randomHex } from './random.js';
 
 /** Who holds a lock, as recorded in the lock file. */
 export interface LockHolder {
@@ -308,7 +308,7 @@ export function tryLock(path: string, options: LockOptions = {}): FileLock | Loc
   const probe = options.probe ?? systemProbe;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const holder = thisProcess(probe);
-  const raw = JSON.stringify({ ...holder, token: randomBytes(8).toString('hex') });
+  const raw = JSON.stringify({ ...holder, token: randomHex(8) });
   const temp = tempBeside(path);
   // A new file (never a link or a file someone placed under that name: O_EXCL).
   writeFileSync(temp, raw, { flag: 'wx' });
@@ -533,7 +533,7 @@ export async function waitForLock(path: string, options: LockOptions & { readonl
         const result = tryLock(path, options);
         if (!('busy' in result) || result.reason === 'unreadable' || last) return result;
       }
-      me ??= { ...thisProcess(probe), token: randomBytes(8).toString('hex') };
+      me ??= { ...thisProcess(probe), token: randomHex(8) };
       if (!mine && !deferring) {
         announce(next, me);
         delay = 1;

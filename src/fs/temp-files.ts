@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { randomHex } from './random.js';
 import { removeFileIfExists } from './remove.js';
 import { systemProbe, type ProcessProbe } from './process-identity.js';
 
@@ -21,7 +21,7 @@ export const DEAD_TEMP_MIN_AGE_MS = 10 * 60_000;
 
 /** A new temp file name beside `path` (in its folder, so that renaming it over `path` is atomic), naming this process. */
 export function tempBeside(path: string): string {
-  return join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  return join(dirname(path), `.${basename(path)}.${process.pid}.${randomHex(6)}.tmp`);
 }
 
 /**
@@ -35,6 +35,8 @@ export function removeDeadTemps(dir: string, options: { probe?: ProcessProbe; mi
   const probe = options.probe ?? systemProbe;
   const cutoff = Date.now() - (options.minAgeMs ?? DEAD_TEMP_MIN_AGE_MS);
   let names: string[];
+  // Most folders swept are missing (a new run's): a stat that returns undefined is far cheaper than a failing readdir.
+  if (statSync(dir, { throwIfNoEntry: false }) === undefined) return [];
   try {
     names = readdirSync(dir);
   } catch (error) {

@@ -4,7 +4,7 @@
  * find the committed end of the log. A writer that closes the log records its size there (`closed`): a log whose
  * data then ends anywhere else was cut, torn or extended after its writer was done with it, which no crash explains.
  */
-import { closeSync, constants, fstatSync, ftruncateSync, readFileSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { openFileForReading, openRegularFile, type NotRegularFile, type OpenedFile } from '../fs/index.js';
 import { SEAL_LENGTH, chainOf, chainOfLineEndingAt } from './chain.js';
 import { EventStoreError } from './errors.js';
@@ -51,6 +51,8 @@ export function readPending(path: string): PendingBatch | undefined | 'torn' {
  */
 function readMarkerText(path: string): string | undefined {
   let file: OpenedFile | NotRegularFile;
+  // No marker is the common case of a new run: see openIfExists (src/fs/read.ts) for why it is asked this way first.
+  if (lstatSync(path, { throwIfNoEntry: false }) === undefined) return undefined;
   try {
     file = openRegularFile(path, constants.O_RDONLY);
   } catch (error) {

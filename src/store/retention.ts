@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
-import { describeHolder, fsyncDirSync, tryLock } from '../fs/index.js';
+import { describeHolder, fsyncDirSync, randomHex, tryLock } from '../fs/index.js';
 import { StoreError, type LockHolder } from './errors.js';
 import { assertRunDir, runPaths, runsDir, sessionDirProblem } from './paths.js';
 import { ProjectionStore } from './projection-store.js';
@@ -89,7 +88,7 @@ export async function deleteRunDir(dataDir: string, sessionKey: string, runId: s
     }
   }
   const parent = runsDir(dataDir, sessionKey);
-  const doomed = join(parent, `${runId}${DELETING}${randomBytes(6).toString('hex')}`);
+  const doomed = join(parent, `${runId}${DELETING}${randomHex(6)}`);
   try {
     await fsp.rename(paths.dir, doomed);
     fsyncDirSync(parent);
