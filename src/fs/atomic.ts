@@ -1,4 +1,5 @@
-import { closeSync, fsync, fsyncSync, mkdirSync, open, openSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, open, openSync, renameSync, writeSync } from 'node:fs';
+import { syncDescriptor, syncOnPool } from './fsync.js';
 import { dirname } from 'node:path';
 import { removeFileIfExists } from './remove.js';
 import { tempBeside } from './temp-files.js';
@@ -32,10 +33,6 @@ export interface AtomicWriteOptions {
   readonly createDirs?: 'all' | 'own';
 }
 
-function fsyncAsync(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => fsync(fd, (error) => (error ? reject(error) : resolve())));
-}
-
 /** fsyncs a directory, so that a rename or a new entry in it survives power loss. */
 export function fsyncDirSync(dir: string): void {
   const fd = openSync(dir, 'r');
@@ -49,7 +46,7 @@ export function fsyncDirSync(dir: string): void {
 async function fsyncDir(dir: string): Promise<void> {
   const fd = openSync(dir, 'r');
   try {
-    await fsyncAsync(fd);
+    await syncOnPool(fd, 'all');
   } finally {
     closeSync(fd);
   }
@@ -155,9 +152,11 @@ function finish(temp: string, fd: number, path: string): void {
  * never a mix: temp file in the same directory, write, fsync, rename over `path`, fsync the directory.
  * Creates the directory when missing (see `createDirs`). The temp file is removed when the write fails.
  *
- * The cheap system calls are synchronous (a thread-pool round trip costs more than they do); the fsyncs, which can
- * take milliseconds on a real disk, run on the thread pool so that they do not block the event loop (and with
- * `background`, the creation of the temp file).
+ * The cheap system calls are synchronous (a thread-pool round trip costs more than they do). The file's fsync, which
+ * can take milliseconds on a real disk, is direct only while one run's log writer is the process's only syncing
+ * writer and fsyncs are quick (src/fs/fsync.ts); otherwise, and always with `background`, it runs on the thread
+ * pool so that it does not block the event loop (with `background`, the creation of the temp file too). The
+ * directory's fsync runs on the pool.
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
   await writeAtomic(path, data, options);
@@ -172,7 +171,8 @@ async function writeAtomic(path: string, data: string | Uint8Array | JsonData, o
       : fillTemp(temp, openTemp(temp, options.mode, options.createDirs), data);
   if (sync) {
     try {
-      await fsyncAsync(fd);
+      // Direct or through the thread pool as src/fs/fsync.ts decides; always the pool for a background write.
+      await (options.background === true ? syncOnPool(fd, 'all') : syncDescriptor(fd, 'all'));
     } catch (error) {
       closeSync(fd);
       removeFileIfExists(temp);

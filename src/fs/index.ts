@@ -2,6 +2,7 @@
  * File primitives shared by the run store and the context engine: atomic writes, reads of files that may be
  * missing, and the single-writer lock. Imports nothing else of this package.
  */
+export { DONE, syncDescriptor, syncOnPool, syncingWriterClosed, syncingWriterOpened } from './fsync.js';
 export { fsyncDirSync, writeFileAtomic, writeFileAtomicSync, writeJsonAtomic } from './atomic.js';
 export type { AtomicWriteOptions } from './atomic.js';
 export { isLargeJson, writeJsonPieces } from './json-pieces.js';

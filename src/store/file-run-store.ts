@@ -13,10 +13,9 @@ import { assertRunDir, assertValidId, historicalCheckpointPath, runDirProblem, r
 import { deleteRunDir } from './retention.js';
 import { ProjectionStore } from './projection-store.js';
 import type { DeleteRunCondition, KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter, TakenKeyframe } from './run-store.js';
-import { describeHolder, inspectLock, readTextIfExists, removeDeadTemps } from '../fs/index.js';
+import { DONE, describeHolder, inspectLock, readTextIfExists, removeDeadTemps } from '../fs/index.js';
 import { ProjectionStoreError, StoreError } from './errors.js';
 import { checkedDocument, writeDocumentFile } from './run-documents.js';
-import { DONE } from './log-writer.js';
 import { dataEndOf } from './lines.js';
 import { committedHead } from './batch-marker.js';
 

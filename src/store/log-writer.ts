@@ -3,9 +3,9 @@
  * lock, repairs the tail, continues the chain, validates, redacts, seals and appends batches, and keeps the index
  * and the batch marker in step.
  */
-import { closeSync, constants, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, writeSync } from 'node:fs';
+import { closeSync, constants, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, writeSync } from 'node:fs';
 import type { StreamEvent } from '../events/types.js';
-import { describeHolder, inspectLock, type FileLock } from '../fs/index.js';
+import { DONE, describeHolder, inspectLock, syncDescriptor, syncOnPool, syncingWriterClosed, syncingWriterOpened, type FileLock } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import type { Redactor } from '../redact/index.js';
 import { BatchMarker, contradictedMarker, cutSinceClose, markerContradicted, readPending, type PendingBatch } from './batch-marker.js';
@@ -20,46 +20,6 @@ import { acquireLock } from './lock.js';
 import { assertRunDir, type RunPaths } from './paths.js';
 import { openOwnFile } from './own-file.js';
 import type { Durability } from './types.js';
-
-/**
- * What the writer's methods return when their work is done and there is nothing to wait for: one shared resolved
- * promise, so that a caller can tell (by identity) and go on without waiting a turn of the event loop.
- */
-export const DONE: Promise<void> = Promise.resolve();
-
-function fdatasyncAsync(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
-}
-
-/**
- * How a step's fdatasync is made (durability 'batch'). The step waits for it either way; what differs is whether the
- * event loop waits too. Through the thread pool, other work of the process goes on meanwhile (several runs' fsyncs
- * overlap), at the cost of a thread hand-off each way: measured on this project's CI disk, a step with the direct
- * system call costs 0.70-0.75x the wall time of one through the pool (`BENCH_ONLY=runtime npx tsx bench/store.bench.ts`).
- * So the call is direct only while it cannot hold anything up for long: this is the process's one open log that
- * syncs, and the last direct fdatasync took under {@link QUICK_FSYNC_MS} ms (a slow disk switches it to the pool
- * until a pooled one is quick again). Many runs in one process (a worker's slots, a server) use the pool.
- */
-const fsyncPolicy = { openWriters: 0, quick: true };
-const QUICK_FSYNC_MS = 1;
-
-/** fdatasync of `fd` for a flush (see {@link fsyncPolicy}). */
-function flushSync(fd: number): Promise<void> {
-  if (fsyncPolicy.openWriters === 1 && fsyncPolicy.quick) {
-    const start = performance.now();
-    try {
-      fdatasyncSync(fd);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    fsyncPolicy.quick = performance.now() - start < QUICK_FSYNC_MS;
-    return DONE;
-  }
-  const start = performance.now();
-  return fdatasyncAsync(fd).then(() => {
-    fsyncPolicy.quick = performance.now() - start < QUICK_FSYNC_MS;
-  });
-}
 
 /**
  * Writes all of `piece` (text as UTF-8: one `write` of the string, no Buffer, unless the kernel takes less) at byte
@@ -270,7 +230,7 @@ export class LogWriter {
       if (this.last === undefined && lineCount > 0) this.last = await this.lastValidSeq();
       this.lock = lock;
       this.ready = true;
-      if (this.durability !== 'never') fsyncPolicy.openWriters++;
+      if (this.durability !== 'never') syncingWriterOpened();
       return { lastSeq: this.last, eventCount: this.lineCount };
     } catch (error) {
       this.closeDescriptors();
@@ -495,7 +455,7 @@ export class LogWriter {
 
   private async sync(): Promise<void> {
     this.unsynced = false;
-    const sync = fdatasyncAsync(this.fd!).catch((error: unknown) => {
+    const sync = syncOnPool(this.fd!, 'data').catch((error: unknown) => {
       this.unsynced = true;
       throw error;
     });
@@ -516,7 +476,7 @@ export class LogWriter {
     if (!this.unsynced) return this.inflight.size === 0 ? DONE : Promise.all(this.inflight).then(() => undefined);
     this.unsynced = false;
     const fd = this.fd!;
-    const synced = this.inflight.size === 0 ? flushSync(fd) : Promise.all(this.inflight).then(() => flushSync(fd));
+    const synced = this.inflight.size === 0 ? syncDescriptor(fd, 'data') : Promise.all(this.inflight).then(() => syncDescriptor(fd, 'data'));
     if (synced === DONE) return DONE;
     return synced.catch((error: unknown) => {
       this.unsynced = true;
@@ -542,7 +502,7 @@ export class LogWriter {
     await this.flush();
     // The size the log was closed with (see PendingBatch.closed), after the lines it counts are durable.
     if (this.ready && owner) this.marker?.close(this.size);
-    if (this.ready && this.durability !== 'never') fsyncPolicy.openWriters--;
+    if (this.ready && this.durability !== 'never') syncingWriterClosed();
     this.closed = true;
     this.ready = false;
     this.closeDescriptors();
