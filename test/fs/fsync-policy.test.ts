@@ -15,9 +15,14 @@ const calls: string[] = [];
 const original = { fsyncSync: fs.fsyncSync, fsync: fs.fsync, fdatasyncSync: fs.fdatasyncSync, fdatasync: fs.fdatasync };
 
 let dir: string;
+/** The policy as other test files of this worker left it (a writer they left open counts): restored after each test. */
+let saved: { openWriters: number; quick: boolean };
 beforeEach(() => {
   dir = tempDir();
   calls.length = 0;
+  saved = { ...policy };
+  // Each test starts with no syncing writer open in the process.
+  policy.openWriters = 0;
   fs.fsyncSync = (fd) => {
     calls.push('fsyncSync');
     original.fsyncSync(fd);
@@ -37,16 +42,18 @@ beforeEach(() => {
   syncBuiltinESMExports();
 });
 afterEach(() => {
+  Object.assign(policy, saved);
   Object.assign(fs, original);
   syncBuiltinESMExports();
 });
 
-function withFile<T>(body: (fd: number) => T): T {
+/** Runs `body` with a file open, and closes it once what `body` returns has settled. */
+async function withFile<T>(body: (fd: number) => T): Promise<Awaited<T>> {
   const path = join(dir, 'f');
   writeFileSync(path, 'x');
   const fd = openSync(path, 'r+');
   try {
-    return body(fd);
+    return await body(fd);
   } finally {
     closeSync(fd);
   }
@@ -65,7 +72,7 @@ describe('syncDescriptor', () => {
   it('with exactly one open: the direct call, DONE; with two: the pool again', async () => {
     syncingWriterOpened();
     try {
-      withFile((fd) => {
+      await withFile((fd) => {
         // (The last sync was quick: a slow one, over 1 ms on a loaded machine, sends the next to the pool.)
         policy.quick = true;
         expect(syncDescriptor(fd, 'all')).toBe(DONE);
