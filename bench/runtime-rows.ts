@@ -267,6 +267,9 @@ export async function runtimeRows(builds: Build[]): Promise<BenchRow[]> {
     const list50 = new Case('50-step runs, list growing to 10 KB', await measure(builds, 'list', 50, 120, dir));
     const list1000 = new Case('1,000-step runs, list growing to 200 KB', await measure(builds, 'list', 1000, 24, dir));
     const count = new Case('1,000-step runs, one small pack each', await measure(builds, 'count', 1000, 24, dir));
+    // What a short run pays once (the writer's lock, files and folders, the projection at its close): what a CLI run or
+    // a run per request feels, and what the 50-step rows above spread over their steps.
+    const single = new Case('1-step runs (what a run costs once: open, one step, close)', await measure(builds, 'count', 1, 200, dir));
     // Steady state with a small and a large state: runs that start from a list of 50 entries (10 KB) and of 4,000
     // (800 KB). The rows above compare runs of different lengths, whose fixed costs differ; these compare steps alone.
     const small = await measureMarginal(builds, 50, 12, dir);
@@ -287,6 +290,9 @@ export async function runtimeRows(builds: Build[]): Promise<BenchRow[]> {
       });
       rows.push({ name: `runFlow per-step overhead, 'never': ${c.label}`, median: c.overhead(0, 'never'), unit: 'µs', target: 30 });
       rows.push({ name: `runFlow per-step overhead, 'never', process CPU time: ${c.label}`, median: c.overhead(0, 'never', 'cpu'), unit: 'µs', target: 30 });
+    }
+    for (const mode of ['batch', 'never'] as const) {
+      rows.push({ name: `runFlow overhead of a whole run, '${mode}': ${single.label}`, median: single.overhead(0, mode), unit: 'µs' });
     }
     for (const mode of ['batch', 'never'] as const) {
       rows.push({
@@ -336,7 +342,7 @@ export async function runtimeRows(builds: Build[]): Promise<BenchRow[]> {
       }
     }
     for (let b = 3; b < builds.length; b++) {
-      for (const c of [count, list50, list1000]) {
+      for (const c of [count, list50, list1000, single]) {
         for (const mode of ['batch', 'never'] as const) {
           rows.push({
             name: `${builds[b]!.name} per-step overhead, '${mode}': ${c.label}`,
