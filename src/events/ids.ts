@@ -1,10 +1,14 @@
-import { randomHex, randomPoolBytes } from '../fs/random.js';
+import { randomHex, randomPoolBytes, renewAfterSnapshot } from '../fs/random.js';
 
 /**
  * Ids for runs, spans and events: a random prefix drawn once per process (so two processes never collide) plus a
  * counter (so making one costs a few tens of nanoseconds). Only `[a-z0-9-]`, so ids are safe in file names.
  */
-const processPrefix = randomHex(6);
+let processPrefix = randomHex(6);
+// Each process its own prefix, one started from a startup snapshot too (see renewAfterSnapshot).
+renewAfterSnapshot(() => {
+  processPrefix = randomHex(6);
+});
 let spanCounter = 0;
 let eventCounter = 0;
 

@@ -1,5 +1,5 @@
 import { closeSync, fsyncSync, mkdirSync, open, openSync, renameSync, writeSync } from 'node:fs';
-import { syncDescriptor, syncOnPool } from './fsync.js';
+import { DIRECT_SYNC_MAX_BYTES, syncDescriptor, syncOnPool } from './fsync.js';
 import { dirname } from 'node:path';
 import { removeFileIfExists } from './remove.js';
 import { tempBeside } from './temp-files.js';
@@ -95,9 +95,10 @@ function openTempAsync(temp: string, mode: number | undefined, createDirs: Atomi
   );
 }
 
-function writeAll(fd: number, bytes: Uint8Array): void {
+function writeAll(fd: number, bytes: Uint8Array): number {
   let written = 0;
   while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+  return written;
 }
 
 /** The JSON of a value, written in pieces; `onBytes` sees each piece's bytes as they are written. */
@@ -112,20 +113,23 @@ interface JsonData {
  */
 function writeTemp(path: string, data: string | Uint8Array | JsonData, options: AtomicWriteOptions): { temp: string; fd: number } {
   const temp = tempBeside(path);
-  return { temp, fd: fillTemp(temp, openTemp(temp, options.mode, options.createDirs), data) };
+  const fd = openTemp(temp, options.mode, options.createDirs);
+  fillTemp(temp, fd, data);
+  return { temp, fd };
 }
 
-/** Writes `data` to the temp file just created (open as `fd`); removes it when that fails. Returns `fd`. */
+/** Writes `data` to the temp file just created (open as `fd`); removes it when that fails. Returns the bytes written. */
 function fillTemp(temp: string, fd: number, data: string | Uint8Array | JsonData): number {
+  let bytes = 0;
   try {
-    if (typeof data === 'string') writeAll(fd, Buffer.from(data));
-    else if (data instanceof Uint8Array) writeAll(fd, data);
+    if (typeof data === 'string') bytes = writeAll(fd, Buffer.from(data));
+    else if (data instanceof Uint8Array) bytes = writeAll(fd, data);
     else {
       const { onBytes } = data;
       writeJsonPieces(data.json, (piece) => {
-        const bytes = Buffer.from(piece);
-        onBytes?.(bytes);
-        writeAll(fd, bytes);
+        const chunk = Buffer.from(piece);
+        onBytes?.(chunk);
+        bytes += writeAll(fd, chunk);
       });
     }
   } catch (error) {
@@ -133,7 +137,7 @@ function fillTemp(temp: string, fd: number, data: string | Uint8Array | JsonData
     removeFileIfExists(temp);
     throw error;
   }
-  return fd;
+  return bytes;
 }
 
 /** Closes the temp file (after `sync` ran on it) and renames it over `path`; removes it when anything fails. */
@@ -153,10 +157,10 @@ function finish(temp: string, fd: number, path: string): void {
  * Creates the directory when missing (see `createDirs`). The temp file is removed when the write fails.
  *
  * The cheap system calls are synchronous (a thread-pool round trip costs more than they do). The file's fsync, which
- * can take milliseconds on a real disk, is direct only while one run's log writer is the process's only syncing
- * writer and fsyncs are quick (src/fs/fsync.ts); otherwise, and always with `background`, it runs on the thread
- * pool so that it does not block the event loop (with `background`, the creation of the temp file too). The
- * directory's fsync runs on the pool.
+ * can take milliseconds on a real disk, is direct only for a small file (at most `DIRECT_SYNC_MAX_BYTES`, 64 KB)
+ * while one run's log writer is the process's only one and fsyncs are quick (src/fs/fsync.ts); otherwise, and
+ * always with `background`, it runs on the thread pool so that it does not block the event loop (with
+ * `background`, the creation of the temp file too). The directory's fsync runs on the pool.
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
   await writeAtomic(path, data, options);
@@ -165,14 +169,13 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
 async function writeAtomic(path: string, data: string | Uint8Array | JsonData, options: AtomicWriteOptions): Promise<void> {
   const sync = options.fsync ?? true;
   const temp = tempBeside(path);
-  const fd =
-    options.background === true
-      ? fillTemp(temp, await openTempAsync(temp, options.mode, options.createDirs), data)
-      : fillTemp(temp, openTemp(temp, options.mode, options.createDirs), data);
+  const fd = options.background === true ? await openTempAsync(temp, options.mode, options.createDirs) : openTemp(temp, options.mode, options.createDirs);
+  const bytes = fillTemp(temp, fd, data);
   if (sync) {
     try {
-      // Direct or through the thread pool as src/fs/fsync.ts decides; always the pool for a background write.
-      await (options.background === true ? syncOnPool(fd, 'all') : syncDescriptor(fd, 'all'));
+      // Direct or through the thread pool as src/fs/fsync.ts decides for a small file; always the pool for a larger
+      // one or a background write.
+      await (options.background !== true && bytes <= DIRECT_SYNC_MAX_BYTES ? syncDescriptor(fd, 'all') : syncOnPool(fd, 'all'));
     } catch (error) {
       closeSync(fd);
       removeFileIfExists(temp);

@@ -12,21 +12,30 @@ export const DONE: Promise<void> = Promise.resolve();
  * on meanwhile (several runs' fsyncs overlap), at the cost of a thread hand-off each way, 100-400 µs on these
  * machines when the pool's threads sleep: measured on this project's CI disk, a step with the direct call costs
  * 0.70-0.75x the wall time of one through the pool (`BENCH_ONLY=runtime npx tsx bench/store.bench.ts`). So the
- * call is direct only while it cannot hold anything up for long: one writer of a run's log that syncs is open in
- * this process ({@link syncingWriterOpened}), and the last direct fsync took under {@link QUICK_FSYNC_MS} ms (a slow
- * disk switches to the pool until a pooled one is quick again). Many runs in one process (a worker's slots, a
- * server) use the pool. Exported for tests only (src/fs/index.ts does not export it).
+ * call is direct only while it cannot hold anything up for long: one run's log writer is open in this process,
+ * whatever its durability ({@link runWriterOpened}: a second run, even one that never syncs, has work of its own
+ * that a direct fsync would hold up), and the last fsync took under {@link QUICK_FSYNC_MS} ms, failed or not (a
+ * slow disk switches to the pool until a pooled one is quick again). Many runs in one process (a worker's slots, a
+ * server) use the pool; so do atomic writes of more than {@link DIRECT_SYNC_MAX_BYTES} (see fs/atomic.ts). Exported
+ * for tests only (src/fs/index.ts does not export it).
  */
 export const policy = { openWriters: 0, quick: true };
 const QUICK_FSYNC_MS = 1;
 
-/** Counts a run's log writer that syncs (durability 'batch' or 'always') as open, for the policy above. */
-export function syncingWriterOpened(): void {
+/**
+ * The largest file whose fsync an atomic write may make directly (under the policy above): a run's projection or a
+ * memory item, a few kilobytes. The fsync of a larger file takes longer in proportion (about 9 ms for 16 MB on
+ * this project's disks), which the event loop must not wait for.
+ */
+export const DIRECT_SYNC_MAX_BYTES = 64 * 1024;
+
+/** Counts a run's log writer as open, for the policy above (any durability). Call {@link runWriterClosed} once for each. */
+export function runWriterOpened(): void {
   policy.openWriters++;
 }
 
-/** Counts it as closed again (see {@link syncingWriterOpened}). */
-export function syncingWriterClosed(): void {
+/** Counts it as closed again (see {@link runWriterOpened}). */
+export function runWriterClosed(): void {
   policy.openWriters--;
 }
 
@@ -42,12 +51,17 @@ export function syncDescriptor(fd: number, what: 'data' | 'all'): Promise<void> 
       else fsyncSync(fd);
     } catch (error) {
       return Promise.reject(error);
+    } finally {
+      policy.quick = performance.now() - start < QUICK_FSYNC_MS;
     }
-    policy.quick = performance.now() - start < QUICK_FSYNC_MS;
     return DONE;
   }
-  return syncOnPool(fd, what).then(() => {
+  const timed = (): void => {
     policy.quick = performance.now() - start < QUICK_FSYNC_MS;
+  };
+  return syncOnPool(fd, what).then(timed, (error: unknown) => {
+    timed();
+    throw error;
   });
 }
 

@@ -2,7 +2,7 @@
  * File primitives shared by the run store and the context engine: atomic writes, reads of files that may be
  * missing, and the single-writer lock. Imports nothing else of this package.
  */
-export { DONE, syncDescriptor, syncOnPool, syncingWriterClosed, syncingWriterOpened } from './fsync.js';
+export { DONE, runWriterClosed, runWriterOpened, syncDescriptor, syncOnPool } from './fsync.js';
 export { fsyncDirSync, writeFileAtomic, writeFileAtomicSync, writeJsonAtomic } from './atomic.js';
 export type { AtomicWriteOptions } from './atomic.js';
 export { isLargeJson, writeJsonPieces } from './json-pieces.js';
@@ -12,7 +12,7 @@ export type { ReadJsonOptions } from './json-read.js';
 export { openIfExists, readTextIfExists, readTextIfExistsSync } from './read.js';
 export { removeFileIfExists } from './remove.js';
 export { removeDeadTemps } from './temp-files.js';
-export { randomHex, randomPoolBytes } from './random.js';
+export { randomHex, randomPoolBytes, renewAfterSnapshot } from './random.js';
 export { describeEntry, openFileForReading, openRegularFile } from './regular-file.js';
 export type { NotRegularFile, OpenedFile } from './regular-file.js';
 export { describeHolder, heldByThisProcess, inspectLock, judgeHolder, lockHeld, tryLock, waitForLock } from './lock.js';

@@ -5,7 +5,7 @@
  */
 import { closeSync, constants, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, writeSync } from 'node:fs';
 import type { StreamEvent } from '../events/types.js';
-import { DONE, describeHolder, inspectLock, syncDescriptor, syncOnPool, syncingWriterClosed, syncingWriterOpened, type FileLock } from '../fs/index.js';
+import { DONE, describeHolder, inspectLock, runWriterClosed, runWriterOpened, syncDescriptor, syncOnPool, type FileLock } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import type { Redactor } from '../redact/index.js';
 import { BatchMarker, contradictedMarker, cutSinceClose, markerContradicted, readPending, type PendingBatch } from './batch-marker.js';
@@ -93,6 +93,8 @@ export class LogWriter {
    */
   private unsynced = false;
   private closed = false;
+  /** Whether this writer is counted as open for the fsync policy (see src/fs/fsync.ts, runWriterOpened). */
+  private counted = false;
   /** Set once {@link open} has finished repairing the log: appends before that wait for it. */
   private ready = false;
   private backend: HashBackend | undefined;
@@ -230,7 +232,9 @@ export class LogWriter {
       if (this.last === undefined && lineCount > 0) this.last = await this.lastValidSeq();
       this.lock = lock;
       this.ready = true;
-      if (this.durability !== 'never') syncingWriterOpened();
+      // Counted for the fsync policy (src/fs/fsync.ts) until close, which uncounts it whether or not it succeeds.
+      runWriterOpened();
+      this.counted = true;
       return { lastSeq: this.last, eventCount: this.lineCount };
     } catch (error) {
       this.closeDescriptors();
@@ -499,10 +503,18 @@ export class LogWriter {
     // The cut of the reserve is not synced on its own (the flush below syncs only lines not yet synced): a crash that
     // undoes it leaves zeros after the last line, which readers and the next writer take for unwritten space.
     if (owner) this.releaseReserve();
-    await this.flush();
-    // The size the log was closed with (see PendingBatch.closed), after the lines it counts are durable.
-    if (this.ready && owner) this.marker?.close(this.size);
-    if (this.ready && this.durability !== 'never') syncingWriterClosed();
+    try {
+      await this.flush();
+      // The size the log was closed with (see PendingBatch.closed), after the lines it counts are durable.
+      if (this.ready && owner) this.marker?.close(this.size);
+    } finally {
+      // A close that failed (its fdatasync did) is not retried by the runtime: left counted, this writer would keep
+      // every fsync of the process on the event loop's policy for one open run (src/fs/fsync.ts) for good.
+      if (this.counted) {
+        this.counted = false;
+        runWriterClosed();
+      }
+    }
     this.closed = true;
     this.ready = false;
     this.closeDescriptors();
