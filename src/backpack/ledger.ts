@@ -4,7 +4,7 @@
  * call these directly (a Ledger is the `HandleOps` every handle of its Backpack holds privately), the Backpack's
  * owner API resolves its `nodeId` options to actors first. Not exported from the package.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { checkItemAccessControl } from './access.js';
 import { OWNER, type Actor, type OpContext } from './actor.js';
 import { summarizeValue } from './codec.js';
@@ -34,7 +34,11 @@ export class Ledger implements HandleOps {
   readonly guard: AccessGuard;
   registry = new NodeRegistry();
   history: History;
-  lineage = randomUUID().slice(0, 8);
+  /**
+   * This Backpack's part of its commit ids. randomBytes, not randomUUID: Node's randomUUID draws from a cache that a
+   * startup snapshot saves, so processes restored from one would repeat it.
+   */
+  lineage = randomBytes(4).toString('hex');
   /** Whether packs record arrays grown from the stored value (see Backpack.recordGrowth). */
   recordGrowth = false;
 

@@ -1,4 +1,5 @@
-import { randomHex, randomPoolBytes, renewAfterSnapshot } from '../fs/random.js';
+import { randomHex, randomPoolBytes } from '../fs/random.js';
+import { renewAfterSnapshot } from '../fs/snapshot.js';
 
 /**
  * Ids for runs, spans and events: a random prefix drawn once per process (so two processes never collide) plus a

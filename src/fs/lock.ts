@@ -6,6 +6,7 @@ import { removeFileIfExists } from './remove.js';
 import { removeDeadTemps, tempBeside } from './temp-files.js';
 import { systemProbe, type ProcessProbe } from './process-identity.js';
 import { randomHex } from './random.js';
+import { renewAfterSnapshot } from './snapshot.js';
 
 /** Who holds a lock, as recorded in the lock file. */
 export interface LockHolder {
@@ -68,7 +69,11 @@ export interface LockOptions {
 }
 
 const DEFAULT_LEASE_MS = 30_000;
-const HOST = hostname();
+/** This machine's name, as lock records give it (read again in a process restored from a startup snapshot). */
+let HOST = hostname();
+renewAfterSnapshot(() => {
+  HOST = hostname();
+});
 
 interface Read {
   raw: string;

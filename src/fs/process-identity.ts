@@ -1,4 +1,5 @@
 import { readFileSync, readlinkSync } from 'node:fs';
+import { renewAfterSnapshot } from './snapshot.js';
 
 /**
  * What a lock needs to know about processes on this host, so that it can tell a lock holder that is still running
@@ -86,6 +87,14 @@ function readProcStartTime(pid: number): string | undefined {
 /** USER_HZ: the unit of /proc/<pid>/stat's times (100 on every Linux port Node runs on). */
 const USER_HZ = 100;
 let bootTimeCache: number | undefined | null = null;
+
+// What these caches hold describes the process that filled them: one restored from a startup snapshot reads its own.
+renewAfterSnapshot(() => {
+  bootIdCache = null;
+  pidNamespaceCache = null;
+  ownStartTime = undefined;
+  bootTimeCache = null;
+});
 
 /** When this boot began (ms since the epoch, whole seconds), from `btime` in /proc/stat. */
 function readBootTime(): number | undefined {

@@ -1,5 +1,5 @@
 import { randomFillSync } from 'node:crypto';
-import { startupSnapshot } from 'node:v8';
+import { renewAfterSnapshot } from './snapshot.js';
 
 /**
  * Random bytes for names and tokens (temp files, lock tokens, run ids), drawn from a pool that is refilled from the
@@ -11,16 +11,7 @@ const POOL_BYTES = 4096;
 const pool = Buffer.alloc(POOL_BYTES);
 let used = POOL_BYTES;
 
-/**
- * Runs `reset` in each process started from a V8 startup snapshot (`node --snapshot-blob`, a single executable
- * application with `useSnapshot`) that was built with this module loaded: such a process starts with the heap the
- * snapshot saved, so random values drawn while it was built (this pool, a process's id prefix) would repeat in
- * every process started from it. Nothing happens in a process that is not building a snapshot.
- */
-export function renewAfterSnapshot(reset: () => void): void {
-  if (startupSnapshot.isBuildingSnapshot()) startupSnapshot.addDeserializeCallback(reset);
-}
-
+// Drawn again in a process restored from a startup snapshot (see renewAfterSnapshot).
 renewAfterSnapshot(() => {
   pool.fill(0);
   used = POOL_BYTES;

@@ -160,9 +160,12 @@ export class RunStoreRecordStore implements CheckpointRecordStore {
     }
   }
 
+  /** Closes every open writer, each even when another's close fails; then throws the first failure. */
   async close(): Promise<void> {
     const writers = [...this.#writers.values()];
     this.#writers.clear();
-    for (const writer of writers) await (await writer.catch(() => undefined))?.close();
+    const closed = await Promise.allSettled(writers.map(async (writer) => (await writer.catch(() => undefined))?.close()));
+    const failed = closed.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
   }
 }

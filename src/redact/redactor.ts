@@ -26,6 +26,7 @@
  * The walk is copy-on-write: nothing is allocated unless something is redacted, and the input is never modified.
  */
 import { createHmac, randomBytes } from 'node:crypto';
+import { renewAfterSnapshot } from '../fs/snapshot.js';
 import { LiteralSet } from './literal-set.js';
 import { redactYamlBlockValues } from './yaml-values.js';
 import { NAMED_PAIR, blankStructure } from './text-structures.js';
@@ -1254,6 +1255,10 @@ const STORED_KEY_TAIL = / #[0-9a-f]{12}(?: #\d+)?$/;
 
 /** The key of {@link keyDigest}: random, made once per process, never written anywhere. */
 let keyDigestKey: Buffer | undefined;
+// One drawn while a startup snapshot was built is in the snapshot's file: each restored process makes its own.
+renewAfterSnapshot(() => {
+  keyDigestKey = undefined;
+});
 
 /**
  * 12 hex digits of an HMAC-SHA256 of `key` under a random key of this process: the same key always gives the same

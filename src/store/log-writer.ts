@@ -95,6 +95,8 @@ export class LogWriter {
   private closed = false;
   /** Whether this writer is counted as open for the fsync policy (see src/fs/fsync.ts, runWriterOpened). */
   private counted = false;
+  /** Set when close() begins: no open starts after it (see open). */
+  private closing = false;
   /** Set once {@link open} has finished repairing the log: appends before that wait for it. */
   private ready = false;
   private backend: HashBackend | undefined;
@@ -150,7 +152,8 @@ export class LogWriter {
 
   /** See EventStore.open; `existing`: the run must exist already (see OpenWriterOptions.existing). */
   open(existing = false): Promise<OpenedLog> {
-    if (this.closed) return Promise.reject(new EventStoreError(`event store of run ${this.runId} is closed`, { path: this.paths.events }));
+    // Closing counts as closed: an open that started after close() would finish on a writer its close has done with.
+    if (this.closed || this.closing) return Promise.reject(new EventStoreError(`event store of run ${this.runId} is closed`, { path: this.paths.events }));
     this.opening ??= this.openWriter(existing).catch((error: unknown) => {
       this.opening = undefined;
       throw error;
@@ -497,19 +500,22 @@ export class LogWriter {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    // From here on no open starts (see open): one already under way is waited for.
+    this.closing = true;
     if (this.opening) await this.opening.catch(() => undefined);
-    // A writer that lost its lock leaves the files as they are: they are the new holder's (see assertWritable).
-    const owner = this.holdsLock();
-    // The cut of the reserve is not synced on its own (the flush below syncs only lines not yet synced): a crash that
-    // undoes it leaves zeros after the last line, which readers and the next writer take for unwritten space.
-    if (owner) this.releaseReserve();
     try {
+      // A writer that lost its lock leaves the files as they are: they are the new holder's (see assertWritable).
+      const owner = this.holdsLock();
+      // The cut of the reserve is not synced on its own (the flush below syncs only lines not yet synced): a crash
+      // that undoes it leaves zeros after the last line, which readers and the next writer take for unwritten space.
+      if (owner) this.releaseReserve();
       await this.flush();
       // The size the log was closed with (see PendingBatch.closed), after the lines it counts are durable.
       if (this.ready && owner) this.marker?.close(this.size);
     } finally {
-      // A close that failed (its fdatasync did) is not retried by the runtime: left counted, this writer would keep
-      // every fsync of the process on the event loop's policy for one open run (src/fs/fsync.ts) for good.
+      // A close that failed (its fdatasync or ftruncate did) is not retried by the runtime: left counted, this writer
+      // would keep every fsync of the process on the event loop's policy for one open run (src/fs/fsync.ts) for good.
+      // (It stays open with its lock, as before: a failed close leaves the files as they are.)
       if (this.counted) {
         this.counted = false;
         runWriterClosed();

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DONE, runWriterClosed, runWriterOpened, syncDescriptor, writeFileAtomic } from '../../src/fs/index.js';
 import { FileRunStore } from '../../src/store/file-run-store.js';
+import { EventStore } from '../../src/store/index.js';
 import { makeEvent } from '../store/helpers.js';
 import { DIRECT_SYNC_MAX_BYTES, policy } from '../../src/fs/fsync.js';
 import { tempDir } from './helpers.js';
@@ -189,6 +190,38 @@ describe("a run's writer and the count", () => {
     syncBuiltinESMExports();
     await expect(writer.commit([makeEvent('r1', 1)])).rejects.toThrow(/EIO/);
     await expect(writer.close()).rejects.toThrow(/EIO/);
+    expect(policy.openWriters).toBe(0);
+  });
+
+  it('uncounts a writer whose close failed cutting its reserved space (ftruncate)', async () => {
+    const writer = await new FileRunStore(dir).openWriter({ sessionKey: 's', runId: 'r2' }, { fresh: true, durability: 'batch' });
+    await writer.commit([makeEvent('r2', 1)]);
+    const ftruncateSync = fs.ftruncateSync;
+    fs.ftruncateSync = () => {
+      throw Object.assign(new Error('EIO: i/o error, ftruncate'), { code: 'EIO' });
+    };
+    syncBuiltinESMExports();
+    try {
+      await expect(writer.close()).rejects.toThrow(/EIO/);
+    } finally {
+      fs.ftruncateSync = ftruncateSync;
+      syncBuiltinESMExports();
+    }
+    expect(policy.openWriters).toBe(0);
+  });
+
+  it('an EventStore closed before it was opened refuses an append made in the same tick: nothing stays counted or locked', async () => {
+    const store = new EventStore({ dataDir: dir, sessionKey: 's', runId: 'r3', durability: 'batch' });
+    const closing = store.close();
+    const appending = store.append(makeEvent('r3', 1));
+    await closing;
+    await expect(appending).rejects.toThrow('event store of run r3 is closed');
+    await store.close();
+    expect(policy.openWriters).toBe(0);
+    // Nothing was locked or written: a new writer takes the run at once.
+    const again = new EventStore({ dataDir: dir, sessionKey: 's', runId: 'r3', durability: 'batch' });
+    await again.append(makeEvent('r3', 1));
+    await again.close();
     expect(policy.openWriters).toBe(0);
   });
 });

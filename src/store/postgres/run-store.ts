@@ -24,7 +24,7 @@
  *   as if they had not happened, and the next step's commit makes them durable with it.
  */
 import { hostname } from 'node:os';
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { StreamEventType, type StreamEvent } from '../../events/types.js';
 import { sharedHashBackend, type HashBackend } from '../../hash/blake3.js';
 import { openSealed, seal, sealText, sealedSize } from '../../hash/sealed.js';
@@ -90,7 +90,7 @@ export class PostgresRunStore implements RunStore {
     this.location = this.db.location;
     this.leaseMs = options.leaseMs ?? 30_000;
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 100) throw new StoreError(`leaseMs must be an integer >= 100, got ${String(options.leaseMs)}`);
-    this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   }
 
   /** The pool, once the schema is current (for the worker queue and the tail, which share it). */
