@@ -14,7 +14,7 @@ export { removeFileIfExists } from './remove.js';
 export { removeDeadTemps } from './temp-files.js';
 export { randomHex, randomPoolBytes } from './random.js';
 export { renewAfterSnapshot } from './snapshot.js';
-export { describeEntry, openFileForReading, openRegularFile } from './regular-file.js';
+export { NotRegularFileError, describeEntry, openFileForReading, openRegularFile } from './regular-file.js';
 export type { NotRegularFile, OpenedFile } from './regular-file.js';
 export { describeHolder, heldByThisProcess, inspectLock, judgeHolder, lockHeld, tryLock, waitForLock } from './lock.js';
 export type { FileLock, LockBusy, LockHolder, LockJudgement, LockOptions, LockState } from './lock.js';

@@ -1,4 +1,4 @@
-import { closeSync, readFile, readFileSync, statSync } from 'node:fs';
+import { closeSync, lstatSync, readFile, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { openFileForReading } from './regular-file.js';
 
@@ -10,10 +10,11 @@ function isMissing(error: unknown): boolean {
 
 /** The descriptor of `path` opened for reading (see openFileForReading), or undefined when it does not exist. */
 export function openIfExists(path: string): number | undefined {
-  // A missing file is the common case for some callers (a new run's projection): a stat that returns undefined costs
-  // well under a microsecond, an open that fails 7 µs here (Node builds an Error for it). A file that appears after
-  // the stat reads as missing, as it would have just before; one removed after it is caught below.
-  if (statSync(path, { throwIfNoEntry: false }) === undefined) return undefined;
+  // A missing file is the common case for some callers (a new run's projection): an lstat that returns undefined
+  // costs well under a microsecond, an open that fails 7 µs here (Node builds an Error for it). A file that appears
+  // after the lstat reads as missing, as it would have just before; one removed after it is caught below. A link
+  // there, dangling or not, is not missing: openFileForReading refuses it.
+  if (lstatSync(path, { throwIfNoEntry: false }) === undefined) return undefined;
   try {
     return openFileForReading(path);
   } catch (error) {

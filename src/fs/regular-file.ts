@@ -60,15 +60,30 @@ function regularOrClosed(fd: number): OpenedFile | NotRegularFile {
   return { notRegular: describeEntry(stat) };
 }
 
+/** What {@link openFileForReading} throws for anything but a regular file at a path: damage, naming what is there. */
+export class NotRegularFileError extends Error {
+  override readonly name = 'NotRegularFileError';
+  constructor(
+    /** The path that was to be read. */
+    readonly path: string,
+    /** What is there instead (see {@link describeEntry}): `a symbolic link to ...`, `a FIFO (named pipe)`, ... */
+    readonly what: string,
+  ) {
+    super(`${path} is ${what}, not a regular file: it is not read`);
+  }
+}
+
 /**
- * Opens `path` read-only and returns its descriptor (the caller closes it) when it is a regular file (a link is
- * followed). Anything else (a FIFO, a directory, a socket, a device) is refused with an error naming the path and
- * what is there, at once: the open does not wait for a writer (O_NONBLOCK), so a FIFO planted in place of a file
- * never hangs a reader, nor with it the event loop of a synchronous one. Errors of the open itself (ENOENT, EACCES,
- * ...) throw as `openSync`'s do.
+ * Opens `path` read-only and returns its descriptor (the caller closes it) when it is a regular file. Anything else
+ * (a symbolic link, a FIFO, a directory, a socket, a device) is refused with a {@link NotRegularFileError} naming the
+ * path and what is there, at once: the open does not wait for a writer (O_NONBLOCK), so a FIFO planted in place of a
+ * file never hangs a reader, nor with it the event loop of a synchronous one; and it follows no link (O_NOFOLLOW),
+ * so a link planted in a store's folder never has the process read, and quote, a file elsewhere (the folders on the
+ * way may be links: the user places the data directory). Errors of the open itself (ENOENT, EACCES, ...) throw as
+ * `openSync`'s do.
  */
 export function openFileForReading(path: string): number {
-  const opened = regularOrClosed(openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0)));
-  if ('notRegular' in opened) throw new Error(`${path} is ${opened.notRegular}, not a regular file: it is not read`);
+  const opened = openRegularFile(path, constants.O_RDONLY);
+  if ('notRegular' in opened) throw new NotRegularFileError(path, opened.notRegular);
   return opened.fd;
 }

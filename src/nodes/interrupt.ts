@@ -10,6 +10,7 @@ import type { InterruptInfo } from '../events/index.js';
 import { jsonPointer } from '../backpack/nesting.js';
 import { isSecretSchema } from '../redact/schema-secrets.js';
 import type { NodeExecution } from './execution.js';
+import { withoutPatterns } from './schema-patterns.js';
 
 /**
  * The run stopped to wait for a person's answer to `interrupt`. Only the instances `BackpackNode.interrupt` throws
@@ -169,7 +170,12 @@ function secretMarks(schema: unknown, depth: number): number {
   return count;
 }
 
-/** A zod schema from a recorded JSON Schema, to check an answer before a run resumes. */
+/**
+ * A zod schema from a recorded JSON Schema, to check an answer before a run resumes: without its regular expressions
+ * (see schema-patterns.ts). The schema is data read from the run's log, which whoever can write the log can change,
+ * and a pattern that backtracks would block the process that checks (the Studio's server for every tab, the CLI).
+ * The waiting node checks the answer against its own schema, patterns included, when it runs again.
+ */
 export function schemaFromJson(schema: Record<string, unknown>): ZodType {
-  return z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+  return z.fromJSONSchema(withoutPatterns(schema) as Parameters<typeof z.fromJSONSchema>[0]);
 }

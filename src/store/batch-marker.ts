@@ -5,7 +5,8 @@
  * data then ends anywhere else was cut, torn or extended after its writer was done with it, which no crash explains.
  */
 import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, readFileSync, readSync, writeSync } from 'node:fs';
-import { openFileForReading, openRegularFile, type NotRegularFile, type OpenedFile } from '../fs/index.js';
+import { openRegularFile, type NotRegularFile, type OpenedFile } from '../fs/index.js';
+import { openRunFile } from './read-files.js';
 import { SEAL_LENGTH, chainOf, chainOfLineEndingAt } from './chain.js';
 import { EventStoreError } from './errors.js';
 import { openOwnFile } from './own-file.js';
@@ -173,7 +174,7 @@ export async function committedEnd(paths: RunPaths): Promise<number> {
 export async function committedLog(paths: RunPaths): Promise<{ end: number; cut: string | undefined; marker?: string }> {
   let fd: number;
   try {
-    fd = openFileForReading(paths.events);
+    fd = openRunFile(paths.events);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { end: 0, cut: undefined };
     throw error;
@@ -194,7 +195,7 @@ export async function committedLog(paths: RunPaths): Promise<{ end: number; cut:
 export async function committedHead(paths: RunPaths): Promise<string | null | undefined> {
   let fd: number;
   try {
-    fd = openFileForReading(paths.events);
+    fd = openRunFile(paths.events);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;

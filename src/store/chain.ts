@@ -26,7 +26,7 @@
  * The field is storage-only: the event schema strips it, so readers hand out the event as it was emitted.
  */
 import { closeSync, readSync } from 'node:fs';
-import { openFileForReading } from '../fs/index.js';
+import { openRunFile } from './read-files.js';
 import type { HashBackend } from '../hash/blake3.js';
 
 const PREFIX = ',"chain":"';
@@ -388,7 +388,7 @@ export interface SealedLineAt {
 export function sealedLinesBefore(path: string, size: number, count: number): SealedLineAt[] {
   const found: SealedLineAt[] = [];
   if (size === 0 || count < 1) return found;
-  const fd = openFileForReading(path);
+  const fd = openRunFile(path);
   try {
     let position = size;
     let carry = Buffer.alloc(0);

@@ -13,7 +13,8 @@ import { assertRunDir, assertValidId, historicalCheckpointPath, runDirProblem, r
 import { deleteRunDir } from './retention.js';
 import { ProjectionStore } from './projection-store.js';
 import type { DeleteRunCondition, KeyframeInput, OpenWriterOptions, RunDocumentName, RunRef, RunStore, RunWriter, TakenKeyframe } from './run-store.js';
-import { DONE, describeHolder, inspectLock, readTextIfExists, removeDeadTemps } from '../fs/index.js';
+import { DONE, describeHolder, inspectLock, removeDeadTemps } from '../fs/index.js';
+import { readRunTextIfExists } from './read-files.js';
 import { ProjectionStoreError, StoreError } from './errors.js';
 import { checkedDocument, writeDocumentFile } from './run-documents.js';
 import { dataEndOf } from './lines.js';
@@ -173,7 +174,7 @@ export class FileRunStore implements RunStore {
     const path = this.documentPath(this.checked(ref), name);
     let text: string | undefined;
     try {
-      text = await readTextIfExists(path);
+      text = await readRunTextIfExists(path);
     } catch (error) {
       // A directory in its place, no permission: named, not a bare system error.
       throw new StoreError(`${path} cannot be read: ${(error as Error).message}`, { path, cause: error });

@@ -1,5 +1,5 @@
 import { lockHeld } from '../fs/index.js';
-import { promises as fsp, statSync } from 'node:fs';
+import { promises as fsp, lstatSync } from 'node:fs';
 import { RunExistsError } from './errors.js';
 import { isValidId, runPaths, runsDir, sessionsDir } from './paths.js';
 
@@ -49,11 +49,14 @@ export async function listRunIds(dataDir: string, sessionKey?: string): Promise<
 }
 
 /**
- * Whether run `runId` is a recorded run: its event log is not empty. (A directory holding only what a start left
+ * Whether run `runId` is a recorded run: its event log is not empty, or is not a regular file (damage). (A directory holding only what a start left
  * before its first event, such as the CLI's recorded flow, is not a run.)
  */
 export function runHasEvents(dataDir: string, sessionKey: string, runId: string): boolean {
-  return (statSync(runPaths(dataDir, sessionKey, runId).events, { throwIfNoEntry: false })?.size ?? 0) > 0;
+  const stat = lstatSync(runPaths(dataDir, sessionKey, runId).events, { throwIfNoEntry: false });
+  // Anything but a regular file in the log's place (a link, a FIFO, a folder) is a run whose log is damaged, not a
+  // start that never wrote: readers report it, and no new run takes its id.
+  return stat !== undefined && (!stat.isFile() || stat.size > 0);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, read, readSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { openFileForReading, openIfExists } from '../fs/index.js';
+import { openRunFile, openRunFileIfExists } from './read-files.js';
 
 const NEWLINE = 0x0a;
 const CHUNK = 64 * 1024;
@@ -99,7 +99,7 @@ async function* scanLines(
   decode: (index: number, bytes: Buffer) => boolean,
 ): AsyncGenerator<RawLine[]> {
   if (end <= start) return;
-  const fd = (held.fd = openFileForReading(path));
+  const fd = (held.fd = openRunFile(path));
   try {
     let carry: Buffer | undefined;
     let carryOffset = start;
@@ -172,7 +172,7 @@ const ZEROS = Buffer.alloc(CHUNK);
 
 /** {@link endOfData} of the file at `path` as it is now; undefined when there is no such file. */
 export async function dataEndOf(path: string): Promise<number | undefined> {
-  const fd = openIfExists(path);
+  const fd = openRunFileIfExists(path);
   if (fd === undefined) return undefined;
   try {
     return await endOfData(fd, fstatSync(fd).size);

@@ -5,7 +5,8 @@
  * ({@link nearestEntry}).
  */
 import { closeSync, constants, promises as fsp, readFileSync, readSync, statSync, writeSync } from 'node:fs';
-import { openFileForReading, removeFileIfExists, writeFileAtomic } from '../fs/index.js';
+import { removeFileIfExists, writeFileAtomic } from '../fs/index.js';
+import { openRunFile } from './read-files.js';
 import { chainOf } from './chain.js';
 import { readLines } from './lines.js';
 import { parseIndex, seqOf } from './log-format.js';
@@ -58,7 +59,7 @@ export async function firstLineOf(eventsPath: string, end: number): Promise<{ by
   const found = (bytes: Buffer, text: string) => ({ bytes, sealed: chainOf(bytes) !== undefined, seq: seqOf(text) });
   // The first line is short (run.started): one small read (synchronous: a page of the cache, not worth a trip
   // through the thread pool), a full scan only for a longer one.
-  const fd = openFileForReading(eventsPath);
+  const fd = openRunFile(eventsPath);
   try {
     const head = Buffer.allocUnsafe(Math.min(4096, end));
     const bytesRead = readSync(fd, head, 0, head.length, 0);
@@ -113,7 +114,7 @@ async function linesBefore(path: string, offset: number): Promise<number> {
 
 async function entryMatches(eventsPath: string, size: number, entry: IndexEntry): Promise<boolean> {
   if (entry.offset > 0) {
-    const fd = openFileForReading(eventsPath);
+    const fd = openRunFile(eventsPath);
     try {
       const byte = Buffer.alloc(1);
       readSync(fd, byte, 0, 1, entry.offset - 1);
@@ -147,7 +148,7 @@ export class IndexReader {
     if (cache === undefined || size < cache.bytes) cache = { entries: [], bytes: 0 };
     if (size > cache.bytes) {
       // Synchronous, as the log's small reads are (see SYNC_BYTES in lines.ts): the index is an entry per 1,000 events.
-      const fd = openFileForReading(this.path);
+      const fd = openRunFile(this.path);
       try {
         const buffer = Buffer.alloc(size - cache.bytes);
         const bytesRead = readSync(fd, buffer, 0, buffer.length, cache.bytes);

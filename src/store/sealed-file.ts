@@ -4,7 +4,8 @@
  */
 import { sharedHashBackend } from '../hash/blake3.js';
 import { openSealed, sealJson } from '../hash/sealed.js';
-import { readTextIfExists, writeFileAtomic, type AtomicWriteOptions } from '../fs/index.js';
+import { writeFileAtomic, type AtomicWriteOptions } from '../fs/index.js';
+import { readRunTextIfExists } from './read-files.js';
 import { describeIssues } from './errors.js';
 
 /** Writes `data` sealed, with {@link writeFileAtomic} and its `options`; resolves to its size in bytes. */
@@ -28,7 +29,7 @@ export async function readSealedIfExists<T>(
   schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> } } },
   corrupt: (reason: string) => Error,
 ): Promise<T | undefined> {
-  const text = await readTextIfExists(path);
+  const text = await readRunTextIfExists(path);
   if (text === undefined) return undefined;
   const opened = openSealed(text, await sharedHashBackend(), true);
   if (!opened.ok) throw corrupt(opened.problem);

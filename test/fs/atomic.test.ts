@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readTextIfExists, readTextIfExistsSync, removeFileIfExists, writeFileAtomic, writeFileAtomicSync, writeJsonAtomic } from '../../src/fs/index.js';
+import { NotRegularFileError, readTextIfExists, readTextIfExistsSync, removeFileIfExists, writeFileAtomic, writeFileAtomicSync, writeJsonAtomic } from '../../src/fs/index.js';
 import { tempDir } from './helpers.js';
 
 const variants = [
@@ -78,12 +78,16 @@ describe.each([
   { name: 'readTextIfExists', read: (path: string) => readTextIfExists(path) },
   { name: 'readTextIfExistsSync', read: async (path: string) => readTextIfExistsSync(path) },
 ])('$name', ({ read }) => {
-  it('reads a file (through a link too), gives undefined for a missing one, and refuses a directory or a FIFO at once, naming it', async () => {
+  it('reads a file, gives undefined for a missing one, and refuses a link, a directory or a FIFO at once, naming it', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'f'), 'héllo');
     symlinkSync(join(dir, 'f'), join(dir, 'link'));
+    symlinkSync(join(dir, 'nowhere'), join(dir, 'dangling'));
     await expect(read(join(dir, 'f'))).resolves.toBe('héllo');
-    await expect(read(join(dir, 'link'))).resolves.toBe('héllo');
+    // A link planted in a store's folder is never read through (it could point at any file of the user's).
+    await expect(read(join(dir, 'link'))).rejects.toThrow(`${join(dir, 'link')} is a symbolic link, not a regular file`);
+    await expect(read(join(dir, 'link'))).rejects.toBeInstanceOf(NotRegularFileError);
+    await expect(read(join(dir, 'dangling'))).rejects.toThrow(`${join(dir, 'dangling')} is a symbolic link`);
     await expect(read(join(dir, 'missing'))).resolves.toBeUndefined();
     await expect(read(join(dir, 'missing', 'deeper'))).resolves.toBeUndefined();
     await expect(read(dir)).rejects.toThrow(`${dir} is a directory, not a regular file`);

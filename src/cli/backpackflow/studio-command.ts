@@ -33,6 +33,13 @@ function openBrowser(url: string): void {
   child.unref();
 }
 
+/** `url` without its `?token=`. */
+function withoutToken(url: string): string {
+  const bare = new URL(url);
+  bare.searchParams.delete('token');
+  return bare.toString();
+}
+
 /** Resolves on the first SIGINT or SIGTERM. */
 function untilStopped(): Promise<void> {
   return new Promise((done) => {
@@ -56,7 +63,7 @@ export function studioCommand(): Command {
     .option('-w, --workspace <dir>', "show this workspace's context store (frames, heads, stale markers; read-only)")
     .option('-p, --port <n>', 'port to listen on (0: any free port)', port, 4820)
     .option('--host <address>', 'address to bind; anything but loopback requires the printed token for every request', '127.0.0.1')
-    .option('--open', 'open the page in the default browser')
+    .option('--open', 'open the page in the default browser, without the token (it only reads there: open the printed URL to steer runs)')
     .action(async (options: StudioCommandOptions) => {
       if (options.session !== undefined && !isValidId(options.session)) {
         throw new UsageError(`invalid --session '${options.session}': use letters, digits, '.', '_' and '-'`);
@@ -81,9 +88,14 @@ export function studioCommand(): Command {
       ];
       if (isLoopbackHost(options.host)) lines.push(c.dim('the token in this URL lets the page answer, resume and fork runs; without it the page only reads'));
       else lines.push(c.yellow(`bound to ${options.host}: every request needs the token in this URL; share it only with people who may read and steer these runs`));
+      if (options.open) {
+        // Without its token: a browser's command line (xdg-open's, and a browser it starts keeps it for its life) is
+        // readable by every user of this machine (ps), and the token is what lets a page answer, resume and fork.
+        lines.push(c.dim('--open opened the page without the token (command lines are visible to other users): open the URL above to answer, resume or fork'));
+      }
       lines.push(c.dim('Ctrl-C stops it'));
       process.stdout.write(`${lines.join('\n')}\n`);
-      if (options.open) openBrowser(studio.url);
+      if (options.open) openBrowser(withoutToken(studio.url));
       await untilStopped();
       await studio.close();
     });

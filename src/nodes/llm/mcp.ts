@@ -7,6 +7,7 @@ import { maskUrlCredentials } from '../../redact/index.js';
 import { mcpServerSecrets } from './mcp-secrets.js';
 import { usableSecrets, withoutSecrets } from './secrets.js';
 import { checkToolName, type LlmTool } from './tools.js';
+import { withoutPatterns } from '../schema-patterns.js';
 
 /**
  * MCP tools: an {@link AgentNode} can offer the model the tools of Model Context Protocol servers, declared in its
@@ -308,25 +309,6 @@ function overflowOf(requestSignal: AbortSignal | undefined): McpServerError | un
 /** The size of `value` as JSON text, in UTF-8 bytes. */
 function jsonBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value) ?? '');
-}
-
-/**
- * A server's JSON Schema without its regular expressions (`pattern`; `patternProperties` becomes an open
- * `additionalProperties` where none is set), at any depth: see mcpTool.
- */
-function withoutPatterns(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(withoutPatterns);
-  if (schema === null || typeof schema !== 'object') return schema;
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(schema)) {
-    if (key === 'pattern' && typeof value === 'string') continue;
-    if (key === 'patternProperties') {
-      if (!('additionalProperties' in schema)) out['additionalProperties'] = true;
-      continue;
-    }
-    out[key] = withoutPatterns(value);
-  }
-  return out;
 }
 
 /** What a tool of a connection shares with it (see connect). */
