@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fstatSync, promises as fsp, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { openIfExists, valueKind, readTextIfExists, readTextIfExistsSync, removeDeadTemps, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
+import { NotRegularFileError, openIfExists, valueKind, readTextIfExists, readTextIfExistsSync, removeDeadTemps, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
 import { openSealed, sealJson } from '../hash/sealed.js';
 import { InvalidIdError, LockError, MemoryFolderError, MemoryStoreError, describeIssues } from './errors.js';
@@ -694,9 +694,16 @@ export class MemoryStore implements Memory {
    */
   private readItem(id: string, backend: HashBackend, sums = this.sums): ReadItem | null {
     const path = memoryItemPath(this.paths, id);
-    const text = readTextIfExistsSync(path);
-    if (text === undefined) return null;
     const corrupt = (problem: string): MemoryStoreError => new MemoryStoreError(`corrupt memory item ${path}: ${problem}`, { path });
+    let text: string | undefined;
+    try {
+      text = readTextIfExistsSync(path);
+    } catch (error) {
+      // A link, a FIFO or a folder in an item's place is a damaged item, skipped and reported like any other.
+      if (error instanceof NotRegularFileError) throw corrupt(`it is ${error.what}, not a regular file, and is not read`);
+      throw error;
+    }
+    if (text === undefined) return null;
     const opened = openSealed(text, backend, true);
     if (!opened.ok) throw corrupt(opened.problem);
     const parsed = MemoryItemSchema.safeParse(opened.data);

@@ -1,5 +1,6 @@
 /** Issue 13: one damaged memory item never makes every search fail. */
-import { writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryStore } from '../../src/store/index.js';
@@ -43,5 +44,22 @@ describe('a damaged memory item', () => {
     const warnings = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
     expect((await store.search('tides', 5)).map((i) => i.id)).toEqual(['best', 'last']);
     expect(warnings.mock.calls.map((c) => String(c[0]))).toContainEqual(expect.stringMatching(/corrupt memory item .*next\.json: content/));
+  });
+
+  it('a link or a FIFO in an item\'s place is a damaged item: skipped by search with a warning naming it, never read through', async () => {
+    const store = await seeded();
+    const best = join(store.paths.itemsDir, 'best.json');
+    const next = join(store.paths.itemsDir, 'next.json');
+    // The item's own file moved out of the memory and linked back: a reader would find it intact through the link.
+    renameSync(best, join(tmp.dir, 'elsewhere.json'));
+    symlinkSync(join(tmp.dir, 'elsewhere.json'), best);
+    rmSync(next);
+    execFileSync('mkfifo', [next]);
+    const warnings = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    expect((await store.search('tides', 5)).map((i) => i.id)).toEqual(['last']);
+    const said = warnings.mock.calls.map((c) => String(c[0]));
+    expect(said).toContainEqual(expect.stringContaining(`corrupt memory item ${best}: it is a symbolic link, not a regular file`));
+    expect(said).toContainEqual(expect.stringContaining(`corrupt memory item ${next}: it is a FIFO (named pipe), not a regular file`));
+    await expect(store.get('best')).rejects.toThrow(`corrupt memory item ${best}`);
   });
 });
