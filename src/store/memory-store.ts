@@ -165,6 +165,31 @@ export function tokensOf(item: MemoryItem): string[] {
   return tokens;
 }
 
+
+/**
+ * The text of one of the memory's own index files (keyword.json, its witness, the pending record): undefined when it
+ * is missing, `{ notRegular }` (why) when something else than a regular file is in its place (a link, a FIFO),
+ * which the callers take for a damaged file (the index is rebuilt from the items), never read through.
+ */
+async function indexFileText(path: string): Promise<string | undefined | { notRegular: string }> {
+  try {
+    return await readTextIfExists(path);
+  } catch (error) {
+    if (error instanceof NotRegularFileError) return { notRegular: error.message };
+    throw error;
+  }
+}
+
+/** {@link indexFileText}'s open, for a stamp: the descriptor, undefined when missing, or a stamp of its own for a non-regular file. */
+function openedIndexFile(path: string): number | undefined | string {
+  try {
+    return openIfExists(path);
+  } catch (error) {
+    if (error instanceof NotRegularFileError) return `not a regular file: ${error.what}`;
+    throw error;
+  }
+}
+
 /**
  * Long-term memory shared by runs: items in `memory/shared/items/<id>.json`, an inverted index in
  * `memory/shared/index/keyword.json`, searched by BM25 (see keyword-index.ts).
@@ -248,7 +273,8 @@ export class MemoryStore implements Memory {
    * one clock tick of an index of one size have the same mtime and size. Undefined when there is no keyword.json.
    */
   private stampOf(path: string): string | undefined {
-    const fd = openIfExists(path);
+    const fd = openedIndexFile(path);
+    if (typeof fd === 'string') return fd;
     if (fd === undefined) return undefined;
     try {
       const stat = fstatSync(fd);
@@ -306,8 +332,9 @@ export class MemoryStore implements Memory {
     // The witness first: written after keyword.json, it is never ahead of the keyword.json read next unless put back.
     const witness = await this.readWitness();
     const stamp = this.stampOf(this.paths.keywordIndex);
-    const text = await readTextIfExists(this.paths.keywordIndex);
-    const stored = text === undefined ? undefined : this.openIndex(text, backend);
+    const text = await indexFileText(this.paths.keywordIndex);
+    if (typeof text === 'object') process.emitWarning(`rebuilding corrupt memory index ${this.paths.keywordIndex}: ${text.notRegular}`, 'MemoryStoreIndex');
+    const stored = typeof text === 'string' ? this.openIndex(text, backend) : undefined;
     const pending = await this.readPending();
     this.indexStamp = stamp;
     this.legacy = witness === undefined && (text === undefined || (stored !== undefined && !stored.sealed));
@@ -429,8 +456,9 @@ export class MemoryStore implements Memory {
 
   /** The generation in `index/generation.json` (see the class comment); undefined when absent. */
   private async readWitness(): Promise<number | undefined | 'corrupt'> {
-    const text = await readTextIfExists(this.witnessPath);
+    const text = await indexFileText(this.witnessPath);
     if (text === undefined) return undefined;
+    if (typeof text === 'object') return 'corrupt';
     try {
       const gen = (JSON.parse(text) as { gen?: unknown }).gen;
       if (typeof gen === 'number' && Number.isInteger(gen) && gen >= 0) return gen;
@@ -502,8 +530,9 @@ export class MemoryStore implements Memory {
 
   /** Ids of the operation a crash interrupted (from `index/pending.json`), undefined when none, 'corrupt'. */
   private async readPending(): Promise<string[] | undefined | 'corrupt'> {
-    const text = await readTextIfExists(this.pendingPath);
+    const text = await indexFileText(this.pendingPath);
     if (text === undefined) return undefined;
+    if (typeof text === 'object') return 'corrupt';
     try {
       const parsed = JSON.parse(text) as { ids?: unknown };
       if (Array.isArray(parsed.ids) && parsed.ids.every((id) => isValidId(id))) return parsed.ids as string[];

@@ -62,4 +62,17 @@ describe('a damaged memory item', () => {
     expect(said).toContainEqual(expect.stringContaining(`corrupt memory item ${next}: it is a FIFO (named pipe), not a regular file`));
     await expect(store.get('best')).rejects.toThrow(`corrupt memory item ${best}`);
   });
+
+  it('a link in place of the keyword index or its witness is a damaged index: rebuilt from the items with a warning, never read through', async () => {
+    const store = await seeded();
+    const index = store.paths.keywordIndex;
+    renameSync(index, join(tmp.dir, 'index-elsewhere.json'));
+    symlinkSync(join(tmp.dir, 'index-elsewhere.json'), index);
+    const witness = join(store.paths.indexDir, 'generation.json');
+    renameSync(witness, join(tmp.dir, 'witness-elsewhere.json'));
+    symlinkSync(join(tmp.dir, 'witness-elsewhere.json'), witness);
+    const warnings = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    expect((await store.search('tides', 5)).map((i) => i.id)).toEqual(['best', 'next', 'last']);
+    expect(warnings.mock.calls.map((c) => String(c[0]))).toContainEqual(expect.stringContaining(`rebuilding corrupt memory index ${index}: ${index} is a symbolic link, not a regular file`));
+  });
 });
