@@ -9,11 +9,12 @@
 /** Keywords whose value is a map from names (not keywords) to schemas. */
 const SCHEMA_MAPS: ReadonlySet<string> = new Set(['properties', '$defs', 'definitions', 'dependentSchemas']);
 /** Keywords whose value is data, not a schema: left exactly as written. */
-const DATA: ReadonlySet<string> = new Set(['enum', 'const', 'default', 'examples']);
+const DATA: ReadonlySet<string> = new Set(['enum', 'const', 'default', 'examples', 'required', 'dependentRequired']);
 
 /**
- * `schema` without its regular expressions, at any depth: each `pattern` keyword is dropped, and `patternProperties`
- * becomes an open `additionalProperties` where none is set (the properties it described are then not checked here).
+ * `schema` without its regular expressions, at any depth: each `pattern` keyword is dropped (whatever its value), and
+ * `patternProperties` becomes an open `additionalProperties` (the properties it described, and any other the schema's
+ * own `additionalProperties` refused, are then not checked here: the schema's owner checks them).
  * Property names, `$defs` names and data (`enum`, `const`, `default`, `examples`) are kept as written, whatever
  * they are called.
  */
@@ -22,11 +23,14 @@ export function withoutPatterns(schema: unknown): unknown {
   if (schema === null || typeof schema !== 'object') return schema;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) {
-    if (key === 'pattern' && typeof value === 'string') continue;
+    // Whatever its value: zod compiles any truthy `pattern` (an array holding a regular expression's source too).
+    if (key === 'pattern') continue;
     if (key === 'patternProperties') {
-      if (!('additionalProperties' in schema)) out['additionalProperties'] = true;
+      // The properties it allowed are allowed here whatever they hold, even where no other property is.
+      out['additionalProperties'] = true;
       continue;
     }
+    if (key === 'additionalProperties' && 'patternProperties' in schema) continue;
     if (DATA.has(key)) out[key] = value;
     else if (SCHEMA_MAPS.has(key) && value !== null && typeof value === 'object' && !Array.isArray(value)) {
       out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, withoutPatterns(sub)]));

@@ -4,7 +4,7 @@
  * ({@link IndexWriter}); readers load it incrementally ({@link IndexReader}) and find where to start
  * ({@link nearestEntry}).
  */
-import { closeSync, constants, promises as fsp, readFileSync, readSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, lstatSync, read, readFileSync, readSync, writeSync } from 'node:fs';
 import { removeFileIfExists, writeFileAtomic } from '../fs/index.js';
 import { openRunFile } from './read-files.js';
 import { chainOf } from './chain.js';
@@ -91,15 +91,21 @@ export async function lineVouched(eventsPath: string, entry: IndexEntry, firstSe
  * The number of lines that end in the first `offset` bytes of the log at `path`, or -1 when those bytes do not end
  * at a line end (`offset` is not the start of a line).
  */
+/** Reads `length` bytes at `position` of `fd` into `buffer` on the thread pool; resolves to the bytes read. */
+function readAt(fd: number, buffer: Buffer, length: number, position: number): Promise<number> {
+  return new Promise((resolve, reject) => read(fd, buffer, 0, length, position, (error, bytesRead) => (error ? reject(error) : resolve(bytesRead))));
+}
+
 async function linesBefore(path: string, offset: number): Promise<number> {
   if (offset === 0) return 0;
-  const handle = await fsp.open(path, 'r');
+  // Opened as the log's readers open it: a link or FIFO in its place is refused, never read through or waited on.
+  const fd = openRunFile(path);
   try {
     const chunk = Buffer.allocUnsafe(Math.min(offset, 1 << 20));
     let lines = 0;
     let last = -1;
     for (let position = 0; position < offset; ) {
-      const { bytesRead } = await handle.read(chunk, 0, Math.min(chunk.length, offset - position), position);
+      const bytesRead = await readAt(fd, chunk, Math.min(chunk.length, offset - position), position);
       if (bytesRead === 0) return -1;
       const read = chunk.subarray(0, bytesRead);
       for (let at = read.indexOf(0x0a); at !== -1; at = read.indexOf(0x0a, at + 1)) lines++;
@@ -108,7 +114,7 @@ async function linesBefore(path: string, offset: number): Promise<number> {
     }
     return last === 0x0a ? lines : -1;
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
@@ -137,9 +143,16 @@ export class IndexReader {
 
   /** The entries of the file as it is now. */
   async entries(): Promise<IndexEntry[]> {
+    // No index, or anything but a regular file in its place (a planted link, a FIFO): none. An index only speeds
+    // reads up; every reader checks its entries against the log, and the writer rebuilds it.
     let size: number;
     try {
-      size = statSync(this.path).size;
+      const stat = lstatSync(this.path, { throwIfNoEntry: false });
+      if (stat === undefined || !stat.isFile()) {
+        this.cache = undefined;
+        return [];
+      }
+      size = stat.size;
     } catch {
       this.cache = undefined;
       return [];

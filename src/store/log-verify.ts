@@ -2,7 +2,7 @@
  * Verifying the event log of a run as a whole (see chain.ts): every chain hash recomputed, every line validated,
  * the index checked against the log. `EventStore.verify()` runs it.
  */
-import { promises as fsp } from 'node:fs';
+import { NotRegularFileError, readTextIfExists } from '../fs/index.js';
 import { sharedHashBackend } from '../hash/blake3.js';
 import { CHAIN_BACKEND, ChainReader, genesis } from './chain.js';
 import type { CorruptLine, IndexEntry, VerifyResult } from './log-types.js';
@@ -53,10 +53,17 @@ export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runI
   let chainHead: string | undefined;
   let damage: { line: number; problem: string } | undefined;
   let batchStart = 0;
-  const indexText = await fsp.readFile(paths.index, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return '';
-    throw error;
-  });
+  // Read as every reader reads it: a link or FIFO in the index's place is not read through or waited on, but is
+  // damage of the index, said below.
+  let notRegularIndex: string | undefined;
+  const indexText = await readTextIfExists(paths.index).then(
+    (text) => text ?? '',
+    (error: unknown) => {
+      if (!(error instanceof NotRegularFileError)) throw error;
+      notRegularIndex = error.message;
+      return '';
+    },
+  );
   const completeIndex = indexText.slice(0, indexText.lastIndexOf('\n') + 1);
   const entries = parseIndex(completeIndex);
   const indexLines = completeIndex.split('\n').length - 1;
@@ -102,6 +109,7 @@ export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runI
       problem: `${paths.index} records event ${beyond.line + 1} at byte ${beyond.offset}, but ${paths.events} has ${lines} complete lines (${end} bytes): the log was cut`,
     };
   }
+  if (notRegularIndex !== undefined) damage ??= { line: 1, problem: `${notRegularIndex}: the index is damaged (a writer rebuilds it on open)` };
   if (entries.length < indexLines) {
     damage ??= {
       line: (entries[entries.length - 1]?.line ?? 0) + 1,
@@ -122,7 +130,7 @@ export async function verifyLog(log: { paths: RunPaths; sessionKey: string; runI
   if (damage === undefined && corruptLines.length > 0) {
     damage = { line: corruptLines[0]!.line, problem: `${paths.events}: line ${corruptLines[0]!.line} is corrupt: ${corruptLines[0]!.error}` };
   }
-  const indexDamaged = beyond !== undefined || badEntry !== undefined || entries.length < indexLines;
+  const indexDamaged = beyond !== undefined || badEntry !== undefined || entries.length < indexLines || notRegularIndex !== undefined;
   const chain = damage !== undefined && (sealed || indexDamaged) ? 'damaged' : sealed ? 'verified' : 'unverifiable';
   // A log with lines and no chain hash is not ok: removing the chain fields takes no hash, so it proves nothing.
   const result: VerifyResult = { ok: corruptLines.length === 0 && chain !== 'damaged' && cut === undefined && marker === undefined && (chain !== 'unverifiable' || lines === 0), chain, lines, events, corruptLines, tornTailBytes: size - end, verifiedLines };

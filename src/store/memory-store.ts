@@ -167,9 +167,9 @@ export function tokensOf(item: MemoryItem): string[] {
 
 
 /**
- * The text of one of the memory's own index files (keyword.json, its witness, the pending record): undefined when it
- * is missing, `{ notRegular }` (why) when something else than a regular file is in its place (a link, a FIFO),
- * which the callers take for a damaged file (the index is rebuilt from the items), never read through.
+ * The text of one of the memory's own files (keyword.json, its witness, the pending record, an item being deleted):
+ * undefined when it is missing, `{ notRegular }` (why) when something else than a regular file is in its place (a
+ * link, a FIFO), which the callers take for a damaged file (the index is rebuilt from the items), never read through.
  */
 async function indexFileText(path: string): Promise<string | undefined | { notRegular: string }> {
   try {
@@ -755,7 +755,8 @@ export class MemoryStore implements Memory {
   async delete(id: string): Promise<boolean> {
     const path = memoryItemPath(this.paths, id);
     return this.exclusive(async (index) => {
-      if (!index.has(id) && (await readTextIfExists(path)) === undefined) return false;
+      // Anything in the item's place (a planted link or FIFO too, which is removed, never read) is there to delete.
+      if (!index.has(id) && (await indexFileText(path)) === undefined) return false;
       await this.beginChange([id]);
       const existed = await fsp.unlink(path).then(
         () => true,

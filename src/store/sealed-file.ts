@@ -4,8 +4,7 @@
  */
 import { sharedHashBackend } from '../hash/blake3.js';
 import { openSealed, sealJson } from '../hash/sealed.js';
-import { writeFileAtomic, type AtomicWriteOptions } from '../fs/index.js';
-import { readRunTextIfExists } from './read-files.js';
+import { NotRegularFileError, readTextIfExists, writeFileAtomic, type AtomicWriteOptions } from '../fs/index.js';
 import { describeIssues } from './errors.js';
 
 /** Writes `data` sealed, with {@link writeFileAtomic} and its `options`; resolves to its size in bytes. */
@@ -29,7 +28,15 @@ export async function readSealedIfExists<T>(
   schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> } } },
   corrupt: (reason: string) => Error,
 ): Promise<T | undefined> {
-  const text = await readRunTextIfExists(path);
+  let text: string | undefined;
+  try {
+    text = await readTextIfExists(path);
+  } catch (error) {
+    // A link or FIFO in its place is a damaged file like any other (the caller falls back: an earlier keyframe, the
+    // projection rebuilt from the log), never read through or waited on.
+    if (error instanceof NotRegularFileError) throw corrupt(`it is ${error.what}, not a regular file, and is not read`);
+    throw error;
+  }
   if (text === undefined) return undefined;
   const opened = openSealed(text, await sharedHashBackend(), true);
   if (!opened.ok) throw corrupt(opened.problem);

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { terminalText } from '../events/terminal-text.js';
-import { FileRunStore, InvalidIdError, MemoryStore, PostgresRunStore, StoreError, type Memory, type RunStore } from '../store/index.js';
+import { CheckpointStoreError, EventStoreError, FileRunStore, InvalidIdError, MemoryStore, PostgresRunStore, ProjectionStoreError, RunFolderError, type Memory, type RunStore } from '../store/index.js';
 import { PostgresMemoryStore } from '../store/postgres/memory-store.js';
 import { handleApi, type ApiContext } from './api.js';
 import { ContextReader } from './context-reader.js';
@@ -146,8 +146,11 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
       }
       if (error instanceof HttpError) return sendError(res, error);
       if (error instanceof InvalidIdError) return sendError(res, new HttpError(400, error.message));
-      // What a run's stored files say, or could not say (damage, named): not a fault of the server's.
-      if (error instanceof StoreError) return sendError(res, new HttpError(409, error.message));
+      // Damage of a run's stored files (named): what they say, or could not say, not a fault of the server's. Other
+      // store errors (no permission, a database out of reach) stay server errors, logged.
+      if (error instanceof EventStoreError || error instanceof CheckpointStoreError || error instanceof ProjectionStoreError || error instanceof RunFolderError) {
+        return sendError(res, new HttpError(409, error.message));
+      }
       log(`${req.method} ${url.pathname}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
       sendError(res, new HttpError(500, `server error: ${error instanceof Error ? error.message : String(error)}`));
     }

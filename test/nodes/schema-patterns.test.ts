@@ -45,9 +45,18 @@ describe('withoutPatterns', () => {
     });
   });
 
-  it('turns patternProperties into open additionalProperties, unless additionalProperties is set', () => {
+  it('turns patternProperties into open additionalProperties, even where additionalProperties refused others', () => {
     expect(withoutPatterns({ type: 'object', patternProperties: { '^x': { type: 'string' } } })).toEqual({ type: 'object', additionalProperties: true });
-    expect(withoutPatterns({ type: 'object', patternProperties: { '^x': {} }, additionalProperties: false })).toEqual({ type: 'object', additionalProperties: false });
+    // Else an answer with a property the patterns allowed would be refused here.
+    expect(withoutPatterns({ type: 'object', additionalProperties: false, patternProperties: { '^x': {} } })).toEqual({ type: 'object', additionalProperties: true });
+    const schema = schemaFromJson({ type: 'object', patternProperties: { '^x': { type: 'string' } }, additionalProperties: false });
+    expect(checkAnswer(schema, { x1: 'kept' }).ok).toBe(true);
+  });
+
+  it('drops a pattern whatever its value (zod compiles an array holding a regular expression too)', () => {
+    expect(withoutPatterns({ type: 'string', pattern: ['^(.*.*)*x$'] })).toEqual({ type: 'string' });
+    expect(withoutPatterns({ type: 'string', pattern: { source: 'x' } })).toEqual({ type: 'string' });
+    expect(checkAnswer(schemaFromJson({ type: 'object', properties: { name: { type: 'string', pattern: ['^x$'] } } }), { name: 'not x' }).ok).toBe(true);
   });
 });
 

@@ -63,7 +63,7 @@ export function studioCommand(): Command {
     .option('-w, --workspace <dir>', "show this workspace's context store (frames, heads, stale markers; read-only)")
     .option('-p, --port <n>', 'port to listen on (0: any free port)', port, 4820)
     .option('--host <address>', 'address to bind; anything but loopback requires the printed token for every request', '127.0.0.1')
-    .option('--open', 'open the page in the default browser, without the token (it only reads there: open the printed URL to steer runs)')
+    .option('--open', 'open the page in the default browser, without the token (it only reads there, and off loopback shows nothing: open the printed URL)')
     .action(async (options: StudioCommandOptions) => {
       if (options.session !== undefined && !isValidId(options.session)) {
         throw new UsageError(`invalid --session '${options.session}': use letters, digits, '.', '_' and '-'`);
@@ -91,7 +91,8 @@ export function studioCommand(): Command {
       if (options.open) {
         // Without its token: a browser's command line (xdg-open's, and a browser it starts keeps it for its life) is
         // readable by every user of this machine (ps), and the token is what lets a page answer, resume and fork.
-        lines.push(c.dim('--open opened the page without the token (command lines are visible to other users): open the URL above to answer, resume or fork'));
+        const needs = isLoopbackHost(options.host) ? 'to answer, resume or fork' : 'to see anything (off loopback every request needs it)';
+        lines.push(c.dim(`--open opened the page without the token (command lines are visible to other users): open the URL above ${needs}`));
       }
       lines.push(c.dim('Ctrl-C stops it'));
       process.stdout.write(`${lines.join('\n')}\n`);
