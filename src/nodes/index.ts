@@ -7,4 +7,4 @@ export type { FlowOptions, FlowRunOptions, FlowConfigLoader, FlowStats } from '.
 export { ContractValidationError } from './errors.js';
 export type { ContractViolation } from './errors.js';
 export { composeNamespace, checkNamespace } from './namespace.js';
-export { RunInterrupted, InterruptAnswerError, RedactedAnswer, checkAnswer, schemaFromJson } from './interrupt.js';
+export { RunInterrupted, InterruptAnswerError, RedactedAnswer, checkAnswer, recordedSchemaCheck, schemaFromJson } from './interrupt.js';

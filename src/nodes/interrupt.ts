@@ -10,7 +10,7 @@ import type { InterruptInfo } from '../events/index.js';
 import { jsonPointer } from '../backpack/nesting.js';
 import { isSecretSchema } from '../redact/schema-secrets.js';
 import type { NodeExecution } from './execution.js';
-import { withoutPatterns } from './schema-patterns.js';
+import { expandsBeyond, withoutPatterns } from './schema-patterns.js';
 
 /**
  * The run stopped to wait for a person's answer to `interrupt`. Only the instances `BackpackNode.interrupt` throws
@@ -178,4 +178,14 @@ function secretMarks(schema: unknown, depth: number): number {
  */
 export function schemaFromJson(schema: Record<string, unknown>): ZodType {
   return z.fromJSONSchema(withoutPatterns(schema) as Parameters<typeof z.fromJSONSchema>[0]);
+}
+
+/**
+ * {@link schemaFromJson} for checking an answer before a run resumes, or undefined when the recorded schema is not
+ * checked here because it expands to more than MAX_EXPANDED_SUBSCHEMAS subschemas (see schema-patterns.ts: a check
+ * would walk them all, exponentially many for `$defs` that refer to each other twice, without end for a recursive
+ * one). The waiting node checks the answer against its own schema when it runs again.
+ */
+export function recordedSchemaCheck(schema: Record<string, unknown>): ZodType | undefined {
+  return expandsBeyond(schema) ? undefined : schemaFromJson(schema);
 }

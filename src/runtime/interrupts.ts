@@ -6,7 +6,7 @@
  */
 import { StreamEventType, isEventOf, type InterruptInfo, type StreamEvent } from '../events/index.js';
 import { nestingProblem } from '../backpack/nesting.js';
-import { checkAnswer, InterruptAnswerError, RedactedAnswer, schemaFromJson } from '../nodes/index.js';
+import { checkAnswer, InterruptAnswerError, RedactedAnswer, recordedSchemaCheck } from '../nodes/index.js';
 import { redactorFor, type RedactionOptions } from '../redact/index.js';
 import { encodeEvent } from '../store/event-encode.js';
 
@@ -120,7 +120,10 @@ export function checkRecordedAnswer(waitingFor: InterruptInfo, answer: unknown, 
   const unstorable = storeProblem(waitingFor, answer, redaction);
   if (unstorable !== undefined) throw new InterruptAnswerError(waitingFor, [{ path: '', message: unstorable }], "cannot be stored in the run's log");
   if (waitingFor.schema === undefined) return;
-  const checked = checkAnswer(schemaFromJson(waitingFor.schema), answer);
+  // A recorded schema too large to walk here is left to the node's own schema (see recordedSchemaCheck).
+  const schema = recordedSchemaCheck(waitingFor.schema);
+  if (schema === undefined) return;
+  const checked = checkAnswer(schema, answer);
   if (!checked.ok) throw new InterruptAnswerError(waitingFor, checked.problems);
 }
 

@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { newRunId } from '../events/index.js';
-import { checkAnswer, schemaFromJson } from '../nodes/index.js';
+import { checkAnswer, recordedSchemaCheck } from '../nodes/index.js';
 import { FileRunStore, idProblem, redact } from '../store/index.js';
 import { readRecipe } from '../cli/backpackflow/recipe.js';
 import { cliCommand } from '../cli/backpackflow/output.js';
@@ -334,9 +334,13 @@ export function answerProblems(schema: Record<string, unknown> | undefined, answ
   if (schema === undefined) return [];
   let checked: ReturnType<typeof checkAnswer>;
   try {
-    checked = checkAnswer(schemaFromJson(schema), answer);
+    // Too large to walk here (see recordedSchemaCheck), or a schema zod cannot rebuild: the node's own check, when it
+    // runs again in the child, has the last word.
+    const zod = recordedSchemaCheck(schema);
+    if (zod === undefined) return [];
+    checked = checkAnswer(zod, answer);
   } catch {
-    return []; // a schema zod cannot rebuild: the CLI's own check (in the child) has the last word
+    return [];
   }
   return checked.ok ? [] : checked.problems;
 }

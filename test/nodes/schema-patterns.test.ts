@@ -4,8 +4,8 @@
  * called `pattern` stay as written.
  */
 import { describe, expect, it } from 'vitest';
-import { checkAnswer, schemaFromJson } from '../../src/nodes/index.js';
-import { withoutPatterns } from '../../src/nodes/schema-patterns.js';
+import { checkAnswer, recordedSchemaCheck, schemaFromJson } from '../../src/nodes/index.js';
+import { MAX_EXPANDED_SUBSCHEMAS, expandsBeyond, withoutPatterns } from '../../src/nodes/schema-patterns.js';
 
 describe('withoutPatterns', () => {
   it('drops every pattern keyword, at any depth and in every kind of subschema', () => {
@@ -69,5 +69,32 @@ describe("a question's recorded schema", () => {
     const wrong = checkAnswer(schema, { name: 'a', age: 'three' });
     expect(wrong.ok).toBe(false);
     if (!wrong.ok) expect(wrong.problems.map((problem) => problem.path)).toEqual(['/age']);
+  });
+});
+
+/** `$defs` entries that each refer twice to the next one: a check walks 2^depth paths. */
+function doubling(depth: number, kind: 'anyOf' | 'oneOf' | 'allOf'): Record<string, unknown> {
+  const $defs: Record<string, unknown> = {};
+  for (let i = 0; i < depth; i++) $defs[`a${i}`] = { [kind]: [{ $ref: `#/$defs/a${i + 1}` }, { $ref: `#/$defs/a${i + 1}` }] };
+  $defs[`a${depth}`] = { type: 'string' };
+  return { $defs, type: 'object', properties: { name: { $ref: '#/$defs/a0' } }, required: ['name'] };
+}
+
+describe('a recorded schema too large to check here', () => {
+  it('is measured by what its $refs expand to, not by its size in bytes, and the count stops at the bound', () => {
+    expect(expandsBeyond(doubling(8, 'anyOf'))).toBe(false);
+    // 1.6 KB that a check of one answer would walk 2^40 times: found at once (the count stops at the bound).
+    expect(expandsBeyond(doubling(40, 'anyOf'))).toBe(true);
+    expect(expandsBeyond({ $defs: { node: { type: 'object', properties: { next: { $ref: '#/$defs/node' } } } }, $ref: '#/$defs/node' })).toBe(true);
+    expect(expandsBeyond({ type: 'array', items: { type: 'string' } })).toBe(false);
+    expect(MAX_EXPANDED_SUBSCHEMAS).toBe(10_000);
+  });
+
+  it('is not checked before the resume (the node checks with its own schema); a small one is', () => {
+    for (const kind of ['anyOf', 'oneOf', 'allOf'] as const) expect(recordedSchemaCheck(doubling(40, kind))).toBeUndefined();
+    const small = recordedSchemaCheck(doubling(4, 'anyOf'));
+    expect(small).toBeDefined();
+    expect(checkAnswer(small!, { name: 'x' }).ok).toBe(true);
+    expect(checkAnswer(small!, { name: 3 }).ok).toBe(false);
   });
 });

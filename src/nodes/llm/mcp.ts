@@ -7,7 +7,7 @@ import { maskUrlCredentials } from '../../redact/index.js';
 import { mcpServerSecrets } from './mcp-secrets.js';
 import { usableSecrets, withoutSecrets } from './secrets.js';
 import { checkToolName, type LlmTool } from './tools.js';
-import { withoutPatterns } from '../schema-patterns.js';
+import { expandsBeyond, withoutPatterns } from '../schema-patterns.js';
 
 /**
  * MCP tools: an {@link AgentNode} can offer the model the tools of Model Context Protocol servers, declared in its
@@ -332,9 +332,12 @@ function mcpTool(client: InstanceType<Sdk['Client']>, server: McpServer, listed:
     // Checked in this process without the server's regular expressions: a pattern such as `^(a+)+$` would block the
     // whole process on the right input (catastrophic backtracking), which no timeout or abort can stop. The server
     // validates its own input, patterns included.
+    // And only when it does not expand to more than a check may walk (see schema-patterns.ts): `$defs` that refer to
+    // each other twice would make one call's check take exponential time.
+    if (expandsBeyond(listed.inputSchema)) throw new Error('too large to check here');
     inputSchema = z.fromJSONSchema(withoutPatterns(listed.inputSchema) as Parameters<typeof z.fromJSONSchema>[0]);
   } catch {
-    // A schema zod cannot read: the model still sees it, and the server validates the input.
+    // A schema zod cannot read, or too large: the model still sees it, and the server validates the input.
     inputSchema = z.record(z.string(), z.unknown());
   }
   return {
