@@ -8,7 +8,6 @@ import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, readFileSync
 import { openRegularFile, type NotRegularFile, type OpenedFile } from '../fs/index.js';
 import { openRunFile } from './read-files.js';
 import { SEAL_LENGTH, chainOf, chainOfLineEndingAt } from './chain.js';
-import { EventStoreError } from './errors.js';
 import { openOwnFile } from './own-file.js';
 import { endOfData, endOfLastLine, readLines } from './lines.js';
 import type { RunPaths } from './paths.js';
@@ -48,7 +47,8 @@ export function readPending(path: string): PendingBatch | undefined | 'torn' {
 /**
  * The text of the marker at `path`, undefined when there is none. It is opened as the lock is (see `openRegularFile`:
  * no link followed, no FIFO waited on): anything but a regular file there (a link planted to a file elsewhere, a FIFO,
- * a folder) is an {@link EventStoreError} naming it, never read through, nor taken for a marker being rewritten.
+ * a folder) is never read through, nor taken for a marker being rewritten: it counts as no marker (garbage in the
+ * file reads alike), which `verify` reports as damage, naming what is there.
  */
 function readMarkerText(path: string): string | undefined {
   let file: OpenedFile | NotRegularFile;
@@ -60,11 +60,9 @@ function readMarkerText(path: string): string | undefined {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  if ('notRegular' in file) {
-    throw new EventStoreError(`${path} is ${file.notRegular}, not the log's batch marker (a regular file): it is not read or written through; remove it if no writer is running`, {
-      path,
-    });
-  }
+  // Not read through or waited on: readers go by the log's chain hashes alone, as for a run without a marker;
+  // verify reports it, and a writer refuses it (BatchMarker.open), naming it.
+  if ('notRegular' in file) return undefined;
   try {
     return readFileSync(file.fd, 'utf8');
   } finally {

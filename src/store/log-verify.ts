@@ -2,7 +2,8 @@
  * Verifying the event log of a run as a whole (see chain.ts): every chain hash recomputed, every line validated,
  * the index checked against the log. `EventStore.verify()` runs it.
  */
-import { NotRegularFileError, readTextIfExists } from '../fs/index.js';
+import { lstatSync } from 'node:fs';
+import { NotRegularFileError, describeEntry, readTextIfExists } from '../fs/index.js';
 import { sharedHashBackend } from '../hash/blake3.js';
 import { CHAIN_BACKEND, ChainReader, genesis } from './chain.js';
 import type { CorruptLine, IndexEntry, VerifyResult } from './log-types.js';
@@ -20,7 +21,12 @@ import type { RunPaths } from './paths.js';
 function markerDamage(pending: PendingBatch | undefined | 'torn', size: number, paths: RunPaths): string | undefined {
   const unseen = `whether ${paths.events} was cut at a batch boundary since its writer closed it cannot be checked`;
   if (pending === 'torn') return `${paths.pendingBatch} does not hold a batch record (damaged, or torn by a crash of the machine): ${unseen}`;
-  if (pending === undefined) return size > 0 ? `${paths.pendingBatch} is missing or empty, though ${paths.events} holds events (every writer writes it first): ${unseen}` : undefined;
+  if (pending === undefined) {
+    if (size === 0) return undefined;
+    const stat = lstatSync(paths.pendingBatch, { throwIfNoEntry: false });
+    if (stat !== undefined && !stat.isFile()) return `${paths.pendingBatch} is ${describeEntry(stat)}, not the log's batch marker (a regular file), and is not read: ${unseen}`;
+    return `${paths.pendingBatch} is missing or empty, though ${paths.events} holds events (every writer writes it first): ${unseen}`;
+  }
   if (pending.closed !== undefined && (pending.start !== 0 || pending.end !== 0)) {
     return `${paths.pendingBatch} records the close of ${paths.events} and names a batch in flight, which no writer writes (damaged): ${unseen}`;
   }

@@ -192,8 +192,13 @@ export class ProjectionStore {
       await this.persist(runId, meta, 'own');
     } catch (error) {
       // The run's folder went away (deleted) between the check and the write: there is nothing to cache for.
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      this.cache.delete(runId);
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        this.cache.delete(runId);
+        return;
+      }
+      // Anything else (a folder planted in the projection's place, no permission, a full disk): the projection is a
+      // cache of the log, and the answer stands without it. Said, so that the cause can be dealt with.
+      process.emitWarning(`could not store the projection of run ${this.sessionKey}/${runId} rebuilt from its log: ${(error as Error).message}`, 'ProjectionStoreWrite');
     }
   }
 

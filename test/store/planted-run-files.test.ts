@@ -10,7 +10,8 @@ import { lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync 
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { BackpackNode, Flow, listRuns, resumeRun, runFlow, type BackpackHandle } from '../../src/index.js';
+import { BackpackNode, Flow, listRuns, loadRunPoint, resumeRun, runFlow, verifyRun, type BackpackHandle } from '../../src/index.js';
+import { readRunEvents } from '../../src/cli/backpackflow/store-access.js';
 import { MemoryStore } from '../../src/store/index.js';
 import { checkRecordedAnswer } from '../../src/runtime/interrupts.js';
 import { answerProblems } from '../../src/studio/steer.js';
@@ -191,5 +192,37 @@ describe('a link or FIFO planted in place of a file of a run or of the memory', 
     expect(lstatSync(link, { throwIfNoEntry: false })).toBeUndefined();
     expect(readFileSync(outside, 'utf8')).toBe('hunter2\n');
     await memory.close();
+  });
+
+  it('a FIFO, a folder or a link in place of the batch marker is read past, as garbage there is, and verify names it', async () => {
+    for (const kind of ['fifo', 'folder', 'link'] as const) {
+      const dataDir = dir();
+      await threeSteps(dataDir, 'r');
+      const marker = join(runDir(dataDir, 'r'), 'events.pending');
+      rmSync(marker);
+      if (kind === 'fifo') execFileSync('mkfifo', [marker]);
+      else if (kind === 'folder') mkdirSync(marker);
+      else symlinkSync(join(dir(), 'elsewhere'), marker);
+      const point = await loadRunPoint({ dataDir, runId: 'r', step: 2 });
+      expect(point.step, kind).toBe(2);
+      expect((await readRunEvents({ dataDir, session: 'default', runId: 'r' })).length, kind).toBeGreaterThan(0);
+      const report = await verifyRun({ dataDir, runId: 'r' });
+      expect(report.ok, kind).toBe(false);
+      expect(JSON.stringify(report), kind).toContain("not the log's batch marker");
+    }
+  });
+
+  it('a folder in place of the projection: the listing still answers, for that run and the others, and its state reads', async () => {
+    const dataDir = dir();
+    await threeSteps(dataDir, 'good');
+    await threeSteps(dataDir, 'r');
+    const meta = join(runDir(dataDir, 'r'), 'projections', 'run.meta.json');
+    rmSync(meta);
+    mkdirSync(meta);
+    const runs = await listRuns({ dataDir });
+    expect(runs.map((run) => run.runId).sort()).toEqual(['good', 'r']);
+    expect(runs.find((run) => run.runId === 'good')!.damaged).toBeUndefined();
+    expect(runs.find((run) => run.runId === 'r')!.eventCount).toBeGreaterThan(0);
+    expect((await loadRunPoint({ dataDir, runId: 'r' })).step).toBe(3);
   });
 });
