@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fstatSync, promises as fsp, readSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, lstatSync, promises as fsp, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { NotRegularFileError, openIfExists, valueKind, readTextIfExists, readTextIfExistsSync, removeDeadTemps, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 import { sharedHashBackend, type HashBackend } from '../hash/blake3.js';
@@ -755,7 +755,11 @@ export class MemoryStore implements Memory {
   async delete(id: string): Promise<boolean> {
     const path = memoryItemPath(this.paths, id);
     return this.exclusive(async (index) => {
-      // Anything in the item's place (a planted link or FIFO too, which is removed, never read) is there to delete.
+      // Anything in the item's place (a planted link or FIFO too, which is removed, never read) is there to delete;
+      // but a folder, which unlink cannot remove, is refused before anything changes, naming it.
+      if (lstatSync(path, { throwIfNoEntry: false })?.isDirectory() === true) {
+        throw new MemoryStoreError(`${path} is a folder, not a memory item: it is not removed (remove it by hand if nothing should be there)`, { path });
+      }
       if (!index.has(id) && (await indexFileText(path)) === undefined) return false;
       await this.beginChange([id]);
       const existed = await fsp.unlink(path).then(

@@ -1,9 +1,9 @@
 /** Issue 13: one damaged memory item never makes every search fail. */
 import { execFileSync } from 'node:child_process';
-import { renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MemoryStore } from '../../src/store/index.js';
+import { MemoryStore, MemoryStoreError } from '../../src/store/index.js';
 import { tempDir } from './helpers.js';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -74,5 +74,18 @@ describe('a damaged memory item', () => {
     const warnings = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
     expect((await store.search('tides', 5)).map((i) => i.id)).toEqual(['best', 'next', 'last']);
     expect(warnings.mock.calls.map((c) => String(c[0]))).toContainEqual(expect.stringContaining(`rebuilding corrupt memory index ${index}: ${index} is a symbolic link, not a regular file`));
+  });
+
+  it('a folder in an item\'s place: delete refuses it before anything changes, naming it, and the memory goes on', async () => {
+    const store = await seeded();
+    const folder = join(store.paths.itemsDir, 'best.json');
+    rmSync(folder);
+    mkdirSync(folder);
+    vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    await expect(store.delete('best')).rejects.toThrow(`${folder} is a folder, not a memory item: it is not removed`);
+    await expect(store.delete('best')).rejects.toBeInstanceOf(MemoryStoreError);
+    // Nothing half done: the next operations answer as before.
+    expect(await store.delete('next')).toBe(true);
+    expect((await store.search('tides', 5)).map((i) => i.id)).toEqual(['last']);
   });
 });
