@@ -25,7 +25,7 @@ const readAsync = promisify(read);
  * `length` bytes at `position` of `fd` into `buffer`, for a scan that has read `scanned` bytes so far: in place
  * within its first {@link SYNC_BYTES}, through the thread pool after.
  */
-function readChunk(fd: number, buffer: Buffer, length: number, position: number, scanned: number): number | Promise<number> {
+export function readChunk(fd: number, buffer: Buffer, length: number, position: number, scanned: number): number | Promise<number> {
   return scanned < SYNC_BYTES ? readSync(fd, buffer, 0, length, position) : readAsync(fd, buffer, 0, length, position).then((r) => r.bytesRead);
 }
 

@@ -4,11 +4,11 @@
  * ({@link IndexWriter}); readers load it incrementally ({@link IndexReader}) and find where to start
  * ({@link nearestEntry}).
  */
-import { closeSync, constants, lstatSync, read, readFileSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants, lstatSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { removeFileIfExists, writeFileAtomic } from '../fs/index.js';
 import { openRunFile } from './read-files.js';
 import { chainOf } from './chain.js';
-import { readLines } from './lines.js';
+import { readChunk, readLines } from './lines.js';
 import { parseIndex, seqOf } from './log-format.js';
 import type { IndexEntry } from './log-types.js';
 import { openOwnFile } from './own-file.js';
@@ -91,11 +91,6 @@ export async function lineVouched(eventsPath: string, entry: IndexEntry, firstSe
  * The number of lines that end in the first `offset` bytes of the log at `path`, or -1 when those bytes do not end
  * at a line end (`offset` is not the start of a line).
  */
-/** Reads `length` bytes at `position` of `fd` into `buffer` on the thread pool; resolves to the bytes read. */
-function readAt(fd: number, buffer: Buffer, length: number, position: number): Promise<number> {
-  return new Promise((resolve, reject) => read(fd, buffer, 0, length, position, (error, bytesRead) => (error ? reject(error) : resolve(bytesRead))));
-}
-
 async function linesBefore(path: string, offset: number): Promise<number> {
   if (offset === 0) return 0;
   // Opened as the log's readers open it: a link or FIFO in its place is refused, never read through or waited on.
@@ -105,7 +100,7 @@ async function linesBefore(path: string, offset: number): Promise<number> {
     let lines = 0;
     let last = -1;
     for (let position = 0; position < offset; ) {
-      const bytesRead = await readAt(fd, chunk, Math.min(chunk.length, offset - position), position);
+      const bytesRead = await readChunk(fd, chunk, Math.min(chunk.length, offset - position), position, position);
       if (bytesRead === 0) return -1;
       const read = chunk.subarray(0, bytesRead);
       for (let at = read.indexOf(0x0a); at !== -1; at = read.indexOf(0x0a, at + 1)) lines++;

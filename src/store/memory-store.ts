@@ -165,7 +165,6 @@ export function tokensOf(item: MemoryItem): string[] {
   return tokens;
 }
 
-
 /**
  * The text of one of the memory's own files (keyword.json, its witness, the pending record, an item being deleted):
  * undefined when it is missing, `{ notRegular }` (why) when something else than a regular file is in its place (a
