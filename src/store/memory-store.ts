@@ -604,8 +604,27 @@ export class MemoryStore implements Memory {
     }
     try {
       if (locked || this.stampOf(this.paths.keywordIndex) === this.indexStamp) await this.endChange(index, this.gen + 1);
+    } catch (error) {
+      // A read storing the index it rebuilt is writing a cache: when that fails (a folder in keyword.json's place,
+      // no permission, a full disk) the rebuilt index still answers, with a warning; a write fails (see exclusive).
+      if (locked || !(error instanceof Error && 'code' in error)) throw error;
+      process.emitWarning(`could not store the rebuilt memory index ${this.paths.keywordIndex}: ${error.message}; it is used from memory`, 'MemoryStoreIndex');
     } finally {
       lock?.release();
+    }
+  }
+
+  /**
+   * Throws a {@link MemoryStoreError} naming it when a folder stands where an index file of the memory goes
+   * (keyword.json, its witness, the pending record): a change could not write its index over it. Checked under the
+   * lock, before anything changes. A link or FIFO there is replaced by the write (never followed), so only a folder
+   * is refused; it is not removed, since what is in it is not the store's.
+   */
+  private assertIndexFilesReplaceable(): void {
+    for (const path of [this.paths.keywordIndex, this.witnessPath, this.pendingPath]) {
+      if (lstatSync(path, { throwIfNoEntry: false })?.isDirectory() === true) {
+        throw new MemoryStoreError(`${path} is a folder, where the memory's index file goes: nothing was changed (move the folder away; the index is rebuilt from the items)`, { path });
+      }
     }
   }
 
@@ -648,6 +667,7 @@ export class MemoryStore implements Memory {
     const run = this.queue.then(async () => {
       const lock = await this.lockMemory();
       try {
+        this.assertIndexFilesReplaceable();
         return await op(await this.currentIndex(true));
       } finally {
         lock.release();

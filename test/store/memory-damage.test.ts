@@ -1,6 +1,6 @@
 /** Issue 13: one damaged memory item never makes every search fail. */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryStore, MemoryStoreError } from '../../src/store/index.js';
@@ -88,4 +88,35 @@ describe('a damaged memory item', () => {
     expect(await store.delete('next')).toBe(true);
     expect((await store.search('tides', 5)).map((i) => i.id)).toEqual(['last']);
   });
+
+  it.each(['keyword.json', 'generation.json', 'pending.json'])(
+    'a folder in place of index/%s: reads answer from the rebuilt index with a warning; writes are refused before anything changes, naming it',
+    async (name) => {
+      const store = await seeded();
+      const folder = join(store.paths.indexDir, name);
+      rmSync(folder, { force: true });
+      mkdirSync(folder);
+      writeFileSync(join(folder, 'keep.txt'), 'not the store\'s');
+      const warnings = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+      const itemsBefore = readdirSync(store.paths.itemsDir).sort();
+      // Reads: the items are all there, from an index kept in memory when it cannot be stored.
+      expect((await store.get('best'))?.content).toBe('harbour tides tides tides');
+      expect((await store.search('tides', 5)).map((i) => i.id)).toEqual(['best', 'next', 'last']);
+      if (name === 'keyword.json') {
+        expect(warnings.mock.calls.map((c) => String(c[0]))).toContainEqual(expect.stringContaining(`could not store the rebuilt memory index ${folder}`));
+      }
+      // Writes: a clear error naming the folder, and nothing changed.
+      for (const change of [() => store.write({ id: 'more', content: 'harbour' }), () => store.delete('best'), () => store.deleteWhere(() => true)]) {
+        const error = await change().then(() => undefined, (e: unknown) => e);
+        expect(error).toBeInstanceOf(MemoryStoreError);
+        expect(String((error as Error).message)).toContain(`${folder} is a folder, where the memory's index file goes: nothing was changed`);
+      }
+      expect(readdirSync(store.paths.itemsDir).sort()).toEqual(itemsBefore);
+      expect(readdirSync(folder)).toEqual(['keep.txt']);
+      // Moved away, the memory goes on.
+      rmSync(folder, { recursive: true });
+      await store.write({ id: 'more', content: 'harbour' });
+      expect((await new MemoryStore({ dataDir: tmp.dir, durability: 'never' }).search('harbour', 5)).map((i) => i.id)).toContain('more');
+    },
+  );
 });
