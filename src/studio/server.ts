@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { terminalText } from '../events/terminal-text.js';
-import { CheckpointStoreError, EventStoreError, FileRunStore, InvalidIdError, MemoryStore, PostgresRunStore, ProjectionStoreError, RunFolderError, type Memory, type RunStore } from '../store/index.js';
+import { CheckpointStoreError, EventStoreError, FileRunStore, InvalidIdError, LockError, MemoryStore, PostgresRunStore, ProjectionStoreError, RunFolderError, RunGoneError, type Memory, type RunStore } from '../store/index.js';
 import { PostgresMemoryStore } from '../store/postgres/memory-store.js';
 import { handleApi, type ApiContext } from './api.js';
 import { ContextReader } from './context-reader.js';
@@ -146,11 +146,8 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
       }
       if (error instanceof HttpError) return sendError(res, error);
       if (error instanceof InvalidIdError) return sendError(res, new HttpError(400, error.message));
-      // Damage of a run's stored files (named): what they say, or could not say, not a fault of the server's. Other
-      // store errors (no permission, a database out of reach) stay server errors, logged.
-      if (error instanceof EventStoreError || error instanceof CheckpointStoreError || error instanceof ProjectionStoreError || error instanceof RunFolderError) {
-        return sendError(res, new HttpError(409, error.message));
-      }
+      const status = storeErrorStatus(error);
+      if (status !== undefined) return sendError(res, new HttpError(status, (error as Error).message));
       log(`${req.method} ${url.pathname}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
       sendError(res, new HttpError(500, `server error: ${error instanceof Error ? error.message : String(error)}`));
     }
@@ -186,4 +183,20 @@ export async function startStudio(options: StudioOptions = {}): Promise<StudioSe
       await context?.close();
     },
   };
+}
+
+/**
+ * The status of a store error that is not the server's fault: 404 for a run deleted while the request read it (or a
+ * file of it gone under the read, ENOENT), 409
+ * for damage of a run's stored files (the error names the file: what they say, or could not say). Undefined for the
+ * rest, which stay logged 500s: a failed system call under the store (no permission, a full disk: an error whose
+ * `cause` carries an errno code), a database out of reach, a fault of ours.
+ */
+export function storeErrorStatus(error: unknown): 404 | 409 | undefined {
+  if (error instanceof RunGoneError) return 404;
+  if (!(error instanceof EventStoreError || error instanceof CheckpointStoreError || error instanceof ProjectionStoreError || error instanceof RunFolderError)) return undefined;
+  if (error instanceof LockError) return 409; // a live writer holds the run: a conflict, not damage, but a 409 all the same
+  const code = ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOENT') return 404; // the file went away under the read: the run was deleted meanwhile
+  return typeof code === 'string' ? undefined : 409;
 }
