@@ -14,7 +14,7 @@ import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView, nodeEvent } from './event-view.js';
 import { asBuilder, currentExecution, executionSignal, takeStep, type NodeExecution } from './execution.js';
 import { flowOfToken, type FlowToken } from './flow-token.js';
-import { builtOn, closeDeclaredFlow, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
+import { builtOn, checkFlowChange, closeDeclaredFlow, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
 import { maskedForOthers, type MaskedConfig } from './secret-params.js';
 import { hardenClass } from '../harden.js';
 
@@ -147,6 +147,12 @@ export function paramsOf(node: BackpackNode): Readonly<Record<string, unknown>> 
 
 let bind: (node: BackpackNode, registered: RegisteredNode, flow: Flow) => void;
 let bindingIn: (node: BaseNode, flow: Flow) => RegisteredNode | undefined;
+let registrationOf: (node: unknown) => RegisteredNode | undefined;
+
+/** The registration of `node` in the flow that added it (undefined before it was added, or for anything else). Internal. */
+export function nodeRegistration(node: unknown): RegisteredNode | undefined {
+  return registrationOf(node);
+}
 
 /**
  * Gives a node its registration with the Backpack (flows call this once, right after creating and registering the
@@ -216,6 +222,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       node.#binding = registered;
     };
     bindingIn = (node, flow) => (node instanceof BackpackNode && node.#flow === flow ? node.#binding : undefined);
+    registrationOf = (node) => (node instanceof BackpackNode ? node.#binding : undefined);
     paramsOfNode = (node) => BackpackNode.#ownParams(node);
     configOfNode = (node) => node.#config;
     setIdentity = (node, namespaceSegment, permissions) => {
@@ -339,6 +346,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     if (this.#flow?.sealed) {
       throw new FlowError(`Node '${this.id}' belongs to flow '${this.#flow.id}', which ${this.#flow.sealedBecause}: its routes cannot change`);
     }
+    if (this.#flow !== undefined) checkFlowChange(this.#flow, `add a route from node '${this.id}'`);
     const problem = node instanceof BaseNode ? stepProblem(node) : undefined;
     if (problem !== undefined) throw new FlowError(`Node '${this.id}', route '${String(action)}': ${problem}`);
     return super.on(action, node, options);

@@ -18,7 +18,7 @@ import {
   type RunScope,
   type StepBoundary,
 } from '../flow/index.js';
-import { BackpackNode, bindNode, configOf, describeError, setConfigIdentity, nodeBinding, nodePermissions, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
+import { BackpackNode, bindNode, configOf, describeError, setConfigIdentity, nodeBinding, nodePermissions, nodeRegistration, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { isRunAbort, routeOf, routeTable } from '../flow/node.js';
 import { makeScope, type RunControls } from '../flow/scope.js';
 import { asBuilder, currentExecution, grantStep, markRunStarted, takeStep } from './execution.js';
@@ -228,6 +228,23 @@ export function isTopLevel(flow: Flow): boolean {
 }
 let parentOf: (flow: Flow) => BackpackHandle | undefined;
 
+let changeCheck: (flow: Flow, what: string) => void;
+
+/** Whether the flow whose node handle is `on` was built on `node`. */
+function builtBy(on: BackpackHandle, node: BackpackNode): boolean {
+  const registered = nodeRegistration(node);
+  return registered !== undefined && actsAs(on, registered);
+}
+
+/**
+ * Throws a FlowError when the code running now may not change `flow`'s nodes or routes (`what`, for the message):
+ * a flow that runs inside a node (see {@link builtOn}) changes only in that node's own execution or outside every
+ * execution (the owner's code). Internal.
+ */
+export function checkFlowChange(flow: Flow, what: string): void {
+  changeCheck(flow, what);
+}
+
 /** Whether `flow` was built on node `registered` (its internal or a nested flow): it runs inside that node. Internal. */
 export function builtOn(flow: Flow, registered: RegisteredNode): boolean {
   const parent = parentOf(flow);
@@ -343,6 +360,7 @@ export class Flow extends BaseFlow<any> {
     place = (flow, position, node) => flow.#place(position, node);
     givesOwnerView = (flow) => flow.#parent === undefined && flow.#enclosing === undefined;
     parentOf = (flow) => flow.#parent;
+    changeCheck = (flow, what) => flow.#checkChanger(what);
   }
 
   constructor(options: FlowOptions = {}) {
@@ -651,6 +669,7 @@ export class Flow extends BaseFlow<any> {
   /** Routes `action` to `node` (a BackpackNode or a subflow; see BaseNode.on), refused once the flow has run. */
   override on(action: string, node: BaseNode, options?: RouteOptions): this {
     if (this.#sealed || this.#enclosing?.sealed) throw new FlowError(`Flow '${this.id}' ${this.sealedBecause}: its routes cannot change`);
+    this.#checkChanger('add a route');
     const problem = node instanceof BaseNode ? stepProblem(node) : undefined;
     if (problem !== undefined) throw new FlowError(`Flow '${this.id}', route '${String(action)}': ${problem}`);
     return super.on(action, node, options);
@@ -1043,6 +1062,25 @@ export class Flow extends BaseFlow<any> {
     if (this.#sealed) {
       throw new FlowError(`Flow '${this.id}' ${this.sealedBecause} and cannot change: cannot ${what}.${this.#declaredBy === undefined ? ' Build a new flow instead.' : ''}`);
     }
+    this.#checkChanger(what);
+  }
+
+  /**
+   * A flow that runs inside a node (a composite's internal flow, a nested flow, and their subflows) runs with that
+   * node's rules: a node it holds reads what that node may read. Other nodes' code reaches it (through routes,
+   * `internalFlow`) and can run between its creation and its first run (an event handler of theirs, when the run
+   * packs its input; a timer): so only that node's own execution, or code outside every execution (the owner's),
+   * may add to it or route in it. See {@link checkFlowChange}.
+   */
+  #checkChanger(what: string): void {
+    const on = this.#parent ?? this.#outermost().#parent;
+    if (on === undefined) return;
+    const running = currentExecution.getStore();
+    if (running === undefined) return;
+    // A node's own code: in its execution (its handle), or run by the library as that node outside a run (a
+    // composite's buildInternalFlow: no handle).
+    if (running.handle !== undefined ? sameNode(running.handle, on) : builtBy(on, running.node)) return;
+    throw new FlowError(`Node '${running.node.id}' cannot ${what} in flow '${this.id}': the flow runs inside node '${on.identity.nodeId}', and only that node's own code changes it`);
   }
 }
 
