@@ -121,7 +121,9 @@ export class Ledger implements HandleOps {
     init.flags = item.flags & COPY_ON_READ ? PREV_COPY_ON_READ : 0;
     init.detail = { item, reason };
     this.#commit(actor, init);
-    if (this.sink) this.#emit('backpack.quarantined', { key, reason }, actor, ctx);
+    // An item the actor may not read: its event is marked `hidden`, and the actor's event view drops it, so that what
+    // the node sees (the answer false and no event) is the same whether the key existed or not (D9).
+    if (this.sink) this.#emit('backpack.quarantined', hidden ? { key, reason, hidden: true } : { key, reason }, actor, ctx);
     return !hidden;
   }
 

@@ -144,7 +144,7 @@ export interface ErrorSummary {
  * | `route.missing` | `{ action, from, available: string[] }` |
  * | `backpack.packed` | `{ key, version, valueSummary, tags? }` |
  * | `backpack.unpacked` | `{ key, found, sourceNodeId?, sourceNamespace? }` |
- * | `backpack.quarantined` | `{ key, reason }` |
+ * | `backpack.quarantined` | `{ key, reason, hidden? }` (`hidden`: the quarantining node may not read the item; its own event view drops the event) |
  * | `access.denied` | `{ key, operation: 'read' \| 'write', rule }` |
  * | `checkpoint.saved` | {@link CheckpointSavedPayload} (the durable runtime, at each step boundary) |
  *
@@ -169,7 +169,7 @@ export interface EventPayloadMap {
   'route.missing': { action: string; from: string; available: string[] };
   'backpack.packed': { key: string; version: number; valueSummary: string; tags?: string[] };
   'backpack.unpacked': { key: string; found: boolean; sourceNodeId?: string; sourceNamespace?: string };
-  'backpack.quarantined': { key: string; reason: string };
+  'backpack.quarantined': { key: string; reason: string; hidden?: true };
   'access.denied': { key: string; operation: 'read' | 'write'; rule: string };
   'checkpoint.saved': CheckpointSavedPayload;
 }

@@ -91,8 +91,9 @@ export class NodeEventView {
       case 'backpack.packed':
         return this.#mayRead(event.payload.key);
       case 'backpack.quarantined':
-        // Its own quarantines too: the item is no longer active, and the reason is the node's own text.
-        return own || this.#mayRead(event.payload.key);
+        // Its own quarantines too (the item is no longer active, and the reason is the node's own text), but not one
+        // of an item it could not read (`hidden`): that would tell it the key existed.
+        return (own && event.payload.hidden !== true) || this.#mayRead(event.payload.key);
       default:
         return own || LIFECYCLE.has(event.type);
     }

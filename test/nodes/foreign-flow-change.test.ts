@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BackpackHandle } from '../../src/backpack/index.js';
 import { FlowError } from '../../src/flow/index.js';
-import { BackpackNode, Flow } from '../../src/nodes/index.js';
+import { BackpackNode, Flow, type BackpackNodeClass } from '../../src/nodes/index.js';
 
 class Vault extends BackpackNode {
   override post(bp: BackpackHandle): undefined {
@@ -17,7 +17,7 @@ class Vault extends BackpackNode {
 }
 class Search extends BackpackNode {}
 
-type Change = (flow: Flow, planted: typeof BackpackNode) => void;
+type Change = (flow: Flow, planted: BackpackNodeClass) => void;
 
 /** The ways another node's code could change a flow it reaches: each must be refused. */
 const CHANGES: Record<string, Change> = {
