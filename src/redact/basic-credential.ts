@@ -1,7 +1,8 @@
 /**
  * A `user:password` pair in base64, as `~/.docker/config.json` keeps one per registry (`auths.<registry>.auth`) and
- * HTTP Basic authentication sends it. The redactor blanks such a value under a key named `auth` (in objects and in
- * text), where `auth` is otherwise not a secret name (`auth: 'none'` is a setting).
+ * HTTP Basic authentication sends it, or as it is (Node's `http.request({ auth: 'user:password' })`). The redactor
+ * blanks such a value under a key named `auth` (in objects and in text), where `auth` is otherwise not a secret name
+ * (`auth: 'none'` is a setting).
  */
 
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
@@ -21,4 +22,16 @@ export function isBasicCredential(value: string): boolean {
     if (c < 0x20 || c === 0x7f) return false;
   }
   return true;
+}
+
+/** `user:password` as it is: one token with a `:` inside, not a URL (`https://…`) nor a `scheme:` alone. */
+const USER_PASSWORD = /^[^\s:/@]{1,256}:(?!\/\/)\S{1,1024}$/;
+
+/**
+ * Whether `value`, found under a key named `auth`, is credentials: {@link isBasicCredential}, or `user:password` as
+ * it is, the form of Node's `http.request({ auth })` and of `url.parse(...).auth`. Settings (`none`, `oauth2`,
+ * `true`) and URLs are not.
+ */
+export function isAuthCredential(value: string): boolean {
+  return isBasicCredential(value) || USER_PASSWORD.test(value);
 }

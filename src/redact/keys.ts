@@ -8,7 +8,9 @@
  * `requiredKeys`, ...), or with `tokens` after another word (`accessTokens`, `githubTokens`) except counts and
  * settings of a model's tokens (`maxTokens`, `inputTokens`, `cache_read_input_tokens`, `stopTokens`, ...); a last
  * word ending in `password` or `passwd` (`PGPASSWORD`), or `pass` or `pwd` after another word (`DB_PASS`,
- * `MYSQL_PWD`; a bare `pwd` is a directory); a last word that runs a secret word into another, as lower-case JSON
+ * `MYSQL_PWD`; a bare `pwd` is a directory); a last word `passcode`, `privkey` or `mnemonic` (or its plural); the
+ * two last words `seed phrase`, `recovery phrase`, `client assertion`, `code verifier`, `auth code` or
+ * `authorization code` (`seedPhrase`, `client_assertion`); a last word that runs a secret word into another, as lower-case JSON
  * does (`identitytoken`, `clientsecret`, `privatekey`: see `GLUED_SECRET_SUFFIXES`). A bare `key`, `keys`, `keywords`, `tokens`, `tokenUsage` or `maxTokens`
  * is not a secret name. Nor is `auth`: it holds credentials in some configs (`auth: { user, pass }`, whose `pass` is
  * blanked) and settings in others (`auth: 'none'`, `auth: { type: 'oauth' }`), and a flow param named so would be
@@ -30,6 +32,11 @@ const SECRET_LAST_WORDS = new Set([
   'authorization',
   'apikey',
   'cookie',
+  // A PIN-like code a person types (`passcode`), a private key's short name (`privkey`), a wallet's recovery words
+  // (`mnemonic`), which no pattern can recognize.
+  'passcode',
+  'privkey',
+  'mnemonic',
   // Their plurals: a list or a map of secrets (`secrets: { db: … }`, `passwords: […]`). Not `tokens` (see below).
   'secrets',
   'passwords',
@@ -37,7 +44,17 @@ const SECRET_LAST_WORDS = new Set([
   'passphrases',
   'apikeys',
   'cookies',
+  'passcodes',
+  'privkeys',
+  'mnemonics',
 ]);
+
+/**
+ * Two-word endings that name a secret where neither word does alone (`search_phrase` and `assertion` are not):
+ * a wallet's recovery words (`seedPhrase`, `recovery_phrase`), OAuth's client assertion (a signed JWT), PKCE code
+ * verifier and authorization code.
+ */
+const SECRET_LAST_PAIRS = new Set(['seed phrase', 'recovery phrase', 'client assertion', 'code verifier', 'auth code', 'authorization code']);
 
 /** Words before `key` or `keys` that make it a structural key, not a secret. */
 const STRUCTURAL_KEY_PREFIXES = new Set([
@@ -234,6 +251,7 @@ function isBuiltInSecretKey(key: string): boolean {
   if (QUALIFIED_SECRET_LAST_WORDS.has(last) && parts.length > 1) return true;
   if (parts.length < 2) return false;
   const before = parts[parts.length - 2]!;
+  if (SECRET_LAST_PAIRS.has(`${before} ${last}`)) return true;
   if (last === 'key') return !STRUCTURAL_KEY_PREFIXES.has(before);
   if (last === 'keys') return !STRUCTURAL_KEY_PREFIXES.has(before) && !STRUCTURAL_KEYS_PREFIXES.has(before);
   if (last === 'tokens') return !TOKEN_COUNT_PREFIXES.has(before);

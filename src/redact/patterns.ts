@@ -49,6 +49,15 @@ export interface SecretPattern {
   readonly accept?: (match: string, before: string) => boolean;
 }
 
+/**
+ * What `util.inspect` writes before a structure that is not a plain object or array (what error messages quote):
+ * `Set(1) {`, `Map(2) {`, a class's name (`Creds {`), `[Object: null prototype] {`, `Foo [Array] [`. The named
+ * pass takes the structure after it as the field's value.
+ */
+export const INSPECT_TAG = String.raw`(?:[A-Z][\w$]*(?:\(\d+\))?(?: \[[A-Z][\w$]*\])?|\[(?:Object|[A-Z][\w$]*(?:\(\d+\))?): null prototype\])`;
+/** How `util.inspect` writes bytes: `<Buffer 5a 71 …>`, `<Uint8Array …>` (one value, replaced whole). */
+export const INSPECT_BYTES = String.raw`<[A-Z]\w*(?: [\w .]{0,8192})?>`;
+
 /** Words that make an identifier name a secret in an assignment (`DB_PASSWORD=...`, `"apiKey": "..."`); case-insensitive. */
 const ASSIGNED_NAME = String.raw`(?:[a-z0-9_][a-z0-9_.-]*?)?(?:secret|password|passwd|pwd|token|api_?key|access_?key|private_?key|credentials?)`;
 
@@ -275,8 +284,9 @@ export const DEFAULT_SECRET_PATTERNS: readonly SecretPattern[] = [
     source: 'gitleaks:generic-api-key (keyword = value), secretlint:aws (AWS_SECRET_ACCESS_KEY = ...)',
     // The quotes may be escaped, at any depth (`{\"password\":\"...\"}`, JSON quoted inside a string, and that
     // quoted again); the value stops at a quote, escaped or not, and holds any other backslash. A value that is a
-    // structure (`credentials: {user: …}`) is left to the redactor's named pass, which replaces each of its scalars.
-    regex: new RegExp(String.raw`\b${ASSIGNED_NAME}(?:\\*["'])?[ \t]*(?:=|:|=>)[ \t]*(?:\\*["'])?(?<secret>(?![{[])(?:[^\s"'\`,;&\\]|\\+(?![\\"'])){3,})`, 'gi'),
+    // structure (`credentials: {user: …}`, also after an inspect tag: `Set(1) {`) or inspect's bytes (`<Buffer …>`) is
+    // left to the redactor's named pass, which replaces each of its scalars, or the bytes whole.
+    regex: new RegExp(String.raw`\b${ASSIGNED_NAME}(?:\\*["'])?[ \t]*(?:=|:|=>)[ \t]*(?:\\*["'])?(?<secret>(?![{[]|${INSPECT_TAG}[ \t]+(?:\{|\[(?!REDACTED\]))|${INSPECT_BYTES})(?:[^\s"'\`,;&\\]|\\+(?![\\"'])){3,})`, 'gi'),
     gate: /secret|passw|pwd|token|api_?key|access_?key|private_?key|credential/,
     // The shortest match: `pwd=abc` (7).
     minLength: 7,

@@ -31,8 +31,8 @@ import { LiteralSet } from './literal-set.js';
 import { redactYamlBlockValues } from './yaml-values.js';
 import { NAMED_PAIR, blankStructure } from './text-structures.js';
 import { SecretKeyMatcher } from './keys.js';
-import { isBasicCredential } from './basic-credential.js';
-import { DEFAULT_SECRET_PATTERNS, NETRC_MIN_LENGTH, TRUNCATED_SECRET_TAIL, isDateAlone, lastToken, type SecretPattern } from './patterns.js';
+import { isAuthCredential } from './basic-credential.js';
+import { DEFAULT_SECRET_PATTERNS, INSPECT_BYTES, INSPECT_TAG, NETRC_MIN_LENGTH, TRUNCATED_SECRET_TAIL, isDateAlone, lastToken, type SecretPattern } from './patterns.js';
 import { VENDOR_TOKEN_PATTERN } from './vendor-patterns.js';
 import { REDACTED } from './marker.js';
 
@@ -206,10 +206,17 @@ const VALUE_FIELDS: ReadonlyMap<string, readonly string[]> = new Map([
 const PLAIN_KEY = 0;
 /** A secret-named key: everything under it is blanked. */
 const SECRET_KEY = 1;
-/** `auth`: a base64 `user:password` under it is blanked ({@link isBasicCredential}). */
+/** `auth`: a `user:password`, as it is or in base64, under it is blanked ({@link isAuthCredential}). */
 const AUTH_KEY = 2;
+/**
+ * A private member of a JSON Web Key (RFC 7518: `d` of an EC or RSA key, RSA's `p`, `q`, `dp`, `dq`, `qi`, `k` of a
+ * symmetric key), as `crypto.subtle.exportKey('jwk')` and `KeyObject.export({ format: 'jwk' })` write it: blanked
+ * in an object that has a `kty` (what makes it a JWK); the public members (`kty`, `crv`, `x`, `y`, `n`, `e`) are kept.
+ */
+const JWK_PRIVATE_KEY = 3;
+const JWK_PRIVATE_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'k', 'oth']);
 /** A value field of {@link VALUE_FIELDS}: the index of its naming fields in {@link NAMING_FIELDS}, plus this. */
-const VALUE_KEY = 3;
+const VALUE_KEY = 4;
 const NAMING_FIELDS = [...VALUE_FIELDS.values()];
 const VALUE_FIELD_KINDS = new Map([...VALUE_FIELDS.keys()].map((field, i) => [field, VALUE_KEY + i]));
 /** Per naming field of {@link VALUE_FIELDS}, the value fields it may name. */
@@ -436,7 +443,7 @@ const CUT = '(?=…$)';
  */
 function namedValue(escape: number): string {
   const same = `\\${escape}`;
-  return String.raw`(?:"((?:[^"\\]|\\.)*)(?:"|${CUT})|(\\+)"((?:[^"\\]|\\+(?![\\"])|${same}\\+")*?)(?:${same}"|${CUT})|'([^']*)(?:'|${CUT})|([^\s"'\`,;&}\])\\{\[][^\s"'\`,;&}\])]*))`;
+  return String.raw`(?:"((?:[^"\\]|\\.)*)(?:"|${CUT})|(\\+)"((?:[^"\\]|\\+(?![\\"])|${same}\\+")*?)(?:${same}"|${CUT})|'([^']*)(?:'|${CUT})|(${INSPECT_BYTES}|(?!${INSPECT_TAG}[ \t]+(?:\{|\[(?!REDACTED\])))[^\s"'\`,;&}\])\\{\[][^\s"'\`,;&}\])]*))`;
 }
 /**
  * `name: value`, `name = value`, `name => value`, the name optionally quoted (`"name"`, `'name'`, `\"name\"`): see
@@ -448,7 +455,7 @@ const NAMED_ASSIGNMENT = new RegExp(String.raw`(?<![\w$.\\-])(\\*["']|)([A-Za-z_
  * A named field whose value is a structure (`secrets: {`, `"passwords": [`, and an option's name as a key:
  * `"--token": [`): see {@link blankStructure}.
  */
-const NAMED_STRUCTURE = new RegExp(String.raw`(?<![\w$.\\-])(\\*["']|)(-{0,2}[A-Za-z_$][\w$.-]*)\1[ \t]*(?:=>|=|:)[ \t]*(?=[{[])`, 'g');
+const NAMED_STRUCTURE = new RegExp(String.raw`(?<![\w$.\\-])(\\*["']|)(-{0,2}[A-Za-z_$][\w$.-]*)\1[ \t]*(?:=>|=|:)[ \t]*(?:${INSPECT_TAG}[ \t]+)?(?=[{[])`, 'g');
 /** A value as {@link NAMED_ASSIGNMENT} reads it, at a given place (the value of a {@link NAMED_PAIR}). */
 const VALUE_AT = new RegExp(namedValue(2), 'y');
 /**
@@ -489,7 +496,23 @@ const LISTED_CREDENTIAL = /^(?:[\w!#$%&*+.^|~[\]-]{1,64}[ \t]+)?(?:[\w!#$%&*+.^|
 export function isSecretOptionValue(previous: unknown, item: unknown, isSecretName: (name: string) => boolean = isSecretKey): boolean {
   if (typeof item !== 'string' || item === '') return false;
   if (typeof previous === 'string' && HEADER_NAME.test(previous)) return item.length <= 8192 && LISTED_CREDENTIAL.test(item) && !isDateAlone(lastToken(item));
+  if (isSecretHeaderName(previous, isSecretName)) return true;
   return item.charCodeAt(0) !== 0x2d && isSecretOption(previous, isSecretName);
+}
+
+/** A header's name in the form HTTP writes one: words joined by `-` (`X-Api-Key`, `Private-Token`). */
+const HYPHENATED_HEADER = /^[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+$/;
+/** The cookie headers, whose values are sessions. */
+const COOKIE_HEADER = /^(?:set-)?cookie2?$/i;
+
+/**
+ * Whether `name`, an element of a flat list of names and values (Node's `rawHeaders`: `['X-Api-Key', '…']`), is a
+ * secret-named header's: a hyphenated name the key rule takes for a secret (`X-Api-Key`, `X-Auth-Token`), or a
+ * cookie header. Its value, the next element, is then blanked whatever it looks like.
+ */
+function isSecretHeaderName(name: unknown, isSecretName: (name: string) => boolean): boolean {
+  if (typeof name !== 'string' || name.length > 100) return false;
+  return COOKIE_HEADER.test(name) || (HYPHENATED_HEADER.test(name) && isSecretName(name));
 }
 /** The marker as a bare value reads it (up to its closing bracket). */
 const REDACTED_BARE = REDACTED.slice(0, -1);
@@ -504,7 +527,17 @@ const NAMED_GATE_SET = LiteralSet.of([NAMED_GATE.source])!;
  * A name/value pair written as a two-element list whose first element is a quoted name (`["DB_PASSWORD", "…"]`, as a
  * value summary shows `Object.entries(process.env)`), up to its value. Groups: the name.
  */
-const TUPLE_PAIR = /\[\s*"([A-Za-z0-9_.$-]{1,100})"\s*,\s*/g;
+const TUPLE_PAIR = /\[\s*(["'])([A-Za-z0-9_.$-]{1,100})\1\s*,\s*/g;
+/**
+ * A header's name in a flat list of names and values as text (`[ 'Host', 'h', 'X-Api-Key', '…' ]`, `util.inspect` of
+ * Node's `rawHeaders`), quoted, up to the value that follows it. Groups: the quote, the name.
+ */
+const LISTED_HEADER = /(?<=[[,]\s*)(["'])([A-Za-z][A-Za-z0-9-]{1,99})\1\s*,\s*/g;
+/**
+ * An XML element holding text: `<password>…</password>` (SOAP, Maven's settings.xml, .NET's web.config). Groups:
+ * the element's name, its text.
+ */
+const XML_ELEMENT = /<([A-Za-z_][\w.-]{0,99})>([^<]{1,8192})<\/\1>/g;
 /** A character every named field holds: the mark of an assignment or the dash of an option. */
 const ASSIGNMENT_MARK = /[:=-]/;
 /** The marks {@link NAMED_ASSIGNMENT} ends a name with (`=>` starts with `=`). */
@@ -512,7 +545,7 @@ const ASSIGNMENT_MARKS = /[:=]/g;
 /** What may stand between a name and its mark besides blanks: its closing quote, escaped at any depth. */
 const QUOTING = new Set([0x22, 0x27, 0x5c]);
 
-/** Whether `name` is `auth` in any case (see {@link isBasicCredential}). */
+/** Whether `name` is `auth` in any case (see {@link isAuthCredential}). */
 function isAuthName(name: string): boolean {
   return name.length === 4 && name.toLowerCase() === 'auth';
 }
@@ -570,7 +603,21 @@ export class Redactor {
    * environment). Values shorter than {@link KNOWN_MIN_LENGTH} are left out: replacing them everywhere would blank
    * ordinary text.
    */
-  private readonly known: readonly string[];
+  private known: readonly string[];
+
+  /**
+   * Reads the secret-named environment variables again (see {@link known}): a variable set after this redactor was
+   * made (`dotenv` loaded late, a secret fetched from a vault at start-up, a rotation) is then replaced too. The
+   * runtime asks the shared redactor at every run's start, and the memory store at every write; a long-lived
+   * process that sets such variables between its own uses of a redactor calls it itself.
+   */
+  renewEnvironment(): void {
+    const known = environmentSecrets(this.keys);
+    if (known.length === this.known.length && known.every((value, i) => value === this.known[i])) return;
+    this.known = known;
+    // Cached verdicts on text, which the known values decide too.
+    this.keyTexts.clear();
+  }
 
   /** Whether `text` holds one of {@link known}. */
   private holdsKnown(text: string): boolean {
@@ -628,7 +675,12 @@ export class Redactor {
     }
     // A name/value pair as a list (`["DB_PASSWORD", "…"]`): a value summary of `Object.entries(...)`, which the walk of
     // the value itself blanks (see walkArray); text shows it with no assignment mark.
-    if (out.includes('["') && (this.keys.hasExtra || NAMED_GATE_SET.test(out))) out = this.replaceTuplePairs(out);
+    if ((out.includes('[') || out.includes(',')) && (this.keys.hasExtra || NAMED_GATE_SET.test(out))) {
+      if (out.includes('["') || out.includes("'")) out = this.replaceTuplePairs(out);
+      // A flat header list as text (`[ 'X-Api-Key', '…' ]`), as walkArray reads it as a list.
+      if (out.includes('-') || /cookie/i.test(out)) out = this.replaceListedHeaders(out);
+    }
+    if (out.includes('</') && (this.keys.hasExtra || NAMED_GATE_SET.test(out))) out = this.replaceXmlElements(out);
     // A value the catalogue replaced in part (the first word of a quoted value) is one the named pass completes.
     if ((this.keys.hasExtra || out !== text || NAMED_GATE_SET.test(out)) && ASSIGNMENT_MARK.test(out)) {
       if (out.includes('\n')) out = redactYamlBlockValues(out, this.isSecretName, REDACTED);
@@ -669,7 +721,7 @@ export class Redactor {
     NAMED_ASSIGNMENT.lastIndex = 0;
     return structured.replace(NAMED_ASSIGNMENT, (match: string, _quote: string, name: string, double?: string, _escape?: string, escaped?: string, single?: string, bare?: string) => {
       const value = double ?? escaped ?? single ?? bare ?? '';
-      return this.namedValueReplaced(match, name, value, this.keys.isSecretKey(name) || (isAuthName(name) && isBasicCredential(value)));
+      return this.namedValueReplaced(match, name, value, this.keys.isSecretKey(name) || (isAuthName(name) && isAuthCredential(value)));
     });
   }
 
@@ -706,7 +758,20 @@ export class Redactor {
 
   /** `text` with the value of every `["<secret name>", value]` list replaced (see {@link TUPLE_PAIR}). */
   private replaceTuplePairs(text: string): string {
-    return this.replaceValuesAfter(text, TUPLE_PAIR, (m) => this.keys.isSecretKey(m[1]!));
+    return this.replaceValuesAfter(text, TUPLE_PAIR, (m) => this.keys.isSecretKey(m[2]!));
+  }
+
+  /** `text` with the value after every secret-named header of a listed header list replaced (see {@link LISTED_HEADER}). */
+  private replaceListedHeaders(text: string): string {
+    return this.replaceValuesAfter(text, LISTED_HEADER, (m) => isSecretHeaderName(m[2], this.isSecretName));
+  }
+
+  /** `text` with the text of every XML element with a secret name replaced (see {@link XML_ELEMENT}). */
+  private replaceXmlElements(text: string): string {
+    XML_ELEMENT.lastIndex = 0;
+    return text.replace(XML_ELEMENT, (match: string, name: string, inner: string) =>
+      this.keys.isSecretKey(name) && inner !== REDACTED ? `<${name}>${this.replaced(inner, REDACTED)}</${name}>` : match,
+    );
   }
 
   /**
@@ -1018,7 +1083,8 @@ export class Redactor {
     const kind = this.keyKind(key);
     if (kind === PLAIN_KEY) return this.walk(item, depth + 1, key);
     if (kind === SECRET_KEY) return this.secretEntry(item, depth + 1, key);
-    if (kind === AUTH_KEY) return typeof item === 'string' && isBasicCredential(item) ? this.replaced(item, REDACTED) : this.walk(item, depth + 1, key);
+    if (kind === AUTH_KEY) return typeof item === 'string' && isAuthCredential(item) ? this.replaced(item, REDACTED) : this.walk(item, depth + 1, key);
+    if (kind === JWK_PRIVATE_KEY) return typeof record['kty'] === 'string' ? this.secretEntry(item, depth + 1, key) : this.walk(item, depth + 1, key);
     return this.namedBySibling(record, kind) ? this.secretEntry(item, depth + 1, key) : this.walk(item, depth + 1, key);
   }
 
@@ -1033,7 +1099,7 @@ export class Redactor {
   private keyKind(key: string): number {
     let kind = this.keyKinds.get(key);
     if (kind === undefined) {
-      kind = this.keys.isSecretKey(key) ? SECRET_KEY : isAuthName(key) ? AUTH_KEY : (VALUE_FIELD_KINDS.get(key) ?? PLAIN_KEY);
+      kind = this.keys.isSecretKey(key) ? SECRET_KEY : isAuthName(key) ? AUTH_KEY : JWK_PRIVATE_MEMBERS.has(key) ? JWK_PRIVATE_KEY : (VALUE_FIELD_KINDS.get(key) ?? PLAIN_KEY);
       if (this.keyKinds.size < 10_000) this.keyKinds.set(key, kind);
     }
     return kind;
@@ -1085,6 +1151,9 @@ export class Redactor {
     if (typeof schema === 'string' && JSON_SCHEMA_DIALECT.test(schema)) return true;
     const kind = this.keyKind(key);
     if (kind === AUTH_KEY) return true;
+    // A JWK's private member is judged by its `kty` sibling, and a `kty` decides its siblings.
+    if (kind === JWK_PRIVATE_KEY) return typeof record['kty'] === 'string';
+    if (key === 'kty') return true;
     if (kind >= VALUE_KEY) return this.namedBySibling(record, kind);
     const named = NAMED_FIELDS.get(key);
     if (named === undefined) return false;
@@ -1289,6 +1358,14 @@ export function redactorFor(options?: RedactionOptions): Redactor {
     return (shared ??= new Redactor());
   }
   return new Redactor(options);
+}
+
+/**
+ * {@link Redactor.renewEnvironment} of the shared default redactor, when there is one yet (a redactor made with
+ * options reads the environment when it is made).
+ */
+export function renewEnvironmentSecrets(): void {
+  shared?.renewEnvironment();
 }
 
 /** {@link Redactor.redact} with the built-in catalogue only. */

@@ -15,8 +15,9 @@ const KEPT_SCALAR = /^(?:-?\d[\d_.eE+-]*|true|false|null|undefined|None|True|Fal
 
 /** A character that ends a bare scalar in a structure. */
 function endsBare(c: number): boolean {
-  // blank, tab, CR, LF, `"`, `'`, `,`, `:`, `{`, `}`, `[`, `]`, `\`, `=`, `;`
-  return c === 0x20 || c === 0x09 || c === 0x0d || c === 0x0a || c === 0x22 || c === 0x27 || c === 0x2c || c === 0x3a || c === 0x7b || c === 0x7d || c === 0x5b || c === 0x5d || c === 0x5c || c === 0x3d || c === 0x3b;
+  // blank, tab, CR, LF, `"`, `'`, `,`, `:`, `{`, `}`, `[`, `]`, `\`, `=`, `;`, and `>` (of `=>`, a Map entry's mark
+  // in `util.inspect` text, and a Ruby hash's)
+  return c === 0x20 || c === 0x09 || c === 0x0d || c === 0x0a || c === 0x22 || c === 0x27 || c === 0x2c || c === 0x3a || c === 0x7b || c === 0x7d || c === 0x5b || c === 0x5d || c === 0x5c || c === 0x3d || c === 0x3b || c === 0x3e;
 }
 
 /** Whether a key mark (`:`, `=`, `=>`) follows `at` in `text`, past blanks. */

@@ -25,7 +25,7 @@ import { loadRunPoint, type CheckpointPayload, type RunPoint } from './run-point
 import { checkRecordedAnswer, pendingAnswers, questionText, storedQuestion } from './interrupts.js';
 import { StateTracker } from './state-tracker.js';
 import { foldModelDeltas, type ModelDeltaOptions } from './model-deltas.js';
-import { blankSchemaSecrets, redactorFor } from '../redact/index.js';
+import { blankSchemaSecrets, redactorFor, renewEnvironmentSecrets } from '../redact/index.js';
 import { takeNewRun, type NewRun, type TakenRun } from './new-run.js';
 import { checkFlowNames, checkRunIds } from './flow-names.js';
 import { RunFolderError, lostConnection } from '../store/errors.js';
@@ -543,6 +543,9 @@ function execute(flow: Flow, claim: TopLevelClaim, target: ExecuteTarget, start:
 
 async function executeClaimed(flow: Flow, claim: TopLevelClaim, target: ExecuteTarget, start: StartPoint): Promise<RunResult> {
   const { store, sessionKey, runId, keyframeInterval } = target;
+  // Secret-named environment variables set since the last run (dotenv loaded late, a vault's secret) are known to
+  // this run's redaction (see Redactor.renewEnvironment).
+  renewEnvironmentSecrets();
   const writer = await takeWriter(target, start.fresh);
   const streamer = flow.eventStreamer;
   streamer.setNextSeq(runId, (writer.lastSeq ?? 0) + 1);

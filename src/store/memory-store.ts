@@ -694,6 +694,7 @@ export class MemoryStore implements Memory {
    * `createdAt` is filled as in {@link write}.
    */
   async writeMany(items: MemoryItemInput[]): Promise<void> {
+    this.redactor.renewEnvironment();
     const prepared = items.map((item) => this.prepare(item));
     await this.exclusive(async (index) => {
       await this.beginChange(prepared.map((item) => item.id));

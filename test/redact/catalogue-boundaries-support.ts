@@ -7,15 +7,39 @@ import { DEFAULT_SECRET_PATTERNS, type SecretPattern } from '../../src/redact/in
 import { VENDOR_TOKEN_FORMATS } from '../../src/redact/vendor-patterns.js';
 
 /**
- * A regex fast-check can generate from: the same language without word boundaries, lookarounds (nested one level),
+ * A regex fast-check can generate from: the same language without word boundaries, lookarounds (at any depth),
  * names and `i`.
  */
 function generatorOf(regex: RegExp): RegExp {
-  const source = regex.source
-    .replace(/\\b/g, '')
-    .replace(/\(\?<?[=!](?:[^()]|\([^()]*\))*\)/g, '')
-    .replace(/\(\?<[A-Za-z]+>/g, '(');
+  const source = withoutLookarounds(regex.source.replace(/\\b/g, '')).replace(/\(\?<[A-Za-z]+>/g, '(');
   return new RegExp(`^(?:${source})$`);
+}
+
+/** `source` without its lookaround groups (`(?=…)`, `(?!…)`, `(?<=…)`, `(?<!…)`), escapes and classes read as such. */
+function withoutLookarounds(source: string): string {
+  let out = '';
+  for (let i = 0; i < source.length; ) {
+    const head = /^\(\?<?[=!]/.exec(source.slice(i, i + 4));
+    if (head === null) {
+      const end = source[i] === '\\' ? i + 2 : i + 1;
+      out += source.slice(i, end);
+      i = end;
+      continue;
+    }
+    // Skip to the parenthesis that closes the lookaround.
+    let depth = 0;
+    let inClass = false;
+    for (; i < source.length; i++) {
+      const c = source[i];
+      if (c === '\\') i++;
+      else if (inClass) inClass = c !== ']';
+      else if (c === '[') inClass = true;
+      else if (c === '(') depth++;
+      else if (c === ')' && --depth === 0) break;
+    }
+    i++;
+  }
+  return out;
 }
 
 /** The matches of a pattern in `text` that it accepts (given the character before each, as the redactor gives it). */

@@ -73,6 +73,7 @@ export class PostgresMemoryStore implements Memory {
    * run again, up to {@link WRITE_ATTEMPTS} times in all; then a MemoryStoreError says so.
    */
   async writeMany(items: MemoryItemInput[]): Promise<void> {
+    this.redactor.renewEnvironment();
     const byId = new Map<string, MemoryItem>();
     for (const item of items.map((input) => prepareMemoryItem(input, this.redactor))) {
       byId.delete(item.id);
