@@ -607,17 +607,29 @@ export class Redactor {
 
   /**
    * Reads the secret-named environment variables again (see {@link known}): a variable set after this redactor was
-   * made (`dotenv` loaded late, a secret fetched from a vault at start-up, a rotation) is then replaced too. The
+   * made (`dotenv` loaded late, a secret fetched from a vault at start-up, a rotation) is then replaced too, and a
+   * value known before stays known. The
    * runtime asks the shared redactor at every run's start, and the memory store at every write; a long-lived
    * process that sets such variables between its own uses of a redactor calls it itself.
    */
   renewEnvironment(): void {
-    const known = environmentSecrets(this.keys);
-    if (known.length === this.known.length && known.every((value, i) => value === this.known[i])) return;
+    // The quick answer, as a run's start asks it: the same variables, and the same values of the secret-named ones.
+    const names = Object.keys(process.env);
+    const last = this.environment;
+    if (last !== undefined && names.length === last.names.length && names.every((name, i) => name === last.names[i]) && last.secret.every(([name, value]) => process.env[name] === value)) {
+      return;
+    }
+    this.environment = { names, secret: names.filter((name) => this.keys.isSecretKey(name)).map((name) => [name, process.env[name]] as const) };
+    // A value once known stays known (a rotated secret may still be quoted by what a run reads), longest first.
+    const known = [...new Set([...environmentSecrets(this.keys), ...this.known])].sort((a, b) => b.length - a.length);
+    if (known.length === this.known.length) return;
     this.known = known;
     // Cached verdicts on text, which the known values decide too.
     this.keyTexts.clear();
   }
+
+  /** The environment {@link renewEnvironment} last read: every variable's name, and each secret-named one's value. */
+  private environment: { names: readonly string[]; secret: readonly (readonly [string, string | undefined])[] } | undefined;
 
   /** Whether `text` holds one of {@link known}. */
   private holdsKnown(text: string): boolean {

@@ -61,4 +61,22 @@ describe('review s49b: environment values and secret names', () => {
     expect(new Redactor().isSecretKey('sessionid')).toBe(false);
     expect(new Redactor().isSecretKey('session_id')).toBe(false);
   });
+
+  it('Redactor.renewEnvironment: a variable set later is known; a rotated value stays known; unchanged, nothing changes', () => {
+    const redactor = new Redactor();
+    const name = 'S49B_RENEW_API_TOKEN';
+    try {
+      process.env[name] = 'first value of the token';
+      expect(redactor.redactText('x first value of the token x')).toBe('x first value of the token x');
+      redactor.renewEnvironment();
+      expect(redactor.redactText('x first value of the token x')).toBe('x [REDACTED] x');
+      process.env[name] = 'second value, rotated';
+      redactor.renewEnvironment();
+      expect(redactor.redactText('a second value, rotated; b first value of the token')).toBe('a [REDACTED]; b [REDACTED]');
+      redactor.renewEnvironment();
+      expect(redactor.redactText('second value, rotated')).toBe('[REDACTED]');
+    } finally {
+      delete process.env[name];
+    }
+  });
 });
