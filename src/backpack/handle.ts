@@ -39,6 +39,8 @@ export class NodeBinding {
   readonly #actor: Actor;
   /** The run of the handle that registered this node with `registerChild`, if that handle had one. */
   readonly #runId: string | undefined;
+  /** The span of the handle that registered this node with `registerChild`, if that handle had one. */
+  readonly #spanId: string | undefined;
   /**
    * The handle that registered this node with `registerChild`, if it was: every handle of this binding closes when
    * that one does (a node's execution ends), so a timer or a promise the node left running cannot act through its
@@ -49,22 +51,25 @@ export class NodeBinding {
   #handle: BackpackHandle | undefined;
 
   /** @internal Created by `Backpack.registerNode` and `BackpackHandle.registerChild`. */
-  constructor(ops: HandleOps, actor: Actor, runId?: string, within?: BackpackHandle) {
+  constructor(ops: HandleOps, actor: Actor, runId?: string, within?: BackpackHandle, spanId?: string) {
     this.#ops = ops;
     this.#actor = actor;
     this.#runId = runId;
     this.#within = within;
+    this.#spanId = spanId;
   }
 
   /** The node's handle outside any execution (one per binding); closed with the handle that registered the node, if any. */
   get handle(): BackpackHandle {
-    return (this.#handle ??= new BackpackHandle(this.#ops, this.#actor, this.#runId === undefined ? undefined : { runId: this.#runId }, this.#within));
+    return (this.#handle ??= new BackpackHandle(this.#ops, this.#actor, this.#runId === undefined ? undefined : { runId: this.#runId, spanId: this.#spanId }, this.#within));
   }
 
   /**
    * A handle of the same node whose events carry `eventContext` (one per execution). A child registered through a
    * handle of a run (`registerChild` during an execution) stays in that run: its events carry that run's id, and
-   * any other `runId` is refused, so node code cannot file its children's events under another run.
+   * any other `runId` is refused, so node code cannot file its children's events under another run; likewise a child
+   * registered through a handle of a span (a node's execution) files its events under that span, and any other
+   * `spanId` is refused, so node code cannot file them under another node's span.
    */
   withContext(eventContext: { runId?: string; spanId?: string }): BackpackHandle {
     // One read of each field (a getter could answer this run to the check and another to the handle); only strings,
@@ -82,7 +87,13 @@ export class NodeBinding {
         { nodeId: this.#actor.nodeId },
       );
     }
-    return new BackpackHandle(this.#ops, this.#actor, { runId: this.#runId, spanId }, this.#within);
+    if (this.#spanId !== undefined && spanId !== undefined && spanId !== this.#spanId) {
+      throw new BackpackError(
+        `Node '${this.#actor.nodeId}' was registered inside span '${this.#spanId}' (the execution that registered it): its events cannot carry span '${spanId}'`,
+        { nodeId: this.#actor.nodeId },
+      );
+    }
+    return new BackpackHandle(this.#ops, this.#actor, { runId: this.#runId, spanId: this.#spanId ?? spanId }, this.#within);
   }
 }
 
@@ -306,7 +317,7 @@ export class BackpackHandle {
    */
   registerChild(node: NodeRegistration): NodeBinding {
     this.#live();
-    return new NodeBinding(this.#ops, this.#ops.register(node, this.#actor), this.#ctx?.runId, this);
+    return new NodeBinding(this.#ops, this.#ops.register(node, this.#actor), this.#ctx?.runId, this, this.#ctx?.spanId);
   }
 }
 

@@ -113,13 +113,24 @@ describe('a child registered inside a run (registerChild)', () => {
     const bp = new Backpack(undefined, { eventStreamer: { emit: (event) => void events.push(event) } });
     const parent = bp.registerNode(research).withContext({ runId: 'run-a', spanId: 'span-parent' });
     const child = parent.registerChild({ nodeId: 'child-1', nodeName: 'Child', namespace: 'sales.research.child' });
-    expect(() => child.withContext({ runId: 'run-b', spanId: 'span-child' })).toThrow(/registered inside run 'run-a': its events cannot carry run 'run-b'/);
-    child.withContext({ spanId: 'span-child' }).pack('a', 1);
-    child.withContext({ runId: 'run-a', spanId: 'span-child' }).pack('b', 2);
+    expect(() => child.withContext({ runId: 'run-b', spanId: 'span-parent' })).toThrow(/registered inside run 'run-a': its events cannot carry run 'run-b'/);
+    child.withContext({ spanId: 'span-parent' }).pack('a', 1);
+    child.withContext({ runId: 'run-a' }).pack('b', 2);
     child.handle.pack('c', 3);
     const packed = events.filter((event) => event.nodeId === 'child-1');
     expect(packed.map((event) => event.runId)).toEqual(['run-a', 'run-a', 'run-a']);
-    expect(packed.map((event) => event.spanId)).toEqual(['span-child', 'span-child', undefined]);
+    expect(packed.map((event) => event.spanId)).toEqual(['span-parent', 'span-parent', 'span-parent']);
+  });
+
+  it("keeps its events in the span of the handle that registered it: another span (another node's) is refused (review s49a L1)", () => {
+    const events: BackpackEvent[] = [];
+    const bp = new Backpack(undefined, { eventStreamer: { emit: (event) => void events.push(event) } });
+    const parent = bp.registerNode(research).withContext({ runId: 'run-a', spanId: 'span-parent' });
+    const child = parent.registerChild({ nodeId: 'victim', nodeName: 'Victim', namespace: 'sales.research.victim' });
+    expect(() => child.withContext({ spanId: 'span-of-another-node' })).toThrow(
+      "Node 'victim' was registered inside span 'span-parent' (the execution that registered it): its events cannot carry span 'span-of-another-node'",
+    );
+    expect(events).toEqual([]);
   });
 
   it('outside a run, a child binding takes the context it is given', () => {

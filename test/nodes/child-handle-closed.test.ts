@@ -48,7 +48,7 @@ describe("a child's handles close with the execution that registered it", () => 
       override post(bp: BackpackHandle): undefined {
         const child = bp.registerChild({ nodeId: 'child', nodeName: 'Child', namespace: 'p.child' });
         const grandchild = child.handle.registerChild({ nodeId: 'grand', nodeName: 'Grand', namespace: 'p.child.grand' });
-        handles.push(child.handle, child.withContext({ spanId: 's1' }), grandchild.handle, grandchild.withContext({}));
+        handles.push(child.handle, child.withContext({}), grandchild.handle, grandchild.withContext({}));
         for (const [i, h] of handles.entries()) h.pack(`k${i}`, i);
         return undefined;
       }
