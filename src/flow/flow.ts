@@ -61,9 +61,14 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
   /** Makes `node` the entry node. */
   setEntryNode(node: BaseNode<S>): this {
     if (!(node instanceof BaseNode)) throw new TypeError(`Flow '${this.id}': entry node must be a node, got ${String(node)}`);
+    // Here, not in an override: see BaseNode.on.
+    this.checkEntryChange(node);
     this.#entry = node;
     return this;
   }
+
+  /** Throws when the entry node may not change now (a subclass's rules, checked by {@link setEntryNode}); BaseFlow has none. */
+  protected checkEntryChange(_node: BaseNode<S>): void {}
 
   /** Runs the whole flow with `shared` as the state every node sees; resolves to the last action. */
   override run(shared: S): Promise<string | undefined> {

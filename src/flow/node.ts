@@ -112,6 +112,9 @@ export class BaseNode<S = any, P = any, E = any> {
     }
     const given = options?.mappings;
     const mappings = given === undefined ? undefined : checkMappings(`Node '${this.id}', route '${action}' → '${node.id}'`, given, this.mappingKeyProblem);
+    // Here, not in an override of `on`: the base method is exported, and code that calls it on a node directly
+    // (`BaseNode.prototype.on.call(node, …)`) meets the node's own rules all the same.
+    this.checkRouteChange(action, node);
     const routes: Routes<S> = (this.#routes ??= { successors: new Map() });
     routes.successors.set(action, node);
     if (mappings) (routes.mappings ??= new Map()).set(action, mappings);
@@ -123,6 +126,12 @@ export class BaseNode<S = any, P = any, E = any> {
   getRouteMappings(action?: string): RouteMappings | undefined {
     return this.#routes?.mappings?.get(action ?? DEFAULT_ACTION);
   }
+
+  /**
+   * Throws when this node's routes may not change now, before {@link on} changes anything: a subclass's rules
+   * (BackpackNode's: not once its flow has run, and not from another node's code). BaseNode has none.
+   */
+  protected checkRouteChange(_action: string, _node: BaseNode<S>): void {}
 
   /** Why `key` cannot be a mapped key, or undefined (BackpackNode adds the Backpack's key syntax). */
   protected get mappingKeyProblem(): ((key: string) => string | undefined) | undefined {

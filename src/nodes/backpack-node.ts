@@ -2,7 +2,7 @@ import type { ZodType } from 'zod';
 import type { BackpackHandle, NodePermissions } from '../backpack/index.js';
 import { closeHandle, registeredNodeName, type RegisteredNode } from '../backpack/handle.js';
 import { newSpanId, StreamEventType, type InterruptInfo, type StreamEventTypeValue } from '../events/index.js';
-import { BaseNode, FlowError, FlowSignal, Node, type Attempt, type RouteOptions, type RunScope } from '../flow/index.js';
+import { BaseNode, FlowError, FlowSignal, Node, type Attempt, type RunScope } from '../flow/index.js';
 import { checkSegments, encodeValue } from '../backpack/index.js';
 import { checkAction } from '../flow/actions.js';
 import { dataProperty, describeThrown, reachesProxy } from '../flow/errors.js';
@@ -337,19 +337,21 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     return more.events;
   }
 
+
   /**
-   * Routes `action` to `node`, refused once the node's flow has run (internal flows are immutable after their first
-   * run). `options.mappings` copies keys when the route is taken (source key → target key): a commit made by this
-   * node, as if its `post` had packed each target with the value of its source (see {@link Flow} for the rules).
+   * Routes from this node are refused once the node's flow has run (internal flows are immutable after their first
+   * run), and from another node's code when its flow runs inside a node: checked by BaseNode's `on` (`next`,
+   * `onComplete`, …), however it is called. A route's `options.mappings` copies keys when it is taken (source key →
+   * target key): a commit made by this node, as if its `post` had packed each target with the value of its source
+   * (see {@link Flow} for the rules).
    */
-  override on(action: string, node: BaseNode, options?: RouteOptions): this {
+  protected override checkRouteChange(action: string, node: BaseNode): void {
     if (this.#flow?.sealed) {
       throw new FlowError(`Node '${this.id}' belongs to flow '${this.#flow.id}', which ${this.#flow.sealedBecause}: its routes cannot change`);
     }
     if (this.#flow !== undefined) checkFlowChange(this.#flow, `add a route from node '${this.id}'`);
-    const problem = node instanceof BaseNode ? stepProblem(node) : undefined;
+    const problem = stepProblem(node);
     if (problem !== undefined) throw new FlowError(`Node '${this.id}', route '${String(action)}': ${problem}`);
-    return super.on(action, node, options);
   }
 
   protected override get mappingKeyProblem(): (key: string) => string | undefined {

@@ -14,7 +14,6 @@ import {
   missingRouteMessage,
   type MissingRoutePolicy,
   type RouteMappings,
-  type RouteOptions,
   type RunScope,
   type StepBoundary,
 } from '../flow/index.js';
@@ -652,27 +651,34 @@ export class Flow extends BaseFlow<any> {
 
   /** Makes `node` (or the node added with that id, as BackpackFlow v2 allowed) the entry node. */
   override setEntryNode(node: BaseNode | string): this {
-    this.#checkOpen('change the entry node');
     if (typeof node === 'string') {
+      this.#checkOpen('change the entry node');
       const found = this.#node(node) ?? this.#subflows.find((sub) => sub.id === node);
       if (!found) throw new FlowError(`Flow '${this.id}': no node with id '${node}' to make the entry node (nodes: ${this.#ids().join(', ') || 'none'})`);
       return super.setEntryNode(found);
     }
-    if (node instanceof BackpackNode && this.#node(node.id) !== node) {
-      throw new FlowError(`Flow '${this.id}': entry node '${node.id}' was not added to this flow (use flow.addNode)`);
-    }
-    const problem = node instanceof BaseNode ? stepProblem(node) : undefined;
-    if (problem !== undefined) throw new FlowError(`Flow '${this.id}': cannot make it the entry node: ${problem}`);
     return super.setEntryNode(node);
   }
 
-  /** Routes `action` to `node` (a BackpackNode or a subflow; see BaseNode.on), refused once the flow has run. */
-  override on(action: string, node: BaseNode, options?: RouteOptions): this {
+  /** See {@link setEntryNode}: checked by BaseFlow's `setEntryNode`, however it is called. */
+  protected override checkEntryChange(node: BaseNode): void {
+    this.#checkOpen('change the entry node');
+    if (node instanceof BackpackNode && this.#node(node.id) !== node) {
+      throw new FlowError(`Flow '${this.id}': entry node '${node.id}' was not added to this flow (use flow.addNode)`);
+    }
+    const problem = stepProblem(node);
+    if (problem !== undefined) throw new FlowError(`Flow '${this.id}': cannot make it the entry node: ${problem}`);
+  }
+
+  /**
+   * Routes from this flow as a node (a BackpackNode or a subflow; see BaseNode.on) are refused once the flow has run,
+   * and from another node's code: checked by BaseNode's `on`, however it is called.
+   */
+  protected override checkRouteChange(action: string, node: BaseNode): void {
     if (this.#sealed || this.#enclosing?.sealed) throw new FlowError(`Flow '${this.id}' ${this.sealedBecause}: its routes cannot change`);
     this.#checkChanger('add a route');
-    const problem = node instanceof BaseNode ? stepProblem(node) : undefined;
+    const problem = stepProblem(node);
     if (problem !== undefined) throw new FlowError(`Flow '${this.id}', route '${String(action)}': ${problem}`);
-    return super.on(action, node, options);
   }
 
   /**

@@ -116,7 +116,7 @@ describe('a plain Node never receives the owner Backpack', () => {
     expect(() => flow.setEntryNode(new Plain({ id: 'tool' }))).toThrow(/cannot make it the entry node: node 'tool' is a Plain/);
   });
 
-  it('is refused at run time when it got into the graph around the checks', async () => {
+  it('is refused when node code calls the base class\'s route method on its own node (the route never exists)', async () => {
     const plain = new Plain({ id: 'tool' });
     class Rewire extends BackpackNode {
       override post() {
@@ -126,7 +126,7 @@ describe('a plain Node never receives the owner Backpack', () => {
     }
     const flow = new Flow({ namespace: 'app' });
     flow.addNode(Rewire, { id: 'r' });
-    await expect(flow.run({ token: 'SECRET' })).rejects.toThrow(/Flow 'app' cannot run it: node 'tool' is a Plain/);
+    await expect(flow.run({ token: 'SECRET' })).rejects.toThrow(/Node 'r' belongs to flow 'app', which has already run: its routes cannot change/);
     expect(plain.got).toBe('never ran');
   });
 });
