@@ -14,7 +14,7 @@ import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView, nodeEvent } from './event-view.js';
 import { asBuilder, currentExecution, executionSignal, takeStep, type NodeExecution } from './execution.js';
 import { flowOfToken, type FlowToken } from './flow-token.js';
-import { builtOn, checkFlowChange, closeDeclaredFlow, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
+import { builtOn, checkFlowChange, closeDeclaredFlow, flowInside, runUnderWay, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
 import { maskedForOthers, type MaskedConfig } from './secret-params.js';
 import { hardenClass } from '../harden.js';
 
@@ -333,7 +333,9 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     // Frozen: other nodes' code reaches this view (`node.eventStreamer`) and must not put a method of its own on it
     // that this node's code would then call.
     const more = (this.#more ??= {});
-    if (more.events === undefined) Object.freeze((more.events = new NodeEventView(flowStreamer(flow), this, () => (handle ??= nodeHandle(flow, registered)))));
+    if (more.events === undefined) {
+      Object.freeze((more.events = new NodeEventView(flowStreamer(flow), this, () => (handle ??= nodeHandle(flow, registered)), () => runUnderWay(flow))));
+    }
     return more.events;
   }
 
@@ -443,10 +445,19 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
    */
   static #ownExecution(node: BackpackNode): NodeExecution | undefined {
     const running = currentExecution.getStore();
-    if (running !== undefined && running.node !== node) {
-      throw new FlowError(`Node '${running.node.id}' cannot build a flow on node '${node.id}': a node builds flows only on itself`);
+    // Its own code, or the code of a node it runs inside (a composite of a flow that node built or loaded).
+    if (running !== undefined && running.node !== node && !(node.#flow !== undefined && flowInside(node.#flow, running.node))) {
+      throw new FlowError(`Node '${running.node.id}' cannot build a flow on node '${node.id}': a node builds flows only on itself and on the nodes it runs`);
+    }
+    if (running === undefined && BackpackNode.#inRun(node)) {
+      throw new FlowError(`Code outside every node's execution cannot build a flow on node '${node.id}' while its flow's run is under way (only the node's own code can)`);
     }
     return running;
+  }
+
+  /** Whether a run that `node` is part of is under way (see runUnderWay). */
+  static #inRun(node: BackpackNode): boolean {
+    return node.#flow !== undefined && runUnderWay(node.#flow);
   }
 
   #nestedFlow(options: Omit<FlowOptions, 'backpack' | 'eventStreamer' | 'backpackOptions'> = {}): Flow {

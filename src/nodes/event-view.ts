@@ -52,25 +52,35 @@ export class NodeEventView {
   readonly #node: BackpackNode;
   readonly #namespace: string;
   readonly #handle: () => BackpackHandle;
+  /** Whether a run the node is part of is under way (see runUnderWay). */
+  readonly #inRun: () => boolean;
 
   /** @internal Created by BackpackNode for itself. */
-  constructor(streamer: EventStreamer, node: BackpackNode, handle: () => BackpackHandle) {
+  constructor(streamer: EventStreamer, node: BackpackNode, handle: () => BackpackHandle, inRun: () => boolean) {
     this.#streamer = streamer;
     this.#node = node;
     this.#namespace = node.namespace;
     this.#handle = handle;
+    this.#inRun = inRun;
   }
 
   /**
    * Refuses a use of this view from another node's execution: a node reads events through its own view (what its
    * rules let it see), never through another's, whose events and rules are not its own; and a subscriber runs as the
-   * node that made it. The owner (code in no execution) may use any view.
+   * node that made it. The owner (code in no execution) may use any view, but not while a run the node is part of is
+   * under way: node code can get outside every execution then (a FinalizationRegistry callback), and would read
+   * another node's events through it.
    */
   #checkCaller(operation: string): void {
     const running = currentExecution.getStore();
     if (running !== undefined && running.node !== this.#node) {
       throw new TypeError(
         `Node '${running.node.id}' cannot ${operation} through the eventStreamer of node '${this.#node.id}': a node reads and subscribes to events through its own eventStreamer`,
+      );
+    }
+    if (running === undefined && this.#inRun()) {
+      throw new TypeError(
+        `Code outside every node's execution cannot ${operation} through the eventStreamer of node '${this.#node.id}' while its run is under way: subscribe through the flow's eventStreamer (the owner's), or from the node's own code`,
       );
     }
   }
@@ -93,7 +103,9 @@ export class NodeEventView {
       case 'backpack.quarantined':
         // Its own quarantines too (the item is no longer active, and the reason is the node's own text), but not one
         // of an item it could not read (`hidden`): that would tell it the key existed.
-        return (own && event.payload.hidden !== true) || this.#mayRead(event.payload.key);
+        // A `hidden` one never, to the node that made it, even once it may read the key (it packed it itself since).
+        if (event.payload.hidden === true) return !own && this.#mayRead(event.payload.key);
+        return own || this.#mayRead(event.payload.key);
       default:
         return own || LIFECYCLE.has(event.type);
     }

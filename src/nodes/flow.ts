@@ -211,7 +211,26 @@ let handleOf: (flow: Flow, node: RegisteredNode, eventContext?: { runId?: string
  * one per call (not exported from the package; nodes get theirs per execution).
  */
 export function nodeHandle(flow: Flow, node: RegisteredNode, eventContext?: { runId?: string; spanId?: string }): BackpackHandle {
-  return handleOf(flow, node, eventContext);
+  const handle = handleOf(flow, node, eventContext);
+  handleFlows.set(handle, flow);
+  return handle;
+}
+
+/** The flow that made each node handle (see {@link nodeHandle}): what a flow built on a handle runs inside. */
+const handleFlows = new WeakMap<BackpackHandle, Flow>();
+let rootOf: (flow: Flow) => Flow | undefined;
+
+/**
+ * Whether a top-level run is under way (or being started) that `flow` is part of: `flow` itself, or the top-level
+ * flow it runs inside, through the nodes its flows were built on. Code outside every node's execution is taken for
+ * the owner's; during a run, node code can get there too (a FinalizationRegistry callback, a timer made in one), so
+ * what only the owner may do to a node's flows (change them, attach one, use a node's event view) waits until the
+ * run is over. Internal.
+ */
+export function runUnderWay(flow: Flow): boolean {
+  const root = rootOf(flow);
+  const run = root === undefined ? undefined : topLevelRuns.get(root);
+  return run !== undefined && (run.phase === 'claimed' || run.phase === 'running');
 }
 
 /** The stream `flow` emits to, also for a flow that runs inside a node (its nodes emit there; not exported from the package). */
@@ -233,6 +252,20 @@ let changeCheck: (flow: Flow, what: string) => void;
 function builtBy(on: BackpackHandle, node: BackpackNode): boolean {
   const registered = nodeRegistration(node);
   return registered !== undefined && actsAs(on, registered);
+}
+
+let parentFlowOf: (flow: Flow) => Flow | undefined;
+
+/**
+ * Whether `flow` runs inside `node`: built on it, or on a node of a flow that runs inside it, at any depth (a
+ * composite in a config that `node` loads in its exec: the loader, in `node`'s execution, builds that composite's
+ * internal flow). Such nodes' rules are bounded by `node`'s, so its code may build and change their flows. Internal.
+ */
+export function flowInside(flow: Flow, node: BackpackNode): boolean {
+  const registered = nodeRegistration(node);
+  if (registered === undefined) return false;
+  for (let at: Flow | undefined = flow; at !== undefined; at = parentFlowOf(at)) if (builtOn(at, registered)) return true;
+  return false;
 }
 
 /**
@@ -360,6 +393,19 @@ export class Flow extends BaseFlow<any> {
     givesOwnerView = (flow) => flow.#parent === undefined && flow.#enclosing === undefined;
     parentOf = (flow) => flow.#parent;
     changeCheck = (flow, what) => flow.#checkChanger(what);
+    parentFlowOf = (flow) => {
+      const parent = flow.#outermost().#parent;
+      return parent === undefined ? undefined : handleFlows.get(parent);
+    };
+    rootOf = (flow) => {
+      let at = flow.#outermost();
+      while (at.#parent !== undefined) {
+        const made = handleFlows.get(at.#parent);
+        if (made === undefined) return undefined;
+        at = made.#outermost();
+      }
+      return at;
+    };
   }
 
   constructor(options: FlowOptions = {}) {
@@ -1082,10 +1128,17 @@ export class Flow extends BaseFlow<any> {
     const on = this.#parent ?? this.#outermost().#parent;
     if (on === undefined) return;
     const running = currentExecution.getStore();
-    if (running === undefined) return;
+    if (running === undefined) {
+      if (!runUnderWay(this)) return;
+      throw new FlowError(
+        `Flow '${this.id}' runs inside node '${on.identity.nodeId}': code outside every node's execution cannot ${what} in it while its run is under way (only that node's own code can)`,
+      );
+    }
     // A node's own code: in its execution (its handle), or run by the library as that node outside a run (a
     // composite's buildInternalFlow: no handle).
     if (running.handle !== undefined ? sameNode(running.handle, on) : builtBy(on, running.node)) return;
+    // A node's code on a flow inside it (a composite of a flow it built or loaded).
+    if (flowInside(this, running.node)) return;
     throw new FlowError(`Node '${running.node.id}' cannot ${what} in flow '${this.id}': the flow runs inside node '${on.identity.nodeId}', and only that node's own code changes it`);
   }
 }

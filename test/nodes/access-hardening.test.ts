@@ -326,8 +326,8 @@ describe("another node's internal flow is not node code's to change", () => {
     await flow.run();
     expect(attempts).toEqual([
       expect.stringMatching(/threw Flow 'composite' is the internal flow node 'composite' declared \(buildInternalFlow\), complete once declared and cannot change: cannot add a node/),
-      "threw Node 'evil' cannot build a flow on node 'composite': a node builds flows only on itself",
-      "threw Node 'evil' cannot build a flow on node 'composite': a node builds flows only on itself",
+      "threw Node 'evil' cannot build a flow on node 'composite': a node builds flows only on itself and on the nodes it runs",
+      "threw Node 'evil' cannot build a flow on node 'composite': a node builds flows only on itself and on the nodes it runs",
     ]);
     // The declared flow ran as declared: its one node read the token with the composite's (unrestricted) rules.
     expect(flow.backpack.unpack('read')).toBe('sk-SECRET');

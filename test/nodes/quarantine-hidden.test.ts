@@ -54,4 +54,30 @@ describe('quarantine of a key the node may not read', () => {
     const { seen } = await probeQuarantine(true, {});
     expect(seen).toEqual({ answer: true, history: [{ key: 'salary', reason: 'probe' }], live: [{ key: 'salary', reason: 'probe' }] });
   });
+
+  it('quarantined while hidden, then packed by the node itself (now it may read the key): its own hidden quarantine stays out of its view (review s50a M1)', async () => {
+    const probe = async (present: boolean): Promise<unknown[]> => {
+      let seen: unknown[] = [];
+      class Hr extends BackpackNode {
+        override post(bp: BackpackHandle): undefined {
+          if (present) bp.pack('salary', 100, { accessControl: { read: ['app.hr'] } });
+          return undefined;
+        }
+      }
+      class Probe extends BackpackNode {
+        override post(bp: BackpackHandle): undefined {
+          expect(bp.quarantine('salary', { reason: 'probe' })).toBe(false);
+          bp.pack('salary', 0);
+          seen = this.eventStreamer.getHistory({ type: 'backpack.quarantined' }).map((e) => e.payload);
+          return undefined;
+        }
+      }
+      const flow = new Flow({ namespace: 'app' });
+      flow.addNode(Hr, { id: 'hr' }).next(flow.addNode(Probe, { id: 'probe' }));
+      await flow.run();
+      return seen;
+    };
+    expect(await probe(true)).toEqual([]);
+    expect(await probe(false)).toEqual([]);
+  });
 });
