@@ -24,8 +24,11 @@ export function isBasicCredential(value: string): boolean {
   return true;
 }
 
-/** `user:password` as it is: one token with a `:` inside, not a URL (`https://…`) nor a `scheme:` alone. */
-const USER_PASSWORD = /^[^\s:/@]{1,256}:(?!\/\/)\S{1,1024}$/;
+/**
+ * `user:password` as it is: one token with a `:` inside, not a URL (`https://…`) nor a `scheme:` alone. The user may
+ * be an email address (`bot@acme.com:<token>`, Atlassian's basic auth).
+ */
+const USER_PASSWORD = /^[^\s:/]{1,256}:(?!\/\/)\S{1,1024}$/;
 
 /**
  * Whether `value`, found under a key named `auth`, is credentials: {@link isBasicCredential}, or `user:password` as

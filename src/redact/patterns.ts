@@ -50,16 +50,21 @@ export interface SecretPattern {
 }
 
 /**
- * What `util.inspect` writes before a structure that is not a plain object or array (what error messages quote):
- * `Set(1) {`, `Map(2) {`, a class's name (`Creds {`), `[Object: null prototype] {`, `Foo [Array] [`. The named
- * pass takes the structure after it as the field's value.
+ * What `util.inspect` writes before a collection or a null-prototype object (what error messages quote): `Set(1) {`,
+ * `Map(2) {`, `Uint8Array(3) [`, `[Object: null prototype] {`. A field's value that starts with one is no bare word
+ * to replace: the named pass blanks the structure after it. (A class instance's name, `Creds {`, looks like any word
+ * before a brace, `Hunter22 {`: the named pass replaces that word and blanks the structure too.)
  */
-export const INSPECT_TAG = String.raw`(?:[A-Z][\w$]*(?:\(\d+\))?(?: \[[A-Z][\w$]*\])?|\[(?:Object|[A-Z][\w$]*(?:\(\d+\))?): null prototype\])`;
+export const INSPECT_TAG = String.raw`(?:[A-Z][\w$]*\(\d+\)|\[[\w$]+(?:\(\d+\))?: null prototype\])`;
 /** How `util.inspect` writes bytes: `<Buffer 5a 71 …>`, `<Uint8Array …>` (one value, replaced whole). */
 export const INSPECT_BYTES = String.raw`<[A-Z]\w*(?: [\w .]{0,8192})?>`;
 
-/** Words that make an identifier name a secret in an assignment (`DB_PASSWORD=...`, `"apiKey": "..."`); case-insensitive. */
-const ASSIGNED_NAME = String.raw`(?:[a-z0-9_][a-z0-9_.-]*?)?(?:secret|password|passwd|pwd|token|api_?key|access_?key|private_?key|credentials?)`;
+/**
+ * Words that make an identifier name a secret in an assignment (`DB_PASSWORD=...`, `"apiKey": "..."`); case-insensitive.
+ * What comes before them is at most 64 characters: unbounded, each start in a long dashed or dotted run scanned the
+ * rest of it (64 KB of `a-a-…password` took 0.6 s). A longer name is still the named pass's (it looks at the marks).
+ */
+const ASSIGNED_NAME = String.raw`(?:[a-z0-9_][a-z0-9_.-]{0,63}?)?(?:secret|password|passwd|pwd|token|api_?key|access_?key|private_?key|credentials?)`;
 
 /**
  * The password of a URL (`scheme://user:password@host`): everything from the user name's `:` to the last `@` before the

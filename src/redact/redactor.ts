@@ -209,12 +209,13 @@ const SECRET_KEY = 1;
 /** `auth`: a `user:password`, as it is or in base64, under it is blanked ({@link isAuthCredential}). */
 const AUTH_KEY = 2;
 /**
- * A private member of a JSON Web Key (RFC 7518: `d` of an EC or RSA key, RSA's `p`, `q`, `dp`, `dq`, `qi`, `k` of a
- * symmetric key), as `crypto.subtle.exportKey('jwk')` and `KeyObject.export({ format: 'jwk' })` write it: blanked
- * in an object that has a `kty` (what makes it a JWK); the public members (`kty`, `crv`, `x`, `y`, `n`, `e`) are kept.
+ * A private member of a JSON Web Key (RFC 7518: `d` of an EC, OKP or RSA key, RSA's `p`, `q`, `dp`, `dq`, `qi`, `k`
+ * of a symmetric key), as `crypto.subtle.exportKey('jwk')` and `KeyObject.export({ format: 'jwk' })` write it: a
+ * string blanked in an object that has a `kty` (what makes it a JWK); the public members (`kty`, `crv`, `x`, `y`, `n`,
+ * `e`) are kept.
  */
 const JWK_PRIVATE_KEY = 3;
-const JWK_PRIVATE_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'k', 'oth']);
+const JWK_PRIVATE_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'k']);
 /** A value field of {@link VALUE_FIELDS}: the index of its naming fields in {@link NAMING_FIELDS}, plus this. */
 const VALUE_KEY = 4;
 const NAMING_FIELDS = [...VALUE_FIELDS.values()];
@@ -455,7 +456,7 @@ const NAMED_ASSIGNMENT = new RegExp(String.raw`(?<![\w$.\\-])(\\*["']|)([A-Za-z_
  * A named field whose value is a structure (`secrets: {`, `"passwords": [`, and an option's name as a key:
  * `"--token": [`): see {@link blankStructure}.
  */
-const NAMED_STRUCTURE = new RegExp(String.raw`(?<![\w$.\\-])(\\*["']|)(-{0,2}[A-Za-z_$][\w$.-]*)\1[ \t]*(?:=>|=|:)[ \t]*(?:${INSPECT_TAG}[ \t]+)?(?=[{[])`, 'g');
+const NAMED_STRUCTURE = new RegExp(String.raw`(?<![\w$.\\-])(\\*["']|)(-{0,2}[A-Za-z_$][\w$.-]*)\1[ \t]*(?:=>|=|:)[ \t]*(?:${INSPECT_TAG}[ \t]+|(?:[A-Za-z_$][\w$]{0,99}|\[REDACTED\])[ \t]+(?=\{))?(?=[{[])`, 'g');
 /** A value as {@link NAMED_ASSIGNMENT} reads it, at a given place (the value of a {@link NAMED_PAIR}). */
 const VALUE_AT = new RegExp(namedValue(2), 'y');
 /**
@@ -496,7 +497,7 @@ const LISTED_CREDENTIAL = /^(?:[\w!#$%&*+.^|~[\]-]{1,64}[ \t]+)?(?:[\w!#$%&*+.^|
 export function isSecretOptionValue(previous: unknown, item: unknown, isSecretName: (name: string) => boolean = isSecretKey): boolean {
   if (typeof item !== 'string' || item === '') return false;
   if (typeof previous === 'string' && HEADER_NAME.test(previous)) return item.length <= 8192 && LISTED_CREDENTIAL.test(item) && !isDateAlone(lastToken(item));
-  if (isSecretHeaderName(previous, isSecretName)) return true;
+  if (isSecretHeaderName(previous, isSecretName)) return isListedHeaderValue(previous as string, item);
   return item.charCodeAt(0) !== 0x2d && isSecretOption(previous, isSecretName);
 }
 
@@ -514,13 +515,28 @@ function isSecretHeaderName(name: unknown, isSecretName: (name: string) => boole
   if (typeof name !== 'string' || name.length > 100) return false;
   return COOKIE_HEADER.test(name) || (HYPHENATED_HEADER.test(name) && isSecretName(name));
 }
+
+/** A header's name as HTTP spells it (`X-Request-Id`, `Content-Type`): a list of names, not a value. */
+const SPELLED_HEADER = /^[A-Z][a-z]*(?:-[A-Z][a-z]*)+$/;
+
+/**
+ * Whether `value`, the element after secret-named header `name` in a list, is that header's value: not another
+ * header's name (a list of header names: `['Content-Type', 'X-Api-Key', 'X-Request-Id']`), and for a cookie header
+ * a `name=value` pair (not `['Cookie', 'Brownie']`).
+ */
+function isListedHeaderValue(name: string, value: string): boolean {
+  if (SPELLED_HEADER.test(value)) return false;
+  return !COOKIE_HEADER.test(name) || value.includes('=');
+}
+/** The quoted value at the start of a text (what follows a listed header's name). */
+const QUOTED_AT_START = /^\\*(["'])([^"'\\]{0,8192})\1/;
 /** The marker as a bare value reads it (up to its closing bracket). */
 const REDACTED_BARE = REDACTED.slice(0, -1);
 /**
  * Every built-in secret name holds one of these (see redact/keys.ts), and so does `auth` (a base64 `user:password`
  * under it is replaced); a text without any has no named secret.
  */
-const NAMED_GATE = /key|secret|pass|pw|token|cookie|credential|auth/i;
+const NAMED_GATE = /key|secret|pass|pw|token|cookie|credential|auth|mnemonic|phrase|assertion|verifier/i;
 /** {@link NAMED_GATE} as a table walk (see literal-set.ts). */
 const NAMED_GATE_SET = LiteralSet.of([NAMED_GATE.source])!;
 /**
@@ -532,12 +548,23 @@ const TUPLE_PAIR = /\[\s*(["'])([A-Za-z0-9_.$-]{1,100})\1\s*,\s*/g;
  * A header's name in a flat list of names and values as text (`[ 'Host', 'h', 'X-Api-Key', '…' ]`, `util.inspect` of
  * Node's `rawHeaders`), quoted, up to the value that follows it. Groups: the quote, the name.
  */
-const LISTED_HEADER = /(?<=[[,]\s*)(["'])([A-Za-z][A-Za-z0-9-]{1,99})\1\s*,\s*/g;
+const LISTED_HEADER = /[[,][ \t\r\n]{0,100}(["'])([A-Za-z][A-Za-z0-9-]{1,99})\1\s*,\s*/g;
 /**
- * An XML element holding text: `<password>…</password>` (SOAP, Maven's settings.xml, .NET's web.config). Groups:
- * the element's name, its text.
+ * A private member of a JSON Web Key in text (`"d":"…"`, `d: '…'`: a value summary, JSON, an error message), named
+ * as {@link JWK_PRIVATE_MEMBERS} are, up to its value: replaced in text that has a `kty`. Groups: the quote, the name.
  */
-const XML_ELEMENT = /<([A-Za-z_][\w.-]{0,99})>([^<]{1,8192})<\/\1>/g;
+const JWK_MEMBER = /(?<![\w$.-])(\\*["']?)(d|p|q|dp|dq|qi|k)\1[ \t]*[:=][ \t]*(?=\\*["'])/g;
+/**
+ * A `kty` or `crv` field in text (`"kty":`, `crv: `): what makes an object a JSON Web Key (an Ed25519 key as Node
+ * exports it starts `{crv, d, x, kty}`: a summary cut at 80 characters has no `kty`).
+ */
+const JWK_KTY = /(?<![\w$.-])\\*["']?(?:kty|crv)\\*["']?[ \t]*[:=]/;
+/**
+ * An XML element holding text: `<password>…</password>` (SOAP, Maven's settings.xml, .NET's web.config), with a
+ * namespace prefix and attributes (`<wsse:Password Type="…">`), its text plain or CDATA. Groups: the element's name
+ * (with its prefix), its local name, its text.
+ */
+const XML_ELEMENT = /<((?:[\w.-]{1,50}:)?([A-Za-z_][\w.-]{0,99}))(?:\s[^<>]{0,1000})?>(<!\[CDATA\[[^\]]{0,8192}\]\]>|[^<]{1,8192})<\/\1>/g;
 /** A character every named field holds: the mark of an assignment or the dash of an option. */
 const ASSIGNMENT_MARK = /[:=-]/;
 /** The marks {@link NAMED_ASSIGNMENT} ends a name with (`=>` starts with `=`). */
@@ -687,14 +714,19 @@ export class Redactor {
     }
     // A name/value pair as a list (`["DB_PASSWORD", "…"]`): a value summary of `Object.entries(...)`, which the walk of
     // the value itself blanks (see walkArray); text shows it with no assignment mark.
-    if ((out.includes('[') || out.includes(',')) && (this.keys.hasExtra || NAMED_GATE_SET.test(out))) {
-      if (out.includes('["') || out.includes("'")) out = this.replaceTuplePairs(out);
+    // Whether the text names a secret (asked once: every pass below but the JWK one needs a secret name).
+    const named = this.keys.hasExtra || NAMED_GATE_SET.test(out);
+    if (named) {
+      const listed = out.includes('[');
+      if (listed && (out.includes('["') || out.includes("'"))) out = this.replaceTuplePairs(out);
       // A flat header list as text (`[ 'X-Api-Key', '…' ]`), as walkArray reads it as a list.
-      if (out.includes('-') || /cookie/i.test(out)) out = this.replaceListedHeaders(out);
+      if ((listed || out.includes(',')) && (out.includes('-') || out.includes('ookie'))) out = this.replaceListedHeaders(out);
+      if (out.includes('</')) out = this.replaceXmlElements(out);
     }
-    if (out.includes('</') && (this.keys.hasExtra || NAMED_GATE_SET.test(out))) out = this.replaceXmlElements(out);
+    // A JSON Web Key in text (a value summary cuts an Ed25519 key after its `d`): its private members.
+    if ((out.includes('kty') || out.includes('crv')) && JWK_KTY.test(out)) out = this.replaceValuesAfter(out, JWK_MEMBER, () => true);
     // A value the catalogue replaced in part (the first word of a quoted value) is one the named pass completes.
-    if ((this.keys.hasExtra || out !== text || NAMED_GATE_SET.test(out)) && ASSIGNMENT_MARK.test(out)) {
+    if ((named || out !== text) && ASSIGNMENT_MARK.test(out)) {
       if (out.includes('\n')) out = redactYamlBlockValues(out, this.isSecretName, REDACTED);
       out = this.redactNamed(out);
     }
@@ -775,15 +807,21 @@ export class Redactor {
 
   /** `text` with the value after every secret-named header of a listed header list replaced (see {@link LISTED_HEADER}). */
   private replaceListedHeaders(text: string): string {
-    return this.replaceValuesAfter(text, LISTED_HEADER, (m) => isSecretHeaderName(m[2], this.isSecretName));
+    return this.replaceValuesAfter(text, LISTED_HEADER, (m) => {
+      if (!isSecretHeaderName(m[2], this.isSecretName)) return false;
+      const value = QUOTED_AT_START.exec(m.input.slice(m.index + m[0].length, m.index + m[0].length + 8200))?.[2];
+      return value === undefined || isListedHeaderValue(m[2]!, value);
+    });
   }
 
   /** `text` with the text of every XML element with a secret name replaced (see {@link XML_ELEMENT}). */
   private replaceXmlElements(text: string): string {
     XML_ELEMENT.lastIndex = 0;
-    return text.replace(XML_ELEMENT, (match: string, name: string, inner: string) =>
-      this.keys.isSecretKey(name) && inner !== REDACTED ? `<${name}>${this.replaced(inner, REDACTED)}</${name}>` : match,
-    );
+    return text.replace(XML_ELEMENT, (match: string, name: string, local: string, inner: string) => {
+      if (!this.keys.isSecretKey(local) || inner === REDACTED) return match;
+      const open = match.indexOf('>') + 1;
+      return `${match.slice(0, open)}${this.replaced(inner, REDACTED)}</${name}>`;
+    });
   }
 
   /**
@@ -1096,7 +1134,8 @@ export class Redactor {
     if (kind === PLAIN_KEY) return this.walk(item, depth + 1, key);
     if (kind === SECRET_KEY) return this.secretEntry(item, depth + 1, key);
     if (kind === AUTH_KEY) return typeof item === 'string' && isAuthCredential(item) ? this.replaced(item, REDACTED) : this.walk(item, depth + 1, key);
-    if (kind === JWK_PRIVATE_KEY) return typeof record['kty'] === 'string' ? this.secretEntry(item, depth + 1, key) : this.walk(item, depth + 1, key);
+    // Members are base64url text: a number beside a `kty` is data (`{ p: 0.5, kty }`), not a key.
+    if (kind === JWK_PRIVATE_KEY) return typeof record['kty'] === 'string' && typeof item === 'string' ? this.replaced(item, REDACTED) : this.walk(item, depth + 1, key);
     return this.namedBySibling(record, kind) ? this.secretEntry(item, depth + 1, key) : this.walk(item, depth + 1, key);
   }
 
@@ -1164,7 +1203,7 @@ export class Redactor {
     const kind = this.keyKind(key);
     if (kind === AUTH_KEY) return true;
     // A JWK's private member is judged by its `kty` sibling, and a `kty` decides its siblings.
-    if (kind === JWK_PRIVATE_KEY) return typeof record['kty'] === 'string';
+    if (kind === JWK_PRIVATE_KEY) return typeof record['kty'] === 'string' && typeof record[key] === 'string';
     if (key === 'kty') return true;
     if (kind >= VALUE_KEY) return this.namedBySibling(record, kind);
     const named = NAMED_FIELDS.get(key);
@@ -1374,7 +1413,8 @@ export function redactorFor(options?: RedactionOptions): Redactor {
 
 /**
  * {@link Redactor.renewEnvironment} of the shared default redactor, when there is one yet (a redactor made with
- * options reads the environment when it is made).
+ * options reads the environment when it is made). The runtime calls it at every run's start; a node that sets a
+ * secret-named variable during a run (a secret fetched from a vault) calls it, so that the rest of the run knows it.
  */
 export function renewEnvironmentSecrets(): void {
   shared?.renewEnvironment();

@@ -51,7 +51,7 @@ export {
   historicalCheckpointPath,
 } from './paths.js';
 export type { RunPaths, MemoryPaths } from './paths.js';
-export { Redactor, redactorFor, redact, redactConfig, containsSecrets, isSecretKey, REDACTED, DEFAULT_SECRET_PATTERNS } from '../redact/index.js';
+export { Redactor, redactorFor, renewEnvironmentSecrets, redact, redactConfig, containsSecrets, isSecretKey, REDACTED, DEFAULT_SECRET_PATTERNS } from '../redact/index.js';
 export type { RedactionOptions, RedactionResult, SecretPattern } from '../redact/index.js';
 export { writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 export type { AtomicWriteOptions, FileLock } from '../fs/index.js';

@@ -63,13 +63,25 @@ interface Result {
   outcome: unknown;
 }
 
+/**
+ * Settles once the escaped code has tried its change (or after 10 s): the code that must wait for the attempt (the
+ * attacker's own exec, or the victim's "model call") awaits it, so no timing of the machine decides the result.
+ */
+let attempted: Promise<void> = Promise.resolve();
+function waitForAttempt(): Promise<void> {
+  return Promise.race([attempted, new Promise<void>((resolve) => setTimeout(resolve, 10_000))]);
+}
+
 /** vault → evil (denied the token) → agent (`Agent`); evil's code, in no execution, does `attack(agent, Planted)`. */
 async function scenario(
   Agent: BackpackNodeClass,
   attack: (agent: BackpackNode, Planted: BackpackNodeClass) => { ready: () => boolean; act: () => void },
   ownerSetup?: (agent: BackpackNode, flow: Flow) => void,
+  waitInEvil = true,
 ): Promise<Result> {
   const result: Result = { leaked: [], outcome: 'not tried' };
+  let tried!: () => void;
+  attempted = new Promise<void>((resolve) => (tried = resolve));
   class Planted extends BackpackNode {
     override prep(bp: BackpackHandle): undefined {
       result.leaked.push(bp.unpack('token'));
@@ -80,9 +92,13 @@ async function scenario(
     override async exec(): Promise<undefined> {
       const agent = this.successors.get('default') as BackpackNode;
       const { ready, act } = attack(agent, Planted);
-      whenReady(ready, act, (outcome) => (result.outcome = outcome));
-      // The owner-built case needs the change before agent runs; the others act while agent awaits.
-      await new Promise((resolve) => setTimeout(resolve, 40));
+      whenReady(ready, act, (outcome) => {
+        result.outcome = outcome;
+        tried();
+      });
+      // The owner-built and declared cases change agent's flow before agent runs: evil waits for the attempt. The
+      // third acts while agent awaits (agent waits for it).
+      if (waitInEvil) await waitForAttempt();
       return undefined;
     }
   }
@@ -141,7 +157,7 @@ describe('code in no execution is taken for the owner: another node reaches it a
       override async exec(): Promise<string> {
         const flow = this.createInternalFlow();
         flow.addNode(Search, { id: 'search' });
-        await new Promise((resolve) => setTimeout(resolve, 30)); // e.g. a model call that plans the query
+        await waitForAttempt(); // e.g. a model call that plans the query, as long as the attack takes
         await flow.run({ query: 'tides' });
         return 'done';
       }
@@ -152,7 +168,7 @@ describe('code in no execution is taken for the owner: another node reaches it a
         const inner = agent.internalFlow!;
         inner.setEntryNode(inner.addNode(Planted, { id: 'planted' }));
       },
-    }));
+    }), undefined, false);
     expect(result.leaked).toEqual([]);
     expect(result.outcome).toBeInstanceOf(FlowError);
   });
@@ -162,9 +178,11 @@ describe("code in no execution uses another node's event view as the owner may",
   it("another node's escaped code subscribes through B's eventStreamer and reads what B's rules show (B's model output)", async () => {
     const stolen: unknown[] = [];
     let outcome: unknown = 'not tried';
+    let tried!: () => void;
+    attempted = new Promise<void>((resolve) => (tried = resolve));
     class Advisor extends BackpackNode {
       override async exec(): Promise<undefined> {
-        await new Promise((resolve) => setTimeout(resolve, 30));
+        await waitForAttempt();
         this.emitEvent('model.completed', { text: 'the token is sk-SECRET' });
         return undefined;
       }
@@ -181,8 +199,9 @@ describe("code in no execution uses another node's event view as the owner may",
           } catch (error) {
             outcome = error;
           }
+          tried();
         });
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await waitForAttempt();
         return undefined;
       }
     }
