@@ -25,6 +25,19 @@ export interface BaseFlowOptions<S = any> extends BaseNodeOptions {
 const POLICIES: readonly MissingRoutePolicy[] = ['end', 'warn', 'throw'];
 const RECENT_NODES = 5;
 
+/** A check of a flow's entry node about to change (see {@link setEntryGuard}). */
+export type EntryGuard = (flow: BaseFlow, node: BaseNode) => void;
+let entryGuard: EntryGuard | undefined;
+
+/**
+ * Sets the check `BaseFlow.setEntryNode` asks before the entry changes (see setRouteGuard): set once by the nodes
+ * module. Not exported from the package.
+ */
+export function setEntryGuard(guard: EntryGuard): void {
+  if (entryGuard !== undefined) throw new FlowError('The entry guard is set once, by the nodes module');
+  entryGuard = guard;
+}
+
 /**
  * The flow engine (PocketFlow semantics, DESIGN D1-D3): runs nodes from the entry node, following the action each
  * returns, until a node has no route. A flow is itself a node, so flows nest. `run(shared)` passes `shared` to every
@@ -62,13 +75,12 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
   setEntryNode(node: BaseNode<S>): this {
     if (!(node instanceof BaseNode)) throw new TypeError(`Flow '${this.id}': entry node must be a node, got ${String(node)}`);
     // Here, not in an override: see BaseNode.on.
-    this.checkEntryChange(node);
+    entryGuard?.(this, node);
     this.#entry = node;
     return this;
   }
 
-  /** Throws when the entry node may not change now (a subclass's rules, checked by {@link setEntryNode}); BaseFlow has none. */
-  protected checkEntryChange(_node: BaseNode<S>): void {}
+
 
   /** Runs the whole flow with `shared` as the state every node sees; resolves to the last action. */
   override run(shared: S): Promise<string | undefined> {

@@ -1,6 +1,6 @@
 import { DEFAULT_ACTION, FlowAction } from './actions.js';
 import { checkConcurrency, mapConcurrent } from './concurrency.js';
-import { FlowSignal, NodeExecutionError, dataProperty } from './errors.js';
+import { FlowError, FlowSignal, NodeExecutionError, dataProperty } from './errors.js';
 import { checkMappings, type RouteMappings, type RouteOptions } from './mappings.js';
 import { ROOT_SCOPE, type RunScope } from './scope.js';
 import { hardenClass } from '../harden.js';
@@ -39,6 +39,20 @@ export interface TakenRoute<S> {
 }
 
 let routesOf: <S>(node: BaseNode<S>) => Routes<S> | undefined;
+
+/** A check of a route about to change (see {@link setRouteGuard}). */
+export type RouteGuard = (from: BaseNode, action: string, to: BaseNode) => void;
+let routeGuard: RouteGuard | undefined;
+
+/**
+ * Sets the check `BaseNode.on` asks before any route changes, whatever class the node is of: the nodes module sets
+ * it once, when it loads (a Backpack flow's routes are refused once it has run, and from another node's code). Not
+ * exported from the package: node code must not replace it.
+ */
+export function setRouteGuard(guard: RouteGuard): void {
+  if (routeGuard !== undefined) throw new FlowError('The route guard is set once, by the nodes module');
+  routeGuard = guard;
+}
 
 /**
  * The route out of `node` for `action` (undefined means `'default'`), read from the routing table its `on`/`next`
@@ -113,8 +127,9 @@ export class BaseNode<S = any, P = any, E = any> {
     const given = options?.mappings;
     const mappings = given === undefined ? undefined : checkMappings(`Node '${this.id}', route '${action}' → '${node.id}'`, given, this.mappingKeyProblem);
     // Here, not in an override of `on`: the base method is exported, and code that calls it on a node directly
-    // (`BaseNode.prototype.on.call(node, …)`) meets the node's own rules all the same.
-    this.checkRouteChange(action, node);
+    // (`BaseNode.prototype.on.call(node, …)`) meets the library's rules all the same; and not through a method of
+    // the node, which its class (node code) could redefine.
+    routeGuard?.(this, action, node);
     const routes: Routes<S> = (this.#routes ??= { successors: new Map() });
     routes.successors.set(action, node);
     if (mappings) (routes.mappings ??= new Map()).set(action, mappings);
@@ -126,12 +141,6 @@ export class BaseNode<S = any, P = any, E = any> {
   getRouteMappings(action?: string): RouteMappings | undefined {
     return this.#routes?.mappings?.get(action ?? DEFAULT_ACTION);
   }
-
-  /**
-   * Throws when this node's routes may not change now, before {@link on} changes anything: a subclass's rules
-   * (BackpackNode's: not once its flow has run, and not from another node's code). BaseNode has none.
-   */
-  protected checkRouteChange(_action: string, _node: BaseNode<S>): void {}
 
   /** Why `key` cannot be a mapped key, or undefined (BackpackNode adds the Backpack's key syntax). */
   protected get mappingKeyProblem(): ((key: string) => string | undefined) | undefined {

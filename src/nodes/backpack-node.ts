@@ -14,7 +14,7 @@ import { ContractValidationError, type ContractViolation } from './errors.js';
 import { NodeEventView, nodeEvent } from './event-view.js';
 import { asBuilder, currentExecution, executionSignal, takeStep, type NodeExecution } from './execution.js';
 import { flowOfToken, type FlowToken } from './flow-token.js';
-import { builtOn, checkFlowChange, closeDeclaredFlow, flowInside, runUnderWay, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
+import { builtOn, checkFlowChange, closeDeclaredFlow, flowInside, runHasStarted, Flow, flowStreamer, nodeHandle, stepProblem, type FlowOptions } from './flow.js';
 import { maskedForOthers, type MaskedConfig } from './secret-params.js';
 import { hardenClass } from '../harden.js';
 
@@ -148,6 +148,12 @@ export function paramsOf(node: BackpackNode): Readonly<Record<string, unknown>> 
 let bind: (node: BackpackNode, registered: RegisteredNode, flow: Flow) => void;
 let bindingIn: (node: BaseNode, flow: Flow) => RegisteredNode | undefined;
 let registrationOf: (node: unknown) => RegisteredNode | undefined;
+let routeCheck: (from: BackpackNode, action: string, to: BaseNode) => void;
+
+/** Throws when a route from `from` to `to` may not be added now (see BackpackNode's route rules). Internal. */
+export function checkNodeRoute(from: BackpackNode, action: string, to: BaseNode): void {
+  routeCheck(from, action, to);
+}
 
 /** The registration of `node` in the flow that added it (undefined before it was added, or for anything else). Internal. */
 export function nodeRegistration(node: unknown): RegisteredNode | undefined {
@@ -223,6 +229,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     };
     bindingIn = (node, flow) => (node instanceof BackpackNode && node.#flow === flow ? node.#binding : undefined);
     registrationOf = (node) => (node instanceof BackpackNode ? node.#binding : undefined);
+    routeCheck = (from, action, to) => BackpackNode.#checkRoute(from, action, to);
     paramsOfNode = (node) => BackpackNode.#ownParams(node);
     configOfNode = (node) => node.#config;
     setIdentity = (node, namespaceSegment, permissions) => {
@@ -334,7 +341,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     // that this node's code would then call.
     const more = (this.#more ??= {});
     if (more.events === undefined) {
-      Object.freeze((more.events = new NodeEventView(flowStreamer(flow), this, () => (handle ??= nodeHandle(flow, registered)), () => runUnderWay(flow))));
+      Object.freeze((more.events = new NodeEventView(flowStreamer(flow), this, () => (handle ??= nodeHandle(flow, registered)), () => runHasStarted(flow))));
     }
     return more.events;
   }
@@ -347,13 +354,13 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
    * target key): a commit made by this node, as if its `post` had packed each target with the value of its source
    * (see {@link Flow} for the rules).
    */
-  protected override checkRouteChange(action: string, node: BaseNode): void {
-    if (this.#flow?.sealed) {
-      throw new FlowError(`Node '${this.id}' belongs to flow '${this.#flow.id}', which ${this.#flow.sealedBecause}: its routes cannot change`);
+  static #checkRoute(from: BackpackNode, action: string, node: BaseNode): void {
+    if (from.#flow?.sealed) {
+      throw new FlowError(`Node '${from.id}' belongs to flow '${from.#flow.id}', which ${from.#flow.sealedBecause}: its routes cannot change`);
     }
-    if (this.#flow !== undefined) checkFlowChange(this.#flow, `add a route from node '${this.id}'`);
+    if (from.#flow !== undefined) checkFlowChange(from.#flow, `add a route from node '${from.id}'`);
     const problem = stepProblem(node);
-    if (problem !== undefined) throw new FlowError(`Node '${this.id}', route '${String(action)}': ${problem}`);
+    if (problem !== undefined) throw new FlowError(`Node '${from.id}', route '${String(action)}': ${problem}`);
   }
 
   protected override get mappingKeyProblem(): (key: string) => string | undefined {
@@ -450,14 +457,14 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       throw new FlowError(`Node '${running.node.id}' cannot build a flow on node '${node.id}': a node builds flows only on itself and on the nodes it runs`);
     }
     if (running === undefined && BackpackNode.#inRun(node)) {
-      throw new FlowError(`Code outside every node's execution cannot build a flow on node '${node.id}' while its flow's run is under way (only the node's own code can)`);
+      throw new FlowError(`Code outside every node's execution cannot build a flow on node '${node.id}' once its flow's first run has started (only the node's own code can; the owner builds it before)`);
     }
     return running;
   }
 
-  /** Whether a run that `node` is part of is under way (see runUnderWay). */
+  /** Whether a run that `node` is part of has started (see runHasStarted). */
   static #inRun(node: BackpackNode): boolean {
-    return node.#flow !== undefined && runUnderWay(node.#flow);
+    return node.#flow !== undefined && runHasStarted(node.#flow);
   }
 
   #nestedFlow(options: Omit<FlowOptions, 'backpack' | 'eventStreamer' | 'backpackOptions'> = {}): Flow {
@@ -486,8 +493,10 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
    */
   attachInternalFlow(flow: Flow): void {
     BackpackNode.#ownExecution(this);
-    if (!(flow instanceof Flow) || this.#binding === undefined || !builtOn(flow, this.#binding)) {
-      throw new FlowError(`Node '${this.id}': attachInternalFlow takes a flow built on this node (flow.createChildFlow(node), or node.createInternalFlow())`);
+    // Frozen, as createNestedFlow makes it: other nodes reach an internal flow (`internalFlow`), and a flow built with
+    // `new Flow({ backpack: handle })` would let them put a `run` of their own on it, which this node then calls.
+    if (!(flow instanceof Flow) || this.#binding === undefined || !builtOn(flow, this.#binding) || !Object.isFrozen(flow)) {
+      throw new FlowError(`Node '${this.id}': attachInternalFlow takes a flow built on this node (flow.createChildFlow(node), node.createNestedFlow() or node.createInternalFlow())`);
     }
     const more = (this.#more ??= {});
     more.internalFlowDeclared = true;

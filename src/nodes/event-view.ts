@@ -52,7 +52,7 @@ export class NodeEventView {
   readonly #node: BackpackNode;
   readonly #namespace: string;
   readonly #handle: () => BackpackHandle;
-  /** Whether a run the node is part of is under way (see runUnderWay). */
+  /** Whether a run the node is part of has started (see runHasStarted). */
   readonly #inRun: () => boolean;
 
   /** @internal Created by BackpackNode for itself. */
@@ -67,9 +67,9 @@ export class NodeEventView {
   /**
    * Refuses a use of this view from another node's execution: a node reads events through its own view (what its
    * rules let it see), never through another's, whose events and rules are not its own; and a subscriber runs as the
-   * node that made it. The owner (code in no execution) may use any view, but not while a run the node is part of is
-   * under way: node code can get outside every execution then (a FinalizationRegistry callback), and would read
-   * another node's events through it.
+   * node that made it. The owner (code in no execution) may use any view, but not once a run the node is part of has
+   * started: node code can get outside every execution then (a FinalizationRegistry callback), and would read another
+   * node's events through it.
    */
   #checkCaller(operation: string): void {
     const running = currentExecution.getStore();
@@ -80,7 +80,7 @@ export class NodeEventView {
     }
     if (running === undefined && this.#inRun()) {
       throw new TypeError(
-        `Code outside every node's execution cannot ${operation} through the eventStreamer of node '${this.#node.id}' while its run is under way: subscribe through the flow's eventStreamer (the owner's), or from the node's own code`,
+        `Code outside every node's execution cannot ${operation} through the eventStreamer of node '${this.#node.id}' once its flow has run: read and subscribe through the flow's eventStreamer (the owner's), or from the node's own code`,
       );
     }
   }

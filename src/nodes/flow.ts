@@ -17,8 +17,9 @@ import {
   type RunScope,
   type StepBoundary,
 } from '../flow/index.js';
-import { BackpackNode, bindNode, configOf, describeError, setConfigIdentity, nodeBinding, nodePermissions, nodeRegistration, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
-import { isRunAbort, routeOf, routeTable } from '../flow/node.js';
+import { BackpackNode, bindNode, checkNodeRoute, configOf, describeError, setConfigIdentity, nodeBinding, nodePermissions, nodeRegistration, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
+import { isRunAbort, routeOf, routeTable, setRouteGuard } from '../flow/node.js';
+import { setEntryGuard } from '../flow/flow.js';
 import { makeScope, type RunControls } from '../flow/scope.js';
 import { asBuilder, currentExecution, grantStep, markRunStarted, takeStep } from './execution.js';
 import { flowToken } from './flow-token.js';
@@ -221,16 +222,15 @@ const handleFlows = new WeakMap<BackpackHandle, Flow>();
 let rootOf: (flow: Flow) => Flow | undefined;
 
 /**
- * Whether a top-level run is under way (or being started) that `flow` is part of: `flow` itself, or the top-level
- * flow it runs inside, through the nodes its flows were built on. Code outside every node's execution is taken for
- * the owner's; during a run, node code can get there too (a FinalizationRegistry callback, a timer made in one), so
- * what only the owner may do to a node's flows (change them, attach one, use a node's event view) waits until the
- * run is over. Internal.
+ * Whether a top-level run that `flow` is part of has started (or been claimed), under way or over: `flow` itself, or
+ * the top-level flow it runs inside, through the nodes its flows were built on. Code outside every node's execution
+ * is taken for the owner's; once node code has run, it can get there too (a FinalizationRegistry callback, a timer
+ * made in one, left running into the next run of a long-lived Flow), so what only the owner may do to a node's flows
+ * (change them, attach one, use a node's event view) is done before the flow's first run. Internal.
  */
-export function runUnderWay(flow: Flow): boolean {
+export function runHasStarted(flow: Flow): boolean {
   const root = rootOf(flow);
-  const run = root === undefined ? undefined : topLevelRuns.get(root);
-  return run !== undefined && (run.phase === 'claimed' || run.phase === 'running');
+  return root !== undefined && topLevelRuns.has(root);
 }
 
 /** The stream `flow` emits to, also for a flow that runs inside a node (its nodes emit there; not exported from the package). */
@@ -393,6 +393,15 @@ export class Flow extends BaseFlow<any> {
     givesOwnerView = (flow) => flow.#parent === undefined && flow.#enclosing === undefined;
     parentOf = (flow) => flow.#parent;
     changeCheck = (flow, what) => flow.#checkChanger(what);
+    // The library's checks of every route and entry change, whichever method makes it (the exported base methods
+    // too) and whatever a node's class defines.
+    setEntryGuard((flow, node) => {
+      if (flow instanceof Flow) flow.#checkEntry(node);
+    });
+    setRouteGuard((from, action, to) => {
+      if (from instanceof Flow) from.#checkRoute(action, to);
+      else if (from instanceof BackpackNode) checkNodeRoute(from, action, to);
+    });
     parentFlowOf = (flow) => {
       const parent = flow.#outermost().#parent;
       return parent === undefined ? undefined : handleFlows.get(parent);
@@ -706,8 +715,8 @@ export class Flow extends BaseFlow<any> {
     return super.setEntryNode(node);
   }
 
-  /** See {@link setEntryNode}: checked by BaseFlow's `setEntryNode`, however it is called. */
-  protected override checkEntryChange(node: BaseNode): void {
+  /** See {@link setEntryNode}: checked by BaseFlow's `setEntryNode`, however it is called (its entry guard). */
+  #checkEntry(node: BaseNode): void {
     this.#checkOpen('change the entry node');
     if (node instanceof BackpackNode && this.#node(node.id) !== node) {
       throw new FlowError(`Flow '${this.id}': entry node '${node.id}' was not added to this flow (use flow.addNode)`);
@@ -720,7 +729,7 @@ export class Flow extends BaseFlow<any> {
    * Routes from this flow as a node (a BackpackNode or a subflow; see BaseNode.on) are refused once the flow has run,
    * and from another node's code: checked by BaseNode's `on`, however it is called.
    */
-  protected override checkRouteChange(action: string, node: BaseNode): void {
+  #checkRoute(action: string, node: BaseNode): void {
     if (this.#sealed || this.#enclosing?.sealed) throw new FlowError(`Flow '${this.id}' ${this.sealedBecause}: its routes cannot change`);
     this.#checkChanger('add a route');
     const problem = stepProblem(node);
@@ -1129,9 +1138,9 @@ export class Flow extends BaseFlow<any> {
     if (on === undefined) return;
     const running = currentExecution.getStore();
     if (running === undefined) {
-      if (!runUnderWay(this)) return;
+      if (!runHasStarted(this)) return;
       throw new FlowError(
-        `Flow '${this.id}' runs inside node '${on.identity.nodeId}': code outside every node's execution cannot ${what} in it while its run is under way (only that node's own code can)`,
+        `Flow '${this.id}' runs inside node '${on.identity.nodeId}': code outside every node's execution cannot ${what} in it once its run has started (only that node's own code can; the owner builds it before the first run)`,
       );
     }
     // A node's own code: in its execution (its handle), or run by the library as that node outside a run (a

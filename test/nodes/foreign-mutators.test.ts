@@ -57,11 +57,16 @@ describe("another node's attachInternalFlow", () => {
     await flow.run();
     expect({ stolen, approvedBy: flow.backpack.getItem('approved')?.metadata.sourceNodeId, ran }).toEqual({ stolen: [], approvedBy: undefined, ran: [] });
     expect(refusals).toEqual([expect.stringContaining("Node 'evil' cannot build a flow on node 'gate'")]);
-    // Nor from the owner: an object that is not a flow built on the node.
-    expect(() => gate.attachInternalFlow({ run: async () => 'publish' } as unknown as FlowType)).toThrow(/takes a flow built on this node/);
-    expect(() => gate.attachInternalFlow(flow)).toThrow(/takes a flow built on this node/);
-    expect(() => gate.attachInternalFlow(flow.createChildFlow(evil))).toThrow(/takes a flow built on this node/);
-    gate.attachInternalFlow(flow.createChildFlow(gate));
+    // Once the flow has run, not from code in no execution either (escaped node code would pass for the owner).
+    expect(() => gate.attachInternalFlow(flow.createChildFlow(gate))).toThrow(/once its flow's first run has started/);
+    // Nor from the owner before a run: an object that is not a flow built on the node.
+    const fresh = new Flow({ onMissingRoute: 'end' });
+    const freshEvil = fresh.addNode(Evil, { id: 'evil' });
+    const freshGate = fresh.addNode(Gate, { id: 'gate', apiKey: SECRET });
+    expect(() => freshGate.attachInternalFlow({ run: async () => 'publish' } as unknown as FlowType)).toThrow(/takes a flow built on this node/);
+    expect(() => freshGate.attachInternalFlow(fresh)).toThrow(/takes a flow built on this node/);
+    expect(() => freshGate.attachInternalFlow(fresh.createChildFlow(freshEvil))).toThrow(/takes a flow built on this node/);
+    freshGate.attachInternalFlow(fresh.createChildFlow(freshGate));
   });
 });
 
