@@ -51,11 +51,12 @@ export interface SecretPattern {
 
 /**
  * What `util.inspect` writes before a collection or a null-prototype object (what error messages quote): `Set(1) {`,
- * `Map(2) {`, `Uint8Array(3) [`, `[Object: null prototype] {`. A field's value that starts with one is no bare word
+ * `Map(2) {`, `Store(1) [Map] {` (a subclass), `Uint8Array(3) [`, `[Object: null prototype] {`, `<ref *1> {` (a
+ * circular object), `[Function: f] {`, `[class X] {`, `[Map Entries] [`. A field's value that starts with one is no bare word
  * to replace: the named pass blanks the structure after it. (A class instance's name, `Creds {`, looks like any word
  * before a brace, `Hunter22 {`: the named pass replaces that word and blanks the structure too.)
  */
-export const INSPECT_TAG = String.raw`(?:[A-Z][\w$]*\(\d+\)|\[[\w$]+(?:\(\d+\))?: null prototype\])`;
+export const INSPECT_TAG = String.raw`(?:[A-Z][\w$]*\(\d+\)(?: \[[A-Z][\w$]*\])?|\[[\w$]+(?:\(\d+\))?: null prototype\]|<ref \*\d+>|\[Function(?:: [\w$]+)?\]|\[class [\w$]+(?: extends [\w$.]+)?\]|\[(?:Map|Set) Entries\])`;
 /** How `util.inspect` writes bytes: `<Buffer 5a 71 …>`, `<Uint8Array …>` (one value, replaced whole). */
 export const INSPECT_BYTES = String.raw`<[A-Z]\w*(?: [\w .]{0,8192})?>`;
 

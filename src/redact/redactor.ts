@@ -464,7 +464,7 @@ const VALUE_AT = new RegExp(namedValue(2), 'y');
  * with `-` is the next option. One-letter options are left alone: `-p` is a password to mysql but a port to ssh and
  * docker, and `mkdir -p` takes none.
  */
-const NAMED_OPTION = new RegExp(String.raw`(?<![A-Za-z0-9-])--?([A-Za-z][\w.-]*)(?:[ \t]+|=)(?!-)${namedValue(3)}`, 'g');
+const NAMED_OPTION = new RegExp(String.raw`(?<![A-Za-z0-9-])--?([A-Za-z][\w.-]{0,100})(?:[ \t]+|=)(?!-)${namedValue(3)}`, 'g');
 /** An argument vector's option element whose value is the next element: `--name` or `-name`, two letters or more. */
 const SECRET_OPTION = /^--?([A-Za-z][\w.-]+)$/;
 
@@ -516,8 +516,12 @@ function isSecretHeaderName(name: unknown, isSecretName: (name: string) => boole
   return COOKIE_HEADER.test(name) || (HYPHENATED_HEADER.test(name) && isSecretName(name));
 }
 
-/** A header's name as HTTP spells it (`X-Request-Id`, `Content-Type`): a list of names, not a value. */
-const SPELLED_HEADER = /^[A-Z][a-z]*(?:-[A-Z][a-z]*)+$/;
+/**
+ * A header's name as HTTP spells it (`X-Request-Id`, `content-type`, `Authorization`: letters joined by `-`, or a
+ * common one-word header): in a list of names, not a value. (A value of only letters and dashes after a secret header
+ * is kept for it: a real key holds digits or other characters.)
+ */
+const SPELLED_HEADER = /^(?:[A-Za-z]+(?:-[A-Za-z]+)+|authorization|cookie|accept|host|origin|referer|connection|expires|pragma|range|via|warning|date|etag|location|vary|server)$/i;
 
 /**
  * Whether `value`, the element after secret-named header `name` in a list, is that header's value: not another
@@ -553,18 +557,20 @@ const LISTED_HEADER = /[[,][ \t\r\n]{0,100}(["'])([A-Za-z][A-Za-z0-9-]{1,99})\1\
  * A private member of a JSON Web Key in text (`"d":"…"`, `d: '…'`: a value summary, JSON, an error message), named
  * as {@link JWK_PRIVATE_MEMBERS} are, up to its value: replaced in text that has a `kty`. Groups: the quote, the name.
  */
-const JWK_MEMBER = /(?<![\w$.-])(\\*["']?)(d|p|q|dp|dq|qi|k)\1[ \t]*[:=][ \t]*(?=\\*["'])/g;
+const JWK_MEMBER = /(?<![\w$.\\-])(\\*["']?)(d|p|q|dp|dq|qi|k)\1[ \t]*[:=][ \t]*(?=\\*["'])/g;
 /**
- * A `kty` or `crv` field in text (`"kty":`, `crv: `): what makes an object a JSON Web Key (an Ed25519 key as Node
- * exports it starts `{crv, d, x, kty}`: a summary cut at 80 characters has no `kty`).
+ * A `kty` or `crv` field in text (`"kty":`, `crv: `), or an `alg` naming a JOSE algorithm (`alg: "HS256"`): what makes
+ * an object a JSON Web Key (an Ed25519 key as Node exports it starts `{crv, d, x, kty}`, a key with sorted members
+ * `{alg, k, kid, kty}`: a summary cut at 80 characters has no `kty`).
  */
-const JWK_KTY = /(?<![\w$.-])\\*["']?(?:kty|crv)\\*["']?[ \t]*[:=]/;
+const JWK_KTY = /(?<![\w$.\\-])\\*["']?(?:(?:kty|crv)\\*["']?[ \t]*[:=]|alg\\*["']?[ \t]*[:=][ \t]*\\*["']?(?:[HRP]S|ES)(?:256|384|512)\b)/;
 /**
  * An XML element holding text: `<password>…</password>` (SOAP, Maven's settings.xml, .NET's web.config), with a
- * namespace prefix and attributes (`<wsse:Password Type="…">`), its text plain or CDATA. Groups: the element's name
- * (with its prefix), its local name, its text.
+ * namespace prefix and attributes (`<wsse:Password Type="…">`), its text plain or CDATA (on lines of its own too, also as a JSON string writes them: `\n`),
+ * also when a summary's cut (`…` at the end of the text) took the rest. Groups: the element's name (with its
+ * prefix), its local name, its text.
  */
-const XML_ELEMENT = /<((?:[\w.-]{1,50}:)?([A-Za-z_][\w.-]{0,99}))(?:\s[^<>]{0,1000})?>(<!\[CDATA\[[^\]]{0,8192}\]\]>|[^<]{1,8192})<\/\1>/g;
+const XML_ELEMENT = /<((?:[\w.-]{1,50}:)?([A-Za-z_][\w.-]{0,99}))(?:\s[^<>]{0,1000})?>((?:\s|\\[nrt]){0,100}<!\[CDATA\[(?:[^\]]|\](?!\]>)){0,8192}(?:\]\]>(?:\s|\\[nrt]){0,100}|(?=…$))|[^<]{1,8192})(?:<\/\1>|(?=…$))/g;
 /** A character every named field holds: the mark of an assignment or the dash of an option. */
 const ASSIGNMENT_MARK = /[:=-]/;
 /** The marks {@link NAMED_ASSIGNMENT} ends a name with (`=>` starts with `=`). */
@@ -721,10 +727,10 @@ export class Redactor {
       if (listed && (out.includes('["') || out.includes("'"))) out = this.replaceTuplePairs(out);
       // A flat header list as text (`[ 'X-Api-Key', '…' ]`), as walkArray reads it as a list.
       if ((listed || out.includes(',')) && (out.includes('-') || out.includes('ookie'))) out = this.replaceListedHeaders(out);
-      if (out.includes('</')) out = this.replaceXmlElements(out);
+      if (out.includes('</') || (truncated && out.includes('<'))) out = this.replaceXmlElements(out);
     }
     // A JSON Web Key in text (a value summary cuts an Ed25519 key after its `d`): its private members.
-    if ((out.includes('kty') || out.includes('crv')) && JWK_KTY.test(out)) out = this.replaceValuesAfter(out, JWK_MEMBER, () => true);
+    if ((out.includes('kty') || out.includes('crv') || out.includes('alg')) && JWK_KTY.test(out)) out = this.replaceValuesAfter(out, JWK_MEMBER, () => true);
     // A value the catalogue replaced in part (the first word of a quoted value) is one the named pass completes.
     if ((named || out !== text) && ASSIGNMENT_MARK.test(out)) {
       if (out.includes('\n')) out = redactYamlBlockValues(out, this.isSecretName, REDACTED);
@@ -820,7 +826,9 @@ export class Redactor {
     return text.replace(XML_ELEMENT, (match: string, name: string, local: string, inner: string) => {
       if (!this.keys.isSecretKey(local) || inner === REDACTED) return match;
       const open = match.indexOf('>') + 1;
-      return `${match.slice(0, open)}${this.replaced(inner, REDACTED)}</${name}>`;
+      // Its closing tag, unless a summary's cut took it (the text ends with `…` inside the element).
+      const close = match.endsWith(`</${name}>`) ? `</${name}>` : '';
+      return `${match.slice(0, open)}${this.replaced(inner, REDACTED)}${close}`;
     });
   }
 

@@ -101,6 +101,6 @@ export function blankStructure(text: string, start: number, marker: string, numb
  * naming field, the name, the value field, the value's start (what follows the value field's mark).
  */
 export const NAMED_PAIR = new RegExp(
-  String.raw`(?<![\w$.-])\\*["']?(key|name|Name|Key|ParameterKey|header)\\*["']?[ \t]*[:=][ \t]*\\*["']?([A-Za-z_$][\w$.-]*)\\*["']?[ \t]*(?:,[ \t]*(?:\r?\n[ \t]*)?|\r?\n[ \t]*)\\*["']?(value|Value|ParameterValue)\\*["']?[ \t]*[:=][ \t]*`,
+  String.raw`(?<![\w$.\\-])\\*["']?(key|name|Name|Key|ParameterKey|header)\\*["']?[ \t]*[:=][ \t]*\\*["']?([A-Za-z_$][\w$.-]{0,200})\\*["']?[ \t]*(?:,[ \t]*(?:\r?\n[ \t]*)?|\r?\n[ \t]*|[ \t]+)\\*["']?(value|Value|ParameterValue)\\*["']?[ \t]*[:=][ \t]*`,
   'g',
 );

@@ -71,7 +71,7 @@ describe('BackpackflowSaver and bytes values', () => {
       fc.asyncProperty(fc.constantFrom(...SECRETS), text, text, async (secret, before, after) => {
         const dataDir = tempDir();
         const saver = new BackpackflowSaver({ dataDir });
-        const config = await putBytes(saver, 'blob', Buffer.from(`auth ${before} ${secret} ${after}`, 'latin1'), new TextEncoder().encode(`w ${secret}`));
+        const config = await putBytes(saver, 'blob', Buffer.from(`data ${before} ${secret} ${after}`, 'latin1'), new TextEncoder().encode(`w ${secret}`));
         const live = await saver.getTuple(config);
         await saver.close();
         expect(stored(dataDir)).not.toContain(secret);
@@ -79,7 +79,7 @@ describe('BackpackflowSaver and bytes values', () => {
         for (const tuple of tuples) {
           expect(served(tuple)).not.toContain(secret);
           expect(tuple.checkpoint.channel_values['blob']).toBeInstanceOf(Uint8Array);
-          expect(Buffer.from(tuple.checkpoint.channel_values['blob'] as Uint8Array).toString('latin1')).toBe(`auth ${before} [REDACTED] ${after}`);
+          expect(Buffer.from(tuple.checkpoint.channel_values['blob'] as Uint8Array).toString('latin1')).toBe(`data ${before} [REDACTED] ${after}`);
           expect(Buffer.from(tuple.pendingWrites![0]![2] as Uint8Array).toString('latin1')).toBe('w [REDACTED]');
         }
       }),
