@@ -40,8 +40,11 @@ export interface TakenRoute<S> {
 
 let routesOf: <S>(node: BaseNode<S>) => Routes<S> | undefined;
 
-/** A check of a route about to change (see {@link setRouteGuard}). */
-export type RouteGuard = (from: BaseNode, action: string, to: BaseNode) => void;
+/**
+ * A check of a route about to change (see {@link setRouteGuard}): throws to refuse it, and returns why a key cannot be
+ * a mapped key of the route, or undefined for any key.
+ */
+export type RouteGuard = (from: BaseNode, action: string, to: BaseNode) => ((key: string) => string | undefined) | undefined;
 let routeGuard: RouteGuard | undefined;
 
 /**
@@ -124,12 +127,13 @@ export class BaseNode<S = any, P = any, E = any> {
     if (options !== undefined && (options === null || typeof options !== 'object')) {
       throw new TypeError(`Node '${this.id}': options of route '${action}' must be an object ({ mappings }), got ${String(options)}`);
     }
-    const given = options?.mappings;
-    const mappings = given === undefined ? undefined : checkMappings(`Node '${this.id}', route '${action}' → '${node.id}'`, given, this.mappingKeyProblem);
     // Here, not in an override of `on`: the base method is exported, and code that calls it on a node directly
-    // (`BaseNode.prototype.on.call(node, …)`) meets the library's rules all the same; and not through a method of
-    // the node, which its class (node code) could redefine.
-    routeGuard?.(this, action, node);
+    // (`BaseNode.prototype.on.call(node, …)`) meets the library's rules all the same; and not through a method or
+    // getter of the node, which its class (node code) could redefine and which would run in the caller's execution.
+    // The guard also gives the syntax mapped keys must have (the Backpack's, for its nodes).
+    const keyProblem = routeGuard?.(this, action, node);
+    const given = options?.mappings;
+    const mappings = given === undefined ? undefined : checkMappings(`Node '${this.id}', route '${action}' → '${node.id}'`, given, keyProblem);
     const routes: Routes<S> = (this.#routes ??= { successors: new Map() });
     routes.successors.set(action, node);
     if (mappings) (routes.mappings ??= new Map()).set(action, mappings);
@@ -140,11 +144,6 @@ export class BaseNode<S = any, P = any, E = any> {
   /** The key mappings of the route for `action` (undefined means `'default'`), if it has any. */
   getRouteMappings(action?: string): RouteMappings | undefined {
     return this.#routes?.mappings?.get(action ?? DEFAULT_ACTION);
-  }
-
-  /** Why `key` cannot be a mapped key, or undefined (BackpackNode adds the Backpack's key syntax). */
-  protected get mappingKeyProblem(): ((key: string) => string | undefined) | undefined {
-    return undefined;
   }
 
   /** Routes `'default'` to `node` and returns `node`, so that `a.next(b).next(c)` builds a chain. */

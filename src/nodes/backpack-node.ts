@@ -149,6 +149,15 @@ let bind: (node: BackpackNode, registered: RegisteredNode, flow: Flow) => void;
 let bindingIn: (node: BaseNode, flow: Flow) => RegisteredNode | undefined;
 let registrationOf: (node: unknown) => RegisteredNode | undefined;
 let routeCheck: (from: BackpackNode, action: string, to: BaseNode) => void;
+let inRunOf: (node: BackpackNode) => boolean;
+
+/**
+ * Whether code in no execution may act as the owner on `node` (its configuration: tools, flows): not once a run the
+ * node is part of has started, when node code can get outside every execution too (see runHasStarted). Internal.
+ */
+export function ownerMayConfigure(node: BackpackNode): boolean {
+  return !inRunOf(node);
+}
 
 /** Throws when a route from `from` to `to` may not be added now (see BackpackNode's route rules). Internal. */
 export function checkNodeRoute(from: BackpackNode, action: string, to: BaseNode): void {
@@ -230,6 +239,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     bindingIn = (node, flow) => (node instanceof BackpackNode && node.#flow === flow ? node.#binding : undefined);
     registrationOf = (node) => (node instanceof BackpackNode ? node.#binding : undefined);
     routeCheck = (from, action, to) => BackpackNode.#checkRoute(from, action, to);
+    inRunOf = (node) => BackpackNode.#inRun(node);
     paramsOfNode = (node) => BackpackNode.#ownParams(node);
     configOfNode = (node) => node.#config;
     setIdentity = (node, namespaceSegment, permissions) => {
@@ -361,10 +371,6 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     if (from.#flow !== undefined) checkFlowChange(from.#flow, `add a route from node '${from.id}'`);
     const problem = stepProblem(node);
     if (problem !== undefined) throw new FlowError(`Node '${from.id}', route '${String(action)}': ${problem}`);
-  }
-
-  protected override get mappingKeyProblem(): (key: string) => string | undefined {
-    return backpackKeyProblem;
   }
 
 

@@ -1,4 +1,3 @@
-import { types } from 'node:util';
 import { Backpack, BackpackHandle, type BackpackOptions } from '../backpack/index.js';
 import { checkPermissions } from '../backpack/access.js';
 import { nodeRegistrar, packInRun } from '../backpack/backpack.js';
@@ -17,8 +16,9 @@ import {
   type RunScope,
   type StepBoundary,
 } from '../flow/index.js';
-import { BackpackNode, bindNode, checkNodeRoute, configOf, describeError, setConfigIdentity, nodeBinding, nodePermissions, nodeRegistration, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
+import { BackpackNode, backpackKeyProblem, bindNode, checkNodeRoute, configOf, describeError, setConfigIdentity, nodeBinding, nodePermissions, nodeRegistration, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { isRunAbort, routeOf, routeTable, setRouteGuard } from '../flow/node.js';
+import { reachesProxy } from '../flow/errors.js';
 import { setEntryGuard } from '../flow/flow.js';
 import { makeScope, type RunControls } from '../flow/scope.js';
 import { asBuilder, currentExecution, grantStep, markRunStarted, takeStep } from './execution.js';
@@ -400,7 +400,12 @@ export class Flow extends BaseFlow<any> {
     });
     setRouteGuard((from, action, to) => {
       if (from instanceof Flow) from.#checkRoute(action, to);
-      else if (from instanceof BackpackNode) checkNodeRoute(from, action, to);
+      else if (from instanceof BackpackNode) {
+        checkNodeRoute(from, action, to);
+        // A BackpackNode's mappings copy Backpack keys: they have a key's syntax.
+        return backpackKeyProblem;
+      }
+      return undefined;
     });
     parentFlowOf = (flow) => {
       const parent = flow.#outermost().#parent;
@@ -500,6 +505,7 @@ export class Flow extends BaseFlow<any> {
    */
   addNode<T extends BackpackNode>(NodeClass: BackpackNodeClass<T>, config: BackpackNodeConfig): T {
     this.#checkOpen('add a node');
+    refuseProxyClass(this, NodeClass);
     if (typeof NodeClass !== 'function' || (NodeClass !== BackpackNode && !(NodeClass.prototype instanceof BackpackNode))) {
       throw new TypeError(`Flow '${this.id}': addNode takes a BackpackNode class, got ${String(NodeClass)}`);
     }
@@ -594,6 +600,7 @@ export class Flow extends BaseFlow<any> {
       throw new FlowError(`Flow '${this.id}': node '${String(id)}' cannot be built on first use here (the entry node, or out of order)`);
     }
     this.#checkOpen('add a node');
+    refuseProxyClass(this, NodeClass);
     if (typeof NodeClass !== 'function' || !(NodeClass.prototype instanceof BackpackNode) || NodeClass.namespaceSegment !== undefined) {
       throw new TypeError(`Flow '${this.id}': a node built on first use is of a BackpackNode class without a namespaceSegment, got ${String(NodeClass)}`);
     }
@@ -1173,8 +1180,27 @@ function notOrchestrating(flow: Flow, what: string): FlowError {
 
 /** `node`, unless its class's constructor returned a Proxy (whose traps would answer the flow's checks). */
 function refuseProxy<T extends BackpackNode>(flow: Flow, NodeClass: BackpackNodeClass<T>, id: string, node: T): T {
-  if (!types.isProxy(node)) return node;
+  if (!reachesProxy(node)) return node;
   throw new FlowError(`Flow '${flow.id}': the constructor of node '${id}' of class ${NodeClass.name} returned a Proxy: a node class's constructor returns the node it built`);
+}
+
+/**
+ * Refuses a node class with a Proxy in its constructor or prototype chain, before anything reads it: the library's
+ * `instanceof` checks (here, in routing, in the guards) would run the Proxy's traps in whatever execution is current,
+ * a composite's among them, where that class's code would act as the composite.
+ */
+export function refuseProxyClass(flow: Flow | undefined, NodeClass: unknown): void {
+  if (!classReachesProxy(NodeClass)) return;
+  throw new FlowError(`${flow === undefined ? '' : `Flow '${flow.id}': `}a node class with a Proxy in its prototype chain is refused (its traps would run as whichever node the library is acting for)`);
+}
+
+/** Whether `NodeClass` (a function) has a Proxy in its constructor chain or its prototype's chain; not a function: false. */
+function classReachesProxy(NodeClass: unknown): boolean {
+  if (typeof NodeClass !== 'function') return false;
+  if (reachesProxy(NodeClass)) return true;
+  // An own data property (a class's `prototype` is one): read without running a getter.
+  const prototype = Object.getOwnPropertyDescriptor(NodeClass, 'prototype')?.value as unknown;
+  return reachesProxy(prototype);
 }
 
 /** The fields of a node that the library sets and reads as its settings: read-only once added. */

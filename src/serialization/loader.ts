@@ -18,7 +18,7 @@ import {
 import { configOf, currentNode, paramsOf } from '../nodes/backpack-node.js';
 import { anyRunStarted, asBuilder, currentExecution, foreignExecution, type NodeExecution } from '../nodes/execution.js';
 import { checkSegment } from '../nodes/namespace.js';
-import { deferNode, deferNodes, isTopLevel, placeNode, type DeferredNodes } from '../nodes/flow.js';
+import { deferNode, deferNodes, isTopLevel, placeNode, refuseProxyClass, type DeferredNodes } from '../nodes/flow.js';
 import { BACKPACK_DEP, DependencyContainer, EVENT_STREAMER_DEP } from './container.js';
 import { FlowConfigError, pointer, type ConfigProblem } from './errors.js';
 import { nestingProblem } from './limits.js';
@@ -234,7 +234,8 @@ export class FlowLoader implements FlowConfigLoader {
       throw new FlowError(`Node type '${type}' cannot be registered on defaultFlowLoader once a flow has run in this process: register types before the first run, or use a FlowLoader of your own`);
     }
     if (typeof type !== 'string' || type === '') throw new TypeError(`FlowLoader.register: type must be a non-empty string, got ${JSON.stringify(type)}`);
-    // (The class's code, a Proxy on its chain, runs as no node: see asBuilder.)
+    // A Proxy on its chain is refused (see refuseProxyClass); any other code of the class runs as no node (asBuilder).
+    refuseProxyClass(undefined, NodeClass);
     if (typeof NodeClass !== 'function' || (NodeClass !== BackpackNode && !asBuilder(undefined, () => NodeClass.prototype instanceof BackpackNode))) {
       throw new TypeError(`FlowLoader.register('${type}'): expected a BackpackNode class${foreignBackpackNode(NodeClass)}`);
     }

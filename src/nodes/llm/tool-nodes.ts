@@ -2,6 +2,7 @@ import type { ModelMessage } from 'ai';
 import { z } from 'zod';
 import type { BackpackHandle } from '../../backpack/index.js';
 import type { RunScope } from '../../flow/index.js';
+import { ownerMayConfigure } from '../backpack-node.js';
 import { currentExecution } from '../execution.js';
 import { ChatNode, chatParamsSchema, toPlainMessages, type ChatParams } from './chat-node.js';
 import { LlmError } from './errors.js';
@@ -33,17 +34,33 @@ export class ToolUsingNode<P = any, E = any> extends LlmNode<P, E> {
     if (running !== undefined && running.node !== this) {
       throw new LlmError(`Node '${running.node.id}' cannot register a tool on node '${this.id}': its code would run as that node; a node registers tools only on itself`);
     }
+    if (running === undefined && !ownerMayConfigure(this)) {
+      throw new LlmError(`Code outside every node's execution cannot register a tool on node '${this.id}' once its flow's first run has started: register tools before, or from the node's own code`);
+    }
     checkToolName(name, this.id);
     if (typeof tool?.execute !== 'function' || typeof tool.inputSchema?.safeParse !== 'function') {
       throw new LlmError(`Node '${this.id}': tool '${name}' needs a description, a zod inputSchema and an execute function`);
     }
     checkToolTimeout(this.id, name, tool as LlmTool);
-    this.#registered.set(name, tool as LlmTool);
+    // A copy of what the library calls, read once: the caller keeps its object, and nobody reaches this one.
+    this.#registered.set(name, Object.freeze({ ...(tool as LlmTool) }));
     return this;
   }
 
-  /** The tools this node offers, by name. */
+  /**
+   * The tools this node offers, by name: to the node's own code, and to the owner's before the flow's first run.
+   * Refused (an LlmError) to another node's code, which reaches this node through routes, and to code in no execution
+   * once a run has started (node code can get there): a tool's functions and schema run as this node, and that code
+   * could change them (its `execute`, its schema's `safeParse`).
+   */
   get tools(): Map<string, LlmTool> {
+    const running = currentExecution.getStore();
+    if (running !== undefined && running.node !== this) {
+      throw new LlmError(`Node '${running.node.id}' cannot read the tools of node '${this.id}': they run as that node`);
+    }
+    if (running === undefined && !ownerMayConfigure(this)) {
+      throw new LlmError(`Code outside every node's execution cannot read the tools of node '${this.id}' once its flow's first run has started (they run as that node)`);
+    }
     return collectTools(this.id, this.#registered, (this.params as { tools?: string[] }).tools, this.deps);
   }
 }
