@@ -72,6 +72,31 @@ export interface DependencyLookup {
 /** Zod schemas per backpack key: a node's data contract. */
 export type DataContract = Record<string, ZodType>;
 
+/** A contract as the library checks it: each key with its schema and that schema's `safeParse`, as they were. */
+type HeldContract = readonly (readonly [key: string, schema: ZodType, parse: ZodType['safeParse']])[];
+
+/**
+ * The data contracts of each node class, taken when a flow first adds a node of the class ({@link holdContracts}):
+ * the objects its `inputs` and `outputs` hold stay reachable from node code (`node.constructor.inputs`) and
+ * changeable (a new key, a schema's `safeParse`), and what another node put there would run as this node.
+ */
+const heldContracts = new WeakMap<object, { inputs: HeldContract | undefined; outputs: HeldContract | undefined }>();
+
+function heldContract(contract: DataContract | undefined): HeldContract | undefined {
+  if (contract === undefined || contract === null) return undefined;
+  return Object.freeze(Object.entries(contract).map(([key, schema]) => Object.freeze([key, schema, schema.safeParse] as const)));
+}
+
+/**
+ * Takes the data contracts of `NodeClass` as they are now (see heldContracts), reading its statics as no node. The
+ * flow calls it when it adds a node of the class, before any node code runs. Internal.
+ */
+export function holdContracts(NodeClass: BackpackNodeClass): void {
+  if (heldContracts.has(NodeClass)) return;
+  const { inputs, outputs } = asBuilder(undefined, () => ({ inputs: heldContract(NodeClass.inputs), outputs: heldContract(NodeClass.outputs) }));
+  heldContracts.set(NodeClass, { inputs, outputs });
+}
+
 /** A BackpackNode class as `Flow.addNode` takes it. */
 export interface BackpackNodeClass<T extends BackpackNode = BackpackNode> {
   new (config: any, context: NodeContext): T;
@@ -601,7 +626,8 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     BackpackNode.#emit(execution, StreamEventType.NODE_START, {});
     let phase: 'contract' | 'prep' | 'exec' | 'post' = 'contract';
     try {
-      if (ctor.inputs) BackpackNode.#checkContract(node, 'input', ctor.inputs, handle);
+      const contracts = heldContracts.get(ctor);
+      if (contracts?.inputs) BackpackNode.#checkContract(node, 'input', contracts.inputs, handle);
       phase = 'prep';
       let mark = performance.now();
       const prepRes = await node.prep(handle, scope);
@@ -616,7 +642,7 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
       phase = 'post';
       const action = checkAction(node.id, await node.post(handle, prepRes, execRes));
       phase = 'contract';
-      if (ctor.outputs) BackpackNode.#checkContract(node, 'output', ctor.outputs, handle);
+      if (contracts?.outputs) BackpackNode.#checkContract(node, 'output', contracts.outputs, handle);
       BackpackNode.#emit(execution, StreamEventType.NODE_END, { action: action ?? 'default', durationMs: performance.now() - started });
       return action;
     } catch (thrown) {
@@ -639,10 +665,10 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     }
   }
 
-  static #checkContract(node: BackpackNode, direction: 'input' | 'output', contract: DataContract, handle: BackpackHandle): void {
+  static #checkContract(node: BackpackNode, direction: 'input' | 'output', contract: HeldContract, handle: BackpackHandle): void {
     const violations: ContractViolation[] = [];
-    for (const [key, schema] of Object.entries(contract)) {
-      const result = schema.safeParse(handle.peek(key));
+    for (const [key, schema, parse] of contract) {
+      const result = parse.call(schema, handle.peek(key));
       if (result.success) continue;
       for (const issue of result.error.issues) {
         const missing = issue.path.length === 0 && !handle.has(key);

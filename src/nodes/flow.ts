@@ -16,7 +16,7 @@ import {
   type RunScope,
   type StepBoundary,
 } from '../flow/index.js';
-import { BackpackNode, backpackKeyProblem, bindNode, checkNodeRoute, configOf, describeError, setConfigIdentity, nodeBinding, nodePermissions, nodeRegistration, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
+import { BackpackNode, backpackKeyProblem, bindNode, checkNodeRoute, configOf, holdContracts, describeError, setConfigIdentity, nodeBinding, nodePermissions, nodeRegistration, wasReported, type BackpackNodeClass, type BackpackNodeConfig, type DependencyLookup } from './backpack-node.js';
 import { isRunAbort, routeOf, routeTable, setRouteGuard } from '../flow/node.js';
 import { reachesProxy } from '../flow/errors.js';
 import { setEntryGuard } from '../flow/flow.js';
@@ -601,12 +601,14 @@ export class Flow extends BaseFlow<any> {
     }
     this.#checkOpen('add a node');
     refuseProxyClass(this, NodeClass);
-    if (typeof NodeClass !== 'function' || !(NodeClass.prototype instanceof BackpackNode) || NodeClass.namespaceSegment !== undefined) {
+    // The class's statics are its code: read as no node (see asBuilder), not as the node whose step builds this one.
+    const { segment, name } = asBuilder(undefined, () => ({ segment: typeof NodeClass === 'function' ? NodeClass.namespaceSegment : undefined, name: typeof NodeClass === 'function' ? NodeClass.name : '' }));
+    if (typeof NodeClass !== 'function' || !(NodeClass.prototype instanceof BackpackNode) || segment !== undefined) {
       throw new TypeError(`Flow '${this.id}': a node built on first use is of a BackpackNode class without a namespaceSegment, got ${String(NodeClass)}`);
     }
-    this.#checkNew(NodeClass, id, undefined);
+    asBuilder(undefined, () => this.#checkNew(NodeClass, id, undefined));
     if (deferred.source.position(id) !== position) throw new FlowError(`Flow '${this.id}': node '${id}' is not at position ${position} of its config`);
-    if (!this.#registrar.reserve(deferred.reserved, id, NodeClass.name, position)) return false;
+    if (!this.#registrar.reserve(deferred.reserved, id, name, position)) return false;
     deferred.added = position + 1;
     return true;
   }
@@ -1221,6 +1223,7 @@ const SETTINGS: ReadonlySet<PropertyKey> = new Set(['maxRetries', 'retryDelayMs'
  */
 function lockNode(flow: Flow, nodeName: string, node: BackpackNode, given: BackpackNodeConfig, namespace: string): void {
   lockNodeClass(node);
+  holdContracts(node.constructor as BackpackNodeClass);
   const what = `node '${given.id}' of class ${nodeName}`;
   const problems: string[] = [];
   const locks: PropertyDescriptorMap = {};

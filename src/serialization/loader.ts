@@ -18,6 +18,7 @@ import {
 import { configOf, currentNode, paramsOf } from '../nodes/backpack-node.js';
 import { anyRunStarted, asBuilder, currentExecution, foreignExecution, type NodeExecution } from '../nodes/execution.js';
 import { checkSegment } from '../nodes/namespace.js';
+import { holdContracts } from '../nodes/backpack-node.js';
 import { deferNode, deferNodes, isTopLevel, placeNode, refuseProxyClass, type DeferredNodes } from '../nodes/flow.js';
 import { BACKPACK_DEP, DependencyContainer, EVENT_STREAMER_DEP } from './container.js';
 import { FlowConfigError, pointer, type ConfigProblem } from './errors.js';
@@ -236,6 +237,8 @@ export class FlowLoader implements FlowConfigLoader {
     if (typeof type !== 'string' || type === '') throw new TypeError(`FlowLoader.register: type must be a non-empty string, got ${JSON.stringify(type)}`);
     // A Proxy on its chain is refused (see refuseProxyClass); any other code of the class runs as no node (asBuilder).
     refuseProxyClass(undefined, NodeClass);
+    // Its data contracts as they are now, before any node code runs (a node built on first use is locked later).
+    if (typeof NodeClass === 'function' && NodeClass.prototype instanceof BackpackNode) holdContracts(NodeClass as BackpackNodeClass);
     if (typeof NodeClass !== 'function' || (NodeClass !== BackpackNode && !asBuilder(undefined, () => NodeClass.prototype instanceof BackpackNode))) {
       throw new TypeError(`FlowLoader.register('${type}'): expected a BackpackNode class${foreignBackpackNode(NodeClass)}`);
     }
@@ -441,9 +444,12 @@ export class FlowLoader implements FlowConfigLoader {
       for (const key of Object.keys(node.params)) {
         if (RESERVED_PARAMS.has(key)) problems.push({ path: `${at}/params/${key}`, message: `'${key}' is a node setting, not a param: put it beside params` });
       }
-      const segment = node.namespaceSegment ?? NodeClass?.namespaceSegment ?? node.id;
+      // A class's statics are its code (a getter): read as no node (see asBuilder), not as the node whose exec loads
+      // this flow (review s53a H1).
+      const classSegment = NodeClass === undefined ? undefined : asBuilder(undefined, () => NodeClass.namespaceSegment);
+      const segment = node.namespaceSegment ?? classSegment ?? node.id;
       // Where the segment comes from (as addNode takes it): the config's namespaceSegment, the class's, or the id.
-      const segmentAt = node.namespaceSegment !== undefined ? `${at}/namespaceSegment` : NodeClass?.namespaceSegment !== undefined ? `${at}/type` : `${at}/id`;
+      const segmentAt = node.namespaceSegment !== undefined ? `${at}/namespaceSegment` : classSegment !== undefined ? `${at}/type` : `${at}/id`;
       try {
         checkSegment(segment, `Namespace segment of node '${node.id}'`);
       } catch (error) {
@@ -459,7 +465,7 @@ export class FlowLoader implements FlowConfigLoader {
       // (Resolved here only to report the unset variables with every other problem; a load resolves them again as it
       // builds the node.)
       if (found === 'refs') resolveEnvRefs(node.params, `${at}/params`, env, problems, true);
-      const schema = found === 'cycle' ? undefined : (NodeClass?.paramsSchema as ZodType | undefined);
+      const schema = found === 'cycle' || NodeClass === undefined ? undefined : asBuilder(undefined, () => NodeClass.paramsSchema as ZodType | undefined);
       if (schema) {
         // The class's schema (its refinements, transforms, getters) runs as no node: see asBuilder.
         const result = asBuilder(undefined, () => schema.safeParse(node.params));
@@ -535,7 +541,7 @@ export class FlowLoader implements FlowConfigLoader {
     const subflows = new Map<string, Flow>();
     const target = (id: string): BaseNode | undefined => flow.getNode(id) ?? subflows.get(id);
     const names = load.tables.get(cfg);
-    const deferring = share && names !== undefined && cfg.nodes.every((node) => this.#types.get(node.type)!.fromConfig === undefined);
+    const deferring = share && names !== undefined && cfg.nodes.every((node) => asBuilder(undefined, () => this.#types.get(node.type)!.fromConfig) === undefined);
     if (deferring) {
       deferNodes(flow, {
         entries: cfg.nodes,
@@ -566,7 +572,7 @@ export class FlowLoader implements FlowConfigLoader {
       const nodeConfig = nodeConfigOf(node, params);
       let instance: BackpackNode;
       try {
-        instance = NodeClass.fromConfig
+        instance = asBuilder(undefined, () => NodeClass.fromConfig)
           ? // Node code: it runs as no node (see asBuilder), and gets no more of the flow than it needs.
             await fromConfigOf(NodeClass, flow, nodeConfig, { loader: this.#facade, path: at })
           : flow.addNode(NodeClass, nodeConfig);
@@ -828,7 +834,7 @@ function relativeNamespace(namespace: string, parent: string): string {
 function checkNames(check: NameCheck, id: string, NodeClass: LoadableNodeClass | undefined, namespace: string | undefined, at: string, segmentAt: string, problems: ConfigProblem[]): void {
   const secretId = check.secret(id);
   if (secretId) problems.push({ path: `${at}/id`, message: `the node id looks like a secret: ${WRITTEN_AS_IS}` });
-  if (NodeClass !== undefined && !check.reported.has(NodeClass) && check.secret(NodeClass.name)) {
+  if (NodeClass !== undefined && !check.reported.has(NodeClass) && check.secret(asBuilder(undefined, () => NodeClass.name))) {
     check.reported.add(NodeClass);
     problems.push({ path: `${at}/type`, message: `the name of the class registered as this type looks like a secret (every node of the type has it): ${WRITTEN_AS_IS}` });
   }

@@ -2,6 +2,7 @@
  * Whether creating a node of a class runs only the library's code: then the flow loader may build it on first use
  * (see `deferNode` in the nodes module), as no one can tell when it was built.
  */
+import { asBuilder } from '../nodes/execution.js';
 import { createRequire } from 'node:module';
 import type * as Acorn from 'acorn';
 import { isHardenedAccessor } from '../harden.js';
@@ -48,7 +49,8 @@ function describeChange(NodeClass: BackpackNodeClass): string | undefined {
  * that building it at load did not is an error naming the change, not a node built differently.
  */
 export function constructorChange(NodeClass: BackpackNodeClass): string | undefined {
-  if (NodeClass.paramsSchema !== undefined) return "it has a static 'paramsSchema'";
+  // A static is the class's code (a getter): read as no node (see asBuilder).
+  if (asBuilder(undefined, () => NodeClass.paramsSchema) !== undefined) return "it has a static 'paramsSchema'";
   for (let C: unknown = NodeClass; C !== BackpackNode; C = Object.getPrototypeOf(C)) {
     if (typeof C !== 'function' || !(C.prototype instanceof BackpackNode)) return 'it does not extend BackpackNode as a class';
     const accessor = accessorOf(C.prototype as object);
