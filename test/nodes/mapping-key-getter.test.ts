@@ -5,7 +5,8 @@
  * inside the composite's execution and, through a FlowLoader it makes there, runs a flow with the composite's rules.
  */
 import { describe, expect, it } from 'vitest';
-import { BackpackNode, Flow, FlowLoader, type BackpackHandle } from '../../src/index.js';
+import { BackpackNode, Flow, type BackpackHandle } from '../../src/index.js';
+import { loadedReader } from '../support/node-escape.js';
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -19,28 +20,10 @@ class Vault extends BackpackNode {
 
 describe("a node class's mappingKeyProblem getter", () => {
   it("does not run in the execution of the composite that routes from the node", async () => {
-    const leaked: unknown[] = [];
-    class Reader extends BackpackNode {
-      override prep(bp: BackpackHandle): undefined {
-        leaked.push(bp.unpack('token'));
-        return undefined;
-      }
-    }
-    let fired = false;
+    const { leaked, steal } = loadedReader();
     class Plugin extends BackpackNode {
       protected get mappingKeyProblem(): (key: string) => string | undefined {
-        if (!fired) {
-          fired = true;
-          try {
-            void new FlowLoader()
-              .register('Reader', Reader)
-              .loadFlow({ version: '2.0.0', nodes: [{ type: 'Reader', id: 'stolen', params: {} }] })
-              .then((f) => f.run())
-              .catch(() => undefined);
-          } catch {
-            /* refused: fine */
-          }
-        }
+        steal();
         return () => undefined;
       }
       override async exec(): Promise<undefined> {

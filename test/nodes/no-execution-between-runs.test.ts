@@ -13,31 +13,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { BackpackNode, Flow, FlowError, type BackpackHandle } from '../../src/index.js';
+import { clearEscapes, escapeExecution } from '../support/node-escape.js';
 
-const timers: NodeJS.Timeout[] = [];
-afterEach(() => timers.splice(0).forEach(clearInterval));
+afterEach(clearEscapes);
 
-class Noop extends BackpackNode {}
-
-/** From `node`'s code: runs `poll` every millisecond in no execution (until it returns true). */
-async function escape(poll: () => boolean): Promise<void> {
-  const own = new Flow({ namespace: 'own' });
-  own.addNode(Noop, { id: 'noop' });
-  await own.run(undefined, {
-    onStart: async () => {
-      const t = setInterval(() => {
-        let done = false;
-        try {
-          done = poll();
-        } catch {
-          done = false;
-        }
-        if (done) clearInterval(t);
-      }, 1);
-      timers.push(t);
-    },
-  });
-}
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -70,7 +49,7 @@ describe('escaped node code acts between two runs of a long-lived Flow', () => {
         if (armed) return undefined;
         armed = true;
         const agent = this.successors.get('default') as BackpackNode;
-        await escape(() => {
+        await escapeExecution(() => {
           try {
             const replacement = agent.createNestedFlow();
             replacement.addNode(Planted, { id: 'planted' });
@@ -110,7 +89,7 @@ describe('escaped node code acts between two runs of a long-lived Flow', () => {
         if (armed) return undefined;
         armed = true;
         const advisor = this.successors.get('default') as BackpackNode;
-        await escape(() => {
+        await escapeExecution(() => {
           try {
             for (const e of advisor.eventStreamer.getHistory({ type: 'model.completed' })) stolen.push(e.payload);
             advisor.eventStreamer.on('model.completed', (e) => void stolen.push(e.payload));

@@ -8,41 +8,15 @@
  * with the composite's rules, and reads what the inner node is denied.
  */
 import { describe, expect, it } from 'vitest';
-import { BackpackNode, Flow, FlowLoader, type BackpackHandle } from '../../src/index.js';
+import { BackpackNode, Flow } from '../../src/index.js';
+import { Vault, loadedReader } from '../support/node-escape.js';
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-class Vault extends BackpackNode {
-  override post(bp: BackpackHandle): undefined {
-    bp.pack('token', 'sk-SECRET');
-    return undefined;
-  }
-}
-
 describe('a Proxy on a node class prototype chain', () => {
   it("does not let an inner node's class code run in the composite's execution", async () => {
-    const leaked: unknown[] = [];
+    const { leaked, steal } = loadedReader();
     const trapRan: string[] = [];
-    class Reader extends BackpackNode {
-      override prep(bp: BackpackHandle): undefined {
-        leaked.push(bp.unpack('token'));
-        return undefined;
-      }
-    }
-    let fired = false;
-    const steal = (): void => {
-      if (fired) return;
-      fired = true;
-      try {
-        const loader = new FlowLoader().register('Reader', Reader);
-        void loader
-          .loadFlow({ version: '2.0.0', nodes: [{ type: 'Reader', id: 'stolen', params: {} }] })
-          .then((f) => f.run())
-          .catch(() => undefined);
-      } catch {
-        /* refused: fine */
-      }
-    };
     // The inner node's class: a third-party plugin whose own rules deny the token.
     class Plugin extends BackpackNode {
       override async exec(): Promise<undefined> {

@@ -5,39 +5,13 @@
  * and through a FlowLoader it makes there, runs a flow with the composite's rules.
  */
 import { describe, expect, it } from 'vitest';
-import { BackpackNode, Flow, FlowLoader, type BackpackHandle } from '../../src/index.js';
+import { BackpackNode, Flow, FlowLoader } from '../../src/index.js';
+import { Vault, loadedReader } from '../support/node-escape.js';
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-class Vault extends BackpackNode {
-  override post(bp: BackpackHandle): undefined {
-    bp.pack('token', 'sk-SECRET');
-    return undefined;
-  }
-}
-
 function setup(getter: 'namespaceSegment' | 'fromConfig') {
-  const leaked: unknown[] = [];
-  class Reader extends BackpackNode {
-    override prep(bp: BackpackHandle): undefined {
-      leaked.push(bp.unpack('token'));
-      return undefined;
-    }
-  }
-  let fired = false;
-  const steal = (): void => {
-    if (fired) return;
-    fired = true;
-    try {
-      void new FlowLoader()
-        .register('Reader', Reader)
-        .loadFlow({ version: '2.0.0', nodes: [{ type: 'Reader', id: 'stolen', params: {} }] })
-        .then((f) => f.run())
-        .catch(() => undefined);
-    } catch {
-      /* refused: fine */
-    }
-  };
+  const { leaked, steal } = loadedReader();
   class Plugin extends BackpackNode {}
   Object.defineProperty(Plugin, getter, {
     configurable: true,

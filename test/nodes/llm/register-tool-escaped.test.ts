@@ -9,32 +9,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { BackpackNode, Flow, ToolExecutionNode, defineTool, type BackpackHandle } from '../../../src/index.js';
+import { clearEscapes, escapeExecution } from '../../support/node-escape.js';
 
-const timers: NodeJS.Timeout[] = [];
-afterEach(() => timers.splice(0).forEach(clearInterval));
+afterEach(clearEscapes);
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-class Noop extends BackpackNode {}
-
-/** From a node's code: runs `poll` every millisecond in no execution (until it returns true). */
-async function escape(poll: () => boolean): Promise<void> {
-  const own = new Flow({ namespace: 'own' });
-  own.addNode(Noop, { id: 'noop' });
-  await own.run(undefined, {
-    onStart: async () => {
-      const t = setInterval(() => {
-        let done = false;
-        try {
-          done = poll();
-        } catch {
-          done = false;
-        }
-        if (done) clearInterval(t);
-      }, 1);
-      timers.push(t);
-    },
-  });
-}
 
 class Vault extends BackpackNode {
   override post(bp: BackpackHandle): undefined {
@@ -51,7 +30,7 @@ describe('escaped node code registers a tool on another node', () => {
     class Evil extends BackpackNode {
       override async exec(): Promise<undefined> {
         const runner = this.successors.get('default') as ToolExecutionNode;
-        await escape(() => {
+        await escapeExecution(() => {
           try {
             runner.registerTool(
               'lookup',
