@@ -80,8 +80,6 @@ export class BaseFlow<S = any> extends BaseNode<S, any, string | undefined> {
     return this;
   }
 
-
-
   /** Runs the whole flow with `shared` as the state every node sees; resolves to the last action. */
   override run(shared: S): Promise<string | undefined> {
     return this.execute(shared, ROOT_SCOPE);

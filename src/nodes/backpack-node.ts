@@ -381,7 +381,6 @@ export class BackpackNode<P = any, E = any> extends Node<any, P, E> {
     return more.events;
   }
 
-
   /**
    * Routes from this node are refused once the node's flow has run (internal flows are immutable after their first
    * run), and from another node's code when its flow runs inside a node: checked by BaseNode's `on` (`next`,

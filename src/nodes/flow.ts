@@ -269,9 +269,9 @@ export function flowInside(flow: Flow, node: BackpackNode): boolean {
 }
 
 /**
- * Throws a FlowError when the code running now may not change `flow`'s nodes or routes (`what`, for the message):
- * a flow that runs inside a node (see {@link builtOn}) changes only in that node's own execution or outside every
- * execution (the owner's code). Internal.
+ * Throws a FlowError when the code running now may not change `flow`'s nodes or routes (`what`, for the message): a
+ * flow that runs inside a node (see {@link builtOn}) changes only from that node's own code, the code of a node it runs
+ * inside ({@link flowInside}), or code in no execution (the owner's) before the flow's first run. Internal.
  */
 export function checkFlowChange(flow: Flow, what: string): void {
   changeCheck(flow, what);
@@ -412,13 +412,10 @@ export class Flow extends BaseFlow<any> {
       return parent === undefined ? undefined : handleFlows.get(parent);
     };
     rootOf = (flow) => {
-      let at = flow.#outermost();
-      while (at.#parent !== undefined) {
-        const made = handleFlows.get(at.#parent);
-        if (made === undefined) return undefined;
-        at = made.#outermost();
+      for (let at: Flow | undefined = flow; at !== undefined; at = parentFlowOf(at)) {
+        if (at.#outermost().#parent === undefined) return at.#outermost();
       }
-      return at;
+      return undefined; // a flow built on a handle no flow made (the owner's registerNode): no run of ours holds it
     };
   }
 
@@ -1139,8 +1136,8 @@ export class Flow extends BaseFlow<any> {
    * A flow that runs inside a node (a composite's internal flow, a nested flow, and their subflows) runs with that
    * node's rules: a node it holds reads what that node may read. Other nodes' code reaches it (through routes,
    * `internalFlow`) and can run between its creation and its first run (an event handler of theirs, when the run
-   * packs its input; a timer): so only that node's own execution, or code outside every execution (the owner's),
-   * may add to it or route in it. See {@link checkFlowChange}.
+   * packs its input; a timer): so only that node's own code, a node it runs inside, or code outside every execution
+   * (the owner's) before the first run, may add to it or route in it. See {@link checkFlowChange}.
    */
   #checkChanger(what: string): void {
     const on = this.#parent ?? this.#outermost().#parent;

@@ -566,8 +566,8 @@ const JWK_MEMBER = /(?<![\w$.\\-])(\\*["']?)(d|p|q|dp|dq|qi|k)\1[ \t]*[:=][ \t]*
 const JWK_KTY = /(?<![\w$.\\-])\\*["']?(?:(?:kty|crv)\\*["']?[ \t]*[:=]|alg\\*["']?[ \t]*[:=][ \t]*\\*["']?(?:[HRP]S|ES)(?:256|384|512)\b)/;
 /**
  * An XML element holding text: `<password>…</password>` (SOAP, Maven's settings.xml, .NET's web.config), with a
- * namespace prefix and attributes (`<wsse:Password Type="…">`), its text plain or CDATA (on lines of its own too, also as a JSON string writes them: `\n`),
- * also when a summary's cut (`…` at the end of the text) took the rest. Groups: the element's name (with its
+ * namespace prefix and attributes (`<wsse:Password Type="…">`), its text plain or CDATA (on lines of its own too,
+ * also as a JSON string writes them: `\n`), also when a summary's cut (`…` at the end of the text) took the rest. Groups: the element's name (with its
  * prefix), its local name, its text.
  */
 const XML_ELEMENT = /<((?:[\w.-]{1,50}:)?([A-Za-z_][\w.-]{0,99}))(?:\s[^<>]{0,1000})?>((?:\s|\\[nrt]){0,100}<!\[CDATA\[(?:[^\]]|\](?!\]>)){0,8192}(?:\]\]>(?:\s|\\[nrt]){0,100}|(?=…$))|[^<]{1,8192})(?:<\/\1>|(?=…$))/g;
@@ -626,24 +626,24 @@ export class Redactor {
     this.vendor = compile(VENDOR);
     this.minLength = Math.min(...[...this.gated, ...this.ungated, ...this.byRun, this.vendor].map((p) => p.minLength));
     this.minRun = Math.min(...[...this.byRun, this.vendor].map((p) => p.minRun));
-    this.known = environmentSecrets(this.keys);
+    this.renewEnvironment();
   }
 
   /**
    * The values of the process's secret-named environment variables (`DB_PASSWORD`, `OPENAI_API_KEY`, a name the
-   * options add), as they were when this redactor was made: wherever one appears, it is a secret, whatever its shape
+   * options add), as they were when this redactor was made or last renewed ({@link renewEnvironment}): wherever one
+   * appears, it is a secret, whatever its shape
    * (a self-hosted endpoint's key, a password a flow file pulled in with `${DB_PASSWORD}`, a key a node read from the
    * environment). Values shorter than {@link KNOWN_MIN_LENGTH} are left out: replacing them everywhere would blank
    * ordinary text.
    */
-  private known: readonly string[];
+  private known: readonly string[] = [];
 
   /**
    * Reads the secret-named environment variables again (see {@link known}): a variable set after this redactor was
    * made (`dotenv` loaded late, a secret fetched from a vault at start-up, a rotation) is then replaced too, and a
-   * value known before stays known. The
-   * runtime asks the shared redactor at every run's start, and the memory store at every write; a long-lived
-   * process that sets such variables between its own uses of a redactor calls it itself.
+   * value known before stays known. The runtime asks the shared redactor at every run's start, and the memory store
+   * at every write; a long-lived process that sets such variables between its own uses of a redactor calls it itself.
    */
   renewEnvironment(): void {
     // The quick answer, as a run's start asks it: the same variables, and the same values of the secret-named ones.
@@ -652,9 +652,12 @@ export class Redactor {
     if (last !== undefined && names.length === last.names.length && names.every((name, i) => name === last.names[i]) && last.secret.every(([name, value]) => process.env[name] === value)) {
       return;
     }
-    this.environment = { names, secret: names.filter((name) => this.keys.isSecretKey(name)).map((name) => [name, process.env[name]] as const) };
-    // A value once known stays known (a rotated secret may still be quoted by what a run reads), longest first.
-    const known = [...new Set([...environmentSecrets(this.keys), ...this.known])].sort((a, b) => b.length - a.length);
+    const secret = names.filter((name) => this.keys.isSecretKey(name)).map((name) => [name, process.env[name]] as const);
+    this.environment = { names, secret };
+    // A value once known stays known (a rotated secret may still be quoted by what a run reads). Longest first: a
+    // value that holds another is replaced whole.
+    const now = secret.map(([, value]) => value).filter((value): value is string => value !== undefined && value.length >= KNOWN_MIN_LENGTH);
+    const known = [...new Set([...now, ...this.known])].sort((a, b) => b.length - a.length);
     if (known.length === this.known.length) return;
     this.known = known;
     // Cached verdicts on text, which the known values decide too.
@@ -1398,16 +1401,6 @@ function keyDigest(key: string): string {
 
 /** Shortest value of a secret-named environment variable that {@link Redactor} replaces wherever it appears. */
 export const KNOWN_MIN_LENGTH = 8;
-
-/** The values of `process.env`'s variables whose names `keys` takes for secret names, at least KNOWN_MIN_LENGTH long, longest first. */
-function environmentSecrets(keys: SecretKeyMatcher): string[] {
-  const out = new Set<string>();
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value !== undefined && value.length >= KNOWN_MIN_LENGTH && keys.isSecretKey(name)) out.add(value);
-  }
-  // Longest first: a value that holds another is replaced whole.
-  return [...out].sort((a, b) => b.length - a.length);
-}
 
 let shared: Redactor | undefined;
 
